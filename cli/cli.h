@@ -1,0 +1,37 @@
+/* jobcg CLI: the subcommand registry and the helpers every subcommand shares. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "jobcg/config.h"
+#include "jobcg/error.h"
+
+struct cli_global {
+	const char *config_dir; /* --config-dir, or NULL */
+	int verbose;            /* -v count */
+	const char *prog;       /* argv[0] basename */
+};
+
+struct cli_command {
+	const char *name;
+	/* argv[0] is the subcommand name; global options are already removed. Returns exit code. */
+	int (*run)(int argc, char **argv, const struct cli_global *g);
+	const char *summary;
+};
+
+/* Register a subcommand from its own file: CLI_COMMAND(run, cmd_run, "run a step"). */
+#define CLI_COMMAND(cname, fn, text)                                                               \
+	static const struct cli_command cli_cmd_##fn                                               \
+		__attribute__((used, section("jobcg_cmds"), aligned(sizeof(void *)))) = {          \
+			.name = #cname, .run = fn, .summary = text                                 \
+		}
+
+/* Print "jobcg: " + the thread's last library error (file:line:col: message) to stderr. */
+void cli_print_error(const char *what);
+/* printf-style error to stderr, prefixed "jobcg: ". Returns 1 (for `return cli_fail(...)`). */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Usage error for a subcommand: prints message and a hint, returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Load the configuration honouring --config-dir; prints the error and returns non-zero on failure. */
+int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_config **ret);

@@ -1,0 +1,157 @@
+/* jobcg: command-line entry point; finds the subcommand and removes global options. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jobcg-build.h"
+
+extern const struct cli_command __start_jobcg_cmds[];
+extern const struct cli_command __stop_jobcg_cmds[];
+
+static int cmd_version(int argc, char **argv, const struct cli_global *g)
+{
+	printf("jobcg %s\n", JOBCG_VERSION);
+	return 0;
+}
+CLI_COMMAND(version, cmd_version, "print the version");
+
+static int cmp_cmd(const void *a, const void *b)
+{
+	return strcmp((*(const struct cli_command *const *)a)->name,
+		      (*(const struct cli_command *const *)b)->name);
+}
+
+static void usage(FILE *f)
+{
+	size_t n = (size_t)(__stop_jobcg_cmds - __start_jobcg_cmds);
+	const struct cli_command *sorted[256];
+
+	fprintf(f, "Usage: jobcg [--config-dir DIR] [-v] COMMAND [ARGS...]\n\n"
+		   "Node-level job containment for Linux cgroup v2. Commands:\n");
+	if (n > 256)
+		n = 256;
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = &__start_jobcg_cmds[i];
+	qsort(sorted, n, sizeof(sorted[0]), cmp_cmd);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %-10s %s\n", sorted[i]->name, sorted[i]->summary);
+	fprintf(f, "\nRun 'jobcg COMMAND --help' for a command's options; man jobcg(1).\n");
+}
+
+static void log_to_stderr(enum jobcg_log_level level, const char *msg, void *userdata)
+{
+	const char *tag = level <= JOBCG_LOG_ERR ? "error" :
+			  level == JOBCG_LOG_WARNING ? "warning" :
+			  level <= JOBCG_LOG_INFO ? "info" : "debug";
+	fprintf(stderr, "jobcg: %s: %s\n", tag, msg);
+}
+
+void cli_print_error(const char *what)
+{
+	char buf[8192];
+
+	jobcg_error_format(buf, sizeof(buf));
+	if (what)
+		fprintf(stderr, "jobcg: %s: %s\n", what, buf);
+	else
+		fprintf(stderr, "jobcg: %s\n", buf);
+}
+
+int cli_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("jobcg: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "jobcg %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'jobcg %s --help'.\n", cmd);
+	return 2;
+}
+
+int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_config **ret)
+{
+	int r = jobcg_config_load(g->config_dir, NULL, flags, ret);
+
+	if (r < 0) {
+		cli_print_error("configuration");
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_global g = { .prog = "jobcg" };
+	char **rest;
+	int nrest = 0;
+	const char *name = NULL;
+	bool end_of_opts = false;
+
+	rest = calloc((size_t)argc + 1, sizeof(char *));
+	if (!rest)
+		return 1;
+	/* Global options may come before or after the subcommand name, but never after "--". */
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!end_of_opts && strcmp(a, "--") == 0)
+			end_of_opts = true;
+		else if (!end_of_opts && strcmp(a, "--config-dir") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "jobcg: --config-dir needs a directory\n");
+				return 2;
+			}
+			g.config_dir = argv[++i];
+			continue;
+		} else if (!end_of_opts && strncmp(a, "--config-dir=", 13) == 0) {
+			g.config_dir = a + 13;
+			continue;
+		} else if (!end_of_opts && !name && (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0)) {
+			g.verbose++;
+			continue;
+		} else if (!end_of_opts && !name && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+			usage(stdout);
+			return 0;
+		} else if (!end_of_opts && !name && strcmp(a, "--version") == 0) {
+			return cmd_version(0, NULL, &g);
+		}
+		if (!name) {
+			if (a[0] == '-') {
+				fprintf(stderr, "jobcg: unknown option '%s' before the command\n", a);
+				usage(stderr);
+				return 2;
+			}
+			name = a;
+		}
+		rest[nrest++] = argv[i];
+	}
+	if (!name) {
+		usage(stderr);
+		return 2;
+	}
+	if (!g.config_dir)
+		g.config_dir = getenv("JOBCG_CONF_DIR");
+	jobcg_set_log(log_to_stderr, NULL,
+		      g.verbose >= 2 ? JOBCG_LOG_DEBUG :
+		      g.verbose == 1 ? JOBCG_LOG_INFO : JOBCG_LOG_NOTICE);
+	for (const struct cli_command *c = __start_jobcg_cmds; c < __stop_jobcg_cmds; c++)
+		if (strcmp(c->name, name) == 0)
+			return c->run(nrest, rest, &g);
+	fprintf(stderr, "jobcg: unknown command '%s'\n", name);
+	usage(stderr);
+	return 2;
+}

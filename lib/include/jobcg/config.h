@@ -1,0 +1,129 @@
+/* jobcg: configuration read from Slurm-compatible cgroup.conf and gres.conf (immutable once loaded). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "jobcg/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum jobcg_device_program {
+	JOBCG_DEVPROG_NODE = 0,   /* one pinned node program + policy map (default) */
+	JOBCG_DEVPROG_LINEAR = 1, /* Slurm-shaped compare-and-exit program per cgroup */
+};
+
+/* Where a configuration value came from, for `jobcg config`. */
+struct jobcg_origin {
+	const char *file; /* NULL: built-in default; "env:NAME" for the environment */
+	unsigned line;
+};
+
+/* cgroup.conf, with Slurm's defaults applied. Percentages are 0..100 (may exceed for Allowed*). */
+struct jobcg_cgroup_conf {
+	char *mountpoint;           /* CgroupMountpoint; NULL = autodetect */
+	char *plugin;               /* CgroupPlugin: "autodetect", "cgroup/v2", "cgroup/v1", "disabled" */
+	char *slice;                /* CgroupSlice, default "system.slice" */
+	bool job_id_paths;          /* CgroupJobIdPaths (accepted; jobcg paths are job ids anyway) */
+	unsigned systemd_timeout_ms; /* SystemdTimeout, default 1000 */
+	bool ignore_systemd;
+	bool ignore_systemd_on_failure;
+	bool enable_controllers;    /* EnableControllers */
+	char **enable_extra_controllers; /* EnableExtraControllers, NULL-terminated, may be NULL */
+	double allowed_ram_space;   /* AllowedRAMSpace, percent of the job's memory, default 100 */
+	double allowed_swap_space;  /* AllowedSwapSpace, percent, default 0 */
+	bool constrain_cores;
+	bool constrain_devices;
+	bool constrain_ram_space;
+	bool constrain_swap_space;
+	double max_ram_percent;     /* MaxRAMPercent, percent of node RAM, default 100 */
+	double max_swap_percent;    /* MaxSwapPercent, default 100 */
+	uint64_t min_ram_space_mb;  /* MinRAMSpace in MiB, default 30 */
+	bool signal_children_processes;
+
+	/* jobcg's own keys */
+	char *tree_root;            /* JobcgRoot: cgroup path (relative to the v2 mount) of the delegated root;
+	                               NULL = <slice>/jobcg.scope. Env JOBCG_ROOT overrides. */
+	char *scope_name;           /* JobcgScope: systemd scope unit name, default "jobcg.scope" */
+	enum jobcg_device_program device_program; /* DeviceProgram=node|linear */
+	char *bpf_pin_dir;          /* BpfPinDir, default /sys/fs/bpf/jobcg. Env JOBCG_BPF_PIN_DIR */
+	char *state_dir;            /* StateDir, default /var/lib/jobcg. Env JOBCG_STATE_DIR */
+};
+
+/* gres.conf Flags bits. */
+enum {
+	JOBCG_GRES_FLAG_COUNT_ONLY = 1u << 0,
+	JOBCG_GRES_FLAG_ENV_NVIDIA = 1u << 1,
+	JOBCG_GRES_FLAG_ENV_AMD = 1u << 2,
+	JOBCG_GRES_FLAG_ENV_INTEL = 1u << 3,
+	JOBCG_GRES_FLAG_ENV_OPENCL = 1u << 4,
+	JOBCG_GRES_FLAG_NO_GPU_ENV = 1u << 5,
+	JOBCG_GRES_FLAG_ENV_UUID = 1u << 6,
+	JOBCG_GRES_FLAG_ONE_SHARING = 1u << 7,
+	JOBCG_GRES_FLAG_ALL_SHARING = 1u << 8,
+	JOBCG_GRES_FLAG_EXPLICIT = 1u << 9,
+};
+
+/* One device file of a GRES (stat()ed unless loading with no_stat). */
+struct jobcg_gres_file {
+	char *path;
+	char type;         /* 'c' or 'b'; 0 when not stat()ed */
+	unsigned major, minor;
+};
+
+/*
+ * One GRES record for this host after hostlist filtering and range expansion: a line
+ * `Name=gpu File=/dev/nvidia[0-1]` gives two records, one per file. With MultipleFiles= a record
+ * has several files (a MIG GPU and its capability files). A record without files (Count only)
+ * has nfiles == 0.
+ */
+struct jobcg_gres_record {
+	char *name;                 /* "gpu", "mps", "shard", "nic", ... */
+	char *type;                 /* Type= or NULL */
+	struct jobcg_gres_file *files;
+	size_t nfiles;
+	uint64_t count;             /* Count= with suffix, or 1 per file */
+	uint64_t *cores;            /* CPU bitmap (Cores=/CPUs=), bit i = CPU i; NULL = any */
+	size_t cores_words;         /* number of uint64_t words in cores */
+	int *links;                 /* Links= values, or NULL */
+	size_t nlinks;
+	unsigned flags;             /* JOBCG_GRES_FLAG_* */
+	char *autodetect;           /* AutoDetect= in effect for this record, or NULL */
+	struct jobcg_origin origin; /* file and line of the record */
+};
+
+struct jobcg_gres_conf {
+	struct jobcg_gres_record *records;
+	size_t nrecords;
+	char *autodetect;           /* global AutoDetect= or NULL */
+};
+
+struct jobcg_config {
+	struct jobcg_cgroup_conf cgroup;
+	struct jobcg_gres_conf gres;
+	char *config_dir;           /* directory the files were read from */
+	char *hostname;             /* host used to select NodeName= lines */
+};
+
+enum {
+	JOBCG_CONFIG_NO_STAT = 1u << 0,   /* do not stat() gres device files */
+	JOBCG_CONFIG_NO_ENV = 1u << 1,    /* ignore JOBCG_* environment overrides */
+};
+
+/**
+ * Load cgroup.conf and gres.conf from @config_dir (NULL: $JOBCG_CONF_DIR, else /etc/jobcg).
+ * Missing files give the defaults (an empty gres.conf). @hostname NULL: gethostname().
+ * On error returns -errno with the thread's error record naming file, line and column; nothing
+ * is returned (no partial configuration). Free with jobcg_config_free().
+ */
+JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname, unsigned flags,
+				   struct jobcg_config **ret);
+JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c);
+
+#ifdef __cplusplus
+}
+#endif

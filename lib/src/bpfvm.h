@@ -1,0 +1,42 @@
+/* jobcg internal: an interpreter for the eBPF instructions that cgroup device programs use. */
+#pragma once
+
+#include <linux/bpf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The context a BPF_PROG_TYPE_CGROUP_DEVICE program sees (struct bpf_cgroup_dev_ctx):
+ * access_type = (access << 16) | dev_type (BPF_DEVCG_DEV_CHAR = 2, BPF_DEVCG_DEV_BLOCK = 1).
+ */
+struct bpfvm_devctx {
+	uint32_t access_type;
+	uint32_t major;
+	uint32_t minor;
+};
+
+/*
+ * Hooks for programs that call helpers (bpf_get_current_cgroup_id,
+ * bpf_get_current_ancestor_cgroup_id, bpf_map_lookup_elem). A NULL hook makes such a call fail
+ * the run with -EOPNOTSUPP ("opaque"). Map references are the ld_imm64 pseudo map fd/idx
+ * values from the program; lookup returns a pointer to the value or NULL.
+ */
+struct bpfvm_env {
+	uint64_t (*cgroup_id)(void *userdata);
+	uint64_t (*ancestor_cgroup_id)(void *userdata, int level);
+	const void *(*map_lookup)(void *userdata, uint64_t map_ref, const void *key);
+	void *userdata;
+};
+
+/* Validate a program: known opcodes, jumps in range, ld_imm64 complete, ends in exit/ja.
+ * Returns 0 or -EINVAL with the error record naming the instruction index. */
+int bpfvm_check(const struct bpf_insn *insns, size_t n);
+
+/*
+ * Run the program on @ctx. *ret_r0 gets the value of r0 at exit (non-zero = allow).
+ * @max_steps bounds execution (-ELOOP when exceeded). @env may be NULL.
+ * Returns 0, -EINVAL (bad program), -EOPNOTSUPP (helper/map without a hook), -ELOOP.
+ */
+int bpfvm_run(const struct bpf_insn *insns, size_t n, const struct bpfvm_devctx *ctx,
+	      const struct bpfvm_env *env, uint64_t max_steps, uint64_t *ret_r0);

@@ -1,0 +1,109 @@
+/* jobcg: the log callback and the per-thread error record. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static jobcg_log_fn log_fn;
+static void *log_userdata;
+static enum jobcg_log_level log_max = JOBCG_LOG_INFO;
+static __thread struct jobcg_error last_error;
+
+JOBCG_EXPORT void jobcg_set_log(jobcg_log_fn fn, void *userdata, enum jobcg_log_level max_level)
+{
+	log_fn = fn;
+	log_userdata = userdata;
+	log_max = max_level;
+}
+
+void jobcg_log(enum jobcg_log_level level, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+
+	if (!log_fn || level > log_max)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_fn(level, buf, log_userdata);
+}
+
+static int error_vset(int err, const char *file, unsigned line, unsigned column, const char *fmt,
+		      va_list ap)
+{
+	err = err < 0 ? err : -err;
+	if (err == 0)
+		err = -EINVAL;
+	last_error.code = err;
+	snprintf(last_error.file, sizeof(last_error.file), "%s", file ? file : "");
+	last_error.line = line;
+	last_error.column = column;
+	vsnprintf(last_error.message, sizeof(last_error.message), fmt, ap);
+	log_debug("error: %s", last_error.message);
+	return err;
+}
+
+int jobcg_error_set(int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	err = error_vset(err, NULL, 0, 0, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int jobcg_error_set_at(int err, const char *file, unsigned line, unsigned column, const char *fmt,
+		       ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	err = error_vset(err, file, line, column, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void jobcg_error_prefix(const char *fmt, ...)
+{
+	char prefix[1024], old[sizeof(last_error.message)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, last_error.message, sizeof(old));
+	if (old[0])
+		snprintf(last_error.message, sizeof(last_error.message), "%s: %s", prefix, old);
+	else
+		snprintf(last_error.message, sizeof(last_error.message), "%s", prefix);
+}
+
+JOBCG_EXPORT const struct jobcg_error *jobcg_last_error(void)
+{
+	return &last_error;
+}
+
+JOBCG_EXPORT void jobcg_error_clear(void)
+{
+	memset(&last_error, 0, sizeof(last_error));
+}
+
+JOBCG_EXPORT char *jobcg_error_format(char *buf, unsigned long size)
+{
+	const struct jobcg_error *e = &last_error;
+	const char *msg = e->message[0] ? e->message : strerror(e->code ? -e->code : EINVAL);
+
+	if (!size)
+		return buf;
+	if (e->file[0] && e->line && e->column)
+		snprintf(buf, size, "%s:%u:%u: %s", e->file, e->line, e->column, msg);
+	else if (e->file[0] && e->line)
+		snprintf(buf, size, "%s:%u: %s", e->file, e->line, msg);
+	else if (e->file[0])
+		snprintf(buf, size, "%s: %s", e->file, msg);
+	else
+		snprintf(buf, size, "%s", msg);
+	return buf;
+}

@@ -1,0 +1,181 @@
+/* jobcg: small file and string helpers used across the library. */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <time.h>
+
+#include "util.h"
+
+void strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+char *strstrip(char *s)
+{
+	size_t n;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	n = strlen(s);
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 4096;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return negative_errno();
+	buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap >= max)
+				return -EFBIG;
+			cap = cap * 2 > max ? max : cap * 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return negative_errno();
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int read_one_line_at(int dirfd, const char *path, char **ret)
+{
+	char *s = NULL;
+	size_t len;
+	int r;
+
+	r = read_full_file_at(dirfd, path, 1 << 20, &s, &len);
+	if (r < 0)
+		return r;
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
+		s[--len] = '\0';
+	*ret = s;
+	return 0;
+}
+
+int write_string_at(int dirfd, const char *path, const char *s)
+{
+	_cleanup_close_ int fd = -1;
+	size_t len = strlen(s);
+	ssize_t n;
+
+	fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return negative_errno();
+	do
+		n = write(fd, s, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return negative_errno();
+	if ((size_t)n != len)
+		return -EIO;
+	return 0;
+}
+
+size_t strv_length(char *const *v)
+{
+	size_t n = 0;
+
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+int strv_push(char ***v, char *s)
+{
+	size_t n = strv_length(*v);
+	char **nv;
+
+	if (!s)
+		return -ENOMEM;
+	nv = realloc(*v, (n + 2) * sizeof(char *));
+	if (!nv) {
+		free(s);
+		return -ENOMEM;
+	}
+	nv[n] = s;
+	nv[n + 1] = NULL;
+	*v = nv;
+	return 0;
+}
+
+bool strv_contains(char *const *v, const char *s)
+{
+	for (; v && *v; v++)
+		if (streq(*v, s))
+			return true;
+	return false;
+}
+
+char **strv_split(const char *s, const char *separators)
+{
+	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
+	const char *p = s;
+
+	if (!v)
+		return NULL;
+	for (;;) {
+		size_t n;
+
+		p += strspn(p, separators);
+		if (!*p)
+			break;
+		n = strcspn(p, separators);
+		if (strv_push(&v, strndup(p, n)) < 0)
+			return NULL;
+		p += n;
+	}
+	return TAKE_PTR(v);
+}
+
+char *strdup_printf(const char *fmt, ...)
+{
+	char *s;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return r < 0 ? NULL : s;
+}
+
+uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}

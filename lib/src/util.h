@@ -1,0 +1,98 @@
+/* jobcg internal: ownership helpers (cleanup attributes) and small file and string helpers. */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+static inline void fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+void strv_free(char **v);
+static inline void strv_freep(char ***v)
+{
+	strv_free(*v);
+}
+
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+/* Hand ownership over: returns the value and clears the variable so cleanup does nothing. */
+#define TAKE_PTR(p)                                                                                \
+	({                                                                                         \
+		__typeof__(p) _tp = (p);                                                           \
+		(p) = NULL;                                                                        \
+		_tp;                                                                               \
+	})
+#define TAKE_FD(fd)                                                                                \
+	({                                                                                         \
+		int _tf = (fd);                                                                    \
+		(fd) = -1;                                                                         \
+		_tf;                                                                               \
+	})
+
+static inline bool streq(const char *a, const char *b)
+{
+	return strcmp(a, b) == 0;
+}
+static inline bool strcaseeq(const char *a, const char *b)
+{
+	return strcasecmp(a, b) == 0;
+}
+static inline bool startswith(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Negative errno of the last libc failure, never 0. */
+static inline int negative_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+/* Remove leading and trailing white space in place; returns the start. */
+char *strstrip(char *s);
+
+/* Read a whole file (at most @max bytes, else -EFBIG) relative to @dirfd (AT_FDCWD ok).
+ * The result is NUL-terminated; *ret_len excludes the NUL (may be NULL). */
+int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);
+/* Read a file and strip the trailing newline (for one-value kernel files). */
+int read_one_line_at(int dirfd, const char *path, char **ret);
+/* Write @s to an existing file with a single write() (kernel interface files need that). */
+int write_string_at(int dirfd, const char *path, const char *s);
+
+/* NULL-terminated string vectors. */
+size_t strv_length(char *const *v);
+int strv_push(char ***v, char *s); /* takes ownership of s, even on failure */
+bool strv_contains(char *const *v, const char *s);
+char **strv_split(const char *s, const char *separators); /* NULL on ENOMEM */
+
+/* Formatted allocation; NULL on ENOMEM. */
+char *strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Monotonic clock in microseconds. */
+uint64_t now_usec(void);

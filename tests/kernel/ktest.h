@@ -1,0 +1,21 @@
+/* jobcg kernel tests: each test gets its own uniquely named cgroup v2 subtree and removes it. */
+#pragma once
+
+#include <stdbool.h>
+
+/*
+ * Skip the whole test (exit 77) unless running as root with a cgroup v2 mount. Then create
+ * <v2 mount>/jobcg-test-<name>-<pid>-<random> and return its absolute path (static storage).
+ * The subtree (and everything below it) is removed at exit: processes still in it are
+ * killed through cgroup.kill of that subtree only, then directories are removed bottom-up.
+ */
+const char *ktest_setup(const char *name);
+
+/* The cgroup v2 mount point found by ktest_setup(). */
+const char *ktest_cgroup_mount(void);
+
+/* Recursively kill (cgroup.kill) and remove a cgroup directory tree we created. 0 or -errno. */
+int ktest_remove_tree(const char *path);
+
+/* Unique scratch directory under /tmp, removed at exit (recursively). */
+const char *ktest_tmpdir(void);

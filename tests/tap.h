@@ -1,0 +1,99 @@
+/* jobcg tests: a tiny TAP producer. Exit 77 from a test program means "skipped". */
+#pragma once
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int tap_n, tap_failed;
+
+static inline void tap_plan_skip_all(const char *why)
+{
+	printf("1..0 # SKIP %s\n", why);
+	fflush(stdout);
+	exit(77);
+}
+
+/* A skip is a skip unless JOBCG_MUST_WORK=1 (set in CI where the feature is expected). */
+static inline bool tap_must_work(void)
+{
+	const char *e = getenv("JOBCG_MUST_WORK");
+	return e && *e == '1';
+}
+
+static inline bool tap_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline bool tap_ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	printf("%sok %d - ", cond ? "" : "not ", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!cond)
+		tap_failed++;
+	return cond;
+}
+
+static inline void tap_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void tap_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	if (tap_must_work()) {
+		printf("not ok %d - (JOBCG_MUST_WORK) skipped: ", tap_n);
+		tap_failed++;
+	} else {
+		printf("ok %d # SKIP ", tap_n);
+	}
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static inline void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void tap_diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static inline int tap_done(void)
+{
+	printf("1..%d\n", tap_n);
+	fflush(stdout);
+	return tap_failed ? 1 : 0;
+}
+
+#define ok(cond, ...) tap_ok(!!(cond), __VA_ARGS__)
+#define is_int(got, want, name)                                                                    \
+	({                                                                                         \
+		long long _g = (long long)(got), _w = (long long)(want);                           \
+		bool _r = tap_ok(_g == _w, "%s", name);                                             \
+		if (!_r)                                                                           \
+			tap_diag("  got %lld, want %lld", _g, _w);                                 \
+		_r;                                                                                \
+	})
+#define is_str(got, want, name)                                                                    \
+	({                                                                                         \
+		const char *_g = (got), *_w = (want);                                              \
+		bool _r = tap_ok(_g && _w && strcmp(_g, _w) == 0, "%s", name);                     \
+		if (!_r)                                                                           \
+			tap_diag("  got '%s', want '%s'", _g ? _g : "(null)", _w ? _w : "(null)");  \
+		_r;                                                                                \
+	})
