@@ -587,6 +587,8 @@ JOBCG_EXPORT int jobcg_gpu_bind_parse(const char *s, struct jobcg_gpu_bind *ret)
 				r = parse_uint(star + 1, "repeat count", 1024, &rep);
 				if (r < 0)
 					return r;
+				if (rep == 0)
+					return error_set(-EINVAL, "--gpu-bind %s: repeat count 0", s);
 			}
 			r = parse_uint(v[i], "GPU id", JOBCG_GRES_MAX - 1, &id);
 			if (r < 0)
