@@ -44,11 +44,13 @@ static char *default_hostname(void)
 	return strdup(buf);
 }
 
+/* Files are read from paths, or from buffers when @bufs is set (bufs[0..1] with lens). */
 static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
-		const char *hostname, unsigned flags, struct jobcg_config **ret)
+		const char *hostname, unsigned flags, const char *const *bufs, const size_t *lens,
+		struct jobcg_config **ret)
 {
 	struct jobcg_config *c = calloc(1, sizeof(*c));
-	struct confload l = { .c = c, .flags = flags };
+	struct confload l = { .c = c, .flags = flags, .no_include = bufs != NULL };
 	int r;
 
 	if (!c)
@@ -62,7 +64,7 @@ static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 		goto fail;
 	}
 	if (cgroup_conf) {
-		r = cgroup_conf_parse(&l, cgroup_conf, NULL, 0);
+		r = cgroup_conf_parse(&l, cgroup_conf, bufs ? bufs[0] : NULL, bufs ? lens[0] : 0);
 		if (r < 0)
 			goto fail;
 	}
@@ -70,7 +72,7 @@ static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 	if (r < 0)
 		goto fail;
 	if (gres_conf) {
-		r = gres_conf_parse(&l, gres_conf, NULL, 0);
+		r = gres_conf_parse(&l, gres_conf, bufs ? bufs[1] : NULL, bufs ? lens[1] : 0);
 		if (r < 0)
 			goto fail;
 	}
@@ -92,7 +94,18 @@ JOBCG_EXPORT int jobcg_config_load_files(const char *cgroup_conf, const char *gr
 					 const char *hostname, unsigned flags,
 					 struct jobcg_config **ret)
 {
-	return load(cgroup_conf, gres_conf, NULL, hostname, flags, ret);
+	return load(cgroup_conf, gres_conf, NULL, hostname, flags, NULL, NULL, ret);
+}
+
+int config_load_buffers(const char *cgroup_buf, size_t cgroup_len, const char *gres_buf,
+			size_t gres_len, const char *hostname, unsigned flags,
+			struct jobcg_config **ret)
+{
+	const char *bufs[2] = { cgroup_buf, gres_buf };
+	size_t lens[2] = { cgroup_len, gres_len };
+
+	return load(cgroup_buf ? "cgroup.conf" : NULL, gres_buf ? "gres.conf" : NULL, NULL,
+		    hostname ? hostname : "node1", flags | JOBCG_CONFIG_NO_ENV, bufs, lens, ret);
 }
 
 JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname, unsigned flags,
@@ -123,5 +136,5 @@ JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname,
 	gr = strdup_printf("%s/gres.conf", dir);
 	if (!cg || !gr)
 		return -ENOMEM;
-	return load(cg, gr, dir, hostname, flags, ret);
+	return load(cg, gr, dir, hostname, flags, NULL, NULL, ret);
 }

@@ -34,3 +34,9 @@ int gres_conf_finish(struct confload *l);
 void gres_conf_done(struct jobcg_gres_conf *g);
 /* Free the cross-line state (after finish or on error). */
 void gres_conf_state_free(struct confload *l);
+
+/* config.c: load from in-memory buffers (fuzzing): Include is refused, the environment ignored.
+ * A NULL buffer means no such file. */
+int config_load_buffers(const char *cgroup_buf, size_t cgroup_len, const char *gres_buf,
+			size_t gres_len, const char *hostname, unsigned flags,
+			struct jobcg_config **ret);
