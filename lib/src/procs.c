@@ -1,0 +1,111 @@
+/* jobcg: processes of a job, step or task: list, signal, freeze/thaw (event driven), kill. */
+#include <signal.h>
+
+#include "cgroupfs.h"
+#include "log.h"
+#include "tree.h"
+#include "util.h"
+
+static int target_dir(struct jobcg_ctx *ctx, const struct jobcg_target *t, char **ret)
+{
+	char buf[64];
+	int r = jobcg_target_path(ctx, t, ret);
+
+	if (r < 0)
+		return r;
+	if (access(*ret, F_OK) < 0) {
+		free(*ret);
+		*ret = NULL;
+		return error_set(-ENOENT, "no %s %s", !t->step[0] ? "job" :
+					  t->task == JOBCG_TASK_ALL ? "step" : "task",
+				 jobcg_target_format(t, buf, sizeof(buf)));
+	}
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_pids(struct jobcg_ctx *ctx, const struct jobcg_target *t, pid_t **ret,
+			    size_t *ret_n)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = target_dir(ctx, t, &dir);
+
+	if (r < 0)
+		return r;
+	return cgfs_pids(dir, true, ret, ret_n);
+}
+
+JOBCG_EXPORT int jobcg_signal(struct jobcg_ctx *ctx, const struct jobcg_target *t, int sig)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0;
+	int r, count = 0;
+
+	if (sig < 0 || sig >= NSIG)
+		return error_set(-EINVAL, "invalid signal %d", sig);
+	r = jobcg_pids(ctx, t, &pids, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (kill(pids[i], sig) == 0)
+			count++;
+		else if (errno != ESRCH) /* exited meanwhile: fine */
+			return error_set(negative_errno(), "cannot signal pid %d: %s", (int)pids[i],
+					 strerror(errno));
+	}
+	return count;
+}
+
+static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool freeze,
+		      unsigned timeout_ms)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = target_dir(ctx, t, &dir);
+
+	if (r < 0)
+		return r;
+	r = cgfs_freeze(dir, freeze);
+	if (r < 0)
+		return r;
+	return cgfs_wait_events(dir, "frozen", freeze ? 1 : 0, timeout_ms);
+}
+
+JOBCG_EXPORT int jobcg_freeze(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+			      unsigned timeout_ms)
+{
+	return set_frozen(ctx, t, true, timeout_ms);
+}
+
+JOBCG_EXPORT int jobcg_thaw(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+			    unsigned timeout_ms)
+{
+	return set_frozen(ctx, t, false, timeout_ms);
+}
+
+JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+			    unsigned timeout_ms)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = target_dir(ctx, t, &dir);
+
+	if (r < 0)
+		return r;
+	return tree_kill(dir, timeout_ms);
+}
+
+JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				    int task, pid_t pid)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r;
+
+	if (!jobcg_step_id_valid(step_id) || (task < 0 && task != JOBCG_TASK_SPECIAL) ||
+	    task > JOBCG_TASK_MAX)
+		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "", task);
+	dir = tree_task_dir(ctx, job_id, step_id, task);
+	if (!dir)
+		return -ENOMEM;
+	r = cgfs_mkdir(dir, true);
+	if (r < 0)
+		return r;
+	return cgfs_move_pid(dir, pid);
+}
