@@ -55,7 +55,8 @@ static int scan_one(const char *dir, const char *type, const char *opts, void *u
 
 		s->have_v1 = true;
 		for (char **p = o; p && *p; p++) {
-			int c = jobcg_controller_from_name(*p);
+			/* v1 calls the io controller blkio */
+			int c = jobcg_controller_from_name(streq(*p, "blkio") ? "io" : *p);
 
 			if (c >= 0)
 				s->v1 |= 1u << c;
@@ -280,7 +281,10 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest)
 	}
 
 	if (!(s->usable & (1u << JOBCG_CTRL_MEMORY)))
-		r = feature(&s->memory_peak, false, "memory controller not available to jobcg's tree");
+		r = feature(&s->memory_peak, false, "%s",
+			    s->v1_bound & (1u << JOBCG_CTRL_MEMORY) ?
+				    "memory controller is bound to cgroup v1" :
+				    "memory controller not available to jobcg's tree");
 	else if (s->root_exists) {
 		_cleanup_free_ char *p = cgfs_path(s->root, "memory.peak");
 

@@ -109,3 +109,67 @@ JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, cons
 		return r;
 	return cgfs_move_pid(dir, pid);
 }
+
+JOBCG_EXPORT int jobcg_target_events(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				     bool *ret_populated, bool *ret_frozen)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = target_dir(ctx, t, &dir);
+
+	if (r < 0)
+		return r;
+	return cgfs_events(dir, ret_populated, ret_frozen);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	/* task_special (negative) sorts last */
+	if ((x < 0) != (y < 0))
+		return x < 0 ? 1 : -1;
+	return x < y ? -1 : x > y;
+}
+
+JOBCG_EXPORT int jobcg_task_list(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				 int **ret, size_t *ret_n)
+{
+	_cleanup_free_ char *sdir = NULL, *user = NULL;
+	_cleanup_strv_free_ char **kids = NULL;
+	_cleanup_free_ int *tasks = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!jobcg_step_id_valid(step_id))
+		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
+	sdir = tree_step_dir(ctx, job_id, step_id);
+	user = sdir ? cgfs_path(sdir, "user") : NULL;
+	if (!user)
+		return -ENOMEM;
+	r = cgfs_children(user, &kids);
+	if (r == -ENOENT)
+		return error_set(r, "no step %u.%s", job_id, step_id);
+	if (r < 0)
+		return r;
+	tasks = calloc(strv_length(kids) + 1, sizeof(int));
+	if (!tasks)
+		return -ENOMEM;
+	for (char **k = kids; *k; k++) {
+		char *end;
+		long v;
+
+		if (streq(*k, "task_special")) {
+			tasks[n++] = JOBCG_TASK_SPECIAL;
+			continue;
+		}
+		if (!startswith(*k, "task_") || (*k)[5] < '0' || (*k)[5] > '9')
+			continue;
+		v = strtol(*k + 5, &end, 10);
+		if (!*end && v >= 0 && v <= JOBCG_TASK_MAX)
+			tasks[n++] = (int)v;
+	}
+	qsort(tasks, n, sizeof(int), cmp_int);
+	*ret = TAKE_PTR(tasks);
+	*ret_n = n;
+	return 0;
+}

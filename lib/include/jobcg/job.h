@@ -171,6 +171,13 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
 JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				    int task, pid_t pid);
 
+/** populated / frozen of a target from its cgroup.events. -ENOENT if the target is absent. */
+JOBCG_EXPORT int jobcg_target_events(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				     bool *ret_populated, bool *ret_frozen);
+/** Task numbers present in a step (ascending; JOBCG_TASK_SPECIAL last if present). */
+JOBCG_EXPORT int jobcg_task_list(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				 int **ret, size_t *ret_n);
+
 /** Pids in a target's cgroups (recursively), sorted. */
 JOBCG_EXPORT int jobcg_pids(struct jobcg_ctx *ctx, const struct jobcg_target *t, pid_t **ret,
 			    size_t *ret_n);
