@@ -55,18 +55,69 @@ JOBCG_EXPORT int jobcg_signal(struct jobcg_ctx *ctx, const struct jobcg_target *
 	return count;
 }
 
+/* Collect @dir and the cgroups below it whose own cgroup.freeze is 1. */
+static int frozen_below(const char *dir, unsigned depth, char ***acc)
+{
+	_cleanup_strv_free_ char **kids = NULL;
+	uint64_t v = 0;
+	int r;
+
+	if (depth > 8)
+		return 0; /* our tree is at most 4 deep below a job */
+	if (cgfs_read_u64(dir, "cgroup.freeze", &v) == 0 && v == 1 &&
+	    (r = strv_push(acc, strdup(dir))) < 0)
+		return r;
+	r = cgfs_children(dir, &kids);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	for (char **k = kids; *k; k++) {
+		_cleanup_free_ char *sub = cgfs_path(dir, *k);
+
+		if (!sub)
+			return -ENOMEM;
+		r = frozen_below(sub, depth + 1, acc);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool freeze,
 		      unsigned timeout_ms)
 {
 	_cleanup_free_ char *dir = NULL;
+	_cleanup_strv_free_ char **dirs = NULL;
+	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
 	int r = target_dir(ctx, t, &dir);
 
 	if (r < 0)
 		return r;
-	r = cgfs_freeze(dir, freeze);
+	if (freeze) {
+		r = cgfs_freeze(dir, true);
+		if (r < 0)
+			return r;
+		return cgfs_wait_events(dir, "frozen", 1, timeout_ms);
+	}
+	/* A step frozen on its own stays frozen when only its job is thawed: thawing a target
+	 * thaws everything below it that was frozen explicitly. */
+	r = frozen_below(dir, 0, &dirs);
 	if (r < 0)
 		return r;
-	return cgfs_wait_events(dir, "frozen", freeze ? 1 : 0, timeout_ms);
+	r = cgfs_freeze(dir, false);
+	if (r < 0)
+		return r;
+	for (char **d = dirs; d && *d; d++)
+		if ((r = cgfs_freeze(*d, false)) < 0 && r != -ENOENT)
+			return r;
+	for (char **d = dirs; d && *d; d++) {
+		uint64_t now = now_usec();
+		unsigned left = now < deadline ? (unsigned)((deadline - now) / 1000) : 0;
+
+		r = cgfs_wait_events(*d, "frozen", 0, left);
+		if (r < 0)
+			return r;
+	}
+	return cgfs_wait_events(dir, "frozen", 0, timeout_ms);
 }
 
 JOBCG_EXPORT int jobcg_freeze(struct jobcg_ctx *ctx, const struct jobcg_target *t,

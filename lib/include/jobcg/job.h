@@ -185,8 +185,9 @@ JOBCG_EXPORT int jobcg_pids(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 JOBCG_EXPORT int jobcg_signal(struct jobcg_ctx *ctx, const struct jobcg_target *t, int sig);
 /**
  * Freeze / thaw a target through cgroup.freeze and wait (inotify on cgroup.events, no polling
- * loop) until it reports "frozen 1" / "frozen 0", at most @timeout_ms. -ETIMEDOUT on expiry,
- * -EOPNOTSUPP when the kernel has no cgroup.freeze.
+ * loop) until it reports "frozen 1" / "frozen 0", at most @timeout_ms. Thaw also thaws the
+ * cgroups below the target that were frozen on their own (a step frozen, then its job thawed).
+ * -ETIMEDOUT on expiry, -EOPNOTSUPP when the kernel has no cgroup.freeze.
  */
 JOBCG_EXPORT int jobcg_freeze(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 			      unsigned timeout_ms);
