@@ -6,13 +6,13 @@
 static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "cpus", required_argument, NULL, 'c' },
-		{ "mem", required_argument, NULL, 'm' },
-		{ "pids", required_argument, NULL, 'p' },
-		{ "best-effort", no_argument, NULL, 'B' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"cpus", required_argument, NULL, 'c'},
+	    {"mem", required_argument, NULL, 'm'},
+	    {"pids", required_argument, NULL, 'p'},
+	    {"best-effort", no_argument, NULL, 'B'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct cli_limits cl = {};
 	struct jobcg_config *conf = NULL;
@@ -33,10 +33,11 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			json = true;
 			break;
 		case 'h':
-			printf("Usage: jobcg alloc JOB [--cpus LIST] [--mem SIZE] [--pids N] "
-			       "[--best-effort] [--json]\n\n"
-			       "Create job JOB with its limits; it stays until 'jobcg release JOB'.\n"
-			       "Limits this host cannot enforce are refused unless --best-effort.\n");
+			printf(
+			    "Usage: jobcg alloc JOB [--cpus LIST] [--mem SIZE] [--pids N] "
+			    "[--best-effort] [--json]\n\n"
+			    "Create job JOB with its limits; it stays until 'jobcg release JOB'.\n"
+			    "Limits this host cannot enforce are refused unless --best-effort.\n");
 			return 0;
 		default:
 			return cli_usage_error("alloc", "unknown option");
@@ -57,7 +58,7 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	} else if (json) {
 		struct json_object *o = json_object_new_object();
 		char *path = NULL;
-		struct jobcg_target t = { .job = job, .task = JOBCG_TASK_ALL };
+		struct jobcg_target t = {.job = job, .task = JOBCG_TASK_ALL};
 
 		(void)jobcg_target_path(ctx, &t, &path);
 		json_object_object_add(o, "job", json_object_new_uint64(job));

@@ -138,9 +138,9 @@ static void print_text(const struct jobcg_sysinfo *s)
 static int cmd_check(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_sysinfo *s = NULL;
@@ -155,8 +155,10 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 			break;
 		case 'h':
 			printf("Usage: jobcg check [--json]\n\n"
-			       "Describe the cgroup v2 mount, its controllers and kernel features, and\n"
-			       "what jobcg cannot enforce on this host. Exit status 0 only if jobs can run.\n");
+			       "Describe the cgroup v2 mount, its controllers and kernel features, "
+			       "and\n"
+			       "what jobcg cannot enforce on this host. Exit status 0 only if jobs "
+			       "can run.\n");
 			return 0;
 		default:
 			return cli_usage_error("check", "unknown option");

@@ -9,7 +9,10 @@ static int cmd_freeze(int argc, char **argv, const struct cli_global *g)
 	int r;
 
 	r = cli_target_args(argc, argv, CLI_TARGET_TIMEOUT,
-			    "Usage: jobcg freeze [--timeout MS] JOB[.STEP[.TASK]]\n\nFreeze the target (cgroup.freeze) and wait until cgroup.events reports\n'frozen 1' (default timeout 10000 ms).\n", &a);
+			    "Usage: jobcg freeze [--timeout MS] JOB[.STEP[.TASK]]\n\nFreeze the "
+			    "target (cgroup.freeze) and wait until cgroup.events reports\n'frozen "
+			    "1' (default timeout 10000 ms).\n",
+			    &a);
 	if (r >= 0)
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);

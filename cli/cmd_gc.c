@@ -6,9 +6,9 @@
 static int cmd_gc(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
@@ -23,9 +23,10 @@ static int cmd_gc(int argc, char **argv, const struct cli_global *g)
 			json = true;
 			break;
 		case 'h':
-			printf("Usage: jobcg gc [--json]\n\n"
-			       "Remove ephemeral jobs and steps whose 'jobcg run' is gone, and job\n"
-			       "directories left half made. Allocated jobs stay until released.\n");
+			printf(
+			    "Usage: jobcg gc [--json]\n\n"
+			    "Remove ephemeral jobs and steps whose 'jobcg run' is gone, and job\n"
+			    "directories left half made. Allocated jobs stay until released.\n");
 			return 0;
 		default:
 			return cli_usage_error("gc", "unknown option");

@@ -6,8 +6,8 @@
 static int cmd_init(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
@@ -17,7 +17,8 @@ static int cmd_init(int argc, char **argv, const struct cli_global *g)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("Usage: jobcg init\n\n"
-			       "Create the jobcg tree root (systemd scope or mkdir), its system/ leaf,\n"
+			       "Create the jobcg tree root (systemd scope or mkdir), its system/ "
+			       "leaf,\n"
 			       "and enable the controllers for jobs. Safe to run again.\n");
 			return 0;
 		}

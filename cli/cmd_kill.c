@@ -8,8 +8,12 @@ static int cmd_kill(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	int r;
 
-	r = cli_target_args(argc, argv, CLI_TARGET_TIMEOUT,
-			    "Usage: jobcg kill [--timeout MS] JOB[.STEP[.TASK]]\n\nKill every process of the target with cgroup.kill (SIGKILL, cannot be trapped)\nand wait until the target is empty (default timeout 10000 ms).\n", &a);
+	r = cli_target_args(
+	    argc, argv, CLI_TARGET_TIMEOUT,
+	    "Usage: jobcg kill [--timeout MS] JOB[.STEP[.TASK]]\n\nKill every process of the "
+	    "target with cgroup.kill (SIGKILL, cannot be trapped)\nand wait until the target is "
+	    "empty (default timeout 10000 ms).\n",
+	    &a);
 	if (r >= 0)
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);

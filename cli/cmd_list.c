@@ -23,8 +23,8 @@ struct json_object *cli_job_json(const struct jobcg_job_info *i)
 	json_object_object_add(o, "path", json_object_new_string(i->path));
 	json_object_object_add(o, "uid", i->have_owner ? json_object_new_int64(i->uid) : NULL);
 	json_object_object_add(o, "gid", i->have_owner ? json_object_new_int64(i->gid) : NULL);
-	json_object_object_add(o, "created", i->created_sec ?
-						     json_object_new_uint64(i->created_sec) : NULL);
+	json_object_object_add(o, "created",
+			       i->created_sec ? json_object_new_uint64(i->created_sec) : NULL);
 	json_object_object_add(o, "ephemeral", json_object_new_boolean(i->ephemeral));
 	json_object_object_add(o, "runner", i->runner ? json_object_new_int(i->runner) : NULL);
 	json_object_object_add(o, "cpus", i->cpus ? json_object_new_string(i->cpus) : NULL);
@@ -43,9 +43,9 @@ struct json_object *cli_job_json(const struct jobcg_job_info *i)
 static int cmd_list(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
@@ -118,8 +118,10 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 			snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits),
 				 " pids=%llu", (unsigned long long)i->pids_max);
 		printf("%-10u %-6s %-9s %-20s %-10s %s%s\n", i->id,
-		       i->frozen ? "frozen" : i->populated ? "busy" : "idle", owner, created,
-		       steps[0] ? steps : "-", limits[0] ? limits : "-",
+		       i->frozen      ? "frozen"
+		       : i->populated ? "busy"
+				      : "idle",
+		       owner, created, steps[0] ? steps : "-", limits[0] ? limits : "-",
 		       i->ephemeral ? " (ephemeral)" : "");
 		jobcg_job_info_free(i);
 	}

@@ -6,8 +6,8 @@
 static int cmd_release(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
@@ -18,7 +18,8 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("Usage: jobcg release JOB\n\n"
-			       "Kill every process of JOB, undo its allocation and remove its cgroups.\n");
+			       "Kill every process of JOB, undo its allocation and remove its "
+			       "cgroups.\n");
 			return 0;
 		}
 		return cli_usage_error("release", "unknown option");

@@ -1,44 +1,41 @@
-/* jobcg run: run a command as a step (in an ephemeral job unless --job names one), pass its status. */
+/* jobcg run: run a command as a step (in an ephemeral job unless --job names one), pass its status.
+ */
 #include <getopt.h>
 
 #include "common.h"
 
 static void usage(void)
 {
-	printf("Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
-	       "                 [--cpus LIST] [--mem SIZE] [--pids N] [--best-effort] [--no-clone3]\n"
-	       "                 -- CMD [ARGS...]\n\n"
-	       "Run CMD as the tasks of a new step. Without --job (or when that job does not\n"
-	       "exist yet) an ephemeral job is created for the step and removed afterwards; the\n"
-	       "limits apply to that job. The exit status is the command's (highest of the tasks),\n"
-	       "128+N when a task was killed by signal N.\n\n"
-	       "  --job ID        run in job ID (made by 'jobcg alloc', or ephemeral if absent)\n"
-	       "  --step ID       step id: a number, batch, extern or interactive (default: next number)\n"
-	       "  --ntasks N      start N copies as tasks 0..N-1 (default 1)\n"
-	       "  --acct          print the step's accounting to stderr when it ends\n"
-	       "  --json          accounting as JSON\n"
-	       "  --cpus LIST     cpuset.cpus of the ephemeral job\n"
-	       "  --mem SIZE      memory.max of the ephemeral job (K, M, G, T suffixes)\n"
-	       "  --pids N        pids.max of the ephemeral job\n"
-	       "  --best-effort   run even when a limit cannot be enforced on this host\n"
-	       "  --no-clone3     start tasks with fork and migrate-before-exec\n");
+	printf(
+	    "Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
+	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--best-effort] [--no-clone3]\n"
+	    "                 -- CMD [ARGS...]\n\n"
+	    "Run CMD as the tasks of a new step. Without --job (or when that job does not\n"
+	    "exist yet) an ephemeral job is created for the step and removed afterwards; the\n"
+	    "limits apply to that job. The exit status is the command's (highest of the tasks),\n"
+	    "128+N when a task was killed by signal N.\n\n"
+	    "  --job ID        run in job ID (made by 'jobcg alloc', or ephemeral if absent)\n"
+	    "  --step ID       step id: a number, batch, extern or interactive (default: next "
+	    "number)\n"
+	    "  --ntasks N      start N copies as tasks 0..N-1 (default 1)\n"
+	    "  --acct          print the step's accounting to stderr when it ends\n"
+	    "  --json          accounting as JSON\n"
+	    "  --cpus LIST     cpuset.cpus of the ephemeral job\n"
+	    "  --mem SIZE      memory.max of the ephemeral job (K, M, G, T suffixes)\n"
+	    "  --pids N        pids.max of the ephemeral job\n"
+	    "  --best-effort   run even when a limit cannot be enforced on this host\n"
+	    "  --no-clone3     start tasks with fork and migrate-before-exec\n");
 }
 
 static int cmd_run(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "job", required_argument, NULL, 'J' },
-		{ "step", required_argument, NULL, 'S' },
-		{ "ntasks", required_argument, NULL, 'n' },
-		{ "acct", no_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "cpus", required_argument, NULL, 'c' },
-		{ "mem", required_argument, NULL, 'm' },
-		{ "pids", required_argument, NULL, 'p' },
-		{ "best-effort", no_argument, NULL, 'B' },
-		{ "no-clone3", no_argument, NULL, 'X' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"job", required_argument, NULL, 'J'},    {"step", required_argument, NULL, 'S'},
+	    {"ntasks", required_argument, NULL, 'n'}, {"acct", no_argument, NULL, 'a'},
+	    {"json", no_argument, NULL, 'j'},	      {"cpus", required_argument, NULL, 'c'},
+	    {"mem", required_argument, NULL, 'm'},    {"pids", required_argument, NULL, 'p'},
+	    {"best-effort", no_argument, NULL, 'B'},  {"no-clone3", no_argument, NULL, 'X'},
+	    {"help", no_argument, NULL, 'h'},	      {},
 	};
 	struct cli_limits cl = {};
 	struct jobcg_config *conf = NULL;
@@ -46,7 +43,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_spawn_opts so = {};
 	struct jobcg_run_result res = {};
 	struct jobcg_acct acct = {};
-	struct jobcg_target t = { .task = JOBCG_TASK_ALL };
+	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
 	const char *step_arg = NULL;
 	char step[JOBCG_STEP_ID_MAX];
 	uint32_t job = JOBCG_JOB_ID_AUTO;
@@ -64,13 +61,15 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 		switch (c) {
 		case 'J':
 			if (jobcg_job_id_parse(optarg, &job) < 0)
-				return cli_usage_error("run", "--job '%s': need a number 1..4294967294",
-						       optarg);
+				return cli_usage_error(
+				    "run", "--job '%s': need a number 1..4294967294", optarg);
 			break;
 		case 'S':
 			if (!jobcg_step_id_valid(optarg))
-				return cli_usage_error("run", "--step '%s': need a number, batch, "
-						       "extern or interactive", optarg);
+				return cli_usage_error("run",
+						       "--step '%s': need a number, batch, "
+						       "extern or interactive",
+						       optarg);
 			step_arg = optarg;
 			break;
 		case 'n':
@@ -96,7 +95,8 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 		}
 	}
 	if (optind >= argc)
-		return cli_usage_error("run", "no command given (jobcg run [OPTIONS] -- CMD ARGS...)");
+		return cli_usage_error("run",
+				       "no command given (jobcg run [OPTIONS] -- CMD ARGS...)");
 
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
@@ -112,8 +112,10 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			cli_print_error(NULL);
 			goto out;
 		} else if (cl.l.cpus || cl.l.mem_bytes || cl.l.pids_max) {
-			fprintf(stderr, "jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
-					"--cpus/--mem/--pids only apply to a new job\n", job);
+			fprintf(stderr,
+				"jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
+				"--cpus/--mem/--pids only apply to a new job\n",
+				job);
 			goto out;
 		}
 	} else
@@ -165,8 +167,8 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			json_object_object_add(o, "acct", cli_json_acct(&acct));
 			cli_json_print(stderr, o);
 		} else {
-			fprintf(stderr, "step %u.%s: exit code %d, %u task(s)\n", job, step, exit_code,
-				ntasks);
+			fprintf(stderr, "step %u.%s: exit code %d, %u task(s)\n", job, step,
+				exit_code, ntasks);
 			cli_print_acct(stderr, &acct);
 		}
 	}

@@ -25,9 +25,9 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 				   *pa = json_object_new_array();
 
 		for (size_t i = 0; i < nt; i++)
-			json_object_array_add(ta, tasks[i] == JOBCG_TASK_SPECIAL ?
-							  json_object_new_string("special") :
-							  json_object_new_int(tasks[i]));
+			json_object_array_add(ta, tasks[i] == JOBCG_TASK_SPECIAL
+						      ? json_object_new_string("special")
+						      : json_object_new_int(tasks[i]));
 		for (size_t i = 0; i < np; i++)
 			json_object_array_add(pa, json_object_new_int(pids[i]));
 		json_object_object_add(o, "job", json_object_new_uint64(t->job));
@@ -41,7 +41,9 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		cli_json_print(stdout, o);
 	} else {
 		printf("step %u.%s\n  path: %s\n  state: %s\n  tasks:", t->job, t->step, path,
-		       frozen ? "frozen" : populated ? "running" : "empty");
+		       frozen	   ? "frozen"
+		       : populated ? "running"
+				   : "empty");
 		for (size_t i = 0; i < nt; i++)
 			if (tasks[i] == JOBCG_TASK_SPECIAL)
 				printf(" special");
@@ -73,7 +75,9 @@ static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
 		cli_json_print(stdout, cli_job_json(i));
 	else {
 		printf("job %u\n  path: %s\n  state: %s\n", i->id, i->path,
-		       i->frozen ? "frozen" : i->populated ? "running" : "idle");
+		       i->frozen      ? "frozen"
+		       : i->populated ? "running"
+				      : "idle");
 		if (i->have_owner)
 			printf("  owner: %u:%u\n", (unsigned)i->uid, (unsigned)i->gid);
 		if (i->created_sec)
@@ -106,11 +110,12 @@ static int cmd_show(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	int r;
 
-	r = cli_target_args(argc, argv, CLI_TARGET_JSON,
-			    "Usage: jobcg show [--json] JOB[.STEP]\n\n"
-			    "Show a job (owner, creation time, limits, steps) or a step (tasks, pids,\n"
-			    "state, accounting).\n",
-			    &a);
+	r = cli_target_args(
+	    argc, argv, CLI_TARGET_JSON,
+	    "Usage: jobcg show [--json] JOB[.STEP]\n\n"
+	    "Show a job (owner, creation time, limits, steps) or a step (tasks, pids,\n"
+	    "state, accounting).\n",
+	    &a);
 	if (r >= 0)
 		return r;
 	if (a.t.task != JOBCG_TASK_ALL)

@@ -10,11 +10,12 @@ static int cmd_stat(int argc, char **argv, const struct cli_global *g)
 	char buf[128];
 	int r;
 
-	r = cli_target_args(argc, argv, CLI_TARGET_JSON,
-			    "Usage: jobcg stat [--json] JOB[.STEP[.TASK]]\n\n"
-			    "Print the target's CPU, memory, OOM and pids accounting. Items whose\n"
-			    "controller is not available are 'unavailable' (null in JSON), never 0.\n",
-			    &a);
+	r = cli_target_args(
+	    argc, argv, CLI_TARGET_JSON,
+	    "Usage: jobcg stat [--json] JOB[.STEP[.TASK]]\n\n"
+	    "Print the target's CPU, memory, OOM and pids accounting. Items whose\n"
+	    "controller is not available are 'unavailable' (null in JSON), never 0.\n",
+	    &a);
 	if (r >= 0)
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
@@ -26,8 +27,9 @@ static int cmd_stat(int argc, char **argv, const struct cli_global *g)
 	} else if (a.json) {
 		struct json_object *o = json_object_new_object();
 
-		json_object_object_add(o, "target", json_object_new_string(
-						  jobcg_target_format(&a.t, buf, sizeof(buf))));
+		json_object_object_add(
+		    o, "target",
+		    json_object_new_string(jobcg_target_format(&a.t, buf, sizeof(buf))));
 		json_object_object_add(o, "acct", cli_json_acct(&acct));
 		cli_json_print(stdout, o);
 	} else {

@@ -9,7 +9,9 @@ static int cmd_thaw(int argc, char **argv, const struct cli_global *g)
 	int r;
 
 	r = cli_target_args(argc, argv, CLI_TARGET_TIMEOUT,
-			    "Usage: jobcg thaw [--timeout MS] JOB[.STEP[.TASK]]\n\nThaw the target and wait until cgroup.events reports 'frozen 0'.\n", &a);
+			    "Usage: jobcg thaw [--timeout MS] JOB[.STEP[.TASK]]\n\nThaw the target "
+			    "and wait until cgroup.events reports 'frozen 0'.\n",
+			    &a);
 	if (r >= 0)
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);

@@ -33,7 +33,7 @@ void cli_json_print(FILE *f, struct json_object *obj)
 {
 	fprintf(f, "%s\n",
 		json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY |
-							    JSON_C_TO_STRING_NOSLASHESCAPE));
+							JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(obj);
 }
 
@@ -43,8 +43,8 @@ struct json_object *cli_json_acct(const struct jobcg_acct *a)
 
 	for (unsigned i = 0; i < _JOBCG_ACCT_MAX; i++)
 		json_object_object_add(o, jobcg_acct_item_name(i),
-				       jobcg_acct_has(a, i) ?
-					       json_object_new_uint64(a->value[i]) : NULL);
+				       jobcg_acct_has(a, i) ? json_object_new_uint64(a->value[i])
+							    : NULL);
 	return o;
 }
 
@@ -104,7 +104,8 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 		return 1;
 	case 'm':
 		if (jobcg_parse_size(arg, &out->l.mem_bytes) < 0 || out->l.mem_bytes == 0)
-			return -cli_usage_error(cmd, "--mem '%s': need a size like 512M or 4G", arg);
+			return -cli_usage_error(cmd, "--mem '%s': need a size like 512M or 4G",
+						arg);
 		out->mem_arg = arg;
 		return 1;
 	case 'p': {
@@ -134,11 +135,14 @@ int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl)
 		return 0;
 	}
 	if (bad & JOBCG_LIMIT_CPUS)
-		fprintf(stderr, "jobcg: --cpus %s: %s\n", cl->l.cpus, why && why[i] ? why[i++] : "");
+		fprintf(stderr, "jobcg: --cpus %s: %s\n", cl->l.cpus,
+			why && why[i] ? why[i++] : "");
 	if (bad & JOBCG_LIMIT_MEM)
-		fprintf(stderr, "jobcg: --mem %s: %s\n", cl->mem_arg, why && why[i] ? why[i++] : "");
+		fprintf(stderr, "jobcg: --mem %s: %s\n", cl->mem_arg,
+			why && why[i] ? why[i++] : "");
 	if (bad & JOBCG_LIMIT_PIDS)
-		fprintf(stderr, "jobcg: --pids %s: %s\n", cl->pids_arg, why && why[i] ? why[i++] : "");
+		fprintf(stderr, "jobcg: --pids %s: %s\n", cl->pids_arg,
+			why && why[i] ? why[i++] : "");
 	fprintf(stderr, "jobcg: refusing to run without these limits (use --best-effort to run "
 			"anyway)\n");
 	jobcg_strv_free(why);
@@ -149,11 +153,11 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 		    struct cli_target_args *ret)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "signal", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"signal", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	const char *cmd = argv[0];
 	int c;
@@ -166,21 +170,26 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 		switch (c) {
 		case 'j':
 			if (!(what & CLI_TARGET_JSON))
-				return cli_usage_error(cmd, "--json is not an option of this command");
+				return cli_usage_error(cmd,
+						       "--json is not an option of this command");
 			ret->json = true;
 			break;
 		case 't':
 			if (!(what & CLI_TARGET_TIMEOUT))
-				return cli_usage_error(cmd, "--timeout is not an option of this command");
+				return cli_usage_error(
+				    cmd, "--timeout is not an option of this command");
 			if (cli_parse_uint("--timeout", optarg, 3600000, &ret->timeout_ms) < 0)
-				return cli_usage_error(cmd, "--timeout '%s': need milliseconds", optarg);
+				return cli_usage_error(cmd, "--timeout '%s': need milliseconds",
+						       optarg);
 			break;
 		case 's':
 			if (!(what & CLI_TARGET_SIGNAL))
-				return cli_usage_error(cmd, "--signal is not an option of this command");
+				return cli_usage_error(cmd,
+						       "--signal is not an option of this command");
 			ret->sig = cli_parse_signal(optarg);
 			if (ret->sig < 0)
-				return cli_usage_error(cmd, "--signal '%s': unknown signal", optarg);
+				return cli_usage_error(cmd, "--signal '%s': unknown signal",
+						       optarg);
 			break;
 		case 'h':
 			fputs(help, stdout);

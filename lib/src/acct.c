@@ -5,18 +5,18 @@
 #include "util.h"
 
 static const char *const item_names[_JOBCG_ACCT_MAX] = {
-	[JOBCG_ACCT_CPU_USAGE_USEC] = "cpu_usage_usec",
-	[JOBCG_ACCT_CPU_USER_USEC] = "cpu_user_usec",
-	[JOBCG_ACCT_CPU_SYSTEM_USEC] = "cpu_system_usec",
-	[JOBCG_ACCT_MEM_CURRENT] = "mem_current",
-	[JOBCG_ACCT_MEM_PEAK] = "mem_peak",
-	[JOBCG_ACCT_MEM_ANON] = "mem_anon",
-	[JOBCG_ACCT_MEM_FILE] = "mem_file",
-	[JOBCG_ACCT_PGMAJFAULT] = "pgmajfault",
-	[JOBCG_ACCT_OOM] = "oom",
-	[JOBCG_ACCT_OOM_KILL] = "oom_kill",
-	[JOBCG_ACCT_PIDS_CURRENT] = "pids_current",
-	[JOBCG_ACCT_PIDS_PEAK] = "pids_peak",
+    [JOBCG_ACCT_CPU_USAGE_USEC] = "cpu_usage_usec",
+    [JOBCG_ACCT_CPU_USER_USEC] = "cpu_user_usec",
+    [JOBCG_ACCT_CPU_SYSTEM_USEC] = "cpu_system_usec",
+    [JOBCG_ACCT_MEM_CURRENT] = "mem_current",
+    [JOBCG_ACCT_MEM_PEAK] = "mem_peak",
+    [JOBCG_ACCT_MEM_ANON] = "mem_anon",
+    [JOBCG_ACCT_MEM_FILE] = "mem_file",
+    [JOBCG_ACCT_PGMAJFAULT] = "pgmajfault",
+    [JOBCG_ACCT_OOM] = "oom",
+    [JOBCG_ACCT_OOM_KILL] = "oom_kill",
+    [JOBCG_ACCT_PIDS_CURRENT] = "pids_current",
+    [JOBCG_ACCT_PIDS_PEAK] = "pids_peak",
 };
 
 JOBCG_EXPORT const char *jobcg_acct_item_name(enum jobcg_acct_item i)
@@ -30,21 +30,21 @@ struct keyed_item {
 };
 
 static const struct keyed_item cpu_stat[] = {
-	{ "usage_usec", JOBCG_ACCT_CPU_USAGE_USEC },
-	{ "user_usec", JOBCG_ACCT_CPU_USER_USEC },
-	{ "system_usec", JOBCG_ACCT_CPU_SYSTEM_USEC },
-	{ NULL, 0 },
+    {"usage_usec", JOBCG_ACCT_CPU_USAGE_USEC},
+    {"user_usec", JOBCG_ACCT_CPU_USER_USEC},
+    {"system_usec", JOBCG_ACCT_CPU_SYSTEM_USEC},
+    {NULL, 0},
 };
 static const struct keyed_item memory_stat[] = {
-	{ "anon", JOBCG_ACCT_MEM_ANON },
-	{ "file", JOBCG_ACCT_MEM_FILE },
-	{ "pgmajfault", JOBCG_ACCT_PGMAJFAULT },
-	{ NULL, 0 },
+    {"anon", JOBCG_ACCT_MEM_ANON},
+    {"file", JOBCG_ACCT_MEM_FILE},
+    {"pgmajfault", JOBCG_ACCT_PGMAJFAULT},
+    {NULL, 0},
 };
 static const struct keyed_item memory_events[] = {
-	{ "oom", JOBCG_ACCT_OOM },
-	{ "oom_kill", JOBCG_ACCT_OOM_KILL },
-	{ NULL, 0 },
+    {"oom", JOBCG_ACCT_OOM},
+    {"oom_kill", JOBCG_ACCT_OOM_KILL},
+    {NULL, 0},
 };
 
 static const struct acct_file {
@@ -52,13 +52,13 @@ static const struct acct_file {
 	const struct keyed_item *keys; /* NULL: a single-value file */
 	enum jobcg_acct_item item;     /* for single-value files */
 } acct_files[] = {
-	{ "cpu.stat", cpu_stat, 0 },
-	{ "memory.current", NULL, JOBCG_ACCT_MEM_CURRENT },
-	{ "memory.peak", NULL, JOBCG_ACCT_MEM_PEAK },
-	{ "memory.stat", memory_stat, 0 },
-	{ "memory.events", memory_events, 0 },
-	{ "pids.current", NULL, JOBCG_ACCT_PIDS_CURRENT },
-	{ "pids.peak", NULL, JOBCG_ACCT_PIDS_PEAK },
+    {"cpu.stat", cpu_stat, 0},
+    {"memory.current", NULL, JOBCG_ACCT_MEM_CURRENT},
+    {"memory.peak", NULL, JOBCG_ACCT_MEM_PEAK},
+    {"memory.stat", memory_stat, 0},
+    {"memory.events", memory_events, 0},
+    {"pids.current", NULL, JOBCG_ACCT_PIDS_CURRENT},
+    {"pids.peak", NULL, JOBCG_ACCT_PIDS_PEAK},
 };
 
 /* Check every line is "key number" so that a garbled file is reported, not half read. */
@@ -77,7 +77,8 @@ static int check_keyed(const char *file, const char *text)
 			for (const char *q = sp + 1; q < p + len; q++)
 				if (*q < '0' || *q > '9')
 					return error_set_at(-EINVAL, file, line,
-							    (unsigned)(q - p) + 1, "expected a number");
+							    (unsigned)(q - p) + 1,
+							    "expected a number");
 		}
 		if (!eol)
 			break;

@@ -13,15 +13,14 @@
 #include "log.h"
 #include "util.h"
 
-#define RMDIR_TRIES 50          /* EBUSY retries: exiting tasks leave the cgroup within ms */
-#define RMDIR_WAIT_MS 20
-#define TREE_MAX_DEPTH 16       /* our tree is 5 deep below the root; guard against loops */
+#define RMDIR_TRIES    50 /* EBUSY retries: exiting tasks leave the cgroup within ms */
+#define RMDIR_WAIT_MS  20
+#define TREE_MAX_DEPTH 16 /* our tree is 5 deep below the root; guard against loops */
 
 static const char *const controller_names[_JOBCG_CTRL_MAX] = {
-	[JOBCG_CTRL_CPUSET] = "cpuset", [JOBCG_CTRL_CPU] = "cpu",
-	[JOBCG_CTRL_IO] = "io",         [JOBCG_CTRL_MEMORY] = "memory",
-	[JOBCG_CTRL_HUGETLB] = "hugetlb", [JOBCG_CTRL_PIDS] = "pids",
-	[JOBCG_CTRL_RDMA] = "rdma",     [JOBCG_CTRL_MISC] = "misc",
+    [JOBCG_CTRL_CPUSET] = "cpuset", [JOBCG_CTRL_CPU] = "cpu",	      [JOBCG_CTRL_IO] = "io",
+    [JOBCG_CTRL_MEMORY] = "memory", [JOBCG_CTRL_HUGETLB] = "hugetlb", [JOBCG_CTRL_PIDS] = "pids",
+    [JOBCG_CTRL_RDMA] = "rdma",	    [JOBCG_CTRL_MISC] = "misc",
 };
 
 JOBCG_EXPORT const char *jobcg_controller_name(enum jobcg_controller c)
@@ -132,7 +131,8 @@ int cgfs_mkdir_p(const char *base, const char *rel)
 		int r;
 
 		if (streq(*p, "..") || streq(*p, "."))
-			return error_set(-EINVAL, "cgroup path '%s' must not contain '.' or '..'", rel);
+			return error_set(-EINVAL, "cgroup path '%s' must not contain '.' or '..'",
+					 rel);
 		next = cgfs_path(cur, *p);
 		if (!next)
 			return -ENOMEM;
@@ -147,7 +147,7 @@ int cgfs_mkdir_p(const char *base, const char *rel)
 
 static void sleep_ms(unsigned ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
@@ -361,7 +361,7 @@ int cgfs_wait_events(const char *dir, const char *key, uint64_t want, unsigned t
 	for (;;) {
 		_cleanup_free_ char *s = NULL;
 		uint64_t v, now;
-		struct pollfd pfd = { .fd = ifd, .events = POLLIN };
+		struct pollfd pfd = {.fd = ifd, .events = POLLIN};
 		char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 		int r;
 
@@ -379,7 +379,8 @@ int cgfs_wait_events(const char *dir, const char *key, uint64_t want, unsigned t
 			return 0;
 		now = now_usec();
 		if (now >= deadline)
-			return error_set(-ETIMEDOUT, "timed out after %u ms waiting for '%s %llu' in %s",
+			return error_set(-ETIMEDOUT,
+					 "timed out after %u ms waiting for '%s %llu' in %s",
 					 timeout_ms, key, (unsigned long long)want, path);
 		r = poll(&pfd, 1, (int)((deadline - now + 999) / 1000));
 		if (r < 0 && errno != EINTR)
@@ -538,7 +539,8 @@ int cgfs_open_dir(const char *dir, int *ret_fd)
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
-		return error_set(negative_errno(), "cannot open cgroup %s: %s", dir, strerror(errno));
+		return error_set(negative_errno(), "cannot open cgroup %s: %s", dir,
+				 strerror(errno));
 	*ret_fd = fd;
 	return 0;
 }

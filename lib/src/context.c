@@ -46,8 +46,8 @@ JOBCG_EXPORT int jobcg_ctx_open(const struct jobcg_config *conf, unsigned flags,
 		free(c);
 		return r;
 	}
-	sd = conf->cgroup.state_dir && *conf->cgroup.state_dir ? conf->cgroup.state_dir :
-								   "/var/lib/jobcg";
+	sd = conf->cgroup.state_dir && *conf->cgroup.state_dir ? conf->cgroup.state_dir
+							       : "/var/lib/jobcg";
 	c->lock_path = cgfs_path(sd, "jobcg.lock");
 	if (!c->lock_path) {
 		jobcg_ctx_free(c);
@@ -168,7 +168,8 @@ JOBCG_EXPORT int jobcg_ctx_ensure_tree(struct jobcg_ctx *ctx)
 	if (ctx->tree_ready)
 		return 0;
 	if ((ctx->flags & JOBCG_CTX_NO_CREATE_ROOT) && !cgfs_is_cgroup2(s->root))
-		return error_set(-ENOENT, "the jobcg tree %s does not exist (run 'jobcg init')", s->root);
+		return error_set(-ENOENT, "the jobcg tree %s does not exist (run 'jobcg init')",
+				 s->root);
 	r = scope_ensure(ctx->conf, s->mount, s->root_rel, &ctx->backend, &root);
 	if (r < 0)
 		return r;

@@ -8,13 +8,13 @@
 struct jobcg_ctx {
 	const struct jobcg_config *conf; /* borrowed */
 	unsigned flags;
-	struct jobcg_sysinfo *info;      /* mount, root, controllers */
+	struct jobcg_sysinfo *info; /* mount, root, controllers */
 	char *lock_path;
 	int lock_fd;
 	unsigned lock_depth;
 	const struct scope_backend *backend; /* set once the tree was ensured */
 	bool tree_ready;
-	unsigned want;                   /* controllers jobcg enables for jobs */
+	unsigned want; /* controllers jobcg enables for jobs */
 };
 
 /* Controllers jobcg wants in its tree: cpuset cpu memory pids + EnableExtraControllers. */

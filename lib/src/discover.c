@@ -1,4 +1,5 @@
-/* jobcg: host discovery: the cgroup v2 mount, controllers, kernel features, what cannot be enforced. */
+/* jobcg: host discovery: the cgroup v2 mount, controllers, kernel features, what cannot be
+ * enforced. */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,8 +16,8 @@
 #include "util.h"
 
 /* Iterate "dev dir type opts ..." lines; calls @fn for each, stops when it returns non-zero. */
-static int each_mount(const char *mounts, int (*fn)(const char *dir, const char *type,
-						     const char *opts, void *u),
+static int each_mount(const char *mounts,
+		      int (*fn)(const char *dir, const char *type, const char *opts, void *u),
 		      void *u)
 {
 	_cleanup_strv_free_ char **lines = strv_split(mounts, "\n");
@@ -39,7 +40,7 @@ static int each_mount(const char *mounts, int (*fn)(const char *dir, const char 
 }
 
 struct mount_scan {
-	char **v2;     /* cgroup2 mount points */
+	char **v2; /* cgroup2 mount points */
 	bool have_v1;
 	unsigned v1;
 };
@@ -101,9 +102,9 @@ int discover_mount(const char *mounts, const char *configured, char **ret_mount,
 			pick = conf_unified;
 			layout = JOBCG_LAYOUT_HYBRID;
 		} else
-			return error_set(-ENOENT,
-					 "CgroupMountpoint=%s: neither it nor %s is a cgroup v2 mount",
-					 conf, conf_unified);
+			return error_set(
+			    -ENOENT, "CgroupMountpoint=%s: neither it nor %s is a cgroup v2 mount",
+			    conf, conf_unified);
 	} else if (strv_contains(v2, "/sys/fs/cgroup")) {
 		pick = "/sys/fs/cgroup";
 		layout = JOBCG_LAYOUT_UNIFIED;
@@ -114,12 +115,14 @@ int discover_mount(const char *mounts, const char *configured, char **ret_mount,
 		pick = v2[0];
 		layout = JOBCG_LAYOUT_OTHER;
 	} else if (s.have_v1)
-		return error_set(-EOPNOTSUPP,
-				 "this system has only cgroup v1 mounted: jobcg needs cgroup v2 (boot with "
-				 "systemd.unified_cgroup_hierarchy=1, or mount cgroup2 at "
-				 "/sys/fs/cgroup/unified)");
+		return error_set(
+		    -EOPNOTSUPP,
+		    "this system has only cgroup v1 mounted: jobcg needs cgroup v2 (boot with "
+		    "systemd.unified_cgroup_hierarchy=1, or mount cgroup2 at "
+		    "/sys/fs/cgroup/unified)");
 	else
-		return error_set(-ENOENT, "no cgroup file system is mounted (mount cgroup2 at /sys/fs/cgroup)");
+		return error_set(
+		    -ENOENT, "no cgroup file system is mounted (mount cgroup2 at /sys/fs/cgroup)");
 	m = strdup(pick);
 	if (!m)
 		return -ENOMEM;
@@ -153,8 +156,10 @@ int discover_root_rel(const struct jobcg_config *conf, char **ret)
 	if (!s)
 		return -ENOMEM;
 	if (!*s || streq(s, "/") || strstr(s, "..") || strstr(s, "//")) {
-		int r = error_set(-EINVAL, "invalid jobcg tree root '%s' (JobcgRoot=/JOBCG_ROOT): "
-				  "need a relative cgroup path without '..'", s);
+		int r = error_set(-EINVAL,
+				  "invalid jobcg tree root '%s' (JobcgRoot=/JOBCG_ROOT): "
+				  "need a relative cgroup path without '..'",
+				  s);
 		free(s);
 		return r;
 	}
@@ -190,7 +195,7 @@ JOBCG_EXPORT void jobcg_sysinfo_free(struct jobcg_sysinfo *s)
 }
 
 static int feature(struct jobcg_feature *f, bool supported, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int feature(struct jobcg_feature *f, bool supported, const char *fmt, ...)
 {
 	va_list ap;
@@ -255,8 +260,8 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest)
 		unsigned maj, min;
 		size_t off;
 	} files[] = {
-		{ "cgroup.freeze", 5, 2, offsetof(struct jobcg_sysinfo, freeze) },
-		{ "cgroup.kill", 5, 14, offsetof(struct jobcg_sysinfo, kill) },
+	    {"cgroup.freeze", 5, 2, offsetof(struct jobcg_sysinfo, freeze)},
+	    {"cgroup.kill", 5, 14, offsetof(struct jobcg_sysinfo, kill)},
 	};
 	int r;
 
@@ -274,7 +279,8 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest)
 			bool ok = discover_kernel_at_least(s->kernel, files[i].maj, files[i].min);
 
 			r = feature(f, ok, "kernel %s %s Linux %u.%u", s->kernel,
-				    ok ? "is at least" : "is older than", files[i].maj, files[i].min);
+				    ok ? "is at least" : "is older than", files[i].maj,
+				    files[i].min);
 		}
 		if (r < 0)
 			return r;
@@ -282,9 +288,9 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest)
 
 	if (!(s->usable & (1u << JOBCG_CTRL_MEMORY)))
 		r = feature(&s->memory_peak, false, "%s",
-			    s->v1_bound & (1u << JOBCG_CTRL_MEMORY) ?
-				    "memory controller is bound to cgroup v1" :
-				    "memory controller not available to jobcg's tree");
+			    s->v1_bound & (1u << JOBCG_CTRL_MEMORY)
+				? "memory controller is bound to cgroup v1"
+				: "memory controller not available to jobcg's tree");
 	else if (s->root_exists) {
 		_cleanup_free_ char *p = cgfs_path(s->root, "memory.peak");
 
@@ -315,12 +321,14 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest)
 	}
 
 	{
-		/* Loading a program tests the kernel (CONFIG_CGROUP_BPF, BPF_PROG_TYPE_CGROUP_DEVICE)
-		 * and our privilege; attaching needs a cgroup and is left to the device code. */
+		/* Loading a program tests the kernel (CONFIG_CGROUP_BPF,
+		 * BPF_PROG_TYPE_CGROUP_DEVICE) and our privilege; attaching needs a cgroup and is
+		 * left to the device code. */
 		int p = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_CGROUP_DEVICE, NULL);
 
 		if (p > 0)
-			r = feature(&s->bpf_device, true, "BPF_PROG_TYPE_CGROUP_DEVICE programs load");
+			r = feature(&s->bpf_device, true,
+				    "BPF_PROG_TYPE_CGROUP_DEVICE programs load");
 		else if (p == 0)
 			r = feature(&s->bpf_device, false,
 				    "kernel does not support BPF_PROG_TYPE_CGROUP_DEVICE");
@@ -342,7 +350,8 @@ char *discover_limitation(const struct jobcg_sysinfo *s, unsigned ctrl, const ch
 				     name, what);
 	if (!(s->available & (1u << ctrl)))
 		return strdup_printf("%s controller is not available on cgroup v2: %s cannot be "
-				     "enforced", name, what);
+				     "enforced",
+				     name, what);
 	return strdup_printf("%s controller is not enabled down to %s: %s cannot be enforced", name,
 			     s->root, what);
 }
@@ -414,12 +423,12 @@ JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct job
 				  "memory.events) is unavailable"))) < 0)
 		goto fail;
 	if (!s->bpf_device.supported &&
-	    (r = strv_push(&s->limitations,
-			   strdup_printf("device access cannot be constrained: %s",
-					 s->bpf_device.detail))) < 0)
+	    (r = strv_push(&s->limitations, strdup_printf("device access cannot be constrained: %s",
+							  s->bpf_device.detail))) < 0)
 		goto fail;
 	if (!s->freeze.supported &&
-	    (r = strv_push(&s->limitations, strdup("jobs cannot be frozen (no cgroup.freeze)"))) < 0)
+	    (r = strv_push(&s->limitations, strdup("jobs cannot be frozen (no cgroup.freeze)"))) <
+		0)
 		goto fail;
 	if (!s->xattr.supported &&
 	    (r = strv_push(&s->limitations,
@@ -429,7 +438,7 @@ JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct job
 	if (access(deepest, W_OK) < 0) {
 		s->can_run = false;
 		s->cannot_run_reason = strdup_printf(
-			"no write access to %s: run as root or delegate that cgroup", deepest);
+		    "no write access to %s: run as root or delegate that cgroup", deepest);
 	} else
 		s->can_run = true;
 	*ret = s;

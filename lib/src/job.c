@@ -23,7 +23,8 @@ JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t *ret)
 	char *end;
 
 	if (!s || !isdigit((unsigned char)*s))
-		return error_set(-EINVAL, "invalid size '%s': need a number with optional K, M, G or T",
+		return error_set(-EINVAL,
+				 "invalid size '%s': need a number with optional K, M, G or T",
 				 s ? s : "");
 	errno = 0;
 	v = strtoull(s, &end, 10);
@@ -51,7 +52,8 @@ JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t *ret)
 		end++;
 		if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I') {
 			/* accept "4GiB", "4GB" as the same power of 1024 */
-			if (toupper((unsigned char)*end) == 'I' && toupper((unsigned char)end[1]) == 'B')
+			if (toupper((unsigned char)*end) == 'I' &&
+			    toupper((unsigned char)end[1]) == 'B')
 				end++;
 			end++;
 		}
@@ -72,9 +74,9 @@ struct limit_desc {
 };
 
 static const struct limit_desc limit_descs[] = {
-	{ JOBCG_LIMIT_CPUS, JOBCG_CTRL_CPUSET, "cpus", "CPU binding (cpuset.cpus)" },
-	{ JOBCG_LIMIT_MEM, JOBCG_CTRL_MEMORY, "mem", "memory limits (memory.max)" },
-	{ JOBCG_LIMIT_PIDS, JOBCG_CTRL_PIDS, "pids", "process count limits (pids.max)" },
+    {JOBCG_LIMIT_CPUS, JOBCG_CTRL_CPUSET, "cpus", "CPU binding (cpuset.cpus)"},
+    {JOBCG_LIMIT_MEM, JOBCG_CTRL_MEMORY, "mem", "memory limits (memory.max)"},
+    {JOBCG_LIMIT_PIDS, JOBCG_CTRL_PIDS, "pids", "process count limits (pids.max)"},
 };
 
 static unsigned limits_requested(const struct jobcg_limits *l)
@@ -117,7 +119,8 @@ static int xattr_key_ok(const char *key)
 	if (!key || !*key || strlen(key) > 64)
 		return -EINVAL;
 	for (const char *p = key; *p; p++)
-		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || strchr("_.-", *p)))
+		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) ||
+		      strchr("_.-", *p)))
 			return -EINVAL;
 	return 0;
 }
@@ -186,8 +189,10 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 			char *ns;
 
 			if (!l->best_effort)
-				return error_set(-EOPNOTSUPP, "%s", why ? why : "limit cannot be enforced");
-			log_warning("job %u: %s (best effort: not applied)", job_id, why ? why : d->key);
+				return error_set(-EOPNOTSUPP, "%s",
+						 why ? why : "limit cannot be enforced");
+			log_warning("job %u: %s (best effort: not applied)", job_id,
+				    why ? why : d->key);
 			ns = strdup_printf("%s%s%s", skipped, *skipped ? "," : "", d->key);
 			if (!ns)
 				return -ENOMEM;
@@ -217,8 +222,8 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 }
 
 static const struct job_hook limits_hook = {
-	.name = "limits",
-	.attach = limits_attach,
+    .name = "limits",
+    .attach = limits_attach,
 };
 
 /*
@@ -226,7 +231,7 @@ static const struct job_hook limits_hook = {
  * after the limits.
  */
 static const struct job_hook *const job_hooks[] = {
-	&limits_hook,
+    &limits_hook,
 };
 
 static void hooks_detach(struct jobcg_ctx *ctx, uint32_t job_id, const char *dir, size_t upto)
@@ -328,7 +333,8 @@ static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct j
 
 		if (!me)
 			return -ENOMEM;
-		if ((r = set_meta(dir, "ephemeral", "1")) < 0 || (r = set_meta(dir, "runner", me)) < 0)
+		if ((r = set_meta(dir, "ephemeral", "1")) < 0 ||
+		    (r = set_meta(dir, "runner", me)) < 0)
 			return r;
 	}
 	return 0;
@@ -384,15 +390,14 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 	if (ret)
 		*ret = job_id;
 	return 0;
-undo:
-	{
-		struct jobcg_error saved = *jobcg_last_error();
+undo : {
+	struct jobcg_error saved = *jobcg_last_error();
 
-		hooks_detach(ctx, job_id, dir, attached);
-		if (tree_kill_and_remove(dir) < 0)
-			log_warning("rollback: %s", jobcg_last_error()->message);
-		*(struct jobcg_error *)jobcg_last_error() = saved;
-	}
+	hooks_detach(ctx, job_id, dir, attached);
+	if (tree_kill_and_remove(dir) < 0)
+		log_warning("rollback: %s", jobcg_last_error()->message);
+	*(struct jobcg_error *)jobcg_last_error() = saved;
+}
 	return r;
 }
 
@@ -473,7 +478,8 @@ JOBCG_EXPORT int jobcg_step_list(struct jobcg_ctx *ctx, uint32_t job_id, char **
 	for (char **k = kids; *k; k++) {
 		char sid[JOBCG_STEP_ID_MAX];
 
-		if (tree_parse_step_dirname(*k, sid) == 0 && (r = strv_push(&steps, strdup(sid))) < 0)
+		if (tree_parse_step_dirname(*k, sid) == 0 &&
+		    (r = strv_push(&steps, strdup(sid))) < 0)
 			return r;
 	}
 	qsort(steps, strv_length(steps), sizeof(char *), cmp_step);
@@ -512,8 +518,10 @@ JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const
 	if (!jdir)
 		return -ENOMEM;
 	if (step_id && !jobcg_step_id_valid(step_id))
-		return error_set(-EINVAL, "invalid step id '%s': need a number, batch, extern or "
-				 "interactive", step_id);
+		return error_set(-EINVAL,
+				 "invalid step id '%s': need a number, batch, extern or "
+				 "interactive",
+				 step_id);
 	r = jobcg_ctx_lock(ctx);
 	if (r < 0)
 		return r;
@@ -659,7 +667,7 @@ static bool step_is_stray(const char *sdir)
 static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 {
 	_cleanup_free_ char *dir = tree_job_dir(ctx, id), *created = NULL, *eph = NULL,
-			     *runner = NULL;
+			    *runner = NULL;
 	_cleanup_strv_free_ char **steps = NULL;
 	int r;
 

@@ -1,4 +1,5 @@
-/* jobcg internal: extension points of job creation and removal (limits today; devices, GPUs next). */
+/* jobcg internal: extension points of job creation and removal (limits today; devices, GPUs next).
+ */
 #pragma once
 
 #include "ctx.h"

@@ -16,8 +16,10 @@ static int target_dir(struct jobcg_ctx *ctx, const struct jobcg_target *t, char 
 	if (access(*ret, F_OK) < 0) {
 		free(*ret);
 		*ret = NULL;
-		return error_set(-ENOENT, "no %s %s", !t->step[0] ? "job" :
-					  t->task == JOBCG_TASK_ALL ? "step" : "task",
+		return error_set(-ENOENT, "no %s %s",
+				 !t->step[0]		     ? "job"
+				 : t->task == JOBCG_TASK_ALL ? "step"
+							     : "task",
 				 jobcg_target_format(t, buf, sizeof(buf)));
 	}
 	return 0;
@@ -151,7 +153,8 @@ JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, cons
 
 	if (!jobcg_step_id_valid(step_id) || (task < 0 && task != JOBCG_TASK_SPECIAL) ||
 	    task > JOBCG_TASK_MAX)
-		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "", task);
+		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "",
+				 task);
 	dir = tree_task_dir(ctx, job_id, step_id, task);
 	if (!dir)
 		return -ENOMEM;

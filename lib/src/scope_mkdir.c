@@ -21,13 +21,15 @@ static int mkdir_ensure(const struct jobcg_config *conf, const char *mount, cons
 	if (!parts || !cur)
 		return -ENOMEM;
 	if (!parts[0])
-		return error_set(-EINVAL, "the jobcg tree root must not be the cgroup v2 mount itself");
+		return error_set(-EINVAL,
+				 "the jobcg tree root must not be the cgroup v2 mount itself");
 	for (char **p = parts; *p; p++) {
 		char *next;
 		int r;
 
 		if (streq(*p, "..") || streq(*p, "."))
-			return error_set(-EINVAL, "tree root '%s' must not contain '.' or '..'", root_rel);
+			return error_set(-EINVAL, "tree root '%s' must not contain '.' or '..'",
+					 root_rel);
 		if (cgfs_enable(cur, want, NULL) < 0)
 			log_warning("%s", jobcg_last_error()->message);
 		next = cgfs_path(cur, *p);
@@ -44,6 +46,6 @@ static int mkdir_ensure(const struct jobcg_config *conf, const char *mount, cons
 }
 
 const struct scope_backend scope_mkdir_backend = {
-	.name = "mkdir",
-	.ensure = mkdir_ensure,
+    .name = "mkdir",
+    .ensure = mkdir_ensure,
 };

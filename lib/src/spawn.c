@@ -1,4 +1,5 @@
-/* jobcg: starting tasks straight into their cgroup (clone3 CLONE_INTO_CGROUP) and running a step. */
+/* jobcg: starting tasks straight into their cgroup (clone3 CLONE_INTO_CGROUP) and running a step.
+ */
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
@@ -27,8 +28,9 @@ static char **task_env(char *const *base, uint32_t job, const char *step, int ta
 			return NULL;
 	if (strv_push(&env, strdup_printf("JOBCG_JOB_ID=%u", job)) < 0 ||
 	    strv_push(&env, strdup_printf("JOBCG_STEP_ID=%s", step)) < 0 ||
-	    strv_push(&env, task == JOBCG_TASK_SPECIAL ? strdup("JOBCG_TASK_ID=special") :
-							  strdup_printf("JOBCG_TASK_ID=%d", task)) < 0)
+	    strv_push(&env, task == JOBCG_TASK_SPECIAL
+				? strdup("JOBCG_TASK_ID=special")
+				: strdup_printf("JOBCG_TASK_ID=%d", task)) < 0)
 		return NULL;
 	return TAKE_PTR(env);
 }
@@ -66,9 +68,9 @@ fail:
 static pid_t clone_into(int cgroup_fd)
 {
 	struct clone_args a = {
-		.flags = CLONE_INTO_CGROUP,
-		.exit_signal = SIGCHLD,
-		.cgroup = (uint64_t)cgroup_fd,
+	    .flags = CLONE_INTO_CGROUP,
+	    .exit_signal = SIGCHLD,
+	    .cgroup = (uint64_t)cgroup_fd,
 	};
 
 	return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
@@ -95,7 +97,8 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
 		return error_set(-EINVAL, "no command to run");
 	if (!jobcg_step_id_valid(step_id) || (task < 0 && task != JOBCG_TASK_SPECIAL) ||
 	    task > JOBCG_TASK_MAX)
-		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "", task);
+		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "",
+				 task);
 	dir = tree_task_dir(ctx, job_id, step_id, task);
 	procs = dir ? cgfs_path(dir, "cgroup.procs") : NULL;
 	env = task_env(opts->envp, job_id, step_id, task);
@@ -121,7 +124,8 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
 		if (pid > 0)
 			used_clone3 = true;
 		else if (errno != ENOSYS && errno != E2BIG && errno != EINVAL)
-			return error_set(negative_errno(), "clone3 into %s: %s", dir, strerror(errno));
+			return error_set(negative_errno(), "clone3 into %s: %s", dir,
+					 strerror(errno));
 	}
 	if (pid < 0) {
 		/* Kernels before 5.7 (or seccomp filters) have no clone3/CLONE_INTO_CGROUP. */
@@ -158,7 +162,7 @@ static int status_to_code(int st)
 	return 1;
 }
 
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				unsigned ntasks, char *const argv[],
@@ -169,11 +173,11 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 	_cleanup_free_ int *status = NULL;
 	_cleanup_free_ bool *done = NULL;
 	_cleanup_free_ char *sdir = NULL;
-	struct jobcg_target t = { .job = job_id, .task = JOBCG_TASK_ALL };
+	struct jobcg_target t = {.job = job_id, .task = JOBCG_TASK_ALL};
 	sigset_t set, old;
 	unsigned left = 0, term_signals = 0;
 	int r = 0, lost = 0, exit_code = 0, first_sig = 0;
-	const struct timespec zero = { 0, 0 };
+	const struct timespec zero = {0, 0};
 
 	if (ntasks == 0 || ntasks > JOBCG_TASK_MAX + 1)
 		return error_set(-EINVAL, "number of tasks must be 1..%d", JOBCG_TASK_MAX + 1);

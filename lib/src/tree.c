@@ -1,4 +1,5 @@
-/* jobcg: the tree's names (job_<id>/step_<sid>/user/task_<n>), targets, and making/removing dirs. */
+/* jobcg: the tree's names (job_<id>/step_<sid>/user/task_<n>), targets, and making/removing dirs.
+ */
 #include <fcntl.h>
 #include <signal.h>
 
@@ -9,7 +10,7 @@
 
 #define STEP_NUM_MAX 4294967279ULL /* above this Slurm keeps special step ids */
 
-static const char *const named_steps[] = { "batch", "extern", "interactive" };
+static const char *const named_steps[] = {"batch", "extern", "interactive"};
 
 static int parse_u64_strict(const char *s, unsigned long long max, unsigned long long *ret)
 {
@@ -53,7 +54,7 @@ JOBCG_EXPORT int jobcg_job_id_parse(const char *s, uint32_t *ret)
 
 JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret)
 {
-	struct jobcg_target t = { .task = JOBCG_TASK_ALL };
+	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
 	_cleanup_free_ char *copy = strdup(s ? s : "");
 	char *step, *task;
 	int r;
@@ -68,12 +69,15 @@ JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret)
 		*task++ = '\0';
 	r = jobcg_job_id_parse(copy, &t.job);
 	if (r < 0)
-		return error_set(r, "invalid target '%s': job id must be a number 1..4294967294", s);
+		return error_set(r, "invalid target '%s': job id must be a number 1..4294967294",
+				 s);
 	if (step) {
 		if (!jobcg_step_id_valid(step))
-			return error_set(-EINVAL,
-					 "invalid target '%s': step must be a number, batch, extern or "
-					 "interactive", s);
+			return error_set(
+			    -EINVAL,
+			    "invalid target '%s': step must be a number, batch, extern or "
+			    "interactive",
+			    s);
 		snprintf(t.step, sizeof(t.step), "%s", step);
 	}
 	if (task) {

@@ -1,4 +1,5 @@
-/* jobcg kernel tests: run the built jobcg binary against a test's own tree root and capture output. */
+/* jobcg kernel tests: run the built jobcg binary against a test's own tree root and capture output.
+ */
 #pragma once
 
 #include <fcntl.h>
@@ -86,7 +87,7 @@ static inline char *kcli_slurp(int fd)
 static inline pid_t kcli_start(char *const args[], int *out_fd, int *err_fd)
 {
 	char *argv[64];
-	int o[2] = { -1, -1 }, e[2] = { -1, -1 };
+	int o[2] = {-1, -1}, e[2] = {-1, -1};
 	size_t n = 0;
 	pid_t pid;
 

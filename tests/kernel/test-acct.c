@@ -12,9 +12,9 @@ int main(void)
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	struct jobcg_acct a = {};
-	struct jobcg_target t = { .job = 31, .step = "0", .task = JOBCG_TASK_ALL };
+	struct jobcg_target t = {.job = 31, .step = "0", .task = JOBCG_TASK_ALL};
 	struct jobcg_run_result res = {};
-	char *argv[] = { "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done", NULL };
+	char *argv[] = {"sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done", NULL};
 	char *err = NULL;
 	struct json_object *o, *acct, *v;
 	bool mem;
@@ -30,7 +30,8 @@ int main(void)
 	is_int(res.exit_code, 0, "exit 0");
 	free(res.task_status);
 	is_int(jobcg_acct_read(ctx, &t, &a), 0, "read step accounting after the tasks ended");
-	ok(jobcg_acct_has(&a, JOBCG_ACCT_CPU_USAGE_USEC) && a.value[JOBCG_ACCT_CPU_USAGE_USEC] > 1000,
+	ok(jobcg_acct_has(&a, JOBCG_ACCT_CPU_USAGE_USEC) &&
+	       a.value[JOBCG_ACCT_CPU_USAGE_USEC] > 1000,
 	   "cpu usage of the ended tasks is kept in the step (%llu usec)",
 	   (unsigned long long)a.value[JOBCG_ACCT_CPU_USAGE_USEC]);
 	mem = kcli_exists("%s/job_31/step_0/memory.current", root);
@@ -49,7 +50,7 @@ int main(void)
 
 	/* CLI: run --acct --json prints the accounting on stderr with nulls for unavailable. */
 	{
-		char *args[] = { "run", "--acct", "--json", "--", "sh", "-c", "echo hi", NULL };
+		char *args[] = {"run", "--acct", "--json", "--", "sh", "-c", "echo hi", NULL};
 		char *out = NULL;
 
 		rc = kcli_run(args, &out, &err);
@@ -61,7 +62,7 @@ int main(void)
 	ok(o && json_object_object_get_ex(o, "acct", &acct), "accounting JSON on stderr");
 	if (o && json_object_object_get_ex(o, "acct", &acct)) {
 		ok(json_object_object_get_ex(acct, "cpu_usage_usec", &v) && v &&
-			   json_object_is_type(v, json_type_int),
+		       json_object_is_type(v, json_type_int),
 		   "cpu_usage_usec is a number");
 		ok(json_object_object_get_ex(acct, "mem_peak", &v) && (mem ? v != NULL : v == NULL),
 		   "mem_peak is %s", mem ? "a number" : "null (unavailable)");

@@ -36,7 +36,8 @@ static bool v1_mounted(const char *ctrl)
 		if (sscanf(line, "%255s %255s %63s %511s", dev, dir, type, opts) == 4 &&
 		    strcmp(type, "cgroup") == 0) {
 			char *save = NULL;
-			for (char *t = strtok_r(opts, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			for (char *t = strtok_r(opts, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save))
 				if (strcmp(t, ctrl) == 0)
 					found = true;
 		}
@@ -86,14 +87,15 @@ int main(void)
 	ok(json_object_object_get_ex(o, "root", &v) && strcmp(json_object_get_string(v), root) == 0,
 	   "json root is the JOBCG_ROOT subtree %s", root);
 	ok(json_object_object_get_ex(o, "layout", &v) &&
-		   strcmp(json_object_get_string(v), layout_name) == 0,
+	       strcmp(json_object_get_string(v), layout_name) == 0,
 	   "json layout %s", layout_name);
 	is_int(array_has(o, "controllers_v1", "memory"), v1_mounted("memory"),
 	       "memory listed as bound to v1 exactly when it is");
 	if (v1_mounted("memory"))
 		ok(!array_has(o, "controllers_usable", "memory"), "memory not usable by jobs");
 	else
-		ok(json_object_object_get_ex(o, "controllers_usable", &v), "usable controllers listed");
+		ok(json_object_object_get_ex(o, "controllers_usable", &v),
+		   "usable controllers listed");
 	{
 		/* The test's own cgroup shows what the kernel offers a non-root cgroup. */
 		char top[PATH_MAX];
@@ -101,15 +103,16 @@ int main(void)
 
 		snprintf(top, sizeof(top), "%.*s", (int)(strlen(root) - strlen("/jobcg")), root);
 		ok(json_object_object_get_ex(o, "freeze", &f) &&
-			   json_object_object_get_ex(f, "supported", &sup) &&
-			   json_object_get_boolean(sup) == kcli_exists("%s/cgroup.freeze", top),
+		       json_object_object_get_ex(f, "supported", &sup) &&
+		       json_object_get_boolean(sup) == kcli_exists("%s/cgroup.freeze", top),
 		   "freeze support matches cgroup.freeze in a child cgroup");
 		ok(json_object_object_get_ex(o, "kill", &f) &&
-			   json_object_object_get_ex(f, "supported", &sup) &&
-			   json_object_get_boolean(sup) == kcli_exists("%s/cgroup.kill", top),
+		       json_object_object_get_ex(f, "supported", &sup) &&
+		       json_object_get_boolean(sup) == kcli_exists("%s/cgroup.kill", top),
 		   "kill support matches cgroup.kill in a child cgroup");
 	}
-	ok(json_object_object_get_ex(o, "can_run", &v) && json_object_get_boolean(v), "can_run true");
+	ok(json_object_object_get_ex(o, "can_run", &v) && json_object_get_boolean(v),
+	   "can_run true");
 	ok(!kcli_exists("%s", root), "check created nothing (root still absent)");
 	json_object_put(o);
 

@@ -7,7 +7,7 @@
 
 static void msleep(unsigned ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
 }
 
@@ -44,13 +44,12 @@ int main(void)
 
 	is_int(kcli(NULL, "alloc", "5", NULL), 0, "alloc 5");
 	snprintf(script, sizeof(script),
-		 "trap '' TERM; while :; do printf x >> %s/count.$JOBCG_TASK_ID; done",
-		 tmp);
+		 "trap '' TERM; while :; do printf x >> %s/count.$JOBCG_TASK_ID; done", tmp);
 	snprintf(count0, sizeof(count0), "%s/count.0", tmp);
 	snprintf(step, sizeof(step), "%s/job_5/step_0", root);
 	{
-		char *args[] = { "run", "--job", "5", "--step", "0", "--ntasks", "2", "--", "sh", "-c",
-				 script, NULL };
+		char *args[] = {"run", "--job", "5",  "--step", "0",	"--ntasks",
+				"2",   "--",	"sh", "-c",	script, NULL};
 		runner = kcli_start(args, NULL, NULL);
 	}
 	ok(runner > 0, "started jobcg run in the background");
@@ -93,7 +92,7 @@ int main(void)
 
 	/* A frozen job can be killed, and release removes it. */
 	{
-		char *args[] = { "run", "--job", "5", "--", "sleep", "1000", NULL };
+		char *args[] = {"run", "--job", "5", "--", "sleep", "1000", NULL};
 		runner = kcli_start(args, NULL, NULL);
 	}
 	for (i = 0; i < 500 && !events_has(step, "populated 1"); i++)
@@ -105,7 +104,8 @@ int main(void)
 		;
 	is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL, "its runner exits 137");
 	is_int(kcli(NULL, "freeze", "5", NULL), 1, "freeze of a missing job fails");
-	is_int(kcli(NULL, "freeze", "x5", NULL), 2, "freeze of a malformed target is a usage error");
+	is_int(kcli(NULL, "freeze", "x5", NULL), 2,
+	       "freeze of a malformed target is a usage error");
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	return tap_done();
 }

@@ -68,8 +68,10 @@ int main(void)
 	ok(kcli_exists("%s/system", root), "the system/ parking leaf exists");
 
 	/* Bad input: clear errors, nothing created. */
-	is_int(kcli(NULL, "run", "--step", "bogus", "--", "true", NULL), 2, "invalid step id: usage error");
-	is_int(kcli(NULL, "run", "--ntasks", "0", "--", "true", NULL), 2, "--ntasks 0: usage error");
+	is_int(kcli(NULL, "run", "--step", "bogus", "--", "true", NULL), 2,
+	       "invalid step id: usage error");
+	is_int(kcli(NULL, "run", "--ntasks", "0", "--", "true", NULL), 2,
+	       "--ntasks 0: usage error");
 	is_int(kcli(NULL, "run", NULL), 2, "no command: usage error");
 	return tap_done();
 }

@@ -28,7 +28,7 @@ int main(void)
 	snprintf(p, sizeof(p), "%s/job_21/step_1", root);
 	ok(setxattr(p, "trusted.jobcg.runner", "1:1", 3, 0) == 0, "21.1's runner made stale");
 	{
-		char *argv[] = { "sleep", "1000", NULL };
+		char *argv[] = {"sleep", "1000", NULL};
 		is_int(jobcg_task_spawn(ctx, 21, "1", 0, argv, NULL, &sleeper), 0,
 		       "process in stray step 21.1");
 	}

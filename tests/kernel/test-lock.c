@@ -28,7 +28,7 @@ int main(void)
 	const char *root = kcli_setup("lock", "jobcg");
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
-	struct jobcg_limits mem = { .mem_bytes = 1 << 30 };
+	struct jobcg_limits mem = {.mem_bytes = 1 << 30};
 	const char *lp;
 	char sid[JOBCG_STEP_ID_MAX];
 	int r, fd, st = 0;
@@ -54,12 +54,12 @@ int main(void)
 		ok(strstr(jobcg_last_error()->message, "memory") != NULL, "error names memory: %s",
 		   jobcg_last_error()->message);
 	} else {
-		struct jobcg_limits bad = { .cpus = "100000-100001" };
+		struct jobcg_limits bad = {.cpus = "100000-100001"};
 
 		r = jobcg_job_create(ctx, 12, &bad, 0, NULL);
 		ok(r < 0, "impossible cpuset.cpus fails: %d", r);
-		ok(strstr(jobcg_last_error()->message, "cpuset.cpus") != NULL, "error names the file: %s",
-		   jobcg_last_error()->message);
+		ok(strstr(jobcg_last_error()->message, "cpuset.cpus") != NULL,
+		   "error names the file: %s", jobcg_last_error()->message);
 		mem.mem_bytes = 0;
 	}
 	ok(lock_free(lp), "lock free after a failed limit (hook) step");
@@ -85,8 +85,8 @@ int main(void)
 	fd = open(lp, O_RDWR | O_CLOEXEC);
 	ok(fd >= 0 && flock(fd, LOCK_EX) == 0, "test holds the lock");
 	{
-		char *args[] = { "alloc", "14", NULL };
-		struct timespec ts = { 0, 300 * 1000 * 1000 };
+		char *args[] = {"alloc", "14", NULL};
+		struct timespec ts = {0, 300 * 1000 * 1000};
 
 		pid = kcli_start(args, NULL, NULL);
 		nanosleep(&ts, NULL);

@@ -6,14 +6,14 @@
 #include "tap.h"
 
 static const char *hybrid_mounts =
-	"sysfs /sys sysfs rw 0 0\n"
-	"tmpfs /sys/fs/cgroup tmpfs rw,mode=755 0 0\n"
-	"cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
-	"cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n"
-	"cgroup /sys/fs/cgroup/blkio cgroup rw,relatime,blkio 0 0\n"
-	"cgroup /sys/fs/cgroup/pids cgroup rw,relatime,pids 0 0\n"
-	"cgroup /sys/fs/cgroup/systemd cgroup rw,relatime,name=systemd 0 0\n"
-	"cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+    "sysfs /sys sysfs rw 0 0\n"
+    "tmpfs /sys/fs/cgroup tmpfs rw,mode=755 0 0\n"
+    "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
+    "cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n"
+    "cgroup /sys/fs/cgroup/blkio cgroup rw,relatime,blkio 0 0\n"
+    "cgroup /sys/fs/cgroup/pids cgroup rw,relatime,pids 0 0\n"
+    "cgroup /sys/fs/cgroup/systemd cgroup rw,relatime,name=systemd 0 0\n"
+    "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
 
 int main(void)
 {
@@ -31,7 +31,7 @@ int main(void)
 	free(m);
 	is_int(discover_v1_controllers(hybrid_mounts),
 	       (1u << JOBCG_CTRL_CPU) | (1u << JOBCG_CTRL_MEMORY) | (1u << JOBCG_CTRL_IO) |
-		       (1u << JOBCG_CTRL_PIDS),
+		   (1u << JOBCG_CTRL_PIDS),
 	       "v1 controllers: cpu memory io(blkio) pids");
 	is_int(discover_mount("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n", NULL, &m, &l), 0,
 	       "unified mount found");
@@ -51,9 +51,10 @@ int main(void)
 	   "error names the setting");
 	is_int(discover_mount("cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n", NULL, &m, &l),
 	       -EOPNOTSUPP, "v1-only host is refused");
-	ok(strstr(jobcg_last_error()->message, "only cgroup v1") != NULL, "clear v1-only message: %s",
-	   jobcg_last_error()->message);
-	is_int(discover_mount("proc /proc proc rw 0 0\n", NULL, &m, &l), -ENOENT, "no cgroup at all");
+	ok(strstr(jobcg_last_error()->message, "only cgroup v1") != NULL,
+	   "clear v1-only message: %s", jobcg_last_error()->message);
+	is_int(discover_mount("proc /proc proc rw 0 0\n", NULL, &m, &l), -ENOENT,
+	       "no cgroup at all");
 	is_int(discover_mount("cgroup2 /mnt/x cgroup2 rw 0 0\n", NULL, &m, &l), 0, "other mount");
 	is_int(l, JOBCG_LAYOUT_OTHER, "other layout");
 	free(m);
@@ -101,10 +102,10 @@ int main(void)
 	       "memory.stat");
 	ok(a.value[JOBCG_ACCT_MEM_FILE] == 8192 && a.value[JOBCG_ACCT_PGMAJFAULT] == 3,
 	   "file and pgmajfault");
-	is_int(jobcg_acct_parse("memory.events", "low 0\nhigh 0\nmax 2\noom 1\noom_kill 0\n", &a), 0,
-	       "memory.events");
+	is_int(jobcg_acct_parse("memory.events", "low 0\nhigh 0\nmax 2\noom 1\noom_kill 0\n", &a),
+	       0, "memory.events");
 	ok(jobcg_acct_has(&a, JOBCG_ACCT_OOM_KILL) && a.value[JOBCG_ACCT_OOM_KILL] == 0 &&
-		   a.value[JOBCG_ACCT_OOM] == 1,
+	       a.value[JOBCG_ACCT_OOM] == 1,
 	   "oom 1, oom_kill 0 (a real 0, available)");
 	is_int(jobcg_acct_parse("memory.peak", "123456\n", &a), 0, "memory.peak");
 	is_int(a.value[JOBCG_ACCT_MEM_PEAK], 123456, "peak value");

@@ -15,7 +15,7 @@ int main(void)
 	ok(jobcg_step_id_valid("4294967279"), "largest numeric step");
 	ok(!jobcg_step_id_valid("4294967280"), "above the numeric range");
 	ok(jobcg_step_id_valid("batch") && jobcg_step_id_valid("extern") &&
-		   jobcg_step_id_valid("interactive"),
+	       jobcg_step_id_valid("interactive"),
 	   "named steps");
 	ok(!jobcg_step_id_valid("Batch"), "names are case sensitive");
 	ok(!jobcg_step_id_valid("01"), "no leading zeros");

@@ -14,15 +14,15 @@ enum jobcg_acct_item {
 	JOBCG_ACCT_CPU_USAGE_USEC,  /* cpu.stat usage_usec */
 	JOBCG_ACCT_CPU_USER_USEC,   /* cpu.stat user_usec */
 	JOBCG_ACCT_CPU_SYSTEM_USEC, /* cpu.stat system_usec */
-	JOBCG_ACCT_MEM_CURRENT,     /* memory.current, bytes */
-	JOBCG_ACCT_MEM_PEAK,        /* memory.peak, bytes */
-	JOBCG_ACCT_MEM_ANON,        /* memory.stat anon */
-	JOBCG_ACCT_MEM_FILE,        /* memory.stat file */
-	JOBCG_ACCT_PGMAJFAULT,      /* memory.stat pgmajfault */
-	JOBCG_ACCT_OOM,             /* memory.events oom */
-	JOBCG_ACCT_OOM_KILL,        /* memory.events oom_kill */
+	JOBCG_ACCT_MEM_CURRENT,	    /* memory.current, bytes */
+	JOBCG_ACCT_MEM_PEAK,	    /* memory.peak, bytes */
+	JOBCG_ACCT_MEM_ANON,	    /* memory.stat anon */
+	JOBCG_ACCT_MEM_FILE,	    /* memory.stat file */
+	JOBCG_ACCT_PGMAJFAULT,	    /* memory.stat pgmajfault */
+	JOBCG_ACCT_OOM,		    /* memory.events oom */
+	JOBCG_ACCT_OOM_KILL,	    /* memory.events oom_kill */
 	JOBCG_ACCT_PIDS_CURRENT,    /* pids.current */
-	JOBCG_ACCT_PIDS_PEAK,       /* pids.peak */
+	JOBCG_ACCT_PIDS_PEAK,	    /* pids.peak */
 	_JOBCG_ACCT_MAX,
 };
 

@@ -1,4 +1,5 @@
-/* jobcg: the library context: configuration, the cgroup v2 mount, the tree root and the node lock. */
+/* jobcg: the library context: configuration, the cgroup v2 mount, the tree root and the node lock.
+ */
 #pragma once
 
 #include <stdbool.h>

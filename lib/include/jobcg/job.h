@@ -1,4 +1,5 @@
-/* jobcg: jobs, steps and tasks in the cgroup tree: create, remove, list, spawn, signal, freeze, kill. */
+/* jobcg: jobs, steps and tasks in the cgroup tree: create, remove, list, spawn, signal, freeze,
+ * kill. */
 #pragma once
 
 #include <stdbool.h>
@@ -20,14 +21,15 @@ extern "C" {
  * Job ids are 1..4294967294. Step ids are a number (0..4294967279) or batch, extern, interactive.
  */
 
-#define JOBCG_JOB_ID_AUTO 0u           /* jobcg_job_create(): pick a free ephemeral id */
+#define JOBCG_JOB_ID_AUTO	    0u		/* jobcg_job_create(): pick a free ephemeral id */
 #define JOBCG_JOB_ID_EPHEMERAL_BASE 4000000000u /* auto-picked ids start here */
-#define JOBCG_STEP_ID_MAX 32           /* buffer size for a step id, including the NUL */
-#define JOBCG_TASK_ALL (-1)            /* target: every task of the step */
-#define JOBCG_TASK_SPECIAL (-2)        /* target: user/task_special */
-#define JOBCG_TASK_MAX 65535
+#define JOBCG_STEP_ID_MAX	    32		/* buffer size for a step id, including the NUL */
+#define JOBCG_TASK_ALL		    (-1)	/* target: every task of the step */
+#define JOBCG_TASK_SPECIAL	    (-2)	/* target: user/task_special */
+#define JOBCG_TASK_MAX		    65535
 
-/** true if @s is a valid step id: decimal 0..4294967279 (no sign, no leading zeros), batch, extern, interactive. */
+/** true if @s is a valid step id: decimal 0..4294967279 (no sign, no leading zeros), batch, extern,
+ * interactive. */
 JOBCG_EXPORT bool jobcg_step_id_valid(const char *s);
 /** Parse a job id (decimal 1..4294967294). 0 or -EINVAL. */
 JOBCG_EXPORT int jobcg_job_id_parse(const char *s, uint32_t *ret);
@@ -36,10 +38,11 @@ JOBCG_EXPORT int jobcg_job_id_parse(const char *s, uint32_t *ret);
 struct jobcg_target {
 	uint32_t job;
 	char step[JOBCG_STEP_ID_MAX]; /* "" = the whole job */
-	int task;                     /* JOBCG_TASK_ALL, JOBCG_TASK_SPECIAL or 0..JOBCG_TASK_MAX */
+	int task;		      /* JOBCG_TASK_ALL, JOBCG_TASK_SPECIAL or 0..JOBCG_TASK_MAX */
 };
 
-/** Parse "JOB", "JOB.STEP" or "JOB.STEP.TASK" (TASK a number or "special"). 0 or -EINVAL (error set). */
+/** Parse "JOB", "JOB.STEP" or "JOB.STEP.TASK" (TASK a number or "special"). 0 or -EINVAL (error
+ * set). */
 JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret);
 /** Format a target as parsed above into @buf. Returns @buf. */
 JOBCG_EXPORT char *jobcg_target_format(const struct jobcg_target *t, char *buf, unsigned long size);
@@ -82,8 +85,8 @@ JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t *ret);
 JOBCG_EXPORT void jobcg_strv_free(char **v);
 
 enum {
-	JOBCG_JOB_EPHEMERAL = 1u << 0, /* made by `jobcg run`: removed by its runner; gc may sweep it
-	                                  once that runner is gone */
+	JOBCG_JOB_EPHEMERAL = 1u << 0, /* made by `jobcg run`: removed by its runner; gc may sweep
+					  it once that runner is gone */
 };
 
 /**
@@ -107,21 +110,21 @@ JOBCG_EXPORT int jobcg_job_list(struct jobcg_ctx *ctx, uint32_t **ret_ids, size_
 /* A job as found on disk (from its directory and xattrs). */
 struct jobcg_job_info {
 	uint32_t id;
-	char *path;              /* absolute cgroup directory */
+	char *path; /* absolute cgroup directory */
 	bool have_owner;
 	uid_t uid;
 	gid_t gid;
-	uint64_t created_sec;    /* CLOCK_REALTIME seconds, 0 = unknown */
+	uint64_t created_sec; /* CLOCK_REALTIME seconds, 0 = unknown */
 	bool ephemeral;
-	pid_t runner;            /* ephemeral job: pid of the `jobcg run` that owns it, 0 = none */
-	char *cpus;              /* recorded limits (NULL/0 = none) */
+	pid_t runner; /* ephemeral job: pid of the `jobcg run` that owns it, 0 = none */
+	char *cpus;   /* recorded limits (NULL/0 = none) */
 	uint64_t mem_bytes;
 	uint64_t pids_max;
 	bool best_effort;
-	char **skipped;          /* limits skipped under best effort ("mem", ...), NULL-terminated or NULL */
-	char **steps;            /* step ids, NULL-terminated (never NULL) */
-	bool populated;          /* cgroup.events populated 1 */
-	bool frozen;             /* cgroup.events frozen 1 */
+	char **skipped; /* limits skipped under best effort ("mem", ...), NULL-terminated or NULL */
+	char **steps;	/* step ids, NULL-terminated (never NULL) */
+	bool populated; /* cgroup.events populated 1 */
+	bool frozen;	/* cgroup.events frozen 1 */
 };
 JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 				    struct jobcg_job_info **ret);
@@ -152,8 +155,8 @@ JOBCG_EXPORT int jobcg_step_list(struct jobcg_ctx *ctx, uint32_t job_id, char **
 
 /* Options for spawning a task. */
 struct jobcg_spawn_opts {
-	char *const *envp;   /* NULL: inherit environ */
-	bool no_clone3;      /* force the fork + migrate-before-exec fallback (tests) */
+	char *const *envp;	 /* NULL: inherit environ */
+	bool no_clone3;		 /* force the fork + migrate-before-exec fallback (tests) */
 	const sigset_t *sigmask; /* mask for the child, NULL: empty mask (all signals unblocked) */
 };
 
@@ -202,11 +205,11 @@ JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 
 /* Result of jobcg_step_run(). */
 struct jobcg_run_result {
-	int exit_code;        /* the step's: the highest task exit code, or 128+N for a task
-	                         killed by signal N (the first such task) */
-	int *task_status;     /* raw wait statuses, one per task; free() it */
+	int exit_code;	  /* the step's: the highest task exit code, or 128+N for a task
+			     killed by signal N (the first such task) */
+	int *task_status; /* raw wait statuses, one per task; free() it */
 	unsigned ntasks;
-	int lost_signal;      /* signal the runner received and forwarded (0: none) */
+	int lost_signal; /* signal the runner received and forwarded (0: none) */
 };
 
 /**
@@ -223,7 +226,7 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 struct jobcg_gc_stats {
 	unsigned jobs_removed;
 	unsigned steps_removed;
-	unsigned kept;        /* job directories left because they are alive */
+	unsigned kept; /* job directories left because they are alive */
 };
 /**
  * Sweep stray directories under the node lock: ephemeral jobs and steps whose runner process

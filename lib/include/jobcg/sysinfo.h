@@ -1,4 +1,5 @@
-/* jobcg: what this host's cgroup v2 can do (mount, controllers, kernel features), for `jobcg check`. */
+/* jobcg: what this host's cgroup v2 can do (mount, controllers, kernel features), for `jobcg
+ * check`. */
 #pragma once
 
 #include <stdbool.h>
@@ -30,10 +31,10 @@ JOBCG_EXPORT const char *jobcg_controller_name(enum jobcg_controller c);
 JOBCG_EXPORT int jobcg_controller_from_name(const char *name);
 
 enum jobcg_layout {
-	JOBCG_LAYOUT_UNIFIED,    /* pure cgroup v2 at /sys/fs/cgroup */
-	JOBCG_LAYOUT_HYBRID,     /* v1 controllers plus v2 at /sys/fs/cgroup/unified */
+	JOBCG_LAYOUT_UNIFIED,	 /* pure cgroup v2 at /sys/fs/cgroup */
+	JOBCG_LAYOUT_HYBRID,	 /* v1 controllers plus v2 at /sys/fs/cgroup/unified */
 	JOBCG_LAYOUT_CONFIGURED, /* CgroupMountpoint= from cgroup.conf */
-	JOBCG_LAYOUT_OTHER,      /* a cgroup2 mount found elsewhere in /proc/self/mounts */
+	JOBCG_LAYOUT_OTHER,	 /* a cgroup2 mount found elsewhere in /proc/self/mounts */
 };
 
 /* A kernel feature: supported or not, and why not. */
@@ -43,27 +44,27 @@ struct jobcg_feature {
 };
 
 struct jobcg_sysinfo {
-	char *mount;                 /* absolute path of the cgroup v2 mount */
+	char *mount; /* absolute path of the cgroup v2 mount */
 	enum jobcg_layout layout;
-	char *kernel;                /* uname -r */
-	char *root_rel;              /* jobcg's tree root relative to the mount */
-	char *root;                  /* absolute tree root */
+	char *kernel;	/* uname -r */
+	char *root_rel; /* jobcg's tree root relative to the mount */
+	char *root;	/* absolute tree root */
 	bool root_exists;
-	unsigned available;          /* controllers in the v2 root's cgroup.controllers */
-	unsigned enabled_top;        /* in the v2 root's cgroup.subtree_control */
-	unsigned usable;             /* reaching jobs: cgroup.controllers of the tree root if it
-	                                exists, else what would reach it (available & wanted) */
-	unsigned v1_bound;           /* bound to a cgroup v1 hierarchy (so missing from v2) */
-	struct jobcg_feature bpf_device;   /* BPF_PROG_TYPE_CGROUP_DEVICE loads */
-	struct jobcg_feature freeze;       /* cgroup.freeze */
-	struct jobcg_feature kill;         /* cgroup.kill */
-	struct jobcg_feature memory_peak;  /* memory.peak */
-	struct jobcg_feature xattr;        /* trusted.* xattrs on cgroup directories */
-	char **limitations;          /* NULL-terminated sentences: what cannot be enforced and why */
-	bool can_run;                /* jobs can be created and run (maybe without some limits) */
-	char *cannot_run_reason;     /* when !can_run */
-	bool systemd;                /* systemd is the running init */
-	const char *backend;         /* scope backend that would be used: "systemd" or "mkdir" */
+	unsigned available;		 /* controllers in the v2 root's cgroup.controllers */
+	unsigned enabled_top;		 /* in the v2 root's cgroup.subtree_control */
+	unsigned usable;		 /* reaching jobs: cgroup.controllers of the tree root if it
+					    exists, else what would reach it (available & wanted) */
+	unsigned v1_bound;		 /* bound to a cgroup v1 hierarchy (so missing from v2) */
+	struct jobcg_feature bpf_device; /* BPF_PROG_TYPE_CGROUP_DEVICE loads */
+	struct jobcg_feature freeze;	 /* cgroup.freeze */
+	struct jobcg_feature kill;	 /* cgroup.kill */
+	struct jobcg_feature memory_peak; /* memory.peak */
+	struct jobcg_feature xattr;	  /* trusted.* xattrs on cgroup directories */
+	char **limitations;	 /* NULL-terminated sentences: what cannot be enforced and why */
+	bool can_run;		 /* jobs can be created and run (maybe without some limits) */
+	char *cannot_run_reason; /* when !can_run */
+	bool systemd;		 /* systemd is the running init */
+	const char *backend;	 /* scope backend that would be used: "systemd" or "mkdir" */
 };
 
 /**
