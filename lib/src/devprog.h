@@ -113,3 +113,10 @@ bool devprog_decide(const struct jobcg_devrule *managed, size_t n_managed,
 
 /* Expand a rule into its map key shapes: 'a' gives a char and a block key. Returns count (1-2). */
 size_t devprog_rule_keys(const struct jobcg_devrule *r, struct devprog_managed_key keys[2]);
+
+/*
+ * Read back a program made by devprog_build_linear() (as the kernel translates it): the granted
+ * rules, one per region with some access. -EINVAL when the program does not have that shape.
+ */
+int devprog_parse_linear(const struct bpf_insn *insns, size_t n, struct jobcg_devrule **ret,
+			 size_t *ret_n);

@@ -1,0 +1,424 @@
+/* jobcg kernel test: device access enforced by the node program and by linear programs. */
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpfsys.h"
+#include "jobcg/config.h"
+#include "jobcg/devices.h"
+#include "ktest.h"
+#include "tap.h"
+
+#define GPU_MAJOR 195
+#define OTHER_MAJOR 196
+
+#define ELEMENTSOF_(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *root, *tmp;
+static char pin_base[256];
+
+/* Ids of every BPF object our code created, checked gone at the end. */
+static uint32_t made_progs[256], made_maps[16];
+static size_t n_made_progs, n_made_maps;
+
+static void note_prog(uint32_t id)
+{
+	for (size_t i = 0; i < n_made_progs; i++)
+		if (made_progs[i] == id)
+			return;
+	if (n_made_progs < ELEMENTSOF_(made_progs))
+		made_progs[n_made_progs++] = id;
+}
+static void path_of(char *buf, size_t size, const char *rel)
+{
+	snprintf(buf, size, "%s/%s", root, rel);
+}
+
+static void mkcg(const char *rel)
+{
+	char p[4096], acc[4096] = "";
+	char *save = NULL, *copy = strdup(rel);
+
+	for (char *t = strtok_r(copy, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+		strcat(acc, acc[0] ? "/" : "");
+		strcat(acc, t);
+		path_of(p, sizeof(p), acc);
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			tap_diag("mkdir %s: %s", p, strerror(errno));
+	}
+	free(copy);
+}
+
+static void dev_path(char *buf, size_t size, unsigned major_, unsigned minor_)
+{
+	snprintf(buf, size, "%s/dev%u_%u", tmp, major_, minor_);
+}
+
+/*
+ * Run a child in cgroup @rel that opens a device node with @flags (or mknods one when @flags is
+ * -1). Returns 0 when it got past the device check, else the errno it saw (EPERM = denied).
+ */
+static int try_in(const char *rel, unsigned major_, unsigned minor_, int flags)
+{
+	char procs[4096], dev[4096];
+	int status;
+	pid_t pid;
+
+	path_of(procs, sizeof(procs), rel);
+	strcat(procs, "/cgroup.procs");
+	dev_path(dev, sizeof(dev), major_, minor_);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(procs, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "0", 1) != 1)
+			_exit(100);
+		close(fd);
+		if (flags == -1) {
+			char node[4200];
+			snprintf(node, sizeof(node), "%s.mk%d", dev, (int)getpid());
+			if (mknod(node, S_IFCHR | 0600, makedev(major_, minor_)) < 0)
+				_exit(errno == EPERM ? EPERM : 101);
+			unlink(node);
+			_exit(0);
+		}
+		fd = open(dev, flags | O_CLOEXEC);
+		if (fd >= 0)
+			_exit(0);
+		/* ENXIO/ENODEV: the device check passed and no driver answered. */
+		_exit(errno == ENXIO || errno == ENODEV ? 0 : errno == EPERM ? EPERM : 102);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static struct jobcg_devrule rule(const char *s)
+{
+	struct jobcg_devrule r = { 0 };
+	if (jobcg_devrule_parse(s, &r) < 0)
+		tap_diag("bad rule %s", s);
+	return r;
+}
+
+static int grant(struct jobcg_devpolicy *p, const char *rel, const char *const *rules, size_t n)
+{
+	struct jobcg_devrule r[16];
+	char path[4096];
+	int e;
+
+	for (size_t i = 0; i < n; i++)
+		r[i] = rule(rules[i]);
+	path_of(path, sizeof(path), rel);
+	e = jobcg_devpolicy_grant(p, path, r, n);
+	if (e < 0) {
+		char buf[8192];
+		tap_diag("grant %s: %s", rel, jobcg_error_format(buf, sizeof(buf)));
+	}
+	return e;
+}
+
+static int revoke_rel(struct jobcg_devpolicy *p, const char *rel)
+{
+	char path[4096];
+	path_of(path, sizeof(path), rel);
+	return jobcg_devpolicy_revoke(p, path);
+}
+
+/* Record ids of linear programs attached under the root (to check they are released). */
+static void note_linear(struct jobcg_devpolicy *p)
+{
+	struct jobcg_devgrant *g = NULL;
+	size_t n = 0;
+	if (jobcg_devpolicy_list(p, &g, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (g[i].prog_id)
+				note_prog(g[i].prog_id);
+	jobcg_devgrants_free(g, n);
+}
+
+static const struct jobcg_devgrant *find_grant(const struct jobcg_devgrant *g, size_t n,
+					       const char *rel)
+{
+	for (size_t i = 0; i < n; i++)
+		if (g[i].path && strcmp(g[i].path, rel) == 0)
+			return &g[i];
+	return NULL;
+}
+
+static bool gone(bool prog, uint32_t id)
+{
+	/* Freeing is deferred to RCU/workqueue in the kernel: give it a bounded moment. */
+	for (int i = 0; i < 200; i++) {
+		int fd = prog ? bpf_prog_get_fd_by_id(id) : bpf_map_get_fd_by_id(id);
+		if (fd < 0)
+			return true;
+		close(fd);
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+static void run_mode(enum jobcg_device_program mode)
+{
+	const char *mname = mode == JOBCG_DEVPROG_NODE ? "node" : "linear";
+	struct jobcg_config conf = { 0 };
+	struct jobcg_devrule managed[4];
+	struct jobcg_devpolicy *p = NULL;
+	char buf[8192], rel[256];
+	int e;
+
+	conf.cgroup.device_program = mode;
+	conf.cgroup.bpf_pin_dir = pin_base;
+	for (int i = 0; i < 4; i++) {
+		snprintf(buf, sizeof(buf), "c %d:%d rwm", GPU_MAJOR, i);
+		managed[i] = rule(buf);
+	}
+	e = jobcg_devpolicy_open(&conf, root, managed, 4, &p);
+	if (!ok(e == 0, "%s: open policy", mname)) {
+		tap_diag("%s", jobcg_error_format(buf, sizeof(buf)));
+		return;
+	}
+	if (mode == JOBCG_DEVPROG_NODE && !ok(jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE,
+					      "node: node program loaded (no fallback)"))
+		tap_diag("fallback: %s", jobcg_devpolicy_fallback_reason(p));
+	if (jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE) {
+		char pp[512];
+		int fd;
+		uint32_t id;
+		struct bpf_map_info mi;
+		snprintf(pp, sizeof(pp), "%s/prog", jobcg_devpolicy_pin_dir(p));
+		ok(access(pp, F_OK) == 0, "node: program pinned at %s", pp);
+		if (bpfsys_get_pinned(pp, &fd) == 0) {
+			if (bpfsys_prog_info(fd, &id, NULL) == 0)
+				note_prog(id);
+			close(fd);
+		}
+		static const char *const maps[] = { "jobcg_managed", "jobcg_policy" };
+		for (int i = 0; i < 2; i++) {
+			snprintf(pp, sizeof(pp), "%s/%s", jobcg_devpolicy_pin_dir(p), maps[i]);
+			if (bpfsys_get_pinned(pp, &fd) == 0) {
+				if (bpfsys_map_info(fd, &id, &mi) == 0 && n_made_maps < 16)
+					made_maps[n_made_maps++] = id;
+				close(fd);
+			}
+		}
+		/* Reopening reuses the pinned program instead of attaching a second one. */
+		struct jobcg_devpolicy *p2 = NULL;
+		ok(jobcg_devpolicy_open(&conf, root, managed, 4, &p2) == 0, "node: reopen");
+		{
+			int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			uint32_t *ids = NULL;
+			size_t n = 0;
+			if (rfd >= 0 && bpfsys_query(rfd, &ids, &n) == 0)
+				is_int(n, 1, "node: one program attached at the root after reopen");
+			free(ids);
+			if (rfd >= 0)
+				close(rfd);
+		}
+		jobcg_devpolicy_free(p2);
+	}
+
+	mkcg("job_1/step_0/user/task_0");
+	mkcg("job_1/step_0/jobcg");
+	mkcg("job_1/step_1/user/task_0");
+	mkcg("job_2/step_0/user/task_0");
+	mkcg("job_2/step_0/jobcg");
+	mkcg("job_3/step_0/user/task_0");
+
+	/* Job 1 may use all four read/write; its step 0 only gpu 1 and 2. */
+	static const char *const all_rw[] = { "c 195:* rw" };
+	static const char *const gpu12[] = { "c 195:1 rwm", "c 195:2 rwm" };
+	ok(grant(p, "job_1", all_rw, 1) == 0, "%s: grant job_1 c 195:* rw", mname);
+	ok(grant(p, "job_1/step_0", gpu12, 2) == 0, "%s: grant job_1/step_0 gpu 1,2", mname);
+	const char *t = "job_1/step_0/user/task_0";
+	is_int(try_in(t, GPU_MAJOR, 0, O_RDWR), EPERM, "step gpu1,2: gpu0 denied");
+	is_int(try_in(t, GPU_MAJOR, 1, O_RDWR), 0, "step gpu1,2: gpu1 allowed");
+	is_int(try_in(t, GPU_MAJOR, 2, O_RDWR), 0, "step gpu1,2: gpu2 allowed");
+	is_int(try_in(t, GPU_MAJOR, 3, O_RDWR), EPERM, "step gpu1,2: gpu3 denied");
+	is_int(try_in("job_1/step_0/jobcg", GPU_MAJOR, 3, O_RDWR), EPERM,
+	       "step gpu1,2: step's jobcg leaf denied gpu3");
+	/* The step grants m but the job does not: both levels must allow. */
+	is_int(try_in(t, GPU_MAJOR, 1, -1), EPERM, "job without m: mknod gpu1 denied");
+	is_int(try_in(t, OTHER_MAJOR, 0, O_RDWR), 0, "unmanaged device allowed");
+
+	/* Task level: step 1 unconstrained, its task read-only on gpu3. */
+	static const char *const gpu3_r[] = { "c 195:3 r" };
+	ok(grant(p, "job_1/step_1/user/task_0", gpu3_r, 1) == 0, "%s: grant task gpu3 r", mname);
+	t = "job_1/step_1/user/task_0";
+	is_int(try_in(t, GPU_MAJOR, 3, O_RDONLY), 0, "task gpu3 r: O_RDONLY allowed");
+	is_int(try_in(t, GPU_MAJOR, 3, O_WRONLY), EPERM, "task gpu3 r: O_WRONLY denied");
+	is_int(try_in(t, GPU_MAJOR, 0, O_RDONLY), EPERM, "task gpu3 r: gpu0 denied");
+	is_int(try_in("job_1/step_1", GPU_MAJOR, 0, O_RDWR), 0,
+	       "task grant does not constrain its step");
+
+	/* Job level only. */
+	static const char *const gpu0_rw[] = { "c 195:0 rw" };
+	ok(grant(p, "job_2", gpu0_rw, 1) == 0, "%s: grant job_2 gpu0 rw", mname);
+	is_int(try_in("job_2/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), 0, "job gpu0: gpu0 allowed");
+	is_int(try_in("job_2/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), EPERM, "job gpu0: gpu1 denied");
+	is_int(try_in("job_2/step_0/jobcg", GPU_MAJOR, 2, O_RDONLY), EPERM, "job gpu0: jobcg leaf gpu2 denied");
+	is_int(try_in("job_2/step_0/user/task_0", GPU_MAJOR, 0, -1), EPERM, "job gpu0 rw: mknod denied");
+	is_int(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, O_RDWR), 0, "unconstrained job: gpu2 allowed");
+	is_int(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, -1), 0, "unconstrained job: mknod allowed");
+
+	/* Re-grant replaces (linear: BPF_F_REPLACE, still one program). */
+	ok(grant(p, "job_1/step_1/user/task_0", gpu0_rw, 1) == 0, "%s: re-grant task gpu0 rw", mname);
+	is_int(try_in(t, GPU_MAJOR, 0, O_WRONLY), 0, "re-grant: gpu0 now allowed");
+	is_int(try_in(t, GPU_MAJOR, 3, O_RDONLY), EPERM, "re-grant: gpu3 now denied");
+
+	/* Listing shows paths and rules. */
+	{
+		struct jobcg_devgrant *g = NULL;
+		size_t n = 0;
+		ok(jobcg_devpolicy_list(p, &g, &n) == 0, "%s: list", mname);
+		const struct jobcg_devgrant *s0 = find_grant(g, n, "job_1/step_0");
+		ok(s0 && s0->n_rules == 2 && s0->level == 2, "%s: list shows job_1/step_0 with 2 rules, level 2",
+		   mname);
+		const struct jobcg_devgrant *tk = find_grant(g, n, "job_1/step_1/user/task_0");
+		ok(tk && tk->n_rules == 1 && tk->rules[0].minor == 0 &&
+			   tk->rules[0].access == (JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE),
+		   "%s: list shows the re-granted task rule c 195:0 rw", mname);
+		size_t count = 0;
+		for (size_t i = 0; i < n; i++)
+			count += g[i].path && strcmp(g[i].path, "job_1/step_1/user/task_0") == 0;
+		is_int(count, 1, "re-grant left one entry/program for the task");
+		jobcg_devgrants_free(g, n);
+	}
+	if (mode == JOBCG_DEVPROG_LINEAR)
+		note_linear(p);
+
+	/* A grant made by a process that is then SIGKILLed stays enforced. */
+	mkcg("job_4/step_0/user/task_0");
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct jobcg_devpolicy *q = NULL;
+		if (jobcg_devpolicy_open(&conf, root, managed, 4, &q) < 0)
+			_exit(1);
+		if (grant(q, "job_4", gpu0_rw, 1) < 0)
+			_exit(2);
+		raise(SIGKILL);
+		_exit(3);
+	}
+	int status = 0;
+	waitpid(pid, &status, 0);
+	ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%s: granting process SIGKILLed", mname);
+	is_int(try_in("job_4/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), EPERM,
+	       "after SIGKILL: job_4 still denied gpu1");
+	is_int(try_in("job_4/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), 0,
+	       "after SIGKILL: job_4 still allowed gpu0");
+	if (mode == JOBCG_DEVPROG_LINEAR)
+		note_linear(p);
+
+	/* Revoke: nothing left for the cgroup. */
+	ok(revoke_rel(p, "job_1/step_0") == 0, "%s: revoke job_1/step_0", mname);
+	is_int(try_in("job_1/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), 0,
+	       "after step revoke: job grant (all rw) applies again");
+	{
+		struct jobcg_devgrant *g = NULL;
+		size_t n = 0;
+		uint64_t id = 0;
+		char path[4096];
+		path_of(path, sizeof(path), "job_1/step_0");
+		jobcg_cgroup_id(path, &id);
+		ok(jobcg_devpolicy_list(p, &g, &n) == 0, "%s: list after revoke", mname);
+		bool found = false;
+		for (size_t i = 0; i < n; i++)
+			found |= g[i].cgroup_id == id;
+		ok(!found, "%s: no entry left for the revoked cgroup", mname);
+		jobcg_devgrants_free(g, n);
+	}
+	static const char *const granted[] = { "job_1", "job_1/step_1/user/task_0", "job_2", "job_4" };
+	for (size_t i = 0; i < ELEMENTSOF_(granted); i++)
+		ok(revoke_rel(p, granted[i]) == 0, "%s: revoke %s", mname, granted[i]);
+	{
+		struct jobcg_devgrant *g = NULL;
+		size_t n = 0;
+		ok(jobcg_devpolicy_list(p, &g, &n) == 0 && n == 0, "%s: policy empty after revokes", mname);
+		jobcg_devgrants_free(g, n);
+	}
+	/* Node level restrictions: the user/ level cannot be granted in node mode. */
+	if (jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE)
+		ok(grant(p, "job_1/step_0/user", gpu0_rw, 1) == -EINVAL,
+		   "node: grant at the user/ level refused");
+
+	e = jobcg_devpolicy_destroy(p);
+	ok(e == 0, "%s: destroy", mname);
+	snprintf(rel, sizeof(rel), "job_1");
+	for (int j = 1; j <= 4; j++) {
+		char path[4096];
+		snprintf(rel, sizeof(rel), "job_%d", j);
+		path_of(path, sizeof(path), rel);
+		ktest_remove_tree(path);
+	}
+}
+
+int main(void)
+{
+	char dev[4096];
+	uint32_t *progs_before = NULL, *maps_before = NULL;
+	size_t np = 0, nm = 0;
+
+	root = ktest_setup("devices");
+	tmp = ktest_tmpdir();
+	snprintf(pin_base, sizeof(pin_base), "/sys/fs/bpf/jobcg-test-%d-%ld", (int)getpid(),
+		 (long)time(NULL));
+	for (unsigned i = 0; i < 4; i++) {
+		dev_path(dev, sizeof(dev), GPU_MAJOR, i);
+		if (mknod(dev, S_IFCHR | 0666, makedev(GPU_MAJOR, i)) < 0)
+			tap_plan_skip_all("mknod not permitted");
+	}
+	dev_path(dev, sizeof(dev), OTHER_MAJOR, 0);
+	mknod(dev, S_IFCHR | 0666, makedev(OTHER_MAJOR, 0));
+	bpfsys_all_prog_ids(&progs_before, &np);
+	bpfsys_all_map_ids(&maps_before, &nm);
+
+	run_mode(JOBCG_DEVPROG_NODE);
+	run_mode(JOBCG_DEVPROG_LINEAR);
+
+	bool all_gone = true;
+	for (size_t i = 0; i < n_made_progs; i++)
+		if (!gone(true, made_progs[i])) {
+			all_gone = false;
+			tap_diag("program %u still loaded", made_progs[i]);
+		}
+	ok(all_gone && n_made_progs >= 3, "no leaked programs (%zu created, all released)", n_made_progs);
+	all_gone = true;
+	for (size_t i = 0; i < n_made_maps; i++)
+		if (!gone(false, made_maps[i])) {
+			all_gone = false;
+			tap_diag("map %u still exists", made_maps[i]);
+		}
+	ok(all_gone && n_made_maps == 2, "no leaked maps (%zu created, all released)", n_made_maps);
+	/* Anything new named jobcg_* that we did not release shows here too (others' tests may
+	 * run at the same time, so this only reports). */
+	{
+		uint32_t *after = NULL;
+		size_t na = 0;
+		bpfsys_all_prog_ids(&after, &na);
+		for (size_t i = 0; i < na; i++) {
+			bool old = false;
+			for (size_t j = 0; j < np && !old; j++)
+				old = progs_before[j] == after[i];
+			if (!old)
+				tap_diag("new program id %u exists after the test", after[i]);
+		}
+		free(after);
+	}
+	free(progs_before);
+	free(maps_before);
+	ok(rmdir(pin_base) == 0 || errno == ENOENT, "pin directory removed");
+	return tap_done();
+}
