@@ -504,20 +504,7 @@ static int node_grant(struct jobcg_devpolicy *p, uint64_t id, unsigned rel_level
 	acc = calloc(2 * n + 1, sizeof(*acc));
 	if (!keys || !acc)
 		return -ENOMEM;
-	/* One entry per key: rules naming the same key merge their access bits. */
-	for (size_t i = 0; i < n; i++) {
-		struct devprog_managed_key k[2];
-		size_t c = devprog_rule_keys(&allowed[i], k);
-		for (size_t j = 0; j < c; j++) {
-			struct devprog_policy_key pk = { id, k[j].type, k[j].major, k[j].minor, 0 };
-			size_t at = 0;
-			while (at < nk && memcmp(&keys[at], &pk, sizeof(pk)) != 0)
-				at++;
-			if (at == nk)
-				keys[nk++] = pk;
-			acc[at] |= allowed[i].access;
-		}
-	}
+	nk = devprog_policy_entries(id, allowed, n, keys, acc);
 	regrant = bpf_map_lookup_elem(p->policy_fd, &marker, &v) == 0;
 	if (regrant) {
 		/* Drop what the new grant no longer contains first: never more permissive than

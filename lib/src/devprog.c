@@ -121,6 +121,29 @@ size_t devprog_rule_keys(const struct jobcg_devrule *r, struct devprog_managed_k
 	return n;
 }
 
+size_t devprog_policy_entries(uint64_t id, const struct jobcg_devrule *rules, size_t n,
+			      struct devprog_policy_key *keys, uint32_t *acc)
+{
+	size_t nk = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct devprog_managed_key k[2];
+		size_t c = devprog_rule_keys(&rules[i], k);
+		for (size_t j = 0; j < c; j++) {
+			struct devprog_policy_key pk = { id, k[j].type, k[j].major, k[j].minor, 0 };
+			size_t at = 0;
+			while (at < nk && memcmp(&keys[at], &pk, sizeof(pk)) != 0)
+				at++;
+			if (at == nk) {
+				keys[nk++] = pk;
+				acc[at] = 0;
+			}
+			acc[at] |= rules[i].access & JOBCG_DEV_ACC_ALL;
+		}
+	}
+	return nk;
+}
+
 static bool rule_matches(const struct jobcg_devrule *r, uint32_t dev_type, uint32_t major,
 			 uint32_t minor)
 {

@@ -120,3 +120,11 @@ size_t devprog_rule_keys(const struct jobcg_devrule *r, struct devprog_managed_k
  */
 int devprog_parse_linear(const struct bpf_insn *insns, size_t n, struct jobcg_devrule **ret,
 			 size_t *ret_n);
+
+/*
+ * The policy map entries (without the marker) that grant @rules to cgroup @id: one per key,
+ * rules naming the same key merge their access bits. @keys and @acc need room for 2 * @n.
+ * Returns the number of entries.
+ */
+size_t devprog_policy_entries(uint64_t id, const struct jobcg_devrule *rules, size_t n,
+			      struct devprog_policy_key *keys, uint32_t *acc);
