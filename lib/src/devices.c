@@ -432,6 +432,11 @@ JOBCG_EXPORT const char *jobcg_devpolicy_fallback_reason(const struct jobcg_devp
 	return p->fallback_reason;
 }
 
+JOBCG_EXPORT const char *jobcg_devpolicy_root(const struct jobcg_devpolicy *p)
+{
+	return p->root;
+}
+
 JOBCG_EXPORT const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p)
 {
 	return p->mode == JOBCG_DEVPROG_NODE ? p->pin_dir : NULL;
@@ -920,6 +925,19 @@ JOBCG_EXPORT int jobcg_devpolicy_list(struct jobcg_devpolicy *p, struct jobcg_de
 	return 0;
 }
 
+static int cmp_rule(const void *a, const void *b)
+{
+	const struct jobcg_devrule *x = a, *y = b;
+
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	if (x->major != y->major)
+		return x->major < y->major ? -1 : 1;
+	if (x->minor != y->minor)
+		return x->minor < y->minor ? -1 : 1;
+	return 0;
+}
+
 JOBCG_EXPORT int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg_devrule **ret,
 					 size_t *ret_n)
 {
@@ -946,9 +964,12 @@ JOBCG_EXPORT int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg
 		v = calloc(p->n_managed + 1, sizeof(*v));
 		if (!v)
 			return -ENOMEM;
-		memcpy(v, p->managed, p->n_managed * sizeof(*v));
+		if (p->n_managed)
+			memcpy(v, p->managed, p->n_managed * sizeof(*v));
 		n = p->n_managed;
 	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_rule);
 	*ret = TAKE_PTR(v);
 	*ret_n = n;
 	return 0;

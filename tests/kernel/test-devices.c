@@ -156,6 +156,54 @@ static const struct jobcg_devgrant *find_grant(const struct jobcg_devgrant *g, s
 	return NULL;
 }
 
+/* `jobcg policy --json` names the cgroups and the device nodes. */
+static void check_cli(const char *mname)
+{
+	const char *build = getenv("JOBCG_BUILD_ROOT");
+	char cmd[8192], out[65536];
+	size_t len = 0;
+	FILE *f;
+
+	if (!build) {
+		tap_skip("JOBCG_BUILD_ROOT not set: jobcg policy not checked");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		 /* cli/main.c leaks its argument vector at exit (not ours): leaks off for the CLI */
+		 "ASAN_OPTIONS=detect_leaks=0 JOBCG_BPF_PIN_DIR=%s %s/cli/jobcg --config-dir %s policy --json --root %s --dev-dir %s",
+		 pin_base, build, tmp, root, tmp);
+	f = popen(cmd, "r");
+	if (!f) {
+		ok(false, "%s: run jobcg policy", mname);
+		return;
+	}
+	len = fread(out, 1, sizeof(out) - 1, f);
+	out[len] = 0;
+	int st = pclose(f);
+	if (!ok(st == 0, "%s: jobcg policy --json exits 0", mname))
+		tap_diag("%s -> status %d", cmd, st);
+	ok(strstr(out, "\"job_1/step_0\"") != NULL,
+	   "%s: jobcg policy shows job_1/step_0", mname);
+	ok(strstr(out, "dev195_1") != NULL, "%s: jobcg policy names the device node dev195_1", mname);
+	ok(strstr(out, mname) != NULL, "%s: jobcg policy reports the mode", mname);
+	if (!strstr(out, "dev195_1"))
+		tap_diag("%s", out);
+
+	/* The text form, shown in the log for people reading it. */
+	char *json = strstr(cmd, " --json");
+	if (json)
+		memmove(json, json + 7, strlen(json + 7) + 1);
+	f = popen(cmd, "r");
+	if (f) {
+		char line[512];
+		while (fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = 0;
+			tap_diag("  %s", line);
+		}
+		ok(pclose(f) == 0, "%s: jobcg policy (text) exits 0", mname);
+	}
+}
+
 static bool gone(bool prog, uint32_t id)
 {
 	/* Freeing is deferred to RCU/workqueue in the kernel: give it a bounded moment. */
@@ -298,6 +346,7 @@ static void run_mode(enum jobcg_device_program mode)
 	}
 	if (mode == JOBCG_DEVPROG_LINEAR)
 		note_linear(p);
+	check_cli(mname);
 
 	/* A grant made by a process that is then SIGKILLed stays enforced. */
 	mkcg("job_4/step_0/user/task_0");

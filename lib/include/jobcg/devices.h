@@ -69,6 +69,9 @@ JOBCG_EXPORT enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_d
 /** Why node mode fell back to linear mode, or NULL. Valid while @p lives. */
 JOBCG_EXPORT const char *jobcg_devpolicy_fallback_reason(const struct jobcg_devpolicy *p);
 
+/** The canonical absolute path of the root. */
+JOBCG_EXPORT const char *jobcg_devpolicy_root(const struct jobcg_devpolicy *p);
+
 /** Node mode: the bpffs directory holding the pins ("prog", "jobcg_managed", "jobcg_policy"). */
 JOBCG_EXPORT const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p);
 
