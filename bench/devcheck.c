@@ -163,14 +163,13 @@ static void cleanup(void)
 
 	if (orig_cgroup[0])
 		(void)move_self(orig_cgroup);
-	for (int i = 2; i >= 0; i--) {
-		snprintf(p, sizeof(p), "%s/%s", root, levels[i]);
+	/* Bottom-up: task_0, user, step_0, job_1. */
+	static const char *const dirs[] = { "job_1/step_0/user/task_0", "job_1/step_0/user",
+					    "job_1/step_0", "job_1" };
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
 		(void)rmdir(p);
 	}
-	snprintf(p, sizeof(p), "%s/job_1/step_0/user", root);
-	(void)rmdir(p);
-	snprintf(p, sizeof(p), "%s/job_1/step_0", root);
-	(void)rmdir(p);
 	(void)rmdir(root);
 	(void)rmdir(pin_dir);
 }
