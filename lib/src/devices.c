@@ -236,6 +236,8 @@ static int create_pins(struct jobcg_devpolicy *p)
 		return e;
 	e = bpfsys_devprog_load(DEVPROG_NODE_NAME, b.insns, b.n, &p->prog_fd);
 	devprog_buf_done(&b);
+	if (e == -EPERM)
+		return e; /* no privilege: a linear program would not load either */
 	if (e < 0)
 		return -ENOEXEC;
 	if ((e = bpfsys_pin(p->managed_fd, pm)) < 0 || (e = bpfsys_pin(p->policy_fd, pol)) < 0 ||
