@@ -91,16 +91,17 @@ int bpfsys_devprog_load(const char *name, const struct bpf_insn *insns, size_t n
 			*ret_fd = fd2;
 			return 0;
 		}
-		/* The verifier's reason is at the end of the log. */
-		size_t len = strlen(log);
-		while (len > 0 && log[len - 1] == '\n')
-			log[--len] = 0;
-		const char *tail = len > 400 ? log + len - 400 : log;
-		for (char *c = (char *)tail; *c; c++)
-			if (*c == '\n')
-				*c = ' ';
-		return error_set(fd, "cannot load device program %s: %s: %s", name, strerror(-fd),
-				 tail);
+		/* The verifier's reason is on the last lines, before its statistics. */
+		char *lines[2] = { NULL, NULL }, *save = NULL;
+		for (char *l = strtok_r(log, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+			if (startswith(l, "processed ") || startswith(l, "verification time"))
+				continue;
+			lines[0] = lines[1];
+			lines[1] = l;
+		}
+		return error_set(fd, "cannot load device program %s: %s%s%s%s%s", name, strerror(-fd),
+				 lines[0] ? ": " : "", lines[0] ? lines[0] : "", lines[1] ? ": " : "",
+				 lines[1] ? lines[1] : "");
 	}
 	return error_set(fd, "cannot load device program %s: %s", name, strerror(-fd));
 }

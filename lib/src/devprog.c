@@ -277,6 +277,8 @@ fail:
 	return e;
 }
 
+int (*devprog_node_builder)(int, int, unsigned, struct devprog_buf *) = devprog_build_node;
+
 /* A rule region for the linear program: one key shape of one type. */
 struct region {
 	uint32_t type, major, minor;

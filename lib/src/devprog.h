@@ -92,6 +92,11 @@ void devprog_buf_done(struct devprog_buf *b);
  */
 int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, struct devprog_buf *ret);
 
+/* The node program builder devices.c loads; tests swap in one the kernel refuses, to exercise
+ * the fallback to linear programs. */
+extern int (*devprog_node_builder)(int managed_ref, int policy_ref, unsigned root_level,
+				   struct devprog_buf *ret);
+
 /*
  * Build a linear program for one cgroup: devices matching @managed are denied unless @allowed
  * grants every requested access bit. Rules must be valid (devprog_rule_check()).

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bpfsys.h"
+#include "devprog.h"
 #include "jobcg/config.h"
 #include "jobcg/devices.h"
 #include "ktest.h"
@@ -204,6 +205,28 @@ static void check_cli(const char *mname)
 	}
 }
 
+/* The pinned policy map is readable with bpftool, as the issue asks. */
+static void check_bpftool(const char *pins)
+{
+	char cmd[1024], line[512];
+	unsigned entries = 0;
+	FILE *f;
+
+	if (access("/usr/sbin/bpftool", X_OK) != 0 && access("/usr/bin/bpftool", X_OK) != 0) {
+		tap_skip("bpftool not installed");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/jobcg_policy 2>&1", pins);
+	f = popen(cmd, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		entries += strncmp(line, "key:", 4) == 0;
+	/* job_1: marker + 1; step_0: marker + 2; task: marker + 1; job_2: marker + 1. */
+	ok(pclose(f) == 0 && entries == 9, "node: bpftool map dump shows the 9 policy entries (saw %u)",
+	   entries);
+}
+
 static bool gone(bool prog, uint32_t id)
 {
 	/* Freeing is deferred to RCU/workqueue in the kernel: give it a bounded moment. */
@@ -276,6 +299,22 @@ static void run_mode(enum jobcg_device_program mode)
 				close(rfd);
 		}
 		jobcg_devpolicy_free(p2);
+
+		/* A restart with fewer managed devices drops the others from the managed map. */
+		struct jobcg_devrule *m = NULL;
+		size_t nm = 0;
+		ok(jobcg_devpolicy_open(&conf, root, managed, 2, &p2) == 0, "node: reopen with 2 managed");
+		ok(p2 && jobcg_devpolicy_managed(p2, &m, &nm) == 0 && nm == 2 && m[0].minor == 0 &&
+			   m[1].minor == 1,
+		   "node: managed map now holds c 195:0 and c 195:1 only");
+		free(m);
+		jobcg_devpolicy_free(p2);
+		p2 = NULL;
+		ok(jobcg_devpolicy_open(&conf, root, managed, 4, &p2) == 0 &&
+			   jobcg_devpolicy_managed(p2, &m, &nm) == 0 && nm == 4,
+		   "node: reopen with 4 managed restores them");
+		free(m);
+		jobcg_devpolicy_free(p2);
 	}
 
 	mkcg("job_1/step_0/user/task_0");
@@ -321,6 +360,8 @@ static void run_mode(enum jobcg_device_program mode)
 	is_int(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, O_RDWR), 0, "unconstrained job: gpu2 allowed");
 	is_int(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, -1), 0, "unconstrained job: mknod allowed");
 
+	if (mode == JOBCG_DEVPROG_LINEAR)
+		note_linear(p); /* the program about to be replaced must be released too */
 	/* Re-grant replaces (linear: BPF_F_REPLACE, still one program). */
 	ok(grant(p, "job_1/step_1/user/task_0", gpu0_rw, 1) == 0, "%s: re-grant task gpu0 rw", mname);
 	is_int(try_in(t, GPU_MAJOR, 0, O_WRONLY), 0, "re-grant: gpu0 now allowed");
@@ -347,6 +388,8 @@ static void run_mode(enum jobcg_device_program mode)
 	if (mode == JOBCG_DEVPROG_LINEAR)
 		note_linear(p);
 	check_cli(mname);
+	if (jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE)
+		check_bpftool(jobcg_devpolicy_pin_dir(p));
 
 	/* A grant made by a process that is then SIGKILLed stays enforced. */
 	mkcg("job_4/step_0/user/task_0");
@@ -414,6 +457,69 @@ static void run_mode(enum jobcg_device_program mode)
 	}
 }
 
+/* A node program this kernel refuses: device programs may not call bpf_probe_read_kernel. */
+static int refused_builder(int managed_ref, int policy_ref, unsigned root_level,
+			   struct devprog_buf *ret)
+{
+	struct bpf_insn *i = calloc(6, sizeof(*i));
+	if (!i)
+		return -ENOMEM;
+	i[0] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 1 };
+	i[1] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 2 };
+	i[2] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 3 };
+	i[3] = (struct bpf_insn){ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_probe_read_kernel };
+	i[4] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 1 };
+	i[5] = (struct bpf_insn){ .code = BPF_JMP | BPF_EXIT };
+	*ret = (struct devprog_buf){ i, 6, 6 };
+	return 0;
+}
+
+static char warned[4096];
+static void log_cb(enum jobcg_log_level level, const char *msg, void *userdata)
+{
+	if (level <= JOBCG_LOG_WARNING && !warned[0])
+		snprintf(warned, sizeof(warned), "%s", msg);
+}
+
+/* When the node program does not load, open() falls back to linear programs and says why. */
+static void run_fallback(void)
+{
+	struct jobcg_config conf = { 0 };
+	struct jobcg_devrule managed[4];
+	struct jobcg_devpolicy *p = NULL;
+	char buf[64];
+
+	conf.cgroup.device_program = JOBCG_DEVPROG_NODE;
+	conf.cgroup.bpf_pin_dir = pin_base;
+	for (int i = 0; i < 4; i++) {
+		snprintf(buf, sizeof(buf), "c %d:%d rwm", GPU_MAJOR, i);
+		managed[i] = rule(buf);
+	}
+	devprog_node_builder = refused_builder;
+	jobcg_set_log(log_cb, NULL, JOBCG_LOG_DEBUG);
+	ok(jobcg_devpolicy_open(&conf, root, managed, 4, &p) == 0, "fallback: open succeeds");
+	devprog_node_builder = devprog_build_node;
+	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+	if (!p)
+		return;
+	is_int(jobcg_devpolicy_mode(p), JOBCG_DEVPROG_LINEAR, "fallback: linear mode in effect");
+	ok(jobcg_devpolicy_fallback_reason(p) && strstr(jobcg_devpolicy_fallback_reason(p), "jobcg_node"),
+	   "fallback: reason names the program: %s", jobcg_devpolicy_fallback_reason(p));
+	ok(strstr(warned, "linear") != NULL, "fallback: a warning was logged: %s", warned);
+	ok(jobcg_devpolicy_pin_dir(p) == NULL, "fallback: no pin directory in linear mode");
+	mkcg("job_9/step_0/user/task_0");
+	static const char *const gpu12[] = { "c 195:1 rwm", "c 195:2 rwm" };
+	ok(grant(p, "job_9/step_0", gpu12, 2) == 0, "fallback: grant step gpu 1,2");
+	note_linear(p);
+	is_int(try_in("job_9/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), EPERM, "fallback: gpu0 denied");
+	is_int(try_in("job_9/step_0/user/task_0", GPU_MAJOR, 2, O_RDWR), 0, "fallback: gpu2 allowed");
+	ok(revoke_rel(p, "job_9/step_0") == 0, "fallback: revoke");
+	jobcg_devpolicy_destroy(p);
+	char path[4096];
+	path_of(path, sizeof(path), "job_9");
+	ktest_remove_tree(path);
+}
+
 int main(void)
 {
 	char dev[4096];
@@ -436,6 +542,7 @@ int main(void)
 
 	run_mode(JOBCG_DEVPROG_NODE);
 	run_mode(JOBCG_DEVPROG_LINEAR);
+	run_fallback();
 
 	bool all_gone = true;
 	for (size_t i = 0; i < n_made_progs; i++)
