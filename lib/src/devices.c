@@ -582,6 +582,24 @@ static void close_fds(int *fds, size_t n)
 	free(fds);
 }
 
+/* Detach every jobcg_linear program of a cgroup (linear mode, or left from it). */
+static int detach_linear(const char *cgroup_path)
+{
+	_cleanup_close_ int cg_fd = open(cgroup_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int *fds = NULL;
+	size_t nf = 0;
+	int e;
+
+	if (cg_fd < 0)
+		return error_set(negative_errno(), "cannot open %s: %s", cgroup_path, strerror(errno));
+	if ((e = linear_progs_of(cg_fd, &fds, &nf)) < 0)
+		return e;
+	for (size_t i = 0; i < nf && e == 0; i++)
+		e = bpfsys_detach(fds[i], cg_fd);
+	close_fds(fds, nf);
+	return e;
+}
+
 static int linear_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
 			const struct jobcg_devrule *allowed, size_t n)
 {
@@ -634,7 +652,10 @@ JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cg
 				 "cgroup %s is %u levels below the root: the node program only "
 				 "constrains job (1), step (2) and task (4) levels",
 				 canon, rel);
-	return node_grant(p, id, rel, allowed, n);
+	if ((e = node_grant(p, id, rel, allowed, n)) < 0)
+		return e;
+	/* A cgroup granted in linear mode before a switch to node mode would keep its old grant. */
+	return detach_linear(canon);
 }
 
 JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id)
@@ -673,20 +694,71 @@ JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *c
 		return error_set(-EBADF, "device policy not open for changes");
 	if ((e = resolve_member(p, cgroup_path, &canon, &id, &rel)) < 0)
 		return e;
-	if (p->mode == JOBCG_DEVPROG_NODE)
-		return jobcg_devpolicy_revoke_id(p, id);
-
-	_cleanup_close_ int cg_fd = open(canon, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int *fds = NULL;
-	size_t nf = 0;
-	if (cg_fd < 0)
-		return error_set(negative_errno(), "cannot open %s: %s", canon, strerror(errno));
-	if ((e = linear_progs_of(cg_fd, &fds, &nf)) < 0)
+	if (p->mode == JOBCG_DEVPROG_NODE && (e = jobcg_devpolicy_revoke_id(p, id)) < 0)
 		return e;
-	for (size_t i = 0; i < nf && e == 0; i++)
-		e = bpfsys_detach(fds[i], cg_fd);
-	close_fds(fds, nf);
-	return e;
+	/* Also in node mode: programs left from a run in linear mode must not outlive the job. */
+	return detach_linear(canon);
+}
+
+JOBCG_EXPORT int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_removed)
+{
+	_cleanup_free_ uint64_t *ids = NULL;
+	_cleanup_close_ int mnt_fd = -1;
+	struct devprog_policy_key key, next;
+	size_t n = 0, cap = 0, seen = 0, removed = 0;
+	bool first = true;
+	int e;
+
+	if (!p || p->read_only || p->mode != JOBCG_DEVPROG_NODE)
+		return error_set(-EBADF, "device policy not open for changes in node mode");
+	while (bpf_map_get_next_key(p->policy_fd, first ? NULL : &key, &next) == 0) {
+		first = false;
+		key = next;
+		if (++seen > POLICY_SCAN_MAX)
+			return error_set(-EAGAIN, "policy map kept changing while being read");
+		if (next.type != 0)
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			uint64_t *nv = realloc(ids, nc * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			ids = nv;
+			cap = nc;
+		}
+		ids[n++] = next.cgroup_id;
+	}
+	mnt_fd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mnt_fd < 0)
+		return error_set(negative_errno(), "cannot open %s: %s", p->root, strerror(errno));
+	for (size_t i = 0; i < n; i++) {
+		struct {
+			struct file_handle fh;
+			uint64_t id;
+		} h = { .fh.handle_bytes = sizeof(uint64_t), .id = ids[i] };
+		int fd;
+
+		/*
+		 * Ask the kernel whether that cgroup id still exists rather than comparing with a
+		 * walk of the tree, which would race with cgroups created and granted meanwhile.
+		 * Cgroup file handles are of type FILEID_KERNFS (0xfe).
+		 */
+		h.fh.handle_type = 0xfe;
+		fd = open_by_handle_at(mnt_fd, &h.fh, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		if (errno != ESTALE && errno != ENOENT)
+			return error_set(negative_errno(), "cannot check cgroup id %" PRIu64 ": %s", ids[i],
+					 strerror(errno));
+		if ((e = jobcg_devpolicy_revoke_id(p, ids[i])) < 0)
+			return e;
+		removed++;
+	}
+	if (ret_removed)
+		*ret_removed = removed;
+	return 0;
 }
 
 /* id -> path below the root, found by walking the tree (ids are inode numbers). */

@@ -414,6 +414,24 @@ static void run_mode(enum jobcg_device_program mode)
 	if (mode == JOBCG_DEVPROG_LINEAR)
 		note_linear(p);
 
+	/* gc: entries of a cgroup removed without revoke go; live ones stay. */
+	if (jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE) {
+		char path[4096];
+		size_t removed = 99, n_before = 0, n_after = 0;
+		struct jobcg_devgrant *g = NULL;
+		mkcg("job_5");
+		ok(grant(p, "job_5", gpu0_rw, 1) == 0, "node: grant job_5");
+		jobcg_devpolicy_list(p, &g, &n_before);
+		jobcg_devgrants_free(g, n_before);
+		path_of(path, sizeof(path), "job_5");
+		ok(rmdir(path) == 0, "node: job_5 removed without revoke");
+		ok(jobcg_devpolicy_gc(p, &removed) == 0, "node: gc");
+		is_int(removed, 1, "node: gc removed the one dead cgroup");
+		jobcg_devpolicy_list(p, &g, &n_after);
+		jobcg_devgrants_free(g, n_after);
+		is_int(n_after, n_before - 1, "node: gc kept the live grants");
+	}
+
 	/* Revoke: nothing left for the cgroup. */
 	ok(revoke_rel(p, "job_1/step_0") == 0, "%s: revoke job_1/step_0", mname);
 	is_int(try_in("job_1/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), 0,

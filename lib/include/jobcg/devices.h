@@ -88,13 +88,20 @@ JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cg
 				       const struct jobcg_devrule *allowed, size_t n);
 
 /**
- * Remove every entry for that cgroup (node mode) or detach and release its jobcg_linear
- * programs (linear mode). Call before rmdir. Not an error when there is nothing to remove.
+ * Remove every entry for that cgroup (node mode) and detach and release its jobcg_linear
+ * programs (linear mode, or left from it). Call before rmdir. Not an error when there is
+ * nothing to remove.
  */
 JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *cgroup_path);
 
 /** Node mode: remove the entries of a cgroup id (for cgroups already removed). */
 JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id);
+
+/**
+ * Node mode: remove the entries of cgroups that no longer exist (asked of the kernel by id, so
+ * cgroups created meanwhile are safe). *ret_removed (may be NULL) gets how many were removed.
+ */
+JOBCG_EXPORT int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_removed);
 
 /**
  * List constrained cgroups with their grants, sorted by path (unresolved ids last). Node mode
