@@ -1,5 +1,6 @@
 /* jobcg: BPF system operations through libbpf (load, attach, pin, query, maps), errors recorded. */
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -186,10 +187,63 @@ int bpfsys_map_info(int fd, uint32_t *ret_id, struct bpf_map_info *ret_info)
 	return 0;
 }
 
+int bpfsys_btf_load(const struct bpfsys_struct *structs, size_t n, int *ret_fd, uint32_t *ret_ids)
+{
+	struct btf *btf = btf__new_empty();
+	int u32_id, u64_id, e = 0;
+
+	if (!btf)
+		return -ENOMEM;
+	u32_id = btf__add_int(btf, "__u32", 4, 0);
+	u64_id = btf__add_int(btf, "__u64", 8, 0);
+	if (u32_id < 0 || u64_id < 0) {
+		e = u32_id < 0 ? u32_id : u64_id;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned size = 0, off = 0;
+		for (size_t j = 0; j < structs[i].n_fields; j++)
+			size += structs[i].fields[j].size;
+		int id = btf__add_struct(btf, structs[i].name, size);
+		if (id < 0) {
+			e = id;
+			goto out;
+		}
+		for (size_t j = 0; j < structs[i].n_fields; j++) {
+			const struct bpfsys_field *f = &structs[i].fields[j];
+			e = btf__add_field(btf, f->name, f->size == 8 ? u64_id : u32_id, off * 8, 0);
+			if (e < 0)
+				goto out;
+			off += f->size;
+		}
+		ret_ids[i] = (uint32_t)id;
+	}
+	e = btf__load_into_kernel(btf);
+	if (e < 0)
+		goto out;
+	/* The fd belongs to the btf object; keep our own copy beyond btf__free(). */
+	e = fcntl(btf__fd(btf), F_DUPFD_CLOEXEC, 3);
+	if (e < 0) {
+		e = negative_errno();
+		goto out;
+	}
+	*ret_fd = e;
+	e = 0;
+out:
+	btf__free(btf);
+	return e;
+}
+
 int bpfsys_map_create(const char *name, size_t key_size, size_t value_size, uint32_t max_entries,
-		      uint32_t flags, int *ret_fd)
+		      uint32_t flags, int btf_fd, uint32_t key_type, uint32_t value_type, int *ret_fd)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = flags);
+
+	if (btf_fd >= 0) {
+		opts.btf_fd = (uint32_t)btf_fd;
+		opts.btf_key_type_id = key_type;
+		opts.btf_value_type_id = value_type;
+	}
 	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, name, (uint32_t)key_size, (uint32_t)value_size,
 				max_entries, &opts);
 

@@ -24,9 +24,28 @@ int bpfsys_query(int cgroup_fd, uint32_t **ret_ids, size_t *ret_n);
 int bpfsys_prog_info(int fd, uint32_t *ret_id, char name[BPF_OBJ_NAME_LEN]);
 int bpfsys_map_info(int fd, uint32_t *ret_id, struct bpf_map_info *ret_info);
 
-/* A hash map with @flags (BPF_F_NO_PREALLOC...). */
+/*
+ * Type descriptions for maps, so that `bpftool map dump` prints named fields. A struct is a list
+ * of unsigned integer fields of 4 or 8 bytes, laid out in order without holes.
+ */
+struct bpfsys_field {
+	const char *name;
+	unsigned size; /* 4 or 8 */
+};
+struct bpfsys_struct {
+	const char *name;
+	const struct bpfsys_field *fields;
+	size_t n_fields;
+};
+
+/* Load BTF describing @structs; *ret_fd is the BTF fd and ret_ids[i] the type id of
+ * structs[i]. Returns -errno (no error record: callers go on without types). */
+int bpfsys_btf_load(const struct bpfsys_struct *structs, size_t n, int *ret_fd, uint32_t *ret_ids);
+
+/* A hash map with @flags (BPF_F_NO_PREALLOC...). @btf_fd < 0: no types; else the key and
+ * value type ids in it. */
 int bpfsys_map_create(const char *name, size_t key_size, size_t value_size, uint32_t max_entries,
-		      uint32_t flags, int *ret_fd);
+		      uint32_t flags, int btf_fd, uint32_t key_type, uint32_t value_type, int *ret_fd);
 
 int bpfsys_pin(int fd, const char *path);
 int bpfsys_get_pinned(const char *path, int *ret_fd);

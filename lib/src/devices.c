@@ -224,13 +224,32 @@ static int create_pins(struct jobcg_devpolicy *p)
 	if ((e = pin_path(p, DEVPROG_PIN_PROG, &pp)) < 0 || (e = pin_path(p, DEVPROG_PIN_MANAGED, &pm)) < 0 ||
 	    (e = pin_path(p, DEVPROG_PIN_POLICY, &pol)) < 0)
 		return e;
+	/* Typed maps let `bpftool map dump` print field names; without BTF they still work. */
+	static const struct bpfsys_field mk[] = { { "type", 4 }, { "major", 4 }, { "minor", 4 } };
+	static const struct bpfsys_field mv[] = { { "access", 4 } };
+	static const struct bpfsys_field pk[] = { { "cgroup_id", 8 }, { "type", 4 }, { "major", 4 },
+						  { "minor", 4 }, { "pad", 4 } };
+	static const struct bpfsys_field pv[] = { { "access", 4 } };
+	static const struct bpfsys_struct types[] = {
+		{ "jobcg_managed_key", mk, 3 },
+		{ "jobcg_managed_value", mv, 1 },
+		{ "jobcg_policy_key", pk, 5 },
+		{ "jobcg_policy_value", pv, 1 },
+	};
+	_cleanup_close_ int btf_fd = -1;
+	uint32_t tid[4] = { 0 };
+	int be = bpfsys_btf_load(types, 4, &btf_fd, tid);
+	if (be < 0)
+		log_debug("policy maps without BTF types: %s", strerror(-be));
+
 	if ((e = bpfsys_map_create(DEVPROG_MANAGED_NAME, sizeof(struct devprog_managed_key),
-				   sizeof(uint32_t), DEVPROG_MANAGED_MAX, 0, &p->managed_fd)) < 0)
+				   sizeof(uint32_t), DEVPROG_MANAGED_MAX, 0, btf_fd, tid[0], tid[1],
+				   &p->managed_fd)) < 0)
 		return e;
 	/* No prealloc: a full-size preallocated policy map would pin a lot of kernel memory. */
 	if ((e = bpfsys_map_create(DEVPROG_POLICY_NAME, sizeof(struct devprog_policy_key),
 				   sizeof(struct devprog_policy_value), DEVPROG_POLICY_MAX,
-				   BPF_F_NO_PREALLOC, &p->policy_fd)) < 0)
+				   BPF_F_NO_PREALLOC, btf_fd, tid[2], tid[3], &p->policy_fd)) < 0)
 		return e;
 	if ((e = devprog_node_builder(p->managed_fd, p->policy_fd, p->root_level, &b)) < 0)
 		return e;
@@ -339,6 +358,10 @@ JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const cha
 	}
 	p->n_managed = n_managed;
 	if (p->mode == JOBCG_DEVPROG_LINEAR) {
+		_cleanup_free_ char *pp = NULL;
+		if (pin_path(p, DEVPROG_PIN_PROG, &pp) == 0 && access(pp, F_OK) == 0)
+			log_warning("%s is still pinned and enforces its policy map: remove %s to stop it",
+				    pp, p->pin_dir);
 		*ret = TAKE_PTR(p);
 		return 0;
 	}

@@ -17,6 +17,9 @@
  * (type, major, minor), (type, major, *), (type, *, *); a "c *:5" rule is refused, so that any
  * two rule regions are either nested or disjoint. Access bits are BPF_DEVCG_ACC_* (m=1 r=2 w=4).
  *
+ * Both maps carry BTF (structs jobcg_managed_key/_value, jobcg_policy_key/_value with the
+ * field names below) when the kernel accepts it, so `bpftool map dump` prints named fields.
+ *
  * Map "jobcg_managed" (BPF_MAP_TYPE_HASH, key struct devprog_managed_key, value uint32_t
  * access bits the manager controls, normally 7). A device is managed when any of the three
  * shapes matching it is present. Unmanaged devices are always allowed by this program.
