@@ -34,7 +34,6 @@ struct jobcg_devpolicy {
 	struct jobcg_devrule *managed;
 	size_t n_managed;
 	char *fallback_reason;
-	bool read_only;
 };
 
 static void close_fd(int *fd)
@@ -437,7 +436,6 @@ JOBCG_EXPORT int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf,
 	if ((e = devpolicy_new(conf, root_cgroup_path, &p)) < 0)
 		return e;
 	p->mode = JOBCG_DEVPROG_NODE;
-	p->read_only = true;
 	e = open_pins(p);
 	if (e == -ENOENT)
 		return error_set(-ENOENT, "no node device program pinned in %s", p->pin_dir);
@@ -662,8 +660,8 @@ JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cg
 	uint64_t id;
 	int e;
 
-	if (!p || p->read_only)
-		return error_set(-EBADF, "device policy not open for changes");
+	if (!p)
+		return error_set(-EINVAL, "device policy missing");
 	if ((e = check_rules(allowed, n, true)) < 0)
 		return e;
 	if ((e = resolve_member(p, cgroup_path, &canon, &id, &rel)) < 0)
@@ -688,8 +686,8 @@ JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t c
 	size_t n = 0;
 	int e;
 
-	if (!p || p->read_only || p->mode != JOBCG_DEVPROG_NODE)
-		return error_set(-EBADF, "device policy not open for changes in node mode");
+	if (!p || p->mode != JOBCG_DEVPROG_NODE)
+		return error_set(-EBADF, "device policy not open in node mode");
 	/* The marker goes last: until then the cgroup stays constrained, never wider. */
 	if ((e = policy_keys_of(p->policy_fd, cgroup_id, &keys, &n)) < 0)
 		return e;
@@ -713,8 +711,8 @@ JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *c
 	uint64_t id;
 	int e;
 
-	if (!p || p->read_only)
-		return error_set(-EBADF, "device policy not open for changes");
+	if (!p)
+		return error_set(-EINVAL, "device policy missing");
 	if ((e = resolve_member(p, cgroup_path, &canon, &id, &rel)) < 0)
 		return e;
 	if (p->mode == JOBCG_DEVPROG_NODE && (e = jobcg_devpolicy_revoke_id(p, id)) < 0)
@@ -732,8 +730,8 @@ JOBCG_EXPORT int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_remov
 	bool first = true;
 	int e;
 
-	if (!p || p->read_only || p->mode != JOBCG_DEVPROG_NODE)
-		return error_set(-EBADF, "device policy not open for changes in node mode");
+	if (!p || p->mode != JOBCG_DEVPROG_NODE)
+		return error_set(-EBADF, "device policy not open in node mode");
 	while (bpf_map_get_next_key(p->policy_fd, first ? NULL : &key, &next) == 0) {
 		first = false;
 		key = next;
@@ -1078,7 +1076,7 @@ JOBCG_EXPORT int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p)
 
 	if (!p)
 		return 0;
-	if (p->mode == JOBCG_DEVPROG_NODE && !p->read_only) {
+	if (p->mode == JOBCG_DEVPROG_NODE) {
 		_cleanup_close_ int root_fd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (root_fd >= 0 && p->prog_fd >= 0) {
 			e = bpf_prog_detach2(p->prog_fd, root_fd, BPF_CGROUP_DEVICE);

@@ -438,6 +438,17 @@ static void run_mode(enum jobcg_device_program mode)
 		is_int(n_after, n_before - 1, "node: gc kept the live grants");
 	}
 
+	/* A policy opened as pinned (what job teardown does whatever the configuration says)
+	 * revokes too. */
+	if (jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE) {
+		struct jobcg_devpolicy *pin = NULL;
+		ok(jobcg_devpolicy_open_pinned(&conf, root, &pin) == 0, "node: open pinned");
+		ok(pin && revoke_rel(pin, "job_4") == 0, "node: revoke job_4 through the pinned policy");
+		is_int(try_in("job_4/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), 0,
+		       "after revoke: job_4 unconstrained");
+		jobcg_devpolicy_free(pin);
+	}
+
 	/* Revoke: nothing left for the cgroup. */
 	ok(revoke_rel(p, "job_1/step_0") == 0, "%s: revoke job_1/step_0", mname);
 	is_int(try_in("job_1/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), 0,

@@ -54,10 +54,11 @@ JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const cha
 				      struct jobcg_devpolicy **ret);
 
 /**
- * Open the existing node-mode state read-only (for listing): never creates, loads, attaches or
- * changes anything. -ENOENT when nothing is pinned for that root (then linear mode, if any, is
- * what is in use: jobcg_devpolicy_list() still works on the returned object only in node mode,
- * so callers wanting linear listings use jobcg_devpolicy_open() with conf in linear mode).
+ * Open the node-mode state pinned for that root as it is: never creates, loads or attaches a
+ * program and leaves the managed map alone (for listing, revoking and gc whatever the
+ * configuration says now). Grants, revokes, gc, list and destroy all work on the result.
+ * -ENOENT when nothing is pinned for that root (then only linear programs can be in use: open
+ * with jobcg_devpolicy_open() in linear mode to list or revoke those).
  */
 JOBCG_EXPORT int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf,
 					     const char *root_cgroup_path,
