@@ -19,7 +19,7 @@
 #include "jobcg/config.h"
 #include "jobcg/devices.h"
 
-#define DEV "/dev/null" /* a device with a driver, so open() succeeds as it would for a GPU */
+#define DEV	 "/dev/null" /* a device with a driver, so open() succeeds as it would for a GPU */
 #define MAX_ITER 10000000L
 
 static char root[4096], task[4096], orig_cgroup[4096], pin_dir[256];
@@ -87,21 +87,22 @@ static struct jobcg_devrule *managed_set(size_t n, unsigned dev_major, unsigned 
 
 	if (!v)
 		return NULL;
-	v[0] = (struct jobcg_devrule){ 'c', dev_major, dev_minor, JOBCG_DEV_ACC_ALL, true };
+	v[0] = (struct jobcg_devrule){'c', dev_major, dev_minor, JOBCG_DEV_ACC_ALL, true};
 	for (size_t i = 1; i < n; i++)
-		v[i] = (struct jobcg_devrule){ 'b', 4000 + (uint32_t)(i / 1024), (uint32_t)(i % 1024),
-					       JOBCG_DEV_ACC_ALL, true };
+		v[i] = (struct jobcg_devrule){'b', 4000 + (uint32_t)(i / 1024),
+					      (uint32_t)(i % 1024), JOBCG_DEV_ACC_ALL, true};
 	return v;
 }
 
-static const char *const levels[] = { "job_1", "job_1/step_0", "job_1/step_0/user/task_0" };
+static const char *const levels[] = {"job_1", "job_1/step_0", "job_1/step_0/user/task_0"};
 
 static int run_config(enum jobcg_device_program mode, size_t n, unsigned dmaj, unsigned dmin,
 		      long iter, int rounds, double *ret_ns)
 {
-	struct jobcg_config conf = { 0 };
+	struct jobcg_config conf = {0};
 	struct jobcg_devrule *managed = managed_set(n, dmaj, dmin);
-	struct jobcg_devrule grant = { 'c', dmaj, dmin, JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE, true };
+	struct jobcg_devrule grant = {'c', dmaj, dmin, JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE,
+				      true};
 	struct jobcg_devpolicy *p = NULL;
 	char buf[8192];
 	int e;
@@ -164,8 +165,8 @@ static void cleanup(void)
 	if (orig_cgroup[0])
 		(void)move_self(orig_cgroup);
 	/* Bottom-up: task_0, user, step_0, job_1. */
-	static const char *const dirs[] = { "job_1/step_0/user/task_0", "job_1/step_0/user",
-					    "job_1/step_0", "job_1" };
+	static const char *const dirs[] = {"job_1/step_0/user/task_0", "job_1/step_0/user",
+					   "job_1/step_0", "job_1"};
 	for (size_t i = 0; i < 4; i++) {
 		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
 		(void)rmdir(p);
@@ -176,7 +177,7 @@ static void cleanup(void)
 
 int main(int argc, char **argv)
 {
-	static const size_t sizes[] = { 1, 64, 4096 };
+	static const size_t sizes[] = {1, 64, 4096};
 	long iter = 100000;
 	int rounds = 5, c;
 	char mnt[4096], line[4096] = "";
@@ -221,8 +222,8 @@ int main(int argc, char **argv)
 	atexit(cleanup);
 	{
 		char p[4200];
-		const char *parts[] = { "", "/job_1", "/job_1/step_0", "/job_1/step_0/user",
-					"/job_1/step_0/user/task_0" };
+		const char *parts[] = {"", "/job_1", "/job_1/step_0", "/job_1/step_0/user",
+				       "/job_1/step_0/user/task_0"};
 		for (size_t i = 0; i < 5; i++) {
 			snprintf(p, sizeof(p), "%s%s", root, parts[i]);
 			if (mkdir(p, 0755) < 0) {
@@ -243,23 +244,28 @@ int main(int argc, char **argv)
 	for (int m = 0; m < 2; m++)
 		for (size_t i = 0; i < 3; i++)
 			if (run_config(m ? JOBCG_DEVPROG_LINEAR : JOBCG_DEVPROG_NODE, sizes[i],
-				       major(st.st_rdev), minor(st.st_rdev), iter, rounds, &ns[m][i]) < 0)
+				       major(st.st_rdev), minor(st.st_rdev), iter, rounds,
+				       &ns[m][i]) < 0)
 				return 1;
 
 	printf("# open(\"%s\") + close() from a task cgroup, job, step and task all granted;\n"
-	       "# median of %d rounds of %ld, ratio to no program in this run\n", DEV, rounds, iter);
+	       "# median of %d rounds of %ld, ratio to no program in this run\n",
+	       DEV, rounds, iter);
 	printf("%-8s %8s %10s %7s\n", "program", "devices", "ns/open", "ratio");
 	printf("%-8s %8d %10.1f %7.2f\n", "none", 0, base, 1.0);
 	for (int m = 0; m < 2; m++)
 		for (size_t i = 0; i < 3; i++)
-			printf("%-8s %8zu %10.1f %7.2f\n", m ? "linear" : "node", sizes[i], ns[m][i],
-			       ns[m][i] / base);
-	printf("{\"device\":\"%s\",\"iterations\":%ld,\"rounds\":%d,\"baseline_ns\":%.1f,\"results\":[",
+			printf("%-8s %8zu %10.1f %7.2f\n", m ? "linear" : "node", sizes[i],
+			       ns[m][i], ns[m][i] / base);
+	printf("{\"device\":\"%s\",\"iterations\":%ld,\"rounds\":%d,\"baseline_ns\":%.1f,"
+	       "\"results\":[",
 	       DEV, iter, rounds, base);
 	for (int m = 0; m < 2; m++)
 		for (size_t i = 0; i < 3; i++)
-			printf("%s{\"program\":\"%s\",\"devices\":%zu,\"ns_per_open\":%.1f,\"ratio\":%.3f}",
-			       m || i ? "," : "", m ? "linear" : "node", sizes[i], ns[m][i], ns[m][i] / base);
+			printf("%s{\"program\":\"%s\",\"devices\":%zu,\"ns_per_open\":%.1f,"
+			       "\"ratio\":%.3f}",
+			       m || i ? "," : "", m ? "linear" : "node", sizes[i], ns[m][i],
+			       ns[m][i] / base);
 	printf("]}\n");
 	return 0;
 }

@@ -85,14 +85,18 @@ static json_object *rule_json(const struct jobcg_devrule *r, const struct jobcg_
 	char buf[64], acc[4];
 	const char *name = NULL;
 
-	json_object_object_add(o, "rule", json_object_new_string(jobcg_devrule_format(r, buf, sizeof(buf))));
+	json_object_object_add(o, "rule",
+			       json_object_new_string(jobcg_devrule_format(r, buf, sizeof(buf))));
 	snprintf(buf, sizeof(buf), "%c", r->type);
 	json_object_object_add(o, "type", json_object_new_string(buf));
-	json_object_object_add(o, "major", r->major == JOBCG_DEV_ANY ? json_object_new_string("*")
-								   : json_object_new_int64(r->major));
-	json_object_object_add(o, "minor", r->minor == JOBCG_DEV_ANY ? json_object_new_string("*")
-								   : json_object_new_int64(r->minor));
-	json_object_object_add(o, "access", json_object_new_string(jobcg_devaccess_format(r->access, acc)));
+	json_object_object_add(o, "major",
+			       r->major == JOBCG_DEV_ANY ? json_object_new_string("*")
+							 : json_object_new_int64(r->major));
+	json_object_object_add(o, "minor",
+			       r->minor == JOBCG_DEV_ANY ? json_object_new_string("*")
+							 : json_object_new_int64(r->minor));
+	json_object_object_add(o, "access",
+			       json_object_new_string(jobcg_devaccess_format(r->access, acc)));
 	if (r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY)
 		name = jobcg_devnames_find(names, r->type, r->major, r->minor);
 	json_object_object_add(o, "name", name ? json_object_new_string(name) : NULL);
@@ -101,22 +105,23 @@ static json_object *rule_json(const struct jobcg_devrule *r, const struct jobcg_
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: jobcg policy [--json] [--root CGROUP] [--dev-dir DIR]\n\n"
-		   "Print the device policy below the jobcg root: the managed devices and, for each\n"
-		   "constrained job, step or task cgroup, the devices and access it is granted.\n\n"
-		   "  --json           machine-readable output\n"
-		   "  --root CGROUP    the jobcg root (absolute, or relative to the cgroup v2 mount)\n"
-		   "  --dev-dir DIR    where to look up device names (default /dev)\n");
+	fprintf(f,
+		"Usage: jobcg policy [--json] [--root CGROUP] [--dev-dir DIR]\n\n"
+		"Print the device policy below the jobcg root: the managed devices and, for each\n"
+		"constrained job, step or task cgroup, the devices and access it is granted.\n\n"
+		"  --json           machine-readable output\n"
+		"  --root CGROUP    the jobcg root (absolute, or relative to the cgroup v2 mount)\n"
+		"  --dev-dir DIR    where to look up device names (default /dev)\n");
 }
 
 static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "root", required_argument, NULL, 'r' },
-		{ "dev-dir", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"root", required_argument, NULL, 'r'},
+	    {"dev-dir", required_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	const char *root_opt = NULL, *dev_dir = NULL;
 	struct jobcg_config *conf = NULL;
@@ -178,7 +183,8 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		json_object *o = json_object_new_object(), *a;
 		json_object_object_add(o, "root", json_object_new_string(jobcg_devpolicy_root(p)));
 		json_object_object_add(o, "mode", json_object_new_string(node ? "node" : "linear"));
-		json_object_object_add(o, "pin_dir", node ? json_object_new_string(jobcg_devpolicy_pin_dir(p)) : NULL);
+		json_object_object_add(
+		    o, "pin_dir", node ? json_object_new_string(jobcg_devpolicy_pin_dir(p)) : NULL);
 		a = json_object_new_array();
 		for (size_t i = 0; i < n_managed; i++)
 			json_object_array_add(a, rule_json(&managed[i], names));
@@ -186,40 +192,49 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		a = json_object_new_array();
 		for (size_t i = 0; i < n_grants; i++) {
 			json_object *gj = json_object_new_object(), *rj = json_object_new_array();
-			json_object_object_add(gj, "cgroup_id", json_object_new_uint64(grants[i].cgroup_id));
-			json_object_object_add(gj, "path", grants[i].path ? json_object_new_string(grants[i].path) : NULL);
-			json_object_object_add(gj, "level", json_object_new_string(level_name(grants[i].level)));
+			json_object_object_add(gj, "cgroup_id",
+					       json_object_new_uint64(grants[i].cgroup_id));
+			json_object_object_add(
+			    gj, "path",
+			    grants[i].path ? json_object_new_string(grants[i].path) : NULL);
+			json_object_object_add(gj, "level",
+					       json_object_new_string(level_name(grants[i].level)));
 			if (grants[i].prog_id)
-				json_object_object_add(gj, "prog_id", json_object_new_int64(grants[i].prog_id));
+				json_object_object_add(gj, "prog_id",
+						       json_object_new_int64(grants[i].prog_id));
 			for (size_t j = 0; j < grants[i].n_rules; j++)
 				json_object_array_add(rj, rule_json(&grants[i].rules[j], names));
 			json_object_object_add(gj, "allow", rj);
 			json_object_array_add(a, gj);
 		}
 		json_object_object_add(o, "grants", a);
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n", json_object_to_json_string_ext(
+				   o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
 		char dev[48], acc[4];
 		printf("root: %s\n", jobcg_devpolicy_root(p));
 		if (node)
-			printf("mode: node (jobcg_node, maps pinned in %s)\n", jobcg_devpolicy_pin_dir(p));
+			printf("mode: node (jobcg_node, maps pinned in %s)\n",
+			       jobcg_devpolicy_pin_dir(p));
 		else
 			printf("mode: linear (one jobcg_linear program per constrained cgroup)\n");
 		if (node) {
 			printf("managed devices (%zu):", n_managed);
 			for (size_t i = 0; i < n_managed; i++) {
-				const char *nm = jobcg_devnames_find(names, managed[i].type, managed[i].major,
-								     managed[i].minor);
+				const char *nm = jobcg_devnames_find(
+				    names, managed[i].type, managed[i].major, managed[i].minor);
 				rule_text(&managed[i], dev, sizeof(dev), acc);
-				printf("%s %s%s%s%s", i ? "," : "", dev, nm ? " (" : "", nm ? nm : "", nm ? ")" : "");
+				printf("%s %s%s%s%s", i ? "," : "", dev, nm ? " (" : "",
+				       nm ? nm : "", nm ? ")" : "");
 			}
 			printf("\n");
 		}
 		if (n_grants == 0) {
 			printf("no constrained cgroups\n");
 		} else {
-			printf("%-32s %-5s %-12s %-6s %s\n", "CGROUP", "LEVEL", "DEVICE", "ACCESS", "NAME");
+			printf("%-32s %-5s %-12s %-6s %s\n", "CGROUP", "LEVEL", "DEVICE", "ACCESS",
+			       "NAME");
 			for (size_t i = 0; i < n_grants; i++) {
 				char idbuf[32];
 				const char *path = grants[i].path;
@@ -229,16 +244,20 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 					path = idbuf;
 				}
 				if (grants[i].n_rules == 0)
-					printf("%-32s %-5s %-12s %-6s %s\n", path, level_name(grants[i].level),
-					       "(none)", "-", "every managed device denied");
+					printf("%-32s %-5s %-12s %-6s %s\n", path,
+					       level_name(grants[i].level), "(none)", "-",
+					       "every managed device denied");
 				for (size_t j = 0; j < grants[i].n_rules; j++) {
 					const struct jobcg_devrule *r = &grants[i].rules[j];
-					const char *nm = r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY
-								 ? jobcg_devnames_find(names, r->type, r->major, r->minor)
-								 : NULL;
+					const char *nm =
+					    r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY
+						? jobcg_devnames_find(names, r->type, r->major,
+								      r->minor)
+						: NULL;
 					rule_text(r, dev, sizeof(dev), acc);
 					printf("%-32s %-5s %-12s %-6s %s\n", j ? "" : path,
-					       j ? "" : level_name(grants[i].level), dev, acc, nm ? nm : "");
+					       j ? "" : level_name(grants[i].level), dev, acc,
+					       nm ? nm : "");
 				}
 			}
 		}

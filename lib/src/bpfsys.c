@@ -15,8 +15,8 @@
 #include "util.h"
 
 #define BPFFS_DEFAULT "/sys/fs/bpf"
-#define QUERY_MAX 65536u /* programs attached to one cgroup that we are willing to list */
-#define IDS_MAX (1u << 20)
+#define QUERY_MAX     65536u /* programs attached to one cgroup that we are willing to list */
+#define IDS_MAX	      (1u << 20)
 
 static bool is_bpffs(const char *path)
 {
@@ -53,11 +53,13 @@ int bpfsys_ensure_pin_dir(const char *dir)
 	if (startswith(dir, BPFFS_DEFAULT "/") && !is_bpffs(BPFFS_DEFAULT)) {
 		/* Pins only survive our exit on a bpffs; mode 0700 as the kernel's own default is
 		 * world-readable and pins give access to the policy maps. */
-		if (mount("bpf", BPFFS_DEFAULT, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
-			return error_set(negative_errno(), "cannot mount bpffs on %s: %s", BPFFS_DEFAULT,
-					 strerror(errno));
+		if (mount("bpf", BPFFS_DEFAULT, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "mode=0700") < 0)
+			return error_set(negative_errno(), "cannot mount bpffs on %s: %s",
+					 BPFFS_DEFAULT, strerror(errno));
 		if (!is_bpffs(BPFFS_DEFAULT))
-			return error_set(-EIO, "mounted bpffs on %s but it does not show", BPFFS_DEFAULT);
+			return error_set(-EIO, "mounted bpffs on %s but it does not show",
+					 BPFFS_DEFAULT);
 	}
 	e = mkdir_p(dir);
 	if (e < 0)
@@ -93,16 +95,16 @@ int bpfsys_devprog_load(const char *name, const struct bpf_insn *insns, size_t n
 			return 0;
 		}
 		/* The verifier's reason is on the last lines, before its statistics. */
-		char *lines[2] = { NULL, NULL }, *save = NULL;
+		char *lines[2] = {NULL, NULL}, *save = NULL;
 		for (char *l = strtok_r(log, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 			if (startswith(l, "processed ") || startswith(l, "verification time"))
 				continue;
 			lines[0] = lines[1];
 			lines[1] = l;
 		}
-		return error_set(fd, "cannot load device program %s: %s%s%s%s%s", name, strerror(-fd),
-				 lines[0] ? ": " : "", lines[0] ? lines[0] : "", lines[1] ? ": " : "",
-				 lines[1] ? lines[1] : "");
+		return error_set(fd, "cannot load device program %s: %s%s%s%s%s", name,
+				 strerror(-fd), lines[0] ? ": " : "", lines[0] ? lines[0] : "",
+				 lines[1] ? ": " : "", lines[1] ? lines[1] : "");
 	}
 	return error_set(fd, "cannot load device program %s: %s", name, strerror(-fd));
 }
@@ -159,7 +161,7 @@ int bpfsys_query(int cgroup_fd, uint32_t **ret_ids, size_t *ret_n)
 
 int bpfsys_prog_info(int fd, uint32_t *ret_id, char name[BPF_OBJ_NAME_LEN])
 {
-	struct bpf_prog_info info = { 0 };
+	struct bpf_prog_info info = {0};
 	uint32_t len = sizeof(info);
 	int e = bpf_obj_get_info_by_fd(fd, &info, &len);
 
@@ -174,7 +176,7 @@ int bpfsys_prog_info(int fd, uint32_t *ret_id, char name[BPF_OBJ_NAME_LEN])
 
 int bpfsys_map_info(int fd, uint32_t *ret_id, struct bpf_map_info *ret_info)
 {
-	struct bpf_map_info info = { 0 };
+	struct bpf_map_info info = {0};
 	uint32_t len = sizeof(info);
 	int e = bpf_obj_get_info_by_fd(fd, &info, &len);
 
@@ -211,7 +213,8 @@ int bpfsys_btf_load(const struct bpfsys_struct *structs, size_t n, int *ret_fd, 
 		}
 		for (size_t j = 0; j < structs[i].n_fields; j++) {
 			const struct bpfsys_field *f = &structs[i].fields[j];
-			e = btf__add_field(btf, f->name, f->size == 8 ? u64_id : u32_id, off * 8, 0);
+			e = btf__add_field(btf, f->name, f->size == 8 ? u64_id : u32_id, off * 8,
+					   0);
 			if (e < 0)
 				goto out;
 			off += f->size;
@@ -235,7 +238,8 @@ out:
 }
 
 int bpfsys_map_create(const char *name, size_t key_size, size_t value_size, uint32_t max_entries,
-		      uint32_t flags, int btf_fd, uint32_t key_type, uint32_t value_type, int *ret_fd)
+		      uint32_t flags, int btf_fd, uint32_t key_type, uint32_t value_type,
+		      int *ret_fd)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = flags);
 

@@ -45,7 +45,8 @@ int bpfsys_btf_load(const struct bpfsys_struct *structs, size_t n, int *ret_fd, 
 /* A hash map with @flags (BPF_F_NO_PREALLOC...). @btf_fd < 0: no types; else the key and
  * value type ids in it. */
 int bpfsys_map_create(const char *name, size_t key_size, size_t value_size, uint32_t max_entries,
-		      uint32_t flags, int btf_fd, uint32_t key_type, uint32_t value_type, int *ret_fd);
+		      uint32_t flags, int btf_fd, uint32_t key_type, uint32_t value_type,
+		      int *ret_fd);
 
 int bpfsys_pin(int fd, const char *path);
 int bpfsys_get_pinned(const char *path, int *ret_fd);

@@ -20,16 +20,16 @@
 #include "log.h"
 #include "util.h"
 
-#define TREE_DEPTH_MAX 8         /* root/job/step/user/task is 4; leave room */
-#define TREE_DIRS_MAX 200000u    /* cgroups we are willing to walk when resolving ids */
+#define TREE_DEPTH_MAX	8	/* root/job/step/user/task is 4; leave room */
+#define TREE_DIRS_MAX	200000u /* cgroups we are willing to walk when resolving ids */
 #define POLICY_SCAN_MAX (DEVPROG_POLICY_MAX + 1024u)
 
 struct jobcg_devpolicy {
 	enum jobcg_device_program mode;
-	char *root;          /* absolute, canonical */
+	char *root; /* absolute, canonical */
 	uint64_t root_id;
 	unsigned root_level; /* absolute cgroup level of the root */
-	char *pin_dir;       /* node mode */
+	char *pin_dir;	     /* node mode */
 	int prog_fd, managed_fd, policy_fd;
 	struct jobcg_devrule *managed;
 	size_t n_managed;
@@ -67,7 +67,7 @@ JOBCG_EXPORT int jobcg_cgroup_id(const char *path, uint64_t *ret)
 	struct {
 		struct file_handle fh;
 		uint64_t id;
-	} h = { .fh.handle_bytes = sizeof(uint64_t) };
+	} h = {.fh.handle_bytes = sizeof(uint64_t)};
 	int mnt_id;
 	struct stat st;
 
@@ -77,7 +77,8 @@ JOBCG_EXPORT int jobcg_cgroup_id(const char *path, uint64_t *ret)
 		return 0;
 	}
 	if (stat(path, &st) < 0)
-		return error_set(negative_errno(), "cannot stat cgroup %s: %s", path, strerror(errno));
+		return error_set(negative_errno(), "cannot stat cgroup %s: %s", path,
+				 strerror(errno));
 	*ret = (uint64_t)st.st_ino;
 	return 0;
 }
@@ -137,7 +138,8 @@ static int check_rules(const struct jobcg_devrule *r, size_t n, bool must_allow)
 		if ((e = devprog_rule_check(&r[i])) < 0)
 			return e;
 		if (must_allow && !r[i].allow)
-			return error_set(-EINVAL, "device rule %zu: only allow rules can be granted", i);
+			return error_set(-EINVAL,
+					 "device rule %zu: only allow rules can be granted", i);
 	}
 	return 0;
 }
@@ -153,7 +155,8 @@ static int pin_path(const struct jobcg_devpolicy *p, const char *name, char **re
 
 static void unpin_all(const struct jobcg_devpolicy *p)
 {
-	static const char *const names[] = { DEVPROG_PIN_PROG, DEVPROG_PIN_MANAGED, DEVPROG_PIN_POLICY };
+	static const char *const names[] = {DEVPROG_PIN_PROG, DEVPROG_PIN_MANAGED,
+					    DEVPROG_PIN_POLICY};
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
 		_cleanup_free_ char *path = NULL;
@@ -169,7 +172,8 @@ static int prog_attached_at(int cgroup_fd, int prog_fd, bool *ret)
 	size_t n;
 	int e;
 
-	if ((e = bpfsys_prog_info(prog_fd, &id, NULL)) < 0 || (e = bpfsys_query(cgroup_fd, &ids, &n)) < 0)
+	if ((e = bpfsys_prog_info(prog_fd, &id, NULL)) < 0 ||
+	    (e = bpfsys_query(cgroup_fd, &ids, &n)) < 0)
 		return e;
 	*ret = false;
 	for (size_t i = 0; i < n; i++)
@@ -186,7 +190,8 @@ static int open_pins(struct jobcg_devpolicy *p)
 	struct bpf_map_info mi;
 	int e, found = 0;
 
-	if ((e = pin_path(p, DEVPROG_PIN_PROG, &pp)) < 0 || (e = pin_path(p, DEVPROG_PIN_MANAGED, &pm)) < 0 ||
+	if ((e = pin_path(p, DEVPROG_PIN_PROG, &pp)) < 0 ||
+	    (e = pin_path(p, DEVPROG_PIN_MANAGED, &pm)) < 0 ||
 	    (e = pin_path(p, DEVPROG_PIN_POLICY, &pol)) < 0)
 		return e;
 	found += bpfsys_get_pinned(pp, &p->prog_fd) == 0;
@@ -195,7 +200,8 @@ static int open_pins(struct jobcg_devpolicy *p)
 	if (found == 0)
 		return -ENOENT;
 	if (found != 3)
-		return error_set(-EBADF, "%s holds only part of the node program's pins", p->pin_dir);
+		return error_set(-EBADF, "%s holds only part of the node program's pins",
+				 p->pin_dir);
 	if ((e = bpfsys_prog_info(p->prog_fd, NULL, name)) < 0)
 		return e;
 	if (strncmp(name, DEVPROG_NODE_NAME, sizeof(name)) != 0)
@@ -217,26 +223,27 @@ static int open_pins(struct jobcg_devpolicy *p)
 static int create_pins(struct jobcg_devpolicy *p)
 {
 	_cleanup_free_ char *pp = NULL, *pm = NULL, *pol = NULL;
-	struct devprog_buf b = { 0 };
+	struct devprog_buf b = {0};
 	int e;
 
-	if ((e = pin_path(p, DEVPROG_PIN_PROG, &pp)) < 0 || (e = pin_path(p, DEVPROG_PIN_MANAGED, &pm)) < 0 ||
+	if ((e = pin_path(p, DEVPROG_PIN_PROG, &pp)) < 0 ||
+	    (e = pin_path(p, DEVPROG_PIN_MANAGED, &pm)) < 0 ||
 	    (e = pin_path(p, DEVPROG_PIN_POLICY, &pol)) < 0)
 		return e;
 	/* Typed maps let `bpftool map dump` print field names; without BTF they still work. */
-	static const struct bpfsys_field mk[] = { { "type", 4 }, { "major", 4 }, { "minor", 4 } };
-	static const struct bpfsys_field mv[] = { { "access", 4 } };
-	static const struct bpfsys_field pk[] = { { "cgroup_id", 8 }, { "type", 4 }, { "major", 4 },
-						  { "minor", 4 }, { "pad", 4 } };
-	static const struct bpfsys_field pv[] = { { "access", 4 } };
+	static const struct bpfsys_field mk[] = {{"type", 4}, {"major", 4}, {"minor", 4}};
+	static const struct bpfsys_field mv[] = {{"access", 4}};
+	static const struct bpfsys_field pk[] = {
+	    {"cgroup_id", 8}, {"type", 4}, {"major", 4}, {"minor", 4}, {"pad", 4}};
+	static const struct bpfsys_field pv[] = {{"access", 4}};
 	static const struct bpfsys_struct types[] = {
-		{ "jobcg_managed_key", mk, 3 },
-		{ "jobcg_managed_value", mv, 1 },
-		{ "jobcg_policy_key", pk, 5 },
-		{ "jobcg_policy_value", pv, 1 },
+	    {"jobcg_managed_key", mk, 3},
+	    {"jobcg_managed_value", mv, 1},
+	    {"jobcg_policy_key", pk, 5},
+	    {"jobcg_policy_value", pv, 1},
 	};
 	_cleanup_close_ int btf_fd = -1;
-	uint32_t tid[4] = { 0 };
+	uint32_t tid[4] = {0};
 	int be = bpfsys_btf_load(types, 4, &btf_fd, tid);
 	if (be < 0)
 		log_debug("policy maps without BTF types: %s", strerror(-be));
@@ -325,9 +332,10 @@ static int devpolicy_new(const struct jobcg_config *conf, const char *root,
 		return e;
 	if ((e = jobcg_cgroup_id(p->root, &p->root_id)) < 0)
 		return e;
-	pin_base = conf && conf->cgroup.bpf_pin_dir ? conf->cgroup.bpf_pin_dir : "/sys/fs/bpf/jobcg";
-	p->pin_dir = strdup_printf("%s/root-%" PRIu64 "-v%d", pin_base, p->root_id,
-				   DEVPROG_LAYOUT_VERSION);
+	pin_base =
+	    conf && conf->cgroup.bpf_pin_dir ? conf->cgroup.bpf_pin_dir : "/sys/fs/bpf/jobcg";
+	p->pin_dir =
+	    strdup_printf("%s/root-%" PRIu64 "-v%d", pin_base, p->root_id, DEVPROG_LAYOUT_VERSION);
 	if (!p->pin_dir)
 		return -ENOMEM;
 	*ret = TAKE_PTR(p);
@@ -359,8 +367,9 @@ JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const cha
 	if (p->mode == JOBCG_DEVPROG_LINEAR) {
 		_cleanup_free_ char *pp = NULL;
 		if (pin_path(p, DEVPROG_PIN_PROG, &pp) == 0 && access(pp, F_OK) == 0)
-			log_warning("%s is still pinned and enforces its policy map: remove %s to stop it",
-				    pp, p->pin_dir);
+			log_warning(
+			    "%s is still pinned and enforces its policy map: remove %s to stop it",
+			    pp, p->pin_dir);
 		*ret = TAKE_PTR(p);
 		return 0;
 	}
@@ -370,15 +379,18 @@ JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const cha
 	/* Two jobcg processes starting together must not both create and attach a program. */
 	lock_fd = open(p->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (lock_fd < 0 || flock(lock_fd, LOCK_EX) < 0)
-		return error_set(negative_errno(), "cannot lock %s: %s", p->pin_dir, strerror(errno));
+		return error_set(negative_errno(), "cannot lock %s: %s", p->pin_dir,
+				 strerror(errno));
 	root_fd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0)
 		return error_set(negative_errno(), "cannot open %s: %s", p->root, strerror(errno));
 
 	e = open_pins(p);
 	if (e == -EBADF) {
-		/* Debris of an interrupted setup: nothing can be attached from it that we would keep. */
-		log_warning("removing unusable pins in %s: %s", p->pin_dir, jobcg_last_error()->message);
+		/* Debris of an interrupted setup: nothing can be attached from it that we would
+		 * keep. */
+		log_warning("removing unusable pins in %s: %s", p->pin_dir,
+			    jobcg_last_error()->message);
 		if (p->prog_fd >= 0)
 			(void)bpf_prog_detach2(p->prog_fd, root_fd, BPF_CGROUP_DEVICE);
 		close_fd(&p->prog_fd);
@@ -477,7 +489,8 @@ static int resolve_member(const struct jobcg_devpolicy *p, const char *path, cha
 	if ((e = cgroup_resolve(path, &canon, &level)) < 0)
 		return e;
 	if (strncmp(canon, p->root, rl) != 0 || canon[rl] != '/' || level <= p->root_level)
-		return error_set(-EINVAL, "cgroup %s is not below the jobcg root %s", canon, p->root);
+		return error_set(-EINVAL, "cgroup %s is not below the jobcg root %s", canon,
+				 p->root);
 	if ((e = jobcg_cgroup_id(canon, ret_id)) < 0)
 		return e;
 	*ret_rel_level = level - p->root_level;
@@ -487,7 +500,8 @@ static int resolve_member(const struct jobcg_devpolicy *p, const char *path, cha
 }
 
 /* Collect the policy keys of one cgroup id (bounded by the map size). */
-static int policy_keys_of(int policy_fd, uint64_t id, struct devprog_policy_key **ret, size_t *ret_n)
+static int policy_keys_of(int policy_fd, uint64_t id, struct devprog_policy_key **ret,
+			  size_t *ret_n)
 {
 	_cleanup_free_ struct devprog_policy_key *keys = NULL;
 	struct devprog_policy_key key, next;
@@ -522,7 +536,7 @@ static int node_grant(struct jobcg_devpolicy *p, uint64_t id, unsigned rel_level
 {
 	_cleanup_free_ struct devprog_policy_key *keys = NULL, *old = NULL;
 	_cleanup_free_ uint32_t *acc = NULL;
-	struct devprog_policy_key marker = { .cgroup_id = id };
+	struct devprog_policy_key marker = {.cgroup_id = id};
 	struct devprog_policy_value v;
 	size_t nk = 0, n_old = 0;
 	bool regrant;
@@ -612,7 +626,8 @@ static int detach_linear(const char *cgroup_path)
 	int e;
 
 	if (cg_fd < 0)
-		return error_set(negative_errno(), "cannot open %s: %s", cgroup_path, strerror(errno));
+		return error_set(negative_errno(), "cannot open %s: %s", cgroup_path,
+				 strerror(errno));
 	if ((e = linear_progs_of(cg_fd, &fds, &nf)) < 0)
 		return e;
 	for (size_t i = 0; i < nf && e == 0; i++)
@@ -625,14 +640,15 @@ static int linear_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
 			const struct jobcg_devrule *allowed, size_t n)
 {
 	_cleanup_close_ int cg_fd = -1, prog_fd = -1;
-	struct devprog_buf b = { 0 };
+	struct devprog_buf b = {0};
 	int *old = NULL;
 	size_t n_old = 0;
 	int e;
 
 	cg_fd = open(cgroup_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0)
-		return error_set(negative_errno(), "cannot open %s: %s", cgroup_path, strerror(errno));
+		return error_set(negative_errno(), "cannot open %s: %s", cgroup_path,
+				 strerror(errno));
 	if ((e = devprog_build_linear(p->managed, p->n_managed, allowed, n, &b)) < 0)
 		return e;
 	e = bpfsys_devprog_load(DEVPROG_LINEAR_NAME, b.insns, b.n, &prog_fd);
@@ -682,7 +698,7 @@ JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cg
 JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id)
 {
 	_cleanup_free_ struct devprog_policy_key *keys = NULL;
-	struct devprog_policy_key marker = { .cgroup_id = cgroup_id };
+	struct devprog_policy_key marker = {.cgroup_id = cgroup_id};
 	size_t n = 0;
 	int e;
 
@@ -695,8 +711,8 @@ JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t c
 		if (keys[i].type != 0) {
 			e = bpf_map_delete_elem(p->policy_fd, &keys[i]);
 			if (e < 0 && e != -ENOENT)
-				return error_set(e, "cannot delete from %s: %s", DEVPROG_POLICY_NAME,
-						 strerror(-e));
+				return error_set(e, "cannot delete from %s: %s",
+						 DEVPROG_POLICY_NAME, strerror(-e));
 		}
 	e = bpf_map_delete_elem(p->policy_fd, &marker);
 	if (e < 0 && e != -ENOENT)
@@ -756,7 +772,7 @@ JOBCG_EXPORT int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_remov
 		struct {
 			struct file_handle fh;
 			uint64_t id;
-		} h = { .fh.handle_bytes = sizeof(uint64_t), .id = ids[i] };
+		} h = {.fh.handle_bytes = sizeof(uint64_t), .id = ids[i]};
 		int fd;
 
 		/*
@@ -771,8 +787,8 @@ JOBCG_EXPORT int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_remov
 			continue;
 		}
 		if (errno != ESTALE && errno != ENOENT)
-			return error_set(negative_errno(), "cannot check cgroup id %" PRIu64 ": %s", ids[i],
-					 strerror(errno));
+			return error_set(negative_errno(), "cannot check cgroup id %" PRIu64 ": %s",
+					 ids[i], strerror(errno));
 		if ((e = jobcg_devpolicy_revoke_id(p, ids[i])) < 0)
 			return e;
 		removed++;
@@ -836,7 +852,7 @@ static int walk_tree(const char *abs, const char *rel, int level, struct walk *w
 			w->v = nv;
 			w->cap = nc;
 		}
-		w->v[w->n] = (struct idpath){ .id = (uint64_t)de->d_ino, .level = level };
+		w->v[w->n] = (struct idpath){.id = (uint64_t)de->d_ino, .level = level};
 		(void)jobcg_cgroup_id(a, &w->v[w->n].id);
 		w->v[w->n++].rel = TAKE_PTR(r);
 		if ((e = walk_tree(a, w->v[w->n - 1].rel, level + 1, w)) < 0)
@@ -881,7 +897,7 @@ static int grants_add(struct jobcg_devgrant **v, size_t *n, size_t *cap, uint64_
 		*v = nv;
 		*cap = nc;
 	}
-	(*v)[*n] = (struct jobcg_devgrant){ .cgroup_id = id, .level = -1 };
+	(*v)[*n] = (struct jobcg_devgrant){.cgroup_id = id, .level = -1};
 	*ret = &(*v)[(*n)++];
 	return 0;
 }
@@ -889,9 +905,11 @@ static int grants_add(struct jobcg_devgrant **v, size_t *n, size_t *cap, uint64_
 static int rule_from_key(uint32_t type, uint32_t major, uint32_t minor, unsigned access,
 			 struct jobcg_devrule *r)
 {
-	*r = (struct jobcg_devrule){ .type = type == BPF_DEVCG_DEV_BLOCK ? 'b' : 'c',
-				     .major = major, .minor = minor, .access = access & 7,
-				     .allow = true };
+	*r = (struct jobcg_devrule){.type = type == BPF_DEVCG_DEV_BLOCK ? 'b' : 'c',
+				    .major = major,
+				    .minor = minor,
+				    .access = access & 7,
+				    .allow = true};
 	return 0;
 }
 
@@ -931,7 +949,8 @@ static int list_node(struct jobcg_devpolicy *p, struct walk *w, struct jobcg_dev
 		if (!nr)
 			return -ENOMEM;
 		g->rules = nr;
-		rule_from_key(next.type, next.major, next.minor, val.access, &g->rules[g->n_rules++]);
+		rule_from_key(next.type, next.major, next.minor, val.access,
+			      &g->rules[g->n_rules++]);
 	}
 	for (size_t i = 0; i < *n; i++) {
 		const struct idpath *ip = walk_find(w, (*v)[i].cgroup_id);
@@ -958,7 +977,7 @@ static int list_linear(struct jobcg_devpolicy *p, struct walk *w, struct jobcg_d
 		if (cg_fd < 0 || linear_progs_of(cg_fd, &fds, &nf) < 0)
 			continue;
 		for (size_t j = 0; j < nf; j++) {
-			struct bpf_prog_info info = { 0 };
+			struct bpf_prog_info info = {0};
 			uint32_t len = sizeof(info), cnt;
 			_cleanup_free_ struct bpf_insn *insns = NULL;
 			struct jobcg_devgrant *g;
@@ -972,8 +991,9 @@ static int list_linear(struct jobcg_devpolicy *p, struct walk *w, struct jobcg_d
 				return -ENOMEM;
 			}
 			uint32_t id = info.id;
-			info = (struct bpf_prog_info){ .xlated_prog_len = cnt * sizeof(*insns),
-						       .xlated_prog_insns = (uint64_t)(uintptr_t)insns };
+			info =
+			    (struct bpf_prog_info){.xlated_prog_len = cnt * sizeof(*insns),
+						   .xlated_prog_insns = (uint64_t)(uintptr_t)insns};
 			len = sizeof(info);
 			if (bpf_obj_get_info_by_fd(fds[j], &info, &len) < 0)
 				continue;
@@ -987,7 +1007,8 @@ static int list_linear(struct jobcg_devpolicy *p, struct walk *w, struct jobcg_d
 			g->level = w->v[i].level;
 			g->path = strdup(w->v[i].rel);
 			if (devprog_parse_linear(insns, cnt, &g->rules, &g->n_rules) < 0)
-				log_warning("program %u on %s is not in jobcg's linear shape", id, abs);
+				log_warning("program %u on %s is not in jobcg's linear shape", id,
+					    abs);
 		}
 		close_fds(fds, nf);
 	}
@@ -998,7 +1019,7 @@ JOBCG_EXPORT int jobcg_devpolicy_list(struct jobcg_devpolicy *p, struct jobcg_de
 				      size_t *ret_n)
 {
 	struct jobcg_devgrant *v = NULL;
-	struct walk w = { 0 };
+	struct walk w = {0};
 	size_t n = 0, cap = 0;
 	int e;
 
@@ -1083,8 +1104,8 @@ JOBCG_EXPORT int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p)
 			if (e == -ENOENT)
 				e = 0;
 			if (e < 0)
-				error_set(e, "cannot detach %s from %s: %s", DEVPROG_NODE_NAME, p->root,
-					  strerror(-e));
+				error_set(e, "cannot detach %s from %s: %s", DEVPROG_NODE_NAME,
+					  p->root, strerror(-e));
 		}
 		unpin_all(p);
 		(void)rmdir(p->pin_dir);
@@ -1117,8 +1138,8 @@ JOBCG_EXPORT int jobcg_devpolicy_managed_from_config(const struct jobcg_config *
 				dup = v[k].type == f->type && v[k].major == f->major &&
 				      v[k].minor == f->minor;
 			if (!dup)
-				v[n++] = (struct jobcg_devrule){ f->type, f->major, f->minor,
-								 JOBCG_DEV_ACC_ALL, true };
+				v[n++] = (struct jobcg_devrule){f->type, f->major, f->minor,
+								JOBCG_DEV_ACC_ALL, true};
 		}
 	*ret = TAKE_PTR(v);
 	*ret_n = n;
@@ -1179,8 +1200,8 @@ static void scan_dev(struct jobcg_devnames *d, const char *dir, int depth)
 			d->v = nv;
 			d->cap = nc;
 		}
-		d->v[d->n++] = (struct devname){ S_ISCHR(st.st_mode) ? 'c' : 'b', major(st.st_rdev),
-						 minor(st.st_rdev), TAKE_PTR(path) };
+		d->v[d->n++] = (struct devname){S_ISCHR(st.st_mode) ? 'c' : 'b', major(st.st_rdev),
+						minor(st.st_rdev), TAKE_PTR(path)};
 	}
 	closedir(dd);
 }

@@ -15,7 +15,7 @@ void devprog_buf_done(struct devprog_buf *b)
 	if (!b)
 		return;
 	free(b->insns);
-	*b = (struct devprog_buf){ 0 };
+	*b = (struct devprog_buf){0};
 }
 
 static int emit(struct devprog_buf *b, struct bpf_insn insn)
@@ -38,23 +38,23 @@ static int emit(struct devprog_buf *b, struct bpf_insn insn)
 }
 
 #define INSN(c, d, s, o, i)                                                                        \
-	((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i) })
+	((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
 
 /* Instruction shorthands (the kernel's filter.h macros are not in the uapi headers). */
-#define MOV64_REG(d, s) INSN(BPF_ALU64 | BPF_MOV | BPF_X, d, s, 0, 0)
-#define MOV64_IMM(d, i) INSN(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i)
-#define MOV32_REG(d, s) INSN(BPF_ALU | BPF_MOV | BPF_X, d, s, 0, 0)
-#define MOV32_IMM(d, i) INSN(BPF_ALU | BPF_MOV | BPF_K, d, 0, 0, i)
-#define ALU32_IMM(op, d, i) INSN(BPF_ALU | (op) | BPF_K, d, 0, 0, i)
-#define ALU32_REG(op, d, s) INSN(BPF_ALU | (op) | BPF_X, d, s, 0, 0)
-#define ALU64_IMM(op, d, i) INSN(BPF_ALU64 | (op) | BPF_K, d, 0, 0, i)
-#define LDX_W(d, s, o) INSN(BPF_LDX | BPF_MEM | BPF_W, d, s, o, 0)
-#define STX_W(d, s, o) INSN(BPF_STX | BPF_MEM | BPF_W, d, s, o, 0)
-#define STX_DW(d, s, o) INSN(BPF_STX | BPF_MEM | BPF_DW, d, s, o, 0)
-#define ST_W(d, o, i) INSN(BPF_ST | BPF_MEM | BPF_W, d, 0, o, i)
+#define MOV64_REG(d, s)	     INSN(BPF_ALU64 | BPF_MOV | BPF_X, d, s, 0, 0)
+#define MOV64_IMM(d, i)	     INSN(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i)
+#define MOV32_REG(d, s)	     INSN(BPF_ALU | BPF_MOV | BPF_X, d, s, 0, 0)
+#define MOV32_IMM(d, i)	     INSN(BPF_ALU | BPF_MOV | BPF_K, d, 0, 0, i)
+#define ALU32_IMM(op, d, i)  INSN(BPF_ALU | (op) | BPF_K, d, 0, 0, i)
+#define ALU32_REG(op, d, s)  INSN(BPF_ALU | (op) | BPF_X, d, s, 0, 0)
+#define ALU64_IMM(op, d, i)  INSN(BPF_ALU64 | (op) | BPF_K, d, 0, 0, i)
+#define LDX_W(d, s, o)	     INSN(BPF_LDX | BPF_MEM | BPF_W, d, s, o, 0)
+#define STX_W(d, s, o)	     INSN(BPF_STX | BPF_MEM | BPF_W, d, s, o, 0)
+#define STX_DW(d, s, o)	     INSN(BPF_STX | BPF_MEM | BPF_DW, d, s, o, 0)
+#define ST_W(d, o, i)	     INSN(BPF_ST | BPF_MEM | BPF_W, d, 0, o, i)
 #define JMP_IMM(op, d, i, o) INSN(BPF_JMP | (op) | BPF_K, d, 0, o, i)
-#define CALL(f) INSN(BPF_JMP | BPF_CALL, 0, 0, 0, f)
-#define EXIT() INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
+#define CALL(f)		     INSN(BPF_JMP | BPF_CALL, 0, 0, 0, f)
+#define EXIT()		     INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
 
 static int emit_ld_map(struct devprog_buf *b, int reg, int ref)
 {
@@ -115,9 +115,9 @@ size_t devprog_rule_keys(const struct jobcg_devrule *r, struct devprog_managed_k
 	size_t n = 0;
 
 	if (r->type == 'a' || r->type == 'c')
-		keys[n++] = (struct devprog_managed_key){ BPF_DEVCG_DEV_CHAR, r->major, r->minor };
+		keys[n++] = (struct devprog_managed_key){BPF_DEVCG_DEV_CHAR, r->major, r->minor};
 	if (r->type == 'a' || r->type == 'b')
-		keys[n++] = (struct devprog_managed_key){ BPF_DEVCG_DEV_BLOCK, r->major, r->minor };
+		keys[n++] = (struct devprog_managed_key){BPF_DEVCG_DEV_BLOCK, r->major, r->minor};
 	return n;
 }
 
@@ -130,7 +130,7 @@ size_t devprog_policy_entries(uint64_t id, const struct jobcg_devrule *rules, si
 		struct devprog_managed_key k[2];
 		size_t c = devprog_rule_keys(&rules[i], k);
 		for (size_t j = 0; j < c; j++) {
-			struct devprog_policy_key pk = { id, k[j].type, k[j].major, k[j].minor, 0 };
+			struct devprog_policy_key pk = {id, k[j].type, k[j].major, k[j].minor, 0};
 			size_t at = 0;
 			while (at < nk && memcmp(&keys[at], &pk, sizeof(pk)) != 0)
 				at++;
@@ -192,11 +192,12 @@ static int emit_lookup(struct devprog_buf *b, int map_ref, int key_off)
 	return emit(b, CALL(BPF_FUNC_map_lookup_elem));
 }
 
-int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, struct devprog_buf *ret)
+int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level,
+		       struct devprog_buf *ret)
 {
-	static const int levels[] = { DEVPROG_LEVEL_JOB, DEVPROG_LEVEL_STEP, DEVPROG_LEVEL_TASK };
-	struct devprog_buf b = { 0 };
-	struct fixups to_managed = { 0 }, to_deny = { 0 }, to_next = { 0 };
+	static const int levels[] = {DEVPROG_LEVEL_JOB, DEVPROG_LEVEL_STEP, DEVPROG_LEVEL_TASK};
+	struct devprog_buf b = {0};
+	struct fixups to_managed = {0}, to_deny = {0}, to_next = {0};
 	int e = 0;
 
 	if (root_level > 1000)
@@ -303,8 +304,8 @@ static bool region_contains(const struct region *outer, const struct devprog_man
 
 static bool key_contains(const struct devprog_managed_key *outer, const struct region *inner)
 {
-	struct region o = { outer->type, outer->major, outer->minor, 0 };
-	struct devprog_managed_key i = { inner->type, inner->major, inner->minor };
+	struct region o = {outer->type, outer->major, outer->minor, 0};
+	struct devprog_managed_key i = {inner->type, inner->major, inner->minor};
 	return region_contains(&o, &i);
 }
 
@@ -324,13 +325,14 @@ static int cmp_region(const void *a, const void *b)
 }
 
 int devprog_build_linear(const struct jobcg_devrule *managed, size_t n_managed,
-			 const struct jobcg_devrule *allowed, size_t n_allowed, struct devprog_buf *ret)
+			 const struct jobcg_devrule *allowed, size_t n_allowed,
+			 struct devprog_buf *ret)
 {
 	_cleanup_free_ struct region *regions = NULL;
 	_cleanup_free_ struct devprog_managed_key *mkeys = NULL, *akeys = NULL;
 	_cleanup_free_ unsigned *aacc = NULL;
 	size_t nr = 0, nm = 0, na = 0;
-	struct devprog_buf b = { 0 };
+	struct devprog_buf b = {0};
 	int e = 0;
 
 	if (n_managed > DEVPROG_RULES_MAX || n_allowed > DEVPROG_RULES_MAX)
@@ -365,15 +367,15 @@ int devprog_build_linear(const struct jobcg_devrule *managed, size_t n_managed,
 	 * disjoint, so visiting them most specific first gives each device its smallest region.
 	 */
 	for (size_t i = 0; i < nm; i++)
-		regions[nr++] = (struct region){ mkeys[i].type, mkeys[i].major, mkeys[i].minor,
-						 key_specificity(&mkeys[i]) };
+		regions[nr++] = (struct region){mkeys[i].type, mkeys[i].major, mkeys[i].minor,
+						key_specificity(&mkeys[i])};
 	for (size_t i = 0; i < na; i++)
 		for (size_t j = 0; j < nm; j++) {
-			struct region m = { mkeys[j].type, mkeys[j].major, mkeys[j].minor, 0 };
+			struct region m = {mkeys[j].type, mkeys[j].major, mkeys[j].minor, 0};
 			if (region_contains(&m, &akeys[i])) {
-				regions[nr++] = (struct region){ akeys[i].type, akeys[i].major,
-								 akeys[i].minor,
-								 key_specificity(&akeys[i]) };
+				regions[nr++] =
+				    (struct region){akeys[i].type, akeys[i].major, akeys[i].minor,
+						    key_specificity(&akeys[i])};
 				break;
 			}
 		}
@@ -392,7 +394,7 @@ int devprog_build_linear(const struct jobcg_devrule *managed, size_t n_managed,
 	E(emit(&b, LDX_W(BPF_REG_4, BPF_REG_1, 4)));
 	E(emit(&b, LDX_W(BPF_REG_5, BPF_REG_1, 8)));
 	for (size_t i = 0; i < nr; i++) {
-		struct fixups next = { 0 };
+		struct fixups next = {0};
 		unsigned granted = 0;
 
 		if (i > 0 && cmp_region(&regions[i - 1], &regions[i]) == 0)
@@ -403,9 +405,11 @@ int devprog_build_linear(const struct jobcg_devrule *managed, size_t n_managed,
 		granted &= JOBCG_DEV_ACC_ALL;
 		E(emit_jump(&b, &next, JMP_IMM(BPF_JNE, BPF_REG_2, (int32_t)regions[i].type, 0)));
 		if (regions[i].major != DEVPROG_ANY)
-			E(emit_jump(&b, &next, JMP_IMM(BPF_JNE, BPF_REG_4, (int32_t)regions[i].major, 0)));
+			E(emit_jump(&b, &next,
+				    JMP_IMM(BPF_JNE, BPF_REG_4, (int32_t)regions[i].major, 0)));
 		if (regions[i].minor != DEVPROG_ANY)
-			E(emit_jump(&b, &next, JMP_IMM(BPF_JNE, BPF_REG_5, (int32_t)regions[i].minor, 0)));
+			E(emit_jump(&b, &next,
+				    JMP_IMM(BPF_JNE, BPF_REG_5, (int32_t)regions[i].minor, 0)));
 		if (granted == 0 || granted == JOBCG_DEV_ACC_ALL) {
 			E(emit(&b, MOV64_IMM(BPF_REG_0, granted ? 1 : 0)));
 		} else {
@@ -447,7 +451,8 @@ int devprog_parse_linear(const struct bpf_insn *insns, size_t n, struct jobcg_de
 	if (!rules)
 		return -ENOMEM;
 	while (i + 2 <= n) {
-		struct jobcg_devrule r = { .major = JOBCG_DEV_ANY, .minor = JOBCG_DEV_ANY, .allow = true };
+		struct jobcg_devrule r = {
+		    .major = JOBCG_DEV_ANY, .minor = JOBCG_DEV_ANY, .allow = true};
 		const struct bpf_insn *x = &insns[i];
 
 		if (i + 2 == n) {
@@ -460,7 +465,9 @@ int devprog_parse_linear(const struct bpf_insn *insns, size_t n, struct jobcg_de
 		}
 		if (!is_insn(x, BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0))
 			return -EINVAL;
-		r.type = x->imm == BPF_DEVCG_DEV_BLOCK ? 'b' : x->imm == BPF_DEVCG_DEV_CHAR ? 'c' : 0;
+		r.type = x->imm == BPF_DEVCG_DEV_BLOCK	? 'b'
+			 : x->imm == BPF_DEVCG_DEV_CHAR ? 'c'
+							: 0;
 		if (!r.type)
 			return -EINVAL;
 		i++;
@@ -475,7 +482,8 @@ int devprog_parse_linear(const struct bpf_insn *insns, size_t n, struct jobcg_de
 		    x[1].code == (BPF_JMP | BPF_EXIT)) {
 			r.access = x->imm ? JOBCG_DEV_ACC_ALL : 0;
 			i += 2;
-		} else if (i + 7 <= n && is_insn(x, BPF_ALU | BPF_MOV | BPF_X, BPF_REG_0, BPF_REG_3) &&
+		} else if (i + 7 <= n &&
+			   is_insn(x, BPF_ALU | BPF_MOV | BPF_X, BPF_REG_0, BPF_REG_3) &&
 			   is_insn(&x[1], BPF_ALU | BPF_AND | BPF_K, BPF_REG_0, 0)) {
 			r.access = ~(unsigned)x[1].imm & JOBCG_DEV_ACC_ALL;
 			i += 7;

@@ -41,24 +41,24 @@
  * instruction pair allows (devices not managed are allowed).
  */
 
-#define DEVPROG_ANY 0xffffffffu
-#define DEVPROG_NODE_NAME "jobcg_node"
-#define DEVPROG_LINEAR_NAME "jobcg_linear"
+#define DEVPROG_ANY	     0xffffffffu
+#define DEVPROG_NODE_NAME    "jobcg_node"
+#define DEVPROG_LINEAR_NAME  "jobcg_linear"
 #define DEVPROG_MANAGED_NAME "jobcg_managed"
-#define DEVPROG_POLICY_NAME "jobcg_policy"
-#define DEVPROG_PIN_PROG "prog"
-#define DEVPROG_PIN_MANAGED DEVPROG_MANAGED_NAME
-#define DEVPROG_PIN_POLICY DEVPROG_POLICY_NAME
+#define DEVPROG_POLICY_NAME  "jobcg_policy"
+#define DEVPROG_PIN_PROG     "prog"
+#define DEVPROG_PIN_MANAGED  DEVPROG_MANAGED_NAME
+#define DEVPROG_PIN_POLICY   DEVPROG_POLICY_NAME
 /* Bumped whenever the program or the map layout changes: pins of another version are not reused. */
 #define DEVPROG_LAYOUT_VERSION 1
-#define DEVPROG_PIN_VERSION "layout-v1"
+#define DEVPROG_PIN_VERSION    "layout-v1"
 
-#define DEVPROG_MANAGED_MAX 65536u  /* max_entries of jobcg_managed */
-#define DEVPROG_POLICY_MAX 1048576u /* max_entries of jobcg_policy (no prealloc) */
-#define DEVPROG_RULES_MAX 4096u     /* rules per grant / managed list we accept */
+#define DEVPROG_MANAGED_MAX 65536u   /* max_entries of jobcg_managed */
+#define DEVPROG_POLICY_MAX  1048576u /* max_entries of jobcg_policy (no prealloc) */
+#define DEVPROG_RULES_MAX   4096u    /* rules per grant / managed list we accept */
 
 /* Levels below the root at which the node program looks for a marker. */
-#define DEVPROG_LEVEL_JOB 1
+#define DEVPROG_LEVEL_JOB  1
 #define DEVPROG_LEVEL_STEP 2
 #define DEVPROG_LEVEL_TASK 4
 
@@ -93,7 +93,8 @@ void devprog_buf_done(struct devprog_buf *b);
  * (BPF_PSEUDO_MAP_FD): map fds for the kernel, any distinct values for the userspace evaluator.
  * @root_level is the absolute cgroup level of the jobcg root (0 = the v2 mount root).
  */
-int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, struct devprog_buf *ret);
+int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level,
+		       struct devprog_buf *ret);
 
 /* The node program builder devices.c loads; tests swap in one the kernel refuses, to exercise
  * the fallback to linear programs. */
@@ -105,7 +106,8 @@ extern int (*devprog_node_builder)(int managed_ref, int policy_ref, unsigned roo
  * grants every requested access bit. Rules must be valid (devprog_rule_check()).
  */
 int devprog_build_linear(const struct jobcg_devrule *managed, size_t n_managed,
-			 const struct jobcg_devrule *allowed, size_t n_allowed, struct devprog_buf *ret);
+			 const struct jobcg_devrule *allowed, size_t n_allowed,
+			 struct devprog_buf *ret);
 
 /* 0 if the rule has a shape the programs support (see above), else -EINVAL with a message. */
 int devprog_rule_check(const struct jobcg_devrule *r);

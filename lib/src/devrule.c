@@ -24,7 +24,8 @@ static int parse_num(const char *s, const char **p, uint32_t *ret)
 				    "device rule '%s': expected a number or '*'", s);
 	while (isdigit((unsigned char)*q)) {
 		v = v * 10 + (uint64_t)(*q - '0');
-		/* Linux device numbers: 12-bit major, 20-bit minor; anything 2^32-1 and up is no device. */
+		/* Linux device numbers: 12-bit major, 20-bit minor; anything 2^32-1 and up is no
+		 * device. */
 		if (v >= JOBCG_DEV_ANY)
 			return error_set_at(-EINVAL, "", 0, (unsigned)(*p - s) + 1,
 					    "device rule '%s': number too large", s);
@@ -37,8 +38,10 @@ static int parse_num(const char *s, const char **p, uint32_t *ret)
 
 JOBCG_EXPORT int jobcg_devrule_parse(const char *s, struct jobcg_devrule *ret)
 {
-	struct jobcg_devrule r = { .major = JOBCG_DEV_ANY, .minor = JOBCG_DEV_ANY,
-				   .access = JOBCG_DEV_ACC_ALL, .allow = true };
+	struct jobcg_devrule r = {.major = JOBCG_DEV_ANY,
+				  .minor = JOBCG_DEV_ANY,
+				  .access = JOBCG_DEV_ACC_ALL,
+				  .allow = true};
 	const char *p;
 	int e;
 
@@ -96,16 +99,19 @@ access:
 	} else {
 		r.access = 0;
 		for (; *p && !isspace((unsigned char)*p); p++) {
-			unsigned bit = *p == 'r' ? JOBCG_DEV_ACC_READ :
-				       *p == 'w' ? JOBCG_DEV_ACC_WRITE :
-				       *p == 'm' ? JOBCG_DEV_ACC_MKNOD : 0;
+			unsigned bit = *p == 'r'   ? JOBCG_DEV_ACC_READ
+				       : *p == 'w' ? JOBCG_DEV_ACC_WRITE
+				       : *p == 'm' ? JOBCG_DEV_ACC_MKNOD
+						   : 0;
 			if (!bit)
 				return error_set_at(-EINVAL, "", 0, (unsigned)(p - s) + 1,
-						    "device rule '%s': access must be made of 'r', 'w', 'm' or be '-'",
+						    "device rule '%s': access must be made of 'r', "
+						    "'w', 'm' or be '-'",
 						    s);
 			if (r.access & bit)
 				return error_set_at(-EINVAL, "", 0, (unsigned)(p - s) + 1,
-						    "device rule '%s': access '%c' given twice", s, *p);
+						    "device rule '%s': access '%c' given twice", s,
+						    *p);
 			r.access |= bit;
 		}
 	}

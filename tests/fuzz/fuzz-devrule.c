@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data, size);
 	s[size] = 0;
-	for (char *line = strtok_r(s, "\n", &save); line && n < 16; line = strtok_r(NULL, "\n", &save)) {
+	for (char *line = strtok_r(s, "\n", &save); line && n < 16;
+	     line = strtok_r(NULL, "\n", &save)) {
 		struct jobcg_devrule r, back;
 		char buf[64];
 
@@ -41,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* First half managed, second half granted. */
 	size_t nm = (n + 1) / 2;
-	struct devprog_buf b = { 0 };
+	struct devprog_buf b = {0};
 	if (devprog_build_linear(rules, nm, rules + nm, n - nm, &b) < 0)
 		abort();
 	if (bpfvm_check(b.insns, b.n) < 0)
@@ -51,12 +52,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (int t = 1; t <= 2; t++) {
 				uint32_t maj = rules[i].major == JOBCG_DEV_ANY ? 7 : rules[i].major;
 				uint32_t min = rules[i].minor == JOBCG_DEV_ANY ? 9 : rules[i].minor;
-				struct bpfvm_devctx ctx = { (acc << 16) | (uint32_t)t, maj, min };
+				struct bpfvm_devctx ctx = {(acc << 16) | (uint32_t)t, maj, min};
 				uint64_t r0 = 0;
 				if (bpfvm_run(b.insns, b.n, &ctx, NULL, 1000000, &r0) < 0)
 					abort();
-				if ((r0 != 0) != devprog_decide(rules, nm, rules + nm, n - nm, (uint32_t)t,
-								maj, min, acc))
+				if ((r0 != 0) != devprog_decide(rules, nm, rules + nm, n - nm,
+								(uint32_t)t, maj, min, acc))
 					abort();
 			}
 	devprog_buf_done(&b);

@@ -19,7 +19,7 @@
 #include "ktest.h"
 #include "tap.h"
 
-#define GPU_MAJOR 195
+#define GPU_MAJOR   195
 #define OTHER_MAJOR 196
 
 #define ELEMENTSOF_(a) (sizeof(a) / sizeof((a)[0]))
@@ -106,7 +106,7 @@ static int try_in(const char *rel, unsigned major_, unsigned minor_, int flags)
 
 static struct jobcg_devrule rule(const char *s)
 {
-	struct jobcg_devrule r = { 0 };
+	struct jobcg_devrule r = {0};
 	if (jobcg_devrule_parse(s, &r) < 0)
 		tap_diag("bad rule %s", s);
 	return r;
@@ -169,10 +169,12 @@ static void check_cli(const char *mname)
 		tap_skip("JOBCG_BUILD_ROOT not set: jobcg policy not checked");
 		return;
 	}
-	snprintf(cmd, sizeof(cmd),
-		 /* cli/main.c leaks its argument vector at exit (not ours): leaks off for the CLI */
-		 "ASAN_OPTIONS=detect_leaks=0 JOBCG_BPF_PIN_DIR=%s %s/cli/jobcg --config-dir %s policy --json --root %s --dev-dir %s",
-		 pin_base, build, tmp, root, tmp);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    /* cli/main.c leaks its argument vector at exit (not ours): leaks off for the CLI */
+	    "ASAN_OPTIONS=detect_leaks=0 JOBCG_BPF_PIN_DIR=%s %s/cli/jobcg --config-dir %s policy "
+	    "--json --root %s --dev-dir %s",
+	    pin_base, build, tmp, root, tmp);
 	f = popen(cmd, "r");
 	if (!f) {
 		ok(false, "%s: run jobcg policy", mname);
@@ -183,9 +185,9 @@ static void check_cli(const char *mname)
 	int st = pclose(f);
 	if (!ok(st == 0, "%s: jobcg policy --json exits 0", mname))
 		tap_diag("%s -> status %d", cmd, st);
-	ok(strstr(out, "\"job_1/step_0\"") != NULL,
-	   "%s: jobcg policy shows job_1/step_0", mname);
-	ok(strstr(out, "dev195_1") != NULL, "%s: jobcg policy names the device node dev195_1", mname);
+	ok(strstr(out, "\"job_1/step_0\"") != NULL, "%s: jobcg policy shows job_1/step_0", mname);
+	ok(strstr(out, "dev195_1") != NULL, "%s: jobcg policy names the device node dev195_1",
+	   mname);
 	ok(strstr(out, mname) != NULL, "%s: jobcg policy reports the mode", mname);
 	if (!strstr(out, "dev195_1"))
 		tap_diag("%s", out);
@@ -241,7 +243,7 @@ static bool gone(bool prog, uint32_t id)
 		if (fd < 0)
 			return true;
 		close(fd);
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		struct timespec ts = {0, 10 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
 	return false;
@@ -250,7 +252,7 @@ static bool gone(bool prog, uint32_t id)
 static void run_mode(enum jobcg_device_program mode)
 {
 	const char *mname = mode == JOBCG_DEVPROG_NODE ? "node" : "linear";
-	struct jobcg_config conf = { 0 };
+	struct jobcg_config conf = {0};
 	struct jobcg_devrule managed[4];
 	struct jobcg_devpolicy *p = NULL;
 	char buf[8192], rel[256];
@@ -282,7 +284,7 @@ static void run_mode(enum jobcg_device_program mode)
 				note_prog(id);
 			close(fd);
 		}
-		static const char *const maps[] = { "jobcg_managed", "jobcg_policy" };
+		static const char *const maps[] = {"jobcg_managed", "jobcg_policy"};
 		for (int i = 0; i < 2; i++) {
 			snprintf(pp, sizeof(pp), "%s/%s", jobcg_devpolicy_pin_dir(p), maps[i]);
 			if (bpfsys_get_pinned(pp, &fd) == 0) {
@@ -309,15 +311,16 @@ static void run_mode(enum jobcg_device_program mode)
 		/* A restart with fewer managed devices drops the others from the managed map. */
 		struct jobcg_devrule *m = NULL;
 		size_t nm = 0;
-		ok(jobcg_devpolicy_open(&conf, root, managed, 2, &p2) == 0, "node: reopen with 2 managed");
+		ok(jobcg_devpolicy_open(&conf, root, managed, 2, &p2) == 0,
+		   "node: reopen with 2 managed");
 		ok(p2 && jobcg_devpolicy_managed(p2, &m, &nm) == 0 && nm == 2 && m[0].minor == 0 &&
-			   m[1].minor == 1,
+		       m[1].minor == 1,
 		   "node: managed map now holds c 195:0 and c 195:1 only");
 		free(m);
 		jobcg_devpolicy_free(p2);
 		p2 = NULL;
 		ok(jobcg_devpolicy_open(&conf, root, managed, 4, &p2) == 0 &&
-			   jobcg_devpolicy_managed(p2, &m, &nm) == 0 && nm == 4,
+		       jobcg_devpolicy_managed(p2, &m, &nm) == 0 && nm == 4,
 		   "node: reopen with 4 managed restores them");
 		free(m);
 		jobcg_devpolicy_free(p2);
@@ -331,8 +334,8 @@ static void run_mode(enum jobcg_device_program mode)
 	mkcg("job_3/step_0/user/task_0");
 
 	/* Job 1 may use all four read/write; its step 0 only gpu 1 and 2. */
-	static const char *const all_rw[] = { "c 195:* rw" };
-	static const char *const gpu12[] = { "c 195:1 rwm", "c 195:2 rwm" };
+	static const char *const all_rw[] = {"c 195:* rw"};
+	static const char *const gpu12[] = {"c 195:1 rwm", "c 195:2 rwm"};
 	ok(grant(p, "job_1", all_rw, 1) == 0, "%s: grant job_1 c 195:* rw", mname);
 	ok(grant(p, "job_1/step_0", gpu12, 2) == 0, "%s: grant job_1/step_0 gpu 1,2", mname);
 	const char *t = "job_1/step_0/user/task_0";
@@ -347,7 +350,7 @@ static void run_mode(enum jobcg_device_program mode)
 	is_int(try_in(t, OTHER_MAJOR, 0, O_RDWR), 0, "unmanaged device allowed");
 
 	/* Task level: step 1 unconstrained, its task read-only on gpu3. */
-	static const char *const gpu3_r[] = { "c 195:3 r" };
+	static const char *const gpu3_r[] = {"c 195:3 r"};
 	ok(grant(p, "job_1/step_1/user/task_0", gpu3_r, 1) == 0, "%s: grant task gpu3 r", mname);
 	t = "job_1/step_1/user/task_0";
 	is_int(try_in(t, GPU_MAJOR, 3, O_RDONLY), 0, "task gpu3 r: O_RDONLY allowed");
@@ -357,19 +360,26 @@ static void run_mode(enum jobcg_device_program mode)
 	       "task grant does not constrain its step");
 
 	/* Job level only. */
-	static const char *const gpu0_rw[] = { "c 195:0 rw" };
+	static const char *const gpu0_rw[] = {"c 195:0 rw"};
 	ok(grant(p, "job_2", gpu0_rw, 1) == 0, "%s: grant job_2 gpu0 rw", mname);
-	is_int(try_in("job_2/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), 0, "job gpu0: gpu0 allowed");
-	is_int(try_in("job_2/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), EPERM, "job gpu0: gpu1 denied");
-	is_int(try_in("job_2/step_0/jobcg", GPU_MAJOR, 2, O_RDONLY), EPERM, "job gpu0: jobcg leaf gpu2 denied");
-	is_int(try_in("job_2/step_0/user/task_0", GPU_MAJOR, 0, -1), EPERM, "job gpu0 rw: mknod denied");
-	is_int(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, O_RDWR), 0, "unconstrained job: gpu2 allowed");
-	is_int(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, -1), 0, "unconstrained job: mknod allowed");
+	is_int(try_in("job_2/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), 0,
+	       "job gpu0: gpu0 allowed");
+	is_int(try_in("job_2/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), EPERM,
+	       "job gpu0: gpu1 denied");
+	is_int(try_in("job_2/step_0/jobcg", GPU_MAJOR, 2, O_RDONLY), EPERM,
+	       "job gpu0: jobcg leaf gpu2 denied");
+	is_int(try_in("job_2/step_0/user/task_0", GPU_MAJOR, 0, -1), EPERM,
+	       "job gpu0 rw: mknod denied");
+	is_int(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, O_RDWR), 0,
+	       "unconstrained job: gpu2 allowed");
+	is_int(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, -1), 0,
+	       "unconstrained job: mknod allowed");
 
 	if (mode == JOBCG_DEVPROG_LINEAR)
 		note_linear(p); /* the program about to be replaced must be released too */
 	/* Re-grant replaces (linear: BPF_F_REPLACE, still one program). */
-	ok(grant(p, "job_1/step_1/user/task_0", gpu0_rw, 1) == 0, "%s: re-grant task gpu0 rw", mname);
+	ok(grant(p, "job_1/step_1/user/task_0", gpu0_rw, 1) == 0, "%s: re-grant task gpu0 rw",
+	   mname);
 	is_int(try_in(t, GPU_MAJOR, 0, O_WRONLY), 0, "re-grant: gpu0 now allowed");
 	is_int(try_in(t, GPU_MAJOR, 3, O_RDONLY), EPERM, "re-grant: gpu3 now denied");
 
@@ -379,11 +389,11 @@ static void run_mode(enum jobcg_device_program mode)
 		size_t n = 0;
 		ok(jobcg_devpolicy_list(p, &g, &n) == 0, "%s: list", mname);
 		const struct jobcg_devgrant *s0 = find_grant(g, n, "job_1/step_0");
-		ok(s0 && s0->n_rules == 2 && s0->level == 2, "%s: list shows job_1/step_0 with 2 rules, level 2",
-		   mname);
+		ok(s0 && s0->n_rules == 2 && s0->level == 2,
+		   "%s: list shows job_1/step_0 with 2 rules, level 2", mname);
 		const struct jobcg_devgrant *tk = find_grant(g, n, "job_1/step_1/user/task_0");
 		ok(tk && tk->n_rules == 1 && tk->rules[0].minor == 0 &&
-			   tk->rules[0].access == (JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE),
+		       tk->rules[0].access == (JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE),
 		   "%s: list shows the re-granted task rule c 195:0 rw", mname);
 		size_t count = 0;
 		for (size_t i = 0; i < n; i++)
@@ -412,7 +422,8 @@ static void run_mode(enum jobcg_device_program mode)
 	}
 	int status = 0;
 	waitpid(pid, &status, 0);
-	ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%s: granting process SIGKILLed", mname);
+	ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%s: granting process SIGKILLed",
+	   mname);
 	is_int(try_in("job_4/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), EPERM,
 	       "after SIGKILL: job_4 still denied gpu1");
 	is_int(try_in("job_4/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), 0,
@@ -443,7 +454,8 @@ static void run_mode(enum jobcg_device_program mode)
 	if (jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE) {
 		struct jobcg_devpolicy *pin = NULL;
 		ok(jobcg_devpolicy_open_pinned(&conf, root, &pin) == 0, "node: open pinned");
-		ok(pin && revoke_rel(pin, "job_4") == 0, "node: revoke job_4 through the pinned policy");
+		ok(pin && revoke_rel(pin, "job_4") == 0,
+		   "node: revoke job_4 through the pinned policy");
 		is_int(try_in("job_4/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), 0,
 		       "after revoke: job_4 unconstrained");
 		jobcg_devpolicy_free(pin);
@@ -467,13 +479,15 @@ static void run_mode(enum jobcg_device_program mode)
 		ok(!found, "%s: no entry left for the revoked cgroup", mname);
 		jobcg_devgrants_free(g, n);
 	}
-	static const char *const granted[] = { "job_1", "job_1/step_1/user/task_0", "job_2", "job_4" };
+	static const char *const granted[] = {"job_1", "job_1/step_1/user/task_0", "job_2",
+					      "job_4"};
 	for (size_t i = 0; i < ELEMENTSOF_(granted); i++)
 		ok(revoke_rel(p, granted[i]) == 0, "%s: revoke %s", mname, granted[i]);
 	{
 		struct jobcg_devgrant *g = NULL;
 		size_t n = 0;
-		ok(jobcg_devpolicy_list(p, &g, &n) == 0 && n == 0, "%s: policy empty after revokes", mname);
+		ok(jobcg_devpolicy_list(p, &g, &n) == 0 && n == 0, "%s: policy empty after revokes",
+		   mname);
 		jobcg_devgrants_free(g, n);
 	}
 	/* Node level restrictions: the user/ level cannot be granted in node mode. */
@@ -499,13 +513,13 @@ static int refused_builder(int managed_ref, int policy_ref, unsigned root_level,
 	struct bpf_insn *i = calloc(6, sizeof(*i));
 	if (!i)
 		return -ENOMEM;
-	i[0] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 1 };
-	i[1] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 2 };
-	i[2] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 3 };
-	i[3] = (struct bpf_insn){ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_probe_read_kernel };
-	i[4] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 1 };
-	i[5] = (struct bpf_insn){ .code = BPF_JMP | BPF_EXIT };
-	*ret = (struct devprog_buf){ i, 6, 6 };
+	i[0] = (struct bpf_insn){.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 1};
+	i[1] = (struct bpf_insn){.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 2};
+	i[2] = (struct bpf_insn){.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 3};
+	i[3] = (struct bpf_insn){.code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_probe_read_kernel};
+	i[4] = (struct bpf_insn){.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 1};
+	i[5] = (struct bpf_insn){.code = BPF_JMP | BPF_EXIT};
+	*ret = (struct devprog_buf){i, 6, 6};
 	return 0;
 }
 
@@ -519,7 +533,7 @@ static void log_cb(enum jobcg_log_level level, const char *msg, void *userdata)
 /* When the node program does not load, open() falls back to linear programs and says why. */
 static void run_fallback(void)
 {
-	struct jobcg_config conf = { 0 };
+	struct jobcg_config conf = {0};
 	struct jobcg_devrule managed[4];
 	struct jobcg_devpolicy *p = NULL;
 	char buf[64];
@@ -538,16 +552,19 @@ static void run_fallback(void)
 	if (!p)
 		return;
 	is_int(jobcg_devpolicy_mode(p), JOBCG_DEVPROG_LINEAR, "fallback: linear mode in effect");
-	ok(jobcg_devpolicy_fallback_reason(p) && strstr(jobcg_devpolicy_fallback_reason(p), "jobcg_node"),
+	ok(jobcg_devpolicy_fallback_reason(p) &&
+	       strstr(jobcg_devpolicy_fallback_reason(p), "jobcg_node"),
 	   "fallback: reason names the program: %s", jobcg_devpolicy_fallback_reason(p));
 	ok(strstr(warned, "linear") != NULL, "fallback: a warning was logged: %s", warned);
 	ok(jobcg_devpolicy_pin_dir(p) == NULL, "fallback: no pin directory in linear mode");
 	mkcg("job_9/step_0/user/task_0");
-	static const char *const gpu12[] = { "c 195:1 rwm", "c 195:2 rwm" };
+	static const char *const gpu12[] = {"c 195:1 rwm", "c 195:2 rwm"};
 	ok(grant(p, "job_9/step_0", gpu12, 2) == 0, "fallback: grant step gpu 1,2");
 	note_linear(p);
-	is_int(try_in("job_9/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), EPERM, "fallback: gpu0 denied");
-	is_int(try_in("job_9/step_0/user/task_0", GPU_MAJOR, 2, O_RDWR), 0, "fallback: gpu2 allowed");
+	is_int(try_in("job_9/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), EPERM,
+	       "fallback: gpu0 denied");
+	is_int(try_in("job_9/step_0/user/task_0", GPU_MAJOR, 2, O_RDWR), 0,
+	       "fallback: gpu2 allowed");
 	ok(revoke_rel(p, "job_9/step_0") == 0, "fallback: revoke");
 	jobcg_devpolicy_destroy(p);
 	char path[4096];
@@ -585,7 +602,8 @@ int main(void)
 			all_gone = false;
 			tap_diag("program %u still loaded", made_progs[i]);
 		}
-	ok(all_gone && n_made_progs >= 3, "no leaked programs (%zu created, all released)", n_made_progs);
+	ok(all_gone && n_made_progs >= 3, "no leaked programs (%zu created, all released)",
+	   n_made_progs);
 	all_gone = true;
 	for (size_t i = 0; i < n_made_maps; i++)
 		if (!gone(false, made_maps[i])) {

@@ -11,23 +11,37 @@
 #include "tap.h"
 
 #define MANAGED_REF 11
-#define POLICY_REF 22
-#define ROOT_LEVEL 3
+#define POLICY_REF  22
+#define ROOT_LEVEL  3
 
 static void test_parse(void)
 {
 	static const struct {
 		const char *in, *out;
 	} good[] = {
-		{ "c 195:0 rw", "c 195:0 rw" },   { "c 195:* rwm", "c 195:* rwm" },
-		{ "b *:* m", "b *:* m" },         { "a", "a *:* rwm" },
-		{ "c 1:3", "c 1:3 rwm" },         { "deny c 1:3 r", "deny c 1:3 r" },
-		{ "!b 8:0 w", "deny b 8:0 w" },   { "c 195:0 -", "c 195:0 -" },
-		{ "  c 10:200 mwr ", "c 10:200 rwm" }, { "a rw", "a *:* rw" },
+	    {"c 195:0 rw", "c 195:0 rw"},
+	    {"c 195:* rwm", "c 195:* rwm"},
+	    {"b *:* m", "b *:* m"},
+	    {"a", "a *:* rwm"},
+	    {"c 1:3", "c 1:3 rwm"},
+	    {"deny c 1:3 r", "deny c 1:3 r"},
+	    {"!b 8:0 w", "deny b 8:0 w"},
+	    {"c 195:0 -", "c 195:0 -"},
+	    {"  c 10:200 mwr ", "c 10:200 rwm"},
+	    {"a rw", "a *:* rw"},
 	};
-	static const char *const bad[] = { "", "x 1:2", "c 1", "c 1:2 rx", "c 1:2 rr", "c 1:",
-					   "c :1", "c 99999999999:0", "c 1:2 rw extra", "c1:2",
-					   "deny", "c 1:2:3" };
+	static const char *const bad[] = {"",
+					  "x 1:2",
+					  "c 1",
+					  "c 1:2 rx",
+					  "c 1:2 rr",
+					  "c 1:",
+					  "c :1",
+					  "c 99999999999:0",
+					  "c 1:2 rw extra",
+					  "c1:2",
+					  "deny",
+					  "c 1:2:3"};
 	char buf[64];
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -38,15 +52,15 @@ static void test_parse(void)
 			is_str(jobcg_devrule_format(&r, buf, sizeof(buf)), good[i].out, good[i].in);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct jobcg_devrule r = { .type = 'z' };
+		struct jobcg_devrule r = {.type = 'z'};
 		int e = jobcg_devrule_parse(bad[i], &r);
 		ok(e == -EINVAL && r.type == 'z', "refused: '%s'", bad[i]);
 		ok(jobcg_last_error()->message[0] != 0, "  with a message: %s",
 		   jobcg_last_error()->message);
 	}
-	struct jobcg_devrule w = { 'c', JOBCG_DEV_ANY, 5, 7, true };
+	struct jobcg_devrule w = {'c', JOBCG_DEV_ANY, 5, 7, true};
 	is_int(devprog_rule_check(&w), -EINVAL, "\"c *:5\" refused by the programs");
-	w = (struct jobcg_devrule){ 'c', 4096, 0, 7, true };
+	w = (struct jobcg_devrule){'c', 4096, 0, 7, true};
 	is_int(devprog_rule_check(&w), -EINVAL, "major 4096 refused");
 }
 
@@ -104,7 +118,9 @@ static uint64_t w_cgroup(void *ud)
 static const void *w_lookup(void *ud, uint64_t ref, const void *key)
 {
 	struct world *w = ud;
-	struct fakemap *m = ref == MANAGED_REF ? &w->managed : ref == POLICY_REF ? &w->policy : NULL;
+	struct fakemap *m = ref == MANAGED_REF	? &w->managed
+			    : ref == POLICY_REF ? &w->policy
+						: NULL;
 
 	w->lookups++;
 	if (!m)
@@ -125,12 +141,12 @@ static unsigned rnd(unsigned n)
 	return (unsigned)(rng % n);
 }
 
-static const uint32_t majors[] = { 195, 196, 8 };
+static const uint32_t majors[] = {195, 196, 8};
 #define N_MINORS 4
 
 static struct jobcg_devrule random_rule(bool for_managed)
 {
-	struct jobcg_devrule r = { .allow = true };
+	struct jobcg_devrule r = {.allow = true};
 	unsigned shape = rnd(10);
 
 	r.type = rnd(8) == 0 ? 'a' : rnd(4) == 0 ? 'b' : 'c';
@@ -171,24 +187,25 @@ static void put_grant(struct world *w, uint64_t id, unsigned level, const struct
 	nk = devprog_policy_entries(id, g->r, g->n, keys, acc);
 	for (size_t i = 0; i < nk; i++)
 		fm_put(&w->policy, &keys[i], acc[i]);
-	struct devprog_policy_key marker = { .cgroup_id = id };
+	struct devprog_policy_key marker = {.cgroup_id = id};
 	fm_put(&w->policy, &marker, level);
 }
 
 static void test_node(void)
 {
-	struct devprog_buf b = { 0 };
-	struct bpfvm_env env = { w_cgroup, w_ancestor, w_lookup, NULL };
+	struct devprog_buf b = {0};
+	struct bpfvm_env env = {w_cgroup, w_ancestor, w_lookup, NULL};
 	unsigned mismatches = 0, runs = 0, errors = 0, denied = 0;
 	unsigned min_lookups = ~0u, max_lookups = 0;
 
-	is_int(devprog_build_node(MANAGED_REF, POLICY_REF, ROOT_LEVEL, &b), 0, "node program built");
+	is_int(devprog_build_node(MANAGED_REF, POLICY_REF, ROOT_LEVEL, &b), 0,
+	       "node program built");
 	is_int(bpfvm_check(b.insns, b.n), 0, "node program passes bpfvm_check");
 	tap_diag("node program: %zu instructions", b.n);
 
 	for (int scenario = 0; scenario < 300; scenario++) {
-		struct world w = { .managed.key_size = sizeof(struct devprog_managed_key),
-				   .policy.key_size = sizeof(struct devprog_policy_key) };
+		struct world w = {.managed.key_size = sizeof(struct devprog_managed_key),
+				  .policy.key_size = sizeof(struct devprog_policy_key)};
 		struct jobcg_devrule managed[6];
 		size_t n_managed = 1 + rnd(5);
 		struct grantset job, step, task;
@@ -217,22 +234,29 @@ static void test_node(void)
 			for (size_t mj = 0; mj < 3; mj++)
 				for (uint32_t mn = 0; mn < N_MINORS; mn++)
 					for (unsigned acc = 1; acc <= 7; acc++) {
-						uint32_t type = t ? BPF_DEVCG_DEV_BLOCK : BPF_DEVCG_DEV_CHAR;
-						struct bpfvm_devctx ctx = { (acc << 16) | type, majors[mj], mn };
+						uint32_t type =
+						    t ? BPF_DEVCG_DEV_BLOCK : BPF_DEVCG_DEV_CHAR;
+						struct bpfvm_devctx ctx = {(acc << 16) | type,
+									   majors[mj], mn};
 						uint64_t r0 = 99;
-						bool want = devprog_decide(managed, n_managed, NULL, 0, type,
-									   majors[mj], mn, acc) ||
-							    ((!job.constrained || depth < 1 ||
-							      devprog_decide(managed, n_managed, job.r, job.n,
-									     type, majors[mj], mn, acc)) &&
-							     (!step.constrained || depth < 2 ||
-							      devprog_decide(managed, n_managed, step.r, step.n,
-									     type, majors[mj], mn, acc)) &&
-							     (!task.constrained || depth < 4 ||
-							      devprog_decide(managed, n_managed, task.r, task.n,
-									     type, majors[mj], mn, acc)));
+						bool want =
+						    devprog_decide(managed, n_managed, NULL, 0,
+								   type, majors[mj], mn, acc) ||
+						    ((!job.constrained || depth < 1 ||
+						      devprog_decide(managed, n_managed, job.r,
+								     job.n, type, majors[mj], mn,
+								     acc)) &&
+						     (!step.constrained || depth < 2 ||
+						      devprog_decide(managed, n_managed, step.r,
+								     step.n, type, majors[mj], mn,
+								     acc)) &&
+						     (!task.constrained || depth < 4 ||
+						      devprog_decide(managed, n_managed, task.r,
+								     task.n, type, majors[mj], mn,
+								     acc)));
 						w.lookups = 0;
-						if (bpfvm_run(b.insns, b.n, &ctx, &env, 10000, &r0) < 0) {
+						if (bpfvm_run(b.insns, b.n, &ctx, &env, 10000,
+							      &r0) < 0) {
 							errors++;
 							continue;
 						}
@@ -266,7 +290,7 @@ static void test_linear(void)
 		struct jobcg_devrule managed[6];
 		size_t n_managed = rnd(6);
 		struct grantset g;
-		struct devprog_buf b = { 0 };
+		struct devprog_buf b = {0};
 		struct jobcg_devrule *parsed = NULL;
 		size_t n_parsed = 0;
 
@@ -285,12 +309,16 @@ static void test_linear(void)
 			for (size_t mj = 0; mj < 3; mj++)
 				for (uint32_t mn = 0; mn < N_MINORS; mn++)
 					for (unsigned acc = 1; acc <= 7; acc++) {
-						uint32_t type = t ? BPF_DEVCG_DEV_BLOCK : BPF_DEVCG_DEV_CHAR;
-						struct bpfvm_devctx ctx = { (acc << 16) | type, majors[mj], mn };
+						uint32_t type =
+						    t ? BPF_DEVCG_DEV_BLOCK : BPF_DEVCG_DEV_CHAR;
+						struct bpfvm_devctx ctx = {(acc << 16) | type,
+									   majors[mj], mn};
 						uint64_t r0 = 99;
-						bool want = devprog_decide(managed, n_managed, g.r, g.n, type,
-									   majors[mj], mn, acc);
-						if (bpfvm_run(b.insns, b.n, &ctx, NULL, 100000, &r0) < 0) {
+						bool want =
+						    devprog_decide(managed, n_managed, g.r, g.n,
+								   type, majors[mj], mn, acc);
+						if (bpfvm_run(b.insns, b.n, &ctx, NULL, 100000,
+							      &r0) < 0) {
 							errors++;
 							continue;
 						}
@@ -298,10 +326,12 @@ static void test_linear(void)
 						denied += r0 == 0;
 						if ((r0 != 0) != want)
 							mismatches++;
-						/* What `jobcg policy` reads back must decide the same. */
+						/* What `jobcg policy` reads back must decide the
+						 * same. */
 						if (parsed &&
-						    devprog_decide(managed, n_managed, parsed, n_parsed, type,
-								   majors[mj], mn, acc) != want)
+						    devprog_decide(managed, n_managed, parsed,
+								   n_parsed, type, majors[mj], mn,
+								   acc) != want)
 							parse_bad++;
 					}
 		free(parsed);
@@ -317,22 +347,22 @@ static void test_linear(void)
 /* The Slurm example of seed 000: only gpu 3 of 0-3 allowed. */
 static void test_linear_shape(void)
 {
-	struct jobcg_devrule managed[4], allowed = { 'c', 195, 3, 7, true };
-	struct devprog_buf b = { 0 };
+	struct jobcg_devrule managed[4], allowed = {'c', 195, 3, 7, true};
+	struct devprog_buf b = {0};
 
 	for (unsigned i = 0; i < 4; i++)
-		managed[i] = (struct jobcg_devrule){ 'c', 195, i, 7, true };
+		managed[i] = (struct jobcg_devrule){'c', 195, i, 7, true};
 	is_int(devprog_build_linear(managed, 4, &allowed, 1, &b), 0, "seed 000 example built");
 	is_int(b.n, 28, "same size as Slurm's for 4 devices (6 prologue + 4x5 + 2)");
 	ok(b.n > 8 && b.insns[6].code == (BPF_JMP | BPF_JNE | BPF_K) && b.insns[6].dst_reg == 2 &&
-		   b.insns[6].imm == BPF_DEVCG_DEV_CHAR,
+	       b.insns[6].imm == BPF_DEVCG_DEV_CHAR,
 	   "compare-and-exit shape: first block tests the type in r2");
 	devprog_buf_done(&b);
 
 	/* Too many rules is refused, not allocated. */
 	struct jobcg_devrule *many = calloc(DEVPROG_RULES_MAX + 1, sizeof(*many));
 	for (size_t i = 0; many && i <= DEVPROG_RULES_MAX; i++)
-		many[i] = (struct jobcg_devrule){ 'c', 195, (uint32_t)(i & 0xfffff), 7, true };
+		many[i] = (struct jobcg_devrule){'c', 195, (uint32_t)(i & 0xfffff), 7, true};
 	is_int(devprog_build_linear(many, DEVPROG_RULES_MAX + 1, NULL, 0, &b), -E2BIG,
 	       "more than DEVPROG_RULES_MAX managed rules refused");
 	is_int(devprog_build_linear(many, DEVPROG_RULES_MAX, NULL, 0, &b), 0,

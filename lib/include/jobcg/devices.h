@@ -32,9 +32,9 @@ struct jobcg_devpolicy;
 /** One constrained cgroup as listed by jobcg_devpolicy_list(). */
 struct jobcg_devgrant {
 	uint64_t cgroup_id;
-	char *path;                  /* relative to the root ("job_1/step_0"); NULL if not found */
-	int level;                   /* levels below the root (1 job, 2 step, 4 task); -1 unknown */
-	uint32_t prog_id;            /* linear mode: the program's id; 0 in node mode */
+	char *path;		     /* relative to the root ("job_1/step_0"); NULL if not found */
+	int level;		     /* levels below the root (1 job, 2 step, 4 task); -1 unknown */
+	uint32_t prog_id;	     /* linear mode: the program's id; 0 in node mode */
 	struct jobcg_devrule *rules; /* allow rules; none = every managed device denied */
 	size_t n_rules;
 };
