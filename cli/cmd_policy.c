@@ -135,6 +135,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 	int c, e, rc = 1;
 
 	optind = 0;
+	opterr = 0; /* our own message names the option */
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'j':
@@ -150,7 +151,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 			usage(stdout);
 			return 0;
 		default:
-			return cli_usage_error("policy", "unknown option");
+			return cli_usage_error("policy", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)

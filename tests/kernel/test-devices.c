@@ -30,6 +30,7 @@ static char pin_base[256];
 /* Ids of every BPF object our code created, checked gone at the end. */
 static uint32_t made_progs[256], made_maps[16];
 static size_t n_made_progs, n_made_maps;
+static uint32_t made_btf;
 
 static void note_prog(uint32_t id)
 {
@@ -288,8 +289,11 @@ static void run_mode(enum jobcg_device_program mode)
 		for (int i = 0; i < 2; i++) {
 			snprintf(pp, sizeof(pp), "%s/%s", jobcg_devpolicy_pin_dir(p), maps[i]);
 			if (bpfsys_get_pinned(pp, &fd) == 0) {
-				if (bpfsys_map_info(fd, &id, &mi) == 0 && n_made_maps < 16)
+				if (bpfsys_map_info(fd, &id, &mi) == 0 && n_made_maps < 16) {
 					made_maps[n_made_maps++] = id;
+					if (mi.btf_id)
+						made_btf = mi.btf_id;
+				}
 				close(fd);
 			}
 		}
@@ -611,6 +615,18 @@ int main(void)
 			tap_diag("map %u still exists", made_maps[i]);
 		}
 	ok(all_gone && n_made_maps == 2, "no leaked maps (%zu created, all released)", n_made_maps);
+	/* The maps' BTF type description goes with them. */
+	bool btf_gone = false;
+	for (int i = 0; i < 200 && made_btf && !btf_gone; i++) {
+		int fd = bpf_btf_get_fd_by_id(made_btf);
+		btf_gone = fd < 0;
+		if (fd >= 0) {
+			close(fd);
+			struct timespec ts = {0, 10 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	ok(made_btf && btf_gone, "maps had BTF (id %u), released with them", made_btf);
 	/* Anything new named jobcg_* that we did not release shows here too (others' tests may
 	 * run at the same time, so this only reports). */
 	{

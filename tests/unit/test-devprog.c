@@ -7,6 +7,7 @@
 
 #include "bpfvm.h"
 #include "devprog.h"
+#include "jobcg/devices.h"
 #include "jobcg/devrule.h"
 #include "tap.h"
 
@@ -371,8 +372,20 @@ static void test_linear_shape(void)
 	free(many);
 }
 
+/* Device names come from /dev: /dev/null is c 1:3 on every Linux system. */
+static void test_devnames(void)
+{
+	struct jobcg_devnames *d = NULL;
+
+	is_int(jobcg_devnames_scan(NULL, &d), 0, "scan /dev");
+	is_str(jobcg_devnames_find(d, 'c', 1, 3), "/dev/null", "c 1:3 is /dev/null");
+	ok(jobcg_devnames_find(d, 'b', 1, 3) == NULL, "b 1:3 is not /dev/null");
+	jobcg_devnames_free(d);
+}
+
 int main(void)
 {
+	test_devnames();
 	test_parse();
 	test_linear_shape();
 	test_node();
