@@ -518,7 +518,10 @@ int bpftext_parse(const char *text, size_t len, const char *filename, struct bpf
 		c = probe;
 		c.p++;
 		skip_ws(&c);
-		if (c.end - c.p < 4 || c.p[0] != '(' || (h1 = hexval(c.p[1])) < 0 ||
+		/* "4197: cgroup_device name ..." from `bpftool prog list` is not an instruction. */
+		if (c.p >= c.end || c.p[0] != '(')
+			continue;
+		if (c.end - c.p < 4 || (h1 = hexval(c.p[1])) < 0 ||
 		    (h2 = hexval(c.p[2])) < 0 || c.p[3] != ')')
 			return error_set_at(-EINVAL, fn, line, (unsigned)(c.p - ls + 1),
 					    "instruction %lld: expected \"(opcode)\" after the number",
