@@ -294,7 +294,7 @@ static bool parse_alu(struct cur *c, uint8_t code, struct bpf_insn *i)
 			if (!eat_op(c, alu_op_str(op, 0)))
 				return false;
 		}
-	} else if (!eat_op(c, alu_op_str(op, 0)))
+	} else if (!alu_op_str(op, 0) || !eat_op(c, alu_op_str(op, 0)))
 		return false;
 	if (BPF_SRC(code) == BPF_X)
 		return REG_INTO(c, &w2, i->src_reg) && w2 == w;

@@ -457,7 +457,9 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 		return error_set(-EINVAL, "instruction %zu: writes the frame pointer r10", pc);
 
 	/* Pointer arithmetic: only what the verifier allows, ptr +- scalar and ptr = ptr. */
-	if (dst->kind != K_SCALAR || srcr.kind != K_SCALAR) {
+	/* A move from a scalar overwrites whatever dst held, pointer or not. */
+	if ((dst->kind != K_SCALAR && !(op == BPF_MOV && srcr.kind == K_SCALAR)) ||
+	    srcr.kind != K_SCALAR) {
 		if (op == BPF_MOV && is64 && i->off == 0) {
 			*dst = srcr;
 			return 0;

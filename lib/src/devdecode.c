@@ -143,6 +143,16 @@ JOBCG_EXPORT void jobcg_decoded_free(struct jobcg_decoded *d)
 
 /* ---- exploration ---- */
 
+/*
+ * The value a cell is executed with. The middle of a gap rather than its edge: a linear
+ * program compares a value that matches nothing against all of its constants, so one round
+ * finds them all instead of one per round.
+ */
+static uint32_t rep_of(uint32_t lo, uint32_t hi)
+{
+	return (uint32_t)(lo + ((uint64_t)hi - lo) / 2);
+}
+
 struct explore {
 	const struct bpf_insn *insns;
 	size_t n;
@@ -262,7 +272,7 @@ static int explore_major(struct explore *e, int type, uint32_t major, struct pts
 			ret->n[c] = (struct ncell){ cells[c].lo, cells[c].hi, 0 };
 			for (size_t a = 0; a < ELEMENTSOF(accesses); a++) {
 				bool allow;
-				r = run_one(e, type, major, cells[c].lo, accesses[a], &allow);
+				r = run_one(e, type, major, rep_of(cells[c].lo, cells[c].hi), accesses[a], &allow);
 				if (r < 0)
 					goto out;
 				if (allow)
@@ -320,7 +330,7 @@ static int explore_type(struct explore *e, int type, struct part *ret)
 			}
 			nmc[c].lo = cells[c].lo;
 			nmc[c].hi = cells[c].hi;
-			r = explore_major(e, type, cells[c].lo, &found, &nmc[c]);
+			r = explore_major(e, type, rep_of(cells[c].lo, cells[c].hi), &found, &nmc[c]);
 			if (r < 0) {
 				for (size_t k = 0; k <= c; k++)
 					free(nmc[k].n);
