@@ -33,7 +33,8 @@ for action in "daemon-reload" "reset-failed" "restart systemd-journald.service" 
 	sleep 1
 	is "after systemctl $action, controllers, limits, devices and processes are unchanged" "$(snapshot)" "$before"
 done
-is "jobcg.scope is still active and delegated" "$(systemctl show -P ActiveState,Delegate jobcg.scope | tr '\n' ' ')" "active yes "
+is "jobcg.scope is still active" "$(systemctl show -P ActiveState jobcg.scope)" active
+is "...and delegated" "$(systemctl show -P Delegate jobcg.scope)" yes
 
 kill "$runner" 2>/dev/null
 jobcg release 7 > /dev/null 2>&1
