@@ -257,7 +257,7 @@ static int create_pins(struct jobcg_devpolicy *p)
 				   sizeof(struct devprog_policy_value), DEVPROG_POLICY_MAX,
 				   BPF_F_NO_PREALLOC, btf_fd, tid[2], tid[3], &p->policy_fd)) < 0)
 		return e;
-	if ((e = devprog_node_builder(p->managed_fd, p->policy_fd, p->root_level, &b)) < 0)
+	if ((e = devprog_node_builder(p->managed_fd, p->policy_fd, p->root_level, p->root_id, &b)) < 0)
 		return e;
 	e = bpfsys_devprog_load(DEVPROG_NODE_NAME, b.insns, b.n, &p->prog_fd);
 	devprog_buf_done(&b);

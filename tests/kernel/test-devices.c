@@ -40,6 +40,30 @@ static void note_prog(uint32_t id)
 	if (n_made_progs < ELEMENTSOF_(made_progs))
 		made_progs[n_made_progs++] = id;
 }
+/* Record the node program's and maps' ids (and the maps' BTF) to check they are released. */
+static void note_pins(struct jobcg_devpolicy *p)
+{
+	static const char *const names[] = {"prog", "jobcg_managed", "jobcg_policy"};
+	struct bpf_map_info mi;
+	char pp[512];
+	uint32_t id;
+	int fd;
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(pp, sizeof(pp), "%s/%s", jobcg_devpolicy_pin_dir(p), names[i]);
+		if (bpfsys_get_pinned(pp, &fd) < 0)
+			continue;
+		if (i == 0 && bpfsys_prog_info(fd, &id, NULL) == 0)
+			note_prog(id);
+		if (i > 0 && bpfsys_map_info(fd, &id, &mi) == 0 && n_made_maps < 16) {
+			made_maps[n_made_maps++] = id;
+			if (mi.btf_id)
+				made_btf = mi.btf_id;
+		}
+		close(fd);
+	}
+}
+
 static void path_of(char *buf, size_t size, const char *rel)
 {
 	snprintf(buf, size, "%s/%s", root, rel);
@@ -275,28 +299,9 @@ static void run_mode(enum jobcg_device_program mode)
 		tap_diag("fallback: %s", jobcg_devpolicy_fallback_reason(p));
 	if (jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE) {
 		char pp[512];
-		int fd;
-		uint32_t id;
-		struct bpf_map_info mi;
 		snprintf(pp, sizeof(pp), "%s/prog", jobcg_devpolicy_pin_dir(p));
 		ok(access(pp, F_OK) == 0, "node: program pinned at %s", pp);
-		if (bpfsys_get_pinned(pp, &fd) == 0) {
-			if (bpfsys_prog_info(fd, &id, NULL) == 0)
-				note_prog(id);
-			close(fd);
-		}
-		static const char *const maps[] = {"jobcg_managed", "jobcg_policy"};
-		for (int i = 0; i < 2; i++) {
-			snprintf(pp, sizeof(pp), "%s/%s", jobcg_devpolicy_pin_dir(p), maps[i]);
-			if (bpfsys_get_pinned(pp, &fd) == 0) {
-				if (bpfsys_map_info(fd, &id, &mi) == 0 && n_made_maps < 16) {
-					made_maps[n_made_maps++] = id;
-					if (mi.btf_id)
-						made_btf = mi.btf_id;
-				}
-				close(fd);
-			}
-		}
+		note_pins(p);
 		/* Reopening reuses the pinned program instead of attaching a second one. */
 		struct jobcg_devpolicy *p2 = NULL;
 		ok(jobcg_devpolicy_open(&conf, root, managed, 4, &p2) == 0, "node: reopen");
@@ -511,7 +516,7 @@ static void run_mode(enum jobcg_device_program mode)
 }
 
 /* A node program this kernel refuses: device programs may not call bpf_probe_read_kernel. */
-static int refused_builder(int managed_ref, int policy_ref, unsigned root_level,
+static int refused_builder(int managed_ref, int policy_ref, unsigned root_level, uint64_t root_id,
 			   struct devprog_buf *ret)
 {
 	struct bpf_insn *i = calloc(6, sizeof(*i));
@@ -525,6 +530,51 @@ static int refused_builder(int managed_ref, int policy_ref, unsigned root_level,
 	i[5] = (struct bpf_insn){.code = BPF_JMP | BPF_EXIT};
 	*ret = (struct devprog_buf){i, 6, 6};
 	return 0;
+}
+
+/* The node program built with a level that is off (as inside a cgroup namespace). */
+static int shifted_builder(int managed_ref, int policy_ref, unsigned root_level, uint64_t root_id,
+			   struct devprog_buf *ret)
+{
+	return devprog_build_node(managed_ref, policy_ref, root_level + 3, root_id, ret);
+}
+
+static void run_shifted(void)
+{
+	struct jobcg_config conf = {0};
+	struct jobcg_devrule managed[4];
+	struct jobcg_devpolicy *p = NULL;
+	char buf[64], path[4096];
+
+	conf.cgroup.device_program = JOBCG_DEVPROG_NODE;
+	conf.cgroup.bpf_pin_dir = pin_base;
+	for (int i = 0; i < 4; i++) {
+		snprintf(buf, sizeof(buf), "c %d:%d rwm", GPU_MAJOR, i);
+		managed[i] = rule(buf);
+	}
+	devprog_node_builder = shifted_builder;
+	ok(jobcg_devpolicy_open(&conf, root, managed, 4, &p) == 0, "shifted level: open");
+	devprog_node_builder = devprog_build_node;
+	if (!p)
+		return;
+	ok(jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE, "shifted level: node mode");
+	note_pins(p);
+	mkcg("job_8/step_0/user/task_0");
+	static const char *const gpu12[] = {"c 195:1 rwm", "c 195:2 rwm"};
+	static const char *const gpu3[] = {"c 195:3 r"};
+	ok(grant(p, "job_8/step_0", gpu12, 2) == 0, "shifted level: grant step gpu 1,2");
+	is_int(try_in("job_8/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), EPERM,
+	       "shifted level: gpu0 denied at the step");
+	is_int(try_in("job_8/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), 0,
+	       "shifted level: gpu1 allowed");
+	ok(grant(p, "job_8/step_0/user/task_0", gpu3, 1) == 0, "shifted level: grant task gpu3");
+	is_int(try_in("job_8/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), EPERM,
+	       "shifted level: task level found too (gpu1 now denied)");
+	ok(revoke_rel(p, "job_8/step_0/user/task_0") == 0 && revoke_rel(p, "job_8/step_0") == 0,
+	   "shifted level: revoke");
+	ok(jobcg_devpolicy_destroy(p) == 0, "shifted level: destroy");
+	path_of(path, sizeof(path), "job_8");
+	ktest_remove_tree(path);
 }
 
 static char warned[4096];
@@ -599,6 +649,7 @@ int main(void)
 	run_mode(JOBCG_DEVPROG_NODE);
 	run_mode(JOBCG_DEVPROG_LINEAR);
 	run_fallback();
+	run_shifted();
 
 	bool all_gone = true;
 	for (size_t i = 0; i < n_made_progs; i++)
@@ -614,7 +665,7 @@ int main(void)
 			all_gone = false;
 			tap_diag("map %u still exists", made_maps[i]);
 		}
-	ok(all_gone && n_made_maps == 2, "no leaked maps (%zu created, all released)", n_made_maps);
+	ok(all_gone && n_made_maps == 4, "no leaked maps (%zu created, all released)", n_made_maps);
 	/* The maps' BTF type description goes with them. */
 	bool btf_gone = false;
 	for (int i = 0; i < 200 && made_btf && !btf_gone; i++) {
