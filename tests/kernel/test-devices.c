@@ -197,7 +197,7 @@ static void check_cli(const char *mname)
 	snprintf(
 	    cmd, sizeof(cmd),
 	    /* cli/main.c leaks its argument vector at exit (not ours): leaks off for the CLI */
-	    "ASAN_OPTIONS=detect_leaks=0 JOBCG_BPF_PIN_DIR=%s %s/cli/jobcg --config-dir %s policy "
+	    "JOBCG_BPF_PIN_DIR=%s %s/cli/jobcg --config-dir %s policy "
 	    "--json --root %s --dev-dir %s",
 	    pin_base, build, tmp, root, tmp);
 	f = popen(cmd, "r");
