@@ -2,12 +2,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
-#include <mntent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "jobcg/context.h"
 #include "jobcg/devices.h"
 
 static const char *level_name(int level)
@@ -22,49 +22,6 @@ static const char *level_name(int level)
 	default:
 		return "other";
 	}
-}
-
-/* The v2 mount, for roots given relative to it. */
-static int find_v2_mount(char *buf, size_t size)
-{
-	FILE *f = setmntent("/proc/self/mounts", "re");
-	struct mntent *m;
-
-	if (!f)
-		return -errno;
-	while ((m = getmntent(f)))
-		if (strcmp(m->mnt_type, "cgroup2") == 0) {
-			snprintf(buf, size, "%s", m->mnt_dir);
-			endmntent(f);
-			return 0;
-		}
-	endmntent(f);
-	return -ENOENT;
-}
-
-static int root_path(const struct jobcg_config *conf, const char *opt, char *buf, size_t size)
-{
-	char mnt[4096];
-	const struct jobcg_cgroup_conf *c = &conf->cgroup;
-
-	if (opt && opt[0] == '/') {
-		snprintf(buf, size, "%s", opt);
-		return 0;
-	}
-	if (!opt && c->tree_root && c->tree_root[0] == '/') {
-		snprintf(buf, size, "%s", c->tree_root);
-		return 0;
-	}
-	if (find_v2_mount(mnt, sizeof(mnt)) < 0)
-		return -ENOENT;
-	if (opt)
-		snprintf(buf, size, "%s/%s", mnt, opt);
-	else if (c->tree_root)
-		snprintf(buf, size, "%s/%s", mnt, c->tree_root);
-	else
-		snprintf(buf, size, "%s/%s/%s", mnt, c->slice ? c->slice : "system.slice",
-			 c->scope_name ? c->scope_name : "jobcg.scope");
-	return 0;
 }
 
 static void rule_text(const struct jobcg_devrule *r, char *dev, size_t dsize, char *acc)
@@ -125,6 +82,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 	};
 	const char *root_opt = NULL, *dev_dir = NULL;
 	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
 	struct jobcg_devpolicy *p = NULL;
 	struct jobcg_devnames *names = NULL;
 	struct jobcg_devgrant *grants = NULL;
@@ -158,10 +116,17 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		return cli_usage_error("policy", "unexpected argument '%s'", argv[optind]);
 	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT, &conf) != 0)
 		return 1;
-	if (root_path(conf, root_opt, root, sizeof(root)) < 0) {
-		jobcg_config_free(conf);
-		return cli_fail("no cgroup v2 mount found");
+	/* The same root as every other command, unless --root names another. */
+	if (jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx) < 0) {
+		cli_print_error(NULL);
+		goto out;
 	}
+	if (root_opt && root_opt[0] == '/')
+		snprintf(root, sizeof(root), "%s", root_opt);
+	else if (root_opt)
+		snprintf(root, sizeof(root), "%s/%s", jobcg_ctx_mount(ctx), root_opt);
+	else
+		snprintf(root, sizeof(root), "%s", jobcg_ctx_root(ctx));
 	e = jobcg_devpolicy_open_pinned(conf, root, &p);
 	if (e == -ENOENT) {
 		/* No node program for this root: list linear programs, touching nothing. */
@@ -269,6 +234,7 @@ out:
 	jobcg_devgrants_free(grants, n_grants);
 	free(managed);
 	jobcg_devpolicy_free(p);
+	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);
 	return rc;
 }
