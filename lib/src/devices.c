@@ -257,7 +257,8 @@ static int create_pins(struct jobcg_devpolicy *p)
 				   sizeof(struct devprog_policy_value), DEVPROG_POLICY_MAX,
 				   BPF_F_NO_PREALLOC, btf_fd, tid[2], tid[3], &p->policy_fd)) < 0)
 		return e;
-	if ((e = devprog_node_builder(p->managed_fd, p->policy_fd, p->root_level, p->root_id, &b)) < 0)
+	if ((e = devprog_node_builder(p->managed_fd, p->policy_fd, p->root_level, p->root_id, &b)) <
+	    0)
 		return e;
 	e = bpfsys_devprog_load(DEVPROG_NODE_NAME, b.insns, b.n, &p->prog_fd);
 	devprog_buf_done(&b);
@@ -274,15 +275,24 @@ static int create_pins(struct jobcg_devpolicy *p)
 }
 
 /* Make the managed map hold exactly the keys of p->managed. */
+static int cmp_mkey(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct devprog_managed_key));
+}
+
+/* Make the managed map hold exactly the keys of p->managed, touching only what differs: this
+ * runs at every open, on the launch path, with up to thousands of devices. */
 static int sync_managed(struct jobcg_devpolicy *p)
 {
-	struct devprog_managed_key key, next, *have = NULL;
-	size_t n_have = 0;
-	int e = 0;
+	_cleanup_free_ struct devprog_managed_key *have = NULL, *want = NULL;
+	struct devprog_managed_key key, next;
+	size_t n_have = 0, n_want = 0;
 	bool first = true;
+	int e;
 
 	have = calloc(DEVPROG_MANAGED_MAX, sizeof(*have));
-	if (!have)
+	want = calloc(2 * p->n_managed + 1, sizeof(*want));
+	if (!have || !want)
 		return -ENOMEM;
 	while (n_have < DEVPROG_MANAGED_MAX &&
 	       bpf_map_get_next_key(p->managed_fd, first ? NULL : &key, &next) == 0) {
@@ -290,29 +300,21 @@ static int sync_managed(struct jobcg_devpolicy *p)
 		key = next;
 		first = false;
 	}
-	for (size_t i = 0; i < n_have; i++) {
-		bool want = false;
-		for (size_t j = 0; j < p->n_managed && !want; j++) {
-			struct devprog_managed_key k[2];
-			size_t nk = devprog_rule_keys(&p->managed[j], k);
-			for (size_t l = 0; l < nk; l++)
-				if (memcmp(&k[l], &have[i], sizeof(key)) == 0)
-					want = true;
-		}
-		if (!want)
+	for (size_t j = 0; j < p->n_managed; j++)
+		n_want += devprog_rule_keys(&p->managed[j], want + n_want);
+	qsort(have, n_have, sizeof(*have), cmp_mkey);
+	qsort(want, n_want, sizeof(*want), cmp_mkey);
+	for (size_t i = 0; i < n_have; i++)
+		if (!bsearch(&have[i], want, n_want, sizeof(*want), cmp_mkey))
 			(void)bpf_map_delete_elem(p->managed_fd, &have[i]);
-	}
-	free(have);
-	for (size_t j = 0; j < p->n_managed; j++) {
-		struct devprog_managed_key k[2];
-		size_t nk = devprog_rule_keys(&p->managed[j], k);
-		for (size_t l = 0; l < nk; l++) {
-			uint32_t v = JOBCG_DEV_ACC_ALL;
-			e = bpf_map_update_elem(p->managed_fd, &k[l], &v, BPF_ANY);
-			if (e < 0)
-				return error_set(e, "cannot update %s: %s", DEVPROG_MANAGED_NAME,
-						 strerror(-e));
-		}
+	for (size_t i = 0; i < n_want; i++) {
+		uint32_t v = JOBCG_DEV_ACC_ALL;
+		if (bsearch(&want[i], have, n_have, sizeof(*have), cmp_mkey))
+			continue;
+		e = bpf_map_update_elem(p->managed_fd, &want[i], &v, BPF_ANY);
+		if (e < 0)
+			return error_set(e, "cannot update %s: %s", DEVPROG_MANAGED_NAME,
+					 strerror(-e));
 	}
 	return 0;
 }
