@@ -404,8 +404,34 @@ static void test_devnames(void)
 	jobcg_devnames_free(d);
 }
 
+/* gres.conf files become managed rules: stat()ed ones only, each device once. */
+static void test_managed_from_config(void)
+{
+	struct jobcg_gres_file f[4] = {{(char *)"/dev/nvidia0", 'c', 195, 0},
+				       {(char *)"/dev/nvidia1", 'c', 195, 1},
+				       {(char *)"/dev/nvidia0", 'c', 195, 0},
+				       {(char *)"/dev/unknown", 0, 0, 0}};
+	struct jobcg_gres_record r[2] = {{.name = (char *)"gpu", .files = f, .nfiles = 2},
+					 {.name = (char *)"mps", .files = f + 2, .nfiles = 2}};
+	struct jobcg_config conf = {.gres = {.records = r, .nrecords = 2}};
+	struct jobcg_devrule *v = NULL;
+	size_t n = 0;
+	char buf[64];
+
+	is_int(jobcg_devpolicy_managed_from_config(&conf, &v, &n), 0, "managed from gres.conf");
+	is_int(n, 2, "two distinct stat()ed device files");
+	if (n == 2) {
+		is_str(jobcg_devrule_format(&v[0], buf, sizeof(buf)), "c 195:0 rwm",
+		       "first is c 195:0");
+		is_str(jobcg_devrule_format(&v[1], buf, sizeof(buf)), "c 195:1 rwm",
+		       "then c 195:1");
+	}
+	free(v);
+}
+
 int main(void)
 {
+	test_managed_from_config();
 	test_devnames();
 	test_parse();
 	test_linear_shape();
