@@ -24,6 +24,21 @@ static const char *level_name(int level)
 	}
 }
 
+/* Names: the gres.conf files first (what the administrator calls them), then /dev. */
+struct names {
+	struct jobcg_devnames *gres, *dev;
+};
+
+static const char *name_of(const struct names *n, const struct jobcg_devrule *r)
+{
+	const char *s;
+
+	if (r->major == JOBCG_DEV_ANY || r->minor == JOBCG_DEV_ANY)
+		return NULL;
+	s = jobcg_devnames_find(n->gres, r->type, r->major, r->minor);
+	return s ? s : jobcg_devnames_find(n->dev, r->type, r->major, r->minor);
+}
+
 static void rule_text(const struct jobcg_devrule *r, char *dev, size_t dsize, char *acc)
 {
 	char maj[16] = "*", min[16] = "*";
@@ -36,7 +51,7 @@ static void rule_text(const struct jobcg_devrule *r, char *dev, size_t dsize, ch
 	jobcg_devaccess_format(r->access, acc);
 }
 
-static json_object *rule_json(const struct jobcg_devrule *r, const struct jobcg_devnames *names)
+static json_object *rule_json(const struct jobcg_devrule *r, const struct names *names)
 {
 	json_object *o = json_object_new_object();
 	char buf[64], acc[4];
@@ -54,21 +69,21 @@ static json_object *rule_json(const struct jobcg_devrule *r, const struct jobcg_
 							 : json_object_new_int64(r->minor));
 	json_object_object_add(o, "access",
 			       json_object_new_string(jobcg_devaccess_format(r->access, acc)));
-	if (r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY)
-		name = jobcg_devnames_find(names, r->type, r->major, r->minor);
+	name = name_of(names, r);
 	json_object_object_add(o, "name", name ? json_object_new_string(name) : NULL);
 	return o;
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: jobcg policy [--json] [--root CGROUP] [--dev-dir DIR]\n\n"
-		"Print the device policy below the jobcg root: the managed devices and, for each\n"
-		"constrained job, step or task cgroup, the devices and access it is granted.\n\n"
-		"  --json           machine-readable output\n"
-		"  --root CGROUP    the jobcg root (absolute, or relative to the cgroup v2 mount)\n"
-		"  --dev-dir DIR    where to look up device names (default /dev)\n");
+	fprintf(
+	    f,
+	    "Usage: jobcg policy [--json] [--root CGROUP] [--dev-dir DIR]\n\n"
+	    "Print the device policy below the jobcg root: the managed devices and, for each\n"
+	    "constrained job, step or task cgroup, the devices and access it is granted.\n\n"
+	    "  --json           machine-readable output\n"
+	    "  --root CGROUP    the jobcg root (absolute, or relative to the cgroup v2 mount)\n"
+	    "  --dev-dir DIR    where to look up device names not in gres.conf (default /dev)\n");
 }
 
 static int cmd_policy(int argc, char **argv, const struct cli_global *g)
@@ -84,7 +99,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	struct jobcg_devpolicy *p = NULL;
-	struct jobcg_devnames *names = NULL;
+	struct names names = {NULL, NULL};
 	struct jobcg_devgrant *grants = NULL;
 	struct jobcg_devrule *managed = NULL;
 	size_t n_grants = 0, n_managed = 0;
@@ -142,7 +157,12 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		cli_print_error("policy");
 		goto out;
 	}
-	(void)jobcg_devnames_scan(dev_dir, &names);
+	if (jobcg_devnames_new(&names.gres) == 0)
+		for (size_t i = 0; i < conf->gres.nrecords; i++)
+			for (size_t j = 0; j < conf->gres.records[i].nfiles; j++)
+				(void)jobcg_devnames_add(names.gres,
+							 conf->gres.records[i].files[j].path);
+	(void)jobcg_devnames_scan(dev_dir, &names.dev);
 
 	bool node = jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE;
 	if (json) {
@@ -153,7 +173,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		    o, "pin_dir", node ? json_object_new_string(jobcg_devpolicy_pin_dir(p)) : NULL);
 		a = json_object_new_array();
 		for (size_t i = 0; i < n_managed; i++)
-			json_object_array_add(a, rule_json(&managed[i], names));
+			json_object_array_add(a, rule_json(&managed[i], &names));
 		json_object_object_add(o, "managed", node ? a : (json_object_put(a), NULL));
 		a = json_object_new_array();
 		for (size_t i = 0; i < n_grants; i++) {
@@ -169,7 +189,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 				json_object_object_add(gj, "prog_id",
 						       json_object_new_int64(grants[i].prog_id));
 			for (size_t j = 0; j < grants[i].n_rules; j++)
-				json_object_array_add(rj, rule_json(&grants[i].rules[j], names));
+				json_object_array_add(rj, rule_json(&grants[i].rules[j], &names));
 			json_object_object_add(gj, "allow", rj);
 			json_object_array_add(a, gj);
 		}
@@ -188,8 +208,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		if (node) {
 			printf("managed devices (%zu):", n_managed);
 			for (size_t i = 0; i < n_managed; i++) {
-				const char *nm = jobcg_devnames_find(
-				    names, managed[i].type, managed[i].major, managed[i].minor);
+				const char *nm = name_of(&names, &managed[i]);
 				rule_text(&managed[i], dev, sizeof(dev), acc);
 				printf("%s %s%s%s%s", i ? "," : "", dev, nm ? " (" : "",
 				       nm ? nm : "", nm ? ")" : "");
@@ -215,11 +234,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 					       "every managed device denied");
 				for (size_t j = 0; j < grants[i].n_rules; j++) {
 					const struct jobcg_devrule *r = &grants[i].rules[j];
-					const char *nm =
-					    r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY
-						? jobcg_devnames_find(names, r->type, r->major,
-								      r->minor)
-						: NULL;
+					const char *nm = name_of(&names, r);
 					rule_text(r, dev, sizeof(dev), acc);
 					printf("%-32s %-5s %-12s %-6s %s\n", j ? "" : path,
 					       j ? "" : level_name(grants[i].level), dev, acc,
@@ -230,7 +245,8 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 	}
 	rc = 0;
 out:
-	jobcg_devnames_free(names);
+	jobcg_devnames_free(names.gres);
+	jobcg_devnames_free(names.dev);
 	jobcg_devgrants_free(grants, n_grants);
 	free(managed);
 	jobcg_devpolicy_free(p);

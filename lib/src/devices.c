@@ -1172,6 +1172,27 @@ JOBCG_EXPORT void jobcg_devnames_free(struct jobcg_devnames *d)
 	free(d);
 }
 
+static int devnames_push(struct jobcg_devnames *d, const struct stat *st, char *path)
+{
+	if (d->n >= DEVNAMES_MAX) {
+		free(path);
+		return -E2BIG;
+	}
+	if (d->n == d->cap) {
+		size_t nc = d->cap ? d->cap * 2 : 256;
+		struct devname *nv = realloc(d->v, nc * sizeof(*nv));
+		if (!nv) {
+			free(path);
+			return -ENOMEM;
+		}
+		d->v = nv;
+		d->cap = nc;
+	}
+	d->v[d->n++] = (struct devname){S_ISCHR(st->st_mode) ? 'c' : 'b', major(st->st_rdev),
+					minor(st->st_rdev), path};
+	return 0;
+}
+
 static void scan_dev(struct jobcg_devnames *d, const char *dir, int depth)
 {
 	DIR *dd;
@@ -1192,20 +1213,38 @@ static void scan_dev(struct jobcg_devnames *d, const char *dir, int depth)
 			scan_dev(d, path, depth + 1);
 			continue;
 		}
-		if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
-			continue;
-		if (d->n == d->cap) {
-			size_t nc = d->cap ? d->cap * 2 : 256;
-			struct devname *nv = realloc(d->v, nc * sizeof(*nv));
-			if (!nv)
-				break;
-			d->v = nv;
-			d->cap = nc;
-		}
-		d->v[d->n++] = (struct devname){S_ISCHR(st.st_mode) ? 'c' : 'b', major(st.st_rdev),
-						minor(st.st_rdev), TAKE_PTR(path)};
+		if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) &&
+		    devnames_push(d, &st, TAKE_PTR(path)) < 0)
+			break;
 	}
 	closedir(dd);
+}
+
+JOBCG_EXPORT int jobcg_devnames_new(struct jobcg_devnames **ret)
+{
+	struct jobcg_devnames *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	*ret = d;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_devnames_add(struct jobcg_devnames *d, const char *path)
+{
+	struct stat st;
+	char *copy;
+
+	if (!d || !path)
+		return -EINVAL;
+	if (stat(path, &st) < 0)
+		return negative_errno();
+	if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+		return -ENODEV;
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	return devnames_push(d, &st, copy);
 }
 
 JOBCG_EXPORT int jobcg_devnames_scan(const char *dir, struct jobcg_devnames **ret)
