@@ -2,6 +2,7 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -624,6 +625,19 @@ static void run_fallback(void)
 	ktest_remove_tree(path);
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)remove(path);
+	return 0;
+}
+
+/* Pins left by a test that stopped half-way must not outlive it. */
+static void remove_pins(void)
+{
+	if (pin_base[0])
+		nftw(pin_base, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	char dev[4096];
@@ -634,6 +648,7 @@ int main(void)
 	tmp = ktest_tmpdir();
 	snprintf(pin_base, sizeof(pin_base), "/sys/fs/bpf/jobcg-test-%d-%ld", (int)getpid(),
 		 (long)time(NULL));
+	atexit(remove_pins);
 	for (unsigned i = 0; i < 4; i++) {
 		dev_path(dev, sizeof(dev), GPU_MAJOR, i);
 		if (mknod(dev, S_IFCHR | 0666, makedev(GPU_MAJOR, i)) < 0)
