@@ -93,17 +93,27 @@ int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_con
 	return 0;
 }
 
+static int run_main(int argc, char **argv, char **rest);
+
 int main(int argc, char **argv)
 {
+	char **rest = calloc((size_t)argc + 1, sizeof(char *));
+	int r;
+
+	if (!rest)
+		return 1;
+	r = run_main(argc, argv, rest);
+	free(rest);
+	return r;
+}
+
+static int run_main(int argc, char **argv, char **rest)
+{
 	struct cli_global g = { .prog = "jobcg" };
-	char **rest;
 	int nrest = 0;
 	const char *name = NULL;
 	bool end_of_opts = false;
 
-	rest = calloc((size_t)argc + 1, sizeof(char *));
-	if (!rest)
-		return 1;
 	/* Global options may come before or after the subcommand name, but never after "--". */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];

@@ -1,0 +1,64 @@
+/* Fuzz target: the GRES request, --gpu-bind and persisted-set parsers (first line of input each). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobcg/gres.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct jobcg_gres_file f[3] = { { (char *)"/dev/nvidia0", 'c', 195, 0 },
+					       { (char *)"/dev/nvidia1", 'c', 195, 1 },
+					       { (char *)"/dev/nic0", 'c', 231, 0 } };
+	static struct jobcg_gres_record r[3] = {
+		{ .name = (char *)"gpu", .type = (char *)"a100", .files = &f[0], .nfiles = 1 },
+		{ .name = (char *)"gpu", .type = (char *)"v100", .files = &f[1], .nfiles = 1 },
+		{ .name = (char *)"nic", .files = &f[2], .nfiles = 1 },
+	};
+	static const struct jobcg_gres_conf conf = { .records = r, .nrecords = 3 };
+	struct jobcg_gres_node *n = NULL;
+	struct jobcg_gres_request *req = NULL;
+	struct jobcg_gres_set all, got, t;
+	struct jobcg_gpu_bind b = {};
+	char *s;
+
+	if (size > 4096)
+		return 0;
+	s = malloc(size + 1);
+	if (!s)
+		return 0;
+	memcpy(s, data, size);
+	s[size] = 0;
+	if (jobcg_gres_node_new(&conf, &n) < 0)
+		abort();
+	jobcg_gres_node_all(n, NULL, &all);
+	if (jobcg_gres_request_parse(s, &req) == 0) {
+		if (jobcg_gres_select(n, req, &all, NULL, 0, &got) == 0 &&
+		    !jobcg_gres_set_subset(&got, &all))
+			abort();
+		jobcg_gres_request_free(req);
+	}
+	if (jobcg_gpu_bind_parse(s, &b) == 0) {
+		for (unsigned i = 0; i < 4; i++)
+			if (jobcg_gpu_bind_task(n, &b, &all, i, 4, &t) == 0 &&
+			    !jobcg_gres_set_subset(&t, &all))
+				abort();
+		jobcg_gpu_bind_done(&b);
+	}
+	if (jobcg_gres_set_parse(n, s, &got) == 0) {
+		char *back = NULL;
+		struct jobcg_gres_set again;
+
+		if (jobcg_gres_set_format(n, &got, &back) < 0)
+			abort();
+		if (*back && (jobcg_gres_set_parse(n, back, &again) < 0 ||
+			      memcmp(&again, &got, sizeof(got)) != 0))
+			abort();
+		free(back);
+	}
+	jobcg_gres_node_free(n);
+	free(s);
+	return 0;
+}
