@@ -58,6 +58,11 @@ static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 	r = cgroup_conf_defaults(&c->cgroup);
 	if (r < 0)
 		goto fail;
+	/* Slurm matches NodeName= against slurmd's node name, which need not be the host name:
+	 * JOBCG_NODENAME says which one this node is. */
+	if (!hostname && !(flags & JOBCG_CONFIG_NO_ENV) && getenv("JOBCG_NODENAME") &&
+	    *getenv("JOBCG_NODENAME"))
+		hostname = getenv("JOBCG_NODENAME");
 	c->hostname = hostname ? strdup(hostname) : default_hostname();
 	if (!c->hostname || (dir && !(c->config_dir = strdup(dir)))) {
 		r = -ENOMEM;

@@ -69,6 +69,7 @@ static int run(const char *const *args, char **out, char **err)
 		dup2(fe, 2);
 		unsetenv("JOBCG_CONF_DIR");
 		unsetenv("JOBCG_ROOT");
+		unsetenv("JOBCG_NODENAME");
 		execv(jobcg, (char *const *)argv);
 		_exit(127);
 	}

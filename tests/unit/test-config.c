@@ -263,6 +263,21 @@ static void test_env_and_dir(void)
 	unsetenv("JOBCG_ROOT");
 	unsetenv("JOBCG_STATE_DIR");
 
+	/* JOBCG_NODENAME selects NodeName= lines when no host name is given */
+	put("gres.conf", "NodeName=n[1-3] Name=nic Count=2\n", (size_t)-1);
+	setenv("JOBCG_NODENAME", "n2", 1);
+	c = NULL;
+	ok(jobcg_config_load(tmp, NULL, 0, &c) == 0 && c && streq(c->hostname, "n2") &&
+		   c->gres.nrecords == 1,
+	   "JOBCG_NODENAME names this node");
+	jobcg_config_free(c);
+	c = NULL;
+	ok(jobcg_config_load(tmp, "n7", 0, &c) == 0 && c && c->gres.nrecords == 0,
+	   "an explicit host name wins over JOBCG_NODENAME");
+	jobcg_config_free(c);
+	unsetenv("JOBCG_NODENAME");
+	rm("gres.conf");
+
 	/* JOBCG_CONF_DIR is used when no directory is given */
 	setenv("JOBCG_CONF_DIR", tmp, 1);
 	c = NULL;
