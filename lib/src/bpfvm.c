@@ -38,6 +38,7 @@ struct reg {
 	int64_t off;
 	uint8_t kind;
 	uint8_t region;
+	uint8_t taint; /* BPFVM_T_* bits: which context fields this value was computed from */
 };
 
 struct frame {
@@ -48,6 +49,9 @@ struct frame {
 struct vm {
 	struct reg r[NREGS];
 	uint8_t stack[STACK_FRAME * MAX_FRAMES];
+	uint8_t stack_taint[STACK_FRAME * MAX_FRAMES];
+	/* Stack bytes touched by the previous run: only those need zeroing for the next one. */
+	size_t dirty_lo, dirty_hi;
 	/* A register spilled to an 8-byte stack slot keeps its kind, so it can be reloaded. */
 	struct reg spill[STACK_FRAME * MAX_FRAMES / 8];
 	bool spilled[STACK_FRAME * MAX_FRAMES / 8];
@@ -338,7 +342,15 @@ static int do_load(struct vm *vm, size_t pc, const struct bpf_insn *i)
 	memcpy(&v, p, len); /* little-endian host assumed, as the kernel's context layout is */
 	if (BPF_MODE(i->code) == BPF_MEMSX)
 		v = sext(v, len * 8);
-	vm->r[i->dst_reg] = (struct reg){ .v = v };
+	uint8_t t = 0;
+	if (base->kind == K_CTX) {
+		for (int64_t b = base->off + i->off; b < base->off + i->off + len; b++)
+			t |= b < 2 ? BPFVM_T_TYPE : b < 4 ? BPFVM_T_ACCESS : b < 8 ? BPFVM_T_MAJOR : BPFVM_T_MINOR;
+	} else if (base->kind == K_STACK) {
+		for (unsigned b = 0; b < len; b++)
+			t |= vm->stack_taint[base->off + i->off + b];
+	}
+	vm->r[i->dst_reg] = (struct reg){ .v = v, .taint = t };
 	return 0;
 }
 
@@ -353,6 +365,14 @@ static int do_store(struct vm *vm, size_t pc, const struct bpf_insn *i, const st
 	if (!p)
 		return err;
 	spill_clear(vm, base, i->off, len);
+	if (base->kind == K_STACK) {
+		size_t a = (size_t)(base->off + i->off);
+		memset(vm->stack_taint + a, src ? src->taint : 0, len);
+		if (a < vm->dirty_lo)
+			vm->dirty_lo = a;
+		if (a + len > vm->dirty_hi)
+			vm->dirty_hi = a + len;
+	}
 	if (src && src->kind != K_SCALAR) {
 		int64_t a = base->off + i->off;
 		if (base->kind != K_STACK || len != 8 || a % 8 != 0)
@@ -380,6 +400,15 @@ static int do_atomic(struct vm *vm, size_t pc, const struct bpf_insn *i)
 	if (src->kind != K_SCALAR)
 		return error_set(-EINVAL, "instruction %zu: atomic operation on a pointer", pc);
 	spill_clear(vm, base, i->off, len);
+	if (base->kind == K_STACK) {
+		size_t a = (size_t)(base->off + i->off);
+		for (unsigned b = 0; b < len; b++)
+			vm->stack_taint[a + b] |= src->taint;
+		if (a < vm->dirty_lo)
+			vm->dirty_lo = a;
+		if (a + len > vm->dirty_hi)
+			vm->dirty_hi = a + len;
+	}
 	memcpy(&old, p, len);
 	switch (i->imm & ~BPF_FETCH) {
 	case BPF_ADD:
@@ -422,12 +451,15 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 	struct reg srcr = BPF_SRC(i->code) == BPF_X ? vm->r[i->src_reg] :
 						     (struct reg){ .v = (uint64_t)(int64_t)i->imm };
 	uint64_t a = dst->v, b = srcr.v, res;
+	uint8_t taint = op == BPF_MOV ? srcr.taint : (uint8_t)(dst->taint | srcr.taint);
 
 	if (i->dst_reg == BPF_REG_10)
 		return error_set(-EINVAL, "instruction %zu: writes the frame pointer r10", pc);
 
 	/* Pointer arithmetic: only what the verifier allows, ptr +- scalar and ptr = ptr. */
-	if (dst->kind != K_SCALAR || srcr.kind != K_SCALAR) {
+	/* A move from a scalar overwrites whatever dst held, pointer or not. */
+	if ((dst->kind != K_SCALAR && !(op == BPF_MOV && srcr.kind == K_SCALAR)) ||
+	    srcr.kind != K_SCALAR) {
 		if (op == BPF_MOV && is64 && i->off == 0) {
 			*dst = srcr;
 			return 0;
@@ -519,14 +551,14 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 			res = bswap(dst->v, (unsigned)i->imm);
 		else
 			res = i->imm == 64 ? dst->v : dst->v & ((1ull << i->imm) - 1);
-		*dst = (struct reg){ .v = res };
+		*dst = (struct reg){ .v = res, .taint = dst->taint };
 		return 0;
 	default:
 		return error_set(-EINVAL, "instruction %zu: unknown ALU operation 0x%02x", pc, i->code);
 	}
 	if (!is64)
 		res = (uint32_t)res;
-	*dst = (struct reg){ .v = res };
+	*dst = (struct reg){ .v = res, .taint = taint };
 	return 0;
 }
 
@@ -576,6 +608,7 @@ static int value_slot(struct vm *vm, size_t pc, const void *p, struct reg *ret)
 	if (vm->nvalues >= MAX_VALUES)
 		return error_set(-EOPNOTSUPP, "instruction %zu: more than %d map lookups in one run", pc,
 				 MAX_VALUES);
+	memset(vm->values[vm->nvalues], 0, VALUE_BIAS);
 	memcpy(vm->values[vm->nvalues] + VALUE_BIAS, p, BPFVM_MAP_VALUE_MAX);
 	*ret = (struct reg){ .kind = K_VALUE, .region = (uint8_t)vm->nvalues };
 	vm->nvalues++;
@@ -658,18 +691,55 @@ static int do_call(struct vm *vm, const struct bpf_insn *insns, size_t n, size_t
 	return 0;
 }
 
+/* One machine per thread, reused: a decode runs a program hundreds of thousands of times. */
+static __thread struct vm *thread_vm;
+
+static struct vm *vm_get(void)
+{
+	struct vm *vm = thread_vm;
+
+	if (!vm) {
+		vm = calloc(1, sizeof(*vm));
+		if (!vm)
+			return NULL;
+		vm->dirty_lo = sizeof(vm->stack);
+		thread_vm = vm;
+		return vm;
+	}
+	if (vm->dirty_hi > vm->dirty_lo) {
+		memset(vm->stack + vm->dirty_lo, 0, vm->dirty_hi - vm->dirty_lo);
+		memset(vm->stack_taint + vm->dirty_lo, 0, vm->dirty_hi - vm->dirty_lo);
+		for (size_t s = vm->dirty_lo / 8; s <= (vm->dirty_hi - 1) / 8; s++)
+			vm->spilled[s] = false;
+	}
+	vm->dirty_lo = sizeof(vm->stack);
+	vm->dirty_hi = 0;
+	memset(vm->r, 0, sizeof(vm->r));
+	vm->nvalues = 0;
+	vm->depth = 0;
+	return vm;
+}
+
 int bpfvm_run(const struct bpf_insn *insns, size_t n, const struct bpfvm_devctx *ctx,
 	      const struct bpfvm_env *env, uint64_t max_steps, uint64_t *ret_r0)
+{
+	int r = bpfvm_check(insns, n);
+
+	if (r < 0)
+		return r;
+	return bpfvm_run_checked(insns, n, ctx, env, NULL, max_steps, ret_r0);
+}
+
+int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm_devctx *ctx,
+		      const struct bpfvm_env *env, const struct bpfvm_trace *trace,
+		      uint64_t max_steps, uint64_t *ret_r0)
 {
 	struct vm *vm;
 	uint64_t steps = 0;
 	size_t pc = 0;
 	int r;
 
-	r = bpfvm_check(insns, n);
-	if (r < 0)
-		return r;
-	vm = calloc(1, sizeof(*vm));
+	vm = vm_get();
 	if (!vm)
 		return -ENOMEM;
 	memcpy(vm->ctx, ctx, sizeof(vm->ctx));
@@ -810,6 +880,9 @@ int bpfvm_run(const struct bpf_insn *insns, size_t n, const struct bpfvm_devctx 
 				uint64_t a = reg_value(d);
 				uint64_t b = BPF_SRC(i->code) == BPF_X ? reg_value(&vm->r[i->src_reg]) :
 									 (uint64_t)(int64_t)i->imm;
+				uint8_t tb = BPF_SRC(i->code) == BPF_X ? vm->r[i->src_reg].taint : 0;
+				if (trace && trace->compare && (d->taint | tb))
+					trace->compare(trace->userdata, op, cls == BPF_JMP32, a, d->taint, b, tb);
 				if (jmp_taken(op, a, b, cls == BPF_JMP32)) {
 					pc = (size_t)((int64_t)pc + 1 + i->off);
 					continue;
@@ -825,6 +898,5 @@ int bpfvm_run(const struct bpf_insn *insns, size_t n, const struct bpfvm_devctx 
 		pc++;
 	}
 out:
-	free(vm);
 	return r;
 }

@@ -61,3 +61,27 @@ int bpfvm_run(const struct bpf_insn *insns, size_t n, const struct bpfvm_devctx 
 
 /* Largest key a map lookup can pass (bytes copied from the program's stack for the hook). */
 #define BPFVM_MAP_KEY_MAX 512
+
+/* Context fields a value was computed from (taint bits reported to a trace hook). */
+enum {
+	BPFVM_T_TYPE = 1,
+	BPFVM_T_ACCESS = 2,
+	BPFVM_T_MAJOR = 4,
+	BPFVM_T_MINOR = 8,
+};
+
+/*
+ * Called at every conditional jump where at least one side depends on the context: the jump
+ * operation (BPF_JEQ, ...), whether it compares 32 bits, and both sides with their taint bits.
+ * The decoder uses it to learn the constants that partition the input space.
+ */
+struct bpfvm_trace {
+	void (*compare)(void *userdata, uint8_t op, bool is32, uint64_t a, uint8_t taint_a,
+			uint64_t b, uint8_t taint_b);
+	void *userdata;
+};
+
+/* bpfvm_run() for a program that already passed bpfvm_check(), with an optional trace. */
+int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm_devctx *ctx,
+		      const struct bpfvm_env *env, const struct bpfvm_trace *trace,
+		      uint64_t max_steps, uint64_t *ret_r0);

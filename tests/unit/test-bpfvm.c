@@ -461,8 +461,60 @@ static void test_stack_calls_maps(void)
 	is_int(r0, 121, "callee result + preserved r6 + caller's own stack slot");
 }
 
+struct seen {
+	int n;
+	uint64_t b[8];
+	uint8_t ta[8], tb[8];
+};
+
+static void on_compare(void *u, uint8_t op, bool is32, uint64_t a, uint8_t ta, uint64_t b, uint8_t tb)
+{
+	struct seen *s = u;
+	if (s->n < 8) {
+		s->b[s->n] = b;
+		s->ta[s->n] = ta;
+		s->tb[s->n] = tb;
+	}
+	s->n++;
+}
+
+static void test_trace(void)
+{
+	/* The major goes through the stack; the minor is compared against a blinded constant. */
+	struct bpf_insn p[] = {
+		LDX(BPF_W, 2, 1, 4),
+		STX(BPF_W, 10, 2, -4),
+		LDX(BPF_W, 3, 10, -4),
+		LDX(BPF_W, 4, 1, 8),
+		MOV32_IMM(11, 0x77 ^ 9),
+		ALU32_IMM(BPF_XOR, 11, 0x77),
+		JMP_REG(BPF_JEQ, 4, 11, 2),
+		JMP_IMM(BPF_JNE, 3, 195, 1),
+		MOV64_IMM(0, 1),
+		EXIT(),
+	};
+	struct bpfvm_devctx c = { .access_type = (2u << 16) | 2, .major = 195, .minor = 3 };
+	struct seen s = { 0 };
+	struct bpfvm_trace tr = { on_compare, &s };
+	uint64_t r0 = 0;
+
+	is_int(bpfvm_check(p, NINSNS(p)), 0, "trace program is valid");
+	is_int(bpfvm_run_checked(p, NINSNS(p), &c, NULL, &tr, STEPS, &r0), 0, "traced run");
+	is_int(s.n, 2, "two context-dependent comparisons reported");
+	is_int(s.ta[0], BPFVM_T_MINOR, "first compares the minor");
+	is_int(s.b[0], 9, "against the unblinded constant 9");
+	is_int(s.tb[0], 0, "constant side untainted");
+	is_int(s.ta[1], BPFVM_T_MAJOR, "major keeps its taint through a stack spill");
+	is_int(s.b[1], 195, "against 195");
+	/* A second run on the reused machine starts from a clean stack. */
+	struct bpf_insn q[] = { LDX(BPF_W, 0, 10, -4), EXIT() };
+	is_int(bpfvm_run(q, NINSNS(q), &c, NULL, STEPS, &r0), 0, "run reading stale stack");
+	is_int(r0, 0, "stack is zero again in the next run");
+}
+
 int main(void)
 {
+	test_trace();
 	test_alu();
 	test_jumps();
 	test_context_and_seed_shape();

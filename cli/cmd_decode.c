@@ -1,0 +1,137 @@
+/* jobcg decode: print the device rules a cgroup device program enforces. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "decode_out.h"
+#include "jobcg/decode.h"
+
+#define MAX_INPUT (64u << 20)
+
+static int read_input(const char *path, char **ret, size_t *ret_len)
+{
+	int fd = streq_dash(path) ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (len == cap) {
+			if (cap >= MAX_INPUT) {
+				free(buf);
+				if (fd != STDIN_FILENO)
+					close(fd);
+				return -EFBIG;
+			}
+			cap = cap ? cap * 2 : 65536;
+			char *t = realloc(buf, cap + 1);
+			if (!t) {
+				free(buf);
+				if (fd != STDIN_FILENO)
+					close(fd);
+				return -ENOMEM;
+			}
+			buf = t;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = -errno;
+			free(buf);
+			if (fd != STDIN_FILENO)
+				close(fd);
+			return e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (!buf)
+		buf = calloc(1, 1);
+	if (!buf)
+		return -ENOMEM;
+	buf[len] = 0;
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+static void help(void)
+{
+	printf("Usage: jobcg decode [FILE|-] [--json]\n\n"
+	       "Print the device rules a cgroup device (eBPF) program enforces. FILE holds the\n"
+	       "text of 'bpftool prog dump xlated id N' or the raw instructions written by\n"
+	       "'bpftool prog dump xlated id N file F' (detected by content); '-' or no FILE\n"
+	       "reads standard input.\n\n"
+	       "Output: 'c *:* ACCESS', its exceptions ('c MAJOR:* ACCESS', 'c MAJOR:MINOR\n"
+	       "ACCESS'), then the same for 'b'. The most specific matching line decides. ACCESS\n"
+	       "lists r, w, m that are each allowed alone, or '-'. Lines starting with '#' flag\n"
+	       "behaviour the rules cannot express.\n\n"
+	       "  --json     print JSON\n"
+	       "  -h, --help show this help\n");
+}
+
+static int cmd_decode(int argc, char **argv, const struct cli_global *g)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	bool json = false;
+	const char *path = "-";
+	char *data = NULL;
+	size_t len = 0;
+	struct jobcg_decoded *d = NULL;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			help();
+			return 0;
+		default:
+			return cli_usage_error("decode", "unknown option");
+		}
+	}
+	if (optind < argc)
+		path = argv[optind++];
+	if (optind < argc)
+		return cli_usage_error("decode", "too many arguments");
+	r = read_input(path, &data, &len);
+	if (r < 0)
+		return cli_fail("%s: %s", streq_dash(path) ? "standard input" : path, strerror(-r));
+	r = jobcg_decode_data(data, len, streq_dash(path) ? "<stdin>" : path, NULL, &d);
+	free(data);
+	if (r == -EOPNOTSUPP) {
+		cli_print_error("program is opaque");
+		return 1;
+	}
+	if (r < 0) {
+		cli_print_error("decode");
+		return 1;
+	}
+	if (json) {
+		struct json_object *o = decode_out_json(d);
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+								      JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	} else
+		decode_out_text(stdout, d, NULL);
+	jobcg_decoded_free(d);
+	return 0;
+}
+CLI_COMMAND(decode, cmd_decode, "print the device rules an eBPF device program enforces");

@@ -1,0 +1,160 @@
+/* jobcg CLI: printing decoded device rules, and naming devices from /dev. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "decode_out.h"
+
+struct devname {
+	char type;
+	unsigned major, minor;
+	char *names;
+};
+
+struct devnames {
+	struct devname *v;
+	size_t n, cap;
+};
+
+static void add_name(struct devnames *dn, char type, unsigned major, unsigned minor, const char *path)
+{
+	for (size_t i = 0; i < dn->n; i++) {
+		struct devname *e = &dn->v[i];
+		if (e->type == type && e->major == major && e->minor == minor) {
+			size_t l = strlen(e->names);
+			if (l > 200)
+				return; /* enough names for one line */
+			char *t = realloc(e->names, l + strlen(path) + 2);
+			if (!t)
+				return;
+			sprintf(t + l, " %s", path);
+			e->names = t;
+			return;
+		}
+	}
+	if (dn->n == dn->cap) {
+		size_t nc = dn->cap ? dn->cap * 2 : 256;
+		struct devname *t = realloc(dn->v, nc * sizeof(*t));
+		if (!t)
+			return;
+		dn->v = t;
+		dn->cap = nc;
+	}
+	char *s = strdup(path);
+	if (!s)
+		return;
+	dn->v[dn->n++] = (struct devname){ type, major, minor, s };
+}
+
+static void scan(struct devnames *dn, const char *dir, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (depth > 3)
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[4096];
+		struct stat st;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+			add_name(dn, S_ISCHR(st.st_mode) ? 'c' : 'b', major(st.st_rdev), minor(st.st_rdev), path);
+		else if (S_ISDIR(st.st_mode) && strcmp(e->d_name, "fd") != 0)
+			scan(dn, path, depth + 1);
+	}
+	closedir(d);
+}
+
+struct devnames *devnames_load(const char *root)
+{
+	struct devnames *dn = calloc(1, sizeof(*dn));
+	if (dn)
+		scan(dn, root ? root : "/dev", 0);
+	return dn;
+}
+
+const char *devnames_get(const struct devnames *dn, char type, unsigned major, unsigned minor)
+{
+	if (!dn)
+		return "";
+	for (size_t i = 0; i < dn->n; i++)
+		if (dn->v[i].type == type && dn->v[i].major == major && dn->v[i].minor == minor)
+			return dn->v[i].names;
+	return "";
+}
+
+void devnames_free(struct devnames *dn)
+{
+	if (!dn)
+		return;
+	for (size_t i = 0; i < dn->n; i++)
+		free(dn->v[i].names);
+	free(dn->v);
+	free(dn);
+}
+
+void decode_out_text(FILE *f, const struct jobcg_decoded *d, const struct devnames *dn)
+{
+	const struct jobcg_decoded_line *lines;
+	size_t n = jobcg_decoded_lines(d, &lines);
+
+	for (size_t i = 0; i < n; i++) {
+		char buf[128];
+		if (lines[i].note) {
+			fprintf(f, "# %s\n", lines[i].note);
+			continue;
+		}
+		const struct jobcg_devrule *r = &lines[i].rule;
+		jobcg_decoded_rule_format(r, buf, sizeof(buf));
+		const char *names = r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY ?
+					    devnames_get(dn, r->type, r->major, r->minor) : "";
+		if (*names)
+			fprintf(f, "%-16s %s\n", buf, names);
+		else
+			fprintf(f, "%s\n", buf);
+	}
+}
+
+static struct json_object *num_or_star(uint32_t v)
+{
+	return v == JOBCG_DEV_ANY ? json_object_new_string("*") : json_object_new_int64(v);
+}
+
+struct json_object *decode_out_json(const struct jobcg_decoded *d)
+{
+	const struct jobcg_decoded_line *lines;
+	size_t n = jobcg_decoded_lines(d, &lines);
+	struct json_object *o = json_object_new_object(), *rules = json_object_new_array(),
+			   *notes = json_object_new_array();
+
+	for (size_t i = 0; i < n; i++) {
+		if (lines[i].note) {
+			json_object_array_add(notes, json_object_new_string(lines[i].note));
+			continue;
+		}
+		const struct jobcg_devrule *r = &lines[i].rule;
+		char buf[128], type[2] = { r->type, 0 };
+		struct json_object *j = json_object_new_object();
+		jobcg_decoded_rule_format(r, buf, sizeof(buf));
+		json_object_object_add(j, "type", json_object_new_string(type));
+		json_object_object_add(j, "major", num_or_star(r->major));
+		json_object_object_add(j, "minor", num_or_star(r->minor));
+		json_object_object_add(j, "access", json_object_new_string(strrchr(buf, ' ') + 1));
+		json_object_object_add(j, "rule", json_object_new_string(buf));
+		json_object_array_add(rules, j);
+	}
+	json_object_object_add(o, "rules", rules);
+	json_object_object_add(o, "notes", notes);
+	return o;
+}

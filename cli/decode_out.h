@@ -1,0 +1,26 @@
+/* jobcg CLI: printing decoded device rules (text and JSON), shared by decode, devices, who-has. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "jobcg/decode.h"
+
+static inline bool streq_dash(const char *s)
+{
+	return strcmp(s, "-") == 0;
+}
+
+/* Device nodes found under /dev, to name decoded rules. */
+struct devnames;
+struct devnames *devnames_load(const char *root);
+/* Space-separated node paths for a device ("" when none); valid until devnames_free(). */
+const char *devnames_get(const struct devnames *dn, char type, unsigned major, unsigned minor);
+void devnames_free(struct devnames *dn);
+
+/* Rule lines (and "# note" lines); with @dn, c/b MAJ:MIN lines get their /dev names. */
+void decode_out_text(FILE *f, const struct jobcg_decoded *d, const struct devnames *dn);
+/* {"rules":[{"type","major","minor","access"}...],"notes":[...]} ("*" for wildcards). */
+struct json_object *decode_out_json(const struct jobcg_decoded *d);

@@ -1,0 +1,908 @@
+/* jobcg tests: decoding device programs shaped like those of Slurm, systemd, runc, crun, LXC,
+ * HTCondor and snapd; rules compared with the generators' rule lists and request by request. */
+#include <errno.h>
+#include <glob.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpftext.h"
+#include "bpfvm.h"
+#include "insn.h"
+#include "jobcg/decode.h"
+#include "tap.h"
+
+#define ANY (-1)
+#define ACC_M 1
+#define ACC_R 2
+#define ACC_W 4
+#define ACC_ALL 7
+#define ELEMENTS(a) (sizeof(a) / sizeof((a)[0]))
+
+struct rule {
+	char type; /* 'c', 'b', 'a' */
+	int64_t major, minor;
+	unsigned access;
+	bool allow;
+};
+
+struct prog {
+	struct bpf_insn v[32768];
+	size_t n;
+};
+
+static void emit(struct prog *p, struct bpf_insn i)
+{
+	if (p->n >= ELEMENTS(p->v))
+		abort();
+	p->v[p->n++] = i;
+}
+
+/* Jumps to the end of the current rule block, patched once its length is known. */
+struct patches {
+	size_t at[16];
+	int n;
+};
+
+static void jump_next(struct prog *p, struct patches *ps, struct bpf_insn i)
+{
+	ps->at[ps->n++] = p->n;
+	emit(p, i);
+}
+
+static void patch(struct prog *p, struct patches *ps)
+{
+	for (int k = 0; k < ps->n; k++) {
+		struct bpf_insn *i = &p->v[ps->at[k]];
+		i->off = (int16_t)(p->n - ps->at[k] - 1);
+	}
+	ps->n = 0;
+}
+
+static uint32_t bpf_type(char t)
+{
+	return t == 'c' ? 2 : 1;
+}
+
+/* Reference decisions, from each generator's documented behaviour. */
+static bool rule_matches_dev(const struct rule *r, char type, uint32_t major, uint32_t minor)
+{
+	return (r->type == 'a' || r->type == type) && (r->major == ANY || r->major == major) &&
+	       (r->minor == ANY || r->minor == minor);
+}
+
+/* systemd: allowed when some DeviceAllow entry matches and grants every requested bit. */
+static bool ref_allow_list(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
+			   uint32_t minor, unsigned acc)
+{
+	for (size_t k = 0; k < n; k++)
+		if (rule_matches_dev(&rules[k], type, major, minor) && (acc & rules[k].access) == acc)
+			return true;
+	return dflt;
+}
+
+/* runc, crun, LXC: the first rule that matches the device and covers the access decides. */
+static bool ref_first_match(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
+			    uint32_t minor, unsigned acc)
+{
+	for (size_t k = 0; k < n; k++)
+		if (rule_matches_dev(&rules[k], type, major, minor) && (acc & rules[k].access) == acc)
+			return rules[k].allow;
+	return dflt;
+}
+
+/* Slurm: managed devices are denied unless allowed; access bits are ignored; others allowed. */
+static bool ref_slurm(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
+		      uint32_t minor, unsigned acc)
+{
+	for (size_t k = 0; k < n; k++)
+		if (rule_matches_dev(&rules[k], type, major, minor))
+			return rules[k].allow;
+	return dflt;
+}
+
+/* The common prologue: r2 = type, r3 = access, r4 = major, r5 = minor. */
+static void prologue(struct prog *p, bool narrow)
+{
+	if (narrow) { /* LXC-style 16-bit context loads */
+		emit(p, LDX(BPF_H, 2, 1, 0));
+		emit(p, LDX(BPF_H, 3, 1, 2));
+	} else {
+		emit(p, LDX(BPF_W, 2, 1, 0));
+		emit(p, ALU32_IMM(BPF_AND, 2, 0xffff));
+		emit(p, LDX(BPF_W, 3, 1, 0));
+		emit(p, ALU32_IMM(BPF_RSH, 3, 16));
+	}
+	emit(p, LDX(BPF_W, 4, 1, 4));
+	emit(p, LDX(BPF_W, 5, 1, 8));
+}
+
+/*
+ * systemd (bpf-devices.c): DevicePolicy=closed and a DeviceAllow list. Per entry: access check
+ * "(r3 & acc) == r3" (skipped for rwm), then type, major, minor; a match jumps to the final
+ * "allow" exit. @jset uses the other common access test, "if r3 & ~acc goto next".
+ */
+static void gen_systemd(struct prog *p, const struct rule *rules, size_t n, bool jset)
+{
+	struct patches ps = { 0 };
+	size_t pass_jumps[64];
+	int npass = 0;
+
+	prologue(p, false);
+	for (size_t k = 0; k < n; k++) {
+		const struct rule *r = &rules[k];
+		if (r->access != ACC_ALL) {
+			if (jset)
+				jump_next(p, &ps, JMP_IMM(BPF_JSET, 3, (int32_t)(~r->access & 7), 0));
+			else {
+				emit(p, INSN(BPF_ALU | BPF_MOV | BPF_X, 1, 3, 0, 0));
+				emit(p, ALU32_IMM(BPF_AND, 1, (int32_t)r->access));
+				jump_next(p, &ps, JMP_REG(BPF_JNE, 1, 3, 0));
+			}
+		}
+		jump_next(p, &ps, JMP_IMM(BPF_JNE, 2, (int32_t)bpf_type(r->type), 0));
+		if (r->major != ANY)
+			jump_next(p, &ps, JMP_IMM(BPF_JNE, 4, (int32_t)r->major, 0));
+		if (r->minor != ANY)
+			jump_next(p, &ps, JMP_IMM(BPF_JNE, 5, (int32_t)r->minor, 0));
+		pass_jumps[npass++] = p->n;
+		emit(p, JA(0));
+		patch(p, &ps);
+	}
+	emit(p, MOV64_IMM(0, 0)); /* deny */
+	emit(p, JA(1));
+	size_t pass = p->n;
+	emit(p, MOV64_IMM(0, 1));
+	emit(p, EXIT());
+	for (int k = 0; k < npass; k++)
+		p->v[pass_jumps[k]].off = (int16_t)(pass - pass_jumps[k] - 1);
+}
+
+/*
+ * runc (libcontainer devicefilter), crun (ebpf.c), LXC (cgroup2_devices.c): one block per rule,
+ * type / access / major / minor checks jumping to the next block, then "r0 = allow; exit";
+ * the default at the end. crun's variant uses 32-bit compares, LXC's narrow loads.
+ */
+enum flavour { RUNC, CRUN, LXC };
+
+static void gen_first_match(struct prog *p, const struct rule *rules, size_t n, bool dflt,
+			    enum flavour fl)
+{
+	struct patches ps = { 0 };
+	uint8_t jc = fl == CRUN ? BPF_JMP32 : BPF_JMP;
+
+	prologue(p, fl == LXC);
+	for (size_t k = 0; k < n; k++) {
+		const struct rule *r = &rules[k];
+		if (r->type != 'a')
+			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_K, 2, 0, 0, (int32_t)bpf_type(r->type)));
+		if (r->access != ACC_ALL) {
+			emit(p, INSN(BPF_ALU | BPF_MOV | BPF_X, 1, 3, 0, 0));
+			emit(p, ALU32_IMM(BPF_AND, 1, (int32_t)r->access));
+			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_X, 1, 3, 0, 0));
+		}
+		if (r->major != ANY)
+			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_K, 4, 0, 0, (int32_t)r->major));
+		if (r->minor != ANY)
+			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_K, 5, 0, 0, (int32_t)r->minor));
+		emit(p, fl == CRUN ? MOV32_IMM(0, r->allow) : MOV64_IMM(0, r->allow));
+		emit(p, EXIT());
+		patch(p, &ps);
+	}
+	emit(p, MOV64_IMM(0, dflt));
+	emit(p, EXIT());
+}
+
+/* Slurm (seed 000): each managed device "if type/major/minor match: r0 = allowed; exit". */
+static void gen_slurm(struct prog *p, const struct rule *rules, size_t n)
+{
+	struct patches ps = { 0 };
+
+	prologue(p, false);
+	for (size_t k = 0; k < n; k++) {
+		jump_next(p, &ps, JMP_IMM(BPF_JNE, 2, (int32_t)bpf_type(rules[k].type), 0));
+		jump_next(p, &ps, JMP_IMM(BPF_JNE, 4, (int32_t)rules[k].major, 0));
+		jump_next(p, &ps, JMP_IMM(BPF_JNE, 5, (int32_t)rules[k].minor, 0));
+		emit(p, MOV64_IMM(0, rules[k].allow));
+		emit(p, EXIT());
+		patch(p, &ps);
+	}
+	emit(p, MOV64_IMM(0, 1));
+	emit(p, EXIT());
+}
+
+/*
+ * HTCondor-like, shaped like compiled C: fields spilled to the stack and reloaded, range checks
+ * on the minor (GPUs lo..hi get rw, no mknod: a JSET test on access), the control device
+ * allowed fully, other minors of the GPU major denied; a constant-blinded compare for the major.
+ */
+static void gen_htcondor(struct prog *p, uint32_t major, uint32_t lo, uint32_t hi, uint32_t ctl)
+{
+	const int32_t rnd = 0x3c3c5a5a;
+	emit(p, LDX(BPF_W, 6, 1, 0));
+	emit(p, STX(BPF_W, 10, 6, -4));
+	emit(p, LDX(BPF_W, 6, 1, 4));
+	emit(p, STX(BPF_W, 10, 6, -8));
+	emit(p, LDX(BPF_W, 6, 1, 8));
+	emit(p, STX(BPF_W, 10, 6, -12));
+	emit(p, LDX(BPF_W, 7, 10, -4));
+	emit(p, MOV64_REG(8, 7));
+	emit(p, ALU64_IMM(BPF_AND, 8, 0xffff));
+	emit(p, JMP_IMM(BPF_JNE, 8, 2, 14)); /* not char: allow */
+	emit(p, LDX(BPF_W, 8, 10, -8));
+	emit(p, MOV32_IMM(11, rnd ^ (int32_t)major));
+	emit(p, ALU32_IMM(BPF_XOR, 11, rnd));
+	emit(p, JMP_REG(BPF_JNE, 8, 11, 10)); /* other majors: allow */
+	emit(p, LDX(BPF_W, 9, 10, -12));
+	emit(p, JMP_IMM(BPF_JEQ, 9, (int32_t)ctl, 8));
+	emit(p, JMP_IMM(BPF_JGT, 9, (int32_t)hi, 5));
+	emit(p, JMP_IMM(BPF_JLT, 9, (int32_t)lo, 4));
+	emit(p, ALU64_IMM(BPF_RSH, 7, 16));
+	emit(p, JMP_IMM(BPF_JSET, 7, ACC_M, 2));
+	emit(p, MOV64_IMM(0, 1));
+	emit(p, EXIT());
+	emit(p, MOV64_IMM(0, 0));
+	emit(p, EXIT());
+	emit(p, MOV64_IMM(0, 1));
+	emit(p, EXIT());
+}
+
+static bool ref_htcondor(char type, uint32_t major, uint32_t minor, unsigned acc, uint32_t gmaj,
+			 uint32_t lo, uint32_t hi, uint32_t ctl)
+{
+	if (type != 'c' || major != gmaj || minor == ctl)
+		return true;
+	if (minor < lo || minor > hi)
+		return false;
+	return !(acc & ACC_M);
+}
+
+/* snapd: hash map keyed by packed {u8 type; u32 major; u32 minor}, value u8; exact key first,
+ * then the same with minor = UINT32_MAX (any); allowed when found. */
+static void gen_snapd(struct prog *p, int map_ref)
+{
+	emit(p, LDX(BPF_W, 2, 1, 0));
+	emit(p, ALU32_IMM(BPF_AND, 2, 0xffff));
+	emit(p, STX(BPF_B, 10, 2, -9));
+	emit(p, LDX(BPF_W, 2, 1, 4));
+	emit(p, STX(BPF_W, 10, 2, -8));
+	emit(p, LDX(BPF_W, 2, 1, 8));
+	emit(p, STX(BPF_W, 10, 2, -4));
+	emit(p, MOV64_REG(2, 10));
+	emit(p, ALU64_IMM(BPF_ADD, 2, -9));
+	struct bpf_insn ld[] = { LD_MAP(1, map_ref) };
+	emit(p, ld[0]);
+	emit(p, ld[1]);
+	emit(p, CALL(BPF_FUNC_map_lookup_elem));
+	emit(p, JMP_IMM(BPF_JNE, 0, 0, 8));
+	emit(p, ST(BPF_W, 10, -4, -1));
+	emit(p, MOV64_REG(2, 10));
+	emit(p, ALU64_IMM(BPF_ADD, 2, -9));
+	emit(p, ld[0]);
+	emit(p, ld[1]);
+	emit(p, CALL(BPFVM_CALL_HTAB_ELEM)); /* as the kernel inlines it */
+	emit(p, JMP_IMM(BPF_JEQ, 0, 0, 1));
+	emit(p, ALU64_IMM(BPF_ADD, 0, 48));
+	emit(p, JMP_IMM(BPF_JEQ, 0, 0, 2));
+	emit(p, MOV64_IMM(0, 1));
+	emit(p, EXIT());
+	emit(p, MOV64_IMM(0, 0));
+	emit(p, EXIT());
+}
+
+struct snapd_map {
+	struct {
+		uint8_t key[9];
+	} keys[16];
+	int n;
+	uint8_t one[BPFVM_MAP_VALUE_MAX];
+};
+
+static const void *snapd_lookup(void *u, uint64_t ref, const void *key)
+{
+	struct snapd_map *m = u;
+	if (ref != 12)
+		return NULL;
+	for (int k = 0; k < m->n; k++)
+		if (memcmp(m->keys[k].key, key, 9) == 0)
+			return m->one;
+	return NULL;
+}
+
+static void snapd_add(struct snapd_map *m, uint8_t type, uint32_t major, uint32_t minor)
+{
+	uint8_t *k = m->keys[m->n++].key;
+	k[0] = type;
+	memcpy(k + 1, &major, 4);
+	memcpy(k + 5, &minor, 4);
+}
+
+/* ---- checking ---- */
+
+/* The decoded text, rules and notes, one line each. */
+static char *render(const struct jobcg_decoded *d)
+{
+	const struct jobcg_decoded_line *lines;
+	size_t n = jobcg_decoded_lines(d, &lines);
+	static char out[1 << 16];
+	size_t o = 0;
+
+	out[0] = 0;
+	for (size_t i = 0; i < n && o < sizeof(out) - 128; i++) {
+		char buf[128];
+		if (lines[i].note)
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "# %s\n", lines[i].note);
+		else
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s\n",
+					      jobcg_decoded_rule_format(&lines[i].rule, buf, sizeof(buf)));
+	}
+	return out;
+}
+
+/* Evaluate the printed rules as a reader would: the most specific line decides. */
+static int lines_allow(const struct jobcg_decoded *d, char type, uint32_t major, uint32_t minor,
+		       unsigned acc)
+{
+	const struct jobcg_decoded_line *lines;
+	size_t n = jobcg_decoded_lines(d, &lines);
+	int best = -1, found = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct jobcg_devrule *r = &lines[i].rule;
+		if (lines[i].note || r->type != type)
+			continue;
+		int spec = r->major == JOBCG_DEV_ANY ? 0 : r->minor == JOBCG_DEV_ANY ? 1 : 2;
+		if ((r->major == JOBCG_DEV_ANY || r->major == major) &&
+		    (r->minor == JOBCG_DEV_ANY || r->minor == minor) && spec > best) {
+			best = spec;
+			found = (int)i;
+		}
+	}
+	if (found < 0)
+		return -1;
+	return (lines[found].rule.access & acc) == acc;
+}
+
+typedef bool (*ref_fn)(const void *ctx, char type, uint32_t major, uint32_t minor, unsigned acc);
+
+struct checker {
+	const char *name;
+	const struct bpf_insn *insns;
+	size_t n;
+	const struct bpfvm_env *env;
+	const struct jobcg_decoded *d;
+	ref_fn ref;
+	const void *refctx;
+	unsigned checked, mismatches;
+};
+
+static void check_one(struct checker *c, char type, uint32_t major, uint32_t minor, unsigned acc)
+{
+	struct bpfvm_devctx ctx = { .access_type = (acc << 16) | bpf_type(type), .major = major,
+				    .minor = minor };
+	uint64_t r0 = 0;
+	int r = bpfvm_run(c->insns, c->n, &ctx, c->env, 100000, &r0);
+	bool prog = r == 0 && r0 != 0;
+	bool dec = jobcg_decoded_allows(c->d, type, major, minor, acc);
+	bool ref = c->ref ? c->ref(c->refctx, type, major, minor, acc) : prog;
+	int lin = (acc == ACC_M || acc == ACC_R || acc == ACC_W) ? lines_allow(c->d, type, major, minor, acc)
+								 : (int)prog;
+
+	c->checked++;
+	if (r < 0 || prog != dec || prog != ref || lin != (int)prog) {
+		if (c->mismatches++ < 5)
+			tap_diag("%s: %c %u:%u acc %u: program %d (r=%d) decoded %d reference %d lines %d",
+				 c->name, type, major, minor, acc, prog, r, dec, ref, lin);
+	}
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd32(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)rng;
+}
+
+/* Every request built from the interesting values (constants, neighbours, extremes) plus
+ * random samples. */
+static void check_all(struct checker *c, const uint32_t *consts, size_t nconsts)
+{
+	static const unsigned accs[] = { 0, 1, 2, 4, 6 };
+	uint32_t vals[512];
+	size_t nv = 0;
+
+	vals[nv++] = 0;
+	vals[nv++] = UINT32_MAX;
+	vals[nv++] = 0x7fffffff;
+	vals[nv++] = 0x80000000;
+	for (size_t k = 0; k < nconsts && nv + 3 < ELEMENTS(vals); k++) {
+		vals[nv++] = consts[k];
+		vals[nv++] = consts[k] + 1;
+		vals[nv++] = consts[k] - 1;
+	}
+	for (int t = 0; t < 2; t++)
+		for (size_t a = 0; a < nv; a++)
+			for (size_t b = 0; b < nv; b++)
+				for (size_t k = 0; k < ELEMENTS(accs); k++)
+					check_one(c, t ? 'b' : 'c', vals[a], vals[b], accs[k]);
+	for (int s = 0; s < 3000; s++) {
+		uint32_t ma = s % 3 == 0 ? rnd32() : s % 3 == 1 ? rnd32() % 300 : consts[rnd32() % nconsts];
+		uint32_t mi = s % 2 ? rnd32() % 300 : rnd32();
+		check_one(c, rnd32() % 2 ? 'c' : 'b', ma, mi, accs[rnd32() % ELEMENTS(accs)]);
+	}
+	ok(c->mismatches == 0, "%s: program, decoded rules, printed lines and generator agree on %u requests",
+	   c->name, c->checked);
+}
+
+static void rule_consts(const struct rule *rules, size_t n, uint32_t *out, size_t *nout)
+{
+	*nout = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (rules[k].major != ANY)
+			out[(*nout)++] = (uint32_t)rules[k].major;
+		if (rules[k].minor != ANY)
+			out[(*nout)++] = (uint32_t)rules[k].minor;
+	}
+	out[(*nout)++] = 1;
+}
+
+struct refctx {
+	const struct rule *rules;
+	size_t n;
+	bool dflt;
+	bool (*fn)(const struct rule *, size_t, bool, char, uint32_t, uint32_t, unsigned);
+};
+
+static bool ref_rules(const void *u, char type, uint32_t major, uint32_t minor, unsigned acc)
+{
+	const struct refctx *r = u;
+	return r->fn(r->rules, r->n, r->dflt, type, major, minor, acc);
+}
+
+/* Decode a generated program; compare the text with @want and check request by request. */
+static struct jobcg_decoded *decode_and_check(const char *name, const struct prog *p,
+					      const struct refctx *rc, const char *want,
+					      const struct jobcg_decode_env *denv,
+					      const struct bpfvm_env *env)
+{
+	struct jobcg_decoded *d = NULL;
+	int r = jobcg_decode_program(p->v, p->n, denv, &d);
+	uint32_t consts[256];
+	size_t nc = 0;
+
+	if (!is_int(r, 0, name)) {
+		tap_diag("%s", jobcg_last_error()->message);
+		return NULL;
+	}
+	char label[128];
+	snprintf(label, sizeof(label), "%s: decoded rules", name);
+	is_str(render(d), want, label);
+	if (rc)
+		rule_consts(rc->rules, rc->n, consts, &nc);
+	else
+		for (uint32_t k = 0; k < 10; k++)
+			consts[nc++] = k, consts[nc++] = 195 + k;
+	struct checker c = { .name = name, .insns = p->v, .n = p->n, .env = env, .d = d,
+			     .ref = rc ? ref_rules : NULL, .refctx = rc };
+	check_all(&c, consts, nc);
+	return d;
+}
+
+/* ---- the cases ---- */
+
+static char *read_seed(void)
+{
+	const char *shared = getenv("JOBCG_SHARED");
+	char pat[4096];
+	glob_t g;
+	char *buf = NULL;
+
+	snprintf(pat, sizeof(pat), "%s/seeds/000_*.txt", shared ? shared : "../shared");
+	if (glob(pat, 0, NULL, &g) != 0 || g.gl_pathc == 0)
+		return NULL;
+	FILE *f = fopen(g.gl_pathv[0], "re");
+	globfree(&g);
+	if (!f)
+		return NULL;
+	buf = calloc(1, 1 << 20);
+	if (buf)
+		buf[fread(buf, 1, (1 << 20) - 1, f)] = 0;
+	fclose(f);
+	return buf;
+}
+
+static void test_seed000(void)
+{
+	char *text = read_seed();
+	struct bpf_insn *insns = NULL;
+	size_t n = 0;
+	struct jobcg_decoded *d = NULL;
+
+	if (!ok(text != NULL, "seed 000 found under $JOBCG_SHARED/seeds"))
+		return;
+	/* The whole mail is the input, as an administrator might paste it. */
+	is_int(bpftext_parse(text, strlen(text), "seed000", &insns, &n), 0, "seed 000 text parses");
+	is_int(n, 28, "28 instructions");
+	is_int(jobcg_decode_data(text, strlen(text), "seed000", NULL, &d), 0, "seed 000 decodes");
+	if (d) {
+		/* GPUs 195:0-2 are denied, GPU 3 (the job's) and everything else allowed. */
+		is_str(render(d),
+		       "c *:* rwm\n"
+		       "c 195:0 -\n# c 195:0: a request with no access bits is denied\n"
+		       "c 195:1 -\n# c 195:1: a request with no access bits is denied\n"
+		       "c 195:2 -\n# c 195:2: a request with no access bits is denied\n"
+		       "b *:* rwm\n",
+		       "seed 000: only 195:3 of the four GPUs is open to the job");
+		ok(jobcg_decoded_allows(d, 'c', 195, 3, ACC_R | ACC_W), "195:3 rw allowed");
+		ok(!jobcg_decoded_allows(d, 'c', 195, 2, ACC_R), "195:2 r denied");
+		ok(jobcg_decoded_allows(d, 'b', 195, 2, ACC_R), "block 195:2 allowed");
+		struct rule managed[] = {
+			{ 'c', 195, 0, 7, false }, { 'c', 195, 1, 7, false },
+			{ 'c', 195, 2, 7, false }, { 'c', 195, 3, 7, true },
+		};
+		struct refctx rc = { managed, 4, true, ref_slurm };
+		uint32_t consts[] = { 195, 0, 1, 2, 3 };
+		struct checker c = { .name = "seed 000", .insns = insns, .n = n, .d = d,
+				     .ref = ref_rules, .refctx = &rc };
+		check_all(&c, consts, ELEMENTS(consts));
+	}
+	/* Mangled copies fail naming the line. */
+	char *bad = strdup(text);
+	char *p = strstr(bad, "23: (55) if r5 != 0x3 goto pc+2");
+	if (ok(p != NULL, "seed line 23 found")) {
+		p[30] = '9';
+		ok(jobcg_decode_data(bad, strlen(bad), "seed000", NULL, &d) == -EINVAL,
+		   "jump out of range refused: %s", jobcg_last_error()->message);
+	}
+	free(bad);
+	bad = strdup(text);
+	p = strstr(bad, "12: (55)");
+	if (ok(p != NULL, "seed line 12 found")) {
+		memcpy(p, "12: (57)", 8);
+		struct jobcg_decoded *d2 = NULL;
+		ok(jobcg_decode_data(bad, strlen(bad), "seed000", NULL, &d2) == -EINVAL &&
+			   jobcg_last_error()->line > 0,
+		   "opcode that does not match the text refused at line %u: %s",
+		   jobcg_last_error()->line, jobcg_last_error()->message);
+		jobcg_decoded_free(d2);
+	}
+	free(bad);
+	jobcg_decoded_free(d);
+	free(insns);
+	free(text);
+}
+
+static const struct rule systemd_rules[] = {
+	{ 'c', 1, 3, ACC_ALL, true },   { 'c', 1, 5, ACC_R, true }, { 'c', 136, ANY, ACC_R | ACC_W, true },
+	{ 'b', 8, 0, ACC_R, true },     { 'c', 195, 0, ACC_R | ACC_W, true },
+};
+static const char systemd_want[] = "c *:* -\n"
+				   "# c *:*: a request with no access bits is denied\n"
+				   "c 1:3 rwm\n"
+				   "c 1:5 r\n"
+				   "c 136:* rw\n"
+				   "c 195:0 rw\n"
+				   "b *:* -\n"
+				   "# b *:*: a request with no access bits is denied\n"
+				   "b 8:0 r\n";
+
+static struct jobcg_decoded *test_systemd(bool jset)
+{
+	static struct prog p;
+	struct refctx rc = { systemd_rules, ELEMENTS(systemd_rules), false, ref_allow_list };
+	p.n = 0;
+	gen_systemd(&p, systemd_rules, ELEMENTS(systemd_rules), jset);
+	return decode_and_check(jset ? "systemd (JSET access test)" : "systemd (AND access test)", &p,
+				&rc, systemd_want, NULL, NULL);
+}
+
+static void test_runc(void)
+{
+	static const struct rule rules[] = {
+		{ 'c', 5, 2, ACC_W, false },          { 'c', ANY, ANY, ACC_M, true },
+		{ 'b', ANY, ANY, ACC_M, true },       { 'c', 1, 3, ACC_ALL, true },
+		{ 'c', 1, 5, ACC_ALL, true },         { 'c', 136, ANY, ACC_R | ACC_W, true },
+		{ 'c', 5, 2, ACC_ALL, true },         { 'c', 10, 200, ACC_R | ACC_W, true },
+	};
+	static struct prog p;
+	struct refctx rc = { rules, ELEMENTS(rules), false, ref_first_match };
+	gen_first_match(&p, rules, ELEMENTS(rules), false, RUNC);
+	jobcg_decoded_free(decode_and_check(
+		"runc", &p, &rc,
+		"c *:* m\n"
+		"c 1:3 rwm\n"
+		"c 1:5 rwm\n"
+		"c 5:2 rm\n"
+		"# c 5:2: read+write together is allowed, but w alone is not\n"
+		"# c 5:2: a request with no access bits is denied\n"
+		"c 10:200 rwm\n"
+		"c 136:* rwm\n"
+		"b *:* m\n",
+		NULL, NULL));
+}
+
+static void test_crun(void)
+{
+	static const struct rule rules[] = {
+		{ 'c', 195, 255, ACC_R | ACC_W, true },
+		{ 'c', 195, 0, ACC_R | ACC_W, true },
+		{ 'c', 195, ANY, ACC_M, true },
+		{ 'a', 1, 3, ACC_ALL, true },
+	};
+	static struct prog p;
+	struct refctx rc = { rules, ELEMENTS(rules), false, ref_first_match };
+	gen_first_match(&p, rules, ELEMENTS(rules), false, CRUN);
+	jobcg_decoded_free(decode_and_check("crun (JMP32)", &p, &rc,
+					    "c *:* -\n"
+					    "# c *:*: a request with no access bits is denied\n"
+					    "c 1:3 rwm\n"
+					    "c 195:* m\n"
+					    "c 195:0 rwm\n"
+					    "c 195:255 rwm\n"
+					    "b *:* -\n"
+					    "# b *:*: a request with no access bits is denied\n"
+					    "b 1:3 rwm\n",
+					    NULL, NULL));
+}
+
+static void test_lxc(void)
+{
+	static const struct rule rules[] = {
+		{ 'c', 10, 229, ACC_ALL, false },
+		{ 'b', ANY, ANY, ACC_W, false },
+	};
+	static struct prog p;
+	struct refctx rc = { rules, ELEMENTS(rules), true, ref_first_match };
+	gen_first_match(&p, rules, ELEMENTS(rules), true, LXC);
+	jobcg_decoded_free(decode_and_check("LXC (deny list, narrow loads)", &p, &rc,
+					    "c *:* rwm\n"
+					    "c 10:229 -\n"
+					    "# c 10:229: a request with no access bits is denied\n"
+					    "b *:* rm\n"
+					    "# b *:*: read+write together is allowed, but w alone is not\n"
+					    "# b *:*: a request with no access bits is denied\n",
+					    NULL, NULL));
+}
+
+static struct jobcg_decoded *test_slurm(void)
+{
+	static struct rule rules[9];
+	static struct prog p;
+	int n = 0;
+	for (int g = 0; g < 8; g++)
+		rules[n++] = (struct rule){ 'c', 195, g, ACC_ALL, g == 2 || g == 5 };
+	rules[n++] = (struct rule){ 'c', 195, 255, ACC_ALL, true };
+	struct refctx rc = { rules, (size_t)n, true, ref_slurm };
+	gen_slurm(&p, rules, (size_t)n);
+	char want[2048] = "c *:* rwm\n";
+	for (int g = 0; g < 8; g++)
+		if (g != 2 && g != 5)
+			snprintf(want + strlen(want), sizeof(want) - strlen(want),
+				 "c 195:%d -\n# c 195:%d: a request with no access bits is denied\n", g, g);
+	strcat(want, "b *:* rwm\n");
+	return decode_and_check("Slurm (8 GPUs, 2 and 5 allowed)", &p, &rc, want, NULL, NULL);
+}
+
+static const void *htc_ctx[4];
+static bool ref_htc(const void *u, char type, uint32_t major, uint32_t minor, unsigned acc)
+{
+	return ref_htcondor(type, major, minor, acc, 195, 2, 3, 255);
+}
+
+static void test_htcondor(void)
+{
+	static struct prog p;
+	struct jobcg_decoded *d = NULL;
+	gen_htcondor(&p, 195, 2, 3, 255);
+	is_int(jobcg_decode_program(p.v, p.n, NULL, &d), 0, "HTCondor-like decodes");
+	if (!d)
+		return;
+	is_str(render(d),
+	       "c *:* rwm\n"
+	       "c 195:* -\n# c 195:*: a request with no access bits is denied\n"
+	       "c 195:2 rw\n"
+	       "c 195:3 rw\n"
+	       "c 195:255 rwm\n"
+	       "b *:* rwm\n",
+	       "HTCondor-like: range of GPUs rw, control device, rest of the major denied");
+	uint32_t consts[] = { 195, 2, 3, 255, 4 };
+	struct checker c = { .name = "HTCondor-like", .insns = p.v, .n = p.n, .d = d, .ref = ref_htc,
+			     .refctx = htc_ctx };
+	check_all(&c, consts, ELEMENTS(consts));
+	jobcg_decoded_free(d);
+}
+
+static void test_snapd(void)
+{
+	static struct prog p;
+	static struct snapd_map m;
+	struct jobcg_decoded *d = NULL;
+	static const uint32_t hints[][2] = { { 1, 3 }, { 1, 5 }, { 195, JOBCG_DEV_ANY }, { 8, 0 } };
+
+	gen_snapd(&p, 12);
+	m.one[0] = 1;
+	snapd_add(&m, 2, 1, 3);
+	snapd_add(&m, 2, 1, 5);
+	snapd_add(&m, 2, 195, UINT32_MAX);
+	snapd_add(&m, 1, 8, 0);
+	is_int(jobcg_decode_program(p.v, p.n, NULL, &d), -EOPNOTSUPP, "snapd map program without maps is opaque");
+	ok(strstr(jobcg_last_error()->message, "map") != NULL, "reason names the map: %s",
+	   jobcg_last_error()->message);
+	struct jobcg_decode_env env = { .size = sizeof(env), .map_lookup = snapd_lookup, .userdata = &m,
+					.hints = hints, .n_hints = ELEMENTS(hints) };
+	struct bpfvm_env venv = { .map_lookup = snapd_lookup, .userdata = &m };
+	jobcg_decoded_free(decode_and_check("snapd (map lookups)", &p, NULL,
+					    "c *:* -\n"
+					    "# c *:*: a request with no access bits is denied\n"
+					    "c 1:3 rwm\n"
+					    "c 1:5 rwm\n"
+					    "c 195:* rwm\n"
+					    "b *:* -\n"
+					    "# b *:*: a request with no access bits is denied\n"
+					    "b 8:0 rwm\n",
+					    &env, &venv));
+}
+
+static bool ref_and(const void *u, char type, uint32_t major, uint32_t minor, unsigned acc)
+{
+	struct refctx *const *rc = u;
+	return ref_rules(rc[0], type, major, minor, acc) && ref_rules(rc[1], type, major, minor, acc);
+}
+
+static void test_intersect(struct jobcg_decoded *sd, struct jobcg_decoded *sl)
+{
+	struct jobcg_decoded *list[2] = { sd, sl }, *d = NULL;
+	if (!sd || !sl)
+		return;
+	is_int(jobcg_decoded_intersect(list, 2, &d), 0, "systemd + Slurm programs combine");
+	if (!d)
+		return;
+	/* systemd allows only 195:0 (rw) of the GPUs; Slurm denies 195:0: nothing of 195 left. */
+	is_str(render(d), "c *:* -\n"
+			  "# c *:*: a request with no access bits is denied\n"
+			  "c 1:3 rwm\n"
+			  "c 1:5 r\n"
+			  "c 136:* rw\n"
+			  "b *:* -\n"
+			  "# b *:*: a request with no access bits is denied\n"
+			  "b 8:0 r\n",
+	       "combined rules are the intersection");
+	static struct rule slurm_rules[9];
+	int n = 0;
+	for (int g = 0; g < 8; g++)
+		slurm_rules[n++] = (struct rule){ 'c', 195, g, ACC_ALL, g == 2 || g == 5 };
+	slurm_rules[n++] = (struct rule){ 'c', 195, 255, ACC_ALL, true };
+	struct refctx a = { systemd_rules, ELEMENTS(systemd_rules), false, ref_allow_list };
+	struct refctx b = { slurm_rules, (size_t)n, true, ref_slurm };
+	struct refctx *both[2] = { &a, &b };
+	unsigned bad = 0, total = 0;
+	static const unsigned accs[] = { 0, 1, 2, 4, 6 };
+	for (uint32_t ma = 0; ma < 200; ma++)
+		for (uint32_t mi = 0; mi < 260; mi += (ma == 195 || ma == 1 ? 1 : 37))
+			for (size_t k = 0; k < ELEMENTS(accs); k++)
+				for (int t = 0; t < 2; t++) {
+					char ty = t ? 'b' : 'c';
+					total++;
+					if (jobcg_decoded_allows(d, ty, ma, mi, accs[k]) !=
+					    ref_and(both, ty, ma, mi, accs[k]))
+						bad++;
+				}
+	ok(bad == 0, "combined decision equals both generators' decisions on %u requests", total);
+	jobcg_decoded_free(d);
+}
+
+static void test_blowup_and_opaque(void)
+{
+	/* A program comparing the minor against 4096 constants still decodes (per-major cells). */
+	static struct prog p;
+	static struct rule rules[1024];
+	for (int k = 0; k < 1024; k++)
+		rules[k] = (struct rule){ 'c', 240, k, ACC_ALL, k % 2 == 0 };
+	gen_slurm(&p, rules, 1024);
+	struct jobcg_decoded *d = NULL;
+	is_int(jobcg_decode_program(p.v, p.n, NULL, &d), 0, "1024-device program decodes");
+	if (d) {
+		ok(!jobcg_decoded_allows(d, 'c', 240, 1023, ACC_R) && jobcg_decoded_allows(d, 'c', 240, 1022, ACC_R) &&
+			   jobcg_decoded_allows(d, 'c', 240, 1024, ACC_R),
+		   "1024-device decode answers at the edges (%llu runs)",
+		   (unsigned long long)jobcg_decoded_runs(d));
+		jobcg_decoded_free(d);
+	}
+	/* Step limit reaches the caller as -ELOOP. */
+	struct bpf_insn loop[] = { LDX(BPF_W, 2, 1, 4), JMP_IMM(BPF_JNE, 2, 7, -1), MOV64_IMM(0, 1), EXIT() };
+	is_int(jobcg_decode_program(loop, NINSNS(loop), NULL, &d), -ELOOP, "looping program hits the step limit");
+	struct bpf_insn cg[] = { CALL(BPF_FUNC_get_current_cgroup_id), EXIT() };
+	is_int(jobcg_decode_program(cg, NINSNS(cg), NULL, &d), -EOPNOTSUPP, "cgroup-dependent program is opaque");
+}
+
+static void test_raw_and_text_errors(void)
+{
+	struct bpf_insn *insns = NULL;
+	size_t n = 0;
+	struct bpf_insn raw[] = { MOV64_IMM(0, 1), EXIT() };
+	is_int(bpftext_parse_raw(raw, sizeof(raw) - 3, "f", &insns, &n), -EINVAL, "raw: truncated instruction");
+	ok(strstr(jobcg_last_error()->message, "instruction 1") != NULL, "names it: %s", jobcg_last_error()->message);
+	is_int(bpftext_parse_raw(raw, sizeof(raw), "f", &insns, &n), 0, "raw: whole program");
+	is_int(n, 2, "raw: two instructions");
+	free(insns);
+	ok(bpftext_looks_raw(raw, sizeof(raw)), "raw detected");
+	const char *t = "0: (b7) r0 = 1\n1: (95) exit\n";
+	ok(!bpftext_looks_raw(t, strlen(t)), "text detected");
+
+	static const struct {
+		const char *text, *what;
+		unsigned line;
+	} bad[] = {
+		{ "0: (b7) r0 = 1\n2: (95) exit\n", "gap in instruction numbers", 2 },
+		{ "0: (b7) r0 = 1\n1: (95) exit please\n", "trailing junk", 2 },
+		{ "0: (b7) w0 = 1\n1: (95) exit\n", "w register in a 64-bit op", 1 },
+		{ "0: (b7) r12 = 1\n1: (95) exit\n", "register 12", 1 },
+		{ "0: (55) if r2 != 0x2 goto pc+40000\n1: (95) exit\n", "offset too large", 1 },
+		{ "0: (15) if r2 != 0x2 goto pc+0\n1: (95) exit\n", "operator does not match opcode", 1 },
+		{ "0: (ff) r0 = 1\n1: (95) exit\n", "unknown opcode", 1 },
+		{ "0: (18) r1 = map[id:5\n2: (95) exit\n", "unterminated map reference", 1 },
+	};
+	for (size_t k = 0; k < ELEMENTS(bad); k++) {
+		int r = bpftext_parse(bad[k].text, strlen(bad[k].text), "in", &insns, &n);
+		ok(r == -EINVAL && jobcg_last_error()->line == bad[k].line, "text: %s refused at line %u (%s)",
+		   bad[k].what, jobcg_last_error()->line, jobcg_last_error()->message);
+	}
+	const char *oor = "0: (55) if r2 != 0x2 goto pc+4\n1: (95) exit\n";
+	is_int(bpftext_parse(oor, strlen(oor), "in", &insns, &n), -EINVAL,
+	       "text: jump out of range");
+
+	/* Forms bpftool prints, read back to the right instructions. */
+	const char *forms = "0: (61) r2 = *(u32 *)(r1 +0)\n"
+			    "1: (54) w2 &= 65535\n"
+			    "2: (bc) w1 = w3\n"
+			    "3: (5e) if w1 != w3 goto pc+9\n"
+			    "4: (56) if w2 != 0x2 goto pc+8\n"
+			    "5: (18) r1 = map[id:12]\n"
+			    "7: (85) call bpf_get_current_cgroup_id#123456\n"
+			    "8: (85) call __htab_map_lookup_elem#-1234\n"
+			    "9: (7b) *(u64 *)(r10 -8) = r1\n"
+			    "10: (dc) r2 = be16 r2\n"
+			    "11: (c5) if r2 s< 0xffffffff goto pc+1\n"
+			    "12: (b4) w11 = 1515852340\n"
+			    "13: (18) r0 = 0x100000001\n"
+			    "15: (95) exit\n";
+	is_int(bpftext_parse(forms, strlen(forms), "forms", &insns, &n), 0, "bpftool forms parse");
+	if (insns) {
+		is_int(n, 16, "16 slots (two ld_imm64)");
+		is_int(insns[1].code, BPF_ALU | BPF_AND | BPF_K, "w2 &= 65535 opcode");
+		is_int(insns[1].imm, 65535, "w2 &= 65535 imm");
+		is_int(insns[3].code, BPF_JMP32 | BPF_JNE | BPF_X, "jmp32 reg");
+		is_int(insns[5].src_reg, BPF_PSEUDO_MAP_FD, "map reference");
+		is_int(insns[5].imm, 12, "map id");
+		is_int(insns[7].imm, BPF_FUNC_get_current_cgroup_id, "helper by name");
+		is_int(insns[8].imm, BPFVM_CALL_HTAB_ELEM, "inlined htab lookup by name");
+		is_int(insns[9].off, -8, "store offset");
+		is_int(insns[10].imm, 16, "be16");
+		is_int(insns[11].imm, -1, "0xffffffff immediate is -1");
+		is_int(insns[12].dst_reg, 11, "r11 of constant blinding");
+		is_int((uint32_t)insns[14].imm, 1, "ld_imm64 high half");
+		free(insns);
+	}
+}
+
+int main(void)
+{
+	test_seed000();
+	struct jobcg_decoded *sd = test_systemd(false);
+	jobcg_decoded_free(test_systemd(true));
+	test_runc();
+	test_crun();
+	test_lxc();
+	struct jobcg_decoded *sl = test_slurm();
+	test_htcondor();
+	test_snapd();
+	test_intersect(sd, sl);
+	jobcg_decoded_free(sd);
+	jobcg_decoded_free(sl);
+	test_blowup_and_opaque();
+	test_raw_and_text_errors();
+	return tap_done();
+}
