@@ -1,5 +1,5 @@
 /* Fuzz target: the parsers of kernel cgroup files (accounting, flat keyed, controllers, pids) and
- * of job targets and sizes. Input: a selector byte, then the text. */
+ * of job targets. Input: a selector byte, then the text. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	default:
-		(void)jobcg_parse_size(text, &v);
+		(void)cgfs_parse_keyed(text, "frozen", &v);
 		break;
 	}
 	free(pids);
