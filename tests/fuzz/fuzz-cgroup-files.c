@@ -9,8 +9,8 @@
 #include "jobcg/job.h"
 
 static const char *const files[] = {
-	"cpu.stat",     "memory.stat", "memory.events", "memory.current",
-	"memory.peak",  "pids.current", "pids.peak",
+    "cpu.stat",	   "memory.stat",  "memory.events", "memory.current",
+    "memory.peak", "pids.current", "pids.peak",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size - 1] = '\0';
 	switch (sel % 5) {
 	case 0:
-		(void)jobcg_acct_parse(files[(sel / 5) % (sizeof(files) / sizeof(files[0]))], text, &a);
+		(void)jobcg_acct_parse(files[(sel / 5) % (sizeof(files) / sizeof(files[0]))], text,
+				       &a);
 		break;
 	case 1:
 		(void)cgfs_parse_controllers(text);
@@ -50,8 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			jobcg_target_format(&t, buf, sizeof(buf));
 			/* a parsed target must print back to something that parses the same */
-			if (jobcg_target_parse(buf, &u) != 0 || u.job != t.job || u.task != t.task ||
-			    strcmp(u.step, t.step) != 0)
+			if (jobcg_target_parse(buf, &u) != 0 || u.job != t.job ||
+			    u.task != t.task || strcmp(u.step, t.step) != 0)
 				abort();
 			free(p);
 		}
