@@ -1,6 +1,7 @@
 /* jobcg run: run a command as a step (in an ephemeral job unless --job names one), pass its status.
  */
 #include <getopt.h>
+#include <time.h>
 
 #include "common.h"
 
@@ -44,6 +45,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_run_result res = {};
 	struct jobcg_acct acct = {};
 	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
+	struct timespec start = {};
 	const char *step_arg = NULL;
 	char step[JOBCG_STEP_ID_MAX];
 	uint32_t job = JOBCG_JOB_ID_AUTO;
@@ -134,6 +136,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	}
 	t.job = job;
 	memcpy(t.step, step, sizeof(step));
+	clock_gettime(CLOCK_REALTIME, &start);
 	r = jobcg_step_run(ctx, job, step, ntasks, argv + optind, &so, &res);
 	if (r < 0) {
 		cli_print_error(NULL);
@@ -141,11 +144,17 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	} else
 		exit_code = res.exit_code;
 	/* Accounting at step end: every task has exited and stragglers are gone. */
-	if (want_acct && r >= 0) {
+	if (r >= 0) {
 		if (jobcg_acct_read(ctx, &t, &acct) < 0)
 			cli_print_error("accounting");
-		else
-			have_acct = true;
+		else {
+			have_acct = want_acct;
+			if (jobcg_acct_log_step(ctx, job, step,
+						(uint64_t)start.tv_sec * 1000000u +
+						    (uint64_t)start.tv_nsec / 1000u,
+						&res, &acct, res.lost_signal != 0) < 0)
+				cli_print_error("accounting log");
+		}
 	}
 	/* -ENOENT: the job was released (and the step killed) while we ran. */
 	r = jobcg_step_remove(ctx, job, step, 0);
