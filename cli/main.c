@@ -149,9 +149,14 @@ int main(int argc, char **argv)
 		      g.verbose >= 2 ? JOBCG_LOG_DEBUG :
 		      g.verbose == 1 ? JOBCG_LOG_INFO : JOBCG_LOG_NOTICE);
 	for (const struct cli_command *c = __start_jobcg_cmds; c < __stop_jobcg_cmds; c++)
-		if (strcmp(c->name, name) == 0)
-			return c->run(nrest, rest, &g);
+		if (strcmp(c->name, name) == 0) {
+			int rc = c->run(nrest, rest, &g);
+
+			free(rest);
+			return rc;
+		}
 	fprintf(stderr, "jobcg: unknown command '%s'\n", name);
 	usage(stderr);
+	free(rest);
 	return 2;
 }

@@ -1,4 +1,11 @@
-/* jobcg: configuration loading (placeholder: defaults only; the parsers replace this). */
+/*
+ * jobcg: loading the configuration (cgroup.conf then gres.conf) into one immutable struct. All or
+ * nothing: on any error the half-built struct is freed and only the error record remains.
+ */
+#include <sys/stat.h>
+
+#include "confload.h"
+#include "jobcg-build.h"
 #include "jobcg/config.h"
 #include "log.h"
 #include "util.h"
@@ -7,38 +14,127 @@ JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c)
 {
 	if (!c)
 		return;
-	free(c->cgroup.mountpoint);
-	free(c->cgroup.plugin);
-	free(c->cgroup.slice);
-	strv_free(c->cgroup.enable_extra_controllers);
-	free(c->cgroup.tree_root);
-	free(c->cgroup.scope_name);
-	free(c->cgroup.bpf_pin_dir);
-	free(c->cgroup.state_dir);
+	cgroup_conf_done(&c->cgroup);
+	gres_conf_done(&c->gres);
+	for (size_t i = 0; i < c->nentries; i++)
+		free(c->entries[i].value);
+	free(c->entries);
+	strv_free(c->warnings);
+	strv_free(c->files);
 	free(c->config_dir);
 	free(c->hostname);
 	free(c);
 }
 
-JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname, unsigned flags,
-				   struct jobcg_config **ret)
+JOBCG_EXPORT const struct jobcg_config_entry *jobcg_config_entry(const struct jobcg_config *c,
+								  const char *key)
+{
+	for (size_t i = 0; c && i < c->nentries; i++)
+		if (strcaseeq(c->entries[i].key, key))
+			return &c->entries[i];
+	return NULL;
+}
+
+static char *default_hostname(void)
+{
+	char buf[256] = "";
+
+	if (gethostname(buf, sizeof(buf) - 1) < 0)
+		return strdup("localhost");
+	return strdup(buf);
+}
+
+/* Files are read from paths, or from buffers when @bufs is set (bufs[0..1] with lens). */
+static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
+		const char *hostname, unsigned flags, const char *const *bufs, const size_t *lens,
+		struct jobcg_config **ret)
 {
 	struct jobcg_config *c = calloc(1, sizeof(*c));
-	const char *e;
+	struct confload l = { .c = c, .flags = flags, .no_include = bufs != NULL };
+	int r;
 
 	if (!c)
 		return -ENOMEM;
-	c->cgroup.slice = strdup("system.slice");
-	c->cgroup.scope_name = strdup("jobcg.scope");
-	c->cgroup.systemd_timeout_ms = 1000;
-	c->cgroup.allowed_ram_space = 100;
-	c->cgroup.max_ram_percent = 100;
-	c->cgroup.max_swap_percent = 100;
-	c->cgroup.min_ram_space_mb = 30;
-	c->cgroup.bpf_pin_dir = strdup((e = getenv("JOBCG_BPF_PIN_DIR")) ? e : "/sys/fs/bpf/jobcg");
-	c->cgroup.state_dir = strdup((e = getenv("JOBCG_STATE_DIR")) ? e : "/var/lib/jobcg");
-	if ((e = getenv("JOBCG_ROOT")))
-		c->cgroup.tree_root = strdup(e);
+	r = cgroup_conf_defaults(&c->cgroup);
+	if (r < 0)
+		goto fail;
+	c->hostname = hostname ? strdup(hostname) : default_hostname();
+	if (!c->hostname || (dir && !(c->config_dir = strdup(dir)))) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if (cgroup_conf) {
+		r = cgroup_conf_parse(&l, cgroup_conf, bufs ? bufs[0] : NULL, bufs ? lens[0] : 0);
+		if (r < 0)
+			goto fail;
+	}
+	r = cgroup_conf_finish(&l);
+	if (r < 0)
+		goto fail;
+	if (gres_conf) {
+		r = gres_conf_parse(&l, gres_conf, bufs ? bufs[1] : NULL, bufs ? lens[1] : 0);
+		if (r < 0)
+			goto fail;
+	}
+	r = gres_conf_finish(&l);
+	if (r < 0)
+		goto fail;
+	gres_conf_state_free(&l);
 	*ret = c;
 	return 0;
+fail:
+	if (r == -ENOMEM && jobcg_last_error()->code != -ENOMEM)
+		r = error_set(-ENOMEM, "out of memory while loading the configuration");
+	gres_conf_state_free(&l);
+	jobcg_config_free(c);
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_config_load_files(const char *cgroup_conf, const char *gres_conf,
+					 const char *hostname, unsigned flags,
+					 struct jobcg_config **ret)
+{
+	return load(cgroup_conf, gres_conf, NULL, hostname, flags, NULL, NULL, ret);
+}
+
+int config_load_buffers(const char *cgroup_buf, size_t cgroup_len, const char *gres_buf,
+			size_t gres_len, const char *hostname, unsigned flags,
+			struct jobcg_config **ret)
+{
+	const char *bufs[2] = { cgroup_buf, gres_buf };
+	size_t lens[2] = { cgroup_len, gres_len };
+
+	return load(cgroup_buf ? "cgroup.conf" : NULL, gres_buf ? "gres.conf" : NULL, NULL,
+		    hostname ? hostname : "node1", flags | JOBCG_CONFIG_NO_ENV, bufs, lens, ret);
+}
+
+JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname, unsigned flags,
+				   struct jobcg_config **ret)
+{
+	_cleanup_free_ char *cg = NULL, *gr = NULL;
+	const char *dir = config_dir;
+	bool explicit = true;
+	struct stat st;
+
+	if (!dir && !(flags & JOBCG_CONFIG_NO_ENV))
+		dir = getenv("JOBCG_CONF_DIR");
+	if (!dir || !*dir) {
+		dir = JOBCG_SYSCONFDIR;
+		explicit = false;
+	}
+	/* A directory someone named must exist; the built-in one may be absent (defaults). */
+	if (explicit) {
+		if (stat(dir, &st) < 0) {
+			int r = negative_errno();
+
+			return error_set_at(r, dir, 0, 0, "configuration directory: %s", strerror(-r));
+		}
+		if (!S_ISDIR(st.st_mode))
+			return error_set_at(-ENOTDIR, dir, 0, 0, "configuration directory: not a directory");
+	}
+	cg = strdup_printf("%s/cgroup.conf", dir);
+	gr = strdup_printf("%s/gres.conf", dir);
+	if (!cg || !gr)
+		return -ENOMEM;
+	return load(cg, gr, dir, hostname, flags, NULL, NULL, ret);
 }

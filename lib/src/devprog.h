@@ -17,6 +17,9 @@
  * (type, major, minor), (type, major, *), (type, *, *); a "c *:5" rule is refused, so that any
  * two rule regions are either nested or disjoint. Access bits are BPF_DEVCG_ACC_* (m=1 r=2 w=4).
  *
+ * Both maps carry BTF (structs jobcg_managed_key/_value, jobcg_policy_key/_value with the
+ * field names below) when the kernel accepts it, so `bpftool map dump` prints named fields.
+ *
  * Map "jobcg_managed" (BPF_MAP_TYPE_HASH, key struct devprog_managed_key, value uint32_t
  * access bits the manager controls, normally 7). A device is managed when any of the three
  * shapes matching it is present. Unmanaged devices are always allowed by this program.
@@ -38,24 +41,24 @@
  * instruction pair allows (devices not managed are allowed).
  */
 
-#define DEVPROG_ANY 0xffffffffu
-#define DEVPROG_NODE_NAME "jobcg_node"
-#define DEVPROG_LINEAR_NAME "jobcg_linear"
+#define DEVPROG_ANY	     0xffffffffu
+#define DEVPROG_NODE_NAME    "jobcg_node"
+#define DEVPROG_LINEAR_NAME  "jobcg_linear"
 #define DEVPROG_MANAGED_NAME "jobcg_managed"
-#define DEVPROG_POLICY_NAME "jobcg_policy"
-#define DEVPROG_PIN_PROG "prog"
-#define DEVPROG_PIN_MANAGED DEVPROG_MANAGED_NAME
-#define DEVPROG_PIN_POLICY DEVPROG_POLICY_NAME
+#define DEVPROG_POLICY_NAME  "jobcg_policy"
+#define DEVPROG_PIN_PROG     "prog"
+#define DEVPROG_PIN_MANAGED  DEVPROG_MANAGED_NAME
+#define DEVPROG_PIN_POLICY   DEVPROG_POLICY_NAME
 /* Bumped whenever the program or the map layout changes: pins of another version are not reused. */
 #define DEVPROG_LAYOUT_VERSION 1
-#define DEVPROG_PIN_VERSION "layout-v1"
+#define DEVPROG_PIN_VERSION    "layout-v1"
 
-#define DEVPROG_MANAGED_MAX 65536u  /* max_entries of jobcg_managed */
-#define DEVPROG_POLICY_MAX 1048576u /* max_entries of jobcg_policy (no prealloc) */
-#define DEVPROG_RULES_MAX 4096u     /* rules per grant / managed list we accept */
+#define DEVPROG_MANAGED_MAX 65536u   /* max_entries of jobcg_managed */
+#define DEVPROG_POLICY_MAX  1048576u /* max_entries of jobcg_policy (no prealloc) */
+#define DEVPROG_RULES_MAX   4096u    /* rules per grant / managed list we accept */
 
 /* Levels below the root at which the node program looks for a marker. */
-#define DEVPROG_LEVEL_JOB 1
+#define DEVPROG_LEVEL_JOB  1
 #define DEVPROG_LEVEL_STEP 2
 #define DEVPROG_LEVEL_TASK 4
 
@@ -90,14 +93,21 @@ void devprog_buf_done(struct devprog_buf *b);
  * (BPF_PSEUDO_MAP_FD): map fds for the kernel, any distinct values for the userspace evaluator.
  * @root_level is the absolute cgroup level of the jobcg root (0 = the v2 mount root).
  */
-int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, struct devprog_buf *ret);
+int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level,
+		       struct devprog_buf *ret);
+
+/* The node program builder devices.c loads; tests swap in one the kernel refuses, to exercise
+ * the fallback to linear programs. */
+extern int (*devprog_node_builder)(int managed_ref, int policy_ref, unsigned root_level,
+				   struct devprog_buf *ret);
 
 /*
  * Build a linear program for one cgroup: devices matching @managed are denied unless @allowed
  * grants every requested access bit. Rules must be valid (devprog_rule_check()).
  */
 int devprog_build_linear(const struct jobcg_devrule *managed, size_t n_managed,
-			 const struct jobcg_devrule *allowed, size_t n_allowed, struct devprog_buf *ret);
+			 const struct jobcg_devrule *allowed, size_t n_allowed,
+			 struct devprog_buf *ret);
 
 /* 0 if the rule has a shape the programs support (see above), else -EINVAL with a message. */
 int devprog_rule_check(const struct jobcg_devrule *r);
@@ -113,3 +123,18 @@ bool devprog_decide(const struct jobcg_devrule *managed, size_t n_managed,
 
 /* Expand a rule into its map key shapes: 'a' gives a char and a block key. Returns count (1-2). */
 size_t devprog_rule_keys(const struct jobcg_devrule *r, struct devprog_managed_key keys[2]);
+
+/*
+ * Read back a program made by devprog_build_linear() (as the kernel translates it): the granted
+ * rules, one per region with some access. -EINVAL when the program does not have that shape.
+ */
+int devprog_parse_linear(const struct bpf_insn *insns, size_t n, struct jobcg_devrule **ret,
+			 size_t *ret_n);
+
+/*
+ * The policy map entries (without the marker) that grant @rules to cgroup @id: one per key,
+ * rules naming the same key merge their access bits. @keys and @acc need room for 2 * @n.
+ * Returns the number of entries.
+ */
+size_t devprog_policy_entries(uint64_t id, const struct jobcg_devrule *rules, size_t n,
+			      struct devprog_policy_key *keys, uint32_t *acc);

@@ -998,7 +998,8 @@ static int scan_dir(const struct jobcg_gres_node *n, int fd, const char *rel, un
 	if (depth >= SCAN_MAX_DEPTH)
 		return 0;
 
-	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	/* A new open file description: a dup() would share (and move) the caller's offset. */
+	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return negative_errno();
 	d = fdopendir(dfd);

@@ -2,9 +2,10 @@
  * VM test helper: a fork bomb with a safety cap. Every process keeps forking until the shared
  * count reaches MAX or fork() fails; then all of them wait. The first process prints
  * "forks=N eagain=M" once no process can fork any more, and with --hold stays (for a kill from
- * outside), else kills the bomb's process group and exits 0. The cap keeps the unlimited comparison
- * run from taking the VM down.
- * Usage: vmt-forkbomb MAX [--hold]
+ * outside), with --leave exits leaving the bomb behind (for whoever contains it to kill), else
+ * kills the bomb's process group and exits 0. The cap keeps the unlimited comparison run from
+ * taking the VM down.
+ * Usage: vmt-forkbomb MAX [--hold|--leave]
  */
 #include <errno.h>
 #include <signal.h>
@@ -47,11 +48,12 @@ int main(int argc, char **argv)
 {
 	long max = argc > 1 ? strtol(argv[1], NULL, 10) : 0;
 	int hold = argc > 2 && strcmp(argv[2], "--hold") == 0;
+	int leave = argc > 2 && strcmp(argv[2], "--leave") == 0;
 	struct shared *s;
 	pid_t bomber;
 
 	if (max <= 0) {
-		fprintf(stderr, "usage: vmt-forkbomb MAX [--hold]\n");
+		fprintf(stderr, "usage: vmt-forkbomb MAX [--hold|--leave]\n");
 		return 2;
 	}
 	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -76,6 +78,7 @@ int main(int argc, char **argv)
 	if (hold)
 		for (;;)
 			pause();
-	kill(-bomber, SIGKILL);
+	if (!leave)
+		kill(-bomber, SIGKILL);
 	return 0;
 }

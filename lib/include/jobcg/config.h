@@ -19,7 +19,8 @@ enum jobcg_device_program {
 
 /* Where a configuration value came from, for `jobcg config`. */
 struct jobcg_origin {
-	const char *file; /* NULL: built-in default; "env:NAME" for the environment */
+	const char *file; /* NULL: built-in default; "env:NAME" for the environment; else a path
+			     owned by the jobcg_config (its files vector) */
 	unsigned line;
 };
 
@@ -34,6 +35,7 @@ struct jobcg_cgroup_conf {
 	bool ignore_systemd_on_failure;
 	bool enable_controllers;    /* EnableControllers */
 	char **enable_extra_controllers; /* EnableExtraControllers, NULL-terminated, may be NULL */
+	/* Percentages are INFINITY for UNLIMITED/INFINITE (as Slurm's float parser gives). */
 	double allowed_ram_space;   /* AllowedRAMSpace, percent of the job's memory, default 100 */
 	double allowed_swap_space;  /* AllowedSwapSpace, percent, default 0 */
 	bool constrain_cores;
@@ -43,6 +45,7 @@ struct jobcg_cgroup_conf {
 	double max_ram_percent;     /* MaxRAMPercent, percent of node RAM, default 100 */
 	double max_swap_percent;    /* MaxSwapPercent, default 100 */
 	uint64_t min_ram_space_mb;  /* MinRAMSpace in MiB, default 30 */
+	bool memory_swappiness_set; /* MemorySwappiness given (ignored on cgroup v2, warned) */
 	bool signal_children_processes;
 
 	/* jobcg's own keys */
@@ -87,26 +90,54 @@ struct jobcg_gres_record {
 	struct jobcg_gres_file *files;
 	size_t nfiles;
 	uint64_t count;             /* Count= with suffix, or 1 per file */
-	uint64_t *cores;            /* CPU bitmap (Cores=/CPUs=), bit i = CPU i; NULL = any */
+	uint64_t *cores;            /* CPU bitmap (Cores=/CPUs=), bit i = CPU i; NULL = any.
+	                               Cores="" gives a bitmap with no bit set (as Slurm). */
 	size_t cores_words;         /* number of uint64_t words in cores */
 	int *links;                 /* Links= values, or NULL */
 	size_t nlinks;
 	unsigned flags;             /* JOBCG_GRES_FLAG_* */
 	char *autodetect;           /* AutoDetect= in effect for this record, or NULL */
 	struct jobcg_origin origin; /* file and line of the record */
+	/*
+	 * Stable node-wide index among this host's records of the same name, in gres.conf order
+	 * (includes followed in place): the first gpu record is gpu 0, the next gpu 1, and so on,
+	 * whatever their Type. Count-only records are numbered too.
+	 */
+	unsigned index;
 };
 
 struct jobcg_gres_conf {
 	struct jobcg_gres_record *records;
 	size_t nrecords;
-	char *autodetect;           /* global AutoDetect= or NULL */
+	char *autodetect;           /* global AutoDetect= or NULL (lower case: "nvml", "off", ...) */
+	char *node_autodetect;      /* AutoDetect= of this host's NodeName= lines, or NULL */
+};
+
+/* How an effective cgroup.conf value is typed, for `jobcg config --json`. */
+enum jobcg_config_kind {
+	JOBCG_CONFIG_STRING = 0,
+	JOBCG_CONFIG_BOOL,
+	JOBCG_CONFIG_NUMBER,
+	JOBCG_CONFIG_LIST,
+};
+
+/* One effective cgroup.conf setting, Slurm's keys then jobcg's, for display. */
+struct jobcg_config_entry {
+	const char *key;            /* canonical spelling ("ConstrainCores") */
+	enum jobcg_config_kind kind;
+	char *value;                /* as text: "yes"/"no", "100", "a,b"; NULL when unset */
+	struct jobcg_origin origin;
 };
 
 struct jobcg_config {
 	struct jobcg_cgroup_conf cgroup;
 	struct jobcg_gres_conf gres;
-	char *config_dir;           /* directory the files were read from */
+	char *config_dir;           /* directory the files were read from (NULL: explicit files) */
 	char *hostname;             /* host used to select NodeName= lines */
+	struct jobcg_config_entry *entries; /* every cgroup.conf key with its origin */
+	size_t nentries;
+	char **warnings;            /* "file:line: text" for each warning (also logged), or NULL */
+	char **files;               /* every file read, includes too (origins point here), or NULL */
 };
 
 enum {
@@ -122,7 +153,18 @@ enum {
  */
 JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname, unsigned flags,
 				   struct jobcg_config **ret);
+/**
+ * Same, from explicit paths (either may be NULL: defaults / no gres). Errors name the paths as
+ * given. config_dir stays NULL.
+ */
+JOBCG_EXPORT int jobcg_config_load_files(const char *cgroup_conf, const char *gres_conf,
+					 const char *hostname, unsigned flags,
+					 struct jobcg_config **ret);
 JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c);
+
+/** The entry of cgroup.conf key @key (case-insensitive), or NULL. */
+JOBCG_EXPORT const struct jobcg_config_entry *jobcg_config_entry(const struct jobcg_config *c,
+								  const char *key);
 
 #ifdef __cplusplus
 }

@@ -29,3 +29,5 @@ skip() {
 # has_cmd NAME: true when the jobcg binary in this share has that subcommand.
 has_cmd() { jobcg --help 2>/dev/null | grep -qE "^  $1 "; }
 done_testing() { exit $vmt_fail; }
+# has_opt CMD OPT: true when `jobcg CMD --help` mentions OPT.
+has_opt() { jobcg "$1" --help 2>/dev/null | grep -q -- "$2"; }

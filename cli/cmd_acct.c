@@ -1,0 +1,151 @@
+/* jobcg acct: print the accounting log (per step and per job), as a table or JSON. */
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jobcg/acctlog.h"
+
+struct acct_out {
+	bool json;
+	struct json_object *arr;
+};
+
+static void fmt_duration(uint64_t usec, char *buf, size_t size)
+{
+	uint64_t s = usec / 1000000;
+
+	snprintf(buf, size, "%02llu:%02llu:%02llu", (unsigned long long)(s / 3600),
+		 (unsigned long long)(s / 60 % 60), (unsigned long long)(s % 60));
+}
+
+static void fmt_bytes(uint64_t b, char *buf, size_t size)
+{
+	static const char units[] = "KMGTPE";
+	double v = (double)b;
+	int u = -1;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, size, "%llu", (unsigned long long)b);
+	else
+		snprintf(buf, size, "%.1f%c", v, units[u]);
+}
+
+static int print_one(const struct jobcg_acct_record *r, void *u)
+{
+	struct acct_out *o = u;
+	char elapsed[32], cpu[32], mem[32], exit_s[32], id[256];
+
+	if (o->json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "type",
+				       json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
+		json_object_object_add(j, "job", json_object_new_string(r->job_id));
+		if (r->step_id)
+			json_object_object_add(j, "step", json_object_new_string(r->step_id));
+		json_object_object_add(j, "uid", json_object_new_int64(r->uid));
+		json_object_object_add(j, "gid", json_object_new_int64(r->gid));
+		json_object_object_add(j, "start_usec", json_object_new_uint64(r->start_usec));
+		json_object_object_add(j, "end_usec", json_object_new_uint64(r->end_usec));
+		json_object_object_add(j, "exit_code", json_object_new_int(r->exit_code));
+		json_object_object_add(j, "exit_signal", json_object_new_int(r->exit_signal));
+		json_object_object_add(j, "state",
+				       json_object_new_string(jobcg_acct_state_name(r->state)));
+		json_object_object_add(j, "cpu_usec", json_object_new_uint64(r->cpu_usec));
+		json_object_object_add(j, "user_usec", json_object_new_uint64(r->user_usec));
+		json_object_object_add(j, "system_usec", json_object_new_uint64(r->system_usec));
+		json_object_object_add(j, "mem_peak", json_object_new_uint64(r->mem_peak));
+		json_object_object_add(j, "oom_kills", json_object_new_uint64(r->oom_kills));
+		json_object_object_add(j, "ntasks", json_object_new_int64(r->ntasks));
+		json_object_object_add(j, "gres", r->gres ? json_object_new_string(r->gres) : NULL);
+		json_object_array_add(o->arr, j);
+		return 0;
+	}
+	snprintf(id, sizeof(id), "%s%s%s", r->job_id, r->step_id ? "." : "",
+		 r->step_id ? r->step_id : "");
+	fmt_duration(r->end_usec > r->start_usec ? r->end_usec - r->start_usec : 0, elapsed,
+		     sizeof(elapsed));
+	fmt_duration(r->cpu_usec, cpu, sizeof(cpu));
+	fmt_bytes(r->mem_peak, mem, sizeof(mem));
+	if (r->exit_signal)
+		snprintf(exit_s, sizeof(exit_s), "0:%d", r->exit_signal);
+	else if (r->exit_code < 0)
+		snprintf(exit_s, sizeof(exit_s), "-");
+	else
+		snprintf(exit_s, sizeof(exit_s), "%d:0", r->exit_code);
+	printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4llu %s\n", id, jobcg_acct_state_name(r->state),
+	       exit_s, elapsed, cpu, mem, (unsigned long long)r->oom_kills, r->gres ? r->gres : "-");
+	return 0;
+}
+
+static void acct_help(FILE *f)
+{
+	fprintf(f, "Usage: jobcg acct [--job ID] [--json]\n\n"
+		   "Print the accounting records of ended steps and jobs from <StateDir>/acct.jsonl.\n"
+		   "  --job ID   only records of job ID\n"
+		   "  --json     one JSON array of records\n");
+}
+
+static int cmd_acct(int argc, char **argv, const struct cli_global *g)
+{
+	static const struct option opts[] = {
+		{ "job", required_argument, NULL, 'j' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct jobcg_config *conf = NULL;
+	struct acct_out o = {};
+	const char *job = NULL;
+	char *path = NULL;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			job = optarg;
+			break;
+		case 'J':
+			o.json = true;
+			break;
+		case 'h':
+			acct_help(stdout);
+			return 0;
+		default:
+			return cli_usage_error("acct", "bad option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("acct", "unexpected argument '%s'", argv[optind]);
+	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT, &conf) != 0)
+		return 1;
+	r = jobcg_acctlog_path(conf, &path);
+	jobcg_config_free(conf);
+	if (r < 0)
+		return cli_fail("out of memory");
+	if (o.json)
+		o.arr = json_object_new_array();
+	else
+		printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %s\n", "JOBID", "STATE", "EXIT",
+		       "ELAPSED", "CPUTIME", "MAXMEM", "OOM", "GRES");
+	r = jobcg_acctlog_read(path, job, print_one, &o);
+	free(path);
+	if (r < 0) {
+		json_object_put(o.arr);
+		cli_print_error("acct");
+		return 1;
+	}
+	if (o.json) {
+		printf("%s\n", json_object_to_json_string_ext(o.arr, JSON_C_TO_STRING_PRETTY));
+		json_object_put(o.arr);
+	}
+	return 0;
+}
+CLI_COMMAND(acct, cmd_acct, "show accounting records of ended steps and jobs");

@@ -1,0 +1,186 @@
+/* jobcg check: what this host's cgroup v2 offers jobcg, and whether jobs can run here. */
+#include <getopt.h>
+
+#include "common.h"
+#include "jobcg/sysinfo.h"
+
+static const char *layout_name(enum jobcg_layout l)
+{
+	switch (l) {
+	case JOBCG_LAYOUT_UNIFIED:
+		return "unified";
+	case JOBCG_LAYOUT_HYBRID:
+		return "hybrid";
+	case JOBCG_LAYOUT_CONFIGURED:
+		return "configured";
+	case JOBCG_LAYOUT_OTHER:
+		break;
+	}
+	return "other";
+}
+
+static const char *layout_text(enum jobcg_layout l)
+{
+	switch (l) {
+	case JOBCG_LAYOUT_UNIFIED:
+		return "pure cgroup v2";
+	case JOBCG_LAYOUT_HYBRID:
+		return "hybrid: controllers on cgroup v1, cgroup v2 beside them";
+	case JOBCG_LAYOUT_CONFIGURED:
+		return "CgroupMountpoint= from cgroup.conf";
+	case JOBCG_LAYOUT_OTHER:
+		break;
+	}
+	return "cgroup2 mount found in /proc/self/mounts";
+}
+
+static void mask_text(char *buf, size_t size, unsigned m)
+{
+	buf[0] = '\0';
+	for (unsigned i = 0; i < _JOBCG_CTRL_MAX; i++)
+		if (m & (1u << i)) {
+			strncat(buf, buf[0] ? " " : "", size - strlen(buf) - 1);
+			strncat(buf, jobcg_controller_name(i), size - strlen(buf) - 1);
+		}
+	if (!buf[0])
+		snprintf(buf, size, "(none)");
+}
+
+static struct json_object *mask_json(unsigned m)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (unsigned i = 0; i < _JOBCG_CTRL_MAX; i++)
+		if (m & (1u << i))
+			json_object_array_add(a, json_object_new_string(jobcg_controller_name(i)));
+	return a;
+}
+
+static struct json_object *feature_json(const struct jobcg_feature *f)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "supported", json_object_new_boolean(f->supported));
+	json_object_object_add(o, "detail", json_object_new_string(f->detail ? f->detail : ""));
+	return o;
+}
+
+static void print_json(const struct jobcg_sysinfo *s)
+{
+	struct json_object *o = json_object_new_object(), *lim = json_object_new_array();
+
+	json_object_object_add(o, "mount", json_object_new_string(s->mount));
+	json_object_object_add(o, "layout", json_object_new_string(layout_name(s->layout)));
+	json_object_object_add(o, "kernel", json_object_new_string(s->kernel));
+	json_object_object_add(o, "root", json_object_new_string(s->root));
+	json_object_object_add(o, "root_exists", json_object_new_boolean(s->root_exists));
+	json_object_object_add(o, "backend", json_object_new_string(s->backend));
+	json_object_object_add(o, "systemd", json_object_new_boolean(s->systemd));
+	json_object_object_add(o, "controllers_available", mask_json(s->available));
+	json_object_object_add(o, "controllers_enabled_top", mask_json(s->enabled_top));
+	json_object_object_add(o, "controllers_usable", mask_json(s->usable));
+	json_object_object_add(o, "controllers_v1", mask_json(s->v1_bound));
+	json_object_object_add(o, "bpf_device", feature_json(&s->bpf_device));
+	json_object_object_add(o, "freeze", feature_json(&s->freeze));
+	json_object_object_add(o, "kill", feature_json(&s->kill));
+	json_object_object_add(o, "memory_peak", feature_json(&s->memory_peak));
+	json_object_object_add(o, "xattr", feature_json(&s->xattr));
+	for (char **l = s->limitations; l && *l; l++)
+		json_object_array_add(lim, json_object_new_string(*l));
+	json_object_object_add(o, "cannot_enforce", lim);
+	json_object_object_add(o, "can_run", json_object_new_boolean(s->can_run));
+	if (!s->can_run)
+		json_object_object_add(o, "cannot_run_reason",
+				       json_object_new_string(s->cannot_run_reason));
+	cli_json_print(stdout, o);
+}
+
+static void print_feature(const char *name, const struct jobcg_feature *f)
+{
+	printf("%-22s %s (%s)\n", name, f->supported ? "yes" : "no", f->detail);
+}
+
+static void print_text(const struct jobcg_sysinfo *s)
+{
+	char buf[256];
+
+	printf("%-22s %s (%s)\n", "cgroup v2 mount:", s->mount, layout_text(s->layout));
+	printf("%-22s %s\n", "kernel:", s->kernel);
+	printf("%-22s %s (%s)\n", "tree root:", s->root,
+	       s->root_exists ? "exists" : "missing: 'jobcg init' or the first job creates it");
+	printf("%-22s %s (systemd %s)\n", "scope backend:", s->backend,
+	       s->systemd ? "running" : "not running");
+	mask_text(buf, sizeof(buf), s->available);
+	printf("%-22s %s\n", "v2 controllers:", buf);
+	mask_text(buf, sizeof(buf), s->enabled_top);
+	printf("%-22s %s\n", "enabled at the top:", buf);
+	mask_text(buf, sizeof(buf), s->usable);
+	printf("%-22s %s\n", "reaching jobs:", buf);
+	mask_text(buf, sizeof(buf), s->v1_bound);
+	printf("%-22s %s\n", "bound to cgroup v1:", buf);
+	print_feature("eBPF device programs:", &s->bpf_device);
+	print_feature("cgroup.freeze:", &s->freeze);
+	print_feature("cgroup.kill:", &s->kill);
+	print_feature("memory.peak:", &s->memory_peak);
+	print_feature("xattrs:", &s->xattr);
+	if (s->limitations && s->limitations[0]) {
+		printf("cannot be enforced here:\n");
+		for (char **l = s->limitations; *l; l++)
+			printf("  - %s\n", *l);
+	} else
+		printf("cannot be enforced here: nothing\n");
+	if (s->can_run)
+		printf("jobs can run:          yes\n");
+	else
+		printf("jobs can run:          no: %s\n", s->cannot_run_reason);
+}
+
+static int cmd_check(int argc, char **argv, const struct cli_global *g)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	struct jobcg_config *conf = NULL;
+	struct jobcg_sysinfo *s = NULL;
+	bool json = false;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			printf("Usage: jobcg check [--json]\n\n"
+			       "Describe the cgroup v2 mount, its controllers and kernel features, "
+			       "and\n"
+			       "what jobcg cannot enforce on this host. Exit status 0 only if jobs "
+			       "can run.\n");
+			return 0;
+		default:
+			return cli_usage_error("check", "unknown option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("check", "unexpected argument '%s'", argv[optind]);
+	r = cli_load_config(g, 0, &conf);
+	if (r)
+		return r;
+	if (jobcg_sysinfo_probe(conf, &s) < 0) {
+		cli_print_error(NULL);
+		jobcg_config_free(conf);
+		return 1;
+	}
+	if (json)
+		print_json(s);
+	else
+		print_text(s);
+	r = s->can_run ? 0 : 1;
+	jobcg_sysinfo_free(s);
+	jobcg_config_free(conf);
+	return r;
+}
+CLI_COMMAND(check, cmd_check, "describe this host's cgroup v2 and what jobcg can enforce");

@@ -1,0 +1,135 @@
+/* jobcg list: the jobs under the tree root, with their steps and recorded limits. */
+#include <getopt.h>
+#include <time.h>
+
+#include "common.h"
+
+static struct json_object *strv_json(char **v)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (; v && *v; v++)
+		json_object_array_add(a, json_object_new_string(*v));
+	return a;
+}
+
+/* Also used by cmd_show.c. */
+struct json_object *cli_job_json(const struct jobcg_job_info *i);
+struct json_object *cli_job_json(const struct jobcg_job_info *i)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "job", json_object_new_uint64(i->id));
+	json_object_object_add(o, "path", json_object_new_string(i->path));
+	json_object_object_add(o, "uid", i->have_owner ? json_object_new_int64(i->uid) : NULL);
+	json_object_object_add(o, "gid", i->have_owner ? json_object_new_int64(i->gid) : NULL);
+	json_object_object_add(o, "created",
+			       i->created_sec ? json_object_new_uint64(i->created_sec) : NULL);
+	json_object_object_add(o, "ephemeral", json_object_new_boolean(i->ephemeral));
+	json_object_object_add(o, "runner", i->runner ? json_object_new_int(i->runner) : NULL);
+	json_object_object_add(o, "cpus", i->cpus ? json_object_new_string(i->cpus) : NULL);
+	json_object_object_add(o, "mem_bytes",
+			       i->mem_bytes ? json_object_new_uint64(i->mem_bytes) : NULL);
+	json_object_object_add(o, "pids_max",
+			       i->pids_max ? json_object_new_uint64(i->pids_max) : NULL);
+	json_object_object_add(o, "best_effort", json_object_new_boolean(i->best_effort));
+	json_object_object_add(o, "skipped_limits", strv_json(i->skipped));
+	json_object_object_add(o, "steps", strv_json(i->steps));
+	json_object_object_add(o, "populated", json_object_new_boolean(i->populated));
+	json_object_object_add(o, "frozen", json_object_new_boolean(i->frozen));
+	return o;
+}
+
+static int cmd_list(int argc, char **argv, const struct cli_global *g)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	struct json_object *arr = NULL;
+	uint32_t *ids = NULL;
+	size_t n = 0;
+	bool json = false;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			printf("Usage: jobcg list [--json]\n\nList the jobs, their steps, owner, "
+			       "creation time and limits.\n");
+			return 0;
+		default:
+			return cli_usage_error("list", "unknown option");
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error("list", "unexpected argument '%s'", argv[optind]);
+	r = cli_ctx_open(g, 0, &conf, &ctx);
+	if (r)
+		return r;
+	if (jobcg_job_list(ctx, &ids, &n) < 0) {
+		cli_print_error(NULL);
+		r = 1;
+		goto out;
+	}
+	if (json)
+		arr = json_object_new_array();
+	else
+		printf("%-10s %-6s %-9s %-20s %-10s %s\n", "JOB", "STATE", "OWNER", "CREATED",
+		       "STEPS", "LIMITS");
+	for (size_t k = 0; k < n; k++) {
+		struct jobcg_job_info *i = NULL;
+		char created[32] = "-", owner[24] = "-", steps[256] = "", limits[128] = "";
+
+		if (jobcg_job_info_get(ctx, ids[k], &i) < 0)
+			continue; /* removed meanwhile */
+		if (json) {
+			json_object_array_add(arr, cli_job_json(i));
+			jobcg_job_info_free(i);
+			continue;
+		}
+		if (i->created_sec) {
+			time_t t = (time_t)i->created_sec;
+			struct tm tm;
+
+			strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S",
+				 localtime_r(&t, &tm));
+		}
+		if (i->have_owner)
+			snprintf(owner, sizeof(owner), "%u:%u", (unsigned)i->uid, (unsigned)i->gid);
+		for (char **s = i->steps; *s; s++) {
+			strncat(steps, s == i->steps ? "" : ",", sizeof(steps) - strlen(steps) - 1);
+			strncat(steps, *s, sizeof(steps) - strlen(steps) - 1);
+		}
+		snprintf(limits, sizeof(limits), "%s%s%s%s", i->cpus ? "cpus=" : "",
+			 i->cpus ? i->cpus : "", i->mem_bytes ? " mem=" : "",
+			 i->mem_bytes ? "set" : "");
+		if (i->mem_bytes)
+			snprintf(limits + strlen(limits) - 3, sizeof(limits) - strlen(limits) + 3,
+				 "%lluM", (unsigned long long)(i->mem_bytes >> 20));
+		if (i->pids_max)
+			snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits),
+				 " pids=%llu", (unsigned long long)i->pids_max);
+		printf("%-10u %-6s %-9s %-20s %-10s %s%s\n", i->id,
+		       i->frozen      ? "frozen"
+		       : i->populated ? "busy"
+				      : "idle",
+		       owner, created, steps[0] ? steps : "-", limits[0] ? limits : "-",
+		       i->ephemeral ? " (ephemeral)" : "");
+		jobcg_job_info_free(i);
+	}
+	if (json)
+		cli_json_print(stdout, arr);
+out:
+	free(ids);
+	cli_ctx_close(conf, ctx);
+	return r;
+}
+CLI_COMMAND(list, cmd_list, "list jobs");

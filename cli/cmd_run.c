@@ -1,0 +1,186 @@
+/* jobcg run: run a command as a step (in an ephemeral job unless --job names one), pass its status.
+ */
+#include <getopt.h>
+
+#include "common.h"
+
+static void usage(void)
+{
+	printf(
+	    "Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
+	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--best-effort] [--no-clone3]\n"
+	    "                 -- CMD [ARGS...]\n\n"
+	    "Run CMD as the tasks of a new step. Without --job (or when that job does not\n"
+	    "exist yet) an ephemeral job is created for the step and removed afterwards; the\n"
+	    "limits apply to that job. The exit status is the command's (highest of the tasks),\n"
+	    "128+N when a task was killed by signal N.\n\n"
+	    "  --job ID        run in job ID (made by 'jobcg alloc', or ephemeral if absent)\n"
+	    "  --step ID       step id: a number, batch, extern or interactive (default: next "
+	    "number)\n"
+	    "  --ntasks N      start N copies as tasks 0..N-1 (default 1)\n"
+	    "  --acct          print the step's accounting to stderr when it ends\n"
+	    "  --json          accounting as JSON\n"
+	    "  --cpus LIST     cpuset.cpus of the ephemeral job\n"
+	    "  --mem SIZE      memory.max of the ephemeral job (K, M, G, T suffixes)\n"
+	    "  --pids N        pids.max of the ephemeral job\n"
+	    "  --best-effort   run even when a limit cannot be enforced on this host\n"
+	    "  --no-clone3     start tasks with fork and migrate-before-exec\n");
+}
+
+static int cmd_run(int argc, char **argv, const struct cli_global *g)
+{
+	static const struct option opts[] = {
+	    {"job", required_argument, NULL, 'J'},    {"step", required_argument, NULL, 'S'},
+	    {"ntasks", required_argument, NULL, 'n'}, {"acct", no_argument, NULL, 'a'},
+	    {"json", no_argument, NULL, 'j'},	      {"cpus", required_argument, NULL, 'c'},
+	    {"mem", required_argument, NULL, 'm'},    {"pids", required_argument, NULL, 'p'},
+	    {"best-effort", no_argument, NULL, 'B'},  {"no-clone3", no_argument, NULL, 'X'},
+	    {"help", no_argument, NULL, 'h'},	      {},
+	};
+	struct cli_limits cl = {};
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	struct jobcg_spawn_opts so = {};
+	struct jobcg_run_result res = {};
+	struct jobcg_acct acct = {};
+	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
+	const char *step_arg = NULL;
+	char step[JOBCG_STEP_ID_MAX];
+	uint32_t job = JOBCG_JOB_ID_AUTO;
+	unsigned ntasks = 1;
+	bool want_acct = false, json = false, ephemeral = false, have_acct = false;
+	int c, r, exit_code = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+hn:", opts, NULL)) != -1) {
+		r = cli_limits_option("run", c, optarg, &cl);
+		if (r < 0)
+			return -r;
+		if (r > 0)
+			continue;
+		switch (c) {
+		case 'J':
+			if (jobcg_job_id_parse(optarg, &job) < 0)
+				return cli_usage_error(
+				    "run", "--job '%s': need a number 1..4294967294", optarg);
+			break;
+		case 'S':
+			if (!jobcg_step_id_valid(optarg))
+				return cli_usage_error("run",
+						       "--step '%s': need a number, batch, "
+						       "extern or interactive",
+						       optarg);
+			step_arg = optarg;
+			break;
+		case 'n':
+			if (cli_parse_uint("--ntasks", optarg, JOBCG_TASK_MAX + 1, &ntasks) < 0 ||
+			    ntasks == 0)
+				return cli_usage_error("run", "--ntasks '%s': need 1..%d", optarg,
+						       JOBCG_TASK_MAX + 1);
+			break;
+		case 'a':
+			want_acct = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'X':
+			so.no_clone3 = true;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			return cli_usage_error("run", "unknown option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("run",
+				       "no command given (jobcg run [OPTIONS] -- CMD ARGS...)");
+
+	r = cli_ctx_open(g, 0, &conf, &ctx);
+	if (r)
+		return r;
+	if (job != JOBCG_JOB_ID_AUTO) {
+		struct jobcg_job_info *info = NULL;
+
+		r = jobcg_job_info_get(ctx, job, &info);
+		jobcg_job_info_free(info);
+		if (r == -ENOENT)
+			ephemeral = true;
+		else if (r < 0) {
+			cli_print_error(NULL);
+			goto out;
+		} else if (cl.l.cpus || cl.l.mem_bytes || cl.l.pids_max) {
+			fprintf(stderr,
+				"jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
+				"--cpus/--mem/--pids only apply to a new job\n",
+				job);
+			goto out;
+		}
+	} else
+		ephemeral = true;
+	if (ephemeral) {
+		if (cli_limits_refuse(ctx, &cl))
+			goto out;
+		if (jobcg_job_create(ctx, job, &cl.l, JOBCG_JOB_EPHEMERAL, &job) < 0) {
+			cli_print_error("cannot create the job");
+			goto out;
+		}
+	}
+	if (jobcg_step_create(ctx, job, step_arg, 0, step) < 0) {
+		cli_print_error("cannot create the step");
+		goto remove_job;
+	}
+	t.job = job;
+	memcpy(t.step, step, sizeof(step));
+	r = jobcg_step_run(ctx, job, step, ntasks, argv + optind, &so, &res);
+	if (r < 0) {
+		cli_print_error(NULL);
+		exit_code = r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : 1;
+	} else
+		exit_code = res.exit_code;
+	/* Accounting at step end: every task has exited and stragglers are gone. */
+	if (want_acct && r >= 0) {
+		if (jobcg_acct_read(ctx, &t, &acct) < 0)
+			cli_print_error("accounting");
+		else
+			have_acct = true;
+	}
+	/* -ENOENT: the job was released (and the step killed) while we ran. */
+	r = jobcg_step_remove(ctx, job, step, 0);
+	if (r == -ENOENT)
+		ephemeral = false;
+	else if (r < 0) {
+		cli_print_error("cannot remove the step");
+		if (exit_code == 0)
+			exit_code = 1;
+	}
+	if (have_acct) {
+		if (json) {
+			struct json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "job", json_object_new_uint64(job));
+			json_object_object_add(o, "step", json_object_new_string(step));
+			json_object_object_add(o, "ntasks", json_object_new_uint64(ntasks));
+			json_object_object_add(o, "exit_code", json_object_new_int(exit_code));
+			json_object_object_add(o, "acct", cli_json_acct(&acct));
+			cli_json_print(stderr, o);
+		} else {
+			fprintf(stderr, "step %u.%s: exit code %d, %u task(s)\n", job, step,
+				exit_code, ntasks);
+			cli_print_acct(stderr, &acct);
+		}
+	}
+remove_job:
+	if (ephemeral && jobcg_job_remove(ctx, job, 0) < 0) {
+		cli_print_error("cannot remove the job");
+		if (exit_code == 0)
+			exit_code = 1;
+	}
+out:
+	free(res.task_status);
+	cli_ctx_close(conf, ctx);
+	return exit_code;
+}
+CLI_COMMAND(run, cmd_run, "run a command as a step of a job");

@@ -1,0 +1,130 @@
+/* jobcg show: one job (metadata, steps) or one step (tasks, pids, state, accounting). */
+#include "common.h"
+
+struct json_object *cli_job_json(const struct jobcg_job_info *i); /* cmd_list.c */
+
+static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool json)
+{
+	pid_t *pids = NULL;
+	int *tasks = NULL;
+	size_t np = 0, nt = 0;
+	bool populated = false, frozen = false;
+	struct jobcg_acct acct;
+	char *path = NULL;
+	int r = 1;
+
+	if (jobcg_target_events(ctx, t, &populated, &frozen) < 0 ||
+	    jobcg_task_list(ctx, t->job, t->step, &tasks, &nt) < 0 ||
+	    jobcg_pids(ctx, t, &pids, &np) < 0 || jobcg_acct_read(ctx, t, &acct) < 0 ||
+	    jobcg_target_path(ctx, t, &path) < 0) {
+		cli_print_error(NULL);
+		goto out;
+	}
+	if (json) {
+		struct json_object *o = json_object_new_object(), *ta = json_object_new_array(),
+				   *pa = json_object_new_array();
+
+		for (size_t i = 0; i < nt; i++)
+			json_object_array_add(ta, tasks[i] == JOBCG_TASK_SPECIAL
+						      ? json_object_new_string("special")
+						      : json_object_new_int(tasks[i]));
+		for (size_t i = 0; i < np; i++)
+			json_object_array_add(pa, json_object_new_int(pids[i]));
+		json_object_object_add(o, "job", json_object_new_uint64(t->job));
+		json_object_object_add(o, "step", json_object_new_string(t->step));
+		json_object_object_add(o, "path", json_object_new_string(path));
+		json_object_object_add(o, "populated", json_object_new_boolean(populated));
+		json_object_object_add(o, "frozen", json_object_new_boolean(frozen));
+		json_object_object_add(o, "tasks", ta);
+		json_object_object_add(o, "pids", pa);
+		json_object_object_add(o, "acct", cli_json_acct(&acct));
+		cli_json_print(stdout, o);
+	} else {
+		printf("step %u.%s\n  path: %s\n  state: %s\n  tasks:", t->job, t->step, path,
+		       frozen	   ? "frozen"
+		       : populated ? "running"
+				   : "empty");
+		for (size_t i = 0; i < nt; i++)
+			if (tasks[i] == JOBCG_TASK_SPECIAL)
+				printf(" special");
+			else
+				printf(" %d", tasks[i]);
+		printf("\n  pids:");
+		for (size_t i = 0; i < np; i++)
+			printf(" %d", (int)pids[i]);
+		printf("\naccounting:\n");
+		cli_print_acct(stdout, &acct);
+	}
+	r = 0;
+out:
+	free(pids);
+	free(tasks);
+	free(path);
+	return r;
+}
+
+static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
+{
+	struct jobcg_job_info *i = NULL;
+
+	if (jobcg_job_info_get(ctx, job, &i) < 0) {
+		cli_print_error(NULL);
+		return 1;
+	}
+	if (json)
+		cli_json_print(stdout, cli_job_json(i));
+	else {
+		printf("job %u\n  path: %s\n  state: %s\n", i->id, i->path,
+		       i->frozen      ? "frozen"
+		       : i->populated ? "running"
+				      : "idle");
+		if (i->have_owner)
+			printf("  owner: %u:%u\n", (unsigned)i->uid, (unsigned)i->gid);
+		if (i->created_sec)
+			printf("  created: %llu (unix time)\n", (unsigned long long)i->created_sec);
+		printf("  ephemeral: %s\n", i->ephemeral ? "yes" : "no");
+		printf("  cpus: %s\n", i->cpus ? i->cpus : "all");
+		if (i->mem_bytes)
+			printf("  mem: %llu bytes\n", (unsigned long long)i->mem_bytes);
+		else
+			printf("  mem: unlimited\n");
+		if (i->pids_max)
+			printf("  pids: %llu\n", (unsigned long long)i->pids_max);
+		else
+			printf("  pids: unlimited\n");
+		for (char **s = i->skipped; s && *s; s++)
+			printf("  not enforced (best effort): %s\n", *s);
+		printf("  steps:");
+		for (char **s = i->steps; *s; s++)
+			printf(" %s", *s);
+		printf("\n");
+	}
+	jobcg_job_info_free(i);
+	return 0;
+}
+
+static int cmd_show(int argc, char **argv, const struct cli_global *g)
+{
+	struct cli_target_args a;
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	int r;
+
+	r = cli_target_args(
+	    argc, argv, CLI_TARGET_JSON,
+	    "Usage: jobcg show [--json] JOB[.STEP]\n\n"
+	    "Show a job (owner, creation time, limits, steps) or a step (tasks, pids,\n"
+	    "state, accounting).\n",
+	    &a);
+	if (r >= 0)
+		return r;
+	if (a.t.task != JOBCG_TASK_ALL)
+		return cli_usage_error("show", "give JOB or JOB.STEP, not a task");
+	r = cli_ctx_open(g, 0, &conf, &ctx);
+	if (r)
+		return r;
+	r = a.t.step[0] ? show_step(ctx, &a.t, a.json) : show_job(ctx, a.t.job, a.json);
+	cli_ctx_close(conf, ctx);
+	return r;
+}
+CLI_COMMAND(show, cmd_show, "show a job or a step");

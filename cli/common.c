@@ -1,0 +1,210 @@
+/* jobcg CLI: opening the context, JSON output, accounting and option helpers for subcommands. */
+#include <getopt.h>
+#include <signal.h>
+#include <string.h>
+
+#include "common.h"
+#include "jobcg/parse.h"
+
+int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
+		 struct jobcg_ctx **ret_ctx)
+{
+	struct jobcg_config *conf = NULL;
+	int r;
+
+	r = cli_load_config(g, 0, &conf);
+	if (r != 0)
+		return r;
+	if (jobcg_ctx_open(conf, flags, ret_ctx) < 0) {
+		cli_print_error(NULL);
+		jobcg_config_free(conf);
+		return 1;
+	}
+	*ret_conf = conf;
+	return 0;
+}
+
+void cli_ctx_close(struct jobcg_config *conf, struct jobcg_ctx *ctx)
+{
+	jobcg_ctx_free(ctx);
+	jobcg_config_free(conf);
+}
+
+void cli_json_print(FILE *f, struct json_object *obj)
+{
+	fprintf(f, "%s\n",
+		json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY |
+							JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(obj);
+}
+
+struct json_object *cli_json_acct(const struct jobcg_acct *a)
+{
+	struct json_object *o = json_object_new_object();
+
+	for (unsigned i = 0; i < _JOBCG_ACCT_MAX; i++)
+		json_object_object_add(o, jobcg_acct_item_name(i),
+				       jobcg_acct_has(a, i) ? json_object_new_uint64(a->value[i])
+							    : NULL);
+	return o;
+}
+
+void cli_print_acct(FILE *f, const struct jobcg_acct *a)
+{
+	for (unsigned i = 0; i < _JOBCG_ACCT_MAX; i++) {
+		if (jobcg_acct_has(a, i))
+			fprintf(f, "  %-16s %llu\n", jobcg_acct_item_name(i),
+				(unsigned long long)a->value[i]);
+		else
+			fprintf(f, "  %-16s unavailable\n", jobcg_acct_item_name(i));
+	}
+}
+
+int cli_parse_signal(const char *s)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (s[0] >= '0' && s[0] <= '9') {
+		v = strtol(s, &end, 10);
+		return (*end || v <= 0 || v >= NSIG) ? -EINVAL : (int)v;
+	}
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (int i = 1; i < 32; i++) {
+		const char *n = sigabbrev_np(i);
+
+		if (n && strcasecmp(n, s) == 0)
+			return i;
+	}
+	return -EINVAL;
+}
+
+int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out)
+{
+	switch (c) {
+	case 'c':
+		out->l.cpus = arg;
+		return 1;
+	case 'm':
+		if (jobcg_parse_size(arg, 1u << 20, 0, &out->l.mem_bytes) < 0 || out->l.mem_bytes == 0)
+			return -cli_usage_error(cmd, "--mem '%s': need a size like 512M or 4G",
+						arg);
+		out->mem_arg = arg;
+		return 1;
+	case 'p': {
+		unsigned v;
+
+		if (cli_parse_uint("--pids", arg, 4194304, &v) < 0 || v == 0)
+			return -cli_usage_error(cmd, "--pids '%s': need a number 1..4194304", arg);
+		out->l.pids_max = v;
+		out->pids_arg = arg;
+		return 1;
+	}
+	case 'B':
+		out->l.best_effort = true;
+		return 1;
+	}
+	return 0;
+}
+
+int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl)
+{
+	char **why = NULL;
+	unsigned bad = jobcg_limits_check(ctx, &cl->l, &why);
+	int i = 0;
+
+	if (!bad || cl->l.best_effort) {
+		jobcg_strv_free(why);
+		return 0;
+	}
+	if (bad & JOBCG_LIMIT_CPUS)
+		fprintf(stderr, "jobcg: --cpus %s: %s\n", cl->l.cpus,
+			why && why[i] ? why[i++] : "");
+	if (bad & JOBCG_LIMIT_MEM)
+		fprintf(stderr, "jobcg: --mem %s: %s\n", cl->mem_arg,
+			why && why[i] ? why[i++] : "");
+	if (bad & JOBCG_LIMIT_PIDS)
+		fprintf(stderr, "jobcg: --pids %s: %s\n", cl->pids_arg,
+			why && why[i] ? why[i++] : "");
+	fprintf(stderr, "jobcg: refusing to run without these limits (use --best-effort to run "
+			"anyway)\n");
+	jobcg_strv_free(why);
+	return 1;
+}
+
+int cli_target_args(int argc, char **argv, unsigned what, const char *help,
+		    struct cli_target_args *ret)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"signal", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	const char *cmd = argv[0];
+	int c;
+
+	ret->json = false;
+	ret->timeout_ms = 10000;
+	ret->sig = SIGTERM;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "hs:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			if (!(what & CLI_TARGET_JSON))
+				return cli_usage_error(cmd,
+						       "--json is not an option of this command");
+			ret->json = true;
+			break;
+		case 't':
+			if (!(what & CLI_TARGET_TIMEOUT))
+				return cli_usage_error(
+				    cmd, "--timeout is not an option of this command");
+			if (cli_parse_uint("--timeout", optarg, 3600000, &ret->timeout_ms) < 0)
+				return cli_usage_error(cmd, "--timeout '%s': need milliseconds",
+						       optarg);
+			break;
+		case 's':
+			if (!(what & CLI_TARGET_SIGNAL))
+				return cli_usage_error(cmd,
+						       "--signal is not an option of this command");
+			ret->sig = cli_parse_signal(optarg);
+			if (ret->sig < 0)
+				return cli_usage_error(cmd, "--signal '%s': unknown signal",
+						       optarg);
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return cli_usage_error(cmd, "unknown option");
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage_error(cmd, "need exactly one target JOB[.STEP[.TASK]]");
+	if (jobcg_target_parse(argv[optind], &ret->t) < 0) {
+		char buf[4096];
+
+		return cli_usage_error(cmd, "%s", jobcg_error_format(buf, sizeof(buf)));
+	}
+	return -1;
+}

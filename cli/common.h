@@ -1,0 +1,56 @@
+/* jobcg CLI: helpers shared by the subcommands that work on the cgroup tree. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+#include "cli.h"
+#include "jobcg/acct.h"
+#include "jobcg/context.h"
+#include "jobcg/job.h"
+
+/* Configuration and context for a subcommand; free both with cli_ctx_close(). Prints the
+ * error and returns non-zero on failure. */
+int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
+		 struct jobcg_ctx **ret_ctx);
+void cli_ctx_close(struct jobcg_config *conf, struct jobcg_ctx *ctx);
+
+/* Print @obj as pretty JSON followed by a newline, then drop the reference. */
+void cli_json_print(FILE *f, struct json_object *obj);
+/* json for one accounting reading: unavailable items are null. */
+struct json_object *cli_json_acct(const struct jobcg_acct *a);
+/* Text lines for one accounting reading ("  name: value" / "unavailable"). */
+void cli_print_acct(FILE *f, const struct jobcg_acct *a);
+/* Signal number from "TERM", "SIGTERM" or "15"; -EINVAL otherwise. */
+int cli_parse_signal(const char *s);
+/* Parse --timeout MS. */
+int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret);
+/* Options --cpus/--mem/--pids/--best-effort shared by alloc and run: returns 1 if @c was one
+ * of them (consumed), 0 if not, or a CLI exit code (>=2) wrapped as negative on error. */
+struct cli_limits {
+	struct jobcg_limits l;
+	const char *mem_arg, *pids_arg;
+};
+int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out);
+/* Refuse limits the host cannot enforce, naming the option (unless --best-effort). 0 or 1. */
+int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl);
+
+/* Parsed arguments of the commands that take one TARGET (JOB[.STEP[.TASK]]). */
+struct cli_target_args {
+	struct jobcg_target t;
+	bool json;
+	unsigned timeout_ms;
+	int sig;
+};
+enum {
+	CLI_TARGET_JSON = 1u << 0,    /* accepts --json */
+	CLI_TARGET_TIMEOUT = 1u << 1, /* accepts --timeout MS */
+	CLI_TARGET_SIGNAL = 1u << 2,  /* accepts -s/--signal SIG */
+};
+/* Parse "[OPTIONS] TARGET"; prints @help for --help. Returns -1 to go on, else an exit code. */
+int cli_target_args(int argc, char **argv, unsigned what, const char *help,
+		    struct cli_target_args *ret);

@@ -1,0 +1,91 @@
+/* jobcg: the durable accounting log, one JSON object a line (acct.jsonl under the state dir). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "jobcg/config.h"
+#include "jobcg/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Final states, named as Slurm's sacct names them. */
+enum jobcg_acct_state {
+	JOBCG_ACCT_COMPLETED = 0, /* exit code 0 */
+	JOBCG_ACCT_FAILED,        /* non-zero exit, or killed by a signal we did not send */
+	JOBCG_ACCT_OUT_OF_MEMORY, /* the kernel's OOM killer killed something in it */
+	JOBCG_ACCT_CANCELLED,     /* ended by jobcg release (or a signal sent on request) */
+	JOBCG_ACCT_NODE_FAIL,     /* found dead by jobcg gc: no exit status was seen */
+	_JOBCG_ACCT_STATE_MAX,
+};
+
+enum jobcg_acct_kind {
+	JOBCG_ACCT_STEP = 0,
+	JOBCG_ACCT_JOB = 1,
+};
+
+struct jobcg_acct_record {
+	enum jobcg_acct_kind kind;
+	char *job_id;
+	char *step_id;          /* NULL for a job record */
+	uid_t uid;
+	gid_t gid;
+	uint64_t start_usec;    /* CLOCK_REALTIME, microseconds since the epoch */
+	uint64_t end_usec;
+	int exit_code;          /* exit status of the step's command; -1 unknown */
+	int exit_signal;        /* signal that ended it, 0 none */
+	uint64_t cpu_usec;      /* cpu.stat usage_usec */
+	uint64_t user_usec;
+	uint64_t system_usec;
+	uint64_t mem_peak;      /* memory.peak in bytes; 0 = not available */
+	uint64_t oom_kills;     /* memory.events oom_kill (the job's counts all its steps) */
+	enum jobcg_acct_state state;
+	char *gres;             /* "gpu:0,2" or NULL */
+	unsigned ntasks;
+};
+
+/** "COMPLETED", "FAILED", ... or NULL for an unknown value. */
+JOBCG_EXPORT const char *jobcg_acct_state_name(enum jobcg_acct_state s);
+/** The state for a name, or -EINVAL. */
+JOBCG_EXPORT int jobcg_acct_state_from_name(const char *name);
+
+/**
+ * The final state of a step or job from how it ended: cancelled wins (we ended it), then any
+ * OOM kill, then a signal or non-zero exit (FAILED), else COMPLETED. @exit_code -1 and no
+ * signal means nothing was seen (NODE_FAIL).
+ */
+JOBCG_EXPORT enum jobcg_acct_state jobcg_acct_state_of(int exit_code, int exit_signal,
+						       uint64_t oom_kills, bool cancelled);
+
+/** The log's path: <state dir>/acct.jsonl (state dir from @conf, else JOBCG_STATE_DIR, else
+ *  /var/lib/jobcg). */
+JOBCG_EXPORT int jobcg_acctlog_path(const struct jobcg_config *conf, char **ret);
+
+/**
+ * Append one record as one JSON line and fsync it. The directory is created if missing. Appends
+ * are serialised with flock() so concurrent writers never interleave, and a torn last line left
+ * by a crash is terminated first so it cannot swallow this record.
+ */
+JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_record *r);
+
+typedef int (*jobcg_acctlog_fn)(const struct jobcg_acct_record *r, void *userdata);
+
+/**
+ * Read the log, calling @fn for each record (of job @job_id only, when not NULL) in file order;
+ * a nonzero return from @fn stops and is returned. Lines that are not a complete record (a torn
+ * last line after a crash, garbage) are skipped with a warning naming file and line. A missing
+ * log is an empty one. The record passed to @fn is only valid during the call.
+ */
+JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_acctlog_fn fn,
+				    void *userdata);
+
+/** Free the strings of a record (not the record itself). */
+JOBCG_EXPORT void jobcg_acct_record_done(struct jobcg_acct_record *r);
+
+#ifdef __cplusplus
+}
+#endif

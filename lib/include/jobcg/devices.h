@@ -1,0 +1,147 @@
+/* jobcg: device access control for job, step and task cgroups through eBPF device programs. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jobcg/config.h"
+#include "jobcg/devrule.h"
+#include "jobcg/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Semantics: a device not matched by the managed rules (the gres.conf files) is always allowed.
+ * A managed device is allowed to a process iff every constrained cgroup among its job, step and
+ * task cgroups grants all requested access bits (r, w, m). A cgroup without a grant is
+ * unconstrained.
+ *
+ * Node mode (DeviceProgram=node, default): one program "jobcg_node" per jobcg root with maps
+ * "jobcg_managed" and "jobcg_policy", pinned under <BpfPinDir>/root-<root cgroup id>-v<layout>/
+ * and attached at the root with BPF_F_ALLOW_MULTI. They survive the process; open() reuses them.
+ * A grant is a map update. Only cgroups 1 (job), 2 (step) and 4 (task: job/step/user/task_N)
+ * levels below the root can be granted.
+ * Linear mode (DeviceProgram=linear, or when the node program does not load on this kernel):
+ * one "jobcg_linear" program per constrained cgroup, attached with BPF_F_ALLOW_MULTI and
+ * replaced with BPF_F_REPLACE; it goes away with the cgroup.
+ */
+struct jobcg_devpolicy;
+
+/** One constrained cgroup as listed by jobcg_devpolicy_list(). */
+struct jobcg_devgrant {
+	uint64_t cgroup_id;
+	char *path;		     /* relative to the root ("job_1/step_0"); NULL if not found */
+	int level;		     /* levels below the root (1 job, 2 step, 4 task); -1 unknown */
+	uint32_t prog_id;	     /* linear mode: the program's id; 0 in node mode */
+	struct jobcg_devrule *rules; /* allow rules; none = every managed device denied */
+	size_t n_rules;
+};
+
+/**
+ * Set up device control below @root_cgroup_path (an absolute path of a cgroup v2 directory).
+ * @managed are the devices jobcg controls (at most 4096 rules; "c *:5" shapes are refused).
+ * Node mode loads or reuses the pinned program and maps, makes the managed map equal to
+ * @managed and attaches the program at the root if it is not attached. When the node program
+ * cannot be loaded (helpers missing on this kernel) it falls back to linear mode, logging the
+ * reason with log_warning (see jobcg_devpolicy_fallback_reason()). Linear mode touches nothing
+ * at the root. Returns 0, or -errno with the error record set; nothing is left half-created.
+ * Free with jobcg_devpolicy_free() (which leaves kernel state in place).
+ */
+JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgroup_path,
+				      const struct jobcg_devrule *managed, size_t n_managed,
+				      struct jobcg_devpolicy **ret);
+
+/**
+ * Open the node-mode state pinned for that root as it is: never creates, loads or attaches a
+ * program and leaves the managed map alone (for listing, revoking and gc whatever the
+ * configuration says now). Grants, revokes, gc, list and destroy all work on the result.
+ * -ENOENT when nothing is pinned for that root (then only linear programs can be in use: open
+ * with jobcg_devpolicy_open() in linear mode to list or revoke those).
+ */
+JOBCG_EXPORT int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf,
+					     const char *root_cgroup_path,
+					     struct jobcg_devpolicy **ret);
+
+/** The mode in effect (JOBCG_DEVPROG_NODE or JOBCG_DEVPROG_LINEAR). */
+JOBCG_EXPORT enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_devpolicy *p);
+
+/** Why node mode fell back to linear mode, or NULL. Valid while @p lives. */
+JOBCG_EXPORT const char *jobcg_devpolicy_fallback_reason(const struct jobcg_devpolicy *p);
+
+/** The canonical absolute path of the root. */
+JOBCG_EXPORT const char *jobcg_devpolicy_root(const struct jobcg_devpolicy *p);
+
+/** Node mode: the bpffs directory holding the pins ("prog", "jobcg_managed", "jobcg_policy"). */
+JOBCG_EXPORT const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p);
+
+/**
+ * Constrain the cgroup at @cgroup_path (absolute, below the root): managed devices not granted
+ * by @allowed (allow rules, at most 4096) are denied to its processes, and so are access bits
+ * not granted. Replaces an earlier grant of that cgroup. In node mode a fresh grant writes the
+ * entries before the marker, so the cgroup never sees a denial of what it is granted; a
+ * re-grant removes what is no longer granted before adding, so it is never more permissive
+ * than either grant. On error the cgroup may be left constrained with part of the new grant:
+ * callers revoke and fail the launch.
+ */
+JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
+				       const struct jobcg_devrule *allowed, size_t n);
+
+/**
+ * Remove every entry for that cgroup (node mode) and detach and release its jobcg_linear
+ * programs (linear mode, or left from it). Call before rmdir. Not an error when there is
+ * nothing to remove.
+ */
+JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *cgroup_path);
+
+/** Node mode: remove the entries of a cgroup id (for cgroups already removed). */
+JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id);
+
+/**
+ * Node mode: remove the entries of cgroups that no longer exist (asked of the kernel by id, so
+ * cgroups created meanwhile are safe). *ret_removed (may be NULL) gets how many were removed.
+ */
+JOBCG_EXPORT int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_removed);
+
+/**
+ * List constrained cgroups with their grants, sorted by path (unresolved ids last). Node mode
+ * reads the policy map; linear mode walks the tree below the root and reads back jobcg_linear
+ * programs. Free with jobcg_devgrants_free().
+ */
+JOBCG_EXPORT int jobcg_devpolicy_list(struct jobcg_devpolicy *p, struct jobcg_devgrant **ret,
+				      size_t *ret_n);
+JOBCG_EXPORT void jobcg_devgrants_free(struct jobcg_devgrant *g, size_t n);
+
+/** The managed rules in effect (node mode: read from the managed map). Caller frees *ret. */
+JOBCG_EXPORT int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg_devrule **ret,
+					 size_t *ret_n);
+
+/**
+ * Node mode: detach the node program from the root, remove the pins and the pin directory, then
+ * free @p. Existing grants stop being enforced. Linear mode: only frees @p.
+ */
+JOBCG_EXPORT int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p);
+
+/** Release @p (NULL ok); kernel state stays as it is. */
+JOBCG_EXPORT void jobcg_devpolicy_free(struct jobcg_devpolicy *p);
+
+/** The managed rules of a configuration: every stat()ed gres.conf file, "c M:m rwm". */
+JOBCG_EXPORT int jobcg_devpolicy_managed_from_config(const struct jobcg_config *conf,
+						     struct jobcg_devrule **ret, size_t *ret_n);
+
+/** The id of a cgroup v2 directory (the kernel's cgroup id, i.e. its inode number). */
+JOBCG_EXPORT int jobcg_cgroup_id(const char *path, uint64_t *ret);
+
+/* Device node names found under /dev, to print "c 195:1" as /dev/nvidia1. */
+struct jobcg_devnames;
+/** Scan @dir (NULL: /dev) and three levels below for char and block nodes (at most 65536). */
+JOBCG_EXPORT int jobcg_devnames_scan(const char *dir, struct jobcg_devnames **ret);
+/** The first path found for that device, or NULL. @type 'c' or 'b'. */
+JOBCG_EXPORT const char *jobcg_devnames_find(const struct jobcg_devnames *d, char type,
+					     uint32_t major, uint32_t minor);
+JOBCG_EXPORT void jobcg_devnames_free(struct jobcg_devnames *d);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,237 @@
+/* jobcg: jobs, steps and tasks in the cgroup tree: create, remove, list, spawn, signal, freeze,
+ * kill. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "jobcg/context.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * The tree (see docs/design.md):
+ *   <root>/system/                          parking leaf (scope keeper, processes found in root)
+ *   <root>/job_<id>/step_<sid>/jobcg/       the step's own helper processes (leaf)
+ *   <root>/job_<id>/step_<sid>/user/task_<n>/      one leaf per task
+ *   <root>/job_<id>/step_<sid>/user/task_special/  pids added to the step but to no task
+ * Job ids are 1..4294967294. Step ids are a number (0..4294967279) or batch, extern, interactive.
+ */
+
+#define JOBCG_JOB_ID_AUTO	    0u		/* jobcg_job_create(): pick a free ephemeral id */
+#define JOBCG_JOB_ID_EPHEMERAL_BASE 4000000000u /* auto-picked ids start here */
+#define JOBCG_STEP_ID_MAX	    32		/* buffer size for a step id, including the NUL */
+#define JOBCG_TASK_ALL		    (-1)	/* target: every task of the step */
+#define JOBCG_TASK_SPECIAL	    (-2)	/* target: user/task_special */
+#define JOBCG_TASK_MAX		    65535
+
+/** true if @s is a valid step id: decimal 0..4294967279 (no sign, no leading zeros), batch, extern,
+ * interactive. */
+JOBCG_EXPORT bool jobcg_step_id_valid(const char *s);
+/** Parse a job id (decimal 1..4294967294). 0 or -EINVAL. */
+JOBCG_EXPORT int jobcg_job_id_parse(const char *s, uint32_t *ret);
+
+/* What a command acts on: a job, one step of it, or one task of a step. */
+struct jobcg_target {
+	uint32_t job;
+	char step[JOBCG_STEP_ID_MAX]; /* "" = the whole job */
+	int task;		      /* JOBCG_TASK_ALL, JOBCG_TASK_SPECIAL or 0..JOBCG_TASK_MAX */
+};
+
+/** Parse "JOB", "JOB.STEP" or "JOB.STEP.TASK" (TASK a number or "special"). 0 or -EINVAL (error
+ * set). */
+JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret);
+/** Format a target as parsed above into @buf. Returns @buf. */
+JOBCG_EXPORT char *jobcg_target_format(const struct jobcg_target *t, char *buf, unsigned long size);
+/** Cgroup path of a target relative to the tree root ("job_42/step_0/user/task_1"); free() it. */
+JOBCG_EXPORT char *jobcg_target_relpath(const struct jobcg_target *t);
+/** Absolute cgroup directory of a target; free() it. -ENOMEM only (existence is not checked). */
+JOBCG_EXPORT int jobcg_target_path(const struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				   char **ret);
+
+/*
+ * Limits of a job, applied to job_<id>/ when it is created. Zero/NULL fields are no limit.
+ * Extensions (devices, GPUs) add fields here and a hook in lib/src/job.c.
+ */
+struct jobcg_limits {
+	const char *cpus;   /* cpuset.cpus list ("0-3,8"), NULL = all */
+	uint64_t mem_bytes; /* memory.max, 0 = unlimited */
+	uint64_t pids_max;  /* pids.max, 0 = unlimited */
+	bool best_effort;   /* skip limits this host cannot enforce (logged) instead of failing */
+};
+
+/* Bits for jobcg_limits_check(). */
+enum {
+	JOBCG_LIMIT_CPUS = 1u << 0,
+	JOBCG_LIMIT_MEM = 1u << 1,
+	JOBCG_LIMIT_PIDS = 1u << 2,
+};
+
+/**
+ * Which of @limits this host cannot enforce (controller missing from the tree). Returns the
+ * JOBCG_LIMIT_* mask (0: all can be enforced); for each set bit, *ret_reasons (may be NULL)
+ * gets a sentence such as "memory controller is bound to cgroup v1: memory limits cannot be
+ * enforced", NULL-terminated, in bit order. Free with jobcg_strv_free().
+ */
+JOBCG_EXPORT unsigned jobcg_limits_check(const struct jobcg_ctx *ctx,
+					 const struct jobcg_limits *limits, char ***ret_reasons);
+/** Free a NULL-terminated string vector returned by the library. */
+JOBCG_EXPORT void jobcg_strv_free(char **v);
+
+enum {
+	JOBCG_JOB_EPHEMERAL = 1u << 0, /* made by `jobcg run`: removed by its runner; gc may sweep
+					  it once that runner is gone */
+};
+
+/**
+ * Create job_<id> (under the node lock, creating the tree if needed): apply @limits (may be
+ * NULL), record metadata as trusted.jobcg.* xattrs (owner, creation time, limits, runner), run
+ * the extension hooks. Any failure rolls back everything made so far. @job_id
+ * JOBCG_JOB_ID_AUTO picks a free id >= JOBCG_JOB_ID_EPHEMERAL_BASE. -EEXIST if it exists.
+ */
+JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
+				  const struct jobcg_limits *limits, unsigned flags,
+				  uint32_t *ret_job_id);
+/**
+ * Remove a job: kill every process in it (cgroup.kill, bounded wait), undo the extension
+ * hooks, remove the directories bottom-up (bounded EBUSY retry). -ENOENT if there is no such job.
+ */
+JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags);
+
+/** Sorted job ids present under the tree root. An absent root gives 0 jobs. */
+JOBCG_EXPORT int jobcg_job_list(struct jobcg_ctx *ctx, uint32_t **ret_ids, size_t *ret_n);
+
+/* A job as found on disk (from its directory and xattrs). */
+struct jobcg_job_info {
+	uint32_t id;
+	char *path; /* absolute cgroup directory */
+	bool have_owner;
+	uid_t uid;
+	gid_t gid;
+	uint64_t created_sec; /* CLOCK_REALTIME seconds, 0 = unknown */
+	bool ephemeral;
+	pid_t runner; /* ephemeral job: pid of the `jobcg run` that owns it, 0 = none */
+	char *cpus;   /* recorded limits (NULL/0 = none) */
+	uint64_t mem_bytes;
+	uint64_t pids_max;
+	bool best_effort;
+	char **skipped; /* limits skipped under best effort ("mem", ...), NULL-terminated or NULL */
+	char **steps;	/* step ids, NULL-terminated (never NULL) */
+	bool populated; /* cgroup.events populated 1 */
+	bool frozen;	/* cgroup.events frozen 1 */
+};
+JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
+				    struct jobcg_job_info **ret);
+JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i);
+
+/**
+ * Persist / read extension state on the job directory as the xattr "trusted.jobcg.<key>".
+ * @key is [a-z0-9_.-]+. get: -ENODATA when absent; *ret is a NUL-terminated malloc()ed string.
+ */
+JOBCG_EXPORT int jobcg_job_xattr_set(struct jobcg_ctx *ctx, uint32_t job_id, const char *key,
+				     const char *value);
+JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, const char *key,
+				     char **ret);
+
+/**
+ * Create step_<step_id> in an existing job with its jobcg/ and user/ directories (under the
+ * node lock). @step_id NULL picks the lowest free number. The calling process is recorded as
+ * the step's runner (gc removes steps whose runner is gone). Writes the chosen id into
+ * @ret_step_id (JOBCG_STEP_ID_MAX bytes) if not NULL. -EEXIST if the step exists.
+ */
+JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				   unsigned flags, char *ret_step_id);
+/** Kill a step's processes, then remove its directories bottom-up. -ENOENT if absent. */
+JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				   unsigned flags);
+/** Step ids of a job (numbers ascending, then names), NULL-terminated. */
+JOBCG_EXPORT int jobcg_step_list(struct jobcg_ctx *ctx, uint32_t job_id, char ***ret);
+
+/* Options for spawning a task. */
+struct jobcg_spawn_opts {
+	char *const *envp;	 /* NULL: inherit environ */
+	bool no_clone3;		 /* force the fork + migrate-before-exec fallback (tests) */
+	const sigset_t *sigmask; /* mask for the child, NULL: empty mask (all signals unblocked) */
+};
+
+/**
+ * Start @argv (argv[0] looked up in PATH) as task @task (0..JOBCG_TASK_MAX or
+ * JOBCG_TASK_SPECIAL) of a step: the task directory is created if needed and the process is
+ * born in it (clone3 CLONE_INTO_CGROUP) or, where that is not available, moved there before
+ * exec. Env JOBCG_JOB_ID, JOBCG_STEP_ID and JOBCG_TASK_ID are set. Returns the pid; the
+ * caller reaps it. If exec fails the child exits 127 (126: not executable).
+ */
+JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				  int task, char *const argv[], const struct jobcg_spawn_opts *opts,
+				  pid_t *ret_pid);
+/** Move an existing process into a task (JOBCG_TASK_SPECIAL: added to the step but no task). */
+JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				    int task, pid_t pid);
+
+/** populated / frozen of a target from its cgroup.events. -ENOENT if the target is absent. */
+JOBCG_EXPORT int jobcg_target_events(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				     bool *ret_populated, bool *ret_frozen);
+/** Task numbers present in a step (ascending; JOBCG_TASK_SPECIAL last if present). */
+JOBCG_EXPORT int jobcg_task_list(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				 int **ret, size_t *ret_n);
+
+/** Pids in a target's cgroups (recursively), sorted. */
+JOBCG_EXPORT int jobcg_pids(struct jobcg_ctx *ctx, const struct jobcg_target *t, pid_t **ret,
+			    size_t *ret_n);
+/** Send @sig to every process of a target. Returns the number signalled, or -errno. */
+JOBCG_EXPORT int jobcg_signal(struct jobcg_ctx *ctx, const struct jobcg_target *t, int sig);
+/**
+ * Freeze / thaw a target through cgroup.freeze and wait (inotify on cgroup.events, no polling
+ * loop) until it reports "frozen 1" / "frozen 0", at most @timeout_ms. Thaw also thaws the
+ * cgroups below the target that were frozen on their own (a step frozen, then its job thawed).
+ * -ETIMEDOUT on expiry, -EOPNOTSUPP when the kernel has no cgroup.freeze.
+ */
+JOBCG_EXPORT int jobcg_freeze(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+			      unsigned timeout_ms);
+JOBCG_EXPORT int jobcg_thaw(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+			    unsigned timeout_ms);
+/**
+ * SIGKILL every process of a target with cgroup.kill (falling back to signalling each pid on
+ * kernels without it) and wait until cgroup.events says "populated 0", at most @timeout_ms.
+ */
+JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+			    unsigned timeout_ms);
+
+/* Result of jobcg_step_run(). */
+struct jobcg_run_result {
+	int exit_code;	  /* the step's: the highest task exit code, or 128+N for a task
+			     killed by signal N (the first such task) */
+	int *task_status; /* raw wait statuses, one per task; free() it */
+	unsigned ntasks;
+	int lost_signal; /* signal the runner received and forwarded (0: none) */
+};
+
+/**
+ * Run @ntasks copies of @argv as tasks 0..ntasks-1 of an existing step and wait for all of
+ * them; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to the caller are forwarded
+ * to the step's tasks meanwhile. When the last task has exited, processes left in the step are
+ * killed (the step ends). Does not remove the step (read accounting first).
+ */
+JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				unsigned ntasks, char *const argv[],
+				const struct jobcg_spawn_opts *opts, struct jobcg_run_result *ret);
+
+/** Statistics of gc. */
+struct jobcg_gc_stats {
+	unsigned jobs_removed;
+	unsigned steps_removed;
+	unsigned kept; /* job directories left because they are alive */
+};
+/**
+ * Sweep stray directories under the node lock: ephemeral jobs and steps whose runner process
+ * is gone, job directories left half made (no trusted.jobcg.created), empty tasks of dead
+ * steps. Jobs made by jobcg_job_create() without EPHEMERAL live until jobcg_job_remove().
+ */
+JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc_stats *ret);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,168 @@
+/* jobcg: accounting from cgroup files; a file that is missing leaves its items unavailable. */
+#include "cgroupfs.h"
+#include "jobcg/acct.h"
+#include "log.h"
+#include "util.h"
+
+static const char *const item_names[_JOBCG_ACCT_MAX] = {
+    [JOBCG_ACCT_CPU_USAGE_USEC] = "cpu_usage_usec",
+    [JOBCG_ACCT_CPU_USER_USEC] = "cpu_user_usec",
+    [JOBCG_ACCT_CPU_SYSTEM_USEC] = "cpu_system_usec",
+    [JOBCG_ACCT_MEM_CURRENT] = "mem_current",
+    [JOBCG_ACCT_MEM_PEAK] = "mem_peak",
+    [JOBCG_ACCT_MEM_ANON] = "mem_anon",
+    [JOBCG_ACCT_MEM_FILE] = "mem_file",
+    [JOBCG_ACCT_PGMAJFAULT] = "pgmajfault",
+    [JOBCG_ACCT_OOM] = "oom",
+    [JOBCG_ACCT_OOM_KILL] = "oom_kill",
+    [JOBCG_ACCT_PIDS_CURRENT] = "pids_current",
+    [JOBCG_ACCT_PIDS_PEAK] = "pids_peak",
+};
+
+JOBCG_EXPORT const char *jobcg_acct_item_name(enum jobcg_acct_item i)
+{
+	return (unsigned)i < _JOBCG_ACCT_MAX ? item_names[i] : NULL;
+}
+
+struct keyed_item {
+	const char *key;
+	enum jobcg_acct_item item;
+};
+
+static const struct keyed_item cpu_stat[] = {
+    {"usage_usec", JOBCG_ACCT_CPU_USAGE_USEC},
+    {"user_usec", JOBCG_ACCT_CPU_USER_USEC},
+    {"system_usec", JOBCG_ACCT_CPU_SYSTEM_USEC},
+    {NULL, 0},
+};
+static const struct keyed_item memory_stat[] = {
+    {"anon", JOBCG_ACCT_MEM_ANON},
+    {"file", JOBCG_ACCT_MEM_FILE},
+    {"pgmajfault", JOBCG_ACCT_PGMAJFAULT},
+    {NULL, 0},
+};
+static const struct keyed_item memory_events[] = {
+    {"oom", JOBCG_ACCT_OOM},
+    {"oom_kill", JOBCG_ACCT_OOM_KILL},
+    {NULL, 0},
+};
+
+static const struct acct_file {
+	const char *name;
+	const struct keyed_item *keys; /* NULL: a single-value file */
+	enum jobcg_acct_item item;     /* for single-value files */
+} acct_files[] = {
+    {"cpu.stat", cpu_stat, 0},
+    {"memory.current", NULL, JOBCG_ACCT_MEM_CURRENT},
+    {"memory.peak", NULL, JOBCG_ACCT_MEM_PEAK},
+    {"memory.stat", memory_stat, 0},
+    {"memory.events", memory_events, 0},
+    {"pids.current", NULL, JOBCG_ACCT_PIDS_CURRENT},
+    {"pids.peak", NULL, JOBCG_ACCT_PIDS_PEAK},
+};
+
+/* Check every line is "key number" so that a garbled file is reported, not half read. */
+static int check_keyed(const char *file, const char *text)
+{
+	unsigned line = 1;
+
+	for (const char *p = text; *p; line++) {
+		const char *eol = strchr(p, '\n'), *sp;
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+
+		if (len > 0) {
+			sp = memchr(p, ' ', len);
+			if (!sp || sp == p || sp + 1 >= p + len)
+				return error_set_at(-EINVAL, file, line, 0, "expected 'key value'");
+			for (const char *q = sp + 1; q < p + len; q++)
+				if (*q < '0' || *q > '9')
+					return error_set_at(-EINVAL, file, line,
+							    (unsigned)(q - p) + 1,
+							    "expected a number");
+		}
+		if (!eol)
+			break;
+		p = eol + 1;
+	}
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_acct_parse(const char *file, const char *text, struct jobcg_acct *acct)
+{
+	for (size_t i = 0; i < ELEMENTSOF(acct_files); i++) {
+		const struct acct_file *f = &acct_files[i];
+
+		if (!streq(f->name, file))
+			continue;
+		if (f->keys) {
+			int r = check_keyed(file, text);
+
+			if (r < 0)
+				return r;
+			for (const struct keyed_item *k = f->keys; k->key; k++) {
+				uint64_t v;
+
+				if (cgfs_parse_keyed(text, k->key, &v) == 0) {
+					acct->value[k->item] = v;
+					acct->have |= 1u << k->item;
+				}
+			}
+		} else {
+			_cleanup_free_ char *t = strdup(text);
+			char *s, *end;
+			unsigned long long v;
+
+			if (!t)
+				return -ENOMEM;
+			s = strstrip(t);
+			if (streq(s, "max"))
+				v = UINT64_MAX;
+			else {
+				errno = 0;
+				v = strtoull(s, &end, 10);
+				if (errno || end == s || *end || *s < '0' || *s > '9')
+					return error_set_at(-EINVAL, file, 1, 1,
+							    "expected a number, got '%s'", s);
+			}
+			acct->value[f->item] = v;
+			acct->have |= 1u << f->item;
+		}
+		return 0;
+	}
+	return error_set(-ENOENT, "not an accounting file: %s", file);
+}
+
+JOBCG_EXPORT int jobcg_acct_read_dir(const char *dir, struct jobcg_acct *ret)
+{
+	struct jobcg_acct a = {};
+
+	if (access(dir, F_OK) < 0)
+		return error_set(-ENOENT, "no cgroup %s", dir);
+	for (size_t i = 0; i < ELEMENTSOF(acct_files); i++) {
+		_cleanup_free_ char *text = NULL;
+		int r = cgfs_read(dir, acct_files[i].name, &text);
+
+		if (r == -ENOENT)
+			continue; /* controller not enabled here: unavailable, not 0 */
+		if (r < 0)
+			return r;
+		r = jobcg_acct_parse(acct_files[i].name, text, &a);
+		if (r < 0) {
+			jobcg_error_prefix("%s", dir);
+			return r;
+		}
+	}
+	*ret = a;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_acct_read(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				 struct jobcg_acct *ret)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = jobcg_target_path(ctx, t, &dir);
+
+	if (r < 0)
+		return r;
+	return jobcg_acct_read_dir(dir, ret);
+}

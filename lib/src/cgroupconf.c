@@ -1,0 +1,558 @@
+/*
+ * jobcg: cgroup.conf, Slurm's keys (declared in one table, as Slurm's cgroup plugin does) plus
+ * jobcg's own. Keys that some Slurm release knew but that do nothing now are accepted with a
+ * warning and no look at their value, so a node migrating from an old Slurm is not stopped.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "confload.h"
+#include "confparse.h"
+#include "log.h"
+#include "util.h"
+
+enum ktype {
+	K_BOOL,
+	K_PERCENT,
+	K_MSEC,     /* unsigned, optional k suffix (x1024) as Slurm's integer keys */
+	K_MIB,      /* uint64 MiB, same syntax */
+	K_STRING,   /* with a checker */
+	K_LIST,     /* EnableExtraControllers */
+	K_DEVPROG,
+};
+
+typedef int (*check_fn)(const char *v, char **ret_norm, const char **why);
+
+struct key_def {
+	const char *name;
+	enum ktype type;
+	size_t off;
+	check_fn check;
+};
+
+static int check_abs_path(const char *v, char **ret, const char **why)
+{
+	if (v[0] != '/') {
+		*why = "expected an absolute path";
+		return -EINVAL;
+	}
+	return (*ret = strdup(v)) ? 0 : -ENOMEM;
+}
+
+static int check_plugin(const char *v, char **ret, const char **why)
+{
+	static const char *const ok[] = { "autodetect", "cgroup/v2", "cgroup/v1", "disabled", NULL };
+
+	for (size_t i = 0; ok[i]; i++)
+		if (strcaseeq(v, ok[i]))
+			return (*ret = strdup(ok[i])) ? 0 : -ENOMEM;
+	*why = "expected autodetect, cgroup/v2, cgroup/v1 or disabled";
+	return -EINVAL;
+}
+
+static int check_unit(const char *v, const char *suffix, char **ret)
+{
+	size_t n = strlen(v), sl = strlen(suffix);
+
+	if (n <= sl || strcmp(v + n - sl, suffix) != 0 || strchr(v, '/'))
+		return -EINVAL;
+	for (const char *p = v; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("-_.:@\\", *p))
+			return -EINVAL;
+	return (*ret = strdup(v)) ? 0 : -ENOMEM;
+}
+
+static int check_slice(const char *v, char **ret, const char **why)
+{
+	int r = check_unit(v, ".slice", ret);
+
+	if (r == -EINVAL)
+		*why = "expected a systemd slice unit name such as system.slice";
+	return r;
+}
+
+static int check_scope(const char *v, char **ret, const char **why)
+{
+	int r = check_unit(v, ".scope", ret);
+
+	if (r == -EINVAL)
+		*why = "expected a systemd scope unit name such as jobcg.scope";
+	return r;
+}
+
+static int check_root(const char *v, char **ret, const char **why)
+{
+	_cleanup_free_ char *s = NULL;
+	char *p;
+	size_t n;
+
+	while (*v == '/')
+		v++;
+	s = strdup(v);
+	if (!s)
+		return -ENOMEM;
+	n = strlen(s);
+	while (n > 0 && s[n - 1] == '/')
+		s[--n] = '\0';
+	if (n == 0) {
+		*why = "expected a cgroup path below the cgroup v2 mount, such as system.slice/jobcg.scope";
+		return -EINVAL;
+	}
+	for (p = s; p;) {
+		char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.')) {
+			*why = "'.', '..' and empty components are not allowed in a cgroup path";
+			return -EINVAL;
+		}
+		p = slash ? slash + 1 : NULL;
+	}
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+#define OFF(f) offsetof(struct jobcg_cgroup_conf, f)
+
+/* Slurm's current keys, then jobcg's (the order `jobcg config` shows). */
+static const struct key_def keys[] = {
+	{ "CgroupMountpoint", K_STRING, OFF(mountpoint), check_abs_path },
+	{ "CgroupPlugin", K_STRING, OFF(plugin), check_plugin },
+	{ "CgroupSlice", K_STRING, OFF(slice), check_slice },
+	{ "CgroupJobIdPaths", K_BOOL, OFF(job_id_paths) },
+	{ "SystemdTimeout", K_MSEC, OFF(systemd_timeout_ms) },
+	{ "IgnoreSystemd", K_BOOL, OFF(ignore_systemd) },
+	{ "IgnoreSystemdOnFailure", K_BOOL, OFF(ignore_systemd_on_failure) },
+	{ "EnableControllers", K_BOOL, OFF(enable_controllers) },
+	{ "EnableExtraControllers", K_LIST, OFF(enable_extra_controllers) },
+	{ "AllowedRAMSpace", K_PERCENT, OFF(allowed_ram_space) },
+	{ "AllowedSwapSpace", K_PERCENT, OFF(allowed_swap_space) },
+	{ "ConstrainCores", K_BOOL, OFF(constrain_cores) },
+	{ "ConstrainDevices", K_BOOL, OFF(constrain_devices) },
+	{ "ConstrainRAMSpace", K_BOOL, OFF(constrain_ram_space) },
+	{ "ConstrainSwapSpace", K_BOOL, OFF(constrain_swap_space) },
+	{ "MaxRAMPercent", K_PERCENT, OFF(max_ram_percent) },
+	{ "MaxSwapPercent", K_PERCENT, OFF(max_swap_percent) },
+	{ "MinRAMSpace", K_MIB, OFF(min_ram_space_mb) },
+	{ "SignalChildrenProcesses", K_BOOL, OFF(signal_children_processes) },
+	{ "JobcgRoot", K_STRING, OFF(tree_root), check_root },
+	{ "JobcgScope", K_STRING, OFF(scope_name), check_scope },
+	{ "DeviceProgram", K_DEVPROG, OFF(device_program) },
+	{ "BpfPinDir", K_STRING, OFF(bpf_pin_dir), check_abs_path },
+	{ "StateDir", K_STRING, OFF(state_dir), check_abs_path },
+};
+_Static_assert(ELEMENTSOF(keys) <= CGROUP_MAX_KEYS, "raise CGROUP_MAX_KEYS");
+
+/* Keys accepted with a warning and never type-checked: why each is ignored. */
+static const struct {
+	const char *name, *why;
+} ignored[] = {
+	{ "CgroupAutomount", "jobcg never mounts cgroup file systems (defunct since Slurm 23.11)" },
+	{ "CgroupReleaseAgentDir", "release agents exist only in cgroup v1 (removed in Slurm 22.05)" },
+	{ "CgroupReleaseAgent", "release agents exist only in cgroup v1 (Slurm 2.2)" },
+	{ "CgroupMountOptions", "jobcg never mounts cgroup file systems (Slurm 2.2)" },
+	{ "CgroupSubsystems", "cgroup v1 only (Slurm 17.02 and older)" },
+	{ "UserCgroupParams", "raw cgroup v1 parameters (Slurm 2.2)" },
+	{ "JobCgroupParams", "raw cgroup v1 parameters (Slurm 2.2)" },
+	{ "JobStepCgroupParams", "raw cgroup v1 parameters (Slurm 2.2)" },
+	{ "TaskAffinity", "CPU binding is not done from cgroup.conf (removed in Slurm 22.05)" },
+	{ "AllowedKmemSpace", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)" },
+	{ "MaxKmemPercent", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)" },
+	{ "MinKmemSpace", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)" },
+	{ "ConstrainKmemSpace", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)" },
+	{ "AllowedDevicesFile", "devices other than the gres.conf ones are always allowed (obsolete in Slurm)" },
+	{ "MemoryLimitEnforcement", "never read by any Slurm cgroup plugin" },
+	{ "MemoryLimitThreshold", "never read by any Slurm cgroup plugin" },
+	{ "RootOwnedCgroups", "cgroup v1 only (Slurm 23.02)" },
+	{ "MemorySwappiness", "cgroup v2 has no per-cgroup swappiness, so it does nothing here" },
+};
+
+void confload_warn(struct confload *l, const char *file, unsigned line, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (file && line)
+		s = strdup_printf("%s:%u: %s", file, line, msg);
+	else if (file)
+		s = strdup_printf("%s: %s", file, msg);
+	else
+		s = strdup(msg);
+	if (s)
+		log_warning("%s", s);
+	/* A warning that cannot be stored is still logged; losing it is not worth failing for. */
+	(void)strv_push(&l->c->warnings, s);
+}
+
+int cgroup_conf_defaults(struct jobcg_cgroup_conf *cg)
+{
+	*cg = (struct jobcg_cgroup_conf){
+		.systemd_timeout_ms = 1000,
+		.allowed_ram_space = 100,
+		.allowed_swap_space = 0,
+		.max_ram_percent = 100,
+		.max_swap_percent = 100,
+		.min_ram_space_mb = 30,
+		.device_program = JOBCG_DEVPROG_NODE,
+	};
+	cg->plugin = strdup("autodetect");
+	cg->slice = strdup("system.slice");
+	cg->scope_name = strdup("jobcg.scope");
+	cg->bpf_pin_dir = strdup("/sys/fs/bpf/jobcg");
+	cg->state_dir = strdup("/var/lib/jobcg");
+	if (!cg->plugin || !cg->slice || !cg->scope_name || !cg->bpf_pin_dir || !cg->state_dir)
+		return -ENOMEM;
+	return 0;
+}
+
+void cgroup_conf_done(struct jobcg_cgroup_conf *cg)
+{
+	free(cg->mountpoint);
+	free(cg->plugin);
+	free(cg->slice);
+	strv_free(cg->enable_extra_controllers);
+	free(cg->tree_root);
+	free(cg->scope_name);
+	free(cg->bpf_pin_dir);
+	free(cg->state_dir);
+}
+
+static int parse_bool(const char *v, bool *ret)
+{
+	static const char *const yes[] = { "yes", "true", "up", "1" }, *const no[] = { "no", "false", "down", "0" };
+
+	for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+		if (strcaseeq(v, yes[i])) {
+			*ret = true;
+			return 0;
+		}
+		if (strcaseeq(v, no[i])) {
+			*ret = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int parse_percent(const char *v, double *ret)
+{
+	char *end;
+	double d;
+
+	if (strcaseeq(v, "UNLIMITED") || strcaseeq(v, "INFINITE")) {
+		*ret = INFINITY;
+		return 0;
+	}
+	if (!isdigit((unsigned char)v[0]) && !(v[0] == '.' && isdigit((unsigned char)v[1])))
+		return -EINVAL;
+	errno = 0;
+	d = strtod(v, &end);
+	if (*end || errno || !isfinite(d))
+		return -EINVAL;
+	*ret = d;
+	return 0;
+}
+
+/* Unsigned decimal with an optional k/K (x1024), as Slurm's integer keys. */
+static int parse_uint_k(const char *v, uint64_t max, uint64_t *ret)
+{
+	uint64_t x = 0;
+	const char *p = v;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++)
+		if (__builtin_mul_overflow(x, 10, &x) || __builtin_add_overflow(x, (uint64_t)(*p - '0'), &x))
+			return -ERANGE;
+	if (*p == 'k' || *p == 'K') {
+		if (__builtin_mul_overflow(x, 1024, &x))
+			return -ERANGE;
+		p++;
+	}
+	if (*p)
+		return -EINVAL;
+	if (x > max)
+		return -ERANGE;
+	*ret = x;
+	return 0;
+}
+
+static int set_value(struct confload *l, const struct conf_stmt *st, const struct key_def *k,
+		     const struct conf_pair *pr)
+{
+	struct jobcg_cgroup_conf *cg = &l->c->cgroup;
+	char *field = (char *)cg + k->off;
+	const char *v = pr->value;
+	int r;
+
+	switch (k->type) {
+	case K_BOOL: {
+		bool b;
+
+		if (parse_bool(v, &b) < 0)
+			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+					    "%s: expected yes or no (or true/false, up/down, 1/0), found '%s'",
+					    k->name, v);
+		*(bool *)field = b;
+		return 0;
+	}
+	case K_PERCENT: {
+		double d;
+
+		if (parse_percent(v, &d) < 0)
+			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+					    "%s: expected a percentage such as 100 or 99.5 (or UNLIMITED), found '%s'",
+					    k->name, v);
+		*(double *)field = d;
+		return 0;
+	}
+	case K_MSEC:
+	case K_MIB: {
+		uint64_t x;
+
+		r = parse_uint_k(v, k->type == K_MSEC ? UINT32_MAX : UINT64_MAX, &x);
+		if (r < 0)
+			return error_set_at(r, st->file, pr->vline, pr->vcol, "%s: %s, found '%s'", k->name,
+					    r == -ERANGE ? "value too large" :
+					    "expected a whole number (optionally with a k suffix)", v);
+		if (k->type == K_MSEC)
+			*(unsigned *)field = (unsigned)x;
+		else
+			*(uint64_t *)field = x;
+		return 0;
+	}
+	case K_STRING: {
+		char *norm = NULL;
+		const char *why = NULL;
+
+		r = k->check(v, &norm, &why);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			return error_set_at(r, st->file, pr->vline, pr->vcol, "%s: %s, found '%s'", k->name,
+					    why ? why : "invalid value", v);
+		free(*(char **)field);
+		*(char **)field = norm;
+		if (k->off == OFF(plugin) && streq(norm, "cgroup/v1"))
+			confload_warn(l, st->file, pr->line,
+				      "CgroupPlugin=cgroup/v1: jobcg works on cgroup v2 only and will use it");
+		return 0;
+	}
+	case K_LIST: {
+		_cleanup_strv_free_ char **v2 = strv_split(v, ", \t");
+
+		if (!v2)
+			return -ENOMEM;
+		for (char **p = v2; *p; p++)
+			for (const char *q = *p; *q; q++)
+				if (!islower((unsigned char)*q) && *q != '_')
+					return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+							    "%s: expected cgroup controller names such as io,misc, found '%s'",
+							    k->name, *p);
+		strv_free(*(char ***)field);
+		if (!v2[0]) {
+			*(char ***)field = NULL;
+			return 0;
+		}
+		*(char ***)field = TAKE_PTR(v2);
+		return 0;
+	}
+	case K_DEVPROG:
+		if (strcaseeq(v, "node"))
+			cg->device_program = JOBCG_DEVPROG_NODE;
+		else if (strcaseeq(v, "linear"))
+			cg->device_program = JOBCG_DEVPROG_LINEAR;
+		else
+			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+					    "DeviceProgram: expected node or linear, found '%s'", v);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int on_stmt(const struct conf_stmt *st, void *userdata)
+{
+	struct confload *l = userdata;
+	const struct conf_pair *pr = &st->pairs[0];
+	const char *cands[ELEMENTSOF(keys) + ELEMENTSOF(ignored) + 1];
+	size_t n = 0;
+
+	if (st->npairs > 1)
+		return error_set_at(-EINVAL, st->file, st->pairs[1].line, st->pairs[1].col,
+				    "cgroup.conf takes one Key=Value per line (found '%s=' after %s=%s)",
+				    st->pairs[1].key, pr->key, pr->value);
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		if (!strcaseeq(pr->key, keys[i].name))
+			continue;
+		if (l->cg_origin[i].line)
+			confload_warn(l, st->file, pr->line,
+				      "%s specified more than once (also at %s:%u), the latest value is used",
+				      keys[i].name, l->cg_origin[i].file, l->cg_origin[i].line);
+		int r = set_value(l, st, &keys[i], pr);
+		if (r < 0)
+			return r;
+		l->cg_origin[i] = (struct jobcg_origin){ st->file, pr->line };
+		return 0;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(ignored); i++) {
+		if (!strcaseeq(pr->key, ignored[i].name))
+			continue;
+		if (streq(ignored[i].name, "MemorySwappiness"))
+			l->c->cgroup.memory_swappiness_set = true;
+		confload_warn(l, st->file, pr->line, "%s is ignored: %s", ignored[i].name, ignored[i].why);
+		return 0;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+		cands[n++] = keys[i].name;
+	for (size_t i = 0; i < ELEMENTSOF(ignored); i++)
+		cands[n++] = ignored[i].name;
+	cands[n] = NULL;
+	const char *sugg = conf_suggest(pr->key, cands);
+	if (sugg)
+		return error_set_at(-EINVAL, st->file, pr->line, pr->col,
+				    "unknown cgroup.conf key '%s' (did you mean '%s'?)", pr->key, sugg);
+	return error_set_at(-EINVAL, st->file, pr->line, pr->col,
+			    "unknown cgroup.conf key '%s' (see jobcg-cgroup.conf(5) for the keys)", pr->key);
+}
+
+int cgroup_conf_parse(struct confload *l, const char *path, const char *buf, size_t len)
+{
+	struct conf_parser p = {
+		.fn = on_stmt,
+		.userdata = l,
+		.no_include = l->no_include,
+		.files = &l->c->files,
+	};
+	int r;
+
+	if (!buf) {
+		r = conf_parse_file(&p, path);
+		return r > 0 ? 0 : r; /* missing: the defaults */
+	}
+	return conf_parse_buffer(&p, path, buf, len);
+}
+
+static char *format_percent(double d)
+{
+	if (isinf(d))
+		return strdup("UNLIMITED");
+	return strdup_printf("%g", d);
+}
+
+static int entry_text(const struct jobcg_cgroup_conf *cg, const struct key_def *k, char **ret,
+		      enum jobcg_config_kind *kind)
+{
+	const char *field = (const char *)cg + k->off;
+	char *s = NULL;
+
+	switch (k->type) {
+	case K_BOOL:
+		*kind = JOBCG_CONFIG_BOOL;
+		s = strdup(*(const bool *)field ? "yes" : "no");
+		break;
+	case K_PERCENT:
+		*kind = JOBCG_CONFIG_NUMBER;
+		s = format_percent(*(const double *)field);
+		break;
+	case K_MSEC:
+		*kind = JOBCG_CONFIG_NUMBER;
+		s = strdup_printf("%u", *(const unsigned *)field);
+		break;
+	case K_MIB:
+		*kind = JOBCG_CONFIG_NUMBER;
+		s = strdup_printf("%llu", (unsigned long long)*(const uint64_t *)field);
+		break;
+	case K_STRING:
+		*kind = JOBCG_CONFIG_STRING;
+		if (k->off == OFF(tree_root) && !cg->tree_root)
+			s = strdup_printf("%s/%s", cg->slice, cg->scope_name);
+		else if (!*(char *const *)field) {
+			*ret = NULL;
+			return 0;
+		} else
+			s = strdup(*(char *const *)field);
+		break;
+	case K_LIST: {
+		char *const *v = *(char **const *)field;
+		size_t len = 1;
+
+		*kind = JOBCG_CONFIG_LIST;
+		for (size_t i = 0; v && v[i]; i++)
+			len += strlen(v[i]) + 1;
+		s = calloc(1, len);
+		for (size_t i = 0; s && v && v[i]; i++) {
+			if (i)
+				strcat(s, ",");
+			strcat(s, v[i]);
+		}
+		break;
+	}
+	case K_DEVPROG:
+		*kind = JOBCG_CONFIG_STRING;
+		s = strdup(cg->device_program == JOBCG_DEVPROG_LINEAR ? "linear" : "node");
+		break;
+	}
+	if (!s)
+		return -ENOMEM;
+	*ret = s;
+	return 0;
+}
+
+int cgroup_conf_finish(struct confload *l)
+{
+	struct jobcg_config *c = l->c;
+	static const struct {
+		const char *env, *origin, *key;
+		size_t off;
+	} envs[] = {
+		{ "JOBCG_ROOT", "env:JOBCG_ROOT", "JobcgRoot", OFF(tree_root) },
+		{ "JOBCG_BPF_PIN_DIR", "env:JOBCG_BPF_PIN_DIR", "BpfPinDir", OFF(bpf_pin_dir) },
+		{ "JOBCG_STATE_DIR", "env:JOBCG_STATE_DIR", "StateDir", OFF(state_dir) },
+	};
+
+	if (!(l->flags & JOBCG_CONFIG_NO_ENV))
+		for (size_t i = 0; i < ELEMENTSOF(envs); i++) {
+			const char *e = getenv(envs[i].env);
+			char **field = (char **)((char *)&c->cgroup + envs[i].off);
+			char *norm = NULL;
+			const char *why = NULL;
+			int r;
+
+			if (!e || !*e)
+				continue;
+			for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+				if (!streq(keys[k].name, envs[i].key))
+					continue;
+				r = keys[k].check(e, &norm, &why);
+				if (r == -ENOMEM)
+					return r;
+				if (r < 0)
+					return error_set(r, "environment %s='%s': %s", envs[i].env, e, why);
+				free(*field);
+				*field = norm;
+				l->cg_origin[k] = (struct jobcg_origin){ envs[i].origin, 0 };
+			}
+		}
+
+	c->entries = calloc(ELEMENTSOF(keys), sizeof(*c->entries));
+	if (!c->entries)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		struct jobcg_config_entry *e = &c->entries[i];
+		int r;
+
+		e->key = keys[i].name;
+		e->origin = l->cg_origin[i];
+		r = entry_text(&c->cgroup, &keys[i], &e->value, &e->kind);
+		c->nentries = i + 1;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,55 @@
+/* jobcg internal: Slurm's configuration line grammar (s_p_parse_file), shared by cgroup.conf and gres.conf. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One Key=Value of a statement, with where it was written (for errors). */
+struct conf_pair {
+	char *key;           /* as written (compare case-insensitively) */
+	char *value;         /* quotes and backslash escapes removed; "" allowed when quoted */
+	unsigned line, col;  /* physical line and 1-based column of the key */
+	unsigned vline, vcol; /* of the value's first character (inside the quotes) */
+	bool quoted;
+};
+
+/* One logical line (physical lines joined by a trailing backslash) holding Key=Value pairs. */
+struct conf_stmt {
+	const char *file;    /* path as shown to the user; lives as long as the parse */
+	unsigned line;       /* first physical line */
+	struct conf_pair *pairs;
+	size_t npairs;
+};
+
+/* Called for each statement in file order; a negative return stops the parse and is returned. */
+typedef int (*conf_stmt_fn)(const struct conf_stmt *st, void *userdata);
+
+struct conf_parser {
+	conf_stmt_fn fn;
+	void *userdata;
+	bool no_include;     /* "Include" is an error (fuzzing: never open files) */
+	char ***files;       /* when set, every file read is appended (paths as shown) */
+};
+
+/* Largest configuration file read (including each included file). */
+#define CONF_MAX_FILE_SIZE (16u << 20)
+/* Deepest chain of Include lines. */
+#define CONF_MAX_INCLUDE_DEPTH 16
+
+/**
+ * Parse @path. Returns 1 (no error record) when the top-level file does not exist (callers use
+ * defaults), 0 when parsed; every failure sets the error record with file, line and column.
+ * Includes are resolved relative to the including file's directory.
+ */
+int conf_parse_file(const struct conf_parser *p, const char *path);
+
+/** Parse a buffer (may hold NUL bytes: as with fgets, a NUL ends that line's text). */
+int conf_parse_buffer(const struct conf_parser *p, const char *name, const char *buf, size_t len);
+
+/** Case-insensitive Damerau-free edit distance, for did-you-mean suggestions. */
+unsigned conf_edit_distance(const char *a, const char *b);
+/** The closest of @candidates (NULL-terminated) to @word when close enough, else NULL. */
+const char *conf_suggest(const char *word, const char *const *candidates);
+/** Re-raise the error record left by a value parser (column relative to the value) at @pr. */
+int conf_reraise(int r, const char *file, const struct conf_pair *pr, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));

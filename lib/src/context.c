@@ -1,0 +1,200 @@
+/* jobcg: the library context: host probe, tree root, the tree's creation and the node lock. */
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "cgroupfs.h"
+#include "ctx.h"
+#include "log.h"
+#include "scope_choose.h"
+#include "util.h"
+
+unsigned ctx_wanted_controllers(const struct jobcg_config *conf)
+{
+	unsigned m = (1u << JOBCG_CTRL_CPUSET) | (1u << JOBCG_CTRL_CPU) |
+		     (1u << JOBCG_CTRL_MEMORY) | (1u << JOBCG_CTRL_PIDS);
+
+	for (char **p = conf->cgroup.enable_extra_controllers; p && *p; p++) {
+		int c = jobcg_controller_from_name(*p);
+
+		if (c >= 0)
+			m |= 1u << c;
+		else
+			log_warning("EnableExtraControllers: unknown controller '%s' ignored", *p);
+	}
+	return m;
+}
+
+JOBCG_EXPORT int jobcg_ctx_open(const struct jobcg_config *conf, unsigned flags,
+				struct jobcg_ctx **ret)
+{
+	struct jobcg_ctx *c;
+	const char *sd;
+	int r;
+
+	if (!conf || !ret)
+		return error_set(-EINVAL, "jobcg_ctx_open: missing argument");
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->conf = conf;
+	c->flags = flags;
+	c->lock_fd = -1;
+	c->want = ctx_wanted_controllers(conf);
+	r = jobcg_sysinfo_probe(conf, &c->info);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	sd = conf->cgroup.state_dir && *conf->cgroup.state_dir ? conf->cgroup.state_dir
+							       : "/var/lib/jobcg";
+	c->lock_path = cgfs_path(sd, "jobcg.lock");
+	if (!c->lock_path) {
+		jobcg_ctx_free(c);
+		return -ENOMEM;
+	}
+	*ret = c;
+	return 0;
+}
+
+JOBCG_EXPORT void jobcg_ctx_free(struct jobcg_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	if (ctx->lock_fd >= 0)
+		close(ctx->lock_fd);
+	jobcg_sysinfo_free(ctx->info);
+	free(ctx->lock_path);
+	free(ctx);
+}
+
+JOBCG_EXPORT const struct jobcg_config *jobcg_ctx_config(const struct jobcg_ctx *ctx)
+{
+	return ctx->conf;
+}
+
+JOBCG_EXPORT const struct jobcg_sysinfo *jobcg_ctx_sysinfo(const struct jobcg_ctx *ctx)
+{
+	return ctx->info;
+}
+
+JOBCG_EXPORT const char *jobcg_ctx_mount(const struct jobcg_ctx *ctx)
+{
+	return ctx->info->mount;
+}
+
+JOBCG_EXPORT const char *jobcg_ctx_root(const struct jobcg_ctx *ctx)
+{
+	return ctx->info->root;
+}
+
+JOBCG_EXPORT const char *jobcg_ctx_lock_path(const struct jobcg_ctx *ctx)
+{
+	return ctx->lock_path;
+}
+
+JOBCG_EXPORT const char *jobcg_ctx_backend(const struct jobcg_ctx *ctx)
+{
+	return ctx->backend ? ctx->backend->name : scope_backend_name(ctx->conf);
+}
+
+/* mkdir -p for the state directory (not a cgroup). */
+static int mkdir_parents(const char *path)
+{
+	_cleanup_free_ char *p = strdup(path);
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return negative_errno();
+		*s = '/';
+	}
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
+{
+	int fd, r;
+
+	if (ctx->lock_depth > 0) {
+		ctx->lock_depth++;
+		return 0;
+	}
+	r = mkdir_parents(ctx->lock_path);
+	if (r < 0)
+		return error_set(r, "cannot create the state directory for %s: %s", ctx->lock_path,
+				 strerror(-r));
+	fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0)
+		return error_set(negative_errno(), "cannot open lock file %s: %s", ctx->lock_path,
+				 strerror(errno));
+	/* Held for the few mkdir/write calls of one job or step creation or removal. */
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno == EINTR)
+			continue;
+		r = negative_errno();
+		close(fd);
+		return error_set(r, "cannot lock %s: %s", ctx->lock_path, strerror(-r));
+	}
+	ctx->lock_fd = fd;
+	ctx->lock_depth = 1;
+	return 0;
+}
+
+JOBCG_EXPORT void jobcg_ctx_unlock(struct jobcg_ctx *ctx)
+{
+	if (ctx->lock_depth == 0)
+		return;
+	if (--ctx->lock_depth > 0)
+		return;
+	/* Closing the only descriptor drops the flock. */
+	close(ctx->lock_fd);
+	ctx->lock_fd = -1;
+}
+
+JOBCG_EXPORT int jobcg_ctx_ensure_tree(struct jobcg_ctx *ctx)
+{
+	struct jobcg_sysinfo *s = ctx->info;
+	_cleanup_free_ char *root = NULL, *sys = NULL;
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0;
+	unsigned usable;
+	int r;
+
+	if (ctx->tree_ready)
+		return 0;
+	if ((ctx->flags & JOBCG_CTX_NO_CREATE_ROOT) && !cgfs_is_cgroup2(s->root))
+		return error_set(-ENOENT, "the jobcg tree %s does not exist (run 'jobcg init')",
+				 s->root);
+	r = scope_ensure(ctx->conf, s->mount, s->root_rel, &ctx->backend, &root);
+	if (r < 0)
+		return r;
+	sys = cgfs_path(s->root, "system");
+	if (!sys)
+		return -ENOMEM;
+	r = cgfs_mkdir(sys, true);
+	if (r < 0)
+		return r;
+	/* No internal processes: whatever sits in the root (a scope's keeper process) is parked in
+	 * system/ before controllers are enabled for the children. */
+	r = cgfs_pids(s->root, false, &pids, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		r = cgfs_move_pid(sys, pids[i]);
+		if (r < 0 && r != -ESRCH)
+			return r;
+	}
+	r = cgfs_enable(s->root, ctx->want, NULL);
+	if (r < 0)
+		return r;
+	if (cgfs_controllers(s->root, "cgroup.controllers", &usable) == 0)
+		s->usable = usable;
+	s->root_exists = true;
+	ctx->tree_ready = true;
+	return 0;
+}

@@ -1,0 +1,21 @@
+/* jobcg internal: the context object shared by tree, job, procs, spawn and acct. */
+#pragma once
+
+#include "jobcg/context.h"
+#include "jobcg/job.h"
+#include "scope.h"
+
+struct jobcg_ctx {
+	const struct jobcg_config *conf; /* borrowed */
+	unsigned flags;
+	struct jobcg_sysinfo *info; /* mount, root, controllers */
+	char *lock_path;
+	int lock_fd;
+	unsigned lock_depth;
+	const struct scope_backend *backend; /* set once the tree was ensured */
+	bool tree_ready;
+	unsigned want; /* controllers jobcg enables for jobs */
+};
+
+/* Controllers jobcg wants in its tree: cpuset cpu memory pids + EnableExtraControllers. */
+unsigned ctx_wanted_controllers(const struct jobcg_config *conf);

@@ -1,0 +1,449 @@
+/* jobcg: host discovery: the cgroup v2 mount, controllers, kernel features, what cannot be
+ * enforced. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <linux/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/utsname.h>
+#include <sys/xattr.h>
+
+#include "cgroupfs.h"
+#include "ctx.h"
+#include "discover.h"
+#include "log.h"
+#include "scope_choose.h"
+#include "util.h"
+
+/* Iterate "dev dir type opts ..." lines; calls @fn for each, stops when it returns non-zero. */
+static int each_mount(const char *mounts,
+		      int (*fn)(const char *dir, const char *type, const char *opts, void *u),
+		      void *u)
+{
+	_cleanup_strv_free_ char **lines = strv_split(mounts, "\n");
+
+	if (!lines)
+		return -ENOMEM;
+	for (char **l = lines; *l; l++) {
+		_cleanup_strv_free_ char **f = strv_split(*l, " \t");
+		int r;
+
+		if (!f)
+			return -ENOMEM;
+		if (strv_length(f) < 4)
+			continue;
+		r = fn(f[1], f[2], f[3], u);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+struct mount_scan {
+	char **v2; /* cgroup2 mount points */
+	bool have_v1;
+	unsigned v1;
+};
+
+static int scan_one(const char *dir, const char *type, const char *opts, void *u)
+{
+	struct mount_scan *s = u;
+
+	if (streq(type, "cgroup2"))
+		return strv_push(&s->v2, strdup(dir)) < 0 ? -ENOMEM : 0;
+	if (streq(type, "cgroup")) {
+		_cleanup_strv_free_ char **o = strv_split(opts, ",");
+
+		s->have_v1 = true;
+		for (char **p = o; p && *p; p++) {
+			/* v1 calls the io controller blkio */
+			int c = jobcg_controller_from_name(streq(*p, "blkio") ? "io" : *p);
+
+			if (c >= 0)
+				s->v1 |= 1u << c;
+		}
+	}
+	return 0;
+}
+
+static char *strip_slashes(const char *p)
+{
+	size_t n = strlen(p);
+
+	while (n > 1 && p[n - 1] == '/')
+		n--;
+	return strndup(p, n);
+}
+
+int discover_mount(const char *mounts, const char *configured, char **ret_mount,
+		   enum jobcg_layout *ret_layout)
+{
+	struct mount_scan s = {};
+	_cleanup_strv_free_ char **v2 = NULL;
+	_cleanup_free_ char *conf = NULL, *conf_unified = NULL;
+	const char *pick = NULL;
+	enum jobcg_layout layout = JOBCG_LAYOUT_OTHER;
+	char *m;
+	int r;
+
+	r = each_mount(mounts, scan_one, &s);
+	v2 = s.v2;
+	if (r < 0)
+		return r;
+	if (configured && *configured) {
+		conf = strip_slashes(configured);
+		conf_unified = conf ? cgfs_path(conf, "unified") : NULL;
+		if (!conf_unified)
+			return -ENOMEM;
+		if (strv_contains(v2, conf)) {
+			pick = conf;
+			layout = JOBCG_LAYOUT_CONFIGURED;
+		} else if (strv_contains(v2, conf_unified)) {
+			pick = conf_unified;
+			layout = JOBCG_LAYOUT_HYBRID;
+		} else
+			return error_set(
+			    -ENOENT, "CgroupMountpoint=%s: neither it nor %s is a cgroup v2 mount",
+			    conf, conf_unified);
+	} else if (strv_contains(v2, "/sys/fs/cgroup")) {
+		pick = "/sys/fs/cgroup";
+		layout = JOBCG_LAYOUT_UNIFIED;
+	} else if (strv_contains(v2, "/sys/fs/cgroup/unified")) {
+		pick = "/sys/fs/cgroup/unified";
+		layout = JOBCG_LAYOUT_HYBRID;
+	} else if (v2 && v2[0]) {
+		pick = v2[0];
+		layout = JOBCG_LAYOUT_OTHER;
+	} else if (s.have_v1)
+		return error_set(
+		    -EOPNOTSUPP,
+		    "this system has only cgroup v1 mounted: jobcg needs cgroup v2 (boot with "
+		    "systemd.unified_cgroup_hierarchy=1, or mount cgroup2 at "
+		    "/sys/fs/cgroup/unified)");
+	else
+		return error_set(
+		    -ENOENT, "no cgroup file system is mounted (mount cgroup2 at /sys/fs/cgroup)");
+	m = strdup(pick);
+	if (!m)
+		return -ENOMEM;
+	*ret_mount = m;
+	*ret_layout = layout;
+	return 0;
+}
+
+unsigned discover_v1_controllers(const char *mounts)
+{
+	struct mount_scan s = {};
+
+	(void)each_mount(mounts, scan_one, &s);
+	strv_free(s.v2);
+	return s.v1;
+}
+
+int discover_root_rel(const struct jobcg_config *conf, char **ret)
+{
+	const struct jobcg_cgroup_conf *c = &conf->cgroup;
+	const char *root = c->tree_root;
+	char *s;
+
+	if (root && *root) {
+		while (*root == '/')
+			root++;
+		s = strip_slashes(root);
+	} else
+		s = strdup_printf("%s/%s", c->slice && *c->slice ? c->slice : "system.slice",
+				  c->scope_name && *c->scope_name ? c->scope_name : "jobcg.scope");
+	if (!s)
+		return -ENOMEM;
+	if (!*s || streq(s, "/") || strstr(s, "..") || strstr(s, "//")) {
+		int r = error_set(-EINVAL,
+				  "invalid jobcg tree root '%s' (JobcgRoot=/JOBCG_ROOT): "
+				  "need a relative cgroup path without '..'",
+				  s);
+		free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+bool discover_kernel_at_least(const char *release, unsigned maj, unsigned min)
+{
+	unsigned a = 0, b = 0;
+
+	if (sscanf(release, "%u.%u", &a, &b) < 2)
+		return false;
+	return a > maj || (a == maj && b >= min);
+}
+
+JOBCG_EXPORT void jobcg_sysinfo_free(struct jobcg_sysinfo *s)
+{
+	if (!s)
+		return;
+	free(s->mount);
+	free(s->kernel);
+	free(s->root_rel);
+	free(s->root);
+	free(s->bpf_device.detail);
+	free(s->freeze.detail);
+	free(s->kill.detail);
+	free(s->memory_peak.detail);
+	free(s->xattr.detail);
+	strv_free(s->limitations);
+	free(s->cannot_run_reason);
+	free(s);
+}
+
+static int feature(struct jobcg_feature *f, bool supported, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int feature(struct jobcg_feature *f, bool supported, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	f->supported = supported;
+	va_start(ap, fmt);
+	r = vasprintf(&f->detail, fmt, ap);
+	va_end(ap);
+	if (r < 0) {
+		f->detail = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static bool is_dir(const char *p)
+{
+	return access(p, F_OK) == 0;
+}
+
+/* Deepest existing directory on the way from the mount to the root (the mount at worst). */
+static char *deepest_existing(const struct jobcg_sysinfo *s)
+{
+	_cleanup_strv_free_ char **parts = strv_split(s->root_rel, "/");
+	char *cur = strdup(s->mount);
+
+	if (!parts || !cur) {
+		free(cur);
+		return NULL;
+	}
+	for (char **p = parts; *p; p++) {
+		char *next = cgfs_path(cur, *p);
+
+		if (!next || !is_dir(next)) {
+			free(next);
+			break;
+		}
+		free(cur);
+		cur = next;
+	}
+	return cur;
+}
+
+/* A non-root cgroup on this mount whose interface files show what the kernel offers children. */
+static char *sample_child(const struct jobcg_sysinfo *s, const char *deepest)
+{
+	_cleanup_strv_free_ char **kids = NULL;
+
+	if (!streq(deepest, s->mount))
+		return strdup(deepest);
+	if (cgfs_children(s->mount, &kids) < 0 || !kids[0])
+		return NULL;
+	return cgfs_path(s->mount, kids[0]);
+}
+
+static int probe_files(struct jobcg_sysinfo *s, const char *deepest)
+{
+	_cleanup_free_ char *child = sample_child(s, deepest);
+	static const struct {
+		const char *file;
+		unsigned maj, min;
+		size_t off;
+	} files[] = {
+	    {"cgroup.freeze", 5, 2, offsetof(struct jobcg_sysinfo, freeze)},
+	    {"cgroup.kill", 5, 14, offsetof(struct jobcg_sysinfo, kill)},
+	};
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		struct jobcg_feature *f = (struct jobcg_feature *)((char *)s + files[i].off);
+
+		if (child) {
+			_cleanup_free_ char *p = cgfs_path(child, files[i].file);
+
+			if (!p)
+				return -ENOMEM;
+			r = feature(f, is_dir(p), "%s %s", files[i].file,
+				    is_dir(p) ? "present" : "missing (kernel too old)");
+		} else {
+			bool ok = discover_kernel_at_least(s->kernel, files[i].maj, files[i].min);
+
+			r = feature(f, ok, "kernel %s %s Linux %u.%u", s->kernel,
+				    ok ? "is at least" : "is older than", files[i].maj,
+				    files[i].min);
+		}
+		if (r < 0)
+			return r;
+	}
+
+	if (!(s->usable & (1u << JOBCG_CTRL_MEMORY)))
+		r = feature(&s->memory_peak, false, "%s",
+			    s->v1_bound & (1u << JOBCG_CTRL_MEMORY)
+				? "memory controller is bound to cgroup v1"
+				: "memory controller not available to jobcg's tree");
+	else if (s->root_exists) {
+		_cleanup_free_ char *p = cgfs_path(s->root, "memory.peak");
+
+		if (!p)
+			return -ENOMEM;
+		r = feature(&s->memory_peak, is_dir(p), "memory.peak %s",
+			    is_dir(p) ? "present" : "missing (kernel older than 5.19)");
+	} else {
+		bool ok = discover_kernel_at_least(s->kernel, 5, 19);
+
+		r = feature(&s->memory_peak, ok, "kernel %s %s Linux 5.19", s->kernel,
+			    ok ? "is at least" : "is older than");
+	}
+	if (r < 0)
+		return r;
+
+	{
+		const char *where = s->root_exists ? s->root : s->mount;
+		char v[8];
+
+		if (getxattr(where, "trusted.jobcg.probe", v, sizeof(v)) >= 0 || errno == ENODATA ||
+		    errno == ERANGE)
+			r = feature(&s->xattr, true, "trusted.* xattrs on %s", where);
+		else
+			r = feature(&s->xattr, false, "xattrs on %s: %s", where, strerror(errno));
+		if (r < 0)
+			return r;
+	}
+
+	{
+		/* Loading a program tests the kernel (CONFIG_CGROUP_BPF,
+		 * BPF_PROG_TYPE_CGROUP_DEVICE) and our privilege; attaching needs a cgroup and is
+		 * left to the device code. */
+		int p = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_CGROUP_DEVICE, NULL);
+
+		if (p > 0)
+			r = feature(&s->bpf_device, true,
+				    "BPF_PROG_TYPE_CGROUP_DEVICE programs load");
+		else if (p == 0)
+			r = feature(&s->bpf_device, false,
+				    "kernel does not support BPF_PROG_TYPE_CGROUP_DEVICE");
+		else
+			r = feature(&s->bpf_device, false, "cannot load a device program: %s",
+				    strerror(-p));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+char *discover_limitation(const struct jobcg_sysinfo *s, unsigned ctrl, const char *what)
+{
+	const char *name = jobcg_controller_name(ctrl);
+
+	if (s->v1_bound & (1u << ctrl))
+		return strdup_printf("%s controller is bound to cgroup v1: %s cannot be enforced",
+				     name, what);
+	if (!(s->available & (1u << ctrl)))
+		return strdup_printf("%s controller is not available on cgroup v2: %s cannot be "
+				     "enforced",
+				     name, what);
+	return strdup_printf("%s controller is not enabled down to %s: %s cannot be enforced", name,
+			     s->root, what);
+}
+
+static int add_limitation(struct jobcg_sysinfo *s, unsigned ctrl, const char *what)
+{
+	if (s->usable & (1u << ctrl))
+		return 0;
+	return strv_push(&s->limitations, discover_limitation(s, ctrl, what));
+}
+
+JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct jobcg_sysinfo **ret)
+{
+	struct jobcg_sysinfo *s = calloc(1, sizeof(*s));
+	_cleanup_free_ char *mounts = NULL, *deepest = NULL;
+	struct utsname u;
+	unsigned v;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	r = read_full_file_at(AT_FDCWD, "/proc/self/mounts", 1u << 22, &mounts, NULL);
+	if (r < 0) {
+		r = error_set(r, "cannot read /proc/self/mounts: %s", strerror(-r));
+		goto fail;
+	}
+	r = discover_mount(mounts, conf->cgroup.mountpoint, &s->mount, &s->layout);
+	if (r < 0)
+		goto fail;
+	s->v1_bound = discover_v1_controllers(mounts);
+	s->kernel = strdup(uname(&u) == 0 ? u.release : "unknown");
+	r = discover_root_rel(conf, &s->root_rel);
+	if (r < 0)
+		goto fail;
+	s->root = cgfs_path(s->mount, s->root_rel);
+	if (!s->kernel || !s->root) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = cgfs_controllers(s->mount, "cgroup.controllers", &s->available);
+	if (r < 0)
+		goto fail;
+	if (cgfs_controllers(s->mount, "cgroup.subtree_control", &s->enabled_top) < 0)
+		s->enabled_top = 0;
+	s->root_exists = is_dir(s->root);
+	deepest = deepest_existing(s);
+	if (!deepest) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if (cgfs_controllers(deepest, "cgroup.controllers", &v) < 0)
+		v = 0;
+	/* The tree root's cgroup.controllers is what it can hand to jobs. Until the root exists,
+	 * the mkdir backend would enable what the deepest existing ancestor offers on the way. */
+	s->usable = v & (s->root_exists ? ~0u : ctx_wanted_controllers(conf));
+	s->systemd = scope_use_systemd(conf) || access("/run/systemd/system", F_OK) == 0;
+	s->backend = scope_backend_name(conf);
+
+	r = probe_files(s, deepest);
+	if (r < 0)
+		goto fail;
+	if ((r = add_limitation(s, JOBCG_CTRL_CPUSET, "CPU binding (cpuset.cpus)")) < 0 ||
+	    (r = add_limitation(s, JOBCG_CTRL_MEMORY, "memory limits (memory.max)")) < 0 ||
+	    (r = add_limitation(s, JOBCG_CTRL_PIDS, "process count limits (pids.max)")) < 0)
+		goto fail;
+	if (!(s->usable & (1u << JOBCG_CTRL_MEMORY)) &&
+	    (r = strv_push(&s->limitations,
+			   strdup("memory accounting (memory.current, memory.peak, memory.stat, "
+				  "memory.events) is unavailable"))) < 0)
+		goto fail;
+	if (!s->bpf_device.supported &&
+	    (r = strv_push(&s->limitations, strdup_printf("device access cannot be constrained: %s",
+							  s->bpf_device.detail))) < 0)
+		goto fail;
+	if (!s->freeze.supported &&
+	    (r = strv_push(&s->limitations, strdup("jobs cannot be frozen (no cgroup.freeze)"))) <
+		0)
+		goto fail;
+	if (!s->xattr.supported &&
+	    (r = strv_push(&s->limitations,
+			   strdup("job metadata (owner, limits) cannot be stored as xattrs"))) < 0)
+		goto fail;
+
+	if (access(deepest, W_OK) < 0) {
+		s->can_run = false;
+		s->cannot_run_reason = strdup_printf(
+		    "no write access to %s: run as root or delegate that cgroup", deepest);
+	} else
+		s->can_run = true;
+	*ret = s;
+	return 0;
+fail:
+	jobcg_sysinfo_free(s);
+	return r;
+}

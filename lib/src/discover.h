@@ -1,0 +1,21 @@
+/* jobcg internal: pure helpers of host discovery (unit tested from strings). */
+#pragma once
+
+#include "jobcg/sysinfo.h"
+
+/*
+ * Pick the cgroup v2 mount from /proc/self/mounts text. @configured (CgroupMountpoint=, may be
+ * NULL) wins: it or its "unified" subdirectory must be a cgroup2 mount. Otherwise
+ * /sys/fs/cgroup (unified), /sys/fs/cgroup/unified (hybrid), then any cgroup2 mount.
+ * -EOPNOTSUPP with a clear message when only cgroup v1 is mounted, -ENOENT when nothing is.
+ */
+int discover_mount(const char *mounts, const char *configured, char **ret_mount,
+		   enum jobcg_layout *ret_layout);
+/* Controllers bound to cgroup v1 hierarchies according to /proc/self/mounts text. */
+unsigned discover_v1_controllers(const char *mounts);
+/* Tree root relative to the mount: JobcgRoot (leading '/' removed) or <slice>/<scope>. */
+int discover_root_rel(const struct jobcg_config *conf, char **ret);
+/* "major.minor" of a kernel release at least @maj.@min. */
+bool discover_kernel_at_least(const char *release, unsigned maj, unsigned min);
+/* "memory controller is bound to cgroup v1: memory limits (memory.max) cannot be enforced". */
+char *discover_limitation(const struct jobcg_sysinfo *s, unsigned ctrl, const char *what);

@@ -1,0 +1,761 @@
+/*
+ * jobcg: gres.conf. Lines start with NodeName=, Name= or a lone AutoDetect= (Slurm's grammar);
+ * NodeName= hostlists select the lines for this host; File=/MultipleFiles= ranges expand to one
+ * record per device (or one record per MultipleFiles line). Every line's values are checked, but
+ * only this host's lines make records and warnings. Lenient like Slurm where it is harmless
+ * (unknown Flags words, malformed Links: warnings), strict where Slurm silently misreads
+ * (reversed ranges, garbage in Cores=, a Count= suffix it does not know).
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "confload.h"
+#include "confparse.h"
+#include "jobcg/parse.h"
+#include "log.h"
+#include "util.h"
+
+#define GRES_MAX_RECORDS 65536
+#define GRES_MAX_FILES_PER_LINE 4096
+
+enum gkey {
+	G_AUTODETECT,
+	G_COUNT,
+	G_CORES,
+	G_FILE,
+	G_FLAGS,
+	G_LINKS,
+	G_MULTIPLEFILES,
+	G_NAME,
+	G_NODENAME,
+	G_TYPE,
+	_G_MAX,
+};
+
+static const struct {
+	const char *name;
+	enum gkey key;
+} gkeys[] = {
+	{ "AutoDetect", G_AUTODETECT }, { "Count", G_COUNT },   { "Cores", G_CORES },
+	{ "CPUs", G_CORES },            { "File", G_FILE },     { "Files", G_FILE },
+	{ "Flags", G_FLAGS },           { "Link", G_LINKS },    { "Links", G_LINKS },
+	{ "MultipleFiles", G_MULTIPLEFILES }, { "Name", G_NAME }, { "NodeName", G_NODENAME },
+	{ "Type", G_TYPE },
+};
+
+#define ENV_MASK                                                                                   \
+	(JOBCG_GRES_FLAG_ENV_NVIDIA | JOBCG_GRES_FLAG_ENV_AMD | JOBCG_GRES_FLAG_ENV_INTEL |        \
+	 JOBCG_GRES_FLAG_ENV_OPENCL | JOBCG_GRES_FLAG_NO_GPU_ENV)
+#define ENV_DEFAULT_GPU                                                                            \
+	(JOBCG_GRES_FLAG_ENV_NVIDIA | JOBCG_GRES_FLAG_ENV_AMD | JOBCG_GRES_FLAG_ENV_INTEL |        \
+	 JOBCG_GRES_FLAG_ENV_OPENCL)
+
+static const struct {
+	const char *word;
+	unsigned flag;
+} flag_words[] = {
+	{ "CountOnly", JOBCG_GRES_FLAG_COUNT_ONLY },
+	{ "nvidia_gpu_env", JOBCG_GRES_FLAG_ENV_NVIDIA },
+	{ "env_nvidia", JOBCG_GRES_FLAG_ENV_NVIDIA },
+	{ "amd_gpu_env", JOBCG_GRES_FLAG_ENV_AMD },
+	{ "env_amd", JOBCG_GRES_FLAG_ENV_AMD },
+	{ "intel_gpu_env", JOBCG_GRES_FLAG_ENV_INTEL },
+	{ "env_intel", JOBCG_GRES_FLAG_ENV_INTEL },
+	{ "opencl_env", JOBCG_GRES_FLAG_ENV_OPENCL },
+	{ "env_opencl", JOBCG_GRES_FLAG_ENV_OPENCL },
+	{ "no_gpu_env", JOBCG_GRES_FLAG_NO_GPU_ENV },
+	{ "env_uuid", JOBCG_GRES_FLAG_ENV_UUID },
+	{ "one_sharing", JOBCG_GRES_FLAG_ONE_SHARING },
+	{ "all_sharing", JOBCG_GRES_FLAG_ALL_SHARING },
+	{ "explicit", JOBCG_GRES_FLAG_EXPLICIT },
+};
+
+/* Where a record's files were written, for the stat() errors of gres_conf_finish(). */
+struct rec_pos {
+	const char *file;
+	unsigned line, col;
+};
+
+struct name_env {
+	char *name;
+	unsigned env;
+	unsigned next_index; /* index of the next record of this name */
+	struct jobcg_origin origin;
+};
+
+struct gres_state {
+	struct rec_pos *pos; /* parallel to the records */
+	size_t cap;
+	struct name_env *names;
+	size_t nnames;
+	struct jobcg_origin node_ad_origin;
+};
+
+void gres_conf_done(struct jobcg_gres_conf *g)
+{
+	for (size_t i = 0; i < g->nrecords; i++) {
+		struct jobcg_gres_record *r = &g->records[i];
+
+		free(r->name);
+		free(r->type);
+		for (size_t f = 0; f < r->nfiles; f++)
+			free(r->files[f].path);
+		free(r->files);
+		free(r->cores);
+		free(r->links);
+		free(r->autodetect);
+	}
+	free(g->records);
+	free(g->autodetect);
+	free(g->node_autodetect);
+	*g = (struct jobcg_gres_conf){};
+}
+
+void gres_conf_state_free(struct confload *l)
+{
+	struct gres_state *s = l->gres;
+
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nnames; i++)
+		free(s->names[i].name);
+	free(s->names);
+	free(s->pos);
+	free(s);
+	l->gres = NULL;
+}
+
+static struct gres_state *state(struct confload *l)
+{
+	if (!l->gres)
+		l->gres = calloc(1, sizeof(struct gres_state));
+	return l->gres;
+}
+
+/* AutoDetect value as Slurm matches it; NULL when unknown. */
+static const char *autodetect_canon(const char *v)
+{
+	static const char *const subs[] = { "full", "nvml", "rsmi", "oneapi", "nrt", "nvidia" };
+	char low[64];
+	size_t n = strlen(v);
+
+	if (strcaseeq(v, "off"))
+		return "off";
+	if (n >= sizeof(low))
+		return NULL;
+	for (size_t i = 0; i <= n; i++)
+		low[i] = (char)tolower((unsigned char)v[i]);
+	for (size_t i = 0; i < ELEMENTSOF(subs); i++)
+		if (strstr(low, subs[i]))
+			return subs[i];
+	return NULL;
+}
+
+static bool name_is_shared(const char *name)
+{
+	return strcaseeq(name, "mps") || strcaseeq(name, "shard");
+}
+
+/* Parsed values of one line, before records are made. */
+struct line_vals {
+	const struct conf_pair *p[_G_MAX];
+	uint64_t count;
+	bool has_count;
+	uint64_t *cores;
+	size_t cores_words;
+	bool cores_null;
+	int *links;
+	size_t nlinks;
+	bool links_bad;
+	unsigned flags;
+	char **unknown_flags;
+	char **files;
+	size_t nfiles;
+	bool multiple;
+	const char *autodetect;
+	bool autodetect_unknown;
+};
+
+static void line_vals_done(struct line_vals *v)
+{
+	free(v->cores);
+	free(v->links);
+	strv_free(v->unknown_flags);
+	strv_free(v->files);
+}
+
+static int parse_cores(const struct conf_stmt *st, const struct conf_pair *pr, struct line_vals *v)
+{
+	_cleanup_free_ char *s = strdup(pr->value);
+	char *body;
+	size_t n;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	body = s;
+	n = strlen(s);
+	/* Slurm reads Cores=[0-3] as 0-3 (bitfmt2int skips the brackets). */
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+		s[n - 1] = '\0';
+		body = s + 1;
+	}
+	if (!*body) {
+		/* Cores="" is an empty set in Slurm: keep it as a bitmap with no bit set. */
+		v->cores = calloc(1, sizeof(uint64_t));
+		v->cores_words = 1;
+		return v->cores ? 0 : -ENOMEM;
+	}
+	if (strcaseeq(body, "null")) {
+		/* Slurm's bitfmt2int turns "null" into core 0; do the same, and say so. */
+		v->cores = calloc(1, sizeof(uint64_t));
+		if (!v->cores)
+			return -ENOMEM;
+		v->cores[0] = 1;
+		v->cores_words = 1;
+		v->cores_null = true;
+		return 0;
+	}
+	r = jobcg_parse_cpulist(body, &v->cores, &v->cores_words);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		struct conf_pair shifted = *pr;
+
+		if (body != s)
+			shifted.vcol++;
+		return conf_reraise(r, st->file, &shifted, "%s=%s", pr->key, pr->value);
+	}
+	return 0;
+}
+
+/* Links: comma-separated integers in [-2, 1023] with exactly one -1 (this device itself). */
+static int parse_links(const char *s, struct line_vals *v)
+{
+	_cleanup_free_ int *out = NULL;
+	size_t n = 0, self = 0;
+	const char *p = s;
+
+	if (!*s)
+		return -EINVAL;
+	out = calloc(strlen(s) / 2 + 1, sizeof(int));
+	if (!out)
+		return -ENOMEM;
+	for (;;) {
+		char *end;
+		long x;
+
+		if (!isdigit((unsigned char)*p) && *p != '-')
+			return -EINVAL;
+		errno = 0;
+		x = strtol(p, &end, 10);
+		if (end == p || errno || x < -2 || x > 1023)
+			return -EINVAL;
+		if (x == -1)
+			self++;
+		out[n++] = (int)x;
+		p = end;
+		if (!*p)
+			break;
+		if (*p != ',')
+			return -EINVAL;
+		p++;
+	}
+	if (self != 1)
+		return -EINVAL;
+	v->links = TAKE_PTR(out);
+	v->nlinks = n;
+	return 0;
+}
+
+static int parse_flags(const struct conf_stmt *st, const struct conf_pair *pr, struct line_vals *v)
+{
+	_cleanup_strv_free_ char **words = strv_split(pr->value, ",");
+
+	if (!words)
+		return -ENOMEM;
+	for (char **w = words; *w; w++) {
+		bool found = false;
+
+		for (size_t i = 0; i < ELEMENTSOF(flag_words); i++)
+			if (strcaseeq(*w, flag_words[i].word)) {
+				v->flags |= flag_words[i].flag;
+				found = true;
+			}
+		if (!found) {
+			int r = strv_push(&v->unknown_flags, strdup(*w));
+			if (r < 0)
+				return r;
+		}
+	}
+	if ((v->flags & JOBCG_GRES_FLAG_NO_GPU_ENV) && (v->flags & ENV_DEFAULT_GPU))
+		return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+				    "Flags=%s: no_gpu_env cannot be combined with another GPU environment flag",
+				    pr->value);
+	if ((v->flags & JOBCG_GRES_FLAG_ONE_SHARING) && (v->flags & JOBCG_GRES_FLAG_ALL_SHARING))
+		return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+				    "Flags=%s: one_sharing and all_sharing exclude each other", pr->value);
+	return 0;
+}
+
+static int expand_files(const struct conf_stmt *st, const struct conf_pair *pr, struct line_vals *v)
+{
+	char **files = NULL;
+	int r;
+
+	r = jobcg_hostlist_expand(pr->value, GRES_MAX_FILES_PER_LINE, &files);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return conf_reraise(r, st->file, pr, "%s=%s", pr->key, pr->value);
+	for (size_t i = 0; files[i]; i++) {
+		if (files[i][0] != '/') {
+			r = error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+					 "%s=%s: '%s' is not an absolute path (expected a device file such as /dev/nvidia0)",
+					 pr->key, pr->value, files[i]);
+			strv_free(files);
+			return r;
+		}
+	}
+	v->files = files;
+	v->nfiles = strv_length(files);
+	return 0;
+}
+
+/* Check every value of a line (whatever host it is for). */
+static int parse_values(struct confload *l, const struct conf_stmt *st, struct line_vals *v)
+{
+	const struct conf_pair *const *p = v->p;
+	int r;
+
+	if (p[G_NAME]) {
+		const char *n = p[G_NAME]->value;
+
+		if (!*n)
+			return error_set_at(-EINVAL, st->file, p[G_NAME]->vline, p[G_NAME]->vcol,
+					    "Name= is empty (expected a GRES name such as gpu)");
+		for (const char *q = n; *q; q++)
+			if (!isalnum((unsigned char)*q) && !strchr("_-.", *q))
+				return error_set_at(-EINVAL, st->file, p[G_NAME]->vline,
+						    p[G_NAME]->vcol + (unsigned)(q - n),
+						    "Name=%s: '%c' is not allowed in a GRES name (letters, digits, '_', '-', '.')",
+						    n, *q);
+	}
+	if (p[G_COUNT]) {
+		r = jobcg_parse_size(p[G_COUNT]->value, 1, JOBCG_SIZE_DECIMAL, &v->count);
+		if (r < 0)
+			return conf_reraise(r, st->file, p[G_COUNT], "%s=%s", p[G_COUNT]->key,
+					    p[G_COUNT]->value);
+		v->has_count = true;
+	}
+	if (p[G_CORES]) {
+		r = parse_cores(st, p[G_CORES], v);
+		if (r < 0)
+			return r;
+	}
+	if (p[G_LINKS]) {
+		r = parse_links(p[G_LINKS]->value, v);
+		if (r == -ENOMEM)
+			return r;
+		v->links_bad = r < 0;
+	}
+	if (p[G_FLAGS]) {
+		r = parse_flags(st, p[G_FLAGS], v);
+		if (r < 0)
+			return r;
+	}
+	if (p[G_FILE] && p[G_MULTIPLEFILES])
+		return error_set_at(-EINVAL, st->file, p[G_MULTIPLEFILES]->line, p[G_MULTIPLEFILES]->col,
+				    "File= and MultipleFiles= exclude each other (MultipleFiles= lists every file of one device)");
+	if (p[G_FILE]) {
+		r = expand_files(st, p[G_FILE], v);
+		if (r < 0)
+			return r;
+	}
+	if (p[G_MULTIPLEFILES]) {
+		r = expand_files(st, p[G_MULTIPLEFILES], v);
+		if (r < 0)
+			return r;
+		v->multiple = true;
+		if (v->nfiles < 2)
+			return error_set_at(-EINVAL, st->file, p[G_MULTIPLEFILES]->vline,
+					    p[G_MULTIPLEFILES]->vcol,
+					    "MultipleFiles=%s names one file (it takes two or more; use File= for one)",
+					    p[G_MULTIPLEFILES]->value);
+	}
+	if (p[G_AUTODETECT]) {
+		v->autodetect = autodetect_canon(p[G_AUTODETECT]->value);
+		v->autodetect_unknown = !v->autodetect;
+	}
+	(void)l;
+	return 0;
+}
+
+static bool host_matches(struct confload *l, const struct conf_stmt *st, const struct conf_pair *pr,
+			 int *ret)
+{
+	const char *host = l->c->hostname ? l->c->hostname : "";
+	int r = jobcg_hostlist_contains(pr->value, host);
+
+	if (r == 0 && strchr(host, '.')) {
+		_cleanup_free_ char *shorthost = strndup(host, strcspn(host, "."));
+
+		if (!shorthost) {
+			*ret = -ENOMEM;
+			return false;
+		}
+		r = jobcg_hostlist_contains(pr->value, shorthost);
+	}
+	if (r < 0) {
+		*ret = r == -ENOMEM ? r : conf_reraise(r, st->file, pr, "NodeName=%s", pr->value);
+		return false;
+	}
+	*ret = 0;
+	return r > 0;
+}
+
+static int add_record(struct confload *l, const struct conf_stmt *st, const struct line_vals *v,
+		      struct name_env *ne, char **files, size_t nfiles, uint64_t count, unsigned flags)
+{
+	struct jobcg_gres_conf *g = &l->c->gres;
+	struct gres_state *s = state(l);
+	struct jobcg_gres_record rec = {};
+	struct jobcg_gres_record *nr;
+	const struct conf_pair *fp = v->p[G_FILE] ? v->p[G_FILE] : v->p[G_MULTIPLEFILES];
+
+	if (!s)
+		return -ENOMEM;
+	if (g->nrecords >= GRES_MAX_RECORDS)
+		return error_set_at(-E2BIG, st->file, st->line, 0, "more than %d GRES records",
+				    GRES_MAX_RECORDS);
+	if (g->nrecords == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 16;
+		struct rec_pos *np;
+
+		nr = realloc(g->records, ncap * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		g->records = nr;
+		np = realloc(s->pos, ncap * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		s->pos = np;
+		s->cap = ncap;
+	}
+	rec.name = strdup(v->p[G_NAME]->value);
+	if (v->p[G_TYPE] && *v->p[G_TYPE]->value)
+		rec.type = strdup(v->p[G_TYPE]->value);
+	rec.count = count;
+	rec.flags = flags;
+	rec.index = ne->next_index++;
+	rec.origin = (struct jobcg_origin){ st->file, st->line };
+	if (nfiles) {
+		rec.files = calloc(nfiles, sizeof(*rec.files));
+		for (size_t i = 0; rec.files && i < nfiles; i++) {
+			rec.files[i].path = strdup(files[i]);
+			rec.nfiles = i + 1;
+			if (!rec.files[i].path)
+				break;
+		}
+	}
+	if (v->cores) {
+		rec.cores = malloc(v->cores_words * sizeof(uint64_t));
+		if (rec.cores)
+			memcpy(rec.cores, v->cores, v->cores_words * sizeof(uint64_t));
+		rec.cores_words = v->cores_words;
+	}
+	if (v->links && !v->links_bad) {
+		rec.links = malloc(v->nlinks * sizeof(int));
+		if (rec.links)
+			memcpy(rec.links, v->links, v->nlinks * sizeof(int));
+		rec.nlinks = v->nlinks;
+	}
+	/* Stored before the allocation checks so that gres_conf_done() frees whatever exists. */
+	g->records[g->nrecords] = rec;
+	s->pos[g->nrecords] = fp ? (struct rec_pos){ st->file, fp->vline, fp->vcol } :
+				   (struct rec_pos){ st->file, st->line, 0 };
+	g->nrecords++;
+	if (!rec.name || (v->p[G_TYPE] && *v->p[G_TYPE]->value && !rec.type) ||
+	    (nfiles && (!rec.files || rec.nfiles != nfiles || !rec.files[nfiles - 1].path)) ||
+	    (v->cores && !rec.cores) || (rec.nlinks && !rec.links))
+		return -ENOMEM;
+	return 0;
+}
+
+static int check_env_flags(struct confload *l, const struct conf_stmt *st, const struct line_vals *v,
+			   unsigned *flags, struct name_env **ret)
+{
+	struct gres_state *s = state(l);
+	const char *name = v->p[G_NAME]->value;
+	unsigned env = *flags & ENV_MASK;
+	struct name_env *ne = NULL;
+
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nnames; i++)
+		if (streq(s->names[i].name, name))
+			ne = &s->names[i];
+	if (!env)
+		env = ne ? ne->env : strcaseeq(name, "gpu") ? ENV_DEFAULT_GPU : 0;
+	else if (ne && ne->env != env)
+		return error_set_at(-EINVAL, st->file, v->p[G_FLAGS]->vline, v->p[G_FLAGS]->vcol,
+				    "Flags=%s: the GPU environment flags differ from the earlier %s line at %s:%u "
+				    "(every line of one name must agree; a line without Flags means all of them for gpu)",
+				    v->p[G_FLAGS]->value, name, ne->origin.file, ne->origin.line);
+	if (!ne) {
+		struct name_env *nn = realloc(s->names, (s->nnames + 1) * sizeof(*nn));
+
+		if (!nn)
+			return -ENOMEM;
+		s->names = nn;
+		ne = &s->names[s->nnames];
+		*ne = (struct name_env){ .name = strdup(name) };
+		if (!ne->name)
+			return -ENOMEM;
+		s->nnames++;
+	}
+	ne->env = env;
+	ne->origin = (struct jobcg_origin){ st->file, st->line };
+	*flags = (*flags & ~ENV_MASK) | env;
+	*ret = ne;
+	return 0;
+}
+
+static int make_records(struct confload *l, const struct conf_stmt *st, struct line_vals *v)
+{
+	const char *name = v->p[G_NAME]->value;
+	bool shared = name_is_shared(name);
+	unsigned flags = v->flags;
+	struct name_env *ne;
+	int r;
+
+	r = check_env_flags(l, st, v, &flags, &ne);
+	if (r < 0)
+		return r;
+	if (v->multiple) {
+		if (v->has_count && !shared && v->count != 1)
+			return error_set_at(-EINVAL, st->file, v->p[G_COUNT]->vline, v->p[G_COUNT]->vcol,
+					    "Count=%s: a MultipleFiles= line is one %s, so its Count must be 1",
+					    v->p[G_COUNT]->value, name);
+		return add_record(l, st, v, ne, v->files, v->nfiles, v->has_count ? v->count : 1, flags);
+	}
+	if (v->nfiles == 0)
+		return add_record(l, st, v, ne, NULL, 0, v->has_count ? v->count : 1, flags);
+	if (v->has_count && !shared && v->count != v->nfiles)
+		return error_set_at(-EINVAL, st->file, v->p[G_COUNT]->vline, v->p[G_COUNT]->vcol,
+				    "Count=%s does not match the %zu file%s of %s=%s (each file is one %s)",
+				    v->p[G_COUNT]->value, v->nfiles, v->nfiles == 1 ? "" : "s",
+				    v->p[G_FILE]->key, v->p[G_FILE]->value, name);
+	/* Shared GRES (mps, shard): the line's Count is spread evenly over its files, the first
+	 * files taking the remainder. */
+	uint64_t total = v->has_count ? v->count : v->nfiles;
+	for (size_t i = 0; i < v->nfiles; i++) {
+		uint64_t c = total / v->nfiles + (i < total % v->nfiles ? 1 : 0);
+
+		r = add_record(l, st, v, ne, &v->files[i], 1, c, flags);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int on_stmt(const struct conf_stmt *st, void *userdata)
+{
+	struct confload *l = userdata;
+	struct jobcg_gres_conf *g = &l->c->gres;
+	struct line_vals v = {};
+	enum gkey first = _G_MAX;
+	bool matches = true;
+	int r = 0;
+
+	for (size_t i = 0; i < st->npairs; i++) {
+		const struct conf_pair *pr = &st->pairs[i];
+		enum gkey k = _G_MAX;
+
+		for (size_t j = 0; j < ELEMENTSOF(gkeys); j++)
+			if (strcaseeq(pr->key, gkeys[j].name))
+				k = gkeys[j].key;
+		if (k == _G_MAX) {
+			const char *cands[ELEMENTSOF(gkeys) + 1];
+			const char *sugg;
+
+			for (size_t j = 0; j < ELEMENTSOF(gkeys); j++)
+				cands[j] = gkeys[j].name;
+			cands[ELEMENTSOF(gkeys)] = NULL;
+			sugg = conf_suggest(pr->key, cands);
+			if (sugg)
+				r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
+						 "unknown gres.conf key '%s' (did you mean '%s'?)", pr->key, sugg);
+			else
+				r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
+						 "unknown gres.conf key '%s' (see jobcg-gres.conf(5) for the keys)",
+						 pr->key);
+			goto out;
+		}
+		if (i == 0) {
+			first = k;
+			if (k != G_NODENAME && k != G_NAME && k != G_AUTODETECT) {
+				r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
+						 "a gres.conf line must start with NodeName=, Name= or AutoDetect= (found '%s=')",
+						 pr->key);
+				goto out;
+			}
+		} else if (first == G_AUTODETECT) {
+			r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
+					 "AutoDetect= must be alone on its line (found '%s=' after it; "
+					 "put AutoDetect= on a NodeName= line to set it for some nodes)",
+					 pr->key);
+			goto out;
+		} else if (k == G_NODENAME) {
+			r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
+					 "NodeName= must be the first key of its line (this line starts with %s=)",
+					 st->pairs[0].key);
+			goto out;
+		}
+		if (v.p[k] && v.p[k] != pr)
+			confload_warn(l, st->file, pr->line,
+				      "%s= given twice on this line (also as %s=), the latest value is used",
+				      pr->key, v.p[k]->key);
+		v.p[k] = pr;
+	}
+
+	if (v.p[G_NODENAME]) {
+		matches = host_matches(l, st, v.p[G_NODENAME], &r);
+		if (r < 0)
+			goto out;
+	}
+	r = parse_values(l, st, &v);
+	if (r < 0)
+		goto out;
+
+	if (first == G_AUTODETECT) {
+		if (v.autodetect_unknown) {
+			confload_warn(l, st->file, st->line, "unknown AutoDetect value '%s', ignored",
+				      v.p[G_AUTODETECT]->value);
+			goto out;
+		}
+		if (g->autodetect && !streq(g->autodetect, v.autodetect))
+			confload_warn(l, st->file, st->line,
+				      "AutoDetect given again (was %s), the latest value is used",
+				      g->autodetect);
+		free(g->autodetect);
+		g->autodetect = strdup(v.autodetect);
+		r = g->autodetect ? 0 : -ENOMEM;
+		goto out;
+	}
+	if (!matches)
+		goto out;
+
+	if (v.p[G_AUTODETECT]) {
+		if (v.autodetect_unknown)
+			confload_warn(l, st->file, st->line, "unknown AutoDetect value '%s', ignored",
+				      v.p[G_AUTODETECT]->value);
+		else if (!v.p[G_NODENAME])
+			confload_warn(l, st->file, st->line,
+				      "AutoDetect= on a line without NodeName= has no effect (as in Slurm)");
+		else {
+			struct gres_state *s = state(l);
+
+			if (!s) {
+				r = -ENOMEM;
+				goto out;
+			}
+			if (g->node_autodetect && !streq(g->node_autodetect, v.autodetect)) {
+				r = error_set_at(-EINVAL, st->file, v.p[G_AUTODETECT]->vline,
+						 v.p[G_AUTODETECT]->vcol,
+						 "AutoDetect=%s conflicts with AutoDetect=%s for this node at %s:%u",
+						 v.p[G_AUTODETECT]->value, g->node_autodetect,
+						 s->node_ad_origin.file, s->node_ad_origin.line);
+				goto out;
+			}
+			if (!g->node_autodetect) {
+				g->node_autodetect = strdup(v.autodetect);
+				if (!g->node_autodetect) {
+					r = -ENOMEM;
+					goto out;
+				}
+				s->node_ad_origin = (struct jobcg_origin){ st->file, st->line };
+			}
+		}
+	}
+	if (!v.p[G_NAME]) {
+		/* Slurm: with AutoDetect the line only sets it (any File= is dropped); without,
+		 * "Invalid GRES data, no type name" and the line is skipped. */
+		if (!v.p[G_AUTODETECT])
+			confload_warn(l, st->file, st->line,
+				      "line has no Name= and is ignored (as Slurm does)");
+		goto out;
+	}
+	for (char **w = v.unknown_flags; w && *w; w++)
+		confload_warn(l, st->file, st->line, "unknown Flags word '%s' ignored", *w);
+	if (v.links_bad)
+		confload_warn(l, st->file, st->line,
+			      "ignoring invalid Links=%s (expected integers from -2 to 1023 with exactly one -1)",
+			      v.p[G_LINKS]->value);
+	if (v.cores_null)
+		confload_warn(l, st->file, st->line,
+			      "%s=%s is read as core 0, as Slurm does; remove it for no core binding",
+			      v.p[G_CORES]->key, v.p[G_CORES]->value);
+	r = make_records(l, st, &v);
+out:
+	line_vals_done(&v);
+	return r;
+}
+
+int gres_conf_parse(struct confload *l, const char *path, const char *buf, size_t len)
+{
+	struct conf_parser p = {
+		.fn = on_stmt,
+		.userdata = l,
+		.no_include = l->no_include,
+		.files = &l->c->files,
+	};
+	int r;
+
+	if (!state(l))
+		return -ENOMEM;
+	if (!buf) {
+		r = conf_parse_file(&p, path);
+		return r > 0 ? 0 : r;
+	}
+	return conf_parse_buffer(&p, path, buf, len);
+}
+
+int gres_conf_finish(struct confload *l)
+{
+	struct jobcg_gres_conf *g = &l->c->gres;
+	struct gres_state *s = l->gres;
+	const char *ad = g->node_autodetect ? g->node_autodetect : g->autodetect;
+
+	for (size_t i = 0; i < g->nrecords; i++) {
+		struct jobcg_gres_record *rec = &g->records[i];
+
+		if (ad && !(rec->autodetect = strdup(ad)))
+			return -ENOMEM;
+		if (l->flags & JOBCG_CONFIG_NO_STAT)
+			continue;
+		for (size_t f = 0; f < rec->nfiles; f++) {
+			struct jobcg_gres_file *gf = &rec->files[f];
+			const struct rec_pos *pos = s ? &s->pos[i] : &(struct rec_pos){};
+			struct stat st;
+
+			if (stat(gf->path, &st) < 0) {
+				int r = negative_errno();
+
+				return error_set_at(r, pos->file, pos->line, pos->col,
+						    "device file %s: %s (check it exists on this node; "
+						    "`jobcg config --no-stat` checks a file written for another node)",
+						    gf->path, strerror(-r));
+			}
+			if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+				return error_set_at(-ENODEV, pos->file, pos->line, pos->col,
+						    "%s is not a character or block device", gf->path);
+			gf->type = S_ISCHR(st.st_mode) ? 'c' : 'b';
+			gf->major = major(st.st_rdev);
+			gf->minor = minor(st.st_rdev);
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,690 @@
+/* jobcg: jobs and steps: create with limits and hooks (rolled back on error), remove, list, gc. */
+#include <ctype.h>
+#include <signal.h>
+#include <time.h>
+
+#include "cgroupfs.h"
+#include "discover.h"
+#include "job_hooks.h"
+#include "log.h"
+#include "tree.h"
+#include "util.h"
+
+#define XATTR_PREFIX "trusted.jobcg."
+
+JOBCG_EXPORT void jobcg_strv_free(char **v)
+{
+	strv_free(v);
+}
+
+struct limit_desc {
+	unsigned bit;
+	unsigned ctrl;
+	const char *key;  /* xattr key and skipped-list name */
+	const char *what; /* for discover_limitation() */
+};
+
+static const struct limit_desc limit_descs[] = {
+    {JOBCG_LIMIT_CPUS, JOBCG_CTRL_CPUSET, "cpus", "CPU binding (cpuset.cpus)"},
+    {JOBCG_LIMIT_MEM, JOBCG_CTRL_MEMORY, "mem", "memory limits (memory.max)"},
+    {JOBCG_LIMIT_PIDS, JOBCG_CTRL_PIDS, "pids", "process count limits (pids.max)"},
+};
+
+static unsigned limits_requested(const struct jobcg_limits *l)
+{
+	unsigned m = 0;
+
+	if (!l)
+		return 0;
+	if (l->cpus && *l->cpus)
+		m |= JOBCG_LIMIT_CPUS;
+	if (l->mem_bytes)
+		m |= JOBCG_LIMIT_MEM;
+	if (l->pids_max)
+		m |= JOBCG_LIMIT_PIDS;
+	return m;
+}
+
+JOBCG_EXPORT unsigned jobcg_limits_check(const struct jobcg_ctx *ctx,
+					 const struct jobcg_limits *limits, char ***ret_reasons)
+{
+	unsigned req = limits_requested(limits), bad = 0;
+	char **reasons = NULL;
+
+	for (size_t i = 0; i < ELEMENTSOF(limit_descs); i++) {
+		const struct limit_desc *d = &limit_descs[i];
+
+		if (!(req & d->bit) || (ctx->info->usable & (1u << d->ctrl)))
+			continue;
+		bad |= d->bit;
+		if (ret_reasons)
+			(void)strv_push(&reasons, discover_limitation(ctx->info, d->ctrl, d->what));
+	}
+	if (ret_reasons)
+		*ret_reasons = reasons;
+	return bad;
+}
+
+static int xattr_key_ok(const char *key)
+{
+	if (!key || !*key || strlen(key) > 64)
+		return -EINVAL;
+	for (const char *p = key; *p; p++)
+		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) ||
+		      strchr("_.-", *p)))
+			return -EINVAL;
+	return 0;
+}
+
+static int set_meta(const char *dir, const char *key, const char *value)
+{
+	_cleanup_free_ char *name = strdup_printf(XATTR_PREFIX "%s", key);
+
+	if (!name)
+		return -ENOMEM;
+	return cgfs_xattr_set(dir, name, value);
+}
+
+static int get_meta(const char *dir, const char *key, char **ret)
+{
+	_cleanup_free_ char *name = strdup_printf(XATTR_PREFIX "%s", key);
+
+	if (!name)
+		return -ENOMEM;
+	return cgfs_xattr_get(dir, name, ret);
+}
+
+JOBCG_EXPORT int jobcg_job_xattr_set(struct jobcg_ctx *ctx, uint32_t job_id, const char *key,
+				     const char *value)
+{
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id);
+
+	if (xattr_key_ok(key) < 0)
+		return error_set(-EINVAL, "invalid job xattr key '%s'", key ? key : "");
+	if (!dir)
+		return -ENOMEM;
+	return set_meta(dir, key, value);
+}
+
+JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, const char *key,
+				     char **ret)
+{
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id);
+
+	if (xattr_key_ok(key) < 0)
+		return error_set(-EINVAL, "invalid job xattr key '%s'", key ? key : "");
+	if (!dir)
+		return -ENOMEM;
+	return get_meta(dir, key, ret);
+}
+
+/* The built-in hook: cpuset.cpus, memory.max and pids.max on job_<id>/. */
+static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
+			 const struct jobcg_limits *l)
+{
+	unsigned req = limits_requested(l);
+	char buf[32];
+	_cleanup_free_ char *skipped = strdup("");
+	int r;
+
+	if (!skipped)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(limit_descs); i++) {
+		const struct limit_desc *d = &limit_descs[i];
+		const char *file, *value;
+
+		if (!(req & d->bit))
+			continue;
+		if (!(ctx->info->usable & (1u << d->ctrl))) {
+			_cleanup_free_ char *why = discover_limitation(ctx->info, d->ctrl, d->what);
+			char *ns;
+
+			if (!l->best_effort)
+				return error_set(-EOPNOTSUPP, "%s",
+						 why ? why : "limit cannot be enforced");
+			log_warning("job %u: %s (best effort: not applied)", job_id,
+				    why ? why : d->key);
+			ns = strdup_printf("%s%s%s", skipped, *skipped ? "," : "", d->key);
+			if (!ns)
+				return -ENOMEM;
+			free(skipped);
+			skipped = ns;
+			continue;
+		}
+		if (d->bit == JOBCG_LIMIT_CPUS) {
+			file = "cpuset.cpus";
+			value = l->cpus;
+		} else if (d->bit == JOBCG_LIMIT_MEM) {
+			file = "memory.max";
+			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
+			value = buf;
+		} else {
+			file = "pids.max";
+			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
+			value = buf;
+		}
+		r = cgfs_write(job_dir, file, value);
+		if (r < 0)
+			return r;
+	}
+	if (*skipped && ctx->info->xattr.supported)
+		return set_meta(job_dir, "skipped", skipped);
+	return 0;
+}
+
+static const struct job_hook limits_hook = {
+    .name = "limits",
+    .attach = limits_attach,
+};
+
+/*
+ * Extension hooks in the order they attach. Device access (eBPF) and GPU selection go here,
+ * after the limits.
+ */
+static const struct job_hook *const job_hooks[] = {
+    &limits_hook,
+};
+
+static void hooks_detach(struct jobcg_ctx *ctx, uint32_t job_id, const char *dir, size_t upto)
+{
+	while (upto-- > 0)
+		if (job_hooks[upto]->detach)
+			job_hooks[upto]->detach(ctx, job_id, dir);
+}
+
+static int job_ids(struct jobcg_ctx *ctx, uint32_t **ret, size_t *ret_n)
+{
+	_cleanup_strv_free_ char **kids = NULL;
+	_cleanup_free_ uint32_t *ids = NULL;
+	size_t n = 0;
+	int r;
+
+	r = cgfs_children(jobcg_ctx_root(ctx), &kids);
+	if (r == -ENOENT) {
+		*ret = NULL;
+		*ret_n = 0;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	ids = calloc(strv_length(kids) + 1, sizeof(uint32_t));
+	if (!ids)
+		return -ENOMEM;
+	for (char **k = kids; *k; k++) {
+		uint32_t id;
+
+		if (tree_parse_job_dirname(*k, &id) == 0)
+			ids[n++] = id;
+	}
+	for (size_t i = 1; i < n; i++) /* insertion sort: names sort as strings, ids as numbers */
+		for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+			uint32_t t = ids[j];
+			ids[j] = ids[j - 1];
+			ids[j - 1] = t;
+		}
+	*ret = TAKE_PTR(ids);
+	*ret_n = n;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_job_list(struct jobcg_ctx *ctx, uint32_t **ret_ids, size_t *ret_n)
+{
+	return job_ids(ctx, ret_ids, ret_n);
+}
+
+static int pick_ephemeral_id(struct jobcg_ctx *ctx, uint32_t *ret)
+{
+	_cleanup_free_ uint32_t *ids = NULL;
+	size_t n = 0;
+	uint32_t next = JOBCG_JOB_ID_EPHEMERAL_BASE;
+	int r;
+
+	r = job_ids(ctx, &ids, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] >= next)
+			next = ids[i] + 1;
+	if (next > 4294967294u || next < JOBCG_JOB_ID_EPHEMERAL_BASE) {
+		/* the top is taken: the lowest free id above the base */
+		next = JOBCG_JOB_ID_EPHEMERAL_BASE;
+		for (size_t i = 0; i < n; i++)
+			if (ids[i] == next)
+				next++;
+	}
+	*ret = next;
+	return 0;
+}
+
+static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct jobcg_limits *l,
+			  unsigned flags)
+{
+	char buf[64];
+	int r;
+
+	snprintf(buf, sizeof(buf), "%u:%u", (unsigned)getuid(), (unsigned)getgid());
+	if ((r = set_meta(dir, "owner", buf)) < 0)
+		return r;
+	if (l && l->cpus && *l->cpus && (r = set_meta(dir, "cpus", l->cpus)) < 0)
+		return r;
+	if (l && l->mem_bytes) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
+		if ((r = set_meta(dir, "mem", buf)) < 0)
+			return r;
+	}
+	if (l && l->pids_max) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
+		if ((r = set_meta(dir, "pids", buf)) < 0)
+			return r;
+	}
+	if (l && l->best_effort && (r = set_meta(dir, "best_effort", "1")) < 0)
+		return r;
+	if (flags & JOBCG_JOB_EPHEMERAL) {
+		_cleanup_free_ char *me = tree_runner_self();
+
+		if (!me)
+			return -ENOMEM;
+		if ((r = set_meta(dir, "ephemeral", "1")) < 0 ||
+		    (r = set_meta(dir, "runner", me)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
+			     const struct jobcg_limits *limits, unsigned flags, uint32_t *ret)
+{
+	_cleanup_free_ char *dir = NULL;
+	size_t attached = 0;
+	bool meta = ctx->info->xattr.supported;
+	char buf[32];
+	int r;
+
+	r = jobcg_ctx_ensure_tree(ctx);
+	if (r < 0)
+		return r;
+	if (job_id == JOBCG_JOB_ID_AUTO) {
+		r = pick_ephemeral_id(ctx, &job_id);
+		if (r < 0)
+			return r;
+	}
+	dir = tree_job_dir(ctx, job_id);
+	if (!dir)
+		return -ENOMEM;
+	r = cgfs_mkdir(dir, false);
+	if (r == -EEXIST)
+		return error_set(-EEXIST, "job %u already exists (%s)", job_id, dir);
+	if (r < 0)
+		return r;
+	if (meta && (r = write_job_meta(ctx, dir, limits, flags)) < 0)
+		goto undo;
+	/* The job directory holds no process, so its children can get controllers now. */
+	r = cgfs_enable(dir, ctx->want, NULL);
+	if (r < 0)
+		goto undo;
+	for (; attached < ELEMENTSOF(job_hooks); attached++) {
+		const struct job_hook *h = job_hooks[attached];
+
+		if (!h->attach)
+			continue;
+		r = h->attach(ctx, job_id, dir, limits);
+		if (r < 0) {
+			jobcg_error_prefix("job %u: %s", job_id, h->name);
+			goto undo;
+		}
+	}
+	/* Last: the mark that the job is complete (gc sweeps job dirs without it). */
+	snprintf(buf, sizeof(buf), "%lld", (long long)time(NULL));
+	if (meta && (r = set_meta(dir, "created", buf)) < 0)
+		goto undo;
+	log_info("created job %u at %s", job_id, dir);
+	if (ret)
+		*ret = job_id;
+	return 0;
+undo : {
+	struct jobcg_error saved = *jobcg_last_error();
+
+	hooks_detach(ctx, job_id, dir, attached);
+	if (tree_kill_and_remove(dir) < 0)
+		log_warning("rollback: %s", jobcg_last_error()->message);
+	*(struct jobcg_error *)jobcg_last_error() = saved;
+}
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
+				  const struct jobcg_limits *limits, unsigned flags,
+				  uint32_t *ret_job_id)
+{
+	int r;
+
+	if (job_id == UINT32_MAX)
+		return error_set(-EINVAL, "invalid job id %u", job_id);
+	r = jobcg_ctx_lock(ctx);
+	if (r < 0)
+		return r;
+	r = job_create_locked(ctx, job_id, limits, flags, ret_job_id);
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id)
+{
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id);
+	int r;
+
+	if (!dir)
+		return -ENOMEM;
+	if (access(dir, F_OK) < 0)
+		return error_set(-ENOENT, "no job %u (%s)", job_id, dir);
+	r = tree_kill(dir, TREE_KILL_TIMEOUT_MS);
+	if (r < 0)
+		return r;
+	hooks_detach(ctx, job_id, dir, ELEMENTSOF(job_hooks));
+	r = cgfs_remove_tree(dir);
+	if (r < 0)
+		return r;
+	log_info("removed job %u", job_id);
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags)
+{
+	int r = jobcg_ctx_lock(ctx);
+
+	if (r < 0)
+		return r;
+	r = job_remove_locked(ctx, job_id);
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	bool nx = isdigit((unsigned char)*x), ny = isdigit((unsigned char)*y);
+
+	if (nx && ny) {
+		unsigned long long u = strtoull(x, NULL, 10), v = strtoull(y, NULL, 10);
+		return u < v ? -1 : u > v;
+	}
+	if (nx != ny)
+		return nx ? -1 : 1;
+	return strcmp(x, y);
+}
+
+JOBCG_EXPORT int jobcg_step_list(struct jobcg_ctx *ctx, uint32_t job_id, char ***ret)
+{
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id);
+	_cleanup_strv_free_ char **kids = NULL, **steps = calloc(1, sizeof(char *));
+	int r;
+
+	if (!dir || !steps)
+		return -ENOMEM;
+	r = cgfs_children(dir, &kids);
+	if (r == -ENOENT)
+		return error_set(r, "no job %u", job_id);
+	if (r < 0)
+		return r;
+	for (char **k = kids; *k; k++) {
+		char sid[JOBCG_STEP_ID_MAX];
+
+		if (tree_parse_step_dirname(*k, sid) == 0 &&
+		    (r = strv_push(&steps, strdup(sid))) < 0)
+			return r;
+	}
+	qsort(steps, strv_length(steps), sizeof(char *), cmp_step);
+	*ret = TAKE_PTR(steps);
+	return 0;
+}
+
+static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, char *ret)
+{
+	_cleanup_strv_free_ char **steps = NULL;
+	unsigned long long next = 0;
+	int r;
+
+	r = jobcg_step_list(ctx, job_id, &steps);
+	if (r < 0)
+		return r;
+	/* Steps are sorted numerically: the first gap (or one past the last) is free. */
+	for (char **s = steps; *s && isdigit((unsigned char)**s); s++) {
+		unsigned long long v = strtoull(*s, NULL, 10);
+
+		if (v != next)
+			break;
+		next++;
+	}
+	snprintf(ret, JOBCG_STEP_ID_MAX, "%llu", next);
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				   unsigned flags, char *ret_step_id)
+{
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *sdir = NULL, *me = NULL;
+	char sid[JOBCG_STEP_ID_MAX];
+	int r;
+
+	if (!jdir)
+		return -ENOMEM;
+	if (step_id && !jobcg_step_id_valid(step_id))
+		return error_set(-EINVAL,
+				 "invalid step id '%s': need a number, batch, extern or "
+				 "interactive",
+				 step_id);
+	r = jobcg_ctx_lock(ctx);
+	if (r < 0)
+		return r;
+	if (access(jdir, F_OK) < 0) {
+		r = error_set(-ENOENT, "no job %u (%s)", job_id, jdir);
+		goto out;
+	}
+	if (step_id)
+		snprintf(sid, sizeof(sid), "%s", step_id);
+	else if ((r = pick_step_id(ctx, job_id, sid)) < 0)
+		goto out;
+	r = tree_make_step(ctx, jdir, sid);
+	if (r < 0)
+		goto out;
+	if (ctx->info->xattr.supported) {
+		sdir = tree_step_dir(ctx, job_id, sid);
+		me = tree_runner_self();
+		if (!sdir || !me)
+			r = -ENOMEM;
+		else
+			r = set_meta(sdir, "runner", me);
+		if (r < 0) {
+			struct jobcg_error saved = *jobcg_last_error();
+
+			if (sdir)
+				(void)cgfs_remove_tree(sdir);
+			*(struct jobcg_error *)jobcg_last_error() = saved;
+			goto out;
+		}
+	}
+	log_info("created step %u.%s", job_id, sid);
+	if (ret_step_id)
+		memcpy(ret_step_id, sid, sizeof(sid));
+out:
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				   unsigned flags)
+{
+	_cleanup_free_ char *sdir = NULL;
+	int r;
+
+	if (!jobcg_step_id_valid(step_id))
+		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
+	sdir = tree_step_dir(ctx, job_id, step_id);
+	if (!sdir)
+		return -ENOMEM;
+	r = jobcg_ctx_lock(ctx);
+	if (r < 0)
+		return r;
+	if (access(sdir, F_OK) < 0)
+		r = error_set(-ENOENT, "no step %u.%s (%s)", job_id, step_id, sdir);
+	else
+		r = tree_kill_and_remove(sdir);
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+static uint64_t meta_u64(const char *dir, const char *key)
+{
+	_cleanup_free_ char *s = NULL;
+
+	if (get_meta(dir, key, &s) < 0)
+		return 0;
+	return strtoull(s, NULL, 10);
+}
+
+JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i)
+{
+	if (!i)
+		return;
+	free(i->path);
+	free(i->cpus);
+	strv_free(i->skipped);
+	strv_free(i->steps);
+	free(i);
+}
+
+JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
+				    struct jobcg_job_info **ret)
+{
+	struct jobcg_job_info *i = calloc(1, sizeof(*i));
+	_cleanup_free_ char *owner = NULL, *runner = NULL, *eph = NULL, *be = NULL, *sk = NULL;
+	int r;
+
+	if (!i)
+		return -ENOMEM;
+	i->id = job_id;
+	i->path = tree_job_dir(ctx, job_id);
+	if (!i->path) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = cgfs_events(i->path, &i->populated, &i->frozen);
+	if (r == -ENOENT) {
+		r = error_set(-ENOENT, "no job %u (%s)", job_id, i->path);
+		goto fail;
+	}
+	if (r < 0)
+		goto fail;
+	r = jobcg_step_list(ctx, job_id, &i->steps);
+	if (r < 0)
+		goto fail;
+	if (get_meta(i->path, "owner", &owner) == 0) {
+		unsigned u, g;
+
+		if (sscanf(owner, "%u:%u", &u, &g) == 2) {
+			i->have_owner = true;
+			i->uid = (uid_t)u;
+			i->gid = (gid_t)g;
+		}
+	}
+	i->created_sec = meta_u64(i->path, "created");
+	i->ephemeral = get_meta(i->path, "ephemeral", &eph) == 0 && streq(eph, "1");
+	if (get_meta(i->path, "runner", &runner) == 0)
+		i->runner = (pid_t)atoi(runner);
+	(void)get_meta(i->path, "cpus", &i->cpus);
+	i->mem_bytes = meta_u64(i->path, "mem");
+	i->pids_max = meta_u64(i->path, "pids");
+	i->best_effort = get_meta(i->path, "best_effort", &be) == 0 && streq(be, "1");
+	if (get_meta(i->path, "skipped", &sk) == 0 && !(i->skipped = strv_split(sk, ","))) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	*ret = i;
+	return 0;
+fail:
+	jobcg_job_info_free(i);
+	return r;
+}
+
+static bool step_is_stray(const char *sdir)
+{
+	_cleanup_free_ char *runner = NULL;
+
+	if (get_meta(sdir, "runner", &runner) < 0)
+		return false; /* a step we did not make (or no xattrs): leave it */
+	return !tree_runner_alive(runner);
+}
+
+static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
+{
+	_cleanup_free_ char *dir = tree_job_dir(ctx, id), *created = NULL, *eph = NULL,
+			    *runner = NULL;
+	_cleanup_strv_free_ char **steps = NULL;
+	int r;
+
+	if (!dir)
+		return -ENOMEM;
+	if (!ctx->info->xattr.supported) {
+		st->kept++;
+		return 0;
+	}
+	r = get_meta(dir, "created", &created);
+	if (r == -ENODATA ||
+	    (get_meta(dir, "ephemeral", &eph) == 0 && get_meta(dir, "runner", &runner) == 0 &&
+	     !tree_runner_alive(runner))) {
+		/* Under the lock a job without the "created" mark is a creation that died half
+		 * way; an ephemeral job without its runner will never be removed by it. */
+		log_info("gc: removing stray job %u", id);
+		r = job_remove_locked(ctx, id);
+		if (r < 0)
+			return r;
+		st->jobs_removed++;
+		return 0;
+	}
+	if (r < 0 && r != -ENOENT)
+		return r;
+	r = jobcg_step_list(ctx, id, &steps);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	for (char **s = steps; *s; s++) {
+		_cleanup_free_ char *sdir = tree_step_dir(ctx, id, *s);
+
+		if (!sdir)
+			return -ENOMEM;
+		if (!step_is_stray(sdir))
+			continue;
+		log_info("gc: removing stray step %u.%s", id, *s);
+		r = tree_kill_and_remove(sdir);
+		if (r < 0)
+			return r;
+		st->steps_removed++;
+	}
+	st->kept++;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc_stats *ret)
+{
+	struct jobcg_gc_stats st = {};
+	_cleanup_free_ uint32_t *ids = NULL;
+	size_t n = 0;
+	int r, first_err = 0;
+
+	r = jobcg_ctx_lock(ctx);
+	if (r < 0)
+		return r;
+	r = job_ids(ctx, &ids, &n);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		r = gc_job(ctx, ids[i], &st);
+		if (r < 0 && !first_err)
+			first_err = r; /* keep sweeping the others; report the first failure */
+	}
+	r = first_err;
+out:
+	jobcg_ctx_unlock(ctx);
+	if (r >= 0 && ret)
+		*ret = st;
+	return r;
+}

@@ -1,0 +1,229 @@
+/* jobcg: processes of a job, step or task: list, signal, freeze/thaw (event driven), kill. */
+#include <signal.h>
+
+#include "cgroupfs.h"
+#include "log.h"
+#include "tree.h"
+#include "util.h"
+
+static int target_dir(struct jobcg_ctx *ctx, const struct jobcg_target *t, char **ret)
+{
+	char buf[64];
+	int r = jobcg_target_path(ctx, t, ret);
+
+	if (r < 0)
+		return r;
+	if (access(*ret, F_OK) < 0) {
+		free(*ret);
+		*ret = NULL;
+		return error_set(-ENOENT, "no %s %s",
+				 !t->step[0]		     ? "job"
+				 : t->task == JOBCG_TASK_ALL ? "step"
+							     : "task",
+				 jobcg_target_format(t, buf, sizeof(buf)));
+	}
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_pids(struct jobcg_ctx *ctx, const struct jobcg_target *t, pid_t **ret,
+			    size_t *ret_n)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = target_dir(ctx, t, &dir);
+
+	if (r < 0)
+		return r;
+	return cgfs_pids(dir, true, ret, ret_n);
+}
+
+JOBCG_EXPORT int jobcg_signal(struct jobcg_ctx *ctx, const struct jobcg_target *t, int sig)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0;
+	int r, count = 0;
+
+	if (sig < 0 || sig >= NSIG)
+		return error_set(-EINVAL, "invalid signal %d", sig);
+	r = jobcg_pids(ctx, t, &pids, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (kill(pids[i], sig) == 0)
+			count++;
+		else if (errno != ESRCH) /* exited meanwhile: fine */
+			return error_set(negative_errno(), "cannot signal pid %d: %s", (int)pids[i],
+					 strerror(errno));
+	}
+	return count;
+}
+
+/* Collect @dir and the cgroups below it whose own cgroup.freeze is 1. */
+static int frozen_below(const char *dir, unsigned depth, char ***acc)
+{
+	_cleanup_strv_free_ char **kids = NULL;
+	uint64_t v = 0;
+	int r;
+
+	if (depth > 8)
+		return 0; /* our tree is at most 4 deep below a job */
+	if (cgfs_read_u64(dir, "cgroup.freeze", &v) == 0 && v == 1 &&
+	    (r = strv_push(acc, strdup(dir))) < 0)
+		return r;
+	r = cgfs_children(dir, &kids);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	for (char **k = kids; *k; k++) {
+		_cleanup_free_ char *sub = cgfs_path(dir, *k);
+
+		if (!sub)
+			return -ENOMEM;
+		r = frozen_below(sub, depth + 1, acc);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool freeze,
+		      unsigned timeout_ms)
+{
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_strv_free_ char **dirs = NULL;
+	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
+	int r = target_dir(ctx, t, &dir);
+
+	if (r < 0)
+		return r;
+	if (freeze) {
+		r = cgfs_freeze(dir, true);
+		if (r < 0)
+			return r;
+		return cgfs_wait_events(dir, "frozen", 1, timeout_ms);
+	}
+	/* A step frozen on its own stays frozen when only its job is thawed: thawing a target
+	 * thaws everything below it that was frozen explicitly. */
+	r = frozen_below(dir, 0, &dirs);
+	if (r < 0)
+		return r;
+	r = cgfs_freeze(dir, false);
+	if (r < 0)
+		return r;
+	for (char **d = dirs; d && *d; d++)
+		if ((r = cgfs_freeze(*d, false)) < 0 && r != -ENOENT)
+			return r;
+	for (char **d = dirs; d && *d; d++) {
+		uint64_t now = now_usec();
+		unsigned left = now < deadline ? (unsigned)((deadline - now) / 1000) : 0;
+
+		r = cgfs_wait_events(*d, "frozen", 0, left);
+		if (r < 0)
+			return r;
+	}
+	return cgfs_wait_events(dir, "frozen", 0, timeout_ms);
+}
+
+JOBCG_EXPORT int jobcg_freeze(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+			      unsigned timeout_ms)
+{
+	return set_frozen(ctx, t, true, timeout_ms);
+}
+
+JOBCG_EXPORT int jobcg_thaw(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+			    unsigned timeout_ms)
+{
+	return set_frozen(ctx, t, false, timeout_ms);
+}
+
+JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+			    unsigned timeout_ms)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = target_dir(ctx, t, &dir);
+
+	if (r < 0)
+		return r;
+	return tree_kill(dir, timeout_ms);
+}
+
+JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				    int task, pid_t pid)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r;
+
+	if (!jobcg_step_id_valid(step_id) || (task < 0 && task != JOBCG_TASK_SPECIAL) ||
+	    task > JOBCG_TASK_MAX)
+		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "",
+				 task);
+	dir = tree_task_dir(ctx, job_id, step_id, task);
+	if (!dir)
+		return -ENOMEM;
+	r = cgfs_mkdir(dir, true);
+	if (r < 0)
+		return r;
+	return cgfs_move_pid(dir, pid);
+}
+
+JOBCG_EXPORT int jobcg_target_events(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				     bool *ret_populated, bool *ret_frozen)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = target_dir(ctx, t, &dir);
+
+	if (r < 0)
+		return r;
+	return cgfs_events(dir, ret_populated, ret_frozen);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	/* task_special (negative) sorts last */
+	if ((x < 0) != (y < 0))
+		return x < 0 ? 1 : -1;
+	return x < y ? -1 : x > y;
+}
+
+JOBCG_EXPORT int jobcg_task_list(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				 int **ret, size_t *ret_n)
+{
+	_cleanup_free_ char *sdir = NULL, *user = NULL;
+	_cleanup_strv_free_ char **kids = NULL;
+	_cleanup_free_ int *tasks = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!jobcg_step_id_valid(step_id))
+		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
+	sdir = tree_step_dir(ctx, job_id, step_id);
+	user = sdir ? cgfs_path(sdir, "user") : NULL;
+	if (!user)
+		return -ENOMEM;
+	r = cgfs_children(user, &kids);
+	if (r == -ENOENT)
+		return error_set(r, "no step %u.%s", job_id, step_id);
+	if (r < 0)
+		return r;
+	tasks = calloc(strv_length(kids) + 1, sizeof(int));
+	if (!tasks)
+		return -ENOMEM;
+	for (char **k = kids; *k; k++) {
+		char *end;
+		long v;
+
+		if (streq(*k, "task_special")) {
+			tasks[n++] = JOBCG_TASK_SPECIAL;
+			continue;
+		}
+		if (!startswith(*k, "task_") || (*k)[5] < '0' || (*k)[5] > '9')
+			continue;
+		v = strtol(*k + 5, &end, 10);
+		if (!*end && v >= 0 && v <= JOBCG_TASK_MAX)
+			tasks[n++] = (int)v;
+	}
+	qsort(tasks, n, sizeof(int), cmp_int);
+	*ret = TAKE_PTR(tasks);
+	*ret_n = n;
+	return 0;
+}

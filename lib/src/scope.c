@@ -1,0 +1,63 @@
+/* jobcg: choosing where the delegated tree root comes from (systemd scope or plain mkdir). */
+#include <sys/stat.h>
+
+#include "log.h"
+#include "scope.h"
+#include "scope_choose.h"
+#include "util.h"
+
+static bool systemd_booted(void)
+{
+	struct stat st;
+
+	/* The same test as sd_booted(): systemd creates this directory early at boot. */
+	return lstat("/run/systemd/system", &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool scope_use_systemd(const struct jobcg_config *conf)
+{
+	return !conf->cgroup.ignore_systemd && systemd_booted();
+}
+
+int scope_ensure(const struct jobcg_config *conf, const char *mount, const char *root_rel,
+		 const struct scope_backend **ret_backend, char **ret_root)
+{
+	const struct scope_backend *b = &scope_mkdir_backend;
+	int r;
+
+	/*
+	 * THE place where the systemd backend gets chosen: systemd running and not
+	 * IgnoreSystemd => systemd; if that fails and IgnoreSystemdOnFailure=yes => mkdir.
+	 * JOBCG_HAVE_SCOPE_SYSTEMD is defined by lib/meson.build when scope_systemd.c exists.
+	 */
+	if (scope_use_systemd(conf)) {
+#ifdef JOBCG_HAVE_SCOPE_SYSTEMD
+		r = scope_systemd_backend.ensure(conf, mount, root_rel, ret_root);
+		if (r >= 0) {
+			*ret_backend = &scope_systemd_backend;
+			return r;
+		}
+		if (!conf->cgroup.ignore_systemd_on_failure)
+			return r;
+		log_warning("systemd scope failed (%s); IgnoreSystemdOnFailure=yes: using mkdir",
+			    jobcg_last_error()->message);
+#else
+		log_warning("systemd is running but this jobcg was built without the systemd scope "
+			    "backend: creating the tree with mkdir");
+#endif
+	}
+	r = b->ensure(conf, mount, root_rel, ret_root);
+	if (r < 0)
+		return r;
+	*ret_backend = b;
+	return r;
+}
+
+const char *scope_backend_name(const struct jobcg_config *conf)
+{
+#ifdef JOBCG_HAVE_SCOPE_SYSTEMD
+	if (scope_use_systemd(conf))
+		return "systemd";
+#endif
+	return "mkdir";
+}

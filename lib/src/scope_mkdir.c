@@ -1,0 +1,51 @@
+/* jobcg: the mkdir scope backend: the tree root is a plain directory made below the v2 mount. */
+#include "cgroupfs.h"
+#include "ctx.h"
+#include "log.h"
+#include "scope.h"
+#include "util.h"
+
+/*
+ * Without systemd nobody else hands controllers down to us, so enable the ones jobcg wants in
+ * each ancestor's cgroup.subtree_control on the way down (what Slurm does with IgnoreSystemd and
+ * CgroupAutomount). An ancestor holding processes refuses (no internal processes): that is only
+ * a warning, `jobcg check` then reports what cannot be enforced.
+ */
+static int mkdir_ensure(const struct jobcg_config *conf, const char *mount, const char *root_rel,
+			char **ret_root)
+{
+	_cleanup_strv_free_ char **parts = strv_split(root_rel, "/");
+	_cleanup_free_ char *cur = strdup(mount);
+	unsigned want = ctx_wanted_controllers(conf);
+
+	if (!parts || !cur)
+		return -ENOMEM;
+	if (!parts[0])
+		return error_set(-EINVAL,
+				 "the jobcg tree root must not be the cgroup v2 mount itself");
+	for (char **p = parts; *p; p++) {
+		char *next;
+		int r;
+
+		if (streq(*p, "..") || streq(*p, "."))
+			return error_set(-EINVAL, "tree root '%s' must not contain '.' or '..'",
+					 root_rel);
+		if (cgfs_enable(cur, want, NULL) < 0)
+			log_warning("%s", jobcg_last_error()->message);
+		next = cgfs_path(cur, *p);
+		if (!next)
+			return -ENOMEM;
+		free(cur);
+		cur = next;
+		r = cgfs_mkdir(cur, true);
+		if (r < 0)
+			return r;
+	}
+	*ret_root = TAKE_PTR(cur);
+	return 0;
+}
+
+const struct scope_backend scope_mkdir_backend = {
+    .name = "mkdir",
+    .ensure = mkdir_ensure,
+};

@@ -1,0 +1,685 @@
+/*
+ * jobcg: the systemd scope backend. The tree root is a transient scope unit (jobcg.scope in
+ * system.slice by default) that systemd creates with Delegate=yes, so systemd leaves everything
+ * below it to jobcg and keeps its hands off our controllers on daemon-reload (seed 001). A scope
+ * lives only while it holds a process, so a tiny "jobcg keeper" process is started into it and
+ * parked in the scope's system/ leaf; the scope is then abandoned, which keeps it alive for as
+ * long as anything runs anywhere below it.
+ *
+ *   /sys/fs/cgroup/system.slice/jobcg.scope   Delegate=yes, TasksMax=infinity, abandoned
+ *   |-- system/                               the keeper
+ *   `-- job_<id>/step_<sid>/...               the jobs (tree.c)
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
+
+#include "jobcg-build.h"
+#include "log.h"
+#include "scope.h"
+#include "scope_systemd.h"
+#include "util.h"
+
+#define SD_DEST "org.freedesktop.systemd1"
+#define SD_PATH "/org/freedesktop/systemd1"
+#define SD_MANAGER "org.freedesktop.systemd1.Manager"
+
+bool scope_systemd_running(void)
+{
+	return sd_booted() > 0;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && streq(s + n - m, suffix);
+}
+
+static bool unit_chars_valid(const char *s)
+{
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr(":_.-\\", *p)))
+			return false;
+	return true;
+}
+
+bool scope_unit_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > strlen(".scope") && n <= 255 && has_suffix(name, ".scope") &&
+	       unit_chars_valid(name);
+}
+
+int scope_slice_path(const char *slice, char **ret)
+{
+	_cleanup_free_ char *prefix = NULL, *path = NULL;
+	size_t n = strlen(slice), len = 0, cap;
+
+	if (n <= strlen(".slice") || n > 255 || !has_suffix(slice, ".slice") ||
+	    !unit_chars_valid(slice))
+		return error_set(-EINVAL, "CgroupSlice '%s' is not a systemd slice unit name", slice);
+	if (streq(slice, "-.slice")) {
+		path = strdup("");
+		if (!path)
+			return -ENOMEM;
+		*ret = TAKE_PTR(path);
+		return 0;
+	}
+	prefix = strndup(slice, n - strlen(".slice"));
+	if (!prefix)
+		return -ENOMEM;
+	if (prefix[0] == '-' || has_suffix(prefix, "-") || strstr(prefix, "--"))
+		return error_set(-EINVAL, "CgroupSlice '%s': '-' separates parent slices and may not "
+					  "start, end or repeat", slice);
+	/* Each '-' names a parent slice: a-b-c.slice lives in a.slice/a-b.slice/a-b-c.slice. */
+	cap = (strlen(prefix) + strlen(".slice/")) * (strlen(prefix) + 1) + 1;
+	path = malloc(cap);
+	if (!path)
+		return -ENOMEM;
+	for (const char *p = prefix; *p; p++) {
+		if (*p != '-')
+			continue;
+		len += (size_t)snprintf(path + len, cap - len, "%.*s.slice/", (int)(p - prefix),
+					prefix);
+	}
+	snprintf(path + len, cap - len, "%s", slice);
+	*ret = TAKE_PTR(path);
+	return 0;
+}
+
+int scope_expected_root(const char *slice, const char *scope, char **ret)
+{
+	_cleanup_free_ char *sp = NULL;
+	char *s;
+	int r;
+
+	if (!scope_unit_name_valid(scope))
+		return error_set(-EINVAL, "JobcgScope '%s' is not a systemd scope unit name "
+					  "(letters, digits, ':_.-\\', ending in .scope)", scope);
+	r = scope_slice_path(slice, &sp);
+	if (r < 0)
+		return r;
+	s = *sp ? strdup_printf("%s/%s", sp, scope) : strdup(scope);
+	if (!s)
+		return -ENOMEM;
+	*ret = s;
+	return 0;
+}
+
+/*
+ * The keeper is the jobcg binary itself (`jobcg keeper` only pauses), so that it shows as
+ * "jobcg keeper" in ps and systemctl status. JOBCG_KEEPER_EXE lets a program that links the
+ * library but is not jobcg (tests) name it.
+ */
+static int keeper_exe(char **ret)
+{
+	const char *e = getenv("JOBCG_KEEPER_EXE");
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *base;
+	char *s;
+
+	if (n > 0)
+		self[n] = '\0';
+	base = n > 0 && strrchr(self, '/') ? strrchr(self, '/') + 1 : "";
+	if (e && *e)
+		s = strdup(e);
+	else if (streq(base, "jobcg"))
+		s = strdup(self);
+	else
+		s = strdup(JOBCG_BINDIR "/jobcg");
+	if (!s)
+		return -ENOMEM;
+	if (access(s, X_OK) < 0) {
+		int r = negative_errno();
+
+		error_set(r, "cannot run the scope keeper %s: %s (set JOBCG_KEEPER_EXE)", s,
+			  strerror(-r));
+		free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+static void close_all_but(int keep)
+{
+	/* close_range(2) exists since Linux 5.9; older kernels get the loop. */
+	if (syscall(SYS_close_range, 0, keep - 1, 0) == 0 &&
+	    syscall(SYS_close_range, keep + 1, ~0U, 0) == 0)
+		return;
+	for (int fd = 0; fd < 65536; fd++)
+		if (fd != keep)
+			close(fd);
+}
+
+/*
+ * Start the keeper, detached: a double fork so that it is never our child (no zombie in a
+ * long-running caller) and belongs to init once we exit; a new session so no terminal signal
+ * reaches it; no file descriptor open, so it pins nothing. An O_CLOEXEC pipe reports its pid and
+ * whether exec() worked.
+ */
+static int keeper_spawn(const char *exe, pid_t *ret_pid)
+{
+	int p[2], st;
+	int32_t msg[2];
+	ssize_t n, got = 0;
+	pid_t mid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return error_set(negative_errno(), "pipe: %s", strerror(errno));
+	mid = fork();
+	if (mid < 0) {
+		int r = negative_errno();
+
+		close(p[0]);
+		close(p[1]);
+		return error_set(r, "fork: %s", strerror(-r));
+	}
+	if (mid == 0) {
+		int32_t m;
+		pid_t k;
+
+		close(p[0]);
+		setsid();
+		k = fork();
+		if (k == 0) {
+			char *argv[] = { SCOPE_KEEPER_ARGV0, SCOPE_KEEPER_ARGV1, NULL };
+			char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+			sigset_t none;
+
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			for (int s = 1; s < NSIG; s++)
+				signal(s, SIG_DFL);
+			if (chdir("/") < 0)
+				_exit(127);
+			close_all_but(p[1]);
+			execve(exe, argv, envp);
+			m = errno;
+			(void)!write(p[1], &m, sizeof(m));
+			_exit(127);
+		}
+		m = k > 0 ? (int32_t)k : -(int32_t)errno;
+		(void)!write(p[1], &m, sizeof(m));
+		_exit(0);
+	}
+	close(p[1]);
+	/* The pipe reaches EOF when the middle process has exited and the keeper has exec'ed. */
+	while ((size_t)got < sizeof(msg)) {
+		n = read(p[0], (char *)msg + got, sizeof(msg) - (size_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	close(p[0]);
+	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (got < (ssize_t)sizeof(int32_t) || msg[0] <= 0)
+		return error_set(got >= (ssize_t)sizeof(int32_t) ? msg[0] : -EIO,
+				 "cannot start the scope keeper: fork: %s",
+				 strerror(got >= (ssize_t)sizeof(int32_t) ? -msg[0] : EIO));
+	if (got == (ssize_t)sizeof(msg))
+		return error_set(-msg[1], "cannot start the scope keeper: exec %s: %s", exe,
+				 strerror(msg[1]));
+	*ret_pid = (pid_t)msg[0];
+	return 0;
+}
+
+static int write_pid(const char *dir, pid_t pid)
+{
+	char buf[32];
+	_cleanup_free_ char *procs = strdup_printf("%s/cgroup.procs", dir);
+	int r;
+
+	if (!procs)
+		return -ENOMEM;
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
+	r = write_string_at(AT_FDCWD, procs, buf);
+	if (r < 0)
+		return error_set(r, "cannot move pid %d into %s: %s", (int)pid, dir, strerror(-r));
+	return 0;
+}
+
+/* True when @dir/cgroup.procs lists at least one process. */
+static int has_procs(const char *dir)
+{
+	_cleanup_free_ char *procs = strdup_printf("%s/cgroup.procs", dir), *text = NULL;
+	int r;
+
+	if (!procs)
+		return -ENOMEM;
+	r = read_full_file_at(AT_FDCWD, procs, 1 << 20, &text, NULL);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return error_set(r, "cannot read %s: %s", procs, strerror(-r));
+	return strspn(text, " \n") != strlen(text);
+}
+
+/* Park the keeper (and anything else sitting in the scope's own cgroup) in system/: with
+ * processes in the root, no controller could be enabled for the jobs (no internal processes). */
+static int park_in_system(const char *root, pid_t keeper)
+{
+	_cleanup_free_ char *sys = strdup_printf("%s/system", root);
+	_cleanup_free_ char *procs = strdup_printf("%s/cgroup.procs", root), *text = NULL;
+	int r;
+
+	if (!sys || !procs)
+		return -ENOMEM;
+	if (mkdir(sys, 0755) < 0 && errno != EEXIST)
+		return error_set(negative_errno(), "cannot create %s: %s", sys, strerror(errno));
+	if (keeper > 0)
+		return write_pid(sys, keeper);
+	r = read_full_file_at(AT_FDCWD, procs, 1 << 20, &text, NULL);
+	if (r < 0)
+		return error_set(r, "cannot read %s: %s", procs, strerror(-r));
+	for (char *s = text, *e; *s; s = e) {
+		long pid = strtol(s, &e, 10);
+
+		if (e == s)
+			break;
+		if (pid > 0) {
+			r = write_pid(sys, (pid_t)pid);
+			if (r < 0 && r != -ESRCH)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Controllers jobcg may want below its root; EnableControllers= turns them on above it. */
+static const char *const wanted_controllers[] = { "cpuset", "cpu", "io", "memory", "pids", NULL };
+
+static bool word_in(const char *text, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = text; (p = strstr(p, word)); p += n)
+		if ((p == text || p[-1] == ' ' || p[-1] == '\n') &&
+		    (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
+			return true;
+	return false;
+}
+
+/*
+ * EnableControllers=yes: write +ctrl into the cgroup.subtree_control of every ancestor of the
+ * root, from the mount down, for the controllers jobcg uses and the parent offers. systemd
+ * normally does this itself for a Delegate=yes unit; the option covers hosts where it does not.
+ */
+static int enable_ancestors(const struct jobcg_config *conf, const char *mount, const char *root_rel)
+{
+	_cleanup_free_ char *dir = strdup(mount), *rel = strdup(root_rel);
+	char *slash;
+
+	if (!dir || !rel)
+		return -ENOMEM;
+	slash = strrchr(rel, '/');
+	if (slash)
+		*slash = '\0';
+	for (char *comp = rel, *next;; comp = next) {
+		_cleanup_free_ char *avail = NULL, *f = strdup_printf("%s/cgroup.controllers", dir);
+		_cleanup_free_ char *sub = strdup_printf("%s/cgroup.subtree_control", dir);
+		char *nd;
+		int r;
+
+		if (!f || !sub)
+			return -ENOMEM;
+		r = read_full_file_at(AT_FDCWD, f, 4096, &avail, NULL);
+		if (r < 0)
+			return error_set(r, "EnableControllers: cannot read %s: %s", f, strerror(-r));
+		for (size_t i = 0; wanted_controllers[i]; i++) {
+			_cleanup_free_ char *w = strdup_printf("+%s", wanted_controllers[i]);
+
+			if (!w)
+				return -ENOMEM;
+			if (!word_in(avail, wanted_controllers[i]))
+				continue;
+			r = write_string_at(AT_FDCWD, sub, w);
+			if (r < 0)
+				return error_set(r, "EnableControllers: cannot write %s to %s: %s", w,
+						 sub, strerror(-r));
+		}
+		for (char **x = conf->cgroup.enable_extra_controllers; x && *x; x++) {
+			_cleanup_free_ char *w = strdup_printf("+%s", *x);
+
+			if (!w)
+				return -ENOMEM;
+			if (word_in(avail, *x) && (r = write_string_at(AT_FDCWD, sub, w)) < 0)
+				return error_set(r, "EnableControllers: cannot write %s to %s: %s", w,
+						 sub, strerror(-r));
+		}
+		if (!slash || !*comp)
+			break;
+		next = strchr(comp, '/');
+		if (next)
+			*next++ = '\0';
+		nd = strdup_printf("%s/%s", dir, comp);
+		if (!nd)
+			return -ENOMEM;
+		free(dir);
+		dir = nd;
+		if (!next)
+			break;
+	}
+	return 0;
+}
+
+static const char *bus_msg(const sd_bus_error *e, int r)
+{
+	return e && e->message ? e->message : strerror(-r);
+}
+
+/* The unit's object path, or NULL (returns 0) when systemd has no such unit loaded. */
+static int unit_lookup(sd_bus *bus, const char *name, char **ret_path)
+{
+	sd_bus_error err = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *path;
+	int r;
+
+	r = sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &err, &reply, "s", name);
+	if (r < 0) {
+		bool missing = sd_bus_error_has_name(&err, "org.freedesktop.systemd1.NoSuchUnit");
+
+		if (!missing)
+			error_set(r, "systemd GetUnit(%s): %s", name, bus_msg(&err, r));
+		sd_bus_error_free(&err);
+		if (missing) {
+			*ret_path = NULL;
+			return 0;
+		}
+		return r;
+	}
+	r = sd_bus_message_read(reply, "o", &path);
+	if (r >= 0)
+		*ret_path = strdup(path);
+	sd_bus_message_unref(reply);
+	if (r < 0)
+		return error_set(r, "systemd GetUnit(%s): bad reply", name);
+	return *ret_path ? 0 : -ENOMEM;
+}
+
+static int unit_property(sd_bus *bus, const char *path, const char *iface, const char *prop,
+			 char **ret)
+{
+	sd_bus_error err = SD_BUS_ERROR_NULL;
+	int r = sd_bus_get_property_string(bus, SD_DEST, path, iface, prop, &err, ret);
+
+	if (r < 0)
+		error_set(r, "systemd: cannot read %s of %s: %s", prop, path, bus_msg(&err, r));
+	sd_bus_error_free(&err);
+	return r;
+}
+
+static int manager_call(sd_bus *bus, const char *method, const char *name)
+{
+	sd_bus_error err = SD_BUS_ERROR_NULL;
+	int r = sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, method, &err, NULL, "s", name);
+
+	if (r < 0)
+		error_set(r, "systemd %s(%s): %s", method, name, bus_msg(&err, r));
+	sd_bus_error_free(&err);
+	return r;
+}
+
+struct job_wait {
+	const char *job; /* object path of the job we wait for */
+	char result[64]; /* its JobRemoved result, "" until it arrives */
+};
+
+static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+	struct job_wait *w = userdata;
+	const char *path, *unit, *result;
+	uint32_t id;
+
+	if (sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0)
+		return 0;
+	if (w->job && streq(path, w->job) && !w->result[0])
+		snprintf(w->result, sizeof(w->result), "%s", *result ? result : "?");
+	return 0;
+}
+
+/*
+ * Ask systemd for the scope holding @keeper and wait for its start job to finish. The
+ * JobRemoved match is in place before the call, and sd_bus_call() queues what arrives meanwhile,
+ * so the signal cannot be missed; the wait is sd_bus_wait() on the bus socket, bounded by the
+ * deadline (SystemdTimeout), not a polling loop.
+ */
+static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t keeper,
+		       uint64_t deadline, unsigned timeout_ms)
+{
+	sd_bus_error err = SD_BUS_ERROR_NULL;
+	sd_bus_message *m = NULL, *reply = NULL;
+	sd_bus_slot *slot = NULL;
+	struct job_wait w = { 0 };
+	const char *job;
+	uint64_t now;
+	int r;
+
+	r = sd_bus_match_signal(bus, &slot, SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved",
+				on_job_removed, &w);
+	if (r < 0) {
+		error_set(r, "systemd: cannot subscribe to JobRemoved: %s", strerror(-r));
+		goto out;
+	}
+	r = sd_bus_message_new_method_call(bus, &m, SD_DEST, SD_PATH, SD_MANAGER,
+					   "StartTransientUnit");
+	if (r >= 0)
+		r = sd_bus_message_append(m, "ss", name, "fail");
+	if (r >= 0)
+		r = sd_bus_message_open_container(m, 'a', "(sv)");
+	if (r >= 0)
+		r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)",
+					  "Description", "s", "jobcg job containment tree",
+					  "Slice", "s", slice,
+					  "Delegate", "b", 1,
+					  "TasksMax", "t", UINT64_MAX,
+					  "PIDs", "au", 1, (uint32_t)keeper);
+	if (r >= 0)
+		r = sd_bus_message_close_container(m);
+	if (r >= 0)
+		r = sd_bus_message_append(m, "a(sa(sv))", 0);
+	if (r < 0) {
+		error_set(r, "systemd: cannot build StartTransientUnit: %s", strerror(-r));
+		goto out;
+	}
+	now = now_usec();
+	r = sd_bus_call(bus, m, deadline > now ? deadline - now : 1, &err, &reply);
+	if (r < 0) {
+		error_set(r, "systemd StartTransientUnit(%s): %s", name, bus_msg(&err, r));
+		goto out;
+	}
+	r = sd_bus_message_read(reply, "o", &job);
+	if (r < 0) {
+		error_set(r, "systemd StartTransientUnit(%s): bad reply", name);
+		goto out;
+	}
+	w.job = job;
+	log_debug("systemd: starting %s in %s, job %s", name, slice, job);
+	while (!w.result[0]) {
+		r = sd_bus_process(bus, NULL);
+		if (r < 0) {
+			error_set(r, "systemd: D-Bus connection failed while starting %s: %s", name,
+				  strerror(-r));
+			goto out;
+		}
+		if (r > 0)
+			continue;
+		now = now_usec();
+		if (now >= deadline) {
+			r = error_set(-ETIMEDOUT, "systemd did not finish starting %s within %u ms "
+						  "(SystemdTimeout)", name, timeout_ms);
+			goto out;
+		}
+		r = sd_bus_wait(bus, deadline - now);
+		if (r < 0) {
+			error_set(r, "systemd: waiting on D-Bus: %s", strerror(-r));
+			goto out;
+		}
+	}
+	if (!streq(w.result, "done")) {
+		r = error_set(-EIO, "systemd could not start %s: job result '%s' (see journalctl -u %s)",
+			      name, w.result, name);
+		goto out;
+	}
+	r = 0;
+out:
+	sd_bus_error_free(&err);
+	sd_bus_message_unref(reply);
+	sd_bus_message_unref(m);
+	sd_bus_slot_unref(slot);
+	return r;
+}
+
+/* A reused scope keeps exactly one keeper: start one only when system/ holds no process. */
+static int ensure_keeper(const char *root)
+{
+	_cleanup_free_ char *sys = strdup_printf("%s/system", root), *exe = NULL;
+	pid_t keeper = 0;
+	int r;
+
+	if (!sys)
+		return -ENOMEM;
+	r = park_in_system(root, 0);
+	if (r < 0)
+		return r;
+	r = has_procs(sys);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = keeper_exe(&exe);
+	if (r < 0)
+		return r;
+	r = keeper_spawn(exe, &keeper);
+	if (r < 0)
+		return r;
+	r = write_pid(sys, keeper);
+	if (r < 0) {
+		kill(keeper, SIGKILL);
+		return r;
+	}
+	log_info("systemd scope %s had no keeper: started one (pid %d)", root, (int)keeper);
+	return 0;
+}
+
+static int systemd_ensure(const struct jobcg_config *conf, const char *mount, const char *root_rel,
+			  char **ret_root)
+{
+	const char *slice = conf->cgroup.slice && *conf->cgroup.slice ? conf->cgroup.slice :
+									  "system.slice";
+	const char *name = conf->cgroup.scope_name && *conf->cgroup.scope_name ?
+				   conf->cgroup.scope_name : "jobcg.scope";
+	unsigned timeout_ms = conf->cgroup.systemd_timeout_ms ? conf->cgroup.systemd_timeout_ms :
+								 1000;
+	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000;
+	_cleanup_free_ char *expected = NULL, *root = NULL, *unit = NULL, *state = NULL;
+	_cleanup_free_ char *cgroup = NULL, *exe = NULL;
+	sd_bus *bus = NULL;
+	pid_t keeper = 0;
+	struct stat st;
+	int r;
+
+	r = scope_expected_root(slice, name, &expected);
+	if (r < 0)
+		return r;
+	if (!streq(expected, root_rel))
+		return error_set(-EINVAL, "with systemd the tree root is where systemd puts %s in %s: "
+					  "%s, but JobcgRoot is %s (drop JobcgRoot, or set "
+					  "IgnoreSystemd=yes)", name, slice, expected, root_rel);
+	root = strdup_printf("%s/%s", mount, root_rel);
+	if (!root)
+		return -ENOMEM;
+
+	r = sd_bus_open_system(&bus);
+	if (r < 0)
+		return error_set(r, "cannot connect to the D-Bus system bus to ask systemd for %s: %s",
+				 name, strerror(-r));
+	r = unit_lookup(bus, name, &unit);
+	if (r < 0)
+		goto out;
+	if (unit) {
+		r = unit_property(bus, unit, "org.freedesktop.systemd1.Unit", "ActiveState", &state);
+		if (r < 0)
+			goto out;
+		if ((streq(state, "active") || streq(state, "reloading")) && stat(root, &st) == 0) {
+			/* Restart-safe: the scope and its tree stay, only the keeper is checked. */
+			log_debug("systemd scope %s is %s: reusing %s", name, state, root);
+			r = manager_call(bus, "AbandonScope", name);
+			if (r < 0)
+				log_debug("%s", jobcg_last_error()->message);
+			r = ensure_keeper(root);
+			if (r < 0)
+				goto out;
+			goto done;
+		}
+		if (streq(state, "activating") || streq(state, "deactivating")) {
+			r = error_set(-EBUSY, "systemd scope %s is %s; try again", name, state);
+			goto out;
+		}
+		/* A failed (or stopped but still loaded) transient unit blocks a new one. */
+		r = manager_call(bus, "ResetFailedUnit", name);
+		if (r < 0)
+			log_debug("%s", jobcg_last_error()->message);
+	}
+
+	r = keeper_exe(&exe);
+	if (r < 0)
+		goto out;
+	r = keeper_spawn(exe, &keeper);
+	if (r < 0)
+		goto out;
+	r = start_scope(bus, name, slice, keeper, deadline, timeout_ms);
+	if (r < 0)
+		goto out;
+	/* Abandoned, the scope lives while anything runs in it, not only the keeper. */
+	r = manager_call(bus, "AbandonScope", name);
+	if (r < 0)
+		goto out;
+	free(unit);
+	unit = NULL;
+	r = unit_lookup(bus, name, &unit);
+	if (r >= 0 && !unit)
+		r = error_set(-ENOENT, "systemd started %s but does not know it any more", name);
+	if (r >= 0)
+		r = unit_property(bus, unit, "org.freedesktop.systemd1.Scope", "ControlGroup", &cgroup);
+	if (r < 0)
+		goto out;
+	if (!streq(cgroup + (cgroup[0] == '/'), root_rel)) {
+		r = error_set(-EINVAL, "systemd put %s at %s, not at %s", name, cgroup, root_rel);
+		goto out;
+	}
+	r = park_in_system(root, keeper);
+	if (r < 0)
+		goto out;
+	log_info("created systemd scope %s (%s), keeper pid %d", name, root, (int)keeper);
+done:
+	if (conf->cgroup.enable_controllers) {
+		r = enable_ancestors(conf, mount, root_rel);
+		if (r < 0)
+			goto out;
+	}
+	*ret_root = TAKE_PTR(root);
+	r = 0;
+out:
+	/* Nothing half-made: without its keeper a scope we just started stops by itself. */
+	if (r < 0 && keeper > 0)
+		kill(keeper, SIGKILL);
+	sd_bus_flush_close_unref(bus);
+	return r;
+}
+
+const struct scope_backend scope_systemd_backend = {
+	.name = "systemd",
+	.ensure = systemd_ensure,
+};

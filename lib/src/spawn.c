@@ -1,0 +1,280 @@
+/* jobcg: starting tasks straight into their cgroup (clone3 CLONE_INTO_CGROUP) and running a step.
+ */
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "cgroupfs.h"
+#include "log.h"
+#include "tree.h"
+#include "util.h"
+
+extern char **environ;
+
+#define STEP_END_KILL_TIMEOUT_MS 10000
+
+/* environ (or @base) with JOBCG_JOB_ID, JOBCG_STEP_ID, JOBCG_TASK_ID replaced. */
+static char **task_env(char *const *base, uint32_t job, const char *step, int task)
+{
+	_cleanup_strv_free_ char **env = calloc(1, sizeof(char *));
+
+	if (!env)
+		return NULL;
+	for (char *const *e = base ? base : environ; e && *e; e++)
+		if (!startswith(*e, "JOBCG_JOB_ID=") && !startswith(*e, "JOBCG_STEP_ID=") &&
+		    !startswith(*e, "JOBCG_TASK_ID=") && strv_push(&env, strdup(*e)) < 0)
+			return NULL;
+	if (strv_push(&env, strdup_printf("JOBCG_JOB_ID=%u", job)) < 0 ||
+	    strv_push(&env, strdup_printf("JOBCG_STEP_ID=%s", step)) < 0 ||
+	    strv_push(&env, task == JOBCG_TASK_SPECIAL
+				? strdup("JOBCG_TASK_ID=special")
+				: strdup_printf("JOBCG_TASK_ID=%d", task)) < 0)
+		return NULL;
+	return TAKE_PTR(env);
+}
+
+/*
+ * In the child: only async-signal-safe calls (we may be a raw clone3 child of a threaded
+ * parent). On failure the errno goes to the parent through the close-on-exec pipe.
+ */
+static _Noreturn void child_exec(int errfd, const char *procs_path, const sigset_t *mask,
+				 char *const argv[], char *const envp[])
+{
+	int e;
+
+	if (procs_path) {
+		/* Fallback path: join the task cgroup before exec, so that nothing the command
+		 * does runs outside it. */
+		int fd = open(procs_path, O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0 || write(fd, "0", 1) != 1) {
+			e = errno;
+			goto fail;
+		}
+		close(fd);
+	}
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	execvpe(argv[0], argv, envp);
+	e = errno;
+fail:
+	if (write(errfd, &e, sizeof(e)) < 0) {
+		/* nothing more to say */
+	}
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+static pid_t clone_into(int cgroup_fd)
+{
+	struct clone_args a = {
+	    .flags = CLONE_INTO_CGROUP,
+	    .exit_signal = SIGCHLD,
+	    .cgroup = (uint64_t)cgroup_fd,
+	};
+
+	return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+}
+
+JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				  int task, char *const argv[], const struct jobcg_spawn_opts *opts,
+				  pid_t *ret_pid)
+{
+	_cleanup_free_ char *dir = NULL, *procs = NULL;
+	_cleanup_strv_free_ char **env = NULL;
+	_cleanup_close_ int cgfd = -1, rd = -1, wr = -1;
+	const struct jobcg_spawn_opts defaults = {};
+	sigset_t empty;
+	const sigset_t *mask;
+	int pipefd[2], e = 0, r;
+	ssize_t n;
+	pid_t pid = -1;
+	bool used_clone3 = false;
+
+	if (!opts)
+		opts = &defaults;
+	if (!argv || !argv[0])
+		return error_set(-EINVAL, "no command to run");
+	if (!jobcg_step_id_valid(step_id) || (task < 0 && task != JOBCG_TASK_SPECIAL) ||
+	    task > JOBCG_TASK_MAX)
+		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "",
+				 task);
+	dir = tree_task_dir(ctx, job_id, step_id, task);
+	procs = dir ? cgfs_path(dir, "cgroup.procs") : NULL;
+	env = task_env(opts->envp, job_id, step_id, task);
+	if (!procs || !env)
+		return -ENOMEM;
+	r = cgfs_mkdir(dir, true);
+	if (r < 0)
+		return r;
+	r = cgfs_open_dir(dir, &cgfd);
+	if (r < 0)
+		return r;
+	sigemptyset(&empty);
+	mask = opts->sigmask ? opts->sigmask : &empty;
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return error_set(negative_errno(), "pipe2: %s", strerror(errno));
+	rd = pipefd[0];
+	wr = pipefd[1];
+
+	if (!opts->no_clone3) {
+		pid = clone_into(cgfd);
+		if (pid == 0)
+			child_exec(wr, NULL, mask, argv, env);
+		if (pid > 0)
+			used_clone3 = true;
+		else if (errno != ENOSYS && errno != E2BIG && errno != EINVAL)
+			return error_set(negative_errno(), "clone3 into %s: %s", dir,
+					 strerror(errno));
+	}
+	if (pid < 0) {
+		/* Kernels before 5.7 (or seccomp filters) have no clone3/CLONE_INTO_CGROUP. */
+		pid = fork();
+		if (pid < 0)
+			return error_set(negative_errno(), "fork: %s", strerror(errno));
+		if (pid == 0)
+			child_exec(wr, procs, mask, argv, env);
+	}
+	close(TAKE_FD(wr));
+	do
+		n = read(rd, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	if (n == sizeof(e)) {
+		int st;
+
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		return error_set(-e, "cannot execute '%s' as task %u.%s.%d: %s", argv[0], job_id,
+				 step_id, task, strerror(e));
+	}
+	log_debug("task %u.%s.%d: pid %d in %s (%s)", job_id, step_id, task, (int)pid, dir,
+		  used_clone3 ? "clone3" : "fork+migrate");
+	*ret_pid = pid;
+	return 0;
+}
+
+static int status_to_code(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return 1;
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				unsigned ntasks, char *const argv[],
+				const struct jobcg_spawn_opts *opts, struct jobcg_run_result *ret)
+{
+	struct jobcg_spawn_opts o = opts ? *opts : (struct jobcg_spawn_opts){};
+	_cleanup_free_ pid_t *pids = NULL;
+	_cleanup_free_ int *status = NULL;
+	_cleanup_free_ bool *done = NULL;
+	_cleanup_free_ char *sdir = NULL;
+	struct jobcg_target t = {.job = job_id, .task = JOBCG_TASK_ALL};
+	sigset_t set, old;
+	unsigned left = 0, term_signals = 0;
+	int r = 0, lost = 0, exit_code = 0, first_sig = 0;
+	const struct timespec zero = {0, 0};
+
+	if (ntasks == 0 || ntasks > JOBCG_TASK_MAX + 1)
+		return error_set(-EINVAL, "number of tasks must be 1..%d", JOBCG_TASK_MAX + 1);
+	if (!jobcg_step_id_valid(step_id))
+		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
+	snprintf(t.step, sizeof(t.step), "%s", step_id);
+	pids = calloc(ntasks, sizeof(pid_t));
+	status = calloc(ntasks, sizeof(int));
+	done = calloc(ntasks, sizeof(bool));
+	sdir = tree_step_dir(ctx, job_id, step_id);
+	if (!pids || !status || !done || !sdir)
+		return -ENOMEM;
+
+	/* Block before the first spawn so that no SIGCHLD or forwarded signal is missed; the
+	 * tasks get the caller's original mask. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
+		sigaddset(&set, forwarded[i]);
+	if (sigprocmask(SIG_BLOCK, &set, &old) < 0)
+		return error_set(negative_errno(), "sigprocmask: %s", strerror(errno));
+	if (!o.sigmask)
+		o.sigmask = &old;
+
+	for (unsigned i = 0; i < ntasks; i++) {
+		r = jobcg_task_spawn(ctx, job_id, step_id, (int)i, argv, &o, &pids[i]);
+		if (r < 0) {
+			struct jobcg_error saved = *jobcg_last_error();
+
+			/* Do not leave the tasks already started running without their siblings. */
+			(void)tree_kill(sdir, STEP_END_KILL_TIMEOUT_MS);
+			for (unsigned j = 0; j < i; j++)
+				while (waitpid(pids[j], &status[j], 0) < 0 && errno == EINTR)
+					;
+			*(struct jobcg_error *)jobcg_last_error() = saved;
+			goto out;
+		}
+		left++;
+	}
+
+	while (left > 0) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
+
+		if (sig < 0) {
+			if (errno == EINTR)
+				continue;
+			r = error_set(negative_errno(), "sigwaitinfo: %s", strerror(errno));
+			(void)tree_kill(sdir, STEP_END_KILL_TIMEOUT_MS);
+			sig = SIGCHLD; /* reap what the kill ended */
+		}
+		if (sig == SIGCHLD) {
+			for (unsigned i = 0; i < ntasks; i++) {
+				pid_t p;
+
+				if (done[i])
+					continue;
+				p = waitpid(pids[i], &status[i], r < 0 ? 0 : WNOHANG);
+				if (p == pids[i] || (p < 0 && errno == ECHILD)) {
+					done[i] = true;
+					left--;
+				}
+			}
+			continue;
+		}
+		lost = sig;
+		log_info("forwarding signal %d to step %u.%s", sig, job_id, step_id);
+		if (sig != SIGUSR1 && sig != SIGUSR2 && ++term_signals >= 2) {
+			/* A second interrupt means "now": what a user expects from Ctrl-C twice. */
+			(void)tree_kill(sdir, STEP_END_KILL_TIMEOUT_MS);
+		} else
+			(void)jobcg_signal(ctx, &t, sig);
+	}
+
+	/* The step ends when its tasks have: anything they left behind goes too. */
+	if (r >= 0)
+		r = tree_kill(sdir, STEP_END_KILL_TIMEOUT_MS);
+	for (unsigned i = 0; i < ntasks; i++) {
+		int c = status_to_code(status[i]);
+
+		if (WIFSIGNALED(status[i]) && !first_sig)
+			first_sig = c;
+		if (c > exit_code)
+			exit_code = c;
+	}
+	if (first_sig)
+		exit_code = first_sig;
+out:
+	/* Consume forwarded signals still pending so that unblocking does not kill the caller. */
+	for (int guard = 0; guard < 64 && sigtimedwait(&set, NULL, &zero) > 0; guard++)
+		;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (r < 0)
+		return r;
+	ret->exit_code = exit_code;
+	ret->task_status = TAKE_PTR(status);
+	ret->ntasks = ntasks;
+	ret->lost_signal = lost;
+	return 0;
+}

@@ -1,0 +1,312 @@
+/* jobcg: the tree's names (job_<id>/step_<sid>/user/task_<n>), targets, and making/removing dirs.
+ */
+#include <fcntl.h>
+#include <signal.h>
+
+#include "cgroupfs.h"
+#include "log.h"
+#include "tree.h"
+#include "util.h"
+
+#define STEP_NUM_MAX 4294967279ULL /* above this Slurm keeps special step ids */
+
+static const char *const named_steps[] = {"batch", "extern", "interactive"};
+
+static int parse_u64_strict(const char *s, unsigned long long max, unsigned long long *ret)
+{
+	unsigned long long v = 0;
+
+	if (!s || !*s || (s[0] == '0' && s[1]))
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		if (v > (max - (unsigned)(*p - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (unsigned)(*p - '0');
+	}
+	*ret = v;
+	return 0;
+}
+
+JOBCG_EXPORT bool jobcg_step_id_valid(const char *s)
+{
+	unsigned long long v;
+
+	if (!s)
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(named_steps); i++)
+		if (streq(s, named_steps[i]))
+			return true;
+	return parse_u64_strict(s, STEP_NUM_MAX, &v) == 0;
+}
+
+JOBCG_EXPORT int jobcg_job_id_parse(const char *s, uint32_t *ret)
+{
+	unsigned long long v;
+
+	if (parse_u64_strict(s, 4294967294ULL, &v) < 0 || v == 0)
+		return error_set(-EINVAL, "invalid job id '%s': need a number 1..4294967294",
+				 s ? s : "");
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret)
+{
+	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
+	_cleanup_free_ char *copy = strdup(s ? s : "");
+	char *step, *task;
+	int r;
+
+	if (!copy)
+		return -ENOMEM;
+	step = strchr(copy, '.');
+	if (step)
+		*step++ = '\0';
+	task = step ? strchr(step, '.') : NULL;
+	if (task)
+		*task++ = '\0';
+	r = jobcg_job_id_parse(copy, &t.job);
+	if (r < 0)
+		return error_set(r, "invalid target '%s': job id must be a number 1..4294967294",
+				 s);
+	if (step) {
+		if (!jobcg_step_id_valid(step))
+			return error_set(
+			    -EINVAL,
+			    "invalid target '%s': step must be a number, batch, extern or "
+			    "interactive",
+			    s);
+		snprintf(t.step, sizeof(t.step), "%s", step);
+	}
+	if (task) {
+		unsigned long long v;
+
+		if (streq(task, "special"))
+			t.task = JOBCG_TASK_SPECIAL;
+		else if (parse_u64_strict(task, JOBCG_TASK_MAX, &v) == 0)
+			t.task = (int)v;
+		else
+			return error_set(-EINVAL,
+					 "invalid target '%s': task must be 0..%d or 'special'", s,
+					 JOBCG_TASK_MAX);
+	}
+	*ret = t;
+	return 0;
+}
+
+JOBCG_EXPORT char *jobcg_target_format(const struct jobcg_target *t, char *buf, unsigned long size)
+{
+	if (!t->step[0])
+		snprintf(buf, size, "%u", t->job);
+	else if (t->task == JOBCG_TASK_ALL)
+		snprintf(buf, size, "%u.%s", t->job, t->step);
+	else if (t->task == JOBCG_TASK_SPECIAL)
+		snprintf(buf, size, "%u.%s.special", t->job, t->step);
+	else
+		snprintf(buf, size, "%u.%s.%d", t->job, t->step, t->task);
+	return buf;
+}
+
+static char *task_name(int task)
+{
+	if (task == JOBCG_TASK_SPECIAL)
+		return strdup("task_special");
+	return strdup_printf("task_%d", task);
+}
+
+JOBCG_EXPORT char *jobcg_target_relpath(const struct jobcg_target *t)
+{
+	_cleanup_free_ char *tn = NULL;
+
+	if (!t->step[0])
+		return strdup_printf("job_%u", t->job);
+	if (t->task == JOBCG_TASK_ALL)
+		return strdup_printf("job_%u/step_%s", t->job, t->step);
+	tn = task_name(t->task);
+	if (!tn)
+		return NULL;
+	return strdup_printf("job_%u/step_%s/user/%s", t->job, t->step, tn);
+}
+
+JOBCG_EXPORT int jobcg_target_path(const struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				   char **ret)
+{
+	_cleanup_free_ char *rel = jobcg_target_relpath(t);
+	char *p;
+
+	if (!rel)
+		return -ENOMEM;
+	p = cgfs_path(jobcg_ctx_root(ctx), rel);
+	if (!p)
+		return -ENOMEM;
+	*ret = p;
+	return 0;
+}
+
+int tree_parse_job_dirname(const char *name, uint32_t *ret)
+{
+	unsigned long long v;
+
+	if (!startswith(name, "job_") || parse_u64_strict(name + 4, 4294967294ULL, &v) < 0 || !v)
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+int tree_parse_step_dirname(const char *name, char *ret)
+{
+	if (!startswith(name, "step_") || !jobcg_step_id_valid(name + 5))
+		return -EINVAL;
+	snprintf(ret, JOBCG_STEP_ID_MAX, "%s", name + 5);
+	return 0;
+}
+
+char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job)
+{
+	return strdup_printf("%s/job_%u", jobcg_ctx_root(ctx), job);
+}
+
+char *tree_step_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step)
+{
+	return strdup_printf("%s/job_%u/step_%s", jobcg_ctx_root(ctx), job, step);
+}
+
+char *tree_task_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step, int task)
+{
+	_cleanup_free_ char *tn = task_name(task);
+
+	if (!tn)
+		return NULL;
+	return strdup_printf("%s/job_%u/step_%s/user/%s", jobcg_ctx_root(ctx), job, step, tn);
+}
+
+int tree_make_step(const struct jobcg_ctx *ctx, const char *job_dir, const char *step)
+{
+	_cleanup_free_ char *sdir = NULL, *helper = NULL, *user = NULL;
+	int r;
+
+	sdir = strdup_printf("%s/step_%s", job_dir, step);
+	helper = sdir ? cgfs_path(sdir, "jobcg") : NULL;
+	user = sdir ? cgfs_path(sdir, "user") : NULL;
+	if (!helper || !user)
+		return -ENOMEM;
+	/* Top-down: a directory gets its controllers from its parent's subtree_control, and none
+	 * of these directories ever holds a process itself, so enabling cannot hit EBUSY. */
+	r = cgfs_enable(job_dir, ctx->want, NULL);
+	if (r < 0)
+		return r;
+	r = cgfs_mkdir(sdir, false);
+	if (r == -EEXIST)
+		return error_set(-EEXIST, "step %s already exists in %s", step, job_dir);
+	if (r < 0)
+		return r;
+	if ((r = cgfs_mkdir(helper, false)) < 0 || (r = cgfs_mkdir(user, false)) < 0 ||
+	    (r = cgfs_enable(sdir, ctx->want, NULL)) < 0 ||
+	    (r = cgfs_enable(user, ctx->want, NULL)) < 0) {
+		(void)cgfs_remove_tree(sdir);
+		return r;
+	}
+	return 0;
+}
+
+int tree_kill(const char *dir, unsigned timeout_ms)
+{
+	bool populated = false;
+	int r;
+
+	r = cgfs_events(dir, &populated, NULL);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	if (!populated)
+		return 0;
+	r = cgfs_kill(dir);
+	if (r == -EOPNOTSUPP) {
+		/* Before Linux 5.14: signal each pid. A fork racing with this can escape one
+		 * round, so a few bounded rounds; cgroup.kill has no such race. */
+		for (int round = 0; round < 5; round++) {
+			_cleanup_free_ pid_t *pids = NULL;
+			size_t n = 0;
+
+			if (cgfs_pids(dir, true, &pids, &n) < 0 || n == 0)
+				break;
+			for (size_t i = 0; i < n; i++)
+				(void)kill(pids[i], SIGKILL);
+		}
+	} else if (r < 0)
+		return r;
+	return cgfs_wait_events(dir, "populated", 0, timeout_ms);
+}
+
+int tree_kill_and_remove(const char *dir)
+{
+	int r = tree_kill(dir, TREE_KILL_TIMEOUT_MS);
+
+	if (r < 0)
+		return r;
+	return cgfs_remove_tree(dir);
+}
+
+int tree_parse_starttime(const char *stat, unsigned long long *ret)
+{
+	const char *p = strrchr(stat, ')');
+	unsigned long long v;
+	char *end;
+
+	/* Fields after "(comm)": state is field 3, starttime field 22. */
+	if (!p)
+		return -EINVAL;
+	p++;
+	for (int field = 3; field <= 22; field++) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return -EINVAL;
+		if (field == 22)
+			break;
+		p += strcspn(p, " ");
+	}
+	errno = 0;
+	v = strtoull(p, &end, 10);
+	if (errno || end == p)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+static int starttime_of(pid_t pid, unsigned long long *ret)
+{
+	_cleanup_free_ char *s = NULL;
+	char path[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	r = read_full_file_at(AT_FDCWD, path, 4096, &s, NULL);
+	if (r < 0)
+		return r;
+	return tree_parse_starttime(s, ret);
+}
+
+char *tree_runner_self(void)
+{
+	unsigned long long st = 0;
+
+	if (starttime_of(getpid(), &st) < 0)
+		st = 0;
+	return strdup_printf("%d:%llu", (int)getpid(), st);
+}
+
+bool tree_runner_alive(const char *runner)
+{
+	unsigned long long want, have;
+	int pid;
+
+	if (sscanf(runner, "%d:%llu", &pid, &want) != 2 || pid <= 0)
+		return false;
+	if (starttime_of(pid, &have) < 0)
+		return false;
+	return have == want;
+}

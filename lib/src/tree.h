@@ -1,0 +1,32 @@
+/* jobcg internal: names of the tree's directories and the helpers that make and remove them. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ctx.h"
+
+#define TREE_KILL_TIMEOUT_MS 10000 /* how long removal waits for killed processes to be gone */
+
+/* "job_<id>" -> id; -EINVAL for other names. */
+int tree_parse_job_dirname(const char *name, uint32_t *ret);
+/* "step_<sid>" -> sid (JOBCG_STEP_ID_MAX buffer); -EINVAL for other names. */
+int tree_parse_step_dirname(const char *name, char *ret);
+/* Absolute directories; NULL on ENOMEM. */
+char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job);
+char *tree_step_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step);
+char *tree_task_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step, int task);
+/* Make step_<sid>/{jobcg,user} with controllers enabled top-down; -EEXIST if the step exists. */
+int tree_make_step(const struct jobcg_ctx *ctx, const char *job_dir, const char *step);
+/* SIGKILL everything below @dir (cgroup.kill, else per pid) and wait for populated 0. */
+int tree_kill(const char *dir, unsigned timeout_ms);
+/* tree_kill() then remove bottom-up. A missing @dir is success. */
+int tree_kill_and_remove(const char *dir);
+
+/* "pid:starttime" identifying the calling process (survives pid reuse checks). */
+char *tree_runner_self(void);
+/* Is the process described by a tree_runner_self() string still alive? */
+bool tree_runner_alive(const char *runner);
+/* Field 22 (starttime) of /proc/<pid>/stat text; -EINVAL if malformed. */
+int tree_parse_starttime(const char *stat, unsigned long long *ret);

@@ -1,0 +1,192 @@
+/* jobcg kernel tests: run the built jobcg binary against a test's own tree root and capture output.
+ */
+#pragma once
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ktest.h"
+#include "tap.h"
+
+static char kcli_root_abs[PATH_MAX];
+
+/*
+ * Point jobcg at <test subtree>/<sub> (JOBCG_ROOT is relative to the mount) and a private state
+ * dir. Returns the absolute tree root.
+ */
+static inline const char *kcli_setup(const char *name, const char *sub)
+{
+	const char *top = ktest_setup(name);
+	const char *mnt = ktest_cgroup_mount();
+	char rel[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "%s/%s", top + strlen(mnt) + 1, sub);
+	setenv("JOBCG_ROOT", rel, 1);
+	setenv("JOBCG_STATE_DIR", ktest_tmpdir(), 1);
+	snprintf(kcli_root_abs, sizeof(kcli_root_abs), "%s/%s", top, sub);
+	return kcli_root_abs;
+}
+
+static inline const char *kcli_binary(void)
+{
+	static char path[PATH_MAX];
+	const char *b = getenv("JOBCG_BUILD_ROOT");
+
+	snprintf(path, sizeof(path), "%s/cli/jobcg", b ? b : ".");
+	return path;
+}
+
+/* tap_diag() every line of @text (TAP needs the '#' on each line). */
+static inline void kcli_diag_lines(const char *prefix, const char *text)
+{
+	const char *p = text;
+
+	while (p && *p) {
+		const char *eol = strchr(p, '\n');
+		int len = eol ? (int)(eol - p) : (int)strlen(p);
+
+		tap_diag("%s%.*s", prefix, len, p);
+		p = eol ? eol + 1 : NULL;
+	}
+}
+
+/* Read all of @fd into a malloc()ed string. */
+static inline char *kcli_slurp(int fd)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap + 1);
+	ssize_t n;
+
+	if (!buf)
+		return NULL;
+	while ((n = read(fd, buf + len, cap - len)) > 0 || (n < 0 && errno == EINTR)) {
+		if (n < 0)
+			continue;
+		len += (size_t)n;
+		if (len == cap) {
+			char *nb = realloc(buf, cap * 2 + 1);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+/* Start jobcg with @args (NULL-terminated, without argv[0]); stdout/stderr to pipes when wanted. */
+static inline pid_t kcli_start(char *const args[], int *out_fd, int *err_fd)
+{
+	char *argv[64];
+	int o[2] = {-1, -1}, e[2] = {-1, -1};
+	size_t n = 0;
+	pid_t pid;
+
+	argv[n++] = (char *)kcli_binary();
+	for (size_t i = 0; args[i] && n < 63; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	if ((out_fd && pipe2(o, O_CLOEXEC) < 0) || (err_fd && pipe2(e, O_CLOEXEC) < 0))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if (out_fd)
+			dup2(o[1], 1);
+		if (err_fd)
+			dup2(e[1], 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (out_fd) {
+		close(o[1]);
+		*out_fd = o[0];
+	}
+	if (err_fd) {
+		close(e[1]);
+		*err_fd = e[0];
+	}
+	return pid;
+}
+
+/* Run jobcg to completion. Returns the exit code (128+N for signal N); *out / *err (may be
+ * NULL) get what it printed. */
+static inline int kcli_run(char *const args[], char **out, char **err)
+{
+	int ofd = -1, efd = -1, st = 0;
+	pid_t pid = kcli_start(args, &ofd, &efd);
+	char *o, *e;
+
+	if (pid < 0)
+		return -1;
+	/* stderr is small; read stdout first, then stderr (both are pipes of the same child). */
+	o = kcli_slurp(ofd);
+	e = kcli_slurp(efd);
+	close(ofd);
+	close(efd);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (e && *e)
+		kcli_diag_lines("jobcg stderr: ", e);
+	if (out)
+		*out = o;
+	else
+		free(o);
+	if (err)
+		*err = e;
+	else
+		free(e);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* kcli_run with a printf-built single-string-per-arg vararg list ending in NULL. */
+static inline int kcli(char **out, ...)
+{
+	char *args[64];
+	size_t n = 0;
+	va_list ap;
+
+	va_start(ap, out);
+	while (n < 63 && (args[n] = va_arg(ap, char *)))
+		n++;
+	va_end(ap);
+	args[n] = NULL;
+	return kcli_run(args, out, NULL);
+}
+
+/* Does a cgroup directory exist? */
+static inline bool kcli_exists(const char *fmt, ...)
+{
+	char p[PATH_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p, sizeof(p), fmt, ap);
+	va_end(ap);
+	return access(p, F_OK) == 0;
+}
+
+/* Number of subdirectories of @dir (-1 if it cannot be read). */
+static inline int kcli_count_dirs(const char *dir)
+{
+	char cmd[PATH_MAX + 64];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "find '%s' -mindepth 1 -type d | wc -l", dir);
+	f = popen(cmd, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	pclose(f);
+	return n;
+}

@@ -1,0 +1,82 @@
+/* Kernel test: accounting at step end: what the host has is read, what it lacks is unavailable. */
+#include <json-c/json.h>
+
+#include "jobcg/acct.h"
+#include "jobcg/context.h"
+#include "jobcg/job.h"
+#include "kcli.h"
+
+int main(void)
+{
+	const char *root = kcli_setup("acct", "jobcg");
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	struct jobcg_acct a = {};
+	struct jobcg_target t = {.job = 31, .step = "0", .task = JOBCG_TASK_ALL};
+	struct jobcg_run_result res = {};
+	char *argv[] = {"sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done", NULL};
+	char *err = NULL;
+	struct json_object *o, *acct, *v;
+	bool mem;
+	int rc;
+
+	if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 || jobcg_ctx_open(conf, 0, &ctx) < 0) {
+		printf("Bail out! cannot open a context\n");
+		return 1;
+	}
+	is_int(jobcg_job_create(ctx, 31, NULL, 0, NULL), 0, "job 31");
+	is_int(jobcg_step_create(ctx, 31, "0", 0, NULL), 0, "step 31.0");
+	is_int(jobcg_step_run(ctx, 31, "0", 2, argv, NULL, &res), 0, "two busy tasks ran");
+	is_int(res.exit_code, 0, "exit 0");
+	free(res.task_status);
+	is_int(jobcg_acct_read(ctx, &t, &a), 0, "read step accounting after the tasks ended");
+	ok(jobcg_acct_has(&a, JOBCG_ACCT_CPU_USAGE_USEC) &&
+	       a.value[JOBCG_ACCT_CPU_USAGE_USEC] > 1000,
+	   "cpu usage of the ended tasks is kept in the step (%llu usec)",
+	   (unsigned long long)a.value[JOBCG_ACCT_CPU_USAGE_USEC]);
+	mem = kcli_exists("%s/job_31/step_0/memory.current", root);
+	is_int(jobcg_acct_has(&a, JOBCG_ACCT_MEM_CURRENT), mem,
+	       "memory.current available exactly when the file exists");
+	is_int(jobcg_acct_has(&a, JOBCG_ACCT_MEM_PEAK),
+	       kcli_exists("%s/job_31/step_0/memory.peak", root), "memory.peak likewise");
+	is_int(jobcg_acct_has(&a, JOBCG_ACCT_PIDS_CURRENT),
+	       kcli_exists("%s/job_31/step_0/pids.current", root), "pids.current likewise");
+	if (!mem)
+		ok(a.value[JOBCG_ACCT_MEM_PEAK] == 0 && !jobcg_acct_has(&a, JOBCG_ACCT_OOM_KILL),
+		   "unavailable items are marked so, not reported as readings");
+	else
+		ok(a.value[JOBCG_ACCT_MEM_PEAK] > 0, "memory peak is positive");
+	is_int(jobcg_step_remove(ctx, 31, "0", 0), 0, "remove step");
+
+	/* CLI: run --acct --json prints the accounting on stderr with nulls for unavailable. */
+	{
+		char *args[] = {"run", "--acct", "--json", "--", "sh", "-c", "echo hi", NULL};
+		char *out = NULL;
+
+		rc = kcli_run(args, &out, &err);
+		is_int(rc, 0, "run --acct --json exits 0");
+		is_str(out, "hi\n", "command output untouched on stdout");
+		free(out);
+	}
+	o = err ? json_tokener_parse(err) : NULL;
+	ok(o && json_object_object_get_ex(o, "acct", &acct), "accounting JSON on stderr");
+	if (o && json_object_object_get_ex(o, "acct", &acct)) {
+		ok(json_object_object_get_ex(acct, "cpu_usage_usec", &v) && v &&
+		       json_object_is_type(v, json_type_int),
+		   "cpu_usage_usec is a number");
+		ok(json_object_object_get_ex(acct, "mem_peak", &v) && (mem ? v != NULL : v == NULL),
+		   "mem_peak is %s", mem ? "a number" : "null (unavailable)");
+	} else {
+		tap_skip("no json");
+		tap_skip("no json");
+	}
+	json_object_put(o);
+	free(err);
+
+	is_int(kcli(NULL, "stat", "31", NULL), 0, "jobcg stat on the job");
+	is_int(jobcg_job_remove(ctx, 31, 0), 0, "remove job 31");
+	is_int(kcli(NULL, "stat", "31", NULL), 1, "jobcg stat on a missing job fails");
+	jobcg_ctx_free(ctx);
+	jobcg_config_free(conf);
+	return tap_done();
+}

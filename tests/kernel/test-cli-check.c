@@ -1,0 +1,120 @@
+/* Kernel test: `jobcg check` describes this host's cgroup v2 (here: hybrid, controllers on v1). */
+#include <json-c/json.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
+
+#include "kcli.h"
+
+static bool is_cgroup2(const char *p)
+{
+	struct statfs fs;
+
+	return statfs(p, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+static bool array_has(struct json_object *o, const char *key, const char *val)
+{
+	struct json_object *a;
+
+	if (!json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(a); i++)
+		if (strcmp(json_object_get_string(json_object_array_get_idx(a, i)), val) == 0)
+			return true;
+	return false;
+}
+
+static bool v1_mounted(const char *ctrl)
+{
+	FILE *f = fopen("/proc/self/mounts", "re");
+	char line[1024];
+	bool found = false;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char dev[256], dir[256], type[64], opts[512];
+
+		if (sscanf(line, "%255s %255s %63s %511s", dev, dir, type, opts) == 4 &&
+		    strcmp(type, "cgroup") == 0) {
+			char *save = NULL;
+			for (char *t = strtok_r(opts, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save))
+				if (strcmp(t, ctrl) == 0)
+					found = true;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+int main(void)
+{
+	const char *root = kcli_setup("cli-check", "jobcg");
+	const char *mnt = ktest_cgroup_mount();
+	struct json_object *o = NULL, *v;
+	char *out = NULL;
+	int rc;
+
+	/* What this host is, found independently of jobcg. */
+	bool unified = is_cgroup2("/sys/fs/cgroup");
+	bool hybrid = !unified && strcmp(mnt, "/sys/fs/cgroup/unified") == 0;
+	const char *layout_name = unified ? "unified" : hybrid ? "hybrid" : "other";
+	const char *layout_text = unified ? "pure cgroup v2" : hybrid ? "hybrid" : "cgroup2 mount";
+
+	rc = kcli(&out, "check", NULL);
+	is_int(rc, 0, "jobcg check exits 0 (jobs can run)");
+	if (out)
+		kcli_diag_lines("", out);
+	ok(out && strstr(out, mnt), "text names the v2 mount %s", mnt);
+	ok(out && strstr(out, layout_text), "text says the layout is %s", layout_name);
+	if (v1_mounted("memory"))
+		ok(out && strstr(out, "memory controller is bound to cgroup v1: memory limits"),
+		   "text says memory limits cannot be enforced (memory on v1)");
+	else
+		ok(out && !strstr(out, "memory controller is bound to cgroup v1"),
+		   "memory is not said to be on v1");
+	free(out);
+
+	rc = kcli(&out, "check", "--json", NULL);
+	is_int(rc, 0, "jobcg check --json exits 0");
+	o = out ? json_tokener_parse(out) : NULL;
+	ok(o != NULL, "--json output parses");
+	free(out);
+	if (!o)
+		return tap_done();
+	ok(json_object_object_get_ex(o, "mount", &v) && strcmp(json_object_get_string(v), mnt) == 0,
+	   "json mount");
+	ok(json_object_object_get_ex(o, "root", &v) && strcmp(json_object_get_string(v), root) == 0,
+	   "json root is the JOBCG_ROOT subtree %s", root);
+	ok(json_object_object_get_ex(o, "layout", &v) &&
+	       strcmp(json_object_get_string(v), layout_name) == 0,
+	   "json layout %s", layout_name);
+	is_int(array_has(o, "controllers_v1", "memory"), v1_mounted("memory"),
+	       "memory listed as bound to v1 exactly when it is");
+	if (v1_mounted("memory"))
+		ok(!array_has(o, "controllers_usable", "memory"), "memory not usable by jobs");
+	else
+		ok(json_object_object_get_ex(o, "controllers_usable", &v),
+		   "usable controllers listed");
+	{
+		/* The test's own cgroup shows what the kernel offers a non-root cgroup. */
+		char top[PATH_MAX];
+		struct json_object *f, *sup;
+
+		snprintf(top, sizeof(top), "%.*s", (int)(strlen(root) - strlen("/jobcg")), root);
+		ok(json_object_object_get_ex(o, "freeze", &f) &&
+		       json_object_object_get_ex(f, "supported", &sup) &&
+		       json_object_get_boolean(sup) == kcli_exists("%s/cgroup.freeze", top),
+		   "freeze support matches cgroup.freeze in a child cgroup");
+		ok(json_object_object_get_ex(o, "kill", &f) &&
+		       json_object_object_get_ex(f, "supported", &sup) &&
+		       json_object_get_boolean(sup) == kcli_exists("%s/cgroup.kill", top),
+		   "kill support matches cgroup.kill in a child cgroup");
+	}
+	ok(json_object_object_get_ex(o, "can_run", &v) && json_object_get_boolean(v),
+	   "can_run true");
+	ok(!kcli_exists("%s", root), "check created nothing (root still absent)");
+	json_object_put(o);
+
+	return tap_done();
+}

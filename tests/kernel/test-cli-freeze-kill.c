@@ -1,0 +1,111 @@
+/* Kernel test: freeze/thaw wait for cgroup.events and stop the processes; kill empties a step
+ * whose processes trap SIGTERM; the runner and the job's directories behave afterwards. */
+#include <sys/stat.h>
+#include <time.h>
+
+#include "kcli.h"
+
+static void msleep(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* The tasks append to a file: its size only grows while they run. */
+static long read_long(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+static bool events_has(const char *dir, const char *line)
+{
+	char p[PATH_MAX], buf[512] = "";
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/cgroup.events", dir);
+	f = fopen(p, "re");
+	if (!f)
+		return false;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
+	fclose(f);
+	return strstr(buf, line) != NULL;
+}
+
+int main(void)
+{
+	const char *root = kcli_setup("cli-freeze", "jobcg");
+	const char *tmp = ktest_tmpdir();
+	char script[PATH_MAX + 256], count0[PATH_MAX], step[PATH_MAX], *out = NULL;
+	long a, b;
+	int st = 0, i, rc;
+	pid_t runner;
+
+	is_int(kcli(NULL, "alloc", "5", NULL), 0, "alloc 5");
+	snprintf(script, sizeof(script),
+		 "trap '' TERM; while :; do printf x >> %s/count.$JOBCG_TASK_ID; done", tmp);
+	snprintf(count0, sizeof(count0), "%s/count.0", tmp);
+	snprintf(step, sizeof(step), "%s/job_5/step_0", root);
+	{
+		char *args[] = {"run", "--job", "5",  "--step", "0",	"--ntasks",
+				"2",   "--",	"sh", "-c",	script, NULL};
+		runner = kcli_start(args, NULL, NULL);
+	}
+	ok(runner > 0, "started jobcg run in the background");
+	for (i = 0; i < 500 && read_long(count0) < 10; i++)
+		msleep(10);
+	ok(read_long(count0) >= 10, "task 0 is counting");
+
+	is_int(kcli(NULL, "freeze", "5.0", NULL), 0, "freeze 5.0");
+	ok(events_has(step, "frozen 1"), "step cgroup.events says frozen 1");
+	a = read_long(count0);
+	msleep(300);
+	b = read_long(count0);
+	ok(a == b && a > 0, "frozen processes make no progress (%ld -> %ld)", a, b);
+
+	is_int(kcli(NULL, "thaw", "5", NULL), 0, "thaw job 5");
+	ok(events_has(step, "frozen 0"), "step cgroup.events says frozen 0 after thaw");
+	for (i = 0; i < 300 && read_long(count0) == b; i++)
+		msleep(10);
+	ok(read_long(count0) > b, "thawed processes run again");
+
+	is_int(kcli(&out, "signal", "-s", "TERM", "5.0", NULL), 0, "signal TERM 5.0");
+	ok(out && strstr(out, "signalled"), "signal reports the count");
+	free(out);
+	msleep(200);
+	ok(events_has(step, "populated 1"), "processes trapping SIGTERM survive it");
+
+	is_int(kcli(NULL, "kill", "5.0", NULL), 0, "kill 5.0");
+	ok(events_has(step, "populated 0") || !kcli_exists("%s", step), "step is empty after kill");
+	/* The runner may already have removed the empty step: then "no step" is right too. */
+	rc = kcli(&out, "pids", "5.0", NULL);
+	ok((rc == 0 && out && !*out) || (rc == 1 && !kcli_exists("%s", step)),
+	   "no pids left in the step");
+	free(out);
+	out = NULL;
+	while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+		;
+	is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL, "runner exits 137");
+	ok(!kcli_exists("%s", step), "runner removed the step");
+	ok(kcli_exists("%s/job_5", root), "allocated job 5 stays");
+
+	/* A frozen job can be killed, and release removes it. */
+	{
+		char *args[] = {"run", "--job", "5", "--", "sleep", "1000", NULL};
+		runner = kcli_start(args, NULL, NULL);
+	}
+	for (i = 0; i < 500 && !events_has(step, "populated 1"); i++)
+		msleep(10);
+	is_int(kcli(NULL, "freeze", "5", NULL), 0, "freeze job 5 with a sleeping step");
+	is_int(kcli(NULL, "release", "5", NULL), 0, "release a frozen job");
+	ok(!kcli_exists("%s/job_5", root), "job 5 is gone");
+	while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+		;
+	is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL, "its runner exits 137");
+	is_int(kcli(NULL, "freeze", "5", NULL), 1, "freeze of a missing job fails");
+	is_int(kcli(NULL, "freeze", "x5", NULL), 2,
+	       "freeze of a malformed target is a usage error");
+	is_int(kcli_count_dirs(root), 1, "only system/ left");
+	return tap_done();
+}

@@ -1,0 +1,77 @@
+/* Kernel test: `jobcg run` puts the command in job_<id>/step_<n>/user/task_<i>, passes its exit
+ * status through (128+N for signal N) and leaves nothing behind. */
+#include <regex.h>
+
+#include "kcli.h"
+
+static bool ends_with_task_path(const char *out, const char *root_rel, const char *suffix_re)
+{
+	char re_s[1024];
+	regex_t re;
+	bool m;
+
+	/* the v2 line of /proc/self/cgroup */
+	snprintf(re_s, sizeof(re_s), "^0::/%s/%s$", root_rel, suffix_re);
+	if (regcomp(&re, re_s, REG_EXTENDED | REG_NEWLINE | REG_NOSUB) != 0)
+		return false;
+	m = regexec(&re, out, 0, NULL, 0) == 0;
+	regfree(&re);
+	return m;
+}
+
+int main(void)
+{
+	const char *root = kcli_setup("cli-run", "jobcg");
+	const char *rel = getenv("JOBCG_ROOT");
+	char *out = NULL;
+	int rc;
+
+	rc = kcli(&out, "run", "--", "cat", "/proc/self/cgroup", NULL);
+	is_int(rc, 0, "run cat /proc/self/cgroup exits 0");
+	ok(out && ends_with_task_path(out, rel, "job_[0-9]+/step_0/user/task_0"),
+	   "task runs in <root>/job_<id>/step_0/user/task_0 (clone3)");
+	if (out)
+		kcli_diag_lines("", out);
+	free(out);
+
+	rc = kcli(&out, "run", "--no-clone3", "--", "cat", "/proc/self/cgroup", NULL);
+	is_int(rc, 0, "run --no-clone3 exits 0");
+	ok(out && ends_with_task_path(out, rel, "job_[0-9]+/step_0/user/task_0"),
+	   "fork + migrate-before-exec also lands in task_0");
+	free(out);
+
+	rc = kcli(&out, "run", "--job", "7", "--step", "batch", "--ntasks", "3", "--", "sh", "-c",
+		  "echo $JOBCG_JOB_ID.$JOBCG_STEP_ID.$JOBCG_TASK_ID; grep ^0:: /proc/self/cgroup",
+		  NULL);
+	is_int(rc, 0, "three tasks exit 0");
+	ok(out && strstr(out, "7.batch.0") && strstr(out, "7.batch.1") && strstr(out, "7.batch.2"),
+	   "each task gets JOBCG_JOB_ID/STEP_ID/TASK_ID");
+	ok(out && ends_with_task_path(out, rel, "job_7/step_batch/user/task_2"),
+	   "task 2 of step batch in job_7/step_batch/user/task_2");
+	free(out);
+
+	is_int(kcli(NULL, "run", "--", "sh", "-c", "exit 3", NULL), 3, "exit 3 is passed through");
+	is_int(kcli(NULL, "run", "--", "sh", "-c", "kill -TERM $$", NULL), 128 + SIGTERM,
+	       "SIGTERM death gives 128+15");
+	is_int(kcli(NULL, "run", "--", "sh", "-c", "kill -KILL $$", NULL), 128 + SIGKILL,
+	       "SIGKILL death gives 128+9");
+	is_int(kcli(NULL, "run", "--ntasks", "2", "--", "sh", "-c", "exit $((JOBCG_TASK_ID + 4))",
+		    NULL),
+	       5, "several tasks: the highest exit code");
+	is_int(kcli(NULL, "run", "--", "/nonexistent/command", NULL), 127,
+	       "a command that does not exist gives 127");
+	/* A daemon left behind by the task is part of the step and ends with it. */
+	is_int(kcli(NULL, "run", "--", "sh", "-c", "sleep 1000 & exit 0", NULL), 0,
+	       "task leaving a background process exits 0");
+
+	is_int(kcli_count_dirs(root), 1, "only system/ is left under the root");
+	ok(kcli_exists("%s/system", root), "the system/ parking leaf exists");
+
+	/* Bad input: clear errors, nothing created. */
+	is_int(kcli(NULL, "run", "--step", "bogus", "--", "true", NULL), 2,
+	       "invalid step id: usage error");
+	is_int(kcli(NULL, "run", "--ntasks", "0", "--", "true", NULL), 2,
+	       "--ntasks 0: usage error");
+	is_int(kcli(NULL, "run", NULL), 2, "no command: usage error");
+	return tap_done();
+}

@@ -1,0 +1,80 @@
+/* Kernel test: gc removes job and step directories whose owner is gone, keeps live ones. */
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "jobcg/context.h"
+#include "jobcg/job.h"
+#include "kcli.h"
+
+int main(void)
+{
+	const char *root = kcli_setup("gc", "jobcg");
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	struct jobcg_gc_stats st = {};
+	char p[PATH_MAX], *out = NULL;
+	pid_t sleeper;
+	int r;
+
+	if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 || jobcg_ctx_open(conf, 0, &ctx) < 0) {
+		printf("Bail out! cannot open a context\n");
+		return 1;
+	}
+	/* live, allocated job with a live step (our own process is its runner) */
+	is_int(jobcg_job_create(ctx, 21, NULL, 0, NULL), 0, "alloc job 21");
+	is_int(jobcg_step_create(ctx, 21, "0", 0, NULL), 0, "step 21.0 (runner: this test)");
+	/* a step whose runner is gone, holding a process */
+	is_int(jobcg_step_create(ctx, 21, "1", 0, NULL), 0, "step 21.1");
+	snprintf(p, sizeof(p), "%s/job_21/step_1", root);
+	ok(setxattr(p, "trusted.jobcg.runner", "1:1", 3, 0) == 0, "21.1's runner made stale");
+	{
+		char *argv[] = {"sleep", "1000", NULL};
+		is_int(jobcg_task_spawn(ctx, 21, "1", 0, argv, NULL, &sleeper), 0,
+		       "process in stray step 21.1");
+	}
+	/* an ephemeral job whose runner is gone */
+	is_int(jobcg_job_create(ctx, 22, NULL, JOBCG_JOB_EPHEMERAL, NULL), 0, "ephemeral job 22");
+	snprintf(p, sizeof(p), "%s/job_22", root);
+	ok(setxattr(p, "trusted.jobcg.runner", "1:1", 3, 0) == 0, "22's runner made stale");
+	/* an ephemeral job whose runner (we) is alive */
+	is_int(jobcg_job_create(ctx, 23, NULL, JOBCG_JOB_EPHEMERAL, NULL), 0, "ephemeral job 23");
+	/* a half-made job directory (no created mark) with a nested step */
+	snprintf(p, sizeof(p), "%s/job_24", root);
+	ok(mkdir(p, 0755) == 0, "half-made job_24");
+	snprintf(p, sizeof(p), "%s/job_24/step_0", root);
+	ok(mkdir(p, 0755) == 0, "with a step dir");
+	/* something that is not ours */
+	snprintf(p, sizeof(p), "%s/other", root);
+	ok(mkdir(p, 0755) == 0, "a foreign directory 'other'");
+
+	is_int(kcli(&out, "gc", "--json", NULL), 0, "jobcg gc --json");
+	ok(out && strstr(out, "\"jobs_removed\":2"), "two jobs removed");
+	ok(out && strstr(out, "\"steps_removed\":1"), "one step removed");
+	ok(out && strstr(out, "\"kept\":2"), "two jobs kept");
+	if (out)
+		kcli_diag_lines("", out);
+	free(out);
+	{
+		int s = 0;
+		ok(waitpid(sleeper, &s, 0) == sleeper && WIFSIGNALED(s) && WTERMSIG(s) == SIGKILL,
+		   "the stray step's process was killed");
+	}
+	ok(kcli_exists("%s/job_21/step_0", root), "live step 21.0 kept");
+	ok(!kcli_exists("%s/job_21/step_1", root), "stray step 21.1 removed");
+	ok(!kcli_exists("%s/job_22", root), "stray ephemeral job 22 removed");
+	ok(kcli_exists("%s/job_23", root), "live ephemeral job 23 kept");
+	ok(!kcli_exists("%s/job_24", root), "half-made job 24 removed");
+	ok(kcli_exists("%s/other", root), "foreign directory kept");
+
+	r = jobcg_gc(ctx, 0, &st);
+	is_int(r, 0, "second gc");
+	is_int(st.jobs_removed + st.steps_removed, 0, "second gc removes nothing");
+	is_int(jobcg_job_remove(ctx, 21, 0), 0, "remove 21");
+	is_int(jobcg_job_remove(ctx, 23, 0), 0, "remove 23");
+	snprintf(p, sizeof(p), "%s/other", root);
+	rmdir(p);
+	is_int(kcli_count_dirs(root), 1, "only system/ left");
+	jobcg_ctx_free(ctx);
+	jobcg_config_free(conf);
+	return tap_done();
+}

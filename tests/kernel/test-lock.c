@@ -1,0 +1,107 @@
+/* Kernel test: the node lock is taken around job/step creation and released on every error path;
+ * failed creations leave nothing behind. */
+#include <fcntl.h>
+#include <sys/file.h>
+#include <time.h>
+
+#include "jobcg/context.h"
+#include "jobcg/job.h"
+#include "kcli.h"
+
+static bool lock_free(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	bool ok = false;
+
+	if (fd < 0)
+		return errno == ENOENT;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		ok = true;
+		flock(fd, LOCK_UN);
+	}
+	close(fd);
+	return ok;
+}
+
+int main(void)
+{
+	const char *root = kcli_setup("lock", "jobcg");
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	struct jobcg_limits mem = {.mem_bytes = 1 << 30};
+	const char *lp;
+	char sid[JOBCG_STEP_ID_MAX];
+	int r, fd, st = 0;
+	pid_t pid;
+
+	if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 || jobcg_ctx_open(conf, 0, &ctx) < 0) {
+		printf("Bail out! cannot open a context\n");
+		return 1;
+	}
+	lp = jobcg_ctx_lock_path(ctx);
+	tap_diag("lock file %s", lp);
+
+	is_int(jobcg_job_create(ctx, 11, NULL, 0, NULL), 0, "create job 11");
+	ok(lock_free(lp), "lock free after a successful create");
+	is_int(jobcg_job_create(ctx, 11, NULL, 0, NULL), -EEXIST, "creating job 11 again: -EEXIST");
+	ok(lock_free(lp), "lock free after -EEXIST");
+	ok(kcli_exists("%s/job_11", root), "the existing job 11 is untouched");
+
+	/* A limit that fails inside the limits hook: unenforceable here, or a bad CPU list. */
+	if (!(jobcg_ctx_sysinfo(ctx)->usable & (1u << JOBCG_CTRL_MEMORY))) {
+		r = jobcg_job_create(ctx, 12, &mem, 0, NULL);
+		is_int(r, -EOPNOTSUPP, "memory limit without a memory controller: -EOPNOTSUPP");
+		ok(strstr(jobcg_last_error()->message, "memory") != NULL, "error names memory: %s",
+		   jobcg_last_error()->message);
+	} else {
+		struct jobcg_limits bad = {.cpus = "100000-100001"};
+
+		r = jobcg_job_create(ctx, 12, &bad, 0, NULL);
+		ok(r < 0, "impossible cpuset.cpus fails: %d", r);
+		ok(strstr(jobcg_last_error()->message, "cpuset.cpus") != NULL,
+		   "error names the file: %s", jobcg_last_error()->message);
+		mem.mem_bytes = 0;
+	}
+	ok(lock_free(lp), "lock free after a failed limit (hook) step");
+	ok(!kcli_exists("%s/job_12", root), "job_12 rolled back");
+	mem.best_effort = true;
+	is_int(jobcg_job_create(ctx, 12, &mem, 0, NULL), 0, "with best_effort it is created");
+	is_int(jobcg_job_remove(ctx, 12, 0), 0, "remove job 12");
+
+	is_int(jobcg_step_create(ctx, 99, NULL, 0, sid), -ENOENT, "step in a missing job: -ENOENT");
+	ok(lock_free(lp), "lock free after -ENOENT");
+	is_int(jobcg_step_create(ctx, 11, "nope", 0, sid), -EINVAL, "invalid step id: -EINVAL");
+	ok(lock_free(lp), "lock free after -EINVAL");
+	is_int(jobcg_step_create(ctx, 11, NULL, 0, sid), 0, "step in job 11");
+	is_str(sid, "0", "first step id is 0");
+	is_int(jobcg_step_create(ctx, 11, "0", 0, NULL), -EEXIST, "step 0 again: -EEXIST");
+	ok(lock_free(lp), "lock free after step -EEXIST");
+	is_int(jobcg_step_create(ctx, 11, NULL, 0, sid), 0, "next step");
+	is_str(sid, "1", "next step id is 1");
+	is_int(jobcg_job_remove(ctx, 13, 0), -ENOENT, "remove of a missing job: -ENOENT");
+	ok(lock_free(lp), "lock free after failed remove");
+
+	/* The lock excludes: while we hold it, `jobcg alloc` waits. */
+	fd = open(lp, O_RDWR | O_CLOEXEC);
+	ok(fd >= 0 && flock(fd, LOCK_EX) == 0, "test holds the lock");
+	{
+		char *args[] = {"alloc", "14", NULL};
+		struct timespec ts = {0, 300 * 1000 * 1000};
+
+		pid = kcli_start(args, NULL, NULL);
+		nanosleep(&ts, NULL);
+		is_int(waitpid(pid, &st, WNOHANG), 0, "jobcg alloc blocks on the held lock");
+		ok(!kcli_exists("%s/job_14", root), "and has created nothing yet");
+		close(fd);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "it finishes once the lock is released");
+		ok(kcli_exists("%s/job_14", root), "job 14 exists");
+	}
+	is_int(jobcg_job_remove(ctx, 14, 0), 0, "remove job 14");
+	is_int(jobcg_job_remove(ctx, 11, 0), 0, "remove job 11 with its steps");
+	is_int(kcli_count_dirs(root), 1, "only system/ left");
+	jobcg_ctx_free(ctx);
+	jobcg_config_free(conf);
+	return tap_done();
+}

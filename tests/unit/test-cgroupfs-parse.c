@@ -1,0 +1,121 @@
+/* Unit tests: parsing of cgroup file contents and /proc/self/mounts (discovery). */
+#include "cgroupfs.h"
+#include "discover.h"
+#include "jobcg/acct.h"
+#include "jobcg/job.h"
+#include "tap.h"
+
+static const char *hybrid_mounts =
+    "sysfs /sys sysfs rw 0 0\n"
+    "tmpfs /sys/fs/cgroup tmpfs rw,mode=755 0 0\n"
+    "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
+    "cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n"
+    "cgroup /sys/fs/cgroup/blkio cgroup rw,relatime,blkio 0 0\n"
+    "cgroup /sys/fs/cgroup/pids cgroup rw,relatime,pids 0 0\n"
+    "cgroup /sys/fs/cgroup/systemd cgroup rw,relatime,name=systemd 0 0\n"
+    "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+
+int main(void)
+{
+	struct jobcg_config conf = {};
+	char *m = NULL, *s = NULL;
+	enum jobcg_layout l;
+	uint64_t v = 0;
+	pid_t *pids = NULL;
+	size_t n = 0;
+	struct jobcg_acct a = {};
+
+	is_int(discover_mount(hybrid_mounts, NULL, &m, &l), 0, "hybrid mount found");
+	is_str(m, "/sys/fs/cgroup/unified", "hybrid mount point");
+	is_int(l, JOBCG_LAYOUT_HYBRID, "hybrid layout");
+	free(m);
+	is_int(discover_v1_controllers(hybrid_mounts),
+	       (1u << JOBCG_CTRL_CPU) | (1u << JOBCG_CTRL_MEMORY) | (1u << JOBCG_CTRL_IO) |
+		   (1u << JOBCG_CTRL_PIDS),
+	       "v1 controllers: cpu memory io(blkio) pids");
+	is_int(discover_mount("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n", NULL, &m, &l), 0,
+	       "unified mount found");
+	is_int(l, JOBCG_LAYOUT_UNIFIED, "unified layout");
+	free(m);
+	is_int(discover_mount(hybrid_mounts, "/sys/fs/cgroup/", &m, &l), 0,
+	       "CgroupMountpoint=/sys/fs/cgroup on hybrid uses unified/");
+	is_str(m, "/sys/fs/cgroup/unified", "configured hybrid");
+	free(m);
+	is_int(discover_mount("cgroup2 /run/cg cgroup2 rw 0 0\n", "/run/cg", &m, &l), 0,
+	       "configured mount point");
+	is_int(l, JOBCG_LAYOUT_CONFIGURED, "configured layout");
+	free(m);
+	is_int(discover_mount(hybrid_mounts, "/nowhere", &m, &l), -ENOENT,
+	       "configured mount point that is not cgroup2");
+	ok(strstr(jobcg_last_error()->message, "CgroupMountpoint=/nowhere") != NULL,
+	   "error names the setting");
+	is_int(discover_mount("cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n", NULL, &m, &l),
+	       -EOPNOTSUPP, "v1-only host is refused");
+	ok(strstr(jobcg_last_error()->message, "only cgroup v1") != NULL,
+	   "clear v1-only message: %s", jobcg_last_error()->message);
+	is_int(discover_mount("proc /proc proc rw 0 0\n", NULL, &m, &l), -ENOENT,
+	       "no cgroup at all");
+	is_int(discover_mount("cgroup2 /mnt/x cgroup2 rw 0 0\n", NULL, &m, &l), 0, "other mount");
+	is_int(l, JOBCG_LAYOUT_OTHER, "other layout");
+	free(m);
+
+	conf.cgroup.slice = "system.slice";
+	conf.cgroup.scope_name = "jobcg.scope";
+	is_int(discover_root_rel(&conf, &s), 0, "default root");
+	is_str(s, "system.slice/jobcg.scope", "default root is <slice>/<scope>");
+	free(s);
+	conf.cgroup.tree_root = "/test/sub/";
+	is_int(discover_root_rel(&conf, &s), 0, "configured root");
+	is_str(s, "test/sub", "leading and trailing slashes dropped");
+	free(s);
+	conf.cgroup.tree_root = "a/../b";
+	is_int(discover_root_rel(&conf, &s), -EINVAL, "'..' refused");
+	ok(discover_kernel_at_least("6.18.44-fc", 5, 19), "6.18 >= 5.19");
+	ok(!discover_kernel_at_least("5.4.0", 5, 14), "5.4 < 5.14");
+	ok(discover_kernel_at_least("5.14", 5, 14), "5.14 >= 5.14");
+
+	is_int(cgfs_parse_controllers("cpuset cpu io memory hugetlb pids rdma misc\n"),
+	       (1u << _JOBCG_CTRL_MAX) - 1, "all controllers");
+	is_int(cgfs_parse_controllers("hugetlb frobnicator\n"), 1u << JOBCG_CTRL_HUGETLB,
+	       "unknown names ignored");
+	is_int(cgfs_parse_controllers(""), 0, "empty");
+
+	is_int(cgfs_parse_keyed("populated 1\nfrozen 0\n", "frozen", &v), 0, "frozen line");
+	is_int(v, 0, "frozen 0");
+	is_int(cgfs_parse_keyed("usage_usec 17\nuser_usec 5\n", "user_usec", &v), 0, "user_usec");
+	is_int(v, 5, "value 5");
+	is_int(cgfs_parse_keyed("oom_kill 1\n", "oom", &v), -ENOENT, "oom is not oom_kill");
+	is_int(cgfs_parse_keyed("oom x\n", "oom", &v), -EINVAL, "non-numeric value");
+
+	is_int(cgfs_parse_pids("12\n7\n", &pids, &n), 0, "pids parse");
+	is_int(n, 2, "two pids");
+	is_int(cgfs_parse_pids("x\n", &pids, &n), -EINVAL, "bad pid line");
+	free(pids);
+
+	is_int(jobcg_acct_parse("cpu.stat",
+				"usage_usec 100\nuser_usec 60\nsystem_usec 40\nnr_periods 0\n", &a),
+	       0, "cpu.stat");
+	ok(jobcg_acct_has(&a, JOBCG_ACCT_CPU_USER_USEC) && a.value[JOBCG_ACCT_CPU_USER_USEC] == 60,
+	   "user_usec 60");
+	ok(!jobcg_acct_has(&a, JOBCG_ACCT_MEM_PEAK), "memory.peak not read: unavailable");
+	is_int(jobcg_acct_parse("memory.stat", "anon 4096\nfile 8192\npgmajfault 3\n", &a), 0,
+	       "memory.stat");
+	ok(a.value[JOBCG_ACCT_MEM_FILE] == 8192 && a.value[JOBCG_ACCT_PGMAJFAULT] == 3,
+	   "file and pgmajfault");
+	is_int(jobcg_acct_parse("memory.events", "low 0\nhigh 0\nmax 2\noom 1\noom_kill 0\n", &a),
+	       0, "memory.events");
+	ok(jobcg_acct_has(&a, JOBCG_ACCT_OOM_KILL) && a.value[JOBCG_ACCT_OOM_KILL] == 0 &&
+	       a.value[JOBCG_ACCT_OOM] == 1,
+	   "oom 1, oom_kill 0 (a real 0, available)");
+	is_int(jobcg_acct_parse("memory.peak", "123456\n", &a), 0, "memory.peak");
+	is_int(a.value[JOBCG_ACCT_MEM_PEAK], 123456, "peak value");
+	is_int(jobcg_acct_parse("pids.peak", "max\n", &a), 0, "max");
+	ok(a.value[JOBCG_ACCT_PIDS_PEAK] == UINT64_MAX, "max is UINT64_MAX");
+	is_int(jobcg_acct_parse("memory.current", "12k\n", &a), -EINVAL, "garbage single value");
+	is_int(jobcg_acct_parse("cpu.stat", "usage_usec 1\nuser_usec\n", &a), -EINVAL,
+	       "key without value");
+	is_int(jobcg_last_error()->line, 2, "error names line 2");
+	is_int(jobcg_acct_parse("cpu.pressure", "", &a), -ENOENT, "not an accounting file");
+
+	return tap_done();
+}
