@@ -10,6 +10,7 @@
 #include "bpftext.h"
 #include "bpfvm.h"
 #include "unit/insn.h"
+#include "devprog.h"
 #include "jobcg/decode.h"
 #include "tap.h"
 
@@ -491,6 +492,112 @@ static void test_intersect(struct jobcg_decoded *sd, struct jobcg_decoded *sl)
 	jobcg_decoded_free(d);
 }
 
+/* jobcg's own node program, decoded for one cgroup with its maps supplied through hooks. */
+struct nodeworld {
+	struct devprog_managed_key mkeys[8];
+	size_t nm;
+	struct devprog_policy_key pkeys[32];
+	uint32_t pval[32][BPFVM_MAP_VALUE_MAX / 4];
+	size_t np;
+	uint32_t seven[BPFVM_MAP_VALUE_MAX / 4];
+	uint64_t anc[16];
+	int depth;
+};
+
+static const void *node_lookup(void *u, uint64_t ref, const void *key)
+{
+	struct nodeworld *w = u;
+	if (ref == 11) {
+		for (size_t k = 0; k < w->nm; k++)
+			if (memcmp(&w->mkeys[k], key, sizeof(w->mkeys[k])) == 0)
+				return w->seven;
+	} else if (ref == 22) {
+		for (size_t k = 0; k < w->np; k++)
+			if (memcmp(&w->pkeys[k], key, sizeof(w->pkeys[k])) == 0)
+				return w->pval[k];
+	}
+	return NULL;
+}
+
+static uint64_t node_cgid(void *u)
+{
+	struct nodeworld *w = u;
+	return w->anc[w->depth];
+}
+
+static uint64_t node_anc(void *u, int level)
+{
+	struct nodeworld *w = u;
+	return level >= 0 && level <= w->depth ? w->anc[level] : 0;
+}
+
+static void test_node_program(void)
+{
+	static struct nodeworld w;
+	struct devprog_buf b = { 0 };
+	const unsigned root_level = 2;
+	struct jobcg_devrule managed[] = { { 'c', 195, JOBCG_DEV_ANY, 7, true }, { 'b', 8, JOBCG_DEV_ANY, 7, true } };
+	struct jobcg_devrule grant[] = { { 'c', 195, 0, JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE, true },
+					 { 'c', 195, 1, JOBCG_DEV_ACC_READ, true },
+					 { 'b', 8, 16, JOBCG_DEV_ACC_ALL, true } };
+	uint32_t hints[64][2];
+	size_t nh = 0;
+
+	if (!is_int(devprog_build_node(11, 22, root_level, &b), 0, "node program built"))
+		return;
+	w.seven[0] = 7;
+	for (size_t k = 0; k < ELEMENTS(managed); k++)
+		w.nm += devprog_rule_keys(&managed[k], &w.mkeys[w.nm]);
+	/* The job (level root+1) is constrained; we inspect its step (root+2). */
+	w.depth = (int)root_level + 2;
+	for (int l = 0; l <= w.depth; l++)
+		w.anc[l] = 500 + (uint64_t)l;
+	uint64_t jobid = w.anc[root_level + 1];
+	uint32_t acc[8];
+	w.np = devprog_policy_entries(jobid, grant, ELEMENTS(grant), w.pkeys, acc);
+	for (size_t k = 0; k < w.np; k++)
+		w.pval[k][0] = acc[k];
+	w.pkeys[w.np] = (struct devprog_policy_key){ .cgroup_id = jobid };
+	w.pval[w.np++][0] = 1; /* marker: level 1 */
+	/* Hints as `jobcg devices` takes them from the live maps' keys. */
+	for (size_t k = 0; k < w.nm; k++)
+		hints[nh][0] = w.mkeys[k].major, hints[nh++][1] = w.mkeys[k].minor;
+	for (size_t k = 0; k < w.np; k++)
+		hints[nh][0] = w.pkeys[k].major, hints[nh++][1] = w.pkeys[k].minor;
+
+	struct jobcg_decode_env env = { .size = sizeof(env), .cgroup_id = node_cgid,
+					.ancestor_cgroup_id = node_anc, .map_lookup = node_lookup,
+					.userdata = &w, .hints = (const uint32_t(*)[2])hints, .n_hints = nh };
+	struct jobcg_decoded *d = NULL;
+	if (is_int(jobcg_decode_program(b.insns, b.n, &env, &d), 0, "node program decodes for a job's step")) {
+		is_str(render(d),
+		       "c *:* rwm\n"
+		       "c 195:* -\n"
+		       "c 195:0 rw\n"
+		       "c 195:1 r\n"
+		       "b *:* rwm\n"
+		       "b 8:* -\n"
+		       "b 8:16 rwm\n",
+		       "node program: the job's grants, managed devices denied, others allowed");
+		unsigned bad = 0, total = 0;
+		static const unsigned accs[] = { 0, 1, 2, 4, 6 };
+		for (int t = 0; t < 2; t++)
+			for (uint32_t ma = 0; ma < 260; ma += (ma < 7 || (ma > 190 && ma < 200) ? 1 : 13))
+				for (uint32_t mi = 0; mi < 40; mi++)
+					for (size_t k = 0; k < ELEMENTS(accs); k++) {
+						bool want = devprog_decide(managed, ELEMENTS(managed), grant, ELEMENTS(grant),
+									   t ? 1 : 2, ma, mi, accs[k]);
+						total++;
+						bad += jobcg_decoded_allows(d, t ? 'b' : 'c', ma, mi, accs[k]) != want;
+					}
+		ok(bad == 0, "node program decode equals devprog_decide on %u requests (%u differ)", total, bad);
+		jobcg_decoded_free(d);
+	}
+	/* Without the maps it is opaque, with the reason. */
+	is_int(jobcg_decode_program(b.insns, b.n, NULL, &d), -EOPNOTSUPP, "node program without maps is opaque");
+	devprog_buf_done(&b);
+}
+
 static void test_blowup_and_opaque(void)
 {
 	/* A program comparing the minor against 4096 constants still decodes (per-major cells). */
@@ -596,6 +703,7 @@ int main(void)
 	struct jobcg_decoded *sl = test_slurm();
 	test_htcondor();
 	test_snapd();
+	test_node_program();
 	test_intersect(sd, sl);
 	jobcg_decoded_free(sd);
 	jobcg_decoded_free(sl);
