@@ -90,6 +90,91 @@ static void compare_with_kernel(const char *cg, const struct jobcg_cginspect *in
 	   agree, total);
 }
 
+static uint32_t prog_id(int fd)
+{
+	struct bpf_prog_info info = { 0 };
+	uint32_t len = sizeof(info);
+	return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
+}
+
+/* Run a shell command, capture stdout (static buffer). */
+static char *capture(const char *cmd, size_t *ret_len)
+{
+	static char out[1 << 20];
+	FILE *f = popen(cmd, "re");
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	if (pclose(f) != 0)
+		return NULL;
+	if (ret_len)
+		*ret_len = n;
+	return out;
+}
+
+/*
+ * What bpftool prints and writes for a loaded program must decode to the same rules as the
+ * live path (both forms: text, and raw instructions with kernel call addresses).
+ */
+static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char *label, bool has_maps)
+{
+	char cmd[PATH_MAX * 2], file[PATH_MAX];
+	uint32_t id = prog_id(fd);
+	size_t len = 0;
+	struct jobcg_decoded *d = NULL;
+
+	if (access("/usr/sbin/bpftool", X_OK) != 0 && access("/usr/bin/bpftool", X_OK) != 0) {
+		tap_skip("bpftool not installed");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u", id);
+	char *text = capture(cmd, &len);
+	if (!ok(text != NULL, "%s: bpftool prints the program", label))
+		return;
+	int r = jobcg_decode_data(text, len, "bpftool", NULL, &d);
+	if (has_maps) {
+		ok(r == -EOPNOTSUPP, "%s: bpftool text alone is opaque (maps not in it): %s", label,
+		   jobcg_last_error()->message);
+	} else if (ok(r == 0, "%s: bpftool text decodes (%s)", label, r ? jobcg_last_error()->message : "ok")) {
+		unsigned bad = 0;
+		for (uint32_t ma = 0; ma < 200; ma++)
+			for (uint32_t mi = 0; mi < 12; mi++)
+				for (unsigned acc = 0; acc <= 6; acc++)
+					bad += jobcg_decoded_allows(d, 'c', ma, mi, acc) !=
+					       jobcg_decoded_allows(live, 'c', ma, mi, acc);
+		ok(bad == 0, "%s: bpftool text decodes like the live program", label);
+		jobcg_decoded_free(d);
+		d = NULL;
+	}
+	if (r != 0 && !has_maps)
+		tap_diag("%s", text);
+	snprintf(file, sizeof(file), "%s/prog-%u.bin", ktest_tmpdir(), id);
+	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u file %s", id, file);
+	if (!ok(capture(cmd, NULL) != NULL, "%s: bpftool writes raw instructions", label))
+		return;
+	FILE *f = fopen(file, "re");
+	static char raw[1 << 16];
+	size_t n = f ? fread(raw, 1, sizeof(raw), f) : 0;
+	if (f)
+		fclose(f);
+	r = jobcg_decode_data(raw, n, file, NULL, &d);
+	if (has_maps)
+		ok(r == -EOPNOTSUPP, "%s: raw file alone is opaque: %s", label, jobcg_last_error()->message);
+	else if (ok(r == 0, "%s: raw file decodes (%s)", label, r ? jobcg_last_error()->message : "ok")) {
+		unsigned bad = 0;
+		for (uint32_t ma = 0; ma < 200; ma++)
+			for (uint32_t mi = 0; mi < 12; mi++)
+				for (unsigned acc = 0; acc <= 6; acc++)
+					bad += jobcg_decoded_allows(d, 'c', ma, mi, acc) !=
+					       jobcg_decoded_allows(live, 'c', ma, mi, acc);
+		ok(bad == 0, "%s: raw file decodes like the live program", label);
+		jobcg_decoded_free(d);
+	}
+}
+
 static char *run_cli(const char *args)
 {
 	const char *b = getenv("JOBCG_BUILD_ROOT");
@@ -169,6 +254,10 @@ int main(void)
 		ok(jobcg_cginspect_allows(in, 'c', 195, 1, JOBCG_DEV_ACC_READ) == 0, "195:1 denied by the job");
 		ok(jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_READ) == 0, "1:5 allowed by the step, denied by the job");
 		compare_with_kernel(step, in, "step (job + step programs)");
+		for (size_t k = 0; k < in->n_progs; k++)
+			if (in->progs[k].decoded)
+				compare_bpftool(in->progs[k].id == prog_id(pa) ? pa : pb, in->progs[k].decoded,
+						in->progs[k].name, false);
 		jobcg_cginspect_free(in);
 		in = NULL;
 	}
@@ -199,6 +288,8 @@ int main(void)
 			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason : "yes");
 			ok(in->n_progs == 1 && in->progs[0].attach_flags == 0, "attach flags none");
 			compare_with_kernel(snapcg, in, "snap (map lookups, inlined by the kernel)");
+			if (in->n_progs == 1 && in->progs[0].decoded)
+				compare_bpftool(ps, in->progs[0].decoded, "snapd-shaped", true);
 			ok(jobcg_cginspect_allows(in, 'c', 195, 77, JOBCG_DEV_ACC_WRITE) == 1, "195:77 via the wildcard key");
 			jobcg_cginspect_free(in);
 			in = NULL;
