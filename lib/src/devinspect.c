@@ -319,6 +319,8 @@ static bool insn_calls(const struct centry *e, int helper)
 	return false;
 }
 
+static int load_maps(struct centry *e);
+
 static int fetch_prog(uint32_t id, struct centry *e)
 {
 	_cleanup_close_ int fd = bpf_prog_get_fd_by_id(id);
@@ -364,9 +366,16 @@ static int fetch_prog(uint32_t id, struct centry *e)
 			kr);
 		return e->opaque ? 0 : -ENOMEM;
 	}
+	return load_maps(e);
+}
+
+/* Snapshot the maps a program references and collect device hints from their keys. */
+static int load_maps(struct centry *e)
+{
+	int r;
+
 	e->cg_dependent = insn_calls(e, BPF_FUNC_get_current_cgroup_id) ||
 			  insn_calls(e, BPF_FUNC_get_current_ancestor_cgroup_id);
-	/* Maps it references: snapshot them all, then collect device hints. */
 	for (size_t k = 0; k < e->n; k++) {
 		const struct bpf_insn *i = &e->insns[k];
 		if (i->code != (BPF_LD | BPF_IMM | BPF_DW))
@@ -776,5 +785,34 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 	*ret_access = access;
 	*ret_opaque = opaque;
 	*ret_nprogs = n;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_t n,
+					     struct jobcg_decoded **ret)
+{
+	struct centry e = { 0 };
+	struct jobcg_decoded *d = NULL;
+	int r;
+
+	e.insns = malloc(n * sizeof(*insns));
+	if (!e.insns)
+		return -ENOMEM;
+	memcpy(e.insns, insns, n * sizeof(*insns));
+	e.n = n;
+	r = load_maps(&e);
+	if (r >= 0 && e.opaque)
+		r = error_set(-EOPNOTSUPP, "%s", e.opaque);
+	if (r >= 0) {
+		r = decode_entry(&e, NULL, &d, &e.opaque);
+		if (r >= 0 && e.opaque)
+			r = error_set(-EOPNOTSUPP, "%s", e.opaque);
+	}
+	centry_done(&e);
+	if (r < 0) {
+		jobcg_decoded_free(d);
+		return r;
+	}
+	*ret = d;
 	return 0;
 }

@@ -90,6 +90,8 @@ static void compare_with_kernel(const char *cg, const struct jobcg_cginspect *in
 	   agree, total);
 }
 
+static char *run_cli(const char *args);
+
 static uint32_t prog_id(int fd)
 {
 	struct bpf_prog_info info = { 0 };
@@ -151,6 +153,22 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 	}
 	if (r != 0 && !has_maps)
 		tap_diag("%s", text);
+	if (has_maps) {
+		/* As root on this host the CLI reads the maps the text names by id. */
+		char tf[PATH_MAX];
+		snprintf(tf, sizeof(tf), "%s/prog-%u.txt", ktest_tmpdir(), id);
+		FILE *t = fopen(tf, "we");
+		if (t) {
+			fputs(text, t);
+			fclose(t);
+		}
+		snprintf(cmd, sizeof(cmd), "decode %s", tf);
+		char *out = run_cli(cmd);
+		ok(out && strstr(out, "c *:* -\n") && strstr(out, "c 1:3 rwm\n") && strstr(out, "c 195:* rwm\n"),
+		   "%s: jobcg decode of bpftool text reads the live map", label);
+		if (out && !strstr(out, "c 195:* rwm"))
+			tap_diag("%s", out);
+	}
 	snprintf(file, sizeof(file), "%s/prog-%u.bin", ktest_tmpdir(), id);
 	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u file %s", id, file);
 	if (!ok(capture(cmd, NULL) != NULL, "%s: bpftool writes raw instructions", label))

@@ -68,6 +68,14 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 					    char type, uint32_t major, uint32_t minor,
 					    unsigned *ret_access, bool *ret_opaque, size_t *ret_nprogs);
 
+/**
+ * Decode a program whose ld_imm64 map references are live map ids (as in bpftool's dumps of a
+ * loaded program), reading those maps from the kernel. Programs that depend on the calling
+ * cgroup stay opaque (-EOPNOTSUPP): use jobcg_cgroup_inspect() on a cgroup instead.
+ */
+JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_t n,
+					     struct jobcg_decoded **ret);
+
 /** The cgroup v2 mount point (e.g. "/sys/fs/cgroup/unified"); static storage. */
 JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret);
 
