@@ -91,8 +91,7 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 			fprintf(stderr, "jobcg: run as root: reading device programs needs CAP_SYS_ADMIN\n");
 		return 1;
 	}
-	if (jobcg_devices_v1_notes(&v1) < 0)
-		v1 = NULL;
+	v1 = in->notes;
 	struct devnames *dn = devnames_load("/dev");
 
 	if (json) {
@@ -147,9 +146,6 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 	}
 	fflush(stdout);
 	devnames_free(dn);
-	for (char **n = v1; n && *n; n++)
-		free(*n);
-	free(v1);
 	jobcg_cginspect_free(in);
 	return 0;
 }

@@ -109,6 +109,73 @@ JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret)
 	return error_set(-ENOENT, "no cgroup v2 mount found in /proc/self/mounts");
 }
 
+/* The mount point of a v1 devices hierarchy into @buf, or "" if there is none. */
+static void v1_devices_mount(char *buf, size_t size)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+
+	buf[0] = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+		char mp[PATH_MAX], fstype[64], src[256], opts[1024];
+		if (!sep || sscanf(line, "%*u %*u %*s %*s %4095s", mp) != 1 ||
+		    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 || !streq(fstype, "cgroup"))
+			continue;
+		for (char *save = NULL, *t = strtok_r(opts, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			if (streq(t, "devices")) {
+				snprintf(buf, size, "%s", mp);
+				return;
+			}
+	}
+}
+
+/* What the v1 devices controller says for the processes of @path (via its first pid). */
+static char *v1_detail(const char *path)
+{
+	char mount[PATH_MAX], p[PATH_MAX * 2], v1path[PATH_MAX] = "";
+	_cleanup_free_ char *pidline = NULL, *list = NULL;
+	_cleanup_fclose_ FILE *f = NULL;
+	char line[PATH_MAX + 64];
+
+	v1_devices_mount(mount, sizeof(mount));
+	if (!mount[0])
+		return NULL;
+	snprintf(p, sizeof(p), "%s/cgroup.procs", path);
+	if (read_full_file_at(AT_FDCWD, p, 4096, &pidline, NULL) < 0 || !pidline[0])
+		return strdup_printf("a cgroup v1 devices controller is mounted at %s: its devices.list rules apply as well (no process here to find its v1 cgroup)",
+				     mount);
+	int pid = atoi(pidline);
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
+	f = fopen(p, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = 0;
+		bool devices = false;
+		for (char *save = NULL, *t = strtok_r(c1 + 1, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			devices |= streq(t, "devices");
+		if (devices) {
+			snprintf(v1path, sizeof(v1path), "%s", c2 + 1);
+			v1path[strcspn(v1path, "\n")] = 0;
+			break;
+		}
+	}
+	if (streq(v1path, "/"))
+		v1path[0] = 0;
+	snprintf(p, sizeof(p), "%s%s/devices.list", mount, v1path);
+	if (read_full_file_at(AT_FDCWD, p, 65536, &list, NULL) < 0)
+		return strdup_printf("a cgroup v1 devices controller is mounted at %s: its devices.list rules apply as well",
+				     mount);
+	/* One line: the rules joined with "; " (the list can be long; keep the start). */
+	for (char *q = list; *q; q++)
+		if (*q == '\n')
+			*q = q[1] ? ';' : 0;
+	return strdup_printf("cgroup v1 devices controller also active: pid %d is in %s%s, whose devices.list is \"%.300s\"; both v1 and v2 must allow",
+			     pid, mount, v1path, list);
+}
+
 JOBCG_EXPORT int jobcg_devices_v1_notes(char ***ret)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
@@ -703,6 +770,11 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 	r = find_attachments(ip, mount);
 	if (r < 0)
 		goto fail;
+	char *v1 = v1_detail(ip->pub.path);
+	if (v1 && strv_push(&ip->pub.notes, v1) < 0) {
+		r = -ENOMEM;
+		goto fail;
+	}
 	*ret = &ip->pub;
 	return 0;
 fail:
