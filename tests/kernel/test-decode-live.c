@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "devgen.h"
@@ -91,6 +92,13 @@ static void compare_with_kernel(const char *cg, const struct jobcg_cginspect *in
 }
 
 static char *run_cli(const char *args);
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static uint32_t prog_id(int fd)
 {
@@ -197,7 +205,8 @@ static char *run_cli(const char *args)
 {
 	const char *b = getenv("JOBCG_BUILD_ROOT");
 	char cmd[PATH_MAX * 3];
-	static char out[1 << 16];
+	static char out[1 << 20];
+	char sink[4096];
 	size_t n;
 
 	snprintf(cmd, sizeof(cmd), "%s/cli/jobcg %s 2>&1", b ? b : ".", args);
@@ -206,6 +215,8 @@ static char *run_cli(const char *args)
 		return NULL;
 	n = fread(out, 1, sizeof(out) - 1, f);
 	out[n] = 0;
+	while (fread(sink, 1, sizeof(sink), f) > 0) /* drain, so the command never gets SIGPIPE */
+		;
 	int st = pclose(f);
 	if (st != 0)
 		tap_diag("`%s` exited with %d:\n%s", cmd, st, out);
@@ -361,6 +372,45 @@ int main(void)
 		}
 	ok(j && cgs && !has_step, "who-has --json /dev/zero: the step may not (job denies 1:5)");
 	json_object_put(j);
+
+	/* who-has over a thousand cgroups stays fast: programs are read once, by id. */
+	char many[PATH_MAX];
+	snprintf(many, sizeof(many), "%s/many", root);
+	int manyfd = -1;
+	unsigned made = 0;
+	if (mkdir(many, 0755) == 0) {
+		for (int g = 0; g < 10; g++) {
+			char d[PATH_MAX + 64];
+			snprintf(d, sizeof(d), "%s/g%d", many, g);
+			if (mkdir(d, 0755) < 0)
+				break;
+			made++;
+			for (int c = 0; c < 100; c++) {
+				snprintf(d, sizeof(d), "%s/g%d/c%d", many, g, c);
+				if (mkdir(d, 0755) == 0)
+					made++;
+			}
+		}
+		manyfd = open(many, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (ok(made == 1010 && manyfd >= 0 && bpf_prog_attach(pa, manyfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
+	       "1010 cgroups under one program")) {
+		uint64_t t0 = now_ms();
+		snprintf(args, sizeof(args), "who-has --root %s 'c 195:3'", many);
+		out = run_cli(args);
+		uint64_t ms = now_ms() - t0;
+		char want[64];
+		snprintf(want, sizeof(want), "# %u of %u cgroups", made + 1, made + 1);
+		ok(out && strstr(out, want), "who-has finds all %u cgroups for an allowed device", made + 1);
+		ok(ms < 60000, "who-has over %u cgroups took %llu ms", made + 1, (unsigned long long)ms);
+		snprintf(args, sizeof(args), "who-has --root %s 'c 195:1'", many);
+		out = run_cli(args);
+		snprintf(want, sizeof(want), "# 0 of %u cgroups", made + 1);
+		ok(out && strstr(out, want), "who-has finds none for a denied device");
+		bpf_prog_detach2(pa, manyfd, BPF_CGROUP_DEVICE);
+	}
+	if (manyfd >= 0)
+		close(manyfd);
 
 out:
 	if (pa >= 0)
