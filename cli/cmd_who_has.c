@@ -64,6 +64,7 @@ struct walk {
 	struct json_object *arr;
 	unsigned visited, matched, errors;
 	int first_err;
+	bool stop; /* not privileged: no other cgroup will do better */
 };
 
 static char *read_pids(const char *path)
@@ -118,6 +119,8 @@ static void visit(struct walk *w, const char *path)
 			w->first_err = r;
 		if (w->errors == 1)
 			cli_print_error(path);
+		if (r == -EPERM)
+			w->stop = true;
 		return;
 	}
 	if (!(access & (JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE)))
@@ -167,7 +170,7 @@ static void walk_tree(struct walk *w, const char *path, int depth)
 	DIR *d;
 	struct dirent *e;
 
-	if (w->visited >= MAX_CGROUPS)
+	if (w->visited >= MAX_CGROUPS || w->stop)
 		return;
 	visit(w, path);
 	if (depth >= MAX_DEPTH)
@@ -247,7 +250,7 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 								      JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
-	} else
+	} else if (!w.stop)
 		printf("# %u of %u cgroups may open %c %u:%u ('?': an opaque program may still deny)\n",
 		       w.matched, w.visited, w.type, w.major, w.minor);
 	fflush(stdout);
