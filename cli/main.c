@@ -159,9 +159,8 @@ static int run_main(int argc, char **argv, char **rest)
 		      g.verbose >= 2 ? JOBCG_LOG_DEBUG :
 		      g.verbose == 1 ? JOBCG_LOG_INFO : JOBCG_LOG_NOTICE);
 	for (const struct cli_command *c = __start_jobcg_cmds; c < __stop_jobcg_cmds; c++)
-		if (strcmp(c->name, name) == 0) {
+		if (strcmp(c->name, name) == 0)
 			return c->run(nrest, rest, &g);
-		}
 	fprintf(stderr, "jobcg: unknown command '%s'\n", name);
 	usage(stderr);
 	return 2;
