@@ -5,6 +5,7 @@
 
 #include "cgroupfs.h"
 #include "ctx.h"
+#include "discover.h"
 #include "log.h"
 #include "scope_choose.h"
 #include "util.h"
@@ -41,7 +42,7 @@ JOBCG_EXPORT int jobcg_ctx_open(const struct jobcg_config *conf, unsigned flags,
 	c->flags = flags;
 	c->lock_fd = -1;
 	c->want = ctx_wanted_controllers(conf);
-	r = jobcg_sysinfo_probe(conf, &c->info);
+	r = discover_probe_for_ctx(conf, &c->info);
 	if (r < 0) {
 		free(c);
 		return r;
