@@ -158,6 +158,9 @@ static bool fork_exec_wait(char *const argv[], bool redirect)
 			dup2(out_fd, 1);
 		if (redirect && err_fd >= 0)
 			dup2(err_fd, 2);
+		/* Leading NAME=VALUE words set the command's environment, as in sh. */
+		while (argv[0] && strchr(argv[0], '=') && argv[0][0] != '/')
+			putenv(*argv++);
 		execve(argv[0], argv, environ);
 		_exit(127);
 	}
@@ -167,10 +170,14 @@ static bool fork_exec_wait(char *const argv[], bool redirect)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-/* The least cgroup work a contained launch needs: a 4-level chain, a child born in its leaf
- * (clone3 CLONE_INTO_CGROUP), exec, wait, the chain removed. */
+/*
+ * The least cgroup work a contained launch needs: a 4-level chain (controllers enabled down to
+ * the leaf when $BENCH_CGFLOOR_CONTROLLERS says which, e.g. "+cpuset +cpu +memory +pids"), a
+ * child born in its leaf (clone3 CLONE_INTO_CGROUP), exec, wait, the chain removed.
+ */
 static bool cgfloor_once(const char *dir, int idx)
 {
+	const char *ctrl = getenv("BENCH_CGFLOOR_CONTROLLERS");
 	char p[4][4200];
 	char *const argv[] = {(char *)TRUE_BIN, NULL};
 	bool ok = false;
@@ -180,9 +187,24 @@ static bool cgfloor_once(const char *dir, int idx)
 	snprintf(p[0], sizeof(p[0]), "%s/cgf%d", dir, idx);
 	for (int i = 1; i < 4; i++)
 		snprintf(p[i], sizeof(p[i]), "%s/l%d", p[i - 1], i);
-	for (; made < 4; made++)
+	for (; made < 4; made++) {
 		if (mkdir(p[made], 0755) < 0)
 			goto out;
+		if (ctrl && *ctrl && made < 3) {
+			char sc[4300];
+			int cfd;
+
+			snprintf(sc, sizeof(sc), "%s/cgroup.subtree_control", p[made]);
+			cfd = open(sc, O_WRONLY | O_CLOEXEC);
+			if (cfd < 0 || write(cfd, ctrl, strlen(ctrl)) < 0) {
+				if (cfd >= 0)
+					close(cfd);
+				made++;
+				goto out;
+			}
+			close(cfd);
+		}
+	}
 	fd = open(p[3], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		goto out;
@@ -547,7 +569,7 @@ static void usage(FILE *f)
 		"Usage: launch [-n N] [-w WARMUP] [-b BLOCK] [-P LAUNCHERS] [-r ROUNDS] [-e ERRLOG]\n"
 		"              [-D DEVICES:node|linear [-G JOB] [-A FIRST:COUNT]] SUBJECT...\n"
 		"       launch populate FIRST COUNT | depopulate FIRST COUNT\n"
-		"SUBJECT: floor | cmd:NAME:ARGV (space separated, {i} = launcher index)\n"
+		"SUBJECT: floor | cmd:NAME:[VAR=VALUE...] ARGV (space separated, {i} = launcher index)\n"
 		"         | lib:JOB[+] | spawn:JOB[+] | cycle:NAME | cgfloor:DIR\n"
 		"Library subjects use the configuration from the environment (JOBCG_*).\n");
 }
