@@ -270,11 +270,13 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest, bool probe_
 
 		if (child) {
 			_cleanup_free_ char *p = cgfs_path(child, files[i].file);
+			bool present;
 
 			if (!p)
 				return -ENOMEM;
-			r = feature(f, is_dir(p), "%s %s", files[i].file,
-				    is_dir(p) ? "present" : "missing (kernel too old)");
+			present = is_dir(p); /* one access() per file: every command probes */
+			r = feature(f, present, "%s %s", files[i].file,
+				    present ? "present" : "missing (kernel too old)");
 		} else {
 			bool ok = discover_kernel_at_least(s->kernel, files[i].maj, files[i].min);
 
@@ -293,11 +295,14 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest, bool probe_
 				: "memory controller not available to jobcg's tree");
 	else if (s->root_exists) {
 		_cleanup_free_ char *p = cgfs_path(s->root, "memory.peak");
+		bool present;
 
 		if (!p)
 			return -ENOMEM;
-		r = feature(&s->memory_peak, is_dir(p), "memory.peak %s",
-			    is_dir(p) ? "present" : "missing (kernel older than 5.19)");
+		present = is_dir(p);
+
+		r = feature(&s->memory_peak, present, "memory.peak %s",
+			    present ? "present" : "missing (kernel older than 5.19)");
 	} else {
 		bool ok = discover_kernel_at_least(s->kernel, 5, 19);
 
