@@ -23,6 +23,7 @@ struct lchar {
 struct lbuf {
 	struct lchar *v;
 	size_t n, cap;
+	bool had_comment; /* a '#' cut the line: explains an "unterminated" quote */
 };
 
 struct open_file {
@@ -205,7 +206,10 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 			if (i >= b->n) {
 				r = error_set_at(
 				    -EINVAL, file, b->v[q].line, b->v[q].col,
-				    "unterminated quote (expected a closing '\"' on this line)");
+				    "unterminated quote (expected a closing '\"' on this line%s)",
+				    b->had_comment
+					? "; '#' starts a comment even inside quotes, write \\#"
+					: "");
 				goto fail;
 			}
 			ve = i++;
@@ -307,6 +311,7 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 		for (size_t k = pos; k < tend; k++) {
 			if (buf[k] == '#' && bs % 2 == 0) {
 				cut = k;
+				raw.had_comment = true;
 				break;
 			}
 			bs = buf[k] == '\\' ? bs + 1 : 0;
@@ -336,6 +341,7 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 
 		/* Backslash escapes: "\x" is "x" (so "\\" is a backslash and "\#" a '#'). */
 		esc.n = 0;
+		esc.had_comment = raw.had_comment;
 		for (size_t j = 0; j < raw.n; j++) {
 			if (raw.v[j].c == '\\') {
 				if (++j >= raw.n)
@@ -351,6 +357,7 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 				goto out;
 		}
 		raw.n = 0;
+		raw.had_comment = false;
 	}
 out:
 	free(raw.v);

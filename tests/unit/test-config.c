@@ -94,6 +94,8 @@ static void test_cgroup_errors(void)
 	bad(false, "FooBarBaz=1\n", 0, -EINVAL, 1, 1, "unknown cgroup.conf key 'FooBarBaz'");
 	bad(false, "\n  ConstrainCores = maybe\n", 0, -EINVAL, 2, 20, "expected yes or no");
 	bad(false, "CgroupMountpoint=\"/sys/fs/cgroup\n", 0, -EINVAL, 1, 18, "unterminated quote");
+	bad(false, "CgroupMountpoint=\"/a#b\"\n", 0, -EINVAL, 1, 18,
+	    "'#' starts a comment even inside quotes");
 	bad(false, "CgroupMountpoint=\"/a\"b\n", 0, -EINVAL, 1, 22, "after the closing quote");
 	bad(false, "AllowedRAMSpace=abc\n", 0, -EINVAL, 1, 17, "expected a percentage");
 	bad(false, "AllowedRAMSpace=-5\n", 0, -EINVAL, 1, 17, "expected a percentage");
@@ -268,7 +270,7 @@ static void test_env_and_dir(void)
 	setenv("JOBCG_NODENAME", "n2", 1);
 	c = NULL;
 	ok(jobcg_config_load(tmp, NULL, 0, &c) == 0 && c && streq(c->hostname, "n2") &&
-		   c->gres.nrecords == 1,
+	       c->gres.nrecords == 1,
 	   "JOBCG_NODENAME names this node");
 	jobcg_config_free(c);
 	c = NULL;
