@@ -348,6 +348,17 @@ static int parse_values(struct confload *l, const struct conf_stmt *st, struct l
 						    "(letters, digits, '_', '-', '.')",
 						    n, *q);
 	}
+	if (p[G_TYPE]) {
+		/* ':' and ',' separate the parts of a request such as gpu:a100:2,nic:1 */
+		const char *t = p[G_TYPE]->value, *bad = t + strcspn(t, ":, \t");
+
+		if (*bad)
+			return error_set_at(
+			    -EINVAL, st->file, p[G_TYPE]->vline,
+			    p[G_TYPE]->vcol + (unsigned)(bad - t),
+			    "Type=%s: '%c' is not allowed in a type (it separates GRES requests)",
+			    t, *bad);
+	}
 	if (p[G_COUNT]) {
 		r = jobcg_parse_size(p[G_COUNT]->value, 1, JOBCG_SIZE_DECIMAL, &v->count);
 		if (r < 0)

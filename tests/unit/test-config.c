@@ -347,6 +347,7 @@ static void test_gres_errors(void)
 	bad(true, "Name=gpu File=/dev/null stray\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 25,
 	    "expected '=' after 'stray'");
 	bad(true, "Name=g:pu\n", 0, -EINVAL, 1, 7, "not allowed in a GRES name");
+	bad(true, "Name=gpu Type=a100:80g\n", 0, -EINVAL, 1, 19, "not allowed in a type");
 	bad(true, "Name=\"\"\n", 0, -EINVAL, 1, 7, "Name= is empty");
 	bad(true, "Include nope.conf\n", 0, -ENOENT, 1, 9, "cannot read included file");
 	/* values of another node's lines are checked too (the file is meant for the cluster) */
