@@ -189,20 +189,23 @@ static void line_vals_done(struct line_vals *v)
 
 static int parse_cores(const struct conf_stmt *st, const struct conf_pair *pr, struct line_vals *v)
 {
-	_cleanup_free_ char *s = strdup(pr->value);
-	char *body;
-	size_t n;
+	size_t n = strlen(pr->value), len = 0;
+	_cleanup_free_ char *body = malloc(n + 1);
+	_cleanup_free_ size_t *orig = malloc((n + 1) * sizeof(size_t));
 	int r;
 
-	if (!s)
+	if (!body || !orig)
 		return -ENOMEM;
-	body = s;
-	n = strlen(s);
-	/* Slurm reads Cores=[0-3] as 0-3 (bitfmt2int skips the brackets). */
-	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-		s[n - 1] = '\0';
-		body = s + 1;
+	/* Slurm's bitfmt2int skips brackets ("Cores=[0-3]" is 0-3) and blanks; so does jobcg,
+	 * but any other stray character is an error rather than silently ignored. */
+	for (size_t i = 0; i < n; i++) {
+		if (strchr("[] \t", pr->value[i]))
+			continue;
+		orig[len] = i;
+		body[len++] = pr->value[i];
 	}
+	body[len] = '\0';
+	orig[len] = n;
 	if (!*body) {
 		/* Cores="" is an empty set in Slurm: keep it as a bitmap with no bit set. */
 		v->cores = calloc(1, sizeof(uint64_t));
@@ -224,9 +227,11 @@ static int parse_cores(const struct conf_stmt *st, const struct conf_pair *pr, s
 		return r;
 	if (r < 0) {
 		struct conf_pair shifted = *pr;
+		unsigned c = jobcg_last_error()->column;
 
-		if (body != s)
-			shifted.vcol++;
+		/* point at the character in the value as written */
+		if (c >= 1 && c - 1 <= len)
+			shifted.vcol = pr->vcol + (unsigned)(orig[c - 1] - (c - 1));
 		return conf_reraise(r, st->file, &shifted, "%s=%s", pr->key, pr->value);
 	}
 	return 0;

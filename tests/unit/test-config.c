@@ -305,6 +305,8 @@ static void test_gres_errors(void)
 	    "reversed range");
 	bad(true, "Name=gpu File=/dev/null CPUs=[0-4096]\n", JOBCG_CONFIG_NO_STAT, -ERANGE, 1, 33,
 	    "beyond the limit");
+	bad(true, "Name=gpu File=/dev/null Cores=[0-3],[5-x]\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1,
+	    40, "end of the range");
 	bad(true, "Name=gpu File=/dev/null Cores=0-3x\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 34,
 	    "unexpected 'x'");
 	bad(true, "Name=tmpdisk Count=10X\n", 0, -EINVAL, 1, 22, "unknown suffix");
@@ -366,7 +368,7 @@ static void test_gres_good(void)
 		 "NodeName=other Name=gpu File=/dev/nvidia9\n"
 		 "Name=gpu Type=a100 File=/dev/nvidia2 Links=-1,0-1\n"
 		 "Name=nic Count=2\n"
-		 "Name=gpu Type=a100 File=/dev/nvidia3 Flags=Weird\n",
+		 "Name=gpu Type=a100 File=/dev/nvidia3 Flags=Weird Cores=\"[0-1], [4-5]\"\n",
 		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
 	if (c) {
 		is_int(c->gres.nrecords, 5, "4 gpu records and one nic for tux1");
@@ -384,6 +386,8 @@ static void test_gres_good(void)
 			ok(r[3].count == 2 && r[3].nfiles == 0 && r[3].flags == 0,
 			   "count-only nic");
 			ok(r[0].files[0].type == 0, "no stat: type left 0");
+			ok(r[4].cores && r[4].cores[0] == 0x33,
+			   "Cores=\"[0-1], [4-5]\" skips brackets and blanks");
 		}
 		is_int(strv_length(c->warnings), 2, "warnings: invalid Links, unknown flag");
 		jobcg_config_free(c);
