@@ -160,8 +160,14 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 		struct conf_pair *np;
 
 		if (!is_key_char(b->v[i].c)) {
-			r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
-					 "expected Key=Value, found '%c'", b->v[i].c);
+			unsigned char ch = (unsigned char)b->v[i].c;
+
+			if (isprint(ch))
+				r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
+						 "expected Key=Value, found '%c'", ch);
+			else
+				r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
+						 "expected Key=Value, found byte 0x%02X", ch);
 			goto fail;
 		}
 		while (i < b->n && is_key_char(b->v[i].c))
@@ -294,6 +300,10 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 {
 	struct lbuf raw = {}, esc = {};
 	size_t pos = 0;
+
+	/* An editor's UTF-8 byte order mark is not part of the first key. */
+	if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+		pos = 3;
 	unsigned line = 0;
 	int r = 0;
 

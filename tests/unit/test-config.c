@@ -109,6 +109,7 @@ static void test_cgroup_errors(void)
 	bad(false, "ConstrainCores= ConstrainDevices=yes\n", 0, -EINVAL, 1, 15,
 	    "next word is another key");
 	bad(false, "ConstrainCores+=yes\n", 0, -EINVAL, 1, 15, "operator '+='");
+	bad(false, "\x01x=1\n", 0, -EINVAL, 1, 1, "found byte 0x01");
 	bad(false, "=yes\n", 0, -EINVAL, 1, 1, "expected Key=Value");
 	bad(false, "DeviceProgram=tree\n", 0, -EINVAL, 1, 15, "expected node or linear");
 	bad(false, "JobcgRoot=a/../b\n", 0, -EINVAL, 1, 11, "'..'");
@@ -206,6 +207,14 @@ static void test_cgroup_good(void)
 		ok(c->warnings &&
 		       strstr(c->warnings[0], "cgroup.conf:12: MemorySwappiness is ignored"),
 		   "warning names file and line: %s", c->warnings ? c->warnings[0] : "");
+		jobcg_config_free(c);
+	}
+	c = good(false,
+		 "\xEF\xBB\xBF"
+		 "ConstrainCores=yes\n",
+		 (size_t)-1, 0);
+	if (c) {
+		ok(c->cgroup.constrain_cores, "a UTF-8 byte order mark is skipped");
 		jobcg_config_free(c);
 	}
 	c = good(false, nul_text, sizeof(nul_text) - 1, 0);
