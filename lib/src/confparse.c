@@ -86,6 +86,19 @@ static void pairs_free(struct conf_pair *pairs, size_t n)
 static int parse_file_at(struct ctx *c, const char *path, const char *from_file, unsigned from_line,
 			 unsigned from_col);
 
+/* An error inside an included file also says where it was included from. */
+static void add_include_context(const char *file, unsigned line)
+{
+	const struct jobcg_error *e = jobcg_last_error();
+	char efile[sizeof(e->file)], msg[sizeof(e->message)];
+
+	if (!e->code || streq(e->file, file))
+		return;
+	snprintf(efile, sizeof(efile), "%s", e->file);
+	snprintf(msg, sizeof(msg), "%s (included from %s:%u)", e->message, file, line);
+	error_set_at(e->code, efile, e->line, e->column, "%s", msg);
+}
+
 /* "Include FILE" at the start of a statement; returns 1 when handled, 0 when not an include. */
 static int handle_include(struct ctx *c, const char *file, const struct lbuf *b, size_t i)
 {
@@ -136,6 +149,8 @@ static int handle_include(struct ctx *c, const char *file, const struct lbuf *b,
 	if (!path)
 		return -ENOMEM;
 	int r = parse_file_at(c, path, file, b->v[start].line, b->v[start].col);
+	if (r < 0)
+		add_include_context(file, b->v[kw].line);
 	return r < 0 ? r : 1;
 }
 

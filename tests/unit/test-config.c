@@ -148,7 +148,8 @@ static void test_cgroup_errors(void)
 		const struct jobcg_error *e = jobcg_last_error();
 
 		ok(r == -EINVAL && !c && strstr(e->file, "inc-bad.conf") && e->line == 2 &&
-		       e->column == 1,
+		       e->column == 1 && strstr(e->message, "(included from ") &&
+		       strstr(e->message, "cgroup.conf:1)"),
 		   "an error in an included file names that file and line (%s:%u)", e->file,
 		   e->line);
 	}
