@@ -765,11 +765,56 @@ int gres_conf_parse(struct confload *l, const char *path, const char *buf, size_
 	return conf_parse_buffer(&p, path, buf, len);
 }
 
+static int cmp_by_name_path(const void *a, const void *b)
+{
+	const struct jobcg_gres_record *x = *(const struct jobcg_gres_record *const *)a,
+				       *y = *(const struct jobcg_gres_record *const *)b;
+	int r = strcmp(x->name, y->name);
+
+	if (r)
+		return r;
+	r = strcmp(x->files[0].path, y->files[0].path);
+	if (r)
+		return r;
+	return x < y ? -1 : x > y; /* file order among equals */
+}
+
+/*
+ * Two File= records of one name on the same device file make one device count twice. Warn
+ * (Slurm does not check). MultipleFiles= records legitimately share a parent GPU's file.
+ */
+static int warn_duplicate_files(struct confload *l)
+{
+	struct jobcg_gres_conf *g = &l->c->gres;
+	_cleanup_free_ const struct jobcg_gres_record **v = calloc(g->nrecords + 1, sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->nrecords; i++)
+		if (g->records[i].nfiles == 1)
+			v[n++] = &g->records[i];
+	qsort(v, n, sizeof(*v), cmp_by_name_path);
+	for (size_t i = 1; i < n; i++)
+		if (streq(v[i]->name, v[i - 1]->name) &&
+		    streq(v[i]->files[0].path, v[i - 1]->files[0].path))
+			confload_warn(
+			    l, v[i]->origin.file, v[i]->origin.line,
+			    "%s is listed again for %s (also at %s:%u): one device counts twice",
+			    v[i]->files[0].path, v[i]->name, v[i - 1]->origin.file,
+			    v[i - 1]->origin.line);
+	return 0;
+}
+
 int gres_conf_finish(struct confload *l)
 {
 	struct jobcg_gres_conf *g = &l->c->gres;
 	struct gres_state *s = l->gres;
 	const char *ad = g->node_autodetect ? g->node_autodetect : g->autodetect;
+	int r = warn_duplicate_files(l);
+
+	if (r < 0)
+		return r;
 
 	for (size_t i = 0; i < g->nrecords; i++) {
 		struct jobcg_gres_record *rec = &g->records[i];
@@ -784,7 +829,7 @@ int gres_conf_finish(struct confload *l)
 			struct stat st;
 
 			if (stat(gf->path, &st) < 0) {
-				int r = negative_errno();
+				r = negative_errno();
 
 				return error_set_at(
 				    r, pos->file, pos->line, pos->col,

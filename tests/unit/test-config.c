@@ -411,6 +411,22 @@ static void test_gres_good(void)
 		   "a gpu line without Flags gets every GPU environment flag (Slurm's default)");
 		jobcg_config_free(c);
 	}
+	c = good(true,
+		 "Name=gpu File=/dev/nvidia[0-1]\nName=mps Count=2 File=/dev/nvidia0\n"
+		 "Name=gpu File=/dev/nvidia1\n"
+		 "Name=gpu MultipleFiles=/dev/nvidia0,/dev/c1\nName=gpu "
+		 "MultipleFiles=/dev/nvidia0,/dev/c2\n",
+		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
+	if (c) {
+		ok(strv_length(c->warnings) == 1 &&
+		       strstr(c->warnings[0],
+			      "gres.conf:3: /dev/nvidia1 is listed again for gpu") &&
+		       strstr(c->warnings[0], "gres.conf:1)"),
+		   "a device file listed twice for one name warns once (mps sharing it and "
+		   "MultipleFiles "
+		   "sharing a parent do not)");
+		jobcg_config_free(c);
+	}
 	c = good(true, "Name=shard File=/dev/nvidia[0-2] Count=10\n", 42, JOBCG_CONFIG_NO_STAT);
 	if (c) {
 		ok(c->gres.nrecords == 3 && c->gres.records[0].count == 4 &&
