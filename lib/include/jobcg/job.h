@@ -227,8 +227,10 @@ struct jobcg_gc_stats {
 };
 /**
  * Sweep stray directories under the node lock: ephemeral jobs and steps whose runner process
- * is gone, job directories left half made (no trusted.jobcg.created), empty tasks of dead
- * steps. Jobs made by jobcg_job_create() without EPHEMERAL live until jobcg_job_remove().
+ * is gone (what is left in them is killed; their accounting records say NODE_FAIL) and job
+ * directories left half made (no trusted.jobcg.created). Jobs made by jobcg_job_create()
+ * without EPHEMERAL live until jobcg_job_remove(); directories that are not job_<id> are left
+ * alone. Without xattr support nothing can be judged stray and everything is kept.
  */
 JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc_stats *ret);
 
