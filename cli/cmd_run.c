@@ -46,7 +46,6 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_acct acct = {};
 	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
 	struct timespec start = {};
-	const char *state = "UNKNOWN", *oom = NULL;
 	const char *step_arg = NULL;
 	char step[JOBCG_STEP_ID_MAX];
 	uint32_t job = JOBCG_JOB_ID_AUTO;
@@ -150,10 +149,6 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			cli_print_error("accounting");
 		else {
 			have_acct = want_acct;
-			state = jobcg_acct_state_name(
-			    jobcg_acct_step_state(&res, &acct, res.lost_signal != 0));
-			if (jobcg_acct_oom_source(ctx, job, step, &oom) < 0)
-				oom = NULL;
 			if (jobcg_acct_log_step(ctx, job, step,
 						(uint64_t)start.tv_sec * 1000000u +
 						    (uint64_t)start.tv_nsec / 1000u,
@@ -178,14 +173,11 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			json_object_object_add(o, "step", json_object_new_string(step));
 			json_object_object_add(o, "ntasks", json_object_new_uint64(ntasks));
 			json_object_object_add(o, "exit_code", json_object_new_int(exit_code));
-			json_object_object_add(o, "state", json_object_new_string(state));
-			json_object_object_add(o, "oom", oom ? json_object_new_string(oom) : NULL);
 			json_object_object_add(o, "acct", cli_json_acct(&acct));
 			cli_json_print(stderr, o);
 		} else {
-			fprintf(stderr, "step %u.%s: %s, exit code %d, %u task(s)%s%s\n", job, step,
-				state, exit_code, ntasks,
-				oom ? ", OOM caused by the limit of the " : "", oom ? oom : "");
+			fprintf(stderr, "step %u.%s: exit code %d, %u task(s)\n", job, step,
+				exit_code, ntasks);
 			cli_print_acct(stderr, &acct);
 		}
 	}

@@ -228,11 +228,14 @@ int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 	return jobcg_acctlog_append(path, &rec);
 }
 
-/* exit code and ending signal of a step as the log records them (code 0 when signalled) */
-static void result_code(const struct jobcg_run_result *res, int *ret_code, int *ret_sig)
+JOBCG_EXPORT int jobcg_acct_log_step(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				     uint64_t start_usec, const struct jobcg_run_result *res,
+				     const struct jobcg_acct *a, bool cancelled)
 {
 	int code = -1, sig = 0;
 
+	if (!jobcg_step_id_valid(step_id))
+		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
 	if (res) {
 		code = res->exit_code;
 		/* the signal that ended the first task killed by one */
@@ -244,70 +247,6 @@ static void result_code(const struct jobcg_run_result *res, int *ret_code, int *
 		if (sig)
 			code = 0;
 	}
-	*ret_code = code;
-	*ret_sig = sig;
-}
-
-JOBCG_EXPORT enum jobcg_acct_state jobcg_acct_step_state(const struct jobcg_run_result *res,
-							 const struct jobcg_acct *a, bool cancelled)
-{
-	int code, sig;
-
-	result_code(res, &code, &sig);
-	return jobcg_acct_state_of(
-	    code, sig, jobcg_acct_has(a, JOBCG_ACCT_OOM_KILL) ? a->value[JOBCG_ACCT_OOM_KILL] : 0,
-	    cancelled);
-}
-
-/* The OOM count of @dir itself (memory.events.local; before Linux 5.7 memory.events). */
-static uint64_t local_ooms(const char *dir)
-{
-	_cleanup_free_ char *s = NULL;
-	uint64_t v = 0;
-
-	if (cgfs_read(dir, "memory.events.local", &s) < 0 &&
-	    cgfs_read(dir, "memory.events", &s) < 0)
-		return 0;
-	if (cgfs_parse_keyed(s, "oom", &v) < 0)
-		return 0;
-	return v;
-}
-
-JOBCG_EXPORT int jobcg_acct_oom_source(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
-				       const char **ret)
-{
-	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *sdir = NULL;
-	struct jobcg_acct a = {};
-	int r;
-
-	if (!jobcg_step_id_valid(step_id))
-		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
-	sdir = tree_step_dir(ctx, job_id, step_id);
-	if (!jdir || !sdir)
-		return -ENOMEM;
-	r = jobcg_acct_read_dir(sdir, &a);
-	if (r < 0)
-		return r;
-	if (!jobcg_acct_has(&a, JOBCG_ACCT_OOM_KILL) || a.value[JOBCG_ACCT_OOM_KILL] == 0)
-		*ret = NULL;
-	else if (local_ooms(sdir) > 0)
-		*ret = "step";
-	else if (local_ooms(jdir) > 0)
-		*ret = "job";
-	else
-		*ret = "node"; /* a limit above the job: the tree root, a slice, or the machine */
-	return 0;
-}
-
-JOBCG_EXPORT int jobcg_acct_log_step(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
-				     uint64_t start_usec, const struct jobcg_run_result *res,
-				     const struct jobcg_acct *a, bool cancelled)
-{
-	int code, sig;
-
-	if (!jobcg_step_id_valid(step_id))
-		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
-	result_code(res, &code, &sig);
 	return acct_log_append(ctx, job_id, step_id, start_usec, code, sig, res ? res->ntasks : 0,
 			       cancelled, a);
 }

@@ -4,7 +4,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "jobcg/acctlog.h"
 #include "jobcg/job.h"
 
 #ifdef __cplusplus
@@ -62,19 +61,6 @@ JOBCG_EXPORT int jobcg_acct_parse(const char *file, const char *text, struct job
 JOBCG_EXPORT int jobcg_acct_log_step(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				     uint64_t start_usec, const struct jobcg_run_result *res,
 				     const struct jobcg_acct *a, bool cancelled);
-
-/** The final state of a step (jobcg/acctlog.h) from its result and end-of-step readings. */
-JOBCG_EXPORT enum jobcg_acct_state jobcg_acct_step_state(const struct jobcg_run_result *res,
-							 const struct jobcg_acct *a,
-							 bool cancelled);
-
-/**
- * Whose memory limit caused the OOM kills of a step: "step", "job" (the job's memory.max), "node"
- * (a limit above the job), or NULL when nothing in the step was OOM-killed (or memory is not
- * accounted). Call at step end, before the step is removed.
- */
-JOBCG_EXPORT int jobcg_acct_oom_source(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
-				       const char **ret);
 
 #ifdef __cplusplus
 }
