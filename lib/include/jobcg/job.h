@@ -213,7 +213,9 @@ struct jobcg_run_result {
  * Run @ntasks copies of @argv as tasks 0..ntasks-1 of an existing step and wait for all of
  * them; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to the caller are forwarded
  * to the step's tasks meanwhile. When the last task has exited, processes left in the step are
- * killed (the step ends). Does not remove the step (read accounting first).
+ * killed (the step ends). Does not remove the step (read accounting first). The signals are
+ * blocked with sigprocmask() meanwhile: a multi-threaded caller must block them in its other
+ * threads too, or they may take the forwarded signals.
  */
 JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				unsigned ntasks, char *const argv[],
