@@ -508,7 +508,7 @@ JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const
 	r = tree_make_step(ctx, jdir, sid);
 	if (r < 0)
 		goto out;
-	if (ctx->info->xattr.supported) {
+	if (ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER)) {
 		sdir = tree_step_dir(ctx, job_id, sid);
 		me = tree_runner_self();
 		if (!sdir || !me)
