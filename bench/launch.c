@@ -160,10 +160,11 @@ static bool fork_exec_wait(char *const argv[], bool redirect)
 			dup2(out_fd, 1);
 		if (redirect && err_fd >= 0)
 			dup2(err_fd, 2);
-		/* Leading NAME=VALUE words set the command's environment, as in sh. */
+		/* Leading NAME=VALUE words set the command's environment, as in sh; a command
+		 * name without a slash is looked up in PATH (the floor's is absolute). */
 		while (argv[0] && strchr(argv[0], '=') && argv[0][0] != '/')
 			putenv(*argv++);
-		execve(argv[0], argv, environ);
+		execvp(argv[0], argv);
 		_exit(127);
 	}
 	while (waitpid(pid, &st, 0) < 0)

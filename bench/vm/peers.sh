@@ -28,7 +28,7 @@ check "jobcg alloc 1 --cpus 0 --mem 256M $gres" jobcg alloc 1 --cpus 0 --mem 256
 
 # --- crun: a minimal bundle (only /bin/true and its libraries, a mount namespace) ---------
 b="$tmp/bundle"
-mkdir -p "$b/rootfs"
+mkdir -p "$b/rootfs/dev" "$b/rootfs/proc"
 for f in /bin/true $(ldd /bin/true | grep -o '/[^ ]*'); do
 	mkdir -p "$b/rootfs$(dirname "$f")"
 	cp -L "$f" "$b/rootfs$f"
