@@ -2,6 +2,7 @@
 #include <getopt.h>
 
 #include "common.h"
+#include "jobcg/jobgres.h"
 
 static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 {
@@ -10,6 +11,7 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	    {"mem", required_argument, NULL, 'm'},
 	    {"pids", required_argument, NULL, 'p'},
 	    {"best-effort", no_argument, NULL, 'B'},
+	    {"gres", required_argument, NULL, 'G'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
@@ -18,6 +20,7 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	uint32_t job;
+	char *gres = NULL;
 	bool json = false;
 	int c, r;
 
@@ -35,9 +38,12 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 		case 'h':
 			printf(
 			    "Usage: jobcg alloc JOB [--cpus LIST] [--mem SIZE] [--pids N] "
-			    "[--best-effort] [--json]\n\n"
+			    "[--gres gpu[:TYPE]:N[,...]]\n"
+			    "                   [--best-effort] [--json]\n\n"
 			    "Create job JOB with its limits; it stays until 'jobcg release JOB'.\n"
-			    "Limits this host cannot enforce are refused unless --best-effort.\n");
+			    "Limits this host cannot enforce are refused unless --best-effort.\n"
+			    "--gres picks free devices of gres.conf (those whose Cores match --cpus\n"
+			    "first); with ConstrainDevices=yes the job can open only its own.\n");
 			return 0;
 		default:
 			return cli_usage_error("alloc", "unknown option");
@@ -62,11 +68,19 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 
 		(void)jobcg_target_path(ctx, &t, &path);
 		json_object_object_add(o, "job", json_object_new_uint64(job));
+		if (jobcg_gres_get(ctx, job, NULL, &gres) == 0)
+			json_object_object_add(o, "gres", json_object_new_string(gres));
 		json_object_object_add(o, "path", json_object_new_string(path ? path : ""));
 		cli_json_print(stdout, o);
 		free(path);
-	} else
-		printf("job %u allocated\n", job);
+		free(gres);
+	} else {
+		if (jobcg_gres_get(ctx, job, NULL, &gres) == 0 && *gres)
+			printf("job %u allocated with %s\n", job, gres);
+		else
+			printf("job %u allocated\n", job);
+		free(gres);
+	}
 	cli_ctx_close(conf, ctx);
 	return r;
 }

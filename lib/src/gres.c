@@ -56,18 +56,24 @@ JOBCG_EXPORT int jobcg_gres_node_new(const struct jobcg_gres_conf *conf,
 	}
 	for (size_t i = 0; conf && i < conf->nrecords; i++) {
 		const struct jobcg_gres_record *r = &conf->records[i];
-		unsigned index = 0;
 
 		if (r->nfiles == 0) {
 			log_debug("gres %s (Count only) has no device file: not given out by device",
 				  r->name);
 			continue;
 		}
+		/* The index is the configuration's (stable, shown by `jobcg config`); it is what
+		 * the persisted state names, so two devices must never share one. */
 		for (size_t j = 0; j < n->ndev; j++)
-			if (streq(n->dev[j].rec->name, r->name))
-				index++;
+			if (n->dev[j].index == r->index && streq(n->dev[j].rec->name, r->name)) {
+				int k = error_set_at(-EINVAL, r->origin.file, r->origin.line, 0,
+						     "gres %s index %u given twice", r->name,
+						     r->index);
+				jobcg_gres_node_free(n);
+				return k;
+			}
 		n->dev[n->ndev] = (struct jobcg_gres_device){
-			.pos = (unsigned)n->ndev, .index = index, .rec = r,
+			.pos = (unsigned)n->ndev, .index = r->index, .rec = r,
 		};
 		n->ndev++;
 	}

@@ -7,6 +7,8 @@
 #include "discover.h"
 #include "job_hooks.h"
 #include "log.h"
+#include "jobcg/jobgres.h"
+#include "jobcg/memlimit.h"
 #include "tree.h"
 #include "util.h"
 
@@ -167,6 +169,41 @@ JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, con
 	return get_meta(dir, key, ret);
 }
 
+static int write_mem_value(const char *dir, const char *file, uint64_t v)
+{
+	char buf[32];
+
+	if (v == JOBCG_MEM_UNLIMITED)
+		snprintf(buf, sizeof(buf), "max");
+	else
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	return cgfs_write(dir, file, buf);
+}
+
+/*
+ * memory.max / memory.high / memory.swap.max by Slurm's formulas (memlimit.h). An explicit
+ * memory request is a limit even with ConstrainRAMSpace=no; swap only with ConstrainSwapSpace.
+ */
+static int mem_limits_write(struct jobcg_ctx *ctx, const char *dir, uint64_t mem)
+{
+	struct jobcg_mem_limits m;
+	uint64_t ram;
+	int r;
+
+	r = jobcg_node_ram(&ram);
+	if (r < 0)
+		return r;
+	r = jobcg_mem_limits_compute(&ctx->conf->cgroup, mem, ram, &m);
+	if (r < 0)
+		return r;
+	if ((r = write_mem_value(dir, "memory.max", m.max)) < 0 ||
+	    (r = write_mem_value(dir, "memory.high", m.high)) < 0)
+		return r;
+	if (m.set_swap && (r = write_mem_value(dir, "memory.swap.max", m.swap_max)) < 0)
+		return r;
+	return 0;
+}
+
 /* The built-in hook: cpuset.cpus, memory.max and pids.max on job_<id>/. */
 static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
 			 const struct jobcg_limits *l)
@@ -204,9 +241,10 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 			file = "cpuset.cpus";
 			value = l->cpus;
 		} else if (d->bit == JOBCG_LIMIT_MEM) {
-			file = "memory.max";
-			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
-			value = buf;
+			r = mem_limits_write(ctx, job_dir, l->mem_bytes);
+			if (r < 0)
+				return r;
+			continue;
 		} else {
 			file = "pids.max";
 			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
@@ -232,6 +270,7 @@ static const struct job_hook limits_hook = {
  */
 static const struct job_hook *const job_hooks[] = {
     &limits_hook,
+    &gres_job_hook,
 };
 
 static void hooks_detach(struct jobcg_ctx *ctx, uint32_t job_id, const char *dir, size_t upto)
@@ -730,6 +769,10 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 		if (r < 0 && !first_err)
 			first_err = r; /* keep sweeping the others; report the first failure */
 	}
+	/* Last: device policy entries of cgroups removed above or by a killed jobcg. */
+	r = jobcg_devices_gc(ctx, NULL);
+	if (r < 0 && !first_err)
+		first_err = r;
 	r = first_err;
 out:
 	jobcg_ctx_unlock(ctx);

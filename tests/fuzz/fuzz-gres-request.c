@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					       { (char *)"/dev/nic0", 'c', 231, 0 } };
 	static struct jobcg_gres_record r[3] = {
 		{ .name = (char *)"gpu", .type = (char *)"a100", .files = &f[0], .nfiles = 1 },
-		{ .name = (char *)"gpu", .type = (char *)"v100", .files = &f[1], .nfiles = 1 },
+		{ .name = (char *)"gpu", .type = (char *)"v100", .files = &f[1], .nfiles = 1,
+		  .index = 1 },
 		{ .name = (char *)"nic", .files = &f[2], .nfiles = 1 },
 	};
 	static const struct jobcg_gres_conf conf = { .records = r, .nrecords = 3 };

@@ -70,7 +70,7 @@ int main(void)
 
 	for (int i = 0; i < 4; i++)
 		recs[i] = (struct jobcg_gres_record){ .name = (char *)"gpu", .files = &files[i],
-						      .nfiles = 1, .count = 1 };
+						      .nfiles = 1, .count = 1, .index = (unsigned)i };
 	if (jobcg_gres_node_new(&conf, &n) < 0)
 		abort();
 	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

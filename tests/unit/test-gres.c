@@ -27,9 +27,10 @@ static void build_conf(unsigned gpu_flags)
 			.name = (char *)"gpu", .type = (char *)(i < 2 ? "a100" : "v100"),
 			.files = &files[i], .nfiles = 1, .count = 1,
 			.cores = i < 2 ? &cores_lo : &cores_hi, .cores_words = 1,
-			.links = links[i], .nlinks = 4, .flags = gpu_flags,
+			.links = links[i], .nlinks = 4, .flags = gpu_flags, .index = (unsigned)i,
 		};
 	recs[4] = (struct jobcg_gres_record){ .name = (char *)"bw", .count = 100 };
+	/* .index 0: the nic is the first of its name */
 	recs[5] = (struct jobcg_gres_record){ .name = (char *)"nic", .files = &files[5], .nfiles = 1,
 					      .count = 1 };
 	conf = (struct jobcg_gres_conf){ .records = recs, .nrecords = 6 };
@@ -488,9 +489,13 @@ static void test_too_many(void)
 
 	for (size_t i = 0; i < nrec; i++)
 		many[i] = (struct jobcg_gres_record){ .name = (char *)"gpu", .files = &files[0],
-						      .nfiles = 1, .count = 1 };
+						      .nfiles = 1, .count = 1, .index = (unsigned)i };
 	is_int(jobcg_gres_node_new(&c, &n), -E2BIG, "more than JOBCG_GRES_MAX devices refused");
 	ok(n == NULL, "nothing returned");
+	many[1].index = 0;
+	c.nrecords = 4;
+	is_int(jobcg_gres_node_new(&c, &n), -EINVAL, "two devices with the same index refused");
+	many[1].index = 1;
 	c.nrecords = JOBCG_GRES_MAX;
 	is_int(jobcg_gres_node_new(&c, &n), 0, "exactly JOBCG_GRES_MAX devices is fine");
 	is_int(jobcg_gres_node_find(n, "gpu", JOBCG_GRES_MAX - 1), JOBCG_GRES_MAX - 1, "last one found");

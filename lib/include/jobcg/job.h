@@ -61,6 +61,7 @@ struct jobcg_limits {
 	uint64_t mem_bytes; /* memory.max, 0 = unlimited */
 	uint64_t pids_max;  /* pids.max, 0 = unlimited */
 	bool best_effort;   /* skip limits this host cannot enforce (logged) instead of failing */
+	const char *gres;   /* GRES request ("gpu:2", "gpu:a100:1,nic:1"), NULL = none; see jobgres.h */
 };
 
 /* Bits for jobcg_limits_check(). */
@@ -158,6 +159,10 @@ struct jobcg_spawn_opts {
 	char *const *envp;	 /* NULL: inherit environ */
 	bool no_clone3;		 /* force the fork + migrate-before-exec fallback (tests) */
 	const sigset_t *sigmask; /* mask for the child, NULL: empty mask (all signals unblocked) */
+	/* Per task (indexed by task number, at least as many as tasks started): "NAME=VALUE"
+	 * strings added to that task's environment, replacing inherited ones of the same name
+	 * (a task's own GPU variables). NULL: none. */
+	char *const *const *task_env;
 };
 
 /**
