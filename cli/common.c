@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "jobcg/parse.h"
 
 int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
 		 struct jobcg_ctx **ret_ctx)
@@ -103,7 +104,7 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 		out->l.cpus = arg;
 		return 1;
 	case 'm':
-		if (jobcg_parse_size(arg, &out->l.mem_bytes) < 0 || out->l.mem_bytes == 0)
+		if (jobcg_parse_size(arg, 1u << 20, 0, &out->l.mem_bytes) < 0 || out->l.mem_bytes == 0)
 			return -cli_usage_error(cmd, "--mem '%s': need a size like 512M or 4G",
 						arg);
 		out->mem_arg = arg;

@@ -19,55 +19,6 @@ JOBCG_EXPORT void jobcg_strv_free(char **v)
 	strv_free(v);
 }
 
-JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t *ret)
-{
-	unsigned long long v, mult = 1;
-	char *end;
-
-	if (!s || !isdigit((unsigned char)*s))
-		return error_set(-EINVAL,
-				 "invalid size '%s': need a number with optional K, M, G or T",
-				 s ? s : "");
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return error_set(-ERANGE, "size '%s' is too large", s);
-	switch (toupper((unsigned char)*end)) {
-	case '\0':
-		break;
-	case 'K':
-		mult = 1ULL << 10;
-		break;
-	case 'M':
-		mult = 1ULL << 20;
-		break;
-	case 'G':
-		mult = 1ULL << 30;
-		break;
-	case 'T':
-		mult = 1ULL << 40;
-		break;
-	default:
-		return error_set(-EINVAL, "invalid size '%s': unknown suffix '%s'", s, end);
-	}
-	if (*end) {
-		end++;
-		if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I') {
-			/* accept "4GiB", "4GB" as the same power of 1024 */
-			if (toupper((unsigned char)*end) == 'I' &&
-			    toupper((unsigned char)end[1]) == 'B')
-				end++;
-			end++;
-		}
-		if (*end)
-			return error_set(-EINVAL, "invalid size '%s': trailing '%s'", s, end);
-	}
-	if (v > UINT64_MAX / mult)
-		return error_set(-ERANGE, "size '%s' is too large", s);
-	*ret = v * mult;
-	return 0;
-}
-
 struct limit_desc {
 	unsigned bit;
 	unsigned ctrl;

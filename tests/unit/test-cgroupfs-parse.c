@@ -117,14 +117,5 @@ int main(void)
 	is_int(jobcg_last_error()->line, 2, "error names line 2");
 	is_int(jobcg_acct_parse("cpu.pressure", "", &a), -ENOENT, "not an accounting file");
 
-	is_int(jobcg_parse_size("512M", &v), 0, "512M");
-	is_int(v, 512ull << 20, "512 MiB");
-	is_int(jobcg_parse_size("4GiB", &v), 0, "4GiB");
-	is_int(v, 4ull << 30, "4 GiB");
-	is_int(jobcg_parse_size("100", &v), 0, "bytes");
-	is_int(v, 100, "100 bytes");
-	is_int(jobcg_parse_size("1X", &v), -EINVAL, "unknown suffix");
-	is_int(jobcg_parse_size("-1G", &v), -EINVAL, "negative");
-	is_int(jobcg_parse_size("99999999999T", &v), -ERANGE, "overflow");
 	return tap_done();
 }

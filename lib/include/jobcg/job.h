@@ -79,9 +79,6 @@ enum {
  */
 JOBCG_EXPORT unsigned jobcg_limits_check(const struct jobcg_ctx *ctx,
 					 const struct jobcg_limits *limits, char ***ret_reasons);
-/** Parse a memory size: bytes, or with suffix K, M, G, T (powers of 1024; "M" when bare digits
- *  end in no suffix is NOT assumed: plain numbers are bytes). 0 or -EINVAL/-ERANGE. */
-JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t *ret);
 /** Free a NULL-terminated string vector returned by the library. */
 JOBCG_EXPORT void jobcg_strv_free(char **v);
 
