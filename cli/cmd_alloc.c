@@ -1,8 +1,51 @@
 /* jobcg alloc: create a job (with its limits) that lives until 'jobcg release'. */
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "jobcg/jobgres.h"
+
+/* A user name or number; *ret_gid gets the user's primary group (the number's, if known). */
+static int parse_user(const char *s, uid_t *ret, gid_t *ret_gid)
+{
+	struct passwd *pw = getpwnam(s);
+	char *end;
+	unsigned long v;
+
+	if (pw) {
+		*ret = pw->pw_uid;
+		*ret_gid = pw->pw_gid;
+		return 0;
+	}
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || v >= UINT32_MAX)
+		return -EINVAL;
+	*ret = (uid_t)v;
+	pw = getpwuid((uid_t)v);
+	*ret_gid = pw ? pw->pw_gid : (gid_t)v;
+	return 0;
+}
+
+static int parse_group(const char *s, gid_t *ret)
+{
+	struct group *gr = getgrnam(s);
+	char *end;
+	unsigned long v;
+
+	if (gr) {
+		*ret = gr->gr_gid;
+		return 0;
+	}
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || v >= UINT32_MAX)
+		return -EINVAL;
+	*ret = (gid_t)v;
+	return 0;
+}
 
 static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 {
@@ -12,6 +55,8 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	    {"pids", required_argument, NULL, 'p'},
 	    {"best-effort", no_argument, NULL, 'B'},
 	    {"gres", required_argument, NULL, 'G'},
+	    {"uid", required_argument, NULL, 'u'},
+	    {"gid", required_argument, NULL, 'g'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
@@ -21,7 +66,8 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	uint32_t job;
 	char *gres = NULL;
-	bool json = false;
+	gid_t uid_gid = 0;
+	bool json = false, have_uid = false, have_gid = false;
 	int c, r;
 
 	optind = 1;
@@ -35,15 +81,27 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 		case 'j':
 			json = true;
 			break;
+		case 'u':
+			if (parse_user(optarg, &cl.l.uid, &uid_gid) < 0)
+				return cli_usage_error("alloc", "--uid '%s': no such user", optarg);
+			have_uid = true;
+			break;
+		case 'g':
+			if (parse_group(optarg, &cl.l.gid) < 0)
+				return cli_usage_error("alloc", "--gid '%s': no such group", optarg);
+			have_gid = true;
+			break;
 		case 'h':
 			printf(
 			    "Usage: jobcg alloc JOB [--cpus LIST] [--mem SIZE] [--pids N] "
 			    "[--gres gpu[:TYPE]:N[,...]]\n"
-			    "                   [--best-effort] [--json]\n\n"
+			    "                   [--uid USER] [--gid GROUP] [--best-effort] [--json]\n\n"
 			    "Create job JOB with its limits; it stays until 'jobcg release JOB'.\n"
 			    "Limits this host cannot enforce are refused unless --best-effort.\n"
 			    "--gres picks free devices of gres.conf (those whose Cores match --cpus\n"
-			    "first); with ConstrainDevices=yes the job can open only its own.\n");
+			    "first); with ConstrainDevices=yes the job can open only its own.\n"
+			    "--uid/--gid record the job's owner (default: the caller; --uid alone\n"
+			    "takes the user's primary group), shown by list and in accounting.\n");
 			return 0;
 		default:
 			return cli_usage_error("alloc", "unknown option");
@@ -51,6 +109,13 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error("alloc", "need exactly one job id");
+	if (have_uid || have_gid) {
+		cl.l.have_owner = true;
+		if (!have_uid)
+			cl.l.uid = getuid();
+		if (!have_gid)
+			cl.l.gid = have_uid ? uid_gid : getgid();
+	}
 	if (jobcg_job_id_parse(argv[optind], &job) < 0)
 		return cli_usage_error("alloc", "invalid job id '%s'", argv[optind]);
 	r = cli_ctx_open(g, 0, &conf, &ctx);

@@ -301,7 +301,9 @@ static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct j
 	char buf[64];
 	int r;
 
-	snprintf(buf, sizeof(buf), "%u:%u", (unsigned)getuid(), (unsigned)getgid());
+	/* The owner a scheduler names (--uid/--gid), else whoever created the job. */
+	snprintf(buf, sizeof(buf), "%u:%u", l && l->have_owner ? (unsigned)l->uid : (unsigned)getuid(),
+		 l && l->have_owner ? (unsigned)l->gid : (unsigned)getgid());
 	if ((r = set_meta(dir, "owner", buf)) < 0)
 		return r;
 	if (l && l->cpus && *l->cpus && (r = set_meta(dir, "cpus", l->cpus)) < 0)

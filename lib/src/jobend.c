@@ -114,6 +114,16 @@ JOBCG_EXPORT int jobcg_step_record(struct jobcg_ctx *ctx, uint32_t job, const ch
 	}
 	if (jobcg_acct_read(ctx, &t, &a) == 0)
 		jobcg_acct_record_fill(&rec, &a);
+	{
+		struct jobcg_job_info *info = NULL;
+
+		/* The step runs for the job's owner. */
+		if (jobcg_job_info_get(ctx, job, &info) == 0 && info->have_owner) {
+			rec.uid = info->uid;
+			rec.gid = info->gid;
+		}
+		jobcg_job_info_free(info);
+	}
 	(void)jobcg_gres_get(ctx, job, step, &rec.gres);
 	if (rec.gres && !*rec.gres) {
 		free(rec.gres);

@@ -117,7 +117,7 @@ static void test_isolation(void)
 	ok(r == 0, "alloc job 1 with one GPU");
 	if (r)
 		tap_diag("%s", out);
-	r = CLI(out, "alloc", "2", "--gres", "gpu:1");
+	r = CLI(out, "alloc", "2", "--gres", "gpu:1", "--uid", "1234", "--gid", "5678");
 	ok(r == 0, "alloc job 2 with one GPU");
 	if (r)
 		tap_diag("%s", out);
@@ -166,6 +166,11 @@ static void test_isolation(void)
 	r = CLI(out, "acct", "--job", "1", "--json");
 	ok(r == 0 && strstr(out, "\"type\":\"job\"") && strstr(out, "\"type\":\"step\""),
 	   "accounting has the job and its steps");
+	ok(strstr(out, "\"state\":\"COMPLETED\"") && strstr(out, "\"gres\":\"gpu:"),
+	   "  COMPLETED, with the GPUs");
+	r = CLI(out, "acct", "--job", "2", "--json");
+	ok(r == 0 && strstr(out, "\"uid\":1234") && strstr(out, "\"gid\":5678") &&
+	   !strstr(out, "\"uid\":0"), "job 2's records carry its owner from --uid/--gid");
 }
 
 static void test_race(void)

@@ -62,6 +62,9 @@ struct jobcg_limits {
 	uint64_t pids_max;  /* pids.max, 0 = unlimited */
 	bool best_effort;   /* skip limits this host cannot enforce (logged) instead of failing */
 	const char *gres;   /* GRES request ("gpu:2", "gpu:a100:1,nic:1"), NULL = none; see jobgres.h */
+	bool have_owner;    /* uid/gid below are the job's owner (recorded, and in accounting) */
+	uid_t uid;
+	gid_t gid;
 };
 
 /* Bits for jobcg_limits_check(). */
