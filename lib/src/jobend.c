@@ -99,8 +99,12 @@ JOBCG_EXPORT int jobcg_step_record(struct jobcg_ctx *ctx, uint32_t job, const ch
 	struct jobcg_target t = {.job = job, .task = JOBCG_TASK_ALL};
 	struct jobcg_acct a = {};
 	struct jobcg_acct_record rec = {
-	    .kind = JOBCG_ACCT_STEP, .uid = getuid(), .gid = getgid(), .start_usec = start_usec,
-	    .ntasks = ntasks, .exit_code = -1,
+	    .kind = JOBCG_ACCT_STEP,
+	    .uid = getuid(),
+	    .gid = getgid(),
+	    .start_usec = start_usec,
+	    .ntasks = ntasks,
+	    .exit_code = -1,
 	};
 	char id[16];
 

@@ -116,7 +116,8 @@ static int gres_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 			return r;
 		if ((r = open_dir(job_dir, &jfd)) < 0)
 			return r;
-		/* Stored before the grant: a crash in between leaves devices claimed, never shared. */
+		/* Stored before the grant: a crash in between leaves devices claimed, never shared.
+		 */
 		r = jobcg_gres_xattr_write(n, jfd, NULL, &set);
 		if (r < 0)
 			return r;
@@ -167,7 +168,8 @@ static void gres_detach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_
 	if (r == -ENOENT) {
 		_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
 
-		/* Linear mode: programs go with their cgroups, but detach them cleanly if we can. */
+		/* Linear mode: programs go with their cgroups, but detach them cleanly if we can.
+		 */
 		if (ctx->conf->cgroup.device_program != JOBCG_DEVPROG_LINEAR ||
 		    node_open(ctx, &n) < 0 || !constrained(ctx, n) || policy_open(ctx, n, &p) < 0)
 			return;
@@ -180,9 +182,9 @@ static void gres_detach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_
 }
 
 const struct job_hook gres_job_hook = {
-	.name = "gres",
-	.attach = gres_attach,
-	.detach = gres_detach,
+    .name = "gres",
+    .attach = gres_attach,
+    .detach = gres_detach,
 };
 
 static int read_set(const struct jobcg_gres_node *n, const char *dir, struct jobcg_gres_set *ret)
@@ -249,7 +251,8 @@ static int other_steps_used(const struct jobcg_gres_node *n, const char *job_dir
 		struct jobcg_gres_set s;
 		char flag;
 
-		if (de->d_type != DT_DIR || !startswith(de->d_name, "step_") || streq(de->d_name, own))
+		if (de->d_type != DT_DIR || !startswith(de->d_name, "step_") ||
+		    streq(de->d_name, own))
 			continue;
 		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
@@ -339,8 +342,8 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 	if (r < 0)
 		return r;
 	if (!(gres && *gres) && fsetxattr(sfd, GRES_SHARED_XATTR, "1", 1, 0) < 0)
-		return error_set(negative_errno(), "cannot set %s on %s: %s", GRES_SHARED_XATTR, sdir,
-				 strerror(errno));
+		return error_set(negative_errno(), "cannot set %s on %s: %s", GRES_SHARED_XATTR,
+				 sdir, strerror(errno));
 
 	constrain = constrained(ctx, n);
 	if (constrain) {
@@ -377,8 +380,11 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 	r = g->task_env ? jobcg_gres_set_format(n, &sset, &g->devices) : -ENOMEM;
 	for (unsigned t = 0; t < ntasks && r >= 0; t++) {
 		struct jobcg_gres_env_in in = {
-			.job = &jset, .step = &sset, .task = &tasks[t], .constrained = constrain,
-			.visible = constrain && bound ? &tasks[t] : &sset,
+		    .job = &jset,
+		    .step = &sset,
+		    .task = &tasks[t],
+		    .constrained = constrain,
+		    .visible = constrain && bound ? &tasks[t] : &sset,
 		};
 
 		r = jobcg_gres_env(n, &in, &g->task_env[t]);

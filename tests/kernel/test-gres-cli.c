@@ -17,20 +17,38 @@
 static char jobcg[4096], tmp[4096], conf_dir[4096], tree[4096], pin_dir[4096];
 static char self_exe[4096];
 
-/* The probe run inside a step: prints "<path> <result>" for each path, result OK or an errno name. */
+/* The probe run inside a step: prints "<path> <result>" for each path, result OK or an errno name.
+ */
 static int probe(int argc, char **argv)
 {
-	printf("CUDA=%s\n", getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "-");
-	printf("JOB_GPUS=%s\n", getenv("JOBCG_JOB_GPUS") ? getenv("JOBCG_JOB_GPUS") : "-");
-	for (int i = 2; i < argc; i++) {
-		int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
-		const char *res = fd >= 0 ? "OK" : errno == EPERM ? "EPERM" : errno == ENXIO ? "ENXIO" :
-				  errno == ENODEV ? "ENODEV" : "OTHER";
+	const char *task = getenv("JOBCG_TASK_ID") ? getenv("JOBCG_TASK_ID") : "?";
+	char buf[8192];
+	size_t len = 0;
 
-		printf("%s %s\n", argv[i], res);
+	/* One write per task, so that lines of parallel tasks do not interleave. */
+	len +=
+	    (size_t)snprintf(buf + len, sizeof(buf) - len, "CUDA=%s\nJOB_GPUS=%s\n",
+			     getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "-",
+			     getenv("JOBCG_JOB_GPUS") ? getenv("JOBCG_JOB_GPUS") : "-");
+	len +=
+	    (size_t)snprintf(buf + len, sizeof(buf) - len, "T%s STEP_GPUS=%s CUDA=%s\n", task,
+			     getenv("JOBCG_STEP_GPUS") ? getenv("JOBCG_STEP_GPUS") : "-",
+			     getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "-");
+	for (int i = 2; i < argc && len < sizeof(buf) - 256; i++) {
+		int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
+		const char *res = fd >= 0	    ? "OK"
+				  : errno == EPERM  ? "EPERM"
+				  : errno == ENXIO  ? "ENXIO"
+				  : errno == ENODEV ? "ENODEV"
+						    : "OTHER";
+
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s %s\nT%s %s %s\n", argv[i],
+					res, task, argv[i], res);
 		if (fd >= 0)
 			close(fd);
 	}
+	if (write(1, buf, len) < 0)
+		return 1;
 	return 0;
 }
 
@@ -46,7 +64,7 @@ static int run_cli(char *out, size_t outsz, const char *const *args)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
-		const char *argv[64] = { jobcg };
+		const char *argv[64] = {jobcg};
 		size_t n = 1;
 
 		for (; args[n - 1] && n < 63; n++)
@@ -68,7 +86,7 @@ static int run_cli(char *out, size_t outsz, const char *const *args)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-#define CLI(out, ...) run_cli(out, sizeof(out), (const char *const[]){ __VA_ARGS__, NULL })
+#define CLI(out, ...) run_cli(out, sizeof(out), (const char *const[]){__VA_ARGS__, NULL})
 
 static void write_file(const char *path, const char *text)
 {
@@ -81,6 +99,8 @@ static void write_file(const char *path, const char *text)
 	fputs(text, f);
 	fclose(f);
 }
+
+static void check_consistent(const char *when);
 
 static int job_gres(const char *job_dir, char *buf, size_t size)
 {
@@ -170,7 +190,54 @@ static void test_isolation(void)
 	   "  COMPLETED, with the GPUs");
 	r = CLI(out, "acct", "--job", "2", "--json");
 	ok(r == 0 && strstr(out, "\"uid\":1234") && strstr(out, "\"gid\":5678") &&
-	   !strstr(out, "\"uid\":0"), "job 2's records carry its owner from --uid/--gid");
+	       !strstr(out, "\"uid\":0"),
+	   "job 2's records carry its owner from --uid/--gid");
+}
+
+/* Two tasks bound to one GPU each (--gpu-bind single:1): each task cgroup sees only its own. */
+static void test_bind(void)
+{
+	char out[16384], want[4096], d0[4096], d1[4096], d2[4096];
+	int r;
+
+	r = CLI(out, "alloc", "3", "--gres", "gpu:2");
+	ok(r == 0, "alloc job 3 with two GPUs");
+	snprintf(d0, sizeof(d0), "%s/nvidia0", tmp);
+	snprintf(d1, sizeof(d1), "%s/nvidia1", tmp);
+	snprintf(d2, sizeof(d2), "%s/nvidia2", tmp);
+	r = CLI(out, "run", "--job", "3", "--ntasks", "2", "--gpu-bind", "single:1", "--", self_exe,
+		"probe", d0, d1, d2);
+	ok(r == 0, "two tasks bound one GPU each");
+	ok(strstr(out, "T0 STEP_GPUS=0,1 CUDA=0\n") && strstr(out, "T1 STEP_GPUS=0,1 CUDA=0\n"),
+	   "each task: CUDA_VISIBLE_DEVICES=0 (renumbered within its own cgroup)");
+	snprintf(want, sizeof(want), "T0 %s ENXIO", d0);
+	ok(strstr(out, want) != NULL, "task 0 opens GPU 0");
+	snprintf(want, sizeof(want), "T0 %s EPERM", d1);
+	ok(strstr(out, want) != NULL, "task 0 is denied GPU 1 (its sibling's)");
+	snprintf(want, sizeof(want), "T1 %s ENXIO", d1);
+	ok(strstr(out, want) != NULL, "task 1 opens GPU 1");
+	snprintf(want, sizeof(want), "T1 %s EPERM", d0);
+	ok(strstr(out, want) != NULL, "task 1 is denied GPU 0");
+	snprintf(want, sizeof(want), "T1 %s EPERM", d2);
+	ok(strstr(out, want) != NULL, "GPU 2 (not the job's) is denied");
+	if (!strstr(out, "T1"))
+		tap_diag("%s", out);
+
+	/* A step asking one GPU of two gets the first one, numbered 0 inside. */
+	r = CLI(out, "run", "--job", "3", "--gres", "gpu:1", "--", self_exe, "probe");
+	ok(r == 0 && strstr(out, "T0 STEP_GPUS=0 CUDA=0\n"), "a one-GPU step of job 3");
+
+	/* Failing allocations leave nothing behind. */
+	r = CLI(out, "alloc", "7", "--gres", "gpu:3");
+	ok(r != 0 && strstr(out, "only 2 free"), "alloc of 3 GPUs with 2 free fails, saying why");
+	snprintf(want, sizeof(want), "%s/job_7", tree);
+	ok(access(want, F_OK) < 0, "  and leaves no cgroup");
+	r = CLI(out, "alloc", "7", "--gres", "fpga:1");
+	ok(r != 0 && strstr(out, "none configured"), "unknown gres refused");
+	r = CLI(out, "alloc", "7", "--gres", "gpu:a:x");
+	ok(r != 0 && strstr(out, "not a number"), "bad request refused");
+	check_consistent("after failed allocations");
+	ok(CLI(out, "release", "3") == 0, "release job 3");
 }
 
 static void test_race(void)
@@ -230,7 +297,8 @@ static void test_race(void)
 	}
 }
 
-/* After gc: the jobs `jobcg list` shows == the job dirs of the tree == the jobs in the policy map. */
+/* After gc: the jobs `jobcg list` shows == the job dirs of the tree == the jobs in the policy map.
+ */
 static void check_consistent(const char *when)
 {
 	char out[65536];
@@ -258,7 +326,8 @@ static void check_consistent(const char *when)
 	is_int(mismatch, 0, "  every job dir is listed");
 
 	if (jobcg_config_load(conf_dir, NULL, 0, &conf) == 0 &&
-	    jobcg_devpolicy_open_pinned(conf, tree, &p) == 0 && jobcg_devpolicy_list(p, &g, &ng) == 0) {
+	    jobcg_devpolicy_open_pinned(conf, tree, &p) == 0 &&
+	    jobcg_devpolicy_list(p, &g, &ng) == 0) {
 		for (size_t i = 0; i < ng; i++) {
 			if (!g[i].path)
 				stale++;
@@ -397,6 +466,7 @@ int main(int argc, char **argv)
 	setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
 
 	test_isolation();
+	test_bind();
 	test_race();
 	test_kill_granted_step();
 	test_kill_gc();

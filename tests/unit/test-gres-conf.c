@@ -83,7 +83,8 @@ int main(void)
 	if (!c)
 		return tap_done();
 	is_int(jobcg_gres_node_new(&c->gres, &n), 0, "node state from the records");
-	is_int(jobcg_gres_node_count(n), 5, "4 GPUs of this host + 1 nic (node9 and Count-only out)");
+	is_int(jobcg_gres_node_count(n), 5,
+	       "4 GPUs of this host + 1 nic (node9 and Count-only out)");
 	is_int(pick(n, "gpu:2", 1ULL << 9, &s), 0, "two GPUs for CPU 9");
 	is_str(fmt(n, &s), "gpu:2,3", "the ones whose Cores hold CPU 9");
 	is_int(pick(n, "gpu:a100:1,nic:1", 0, &s), 0, "typed GPU and a nic");
@@ -122,8 +123,9 @@ int main(void)
 	}
 	jobcg_config_free(c);
 
-	c = load("Name=gpu Type=a100_1g.5gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21\n"
-		 "Name=gpu Type=a100_1g.5gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap22\n");
+	c = load(
+	    "Name=gpu Type=a100_1g.5gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21\n"
+	    "Name=gpu Type=a100_1g.5gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap22\n");
 	ok(c != NULL, "MultipleFiles (MIG) loads");
 	if (c && jobcg_gres_node_new(&c->gres, &n) == 0) {
 		struct jobcg_devrule *rules = NULL;

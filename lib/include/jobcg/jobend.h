@@ -14,10 +14,10 @@ extern "C" {
 
 /**
  * Release job @job: if processes remain, SIGTERM them and wait up to @grace_ms for them to go
- * (woken by cgroup.events; a frozen job gets no SIGTERM), then SIGKILL what remains; read the job's final accounting; remove
- * the job (device grants revoked, GPUs freed with the directories, cgroups removed); append the
- * job's record to the accounting log. State: CANCELLED when processes had to be ended,
- * OUT_OF_MEMORY when the job saw an OOM kill, else COMPLETED. *ret (may be NULL) gets the
+ * (woken by cgroup.events; a frozen job gets no SIGTERM), then SIGKILL what remains; read the job's
+ * final accounting; remove the job (device grants revoked, GPUs freed with the directories, cgroups
+ * removed); append the job's record to the accounting log. State: CANCELLED when processes had to
+ * be ended, OUT_OF_MEMORY when the job saw an OOM kill, else COMPLETED. *ret (may be NULL) gets the
  * record (free its strings with jobcg_acct_record_done()). -ENOENT when there is no such job.
  * A failure to write the log is logged, not returned: the job is gone either way.
  */

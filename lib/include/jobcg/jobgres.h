@@ -19,14 +19,13 @@ extern "C" {
  */
 
 /** The devices recorded on job @job (@step NULL) or one of its steps: "gpu:0,2", "" for none. */
-JOBCG_EXPORT int jobcg_gres_get(struct jobcg_ctx *ctx, uint32_t job, const char *step,
-				char **ret);
+JOBCG_EXPORT int jobcg_gres_get(struct jobcg_ctx *ctx, uint32_t job, const char *step, char **ret);
 
 /* What jobcg_step_gres_setup() prepared for the tasks of a step. */
 struct jobcg_step_gres {
 	unsigned ntasks;
 	char ***task_env; /* per task: NULL-terminated "NAME=VALUE" strings to add to its env */
-	char *devices;    /* the step's devices, "gpu:0" */
+	char *devices;	  /* the step's devices, "gpu:0" */
 };
 
 /**
