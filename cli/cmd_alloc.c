@@ -54,10 +54,11 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	    {"mem", required_argument, NULL, 'm'},
 	    {"pids", required_argument, NULL, 'p'},
 	    {"best-effort", no_argument, NULL, 'B'},
-	    {"gres", required_argument, NULL, 'G'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"user", required_argument, NULL, 'u'},
 	    {"uid", required_argument, NULL, 'u'},
 	    {"gid", required_argument, NULL, 'g'},
-	    {"json", no_argument, NULL, 'j'},
+	    {"gres", required_argument, NULL, 'G'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -65,9 +66,10 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	uint32_t job;
+	bool json = false;
 	char *gres = NULL;
 	gid_t uid_gid = 0;
-	bool json = false, have_uid = false, have_gid = false;
+	bool have_uid = false, have_gid = false;
 	int c, r;
 
 	optind = 1;
@@ -83,7 +85,8 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			break;
 		case 'u':
 			if (parse_user(optarg, &cl.l.uid, &uid_gid) < 0)
-				return cli_usage_error("alloc", "--uid '%s': no such user", optarg);
+				return cli_usage_error("alloc", "--uid/--user '%s': no such user",
+						       optarg);
 			have_uid = true;
 			break;
 		case 'g':
@@ -100,8 +103,9 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			    "Limits this host cannot enforce are refused unless --best-effort.\n"
 			    "--gres picks free devices of gres.conf (those whose Cores match --cpus\n"
 			    "first); with ConstrainDevices=yes the job can open only its own.\n"
-			    "--uid/--gid record the job's owner (default: the caller; --uid alone\n"
-			    "takes the user's primary group), shown by list and in accounting.\n");
+			    "--uid (or --user) records USER (name or uid) as the job's owner, whose\n"
+			    "logins 'jobcg adopt' puts into the job, with the user's primary group\n"
+			    "unless --gid names one (default: the caller).\n");
 			return 0;
 		default:
 			return cli_usage_error("alloc", "unknown option");
@@ -109,15 +113,16 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error("alloc", "need exactly one job id");
+	if (jobcg_job_id_parse(argv[optind], &job) < 0)
+		return cli_usage_error("alloc", "invalid job id '%s'", argv[optind]);
 	if (have_uid || have_gid) {
+		/* Recorded with the job's other metadata, before it is marked complete. */
 		cl.l.have_owner = true;
 		if (!have_uid)
 			cl.l.uid = getuid();
 		if (!have_gid)
 			cl.l.gid = have_uid ? uid_gid : getgid();
 	}
-	if (jobcg_job_id_parse(argv[optind], &job) < 0)
-		return cli_usage_error("alloc", "invalid job id '%s'", argv[optind]);
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;

@@ -158,3 +158,62 @@ struct json_object *decode_out_json(const struct jobcg_decoded *d)
 	json_object_object_add(o, "notes", notes);
 	return o;
 }
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "jobcg/inspect.h"
+
+static bool is_id(const char *s, size_t l)
+{
+	if (l == 0)
+		return false;
+	for (size_t i = 0; i < l; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
+			return false;
+	return true;
+}
+
+int resolve_cgroup_arg(const char *arg, char *buf, size_t size)
+{
+	const char *mount, *root = getenv("JOBCG_ROOT");
+	const char *dot = strchr(arg, '.');
+	int r;
+
+	if (arg[0] == '/') {
+		snprintf(buf, size, "%s", arg);
+		return 0;
+	}
+	r = jobcg_cgroup2_mount(&mount);
+	if (r < 0)
+		return r;
+	if (!root || !*root)
+		root = "system.slice/jobcg.scope";
+	while (*root == '/')
+		root++;
+	if (!strchr(arg, '/') && is_id(arg, dot ? (size_t)(dot - arg) : strlen(arg)) &&
+	    (!dot || is_id(dot + 1, strlen(dot + 1)))) {
+		if (dot)
+			snprintf(buf, size, "%s/%s/job_%.*s/step_%s", mount, root, (int)(dot - arg), arg,
+				 dot + 1);
+		else
+			snprintf(buf, size, "%s/%s/job_%s", mount, root, arg);
+		return 0;
+	}
+	snprintf(buf, size, "%s/%s", mount, arg);
+	return 0;
+}
+
+void job_step_from_path(const char *path, char *job, size_t jsize, char *step, size_t ssize)
+{
+	job[0] = step[0] = 0;
+	for (const char *p = path; (p = strchr(p, '/')); p++) {
+		const char *c = p + 1, *end = strchr(c, '/');
+		size_t l = end ? (size_t)(end - c) : strlen(c);
+		if (l > 4 && strncmp(c, "job_", 4) == 0 && !job[0])
+			snprintf(job, jsize, "%.*s", (int)(l - 4), c + 4);
+		else if (l > 5 && strncmp(c, "step_", 5) == 0 && job[0] && !step[0])
+			snprintf(step, ssize, "%.*s", (int)(l - 5), c + 5);
+	}
+}

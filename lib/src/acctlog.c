@@ -65,17 +65,6 @@ JOBCG_EXPORT void jobcg_acct_record_done(struct jobcg_acct_record *r)
 	r->job_id = r->step_id = r->gres = NULL;
 }
 
-JOBCG_EXPORT void jobcg_acct_record_fill(struct jobcg_acct_record *r, const struct jobcg_acct *a)
-{
-#define TAKE(field, item) r->field = jobcg_acct_has(a, item) ? a->value[item] : 0
-	TAKE(cpu_usec, JOBCG_ACCT_CPU_USAGE_USEC);
-	TAKE(user_usec, JOBCG_ACCT_CPU_USER_USEC);
-	TAKE(system_usec, JOBCG_ACCT_CPU_SYSTEM_USEC);
-	TAKE(mem_peak, JOBCG_ACCT_MEM_PEAK);
-	TAKE(oom_kills, JOBCG_ACCT_OOM_KILL);
-#undef TAKE
-}
-
 static void put_u64(struct json_object *o, const char *k, uint64_t v)
 {
 	json_object_object_add(o, k, json_object_new_uint64(v));

@@ -434,33 +434,13 @@ static unsigned mask_access(uint8_t allow)
 
 static char *access_str(unsigned acc, char buf[4])
 {
-	char *p = buf;
-	if (acc & JOBCG_DEV_ACC_READ)
-		*p++ = 'r';
-	if (acc & JOBCG_DEV_ACC_WRITE)
-		*p++ = 'w';
-	if (acc & JOBCG_DEV_ACC_MKNOD)
-		*p++ = 'm';
-	if (p == buf)
-		*p++ = '-';
-	*p = 0;
-	return buf;
+	return jobcg_devaccess_format(acc, buf);
 }
 
+/* Decoded rules are always allow rules, so this is devrule's format ("c 195:3 rw"). */
 JOBCG_EXPORT char *jobcg_decoded_rule_format(const struct jobcg_devrule *r, char *buf, size_t size)
 {
-	char maj[16], min[16], acc[4];
-
-	if (r->major == JOBCG_DEV_ANY)
-		snprintf(maj, sizeof(maj), "*");
-	else
-		snprintf(maj, sizeof(maj), "%u", r->major);
-	if (r->minor == JOBCG_DEV_ANY)
-		snprintf(min, sizeof(min), "*");
-	else
-		snprintf(min, sizeof(min), "%u", r->minor);
-	snprintf(buf, size, "%c %s:%s %s", r->type, maj, min, access_str(r->access, acc));
-	return buf;
+	return jobcg_devrule_format(r, buf, size);
 }
 
 static int add_line(struct jobcg_decoded *d, const struct jobcg_devrule *rule, char *note)

@@ -188,6 +188,17 @@ static void test_isolation(void)
 	   "accounting has the job and its steps");
 	ok(strstr(out, "\"state\":\"COMPLETED\"") && strstr(out, "\"gres\":\"gpu:"),
 	   "  COMPLETED, with the GPUs");
+	{
+		int jobs = 0, steps = 0;
+
+		for (char *p = out; (p = strstr(p, "\"type\":\"job\"")); p++)
+			jobs++;
+		for (char *p = out; (p = strstr(p, "\"type\":\"step\"")); p++)
+			steps++;
+		is_int(jobs, 1, "  one job record");
+		is_int(steps, 2,
+		       "  one record per step that ran (2; the refused one never started)");
+	}
 	r = CLI(out, "acct", "--job", "2", "--json");
 	ok(r == 0 && strstr(out, "\"uid\":1234") && strstr(out, "\"gid\":5678") &&
 	       !strstr(out, "\"uid\":0"),

@@ -9,314 +9,12 @@
 
 #include "bpftext.h"
 #include "bpfvm.h"
-#include "insn.h"
+#include "unit/insn.h"
+#include "devprog.h"
 #include "jobcg/decode.h"
 #include "tap.h"
 
-#define ANY (-1)
-#define ACC_M 1
-#define ACC_R 2
-#define ACC_W 4
-#define ACC_ALL 7
-#define ELEMENTS(a) (sizeof(a) / sizeof((a)[0]))
-
-struct rule {
-	char type; /* 'c', 'b', 'a' */
-	int64_t major, minor;
-	unsigned access;
-	bool allow;
-};
-
-struct prog {
-	struct bpf_insn v[32768];
-	size_t n;
-};
-
-static void emit(struct prog *p, struct bpf_insn i)
-{
-	if (p->n >= ELEMENTS(p->v))
-		abort();
-	p->v[p->n++] = i;
-}
-
-/* Jumps to the end of the current rule block, patched once its length is known. */
-struct patches {
-	size_t at[16];
-	int n;
-};
-
-static void jump_next(struct prog *p, struct patches *ps, struct bpf_insn i)
-{
-	ps->at[ps->n++] = p->n;
-	emit(p, i);
-}
-
-static void patch(struct prog *p, struct patches *ps)
-{
-	for (int k = 0; k < ps->n; k++) {
-		struct bpf_insn *i = &p->v[ps->at[k]];
-		i->off = (int16_t)(p->n - ps->at[k] - 1);
-	}
-	ps->n = 0;
-}
-
-static uint32_t bpf_type(char t)
-{
-	return t == 'c' ? 2 : 1;
-}
-
-/* Reference decisions, from each generator's documented behaviour. */
-static bool rule_matches_dev(const struct rule *r, char type, uint32_t major, uint32_t minor)
-{
-	return (r->type == 'a' || r->type == type) && (r->major == ANY || r->major == major) &&
-	       (r->minor == ANY || r->minor == minor);
-}
-
-/* systemd: allowed when some DeviceAllow entry matches and grants every requested bit. */
-static bool ref_allow_list(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
-			   uint32_t minor, unsigned acc)
-{
-	for (size_t k = 0; k < n; k++)
-		if (rule_matches_dev(&rules[k], type, major, minor) && (acc & rules[k].access) == acc)
-			return true;
-	return dflt;
-}
-
-/* runc, crun, LXC: the first rule that matches the device and covers the access decides. */
-static bool ref_first_match(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
-			    uint32_t minor, unsigned acc)
-{
-	for (size_t k = 0; k < n; k++)
-		if (rule_matches_dev(&rules[k], type, major, minor) && (acc & rules[k].access) == acc)
-			return rules[k].allow;
-	return dflt;
-}
-
-/* Slurm: managed devices are denied unless allowed; access bits are ignored; others allowed. */
-static bool ref_slurm(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
-		      uint32_t minor, unsigned acc)
-{
-	for (size_t k = 0; k < n; k++)
-		if (rule_matches_dev(&rules[k], type, major, minor))
-			return rules[k].allow;
-	return dflt;
-}
-
-/* The common prologue: r2 = type, r3 = access, r4 = major, r5 = minor. */
-static void prologue(struct prog *p, bool narrow)
-{
-	if (narrow) { /* LXC-style 16-bit context loads */
-		emit(p, LDX(BPF_H, 2, 1, 0));
-		emit(p, LDX(BPF_H, 3, 1, 2));
-	} else {
-		emit(p, LDX(BPF_W, 2, 1, 0));
-		emit(p, ALU32_IMM(BPF_AND, 2, 0xffff));
-		emit(p, LDX(BPF_W, 3, 1, 0));
-		emit(p, ALU32_IMM(BPF_RSH, 3, 16));
-	}
-	emit(p, LDX(BPF_W, 4, 1, 4));
-	emit(p, LDX(BPF_W, 5, 1, 8));
-}
-
-/*
- * systemd (bpf-devices.c): DevicePolicy=closed and a DeviceAllow list. Per entry: access check
- * "(r3 & acc) == r3" (skipped for rwm), then type, major, minor; a match jumps to the final
- * "allow" exit. @jset uses the other common access test, "if r3 & ~acc goto next".
- */
-static void gen_systemd(struct prog *p, const struct rule *rules, size_t n, bool jset)
-{
-	struct patches ps = { 0 };
-	size_t pass_jumps[64];
-	int npass = 0;
-
-	prologue(p, false);
-	for (size_t k = 0; k < n; k++) {
-		const struct rule *r = &rules[k];
-		if (r->access != ACC_ALL) {
-			if (jset)
-				jump_next(p, &ps, JMP_IMM(BPF_JSET, 3, (int32_t)(~r->access & 7), 0));
-			else {
-				emit(p, INSN(BPF_ALU | BPF_MOV | BPF_X, 1, 3, 0, 0));
-				emit(p, ALU32_IMM(BPF_AND, 1, (int32_t)r->access));
-				jump_next(p, &ps, JMP_REG(BPF_JNE, 1, 3, 0));
-			}
-		}
-		jump_next(p, &ps, JMP_IMM(BPF_JNE, 2, (int32_t)bpf_type(r->type), 0));
-		if (r->major != ANY)
-			jump_next(p, &ps, JMP_IMM(BPF_JNE, 4, (int32_t)r->major, 0));
-		if (r->minor != ANY)
-			jump_next(p, &ps, JMP_IMM(BPF_JNE, 5, (int32_t)r->minor, 0));
-		pass_jumps[npass++] = p->n;
-		emit(p, JA(0));
-		patch(p, &ps);
-	}
-	emit(p, MOV64_IMM(0, 0)); /* deny */
-	emit(p, JA(1));
-	size_t pass = p->n;
-	emit(p, MOV64_IMM(0, 1));
-	emit(p, EXIT());
-	for (int k = 0; k < npass; k++)
-		p->v[pass_jumps[k]].off = (int16_t)(pass - pass_jumps[k] - 1);
-}
-
-/*
- * runc (libcontainer devicefilter), crun (ebpf.c), LXC (cgroup2_devices.c): one block per rule,
- * type / access / major / minor checks jumping to the next block, then "r0 = allow; exit";
- * the default at the end. crun's variant uses 32-bit compares, LXC's narrow loads.
- */
-enum flavour { RUNC, CRUN, LXC };
-
-static void gen_first_match(struct prog *p, const struct rule *rules, size_t n, bool dflt,
-			    enum flavour fl)
-{
-	struct patches ps = { 0 };
-	uint8_t jc = fl == CRUN ? BPF_JMP32 : BPF_JMP;
-
-	prologue(p, fl == LXC);
-	for (size_t k = 0; k < n; k++) {
-		const struct rule *r = &rules[k];
-		if (r->type != 'a')
-			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_K, 2, 0, 0, (int32_t)bpf_type(r->type)));
-		if (r->access != ACC_ALL) {
-			emit(p, INSN(BPF_ALU | BPF_MOV | BPF_X, 1, 3, 0, 0));
-			emit(p, ALU32_IMM(BPF_AND, 1, (int32_t)r->access));
-			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_X, 1, 3, 0, 0));
-		}
-		if (r->major != ANY)
-			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_K, 4, 0, 0, (int32_t)r->major));
-		if (r->minor != ANY)
-			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_K, 5, 0, 0, (int32_t)r->minor));
-		emit(p, fl == CRUN ? MOV32_IMM(0, r->allow) : MOV64_IMM(0, r->allow));
-		emit(p, EXIT());
-		patch(p, &ps);
-	}
-	emit(p, MOV64_IMM(0, dflt));
-	emit(p, EXIT());
-}
-
-/* Slurm (seed 000): each managed device "if type/major/minor match: r0 = allowed; exit". */
-static void gen_slurm(struct prog *p, const struct rule *rules, size_t n)
-{
-	struct patches ps = { 0 };
-
-	prologue(p, false);
-	for (size_t k = 0; k < n; k++) {
-		jump_next(p, &ps, JMP_IMM(BPF_JNE, 2, (int32_t)bpf_type(rules[k].type), 0));
-		jump_next(p, &ps, JMP_IMM(BPF_JNE, 4, (int32_t)rules[k].major, 0));
-		jump_next(p, &ps, JMP_IMM(BPF_JNE, 5, (int32_t)rules[k].minor, 0));
-		emit(p, MOV64_IMM(0, rules[k].allow));
-		emit(p, EXIT());
-		patch(p, &ps);
-	}
-	emit(p, MOV64_IMM(0, 1));
-	emit(p, EXIT());
-}
-
-/*
- * HTCondor-like, shaped like compiled C: fields spilled to the stack and reloaded, range checks
- * on the minor (GPUs lo..hi get rw, no mknod: a JSET test on access), the control device
- * allowed fully, other minors of the GPU major denied; a constant-blinded compare for the major.
- */
-static void gen_htcondor(struct prog *p, uint32_t major, uint32_t lo, uint32_t hi, uint32_t ctl)
-{
-	const int32_t rnd = 0x3c3c5a5a;
-	emit(p, LDX(BPF_W, 6, 1, 0));
-	emit(p, STX(BPF_W, 10, 6, -4));
-	emit(p, LDX(BPF_W, 6, 1, 4));
-	emit(p, STX(BPF_W, 10, 6, -8));
-	emit(p, LDX(BPF_W, 6, 1, 8));
-	emit(p, STX(BPF_W, 10, 6, -12));
-	emit(p, LDX(BPF_W, 7, 10, -4));
-	emit(p, MOV64_REG(8, 7));
-	emit(p, ALU64_IMM(BPF_AND, 8, 0xffff));
-	emit(p, JMP_IMM(BPF_JNE, 8, 2, 14)); /* not char: allow */
-	emit(p, LDX(BPF_W, 8, 10, -8));
-	emit(p, MOV32_IMM(11, rnd ^ (int32_t)major));
-	emit(p, ALU32_IMM(BPF_XOR, 11, rnd));
-	emit(p, JMP_REG(BPF_JNE, 8, 11, 10)); /* other majors: allow */
-	emit(p, LDX(BPF_W, 9, 10, -12));
-	emit(p, JMP_IMM(BPF_JEQ, 9, (int32_t)ctl, 8));
-	emit(p, JMP_IMM(BPF_JGT, 9, (int32_t)hi, 5));
-	emit(p, JMP_IMM(BPF_JLT, 9, (int32_t)lo, 4));
-	emit(p, ALU64_IMM(BPF_RSH, 7, 16));
-	emit(p, JMP_IMM(BPF_JSET, 7, ACC_M, 2));
-	emit(p, MOV64_IMM(0, 1));
-	emit(p, EXIT());
-	emit(p, MOV64_IMM(0, 0));
-	emit(p, EXIT());
-	emit(p, MOV64_IMM(0, 1));
-	emit(p, EXIT());
-}
-
-static bool ref_htcondor(char type, uint32_t major, uint32_t minor, unsigned acc, uint32_t gmaj,
-			 uint32_t lo, uint32_t hi, uint32_t ctl)
-{
-	if (type != 'c' || major != gmaj || minor == ctl)
-		return true;
-	if (minor < lo || minor > hi)
-		return false;
-	return !(acc & ACC_M);
-}
-
-/* snapd: hash map keyed by packed {u8 type; u32 major; u32 minor}, value u8; exact key first,
- * then the same with minor = UINT32_MAX (any); allowed when found. */
-static void gen_snapd(struct prog *p, int map_ref)
-{
-	emit(p, LDX(BPF_W, 2, 1, 0));
-	emit(p, ALU32_IMM(BPF_AND, 2, 0xffff));
-	emit(p, STX(BPF_B, 10, 2, -9));
-	emit(p, LDX(BPF_W, 2, 1, 4));
-	emit(p, STX(BPF_W, 10, 2, -8));
-	emit(p, LDX(BPF_W, 2, 1, 8));
-	emit(p, STX(BPF_W, 10, 2, -4));
-	emit(p, MOV64_REG(2, 10));
-	emit(p, ALU64_IMM(BPF_ADD, 2, -9));
-	struct bpf_insn ld[] = { LD_MAP(1, map_ref) };
-	emit(p, ld[0]);
-	emit(p, ld[1]);
-	emit(p, CALL(BPF_FUNC_map_lookup_elem));
-	emit(p, JMP_IMM(BPF_JNE, 0, 0, 8));
-	emit(p, ST(BPF_W, 10, -4, -1));
-	emit(p, MOV64_REG(2, 10));
-	emit(p, ALU64_IMM(BPF_ADD, 2, -9));
-	emit(p, ld[0]);
-	emit(p, ld[1]);
-	emit(p, CALL(BPFVM_CALL_HTAB_ELEM)); /* as the kernel inlines it */
-	emit(p, JMP_IMM(BPF_JEQ, 0, 0, 1));
-	emit(p, ALU64_IMM(BPF_ADD, 0, 48));
-	emit(p, JMP_IMM(BPF_JEQ, 0, 0, 2));
-	emit(p, MOV64_IMM(0, 1));
-	emit(p, EXIT());
-	emit(p, MOV64_IMM(0, 0));
-	emit(p, EXIT());
-}
-
-struct snapd_map {
-	struct {
-		uint8_t key[9];
-	} keys[16];
-	int n;
-	uint8_t one[BPFVM_MAP_VALUE_MAX];
-};
-
-static const void *snapd_lookup(void *u, uint64_t ref, const void *key)
-{
-	struct snapd_map *m = u;
-	if (ref != 12)
-		return NULL;
-	for (int k = 0; k < m->n; k++)
-		if (memcmp(m->keys[k].key, key, 9) == 0)
-			return m->one;
-	return NULL;
-}
-
-static void snapd_add(struct snapd_map *m, uint8_t type, uint32_t major, uint32_t minor)
-{
-	uint8_t *k = m->keys[m->n++].key;
-	k[0] = type;
-	memcpy(k + 1, &major, 4);
-	memcpy(k + 5, &minor, 4);
-}
+#include "devgen.h"
 
 /* ---- checking ---- */
 
@@ -722,7 +420,7 @@ static void test_snapd(void)
 	struct jobcg_decoded *d = NULL;
 	static const uint32_t hints[][2] = { { 1, 3 }, { 1, 5 }, { 195, JOBCG_DEV_ANY }, { 8, 0 } };
 
-	gen_snapd(&p, 12);
+	gen_snapd(&p, 12, false);
 	m.one[0] = 1;
 	snapd_add(&m, 2, 1, 3);
 	snapd_add(&m, 2, 1, 5);
@@ -792,6 +490,112 @@ static void test_intersect(struct jobcg_decoded *sd, struct jobcg_decoded *sl)
 				}
 	ok(bad == 0, "combined decision equals both generators' decisions on %u requests", total);
 	jobcg_decoded_free(d);
+}
+
+/* jobcg's own node program, decoded for one cgroup with its maps supplied through hooks. */
+struct nodeworld {
+	struct devprog_managed_key mkeys[8];
+	size_t nm;
+	struct devprog_policy_key pkeys[32];
+	uint32_t pval[32][BPFVM_MAP_VALUE_MAX / 4];
+	size_t np;
+	uint32_t seven[BPFVM_MAP_VALUE_MAX / 4];
+	uint64_t anc[16];
+	int depth;
+};
+
+static const void *node_lookup(void *u, uint64_t ref, const void *key)
+{
+	struct nodeworld *w = u;
+	if (ref == 11) {
+		for (size_t k = 0; k < w->nm; k++)
+			if (memcmp(&w->mkeys[k], key, sizeof(w->mkeys[k])) == 0)
+				return w->seven;
+	} else if (ref == 22) {
+		for (size_t k = 0; k < w->np; k++)
+			if (memcmp(&w->pkeys[k], key, sizeof(w->pkeys[k])) == 0)
+				return w->pval[k];
+	}
+	return NULL;
+}
+
+static uint64_t node_cgid(void *u)
+{
+	struct nodeworld *w = u;
+	return w->anc[w->depth];
+}
+
+static uint64_t node_anc(void *u, int level)
+{
+	struct nodeworld *w = u;
+	return level >= 0 && level <= w->depth ? w->anc[level] : 0;
+}
+
+static void test_node_program(void)
+{
+	static struct nodeworld w;
+	struct devprog_buf b = { 0 };
+	const unsigned root_level = 2;
+	struct jobcg_devrule managed[] = { { 'c', 195, JOBCG_DEV_ANY, 7, true }, { 'b', 8, JOBCG_DEV_ANY, 7, true } };
+	struct jobcg_devrule grant[] = { { 'c', 195, 0, JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE, true },
+					 { 'c', 195, 1, JOBCG_DEV_ACC_READ, true },
+					 { 'b', 8, 16, JOBCG_DEV_ACC_ALL, true } };
+	uint32_t hints[64][2];
+	size_t nh = 0;
+
+	if (!is_int(devprog_build_node(11, 22, root_level, 500 + root_level, &b), 0, "node program built"))
+		return;
+	w.seven[0] = 7;
+	for (size_t k = 0; k < ELEMENTS(managed); k++)
+		w.nm += devprog_rule_keys(&managed[k], &w.mkeys[w.nm]);
+	/* The job (level root+1) is constrained; we inspect its step (root+2). */
+	w.depth = (int)root_level + 2;
+	for (int l = 0; l <= w.depth; l++)
+		w.anc[l] = 500 + (uint64_t)l;
+	uint64_t jobid = w.anc[root_level + 1];
+	uint32_t acc[8];
+	w.np = devprog_policy_entries(jobid, grant, ELEMENTS(grant), w.pkeys, acc);
+	for (size_t k = 0; k < w.np; k++)
+		w.pval[k][0] = acc[k];
+	w.pkeys[w.np] = (struct devprog_policy_key){ .cgroup_id = jobid };
+	w.pval[w.np++][0] = 1; /* marker: level 1 */
+	/* Hints as `jobcg devices` takes them from the live maps' keys. */
+	for (size_t k = 0; k < w.nm; k++)
+		hints[nh][0] = w.mkeys[k].major, hints[nh++][1] = w.mkeys[k].minor;
+	for (size_t k = 0; k < w.np; k++)
+		hints[nh][0] = w.pkeys[k].major, hints[nh++][1] = w.pkeys[k].minor;
+
+	struct jobcg_decode_env env = { .size = sizeof(env), .cgroup_id = node_cgid,
+					.ancestor_cgroup_id = node_anc, .map_lookup = node_lookup,
+					.userdata = &w, .hints = (const uint32_t(*)[2])hints, .n_hints = nh };
+	struct jobcg_decoded *d = NULL;
+	if (is_int(jobcg_decode_program(b.insns, b.n, &env, &d), 0, "node program decodes for a job's step")) {
+		is_str(render(d),
+		       "c *:* rwm\n"
+		       "c 195:* -\n"
+		       "c 195:0 rw\n"
+		       "c 195:1 r\n"
+		       "b *:* rwm\n"
+		       "b 8:* -\n"
+		       "b 8:16 rwm\n",
+		       "node program: the job's grants, managed devices denied, others allowed");
+		unsigned bad = 0, total = 0;
+		static const unsigned accs[] = { 0, 1, 2, 4, 6 };
+		for (int t = 0; t < 2; t++)
+			for (uint32_t ma = 0; ma < 260; ma += (ma < 7 || (ma > 190 && ma < 200) ? 1 : 13))
+				for (uint32_t mi = 0; mi < 40; mi++)
+					for (size_t k = 0; k < ELEMENTS(accs); k++) {
+						bool want = devprog_decide(managed, ELEMENTS(managed), grant, ELEMENTS(grant),
+									   t ? 1 : 2, ma, mi, accs[k]);
+						total++;
+						bad += jobcg_decoded_allows(d, t ? 'b' : 'c', ma, mi, accs[k]) != want;
+					}
+		ok(bad == 0, "node program decode equals devprog_decide on %u requests (%u differ)", total, bad);
+		jobcg_decoded_free(d);
+	}
+	/* Without the maps it is opaque, with the reason. */
+	is_int(jobcg_decode_program(b.insns, b.n, NULL, &d), -EOPNOTSUPP, "node program without maps is opaque");
+	devprog_buf_done(&b);
 }
 
 static void test_blowup_and_opaque(void)
@@ -899,6 +703,7 @@ int main(void)
 	struct jobcg_decoded *sl = test_slurm();
 	test_htcondor();
 	test_snapd();
+	test_node_program();
 	test_intersect(sd, sl);
 	jobcg_decoded_free(sd);
 	jobcg_decoded_free(sl);

@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "jobcg/acct.h"
 #include "jobcg/config.h"
 #include "jobcg/error.h"
 
@@ -83,9 +82,6 @@ typedef int (*jobcg_acctlog_fn)(const struct jobcg_acct_record *r, void *userdat
  */
 JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_acctlog_fn fn,
 				    void *userdata);
-
-/** Copy CPU time, memory peak and OOM kills from cgroup readings (items not read stay 0). */
-JOBCG_EXPORT void jobcg_acct_record_fill(struct jobcg_acct_record *r, const struct jobcg_acct *a);
 
 /** Free the strings of a record (not the record itself). */
 JOBCG_EXPORT void jobcg_acct_record_done(struct jobcg_acct_record *r);

@@ -99,6 +99,13 @@ enum {
 JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 				  const struct jobcg_limits *limits, unsigned flags,
 				  uint32_t *ret_job_id);
+/* Flags of jobcg_job_remove(). */
+enum {
+	/* The caller already ended the job's processes on request (jobcg release after SIGTERM):
+	 * its record says CANCELLED even when nothing is left running at removal. */
+	JOBCG_JOB_REMOVE_CANCELLED = 1u << 0,
+};
+
 /**
  * Remove a job: kill every process in it (cgroup.kill, bounded wait), undo the extension
  * hooks, remove the directories bottom-up (bounded EBUSY retry). -ENOENT if there is no such job.
@@ -139,6 +146,12 @@ JOBCG_EXPORT int jobcg_job_xattr_set(struct jobcg_ctx *ctx, uint32_t job_id, con
 				     const char *value);
 JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, const char *key,
 				     char **ret);
+
+enum {
+	/* jobcg_step_create(): record no runner, so the step belongs to the job and gc leaves it
+	 * (the extern step that `jobcg adopt` makes for login sessions). */
+	JOBCG_STEP_NO_RUNNER = 1u << 1,
+};
 
 /**
  * Create step_<step_id> in an existing job with its jobcg/ and user/ directories (under the
