@@ -178,6 +178,13 @@ static void test_isolation(void)
 	   "a step asking what its job has runs");
 	r = CLI(out, "list", "--json");
 	ok(r == 0 && strstr(out, g1) != NULL, "jobcg list shows the GPUs");
+	{
+		char want[96];
+
+		snprintf(want, sizeof(want), "gres: %s\n", g1);
+		r = CLI(out, "show", "1");
+		ok(r == 0 && strstr(out, want) != NULL, "jobcg show shows the job's GPUs");
+	}
 
 	ok(CLI(out, "release", "1") == 0, "release job 1");
 	ok(CLI(out, "release", "2") == 0, "release job 2");
