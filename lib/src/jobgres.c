@@ -298,6 +298,27 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 	r = node_open(ctx, &n);
 	if (r < 0)
 		return r;
+	if (jobcg_gres_node_count(n) == 0 && !(gres && *gres)) {
+		/* No devices on this node: nothing to store, grant or set (xattrs not needed). */
+		r = jobcg_gpu_bind_parse(gpu_bind, &bind);
+		jobcg_gpu_bind_done(&bind);
+		if (r < 0)
+			return r;
+		g = calloc(1, sizeof(*g));
+		if (!g || !(g->task_env = calloc(ntasks, sizeof(char **))) ||
+		    !(g->devices = strdup(""))) {
+			jobcg_step_gres_free(g);
+			return -ENOMEM;
+		}
+		g->ntasks = ntasks;
+		for (unsigned t = 0; t < ntasks; t++)
+			if (!(g->task_env[t] = calloc(1, sizeof(char *)))) {
+				jobcg_step_gres_free(g);
+				return -ENOMEM;
+			}
+		*ret = g;
+		return 0;
+	}
 	r = read_set(n, jdir, &jset);
 	if (r < 0)
 		return r;

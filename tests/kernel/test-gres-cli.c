@@ -245,6 +245,17 @@ static void test_bind(void)
 	r = CLI(out, "run", "--job", "3", "--gres", "gpu:1", "--", self_exe, "probe");
 	ok(r == 0 && strstr(out, "T0 STEP_GPUS=0 CUDA=0\n"), "a one-GPU step of job 3");
 
+	/* No --job: an ephemeral job gets the GPU, its step uses it, both go afterwards. */
+	r = CLI(out, "run", "--gres", "gpu:1", "--", self_exe, "probe", d2);
+	snprintf(want, sizeof(want), "T0 %s ENXIO", d2);
+	ok(r == 0 && strstr(out, "T0 STEP_GPUS=2 CUDA=0\n") && strstr(out, want),
+	   "run --gres without --job: an ephemeral job with the free GPU 2");
+	{
+		unsigned ids[16];
+
+		is_int(tree_jobs(ids, 16), 1, "  and it is gone afterwards (only job 3 left)");
+	}
+
 	/* Failing allocations leave nothing behind. */
 	r = CLI(out, "alloc", "7", "--gres", "gpu:3");
 	ok(r != 0 && strstr(out, "only 2 free"), "alloc of 3 GPUs with 2 free fails, saying why");
