@@ -437,6 +437,9 @@ static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, bool lost, 
 		return -ENOMEM;
 	if (access(dir, F_OK) < 0)
 		return error_set(-ENOENT, "no job %u (%s)", job_id, dir);
+	/* A removal killed half way (grants revoked, directory left) is finished by gc. */
+	if (ctx->info->xattr.supported && (r = set_meta(dir, "removing", "1")) < 0)
+		return r;
 	(void)cgfs_events(dir, &populated, NULL);
 	r = tree_kill(dir, TREE_KILL_TIMEOUT_MS);
 	if (r < 0)
@@ -680,7 +683,7 @@ static bool step_is_stray(const char *sdir)
 static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 {
 	_cleanup_free_ char *dir = tree_job_dir(ctx, id), *created = NULL, *eph = NULL,
-			    *runner = NULL;
+			    *runner = NULL, *removing = NULL;
 	_cleanup_strv_free_ char **steps = NULL;
 	int r;
 
@@ -691,11 +694,12 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		return 0;
 	}
 	r = get_meta(dir, "created", &created);
-	if (r == -ENODATA ||
+	if (r == -ENODATA || get_meta(dir, "removing", &removing) == 0 ||
 	    (get_meta(dir, "ephemeral", &eph) == 0 && get_meta(dir, "runner", &runner) == 0 &&
 	     !tree_runner_alive(runner))) {
 		/* Under the lock a job without the "created" mark is a creation that died half
-		 * way; an ephemeral job without its runner will never be removed by it. */
+		 * way, one marked "removing" a removal that did; an ephemeral job without its
+		 * runner will never be removed by it. */
 		log_info("gc: removing stray job %u", id);
 		r = job_remove_locked(ctx, id, true, false);
 		if (r < 0)

@@ -406,6 +406,30 @@ static void test_kill_granted_step(void)
 	ok(CLI(out, "release", "300") == 0, "release job 300");
 }
 
+/* A release killed after revoking the grant but before rmdir: gc finishes it. */
+static void test_half_released(void)
+{
+	char out[8192], dir[4096];
+	struct jobcg_config *conf = NULL;
+	struct jobcg_devpolicy *p = NULL;
+	int revoked = -1;
+
+	ok(CLI(out, "alloc", "401", "--gres", "gpu:1") == 0, "alloc job 401");
+	snprintf(dir, sizeof(dir), "%s/job_401", tree);
+	ok(setxattr(dir, "trusted.jobcg.removing", "1", 1, 0) == 0, "mark it as being removed");
+	if (jobcg_config_load(conf_dir, NULL, 0, &conf) == 0 &&
+	    jobcg_devpolicy_open_pinned(conf, tree, &p) == 0)
+		revoked = jobcg_devpolicy_revoke(p, dir);
+	jobcg_devpolicy_free(p);
+	jobcg_config_free(conf);
+	is_int(revoked, 0, "its grant revoked, as release does before rmdir");
+	ok(CLI(out, "gc") == 0, "gc");
+	ok(access(dir, F_OK) < 0, "gc finished the removal");
+	check_consistent("after a half-done release and gc");
+	ok(CLI(out, "alloc", "402", "--gres", "gpu:4") == 0, "all four GPUs free again");
+	ok(CLI(out, "release", "402") == 0, "release 402");
+}
+
 static void test_kill_gc(void)
 {
 	char out[8192];
@@ -498,6 +522,7 @@ int main(int argc, char **argv)
 	test_bind();
 	test_race();
 	test_kill_granted_step();
+	test_half_released();
 	test_kill_gc();
 
 	/* Our pins: detach the node program and remove them. */
