@@ -525,6 +525,19 @@ int main(int argc, char **argv)
 	test_half_released();
 	test_kill_gc();
 
+	/* The same isolation with one compare-and-exit program per cgroup (Slurm's shape). */
+	snprintf(path, sizeof(path), "%s/cgroup.conf", conf_dir);
+	write_file(path, "ConstrainDevices=yes\nIgnoreSystemd=yes\nDeviceProgram=linear\n");
+	snprintf(tree, sizeof(tree), "%s/jobcg-linear", root);
+	setenv("JOBCG_ROOT", tree + strlen(mount) + 1, 1);
+	snprintf(path, sizeof(path), "%s/state-linear", tmp);
+	setenv("JOBCG_STATE_DIR", path, 1); /* a fresh accounting log: job ids repeat */
+	tap_diag("DeviceProgram=linear");
+	test_isolation();
+	snprintf(tree, sizeof(tree), "%s/jobcg", root);
+	snprintf(path, sizeof(path), "%s/cgroup.conf", conf_dir);
+	write_file(path, "ConstrainDevices=yes\nIgnoreSystemd=yes\n");
+
 	/* Our pins: detach the node program and remove them. */
 	{
 		struct jobcg_config *conf = NULL;
