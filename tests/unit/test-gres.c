@@ -345,6 +345,13 @@ static void test_env(void)
 
 	struct jobcg_gres_set none = {};
 	in = (struct jobcg_gres_env_in){.job = &none, .step = &none, .constrained = true};
+	{
+		struct jobcg_gres_env_in bad = {.step = &none};
+		char **e2 = NULL;
+
+		is_int(jobcg_gres_env(n, &bad, &e2), -EINVAL, "env without the job's set refused");
+		ok(e2 == NULL, "  nothing returned");
+	}
 	is_int(jobcg_gres_env(n, &in, &env), 0, "env with no GPUs");
 	ok(env && !env[0], "no GPUs: empty environment");
 	strv_free(env);
