@@ -306,7 +306,34 @@ static void test_bind(void)
 	r = CLI(out, "alloc", "7", "--gres", "gpu:a:x");
 	ok(r != 0 && strstr(out, "not a number"), "bad request refused");
 	check_consistent("after failed allocations");
-	ok(CLI(out, "release", "3") == 0, "release job 3");
+
+	/* Released while a step runs: the step and the job are both CANCELLED. */
+	{
+		pid_t bg = fork();
+		char tdir[4096];
+		int waited = 0, cancelled = 0;
+
+		if (bg == 0) {
+			int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execl(jobcg, jobcg, "run", "--job", "3", "--step", "20", "--", "sleep",
+			      "30", (char *)NULL);
+			_exit(127);
+		}
+		snprintf(tdir, sizeof(tdir), "%s/job_3/step_20/user/task_0", tree);
+		while (access(tdir, F_OK) < 0 && waited++ < 500)
+			usleep(10000);
+		ok(CLI(out, "release", "3", "--grace", "2000") == 0,
+		   "release job 3 while a step runs");
+		waitpid(bg, NULL, 0);
+		CLI(out, "acct", "--job", "3", "--json");
+		for (char *p = out; (p = strstr(p, "\"state\":\"CANCELLED\"")); p++)
+			cancelled++;
+		/* steps 10 and 11 (their runners got SIGTERM), step 20 and the job (release) */
+		is_int(cancelled, 4, "  the running step and the job are recorded CANCELLED");
+	}
 }
 
 static void test_race(void)
