@@ -369,6 +369,8 @@ out:
 
 /* ---- compression into rules ---- */
 
+static const struct ncell *find_ncell(const struct mcell *mc, uint32_t minor);
+
 /* Merge neighbouring cells that behave the same, so the largest cell is the real default. */
 static void merge_cells(struct part *p)
 {
@@ -591,11 +593,21 @@ static int compress(struct jobcg_decoded *d)
 						return r;
 				continue;
 			}
-			/* A large range of majors that differs from the default. */
-			size_t dn = largest_ncell(mc);
-			if ((r = range_note(d, type, mc->lo, mc->hi, 0, UINT32_MAX, mc->n[dn].allow,
+			/* A large range of majors: notes where it differs from the default majors. */
+			uint8_t mdef = mc->n[largest_ncell(mc)].allow;
+			if (mdef != def &&
+			    (r = range_note(d, type, mc->lo, mc->hi, 0, UINT32_MAX, mdef,
 					    "a range of majors; not listed one by one")) < 0)
 				return r;
+			for (size_t k = 0; k < mc->nn; k++) {
+				const struct ncell *nc = &mc->n[k];
+				const struct ncell *dc = find_ncell(dmc, nc->lo);
+				if (nc->allow == mdef || (dc && dc->allow == nc->allow && dc->hi >= nc->hi))
+					continue;
+				if ((r = range_note(d, type, mc->lo, mc->hi, nc->lo, nc->hi, nc->allow,
+						    "a range of majors; not listed one by one")) < 0)
+					return r;
+			}
 		}
 	}
 	if (d->approximate) {

@@ -615,6 +615,36 @@ static void test_blowup_and_opaque(void)
 		   (unsigned long long)jobcg_decoded_runs(d));
 		jobcg_decoded_free(d);
 	}
+	/* A masked comparison cannot be partitioned exactly: the result says so. */
+	struct bpf_insn masked[] = {
+		LDX(BPF_W, 4, 1, 4), ALU32_IMM(BPF_AND, 4, 0xff00), JMP_IMM(BPF_JNE, 4, 0xc300, 2),
+		MOV64_IMM(0, 0), EXIT(), MOV64_IMM(0, 1), EXIT(),
+	};
+	if (is_int(jobcg_decode_program(masked, NINSNS(masked), NULL, &d), 0, "masked program decodes")) {
+		ok(strstr(render(d), "# approximate:") != NULL, "masked compare flagged approximate");
+		jobcg_decoded_free(d);
+	}
+	/* A range of majors and a minor rule for every major become notes, not wrong rules. */
+	/* Minor 7 of any major: deny; majors 1000..1999: deny. */
+	struct bpf_insn ranges2[] = {
+		LDX(BPF_W, 4, 1, 4), LDX(BPF_W, 5, 1, 8),
+		JMP_IMM(BPF_JEQ, 5, 7, 4),
+		JMP_IMM(BPF_JLT, 4, 1000, 5),
+		JMP_IMM(BPF_JGT, 4, 1999, 4),
+		MOV64_IMM(0, 0), EXIT(),
+		MOV64_IMM(0, 0), EXIT(),
+		MOV64_IMM(0, 1), EXIT(),
+	};
+	if (is_int(jobcg_decode_program(ranges2, NINSNS(ranges2), NULL, &d), 0, "range program decodes")) {
+		const char *txt = render(d);
+		ok(strstr(txt, "# c 1000-1999:* -") && strstr(txt, "# c *:7 -") && strstr(txt, "c *:* rwm\n"),
+		   "major range and every-major minor rule reported as notes");
+		ok(!strstr(txt, "0-999"), "ranges behaving like the default get no note");
+		ok(!jobcg_decoded_allows(d, 'c', 1500, 3, 2) && jobcg_decoded_allows(d, 'c', 2000, 3, 2) &&
+			   !jobcg_decoded_allows(d, 'c', 5, 7, 2),
+		   "range program answers exactly");
+		jobcg_decoded_free(d);
+	}
 	/* Step limit reaches the caller as -ELOOP. */
 	struct bpf_insn loop[] = { LDX(BPF_W, 2, 1, 4), JMP_IMM(BPF_JNE, 2, 7, -1), MOV64_IMM(0, 1), EXIT() };
 	is_int(jobcg_decode_program(loop, NINSNS(loop), NULL, &d), -ELOOP, "looping program hits the step limit");
