@@ -1,8 +1,10 @@
 /* jobcg run: run a command as a step (in an ephemeral job unless --job names one), pass its status.
  */
 #include <getopt.h>
+#include <time.h>
 
 #include "common.h"
+#include "jobcg/oom.h"
 
 static void usage(void)
 {
@@ -44,11 +46,16 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_run_result res = {};
 	struct jobcg_acct acct = {};
 	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
+	struct timespec start = {};
 	const char *step_arg = NULL;
 	char step[JOBCG_STEP_ID_MAX];
 	uint32_t job = JOBCG_JOB_ID_AUTO;
 	unsigned ntasks = 1;
-	bool want_acct = false, json = false, ephemeral = false, have_acct = false;
+	bool want_acct = false, json = false, ephemeral = false, have_acct = false, acct_ok = false;
+	struct jobcg_target tj = { .task = JOBCG_TASK_ALL };
+	struct jobcg_acct job_before = {}, job_after = {};
+	enum jobcg_oom_cause oom = JOBCG_OOM_NONE;
+	bool job_oom = false;
 	int c, r, exit_code = 1;
 
 	optind = 1;
@@ -134,6 +141,10 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	}
 	t.job = job;
 	memcpy(t.step, step, sizeof(step));
+	clock_gettime(CLOCK_REALTIME, &start);
+	tj.job = job;
+	/* The job's oom counter before the step, to tell its own limit from a node-wide OOM. */
+	(void)jobcg_acct_read(ctx, &tj, &job_before);
 	r = jobcg_step_run(ctx, job, step, ntasks, argv + optind, &so, &res);
 	if (r < 0) {
 		cli_print_error(NULL);
@@ -141,11 +152,36 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	} else
 		exit_code = res.exit_code;
 	/* Accounting at step end: every task has exited and stragglers are gone. */
-	if (want_acct && r >= 0) {
-		if (jobcg_acct_read(ctx, &t, &acct) < 0)
-			cli_print_error("accounting");
-		else
-			have_acct = true;
+	if (r >= 0) {
+		if (jobcg_acct_read(ctx, &t, &acct) < 0) {
+			if (want_acct)
+				cli_print_error("accounting");
+		} else {
+			have_acct = want_acct;
+			acct_ok = true;
+		}
+		if (acct_ok && jobcg_acct_has(&acct, JOBCG_ACCT_OOM_KILL) &&
+		    jobcg_acct_read(ctx, &tj, &job_after) == 0 &&
+		    jobcg_acct_has(&job_after, JOBCG_ACCT_OOM)) {
+			uint64_t before = jobcg_acct_has(&job_before, JOBCG_ACCT_OOM) ?
+						  job_before.value[JOBCG_ACCT_OOM] : 0;
+
+			oom = jobcg_oom_classify(acct.value[JOBCG_ACCT_OOM_KILL],
+						 job_after.value[JOBCG_ACCT_OOM] - before);
+			job_oom = jobcg_acct_has(&job_after, JOBCG_ACCT_OOM_KILL) &&
+				  job_after.value[JOBCG_ACCT_OOM_KILL] > 0;
+		}
+		if (oom != JOBCG_OOM_NONE)
+			fprintf(stderr, "jobcg: step %u.%s: OUT_OF_MEMORY: %llu process(es) killed by "
+					"%s\n", job, step,
+				(unsigned long long)acct.value[JOBCG_ACCT_OOM_KILL],
+				oom == JOBCG_OOM_JOB ? "the job's memory limit" :
+						       "a node-wide out-of-memory condition");
+		if (acct_ok && jobcg_acct_log_step(ctx, job, step,
+					(uint64_t)start.tv_sec * 1000000u +
+					    (uint64_t)start.tv_nsec / 1000u,
+					&res, &acct, res.lost_signal != 0) < 0)
+			cli_print_error("accounting log");
 	}
 	/* -ENOENT: the job was released (and the step killed) while we ran. */
 	r = jobcg_step_remove(ctx, job, step, 0);
@@ -164,6 +200,12 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			json_object_object_add(o, "step", json_object_new_string(step));
 			json_object_object_add(o, "ntasks", json_object_new_uint64(ntasks));
 			json_object_object_add(o, "exit_code", json_object_new_int(exit_code));
+			json_object_object_add(o, "state", json_object_new_string(
+				oom != JOBCG_OOM_NONE ? "OUT_OF_MEMORY" :
+				exit_code == 0 ? "COMPLETED" : "FAILED"));
+			json_object_object_add(o, "oom", json_object_new_string(jobcg_oom_cause_name(oom)));
+			json_object_object_add(o, "job_state", json_object_new_string(
+				job_oom ? "OUT_OF_MEMORY" : exit_code == 0 ? "COMPLETED" : "FAILED"));
 			json_object_object_add(o, "acct", cli_json_acct(&acct));
 			cli_json_print(stderr, o);
 		} else {

@@ -93,17 +93,27 @@ int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_con
 	return 0;
 }
 
+static int run_main(int argc, char **argv, char **rest);
+
 int main(int argc, char **argv)
 {
+	char **rest = calloc((size_t)argc + 1, sizeof(char *));
+	int r;
+
+	if (!rest)
+		return 1;
+	r = run_main(argc, argv, rest);
+	free(rest);
+	return r;
+}
+
+static int run_main(int argc, char **argv, char **rest)
+{
 	struct cli_global g = { .prog = "jobcg" };
-	char **rest;
 	int nrest = 0;
 	const char *name = NULL;
 	bool end_of_opts = false;
 
-	rest = calloc((size_t)argc + 1, sizeof(char *));
-	if (!rest)
-		return 1;
 	/* Global options may come before or after the subcommand name, but never after "--". */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -149,14 +159,9 @@ int main(int argc, char **argv)
 		      g.verbose >= 2 ? JOBCG_LOG_DEBUG :
 		      g.verbose == 1 ? JOBCG_LOG_INFO : JOBCG_LOG_NOTICE);
 	for (const struct cli_command *c = __start_jobcg_cmds; c < __stop_jobcg_cmds; c++)
-		if (strcmp(c->name, name) == 0) {
-			int rc = c->run(nrest, rest, &g);
-
-			free(rest);
-			return rc;
-		}
+		if (strcmp(c->name, name) == 0)
+			return c->run(nrest, rest, &g);
 	fprintf(stderr, "jobcg: unknown command '%s'\n", name);
 	usage(stderr);
-	free(rest);
 	return 2;
 }

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include "acct_log.h"
 #include "cgroupfs.h"
 #include "discover.h"
 #include "job_hooks.h"
@@ -368,18 +369,38 @@ JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 	return r;
 }
 
-static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id)
+/* The job's accounting record, read after its processes are gone; never fails the removal. */
+static void log_job(struct jobcg_ctx *ctx, uint32_t job_id, const char *dir, bool cancelled,
+		    bool lost)
+{
+	struct jobcg_acct a = {};
+	struct jobcg_error saved = *jobcg_last_error();
+
+	if (!ctx->info->xattr.supported)
+		return; /* without metadata there is no owner or start time to record */
+	if (jobcg_acct_read_dir(dir, &a) < 0 ||
+	    acct_log_append(ctx, job_id, NULL, 0, lost ? -1 : 0, 0, 0, cancelled, &a) < 0)
+		log_warning("job %u: accounting record not written: %s", job_id,
+			    jobcg_last_error()->message);
+	*(struct jobcg_error *)jobcg_last_error() = saved;
+}
+
+/* @lost: the job's owner is gone (gc), so how it ended was not seen. */
+static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, bool lost)
 {
 	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id);
+	bool populated = false;
 	int r;
 
 	if (!dir)
 		return -ENOMEM;
 	if (access(dir, F_OK) < 0)
 		return error_set(-ENOENT, "no job %u (%s)", job_id, dir);
+	(void)cgfs_events(dir, &populated, NULL);
 	r = tree_kill(dir, TREE_KILL_TIMEOUT_MS);
 	if (r < 0)
 		return r;
+	log_job(ctx, job_id, dir, populated && !lost, lost);
 	hooks_detach(ctx, job_id, dir, ELEMENTSOF(job_hooks));
 	r = cgfs_remove_tree(dir);
 	if (r < 0)
@@ -394,7 +415,7 @@ JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsign
 
 	if (r < 0)
 		return r;
-	r = job_remove_locked(ctx, job_id);
+	r = job_remove_locked(ctx, job_id, false);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }
@@ -487,7 +508,7 @@ JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const
 	r = tree_make_step(ctx, jdir, sid);
 	if (r < 0)
 		goto out;
-	if (ctx->info->xattr.supported) {
+	if (ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER)) {
 		sdir = tree_step_dir(ctx, job_id, sid);
 		me = tree_runner_self();
 		if (!sdir || !me)
@@ -635,7 +656,7 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		/* Under the lock a job without the "created" mark is a creation that died half
 		 * way; an ephemeral job without its runner will never be removed by it. */
 		log_info("gc: removing stray job %u", id);
-		r = job_remove_locked(ctx, id);
+		r = job_remove_locked(ctx, id, true);
 		if (r < 0)
 			return r;
 		st->jobs_removed++;
@@ -654,7 +675,19 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		if (!step_is_stray(sdir))
 			continue;
 		log_info("gc: removing stray step %u.%s", id, *s);
-		r = tree_kill_and_remove(sdir);
+		r = tree_kill(sdir, TREE_KILL_TIMEOUT_MS);
+		if (r < 0)
+			return r;
+		{
+			struct jobcg_acct a = {};
+
+			/* its runner died: how the step ended was not seen (NODE_FAIL) */
+			if (jobcg_acct_read_dir(sdir, &a) < 0 ||
+			    jobcg_acct_log_step(ctx, id, *s, 0, NULL, &a, false) < 0)
+				log_warning("step %u.%s: accounting record not written: %s", id, *s,
+					    jobcg_last_error()->message);
+		}
+		r = cgfs_remove_tree(sdir);
 		if (r < 0)
 			return r;
 		st->steps_removed++;

@@ -248,6 +248,9 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 		if (sig != SIGUSR1 && sig != SIGUSR2 && ++term_signals >= 2) {
 			/* A second interrupt means "now": what a user expects from Ctrl-C twice. */
 			(void)tree_kill(sdir, STEP_END_KILL_TIMEOUT_MS);
+		} else if ((sig == SIGINT || sig == SIGQUIT) && si.si_code == SI_KERNEL) {
+			/* Typed at the terminal: the tasks share our foreground process group and
+			 * got it from the kernel already; forwarding would deliver it twice. */
 		} else
 			(void)jobcg_signal(ctx, &t, sig);
 	}

@@ -543,7 +543,7 @@ static void test_node_program(void)
 	uint32_t hints[64][2];
 	size_t nh = 0;
 
-	if (!is_int(devprog_build_node(11, 22, root_level, &b), 0, "node program built"))
+	if (!is_int(devprog_build_node(11, 22, root_level, 500 + root_level, &b), 0, "node program built"))
 		return;
 	w.seven[0] = 7;
 	for (size_t k = 0; k < ELEMENTS(managed); k++)

@@ -147,7 +147,8 @@ enum {
 
 /**
  * Load cgroup.conf and gres.conf from @config_dir (NULL: $JOBCG_CONF_DIR, else /etc/jobcg).
- * Missing files give the defaults (an empty gres.conf). @hostname NULL: gethostname().
+ * Missing files give the defaults (an empty gres.conf). @hostname NULL: $JOBCG_NODENAME (unless
+ * JOBCG_CONFIG_NO_ENV), else gethostname(); NodeName= lines also match the name up to its first dot.
  * On error returns -errno with the thread's error record naming file, line and column; nothing
  * is returned (no partial configuration). Free with jobcg_config_free().
  */

@@ -136,6 +136,12 @@ JOBCG_EXPORT int jobcg_job_xattr_set(struct jobcg_ctx *ctx, uint32_t job_id, con
 JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, const char *key,
 				     char **ret);
 
+enum {
+	/* jobcg_step_create(): record no runner, so the step belongs to the job and gc leaves it
+	 * (the extern step that `jobcg adopt` makes for login sessions). */
+	JOBCG_STEP_NO_RUNNER = 1u << 1,
+};
+
 /**
  * Create step_<step_id> in an existing job with its jobcg/ and user/ directories (under the
  * node lock). @step_id NULL picks the lowest free number. The calling process is recorded as

@@ -25,6 +25,16 @@ like "...after touching less than its limit" "$(echo "$out" | grep touched | tai
 like "...and the accounting counts an OOM kill" "$out" '"oom_kill": *[1-9]'
 like "...and jobcg reports OUT_OF_MEMORY for the step" "$out" '"state": *"OUT_OF_MEMORY"'
 like "...caused by the job's own limit" "$out" '"oom": *"job"'
+like "...and the job too" "$out" '"job_state": *"OUT_OF_MEMORY"'
+
+# An OOM from outside the job (here a limit above it, on jobcg.scope, as when the node runs
+# out) is told apart from the job's own: the job has no limit and none of its own was hit.
+systemctl set-property --runtime jobcg.scope MemoryMax=96M
+out=$(jobcg run --acct --json -- vmt-memhog 160 2>&1); rc=$?
+systemctl set-property --runtime jobcg.scope MemoryMax=infinity
+is "a step is OOM-killed by a limit outside its job" "$rc" 137
+like "...reported as OUT_OF_MEMORY" "$out" '"state": *"OUT_OF_MEMORY"'
+like "...caused outside the job ('node'), not by the job's limit" "$out" '"oom": *"node"'
 
 # --- pids.max: a fork bomb is contained, then killed with its step ---
 out=$(jobcg run -- vmt-forkbomb 300 2>&1)
