@@ -12,15 +12,31 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <ftw.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "devgen.h"
+#include "jobcg/config.h"
+#include "jobcg/devices.h"
 #include "jobcg/inspect.h"
 #include "ktest.h"
 #include "tap.h"
 
 static char job[PATH_MAX], step[PATH_MAX], snapcg[PATH_MAX];
+static char pin_base[256];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)remove(path);
+	return 0;
+}
+
+static void remove_pins(void)
+{
+	if (pin_base[0])
+		nftw(pin_base, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
 
 static int load(const char *name, const struct prog *p)
 {
@@ -226,6 +242,9 @@ static char *run_cli(const char *args)
 int main(void)
 {
 	const char *root = ktest_setup("decode-live");
+	snprintf(pin_base, sizeof(pin_base), "/sys/fs/bpf/jobcg-test-decode-%d-%ld", (int)getpid(),
+		 (long)time(NULL));
+	atexit(remove_pins);
 	int jobfd = -1, stepfd = -1, snapfd = -1, pa = -1, pb = -1, ps = -1, map = -1;
 	static struct prog a, b, s;
 	struct jobcg_cginspect *in = NULL;
@@ -372,6 +391,59 @@ int main(void)
 		}
 	ok(j && cgs && !has_step, "who-has --json /dev/zero: the step may not (job denies 1:5)");
 	json_object_put(j);
+
+	/* jobcg's own programs, set up through its device policy API, read back live. */
+	for (int mode = 0; mode < 2; mode++) {
+		const char *mname = mode == 0 ? "jobcg node program" : "jobcg linear program";
+		char jroot[PATH_MAX], jjob[PATH_MAX + 16], jstep[PATH_MAX + 32], jtask[PATH_MAX + 64];
+		struct jobcg_config conf = { 0 };
+		struct jobcg_devpolicy *pol = NULL;
+		struct jobcg_devrule managed[2] = { { 'c', 1, 5, 7, true }, { 'c', 1, 7, 7, true } };
+		struct jobcg_devrule grant[1] = { { 'c', 1, 5, JOBCG_DEV_ACC_READ, true } };
+
+		snprintf(jroot, sizeof(jroot), "%s/jroot%d", root, mode);
+		snprintf(jjob, sizeof(jjob), "%s/job_9", jroot);
+		snprintf(jstep, sizeof(jstep), "%s/step_1", jjob);
+		snprintf(jtask, sizeof(jtask), "%s/user", jstep);
+		if (mkdir(jroot, 0755) < 0 || mkdir(jjob, 0755) < 0 || mkdir(jstep, 0755) < 0 ||
+		    mkdir(jtask, 0755) < 0)
+			continue;
+		conf.cgroup.device_program = mode == 0 ? JOBCG_DEVPROG_NODE : JOBCG_DEVPROG_LINEAR;
+		conf.cgroup.bpf_pin_dir = pin_base;
+		if (!ok(jobcg_devpolicy_open(&conf, jroot, managed, 2, &pol) == 0, "%s: policy opened", mname)) {
+			tap_diag("%s", jobcg_last_error()->message);
+			continue;
+		}
+		if (mode == 0 && jobcg_devpolicy_mode(pol) != JOBCG_DEVPROG_NODE)
+			tap_diag("node mode fell back: %s", jobcg_devpolicy_fallback_reason(pol));
+		ok(jobcg_devpolicy_grant(pol, jjob, grant, 1) == 0, "%s: job granted c 1:5 r", mname);
+		/* The step's child cgroup is where the processes are: decoded for that cgroup. */
+		if (is_int(jobcg_cgroup_inspect(jtask, NULL, &in), 0, "inspect below the granted job")) {
+			ok(in->n_progs == 1 && in->progs[0].decoded, "%s decoded (%s)", mname,
+			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason : "yes");
+			if (in->n_progs == 1)
+				tap_diag("%s: %s at %s", mname, in->progs[0].name,
+					 in->progs[0].attached_at ? in->progs[0].attached_at : "?");
+			ok(jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_READ) == 1 &&
+				   jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_WRITE) == 0 &&
+				   jobcg_cginspect_allows(in, 'c', 1, 7, JOBCG_DEV_ACC_READ) == 0 &&
+				   jobcg_cginspect_allows(in, 'c', 1, 3, JOBCG_DEV_ACC_WRITE) == 1,
+			   "%s: zero read-only, full denied, null free", mname);
+			compare_with_kernel(jtask, in, mname);
+			jobcg_cginspect_free(in);
+			in = NULL;
+		}
+		snprintf(args, sizeof(args), "devices %s", jtask);
+		out = run_cli(args);
+		ok(out && strstr(out, "c 1:5 r ") && strstr(out, "c 1:7 -"), "%s: jobcg devices shows the grant", mname);
+		if (out && !strstr(out, "c 1:5 r "))
+			tap_diag("%s", out);
+		jobcg_devpolicy_revoke(pol, jjob);
+		if (mode == 0)
+			jobcg_devpolicy_destroy(pol);
+		else
+			jobcg_devpolicy_free(pol);
+	}
 
 	/* who-has over a thousand cgroups stays fast: programs are read once, by id. */
 	char many[PATH_MAX];
