@@ -1,6 +1,8 @@
 /* jobcg: decode a device program by executing it on one request from every cell of the input
  * space that its own comparisons define, then compress the answers into device rules. */
+#include <ctype.h>
 #include <errno.h>
+#include <json-c/json.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -660,9 +662,71 @@ JOBCG_EXPORT int jobcg_decode_program(const struct bpf_insn *insns, size_t n,
 	return 0;
 }
 
+/*
+ * `bpftool -j prog dump xlated` prints [{"disasm": "(61) r2 = ..."}, ...] without instruction
+ * numbers: rebuild the text form, counting two slots for each ld_imm64.
+ */
+static int json_to_text(const char *data, size_t len, const char *filename, char **ret)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *j;
+	char *out = NULL;
+	size_t olen = 0, idx = 0;
+	int r = 0;
+
+	if (!tok)
+		return -ENOMEM;
+	j = json_tokener_parse_ex(tok, data, (int)(len > INT32_MAX ? INT32_MAX : len));
+	if (!j || !json_object_is_type(j, json_type_array)) {
+		json_tokener_free(tok);
+		json_object_put(j);
+		return error_set(-EINVAL, "%s: not a bpftool JSON instruction dump",
+				 filename ? filename : "<input>");
+	}
+	json_tokener_free(tok);
+	for (size_t k = 0; k < json_object_array_length(j) && r >= 0; k++) {
+		struct json_object *o = json_object_array_get_idx(j, k), *d = NULL;
+		if (!json_object_object_get_ex(o, "disasm", &d) || !json_object_is_type(d, json_type_string))
+			continue;
+		const char *line = json_object_get_string(d);
+		char *t = realloc(out, olen + strlen(line) + 32);
+		if (!t) {
+			r = -ENOMEM;
+			break;
+		}
+		out = t;
+		olen += (size_t)sprintf(out + olen, "%zu: %s\n", idx, line);
+		idx += startswith(line, "(18)") ? 2 : 1;
+	}
+	json_object_put(j);
+	if (r < 0) {
+		free(out);
+		return r;
+	}
+	*ret = out ? out : strdup("");
+	return *ret ? 0 : -ENOMEM;
+}
+
+static bool looks_json(const char *data, size_t len)
+{
+	size_t i = 0;
+	while (i < len && isspace((unsigned char)data[i]))
+		i++;
+	return i < len && data[i] == '[';
+}
+
 JOBCG_EXPORT int jobcg_decode_parse(const void *data, size_t len, const char *filename,
 				    struct bpf_insn **ret, size_t *ret_n)
 {
+	if (!bpftext_looks_raw(data, len) && looks_json(data, len)) {
+		_cleanup_free_ char *text = NULL;
+		int r = json_to_text(data, len, filename, &text);
+		if (r == -ENOMEM)
+			return r;
+		/* Not JSON after all (a pasted mail may start with "[list-name]"): read as text. */
+		if (r == 0)
+			return bpftext_parse(text, strlen(text), filename, ret, ret_n);
+	}
 	if (bpftext_looks_raw(data, len)) {
 		struct bpf_insn *insns = NULL;
 		size_t n = 0;

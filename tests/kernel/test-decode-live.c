@@ -177,6 +177,22 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 	}
 	if (r != 0 && !has_maps)
 		tap_diag("%s", text);
+	if (!has_maps) {
+		snprintf(cmd, sizeof(cmd), "bpftool -j prog dump xlated id %u", id);
+		char *js = capture(cmd, &len);
+		r = js ? jobcg_decode_data(js, len, "bpftool-json", NULL, &d) : -EIO;
+		if (ok(r == 0, "%s: bpftool -j output decodes (%s)", label, r ? jobcg_last_error()->message : "ok")) {
+			unsigned bad = 0;
+			for (uint32_t ma = 0; ma < 200; ma++)
+				for (uint32_t mi = 0; mi < 12; mi++)
+					for (unsigned acc = 0; acc <= 6; acc++)
+						bad += jobcg_decoded_allows(d, 'c', ma, mi, acc) !=
+						       jobcg_decoded_allows(live, 'c', ma, mi, acc);
+			ok(bad == 0, "%s: bpftool -j output decodes like the live program", label);
+			jobcg_decoded_free(d);
+			d = NULL;
+		}
+	}
 	if (has_maps) {
 		/* As root on this host the CLI reads the maps the text names by id. */
 		char tf[PATH_MAX];

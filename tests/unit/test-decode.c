@@ -247,6 +247,27 @@ static void test_seed000(void)
 				     .ref = ref_rules, .refctx = &rc };
 		check_all(&c, consts, ELEMENTS(consts));
 	}
+	/* The same program as `bpftool -j prog dump xlated` prints it. */
+	if (d) {
+		char json[8192] = "[";
+		const char *p0 = strstr(text, "0: (61)");
+		int idx = 0;
+		while (p0 && idx < 28) {
+			const char *colon = strchr(p0, ':'), *nl = strchr(p0, '\n');
+			if (!colon || !nl)
+				break;
+			snprintf(json + strlen(json), sizeof(json) - strlen(json), "%s{\"disasm\":\"%.*s\"}",
+				 idx ? "," : "", (int)(nl - colon - 2), colon + 2);
+			idx++;
+			p0 = nl + 1;
+		}
+		strcat(json, "]");
+		struct jobcg_decoded *dj = NULL;
+		if (is_int(jobcg_decode_data(json, strlen(json), "json", NULL, &dj), 0, "bpftool JSON dump decodes")) {
+			is_str(render(dj), render(d), "JSON dump gives the same rules");
+			jobcg_decoded_free(dj);
+		}
+	}
 	/* Mangled copies fail naming the line. */
 	char *bad = strdup(text);
 	char *p = strstr(bad, "23: (55) if r5 != 0x3 goto pc+2");
