@@ -54,8 +54,8 @@ JOBCG_EXPORT int jobcg_decode_program(const struct bpf_insn *insns, size_t n,
 				      struct jobcg_decoded **ret);
 
 /**
- * Parse a program in either form (bpftool "prog dump xlated" text, or raw 8-byte instructions
- * in host order; detected by content) and decode it. @filename names the input in errors.
+ * Parse a program in any form (bpftool "prog dump xlated" text or its -j JSON, or raw 8-byte
+ * instructions in host order; detected by content) and decode it. @filename names the input in errors.
  * For raw input, kernel helper call addresses are resolved through /proc/kallsyms.
  */
 JOBCG_EXPORT int jobcg_decode_data(const void *data, size_t len, const char *filename,
