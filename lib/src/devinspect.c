@@ -677,6 +677,7 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 	struct inspect_priv *ip = NULL;
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint32_t *ids = NULL;
+	_cleanup_free_ struct jobcg_decoded **list = NULL;
 	size_t n = 0;
 	const char *mount;
 	char real[PATH_MAX];
@@ -723,8 +724,12 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 		goto fail;
 	}
 	ip->pub.n_progs = n;
-	struct jobcg_decoded *list[64];
 	size_t nlist = 0;
+	list = calloc(n ? n : 1, sizeof(*list));
+	if (!list) {
+		r = -ENOMEM;
+		goto fail;
+	}
 	for (size_t k = 0; k < n; k++) {
 		struct jobcg_cgprog *p = &ip->pub.progs[k];
 		struct centry *e;
@@ -757,7 +762,7 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 				p->decoded = ip->owned[ip->nowned++];
 		} else
 			p->decoded = e->decoded;
-		if (p->decoded && nlist < ELEMENTSOF(list))
+		if (p->decoded)
 			list[nlist++] = (struct jobcg_decoded *)p->decoded;
 		if (!p->decoded)
 			ip->pub.any_opaque = true;
