@@ -682,6 +682,10 @@ static int do_call(struct vm *vm, const struct bpf_insn *insns, size_t n, size_t
 		break;
 	}
 	default:
+		if (i->imm >= 0x7fff0000)
+			return error_set(-EOPNOTSUPP,
+					 "instruction %zu: calls a kernel function that could not be identified",
+					 pc);
 		return error_set(-EOPNOTSUPP, "instruction %zu: calls helper %d, which decoding does not model",
 				 pc, i->imm);
 	}
