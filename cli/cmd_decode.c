@@ -71,7 +71,8 @@ static bool program_uses_maps(const struct bpf_insn *insns, size_t n)
 {
 	for (size_t k = 0; k < n; k++)
 		if (insns[k].code == (BPF_LD | BPF_IMM | BPF_DW) &&
-		    (insns[k].src_reg == BPF_PSEUDO_MAP_FD || insns[k].src_reg == BPF_PSEUDO_MAP_VALUE))
+		    (insns[k].src_reg == BPF_PSEUDO_MAP_FD ||
+		     insns[k].src_reg == BPF_PSEUDO_MAP_VALUE))
 			return true;
 	return false;
 }
@@ -95,9 +96,9 @@ static void help(void)
 static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	bool json = false;
 	const char *path = "-";
@@ -151,8 +152,8 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 	}
 	if (json) {
 		struct json_object *o = decode_out_json(d);
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-								      JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n", json_object_to_json_string_ext(
+				   o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else
 		decode_out_text(stdout, d, NULL);

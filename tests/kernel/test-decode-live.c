@@ -81,8 +81,8 @@ static int kernel_allows(const char *cg, const char *dev, int flags)
 
 static void compare_with_kernel(const char *cg, const struct jobcg_cginspect *in, const char *label)
 {
-	static const char *const devs[] = { "/dev/null", "/dev/zero", "/dev/full", "/dev/random",
-					    "/dev/urandom", "/dev/tty" };
+	static const char *const devs[] = {"/dev/null",	  "/dev/zero",	  "/dev/full",
+					   "/dev/random", "/dev/urandom", "/dev/tty"};
 	unsigned agree = 0, total = 0;
 
 	for (size_t k = 0; k < sizeof(devs) / sizeof(devs[0]); k++) {
@@ -91,20 +91,22 @@ static void compare_with_kernel(const char *cg, const struct jobcg_cginspect *in
 			continue;
 		for (int f = 0; f < 2; f++) {
 			int kr = kernel_allows(cg, devs[k], f ? O_WRONLY : O_RDONLY);
-			int dr = jobcg_cginspect_allows(in, 'c', major(st.st_rdev), minor(st.st_rdev),
-							f ? JOBCG_DEV_ACC_WRITE : JOBCG_DEV_ACC_READ);
+			int dr =
+			    jobcg_cginspect_allows(in, 'c', major(st.st_rdev), minor(st.st_rdev),
+						   f ? JOBCG_DEV_ACC_WRITE : JOBCG_DEV_ACC_READ);
 			if (kr < 0)
-				continue; /* e.g. /dev/tty without a terminal: ENXIO, not a device decision */
+				continue; /* e.g. /dev/tty without a terminal: ENXIO, not a device
+					     decision */
 			total++;
 			if (kr == dr)
 				agree++;
 			else
-				tap_diag("%s: %s %s: kernel %d, decoded %d", label, devs[k], f ? "write" : "read",
-					 kr, dr);
+				tap_diag("%s: %s %s: kernel %d, decoded %d", label, devs[k],
+					 f ? "write" : "read", kr, dr);
 		}
 	}
-	ok(total > 0 && agree == total, "%s: decoded rules match the kernel on %u/%u real opens", label,
-	   agree, total);
+	ok(total > 0 && agree == total, "%s: decoded rules match the kernel on %u/%u real opens",
+	   label, agree, total);
 }
 
 static char *run_cli(const char *args);
@@ -118,7 +120,7 @@ static uint64_t now_ms(void)
 
 static uint32_t prog_id(int fd)
 {
-	struct bpf_prog_info info = { 0 };
+	struct bpf_prog_info info = {0};
 	uint32_t len = sizeof(info);
 	return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
 }
@@ -145,7 +147,8 @@ static char *capture(const char *cmd, size_t *ret_len)
  * What bpftool prints and writes for a loaded program must decode to the same rules as the
  * live path (both forms: text, and raw instructions with kernel call addresses).
  */
-static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char *label, bool has_maps)
+static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char *label,
+			    bool has_maps)
 {
 	char cmd[PATH_MAX * 2], file[PATH_MAX];
 	uint32_t id = prog_id(fd);
@@ -164,7 +167,8 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 	if (has_maps) {
 		ok(r == -EOPNOTSUPP, "%s: bpftool text alone is opaque (maps not in it): %s", label,
 		   jobcg_last_error()->message);
-	} else if (ok(r == 0, "%s: bpftool text decodes (%s)", label, r ? jobcg_last_error()->message : "ok")) {
+	} else if (ok(r == 0, "%s: bpftool text decodes (%s)", label,
+		      r ? jobcg_last_error()->message : "ok")) {
 		unsigned bad = 0;
 		for (uint32_t ma = 0; ma < 200; ma++)
 			for (uint32_t mi = 0; mi < 12; mi++)
@@ -181,7 +185,8 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		snprintf(cmd, sizeof(cmd), "bpftool -j prog dump xlated id %u", id);
 		char *js = capture(cmd, &len);
 		r = js ? jobcg_decode_data(js, len, "bpftool-json", NULL, &d) : -EIO;
-		if (ok(r == 0, "%s: bpftool -j output decodes (%s)", label, r ? jobcg_last_error()->message : "ok")) {
+		if (ok(r == 0, "%s: bpftool -j output decodes (%s)", label,
+		       r ? jobcg_last_error()->message : "ok")) {
 			unsigned bad = 0;
 			for (uint32_t ma = 0; ma < 200; ma++)
 				for (uint32_t mi = 0; mi < 12; mi++)
@@ -204,7 +209,8 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		}
 		snprintf(cmd, sizeof(cmd), "decode %s", tf);
 		char *out = run_cli(cmd);
-		ok(out && strstr(out, "c *:* -\n") && strstr(out, "c 1:3 rwm\n") && strstr(out, "c 195:* rwm\n"),
+		ok(out && strstr(out, "c *:* -\n") && strstr(out, "c 1:3 rwm\n") &&
+		       strstr(out, "c 195:* rwm\n"),
 		   "%s: jobcg decode of bpftool text reads the live map", label);
 		if (out && !strstr(out, "c 195:* rwm"))
 			tap_diag("%s", out);
@@ -220,8 +226,10 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		fclose(f);
 	r = jobcg_decode_data(raw, n, file, NULL, &d);
 	if (has_maps)
-		ok(r == -EOPNOTSUPP, "%s: raw file alone is opaque: %s", label, jobcg_last_error()->message);
-	else if (ok(r == 0, "%s: raw file decodes (%s)", label, r ? jobcg_last_error()->message : "ok")) {
+		ok(r == -EOPNOTSUPP, "%s: raw file alone is opaque: %s", label,
+		   jobcg_last_error()->message);
+	else if (ok(r == 0, "%s: raw file decodes (%s)", label,
+		    r ? jobcg_last_error()->message : "ok")) {
 		unsigned bad = 0;
 		for (uint32_t ma = 0; ma < 200; ma++)
 			for (uint32_t mi = 0; mi < 12; mi++)
@@ -276,24 +284,28 @@ int main(void)
 	stepfd = open(step, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	snapfd = open(snapcg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	/* Job: Slurm-shaped, /dev/zero (1:5) managed and denied, GPUs 195:0-2 denied, 195:3 allowed. */
+	/* Job: Slurm-shaped, /dev/zero (1:5) managed and denied, GPUs 195:0-2 denied, 195:3
+	 * allowed. */
 	struct rule slurm[] = {
-		{ 'c', 1, 5, 7, false },  { 'c', 195, 0, 7, false }, { 'c', 195, 1, 7, false },
-		{ 'c', 195, 2, 7, false }, { 'c', 195, 3, 7, true },
+	    {'c', 1, 5, 7, false},   {'c', 195, 0, 7, false}, {'c', 195, 1, 7, false},
+	    {'c', 195, 2, 7, false}, {'c', 195, 3, 7, true},
 	};
 	gen_slurm(&a, slurm, sizeof(slurm) / sizeof(slurm[0]));
-	/* Step: crun-shaped allow list, /dev/null rwm, /dev/full read-only, /dev/random rw, GPUs rw. */
+	/* Step: crun-shaped allow list, /dev/null rwm, /dev/full read-only, /dev/random rw, GPUs
+	 * rw. */
 	struct rule crun[] = {
-		{ 'c', 1, 3, 7, true }, { 'c', 1, 7, 2, true }, { 'c', 1, 8, 6, true },
-		{ 'c', 195, ANY, 6, true }, { 'c', 1, 5, 7, true },
+	    {'c', 1, 3, 7, true},     {'c', 1, 7, 2, true}, {'c', 1, 8, 6, true},
+	    {'c', 195, ANY, 6, true}, {'c', 1, 5, 7, true},
 	};
 	gen_first_match(&b, crun, sizeof(crun) / sizeof(crun[0]), false, CRUN);
 	pa = load("jobcg_tslurm", &a);
 	pb = load("jobcg_tcrun", &b);
 	if (!ok(pa >= 0 && pb >= 0, "programs load"))
 		goto out;
-	ok(bpf_prog_attach(pa, jobfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0, "attach at the job (multi)");
-	ok(bpf_prog_attach(pb, stepfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0, "attach at the step (multi)");
+	ok(bpf_prog_attach(pa, jobfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
+	   "attach at the job (multi)");
+	ok(bpf_prog_attach(pb, stepfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
+	   "attach at the step (multi)");
 
 	/* The library path. */
 	if (is_int(jobcg_cgroup_inspect(step, NULL, &in), 0, "inspect the step")) {
@@ -301,8 +313,9 @@ int main(void)
 		int seen_job = 0, seen_step = 0;
 		for (size_t k = 0; k < in->n_progs; k++) {
 			const struct jobcg_cgprog *p = &in->progs[k];
-			tap_diag("prog %u %s at %s flags %u %s", p->id, p->name, p->attached_at ? p->attached_at : "?",
-				 p->attach_flags, p->opaque_reason ? p->opaque_reason : "decoded");
+			tap_diag("prog %u %s at %s flags %u %s", p->id, p->name,
+				 p->attached_at ? p->attached_at : "?", p->attach_flags,
+				 p->opaque_reason ? p->opaque_reason : "decoded");
 			if (strcmp(p->name, "jobcg_tslurm") == 0)
 				seen_job = p->attached_at && strcmp(p->attached_at, job) == 0 &&
 					   p->attach_flags == BPF_F_ALLOW_MULTI && p->decoded;
@@ -313,15 +326,19 @@ int main(void)
 		ok(seen_job, "Slurm program found attached at the job with multi, decoded");
 		ok(seen_step, "crun program found attached at the step with multi, decoded");
 		ok(in->combined && !in->any_opaque, "combined rules complete");
-		ok(jobcg_cginspect_allows(in, 'c', 195, 3, JOBCG_DEV_ACC_READ) == 1, "195:3 r allowed");
-		ok(jobcg_cginspect_allows(in, 'c', 195, 3, JOBCG_DEV_ACC_MKNOD) == 0, "195:3 m denied by the step");
-		ok(jobcg_cginspect_allows(in, 'c', 195, 1, JOBCG_DEV_ACC_READ) == 0, "195:1 denied by the job");
-		ok(jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_READ) == 0, "1:5 allowed by the step, denied by the job");
+		ok(jobcg_cginspect_allows(in, 'c', 195, 3, JOBCG_DEV_ACC_READ) == 1,
+		   "195:3 r allowed");
+		ok(jobcg_cginspect_allows(in, 'c', 195, 3, JOBCG_DEV_ACC_MKNOD) == 0,
+		   "195:3 m denied by the step");
+		ok(jobcg_cginspect_allows(in, 'c', 195, 1, JOBCG_DEV_ACC_READ) == 0,
+		   "195:1 denied by the job");
+		ok(jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_READ) == 0,
+		   "1:5 allowed by the step, denied by the job");
 		compare_with_kernel(step, in, "step (job + step programs)");
 		for (size_t k = 0; k < in->n_progs; k++)
 			if (in->progs[k].decoded)
-				compare_bpftool(in->progs[k].id == prog_id(pa) ? pa : pb, in->progs[k].decoded,
-						in->progs[k].name, false);
+				compare_bpftool(in->progs[k].id == prog_id(pa) ? pa : pb,
+						in->progs[k].decoded, in->progs[k].name, false);
 		jobcg_cginspect_free(in);
 		in = NULL;
 	}
@@ -337,7 +354,7 @@ int main(void)
 	map = bpf_map_create(BPF_MAP_TYPE_HASH, "jobcg_tsnap", 9, 1, 64, &mo);
 	if (ok(map >= 0, "snapd-layout map created")) {
 		uint8_t one = 1;
-		struct snapd_map keys = { 0 };
+		struct snapd_map keys = {0};
 		snapd_add(&keys, 2, 1, 3);
 		snapd_add(&keys, 2, 1, 8);
 		snapd_add(&keys, 2, 195, UINT32_MAX);
@@ -346,15 +363,19 @@ int main(void)
 		gen_snapd(&s, map, true);
 		ps = load("jobcg_tsnapd", &s);
 		if (ok(ps >= 0, "snapd-shaped program loads") &&
-		    ok(bpf_prog_attach(ps, snapfd, BPF_CGROUP_DEVICE, 0) == 0, "attach (no flags)") &&
+		    ok(bpf_prog_attach(ps, snapfd, BPF_CGROUP_DEVICE, 0) == 0,
+		       "attach (no flags)") &&
 		    is_int(jobcg_cgroup_inspect(snapcg, NULL, &in), 0, "inspect the snap cgroup")) {
 			ok(in->n_progs == 1 && in->progs[0].decoded, "map program decoded: %s",
-			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason : "yes");
+			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason
+								     : "yes");
 			ok(in->n_progs == 1 && in->progs[0].attach_flags == 0, "attach flags none");
-			compare_with_kernel(snapcg, in, "snap (map lookups, inlined by the kernel)");
+			compare_with_kernel(snapcg, in,
+					    "snap (map lookups, inlined by the kernel)");
 			if (in->n_progs == 1 && in->progs[0].decoded)
 				compare_bpftool(ps, in->progs[0].decoded, "snapd-shaped", true);
-			ok(jobcg_cginspect_allows(in, 'c', 195, 77, JOBCG_DEV_ACC_WRITE) == 1, "195:77 via the wildcard key");
+			ok(jobcg_cginspect_allows(in, 'c', 195, 77, JOBCG_DEV_ACC_WRITE) == 1,
+			   "195:77 via the wildcard key");
 			jobcg_cginspect_free(in);
 			in = NULL;
 		}
@@ -364,18 +385,20 @@ int main(void)
 	char args[PATH_MAX * 2];
 	snprintf(args, sizeof(args), "devices %s", step);
 	char *out = run_cli(args);
-	ok(out && strstr(out, "name jobcg_tslurm") && strstr(out, "flags multi") && strstr(out, job),
+	ok(out && strstr(out, "name jobcg_tslurm") && strstr(out, "flags multi") &&
+	       strstr(out, job),
 	   "jobcg devices lists the job's program and where it is attached");
 	/* 195:3 behaves like the rest of major 195 there, so it has no line of its own. */
 	const char *comb = out ? strstr(out, "combined rules:") : NULL;
-	ok(comb && strstr(comb, "c 195:* rw\n") && strstr(comb, "c 195:1 -\n") && !strstr(comb, "c 195:3") &&
-		   strstr(comb, "c 1:3 rwm") && !strstr(comb, "c 1:5"),
+	ok(comb && strstr(comb, "c 195:* rw\n") && strstr(comb, "c 195:1 -\n") &&
+	       !strstr(comb, "c 195:3") && strstr(comb, "c 1:3 rwm") && !strstr(comb, "c 1:5"),
 	   "jobcg devices prints the combined rules");
 	ok(out && strstr(out, "/dev/null"), "device nodes named from /dev");
 	snprintf(args, sizeof(args), "devices --json %s", step);
 	out = run_cli(args);
 	struct json_object *j = out ? json_tokener_parse(out) : NULL, *progs = NULL;
-	ok(j && json_object_object_get_ex(j, "programs", &progs) && json_object_array_length(progs) == 2,
+	ok(j && json_object_object_get_ex(j, "programs", &progs) &&
+	       json_object_array_length(progs) == 2,
 	   "jobcg devices --json lists two programs");
 	json_object_put(j);
 	/* JOB.STEP resolution under a root given by JOBCG_ROOT. */
@@ -402,7 +425,8 @@ int main(void)
 	if (j && json_object_object_get_ex(j, "cgroups", &cgs))
 		for (size_t k = 0; k < json_object_array_length(cgs); k++) {
 			struct json_object *c = json_object_array_get_idx(cgs, k), *p = NULL;
-			if (json_object_object_get_ex(c, "cgroup", &p) && strcmp(json_object_get_string(p), step) == 0)
+			if (json_object_object_get_ex(c, "cgroup", &p) &&
+			    strcmp(json_object_get_string(p), step) == 0)
 				has_step = true;
 		}
 	ok(j && cgs && !has_step, "who-has --json /dev/zero: the step may not (job denies 1:5)");
@@ -411,11 +435,12 @@ int main(void)
 	/* jobcg's own programs, set up through its device policy API, read back live. */
 	for (int mode = 0; mode < 2; mode++) {
 		const char *mname = mode == 0 ? "jobcg node program" : "jobcg linear program";
-		char jroot[PATH_MAX], jjob[PATH_MAX + 16], jstep[PATH_MAX + 32], jtask[PATH_MAX + 64];
-		struct jobcg_config conf = { 0 };
+		char jroot[PATH_MAX], jjob[PATH_MAX + 16], jstep[PATH_MAX + 32],
+		    jtask[PATH_MAX + 64];
+		struct jobcg_config conf = {0};
 		struct jobcg_devpolicy *pol = NULL;
-		struct jobcg_devrule managed[2] = { { 'c', 1, 5, 7, true }, { 'c', 1, 7, 7, true } };
-		struct jobcg_devrule grant[1] = { { 'c', 1, 5, JOBCG_DEV_ACC_READ, true } };
+		struct jobcg_devrule managed[2] = {{'c', 1, 5, 7, true}, {'c', 1, 7, 7, true}};
+		struct jobcg_devrule grant[1] = {{'c', 1, 5, JOBCG_DEV_ACC_READ, true}};
 
 		snprintf(jroot, sizeof(jroot), "%s/jroot%d", root, mode);
 		snprintf(jjob, sizeof(jjob), "%s/job_9", jroot);
@@ -426,24 +451,28 @@ int main(void)
 			continue;
 		conf.cgroup.device_program = mode == 0 ? JOBCG_DEVPROG_NODE : JOBCG_DEVPROG_LINEAR;
 		conf.cgroup.bpf_pin_dir = pin_base;
-		if (!ok(jobcg_devpolicy_open(&conf, jroot, managed, 2, &pol) == 0, "%s: policy opened", mname)) {
+		if (!ok(jobcg_devpolicy_open(&conf, jroot, managed, 2, &pol) == 0,
+			"%s: policy opened", mname)) {
 			tap_diag("%s", jobcg_last_error()->message);
 			continue;
 		}
 		if (mode == 0 && jobcg_devpolicy_mode(pol) != JOBCG_DEVPROG_NODE)
 			tap_diag("node mode fell back: %s", jobcg_devpolicy_fallback_reason(pol));
-		ok(jobcg_devpolicy_grant(pol, jjob, grant, 1) == 0, "%s: job granted c 1:5 r", mname);
+		ok(jobcg_devpolicy_grant(pol, jjob, grant, 1) == 0, "%s: job granted c 1:5 r",
+		   mname);
 		/* The step's child cgroup is where the processes are: decoded for that cgroup. */
-		if (is_int(jobcg_cgroup_inspect(jtask, NULL, &in), 0, "inspect below the granted job")) {
+		if (is_int(jobcg_cgroup_inspect(jtask, NULL, &in), 0,
+			   "inspect below the granted job")) {
 			ok(in->n_progs == 1 && in->progs[0].decoded, "%s decoded (%s)", mname,
-			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason : "yes");
+			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason
+								     : "yes");
 			if (in->n_progs == 1)
 				tap_diag("%s: %s at %s", mname, in->progs[0].name,
 					 in->progs[0].attached_at ? in->progs[0].attached_at : "?");
 			ok(jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_READ) == 1 &&
-				   jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_WRITE) == 0 &&
-				   jobcg_cginspect_allows(in, 'c', 1, 7, JOBCG_DEV_ACC_READ) == 0 &&
-				   jobcg_cginspect_allows(in, 'c', 1, 3, JOBCG_DEV_ACC_WRITE) == 1,
+			       jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_WRITE) == 0 &&
+			       jobcg_cginspect_allows(in, 'c', 1, 7, JOBCG_DEV_ACC_READ) == 0 &&
+			       jobcg_cginspect_allows(in, 'c', 1, 3, JOBCG_DEV_ACC_WRITE) == 1,
 			   "%s: zero read-only, full denied, null free", mname);
 			compare_with_kernel(jtask, in, mname);
 			jobcg_cginspect_free(in);
@@ -451,7 +480,8 @@ int main(void)
 		}
 		snprintf(args, sizeof(args), "devices %s", jtask);
 		out = run_cli(args);
-		ok(out && strstr(out, "c 1:5 r ") && strstr(out, "c 1:7 -"), "%s: jobcg devices shows the grant", mname);
+		ok(out && strstr(out, "c 1:5 r ") && strstr(out, "c 1:7 -"),
+		   "%s: jobcg devices shows the grant", mname);
 		if (out && !strstr(out, "c 1:5 r "))
 			tap_diag("%s", out);
 		jobcg_devpolicy_revoke(pol, jjob);
@@ -481,7 +511,8 @@ int main(void)
 		}
 		manyfd = open(many, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
-	if (ok(made == 1010 && manyfd >= 0 && bpf_prog_attach(pa, manyfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
+	if (ok(made == 1010 && manyfd >= 0 &&
+		   bpf_prog_attach(pa, manyfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
 	       "1010 cgroups under one program")) {
 		uint64_t t0 = now_ms();
 		snprintf(args, sizeof(args), "who-has --root %s 'c 195:3'", many);
@@ -489,8 +520,10 @@ int main(void)
 		uint64_t ms = now_ms() - t0;
 		char want[64];
 		snprintf(want, sizeof(want), "# %u of %u cgroups", made + 1, made + 1);
-		ok(out && strstr(out, want), "who-has finds all %u cgroups for an allowed device", made + 1);
-		ok(ms < 60000, "who-has over %u cgroups took %llu ms", made + 1, (unsigned long long)ms);
+		ok(out && strstr(out, want), "who-has finds all %u cgroups for an allowed device",
+		   made + 1);
+		ok(ms < 60000, "who-has over %u cgroups took %llu ms", made + 1,
+		   (unsigned long long)ms);
 		snprintf(args, sizeof(args), "who-has --root %s 'c 195:1'", many);
 		out = run_cli(args);
 		snprintf(want, sizeof(want), "# 0 of %u cgroups", made + 1);
@@ -507,7 +540,7 @@ out:
 		bpf_prog_detach2(pb, stepfd, BPF_CGROUP_DEVICE);
 	if (ps >= 0)
 		bpf_prog_detach2(ps, snapfd, BPF_CGROUP_DEVICE);
-	for (int *fd = (int[]){ pa, pb, ps, map, jobfd, stepfd, snapfd, -2 }; *fd != -2; fd++)
+	for (int *fd = (int[]){pa, pb, ps, map, jobfd, stepfd, snapfd, -2}; *fd != -2; fd++)
 		if (*fd >= 0)
 			close(*fd);
 	return tap_done();

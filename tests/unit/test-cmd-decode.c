@@ -70,26 +70,36 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "%s decode --json '%s' 2>/dev/null", jobcg, path);
 	out = sh(cmd, &st);
 	struct json_object *j = json_tokener_parse(out), *rules = NULL, *notes = NULL;
-	ok(j && json_object_object_get_ex(j, "rules", &rules) && json_object_array_length(rules) == 5 &&
-		   json_object_object_get_ex(j, "notes", &notes) && json_object_array_length(notes) == 3,
+	ok(j && json_object_object_get_ex(j, "rules", &rules) &&
+	       json_object_array_length(rules) == 5 &&
+	       json_object_object_get_ex(j, "notes", &notes) &&
+	       json_object_array_length(notes) == 3,
 	   "--json: 5 rules, 3 notes");
 	if (rules && json_object_array_length(rules) == 5) {
 		struct json_object *r1 = json_object_array_get_idx(rules, 1), *v = NULL;
 		ok(json_object_object_get_ex(r1, "major", &v) && json_object_get_int(v) == 195,
 		   "--json: major is a number");
-		ok(json_object_object_get_ex(r1, "access", &v) && strcmp(json_object_get_string(v), "-") == 0,
+		ok(json_object_object_get_ex(r1, "access", &v) &&
+		       strcmp(json_object_get_string(v), "-") == 0,
 		   "--json: access '-'");
 		struct json_object *r0 = json_object_array_get_idx(rules, 0);
-		ok(json_object_object_get_ex(r0, "minor", &v) && strcmp(json_object_get_string(v), "*") == 0,
+		ok(json_object_object_get_ex(r0, "minor", &v) &&
+		       strcmp(json_object_get_string(v), "*") == 0,
 		   "--json: wildcard is \"*\"");
 	}
 	json_object_put(j);
 
 	/* Raw instructions, as bpftool writes them. */
 	struct bpf_insn raw[] = {
-		LDX(BPF_W, 2, 1, 0), ALU32_IMM(BPF_AND, 2, 0xffff), LDX(BPF_W, 4, 1, 4),
-		JMP_IMM(BPF_JNE, 2, 1, 3), JMP_IMM(BPF_JNE, 4, 8, 2), MOV64_IMM(0, 0), EXIT(),
-		MOV64_IMM(0, 1), EXIT(),
+	    LDX(BPF_W, 2, 1, 0),
+	    ALU32_IMM(BPF_AND, 2, 0xffff),
+	    LDX(BPF_W, 4, 1, 4),
+	    JMP_IMM(BPF_JNE, 2, 1, 3),
+	    JMP_IMM(BPF_JNE, 4, 8, 2),
+	    MOV64_IMM(0, 0),
+	    EXIT(),
+	    MOV64_IMM(0, 1),
+	    EXIT(),
 	};
 	snprintf(path, sizeof(path), "%s/prog.bin", tmp);
 	FILE *f = fopen(path, "we");
@@ -99,7 +109,8 @@ int main(void)
 	}
 	snprintf(cmd, sizeof(cmd), "%s decode '%s' 2>/dev/null", jobcg, path);
 	out = sh(cmd, &st);
-	is_str(out, "c *:* rwm\nb *:* rwm\nb 8:* -\n# b 8:*: a request with no access bits is denied\n",
+	is_str(out,
+	       "c *:* rwm\nb *:* rwm\nb 8:* -\n# b 8:*: a request with no access bits is denied\n",
 	       "raw file detected and decoded");
 	f = fopen(path, "we");
 	if (f) {
@@ -108,12 +119,15 @@ int main(void)
 	}
 	snprintf(cmd, sizeof(cmd), "%s decode '%s' 2>&1", jobcg, path);
 	out = sh(cmd, &st);
-	ok(st == 1 && strstr(out, "instruction 8 is truncated"), "truncated raw file: exit 1, names the instruction");
+	ok(st == 1 && strstr(out, "instruction 8 is truncated"),
+	   "truncated raw file: exit 1, names the instruction");
 
 	snprintf(path, sizeof(path), "%s/bad.txt", tmp);
 	f = fopen(path, "we");
 	if (f) {
-		fputs("0: (61) r2 = *(u32 *)(r1 +0)\n1: (55) if r2 != 0x2 goto pc+9\n2: (95) exit\n", f);
+		fputs(
+		    "0: (61) r2 = *(u32 *)(r1 +0)\n1: (55) if r2 != 0x2 goto pc+9\n2: (95) exit\n",
+		    f);
 		fclose(f);
 	}
 	snprintf(cmd, sizeof(cmd), "%s decode '%s' 2>&1", jobcg, path);
