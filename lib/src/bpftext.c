@@ -671,7 +671,10 @@ static int load_kallsyms(struct ksym **ret, size_t *ret_n, uint64_t *ret_base)
 			base = a;
 			continue;
 		}
-		if (bpftext_helper_from_name(name) < 0)
+		/* Helpers we model, and other bpf_* functions so the reason can name them. */
+		if (bpftext_helper_from_name(name) < 0 && !startswith(name, "bpf_"))
+			continue;
+		if (type != 't' && type != 'T')
 			continue;
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 64;
@@ -700,6 +703,8 @@ int bpftext_resolve_calls(struct bpf_insn *insns, size_t n)
 	uint64_t base = 0;
 	bool loaded = false;
 	int unresolved = 0, r;
+	char first[96] = "";
+	size_t first_at = 0;
 
 	for (size_t k = 0; k < n; k++) {
 		struct bpf_insn *i = &insns[k];
@@ -717,17 +722,31 @@ int bpftext_resolve_calls(struct bpf_insn *insns, size_t n)
 			loaded = true;
 		}
 		uint64_t a = base + (uint64_t)(int64_t)i->imm;
+		const char *name = NULL;
 		int id = -1;
 		for (size_t s = 0; s < nsyms; s++)
 			if (syms[s].addr == a) {
-				id = bpftext_helper_from_name(syms[s].name);
+				name = syms[s].name;
+				id = bpftext_helper_from_name(name);
 				break;
 			}
 		if (id < 0) {
+			if (!unresolved) {
+				first_at = k;
+				if (name)
+					snprintf(first, sizeof(first), "%s", name);
+				else
+					snprintf(first, sizeof(first),
+						 "the kernel function at __bpf_call_base%+d",
+						 i->imm);
+			}
 			i->imm = CALL_UNKNOWN;
 			unresolved++;
 		} else
 			i->imm = id;
 	}
+	if (unresolved)
+		error_set(-EOPNOTSUPP, "instruction %zu calls %s, which decoding does not model",
+			  first_at, first);
 	return unresolved;
 }

@@ -445,11 +445,15 @@ static int fetch_prog(uint32_t id, struct centry *e)
 		return e->opaque ? 0 : -ENOMEM;
 	}
 	r = bpftext_resolve_calls(e->insns, e->n);
-	if (r != 0) {
+	if (r > 0) {
+		e->opaque = strdup(jobcg_last_error()->message);
+		return e->opaque ? 0 : -ENOMEM;
+	}
+	if (r < 0) {
 		int kr = sysctl_int("/proc/sys/kernel/kptr_restrict");
-		e->opaque = strdup_printf("it calls kernel helpers that cannot be identified "
-					  "(kernel.kptr_restrict=%d hides their addresses)",
-					  kr);
+		e->opaque = strdup_printf("its helper calls cannot be identified: %s "
+					  "(kernel.kptr_restrict=%d)",
+					  jobcg_last_error()->message, kr);
 		return e->opaque ? 0 : -ENOMEM;
 	}
 	return load_maps(e);

@@ -432,6 +432,57 @@ int main(void)
 	ok(j && cgs && !has_step, "who-has --json /dev/zero: the step may not (job denies 1:5)");
 	json_object_put(j);
 
+	/* A program whose answer depends on the caller's uid: opaque, with the reason, and the
+	 * combined answer says "unknown" where no decodable program denies. */
+	{
+		char opq[PATH_MAX];
+		static struct prog o;
+		snprintf(opq, sizeof(opq), "%s/opaque", step);
+		emit(&o, CALL(BPF_FUNC_get_current_uid_gid));
+		emit(&o, JMP_IMM(BPF_JEQ, 0, 12345, 2));
+		emit(&o, MOV64_IMM(0, 1));
+		emit(&o, EXIT());
+		emit(&o, MOV64_IMM(0, 0));
+		emit(&o, EXIT());
+		int po = load("jobcg_tuid", &o);
+		int ofd =
+		    mkdir(opq, 0755) == 0 ? open(opq, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		if (ok(po >= 0 && ofd >= 0 &&
+			   bpf_prog_attach(po, ofd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
+		       "uid-dependent program attached below the step") &&
+		    is_int(jobcg_cgroup_inspect(opq, NULL, &in), 0, "inspect it")) {
+			const struct jobcg_cgprog *op = NULL;
+			for (size_t k = 0; k < in->n_progs; k++)
+				if (strcmp(in->progs[k].name, "jobcg_tuid") == 0)
+					op = &in->progs[k];
+			ok(in->n_progs == 3 && op && !op->decoded && op->opaque_reason &&
+			       strstr(op->opaque_reason, "bpf_get_current_uid_gid"),
+			   "opaque with the reason: %s",
+			   op && op->opaque_reason ? op->opaque_reason : "?");
+			ok(in->any_opaque && in->combined,
+			   "combined from the other two, marked incomplete");
+			is_int(jobcg_cginspect_allows(in, 'c', 1, 3, JOBCG_DEV_ACC_READ), -1,
+			       "1:3: unknown (only the opaque program could deny)");
+			is_int(jobcg_cginspect_allows(in, 'c', 195, 1, JOBCG_DEV_ACC_READ), 0,
+			       "195:1: denied by a decodable program");
+			jobcg_cginspect_free(in);
+			in = NULL;
+			snprintf(args, sizeof(args), "devices %s", opq);
+			out = run_cli(args);
+			ok(out && strstr(out, "opaque: ") && strstr(out, "# incomplete"),
+			   "jobcg devices explains the opaque program");
+			snprintf(args, sizeof(args), "who-has --root %s 'c 1:3'", opq);
+			out = run_cli(args);
+			ok(out && strstr(out, "rwm?"), "who-has marks the answer uncertain");
+		}
+		if (po >= 0 && ofd >= 0)
+			bpf_prog_detach2(po, ofd, BPF_CGROUP_DEVICE);
+		if (po >= 0)
+			close(po);
+		if (ofd >= 0)
+			close(ofd);
+	}
+
 	/* jobcg's own programs, set up through its device policy API, read back live. */
 	for (int mode = 0; mode < 2; mode++) {
 		const char *mname = mode == 0 ? "jobcg node program" : "jobcg linear program";
