@@ -134,6 +134,16 @@ static bool insn_jump(const struct bpf_insn *i, int64_t *ret_off)
 	return true;
 }
 
+/*
+ * Target of a bpf-to-bpf call. In programs as loaded the offset is in imm (off must be 0); in
+ * the kernel's translated form of a JIT-compiled program imm holds the subprogram index and
+ * off the offset, so a non-zero off is the offset.
+ */
+static int32_t call_offset(const struct bpf_insn *i)
+{
+	return i->off ? i->off : i->imm;
+}
+
 static int check_one(const struct bpf_insn *insns, size_t n, size_t pc)
 {
 	const struct bpf_insn *i = &insns[pc];
@@ -186,12 +196,12 @@ static int check_one(const struct bpf_insn *insns, size_t n, size_t pc)
 			return 0;
 		if (op == BPF_CALL && cls == BPF_JMP) {
 			if (i->src_reg == BPF_PSEUDO_CALL) {
-				int64_t t = (int64_t)pc + 1 + i->imm;
+				int64_t t = (int64_t)pc + 1 + call_offset(i);
 				if (t < 0 || (size_t)t >= n)
 					return error_set(
 					    -EINVAL,
 					    "instruction %zu: call to pc%+d is out of range", pc,
-					    i->imm);
+					    call_offset(i));
 			}
 			return 0;
 		}
@@ -920,7 +930,7 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 						vm->frames[vm->depth].saved[k] = vm->r[6 + k];
 					vm->depth++;
 					vm->r[10].off += STACK_FRAME;
-					pc = (size_t)((int64_t)pc + 1 + i->imm);
+					pc = (size_t)((int64_t)pc + 1 + call_offset(i));
 					continue;
 				}
 				if (i->src_reg != 0) {

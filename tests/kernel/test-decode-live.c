@@ -432,6 +432,47 @@ int main(void)
 	ok(j && cgs && !has_step, "who-has --json /dev/zero: the step may not (job denies 1:5)");
 	json_object_put(j);
 
+	/* A program with a bpf-to-bpf call: the kernel's translated form stores the call
+	 * differently. */
+	{
+		char sc[PATH_MAX];
+		static struct prog q;
+		snprintf(sc, sizeof(sc), "%s/subprog", root);
+		emit(&q, LDX(BPF_W, 6, 1, 4));				      /* r6 = major */
+		emit(&q, LDX(BPF_W, 1, 1, 8));				      /* r1 = minor */
+		emit(&q, INSN(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 4)); /* r0 = f(minor) */
+		emit(&q, JMP_IMM(BPF_JNE, 6, 1, 1));			      /* major 1 only */
+		emit(&q, EXIT());
+		emit(&q, MOV64_IMM(0, 1));
+		emit(&q, EXIT());
+		/* f: deny minor 5 (/dev/zero under major 1) */
+		emit(&q, MOV64_IMM(0, 1));
+		emit(&q, JMP_IMM(BPF_JNE, 1, 5, 1));
+		emit(&q, MOV64_IMM(0, 0));
+		emit(&q, EXIT());
+		int pq = load("jobcg_tsubprog", &q);
+		int qfd = mkdir(sc, 0755) == 0 ? open(sc, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		if (pq < 0)
+			tap_skip("kernel refused a device program with a bpf-to-bpf call");
+		else if (ok(qfd >= 0 && bpf_prog_attach(pq, qfd, BPF_CGROUP_DEVICE, 0) == 0,
+			    "subprogram program attached") &&
+			 is_int(jobcg_cgroup_inspect(sc, NULL, &in), 0, "inspect it")) {
+			ok(in->n_progs == 1 && in->progs[0].decoded,
+			   "subprogram program decoded (%s)",
+			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason
+								     : "yes");
+			compare_with_kernel(sc, in, "bpf-to-bpf call");
+			jobcg_cginspect_free(in);
+			in = NULL;
+		}
+		if (pq >= 0 && qfd >= 0)
+			bpf_prog_detach2(pq, qfd, BPF_CGROUP_DEVICE);
+		if (pq >= 0)
+			close(pq);
+		if (qfd >= 0)
+			close(qfd);
+	}
+
 	/* A program whose answer depends on the caller's uid: opaque, with the reason, and the
 	 * combined answer says "unknown" where no decodable program denies. */
 	{

@@ -476,6 +476,11 @@ static void test_stack_calls_maps(void)
 	};
 	is_int(run(sub, NINSNS(sub), &r0), 0, "subprogram call runs");
 	is_int(r0, 121, "callee result + preserved r6 + caller's own stack slot");
+	/* As the kernel dumps a JIT-compiled program: offset in off, subprogram index in imm. */
+	sub[2] = INSN(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 4, 1);
+	r0 = 0;
+	is_int(run(sub, NINSNS(sub), &r0), 0, "translated subprogram call runs");
+	is_int(r0, 121, "translated call goes to pc+off");
 }
 
 struct seen {
