@@ -23,6 +23,7 @@ struct lchar {
 struct lbuf {
 	struct lchar *v;
 	size_t n, cap;
+	bool had_comment; /* a '#' cut the line: explains an "unterminated" quote */
 };
 
 struct open_file {
@@ -85,6 +86,19 @@ static void pairs_free(struct conf_pair *pairs, size_t n)
 static int parse_file_at(struct ctx *c, const char *path, const char *from_file, unsigned from_line,
 			 unsigned from_col);
 
+/* An error inside an included file also says where it was included from. */
+static void add_include_context(const char *file, unsigned line)
+{
+	const struct jobcg_error *e = jobcg_last_error();
+	char efile[sizeof(e->file)], msg[sizeof(e->message)];
+
+	if (!e->code || streq(e->file, file))
+		return;
+	snprintf(efile, sizeof(efile), "%s", e->file);
+	snprintf(msg, sizeof(msg), "%s (included from %s:%u)", e->message, file, line);
+	error_set_at(e->code, efile, e->line, e->column, "%s", msg);
+}
+
 /* "Include FILE" at the start of a statement; returns 1 when handled, 0 when not an include. */
 static int handle_include(struct ctx *c, const char *file, const struct lbuf *b, size_t i)
 {
@@ -135,6 +149,8 @@ static int handle_include(struct ctx *c, const char *file, const struct lbuf *b,
 	if (!path)
 		return -ENOMEM;
 	int r = parse_file_at(c, path, file, b->v[start].line, b->v[start].col);
+	if (r < 0)
+		add_include_context(file, b->v[kw].line);
 	return r < 0 ? r : 1;
 }
 
@@ -159,8 +175,14 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 		struct conf_pair *np;
 
 		if (!is_key_char(b->v[i].c)) {
-			r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
-					 "expected Key=Value, found '%c'", b->v[i].c);
+			unsigned char ch = (unsigned char)b->v[i].c;
+
+			if (isprint(ch))
+				r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
+						 "expected Key=Value, found '%c'", ch);
+			else
+				r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
+						 "expected Key=Value, found byte 0x%02X", ch);
 			goto fail;
 		}
 		while (i < b->n && is_key_char(b->v[i].c))
@@ -205,7 +227,10 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 			if (i >= b->n) {
 				r = error_set_at(
 				    -EINVAL, file, b->v[q].line, b->v[q].col,
-				    "unterminated quote (expected a closing '\"' on this line)");
+				    "unterminated quote (expected a closing '\"' on this line%s)",
+				    b->had_comment
+					? "; '#' starts a comment even inside quotes, write \\#"
+					: "");
 				goto fail;
 			}
 			ve = i++;
@@ -290,6 +315,10 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 {
 	struct lbuf raw = {}, esc = {};
 	size_t pos = 0;
+
+	/* An editor's UTF-8 byte order mark is not part of the first key. */
+	if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+		pos = 3;
 	unsigned line = 0;
 	int r = 0;
 
@@ -307,6 +336,7 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 		for (size_t k = pos; k < tend; k++) {
 			if (buf[k] == '#' && bs % 2 == 0) {
 				cut = k;
+				raw.had_comment = true;
 				break;
 			}
 			bs = buf[k] == '\\' ? bs + 1 : 0;
@@ -336,6 +366,7 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 
 		/* Backslash escapes: "\x" is "x" (so "\\" is a backslash and "\#" a '#'). */
 		esc.n = 0;
+		esc.had_comment = raw.had_comment;
 		for (size_t j = 0; j < raw.n; j++) {
 			if (raw.v[j].c == '\\') {
 				if (++j >= raw.n)
@@ -351,6 +382,7 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 				goto out;
 		}
 		raw.n = 0;
+		raw.had_comment = false;
 	}
 out:
 	free(raw.v);

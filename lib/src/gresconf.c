@@ -189,20 +189,23 @@ static void line_vals_done(struct line_vals *v)
 
 static int parse_cores(const struct conf_stmt *st, const struct conf_pair *pr, struct line_vals *v)
 {
-	_cleanup_free_ char *s = strdup(pr->value);
-	char *body;
-	size_t n;
+	size_t n = strlen(pr->value), len = 0;
+	_cleanup_free_ char *body = malloc(n + 1);
+	_cleanup_free_ size_t *orig = malloc((n + 1) * sizeof(size_t));
 	int r;
 
-	if (!s)
+	if (!body || !orig)
 		return -ENOMEM;
-	body = s;
-	n = strlen(s);
-	/* Slurm reads Cores=[0-3] as 0-3 (bitfmt2int skips the brackets). */
-	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-		s[n - 1] = '\0';
-		body = s + 1;
+	/* Slurm's bitfmt2int skips brackets ("Cores=[0-3]" is 0-3) and blanks; so does jobcg,
+	 * but any other stray character is an error rather than silently ignored. */
+	for (size_t i = 0; i < n; i++) {
+		if (strchr("[] \t", pr->value[i]))
+			continue;
+		orig[len] = i;
+		body[len++] = pr->value[i];
 	}
+	body[len] = '\0';
+	orig[len] = n;
 	if (!*body) {
 		/* Cores="" is an empty set in Slurm: keep it as a bitmap with no bit set. */
 		v->cores = calloc(1, sizeof(uint64_t));
@@ -224,9 +227,11 @@ static int parse_cores(const struct conf_stmt *st, const struct conf_pair *pr, s
 		return r;
 	if (r < 0) {
 		struct conf_pair shifted = *pr;
+		unsigned c = jobcg_last_error()->column;
 
-		if (body != s)
-			shifted.vcol++;
+		/* point at the character in the value as written */
+		if (c >= 1 && c - 1 <= len)
+			shifted.vcol = pr->vcol + (unsigned)(orig[c - 1] - (c - 1));
 		return conf_reraise(r, st->file, &shifted, "%s=%s", pr->key, pr->value);
 	}
 	return 0;
@@ -347,6 +352,17 @@ static int parse_values(struct confload *l, const struct conf_stmt *st, struct l
 						    "Name=%s: '%c' is not allowed in a GRES name "
 						    "(letters, digits, '_', '-', '.')",
 						    n, *q);
+	}
+	if (p[G_TYPE]) {
+		/* ':' and ',' separate the parts of a request such as gpu:a100:2,nic:1 */
+		const char *t = p[G_TYPE]->value, *bad = t + strcspn(t, ":, \t");
+
+		if (*bad)
+			return error_set_at(
+			    -EINVAL, st->file, p[G_TYPE]->vline,
+			    p[G_TYPE]->vcol + (unsigned)(bad - t),
+			    "Type=%s: '%c' is not allowed in a type (it separates GRES requests)",
+			    t, *bad);
 	}
 	if (p[G_COUNT]) {
 		r = jobcg_parse_size(p[G_COUNT]->value, 1, JOBCG_SIZE_DECIMAL, &v->count);
@@ -749,11 +765,56 @@ int gres_conf_parse(struct confload *l, const char *path, const char *buf, size_
 	return conf_parse_buffer(&p, path, buf, len);
 }
 
+static int cmp_by_name_path(const void *a, const void *b)
+{
+	const struct jobcg_gres_record *x = *(const struct jobcg_gres_record *const *)a,
+				       *y = *(const struct jobcg_gres_record *const *)b;
+	int r = strcmp(x->name, y->name);
+
+	if (r)
+		return r;
+	r = strcmp(x->files[0].path, y->files[0].path);
+	if (r)
+		return r;
+	return x < y ? -1 : x > y; /* file order among equals */
+}
+
+/*
+ * Two File= records of one name on the same device file make one device count twice. Warn
+ * (Slurm does not check). MultipleFiles= records legitimately share a parent GPU's file.
+ */
+static int warn_duplicate_files(struct confload *l)
+{
+	struct jobcg_gres_conf *g = &l->c->gres;
+	_cleanup_free_ const struct jobcg_gres_record **v = calloc(g->nrecords + 1, sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->nrecords; i++)
+		if (g->records[i].nfiles == 1)
+			v[n++] = &g->records[i];
+	qsort(v, n, sizeof(*v), cmp_by_name_path);
+	for (size_t i = 1; i < n; i++)
+		if (streq(v[i]->name, v[i - 1]->name) &&
+		    streq(v[i]->files[0].path, v[i - 1]->files[0].path))
+			confload_warn(
+			    l, v[i]->origin.file, v[i]->origin.line,
+			    "%s is listed again for %s (also at %s:%u): one device counts twice",
+			    v[i]->files[0].path, v[i]->name, v[i - 1]->origin.file,
+			    v[i - 1]->origin.line);
+	return 0;
+}
+
 int gres_conf_finish(struct confload *l)
 {
 	struct jobcg_gres_conf *g = &l->c->gres;
 	struct gres_state *s = l->gres;
 	const char *ad = g->node_autodetect ? g->node_autodetect : g->autodetect;
+	int r = warn_duplicate_files(l);
+
+	if (r < 0)
+		return r;
 
 	for (size_t i = 0; i < g->nrecords; i++) {
 		struct jobcg_gres_record *rec = &g->records[i];
@@ -768,7 +829,7 @@ int gres_conf_finish(struct confload *l)
 			struct stat st;
 
 			if (stat(gf->path, &st) < 0) {
-				int r = negative_errno();
+				r = negative_errno();
 
 				return error_set_at(
 				    r, pos->file, pos->line, pos->col,

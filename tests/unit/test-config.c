@@ -94,6 +94,8 @@ static void test_cgroup_errors(void)
 	bad(false, "FooBarBaz=1\n", 0, -EINVAL, 1, 1, "unknown cgroup.conf key 'FooBarBaz'");
 	bad(false, "\n  ConstrainCores = maybe\n", 0, -EINVAL, 2, 20, "expected yes or no");
 	bad(false, "CgroupMountpoint=\"/sys/fs/cgroup\n", 0, -EINVAL, 1, 18, "unterminated quote");
+	bad(false, "CgroupMountpoint=\"/a#b\"\n", 0, -EINVAL, 1, 18,
+	    "'#' starts a comment even inside quotes");
 	bad(false, "CgroupMountpoint=\"/a\"b\n", 0, -EINVAL, 1, 22, "after the closing quote");
 	bad(false, "AllowedRAMSpace=abc\n", 0, -EINVAL, 1, 17, "expected a percentage");
 	bad(false, "AllowedRAMSpace=-5\n", 0, -EINVAL, 1, 17, "expected a percentage");
@@ -107,6 +109,7 @@ static void test_cgroup_errors(void)
 	bad(false, "ConstrainCores= ConstrainDevices=yes\n", 0, -EINVAL, 1, 15,
 	    "next word is another key");
 	bad(false, "ConstrainCores+=yes\n", 0, -EINVAL, 1, 15, "operator '+='");
+	bad(false, "\x01x=1\n", 0, -EINVAL, 1, 1, "found byte 0x01");
 	bad(false, "=yes\n", 0, -EINVAL, 1, 1, "expected Key=Value");
 	bad(false, "DeviceProgram=tree\n", 0, -EINVAL, 1, 15, "expected node or linear");
 	bad(false, "JobcgRoot=a/../b\n", 0, -EINVAL, 1, 11, "'..'");
@@ -145,7 +148,8 @@ static void test_cgroup_errors(void)
 		const struct jobcg_error *e = jobcg_last_error();
 
 		ok(r == -EINVAL && !c && strstr(e->file, "inc-bad.conf") && e->line == 2 &&
-		       e->column == 1,
+		       e->column == 1 && strstr(e->message, "(included from ") &&
+		       strstr(e->message, "cgroup.conf:1)"),
 		   "an error in an included file names that file and line (%s:%u)", e->file,
 		   e->line);
 	}
@@ -204,6 +208,14 @@ static void test_cgroup_good(void)
 		ok(c->warnings &&
 		       strstr(c->warnings[0], "cgroup.conf:12: MemorySwappiness is ignored"),
 		   "warning names file and line: %s", c->warnings ? c->warnings[0] : "");
+		jobcg_config_free(c);
+	}
+	c = good(false,
+		 "\xEF\xBB\xBF"
+		 "ConstrainCores=yes\n",
+		 (size_t)-1, 0);
+	if (c) {
+		ok(c->cgroup.constrain_cores, "a UTF-8 byte order mark is skipped");
 		jobcg_config_free(c);
 	}
 	c = good(false, nul_text, sizeof(nul_text) - 1, 0);
@@ -268,7 +280,7 @@ static void test_env_and_dir(void)
 	setenv("JOBCG_NODENAME", "n2", 1);
 	c = NULL;
 	ok(jobcg_config_load(tmp, NULL, 0, &c) == 0 && c && streq(c->hostname, "n2") &&
-		   c->gres.nrecords == 1,
+	       c->gres.nrecords == 1,
 	   "JOBCG_NODENAME names this node");
 	jobcg_config_free(c);
 	c = NULL;
@@ -303,6 +315,8 @@ static void test_gres_errors(void)
 	    "reversed range");
 	bad(true, "Name=gpu File=/dev/null CPUs=[0-4096]\n", JOBCG_CONFIG_NO_STAT, -ERANGE, 1, 33,
 	    "beyond the limit");
+	bad(true, "Name=gpu File=/dev/null Cores=[0-3],[5-x]\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1,
+	    40, "end of the range");
 	bad(true, "Name=gpu File=/dev/null Cores=0-3x\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 34,
 	    "unexpected 'x'");
 	bad(true, "Name=tmpdisk Count=10X\n", 0, -EINVAL, 1, 22, "unknown suffix");
@@ -345,6 +359,7 @@ static void test_gres_errors(void)
 	bad(true, "Name=gpu File=/dev/null stray\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 25,
 	    "expected '=' after 'stray'");
 	bad(true, "Name=g:pu\n", 0, -EINVAL, 1, 7, "not allowed in a GRES name");
+	bad(true, "Name=gpu Type=a100:80g\n", 0, -EINVAL, 1, 19, "not allowed in a type");
 	bad(true, "Name=\"\"\n", 0, -EINVAL, 1, 7, "Name= is empty");
 	bad(true, "Include nope.conf\n", 0, -ENOENT, 1, 9, "cannot read included file");
 	/* values of another node's lines are checked too (the file is meant for the cluster) */
@@ -363,7 +378,7 @@ static void test_gres_good(void)
 		 "NodeName=other Name=gpu File=/dev/nvidia9\n"
 		 "Name=gpu Type=a100 File=/dev/nvidia2 Links=-1,0-1\n"
 		 "Name=nic Count=2\n"
-		 "Name=gpu Type=a100 File=/dev/nvidia3 Flags=Weird\n",
+		 "Name=gpu Type=a100 File=/dev/nvidia3 Flags=Weird Cores=\"[0-1], [4-5]\"\n",
 		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
 	if (c) {
 		is_int(c->gres.nrecords, 5, "4 gpu records and one nic for tux1");
@@ -381,6 +396,8 @@ static void test_gres_good(void)
 			ok(r[3].count == 2 && r[3].nfiles == 0 && r[3].flags == 0,
 			   "count-only nic");
 			ok(r[0].files[0].type == 0, "no stat: type left 0");
+			ok(r[4].cores && r[4].cores[0] == 0x33,
+			   "Cores=\"[0-1], [4-5]\" skips brackets and blanks");
 		}
 		is_int(strv_length(c->warnings), 2, "warnings: invalid Links, unknown flag");
 		jobcg_config_free(c);
@@ -392,6 +409,22 @@ static void test_gres_good(void)
 			   (JOBCG_GRES_FLAG_ENV_NVIDIA | JOBCG_GRES_FLAG_ENV_AMD |
 			    JOBCG_GRES_FLAG_ENV_INTEL | JOBCG_GRES_FLAG_ENV_OPENCL),
 		   "a gpu line without Flags gets every GPU environment flag (Slurm's default)");
+		jobcg_config_free(c);
+	}
+	c = good(true,
+		 "Name=gpu File=/dev/nvidia[0-1]\nName=mps Count=2 File=/dev/nvidia0\n"
+		 "Name=gpu File=/dev/nvidia1\n"
+		 "Name=gpu MultipleFiles=/dev/nvidia0,/dev/c1\nName=gpu "
+		 "MultipleFiles=/dev/nvidia0,/dev/c2\n",
+		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
+	if (c) {
+		ok(strv_length(c->warnings) == 1 &&
+		       strstr(c->warnings[0],
+			      "gres.conf:3: /dev/nvidia1 is listed again for gpu") &&
+		       strstr(c->warnings[0], "gres.conf:1)"),
+		   "a device file listed twice for one name warns once (mps sharing it and "
+		   "MultipleFiles "
+		   "sharing a parent do not)");
 		jobcg_config_free(c);
 	}
 	c = good(true, "Name=shard File=/dev/nvidia[0-2] Count=10\n", 42, JOBCG_CONFIG_NO_STAT);

@@ -219,7 +219,9 @@ struct jobcg_run_result {
  * Run @ntasks copies of @argv as tasks 0..ntasks-1 of an existing step and wait for all of
  * them; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to the caller are forwarded
  * to the step's tasks meanwhile. When the last task has exited, processes left in the step are
- * killed (the step ends). Does not remove the step (read accounting first).
+ * killed (the step ends). Does not remove the step (read accounting first). The signals are
+ * blocked with sigprocmask() meanwhile: a multi-threaded caller must block them in its other
+ * threads too, or they may take the forwarded signals.
  */
 JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				unsigned ntasks, char *const argv[],
@@ -233,8 +235,10 @@ struct jobcg_gc_stats {
 };
 /**
  * Sweep stray directories under the node lock: ephemeral jobs and steps whose runner process
- * is gone, job directories left half made (no trusted.jobcg.created), empty tasks of dead
- * steps. Jobs made by jobcg_job_create() without EPHEMERAL live until jobcg_job_remove().
+ * is gone (what is left in them is killed; their accounting records say NODE_FAIL) and job
+ * directories left half made (no trusted.jobcg.created). Jobs made by jobcg_job_create()
+ * without EPHEMERAL live until jobcg_job_remove(); directories that are not job_<id> are left
+ * alone. Without xattr support nothing can be judged stray and everything is kept.
  */
 JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc_stats *ret);
 
