@@ -96,6 +96,31 @@ const char *devnames_get(const struct devnames *dn, char type, unsigned major, u
 	return "";
 }
 
+/* Nodes of every minor of a major (for "c 195:* rw" lines), at most ~200 characters. */
+static void names_of_major(const struct devnames *dn, char type, unsigned major, char *buf,
+			   size_t size)
+{
+	size_t len = 0;
+	unsigned more = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; dn && i < dn->n; i++) {
+		const struct devname *e = &dn->v[i];
+		if (e->type != type || e->major != major)
+			continue;
+		const char *first_end = strchr(e->names, ' ');
+		size_t l = first_end ? (size_t)(first_end - e->names) : strlen(e->names);
+		if (len + l + 2 > 200 || len + l + 2 > size) {
+			more++;
+			continue;
+		}
+		len += (size_t)snprintf(buf + len, size - len, "%s%.*s", len ? " " : "", (int)l,
+					e->names);
+	}
+	if (more && len + 16 < size)
+		snprintf(buf + len, size - len, " (+%u more)", more);
+}
+
 void devnames_free(struct devnames *dn)
 {
 	if (!dn)
@@ -119,9 +144,14 @@ void decode_out_text(FILE *f, const struct jobcg_decoded *d, const struct devnam
 		}
 		const struct jobcg_devrule *r = &lines[i].rule;
 		jobcg_decoded_rule_format(r, buf, sizeof(buf));
-		const char *names = r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY
-					? devnames_get(dn, r->type, r->major, r->minor)
-					: "";
+		char majnames[256] = "";
+		const char *names = "";
+		if (r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY)
+			names = devnames_get(dn, r->type, r->major, r->minor);
+		else if (r->major != JOBCG_DEV_ANY && dn) {
+			names_of_major(dn, r->type, r->major, majnames, sizeof(majnames));
+			names = majnames;
+		}
 		if (*names)
 			fprintf(f, "%-16s %s\n", buf, names);
 		else
