@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -47,6 +48,7 @@ struct subject {
 	double *ns;
 	size_t n, errors;
 	double wall_ns;
+	double cpu_ns; /* user+system time of this process and its reaped children (serial) */
 	char first_error[256];
 };
 
@@ -158,7 +160,11 @@ static bool fork_exec_wait(char *const argv[], bool redirect)
 			dup2(out_fd, 1);
 		if (redirect && err_fd >= 0)
 			dup2(err_fd, 2);
-		execve(argv[0], argv, environ);
+		/* Leading NAME=VALUE words set the command's environment, as in sh; a command
+		 * name without a slash is looked up in PATH (the floor's is absolute). */
+		while (argv[0] && strchr(argv[0], '=') && argv[0][0] != '/')
+			putenv(*argv++);
+		execvp(argv[0], argv);
 		_exit(127);
 	}
 	while (waitpid(pid, &st, 0) < 0)
@@ -167,10 +173,14 @@ static bool fork_exec_wait(char *const argv[], bool redirect)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-/* The least cgroup work a contained launch needs: a 4-level chain, a child born in its leaf
- * (clone3 CLONE_INTO_CGROUP), exec, wait, the chain removed. */
+/*
+ * The least cgroup work a contained launch needs: a 4-level chain (controllers enabled down to
+ * the leaf when $BENCH_CGFLOOR_CONTROLLERS says which, e.g. "+cpuset +cpu +memory +pids"), a
+ * child born in its leaf (clone3 CLONE_INTO_CGROUP), exec, wait, the chain removed.
+ */
 static bool cgfloor_once(const char *dir, int idx)
 {
+	const char *ctrl = getenv("BENCH_CGFLOOR_CONTROLLERS");
 	char p[4][4200];
 	char *const argv[] = {(char *)TRUE_BIN, NULL};
 	bool ok = false;
@@ -180,9 +190,24 @@ static bool cgfloor_once(const char *dir, int idx)
 	snprintf(p[0], sizeof(p[0]), "%s/cgf%d", dir, idx);
 	for (int i = 1; i < 4; i++)
 		snprintf(p[i], sizeof(p[i]), "%s/l%d", p[i - 1], i);
-	for (; made < 4; made++)
+	for (; made < 4; made++) {
 		if (mkdir(p[made], 0755) < 0)
 			goto out;
+		if (ctrl && *ctrl && made < 3) {
+			char sc[4300];
+			int cfd;
+
+			snprintf(sc, sizeof(sc), "%s/cgroup.subtree_control", p[made]);
+			cfd = open(sc, O_WRONLY | O_CLOEXEC);
+			if (cfd < 0 || write(cfd, ctrl, strlen(ctrl)) < 0) {
+				if (cfd >= 0)
+					close(cfd);
+				made++;
+				goto out;
+			}
+			close(cfd);
+		}
+	}
 	fd = open(p[3], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		goto out;
@@ -399,6 +424,8 @@ static void print_result(struct subject *s, int par)
 		printf(",\"p50_us\":%.2f,\"p99_us\":%.2f,\"mean_us\":%.2f,\"min_us\":%.2f",
 		       pct(s->ns, s->n, 0.5) / 1e3, pct(s->ns, s->n, 0.99) / 1e3,
 		       sum / (double)s->n / 1e3, s->ns[0] / 1e3);
+	if (s->cpu_ns > 0 && s->n)
+		printf(",\"cpu_us\":%.2f", s->cpu_ns / (double)s->n / 1e3);
 	if (s->wall_ns > 0)
 		printf(",\"wall_s\":%.4f,\"per_s\":%.1f", s->wall_ns / 1e9,
 		       (double)s->n / (s->wall_ns / 1e9));
@@ -420,7 +447,25 @@ static bool needs_lib(const struct subject *s)
 	return s->kind == K_LIB || s->kind == K_SPAWN || s->kind == K_CYCLE;
 }
 
-/* Serial: blocks of @block iterations per subject in turn, until each has @n samples. */
+static double cpu_now_ns(void)
+{
+	struct rusage a, b;
+
+	getrusage(RUSAGE_SELF, &a);
+	getrusage(RUSAGE_CHILDREN, &b);
+	return ((double)(a.ru_utime.tv_sec + a.ru_stime.tv_sec + b.ru_utime.tv_sec +
+			 b.ru_stime.tv_sec) *
+		    1e9 +
+		(double)(a.ru_utime.tv_usec + a.ru_stime.tv_usec + b.ru_utime.tv_usec +
+			 b.ru_stime.tv_usec) *
+		    1e3);
+}
+
+/*
+ * Serial: blocks of @block iterations per subject in turn, until each has @n samples. CPU time
+ * (ours and the children's) is summed per block too: on a loaded machine wall time mostly
+ * measures waiting for a CPU, CPU time measures the work.
+ */
 static int run_serial(struct subject *subj, int ns, long n, long warm, long block)
 {
 	for (int k = 0; k < ns; k++) {
@@ -433,12 +478,16 @@ static int run_serial(struct subject *subj, int ns, long n, long warm, long bloc
 		subj[k].first_error[0] = 0;
 	}
 	for (long done = 0; done < n; done += block)
-		for (int k = 0; k < ns; k++)
+		for (int k = 0; k < ns; k++) {
+			double c0 = cpu_now_ns();
+
 			for (long i = done; i < done + block && i < n; i++) {
 				uint64_t t0 = now_ns();
 				run_once(&subj[k], 0);
 				subj[k].ns[subj[k].n++] = (double)(now_ns() - t0);
 			}
+			subj[k].cpu_ns += cpu_now_ns() - c0;
+		}
 	return 0;
 }
 
@@ -547,7 +596,7 @@ static void usage(FILE *f)
 		"Usage: launch [-n N] [-w WARMUP] [-b BLOCK] [-P LAUNCHERS] [-r ROUNDS] [-e ERRLOG]\n"
 		"              [-D DEVICES:node|linear [-G JOB] [-A FIRST:COUNT]] SUBJECT...\n"
 		"       launch populate FIRST COUNT | depopulate FIRST COUNT\n"
-		"SUBJECT: floor | cmd:NAME:ARGV (space separated, {i} = launcher index)\n"
+		"SUBJECT: floor | cmd:NAME:[VAR=VALUE...] ARGV (space separated, {i} = launcher index)\n"
 		"         | lib:JOB[+] | spawn:JOB[+] | cycle:NAME | cgfloor:DIR\n"
 		"Library subjects use the configuration from the environment (JOBCG_*).\n");
 }
