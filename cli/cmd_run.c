@@ -141,6 +141,9 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 		else if (r < 0) {
 			cli_print_error(NULL);
 			goto out;
+		} else if (job_released(ctx, job)) {
+			fprintf(stderr, "jobcg: job %u is being released: no new steps\n", job);
+			goto out;
 		} else if (cl.l.cpus || cl.l.mem_bytes || cl.l.pids_max) {
 			fprintf(stderr,
 				"jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
