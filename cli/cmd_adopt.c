@@ -1,4 +1,5 @@
-/* jobcg adopt: move a login session's process into a job (pam_slurm_adopt's job), by pid or from PAM. */
+/* jobcg adopt: move a login session's process into a job (pam_slurm_adopt's job), by pid or from
+ * PAM. */
 #include <getopt.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -8,25 +9,26 @@
 
 static void usage(void)
 {
-	printf("Usage: jobcg adopt PID [--job JOB]\n"
-	       "       jobcg adopt --pam\n\n"
-	       "Move process PID into the extern step of a job (step_extern/user/task_special), so\n"
-	       "that a login session is limited, accounted and killed with the job. Without --job\n"
-	       "the newest job owned by PID's user is chosen; a user without a job is refused.\n\n"
-	       "  --job JOB   adopt into this job\n"
-	       "  --pam       called by pam_exec(8) in an account stack: the user is $PAM_USER and\n"
-	       "              the process is our parent (the sshd handling the login). root is let\n"
-	       "              through without adoption; any other user without a job is refused.\n\n"
-	       "PAM: account required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n");
+	printf(
+	    "Usage: jobcg adopt PID [--job JOB]\n"
+	    "       jobcg adopt --pam\n\n"
+	    "Move process PID into the extern step of a job (step_extern/user/task_special), so\n"
+	    "that a login session is limited, accounted and killed with the job. Without --job\n"
+	    "the newest job owned by PID's user is chosen; a user without a job is refused.\n\n"
+	    "  --job JOB   adopt into this job\n"
+	    "  --pam       called by pam_exec(8) in an account stack: the user is $PAM_USER and\n"
+	    "              the process is our parent (the sshd handling the login). root is let\n"
+	    "              through without adoption; any other user without a job is refused.\n\n"
+	    "PAM: account required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n");
 }
 
 static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "job", required_argument, NULL, 'J' },
-		{ "pam", no_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"job", required_argument, NULL, 'J'},
+	    {"pam", no_argument, NULL, 'P'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
@@ -42,8 +44,8 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		switch (c) {
 		case 'J':
 			if (jobcg_job_id_parse(optarg, &job) < 0)
-				return cli_usage_error("adopt", "--job '%s': need a number 1..4294967294",
-						       optarg);
+				return cli_usage_error(
+				    "adopt", "--job '%s': need a number 1..4294967294", optarg);
 			break;
 		case 'P':
 			pam = true;
@@ -59,7 +61,8 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		struct passwd *pw;
 
 		if (optind < argc)
-			return cli_usage_error("adopt", "--pam takes no PID (the process is our parent)");
+			return cli_usage_error("adopt",
+					       "--pam takes no PID (the process is our parent)");
 		who = getenv("PAM_USER");
 		if (!who || !*who)
 			return cli_fail("adopt --pam: PAM_USER is not set (run from pam_exec)");
@@ -77,7 +80,8 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		if (optind + 1 != argc)
 			return cli_usage_error("adopt", "need exactly one PID");
 		if (cli_parse_uint("PID", argv[optind], 4194304, &v) < 0 || v == 0)
-			return cli_usage_error("adopt", "PID '%s': need a process id", argv[optind]);
+			return cli_usage_error("adopt", "PID '%s': need a process id",
+					       argv[optind]);
 		pid = (pid_t)v;
 	}
 	r = cli_ctx_open(g, JOBCG_CTX_NO_CREATE_ROOT, &conf, &ctx);
@@ -89,8 +93,10 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	}
 	if (job == 0 && jobcg_adopt_pick_job(ctx, uid, &job) < 0) {
 		if (who)
-			fprintf(stderr, "jobcg: adopt: user %s has no job on this node: access "
-					"refused\n", who);
+			fprintf(stderr,
+				"jobcg: adopt: user %s has no job on this node: access "
+				"refused\n",
+				who);
 		else
 			cli_print_error("adopt");
 		goto out;

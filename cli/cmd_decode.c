@@ -71,7 +71,8 @@ static bool program_uses_maps(const struct bpf_insn *insns, size_t n)
 {
 	for (size_t k = 0; k < n; k++)
 		if (insns[k].code == (BPF_LD | BPF_IMM | BPF_DW) &&
-		    (insns[k].src_reg == BPF_PSEUDO_MAP_FD || insns[k].src_reg == BPF_PSEUDO_MAP_VALUE))
+		    (insns[k].src_reg == BPF_PSEUDO_MAP_FD ||
+		     insns[k].src_reg == BPF_PSEUDO_MAP_VALUE))
 			return true;
 	return false;
 }
@@ -80,10 +81,10 @@ static void help(void)
 {
 	printf("Usage: jobcg decode [FILE|-] [--json]\n\n"
 	       "Print the device rules a cgroup device (eBPF) program enforces. FILE holds the\n"
-	       "text of 'bpftool prog dump xlated id N' or the raw instructions written by\n"
-	       "'bpftool prog dump xlated id N file F' (detected by content); '-' or no FILE\n"
-	       "reads standard input. Maps the program names by id (map[id:N]) are read from\n"
-	       "the kernel when run as root on the host that loaded it.\n\n"
+	       "text of 'bpftool prog dump xlated id N', its JSON form (bpftool -j), or the raw\n"
+	       "instructions 'bpftool prog dump xlated id N file F' writes; the form is detected\n"
+	       "from the content. '-' or no FILE reads standard input. Maps the program names by\n"
+	       "id (map[id:N]) are read from the kernel when run as root where it is loaded.\n\n"
 	       "Output: 'c *:* ACCESS', its exceptions ('c MAJOR:* ACCESS', 'c MAJOR:MINOR\n"
 	       "ACCESS'), then the same for 'b'. The most specific matching line decides. ACCESS\n"
 	       "lists r, w, m that are each allowed alone, or '-'. Lines starting with '#' flag\n"
@@ -95,9 +96,9 @@ static void help(void)
 static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	bool json = false;
 	const char *path = "-";
@@ -151,8 +152,8 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 	}
 	if (json) {
 		struct json_object *o = decode_out_json(d);
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-								      JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n", json_object_to_json_string_ext(
+				   o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else
 		decode_out_text(stdout, d, NULL);

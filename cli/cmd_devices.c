@@ -14,15 +14,16 @@
 
 static void help(void)
 {
-	printf("Usage: jobcg devices PATH|JOB[.STEP] [--json]\n\n"
-	       "Show the device programs that apply to a cgroup (BPF_PROG_QUERY, effective), each\n"
-	       "with its name, id, the cgroup it is attached to and its attach flags, and the\n"
-	       "device rules they enforce together (every program must allow), naming device\n"
-	       "nodes from /dev. PATH is a cgroup directory; JOB[.STEP] is resolved under the\n"
-	       "jobcg root (<cgroup v2 mount>/system.slice/jobcg.scope, or $JOBCG_ROOT relative to\n"
-	       "the mount). Needs root.\n\n"
-	       "  --json     print JSON\n"
-	       "  -h, --help show this help\n");
+	printf(
+	    "Usage: jobcg devices PATH|JOB[.STEP] [--json]\n\n"
+	    "Show the device programs that apply to a cgroup (BPF_PROG_QUERY, effective), each\n"
+	    "with its name, id, the cgroup it is attached to and its attach flags, and the\n"
+	    "device rules they enforce together (every program must allow), naming device\n"
+	    "nodes from /dev. PATH is a cgroup directory; JOB[.STEP] is resolved under the\n"
+	    "jobcg root (<cgroup v2 mount>/system.slice/jobcg.scope, or $JOBCG_ROOT relative to\n"
+	    "the mount). Needs root.\n\n"
+	    "  --json     print JSON\n"
+	    "  -h, --help show this help\n");
 }
 
 static const char *flags_str(uint32_t f)
@@ -41,22 +42,24 @@ static struct json_object *prog_json(const struct jobcg_cgprog *p)
 	json_object_object_add(o, "name", json_object_new_string(p->name));
 	json_object_object_add(o, "attached_at",
 			       p->attached_at ? json_object_new_string(p->attached_at) : NULL);
-	json_object_object_add(o, "attach_flags", json_object_new_string(flags_str(p->attach_flags)));
+	json_object_object_add(o, "attach_flags",
+			       json_object_new_string(flags_str(p->attach_flags)));
 	json_object_object_add(o, "instructions", json_object_new_int64((int64_t)p->n_insns));
 	if (p->decoded)
 		json_object_object_add(o, "decoded", decode_out_json(p->decoded));
 	else
-		json_object_object_add(o, "opaque",
-				       json_object_new_string(p->opaque_reason ? p->opaque_reason : "unknown"));
+		json_object_object_add(
+		    o, "opaque",
+		    json_object_new_string(p->opaque_reason ? p->opaque_reason : "unknown"));
 	return o;
 }
 
 static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	bool json = false;
 	char path[PATH_MAX];
@@ -88,7 +91,9 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 	if (r < 0) {
 		cli_print_error(NULL);
 		if (r == -EPERM && geteuid() != 0)
-			fprintf(stderr, "jobcg: run as root: reading device programs needs CAP_SYS_ADMIN\n");
+			fprintf(
+			    stderr,
+			    "jobcg: run as root: reading device programs needs CAP_SYS_ADMIN\n");
 		return 1;
 	}
 	v1 = in->notes;
@@ -98,7 +103,8 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 		struct json_object *o = json_object_new_object(), *progs = json_object_new_array(),
 				   *notes = json_object_new_array();
 		json_object_object_add(o, "cgroup", json_object_new_string(in->path));
-		json_object_object_add(o, "cgroup_id", json_object_new_int64((int64_t)in->cgroup_id));
+		json_object_object_add(o, "cgroup_id",
+				       json_object_new_int64((int64_t)in->cgroup_id));
 		for (size_t k = 0; k < in->n_progs; k++)
 			json_object_array_add(progs, prog_json(&in->progs[k]));
 		json_object_object_add(o, "programs", progs);
@@ -109,29 +115,33 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 		for (char **n = v1; n && *n; n++)
 			json_object_array_add(notes, json_object_new_string(*n));
 		json_object_object_add(o, "notes", notes);
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-								      JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n", json_object_to_json_string_ext(
+				   o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
 		printf("cgroup %s (id %llu)\n", in->path, (unsigned long long)in->cgroup_id);
 		if (in->n_progs == 0)
-			printf("no device programs apply: every device may be opened (as far as cgroup v2 is concerned)\n");
+			printf("no device programs apply: every device may be opened (as far as "
+			       "cgroup v2 is concerned)\n");
 		else
-			printf("%zu effective device program%s (a request must pass all):\n", in->n_progs,
-			       in->n_progs == 1 ? "" : "s");
+			printf("%zu effective device program%s (a request must pass all):\n",
+			       in->n_progs, in->n_progs == 1 ? "" : "s");
 		for (size_t k = 0; k < in->n_progs; k++) {
 			const struct jobcg_cgprog *p = &in->progs[k];
-			printf("  id %u  name %s  attached at %s  flags %s  %zu instructions\n", p->id,
-			       p->name[0] ? p->name : "(none)", p->attached_at ? p->attached_at : "(not found)",
+			printf("  id %u  name %s  attached at %s  flags %s  %zu instructions\n",
+			       p->id, p->name[0] ? p->name : "(none)",
+			       p->attached_at ? p->attached_at : "(not found)",
 			       flags_str(p->attach_flags), p->n_insns);
 			if (!p->decoded)
-				printf("    opaque: %s\n", p->opaque_reason ? p->opaque_reason : "unknown");
+				printf("    opaque: %s\n",
+				       p->opaque_reason ? p->opaque_reason : "unknown");
 		}
 		if (in->n_progs > 1) {
 			for (size_t k = 0; k < in->n_progs; k++) {
 				if (!in->progs[k].decoded)
 					continue;
-				printf("\nrules of program %u (%s):\n", in->progs[k].id, in->progs[k].name);
+				printf("\nrules of program %u (%s):\n", in->progs[k].id,
+				       in->progs[k].name);
 				decode_out_text(stdout, in->progs[k].decoded, NULL);
 			}
 			printf("\ncombined rules:\n");

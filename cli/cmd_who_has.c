@@ -16,8 +16,8 @@
 #include "decode_out.h"
 #include "jobcg/inspect.h"
 
-#define MAX_DEPTH 64
-#define MAX_CGROUPS 200000
+#define MAX_DEPTH      64
+#define MAX_CGROUPS    200000
 #define MAX_PIDS_SHOWN 64
 
 static void help(void)
@@ -147,7 +147,8 @@ static void visit(struct walk *w, const char *path)
 		json_object_object_add(o, "step", step[0] ? json_object_new_string(step) : NULL);
 		struct json_object *pa = json_object_new_array();
 		char *save = NULL;
-		for (char *t = pids ? strtok_r(pids, " ", &save) : NULL; t; t = strtok_r(NULL, " ", &save))
+		for (char *t = pids ? strtok_r(pids, " ", &save) : NULL; t;
+		     t = strtok_r(NULL, " ", &save))
 			if (strcmp(t, "...") != 0)
 				json_object_array_add(pa, json_object_new_int(atoi(t)));
 		json_object_object_add(o, "pids", pa);
@@ -191,12 +192,12 @@ static void walk_tree(struct walk *w, const char *path, int depth)
 static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "root", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"root", required_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
-	struct walk w = { 0 };
+	struct walk w = {0};
 	const char *root = NULL, *mount;
 	char rootbuf[PATH_MAX];
 	int c, r;
@@ -218,11 +219,13 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 		}
 	}
 	if (optind + 1 != argc)
-		return cli_usage_error("who-has", "expected one DEVICE (a /dev path or 'c MAJOR:MINOR')");
+		return cli_usage_error("who-has",
+				       "expected one DEVICE (a /dev path or 'c MAJOR:MINOR')");
 	r = parse_device(argv[optind], &w.type, &w.major, &w.minor);
 	if (r < 0)
 		return cli_usage_error("who-has", "%s: not a device (%s)", argv[optind],
-				       r == -ENODEV ? "not a character or block device" : strerror(-r));
+				       r == -ENODEV ? "not a character or block device"
+						    : strerror(-r));
 	if (jobcg_cgroup2_mount(&mount) < 0) {
 		cli_print_error("who-has");
 		return 1;
@@ -247,11 +250,12 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 		json_object_object_add(o, "root", json_object_new_string(rootbuf));
 		json_object_object_add(o, "cgroups_visited", json_object_new_int64(w.visited));
 		json_object_object_add(o, "cgroups", w.arr);
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-								      JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n", json_object_to_json_string_ext(
+				   o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else if (!w.stop)
-		printf("# %u of %u cgroups may open %c %u:%u ('?': an opaque program may still deny)\n",
+		printf("# %u of %u cgroups may open %c %u:%u ('?': an opaque program may still "
+		       "deny)\n",
 		       w.matched, w.visited, w.type, w.major, w.minor);
 	fflush(stdout);
 	jobcg_progcache_free(w.cache);
@@ -261,4 +265,7 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 	}
 	return 0;
 }
+/* The command name has a dash, which clang-format would space out. */
+/* clang-format off */
 CLI_COMMAND(who-has, cmd_who_has, "list the cgroups whose processes may open a device");
+/* clang-format on */

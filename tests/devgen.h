@@ -10,11 +10,11 @@
 #include "bpfvm.h"
 #include "unit/insn.h"
 
-#define ANY (-1)
-#define ACC_M 1
-#define ACC_R 2
-#define ACC_W 4
-#define ACC_ALL 7
+#define ANY	    (-1)
+#define ACC_M	    1
+#define ACC_R	    2
+#define ACC_W	    4
+#define ACC_ALL	    7
 #define ELEMENTS(a) (sizeof(a) / sizeof((a)[0]))
 
 struct rule {
@@ -70,28 +70,30 @@ static inline bool rule_matches_dev(const struct rule *r, char type, uint32_t ma
 }
 
 /* systemd: allowed when some DeviceAllow entry matches and grants every requested bit. */
-static inline bool ref_allow_list(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
-			   uint32_t minor, unsigned acc)
+static inline bool ref_allow_list(const struct rule *rules, size_t n, bool dflt, char type,
+				  uint32_t major, uint32_t minor, unsigned acc)
 {
 	for (size_t k = 0; k < n; k++)
-		if (rule_matches_dev(&rules[k], type, major, minor) && (acc & rules[k].access) == acc)
+		if (rule_matches_dev(&rules[k], type, major, minor) &&
+		    (acc & rules[k].access) == acc)
 			return true;
 	return dflt;
 }
 
 /* runc, crun, LXC: the first rule that matches the device and covers the access decides. */
-static inline bool ref_first_match(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
-			    uint32_t minor, unsigned acc)
+static inline bool ref_first_match(const struct rule *rules, size_t n, bool dflt, char type,
+				   uint32_t major, uint32_t minor, unsigned acc)
 {
 	for (size_t k = 0; k < n; k++)
-		if (rule_matches_dev(&rules[k], type, major, minor) && (acc & rules[k].access) == acc)
+		if (rule_matches_dev(&rules[k], type, major, minor) &&
+		    (acc & rules[k].access) == acc)
 			return rules[k].allow;
 	return dflt;
 }
 
 /* Slurm: managed devices are denied unless allowed; access bits are ignored; others allowed. */
-static inline bool ref_slurm(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
-		      uint32_t minor, unsigned acc)
+static inline bool ref_slurm(const struct rule *rules, size_t n, bool dflt, char type,
+			     uint32_t major, uint32_t minor, unsigned acc)
 {
 	for (size_t k = 0; k < n; k++)
 		if (rule_matches_dev(&rules[k], type, major, minor))
@@ -122,7 +124,7 @@ static inline void prologue(struct prog *p, bool narrow)
  */
 static inline void gen_systemd(struct prog *p, const struct rule *rules, size_t n, bool jset)
 {
-	struct patches ps = { 0 };
+	struct patches ps = {0};
 	size_t pass_jumps[64];
 	int npass = 0;
 
@@ -131,7 +133,8 @@ static inline void gen_systemd(struct prog *p, const struct rule *rules, size_t 
 		const struct rule *r = &rules[k];
 		if (r->access != ACC_ALL) {
 			if (jset)
-				jump_next(p, &ps, JMP_IMM(BPF_JSET, 3, (int32_t)(~r->access & 7), 0));
+				jump_next(p, &ps,
+					  JMP_IMM(BPF_JSET, 3, (int32_t)(~r->access & 7), 0));
 			else {
 				emit(p, INSN(BPF_ALU | BPF_MOV | BPF_X, 1, 3, 0, 0));
 				emit(p, ALU32_IMM(BPF_AND, 1, (int32_t)r->access));
@@ -164,16 +167,17 @@ static inline void gen_systemd(struct prog *p, const struct rule *rules, size_t 
 enum flavour { RUNC, CRUN, LXC };
 
 static inline void gen_first_match(struct prog *p, const struct rule *rules, size_t n, bool dflt,
-			    enum flavour fl)
+				   enum flavour fl)
 {
-	struct patches ps = { 0 };
+	struct patches ps = {0};
 	uint8_t jc = fl == CRUN ? BPF_JMP32 : BPF_JMP;
 
 	prologue(p, fl == LXC);
 	for (size_t k = 0; k < n; k++) {
 		const struct rule *r = &rules[k];
 		if (r->type != 'a')
-			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_K, 2, 0, 0, (int32_t)bpf_type(r->type)));
+			jump_next(p, &ps,
+				  INSN(jc | BPF_JNE | BPF_K, 2, 0, 0, (int32_t)bpf_type(r->type)));
 		if (r->access != ACC_ALL) {
 			emit(p, INSN(BPF_ALU | BPF_MOV | BPF_X, 1, 3, 0, 0));
 			emit(p, ALU32_IMM(BPF_AND, 1, (int32_t)r->access));
@@ -194,7 +198,7 @@ static inline void gen_first_match(struct prog *p, const struct rule *rules, siz
 /* Slurm (seed 000): each managed device "if type/major/minor match: r0 = allowed; exit". */
 static inline void gen_slurm(struct prog *p, const struct rule *rules, size_t n)
 {
-	struct patches ps = { 0 };
+	struct patches ps = {0};
 
 	prologue(p, false);
 	for (size_t k = 0; k < n; k++) {
@@ -214,7 +218,8 @@ static inline void gen_slurm(struct prog *p, const struct rule *rules, size_t n)
  * on the minor (GPUs lo..hi get rw, no mknod: a JSET test on access), the control device
  * allowed fully, other minors of the GPU major denied; a constant-blinded compare for the major.
  */
-static inline void gen_htcondor(struct prog *p, uint32_t major, uint32_t lo, uint32_t hi, uint32_t ctl)
+static inline void gen_htcondor(struct prog *p, uint32_t major, uint32_t lo, uint32_t hi,
+				uint32_t ctl)
 {
 	const int32_t rnd = 0x3c3c5a5a;
 	emit(p, LDX(BPF_W, 6, 1, 0));
@@ -245,8 +250,8 @@ static inline void gen_htcondor(struct prog *p, uint32_t major, uint32_t lo, uin
 	emit(p, EXIT());
 }
 
-static inline bool ref_htcondor(char type, uint32_t major, uint32_t minor, unsigned acc, uint32_t gmaj,
-			 uint32_t lo, uint32_t hi, uint32_t ctl)
+static inline bool ref_htcondor(char type, uint32_t major, uint32_t minor, unsigned acc,
+				uint32_t gmaj, uint32_t lo, uint32_t hi, uint32_t ctl)
 {
 	if (type != 'c' || major != gmaj || minor == ctl)
 		return true;
@@ -268,7 +273,7 @@ static inline void gen_snapd(struct prog *p, int map_ref, bool for_kernel)
 	emit(p, STX(BPF_W, 10, 2, -4));
 	emit(p, MOV64_REG(2, 10));
 	emit(p, ALU64_IMM(BPF_ADD, 2, -9));
-	struct bpf_insn ld[] = { LD_MAP(1, map_ref) };
+	struct bpf_insn ld[] = {LD_MAP(1, map_ref)};
 	emit(p, ld[0]);
 	emit(p, ld[1]);
 	emit(p, CALL(BPF_FUNC_map_lookup_elem));
@@ -315,4 +320,3 @@ static inline void snapd_add(struct snapd_map *m, uint8_t type, uint32_t major, 
 	memcpy(k + 1, &major, 4);
 	memcpy(k + 5, &minor, 4);
 }
-

@@ -209,8 +209,21 @@ int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 	}
 	if (!step_id && !start_usec && cgfs_xattr_get(jdir, "trusted.jobcg.created", &created) == 0)
 		rec.start_usec = strtoull(created, NULL, 10) * 1000000u;
-	if (cgfs_xattr_get(jdir, "trusted.jobcg.gres", &gres) == 0)
+	/* A step's own devices (a subset of its job's), else the job's. */
+	if (step_id) {
+		_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, step_id);
+
+		if (sdir && cgfs_xattr_get(sdir, "trusted.jobcg.gres", &gres) < 0)
+			gres = NULL;
+	}
+	if ((gres || cgfs_xattr_get(jdir, "trusted.jobcg.gres", &gres) == 0) && *gres)
 		rec.gres = gres;
+	if (!jobcg_acct_has(a, JOBCG_ACCT_CPU_USAGE_USEC))
+		rec.unavailable |= JOBCG_ACCTREC_NO_CPU;
+	if (!jobcg_acct_has(a, JOBCG_ACCT_MEM_PEAK))
+		rec.unavailable |= JOBCG_ACCTREC_NO_MEM_PEAK;
+	if (!jobcg_acct_has(a, JOBCG_ACCT_OOM_KILL))
+		rec.unavailable |= JOBCG_ACCTREC_NO_OOM;
 	if (jobcg_acct_has(a, JOBCG_ACCT_CPU_USAGE_USEC))
 		rec.cpu_usec = a->value[JOBCG_ACCT_CPU_USAGE_USEC];
 	if (jobcg_acct_has(a, JOBCG_ACCT_CPU_USER_USEC))

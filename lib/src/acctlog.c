@@ -1,4 +1,5 @@
-/* jobcg: durable JSON-lines accounting log: append (flock + O_APPEND + fsync) and robust reading. */
+/* jobcg: durable JSON-lines accounting log: append (flock + O_APPEND + fsync) and robust reading.
+ */
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <sys/file.h>
@@ -9,9 +10,9 @@
 #include "util.h"
 
 static const char *const state_names[_JOBCG_ACCT_STATE_MAX] = {
-	[JOBCG_ACCT_COMPLETED] = "COMPLETED",   [JOBCG_ACCT_FAILED] = "FAILED",
-	[JOBCG_ACCT_OUT_OF_MEMORY] = "OUT_OF_MEMORY", [JOBCG_ACCT_CANCELLED] = "CANCELLED",
-	[JOBCG_ACCT_NODE_FAIL] = "NODE_FAIL",
+    [JOBCG_ACCT_COMPLETED] = "COMPLETED",	  [JOBCG_ACCT_FAILED] = "FAILED",
+    [JOBCG_ACCT_OUT_OF_MEMORY] = "OUT_OF_MEMORY", [JOBCG_ACCT_CANCELLED] = "CANCELLED",
+    [JOBCG_ACCT_NODE_FAIL] = "NODE_FAIL",
 };
 
 JOBCG_EXPORT const char *jobcg_acct_state_name(enum jobcg_acct_state s)
@@ -43,8 +44,9 @@ JOBCG_EXPORT enum jobcg_acct_state jobcg_acct_state_of(int exit_code, int exit_s
 
 JOBCG_EXPORT int jobcg_acctlog_path(const struct jobcg_config *conf, char **ret)
 {
-	const char *dir = conf && conf->cgroup.state_dir ? conf->cgroup.state_dir :
-			  getenv("JOBCG_STATE_DIR") ? getenv("JOBCG_STATE_DIR") : "/var/lib/jobcg";
+	const char *dir = conf && conf->cgroup.state_dir ? conf->cgroup.state_dir
+			  : getenv("JOBCG_STATE_DIR")	 ? getenv("JOBCG_STATE_DIR")
+							 : "/var/lib/jobcg";
 	char *p = strdup_printf("%s/acct.jsonl", dir);
 
 	if (!p)
@@ -68,6 +70,11 @@ static void put_u64(struct json_object *o, const char *k, uint64_t v)
 	json_object_object_add(o, k, json_object_new_uint64(v));
 }
 
+static void put_u64_or_null(struct json_object *o, const char *k, uint64_t v, bool unavailable)
+{
+	json_object_object_add(o, k, unavailable ? NULL : json_object_new_uint64(v));
+}
+
 static void put_int(struct json_object *o, const char *k, int64_t v)
 {
 	json_object_object_add(o, k, json_object_new_int64(v));
@@ -84,7 +91,8 @@ static int mkdir_parents(const char *path)
 			continue;
 		*s = 0;
 		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return error_set(negative_errno(), "cannot create %s: %s", p, strerror(errno));
+			return error_set(negative_errno(), "cannot create %s: %s", p,
+					 strerror(errno));
 		*s = '/';
 	}
 	return 0;
@@ -122,7 +130,8 @@ JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_
 		json_object_put(o);
 		return error_set(-EINVAL, "accounting record without job id or with a bad state");
 	}
-	json_object_object_add(o, "type", json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
+	json_object_object_add(o, "type",
+			       json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
 	json_object_object_add(o, "job", json_object_new_string(r->job_id));
 	if (r->step_id)
 		json_object_object_add(o, "step", json_object_new_string(r->step_id));
@@ -133,11 +142,11 @@ JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_
 	put_int(o, "exit_code", r->exit_code);
 	put_int(o, "exit_signal", r->exit_signal);
 	json_object_object_add(o, "state", json_object_new_string(state));
-	put_u64(o, "cpu_usec", r->cpu_usec);
-	put_u64(o, "user_usec", r->user_usec);
-	put_u64(o, "system_usec", r->system_usec);
-	put_u64(o, "mem_peak", r->mem_peak);
-	put_u64(o, "oom_kills", r->oom_kills);
+	put_u64_or_null(o, "cpu_usec", r->cpu_usec, r->unavailable & JOBCG_ACCTREC_NO_CPU);
+	put_u64_or_null(o, "user_usec", r->user_usec, r->unavailable & JOBCG_ACCTREC_NO_CPU);
+	put_u64_or_null(o, "system_usec", r->system_usec, r->unavailable & JOBCG_ACCTREC_NO_CPU);
+	put_u64_or_null(o, "mem_peak", r->mem_peak, r->unavailable & JOBCG_ACCTREC_NO_MEM_PEAK);
+	put_u64_or_null(o, "oom_kills", r->oom_kills, r->unavailable & JOBCG_ACCTREC_NO_OOM);
 	put_int(o, "ntasks", r->ntasks);
 	if (r->gres)
 		json_object_object_add(o, "gres", json_object_new_string(r->gres));
@@ -155,7 +164,8 @@ JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_
 	/* Serialise writers so the torn-line check below and our line cannot interleave. */
 	while (flock(fd, LOCK_EX) < 0)
 		if (errno != EINTR)
-			return error_set(negative_errno(), "cannot lock %s: %s", path, strerror(errno));
+			return error_set(negative_errno(), "cannot lock %s: %s", path,
+					 strerror(errno));
 	if (fstat(fd, &st) < 0)
 		return error_set(negative_errno(), "cannot stat %s: %s", path, strerror(errno));
 	if (st.st_size > 0) {
@@ -184,6 +194,20 @@ static bool get_u64(struct json_object *o, const char *k, uint64_t *ret)
 	errno = 0;
 	*ret = json_object_get_uint64(v);
 	return errno == 0;
+}
+
+/* An unavailable reading is stored as null: set @bit in *unavailable and leave *ret 0. */
+static bool get_u64_or_null(struct json_object *o, const char *k, uint64_t *ret, unsigned bit,
+			    unsigned *unavailable)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(o, k, &v) && !v) {
+		*ret = 0;
+		*unavailable |= bit;
+		return true;
+	}
+	return get_u64(o, k, ret);
 }
 
 static bool get_i64(struct json_object *o, const char *k, int64_t min, int64_t max, int64_t *ret)
@@ -232,15 +256,20 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 	st = jobcg_acct_state_from_name(state);
 	if (st < 0)
 		goto out;
-	*r = (struct jobcg_acct_record){ .kind = streq(type, "job") ? JOBCG_ACCT_JOB : JOBCG_ACCT_STEP,
-					 .state = (enum jobcg_acct_state)st };
+	*r = (struct jobcg_acct_record){.kind =
+					    streq(type, "job") ? JOBCG_ACCT_JOB : JOBCG_ACCT_STEP,
+					.state = (enum jobcg_acct_state)st};
 	if (!get_i64(o, "uid", 0, UINT32_MAX, &uid) || !get_i64(o, "gid", 0, UINT32_MAX, &gid) ||
 	    !get_i64(o, "exit_code", -1, 255, &ec) || !get_i64(o, "exit_signal", 0, 128, &sig) ||
 	    !get_i64(o, "ntasks", 0, UINT32_MAX, &ntasks) ||
 	    !get_u64(o, "start_usec", &r->start_usec) || !get_u64(o, "end_usec", &r->end_usec) ||
-	    !get_u64(o, "cpu_usec", &r->cpu_usec) || !get_u64(o, "user_usec", &r->user_usec) ||
-	    !get_u64(o, "system_usec", &r->system_usec) || !get_u64(o, "mem_peak", &r->mem_peak) ||
-	    !get_u64(o, "oom_kills", &r->oom_kills))
+	    !get_u64_or_null(o, "cpu_usec", &r->cpu_usec, JOBCG_ACCTREC_NO_CPU, &r->unavailable) ||
+	    !get_u64_or_null(o, "user_usec", &r->user_usec, JOBCG_ACCTREC_NO_CPU, &r->unavailable) ||
+	    !get_u64_or_null(o, "system_usec", &r->system_usec, JOBCG_ACCTREC_NO_CPU,
+			     &r->unavailable) ||
+	    !get_u64_or_null(o, "mem_peak", &r->mem_peak, JOBCG_ACCTREC_NO_MEM_PEAK,
+			     &r->unavailable) ||
+	    !get_u64_or_null(o, "oom_kills", &r->oom_kills, JOBCG_ACCTREC_NO_OOM, &r->unavailable))
 		goto out;
 	r->uid = (uid_t)uid;
 	r->gid = (gid_t)gid;
@@ -283,7 +312,8 @@ JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_
 		if (len > 0 && line[len - 1] == '\n')
 			line[--len] = 0;
 		else {
-			log_warning("%s:%u: incomplete last line (torn write?), skipped", path, lineno);
+			log_warning("%s:%u: incomplete last line (torn write?), skipped", path,
+				    lineno);
 			continue;
 		}
 		if (len == 0)

@@ -84,8 +84,10 @@ JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t
 		/* A job released meanwhile is simply not a candidate. */
 		if (jobcg_job_info_get(ctx, ids[i], &info) < 0)
 			continue;
-		c[m++] = (struct adopt_candidate){ .id = info->id, .have_owner = info->have_owner,
-						   .uid = info->uid, .created_sec = info->created_sec };
+		c[m++] = (struct adopt_candidate){.id = info->id,
+						  .have_owner = info->have_owner,
+						  .uid = info->uid,
+						  .created_sec = info->created_sec};
 		jobcg_job_info_free(info);
 	}
 	best = adopt_choose(c, m, uid);

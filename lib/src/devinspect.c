@@ -16,14 +16,14 @@
 #include "log.h"
 #include "util.h"
 
-#define MAP_ENTRIES_MAX (1u << 20)
+#define MAP_ENTRIES_MAX	 (1u << 20)
 #define VALUE_STRIDE_MIN BPFVM_MAP_VALUE_MAX
 
 struct mapsnap {
 	uint32_t id;
 	uint32_t type, key_size, value_size, stride;
 	size_t n;
-	uint8_t *keys;   /* n * key_size, sorted by memcmp */
+	uint8_t *keys;	 /* n * key_size, sorted by memcmp */
 	uint8_t *values; /* n * stride, zero padded */
 };
 
@@ -38,7 +38,7 @@ struct centry {
 	uint32_t (*hints)[2];
 	size_t nhints;
 	struct jobcg_decoded *decoded; /* when not cgroup dependent */
-	char *opaque;                  /* reason, when not decodable at all */
+	char *opaque;		       /* reason, when not decodable at all */
 };
 
 struct jobcg_progcache {
@@ -100,7 +100,8 @@ JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret)
 		return error_set(negative_errno(), "cannot read /proc/self/mounts");
 	while (fgets(line, sizeof(line), f)) {
 		char dev[256], dir[PATH_MAX], type[64];
-		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 && streq(type, "cgroup2")) {
+		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
+		    streq(type, "cgroup2")) {
 			snprintf(mount, sizeof(mount), "%s", dir);
 			*ret = mount;
 			return 0;
@@ -120,9 +121,11 @@ static void v1_devices_mount(char *buf, size_t size)
 		char *sep = strstr(line, " - ");
 		char mp[PATH_MAX], fstype[64], src[256], opts[1024];
 		if (!sep || sscanf(line, "%*u %*u %*s %*s %4095s", mp) != 1 ||
-		    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 || !streq(fstype, "cgroup"))
+		    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 ||
+		    !streq(fstype, "cgroup"))
 			continue;
-		for (char *save = NULL, *t = strtok_r(opts, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		for (char *save = NULL, *t = strtok_r(opts, ",", &save); t;
+		     t = strtok_r(NULL, ",", &save))
 			if (streq(t, "devices")) {
 				snprintf(buf, size, "%s", mp);
 				return;
@@ -143,8 +146,10 @@ static char *v1_detail(const char *path)
 		return NULL;
 	snprintf(p, sizeof(p), "%s/cgroup.procs", path);
 	if (read_full_file_at(AT_FDCWD, p, 4096, &pidline, NULL) < 0 || !pidline[0])
-		return strdup_printf("a cgroup v1 devices controller is mounted at %s: its devices.list rules apply as well (no process here to find its v1 cgroup)",
-				     mount);
+		return strdup_printf(
+		    "a cgroup v1 devices controller is mounted at %s: its devices.list rules apply "
+		    "as well (no process here to find its v1 cgroup)",
+		    mount);
 	int pid = atoi(pidline);
 	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
 	f = fopen(p, "re");
@@ -154,7 +159,8 @@ static char *v1_detail(const char *path)
 			continue;
 		*c2 = 0;
 		bool devices = false;
-		for (char *save = NULL, *t = strtok_r(c1 + 1, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		for (char *save = NULL, *t = strtok_r(c1 + 1, ",", &save); t;
+		     t = strtok_r(NULL, ",", &save))
 			devices |= streq(t, "devices");
 		if (devices) {
 			snprintf(v1path, sizeof(v1path), "%s", c2 + 1);
@@ -166,13 +172,15 @@ static char *v1_detail(const char *path)
 		v1path[0] = 0;
 	snprintf(p, sizeof(p), "%s%s/devices.list", mount, v1path);
 	if (read_full_file_at(AT_FDCWD, p, 65536, &list, NULL) < 0)
-		return strdup_printf("a cgroup v1 devices controller is mounted at %s: its devices.list rules apply as well",
+		return strdup_printf("a cgroup v1 devices controller is mounted at %s: its "
+				     "devices.list rules apply as well",
 				     mount);
 	/* One line: the rules joined with "; " (the list can be long; keep the start). */
 	for (char *q = list; *q; q++)
 		if (*q == '\n')
 			*q = q[1] ? ';' : 0;
-	return strdup_printf("cgroup v1 devices controller also active: pid %d is in %s%s, whose devices.list is \"%.300s\"; both v1 and v2 must allow",
+	return strdup_printf("cgroup v1 devices controller also active: pid %d is in %s%s, whose "
+			     "devices.list is \"%.300s\"; both v1 and v2 must allow",
 			     pid, mount, v1path, list);
 }
 
@@ -190,16 +198,17 @@ JOBCG_EXPORT int jobcg_devices_v1_notes(char ***ret)
 		char mp[PATH_MAX], fstype[64], src[256], opts[1024];
 		unsigned a, b;
 		if (!sep || sscanf(line, "%u %u %*s %*s %4095s", &a, &b, mp) != 3 ||
-		    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 || !streq(fstype, "cgroup"))
+		    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 ||
+		    !streq(fstype, "cgroup"))
 			continue;
 		bool devices = false;
 		for (char *t = strtok(opts, ","); t; t = strtok(NULL, ","))
 			devices |= streq(t, "devices");
 		if (!devices)
 			continue;
-		char *n = strdup_printf(
-			"a cgroup v1 devices controller is mounted at %s: its devices.list rules apply as well (the kernel checks both)",
-			mp);
+		char *n = strdup_printf("a cgroup v1 devices controller is mounted at %s: its "
+					"devices.list rules apply as well (the kernel checks both)",
+					mp);
 		if (!n || strv_push(&notes, n) < 0)
 			return -ENOMEM;
 	}
@@ -212,8 +221,8 @@ JOBCG_EXPORT int jobcg_devices_v1_notes(char ***ret)
 static int perm_error(int r, const char *what)
 {
 	if (r == -EPERM || r == -EACCES)
-		return error_set(-EPERM, "%s needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): %s", what,
-				 strerror(-r));
+		return error_set(-EPERM, "%s needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): %s",
+				 what, strerror(-r));
 	return error_set(r, "%s: %s", what, strerror(-r));
 }
 
@@ -234,9 +243,10 @@ static int key_cmp(const void *a, const void *b)
 static int snapshot_map(uint32_t id, struct mapsnap *ret, char **ret_reason)
 {
 	_cleanup_close_ int fd = bpf_map_get_fd_by_id(id);
-	struct bpf_map_info info = { 0 };
+	struct bpf_map_info info = {0};
 	uint32_t len = sizeof(info);
-	_cleanup_free_ uint8_t *keys = NULL, *values = NULL, *tmpv = NULL, *cur = NULL, *next = NULL;
+	_cleanup_free_ uint8_t *keys = NULL, *values = NULL, *tmpv = NULL, *cur = NULL,
+			       *next = NULL;
 	size_t n = 0, cap;
 	int r;
 
@@ -247,12 +257,14 @@ static int snapshot_map(uint32_t id, struct mapsnap *ret, char **ret_reason)
 		return perm_error(r, "reading map information");
 	if (info.type != BPF_MAP_TYPE_HASH && info.type != BPF_MAP_TYPE_ARRAY &&
 	    info.type != BPF_MAP_TYPE_LRU_HASH) {
-		*ret_reason = strdup_printf("uses map %u (%s) of type %u, which decoding does not read",
-					    id, info.name, info.type);
+		*ret_reason =
+		    strdup_printf("uses map %u (%s) of type %u, which decoding does not read", id,
+				  info.name, info.type);
 		return 0;
 	}
 	if (info.key_size == 0 || info.key_size > BPFVM_MAP_KEY_MAX || info.value_size > 65536) {
-		*ret_reason = strdup_printf("uses map %u (%s) with unusual key/value sizes", id, info.name);
+		*ret_reason =
+		    strdup_printf("uses map %u (%s) with unusual key/value sizes", id, info.name);
 		return 0;
 	}
 	cap = info.max_entries < MAP_ENTRIES_MAX ? info.max_entries : MAP_ENTRIES_MAX;
@@ -290,9 +302,14 @@ static int snapshot_map(uint32_t id, struct mapsnap *ret, char **ret_reason)
 		memcpy(values + w * stride, tmpv, info.value_size);
 		w++;
 	}
-	*ret = (struct mapsnap){ .id = id, .type = info.type, .key_size = info.key_size,
-				 .value_size = info.value_size, .stride = stride, .n = w,
-				 .keys = TAKE_PTR(keys), .values = TAKE_PTR(values) };
+	*ret = (struct mapsnap){.id = id,
+				.type = info.type,
+				.key_size = info.key_size,
+				.value_size = info.value_size,
+				.stride = stride,
+				.n = w,
+				.keys = TAKE_PTR(keys),
+				.values = TAKE_PTR(values)};
 	return 0;
 }
 
@@ -314,8 +331,9 @@ static int map_hints(struct centry *e, const struct mapsnap *m, char **ret_reaso
 	default:
 		if (m->type == BPF_MAP_TYPE_ARRAY)
 			return 0; /* configuration, not a device table */
-		*ret_reason = strdup_printf("looks up map %u whose key layout (%u bytes) is not one decoding knows",
-					    m->id, m->key_size);
+		*ret_reason = strdup_printf(
+		    "looks up map %u whose key layout (%u bytes) is not one decoding knows", m->id,
+		    m->key_size);
 		return 0;
 	}
 	void *t = realloc(e->hints, (e->nhints + m->n) * sizeof(*e->hints));
@@ -391,7 +409,7 @@ static int load_maps(struct centry *e);
 static int fetch_prog(uint32_t id, struct centry *e)
 {
 	_cleanup_close_ int fd = bpf_prog_get_fd_by_id(id);
-	struct bpf_prog_info info = { 0 };
+	struct bpf_prog_info info = {0};
 	uint32_t len = sizeof(info);
 	int r;
 
@@ -403,9 +421,9 @@ static int fetch_prog(uint32_t id, struct centry *e)
 		return perm_error(r, "reading program information");
 	memcpy(e->name, info.name, sizeof(e->name) - 1);
 	if (info.xlated_prog_len == 0 || info.xlated_prog_len % sizeof(struct bpf_insn)) {
-		e->opaque = strdup_printf(
-			"the kernel did not return its instructions (xlated_prog_len %u; needs CAP_SYS_ADMIN/CAP_BPF)",
-			info.xlated_prog_len);
+		e->opaque = strdup_printf("the kernel did not return its instructions "
+					  "(xlated_prog_len %u; needs CAP_SYS_ADMIN/CAP_BPF)",
+					  info.xlated_prog_len);
 		return e->opaque ? 0 : -ENOMEM;
 	}
 	uint32_t xlen = info.xlated_prog_len;
@@ -419,18 +437,23 @@ static int fetch_prog(uint32_t id, struct centry *e)
 	r = bpf_obj_get_info_by_fd(fd, &info, &len);
 	if (r < 0)
 		return perm_error(r, "reading the program's instructions");
-	e->n = (info.xlated_prog_len < xlen ? info.xlated_prog_len : xlen) / sizeof(struct bpf_insn);
+	e->n =
+	    (info.xlated_prog_len < xlen ? info.xlated_prog_len : xlen) / sizeof(struct bpf_insn);
 	if (bpfvm_check(e->insns, e->n) < 0) {
 		e->opaque = strdup_printf("its translated instructions are not understood: %s",
 					  jobcg_last_error()->message);
 		return e->opaque ? 0 : -ENOMEM;
 	}
 	r = bpftext_resolve_calls(e->insns, e->n);
-	if (r != 0) {
+	if (r > 0) {
+		e->opaque = strdup(jobcg_last_error()->message);
+		return e->opaque ? 0 : -ENOMEM;
+	}
+	if (r < 0) {
 		int kr = sysctl_int("/proc/sys/kernel/kptr_restrict");
-		e->opaque = strdup_printf(
-			"it calls kernel helpers that cannot be identified (kernel.kptr_restrict=%d hides their addresses)",
-			kr);
+		e->opaque = strdup_printf("its helper calls cannot be identified: %s "
+					  "(kernel.kptr_restrict=%d)",
+					  jobcg_last_error()->message, kr);
 		return e->opaque ? 0 : -ENOMEM;
 	}
 	return load_maps(e);
@@ -455,7 +478,7 @@ static int load_maps(struct centry *e)
 			have |= e->maps[m].id == (uint32_t)i->imm;
 		if (have)
 			continue;
-		struct mapsnap snap = { 0 };
+		struct mapsnap snap = {0};
 		char *reason = NULL;
 		r = snapshot_map((uint32_t)i->imm, &snap, &reason);
 		if (r < 0)
@@ -486,16 +509,16 @@ static int load_maps(struct centry *e)
 static int decode_entry(const struct centry *e, const struct inspect_priv *ip,
 			struct jobcg_decoded **ret, char **ret_reason)
 {
-	struct lookup_ctx lc = { e, ip ? ip->pub.cgroup_id : 0, ip ? ip->ancestors : NULL,
-				 ip ? ip->depth : -1 };
+	struct lookup_ctx lc = {e, ip ? ip->pub.cgroup_id : 0, ip ? ip->ancestors : NULL,
+				ip ? ip->depth : -1};
 	struct jobcg_decode_env env = {
-		.size = sizeof(env),
-		.cgroup_id = ip ? hook_cgroup_id : NULL,
-		.ancestor_cgroup_id = ip ? hook_ancestor : NULL,
-		.map_lookup = e->nmaps ? hook_lookup : NULL,
-		.userdata = &lc,
-		.hints = (const uint32_t(*)[2])e->hints,
-		.n_hints = e->nhints,
+	    .size = sizeof(env),
+	    .cgroup_id = ip ? hook_cgroup_id : NULL,
+	    .ancestor_cgroup_id = ip ? hook_ancestor : NULL,
+	    .map_lookup = e->nmaps ? hook_lookup : NULL,
+	    .userdata = &lc,
+	    .hints = (const uint32_t(*)[2])e->hints,
+	    .n_hints = e->nhints,
 	};
 	int r = jobcg_decode_program(e->insns, e->n, &env, ret);
 
@@ -522,7 +545,7 @@ static int cache_get(struct jobcg_progcache *c, uint32_t id, struct centry **ret
 		c->cap = nc;
 	}
 	struct centry *e = &c->e[c->n];
-	*e = (struct centry){ 0 };
+	*e = (struct centry){0};
 	int r = fetch_prog(id, e);
 	if (r < 0) {
 		centry_done(e);
@@ -559,7 +582,8 @@ static int query(int cgfd, uint32_t flags, uint32_t **ret_ids, size_t *ret_n, ui
 			continue;
 		}
 		if (r < 0)
-			return perm_error(r, "querying the cgroup's device programs (BPF_PROG_QUERY)");
+			return perm_error(r,
+					  "querying the cgroup's device programs (BPF_PROG_QUERY)");
 		*ret_n = opts.prog_cnt;
 		*ret_ids = TAKE_PTR(ids);
 		if (ret_flags)
@@ -677,6 +701,7 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 	struct inspect_priv *ip = NULL;
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint32_t *ids = NULL;
+	_cleanup_free_ struct jobcg_decoded **list = NULL;
 	size_t n = 0;
 	const char *mount;
 	char real[PATH_MAX];
@@ -723,8 +748,12 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 		goto fail;
 	}
 	ip->pub.n_progs = n;
-	struct jobcg_decoded *list[64];
 	size_t nlist = 0;
+	list = calloc(n ? n : 1, sizeof(*list));
+	if (!list) {
+		r = -ENOMEM;
+		goto fail;
+	}
 	for (size_t k = 0; k < n; k++) {
 		struct jobcg_cgprog *p = &ip->pub.progs[k];
 		struct centry *e;
@@ -757,7 +786,7 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 				p->decoded = ip->owned[ip->nowned++];
 		} else
 			p->decoded = e->decoded;
-		if (p->decoded && nlist < ELEMENTSOF(list))
+		if (p->decoded)
 			list[nlist++] = (struct jobcg_decoded *)p->decoded;
 		if (!p->decoded)
 			ip->pub.any_opaque = true;
@@ -792,7 +821,8 @@ JOBCG_EXPORT int jobcg_cginspect_allows(const struct jobcg_cginspect *i, char ty
 
 JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progcache *cache,
 					    char type, uint32_t major, uint32_t minor,
-					    unsigned *ret_access, bool *ret_opaque, size_t *ret_nprogs)
+					    unsigned *ret_access, bool *ret_opaque,
+					    size_t *ret_nprogs)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint32_t *ids = NULL;
@@ -839,11 +869,14 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 			continue;
 		}
 		/* Depends on the cgroup: run it for this one request instead of decoding it all. */
-		struct lookup_ctx lc = { e, anc[depth], anc, depth };
-		struct bpfvm_env env = { hook_cgroup_id, hook_ancestor, e->nmaps ? hook_lookup : NULL, &lc };
+		struct lookup_ctx lc = {e, anc[depth], anc, depth};
+		struct bpfvm_env env = {hook_cgroup_id, hook_ancestor,
+					e->nmaps ? hook_lookup : NULL, &lc};
 		for (unsigned bit = 1; bit <= 4; bit <<= 1) {
-			struct bpfvm_devctx ctx = { .access_type = (bit << 16) | (type == 'c' ? 2u : 1u),
-						    .major = major, .minor = minor };
+			struct bpfvm_devctx ctx = {.access_type =
+						       (bit << 16) | (type == 'c' ? 2u : 1u),
+						   .major = major,
+						   .minor = minor};
 			uint64_t r0 = 0;
 			r = bpfvm_run(e->insns, e->n, &ctx, &env, 100000, &r0);
 			if (r < 0) {
@@ -863,7 +896,7 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_t n,
 					     struct jobcg_decoded **ret)
 {
-	struct centry e = { 0 };
+	struct centry e = {0};
 	struct jobcg_decoded *d = NULL;
 	int r;
 

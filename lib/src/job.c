@@ -8,6 +8,8 @@
 #include "discover.h"
 #include "job_hooks.h"
 #include "log.h"
+#include "jobcg/jobgres.h"
+#include "jobcg/memlimit.h"
 #include "tree.h"
 #include "util.h"
 
@@ -119,6 +121,41 @@ JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, con
 	return get_meta(dir, key, ret);
 }
 
+static int write_mem_value(const char *dir, const char *file, uint64_t v)
+{
+	char buf[32];
+
+	if (v == JOBCG_MEM_UNLIMITED)
+		snprintf(buf, sizeof(buf), "max");
+	else
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	return cgfs_write(dir, file, buf);
+}
+
+/*
+ * memory.max / memory.high / memory.swap.max by Slurm's formulas (memlimit.h). An explicit
+ * memory request is a limit even with ConstrainRAMSpace=no; swap only with ConstrainSwapSpace.
+ */
+static int mem_limits_write(struct jobcg_ctx *ctx, const char *dir, uint64_t mem)
+{
+	struct jobcg_mem_limits m;
+	uint64_t ram;
+	int r;
+
+	r = jobcg_node_ram(&ram);
+	if (r < 0)
+		return r;
+	r = jobcg_mem_limits_compute(&ctx->conf->cgroup, mem, ram, &m);
+	if (r < 0)
+		return r;
+	if ((r = write_mem_value(dir, "memory.max", m.max)) < 0 ||
+	    (r = write_mem_value(dir, "memory.high", m.high)) < 0)
+		return r;
+	if (m.set_swap && (r = write_mem_value(dir, "memory.swap.max", m.swap_max)) < 0)
+		return r;
+	return 0;
+}
+
 /* The built-in hook: cpuset.cpus, memory.max and pids.max on job_<id>/. */
 static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
 			 const struct jobcg_limits *l)
@@ -156,9 +193,10 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 			file = "cpuset.cpus";
 			value = l->cpus;
 		} else if (d->bit == JOBCG_LIMIT_MEM) {
-			file = "memory.max";
-			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
-			value = buf;
+			r = mem_limits_write(ctx, job_dir, l->mem_bytes);
+			if (r < 0)
+				return r;
+			continue;
 		} else {
 			file = "pids.max";
 			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
@@ -184,6 +222,7 @@ static const struct job_hook limits_hook = {
  */
 static const struct job_hook *const job_hooks[] = {
     &limits_hook,
+    &gres_job_hook,
 };
 
 static void hooks_detach(struct jobcg_ctx *ctx, uint32_t job_id, const char *dir, size_t upto)
@@ -263,7 +302,9 @@ static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct j
 	char buf[64];
 	int r;
 
-	snprintf(buf, sizeof(buf), "%u:%u", (unsigned)getuid(), (unsigned)getgid());
+	/* The owner a scheduler names (--uid/--gid), else whoever created the job. */
+	snprintf(buf, sizeof(buf), "%u:%u", l && l->have_owner ? (unsigned)l->uid : (unsigned)getuid(),
+		 l && l->have_owner ? (unsigned)l->gid : (unsigned)getgid());
 	if ((r = set_meta(dir, "owner", buf)) < 0)
 		return r;
 	if (l && l->cpus && *l->cpus && (r = set_meta(dir, "cpus", l->cpus)) < 0)
@@ -386,7 +427,7 @@ static void log_job(struct jobcg_ctx *ctx, uint32_t job_id, const char *dir, boo
 }
 
 /* @lost: the job's owner is gone (gc), so how it ended was not seen. */
-static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, bool lost)
+static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, bool lost, bool cancelled)
 {
 	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id);
 	bool populated = false;
@@ -396,11 +437,14 @@ static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, bool lost)
 		return -ENOMEM;
 	if (access(dir, F_OK) < 0)
 		return error_set(-ENOENT, "no job %u (%s)", job_id, dir);
+	/* A removal killed half way (grants revoked, directory left) is finished by gc. */
+	if (ctx->info->xattr.supported && (r = set_meta(dir, "removing", "1")) < 0)
+		return r;
 	(void)cgfs_events(dir, &populated, NULL);
 	r = tree_kill(dir, TREE_KILL_TIMEOUT_MS);
 	if (r < 0)
 		return r;
-	log_job(ctx, job_id, dir, populated && !lost, lost);
+	log_job(ctx, job_id, dir, (populated || cancelled) && !lost, lost);
 	hooks_detach(ctx, job_id, dir, ELEMENTSOF(job_hooks));
 	r = cgfs_remove_tree(dir);
 	if (r < 0)
@@ -415,7 +459,7 @@ JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsign
 
 	if (r < 0)
 		return r;
-	r = job_remove_locked(ctx, job_id, false);
+	r = job_remove_locked(ctx, job_id, false, flags & JOBCG_JOB_REMOVE_CANCELLED);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }
@@ -639,7 +683,7 @@ static bool step_is_stray(const char *sdir)
 static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 {
 	_cleanup_free_ char *dir = tree_job_dir(ctx, id), *created = NULL, *eph = NULL,
-			    *runner = NULL;
+			    *runner = NULL, *removing = NULL;
 	_cleanup_strv_free_ char **steps = NULL;
 	int r;
 
@@ -650,13 +694,14 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		return 0;
 	}
 	r = get_meta(dir, "created", &created);
-	if (r == -ENODATA ||
+	if (r == -ENODATA || get_meta(dir, "removing", &removing) == 0 ||
 	    (get_meta(dir, "ephemeral", &eph) == 0 && get_meta(dir, "runner", &runner) == 0 &&
 	     !tree_runner_alive(runner))) {
 		/* Under the lock a job without the "created" mark is a creation that died half
-		 * way; an ephemeral job without its runner will never be removed by it. */
+		 * way, one marked "removing" a removal that did; an ephemeral job without its
+		 * runner will never be removed by it. */
 		log_info("gc: removing stray job %u", id);
-		r = job_remove_locked(ctx, id, true);
+		r = job_remove_locked(ctx, id, true, false);
 		if (r < 0)
 			return r;
 		st->jobs_removed++;
@@ -714,6 +759,10 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 		if (r < 0 && !first_err)
 			first_err = r; /* keep sweeping the others; report the first failure */
 	}
+	/* Last: device policy entries of cgroups removed above or by a killed jobcg. */
+	r = jobcg_devices_gc(ctx, NULL);
+	if (r < 0 && !first_err)
+		first_err = r;
 	r = first_err;
 out:
 	jobcg_ctx_unlock(ctx);

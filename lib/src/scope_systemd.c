@@ -25,8 +25,8 @@
 #include "scope_systemd.h"
 #include "util.h"
 
-#define SD_DEST "org.freedesktop.systemd1"
-#define SD_PATH "/org/freedesktop/systemd1"
+#define SD_DEST	   "org.freedesktop.systemd1"
+#define SD_PATH	   "/org/freedesktop/systemd1"
 #define SD_MANAGER "org.freedesktop.systemd1.Manager"
 
 bool scope_systemd_running(void)
@@ -65,7 +65,8 @@ int scope_slice_path(const char *slice, char **ret)
 
 	if (n <= strlen(".slice") || n > 255 || !has_suffix(slice, ".slice") ||
 	    !unit_chars_valid(slice))
-		return error_set(-EINVAL, "CgroupSlice '%s' is not a systemd slice unit name", slice);
+		return error_set(-EINVAL, "CgroupSlice '%s' is not a systemd slice unit name",
+				 slice);
 	if (streq(slice, "-.slice")) {
 		path = strdup("");
 		if (!path)
@@ -77,8 +78,10 @@ int scope_slice_path(const char *slice, char **ret)
 	if (!prefix)
 		return -ENOMEM;
 	if (prefix[0] == '-' || has_suffix(prefix, "-") || strstr(prefix, "--"))
-		return error_set(-EINVAL, "CgroupSlice '%s': '-' separates parent slices and may not "
-					  "start, end or repeat", slice);
+		return error_set(-EINVAL,
+				 "CgroupSlice '%s': '-' separates parent slices and may not "
+				 "start, end or repeat",
+				 slice);
 	/* Each '-' names a parent slice: a-b-c.slice lives in a.slice/a-b.slice/a-b-c.slice. */
 	cap = (strlen(prefix) + strlen(".slice/")) * (strlen(prefix) + 1) + 1;
 	path = malloc(cap);
@@ -102,8 +105,10 @@ int scope_expected_root(const char *slice, const char *scope, char **ret)
 	int r;
 
 	if (!scope_unit_name_valid(scope))
-		return error_set(-EINVAL, "JobcgScope '%s' is not a systemd scope unit name "
-					  "(letters, digits, ':_.-\\', ending in .scope)", scope);
+		return error_set(-EINVAL,
+				 "JobcgScope '%s' is not a systemd scope unit name "
+				 "(letters, digits, ':_.-\\', ending in .scope)",
+				 scope);
 	r = scope_slice_path(slice, &sp);
 	if (r < 0)
 		return r;
@@ -192,8 +197,8 @@ static int keeper_spawn(const char *exe, pid_t *ret_pid)
 		setsid();
 		k = fork();
 		if (k == 0) {
-			char *argv[] = { SCOPE_KEEPER_ARGV0, SCOPE_KEEPER_ARGV1, NULL };
-			char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+			char *argv[] = {SCOPE_KEEPER_ARGV0, SCOPE_KEEPER_ARGV1, NULL};
+			char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 			sigset_t none;
 
 			sigemptyset(&none);
@@ -299,7 +304,7 @@ static int park_in_system(const char *root, pid_t keeper)
 }
 
 /* Controllers jobcg may want below its root; EnableControllers= turns them on above it. */
-static const char *const wanted_controllers[] = { "cpuset", "cpu", "io", "memory", "pids", NULL };
+static const char *const wanted_controllers[] = {"cpuset", "cpu", "io", "memory", "pids", NULL};
 
 static bool word_in(const char *text, const char *word)
 {
@@ -317,7 +322,8 @@ static bool word_in(const char *text, const char *word)
  * root, from the mount down, for the controllers jobcg uses and the parent offers. systemd
  * normally does this itself for a Delegate=yes unit; the option covers hosts where it does not.
  */
-static int enable_ancestors(const struct jobcg_config *conf, const char *mount, const char *root_rel)
+static int enable_ancestors(const struct jobcg_config *conf, const char *mount,
+			    const char *root_rel)
 {
 	_cleanup_free_ char *dir = strdup(mount), *rel = strdup(root_rel);
 	char *slash;
@@ -337,7 +343,8 @@ static int enable_ancestors(const struct jobcg_config *conf, const char *mount, 
 			return -ENOMEM;
 		r = read_full_file_at(AT_FDCWD, f, 4096, &avail, NULL);
 		if (r < 0)
-			return error_set(r, "EnableControllers: cannot read %s: %s", f, strerror(-r));
+			return error_set(r, "EnableControllers: cannot read %s: %s", f,
+					 strerror(-r));
 		for (size_t i = 0; wanted_controllers[i]; i++) {
 			_cleanup_free_ char *w = strdup_printf("+%s", wanted_controllers[i]);
 
@@ -347,8 +354,8 @@ static int enable_ancestors(const struct jobcg_config *conf, const char *mount, 
 				continue;
 			r = write_string_at(AT_FDCWD, sub, w);
 			if (r < 0)
-				return error_set(r, "EnableControllers: cannot write %s to %s: %s", w,
-						 sub, strerror(-r));
+				return error_set(r, "EnableControllers: cannot write %s to %s: %s",
+						 w, sub, strerror(-r));
 		}
 		for (char **x = conf->cgroup.enable_extra_controllers; x && *x; x++) {
 			_cleanup_free_ char *w = strdup_printf("+%s", *x);
@@ -356,8 +363,8 @@ static int enable_ancestors(const struct jobcg_config *conf, const char *mount, 
 			if (!w)
 				return -ENOMEM;
 			if (word_in(avail, *x) && (r = write_string_at(AT_FDCWD, sub, w)) < 0)
-				return error_set(r, "EnableControllers: cannot write %s to %s: %s", w,
-						 sub, strerror(-r));
+				return error_set(r, "EnableControllers: cannot write %s to %s: %s",
+						 w, sub, strerror(-r));
 		}
 		if (!slash || !*comp)
 			break;
@@ -388,7 +395,8 @@ static int unit_lookup(sd_bus *bus, const char *name, char **ret_path)
 	const char *path;
 	int r;
 
-	r = sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &err, &reply, "s", name);
+	r = sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &err, &reply, "s",
+			       name);
 	if (r < 0) {
 		bool missing = sd_bus_error_has_name(&err, "org.freedesktop.systemd1.NoSuchUnit");
 
@@ -425,7 +433,8 @@ static int unit_property(sd_bus *bus, const char *path, const char *iface, const
 static int manager_call(sd_bus *bus, const char *method, const char *name)
 {
 	sd_bus_error err = SD_BUS_ERROR_NULL;
-	int r = sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, method, &err, NULL, "s", name);
+	int r =
+	    sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, method, &err, NULL, "s", name);
 
 	if (r < 0)
 		error_set(r, "systemd %s(%s): %s", method, name, bus_msg(&err, r));
@@ -463,7 +472,7 @@ static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t k
 	sd_bus_error err = SD_BUS_ERROR_NULL;
 	sd_bus_message *m = NULL, *reply = NULL;
 	sd_bus_slot *slot = NULL;
-	struct job_wait w = { 0 };
+	struct job_wait w = {0};
 	const char *job;
 	uint64_t now;
 	int r;
@@ -481,12 +490,10 @@ static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t k
 	if (r >= 0)
 		r = sd_bus_message_open_container(m, 'a', "(sv)");
 	if (r >= 0)
-		r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)",
-					  "Description", "s", "jobcg job containment tree",
-					  "Slice", "s", slice,
-					  "Delegate", "b", 1,
-					  "TasksMax", "t", UINT64_MAX,
-					  "PIDs", "au", 1, (uint32_t)keeper);
+		r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)", "Description", "s",
+					  "jobcg job containment tree", "Slice", "s", slice,
+					  "Delegate", "b", 1, "TasksMax", "t", UINT64_MAX, "PIDs",
+					  "au", 1, (uint32_t)keeper);
 	if (r >= 0)
 		r = sd_bus_message_close_container(m);
 	if (r >= 0)
@@ -519,8 +526,10 @@ static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t k
 			continue;
 		now = now_usec();
 		if (now >= deadline) {
-			r = error_set(-ETIMEDOUT, "systemd did not finish starting %s within %u ms "
-						  "(SystemdTimeout)", name, timeout_ms);
+			r = error_set(-ETIMEDOUT,
+				      "systemd did not finish starting %s within %u ms "
+				      "(SystemdTimeout)",
+				      name, timeout_ms);
 			goto out;
 		}
 		r = sd_bus_wait(bus, deadline - now);
@@ -530,7 +539,8 @@ static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t k
 		}
 	}
 	if (!streq(w.result, "done")) {
-		r = error_set(-EIO, "systemd could not start %s: job result '%s' (see journalctl -u %s)",
+		r = error_set(-EIO,
+			      "systemd could not start %s: job result '%s' (see journalctl -u %s)",
 			      name, w.result, name);
 		goto out;
 	}
@@ -576,12 +586,13 @@ static int ensure_keeper(const char *root)
 static int systemd_ensure(const struct jobcg_config *conf, const char *mount, const char *root_rel,
 			  char **ret_root)
 {
-	const char *slice = conf->cgroup.slice && *conf->cgroup.slice ? conf->cgroup.slice :
-									  "system.slice";
-	const char *name = conf->cgroup.scope_name && *conf->cgroup.scope_name ?
-				   conf->cgroup.scope_name : "jobcg.scope";
-	unsigned timeout_ms = conf->cgroup.systemd_timeout_ms ? conf->cgroup.systemd_timeout_ms :
-								 1000;
+	const char *slice =
+	    conf->cgroup.slice && *conf->cgroup.slice ? conf->cgroup.slice : "system.slice";
+	const char *name = conf->cgroup.scope_name && *conf->cgroup.scope_name
+			       ? conf->cgroup.scope_name
+			       : "jobcg.scope";
+	unsigned timeout_ms =
+	    conf->cgroup.systemd_timeout_ms ? conf->cgroup.systemd_timeout_ms : 1000;
 	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000;
 	_cleanup_free_ char *expected = NULL, *root = NULL, *unit = NULL, *state = NULL;
 	_cleanup_free_ char *cgroup = NULL, *exe = NULL;
@@ -594,22 +605,26 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 	if (r < 0)
 		return r;
 	if (!streq(expected, root_rel))
-		return error_set(-EINVAL, "with systemd the tree root is where systemd puts %s in %s: "
-					  "%s, but JobcgRoot is %s (drop JobcgRoot, or set "
-					  "IgnoreSystemd=yes)", name, slice, expected, root_rel);
+		return error_set(-EINVAL,
+				 "with systemd the tree root is where systemd puts %s in %s: "
+				 "%s, but JobcgRoot is %s (drop JobcgRoot, or set "
+				 "IgnoreSystemd=yes)",
+				 name, slice, expected, root_rel);
 	root = strdup_printf("%s/%s", mount, root_rel);
 	if (!root)
 		return -ENOMEM;
 
 	r = sd_bus_open_system(&bus);
 	if (r < 0)
-		return error_set(r, "cannot connect to the D-Bus system bus to ask systemd for %s: %s",
+		return error_set(r,
+				 "cannot connect to the D-Bus system bus to ask systemd for %s: %s",
 				 name, strerror(-r));
 	r = unit_lookup(bus, name, &unit);
 	if (r < 0)
 		goto out;
 	if (unit) {
-		r = unit_property(bus, unit, "org.freedesktop.systemd1.Unit", "ActiveState", &state);
+		r = unit_property(bus, unit, "org.freedesktop.systemd1.Unit", "ActiveState",
+				  &state);
 		if (r < 0)
 			goto out;
 		if ((streq(state, "active") || streq(state, "reloading")) && stat(root, &st) == 0) {
@@ -652,7 +667,8 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 	if (r >= 0 && !unit)
 		r = error_set(-ENOENT, "systemd started %s but does not know it any more", name);
 	if (r >= 0)
-		r = unit_property(bus, unit, "org.freedesktop.systemd1.Scope", "ControlGroup", &cgroup);
+		r = unit_property(bus, unit, "org.freedesktop.systemd1.Scope", "ControlGroup",
+				  &cgroup);
 	if (r < 0)
 		goto out;
 	if (!streq(cgroup + (cgroup[0] == '/'), root_rel)) {
@@ -680,6 +696,6 @@ out:
 }
 
 const struct scope_backend scope_systemd_backend = {
-	.name = "systemd",
-	.ensure = systemd_ensure,
+    .name = "systemd",
+    .ensure = systemd_ensure,
 };

@@ -12,15 +12,31 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <ftw.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "devgen.h"
+#include "jobcg/config.h"
+#include "jobcg/devices.h"
 #include "jobcg/inspect.h"
 #include "ktest.h"
 #include "tap.h"
 
 static char job[PATH_MAX], step[PATH_MAX], snapcg[PATH_MAX];
+static char pin_base[256];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)remove(path);
+	return 0;
+}
+
+static void remove_pins(void)
+{
+	if (pin_base[0])
+		nftw(pin_base, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
 
 static int load(const char *name, const struct prog *p)
 {
@@ -65,8 +81,8 @@ static int kernel_allows(const char *cg, const char *dev, int flags)
 
 static void compare_with_kernel(const char *cg, const struct jobcg_cginspect *in, const char *label)
 {
-	static const char *const devs[] = { "/dev/null", "/dev/zero", "/dev/full", "/dev/random",
-					    "/dev/urandom", "/dev/tty" };
+	static const char *const devs[] = {"/dev/null",	  "/dev/zero",	  "/dev/full",
+					   "/dev/random", "/dev/urandom", "/dev/tty"};
 	unsigned agree = 0, total = 0;
 
 	for (size_t k = 0; k < sizeof(devs) / sizeof(devs[0]); k++) {
@@ -75,20 +91,22 @@ static void compare_with_kernel(const char *cg, const struct jobcg_cginspect *in
 			continue;
 		for (int f = 0; f < 2; f++) {
 			int kr = kernel_allows(cg, devs[k], f ? O_WRONLY : O_RDONLY);
-			int dr = jobcg_cginspect_allows(in, 'c', major(st.st_rdev), minor(st.st_rdev),
-							f ? JOBCG_DEV_ACC_WRITE : JOBCG_DEV_ACC_READ);
+			int dr =
+			    jobcg_cginspect_allows(in, 'c', major(st.st_rdev), minor(st.st_rdev),
+						   f ? JOBCG_DEV_ACC_WRITE : JOBCG_DEV_ACC_READ);
 			if (kr < 0)
-				continue; /* e.g. /dev/tty without a terminal: ENXIO, not a device decision */
+				continue; /* e.g. /dev/tty without a terminal: ENXIO, not a device
+					     decision */
 			total++;
 			if (kr == dr)
 				agree++;
 			else
-				tap_diag("%s: %s %s: kernel %d, decoded %d", label, devs[k], f ? "write" : "read",
-					 kr, dr);
+				tap_diag("%s: %s %s: kernel %d, decoded %d", label, devs[k],
+					 f ? "write" : "read", kr, dr);
 		}
 	}
-	ok(total > 0 && agree == total, "%s: decoded rules match the kernel on %u/%u real opens", label,
-	   agree, total);
+	ok(total > 0 && agree == total, "%s: decoded rules match the kernel on %u/%u real opens",
+	   label, agree, total);
 }
 
 static char *run_cli(const char *args);
@@ -102,7 +120,7 @@ static uint64_t now_ms(void)
 
 static uint32_t prog_id(int fd)
 {
-	struct bpf_prog_info info = { 0 };
+	struct bpf_prog_info info = {0};
 	uint32_t len = sizeof(info);
 	return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
 }
@@ -129,7 +147,8 @@ static char *capture(const char *cmd, size_t *ret_len)
  * What bpftool prints and writes for a loaded program must decode to the same rules as the
  * live path (both forms: text, and raw instructions with kernel call addresses).
  */
-static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char *label, bool has_maps)
+static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char *label,
+			    bool has_maps)
 {
 	char cmd[PATH_MAX * 2], file[PATH_MAX];
 	uint32_t id = prog_id(fd);
@@ -148,7 +167,8 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 	if (has_maps) {
 		ok(r == -EOPNOTSUPP, "%s: bpftool text alone is opaque (maps not in it): %s", label,
 		   jobcg_last_error()->message);
-	} else if (ok(r == 0, "%s: bpftool text decodes (%s)", label, r ? jobcg_last_error()->message : "ok")) {
+	} else if (ok(r == 0, "%s: bpftool text decodes (%s)", label,
+		      r ? jobcg_last_error()->message : "ok")) {
 		unsigned bad = 0;
 		for (uint32_t ma = 0; ma < 200; ma++)
 			for (uint32_t mi = 0; mi < 12; mi++)
@@ -161,6 +181,23 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 	}
 	if (r != 0 && !has_maps)
 		tap_diag("%s", text);
+	if (!has_maps) {
+		snprintf(cmd, sizeof(cmd), "bpftool -j prog dump xlated id %u", id);
+		char *js = capture(cmd, &len);
+		r = js ? jobcg_decode_data(js, len, "bpftool-json", NULL, &d) : -EIO;
+		if (ok(r == 0, "%s: bpftool -j output decodes (%s)", label,
+		       r ? jobcg_last_error()->message : "ok")) {
+			unsigned bad = 0;
+			for (uint32_t ma = 0; ma < 200; ma++)
+				for (uint32_t mi = 0; mi < 12; mi++)
+					for (unsigned acc = 0; acc <= 6; acc++)
+						bad += jobcg_decoded_allows(d, 'c', ma, mi, acc) !=
+						       jobcg_decoded_allows(live, 'c', ma, mi, acc);
+			ok(bad == 0, "%s: bpftool -j output decodes like the live program", label);
+			jobcg_decoded_free(d);
+			d = NULL;
+		}
+	}
 	if (has_maps) {
 		/* As root on this host the CLI reads the maps the text names by id. */
 		char tf[PATH_MAX];
@@ -172,7 +209,8 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		}
 		snprintf(cmd, sizeof(cmd), "decode %s", tf);
 		char *out = run_cli(cmd);
-		ok(out && strstr(out, "c *:* -\n") && strstr(out, "c 1:3 rwm\n") && strstr(out, "c 195:* rwm\n"),
+		ok(out && strstr(out, "c *:* -\n") && strstr(out, "c 1:3 rwm\n") &&
+		       strstr(out, "c 195:* rwm\n"),
 		   "%s: jobcg decode of bpftool text reads the live map", label);
 		if (out && !strstr(out, "c 195:* rwm"))
 			tap_diag("%s", out);
@@ -188,8 +226,10 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		fclose(f);
 	r = jobcg_decode_data(raw, n, file, NULL, &d);
 	if (has_maps)
-		ok(r == -EOPNOTSUPP, "%s: raw file alone is opaque: %s", label, jobcg_last_error()->message);
-	else if (ok(r == 0, "%s: raw file decodes (%s)", label, r ? jobcg_last_error()->message : "ok")) {
+		ok(r == -EOPNOTSUPP, "%s: raw file alone is opaque: %s", label,
+		   jobcg_last_error()->message);
+	else if (ok(r == 0, "%s: raw file decodes (%s)", label,
+		    r ? jobcg_last_error()->message : "ok")) {
 		unsigned bad = 0;
 		for (uint32_t ma = 0; ma < 200; ma++)
 			for (uint32_t mi = 0; mi < 12; mi++)
@@ -226,6 +266,9 @@ static char *run_cli(const char *args)
 int main(void)
 {
 	const char *root = ktest_setup("decode-live");
+	snprintf(pin_base, sizeof(pin_base), "/sys/fs/bpf/jobcg-test-decode-%d-%ld", (int)getpid(),
+		 (long)time(NULL));
+	atexit(remove_pins);
 	int jobfd = -1, stepfd = -1, snapfd = -1, pa = -1, pb = -1, ps = -1, map = -1;
 	static struct prog a, b, s;
 	struct jobcg_cginspect *in = NULL;
@@ -241,24 +284,28 @@ int main(void)
 	stepfd = open(step, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	snapfd = open(snapcg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	/* Job: Slurm-shaped, /dev/zero (1:5) managed and denied, GPUs 195:0-2 denied, 195:3 allowed. */
+	/* Job: Slurm-shaped, /dev/zero (1:5) managed and denied, GPUs 195:0-2 denied, 195:3
+	 * allowed. */
 	struct rule slurm[] = {
-		{ 'c', 1, 5, 7, false },  { 'c', 195, 0, 7, false }, { 'c', 195, 1, 7, false },
-		{ 'c', 195, 2, 7, false }, { 'c', 195, 3, 7, true },
+	    {'c', 1, 5, 7, false},   {'c', 195, 0, 7, false}, {'c', 195, 1, 7, false},
+	    {'c', 195, 2, 7, false}, {'c', 195, 3, 7, true},
 	};
 	gen_slurm(&a, slurm, sizeof(slurm) / sizeof(slurm[0]));
-	/* Step: crun-shaped allow list, /dev/null rwm, /dev/full read-only, /dev/random rw, GPUs rw. */
+	/* Step: crun-shaped allow list, /dev/null rwm, /dev/full read-only, /dev/random rw, GPUs
+	 * rw. */
 	struct rule crun[] = {
-		{ 'c', 1, 3, 7, true }, { 'c', 1, 7, 2, true }, { 'c', 1, 8, 6, true },
-		{ 'c', 195, ANY, 6, true }, { 'c', 1, 5, 7, true },
+	    {'c', 1, 3, 7, true},     {'c', 1, 7, 2, true}, {'c', 1, 8, 6, true},
+	    {'c', 195, ANY, 6, true}, {'c', 1, 5, 7, true},
 	};
 	gen_first_match(&b, crun, sizeof(crun) / sizeof(crun[0]), false, CRUN);
 	pa = load("jobcg_tslurm", &a);
 	pb = load("jobcg_tcrun", &b);
 	if (!ok(pa >= 0 && pb >= 0, "programs load"))
 		goto out;
-	ok(bpf_prog_attach(pa, jobfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0, "attach at the job (multi)");
-	ok(bpf_prog_attach(pb, stepfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0, "attach at the step (multi)");
+	ok(bpf_prog_attach(pa, jobfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
+	   "attach at the job (multi)");
+	ok(bpf_prog_attach(pb, stepfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
+	   "attach at the step (multi)");
 
 	/* The library path. */
 	if (is_int(jobcg_cgroup_inspect(step, NULL, &in), 0, "inspect the step")) {
@@ -266,8 +313,9 @@ int main(void)
 		int seen_job = 0, seen_step = 0;
 		for (size_t k = 0; k < in->n_progs; k++) {
 			const struct jobcg_cgprog *p = &in->progs[k];
-			tap_diag("prog %u %s at %s flags %u %s", p->id, p->name, p->attached_at ? p->attached_at : "?",
-				 p->attach_flags, p->opaque_reason ? p->opaque_reason : "decoded");
+			tap_diag("prog %u %s at %s flags %u %s", p->id, p->name,
+				 p->attached_at ? p->attached_at : "?", p->attach_flags,
+				 p->opaque_reason ? p->opaque_reason : "decoded");
 			if (strcmp(p->name, "jobcg_tslurm") == 0)
 				seen_job = p->attached_at && strcmp(p->attached_at, job) == 0 &&
 					   p->attach_flags == BPF_F_ALLOW_MULTI && p->decoded;
@@ -278,15 +326,19 @@ int main(void)
 		ok(seen_job, "Slurm program found attached at the job with multi, decoded");
 		ok(seen_step, "crun program found attached at the step with multi, decoded");
 		ok(in->combined && !in->any_opaque, "combined rules complete");
-		ok(jobcg_cginspect_allows(in, 'c', 195, 3, JOBCG_DEV_ACC_READ) == 1, "195:3 r allowed");
-		ok(jobcg_cginspect_allows(in, 'c', 195, 3, JOBCG_DEV_ACC_MKNOD) == 0, "195:3 m denied by the step");
-		ok(jobcg_cginspect_allows(in, 'c', 195, 1, JOBCG_DEV_ACC_READ) == 0, "195:1 denied by the job");
-		ok(jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_READ) == 0, "1:5 allowed by the step, denied by the job");
+		ok(jobcg_cginspect_allows(in, 'c', 195, 3, JOBCG_DEV_ACC_READ) == 1,
+		   "195:3 r allowed");
+		ok(jobcg_cginspect_allows(in, 'c', 195, 3, JOBCG_DEV_ACC_MKNOD) == 0,
+		   "195:3 m denied by the step");
+		ok(jobcg_cginspect_allows(in, 'c', 195, 1, JOBCG_DEV_ACC_READ) == 0,
+		   "195:1 denied by the job");
+		ok(jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_READ) == 0,
+		   "1:5 allowed by the step, denied by the job");
 		compare_with_kernel(step, in, "step (job + step programs)");
 		for (size_t k = 0; k < in->n_progs; k++)
 			if (in->progs[k].decoded)
-				compare_bpftool(in->progs[k].id == prog_id(pa) ? pa : pb, in->progs[k].decoded,
-						in->progs[k].name, false);
+				compare_bpftool(in->progs[k].id == prog_id(pa) ? pa : pb,
+						in->progs[k].decoded, in->progs[k].name, false);
 		jobcg_cginspect_free(in);
 		in = NULL;
 	}
@@ -302,7 +354,7 @@ int main(void)
 	map = bpf_map_create(BPF_MAP_TYPE_HASH, "jobcg_tsnap", 9, 1, 64, &mo);
 	if (ok(map >= 0, "snapd-layout map created")) {
 		uint8_t one = 1;
-		struct snapd_map keys = { 0 };
+		struct snapd_map keys = {0};
 		snapd_add(&keys, 2, 1, 3);
 		snapd_add(&keys, 2, 1, 8);
 		snapd_add(&keys, 2, 195, UINT32_MAX);
@@ -311,15 +363,19 @@ int main(void)
 		gen_snapd(&s, map, true);
 		ps = load("jobcg_tsnapd", &s);
 		if (ok(ps >= 0, "snapd-shaped program loads") &&
-		    ok(bpf_prog_attach(ps, snapfd, BPF_CGROUP_DEVICE, 0) == 0, "attach (no flags)") &&
+		    ok(bpf_prog_attach(ps, snapfd, BPF_CGROUP_DEVICE, 0) == 0,
+		       "attach (no flags)") &&
 		    is_int(jobcg_cgroup_inspect(snapcg, NULL, &in), 0, "inspect the snap cgroup")) {
 			ok(in->n_progs == 1 && in->progs[0].decoded, "map program decoded: %s",
-			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason : "yes");
+			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason
+								     : "yes");
 			ok(in->n_progs == 1 && in->progs[0].attach_flags == 0, "attach flags none");
-			compare_with_kernel(snapcg, in, "snap (map lookups, inlined by the kernel)");
+			compare_with_kernel(snapcg, in,
+					    "snap (map lookups, inlined by the kernel)");
 			if (in->n_progs == 1 && in->progs[0].decoded)
 				compare_bpftool(ps, in->progs[0].decoded, "snapd-shaped", true);
-			ok(jobcg_cginspect_allows(in, 'c', 195, 77, JOBCG_DEV_ACC_WRITE) == 1, "195:77 via the wildcard key");
+			ok(jobcg_cginspect_allows(in, 'c', 195, 77, JOBCG_DEV_ACC_WRITE) == 1,
+			   "195:77 via the wildcard key");
 			jobcg_cginspect_free(in);
 			in = NULL;
 		}
@@ -329,18 +385,20 @@ int main(void)
 	char args[PATH_MAX * 2];
 	snprintf(args, sizeof(args), "devices %s", step);
 	char *out = run_cli(args);
-	ok(out && strstr(out, "name jobcg_tslurm") && strstr(out, "flags multi") && strstr(out, job),
+	ok(out && strstr(out, "name jobcg_tslurm") && strstr(out, "flags multi") &&
+	       strstr(out, job),
 	   "jobcg devices lists the job's program and where it is attached");
 	/* 195:3 behaves like the rest of major 195 there, so it has no line of its own. */
 	const char *comb = out ? strstr(out, "combined rules:") : NULL;
-	ok(comb && strstr(comb, "c 195:* rw\n") && strstr(comb, "c 195:1 -\n") && !strstr(comb, "c 195:3") &&
-		   strstr(comb, "c 1:3 rwm") && !strstr(comb, "c 1:5"),
+	ok(comb && strstr(comb, "c 195:* rw\n") && strstr(comb, "c 195:1 -\n") &&
+	       !strstr(comb, "c 195:3") && strstr(comb, "c 1:3 rwm") && !strstr(comb, "c 1:5"),
 	   "jobcg devices prints the combined rules");
 	ok(out && strstr(out, "/dev/null"), "device nodes named from /dev");
 	snprintf(args, sizeof(args), "devices --json %s", step);
 	out = run_cli(args);
 	struct json_object *j = out ? json_tokener_parse(out) : NULL, *progs = NULL;
-	ok(j && json_object_object_get_ex(j, "programs", &progs) && json_object_array_length(progs) == 2,
+	ok(j && json_object_object_get_ex(j, "programs", &progs) &&
+	       json_object_array_length(progs) == 2,
 	   "jobcg devices --json lists two programs");
 	json_object_put(j);
 	/* JOB.STEP resolution under a root given by JOBCG_ROOT. */
@@ -367,11 +425,163 @@ int main(void)
 	if (j && json_object_object_get_ex(j, "cgroups", &cgs))
 		for (size_t k = 0; k < json_object_array_length(cgs); k++) {
 			struct json_object *c = json_object_array_get_idx(cgs, k), *p = NULL;
-			if (json_object_object_get_ex(c, "cgroup", &p) && strcmp(json_object_get_string(p), step) == 0)
+			if (json_object_object_get_ex(c, "cgroup", &p) &&
+			    strcmp(json_object_get_string(p), step) == 0)
 				has_step = true;
 		}
 	ok(j && cgs && !has_step, "who-has --json /dev/zero: the step may not (job denies 1:5)");
 	json_object_put(j);
+
+	/* A program with a bpf-to-bpf call: the kernel's translated form stores the call
+	 * differently. */
+	{
+		char sc[PATH_MAX];
+		static struct prog q;
+		snprintf(sc, sizeof(sc), "%s/subprog", root);
+		emit(&q, LDX(BPF_W, 6, 1, 4));				      /* r6 = major */
+		emit(&q, LDX(BPF_W, 1, 1, 8));				      /* r1 = minor */
+		emit(&q, INSN(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 4)); /* r0 = f(minor) */
+		emit(&q, JMP_IMM(BPF_JNE, 6, 1, 1));			      /* major 1 only */
+		emit(&q, EXIT());
+		emit(&q, MOV64_IMM(0, 1));
+		emit(&q, EXIT());
+		/* f: deny minor 5 (/dev/zero under major 1) */
+		emit(&q, MOV64_IMM(0, 1));
+		emit(&q, JMP_IMM(BPF_JNE, 1, 5, 1));
+		emit(&q, MOV64_IMM(0, 0));
+		emit(&q, EXIT());
+		int pq = load("jobcg_tsubprog", &q);
+		int qfd = mkdir(sc, 0755) == 0 ? open(sc, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		if (pq < 0)
+			tap_skip("kernel refused a device program with a bpf-to-bpf call");
+		else if (ok(qfd >= 0 && bpf_prog_attach(pq, qfd, BPF_CGROUP_DEVICE, 0) == 0,
+			    "subprogram program attached") &&
+			 is_int(jobcg_cgroup_inspect(sc, NULL, &in), 0, "inspect it")) {
+			ok(in->n_progs == 1 && in->progs[0].decoded,
+			   "subprogram program decoded (%s)",
+			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason
+								     : "yes");
+			compare_with_kernel(sc, in, "bpf-to-bpf call");
+			jobcg_cginspect_free(in);
+			in = NULL;
+		}
+		if (pq >= 0 && qfd >= 0)
+			bpf_prog_detach2(pq, qfd, BPF_CGROUP_DEVICE);
+		if (pq >= 0)
+			close(pq);
+		if (qfd >= 0)
+			close(qfd);
+	}
+
+	/* A program whose answer depends on the caller's uid: opaque, with the reason, and the
+	 * combined answer says "unknown" where no decodable program denies. */
+	{
+		char opq[PATH_MAX];
+		static struct prog o;
+		snprintf(opq, sizeof(opq), "%s/opaque", step);
+		emit(&o, CALL(BPF_FUNC_get_current_uid_gid));
+		emit(&o, JMP_IMM(BPF_JEQ, 0, 12345, 2));
+		emit(&o, MOV64_IMM(0, 1));
+		emit(&o, EXIT());
+		emit(&o, MOV64_IMM(0, 0));
+		emit(&o, EXIT());
+		int po = load("jobcg_tuid", &o);
+		int ofd =
+		    mkdir(opq, 0755) == 0 ? open(opq, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		if (ok(po >= 0 && ofd >= 0 &&
+			   bpf_prog_attach(po, ofd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
+		       "uid-dependent program attached below the step") &&
+		    is_int(jobcg_cgroup_inspect(opq, NULL, &in), 0, "inspect it")) {
+			const struct jobcg_cgprog *op = NULL;
+			for (size_t k = 0; k < in->n_progs; k++)
+				if (strcmp(in->progs[k].name, "jobcg_tuid") == 0)
+					op = &in->progs[k];
+			ok(in->n_progs == 3 && op && !op->decoded && op->opaque_reason &&
+			       strstr(op->opaque_reason, "bpf_get_current_uid_gid"),
+			   "opaque with the reason: %s",
+			   op && op->opaque_reason ? op->opaque_reason : "?");
+			ok(in->any_opaque && in->combined,
+			   "combined from the other two, marked incomplete");
+			is_int(jobcg_cginspect_allows(in, 'c', 1, 3, JOBCG_DEV_ACC_READ), -1,
+			       "1:3: unknown (only the opaque program could deny)");
+			is_int(jobcg_cginspect_allows(in, 'c', 195, 1, JOBCG_DEV_ACC_READ), 0,
+			       "195:1: denied by a decodable program");
+			jobcg_cginspect_free(in);
+			in = NULL;
+			snprintf(args, sizeof(args), "devices %s", opq);
+			out = run_cli(args);
+			ok(out && strstr(out, "opaque: ") && strstr(out, "# incomplete"),
+			   "jobcg devices explains the opaque program");
+			snprintf(args, sizeof(args), "who-has --root %s 'c 1:3'", opq);
+			out = run_cli(args);
+			ok(out && strstr(out, "rwm?"), "who-has marks the answer uncertain");
+		}
+		if (po >= 0 && ofd >= 0)
+			bpf_prog_detach2(po, ofd, BPF_CGROUP_DEVICE);
+		if (po >= 0)
+			close(po);
+		if (ofd >= 0)
+			close(ofd);
+	}
+
+	/* jobcg's own programs, set up through its device policy API, read back live. */
+	for (int mode = 0; mode < 2; mode++) {
+		const char *mname = mode == 0 ? "jobcg node program" : "jobcg linear program";
+		char jroot[PATH_MAX], jjob[PATH_MAX + 16], jstep[PATH_MAX + 32],
+		    jtask[PATH_MAX + 64];
+		struct jobcg_config conf = {0};
+		struct jobcg_devpolicy *pol = NULL;
+		struct jobcg_devrule managed[2] = {{'c', 1, 5, 7, true}, {'c', 1, 7, 7, true}};
+		struct jobcg_devrule grant[1] = {{'c', 1, 5, JOBCG_DEV_ACC_READ, true}};
+
+		snprintf(jroot, sizeof(jroot), "%s/jroot%d", root, mode);
+		snprintf(jjob, sizeof(jjob), "%s/job_9", jroot);
+		snprintf(jstep, sizeof(jstep), "%s/step_1", jjob);
+		snprintf(jtask, sizeof(jtask), "%s/user", jstep);
+		if (mkdir(jroot, 0755) < 0 || mkdir(jjob, 0755) < 0 || mkdir(jstep, 0755) < 0 ||
+		    mkdir(jtask, 0755) < 0)
+			continue;
+		conf.cgroup.device_program = mode == 0 ? JOBCG_DEVPROG_NODE : JOBCG_DEVPROG_LINEAR;
+		conf.cgroup.bpf_pin_dir = pin_base;
+		if (!ok(jobcg_devpolicy_open(&conf, jroot, managed, 2, &pol) == 0,
+			"%s: policy opened", mname)) {
+			tap_diag("%s", jobcg_last_error()->message);
+			continue;
+		}
+		if (mode == 0 && jobcg_devpolicy_mode(pol) != JOBCG_DEVPROG_NODE)
+			tap_diag("node mode fell back: %s", jobcg_devpolicy_fallback_reason(pol));
+		ok(jobcg_devpolicy_grant(pol, jjob, grant, 1) == 0, "%s: job granted c 1:5 r",
+		   mname);
+		/* The step's child cgroup is where the processes are: decoded for that cgroup. */
+		if (is_int(jobcg_cgroup_inspect(jtask, NULL, &in), 0,
+			   "inspect below the granted job")) {
+			ok(in->n_progs == 1 && in->progs[0].decoded, "%s decoded (%s)", mname,
+			   in->n_progs && in->progs[0].opaque_reason ? in->progs[0].opaque_reason
+								     : "yes");
+			if (in->n_progs == 1)
+				tap_diag("%s: %s at %s", mname, in->progs[0].name,
+					 in->progs[0].attached_at ? in->progs[0].attached_at : "?");
+			ok(jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_READ) == 1 &&
+			       jobcg_cginspect_allows(in, 'c', 1, 5, JOBCG_DEV_ACC_WRITE) == 0 &&
+			       jobcg_cginspect_allows(in, 'c', 1, 7, JOBCG_DEV_ACC_READ) == 0 &&
+			       jobcg_cginspect_allows(in, 'c', 1, 3, JOBCG_DEV_ACC_WRITE) == 1,
+			   "%s: zero read-only, full denied, null free", mname);
+			compare_with_kernel(jtask, in, mname);
+			jobcg_cginspect_free(in);
+			in = NULL;
+		}
+		snprintf(args, sizeof(args), "devices %s", jtask);
+		out = run_cli(args);
+		ok(out && strstr(out, "c 1:5 r ") && strstr(out, "c 1:7 -"),
+		   "%s: jobcg devices shows the grant", mname);
+		if (out && !strstr(out, "c 1:5 r "))
+			tap_diag("%s", out);
+		jobcg_devpolicy_revoke(pol, jjob);
+		if (mode == 0)
+			jobcg_devpolicy_destroy(pol);
+		else
+			jobcg_devpolicy_free(pol);
+	}
 
 	/* who-has over a thousand cgroups stays fast: programs are read once, by id. */
 	char many[PATH_MAX];
@@ -393,7 +603,8 @@ int main(void)
 		}
 		manyfd = open(many, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
-	if (ok(made == 1010 && manyfd >= 0 && bpf_prog_attach(pa, manyfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
+	if (ok(made == 1010 && manyfd >= 0 &&
+		   bpf_prog_attach(pa, manyfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI) == 0,
 	       "1010 cgroups under one program")) {
 		uint64_t t0 = now_ms();
 		snprintf(args, sizeof(args), "who-has --root %s 'c 195:3'", many);
@@ -401,8 +612,10 @@ int main(void)
 		uint64_t ms = now_ms() - t0;
 		char want[64];
 		snprintf(want, sizeof(want), "# %u of %u cgroups", made + 1, made + 1);
-		ok(out && strstr(out, want), "who-has finds all %u cgroups for an allowed device", made + 1);
-		ok(ms < 60000, "who-has over %u cgroups took %llu ms", made + 1, (unsigned long long)ms);
+		ok(out && strstr(out, want), "who-has finds all %u cgroups for an allowed device",
+		   made + 1);
+		ok(ms < 60000, "who-has over %u cgroups took %llu ms", made + 1,
+		   (unsigned long long)ms);
 		snprintf(args, sizeof(args), "who-has --root %s 'c 195:1'", many);
 		out = run_cli(args);
 		snprintf(want, sizeof(want), "# 0 of %u cgroups", made + 1);
@@ -419,7 +632,7 @@ out:
 		bpf_prog_detach2(pb, stepfd, BPF_CGROUP_DEVICE);
 	if (ps >= 0)
 		bpf_prog_detach2(ps, snapfd, BPF_CGROUP_DEVICE);
-	for (int *fd = (int[]){ pa, pb, ps, map, jobfd, stepfd, snapfd, -2 }; *fd != -2; fd++)
+	for (int *fd = (int[]){pa, pb, ps, map, jobfd, stepfd, snapfd, -2}; *fd != -2; fd++)
 		if (*fd >= 0)
 			close(*fd);
 	return tap_done();

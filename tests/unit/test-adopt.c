@@ -6,15 +6,16 @@
 int main(void)
 {
 	const struct adopt_candidate c[] = {
-		{ .id = 10, .have_owner = 1, .uid = 1000, .created_sec = 100 },
-		{ .id = 11, .have_owner = 1, .uid = 1001, .created_sec = 300 },
-		{ .id = 12, .have_owner = 1, .uid = 1000, .created_sec = 200 },
-		{ .id = 9, .have_owner = 1, .uid = 1000, .created_sec = 200 },
-		{ .id = 99, .have_owner = 0, .uid = 1000, .created_sec = 900 },
+	    {.id = 10, .have_owner = 1, .uid = 1000, .created_sec = 100},
+	    {.id = 11, .have_owner = 1, .uid = 1001, .created_sec = 300},
+	    {.id = 12, .have_owner = 1, .uid = 1000, .created_sec = 200},
+	    {.id = 9, .have_owner = 1, .uid = 1000, .created_sec = 200},
+	    {.id = 99, .have_owner = 0, .uid = 1000, .created_sec = 900},
 	};
 	uid_t u = 0;
 
-	is_int(adopt_choose(c, 5, 1000), 2, "the newest job of uid 1000 wins (equal time: higher id)");
+	is_int(adopt_choose(c, 5, 1000), 2,
+	       "the newest job of uid 1000 wins (equal time: higher id)");
 	is_int(adopt_choose(c, 5, 1001), 1, "uid 1001 has exactly one job");
 	is_int(adopt_choose(c, 5, 1002), -1, "a user without a job gets none");
 	is_int(adopt_choose(c, 1, 1000), 0, "a single candidate");

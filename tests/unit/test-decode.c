@@ -32,8 +32,9 @@ static char *render(const struct jobcg_decoded *d)
 		if (lines[i].note)
 			o += (size_t)snprintf(out + o, sizeof(out) - o, "# %s\n", lines[i].note);
 		else
-			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s\n",
-					      jobcg_decoded_rule_format(&lines[i].rule, buf, sizeof(buf)));
+			o += (size_t)snprintf(
+			    out + o, sizeof(out) - o, "%s\n",
+			    jobcg_decoded_rule_format(&lines[i].rule, buf, sizeof(buf)));
 	}
 	return out;
 }
@@ -77,20 +78,22 @@ struct checker {
 
 static void check_one(struct checker *c, char type, uint32_t major, uint32_t minor, unsigned acc)
 {
-	struct bpfvm_devctx ctx = { .access_type = (acc << 16) | bpf_type(type), .major = major,
-				    .minor = minor };
+	struct bpfvm_devctx ctx = {
+	    .access_type = (acc << 16) | bpf_type(type), .major = major, .minor = minor};
 	uint64_t r0 = 0;
 	int r = bpfvm_run(c->insns, c->n, &ctx, c->env, 100000, &r0);
 	bool prog = r == 0 && r0 != 0;
 	bool dec = jobcg_decoded_allows(c->d, type, major, minor, acc);
 	bool ref = c->ref ? c->ref(c->refctx, type, major, minor, acc) : prog;
-	int lin = (acc == ACC_M || acc == ACC_R || acc == ACC_W) ? lines_allow(c->d, type, major, minor, acc)
-								 : (int)prog;
+	int lin = (acc == ACC_M || acc == ACC_R || acc == ACC_W)
+		      ? lines_allow(c->d, type, major, minor, acc)
+		      : (int)prog;
 
 	c->checked++;
 	if (r < 0 || prog != dec || prog != ref || lin != (int)prog) {
 		if (c->mismatches++ < 5)
-			tap_diag("%s: %c %u:%u acc %u: program %d (r=%d) decoded %d reference %d lines %d",
+			tap_diag("%s: %c %u:%u acc %u: program %d (r=%d) decoded %d reference %d "
+				 "lines %d",
 				 c->name, type, major, minor, acc, prog, r, dec, ref, lin);
 	}
 }
@@ -108,7 +111,7 @@ static uint32_t rnd32(void)
  * random samples. */
 static void check_all(struct checker *c, const uint32_t *consts, size_t nconsts)
 {
-	static const unsigned accs[] = { 0, 1, 2, 4, 6 };
+	static const unsigned accs[] = {0, 1, 2, 4, 6};
 	uint32_t vals[512];
 	size_t nv = 0;
 
@@ -127,12 +130,15 @@ static void check_all(struct checker *c, const uint32_t *consts, size_t nconsts)
 				for (size_t k = 0; k < ELEMENTS(accs); k++)
 					check_one(c, t ? 'b' : 'c', vals[a], vals[b], accs[k]);
 	for (int s = 0; s < 3000; s++) {
-		uint32_t ma = s % 3 == 0 ? rnd32() : s % 3 == 1 ? rnd32() % 300 : consts[rnd32() % nconsts];
+		uint32_t ma = s % 3 == 0   ? rnd32()
+			      : s % 3 == 1 ? rnd32() % 300
+					   : consts[rnd32() % nconsts];
 		uint32_t mi = s % 2 ? rnd32() % 300 : rnd32();
 		check_one(c, rnd32() % 2 ? 'c' : 'b', ma, mi, accs[rnd32() % ELEMENTS(accs)]);
 	}
-	ok(c->mismatches == 0, "%s: program, decoded rules, printed lines and generator agree on %u requests",
-	   c->name, c->checked);
+	ok(c->mismatches == 0,
+	   "%s: program, decoded rules, printed lines and generator agree on %u requests", c->name,
+	   c->checked);
 }
 
 static void rule_consts(const struct rule *rules, size_t n, uint32_t *out, size_t *nout)
@@ -183,8 +189,13 @@ static struct jobcg_decoded *decode_and_check(const char *name, const struct pro
 	else
 		for (uint32_t k = 0; k < 10; k++)
 			consts[nc++] = k, consts[nc++] = 195 + k;
-	struct checker c = { .name = name, .insns = p->v, .n = p->n, .env = env, .d = d,
-			     .ref = rc ? ref_rules : NULL, .refctx = rc };
+	struct checker c = {.name = name,
+			    .insns = p->v,
+			    .n = p->n,
+			    .env = env,
+			    .d = d,
+			    .ref = rc ? ref_rules : NULL,
+			    .refctx = rc};
 	check_all(&c, consts, nc);
 	return d;
 }
@@ -238,14 +249,43 @@ static void test_seed000(void)
 		ok(!jobcg_decoded_allows(d, 'c', 195, 2, ACC_R), "195:2 r denied");
 		ok(jobcg_decoded_allows(d, 'b', 195, 2, ACC_R), "block 195:2 allowed");
 		struct rule managed[] = {
-			{ 'c', 195, 0, 7, false }, { 'c', 195, 1, 7, false },
-			{ 'c', 195, 2, 7, false }, { 'c', 195, 3, 7, true },
+		    {'c', 195, 0, 7, false},
+		    {'c', 195, 1, 7, false},
+		    {'c', 195, 2, 7, false},
+		    {'c', 195, 3, 7, true},
 		};
-		struct refctx rc = { managed, 4, true, ref_slurm };
-		uint32_t consts[] = { 195, 0, 1, 2, 3 };
-		struct checker c = { .name = "seed 000", .insns = insns, .n = n, .d = d,
-				     .ref = ref_rules, .refctx = &rc };
+		struct refctx rc = {managed, 4, true, ref_slurm};
+		uint32_t consts[] = {195, 0, 1, 2, 3};
+		struct checker c = {.name = "seed 000",
+				    .insns = insns,
+				    .n = n,
+				    .d = d,
+				    .ref = ref_rules,
+				    .refctx = &rc};
 		check_all(&c, consts, ELEMENTS(consts));
+	}
+	/* The same program as `bpftool -j prog dump xlated` prints it. */
+	if (d) {
+		char json[8192] = "[";
+		const char *p0 = strstr(text, "0: (61)");
+		int idx = 0;
+		while (p0 && idx < 28) {
+			const char *colon = strchr(p0, ':'), *nl = strchr(p0, '\n');
+			if (!colon || !nl)
+				break;
+			snprintf(json + strlen(json), sizeof(json) - strlen(json),
+				 "%s{\"disasm\":\"%.*s\"}", idx ? "," : "", (int)(nl - colon - 2),
+				 colon + 2);
+			idx++;
+			p0 = nl + 1;
+		}
+		strcat(json, "]");
+		struct jobcg_decoded *dj = NULL;
+		if (is_int(jobcg_decode_data(json, strlen(json), "json", NULL, &dj), 0,
+			   "bpftool JSON dump decodes")) {
+			is_str(render(dj), render(d), "JSON dump gives the same rules");
+			jobcg_decoded_free(dj);
+		}
 	}
 	/* Mangled copies fail naming the line. */
 	char *bad = strdup(text);
@@ -262,7 +302,7 @@ static void test_seed000(void)
 		memcpy(p, "12: (57)", 8);
 		struct jobcg_decoded *d2 = NULL;
 		ok(jobcg_decode_data(bad, strlen(bad), "seed000", NULL, &d2) == -EINVAL &&
-			   jobcg_last_error()->line > 0,
+		       jobcg_last_error()->line > 0,
 		   "opcode that does not match the text refused at line %u: %s",
 		   jobcg_last_error()->line, jobcg_last_error()->message);
 		jobcg_decoded_free(d2);
@@ -274,8 +314,9 @@ static void test_seed000(void)
 }
 
 static const struct rule systemd_rules[] = {
-	{ 'c', 1, 3, ACC_ALL, true },   { 'c', 1, 5, ACC_R, true }, { 'c', 136, ANY, ACC_R | ACC_W, true },
-	{ 'b', 8, 0, ACC_R, true },     { 'c', 195, 0, ACC_R | ACC_W, true },
+    {'c', 1, 3, ACC_ALL, true},		  {'c', 1, 5, ACC_R, true},
+    {'c', 136, ANY, ACC_R | ACC_W, true}, {'b', 8, 0, ACC_R, true},
+    {'c', 195, 0, ACC_R | ACC_W, true},
 };
 static const char systemd_want[] = "c *:* -\n"
 				   "# c *:*: a request with no access bits is denied\n"
@@ -290,48 +331,48 @@ static const char systemd_want[] = "c *:* -\n"
 static struct jobcg_decoded *test_systemd(bool jset)
 {
 	static struct prog p;
-	struct refctx rc = { systemd_rules, ELEMENTS(systemd_rules), false, ref_allow_list };
+	struct refctx rc = {systemd_rules, ELEMENTS(systemd_rules), false, ref_allow_list};
 	p.n = 0;
 	gen_systemd(&p, systemd_rules, ELEMENTS(systemd_rules), jset);
-	return decode_and_check(jset ? "systemd (JSET access test)" : "systemd (AND access test)", &p,
-				&rc, systemd_want, NULL, NULL);
+	return decode_and_check(jset ? "systemd (JSET access test)" : "systemd (AND access test)",
+				&p, &rc, systemd_want, NULL, NULL);
 }
 
 static void test_runc(void)
 {
 	static const struct rule rules[] = {
-		{ 'c', 5, 2, ACC_W, false },          { 'c', ANY, ANY, ACC_M, true },
-		{ 'b', ANY, ANY, ACC_M, true },       { 'c', 1, 3, ACC_ALL, true },
-		{ 'c', 1, 5, ACC_ALL, true },         { 'c', 136, ANY, ACC_R | ACC_W, true },
-		{ 'c', 5, 2, ACC_ALL, true },         { 'c', 10, 200, ACC_R | ACC_W, true },
+	    {'c', 5, 2, ACC_W, false},	  {'c', ANY, ANY, ACC_M, true},
+	    {'b', ANY, ANY, ACC_M, true}, {'c', 1, 3, ACC_ALL, true},
+	    {'c', 1, 5, ACC_ALL, true},	  {'c', 136, ANY, ACC_R | ACC_W, true},
+	    {'c', 5, 2, ACC_ALL, true},	  {'c', 10, 200, ACC_R | ACC_W, true},
 	};
 	static struct prog p;
-	struct refctx rc = { rules, ELEMENTS(rules), false, ref_first_match };
+	struct refctx rc = {rules, ELEMENTS(rules), false, ref_first_match};
 	gen_first_match(&p, rules, ELEMENTS(rules), false, RUNC);
-	jobcg_decoded_free(decode_and_check(
-		"runc", &p, &rc,
-		"c *:* m\n"
-		"c 1:3 rwm\n"
-		"c 1:5 rwm\n"
-		"c 5:2 rm\n"
-		"# c 5:2: read+write together is allowed, but w alone is not\n"
-		"# c 5:2: a request with no access bits is denied\n"
-		"c 10:200 rwm\n"
-		"c 136:* rwm\n"
-		"b *:* m\n",
-		NULL, NULL));
+	jobcg_decoded_free(
+	    decode_and_check("runc", &p, &rc,
+			     "c *:* m\n"
+			     "c 1:3 rwm\n"
+			     "c 1:5 rwm\n"
+			     "c 5:2 rm\n"
+			     "# c 5:2: read+write together is allowed, but w alone is not\n"
+			     "# c 5:2: a request with no access bits is denied\n"
+			     "c 10:200 rwm\n"
+			     "c 136:* rwm\n"
+			     "b *:* m\n",
+			     NULL, NULL));
 }
 
 static void test_crun(void)
 {
 	static const struct rule rules[] = {
-		{ 'c', 195, 255, ACC_R | ACC_W, true },
-		{ 'c', 195, 0, ACC_R | ACC_W, true },
-		{ 'c', 195, ANY, ACC_M, true },
-		{ 'a', 1, 3, ACC_ALL, true },
+	    {'c', 195, 255, ACC_R | ACC_W, true},
+	    {'c', 195, 0, ACC_R | ACC_W, true},
+	    {'c', 195, ANY, ACC_M, true},
+	    {'a', 1, 3, ACC_ALL, true},
 	};
 	static struct prog p;
-	struct refctx rc = { rules, ELEMENTS(rules), false, ref_first_match };
+	struct refctx rc = {rules, ELEMENTS(rules), false, ref_first_match};
 	gen_first_match(&p, rules, ELEMENTS(rules), false, CRUN);
 	jobcg_decoded_free(decode_and_check("crun (JMP32)", &p, &rc,
 					    "c *:* -\n"
@@ -349,20 +390,21 @@ static void test_crun(void)
 static void test_lxc(void)
 {
 	static const struct rule rules[] = {
-		{ 'c', 10, 229, ACC_ALL, false },
-		{ 'b', ANY, ANY, ACC_W, false },
+	    {'c', 10, 229, ACC_ALL, false},
+	    {'b', ANY, ANY, ACC_W, false},
 	};
 	static struct prog p;
-	struct refctx rc = { rules, ELEMENTS(rules), true, ref_first_match };
+	struct refctx rc = {rules, ELEMENTS(rules), true, ref_first_match};
 	gen_first_match(&p, rules, ELEMENTS(rules), true, LXC);
-	jobcg_decoded_free(decode_and_check("LXC (deny list, narrow loads)", &p, &rc,
-					    "c *:* rwm\n"
-					    "c 10:229 -\n"
-					    "# c 10:229: a request with no access bits is denied\n"
-					    "b *:* rm\n"
-					    "# b *:*: read+write together is allowed, but w alone is not\n"
-					    "# b *:*: a request with no access bits is denied\n",
-					    NULL, NULL));
+	jobcg_decoded_free(
+	    decode_and_check("LXC (deny list, narrow loads)", &p, &rc,
+			     "c *:* rwm\n"
+			     "c 10:229 -\n"
+			     "# c 10:229: a request with no access bits is denied\n"
+			     "b *:* rm\n"
+			     "# b *:*: read+write together is allowed, but w alone is not\n"
+			     "# b *:*: a request with no access bits is denied\n",
+			     NULL, NULL));
 }
 
 static struct jobcg_decoded *test_slurm(void)
@@ -371,15 +413,17 @@ static struct jobcg_decoded *test_slurm(void)
 	static struct prog p;
 	int n = 0;
 	for (int g = 0; g < 8; g++)
-		rules[n++] = (struct rule){ 'c', 195, g, ACC_ALL, g == 2 || g == 5 };
-	rules[n++] = (struct rule){ 'c', 195, 255, ACC_ALL, true };
-	struct refctx rc = { rules, (size_t)n, true, ref_slurm };
+		rules[n++] = (struct rule){'c', 195, g, ACC_ALL, g == 2 || g == 5};
+	rules[n++] = (struct rule){'c', 195, 255, ACC_ALL, true};
+	struct refctx rc = {rules, (size_t)n, true, ref_slurm};
 	gen_slurm(&p, rules, (size_t)n);
 	char want[2048] = "c *:* rwm\n";
 	for (int g = 0; g < 8; g++)
 		if (g != 2 && g != 5)
-			snprintf(want + strlen(want), sizeof(want) - strlen(want),
-				 "c 195:%d -\n# c 195:%d: a request with no access bits is denied\n", g, g);
+			snprintf(
+			    want + strlen(want), sizeof(want) - strlen(want),
+			    "c 195:%d -\n# c 195:%d: a request with no access bits is denied\n", g,
+			    g);
 	strcat(want, "b *:* rwm\n");
 	return decode_and_check("Slurm (8 GPUs, 2 and 5 allowed)", &p, &rc, want, NULL, NULL);
 }
@@ -406,9 +450,13 @@ static void test_htcondor(void)
 	       "c 195:255 rwm\n"
 	       "b *:* rwm\n",
 	       "HTCondor-like: range of GPUs rw, control device, rest of the major denied");
-	uint32_t consts[] = { 195, 2, 3, 255, 4 };
-	struct checker c = { .name = "HTCondor-like", .insns = p.v, .n = p.n, .d = d, .ref = ref_htc,
-			     .refctx = htc_ctx };
+	uint32_t consts[] = {195, 2, 3, 255, 4};
+	struct checker c = {.name = "HTCondor-like",
+			    .insns = p.v,
+			    .n = p.n,
+			    .d = d,
+			    .ref = ref_htc,
+			    .refctx = htc_ctx};
 	check_all(&c, consts, ELEMENTS(consts));
 	jobcg_decoded_free(d);
 }
@@ -418,7 +466,7 @@ static void test_snapd(void)
 	static struct prog p;
 	static struct snapd_map m;
 	struct jobcg_decoded *d = NULL;
-	static const uint32_t hints[][2] = { { 1, 3 }, { 1, 5 }, { 195, JOBCG_DEV_ANY }, { 8, 0 } };
+	static const uint32_t hints[][2] = {{1, 3}, {1, 5}, {195, JOBCG_DEV_ANY}, {8, 0}};
 
 	gen_snapd(&p, 12, false);
 	m.one[0] = 1;
@@ -426,12 +474,16 @@ static void test_snapd(void)
 	snapd_add(&m, 2, 1, 5);
 	snapd_add(&m, 2, 195, UINT32_MAX);
 	snapd_add(&m, 1, 8, 0);
-	is_int(jobcg_decode_program(p.v, p.n, NULL, &d), -EOPNOTSUPP, "snapd map program without maps is opaque");
+	is_int(jobcg_decode_program(p.v, p.n, NULL, &d), -EOPNOTSUPP,
+	       "snapd map program without maps is opaque");
 	ok(strstr(jobcg_last_error()->message, "map") != NULL, "reason names the map: %s",
 	   jobcg_last_error()->message);
-	struct jobcg_decode_env env = { .size = sizeof(env), .map_lookup = snapd_lookup, .userdata = &m,
-					.hints = hints, .n_hints = ELEMENTS(hints) };
-	struct bpfvm_env venv = { .map_lookup = snapd_lookup, .userdata = &m };
+	struct jobcg_decode_env env = {.size = sizeof(env),
+				       .map_lookup = snapd_lookup,
+				       .userdata = &m,
+				       .hints = hints,
+				       .n_hints = ELEMENTS(hints)};
+	struct bpfvm_env venv = {.map_lookup = snapd_lookup, .userdata = &m};
 	jobcg_decoded_free(decode_and_check("snapd (map lookups)", &p, NULL,
 					    "c *:* -\n"
 					    "# c *:*: a request with no access bits is denied\n"
@@ -447,37 +499,39 @@ static void test_snapd(void)
 static bool ref_and(const void *u, char type, uint32_t major, uint32_t minor, unsigned acc)
 {
 	struct refctx *const *rc = u;
-	return ref_rules(rc[0], type, major, minor, acc) && ref_rules(rc[1], type, major, minor, acc);
+	return ref_rules(rc[0], type, major, minor, acc) &&
+	       ref_rules(rc[1], type, major, minor, acc);
 }
 
 static void test_intersect(struct jobcg_decoded *sd, struct jobcg_decoded *sl)
 {
-	struct jobcg_decoded *list[2] = { sd, sl }, *d = NULL;
+	struct jobcg_decoded *list[2] = {sd, sl}, *d = NULL;
 	if (!sd || !sl)
 		return;
 	is_int(jobcg_decoded_intersect(list, 2, &d), 0, "systemd + Slurm programs combine");
 	if (!d)
 		return;
 	/* systemd allows only 195:0 (rw) of the GPUs; Slurm denies 195:0: nothing of 195 left. */
-	is_str(render(d), "c *:* -\n"
-			  "# c *:*: a request with no access bits is denied\n"
-			  "c 1:3 rwm\n"
-			  "c 1:5 r\n"
-			  "c 136:* rw\n"
-			  "b *:* -\n"
-			  "# b *:*: a request with no access bits is denied\n"
-			  "b 8:0 r\n",
+	is_str(render(d),
+	       "c *:* -\n"
+	       "# c *:*: a request with no access bits is denied\n"
+	       "c 1:3 rwm\n"
+	       "c 1:5 r\n"
+	       "c 136:* rw\n"
+	       "b *:* -\n"
+	       "# b *:*: a request with no access bits is denied\n"
+	       "b 8:0 r\n",
 	       "combined rules are the intersection");
 	static struct rule slurm_rules[9];
 	int n = 0;
 	for (int g = 0; g < 8; g++)
-		slurm_rules[n++] = (struct rule){ 'c', 195, g, ACC_ALL, g == 2 || g == 5 };
-	slurm_rules[n++] = (struct rule){ 'c', 195, 255, ACC_ALL, true };
-	struct refctx a = { systemd_rules, ELEMENTS(systemd_rules), false, ref_allow_list };
-	struct refctx b = { slurm_rules, (size_t)n, true, ref_slurm };
-	struct refctx *both[2] = { &a, &b };
+		slurm_rules[n++] = (struct rule){'c', 195, g, ACC_ALL, g == 2 || g == 5};
+	slurm_rules[n++] = (struct rule){'c', 195, 255, ACC_ALL, true};
+	struct refctx a = {systemd_rules, ELEMENTS(systemd_rules), false, ref_allow_list};
+	struct refctx b = {slurm_rules, (size_t)n, true, ref_slurm};
+	struct refctx *both[2] = {&a, &b};
 	unsigned bad = 0, total = 0;
-	static const unsigned accs[] = { 0, 1, 2, 4, 6 };
+	static const unsigned accs[] = {0, 1, 2, 4, 6};
 	for (uint32_t ma = 0; ma < 200; ma++)
 		for (uint32_t mi = 0; mi < 260; mi += (ma == 195 || ma == 1 ? 1 : 37))
 			for (size_t k = 0; k < ELEMENTS(accs); k++)
@@ -534,16 +588,19 @@ static uint64_t node_anc(void *u, int level)
 static void test_node_program(void)
 {
 	static struct nodeworld w;
-	struct devprog_buf b = { 0 };
+	struct devprog_buf b = {0};
 	const unsigned root_level = 2;
-	struct jobcg_devrule managed[] = { { 'c', 195, JOBCG_DEV_ANY, 7, true }, { 'b', 8, JOBCG_DEV_ANY, 7, true } };
-	struct jobcg_devrule grant[] = { { 'c', 195, 0, JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE, true },
-					 { 'c', 195, 1, JOBCG_DEV_ACC_READ, true },
-					 { 'b', 8, 16, JOBCG_DEV_ACC_ALL, true } };
+	struct jobcg_devrule managed[] = {{'c', 195, JOBCG_DEV_ANY, 7, true},
+					  {'b', 8, JOBCG_DEV_ANY, 7, true}};
+	struct jobcg_devrule grant[] = {
+	    {'c', 195, 0, JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE, true},
+	    {'c', 195, 1, JOBCG_DEV_ACC_READ, true},
+	    {'b', 8, 16, JOBCG_DEV_ACC_ALL, true}};
 	uint32_t hints[64][2];
 	size_t nh = 0;
 
-	if (!is_int(devprog_build_node(11, 22, root_level, 500 + root_level, &b), 0, "node program built"))
+	if (!is_int(devprog_build_node(11, 22, root_level, 500 + root_level, &b), 0,
+		    "node program built"))
 		return;
 	w.seven[0] = 7;
 	for (size_t k = 0; k < ELEMENTS(managed); k++)
@@ -557,7 +614,7 @@ static void test_node_program(void)
 	w.np = devprog_policy_entries(jobid, grant, ELEMENTS(grant), w.pkeys, acc);
 	for (size_t k = 0; k < w.np; k++)
 		w.pval[k][0] = acc[k];
-	w.pkeys[w.np] = (struct devprog_policy_key){ .cgroup_id = jobid };
+	w.pkeys[w.np] = (struct devprog_policy_key){.cgroup_id = jobid};
 	w.pval[w.np++][0] = 1; /* marker: level 1 */
 	/* Hints as `jobcg devices` takes them from the live maps' keys. */
 	for (size_t k = 0; k < w.nm; k++)
@@ -565,11 +622,16 @@ static void test_node_program(void)
 	for (size_t k = 0; k < w.np; k++)
 		hints[nh][0] = w.pkeys[k].major, hints[nh++][1] = w.pkeys[k].minor;
 
-	struct jobcg_decode_env env = { .size = sizeof(env), .cgroup_id = node_cgid,
-					.ancestor_cgroup_id = node_anc, .map_lookup = node_lookup,
-					.userdata = &w, .hints = (const uint32_t(*)[2])hints, .n_hints = nh };
+	struct jobcg_decode_env env = {.size = sizeof(env),
+				       .cgroup_id = node_cgid,
+				       .ancestor_cgroup_id = node_anc,
+				       .map_lookup = node_lookup,
+				       .userdata = &w,
+				       .hints = (const uint32_t(*)[2])hints,
+				       .n_hints = nh};
 	struct jobcg_decoded *d = NULL;
-	if (is_int(jobcg_decode_program(b.insns, b.n, &env, &d), 0, "node program decodes for a job's step")) {
+	if (is_int(jobcg_decode_program(b.insns, b.n, &env, &d), 0,
+		   "node program decodes for a job's step")) {
 		is_str(render(d),
 		       "c *:* rwm\n"
 		       "c 195:* -\n"
@@ -580,21 +642,26 @@ static void test_node_program(void)
 		       "b 8:16 rwm\n",
 		       "node program: the job's grants, managed devices denied, others allowed");
 		unsigned bad = 0, total = 0;
-		static const unsigned accs[] = { 0, 1, 2, 4, 6 };
+		static const unsigned accs[] = {0, 1, 2, 4, 6};
 		for (int t = 0; t < 2; t++)
-			for (uint32_t ma = 0; ma < 260; ma += (ma < 7 || (ma > 190 && ma < 200) ? 1 : 13))
+			for (uint32_t ma = 0; ma < 260;
+			     ma += (ma < 7 || (ma > 190 && ma < 200) ? 1 : 13))
 				for (uint32_t mi = 0; mi < 40; mi++)
 					for (size_t k = 0; k < ELEMENTS(accs); k++) {
-						bool want = devprog_decide(managed, ELEMENTS(managed), grant, ELEMENTS(grant),
-									   t ? 1 : 2, ma, mi, accs[k]);
+						bool want = devprog_decide(
+						    managed, ELEMENTS(managed), grant,
+						    ELEMENTS(grant), t ? 1 : 2, ma, mi, accs[k]);
 						total++;
-						bad += jobcg_decoded_allows(d, t ? 'b' : 'c', ma, mi, accs[k]) != want;
+						bad += jobcg_decoded_allows(d, t ? 'b' : 'c', ma,
+									    mi, accs[k]) != want;
 					}
-		ok(bad == 0, "node program decode equals devprog_decide on %u requests (%u differ)", total, bad);
+		ok(bad == 0, "node program decode equals devprog_decide on %u requests (%u differ)",
+		   total, bad);
 		jobcg_decoded_free(d);
 	}
 	/* Without the maps it is opaque, with the reason. */
-	is_int(jobcg_decode_program(b.insns, b.n, NULL, &d), -EOPNOTSUPP, "node program without maps is opaque");
+	is_int(jobcg_decode_program(b.insns, b.n, NULL, &d), -EOPNOTSUPP,
+	       "node program without maps is opaque");
 	devprog_buf_done(&b);
 }
 
@@ -604,31 +671,81 @@ static void test_blowup_and_opaque(void)
 	static struct prog p;
 	static struct rule rules[1024];
 	for (int k = 0; k < 1024; k++)
-		rules[k] = (struct rule){ 'c', 240, k, ACC_ALL, k % 2 == 0 };
+		rules[k] = (struct rule){'c', 240, k, ACC_ALL, k % 2 == 0};
 	gen_slurm(&p, rules, 1024);
 	struct jobcg_decoded *d = NULL;
 	is_int(jobcg_decode_program(p.v, p.n, NULL, &d), 0, "1024-device program decodes");
 	if (d) {
-		ok(!jobcg_decoded_allows(d, 'c', 240, 1023, ACC_R) && jobcg_decoded_allows(d, 'c', 240, 1022, ACC_R) &&
-			   jobcg_decoded_allows(d, 'c', 240, 1024, ACC_R),
+		ok(!jobcg_decoded_allows(d, 'c', 240, 1023, ACC_R) &&
+		       jobcg_decoded_allows(d, 'c', 240, 1022, ACC_R) &&
+		       jobcg_decoded_allows(d, 'c', 240, 1024, ACC_R),
 		   "1024-device decode answers at the edges (%llu runs)",
 		   (unsigned long long)jobcg_decoded_runs(d));
 		jobcg_decoded_free(d);
 	}
+	/* A masked comparison cannot be partitioned exactly: the result says so. */
+	struct bpf_insn masked[] = {
+	    LDX(BPF_W, 4, 1, 4),
+	    ALU32_IMM(BPF_AND, 4, 0xff00),
+	    JMP_IMM(BPF_JNE, 4, 0xc300, 2),
+	    MOV64_IMM(0, 0),
+	    EXIT(),
+	    MOV64_IMM(0, 1),
+	    EXIT(),
+	};
+	if (is_int(jobcg_decode_program(masked, NINSNS(masked), NULL, &d), 0,
+		   "masked program decodes")) {
+		ok(strstr(render(d), "# approximate:") != NULL,
+		   "masked compare flagged approximate");
+		jobcg_decoded_free(d);
+	}
+	/* A range of majors and a minor rule for every major become notes, not wrong rules. */
+	/* Minor 7 of any major: deny; majors 1000..1999: deny. */
+	struct bpf_insn ranges2[] = {
+	    LDX(BPF_W, 4, 1, 4),
+	    LDX(BPF_W, 5, 1, 8),
+	    JMP_IMM(BPF_JEQ, 5, 7, 4),
+	    JMP_IMM(BPF_JLT, 4, 1000, 5),
+	    JMP_IMM(BPF_JGT, 4, 1999, 4),
+	    MOV64_IMM(0, 0),
+	    EXIT(),
+	    MOV64_IMM(0, 0),
+	    EXIT(),
+	    MOV64_IMM(0, 1),
+	    EXIT(),
+	};
+	if (is_int(jobcg_decode_program(ranges2, NINSNS(ranges2), NULL, &d), 0,
+		   "range program decodes")) {
+		const char *txt = render(d);
+		ok(strstr(txt, "# c 1000-1999:* -") && strstr(txt, "# c *:7 -") &&
+		       strstr(txt, "c *:* rwm\n"),
+		   "major range and every-major minor rule reported as notes");
+		ok(!strstr(txt, "0-999"), "ranges behaving like the default get no note");
+		ok(!jobcg_decoded_allows(d, 'c', 1500, 3, 2) &&
+		       jobcg_decoded_allows(d, 'c', 2000, 3, 2) &&
+		       !jobcg_decoded_allows(d, 'c', 5, 7, 2),
+		   "range program answers exactly");
+		jobcg_decoded_free(d);
+	}
 	/* Step limit reaches the caller as -ELOOP. */
-	struct bpf_insn loop[] = { LDX(BPF_W, 2, 1, 4), JMP_IMM(BPF_JNE, 2, 7, -1), MOV64_IMM(0, 1), EXIT() };
-	is_int(jobcg_decode_program(loop, NINSNS(loop), NULL, &d), -ELOOP, "looping program hits the step limit");
-	struct bpf_insn cg[] = { CALL(BPF_FUNC_get_current_cgroup_id), EXIT() };
-	is_int(jobcg_decode_program(cg, NINSNS(cg), NULL, &d), -EOPNOTSUPP, "cgroup-dependent program is opaque");
+	struct bpf_insn loop[] = {LDX(BPF_W, 2, 1, 4), JMP_IMM(BPF_JNE, 2, 7, -1), MOV64_IMM(0, 1),
+				  EXIT()};
+	is_int(jobcg_decode_program(loop, NINSNS(loop), NULL, &d), -ELOOP,
+	       "looping program hits the step limit");
+	struct bpf_insn cg[] = {CALL(BPF_FUNC_get_current_cgroup_id), EXIT()};
+	is_int(jobcg_decode_program(cg, NINSNS(cg), NULL, &d), -EOPNOTSUPP,
+	       "cgroup-dependent program is opaque");
 }
 
 static void test_raw_and_text_errors(void)
 {
 	struct bpf_insn *insns = NULL;
 	size_t n = 0;
-	struct bpf_insn raw[] = { MOV64_IMM(0, 1), EXIT() };
-	is_int(bpftext_parse_raw(raw, sizeof(raw) - 3, "f", &insns, &n), -EINVAL, "raw: truncated instruction");
-	ok(strstr(jobcg_last_error()->message, "instruction 1") != NULL, "names it: %s", jobcg_last_error()->message);
+	struct bpf_insn raw[] = {MOV64_IMM(0, 1), EXIT()};
+	is_int(bpftext_parse_raw(raw, sizeof(raw) - 3, "f", &insns, &n), -EINVAL,
+	       "raw: truncated instruction");
+	ok(strstr(jobcg_last_error()->message, "instruction 1") != NULL, "names it: %s",
+	   jobcg_last_error()->message);
 	is_int(bpftext_parse_raw(raw, sizeof(raw), "f", &insns, &n), 0, "raw: whole program");
 	is_int(n, 2, "raw: two instructions");
 	free(insns);
@@ -640,19 +757,20 @@ static void test_raw_and_text_errors(void)
 		const char *text, *what;
 		unsigned line;
 	} bad[] = {
-		{ "0: (b7) r0 = 1\n2: (95) exit\n", "gap in instruction numbers", 2 },
-		{ "0: (b7) r0 = 1\n1: (95) exit please\n", "trailing junk", 2 },
-		{ "0: (b7) w0 = 1\n1: (95) exit\n", "w register in a 64-bit op", 1 },
-		{ "0: (b7) r12 = 1\n1: (95) exit\n", "register 12", 1 },
-		{ "0: (55) if r2 != 0x2 goto pc+40000\n1: (95) exit\n", "offset too large", 1 },
-		{ "0: (15) if r2 != 0x2 goto pc+0\n1: (95) exit\n", "operator does not match opcode", 1 },
-		{ "0: (ff) r0 = 1\n1: (95) exit\n", "unknown opcode", 1 },
-		{ "0: (18) r1 = map[id:5\n2: (95) exit\n", "unterminated map reference", 1 },
+	    {"0: (b7) r0 = 1\n2: (95) exit\n", "gap in instruction numbers", 2},
+	    {"0: (b7) r0 = 1\n1: (95) exit please\n", "trailing junk", 2},
+	    {"0: (b7) w0 = 1\n1: (95) exit\n", "w register in a 64-bit op", 1},
+	    {"0: (b7) r12 = 1\n1: (95) exit\n", "register 12", 1},
+	    {"0: (55) if r2 != 0x2 goto pc+40000\n1: (95) exit\n", "offset too large", 1},
+	    {"0: (15) if r2 != 0x2 goto pc+0\n1: (95) exit\n", "operator does not match opcode", 1},
+	    {"0: (ff) r0 = 1\n1: (95) exit\n", "unknown opcode", 1},
+	    {"0: (18) r1 = map[id:5\n2: (95) exit\n", "unterminated map reference", 1},
 	};
 	for (size_t k = 0; k < ELEMENTS(bad); k++) {
 		int r = bpftext_parse(bad[k].text, strlen(bad[k].text), "in", &insns, &n);
-		ok(r == -EINVAL && jobcg_last_error()->line == bad[k].line, "text: %s refused at line %u (%s)",
-		   bad[k].what, jobcg_last_error()->line, jobcg_last_error()->message);
+		ok(r == -EINVAL && jobcg_last_error()->line == bad[k].line,
+		   "text: %s refused at line %u (%s)", bad[k].what, jobcg_last_error()->line,
+		   jobcg_last_error()->message);
 	}
 	const char *oor = "0: (55) if r2 != 0x2 goto pc+4\n1: (95) exit\n";
 	is_int(bpftext_parse(oor, strlen(oor), "in", &insns, &n), -EINVAL,

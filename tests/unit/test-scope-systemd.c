@@ -10,8 +10,8 @@ static void slice_is(const char *slice, const char *want)
 	int r = scope_slice_path(slice, &p);
 
 	if (want)
-		ok(r == 0 && p && streq(p, want), "slice %s lives at '%s' (got r=%d '%s')", slice, want,
-		   r, p ? p : "(null)");
+		ok(r == 0 && p && streq(p, want), "slice %s lives at '%s' (got r=%d '%s')", slice,
+		   want, r, p ? p : "(null)");
 	else
 		ok(r == -EINVAL && !p, "slice '%s' is refused (r=%d)", slice, r);
 	free(p);

@@ -19,19 +19,20 @@ static int sysbpf(int cmd, union bpf_attr *attr)
 	return (int)syscall(__NR_bpf, cmd, attr, sizeof(*attr));
 }
 
-#define INSN(c, d, s, o, i) ((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i) })
+#define INSN(c, d, s, o, i)                                                                        \
+	((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
 
 int main(int argc, char **argv)
 {
 	/* ctx: u32 access_type (type in the low 16 bits), u32 major, u32 minor */
 	const struct bpf_insn prog[] = {
-		INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 4, 0),
-		INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_3, BPF_REG_1, 8, 0),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1),
-		INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 2, 1),
-		INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_3, 0, 1, 3),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
-		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	    INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 4, 0),
+	    INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_3, BPF_REG_1, 8, 0),
+	    INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1),
+	    INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 2, 1),
+	    INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_3, 0, 1, 3),
+	    INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
+	    INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 	};
 	char log[4096] = "", procs[4096];
 	union bpf_attr a;
@@ -87,7 +88,8 @@ int main(int argc, char **argv)
 		null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		null_errno = errno;
 		zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
-		printf("/dev/null: %s, /dev/zero: %s\n", null_fd < 0 ? strerror(null_errno) : "opened",
+		printf("/dev/null: %s, /dev/zero: %s\n",
+		       null_fd < 0 ? strerror(null_errno) : "opened",
 		       zero_fd < 0 ? strerror(errno) : "opened");
 		fflush(stdout);
 		_exit(null_fd < 0 && null_errno == EPERM && zero_fd >= 0 ? 0 : 1);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jobcg/config.h"
 #include "log.h"
@@ -26,8 +27,16 @@ int main(int argc, char **argv)
 	int r;
 
 	jobcg_set_log(log_stderr, NULL, JOBCG_LOG_DEBUG);
-	if (jobcg_config_load("/nonexistent", NULL, JOBCG_CONFIG_NO_ENV, &conf) < 0)
+	char confdir[] = "/tmp/vmt-scope.XXXXXX";
+
+	/* Built-in defaults (an empty configuration directory), then the options below. */
+	if (!mkdtemp(confdir) || jobcg_config_load(confdir, NULL, JOBCG_CONFIG_NO_ENV, &conf) < 0) {
+		fprintf(stderr, "vmt-scope: cannot load a default configuration\n");
 		return 2;
+	}
+	rmdir(confdir);
+	/* TCG on a loaded host: see guest/entry. --timeout still overrides. */
+	conf->cgroup.systemd_timeout_ms = 30000;
 	for (int i = 1; i < argc; i++) {
 		char **slot = NULL;
 

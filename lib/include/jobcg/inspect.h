@@ -16,22 +16,22 @@ extern "C" {
 struct jobcg_cgprog {
 	uint32_t id;
 	char name[16];
-	char *attached_at;       /* absolute cgroup path where it is attached; NULL if not found */
-	uint32_t attach_flags;   /* BPF_F_ALLOW_MULTI / BPF_F_ALLOW_OVERRIDE of that attachment */
+	char *attached_at;     /* absolute cgroup path where it is attached; NULL if not found */
+	uint32_t attach_flags; /* BPF_F_ALLOW_MULTI / BPF_F_ALLOW_OVERRIDE of that attachment */
 	const struct jobcg_decoded *decoded; /* NULL when opaque; owned by the cache */
-	const char *opaque_reason;           /* why it could not be decoded, or NULL */
+	const char *opaque_reason;	     /* why it could not be decoded, or NULL */
 	size_t n_insns;
 };
 
 /** A cgroup's effective device programs and what they allow together. */
 struct jobcg_cginspect {
-	char *path;                      /* absolute cgroup path */
+	char *path; /* absolute cgroup path */
 	uint64_t cgroup_id;
 	struct jobcg_cgprog *progs;
 	size_t n_progs;
-	struct jobcg_decoded *combined;  /* all decodable programs intersected; NULL if none */
-	bool any_opaque;                 /* some program could not be decoded */
-	char **notes;                    /* NULL-terminated: v1 devices controller, hardening... */
+	struct jobcg_decoded *combined; /* all decodable programs intersected; NULL if none */
+	bool any_opaque;		/* some program could not be decoded */
+	char **notes;			/* NULL-terminated: v1 devices controller, hardening... */
 };
 
 /**
@@ -66,7 +66,8 @@ JOBCG_EXPORT int jobcg_cginspect_allows(const struct jobcg_cginspect *i, char ty
  */
 JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progcache *cache,
 					    char type, uint32_t major, uint32_t minor,
-					    unsigned *ret_access, bool *ret_opaque, size_t *ret_nprogs);
+					    unsigned *ret_access, bool *ret_opaque,
+					    size_t *ret_nprogs);
 
 /**
  * Decode a program whose ld_imm64 map references are live map ids (as in bpftool's dumps of a

@@ -61,6 +61,10 @@ struct jobcg_limits {
 	uint64_t mem_bytes; /* memory.max, 0 = unlimited */
 	uint64_t pids_max;  /* pids.max, 0 = unlimited */
 	bool best_effort;   /* skip limits this host cannot enforce (logged) instead of failing */
+	const char *gres;   /* GRES request ("gpu:2", "gpu:a100:1,nic:1"), NULL = none; see jobgres.h */
+	bool have_owner;    /* uid/gid below are the job's owner (recorded, and in accounting) */
+	uid_t uid;
+	gid_t gid;
 };
 
 /* Bits for jobcg_limits_check(). */
@@ -95,6 +99,13 @@ enum {
 JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 				  const struct jobcg_limits *limits, unsigned flags,
 				  uint32_t *ret_job_id);
+/* Flags of jobcg_job_remove(). */
+enum {
+	/* The caller already ended the job's processes on request (jobcg release after SIGTERM):
+	 * its record says CANCELLED even when nothing is left running at removal. */
+	JOBCG_JOB_REMOVE_CANCELLED = 1u << 0,
+};
+
 /**
  * Remove a job: kill every process in it (cgroup.kill, bounded wait), undo the extension
  * hooks, remove the directories bottom-up (bounded EBUSY retry). -ENOENT if there is no such job.
@@ -161,6 +172,10 @@ struct jobcg_spawn_opts {
 	char *const *envp;	 /* NULL: inherit environ */
 	bool no_clone3;		 /* force the fork + migrate-before-exec fallback (tests) */
 	const sigset_t *sigmask; /* mask for the child, NULL: empty mask (all signals unblocked) */
+	/* Per task (indexed by task number, at least as many as tasks started): "NAME=VALUE"
+	 * strings added to that task's environment, replacing inherited ones of the same name
+	 * (a task's own GPU variables). NULL: none. */
+	char *const *const *task_env;
 };
 
 /**

@@ -11,8 +11,8 @@ extern "C" {
 
 enum jobcg_oom_cause {
 	JOBCG_OOM_NONE = 0, /* no process of the step was OOM-killed */
-	JOBCG_OOM_JOB,      /* the job's own memory limit was hit (memory.events oom counted) */
-	JOBCG_OOM_NODE,     /* killed by an OOM outside the job's limits: the node ran out */
+	JOBCG_OOM_JOB,	    /* the job's own memory limit was hit (memory.events oom counted) */
+	JOBCG_OOM_NODE,	    /* killed by an OOM outside the job's limits: the node ran out */
 };
 
 /**

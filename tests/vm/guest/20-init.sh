@@ -23,8 +23,8 @@ is "...without restarting the unit" "$(systemctl show -P ActiveEnterTimestampMon
 
 mkdir -p "$conf/ignore" "$conf/fallback" "$conf/nofallback"
 printf 'IgnoreSystemd=yes\nJobcgScope=plain.scope\n' > "$conf/ignore/cgroup.conf"
-printf 'IgnoreSystemdOnFailure=yes\nJobcgScope=fallback.scope\n' > "$conf/fallback/cgroup.conf"
-printf 'JobcgScope=nofallback.scope\n' > "$conf/nofallback/cgroup.conf"
+printf 'IgnoreSystemdOnFailure=yes\nJobcgScope=fallback.scope\nSystemdTimeout=30000\n' > "$conf/fallback/cgroup.conf"
+printf 'JobcgScope=nofallback.scope\nSystemdTimeout=30000\n' > "$conf/nofallback/cgroup.conf"
 
 out=$(jobcg --config-dir "$conf/ignore" init 2>&1); rc=$?
 is "IgnoreSystemd=yes: init succeeds ($out)" "$rc" 0
