@@ -5,6 +5,7 @@
 
 #include "cgroupfs.h"
 #include "discover.h"
+#include "jobcg/memlimit.h"
 #include "job_hooks.h"
 #include "log.h"
 #include "tree.h"
@@ -118,7 +119,70 @@ JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, con
 	return get_meta(dir, key, ret);
 }
 
-/* The built-in hook: cpuset.cpus, memory.max and pids.max on job_<id>/. */
+static void fmt_bytes(char *buf, size_t size, uint64_t v)
+{
+	if (v == JOBCG_MEM_UNLIMITED)
+		snprintf(buf, size, "max");
+	else
+		snprintf(buf, size, "%llu", (unsigned long long)v);
+}
+
+/*
+ * A job's memory request becomes memory.max as given, unless cgroup.conf asks for Slurm's
+ * formulas (memlimit.c): ConstrainRAMSpace=yes gives memory.max from AllowedRAMSpace,
+ * MinRAMSpace and MaxRAMPercent and memory.high at the request (the soft limit where reclaim
+ * and throttling start); ConstrainSwapSpace=yes gives memory.swap.max from AllowedSwapSpace
+ * and MaxSwapPercent.
+ */
+static int mem_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
+		      uint64_t mem_bytes)
+{
+	const struct jobcg_cgroup_conf *c = &ctx->conf->cgroup;
+	struct jobcg_mem_limits m;
+	uint64_t ram;
+	char buf[32];
+	int r;
+
+	if (!c->constrain_ram_space && !c->constrain_swap_space) {
+		fmt_bytes(buf, sizeof(buf), mem_bytes);
+		return cgfs_write(job_dir, "memory.max", buf);
+	}
+	r = jobcg_node_ram(&ram);
+	if (r < 0)
+		return r;
+	r = jobcg_mem_limits_compute(c, mem_bytes, ram, &m);
+	if (r < 0)
+		return r;
+	fmt_bytes(buf, sizeof(buf), m.set_max ? m.max : mem_bytes);
+	r = cgfs_write(job_dir, "memory.max", buf);
+	if (r < 0)
+		return r;
+	if (m.set_max) {
+		fmt_bytes(buf, sizeof(buf), m.high);
+		r = cgfs_write(job_dir, "memory.high", buf);
+		if (r < 0)
+			return r;
+	}
+	if (m.set_swap) {
+		fmt_bytes(buf, sizeof(buf), m.swap_max);
+		r = cgfs_write(job_dir, "memory.swap.max", buf);
+		/* No memory.swap.max: the kernel does no swap accounting, so there is nothing to
+		 * limit (and no swap use to charge). */
+		if (r == -ENOENT)
+			log_warning(
+			    "job %u: ConstrainSwapSpace: this kernel has no memory.swap.max "
+			    "(swap accounting off); swap is not limited",
+			    job_id);
+		else if (r < 0)
+			return r;
+	}
+	log_debug("job %u: memory.max %llu, high %s, swap.max %s", job_id,
+		  (unsigned long long)(m.set_max ? m.max : mem_bytes), m.set_max ? "set" : "-",
+		  m.set_swap ? "set" : "-");
+	return 0;
+}
+
+/* The built-in hook: cpuset.cpus, memory.max (and .high, .swap.max) and pids.max on job_<id>/. */
 static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
 			 const struct jobcg_limits *l)
 {
@@ -155,9 +219,10 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 			file = "cpuset.cpus";
 			value = l->cpus;
 		} else if (d->bit == JOBCG_LIMIT_MEM) {
-			file = "memory.max";
-			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
-			value = buf;
+			r = mem_attach(ctx, job_id, job_dir, l->mem_bytes);
+			if (r < 0)
+				return r;
+			continue;
 		} else {
 			file = "pids.max";
 			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
