@@ -22,7 +22,7 @@
 #define DEV	 "/dev/null" /* a device with a driver, so open() succeeds as it would for a GPU */
 #define MAX_ITER 10000000L
 
-static char root[4096], task[4096], orig_cgroup[4096], pin_dir[256];
+static char root[4096], task[4096], base_cg[4096], orig_cgroup[4096], pin_dir[256];
 
 static uint64_t now_ns(void)
 {
@@ -50,30 +50,52 @@ static int move_self(const char *cg)
 	return write_file(p, "0");
 }
 
-/* Median ns per open+close over @rounds rounds of @iter. */
-static double measure(long iter, int rounds)
+/* ns per open+close over @iter iterations; < 0 on error. */
+static double measure(long iter)
 {
-	double v[32];
+	uint64_t t0 = now_ns();
 
-	for (int r = 0; r < rounds; r++) {
-		uint64_t t0 = now_ns();
-		for (long i = 0; i < iter; i++) {
-			int fd = open(DEV, O_RDONLY | O_CLOEXEC);
-			if (fd < 0) {
-				fprintf(stderr, "devcheck: open %s: %s\n", DEV, strerror(errno));
-				return -1;
-			}
-			close(fd);
+	for (long i = 0; i < iter; i++) {
+		int fd = open(DEV, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			fprintf(stderr, "devcheck: open %s: %s\n", DEV, strerror(errno));
+			return -1;
 		}
-		v[r] = (double)(now_ns() - t0) / (double)iter;
+		close(fd);
 	}
-	for (int i = 1; i < rounds; i++)
+	return (double)(now_ns() - t0) / (double)iter;
+}
+
+static double median(double *v, int n)
+{
+	for (int i = 1; i < n; i++)
 		for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
 			double t = v[j];
 			v[j] = v[j - 1];
 			v[j - 1] = t;
 		}
-	return v[rounds / 2];
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * Alternate rounds in the baseline cgroup (outside the root: no device program) and in the
+ * task cgroup, so that load from other processes on the machine hits both alike. The ratio is
+ * the median of the per-round ratios.
+ */
+static int measure_pair(long iter, int rounds, double *ret_base, double *ret_ns, double *ret_ratio)
+{
+	double b[32], v[32], r[32];
+
+	for (int i = 0; i < rounds; i++) {
+		if (move_self(base_cg) < 0 || (b[i] = measure(iter)) < 0 || move_self(task) < 0 ||
+		    (v[i] = measure(iter)) < 0)
+			return -EIO;
+		r[i] = v[i] / b[i];
+	}
+	*ret_base = median(b, rounds);
+	*ret_ns = median(v, rounds);
+	*ret_ratio = median(r, rounds);
+	return 0;
 }
 
 /*
@@ -96,8 +118,12 @@ static struct jobcg_devrule *managed_set(size_t n, unsigned dev_major, unsigned 
 
 static const char *const levels[] = {"job_1", "job_1/step_0", "job_1/step_0/user/task_0"};
 
+struct result {
+	double base, ns, ratio;
+};
+
 static int run_config(enum jobcg_device_program mode, size_t n, unsigned dmaj, unsigned dmin,
-		      long iter, int rounds, double *ret_ns)
+		      long iter, int rounds, struct result *res)
 {
 	struct jobcg_config conf = {0};
 	struct jobcg_devrule *managed = managed_set(n, dmaj, dmin);
@@ -124,9 +150,7 @@ static int run_config(enum jobcg_device_program mode, size_t n, unsigned dmaj, u
 		e = jobcg_devpolicy_grant(p, cg, &grant, 1);
 	}
 	if (e == 0) {
-		*ret_ns = measure(iter, rounds);
-		if (*ret_ns < 0)
-			e = -EIO;
+		e = measure_pair(iter, rounds, &res->base, &res->ns, &res->ratio);
 	} else {
 		fprintf(stderr, "devcheck: %s\n", jobcg_error_format(buf, sizeof(buf)));
 	}
@@ -172,6 +196,7 @@ static void cleanup(void)
 		(void)rmdir(p);
 	}
 	(void)rmdir(root);
+	(void)rmdir(base_cg);
 	(void)rmdir(pin_dir);
 }
 
@@ -182,7 +207,6 @@ int main(int argc, char **argv)
 	int rounds = 5, c;
 	char mnt[4096], line[4096] = "";
 	struct stat st;
-	double base, ns[2][3];
 	FILE *f;
 
 	while ((c = getopt(argc, argv, "n:r:h")) >= 0) {
@@ -218,6 +242,7 @@ int main(int argc, char **argv)
 		fclose(f);
 	snprintf(root, sizeof(root), "%s/jobcg-bench-%d", mnt, (int)getpid());
 	snprintf(task, sizeof(task), "%s/job_1/step_0/user/task_0", root);
+	snprintf(base_cg, sizeof(base_cg), "%s/jobcg-bench-%d-base", mnt, (int)getpid());
 	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/jobcg-bench-%d", (int)getpid());
 	atexit(cleanup);
 	{
@@ -232,40 +257,57 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	if (mkdir(base_cg, 0755) < 0) {
+		fprintf(stderr, "devcheck: mkdir %s: %s\n", base_cg, strerror(errno));
+		return 1;
+	}
 	if (move_self(task) < 0) {
 		fprintf(stderr, "devcheck: cannot move into %s\n", task);
 		return 1;
 	}
 
-	(void)measure(iter / 10 + 1, 1); /* warm caches */
-	base = measure(iter, rounds);
-	if (base <= 0)
-		return 1;
+	(void)measure(iter / 10 + 1); /* warm caches */
+	struct result res[2][3], none;
+	{
+		double b[32], v[32];
+		for (int i = 0; i < rounds; i++) {
+			if (move_self(base_cg) < 0 || (b[i] = measure(iter)) < 0 ||
+			    move_self(task) < 0 || (v[i] = measure(iter)) < 0)
+				return 1;
+			v[i] /= b[i];
+		}
+		/* Both cgroups without programs: shows the noise floor of the method. */
+		none.base = median(b, rounds);
+		none.ns = none.base;
+		none.ratio = median(v, rounds);
+	}
 	for (int m = 0; m < 2; m++)
 		for (size_t i = 0; i < 3; i++)
 			if (run_config(m ? JOBCG_DEVPROG_LINEAR : JOBCG_DEVPROG_NODE, sizes[i],
 				       major(st.st_rdev), minor(st.st_rdev), iter, rounds,
-				       &ns[m][i]) < 0)
+				       &res[m][i]) < 0)
 				return 1;
 
 	printf("# open(\"%s\") + close() from a task cgroup, job, step and task all granted;\n"
-	       "# median of %d rounds of %ld, ratio to no program in this run\n",
+	       "# %d rounds of %ld, alternating with a cgroup without programs; ratio = median of\n"
+	       "# per-round ratios to that baseline\n",
 	       DEV, rounds, iter);
-	printf("%-8s %8s %10s %7s\n", "program", "devices", "ns/open", "ratio");
-	printf("%-8s %8d %10.1f %7.2f\n", "none", 0, base, 1.0);
+	printf("%-8s %8s %10s %10s %7s\n", "program", "devices", "ns/open", "base ns", "ratio");
+	printf("%-8s %8d %10.1f %10.1f %7.2f\n", "none", 0, none.ns, none.base, none.ratio);
 	for (int m = 0; m < 2; m++)
 		for (size_t i = 0; i < 3; i++)
-			printf("%-8s %8zu %10.1f %7.2f\n", m ? "linear" : "node", sizes[i],
-			       ns[m][i], ns[m][i] / base);
-	printf("{\"device\":\"%s\",\"iterations\":%ld,\"rounds\":%d,\"baseline_ns\":%.1f,"
-	       "\"results\":[",
-	       DEV, iter, rounds, base);
+			printf("%-8s %8zu %10.1f %10.1f %7.2f\n", m ? "linear" : "node", sizes[i],
+			       res[m][i].ns, res[m][i].base, res[m][i].ratio);
+	printf("{\"device\":\"%s\",\"iterations\":%ld,\"rounds\":%d,\"results\":["
+	       "{\"program\":\"none\",\"devices\":0,\"ns_per_open\":%.1f,\"baseline_ns\":%.1f,"
+	       "\"ratio\":%.3f}",
+	       DEV, iter, rounds, none.ns, none.base, none.ratio);
 	for (int m = 0; m < 2; m++)
 		for (size_t i = 0; i < 3; i++)
-			printf("%s{\"program\":\"%s\",\"devices\":%zu,\"ns_per_open\":%.1f,"
-			       "\"ratio\":%.3f}",
-			       m || i ? "," : "", m ? "linear" : "node", sizes[i], ns[m][i],
-			       ns[m][i] / base);
+			printf(",{\"program\":\"%s\",\"devices\":%zu,\"ns_per_open\":%.1f,"
+			       "\"baseline_ns\":%.1f,\"ratio\":%.3f}",
+			       m ? "linear" : "node", sizes[i], res[m][i].ns, res[m][i].base,
+			       res[m][i].ratio);
 	printf("]}\n");
 	return 0;
 }

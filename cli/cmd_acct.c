@@ -44,8 +44,8 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 	if (o->json) {
 		struct json_object *j = json_object_new_object();
 
-		json_object_object_add(j, "type",
-				       json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
+		json_object_object_add(
+		    j, "type", json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
 		json_object_object_add(j, "job", json_object_new_string(r->job_id));
 		if (r->step_id)
 			json_object_object_add(j, "step", json_object_new_string(r->step_id));
@@ -80,25 +80,27 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 	else
 		snprintf(exit_s, sizeof(exit_s), "%d:0", r->exit_code);
 	printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4llu %s\n", id, jobcg_acct_state_name(r->state),
-	       exit_s, elapsed, cpu, mem, (unsigned long long)r->oom_kills, r->gres ? r->gres : "-");
+	       exit_s, elapsed, cpu, mem, (unsigned long long)r->oom_kills,
+	       r->gres ? r->gres : "-");
 	return 0;
 }
 
 static void acct_help(FILE *f)
 {
-	fprintf(f, "Usage: jobcg acct [--job ID] [--json]\n\n"
-		   "Print the accounting records of ended steps and jobs from <StateDir>/acct.jsonl.\n"
-		   "  --job ID   only records of job ID\n"
-		   "  --json     one JSON array of records\n");
+	fprintf(f,
+		"Usage: jobcg acct [--job ID] [--json]\n\n"
+		"Print the accounting records of ended steps and jobs from <StateDir>/acct.jsonl.\n"
+		"  --job ID   only records of job ID\n"
+		"  --json     one JSON array of records\n");
 }
 
 static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "job", required_argument, NULL, 'j' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"job", required_argument, NULL, 'j'},
+	    {"json", no_argument, NULL, 'J'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct jobcg_config *conf = NULL;
 	struct acct_out o = {};

@@ -1,8 +1,51 @@
 /* jobcg alloc: create a job (with its limits) that lives until 'jobcg release'. */
 #include <getopt.h>
+#include <grp.h>
 #include <pwd.h>
+#include <unistd.h>
 
 #include "common.h"
+#include "jobcg/jobgres.h"
+
+/* A user name or number; *ret_gid gets the user's primary group (the number's, if known). */
+static int parse_user(const char *s, uid_t *ret, gid_t *ret_gid)
+{
+	struct passwd *pw = getpwnam(s);
+	char *end;
+	unsigned long v;
+
+	if (pw) {
+		*ret = pw->pw_uid;
+		*ret_gid = pw->pw_gid;
+		return 0;
+	}
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || v >= UINT32_MAX)
+		return -EINVAL;
+	*ret = (uid_t)v;
+	pw = getpwuid((uid_t)v);
+	*ret_gid = pw ? pw->pw_gid : (gid_t)v;
+	return 0;
+}
+
+static int parse_group(const char *s, gid_t *ret)
+{
+	struct group *gr = getgrnam(s);
+	char *end;
+	unsigned long v;
+
+	if (gr) {
+		*ret = gr->gr_gid;
+		return 0;
+	}
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || v >= UINT32_MAX)
+		return -EINVAL;
+	*ret = (gid_t)v;
+	return 0;
+}
 
 static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 {
@@ -13,6 +56,9 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	    {"best-effort", no_argument, NULL, 'B'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"user", required_argument, NULL, 'u'},
+	    {"uid", required_argument, NULL, 'u'},
+	    {"gid", required_argument, NULL, 'g'},
+	    {"gres", required_argument, NULL, 'G'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -21,8 +67,9 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	uint32_t job;
 	bool json = false;
-	const char *user = NULL;
-	char owner[64] = "";
+	char *gres = NULL;
+	gid_t uid_gid = 0;
+	bool have_uid = false, have_gid = false;
 	int c, r;
 
 	optind = 1;
@@ -37,16 +84,28 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			json = true;
 			break;
 		case 'u':
-			user = optarg;
+			if (parse_user(optarg, &cl.l.uid, &uid_gid) < 0)
+				return cli_usage_error("alloc", "--uid/--user '%s': no such user",
+						       optarg);
+			have_uid = true;
+			break;
+		case 'g':
+			if (parse_group(optarg, &cl.l.gid) < 0)
+				return cli_usage_error("alloc", "--gid '%s': no such group", optarg);
+			have_gid = true;
 			break;
 		case 'h':
 			printf(
 			    "Usage: jobcg alloc JOB [--cpus LIST] [--mem SIZE] [--pids N] "
-			    "[--user USER] [--best-effort] [--json]\n\n"
+			    "[--gres gpu[:TYPE]:N[,...]]\n"
+			    "                   [--uid USER] [--gid GROUP] [--best-effort] [--json]\n\n"
 			    "Create job JOB with its limits; it stays until 'jobcg release JOB'.\n"
 			    "Limits this host cannot enforce are refused unless --best-effort.\n"
-			    "--user records USER (name or uid) as the job's owner, whose logins\n"
-			    "'jobcg adopt' puts into the job (default: the caller).\n");
+			    "--gres picks free devices of gres.conf (those whose Cores match --cpus\n"
+			    "first); with ConstrainDevices=yes the job can open only its own.\n"
+			    "--uid (or --user) records USER (name or uid) as the job's owner, whose\n"
+			    "logins 'jobcg adopt' puts into the job, with the user's primary group\n"
+			    "unless --gid names one (default: the caller).\n");
 			return 0;
 		default:
 			return cli_usage_error("alloc", "unknown option");
@@ -56,16 +115,13 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 		return cli_usage_error("alloc", "need exactly one job id");
 	if (jobcg_job_id_parse(argv[optind], &job) < 0)
 		return cli_usage_error("alloc", "invalid job id '%s'", argv[optind]);
-	if (user) {
-		struct passwd *pw = getpwnam(user);
-		char *end;
-		unsigned long v = strtoul(user, &end, 10);
-
-		if (!pw && *user && !*end && v < (uid_t)-1)
-			pw = getpwuid((uid_t)v);
-		if (!pw)
-			return cli_usage_error("alloc", "--user '%s': no such user", user);
-		snprintf(owner, sizeof(owner), "%u:%u", (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
+	if (have_uid || have_gid) {
+		/* Recorded with the job's other metadata, before it is marked complete. */
+		cl.l.have_owner = true;
+		if (!have_uid)
+			cl.l.uid = getuid();
+		if (!have_gid)
+			cl.l.gid = have_uid ? uid_gid : getgid();
 	}
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
@@ -75,11 +131,6 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	} else if (jobcg_job_create(ctx, job, &cl.l, 0, &job) < 0) {
 		cli_print_error(NULL);
 		r = 1;
-	} else if (*owner && jobcg_job_xattr_set(ctx, job, "owner", owner) < 0) {
-		/* Nothing half made: a job with the wrong owner would adopt the wrong logins. */
-		cli_print_error("cannot record the job's owner");
-		(void)jobcg_job_remove(ctx, job, 0);
-		r = 1;
 	} else if (json) {
 		struct json_object *o = json_object_new_object();
 		char *path = NULL;
@@ -87,11 +138,19 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 
 		(void)jobcg_target_path(ctx, &t, &path);
 		json_object_object_add(o, "job", json_object_new_uint64(job));
+		if (jobcg_gres_get(ctx, job, NULL, &gres) == 0)
+			json_object_object_add(o, "gres", json_object_new_string(gres));
 		json_object_object_add(o, "path", json_object_new_string(path ? path : ""));
 		cli_json_print(stdout, o);
 		free(path);
-	} else
-		printf("job %u allocated\n", job);
+		free(gres);
+	} else {
+		if (jobcg_gres_get(ctx, job, NULL, &gres) == 0 && *gres)
+			printf("job %u allocated with %s\n", job, gres);
+		else
+			printf("job %u allocated\n", job);
+		free(gres);
+	}
 	cli_ctx_close(conf, ctx);
 	return r;
 }

@@ -12,24 +12,26 @@ static const struct {
 	unsigned flag;
 	const char *name;
 } flag_names[] = {
-	{ JOBCG_GRES_FLAG_COUNT_ONLY, "CountOnly" },     { JOBCG_GRES_FLAG_ENV_NVIDIA, "nvidia_gpu_env" },
-	{ JOBCG_GRES_FLAG_ENV_AMD, "amd_gpu_env" },      { JOBCG_GRES_FLAG_ENV_INTEL, "intel_gpu_env" },
-	{ JOBCG_GRES_FLAG_ENV_OPENCL, "opencl_env" },    { JOBCG_GRES_FLAG_NO_GPU_ENV, "no_gpu_env" },
-	{ JOBCG_GRES_FLAG_ENV_UUID, "env_uuid" },        { JOBCG_GRES_FLAG_ONE_SHARING, "one_sharing" },
-	{ JOBCG_GRES_FLAG_ALL_SHARING, "all_sharing" },  { JOBCG_GRES_FLAG_EXPLICIT, "explicit" },
+    {JOBCG_GRES_FLAG_COUNT_ONLY, "CountOnly"},	  {JOBCG_GRES_FLAG_ENV_NVIDIA, "nvidia_gpu_env"},
+    {JOBCG_GRES_FLAG_ENV_AMD, "amd_gpu_env"},	  {JOBCG_GRES_FLAG_ENV_INTEL, "intel_gpu_env"},
+    {JOBCG_GRES_FLAG_ENV_OPENCL, "opencl_env"},	  {JOBCG_GRES_FLAG_NO_GPU_ENV, "no_gpu_env"},
+    {JOBCG_GRES_FLAG_ENV_UUID, "env_uuid"},	  {JOBCG_GRES_FLAG_ONE_SHARING, "one_sharing"},
+    {JOBCG_GRES_FLAG_ALL_SHARING, "all_sharing"}, {JOBCG_GRES_FLAG_EXPLICIT, "explicit"},
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: jobcg config [--json] [--no-stat] [--host NAME]\n\n"
-		   "Read cgroup.conf and gres.conf (from --config-dir, $JOBCG_CONF_DIR or /etc/jobcg)\n"
-		   "and print the effective configuration with where each value came from, the GRES\n"
-		   "records for this host, and every warning. Exits 1 on any error.\n\n"
-		   "  --json         print JSON\n"
-		   "  --no-stat      do not stat() the gres.conf device files (check a file written\n"
-		   "                 for another node)\n"
-		   "  --host NAME    select gres.conf NodeName= lines as host NAME would\n"
-		   "  -h, --help     show this help\n");
+	fprintf(
+	    f, "Usage: jobcg config [--json] [--no-stat] [--host NAME]\n\n"
+	       "Read cgroup.conf and gres.conf (from --config-dir, $JOBCG_CONF_DIR or /etc/jobcg)\n"
+	       "and print the effective configuration with where each value came from, the GRES\n"
+	       "records for this host, and every warning. Exits 1 on any error.\n\n"
+	       "  --json         print JSON\n"
+	       "  --no-stat      do not stat() the gres.conf device files (check a file written\n"
+	       "                 for another node)\n"
+	       "  --host NAME    select gres.conf NodeName= lines as host NAME would\n"
+		   "                 (default: $JOBCG_NODENAME, else the host name)\n"
+	       "  -h, --help     show this help\n");
 }
 
 /* Warnings are part of this command's report, so the log callback does not repeat them. */
@@ -77,8 +79,8 @@ static char *files_text(const struct jobcg_gres_record *r)
 		int n;
 
 		if (f->type)
-			n = snprintf(one, sizeof(one), "%s%s(%c %u:%u)", i ? "," : "", f->path, f->type,
-				     f->major, f->minor);
+			n = snprintf(one, sizeof(one), "%s%s(%c %u:%u)", i ? "," : "", f->path,
+				     f->type, f->major, f->minor);
 		else
 			n = snprintf(one, sizeof(one), "%s%s", i ? "," : "", f->path);
 		if (len + (size_t)n + 1 > cap) {
@@ -122,16 +124,21 @@ static int print_text(const struct jobcg_config *c)
 		const struct jobcg_config_entry *e = &c->entries[i];
 		char *o = origin_text(&e->origin);
 
-		printf("%-24s %-28s # %s\n", e->key, !e->value ? "(unset)" : *e->value ? e->value : "(none)",
+		printf("%-24s %-28s # %s\n", e->key,
+		       !e->value   ? "(unset)"
+		       : *e->value ? e->value
+				   : "(none)",
 		       o ? o : "?");
 		free(o);
 	}
 	printf("\n[gres.conf]\n");
 	printf("%-24s %-28s # %s\n", "AutoDetect",
-	       c->gres.node_autodetect ? c->gres.node_autodetect :
-	       c->gres.autodetect      ? c->gres.autodetect : "(unset)",
-	       c->gres.node_autodetect ? "NodeName line for this host" :
-	       c->gres.autodetect      ? "global" : "default");
+	       c->gres.node_autodetect ? c->gres.node_autodetect
+	       : c->gres.autodetect    ? c->gres.autodetect
+				       : "(unset)",
+	       c->gres.node_autodetect ? "NodeName line for this host"
+	       : c->gres.autodetect    ? "global"
+				       : "default");
 	if (!c->gres.nrecords)
 		printf("# no GRES records for this host\n");
 	for (size_t i = 0; i < c->gres.nrecords; i++) {
@@ -190,7 +197,8 @@ static struct json_object *entry_json(const struct jobcg_config_entry *e)
 		struct json_object *a = json_object_new_array();
 		char *dup = strdup(e->value), *save = NULL;
 
-		for (char *t = dup ? strtok_r(dup, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save))
+		for (char *t = dup ? strtok_r(dup, ",", &save) : NULL; t;
+		     t = strtok_r(NULL, ",", &save))
 			json_object_array_add(a, json_object_new_string(t));
 		free(dup);
 		return a;
@@ -241,13 +249,16 @@ static int print_json(const struct jobcg_config *c)
 		json_object_object_add(o, "count", json_object_new_uint64(r->count));
 		for (size_t f = 0; f < r->nfiles; f++) {
 			struct json_object *fo = json_object_new_object();
-			char t[2] = { r->files[f].type, 0 };
+			char t[2] = {r->files[f].type, 0};
 
-			json_object_object_add(fo, "path", json_object_new_string(r->files[f].path));
+			json_object_object_add(fo, "path",
+					       json_object_new_string(r->files[f].path));
 			if (r->files[f].type) {
 				json_object_object_add(fo, "type", json_object_new_string(t));
-				json_object_object_add(fo, "major", json_object_new_int64(r->files[f].major));
-				json_object_object_add(fo, "minor", json_object_new_int64(r->files[f].minor));
+				json_object_object_add(fo, "major",
+						       json_object_new_int64(r->files[f].major));
+				json_object_object_add(fo, "minor",
+						       json_object_new_int64(r->files[f].minor));
 			}
 			json_object_array_add(fa, fo);
 		}
@@ -263,7 +274,8 @@ static int print_json(const struct jobcg_config *c)
 			json_object_object_add(o, "links", NULL);
 		for (size_t k = 0; k < sizeof(flag_names) / sizeof(flag_names[0]); k++)
 			if (r->flags & flag_names[k].flag)
-				json_object_array_add(fl, json_object_new_string(flag_names[k].name));
+				json_object_array_add(fl,
+						      json_object_new_string(flag_names[k].name));
 		json_object_object_add(o, "flags", fl);
 		json_object_object_add(o, "autodetect", str_or_null(r->autodetect));
 		json_object_object_add(o, "origin", str_or_null(org));
@@ -276,7 +288,8 @@ static int print_json(const struct jobcg_config *c)
 	for (char **w = c->warnings; w && *w; w++)
 		json_object_array_add(warn, json_object_new_string(*w));
 	json_object_object_add(root, "warnings", warn);
-	puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+						      JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(root);
 	return 0;
 }
@@ -292,18 +305,19 @@ static void print_json_error(void)
 	json_object_object_add(err, "message", json_object_new_string(e->message));
 	json_object_object_add(err, "errno", json_object_new_int64(-e->code));
 	json_object_object_add(root, "error", err);
-	puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+						      JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(root);
 }
 
 static int cmd_config(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "no-stat", no_argument, NULL, 'n' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"no-stat", no_argument, NULL, 'n'},
+	    {"host", required_argument, NULL, 'H'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct jobcg_config *c = NULL;
 	const char *host = NULL;

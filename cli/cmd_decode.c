@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <linux/bpf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "cli.h"
 #include "decode_out.h"
 #include "jobcg/decode.h"
+#include "jobcg/inspect.h"
 
 #define MAX_INPUT (64u << 20)
 
@@ -65,13 +67,24 @@ static int read_input(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
+static bool program_uses_maps(const struct bpf_insn *insns, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (insns[k].code == (BPF_LD | BPF_IMM | BPF_DW) &&
+		    (insns[k].src_reg == BPF_PSEUDO_MAP_FD ||
+		     insns[k].src_reg == BPF_PSEUDO_MAP_VALUE))
+			return true;
+	return false;
+}
+
 static void help(void)
 {
 	printf("Usage: jobcg decode [FILE|-] [--json]\n\n"
 	       "Print the device rules a cgroup device (eBPF) program enforces. FILE holds the\n"
-	       "text of 'bpftool prog dump xlated id N' or the raw instructions written by\n"
-	       "'bpftool prog dump xlated id N file F' (detected by content); '-' or no FILE\n"
-	       "reads standard input.\n\n"
+	       "text of 'bpftool prog dump xlated id N', its JSON form (bpftool -j), or the raw\n"
+	       "instructions 'bpftool prog dump xlated id N file F' writes; the form is detected\n"
+	       "from the content. '-' or no FILE reads standard input. Maps the program names by\n"
+	       "id (map[id:N]) are read from the kernel when run as root where it is loaded.\n\n"
 	       "Output: 'c *:* ACCESS', its exceptions ('c MAJOR:* ACCESS', 'c MAJOR:MINOR\n"
 	       "ACCESS'), then the same for 'b'. The most specific matching line decides. ACCESS\n"
 	       "lists r, w, m that are each allowed alone, or '-'. Lines starting with '#' flag\n"
@@ -83,9 +96,9 @@ static void help(void)
 static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	bool json = false;
 	const char *path = "-";
@@ -114,8 +127,21 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 	r = read_input(path, &data, &len);
 	if (r < 0)
 		return cli_fail("%s: %s", streq_dash(path) ? "standard input" : path, strerror(-r));
-	r = jobcg_decode_data(data, len, streq_dash(path) ? "<stdin>" : path, NULL, &d);
+	const char *name = streq_dash(path) ? "<stdin>" : path;
+	struct bpf_insn *insns = NULL;
+	size_t n = 0;
+	r = jobcg_decode_parse(data, len, name, &insns, &n);
 	free(data);
+	if (r < 0) {
+		cli_print_error("decode");
+		return 1;
+	}
+	r = jobcg_decode_program(insns, n, NULL, &d);
+	/* Maps named by id ("map[id:12]") are live on this host: read them when we may. */
+	if (r == -EOPNOTSUPP && program_uses_maps(insns, n)) {
+		r = jobcg_decode_with_live_maps(insns, n, &d);
+	}
+	free(insns);
 	if (r == -EOPNOTSUPP) {
 		cli_print_error("program is opaque");
 		return 1;
@@ -126,8 +152,8 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 	}
 	if (json) {
 		struct json_object *o = decode_out_json(d);
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-								      JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n", json_object_to_json_string_ext(
+				   o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else
 		decode_out_text(stdout, d, NULL);

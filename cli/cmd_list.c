@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include "common.h"
+#include "jobcg/jobgres.h"
 
 static struct json_object *strv_json(char **v)
 {
@@ -11,6 +12,25 @@ static struct json_object *strv_json(char **v)
 	for (; v && *v; v++)
 		json_object_array_add(a, json_object_new_string(*v));
 	return a;
+}
+
+/* GPUs of a job and of each of its steps (node-wide indices), added to its JSON object. */
+static void add_gres_json(struct jobcg_ctx *ctx, const struct jobcg_job_info *i,
+			  struct json_object *o)
+{
+	struct json_object *steps = json_object_new_object();
+	char *g = NULL;
+
+	if (jobcg_gres_get(ctx, i->id, NULL, &g) == 0)
+		json_object_object_add(o, "gres", json_object_new_string(g));
+	free(g);
+	for (char **s = i->steps; *s; s++) {
+		g = NULL;
+		if (jobcg_gres_get(ctx, i->id, *s, &g) == 0)
+			json_object_object_add(steps, *s, json_object_new_string(g));
+		free(g);
+	}
+	json_object_object_add(o, "step_gres", steps);
 }
 
 /* Also used by cmd_show.c. */
@@ -63,7 +83,8 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 			break;
 		case 'h':
 			printf("Usage: jobcg list [--json]\n\nList the jobs, their steps, owner, "
-			       "creation time and limits.\n");
+			       "creation time, limits and GPUs\n"
+			       "(node-wide indices; --json also gives each step's).\n");
 			return 0;
 		default:
 			return cli_usage_error("list", "unknown option");
@@ -91,7 +112,10 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 		if (jobcg_job_info_get(ctx, ids[k], &i) < 0)
 			continue; /* removed meanwhile */
 		if (json) {
-			json_object_array_add(arr, cli_job_json(i));
+			struct json_object *o = cli_job_json(i);
+
+			add_gres_json(ctx, i, o);
+			json_object_array_add(arr, o);
 			jobcg_job_info_free(i);
 			continue;
 		}
@@ -117,6 +141,14 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 		if (i->pids_max)
 			snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits),
 				 " pids=%llu", (unsigned long long)i->pids_max);
+		{
+			char *gres = NULL;
+
+			if (jobcg_gres_get(ctx, i->id, NULL, &gres) == 0 && *gres)
+				snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits),
+					 "%sgres=%s", limits[0] ? " " : "", gres);
+			free(gres);
+		}
 		printf("%-10u %-6s %-9s %-20s %-10s %s%s\n", i->id,
 		       i->frozen      ? "frozen"
 		       : i->populated ? "busy"

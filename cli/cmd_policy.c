@@ -2,12 +2,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
-#include <mntent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "jobcg/context.h"
 #include "jobcg/devices.h"
 
 static const char *level_name(int level)
@@ -24,47 +24,19 @@ static const char *level_name(int level)
 	}
 }
 
-/* The v2 mount, for roots given relative to it. */
-static int find_v2_mount(char *buf, size_t size)
+/* Names: the gres.conf files first (what the administrator calls them), then /dev. */
+struct names {
+	struct jobcg_devnames *gres, *dev;
+};
+
+static const char *name_of(const struct names *n, const struct jobcg_devrule *r)
 {
-	FILE *f = setmntent("/proc/self/mounts", "re");
-	struct mntent *m;
+	const char *s;
 
-	if (!f)
-		return -errno;
-	while ((m = getmntent(f)))
-		if (strcmp(m->mnt_type, "cgroup2") == 0) {
-			snprintf(buf, size, "%s", m->mnt_dir);
-			endmntent(f);
-			return 0;
-		}
-	endmntent(f);
-	return -ENOENT;
-}
-
-static int root_path(const struct jobcg_config *conf, const char *opt, char *buf, size_t size)
-{
-	char mnt[4096];
-	const struct jobcg_cgroup_conf *c = &conf->cgroup;
-
-	if (opt && opt[0] == '/') {
-		snprintf(buf, size, "%s", opt);
-		return 0;
-	}
-	if (!opt && c->tree_root && c->tree_root[0] == '/') {
-		snprintf(buf, size, "%s", c->tree_root);
-		return 0;
-	}
-	if (find_v2_mount(mnt, sizeof(mnt)) < 0)
-		return -ENOENT;
-	if (opt)
-		snprintf(buf, size, "%s/%s", mnt, opt);
-	else if (c->tree_root)
-		snprintf(buf, size, "%s/%s", mnt, c->tree_root);
-	else
-		snprintf(buf, size, "%s/%s/%s", mnt, c->slice ? c->slice : "system.slice",
-			 c->scope_name ? c->scope_name : "jobcg.scope");
-	return 0;
+	if (r->major == JOBCG_DEV_ANY || r->minor == JOBCG_DEV_ANY)
+		return NULL;
+	s = jobcg_devnames_find(n->gres, r->type, r->major, r->minor);
+	return s ? s : jobcg_devnames_find(n->dev, r->type, r->major, r->minor);
 }
 
 static void rule_text(const struct jobcg_devrule *r, char *dev, size_t dsize, char *acc)
@@ -79,7 +51,7 @@ static void rule_text(const struct jobcg_devrule *r, char *dev, size_t dsize, ch
 	jobcg_devaccess_format(r->access, acc);
 }
 
-static json_object *rule_json(const struct jobcg_devrule *r, const struct jobcg_devnames *names)
+static json_object *rule_json(const struct jobcg_devrule *r, const struct names *names)
 {
 	json_object *o = json_object_new_object();
 	char buf[64], acc[4];
@@ -97,21 +69,21 @@ static json_object *rule_json(const struct jobcg_devrule *r, const struct jobcg_
 							 : json_object_new_int64(r->minor));
 	json_object_object_add(o, "access",
 			       json_object_new_string(jobcg_devaccess_format(r->access, acc)));
-	if (r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY)
-		name = jobcg_devnames_find(names, r->type, r->major, r->minor);
+	name = name_of(names, r);
 	json_object_object_add(o, "name", name ? json_object_new_string(name) : NULL);
 	return o;
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: jobcg policy [--json] [--root CGROUP] [--dev-dir DIR]\n\n"
-		"Print the device policy below the jobcg root: the managed devices and, for each\n"
-		"constrained job, step or task cgroup, the devices and access it is granted.\n\n"
-		"  --json           machine-readable output\n"
-		"  --root CGROUP    the jobcg root (absolute, or relative to the cgroup v2 mount)\n"
-		"  --dev-dir DIR    where to look up device names (default /dev)\n");
+	fprintf(
+	    f,
+	    "Usage: jobcg policy [--json] [--root CGROUP] [--dev-dir DIR]\n\n"
+	    "Print the device policy below the jobcg root: the managed devices and, for each\n"
+	    "constrained job, step or task cgroup, the devices and access it is granted.\n\n"
+	    "  --json           machine-readable output\n"
+	    "  --root CGROUP    the jobcg root (absolute, or relative to the cgroup v2 mount)\n"
+	    "  --dev-dir DIR    where to look up device names not in gres.conf (default /dev)\n");
 }
 
 static int cmd_policy(int argc, char **argv, const struct cli_global *g)
@@ -125,8 +97,9 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 	};
 	const char *root_opt = NULL, *dev_dir = NULL;
 	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
 	struct jobcg_devpolicy *p = NULL;
-	struct jobcg_devnames *names = NULL;
+	struct names names = {NULL, NULL};
 	struct jobcg_devgrant *grants = NULL;
 	struct jobcg_devrule *managed = NULL;
 	size_t n_grants = 0, n_managed = 0;
@@ -158,10 +131,17 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		return cli_usage_error("policy", "unexpected argument '%s'", argv[optind]);
 	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT, &conf) != 0)
 		return 1;
-	if (root_path(conf, root_opt, root, sizeof(root)) < 0) {
-		jobcg_config_free(conf);
-		return cli_fail("no cgroup v2 mount found");
+	/* The same root as every other command, unless --root names another. */
+	if (jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx) < 0) {
+		cli_print_error(NULL);
+		goto out;
 	}
+	if (root_opt && root_opt[0] == '/')
+		snprintf(root, sizeof(root), "%s", root_opt);
+	else if (root_opt)
+		snprintf(root, sizeof(root), "%s/%s", jobcg_ctx_mount(ctx), root_opt);
+	else
+		snprintf(root, sizeof(root), "%s", jobcg_ctx_root(ctx));
 	e = jobcg_devpolicy_open_pinned(conf, root, &p);
 	if (e == -ENOENT) {
 		/* No node program for this root: list linear programs, touching nothing. */
@@ -177,7 +157,12 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		cli_print_error("policy");
 		goto out;
 	}
-	(void)jobcg_devnames_scan(dev_dir, &names);
+	if (jobcg_devnames_new(&names.gres) == 0)
+		for (size_t i = 0; i < conf->gres.nrecords; i++)
+			for (size_t j = 0; j < conf->gres.records[i].nfiles; j++)
+				(void)jobcg_devnames_add(names.gres,
+							 conf->gres.records[i].files[j].path);
+	(void)jobcg_devnames_scan(dev_dir, &names.dev);
 
 	bool node = jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE;
 	if (json) {
@@ -188,7 +173,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		    o, "pin_dir", node ? json_object_new_string(jobcg_devpolicy_pin_dir(p)) : NULL);
 		a = json_object_new_array();
 		for (size_t i = 0; i < n_managed; i++)
-			json_object_array_add(a, rule_json(&managed[i], names));
+			json_object_array_add(a, rule_json(&managed[i], &names));
 		json_object_object_add(o, "managed", node ? a : (json_object_put(a), NULL));
 		a = json_object_new_array();
 		for (size_t i = 0; i < n_grants; i++) {
@@ -204,7 +189,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 				json_object_object_add(gj, "prog_id",
 						       json_object_new_int64(grants[i].prog_id));
 			for (size_t j = 0; j < grants[i].n_rules; j++)
-				json_object_array_add(rj, rule_json(&grants[i].rules[j], names));
+				json_object_array_add(rj, rule_json(&grants[i].rules[j], &names));
 			json_object_object_add(gj, "allow", rj);
 			json_object_array_add(a, gj);
 		}
@@ -223,8 +208,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		if (node) {
 			printf("managed devices (%zu):", n_managed);
 			for (size_t i = 0; i < n_managed; i++) {
-				const char *nm = jobcg_devnames_find(
-				    names, managed[i].type, managed[i].major, managed[i].minor);
+				const char *nm = name_of(&names, &managed[i]);
 				rule_text(&managed[i], dev, sizeof(dev), acc);
 				printf("%s %s%s%s%s", i ? "," : "", dev, nm ? " (" : "",
 				       nm ? nm : "", nm ? ")" : "");
@@ -250,11 +234,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 					       "every managed device denied");
 				for (size_t j = 0; j < grants[i].n_rules; j++) {
 					const struct jobcg_devrule *r = &grants[i].rules[j];
-					const char *nm =
-					    r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY
-						? jobcg_devnames_find(names, r->type, r->major,
-								      r->minor)
-						: NULL;
+					const char *nm = name_of(&names, r);
 					rule_text(r, dev, sizeof(dev), acc);
 					printf("%-32s %-5s %-12s %-6s %s\n", j ? "" : path,
 					       j ? "" : level_name(grants[i].level), dev, acc,
@@ -265,10 +245,12 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 	}
 	rc = 0;
 out:
-	jobcg_devnames_free(names);
+	jobcg_devnames_free(names.gres);
+	jobcg_devnames_free(names.dev);
 	jobcg_devgrants_free(grants, n_grants);
 	free(managed);
 	jobcg_devpolicy_free(p);
+	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);
 	return rc;
 }

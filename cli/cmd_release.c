@@ -1,26 +1,37 @@
-/* jobcg release: kill a job's processes, undo its allocation and remove its cgroups. */
+/* jobcg release: end a job's processes, record its accounting, free its GPUs, remove its cgroups. */
 #include <getopt.h>
 
 #include "common.h"
+#include "jobcg/jobend.h"
 
 static int cmd_release(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
+	    {"grace", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
+	unsigned grace_ms = 5000;
 	uint32_t job;
 	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h') {
-			printf("Usage: jobcg release JOB\n\n"
-			       "Kill every process of JOB, undo its allocation and remove its "
-			       "cgroups.\n");
+			printf("Usage: jobcg release JOB [--grace MS]\n\n"
+			       "End job JOB: SIGTERM its processes, wait up to --grace milliseconds\n"
+			       "(default 5000) for them to exit, SIGKILL what remains, append the job's\n"
+			       "accounting record, revoke its device grants (freeing its GPUs) and\n"
+			       "remove its cgroups.\n");
 			return 0;
+		}
+		if (c == 'g') {
+			if (cli_parse_uint("--grace", optarg, 3600000, &grace_ms) < 0)
+				return cli_usage_error("release", "--grace '%s': need 0..3600000",
+						       optarg);
+			continue;
 		}
 		return cli_usage_error("release", "unknown option");
 	}
@@ -31,11 +42,11 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_job_remove(ctx, job, 0) < 0) {
+	if (jobcg_job_release(ctx, job, grace_ms) < 0) {
 		cli_print_error(NULL);
 		r = 1;
 	}
 	cli_ctx_close(conf, ctx);
 	return r;
 }
-CLI_COMMAND(release, cmd_release, "remove a job and everything in it");
+CLI_COMMAND(release, cmd_release, "end a job, record its accounting and remove it");

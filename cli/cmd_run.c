@@ -1,8 +1,10 @@
 /* jobcg run: run a command as a step (in an ephemeral job unless --job names one), pass its status.
  */
 #include <getopt.h>
+#include <time.h>
 
 #include "common.h"
+#include "jobcg/jobgres.h"
 #include "jobcg/oom.h"
 
 static void usage(void)
@@ -10,6 +12,7 @@ static void usage(void)
 	printf(
 	    "Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
 	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--best-effort] [--no-clone3]\n"
+	    "                 [--gres gpu[:TYPE]:N] [--gpu-bind none|single:N|per_task:N|map_gpu:L]\n"
 	    "                 -- CMD [ARGS...]\n\n"
 	    "Run CMD as the tasks of a new step. Without --job (or when that job does not\n"
 	    "exist yet) an ephemeral job is created for the step and removed afterwards; the\n"
@@ -25,7 +28,13 @@ static void usage(void)
 	    "  --mem SIZE      memory.max of the ephemeral job (K, M, G, T suffixes)\n"
 	    "  --pids N        pids.max of the ephemeral job\n"
 	    "  --best-effort   run even when a limit cannot be enforced on this host\n"
-	    "  --no-clone3     start tasks with fork and migrate-before-exec\n");
+	    "  --no-clone3     start tasks with fork and migrate-before-exec\n"
+	    "  --gres REQ      the step's devices, a subset of its job's (default: all of them,\n"
+	    "                  shared); for a new job, the job's devices too\n"
+	    "  --gpu-bind B    bind each task to its GPUs: none (default), single:N (N tasks\n"
+	    "                  per GPU), per_task:N (N GPUs per task), map_gpu:LIST (GPU of the\n"
+	    "                  step per task); with ConstrainDevices=yes tasks see only theirs\n"
+	    "Every step's accounting is appended to the log read by 'jobcg acct'.\n");
 }
 
 static int cmd_run(int argc, char **argv, const struct cli_global *g)
@@ -36,6 +45,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	    {"json", no_argument, NULL, 'j'},	      {"cpus", required_argument, NULL, 'c'},
 	    {"mem", required_argument, NULL, 'm'},    {"pids", required_argument, NULL, 'p'},
 	    {"best-effort", no_argument, NULL, 'B'},  {"no-clone3", no_argument, NULL, 'X'},
+	    {"gres", required_argument, NULL, 'G'},   {"gpu-bind", required_argument, NULL, 'b'},
 	    {"help", no_argument, NULL, 'h'},	      {},
 	};
 	struct cli_limits cl = {};
@@ -45,11 +55,13 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_run_result res = {};
 	struct jobcg_acct acct = {};
 	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
-	const char *step_arg = NULL;
+	struct timespec start = {};
+	const char *step_arg = NULL, *gpu_bind = NULL;
+	struct jobcg_step_gres *sg = NULL;
 	char step[JOBCG_STEP_ID_MAX];
 	uint32_t job = JOBCG_JOB_ID_AUTO;
 	unsigned ntasks = 1;
-	bool want_acct = false, json = false, ephemeral = false, have_acct = false;
+	bool want_acct = false, json = false, ephemeral = false, have_acct = false, acct_ok = false;
 	struct jobcg_target tj = { .task = JOBCG_TASK_ALL };
 	struct jobcg_acct job_before = {}, job_after = {};
 	enum jobcg_oom_cause oom = JOBCG_OOM_NONE;
@@ -91,6 +103,9 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			break;
 		case 'X':
 			so.no_clone3 = true;
+			break;
+		case 'b':
+			gpu_bind = optarg;
 			break;
 		case 'h':
 			usage();
@@ -139,6 +154,15 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	}
 	t.job = job;
 	memcpy(t.step, step, sizeof(step));
+	/* The step's share of the job's GPUs, granted before any task exists. */
+	if (jobcg_step_gres_setup(ctx, job, step, cl.l.gres, gpu_bind, ntasks, &sg) < 0) {
+		cli_print_error("step devices");
+		if (jobcg_step_remove(ctx, job, step, 0) < 0)
+			cli_print_error("cannot remove the step");
+		goto remove_job;
+	}
+	so.task_env = (char *const *const *)sg->task_env;
+	clock_gettime(CLOCK_REALTIME, &start);
 	tj.job = job;
 	/* The job's oom counter before the step, to tell its own limit from a node-wide OOM. */
 	(void)jobcg_acct_read(ctx, &tj, &job_before);
@@ -153,9 +177,11 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 		if (jobcg_acct_read(ctx, &t, &acct) < 0) {
 			if (want_acct)
 				cli_print_error("accounting");
-		} else
+		} else {
 			have_acct = want_acct;
-		if (jobcg_acct_has(&acct, JOBCG_ACCT_OOM_KILL) &&
+			acct_ok = true;
+		}
+		if (acct_ok && jobcg_acct_has(&acct, JOBCG_ACCT_OOM_KILL) &&
 		    jobcg_acct_read(ctx, &tj, &job_after) == 0 &&
 		    jobcg_acct_has(&job_after, JOBCG_ACCT_OOM)) {
 			uint64_t before = jobcg_acct_has(&job_before, JOBCG_ACCT_OOM) ?
@@ -172,7 +198,14 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 				(unsigned long long)acct.value[JOBCG_ACCT_OOM_KILL],
 				oom == JOBCG_OOM_JOB ? "the job's memory limit" :
 						       "a node-wide out-of-memory condition");
+		if (acct_ok && jobcg_acct_log_step(ctx, job, step,
+					(uint64_t)start.tv_sec * 1000000u +
+					    (uint64_t)start.tv_nsec / 1000u,
+					&res, &acct, res.lost_signal != 0) < 0)
+			cli_print_error("accounting log");
 	}
+	if (jobcg_step_gres_release(ctx, job, step) < 0)
+		cli_print_error("revoking the step's devices");
 	/* -ENOENT: the job was released (and the step killed) while we ran. */
 	r = jobcg_step_remove(ctx, job, step, 0);
 	if (r == -ENOENT)
@@ -212,6 +245,7 @@ remove_job:
 	}
 out:
 	free(res.task_status);
+	jobcg_step_gres_free(sg);
 	cli_ctx_close(conf, ctx);
 	return exit_code;
 }

@@ -1,5 +1,6 @@
 /* jobcg show: one job (metadata, steps) or one step (tasks, pids, state, accounting). */
 #include "common.h"
+#include "jobcg/jobgres.h"
 
 struct json_object *cli_job_json(const struct jobcg_job_info *i); /* cmd_list.c */
 
@@ -10,7 +11,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 	size_t np = 0, nt = 0;
 	bool populated = false, frozen = false;
 	struct jobcg_acct acct;
-	char *path = NULL;
+	char *path = NULL, *gres = NULL;
 	int r = 1;
 
 	if (jobcg_target_events(ctx, t, &populated, &frozen) < 0 ||
@@ -20,6 +21,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		cli_print_error(NULL);
 		goto out;
 	}
+	(void)jobcg_gres_get(ctx, t->job, t->step, &gres);
 	if (json) {
 		struct json_object *o = json_object_new_object(), *ta = json_object_new_array(),
 				   *pa = json_object_new_array();
@@ -37,6 +39,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		json_object_object_add(o, "frozen", json_object_new_boolean(frozen));
 		json_object_object_add(o, "tasks", ta);
 		json_object_object_add(o, "pids", pa);
+		json_object_object_add(o, "gres", gres ? json_object_new_string(gres) : NULL);
 		json_object_object_add(o, "acct", cli_json_acct(&acct));
 		cli_json_print(stdout, o);
 	} else {
@@ -52,6 +55,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		printf("\n  pids:");
 		for (size_t i = 0; i < np; i++)
 			printf(" %d", (int)pids[i]);
+		printf("\n  gres: %s", gres && *gres ? gres : "none");
 		printf("\naccounting:\n");
 		cli_print_acct(stdout, &acct);
 	}
@@ -60,20 +64,26 @@ out:
 	free(pids);
 	free(tasks);
 	free(path);
+	free(gres);
 	return r;
 }
 
 static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
 {
 	struct jobcg_job_info *i = NULL;
+	char *gres = NULL;
 
 	if (jobcg_job_info_get(ctx, job, &i) < 0) {
 		cli_print_error(NULL);
 		return 1;
 	}
-	if (json)
-		cli_json_print(stdout, cli_job_json(i));
-	else {
+	(void)jobcg_gres_get(ctx, job, NULL, &gres);
+	if (json) {
+		struct json_object *o = cli_job_json(i);
+
+		json_object_object_add(o, "gres", gres ? json_object_new_string(gres) : NULL);
+		cli_json_print(stdout, o);
+	} else {
 		printf("job %u\n  path: %s\n  state: %s\n", i->id, i->path,
 		       i->frozen      ? "frozen"
 		       : i->populated ? "running"
@@ -94,12 +104,14 @@ static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
 			printf("  pids: unlimited\n");
 		for (char **s = i->skipped; s && *s; s++)
 			printf("  not enforced (best effort): %s\n", *s);
+		printf("  gres: %s\n", gres && *gres ? gres : "none");
 		printf("  steps:");
 		for (char **s = i->steps; *s; s++)
 			printf(" %s", *s);
 		printf("\n");
 	}
 	jobcg_job_info_free(i);
+	free(gres);
 	return 0;
 }
 

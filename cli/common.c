@@ -121,6 +121,9 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 	case 'B':
 		out->l.best_effort = true;
 		return 1;
+	case 'G':
+		out->l.gres = arg;
+		return 1;
 	}
 	return 0;
 }

@@ -19,7 +19,8 @@ struct devnames {
 	size_t n, cap;
 };
 
-static void add_name(struct devnames *dn, char type, unsigned major, unsigned minor, const char *path)
+static void add_name(struct devnames *dn, char type, unsigned major, unsigned minor,
+		     const char *path)
 {
 	for (size_t i = 0; i < dn->n; i++) {
 		struct devname *e = &dn->v[i];
@@ -46,7 +47,7 @@ static void add_name(struct devnames *dn, char type, unsigned major, unsigned mi
 	char *s = strdup(path);
 	if (!s)
 		return;
-	dn->v[dn->n++] = (struct devname){ type, major, minor, s };
+	dn->v[dn->n++] = (struct devname){type, major, minor, s};
 }
 
 static void scan(struct devnames *dn, const char *dir, int depth)
@@ -69,7 +70,8 @@ static void scan(struct devnames *dn, const char *dir, int depth)
 		if (lstat(path, &st) < 0)
 			continue;
 		if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
-			add_name(dn, S_ISCHR(st.st_mode) ? 'c' : 'b', major(st.st_rdev), minor(st.st_rdev), path);
+			add_name(dn, S_ISCHR(st.st_mode) ? 'c' : 'b', major(st.st_rdev),
+				 minor(st.st_rdev), path);
 		else if (S_ISDIR(st.st_mode) && strcmp(e->d_name, "fd") != 0)
 			scan(dn, path, depth + 1);
 	}
@@ -92,6 +94,31 @@ const char *devnames_get(const struct devnames *dn, char type, unsigned major, u
 		if (dn->v[i].type == type && dn->v[i].major == major && dn->v[i].minor == minor)
 			return dn->v[i].names;
 	return "";
+}
+
+/* Nodes of every minor of a major (for "c 195:* rw" lines), at most ~200 characters. */
+static void names_of_major(const struct devnames *dn, char type, unsigned major, char *buf,
+			   size_t size)
+{
+	size_t len = 0;
+	unsigned more = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; dn && i < dn->n; i++) {
+		const struct devname *e = &dn->v[i];
+		if (e->type != type || e->major != major)
+			continue;
+		const char *first_end = strchr(e->names, ' ');
+		size_t l = first_end ? (size_t)(first_end - e->names) : strlen(e->names);
+		if (len + l + 2 > 200 || len + l + 2 > size) {
+			more++;
+			continue;
+		}
+		len += (size_t)snprintf(buf + len, size - len, "%s%.*s", len ? " " : "", (int)l,
+					e->names);
+	}
+	if (more && len + 16 < size)
+		snprintf(buf + len, size - len, " (+%u more)", more);
 }
 
 void devnames_free(struct devnames *dn)
@@ -117,8 +144,14 @@ void decode_out_text(FILE *f, const struct jobcg_decoded *d, const struct devnam
 		}
 		const struct jobcg_devrule *r = &lines[i].rule;
 		jobcg_decoded_rule_format(r, buf, sizeof(buf));
-		const char *names = r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY ?
-					    devnames_get(dn, r->type, r->major, r->minor) : "";
+		char majnames[256] = "";
+		const char *names = "";
+		if (r->major != JOBCG_DEV_ANY && r->minor != JOBCG_DEV_ANY)
+			names = devnames_get(dn, r->type, r->major, r->minor);
+		else if (r->major != JOBCG_DEV_ANY && dn) {
+			names_of_major(dn, r->type, r->major, majnames, sizeof(majnames));
+			names = majnames;
+		}
 		if (*names)
 			fprintf(f, "%-16s %s\n", buf, names);
 		else
@@ -144,7 +177,7 @@ struct json_object *decode_out_json(const struct jobcg_decoded *d)
 			continue;
 		}
 		const struct jobcg_devrule *r = &lines[i].rule;
-		char buf[128], type[2] = { r->type, 0 };
+		char buf[128], type[2] = {r->type, 0};
 		struct json_object *j = json_object_new_object();
 		jobcg_decoded_rule_format(r, buf, sizeof(buf));
 		json_object_object_add(j, "type", json_object_new_string(type));
@@ -157,4 +190,63 @@ struct json_object *decode_out_json(const struct jobcg_decoded *d)
 	json_object_object_add(o, "rules", rules);
 	json_object_object_add(o, "notes", notes);
 	return o;
+}
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "jobcg/inspect.h"
+
+static bool is_id(const char *s, size_t l)
+{
+	if (l == 0)
+		return false;
+	for (size_t i = 0; i < l; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
+			return false;
+	return true;
+}
+
+int resolve_cgroup_arg(const char *arg, char *buf, size_t size)
+{
+	const char *mount, *root = getenv("JOBCG_ROOT");
+	const char *dot = strchr(arg, '.');
+	int r;
+
+	if (arg[0] == '/') {
+		snprintf(buf, size, "%s", arg);
+		return 0;
+	}
+	r = jobcg_cgroup2_mount(&mount);
+	if (r < 0)
+		return r;
+	if (!root || !*root)
+		root = "system.slice/jobcg.scope";
+	while (*root == '/')
+		root++;
+	if (!strchr(arg, '/') && is_id(arg, dot ? (size_t)(dot - arg) : strlen(arg)) &&
+	    (!dot || is_id(dot + 1, strlen(dot + 1)))) {
+		if (dot)
+			snprintf(buf, size, "%s/%s/job_%.*s/step_%s", mount, root, (int)(dot - arg),
+				 arg, dot + 1);
+		else
+			snprintf(buf, size, "%s/%s/job_%s", mount, root, arg);
+		return 0;
+	}
+	snprintf(buf, size, "%s/%s", mount, arg);
+	return 0;
+}
+
+void job_step_from_path(const char *path, char *job, size_t jsize, char *step, size_t ssize)
+{
+	job[0] = step[0] = 0;
+	for (const char *p = path; (p = strchr(p, '/')); p++) {
+		const char *c = p + 1, *end = strchr(c, '/');
+		size_t l = end ? (size_t)(end - c) : strlen(c);
+		if (l > 4 && strncmp(c, "job_", 4) == 0 && !job[0])
+			snprintf(job, jsize, "%.*s", (int)(l - 4), c + 4);
+		else if (l > 5 && strncmp(c, "step_", 5) == 0 && job[0] && !step[0])
+			snprintf(step, ssize, "%.*s", (int)(l - 5), c + 5);
+	}
 }

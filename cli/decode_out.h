@@ -24,3 +24,13 @@ void devnames_free(struct devnames *dn);
 void decode_out_text(FILE *f, const struct jobcg_decoded *d, const struct devnames *dn);
 /* {"rules":[{"type","major","minor","access"}...],"notes":[...]} ("*" for wildcards). */
 struct json_object *decode_out_json(const struct jobcg_decoded *d);
+
+/*
+ * Resolve a `jobcg devices` argument: an absolute cgroup path, JOB or JOB.STEP under the jobcg
+ * root (<v2 mount>/system.slice/jobcg.scope, or $JOBCG_ROOT relative to the v2 mount), or a
+ * path relative to the v2 mount. Kept in one place until the tree API provides it.
+ */
+int resolve_cgroup_arg(const char *arg, char *buf, size_t size);
+
+/* Job and step ids from a cgroup path ("job_42", "step_0", "step_batch"), "" when absent. */
+void job_step_from_path(const char *path, char *job, size_t jsize, char *step, size_t ssize);

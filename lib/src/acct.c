@@ -1,6 +1,12 @@
 /* jobcg: accounting from cgroup files; a file that is missing leaves its items unavailable. */
+#include <sys/wait.h>
+#include <time.h>
+
+#include "acct_log.h"
 #include "cgroupfs.h"
 #include "jobcg/acct.h"
+#include "jobcg/acctlog.h"
+#include "tree.h"
 #include "log.h"
 #include "util.h"
 
@@ -165,4 +171,89 @@ JOBCG_EXPORT int jobcg_acct_read(struct jobcg_ctx *ctx, const struct jobcg_targe
 	if (r < 0)
 		return r;
 	return jobcg_acct_read_dir(dir, ret);
+}
+
+static uint64_t realtime_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+		    uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
+		    bool cancelled, const struct jobcg_acct *a)
+{
+	_cleanup_free_ char *path = NULL, *jdir = tree_job_dir(ctx, job_id), *owner = NULL,
+			    *created = NULL, *gres = NULL, *jid = strdup_printf("%u", job_id);
+	struct jobcg_acct_record rec = {
+	    .kind = step_id ? JOBCG_ACCT_STEP : JOBCG_ACCT_JOB,
+	    .job_id = jid,
+	    .step_id = (char *)step_id,
+	    .start_usec = start_usec,
+	    .end_usec = realtime_usec(),
+	    .exit_code = exit_code,
+	    .exit_signal = exit_signal,
+	    .ntasks = ntasks,
+	};
+	unsigned u, g;
+	int r;
+
+	if (!jdir || !jid)
+		return -ENOMEM;
+	if (cgfs_xattr_get(jdir, "trusted.jobcg.owner", &owner) == 0 &&
+	    sscanf(owner, "%u:%u", &u, &g) == 2) {
+		rec.uid = (uid_t)u;
+		rec.gid = (gid_t)g;
+	}
+	if (!step_id && !start_usec && cgfs_xattr_get(jdir, "trusted.jobcg.created", &created) == 0)
+		rec.start_usec = strtoull(created, NULL, 10) * 1000000u;
+	/* A step's own devices (a subset of its job's), else the job's. */
+	if (step_id) {
+		_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, step_id);
+
+		if (sdir && cgfs_xattr_get(sdir, "trusted.jobcg.gres", &gres) < 0)
+			gres = NULL;
+	}
+	if ((gres || cgfs_xattr_get(jdir, "trusted.jobcg.gres", &gres) == 0) && *gres)
+		rec.gres = gres;
+	if (jobcg_acct_has(a, JOBCG_ACCT_CPU_USAGE_USEC))
+		rec.cpu_usec = a->value[JOBCG_ACCT_CPU_USAGE_USEC];
+	if (jobcg_acct_has(a, JOBCG_ACCT_CPU_USER_USEC))
+		rec.user_usec = a->value[JOBCG_ACCT_CPU_USER_USEC];
+	if (jobcg_acct_has(a, JOBCG_ACCT_CPU_SYSTEM_USEC))
+		rec.system_usec = a->value[JOBCG_ACCT_CPU_SYSTEM_USEC];
+	if (jobcg_acct_has(a, JOBCG_ACCT_MEM_PEAK))
+		rec.mem_peak = a->value[JOBCG_ACCT_MEM_PEAK];
+	if (jobcg_acct_has(a, JOBCG_ACCT_OOM_KILL))
+		rec.oom_kills = a->value[JOBCG_ACCT_OOM_KILL];
+	rec.state = jobcg_acct_state_of(exit_code, exit_signal, rec.oom_kills, cancelled);
+	r = jobcg_acctlog_path(jobcg_ctx_config(ctx), &path);
+	if (r < 0)
+		return r;
+	return jobcg_acctlog_append(path, &rec);
+}
+
+JOBCG_EXPORT int jobcg_acct_log_step(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				     uint64_t start_usec, const struct jobcg_run_result *res,
+				     const struct jobcg_acct *a, bool cancelled)
+{
+	int code = -1, sig = 0;
+
+	if (!jobcg_step_id_valid(step_id))
+		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
+	if (res) {
+		code = res->exit_code;
+		/* the signal that ended the first task killed by one */
+		for (unsigned i = 0; i < res->ntasks && res->task_status; i++)
+			if (WIFSIGNALED(res->task_status[i])) {
+				sig = WTERMSIG(res->task_status[i]);
+				break;
+			}
+		if (sig)
+			code = 0;
+	}
+	return acct_log_append(ctx, job_id, step_id, start_usec, code, sig, res ? res->ntasks : 0,
+			       cancelled, a);
 }

@@ -1,4 +1,5 @@
-/* jobcg: durable JSON-lines accounting log: append (flock + O_APPEND + fsync) and robust reading. */
+/* jobcg: durable JSON-lines accounting log: append (flock + O_APPEND + fsync) and robust reading.
+ */
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <sys/file.h>
@@ -9,9 +10,9 @@
 #include "util.h"
 
 static const char *const state_names[_JOBCG_ACCT_STATE_MAX] = {
-	[JOBCG_ACCT_COMPLETED] = "COMPLETED",   [JOBCG_ACCT_FAILED] = "FAILED",
-	[JOBCG_ACCT_OUT_OF_MEMORY] = "OUT_OF_MEMORY", [JOBCG_ACCT_CANCELLED] = "CANCELLED",
-	[JOBCG_ACCT_NODE_FAIL] = "NODE_FAIL",
+    [JOBCG_ACCT_COMPLETED] = "COMPLETED",	  [JOBCG_ACCT_FAILED] = "FAILED",
+    [JOBCG_ACCT_OUT_OF_MEMORY] = "OUT_OF_MEMORY", [JOBCG_ACCT_CANCELLED] = "CANCELLED",
+    [JOBCG_ACCT_NODE_FAIL] = "NODE_FAIL",
 };
 
 JOBCG_EXPORT const char *jobcg_acct_state_name(enum jobcg_acct_state s)
@@ -43,8 +44,9 @@ JOBCG_EXPORT enum jobcg_acct_state jobcg_acct_state_of(int exit_code, int exit_s
 
 JOBCG_EXPORT int jobcg_acctlog_path(const struct jobcg_config *conf, char **ret)
 {
-	const char *dir = conf && conf->cgroup.state_dir ? conf->cgroup.state_dir :
-			  getenv("JOBCG_STATE_DIR") ? getenv("JOBCG_STATE_DIR") : "/var/lib/jobcg";
+	const char *dir = conf && conf->cgroup.state_dir ? conf->cgroup.state_dir
+			  : getenv("JOBCG_STATE_DIR")	 ? getenv("JOBCG_STATE_DIR")
+							 : "/var/lib/jobcg";
 	char *p = strdup_printf("%s/acct.jsonl", dir);
 
 	if (!p)
@@ -84,7 +86,8 @@ static int mkdir_parents(const char *path)
 			continue;
 		*s = 0;
 		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return error_set(negative_errno(), "cannot create %s: %s", p, strerror(errno));
+			return error_set(negative_errno(), "cannot create %s: %s", p,
+					 strerror(errno));
 		*s = '/';
 	}
 	return 0;
@@ -122,7 +125,8 @@ JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_
 		json_object_put(o);
 		return error_set(-EINVAL, "accounting record without job id or with a bad state");
 	}
-	json_object_object_add(o, "type", json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
+	json_object_object_add(o, "type",
+			       json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
 	json_object_object_add(o, "job", json_object_new_string(r->job_id));
 	if (r->step_id)
 		json_object_object_add(o, "step", json_object_new_string(r->step_id));
@@ -155,7 +159,8 @@ JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_
 	/* Serialise writers so the torn-line check below and our line cannot interleave. */
 	while (flock(fd, LOCK_EX) < 0)
 		if (errno != EINTR)
-			return error_set(negative_errno(), "cannot lock %s: %s", path, strerror(errno));
+			return error_set(negative_errno(), "cannot lock %s: %s", path,
+					 strerror(errno));
 	if (fstat(fd, &st) < 0)
 		return error_set(negative_errno(), "cannot stat %s: %s", path, strerror(errno));
 	if (st.st_size > 0) {
@@ -232,8 +237,9 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 	st = jobcg_acct_state_from_name(state);
 	if (st < 0)
 		goto out;
-	*r = (struct jobcg_acct_record){ .kind = streq(type, "job") ? JOBCG_ACCT_JOB : JOBCG_ACCT_STEP,
-					 .state = (enum jobcg_acct_state)st };
+	*r = (struct jobcg_acct_record){.kind =
+					    streq(type, "job") ? JOBCG_ACCT_JOB : JOBCG_ACCT_STEP,
+					.state = (enum jobcg_acct_state)st};
 	if (!get_i64(o, "uid", 0, UINT32_MAX, &uid) || !get_i64(o, "gid", 0, UINT32_MAX, &gid) ||
 	    !get_i64(o, "exit_code", -1, 255, &ec) || !get_i64(o, "exit_signal", 0, 128, &sig) ||
 	    !get_i64(o, "ntasks", 0, UINT32_MAX, &ntasks) ||
@@ -283,7 +289,8 @@ JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_
 		if (len > 0 && line[len - 1] == '\n')
 			line[--len] = 0;
 		else {
-			log_warning("%s:%u: incomplete last line (torn write?), skipped", path, lineno);
+			log_warning("%s:%u: incomplete last line (torn write?), skipped", path,
+				    lineno);
 			continue;
 		}
 		if (len == 0)

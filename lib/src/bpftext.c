@@ -91,7 +91,8 @@ static bool parse_num(struct cur *c, int64_t *ret)
 			if (digits >= 16)
 				return false;
 			char ch = (char)tolower((unsigned char)*c->p);
-			v = v * 16 + (uint64_t)(isdigit((unsigned char)ch) ? ch - '0' : ch - 'a' + 10);
+			v = v * 16 +
+			    (uint64_t)(isdigit((unsigned char)ch) ? ch - '0' : ch - 'a' + 10);
 			c->p++;
 			digits++;
 		}
@@ -153,15 +154,15 @@ int bpftext_helper_from_name(const char *name)
 		const char *name;
 		int id;
 	} t[] = {
-		{ "bpf_get_current_cgroup_id", BPF_FUNC_get_current_cgroup_id },
-		{ "get_current_cgroup_id", BPF_FUNC_get_current_cgroup_id },
-		{ "bpf_get_current_ancestor_cgroup_id", BPF_FUNC_get_current_ancestor_cgroup_id },
-		{ "get_current_ancestor_cgroup_id", BPF_FUNC_get_current_ancestor_cgroup_id },
-		{ "bpf_trace_printk", BPF_FUNC_trace_printk },
-		{ "trace_printk", BPF_FUNC_trace_printk },
-		{ "__htab_map_lookup_elem", BPFVM_CALL_HTAB_ELEM },
-		{ "bpf_map_lookup_elem", BPF_FUNC_map_lookup_elem },
-		{ "map_lookup_elem", BPF_FUNC_map_lookup_elem },
+	    {"bpf_get_current_cgroup_id", BPF_FUNC_get_current_cgroup_id},
+	    {"get_current_cgroup_id", BPF_FUNC_get_current_cgroup_id},
+	    {"bpf_get_current_ancestor_cgroup_id", BPF_FUNC_get_current_ancestor_cgroup_id},
+	    {"get_current_ancestor_cgroup_id", BPF_FUNC_get_current_ancestor_cgroup_id},
+	    {"bpf_trace_printk", BPF_FUNC_trace_printk},
+	    {"trace_printk", BPF_FUNC_trace_printk},
+	    {"__htab_map_lookup_elem", BPFVM_CALL_HTAB_ELEM},
+	    {"bpf_map_lookup_elem", BPF_FUNC_map_lookup_elem},
+	    {"map_lookup_elem", BPF_FUNC_map_lookup_elem},
 	};
 	size_t l;
 
@@ -176,8 +177,8 @@ int bpftext_helper_from_name(const char *name)
 	return -1;
 }
 
-static const char *const size_names[] = { [BPF_W >> 3] = "32", [BPF_H >> 3] = "16",
-					   [BPF_B >> 3] = "8", [BPF_DW >> 3] = "64" };
+static const char *const size_names[] = {
+    [BPF_W >> 3] = "32", [BPF_H >> 3] = "16", [BPF_B >> 3] = "8", [BPF_DW >> 3] = "64"};
 
 /* "*(u32 *)(r1 +0)" -> size, base register, offset. @sx allows "s" sizes (sign-extending). */
 static bool parse_mem(struct cur *c, uint8_t size, bool sx, uint8_t *ret_reg, int16_t *ret_off)
@@ -200,37 +201,62 @@ static bool parse_mem(struct cur *c, uint8_t size, bool sx, uint8_t *ret_reg, in
 static const char *alu_op_str(uint8_t op, int16_t off)
 {
 	switch (op) {
-	case BPF_ADD: return "+=";
-	case BPF_SUB: return "-=";
-	case BPF_MUL: return "*=";
-	case BPF_DIV: return off == 1 ? "s/=" : "/=";
-	case BPF_OR: return "|=";
-	case BPF_AND: return "&=";
-	case BPF_LSH: return "<<=";
-	case BPF_RSH: return ">>=";
-	case BPF_MOD: return off == 1 ? "s%=" : "%=";
-	case BPF_XOR: return "^=";
-	case BPF_MOV: return "=";
-	case BPF_ARSH: return "s>>=";
-	default: return NULL;
+	case BPF_ADD:
+		return "+=";
+	case BPF_SUB:
+		return "-=";
+	case BPF_MUL:
+		return "*=";
+	case BPF_DIV:
+		return off == 1 ? "s/=" : "/=";
+	case BPF_OR:
+		return "|=";
+	case BPF_AND:
+		return "&=";
+	case BPF_LSH:
+		return "<<=";
+	case BPF_RSH:
+		return ">>=";
+	case BPF_MOD:
+		return off == 1 ? "s%=" : "%=";
+	case BPF_XOR:
+		return "^=";
+	case BPF_MOV:
+		return "=";
+	case BPF_ARSH:
+		return "s>>=";
+	default:
+		return NULL;
 	}
 }
 
 static const char *jmp_op_str(uint8_t op)
 {
 	switch (op) {
-	case BPF_JEQ: return "==";
-	case BPF_JGT: return ">";
-	case BPF_JGE: return ">=";
-	case BPF_JSET: return "&";
-	case BPF_JNE: return "!=";
-	case BPF_JSGT: return "s>";
-	case BPF_JSGE: return "s>=";
-	case BPF_JLT: return "<";
-	case BPF_JLE: return "<=";
-	case BPF_JSLT: return "s<";
-	case BPF_JSLE: return "s<=";
-	default: return NULL;
+	case BPF_JEQ:
+		return "==";
+	case BPF_JGT:
+		return ">";
+	case BPF_JGE:
+		return ">=";
+	case BPF_JSET:
+		return "&";
+	case BPF_JNE:
+		return "!=";
+	case BPF_JSGT:
+		return "s>";
+	case BPF_JSGE:
+		return "s>=";
+	case BPF_JLT:
+		return "<";
+	case BPF_JLE:
+		return "<=";
+	case BPF_JSLT:
+		return "s<";
+	case BPF_JSLE:
+		return "s<=";
+	default:
+		return NULL;
 	}
 }
 
@@ -263,8 +289,8 @@ static bool parse_alu(struct cur *c, uint8_t code, struct bpf_insn *i)
 		/* "r2 = be16 r2", "r2 = le32 r2", "r2 = bswap64 r2" */
 		const char *kind = is64 ? "bswap" : BPF_SRC(code) == BPF_TO_BE ? "be" : "le";
 		uint8_t r2;
-		if (!eat(c, "=") || !eat(c, kind) || !parse_num(c, &v) ||
-		    !parse_reg(c, &w2, &r2) || w2 || r2 != i->dst_reg)
+		if (!eat(c, "=") || !eat(c, kind) || !parse_num(c, &v) || !parse_reg(c, &w2, &r2) ||
+		    w2 || r2 != i->dst_reg)
 			return false;
 		i->imm = (int32_t)v;
 		return v == 16 || v == 32 || v == 64;
@@ -438,15 +464,21 @@ static int parse_body(struct cur *c, uint8_t code, struct bpf_insn *i, struct bp
 	case BPF_ST:
 		if (code == (BPF_ST | BPF_NOSPEC))
 			return eat(c, "nospec") && at_end(c) ? 1 : 0;
-		if (mode != BPF_MEM || !MEM_INTO(c, size, false, i->dst_reg, i->off) || !eat(c, "=") ||
-		    !parse_num(c, &v) || !imm32(v, &i->imm))
+		if (mode != BPF_MEM || !MEM_INTO(c, size, false, i->dst_reg, i->off) ||
+		    !eat(c, "=") || !parse_num(c, &v) || !imm32(v, &i->imm))
 			return 0;
 		break;
 	case BPF_STX:
 		if (mode == BPF_ATOMIC) {
 			/* Only the plain "lock *(u64 *)(r10 -8) += r1" forms. */
-			static const struct { const char *s; int op; } ops[] = {
-				{ "+=", BPF_ADD }, { "|=", BPF_OR }, { "&=", BPF_AND }, { "^=", BPF_XOR },
+			static const struct {
+				const char *s;
+				int op;
+			} ops[] = {
+			    {"+=", BPF_ADD},
+			    {"|=", BPF_OR},
+			    {"&=", BPF_AND},
+			    {"^=", BPF_XOR},
 			};
 			if (!eat(c, "lock") || !MEM_INTO(c, size, false, i->dst_reg, i->off))
 				return 0;
@@ -460,8 +492,8 @@ static int parse_body(struct cur *c, uint8_t code, struct bpf_insn *i, struct bp
 				return 0;
 			break;
 		}
-		if (mode != BPF_MEM || !MEM_INTO(c, size, false, i->dst_reg, i->off) || !eat(c, "=") ||
-		    !REG_INTO(c, &w, i->src_reg) || w)
+		if (mode != BPF_MEM || !MEM_INTO(c, size, false, i->dst_reg, i->off) ||
+		    !eat(c, "=") || !REG_INTO(c, &w, i->src_reg) || w)
 			return 0;
 		break;
 	case BPF_ALU:
@@ -482,8 +514,9 @@ static int parse_body(struct cur *c, uint8_t code, struct bpf_insn *i, struct bp
 
 static int hexval(char ch)
 {
-	return isdigit((unsigned char)ch) ? ch - '0' :
-	       isxdigit((unsigned char)ch) ? tolower((unsigned char)ch) - 'a' + 10 : -1;
+	return isdigit((unsigned char)ch)    ? ch - '0'
+	       : isxdigit((unsigned char)ch) ? tolower((unsigned char)ch) - 'a' + 10
+					     : -1;
 }
 
 int bpftext_parse(const char *text, size_t len, const char *filename, struct bpf_insn **ret,
@@ -499,7 +532,7 @@ int bpftext_parse(const char *text, size_t len, const char *filename, struct bpf
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end;
-		struct cur c = { p, le };
+		struct cur c = {p, le};
 		const char *ls = p;
 		int64_t idx;
 		int h1, h2;
@@ -521,17 +554,20 @@ int bpftext_parse(const char *text, size_t len, const char *filename, struct bpf
 		/* "4197: cgroup_device name ..." from `bpftool prog list` is not an instruction. */
 		if (c.p >= c.end || c.p[0] != '(')
 			continue;
-		if (c.end - c.p < 4 || (h1 = hexval(c.p[1])) < 0 ||
-		    (h2 = hexval(c.p[2])) < 0 || c.p[3] != ')')
-			return error_set_at(-EINVAL, fn, line, (unsigned)(c.p - ls + 1),
-					    "instruction %lld: expected \"(opcode)\" after the number",
-					    (long long)idx);
+		if (c.end - c.p < 4 || (h1 = hexval(c.p[1])) < 0 || (h2 = hexval(c.p[2])) < 0 ||
+		    c.p[3] != ')')
+			return error_set_at(
+			    -EINVAL, fn, line, (unsigned)(c.p - ls + 1),
+			    "instruction %lld: expected \"(opcode)\" after the number",
+			    (long long)idx);
 		if (idx < 0 || (uint64_t)idx != n)
 			return error_set_at(-EINVAL, fn, line, 1,
-					    "instruction number %lld where %zu was expected (missing or reordered lines?)",
+					    "instruction number %lld where %zu was expected "
+					    "(missing or reordered lines?)",
 					    (long long)idx, n);
 		if (n + 2 > MAX_INSNS)
-			return error_set_at(-E2BIG, fn, line, 1, "more than %u instructions", MAX_INSNS);
+			return error_set_at(-E2BIG, fn, line, 1, "more than %u instructions",
+					    MAX_INSNS);
 		uint8_t code = (uint8_t)(h1 * 16 + h2);
 		const char *body = c.p + 4;
 		c.p = body;
@@ -545,14 +581,16 @@ int bpftext_parse(const char *text, size_t len, const char *filename, struct bpf
 		}
 		r = parse_body(&c, code, &insns[n], &insns[n + 1]);
 		if (r == 0)
-			return error_set_at(-EINVAL, fn, line, (unsigned)(body - ls + 1),
-					    "instruction %zu: cannot read \"%.*s\" as opcode 0x%02x",
-					    n, (int)(c.end - body), body, code);
+			return error_set_at(
+			    -EINVAL, fn, line, (unsigned)(body - ls + 1),
+			    "instruction %zu: cannot read \"%.*s\" as opcode 0x%02x", n,
+			    (int)(c.end - body), body, code);
 		n += (size_t)r;
 	}
 	if (n == 0)
-		return error_set_at(-EINVAL, fn, 0, 0,
-				    "no instructions found (expected lines like \"0: (61) r2 = *(u32 *)(r1 +0)\")");
+		return error_set_at(
+		    -EINVAL, fn, 0, 0,
+		    "no instructions found (expected lines like \"0: (61) r2 = *(u32 *)(r1 +0)\")");
 	r = bpfvm_check(insns, n);
 	if (r < 0) {
 		jobcg_error_prefix("%s", fn);
@@ -578,7 +616,8 @@ int bpftext_parse_raw(const void *data, size_t len, const char *filename, struct
 
 	if (len % sizeof(struct bpf_insn))
 		return error_set(-EINVAL,
-				 "%s: %zu bytes is not a whole number of 8-byte instructions (instruction %zu is truncated)",
+				 "%s: %zu bytes is not a whole number of 8-byte instructions "
+				 "(instruction %zu is truncated)",
 				 fn, len, n);
 	if (n > MAX_INSNS)
 		return error_set(-E2BIG, "%s: more than %u instructions", fn, MAX_INSNS);
@@ -632,7 +671,10 @@ static int load_kallsyms(struct ksym **ret, size_t *ret_n, uint64_t *ret_base)
 			base = a;
 			continue;
 		}
-		if (bpftext_helper_from_name(name) < 0)
+		/* Helpers we model, and other bpf_* functions so the reason can name them. */
+		if (bpftext_helper_from_name(name) < 0 && !startswith(name, "bpf_"))
+			continue;
+		if (type != 't' && type != 'T')
 			continue;
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 64;
@@ -661,6 +703,8 @@ int bpftext_resolve_calls(struct bpf_insn *insns, size_t n)
 	uint64_t base = 0;
 	bool loaded = false;
 	int unresolved = 0, r;
+	char first[96] = "";
+	size_t first_at = 0;
 
 	for (size_t k = 0; k < n; k++) {
 		struct bpf_insn *i = &insns[k];
@@ -670,23 +714,39 @@ int bpftext_resolve_calls(struct bpf_insn *insns, size_t n)
 			r = load_kallsyms(&syms, &nsyms, &base);
 			if (r < 0)
 				return error_set(r,
-						 "helper calls in the program cannot be named: /proc/kallsyms %s",
-						 r == -EPERM ? "hides addresses (kernel.kptr_restrict)" :
-							       "is not readable");
+						 "helper calls in the program cannot be named: "
+						 "/proc/kallsyms %s",
+						 r == -EPERM
+						     ? "hides addresses (kernel.kptr_restrict)"
+						     : "is not readable");
 			loaded = true;
 		}
 		uint64_t a = base + (uint64_t)(int64_t)i->imm;
+		const char *name = NULL;
 		int id = -1;
 		for (size_t s = 0; s < nsyms; s++)
 			if (syms[s].addr == a) {
-				id = bpftext_helper_from_name(syms[s].name);
+				name = syms[s].name;
+				id = bpftext_helper_from_name(name);
 				break;
 			}
 		if (id < 0) {
+			if (!unresolved) {
+				first_at = k;
+				if (name)
+					snprintf(first, sizeof(first), "%s", name);
+				else
+					snprintf(first, sizeof(first),
+						 "the kernel function at __bpf_call_base%+d",
+						 i->imm);
+			}
 			i->imm = CALL_UNKNOWN;
 			unresolved++;
 		} else
 			i->imm = id;
 	}
+	if (unresolved)
+		error_set(-EOPNOTSUPP, "instruction %zu calls %s, which decoding does not model",
+			  first_at, first);
 	return unresolved;
 }

@@ -35,7 +35,8 @@ int bpftext_helper_from_name(const char *name);
 /*
  * The kernel rewrites helper calls in translated programs to offsets from __bpf_call_base.
  * Translate such calls back to helper ids using /proc/kallsyms; calls that already carry a
- * small helper id are left alone. Returns the number of calls that stayed unresolved, or
- * a negative errno if kallsyms could not be read when it was needed.
+ * small helper id are left alone. Returns the number of calls that stayed unresolved (the
+ * error record then names the first one), or a negative errno if kallsyms could not be read
+ * or hides addresses (kernel.kptr_restrict) when it was needed.
  */
 int bpftext_resolve_calls(struct bpf_insn *insns, size_t n);

@@ -17,19 +17,19 @@
 #define BPF_NOSPEC 0xc0
 #endif
 
-#define NREGS 12       /* r0..r10 plus r11, the scratch register of constant blinding */
-#define REG_AX 11
-#define STACK_FRAME 512
-#define MAX_FRAMES 8
-#define VALUE_BIAS 256 /* room before a map value for the kernel's htab element header */
+#define NREGS	     12 /* r0..r10 plus r11, the scratch register of constant blinding */
+#define REG_AX	     11
+#define STACK_FRAME  512
+#define MAX_FRAMES   8
+#define VALUE_BIAS   256 /* room before a map value for the kernel's htab element header */
 #define VALUE_REGION (VALUE_BIAS + BPFVM_MAP_VALUE_MAX)
-#define MAX_VALUES 16
+#define MAX_VALUES   16
 
 enum kind {
 	K_SCALAR,
-	K_CTX,   /* off = byte offset into struct bpf_cgroup_dev_ctx */
+	K_CTX,	 /* off = byte offset into struct bpf_cgroup_dev_ctx */
 	K_STACK, /* off = absolute offset into the stack array */
-	K_MAP,   /* v = map reference, off = pointer arithmetic done on it */
+	K_MAP,	 /* v = map reference, off = pointer arithmetic done on it */
 	K_VALUE, /* region = copied map value, off relative to the value start */
 };
 
@@ -70,10 +70,18 @@ static bool insn_is_ldimm64(const struct bpf_insn *i)
 static bool alu_op_known(uint8_t op, bool is64, uint8_t src, int16_t off, int32_t imm)
 {
 	switch (op) {
-	case BPF_ADD: case BPF_SUB: case BPF_MUL: case BPF_OR: case BPF_AND: case BPF_LSH:
-	case BPF_RSH: case BPF_XOR: case BPF_ARSH:
+	case BPF_ADD:
+	case BPF_SUB:
+	case BPF_MUL:
+	case BPF_OR:
+	case BPF_AND:
+	case BPF_LSH:
+	case BPF_RSH:
+	case BPF_XOR:
+	case BPF_ARSH:
 		return off == 0;
-	case BPF_DIV: case BPF_MOD:
+	case BPF_DIV:
+	case BPF_MOD:
 		return off == 0 || off == 1; /* off 1: signed */
 	case BPF_NEG:
 		return src == BPF_K && off == 0;
@@ -92,8 +100,17 @@ static bool alu_op_known(uint8_t op, bool is64, uint8_t src, int16_t off, int32_
 static bool jmp_op_known(uint8_t op)
 {
 	switch (op) {
-	case BPF_JEQ: case BPF_JGT: case BPF_JGE: case BPF_JSET: case BPF_JNE: case BPF_JSGT:
-	case BPF_JSGE: case BPF_JLT: case BPF_JLE: case BPF_JSLT: case BPF_JSLE:
+	case BPF_JEQ:
+	case BPF_JGT:
+	case BPF_JGE:
+	case BPF_JSET:
+	case BPF_JNE:
+	case BPF_JSGT:
+	case BPF_JSGE:
+	case BPF_JLT:
+	case BPF_JLE:
+	case BPF_JSLT:
+	case BPF_JSLE:
 		return true;
 	default:
 		return false;
@@ -117,6 +134,16 @@ static bool insn_jump(const struct bpf_insn *i, int64_t *ret_off)
 	return true;
 }
 
+/*
+ * Target of a bpf-to-bpf call. In programs as loaded the offset is in imm (off must be 0); in
+ * the kernel's translated form of a JIT-compiled program imm holds the subprogram index and
+ * off the offset, so a non-zero off is the offset.
+ */
+static int32_t call_offset(const struct bpf_insn *i)
+{
+	return i->off ? i->off : i->imm;
+}
+
 static int check_one(const struct bpf_insn *insns, size_t n, size_t pc)
 {
 	const struct bpf_insn *i = &insns[pc];
@@ -128,12 +155,12 @@ static int check_one(const struct bpf_insn *insns, size_t n, size_t pc)
 		if (!insn_is_ldimm64(i))
 			break;
 		if (pc + 1 >= n)
-			return error_set(-EINVAL, "instruction %zu: ld_imm64 is truncated (no second half)",
-					 pc);
+			return error_set(
+			    -EINVAL, "instruction %zu: ld_imm64 is truncated (no second half)", pc);
 		if (insns[pc + 1].code != 0 || insns[pc + 1].dst_reg || insns[pc + 1].src_reg ||
 		    insns[pc + 1].off)
-			return error_set(-EINVAL, "instruction %zu: ld_imm64 second half is malformed",
-					 pc + 1);
+			return error_set(
+			    -EINVAL, "instruction %zu: ld_imm64 second half is malformed", pc + 1);
 		if (i->dst_reg >= NREGS || i->src_reg > BPF_PSEUDO_MAP_IDX_VALUE)
 			return error_set(-EINVAL, "instruction %zu: bad register in ld_imm64", pc);
 		return 1; /* consumes two slots */
@@ -156,8 +183,8 @@ static int check_one(const struct bpf_insn *insns, size_t n, size_t pc)
 		break;
 	case BPF_ALU:
 	case BPF_ALU64:
-		if (regs_ok && alu_op_known(BPF_OP(i->code), cls == BPF_ALU64, BPF_SRC(i->code), i->off,
-					    i->imm))
+		if (regs_ok && alu_op_known(BPF_OP(i->code), cls == BPF_ALU64, BPF_SRC(i->code),
+					    i->off, i->imm))
 			return 0;
 		break;
 	case BPF_JMP:
@@ -169,11 +196,12 @@ static int check_one(const struct bpf_insn *insns, size_t n, size_t pc)
 			return 0;
 		if (op == BPF_CALL && cls == BPF_JMP) {
 			if (i->src_reg == BPF_PSEUDO_CALL) {
-				int64_t t = (int64_t)pc + 1 + i->imm;
+				int64_t t = (int64_t)pc + 1 + call_offset(i);
 				if (t < 0 || (size_t)t >= n)
-					return error_set(-EINVAL,
-							 "instruction %zu: call to pc%+d is out of range",
-							 pc, i->imm);
+					return error_set(
+					    -EINVAL,
+					    "instruction %zu: call to pc%+d is out of range", pc,
+					    call_offset(i));
 			}
 			return 0;
 		}
@@ -183,18 +211,20 @@ static int check_one(const struct bpf_insn *insns, size_t n, size_t pc)
 		int64_t t = (int64_t)pc + 1 + off;
 		if (t < 0 || (size_t)t >= n)
 			return error_set(-EINVAL,
-					 "instruction %zu: jump to pc%+lld lands outside the program (%zu instructions)",
+					 "instruction %zu: jump to pc%+lld lands outside the "
+					 "program (%zu instructions)",
 					 pc, (long long)off, n);
 		if (t > 0 && insn_is_ldimm64(&insns[t - 1]))
 			return error_set(-EINVAL,
-					 "instruction %zu: jump lands inside the ld_imm64 at %lld", pc,
-					 (long long)t - 1);
+					 "instruction %zu: jump lands inside the ld_imm64 at %lld",
+					 pc, (long long)t - 1);
 		return 0;
 	}
 	}
 	if (!regs_ok)
-		return error_set(-EINVAL, "instruction %zu: register number out of range (r%u, r%u)",
-				 pc, i->dst_reg, i->src_reg);
+		return error_set(-EINVAL,
+				 "instruction %zu: register number out of range (r%u, r%u)", pc,
+				 i->dst_reg, i->src_reg);
 	return error_set(-EINVAL, "instruction %zu: unknown opcode 0x%02x", pc, i->code);
 }
 
@@ -211,10 +241,12 @@ int bpfvm_check(const struct bpf_insn *insns, size_t n)
 	/* The last instruction must end the flow; an ld_imm64 tail was caught above. */
 	const struct bpf_insn *last = &insns[n - 1];
 	uint8_t cls = BPF_CLASS(last->code), op = BPF_OP(last->code);
-	if (!((cls == BPF_JMP && (op == BPF_EXIT || op == BPF_JA)) || (cls == BPF_JMP32 && op == BPF_JA)))
-		return error_set(-EINVAL,
-				 "instruction %zu: program does not end with exit or an unconditional jump",
-				 n - 1);
+	if (!((cls == BPF_JMP && (op == BPF_EXIT || op == BPF_JA)) ||
+	      (cls == BPF_JMP32 && op == BPF_JA)))
+		return error_set(
+		    -EINVAL,
+		    "instruction %zu: program does not end with exit or an unconditional jump",
+		    n - 1);
 	return 0;
 }
 
@@ -267,7 +299,7 @@ static uint64_t reg_value(const struct reg *r)
 
 static const char *kind_name(uint8_t k)
 {
-	static const char *const names[] = { "scalar", "context", "stack", "map", "map value" };
+	static const char *const names[] = {"scalar", "context", "stack", "map", "map value"};
 	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
@@ -284,7 +316,8 @@ static uint8_t *resolve(struct vm *vm, size_t pc, const struct reg *base, int64_
 	case K_CTX:
 		a = base->off + off;
 		if (write) {
-			*ret_err = error_set(-EINVAL, "instruction %zu: store into the device context", pc);
+			*ret_err = error_set(-EINVAL,
+					     "instruction %zu: store into the device context", pc);
 			return NULL;
 		}
 		if (a < 0 || a + len > (int64_t)sizeof(vm->ctx))
@@ -302,16 +335,19 @@ static uint8_t *resolve(struct vm *vm, size_t pc, const struct reg *base, int64_
 		return vm->values[base->region] + a;
 	case K_MAP:
 		*ret_err = error_set(-EOPNOTSUPP,
-				     "instruction %zu: reads a map's kernel structure directly (an inlined array map lookup); not decodable",
+				     "instruction %zu: reads a map's kernel structure directly (an "
+				     "inlined array map lookup); not decodable",
 				     pc);
 		return NULL;
 	default:
-		*ret_err = error_set(-EINVAL, "instruction %zu: memory access through a scalar (r = 0x%llx)",
+		*ret_err = error_set(-EINVAL,
+				     "instruction %zu: memory access through a scalar (r = 0x%llx)",
 				     pc, (unsigned long long)base->v);
 		return NULL;
 	}
-	*ret_err = error_set(-EINVAL, "instruction %zu: %s access of %u bytes at offset %lld is out of bounds",
-			     pc, kind_name(base->kind), len, (long long)(base->off + off));
+	*ret_err = error_set(
+	    -EINVAL, "instruction %zu: %s access of %u bytes at offset %lld is out of bounds", pc,
+	    kind_name(base->kind), len, (long long)(base->off + off));
 	return NULL;
 }
 
@@ -345,12 +381,15 @@ static int do_load(struct vm *vm, size_t pc, const struct bpf_insn *i)
 	uint8_t t = 0;
 	if (base->kind == K_CTX) {
 		for (int64_t b = base->off + i->off; b < base->off + i->off + len; b++)
-			t |= b < 2 ? BPFVM_T_TYPE : b < 4 ? BPFVM_T_ACCESS : b < 8 ? BPFVM_T_MAJOR : BPFVM_T_MINOR;
+			t |= b < 2   ? BPFVM_T_TYPE
+			     : b < 4 ? BPFVM_T_ACCESS
+			     : b < 8 ? BPFVM_T_MAJOR
+				     : BPFVM_T_MINOR;
 	} else if (base->kind == K_STACK) {
 		for (unsigned b = 0; b < len; b++)
 			t |= vm->stack_taint[base->off + i->off + b];
 	}
-	vm->r[i->dst_reg] = (struct reg){ .v = v, .taint = t };
+	vm->r[i->dst_reg] = (struct reg){.v = v, .taint = t};
 	return 0;
 }
 
@@ -376,8 +415,9 @@ static int do_store(struct vm *vm, size_t pc, const struct bpf_insn *i, const st
 	if (src && src->kind != K_SCALAR) {
 		int64_t a = base->off + i->off;
 		if (base->kind != K_STACK || len != 8 || a % 8 != 0)
-			return error_set(-EINVAL, "instruction %zu: pointer stored outside an aligned stack slot",
-					 pc);
+			return error_set(
+			    -EINVAL,
+			    "instruction %zu: pointer stored outside an aligned stack slot", pc);
 		vm->spill[a / 8] = *src;
 		vm->spilled[a / 8] = true;
 		v = ptr_value(src);
@@ -430,7 +470,7 @@ static int do_atomic(struct vm *vm, size_t pc, const struct bpf_insn *i)
 		uint64_t cmp = vm->r[0].v, o = len == 4 ? (uint32_t)old : old;
 		nv = (len == 4 ? (uint32_t)cmp : cmp) == o ? s : old;
 		memcpy(p, &nv, len);
-		vm->r[0] = (struct reg){ .v = o };
+		vm->r[0] = (struct reg){.v = o};
 		return 0;
 	}
 	default:
@@ -439,7 +479,7 @@ static int do_atomic(struct vm *vm, size_t pc, const struct bpf_insn *i)
 	}
 	memcpy(p, &nv, len);
 	if (i->imm & BPF_FETCH)
-		*src = (struct reg){ .v = len == 4 ? (uint32_t)old : old };
+		*src = (struct reg){.v = len == 4 ? (uint32_t)old : old};
 	return 0;
 }
 
@@ -448,8 +488,8 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 	bool is64 = BPF_CLASS(i->code) == BPF_ALU64;
 	uint8_t op = BPF_OP(i->code);
 	struct reg *dst = &vm->r[i->dst_reg];
-	struct reg srcr = BPF_SRC(i->code) == BPF_X ? vm->r[i->src_reg] :
-						     (struct reg){ .v = (uint64_t)(int64_t)i->imm };
+	struct reg srcr = BPF_SRC(i->code) == BPF_X ? vm->r[i->src_reg]
+						    : (struct reg){.v = (uint64_t)(int64_t)i->imm};
 	uint64_t a = dst->v, b = srcr.v, res;
 	uint8_t taint = op == BPF_MOV ? srcr.taint : (uint8_t)(dst->taint | srcr.taint);
 
@@ -476,11 +516,11 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 		}
 		if (is64 && op == BPF_SUB && dst->kind == srcr.kind && dst->kind != K_SCALAR &&
 		    dst->region == srcr.region) {
-			*dst = (struct reg){ .v = (uint64_t)(dst->off - srcr.off) };
+			*dst = (struct reg){.v = (uint64_t)(dst->off - srcr.off)};
 			return 0;
 		}
-		return error_set(-EINVAL, "instruction %zu: unsupported arithmetic on a %s pointer", pc,
-				 kind_name(dst->kind != K_SCALAR ? dst->kind : srcr.kind));
+		return error_set(-EINVAL, "instruction %zu: unsupported arithmetic on a %s pointer",
+				 pc, kind_name(dst->kind != K_SCALAR ? dst->kind : srcr.kind));
 	}
 
 	if (!is64) {
@@ -499,11 +539,13 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 		break;
 	case BPF_DIV:
 		if (i->off == 1) { /* sdiv */
-			int64_t sa = is64 ? (int64_t)a : (int32_t)a, sb = is64 ? (int64_t)b : (int32_t)b;
+			int64_t sa = is64 ? (int64_t)a : (int32_t)a,
+				sb = is64 ? (int64_t)b : (int32_t)b;
 			if (sb == 0)
 				res = 0;
 			else if (sb == -1)
-				res = (uint64_t)0 - (uint64_t)sa; /* INT_MIN / -1 wraps, as the kernel does */
+				res = (uint64_t)0 -
+				      (uint64_t)sa; /* INT_MIN / -1 wraps, as the kernel does */
 			else
 				res = (uint64_t)(sa / sb);
 		} else
@@ -511,7 +553,8 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 		break;
 	case BPF_MOD:
 		if (i->off == 1) { /* smod */
-			int64_t sa = is64 ? (int64_t)a : (int32_t)a, sb = is64 ? (int64_t)b : (int32_t)b;
+			int64_t sa = is64 ? (int64_t)a : (int32_t)a,
+				sb = is64 ? (int64_t)b : (int32_t)b;
 			if (sb == 0)
 				res = a;
 			else if (sb == -1)
@@ -537,7 +580,8 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 		res = is64 ? a >> (b & 63) : a >> (b & 31);
 		break;
 	case BPF_ARSH:
-		res = is64 ? (uint64_t)((int64_t)a >> (b & 63)) : (uint64_t)(uint32_t)((int32_t)a >> (b & 31));
+		res = is64 ? (uint64_t)((int64_t)a >> (b & 63))
+			   : (uint64_t)(uint32_t)((int32_t)a >> (b & 31));
 		break;
 	case BPF_NEG:
 		res = (uint64_t)0 - a;
@@ -551,14 +595,15 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 			res = bswap(dst->v, (unsigned)i->imm);
 		else
 			res = i->imm == 64 ? dst->v : dst->v & ((1ull << i->imm) - 1);
-		*dst = (struct reg){ .v = res, .taint = dst->taint };
+		*dst = (struct reg){.v = res, .taint = dst->taint};
 		return 0;
 	default:
-		return error_set(-EINVAL, "instruction %zu: unknown ALU operation 0x%02x", pc, i->code);
+		return error_set(-EINVAL, "instruction %zu: unknown ALU operation 0x%02x", pc,
+				 i->code);
 	}
 	if (!is64)
 		res = (uint32_t)res;
-	*dst = (struct reg){ .v = res, .taint = taint };
+	*dst = (struct reg){.v = res, .taint = taint};
 	return 0;
 }
 
@@ -606,11 +651,12 @@ static bool jmp_taken(uint8_t op, uint64_t a, uint64_t b, bool is32)
 static int value_slot(struct vm *vm, size_t pc, const void *p, struct reg *ret)
 {
 	if (vm->nvalues >= MAX_VALUES)
-		return error_set(-EOPNOTSUPP, "instruction %zu: more than %d map lookups in one run", pc,
+		return error_set(-EOPNOTSUPP,
+				 "instruction %zu: more than %d map lookups in one run", pc,
 				 MAX_VALUES);
 	memset(vm->values[vm->nvalues], 0, VALUE_BIAS);
 	memcpy(vm->values[vm->nvalues] + VALUE_BIAS, p, BPFVM_MAP_VALUE_MAX);
-	*ret = (struct reg){ .kind = K_VALUE, .region = (uint8_t)vm->nvalues };
+	*ret = (struct reg){.kind = K_VALUE, .region = (uint8_t)vm->nvalues};
 	vm->nvalues++;
 	return 0;
 }
@@ -628,22 +674,25 @@ static int do_call(struct vm *vm, const struct bpf_insn *insns, size_t n, size_t
 		   const struct bpfvm_env *env)
 {
 	const struct bpf_insn *i = &insns[pc];
-	struct reg r0 = { 0 };
+	struct reg r0 = {0};
 	int r;
 
 	switch (i->imm) {
 	case BPF_FUNC_get_current_cgroup_id:
 		if (!env || !env->cgroup_id)
 			return error_set(-EOPNOTSUPP,
-					 "instruction %zu: calls bpf_get_current_cgroup_id (depends on the calling cgroup)",
+					 "instruction %zu: calls bpf_get_current_cgroup_id "
+					 "(depends on the calling cgroup)",
 					 pc);
 		r0.v = env->cgroup_id(env->userdata);
 		break;
 	case BPF_FUNC_get_current_ancestor_cgroup_id:
 		if (!env || !env->ancestor_cgroup_id)
-			return error_set(-EOPNOTSUPP,
-					 "instruction %zu: calls bpf_get_current_ancestor_cgroup_id (depends on the calling cgroup)",
-					 pc);
+			return error_set(
+			    -EOPNOTSUPP,
+			    "instruction %zu: calls bpf_get_current_ancestor_cgroup_id (depends on "
+			    "the calling cgroup)",
+			    pc);
 		r0.v = env->ancestor_cgroup_id(env->userdata, (int)vm->r[1].v);
 		break;
 	case BPF_FUNC_trace_printk:
@@ -651,26 +700,32 @@ static int do_call(struct vm *vm, const struct bpf_insn *insns, size_t n, size_t
 	case BPF_FUNC_map_lookup_elem:
 	case BPFVM_CALL_HTAB_ELEM: {
 		const struct reg *map = &vm->r[1], *key = &vm->r[2];
-		uint8_t kbuf[BPFVM_MAP_KEY_MAX] = { 0 };
+		uint8_t kbuf[BPFVM_MAP_KEY_MAX] = {0};
 		const void *val;
 
 		if (!env || !env->map_lookup)
-			return error_set(-EOPNOTSUPP,
-					 "instruction %zu: looks up a map whose contents are not available", pc);
+			return error_set(
+			    -EOPNOTSUPP,
+			    "instruction %zu: looks up a map whose contents are not available", pc);
 		if (map->kind != K_MAP || map->off != 0)
-			return error_set(-EINVAL, "instruction %zu: map lookup without a map in r1", pc);
+			return error_set(-EINVAL, "instruction %zu: map lookup without a map in r1",
+					 pc);
 		if (key->kind == K_STACK) {
 			if (key->off < 0 || key->off >= (int64_t)sizeof(vm->stack))
-				return error_set(-EINVAL, "instruction %zu: map key outside the stack", pc);
+				return error_set(-EINVAL,
+						 "instruction %zu: map key outside the stack", pc);
 			size_t avail = sizeof(vm->stack) - (size_t)key->off;
-			memcpy(kbuf, vm->stack + key->off, avail < sizeof(kbuf) ? avail : sizeof(kbuf));
+			memcpy(kbuf, vm->stack + key->off,
+			       avail < sizeof(kbuf) ? avail : sizeof(kbuf));
 		} else if (key->kind == K_VALUE) {
 			int64_t a = key->off + VALUE_BIAS;
 			if (a < 0 || a >= VALUE_REGION)
-				return error_set(-EINVAL, "instruction %zu: map key out of bounds", pc);
+				return error_set(-EINVAL, "instruction %zu: map key out of bounds",
+						 pc);
 			memcpy(kbuf, vm->values[key->region] + a, (size_t)(VALUE_REGION - a));
 		} else
-			return error_set(-EINVAL, "instruction %zu: map key is not a pointer to memory", pc);
+			return error_set(-EINVAL,
+					 "instruction %zu: map key is not a pointer to memory", pc);
 		val = env->map_lookup(env->userdata, map->v, kbuf);
 		if (val) {
 			r = value_slot(vm, pc, val, &r0);
@@ -682,12 +737,18 @@ static int do_call(struct vm *vm, const struct bpf_insn *insns, size_t n, size_t
 		break;
 	}
 	default:
-		return error_set(-EOPNOTSUPP, "instruction %zu: calls helper %d, which decoding does not model",
+		if (i->imm >= 0x7fff0000)
+			return error_set(
+			    -EOPNOTSUPP,
+			    "instruction %zu: calls a kernel function that could not be identified",
+			    pc);
+		return error_set(-EOPNOTSUPP,
+				 "instruction %zu: calls helper %d, which decoding does not model",
 				 pc, i->imm);
 	}
 	vm->r[0] = r0;
 	for (int k = 1; k <= 5; k++)
-		vm->r[k] = (struct reg){ 0 };
+		vm->r[k] = (struct reg){0};
 	return 0;
 }
 
@@ -743,8 +804,8 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 	if (!vm)
 		return -ENOMEM;
 	memcpy(vm->ctx, ctx, sizeof(vm->ctx));
-	vm->r[1] = (struct reg){ .kind = K_CTX };
-	vm->r[10] = (struct reg){ .kind = K_STACK, .off = STACK_FRAME };
+	vm->r[1] = (struct reg){.kind = K_CTX};
+	vm->r[10] = (struct reg){.kind = K_STACK, .off = STACK_FRAME};
 
 	for (;;) {
 		const struct bpf_insn *i;
@@ -764,34 +825,38 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 		op = BPF_OP(i->code);
 		switch (cls) {
 		case BPF_LD: {
-			uint64_t v = (uint32_t)i->imm | ((uint64_t)(uint32_t)insns[pc + 1].imm << 32);
+			uint64_t v =
+			    (uint32_t)i->imm | ((uint64_t)(uint32_t)insns[pc + 1].imm << 32);
 			struct reg *d = &vm->r[i->dst_reg];
 
 			if (i->dst_reg == BPF_REG_10) {
-				r = error_set(-EINVAL, "instruction %zu: writes the frame pointer r10", pc);
+				r = error_set(-EINVAL,
+					      "instruction %zu: writes the frame pointer r10", pc);
 				goto out;
 			}
 			switch (i->src_reg) {
 			case 0:
-				*d = (struct reg){ .v = v };
+				*d = (struct reg){.v = v};
 				break;
 			case BPF_PSEUDO_MAP_FD:
 			case BPF_PSEUDO_MAP_IDX:
-				*d = (struct reg){ .kind = K_MAP, .v = (uint32_t)i->imm };
+				*d = (struct reg){.kind = K_MAP, .v = (uint32_t)i->imm};
 				break;
 			case BPF_PSEUDO_MAP_VALUE:
 			case BPF_PSEUDO_MAP_IDX_VALUE: {
 				/* Direct value access: element 0 of an array map (global data). */
 				uint32_t zero = 0;
-				uint8_t kbuf[BPFVM_MAP_KEY_MAX] = { 0 };
+				uint8_t kbuf[BPFVM_MAP_KEY_MAX] = {0};
 				const void *val = NULL;
 
 				memcpy(kbuf, &zero, sizeof(zero));
 				if (env && env->map_lookup)
-					val = env->map_lookup(env->userdata, (uint32_t)i->imm, kbuf);
+					val =
+					    env->map_lookup(env->userdata, (uint32_t)i->imm, kbuf);
 				if (!val) {
 					r = error_set(-EOPNOTSUPP,
-						      "instruction %zu: reads global data of map %u, which is not available",
+						      "instruction %zu: reads global data of map "
+						      "%u, which is not available",
 						      pc, (unsigned)i->imm);
 					goto out;
 				}
@@ -802,9 +867,10 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 				break;
 			}
 			default:
-				r = error_set(-EOPNOTSUPP,
-					      "instruction %zu: ld_imm64 of a kernel object (pseudo %u)", pc,
-					      i->src_reg);
+				r = error_set(
+				    -EOPNOTSUPP,
+				    "instruction %zu: ld_imm64 of a kernel object (pseudo %u)", pc,
+				    i->src_reg);
 				goto out;
 			}
 			pc += 2;
@@ -835,7 +901,9 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 			if (op == BPF_EXIT) {
 				if (vm->depth == 0) {
 					if (vm->r[0].kind != K_SCALAR) {
-						r = error_set(-EINVAL, "instruction %zu: returns a pointer", pc);
+						r = error_set(-EINVAL,
+							      "instruction %zu: returns a pointer",
+							      pc);
 						goto out;
 					}
 					*ret_r0 = vm->r[0].v;
@@ -852,7 +920,9 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 			if (op == BPF_CALL) {
 				if (i->src_reg == BPF_PSEUDO_CALL) {
 					if (vm->depth + 1 >= MAX_FRAMES) {
-						r = error_set(-EINVAL, "instruction %zu: calls nested too deep", pc);
+						r = error_set(
+						    -EINVAL,
+						    "instruction %zu: calls nested too deep", pc);
 						goto out;
 					}
 					vm->frames[vm->depth].ret_pc = pc + 1;
@@ -860,29 +930,34 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 						vm->frames[vm->depth].saved[k] = vm->r[6 + k];
 					vm->depth++;
 					vm->r[10].off += STACK_FRAME;
-					pc = (size_t)((int64_t)pc + 1 + i->imm);
+					pc = (size_t)((int64_t)pc + 1 + call_offset(i));
 					continue;
 				}
 				if (i->src_reg != 0) {
-					r = error_set(-EOPNOTSUPP, "instruction %zu: calls a kernel function (kfunc)",
-						      pc);
+					r = error_set(
+					    -EOPNOTSUPP,
+					    "instruction %zu: calls a kernel function (kfunc)", pc);
 					goto out;
 				}
 				r = do_call(vm, insns, n, pc, env);
 				break;
 			}
 			if (op == BPF_JA) {
-				pc = (size_t)((int64_t)pc + 1 + (cls == BPF_JMP32 ? i->imm : i->off));
+				pc = (size_t)((int64_t)pc + 1 +
+					      (cls == BPF_JMP32 ? i->imm : i->off));
 				continue;
 			}
 			{
 				const struct reg *d = &vm->r[i->dst_reg];
 				uint64_t a = reg_value(d);
-				uint64_t b = BPF_SRC(i->code) == BPF_X ? reg_value(&vm->r[i->src_reg]) :
-									 (uint64_t)(int64_t)i->imm;
-				uint8_t tb = BPF_SRC(i->code) == BPF_X ? vm->r[i->src_reg].taint : 0;
+				uint64_t b = BPF_SRC(i->code) == BPF_X
+						 ? reg_value(&vm->r[i->src_reg])
+						 : (uint64_t)(int64_t)i->imm;
+				uint8_t tb =
+				    BPF_SRC(i->code) == BPF_X ? vm->r[i->src_reg].taint : 0;
 				if (trace && trace->compare && (d->taint | tb))
-					trace->compare(trace->userdata, op, cls == BPF_JMP32, a, d->taint, b, tb);
+					trace->compare(trace->userdata, op, cls == BPF_JMP32, a,
+						       d->taint, b, tb);
 				if (jmp_taken(op, a, b, cls == BPF_JMP32)) {
 					pc = (size_t)((int64_t)pc + 1 + i->off);
 					continue;
@@ -891,7 +966,8 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 			r = 0;
 			break;
 		default:
-			r = error_set(-EINVAL, "instruction %zu: unknown opcode 0x%02x", pc, i->code);
+			r = error_set(-EINVAL, "instruction %zu: unknown opcode 0x%02x", pc,
+				      i->code);
 		}
 		if (r < 0)
 			goto out;

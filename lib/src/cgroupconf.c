@@ -16,10 +16,10 @@
 enum ktype {
 	K_BOOL,
 	K_PERCENT,
-	K_MSEC,     /* unsigned, optional k suffix (x1024) as Slurm's integer keys */
-	K_MIB,      /* uint64 MiB, same syntax */
-	K_STRING,   /* with a checker */
-	K_LIST,     /* EnableExtraControllers */
+	K_MSEC,	  /* unsigned, optional k suffix (x1024) as Slurm's integer keys */
+	K_MIB,	  /* uint64 MiB, same syntax */
+	K_STRING, /* with a checker */
+	K_LIST,	  /* EnableExtraControllers */
 	K_DEVPROG,
 };
 
@@ -43,7 +43,7 @@ static int check_abs_path(const char *v, char **ret, const char **why)
 
 static int check_plugin(const char *v, char **ret, const char **why)
 {
-	static const char *const ok[] = { "autodetect", "cgroup/v2", "cgroup/v1", "disabled", NULL };
+	static const char *const ok[] = {"autodetect", "cgroup/v2", "cgroup/v1", "disabled", NULL};
 
 	for (size_t i = 0; ok[i]; i++)
 		if (strcaseeq(v, ok[i]))
@@ -97,14 +97,16 @@ static int check_root(const char *v, char **ret, const char **why)
 	while (n > 0 && s[n - 1] == '/')
 		s[--n] = '\0';
 	if (n == 0) {
-		*why = "expected a cgroup path below the cgroup v2 mount, such as system.slice/jobcg.scope";
+		*why = "expected a cgroup path below the cgroup v2 mount, such as "
+		       "system.slice/jobcg.scope";
 		return -EINVAL;
 	}
 	for (p = s; p;) {
 		char *slash = strchr(p, '/');
 		size_t len = slash ? (size_t)(slash - p) : strlen(p);
 
-		if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.')) {
+		if (len == 0 || (len == 1 && p[0] == '.') ||
+		    (len == 2 && p[0] == '.' && p[1] == '.')) {
 			*why = "'.', '..' and empty components are not allowed in a cgroup path";
 			return -EINVAL;
 		}
@@ -118,30 +120,30 @@ static int check_root(const char *v, char **ret, const char **why)
 
 /* Slurm's current keys, then jobcg's (the order `jobcg config` shows). */
 static const struct key_def keys[] = {
-	{ "CgroupMountpoint", K_STRING, OFF(mountpoint), check_abs_path },
-	{ "CgroupPlugin", K_STRING, OFF(plugin), check_plugin },
-	{ "CgroupSlice", K_STRING, OFF(slice), check_slice },
-	{ "CgroupJobIdPaths", K_BOOL, OFF(job_id_paths) },
-	{ "SystemdTimeout", K_MSEC, OFF(systemd_timeout_ms) },
-	{ "IgnoreSystemd", K_BOOL, OFF(ignore_systemd) },
-	{ "IgnoreSystemdOnFailure", K_BOOL, OFF(ignore_systemd_on_failure) },
-	{ "EnableControllers", K_BOOL, OFF(enable_controllers) },
-	{ "EnableExtraControllers", K_LIST, OFF(enable_extra_controllers) },
-	{ "AllowedRAMSpace", K_PERCENT, OFF(allowed_ram_space) },
-	{ "AllowedSwapSpace", K_PERCENT, OFF(allowed_swap_space) },
-	{ "ConstrainCores", K_BOOL, OFF(constrain_cores) },
-	{ "ConstrainDevices", K_BOOL, OFF(constrain_devices) },
-	{ "ConstrainRAMSpace", K_BOOL, OFF(constrain_ram_space) },
-	{ "ConstrainSwapSpace", K_BOOL, OFF(constrain_swap_space) },
-	{ "MaxRAMPercent", K_PERCENT, OFF(max_ram_percent) },
-	{ "MaxSwapPercent", K_PERCENT, OFF(max_swap_percent) },
-	{ "MinRAMSpace", K_MIB, OFF(min_ram_space_mb) },
-	{ "SignalChildrenProcesses", K_BOOL, OFF(signal_children_processes) },
-	{ "JobcgRoot", K_STRING, OFF(tree_root), check_root },
-	{ "JobcgScope", K_STRING, OFF(scope_name), check_scope },
-	{ "DeviceProgram", K_DEVPROG, OFF(device_program) },
-	{ "BpfPinDir", K_STRING, OFF(bpf_pin_dir), check_abs_path },
-	{ "StateDir", K_STRING, OFF(state_dir), check_abs_path },
+    {"CgroupMountpoint", K_STRING, OFF(mountpoint), check_abs_path},
+    {"CgroupPlugin", K_STRING, OFF(plugin), check_plugin},
+    {"CgroupSlice", K_STRING, OFF(slice), check_slice},
+    {"CgroupJobIdPaths", K_BOOL, OFF(job_id_paths)},
+    {"SystemdTimeout", K_MSEC, OFF(systemd_timeout_ms)},
+    {"IgnoreSystemd", K_BOOL, OFF(ignore_systemd)},
+    {"IgnoreSystemdOnFailure", K_BOOL, OFF(ignore_systemd_on_failure)},
+    {"EnableControllers", K_BOOL, OFF(enable_controllers)},
+    {"EnableExtraControllers", K_LIST, OFF(enable_extra_controllers)},
+    {"AllowedRAMSpace", K_PERCENT, OFF(allowed_ram_space)},
+    {"AllowedSwapSpace", K_PERCENT, OFF(allowed_swap_space)},
+    {"ConstrainCores", K_BOOL, OFF(constrain_cores)},
+    {"ConstrainDevices", K_BOOL, OFF(constrain_devices)},
+    {"ConstrainRAMSpace", K_BOOL, OFF(constrain_ram_space)},
+    {"ConstrainSwapSpace", K_BOOL, OFF(constrain_swap_space)},
+    {"MaxRAMPercent", K_PERCENT, OFF(max_ram_percent)},
+    {"MaxSwapPercent", K_PERCENT, OFF(max_swap_percent)},
+    {"MinRAMSpace", K_MIB, OFF(min_ram_space_mb)},
+    {"SignalChildrenProcesses", K_BOOL, OFF(signal_children_processes)},
+    {"JobcgRoot", K_STRING, OFF(tree_root), check_root},
+    {"JobcgScope", K_STRING, OFF(scope_name), check_scope},
+    {"DeviceProgram", K_DEVPROG, OFF(device_program)},
+    {"BpfPinDir", K_STRING, OFF(bpf_pin_dir), check_abs_path},
+    {"StateDir", K_STRING, OFF(state_dir), check_abs_path},
 };
 _Static_assert(ELEMENTSOF(keys) <= CGROUP_MAX_KEYS, "raise CGROUP_MAX_KEYS");
 
@@ -149,24 +151,26 @@ _Static_assert(ELEMENTSOF(keys) <= CGROUP_MAX_KEYS, "raise CGROUP_MAX_KEYS");
 static const struct {
 	const char *name, *why;
 } ignored[] = {
-	{ "CgroupAutomount", "jobcg never mounts cgroup file systems (defunct since Slurm 23.11)" },
-	{ "CgroupReleaseAgentDir", "release agents exist only in cgroup v1 (removed in Slurm 22.05)" },
-	{ "CgroupReleaseAgent", "release agents exist only in cgroup v1 (Slurm 2.2)" },
-	{ "CgroupMountOptions", "jobcg never mounts cgroup file systems (Slurm 2.2)" },
-	{ "CgroupSubsystems", "cgroup v1 only (Slurm 17.02 and older)" },
-	{ "UserCgroupParams", "raw cgroup v1 parameters (Slurm 2.2)" },
-	{ "JobCgroupParams", "raw cgroup v1 parameters (Slurm 2.2)" },
-	{ "JobStepCgroupParams", "raw cgroup v1 parameters (Slurm 2.2)" },
-	{ "TaskAffinity", "CPU binding is not done from cgroup.conf (removed in Slurm 22.05)" },
-	{ "AllowedKmemSpace", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)" },
-	{ "MaxKmemPercent", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)" },
-	{ "MinKmemSpace", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)" },
-	{ "ConstrainKmemSpace", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)" },
-	{ "AllowedDevicesFile", "devices other than the gres.conf ones are always allowed (obsolete in Slurm)" },
-	{ "MemoryLimitEnforcement", "never read by any Slurm cgroup plugin" },
-	{ "MemoryLimitThreshold", "never read by any Slurm cgroup plugin" },
-	{ "RootOwnedCgroups", "cgroup v1 only (Slurm 23.02)" },
-	{ "MemorySwappiness", "cgroup v2 has no per-cgroup swappiness, so it does nothing here" },
+    {"CgroupAutomount", "jobcg never mounts cgroup file systems (defunct since Slurm 23.11)"},
+    {"CgroupReleaseAgentDir", "release agents exist only in cgroup v1 (removed in Slurm 22.05)"},
+    {"CgroupReleaseAgent", "release agents exist only in cgroup v1 (Slurm 2.2)"},
+    {"CgroupMountOptions", "jobcg never mounts cgroup file systems (Slurm 2.2)"},
+    {"CgroupSubsystems", "cgroup v1 only (Slurm 17.02 and older)"},
+    {"UserCgroupParams", "raw cgroup v1 parameters (Slurm 2.2)"},
+    {"JobCgroupParams", "raw cgroup v1 parameters (Slurm 2.2)"},
+    {"JobStepCgroupParams", "raw cgroup v1 parameters (Slurm 2.2)"},
+    {"TaskAffinity", "CPU binding is not done from cgroup.conf (removed in Slurm 22.05)"},
+    {"AllowedKmemSpace", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)"},
+    {"MaxKmemPercent", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)"},
+    {"MinKmemSpace", "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)"},
+    {"ConstrainKmemSpace",
+     "cgroup v2 has no separate kernel memory limit (removed in Slurm 23.11)"},
+    {"AllowedDevicesFile",
+     "devices other than the gres.conf ones are always allowed (obsolete in Slurm)"},
+    {"MemoryLimitEnforcement", "never read by any Slurm cgroup plugin"},
+    {"MemoryLimitThreshold", "never read by any Slurm cgroup plugin"},
+    {"RootOwnedCgroups", "cgroup v1 only (Slurm 23.02)"},
+    {"MemorySwappiness", "cgroup v2 has no per-cgroup swappiness, so it does nothing here"},
 };
 
 void confload_warn(struct confload *l, const char *file, unsigned line, const char *fmt, ...)
@@ -193,13 +197,13 @@ void confload_warn(struct confload *l, const char *file, unsigned line, const ch
 int cgroup_conf_defaults(struct jobcg_cgroup_conf *cg)
 {
 	*cg = (struct jobcg_cgroup_conf){
-		.systemd_timeout_ms = 1000,
-		.allowed_ram_space = 100,
-		.allowed_swap_space = 0,
-		.max_ram_percent = 100,
-		.max_swap_percent = 100,
-		.min_ram_space_mb = 30,
-		.device_program = JOBCG_DEVPROG_NODE,
+	    .systemd_timeout_ms = 1000,
+	    .allowed_ram_space = 100,
+	    .allowed_swap_space = 0,
+	    .max_ram_percent = 100,
+	    .max_swap_percent = 100,
+	    .min_ram_space_mb = 30,
+	    .device_program = JOBCG_DEVPROG_NODE,
 	};
 	cg->plugin = strdup("autodetect");
 	cg->slice = strdup("system.slice");
@@ -225,7 +229,8 @@ void cgroup_conf_done(struct jobcg_cgroup_conf *cg)
 
 static int parse_bool(const char *v, bool *ret)
 {
-	static const char *const yes[] = { "yes", "true", "up", "1" }, *const no[] = { "no", "false", "down", "0" };
+	static const char *const yes[] = {"yes", "true", "up", "1"}, *const no[] = {"no", "false",
+										    "down", "0"};
 
 	for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
 		if (strcaseeq(v, yes[i])) {
@@ -268,7 +273,8 @@ static int parse_uint_k(const char *v, uint64_t max, uint64_t *ret)
 	if (!isdigit((unsigned char)*p))
 		return -EINVAL;
 	for (; isdigit((unsigned char)*p); p++)
-		if (__builtin_mul_overflow(x, 10, &x) || __builtin_add_overflow(x, (uint64_t)(*p - '0'), &x))
+		if (__builtin_mul_overflow(x, 10, &x) ||
+		    __builtin_add_overflow(x, (uint64_t)(*p - '0'), &x))
 			return -ERANGE;
 	if (*p == 'k' || *p == 'K') {
 		if (__builtin_mul_overflow(x, 1024, &x))
@@ -296,9 +302,10 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 		bool b;
 
 		if (parse_bool(v, &b) < 0)
-			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
-					    "%s: expected yes or no (or true/false, up/down, 1/0), found '%s'",
-					    k->name, v);
+			return error_set_at(
+			    -EINVAL, st->file, pr->vline, pr->vcol,
+			    "%s: expected yes or no (or true/false, up/down, 1/0), found '%s'",
+			    k->name, v);
 		*(bool *)field = b;
 		return 0;
 	}
@@ -307,7 +314,8 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 
 		if (parse_percent(v, &d) < 0)
 			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
-					    "%s: expected a percentage such as 100 or 99.5 (or UNLIMITED), found '%s'",
+					    "%s: expected a percentage such as 100 or 99.5 (or "
+					    "UNLIMITED), found '%s'",
 					    k->name, v);
 		*(double *)field = d;
 		return 0;
@@ -318,9 +326,11 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 
 		r = parse_uint_k(v, k->type == K_MSEC ? UINT32_MAX : UINT64_MAX, &x);
 		if (r < 0)
-			return error_set_at(r, st->file, pr->vline, pr->vcol, "%s: %s, found '%s'", k->name,
-					    r == -ERANGE ? "value too large" :
-					    "expected a whole number (optionally with a k suffix)", v);
+			return error_set_at(
+			    r, st->file, pr->vline, pr->vcol, "%s: %s, found '%s'", k->name,
+			    r == -ERANGE ? "value too large"
+					 : "expected a whole number (optionally with a k suffix)",
+			    v);
 		if (k->type == K_MSEC)
 			*(unsigned *)field = (unsigned)x;
 		else
@@ -335,13 +345,14 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 		if (r == -ENOMEM)
 			return r;
 		if (r < 0)
-			return error_set_at(r, st->file, pr->vline, pr->vcol, "%s: %s, found '%s'", k->name,
-					    why ? why : "invalid value", v);
+			return error_set_at(r, st->file, pr->vline, pr->vcol, "%s: %s, found '%s'",
+					    k->name, why ? why : "invalid value", v);
 		free(*(char **)field);
 		*(char **)field = norm;
 		if (k->off == OFF(plugin) && streq(norm, "cgroup/v1"))
 			confload_warn(l, st->file, pr->line,
-				      "CgroupPlugin=cgroup/v1: jobcg works on cgroup v2 only and will use it");
+				      "CgroupPlugin=cgroup/v1: jobcg works on cgroup v2 only and "
+				      "will use it");
 		return 0;
 	}
 	case K_LIST: {
@@ -353,7 +364,8 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 			for (const char *q = *p; *q; q++)
 				if (!islower((unsigned char)*q) && *q != '_')
 					return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
-							    "%s: expected cgroup controller names such as io,misc, found '%s'",
+							    "%s: expected cgroup controller names "
+							    "such as io,misc, found '%s'",
 							    k->name, *p);
 		strv_free(*(char ***)field);
 		if (!v2[0]) {
@@ -370,7 +382,8 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 			cg->device_program = JOBCG_DEVPROG_LINEAR;
 		else
 			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
-					    "DeviceProgram: expected node or linear, found '%s'", v);
+					    "DeviceProgram: expected node or linear, found '%s'",
+					    v);
 		return 0;
 	}
 	return -EINVAL;
@@ -384,20 +397,22 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 	size_t n = 0;
 
 	if (st->npairs > 1)
-		return error_set_at(-EINVAL, st->file, st->pairs[1].line, st->pairs[1].col,
-				    "cgroup.conf takes one Key=Value per line (found '%s=' after %s=%s)",
-				    st->pairs[1].key, pr->key, pr->value);
+		return error_set_at(
+		    -EINVAL, st->file, st->pairs[1].line, st->pairs[1].col,
+		    "cgroup.conf takes one Key=Value per line (found '%s=' after %s=%s)",
+		    st->pairs[1].key, pr->key, pr->value);
 	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
 		if (!strcaseeq(pr->key, keys[i].name))
 			continue;
 		if (l->cg_origin[i].line)
-			confload_warn(l, st->file, pr->line,
-				      "%s specified more than once (also at %s:%u), the latest value is used",
-				      keys[i].name, l->cg_origin[i].file, l->cg_origin[i].line);
+			confload_warn(
+			    l, st->file, pr->line,
+			    "%s specified more than once (also at %s:%u), the latest value is used",
+			    keys[i].name, l->cg_origin[i].file, l->cg_origin[i].line);
 		int r = set_value(l, st, &keys[i], pr);
 		if (r < 0)
 			return r;
-		l->cg_origin[i] = (struct jobcg_origin){ st->file, pr->line };
+		l->cg_origin[i] = (struct jobcg_origin){st->file, pr->line};
 		return 0;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(ignored); i++) {
@@ -405,7 +420,8 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 			continue;
 		if (streq(ignored[i].name, "MemorySwappiness"))
 			l->c->cgroup.memory_swappiness_set = true;
-		confload_warn(l, st->file, pr->line, "%s is ignored: %s", ignored[i].name, ignored[i].why);
+		confload_warn(l, st->file, pr->line, "%s is ignored: %s", ignored[i].name,
+			      ignored[i].why);
 		return 0;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
@@ -416,18 +432,20 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 	const char *sugg = conf_suggest(pr->key, cands);
 	if (sugg)
 		return error_set_at(-EINVAL, st->file, pr->line, pr->col,
-				    "unknown cgroup.conf key '%s' (did you mean '%s'?)", pr->key, sugg);
+				    "unknown cgroup.conf key '%s' (did you mean '%s'?)", pr->key,
+				    sugg);
 	return error_set_at(-EINVAL, st->file, pr->line, pr->col,
-			    "unknown cgroup.conf key '%s' (see jobcg-cgroup.conf(5) for the keys)", pr->key);
+			    "unknown cgroup.conf key '%s' (see jobcg-cgroup.conf(5) for the keys)",
+			    pr->key);
 }
 
 int cgroup_conf_parse(struct confload *l, const char *path, const char *buf, size_t len)
 {
 	struct conf_parser p = {
-		.fn = on_stmt,
-		.userdata = l,
-		.no_include = l->no_include,
-		.files = &l->c->files,
+	    .fn = on_stmt,
+	    .userdata = l,
+	    .no_include = l->no_include,
+	    .files = &l->c->files,
 	};
 	int r;
 
@@ -511,9 +529,9 @@ int cgroup_conf_finish(struct confload *l)
 		const char *env, *origin, *key;
 		size_t off;
 	} envs[] = {
-		{ "JOBCG_ROOT", "env:JOBCG_ROOT", "JobcgRoot", OFF(tree_root) },
-		{ "JOBCG_BPF_PIN_DIR", "env:JOBCG_BPF_PIN_DIR", "BpfPinDir", OFF(bpf_pin_dir) },
-		{ "JOBCG_STATE_DIR", "env:JOBCG_STATE_DIR", "StateDir", OFF(state_dir) },
+	    {"JOBCG_ROOT", "env:JOBCG_ROOT", "JobcgRoot", OFF(tree_root)},
+	    {"JOBCG_BPF_PIN_DIR", "env:JOBCG_BPF_PIN_DIR", "BpfPinDir", OFF(bpf_pin_dir)},
+	    {"JOBCG_STATE_DIR", "env:JOBCG_STATE_DIR", "StateDir", OFF(state_dir)},
 	};
 
 	if (!(l->flags & JOBCG_CONFIG_NO_ENV))
@@ -533,10 +551,11 @@ int cgroup_conf_finish(struct confload *l)
 				if (r == -ENOMEM)
 					return r;
 				if (r < 0)
-					return error_set(r, "environment %s='%s': %s", envs[i].env, e, why);
+					return error_set(r, "environment %s='%s': %s", envs[i].env,
+							 e, why);
 				free(*field);
 				*field = norm;
-				l->cg_origin[k] = (struct jobcg_origin){ envs[i].origin, 0 };
+				l->cg_origin[k] = (struct jobcg_origin){envs[i].origin, 0};
 			}
 		}
 

@@ -179,6 +179,17 @@ static int remove_tree_depth(const char *dir, unsigned depth)
 
 	if (depth > TREE_MAX_DEPTH)
 		return error_set(-ELOOP, "cgroup tree below %s is too deep", dir);
+	/* Leaves (task and helper cgroups, most of a step) go with one rmdir: only a cgroup that
+	 * is busy (children, or a task still detaching) is listed, then retried by cgfs_rmdir. */
+	if (rmdir(dir) == 0) {
+		log_debug("removed %s", dir);
+		return 0;
+	}
+	if (errno == ENOENT)
+		return 0;
+	if (errno != EBUSY && errno != ENOTEMPTY)
+		return error_set(negative_errno(), "cannot remove cgroup %s: %s", dir,
+				 strerror(errno));
 	r = cgfs_children(dir, &kids);
 	if (r == -ENOENT)
 		return 0;
@@ -273,6 +284,9 @@ int cgfs_enable(const char *dir, unsigned want, unsigned *ret)
 	r = cgfs_controllers(dir, "cgroup.controllers", &avail);
 	if (r < 0)
 		return r;
+	/* Nothing wanted is offered here (a hybrid host's v2 tree): nothing to read or enable. */
+	if (!(want & avail) && !ret)
+		return 0;
 	r = cgfs_controllers(dir, "cgroup.subtree_control", &enabled);
 	if (r < 0)
 		return r;

@@ -27,7 +27,7 @@ JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c)
 }
 
 JOBCG_EXPORT const struct jobcg_config_entry *jobcg_config_entry(const struct jobcg_config *c,
-								  const char *key)
+								 const char *key)
 {
 	for (size_t i = 0; c && i < c->nentries; i++)
 		if (strcaseeq(c->entries[i].key, key))
@@ -50,7 +50,7 @@ static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 		struct jobcg_config **ret)
 {
 	struct jobcg_config *c = calloc(1, sizeof(*c));
-	struct confload l = { .c = c, .flags = flags, .no_include = bufs != NULL };
+	struct confload l = {.c = c, .flags = flags, .no_include = bufs != NULL};
 	int r;
 
 	if (!c)
@@ -58,6 +58,11 @@ static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 	r = cgroup_conf_defaults(&c->cgroup);
 	if (r < 0)
 		goto fail;
+	/* Slurm matches NodeName= against slurmd's node name, which need not be the host name:
+	 * JOBCG_NODENAME says which one this node is. */
+	if (!hostname && !(flags & JOBCG_CONFIG_NO_ENV) && getenv("JOBCG_NODENAME") &&
+	    *getenv("JOBCG_NODENAME"))
+		hostname = getenv("JOBCG_NODENAME");
 	c->hostname = hostname ? strdup(hostname) : default_hostname();
 	if (!c->hostname || (dir && !(c->config_dir = strdup(dir)))) {
 		r = -ENOMEM;
@@ -101,8 +106,8 @@ int config_load_buffers(const char *cgroup_buf, size_t cgroup_len, const char *g
 			size_t gres_len, const char *hostname, unsigned flags,
 			struct jobcg_config **ret)
 {
-	const char *bufs[2] = { cgroup_buf, gres_buf };
-	size_t lens[2] = { cgroup_len, gres_len };
+	const char *bufs[2] = {cgroup_buf, gres_buf};
+	size_t lens[2] = {cgroup_len, gres_len};
 
 	return load(cgroup_buf ? "cgroup.conf" : NULL, gres_buf ? "gres.conf" : NULL, NULL,
 		    hostname ? hostname : "node1", flags | JOBCG_CONFIG_NO_ENV, bufs, lens, ret);
@@ -127,10 +132,12 @@ JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname,
 		if (stat(dir, &st) < 0) {
 			int r = negative_errno();
 
-			return error_set_at(r, dir, 0, 0, "configuration directory: %s", strerror(-r));
+			return error_set_at(r, dir, 0, 0, "configuration directory: %s",
+					    strerror(-r));
 		}
 		if (!S_ISDIR(st.st_mode))
-			return error_set_at(-ENOTDIR, dir, 0, 0, "configuration directory: not a directory");
+			return error_set_at(-ENOTDIR, dir, 0, 0,
+					    "configuration directory: not a directory");
 	}
 	cg = strdup_printf("%s/cgroup.conf", dir);
 	gr = strdup_printf("%s/gres.conf", dir);

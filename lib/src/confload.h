@@ -1,4 +1,5 @@
-/* jobcg internal: state shared by the cgroup.conf and gres.conf readers while one configuration loads. */
+/* jobcg internal: state shared by the cgroup.conf and gres.conf readers while one configuration
+ * loads. */
 #pragma once
 
 #include <stdbool.h>
@@ -8,16 +9,16 @@
 #define CGROUP_MAX_KEYS 64
 
 struct confload {
-	struct jobcg_config *c;      /* being filled; freed by the caller on error */
-	unsigned flags;              /* JOBCG_CONFIG_* */
-	bool no_include;             /* fuzzing: Include is an error */
+	struct jobcg_config *c; /* being filled; freed by the caller on error */
+	unsigned flags;		/* JOBCG_CONFIG_* */
+	bool no_include;	/* fuzzing: Include is an error */
 	struct jobcg_origin cg_origin[CGROUP_MAX_KEYS]; /* per cgroup.conf key, table order */
-	void *gres;                  /* gresconf.c's cross-line state */
+	void *gres;					/* gresconf.c's cross-line state */
 };
 
 /* Record a warning "file:line: text" in c->warnings and log it. */
 void confload_warn(struct confload *l, const char *file, unsigned line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* cgroupconf.c */
 int cgroup_conf_defaults(struct jobcg_cgroup_conf *cg);

@@ -23,6 +23,7 @@ struct lchar {
 struct lbuf {
 	struct lchar *v;
 	size_t n, cap;
+	bool had_comment; /* a '#' cut the line: explains an "unterminated" quote */
 };
 
 struct open_file {
@@ -47,7 +48,7 @@ static int lbuf_push(struct lbuf *b, char c, unsigned line, unsigned col)
 		b->v = nv;
 		b->cap = ncap;
 	}
-	b->v[b->n++] = (struct lchar){ c, line, col };
+	b->v[b->n++] = (struct lchar){c, line, col};
 	return 0;
 }
 
@@ -85,6 +86,19 @@ static void pairs_free(struct conf_pair *pairs, size_t n)
 static int parse_file_at(struct ctx *c, const char *path, const char *from_file, unsigned from_line,
 			 unsigned from_col);
 
+/* An error inside an included file also says where it was included from. */
+static void add_include_context(const char *file, unsigned line)
+{
+	const struct jobcg_error *e = jobcg_last_error();
+	char efile[sizeof(e->file)], msg[sizeof(e->message)];
+
+	if (!e->code || streq(e->file, file))
+		return;
+	snprintf(efile, sizeof(efile), "%s", e->file);
+	snprintf(msg, sizeof(msg), "%s (included from %s:%u)", e->message, file, line);
+	error_set_at(e->code, efile, e->line, e->column, "%s", msg);
+}
+
 /* "Include FILE" at the start of a statement; returns 1 when handled, 0 when not an include. */
 static int handle_include(struct ctx *c, const char *file, const struct lbuf *b, size_t i)
 {
@@ -111,8 +125,9 @@ static int handle_include(struct ctx *c, const char *file, const struct lbuf *b,
 	while (i < b->n && is_space(b->v[i].c))
 		i++;
 	if (i < b->n)
-		return error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
-				    "unexpected text after the Include file name (one file per Include line)");
+		return error_set_at(
+		    -EINVAL, file, b->v[i].line, b->v[i].col,
+		    "unexpected text after the Include file name (one file per Include line)");
 	name = lbuf_dup(b, start, end);
 	if (!name)
 		return -ENOMEM;
@@ -121,17 +136,21 @@ static int handle_include(struct ctx *c, const char *file, const struct lbuf *b,
 				    "Include is not allowed here");
 	if (strchr(name, '*') || strchr(name, '?') || strchr(name, '['))
 		return error_set_at(-EINVAL, file, b->v[start].line, b->v[start].col,
-				    "Include '%s': wildcards are not supported, name one file", name);
+				    "Include '%s': wildcards are not supported, name one file",
+				    name);
 	if (name[0] == '/')
 		path = strdup(name);
 	else {
 		const char *slash = strrchr(file, '/');
 
-		path = slash ? strdup_printf("%.*s/%s", (int)(slash - file), file, name) : strdup(name);
+		path = slash ? strdup_printf("%.*s/%s", (int)(slash - file), file, name)
+			     : strdup(name);
 	}
 	if (!path)
 		return -ENOMEM;
 	int r = parse_file_at(c, path, file, b->v[start].line, b->v[start].col);
+	if (r < 0)
+		add_include_context(file, b->v[kw].line);
 	return r < 0 ? r : 1;
 }
 
@@ -156,8 +175,14 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 		struct conf_pair *np;
 
 		if (!is_key_char(b->v[i].c)) {
-			r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
-					 "expected Key=Value, found '%c'", b->v[i].c);
+			unsigned char ch = (unsigned char)b->v[i].c;
+
+			if (isprint(ch))
+				r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
+						 "expected Key=Value, found '%c'", ch);
+			else
+				r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
+						 "expected Key=Value, found byte 0x%02X", ch);
 			goto fail;
 		}
 		while (i < b->n && is_key_char(b->v[i].c))
@@ -167,7 +192,8 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 			i++;
 		if (i < b->n && strchr("-*+/", b->v[i].c) && i + 1 < b->n && b->v[i + 1].c == '=') {
 			r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
-					 "operator '%c=' is not supported here, use '='", b->v[i].c);
+					 "operator '%c=' is not supported here, use '='",
+					 b->v[i].c);
 			goto fail;
 		}
 		if (i >= b->n || b->v[i].c != '=') {
@@ -186,9 +212,10 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 		if (i >= b->n) {
 			_cleanup_free_ char *word = lbuf_dup(b, ks, ke);
 
-			r = error_set_at(-EINVAL, file, b->v[eq].line, b->v[eq].col,
-					 "missing value after '%s=' (write %s=\"\" for an empty value)",
-					 word ? word : "", word ? word : "");
+			r = error_set_at(
+			    -EINVAL, file, b->v[eq].line, b->v[eq].col,
+			    "missing value after '%s=' (write %s=\"\" for an empty value)",
+			    word ? word : "", word ? word : "");
 			goto fail;
 		}
 		if (b->v[i].c == '"') {
@@ -198,15 +225,20 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 			while (i < b->n && b->v[i].c != '"')
 				i++;
 			if (i >= b->n) {
-				r = error_set_at(-EINVAL, file, b->v[q].line, b->v[q].col,
-						 "unterminated quote (expected a closing '\"' on this line)");
+				r = error_set_at(
+				    -EINVAL, file, b->v[q].line, b->v[q].col,
+				    "unterminated quote (expected a closing '\"' on this line%s)",
+				    b->had_comment
+					? "; '#' starts a comment even inside quotes, write \\#"
+					: "");
 				goto fail;
 			}
 			ve = i++;
 			if (i < b->n && !is_space(b->v[i].c)) {
-				r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
-						 "expected white space after the closing quote, found '%c'",
-						 b->v[i].c);
+				r = error_set_at(
+				    -EINVAL, file, b->v[i].line, b->v[i].col,
+				    "expected white space after the closing quote, found '%c'",
+				    b->v[i].c);
 				goto fail;
 			}
 			pr.quoted = true;
@@ -225,7 +257,8 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 					_cleanup_free_ char *word = lbuf_dup(b, ks, ke);
 
 					r = error_set_at(-EINVAL, file, b->v[eq].line, b->v[eq].col,
-							 "missing value after '%s=' (the next word is another key)",
+							 "missing value after '%s=' (the next word "
+							 "is another key)",
 							 word ? word : "");
 					goto fail;
 				}
@@ -267,10 +300,10 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 	}
 
 	struct conf_stmt st = {
-		.file = file,
-		.line = b->v[0].line,
-		.pairs = pairs,
-		.npairs = npairs,
+	    .file = file,
+	    .line = b->v[0].line,
+	    .pairs = pairs,
+	    .npairs = npairs,
 	};
 	r = c->p->fn(&st, c->p->userdata);
 fail:
@@ -282,6 +315,10 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 {
 	struct lbuf raw = {}, esc = {};
 	size_t pos = 0;
+
+	/* An editor's UTF-8 byte order mark is not part of the first key. */
+	if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+		pos = 3;
 	unsigned line = 0;
 	int r = 0;
 
@@ -299,11 +336,13 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 		for (size_t k = pos; k < tend; k++) {
 			if (buf[k] == '#' && bs % 2 == 0) {
 				cut = k;
+				raw.had_comment = true;
 				break;
 			}
 			bs = buf[k] == '\\' ? bs + 1 : 0;
 		}
-		/* An odd number of trailing backslashes (white space after them allowed) continues. */
+		/* An odd number of trailing backslashes (white space after them allowed) continues.
+		 */
 		size_t k = cut;
 		while (k > pos && is_space(buf[k - 1]))
 			k--;
@@ -327,6 +366,7 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 
 		/* Backslash escapes: "\x" is "x" (so "\\" is a backslash and "\#" a '#'). */
 		esc.n = 0;
+		esc.had_comment = raw.had_comment;
 		for (size_t j = 0; j < raw.n; j++) {
 			if (raw.v[j].c == '\\') {
 				if (++j >= raw.n)
@@ -342,6 +382,7 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 				goto out;
 		}
 		raw.n = 0;
+		raw.had_comment = false;
 	}
 out:
 	free(raw.v);
@@ -406,11 +447,13 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 			return 1; /* top-level file missing: the caller uses defaults */
 		if (from_file)
 			return error_set_at(r, from_file, from_line, from_col,
-					    "cannot read included file '%s': %s", path, strerror(-r));
+					    "cannot read included file '%s': %s", path,
+					    strerror(-r));
 		return error_set_at(r, path, 0, 0, "cannot open: %s", strerror(-r));
 	}
 	if (fstat(fd, &st) < 0)
-		return error_set_at(negative_errno(), path, 0, 0, "cannot stat: %s", strerror(errno));
+		return error_set_at(negative_errno(), path, 0, 0, "cannot stat: %s",
+				    strerror(errno));
 	if (!S_ISREG(st.st_mode)) {
 		if (from_file)
 			return error_set_at(-EINVAL, from_file, from_line, from_col,
@@ -445,14 +488,14 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 
 int conf_parse_file(const struct conf_parser *p, const char *path)
 {
-	struct ctx c = { .p = p };
+	struct ctx c = {.p = p};
 
 	return parse_file_at(&c, path, NULL, 0, 0);
 }
 
 int conf_parse_buffer(const struct conf_parser *p, const char *name, const char *buf, size_t len)
 {
-	struct ctx c = { .p = p };
+	struct ctx c = {.p = p};
 
 	return parse_buffer(&c, name, buf, len);
 }
@@ -472,7 +515,8 @@ unsigned conf_edit_distance(const char *a, const char *b)
 		row[0] = (unsigned)i;
 		for (size_t j = 1; j <= lb; j++) {
 			unsigned cur = row[j];
-			unsigned cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+			unsigned cost =
+			    tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
 			unsigned v = prev + cost;
 
 			if (row[j] + 1 < v)

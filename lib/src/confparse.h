@@ -1,4 +1,5 @@
-/* jobcg internal: Slurm's configuration line grammar (s_p_parse_file), shared by cgroup.conf and gres.conf. */
+/* jobcg internal: Slurm's configuration line grammar (s_p_parse_file), shared by cgroup.conf and
+ * gres.conf. */
 #pragma once
 
 #include <stdbool.h>
@@ -6,17 +7,17 @@
 
 /* One Key=Value of a statement, with where it was written (for errors). */
 struct conf_pair {
-	char *key;           /* as written (compare case-insensitively) */
-	char *value;         /* quotes and backslash escapes removed; "" allowed when quoted */
-	unsigned line, col;  /* physical line and 1-based column of the key */
+	char *key;	      /* as written (compare case-insensitively) */
+	char *value;	      /* quotes and backslash escapes removed; "" allowed when quoted */
+	unsigned line, col;   /* physical line and 1-based column of the key */
 	unsigned vline, vcol; /* of the value's first character (inside the quotes) */
 	bool quoted;
 };
 
 /* One logical line (physical lines joined by a trailing backslash) holding Key=Value pairs. */
 struct conf_stmt {
-	const char *file;    /* path as shown to the user; lives as long as the parse */
-	unsigned line;       /* first physical line */
+	const char *file; /* path as shown to the user; lives as long as the parse */
+	unsigned line;	  /* first physical line */
 	struct conf_pair *pairs;
 	size_t npairs;
 };
@@ -27,8 +28,8 @@ typedef int (*conf_stmt_fn)(const struct conf_stmt *st, void *userdata);
 struct conf_parser {
 	conf_stmt_fn fn;
 	void *userdata;
-	bool no_include;     /* "Include" is an error (fuzzing: never open files) */
-	char ***files;       /* when set, every file read is appended (paths as shown) */
+	bool no_include; /* "Include" is an error (fuzzing: never open files) */
+	char ***files;	 /* when set, every file read is appended (paths as shown) */
 };
 
 /* Largest configuration file read (including each included file). */
@@ -52,4 +53,4 @@ unsigned conf_edit_distance(const char *a, const char *b);
 const char *conf_suggest(const char *word, const char *const *candidates);
 /** Re-raise the error record left by a value parser (column relative to the value) at @pr. */
 int conf_reraise(int r, const char *file, const struct conf_pair *pr, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));

@@ -5,6 +5,7 @@
 
 #include "cgroupfs.h"
 #include "ctx.h"
+#include "discover.h"
 #include "log.h"
 #include "scope_choose.h"
 #include "util.h"
@@ -41,7 +42,7 @@ JOBCG_EXPORT int jobcg_ctx_open(const struct jobcg_config *conf, unsigned flags,
 	c->flags = flags;
 	c->lock_fd = -1;
 	c->want = ctx_wanted_controllers(conf);
-	r = jobcg_sysinfo_probe(conf, &c->info);
+	r = discover_probe_for_ctx(conf, &c->info);
 	if (r < 0) {
 		free(c);
 		return r;
@@ -124,11 +125,16 @@ JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 		ctx->lock_depth++;
 		return 0;
 	}
-	r = mkdir_parents(ctx->lock_path);
-	if (r < 0)
-		return error_set(r, "cannot create the state directory for %s: %s", ctx->lock_path,
-				 strerror(-r));
 	fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		/* Only the first lock on a node finds no state directory: every step takes this
+		 * lock twice, so the directory is not made (mkdir per component) on each. */
+		r = mkdir_parents(ctx->lock_path);
+		if (r < 0)
+			return error_set(r, "cannot create the state directory for %s: %s",
+					 ctx->lock_path, strerror(-r));
+		fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	}
 	if (fd < 0)
 		return error_set(negative_errno(), "cannot open lock file %s: %s", ctx->lock_path,
 				 strerror(errno));

@@ -1,6 +1,8 @@
 /* jobcg: decode a device program by executing it on one request from every cell of the input
  * space that its own comparisons define, then compress the answers into device rules. */
+#include <ctype.h>
 #include <errno.h>
+#include <json-c/json.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,17 +14,17 @@
 #include "util.h"
 
 #define DEFAULT_STEPS 100000
-#define MAX_RUNS 20000000ull /* executions per decode; beyond that the input space is refused */
-#define MAX_ROUNDS 64        /* rounds of constant discovery */
-#define ENUM_LIMIT 256       /* a cell this small is listed value by value */
-#define N_TYPES 2
+#define MAX_RUNS      20000000ull /* executions per decode; beyond that the input space is refused */
+#define MAX_ROUNDS    64	  /* rounds of constant discovery */
+#define ENUM_LIMIT    256	  /* a cell this small is listed value by value */
+#define N_TYPES	      2
 
 /* The access values the kernel passes: none, m, r, w, rw (mknod never combines with r/w). */
-static const unsigned accesses[] = { 0, 1, 2, 4, 6 };
+static const unsigned accesses[] = {0, 1, 2, 4, 6};
 #define MASK_BIT(acc) (1u << (acc)) /* bit per access value in a cell's allow mask */
 
-static const uint32_t type_value[N_TYPES] = { 2, 1 }; /* BPF_DEVCG_DEV_CHAR, _BLOCK */
-static const char type_char[N_TYPES] = { 'c', 'b' };
+static const uint32_t type_value[N_TYPES] = {2, 1}; /* BPF_DEVCG_DEV_CHAR, _BLOCK */
+static const char type_char[N_TYPES] = {'c', 'b'};
 
 struct ncell {
 	uint32_t lo, hi;
@@ -93,7 +95,7 @@ static int pts_add(struct pts *p, uint32_t x)
 static void pts_done(struct pts *p)
 {
 	free(p->v);
-	*p = (struct pts){ 0 };
+	*p = (struct pts){0};
 }
 
 /* Cells of a point set: each point alone, and the gaps between points. */
@@ -111,12 +113,12 @@ static int pts_cells(const struct pts *p, struct range **ret, size_t *ret_n)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->v[i] > next)
-			c[n++] = (struct range){ (uint32_t)next, p->v[i] - 1 };
-		c[n++] = (struct range){ p->v[i], p->v[i] };
+			c[n++] = (struct range){(uint32_t)next, p->v[i] - 1};
+		c[n++] = (struct range){p->v[i], p->v[i]};
 		next = (uint64_t)p->v[i] + 1;
 	}
 	if (next <= UINT32_MAX)
-		c[n++] = (struct range){ (uint32_t)next, UINT32_MAX };
+		c[n++] = (struct range){(uint32_t)next, UINT32_MAX};
 	*ret = c;
 	*ret_n = n;
 	return 0;
@@ -127,7 +129,7 @@ static void part_done(struct part *p)
 	for (size_t i = 0; i < p->nm; i++)
 		free(p->m[i].n);
 	free(p->m);
-	*p = (struct part){ 0 };
+	*p = (struct part){0};
 }
 
 JOBCG_EXPORT void jobcg_decoded_free(struct jobcg_decoded *d)
@@ -206,20 +208,21 @@ static void on_compare(void *u, uint8_t op, bool is32, uint64_t a, uint8_t ta, u
 static int run_one(struct explore *e, int type, uint32_t major, uint32_t minor, unsigned access,
 		   bool *ret_allow)
 {
-	struct bpfvm_trace tr = { on_compare, e };
+	struct bpfvm_trace tr = {on_compare, e};
 	uint64_t r0 = 0;
 	int r;
 
 	if (++e->runs > MAX_RUNS)
 		return error_set(-E2BIG,
-				 "the program needs more than %llu executions to decode (too many distinct devices)",
+				 "the program needs more than %llu executions to decode (too many "
+				 "distinct devices)",
 				 (unsigned long long)MAX_RUNS);
-	e->ctx = (struct bpfvm_devctx){ .access_type = (access << 16) | type_value[type],
-					.major = major, .minor = minor };
+	e->ctx = (struct bpfvm_devctx){
+	    .access_type = (access << 16) | type_value[type], .major = major, .minor = minor};
 	r = bpfvm_run_checked(e->insns, e->n, &e->ctx, &e->env, &tr, e->max_steps, &r0);
 	if (r < 0) {
-		jobcg_error_prefix("running the program on %c %u:%u access %u", type_char[type], major,
-				   minor, access);
+		jobcg_error_prefix("running the program on %c %u:%u access %u", type_char[type],
+				   major, minor, access);
 		return r;
 	}
 	if (e->err < 0)
@@ -233,7 +236,7 @@ static int run_one(struct explore *e, int type, uint32_t major, uint32_t minor, 
 static int explore_major(struct explore *e, int type, uint32_t major, struct pts *majors_found,
 			 struct mcell *ret)
 {
-	struct pts minors = { 0 };
+	struct pts minors = {0};
 	_cleanup_free_ struct range *cells = NULL;
 	size_t ncells = 0;
 	int r;
@@ -250,7 +253,8 @@ static int explore_major(struct explore *e, int type, uint32_t major, struct pts
 		size_t before = minors.n;
 
 		if (round >= MAX_ROUNDS) {
-			r = error_set(-E2BIG, "constants of the program did not settle after %d rounds",
+			r = error_set(-E2BIG,
+				      "constants of the program did not settle after %d rounds",
 				      MAX_ROUNDS);
 			goto out;
 		}
@@ -269,10 +273,11 @@ static int explore_major(struct explore *e, int type, uint32_t major, struct pts
 		e->majors_found = majors_found;
 		e->minors_found = &minors;
 		for (size_t c = 0; c < ncells; c++) {
-			ret->n[c] = (struct ncell){ cells[c].lo, cells[c].hi, 0 };
+			ret->n[c] = (struct ncell){cells[c].lo, cells[c].hi, 0};
 			for (size_t a = 0; a < ELEMENTSOF(accesses); a++) {
 				bool allow;
-				r = run_one(e, type, major, rep_of(cells[c].lo, cells[c].hi), accesses[a], &allow);
+				r = run_one(e, type, major, rep_of(cells[c].lo, cells[c].hi),
+					    accesses[a], &allow);
 				if (r < 0)
 					goto out;
 				if (allow)
@@ -290,7 +295,7 @@ out:
 
 static int explore_type(struct explore *e, int type, struct part *ret)
 {
-	struct pts majors = { 0 }, found = { 0 };
+	struct pts majors = {0}, found = {0};
 	_cleanup_free_ struct range *cells = NULL;
 	struct mcell *m = NULL;
 	size_t nm = 0, ncells = 0;
@@ -305,7 +310,8 @@ static int explore_type(struct explore *e, int type, struct part *ret)
 		struct mcell *nmc;
 
 		if (round >= MAX_ROUNDS) {
-			r = error_set(-E2BIG, "major numbers of the program did not settle after %d rounds",
+			r = error_set(-E2BIG,
+				      "major numbers of the program did not settle after %d rounds",
 				      MAX_ROUNDS);
 			goto out;
 		}
@@ -330,7 +336,8 @@ static int explore_type(struct explore *e, int type, struct part *ret)
 			}
 			nmc[c].lo = cells[c].lo;
 			nmc[c].hi = cells[c].hi;
-			r = explore_major(e, type, rep_of(cells[c].lo, cells[c].hi), &found, &nmc[c]);
+			r = explore_major(e, type, rep_of(cells[c].lo, cells[c].hi), &found,
+					  &nmc[c]);
 			if (r < 0) {
 				for (size_t k = 0; k <= c; k++)
 					free(nmc[k].n);
@@ -368,6 +375,8 @@ out:
 }
 
 /* ---- compression into rules ---- */
+
+static const struct ncell *find_ncell(const struct mcell *mc, uint32_t minor);
 
 /* Merge neighbouring cells that behave the same, so the largest cell is the real default. */
 static void merge_cells(struct part *p)
@@ -434,33 +443,13 @@ static unsigned mask_access(uint8_t allow)
 
 static char *access_str(unsigned acc, char buf[4])
 {
-	char *p = buf;
-	if (acc & JOBCG_DEV_ACC_READ)
-		*p++ = 'r';
-	if (acc & JOBCG_DEV_ACC_WRITE)
-		*p++ = 'w';
-	if (acc & JOBCG_DEV_ACC_MKNOD)
-		*p++ = 'm';
-	if (p == buf)
-		*p++ = '-';
-	*p = 0;
-	return buf;
+	return jobcg_devaccess_format(acc, buf);
 }
 
+/* Decoded rules are always allow rules, so this is devrule's format ("c 195:3 rw"). */
 JOBCG_EXPORT char *jobcg_decoded_rule_format(const struct jobcg_devrule *r, char *buf, size_t size)
 {
-	char maj[16], min[16], acc[4];
-
-	if (r->major == JOBCG_DEV_ANY)
-		snprintf(maj, sizeof(maj), "*");
-	else
-		snprintf(maj, sizeof(maj), "%u", r->major);
-	if (r->minor == JOBCG_DEV_ANY)
-		snprintf(min, sizeof(min), "*");
-	else
-		snprintf(min, sizeof(min), "%u", r->minor);
-	snprintf(buf, size, "%c %s:%s %s", r->type, maj, min, access_str(r->access, acc));
-	return buf;
+	return jobcg_devrule_format(r, buf, size);
 }
 
 static int add_line(struct jobcg_decoded *d, const struct jobcg_devrule *rule, char *note)
@@ -478,9 +467,9 @@ static int add_line(struct jobcg_decoded *d, const struct jobcg_devrule *rule, c
 	if (note) {
 		if (strv_push(&d->notes, note) < 0)
 			return -ENOMEM;
-		d->lines[d->nlines++] = (struct jobcg_decoded_line){ .note = note };
+		d->lines[d->nlines++] = (struct jobcg_decoded_line){.note = note};
 	} else
-		d->lines[d->nlines++] = (struct jobcg_decoded_line){ .rule = *rule };
+		d->lines[d->nlines++] = (struct jobcg_decoded_line){.rule = *rule};
 	return 0;
 }
 
@@ -493,13 +482,15 @@ static void spec(char *buf, size_t size, char type, uint64_t majlo, uint64_t maj
 	else if (majlo == majhi)
 		snprintf(a, sizeof(a), "%llu", (unsigned long long)majlo);
 	else
-		snprintf(a, sizeof(a), "%llu-%llu", (unsigned long long)majlo, (unsigned long long)majhi);
+		snprintf(a, sizeof(a), "%llu-%llu", (unsigned long long)majlo,
+			 (unsigned long long)majhi);
 	if (minlo == 0 && minhi == UINT32_MAX)
 		snprintf(b, sizeof(b), "*");
 	else if (minlo == minhi)
 		snprintf(b, sizeof(b), "%llu", (unsigned long long)minlo);
 	else
-		snprintf(b, sizeof(b), "%llu-%llu", (unsigned long long)minlo, (unsigned long long)minhi);
+		snprintf(b, sizeof(b), "%llu-%llu", (unsigned long long)minlo,
+			 (unsigned long long)minhi);
 	snprintf(buf, size, "%c %s:%s", type, a, b);
 }
 
@@ -510,10 +501,15 @@ static int combo_notes(struct jobcg_decoded *d, const char *where, uint8_t allow
 	int ret;
 
 	if (rw != (r && w)) {
-		char *n = rw ? strdup_printf("%s: read+write together is allowed, but %s alone is not", where,
-					     r ? "w" : w ? "r" : "r or w")
-			     : strdup_printf("%s: r and w are each allowed, but a read+write request is denied",
-					     where);
+		char *n =
+		    rw ? strdup_printf("%s: read+write together is allowed, but %s alone is not",
+				       where,
+				       r   ? "w"
+				       : w ? "r"
+					   : "r or w")
+		       : strdup_printf(
+			     "%s: r and w are each allowed, but a read+write request is denied",
+			     where);
 		if (!n || (ret = add_line(d, NULL, n)) < 0)
 			return -ENOMEM;
 	}
@@ -525,10 +521,14 @@ static int combo_notes(struct jobcg_decoded *d, const char *where, uint8_t allow
 	return 0;
 }
 
-static int emit_rule(struct jobcg_decoded *d, char type, uint32_t major, uint32_t minor, uint8_t allow)
+static int emit_rule(struct jobcg_decoded *d, char type, uint32_t major, uint32_t minor,
+		     uint8_t allow)
 {
-	struct jobcg_devrule rule = { .type = type, .major = major, .minor = minor,
-				      .access = mask_access(allow), .allow = true };
+	struct jobcg_devrule rule = {.type = type,
+				     .major = major,
+				     .minor = minor,
+				     .access = mask_access(allow),
+				     .allow = true};
 	char where[64];
 	int r = add_line(d, &rule, NULL);
 
@@ -539,8 +539,8 @@ static int emit_rule(struct jobcg_decoded *d, char type, uint32_t major, uint32_
 	return combo_notes(d, where, allow);
 }
 
-static int range_note(struct jobcg_decoded *d, char type, uint32_t majlo, uint32_t majhi, uint32_t minlo,
-		      uint32_t minhi, uint8_t allow, const char *why)
+static int range_note(struct jobcg_decoded *d, char type, uint32_t majlo, uint32_t majhi,
+		      uint32_t minlo, uint32_t minhi, uint8_t allow, const char *why)
 {
 	char where[96], acc[4];
 	char *n;
@@ -599,7 +599,8 @@ static int compress(struct jobcg_decoded *d)
 		for (size_t k = 0; k < dmc->nn; k++)
 			if (dmc->n[k].allow != def &&
 			    (r = range_note(d, type, 0, UINT32_MAX, dmc->n[k].lo, dmc->n[k].hi,
-					    dmc->n[k].allow, "these minors of every major not listed")) < 0)
+					    dmc->n[k].allow,
+					    "these minors of every major not listed")) < 0)
 				return r;
 		for (size_t i = 0; i < p->nm; i++) {
 			const struct mcell *mc = &p->m[i];
@@ -611,16 +612,30 @@ static int compress(struct jobcg_decoded *d)
 						return r;
 				continue;
 			}
-			/* A large range of majors that differs from the default. */
-			size_t dn = largest_ncell(mc);
-			if ((r = range_note(d, type, mc->lo, mc->hi, 0, UINT32_MAX, mc->n[dn].allow,
+			/* A large range of majors: notes where it differs from the default majors.
+			 */
+			uint8_t mdef = mc->n[largest_ncell(mc)].allow;
+			if (mdef != def &&
+			    (r = range_note(d, type, mc->lo, mc->hi, 0, UINT32_MAX, mdef,
 					    "a range of majors; not listed one by one")) < 0)
 				return r;
+			for (size_t k = 0; k < mc->nn; k++) {
+				const struct ncell *nc = &mc->n[k];
+				const struct ncell *dc = find_ncell(dmc, nc->lo);
+				if (nc->allow == mdef ||
+				    (dc && dc->allow == nc->allow && dc->hi >= nc->hi))
+					continue;
+				if ((r = range_note(
+					 d, type, mc->lo, mc->hi, nc->lo, nc->hi, nc->allow,
+					 "a range of majors; not listed one by one")) < 0)
+					return r;
+			}
 		}
 	}
 	if (d->approximate) {
-		char *n = strdup(
-			"approximate: the program transforms major/minor before comparing (masks, shifts, bit tests); values between the constants it uses were sampled, not proven");
+		char *n = strdup("approximate: the program transforms major/minor before comparing "
+				 "(masks, shifts, bit tests); values between the constants it uses "
+				 "were sampled, not proven");
 		if (!n || (r = add_line(d, NULL, n)) < 0)
 			return -ENOMEM;
 	}
@@ -631,7 +646,7 @@ JOBCG_EXPORT int jobcg_decode_program(const struct bpf_insn *insns, size_t n,
 				      const struct jobcg_decode_env *env,
 				      struct jobcg_decoded **ret)
 {
-	struct explore e = { .insns = insns, .n = n, .denv = env };
+	struct explore e = {.insns = insns, .n = n, .denv = env};
 	struct jobcg_decoded *d;
 	int r;
 
@@ -639,8 +654,8 @@ JOBCG_EXPORT int jobcg_decode_program(const struct bpf_insn *insns, size_t n,
 	if (r < 0)
 		return r;
 	if (env && env->size >= sizeof(*env)) {
-		e.env = (struct bpfvm_env){ env->cgroup_id, env->ancestor_cgroup_id, env->map_lookup,
-					    env->userdata };
+		e.env = (struct bpfvm_env){env->cgroup_id, env->ancestor_cgroup_id, env->map_lookup,
+					   env->userdata};
 		e.max_steps = env->max_steps;
 	} else
 		env = NULL;
@@ -668,9 +683,72 @@ JOBCG_EXPORT int jobcg_decode_program(const struct bpf_insn *insns, size_t n,
 	return 0;
 }
 
+/*
+ * `bpftool -j prog dump xlated` prints [{"disasm": "(61) r2 = ..."}, ...] without instruction
+ * numbers: rebuild the text form, counting two slots for each ld_imm64.
+ */
+static int json_to_text(const char *data, size_t len, const char *filename, char **ret)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *j;
+	char *out = NULL;
+	size_t olen = 0, idx = 0;
+	int r = 0;
+
+	if (!tok)
+		return -ENOMEM;
+	j = json_tokener_parse_ex(tok, data, (int)(len > INT32_MAX ? INT32_MAX : len));
+	if (!j || !json_object_is_type(j, json_type_array)) {
+		json_tokener_free(tok);
+		json_object_put(j);
+		return error_set(-EINVAL, "%s: not a bpftool JSON instruction dump",
+				 filename ? filename : "<input>");
+	}
+	json_tokener_free(tok);
+	for (size_t k = 0; k < json_object_array_length(j) && r >= 0; k++) {
+		struct json_object *o = json_object_array_get_idx(j, k), *d = NULL;
+		if (!json_object_object_get_ex(o, "disasm", &d) ||
+		    !json_object_is_type(d, json_type_string))
+			continue;
+		const char *line = json_object_get_string(d);
+		char *t = realloc(out, olen + strlen(line) + 32);
+		if (!t) {
+			r = -ENOMEM;
+			break;
+		}
+		out = t;
+		olen += (size_t)sprintf(out + olen, "%zu: %s\n", idx, line);
+		idx += startswith(line, "(18)") ? 2 : 1;
+	}
+	json_object_put(j);
+	if (r < 0) {
+		free(out);
+		return r;
+	}
+	*ret = out ? out : strdup("");
+	return *ret ? 0 : -ENOMEM;
+}
+
+static bool looks_json(const char *data, size_t len)
+{
+	size_t i = 0;
+	while (i < len && isspace((unsigned char)data[i]))
+		i++;
+	return i < len && data[i] == '[';
+}
+
 JOBCG_EXPORT int jobcg_decode_parse(const void *data, size_t len, const char *filename,
 				    struct bpf_insn **ret, size_t *ret_n)
 {
+	if (!bpftext_looks_raw(data, len) && looks_json(data, len)) {
+		_cleanup_free_ char *text = NULL;
+		int r = json_to_text(data, len, filename, &text);
+		if (r == -ENOMEM)
+			return r;
+		/* Not JSON after all (a pasted mail may start with "[list-name]"): read as text. */
+		if (r == 0)
+			return bpftext_parse(text, strlen(text), filename, ret, ret_n);
+	}
 	if (bpftext_looks_raw(data, len)) {
 		struct bpf_insn *insns = NULL;
 		size_t n = 0;
@@ -772,7 +850,7 @@ JOBCG_EXPORT int jobcg_decoded_intersect(struct jobcg_decoded *const *list, size
 	if (!d)
 		return -ENOMEM;
 	for (int t = 0; t < N_TYPES && r >= 0; t++) {
-		struct pts starts = { 0 };
+		struct pts starts = {0};
 		for (size_t k = 0; k < n && r >= 0; k++)
 			for (size_t i = 0; i < list[k]->t[t].nm && r >= 0; i++)
 				r = pts_add(&starts, list[k]->t[t].m[i].lo);
@@ -783,7 +861,7 @@ JOBCG_EXPORT int jobcg_decoded_intersect(struct jobcg_decoded *const *list, size
 		}
 		for (size_t i = 0; i < starts.n && r >= 0; i++) {
 			struct mcell *mc = &d->t[t].m[i];
-			struct pts mstarts = { 0 };
+			struct pts mstarts = {0};
 			mc->lo = starts.v[i];
 			mc->hi = i + 1 < starts.n ? starts.v[i + 1] - 1 : UINT32_MAX;
 			d->t[t].nm = i + 1;

@@ -257,7 +257,8 @@ static int create_pins(struct jobcg_devpolicy *p)
 				   sizeof(struct devprog_policy_value), DEVPROG_POLICY_MAX,
 				   BPF_F_NO_PREALLOC, btf_fd, tid[2], tid[3], &p->policy_fd)) < 0)
 		return e;
-	if ((e = devprog_node_builder(p->managed_fd, p->policy_fd, p->root_level, &b)) < 0)
+	if ((e = devprog_node_builder(p->managed_fd, p->policy_fd, p->root_level, p->root_id, &b)) <
+	    0)
 		return e;
 	e = bpfsys_devprog_load(DEVPROG_NODE_NAME, b.insns, b.n, &p->prog_fd);
 	devprog_buf_done(&b);
@@ -274,15 +275,24 @@ static int create_pins(struct jobcg_devpolicy *p)
 }
 
 /* Make the managed map hold exactly the keys of p->managed. */
+static int cmp_mkey(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct devprog_managed_key));
+}
+
+/* Make the managed map hold exactly the keys of p->managed, touching only what differs: this
+ * runs at every open, on the launch path, with up to thousands of devices. */
 static int sync_managed(struct jobcg_devpolicy *p)
 {
-	struct devprog_managed_key key, next, *have = NULL;
-	size_t n_have = 0;
-	int e = 0;
+	_cleanup_free_ struct devprog_managed_key *have = NULL, *want = NULL;
+	struct devprog_managed_key key, next;
+	size_t n_have = 0, n_want = 0;
 	bool first = true;
+	int e;
 
 	have = calloc(DEVPROG_MANAGED_MAX, sizeof(*have));
-	if (!have)
+	want = calloc(2 * p->n_managed + 1, sizeof(*want));
+	if (!have || !want)
 		return -ENOMEM;
 	while (n_have < DEVPROG_MANAGED_MAX &&
 	       bpf_map_get_next_key(p->managed_fd, first ? NULL : &key, &next) == 0) {
@@ -290,29 +300,21 @@ static int sync_managed(struct jobcg_devpolicy *p)
 		key = next;
 		first = false;
 	}
-	for (size_t i = 0; i < n_have; i++) {
-		bool want = false;
-		for (size_t j = 0; j < p->n_managed && !want; j++) {
-			struct devprog_managed_key k[2];
-			size_t nk = devprog_rule_keys(&p->managed[j], k);
-			for (size_t l = 0; l < nk; l++)
-				if (memcmp(&k[l], &have[i], sizeof(key)) == 0)
-					want = true;
-		}
-		if (!want)
+	for (size_t j = 0; j < p->n_managed; j++)
+		n_want += devprog_rule_keys(&p->managed[j], want + n_want);
+	qsort(have, n_have, sizeof(*have), cmp_mkey);
+	qsort(want, n_want, sizeof(*want), cmp_mkey);
+	for (size_t i = 0; i < n_have; i++)
+		if (!bsearch(&have[i], want, n_want, sizeof(*want), cmp_mkey))
 			(void)bpf_map_delete_elem(p->managed_fd, &have[i]);
-	}
-	free(have);
-	for (size_t j = 0; j < p->n_managed; j++) {
-		struct devprog_managed_key k[2];
-		size_t nk = devprog_rule_keys(&p->managed[j], k);
-		for (size_t l = 0; l < nk; l++) {
-			uint32_t v = JOBCG_DEV_ACC_ALL;
-			e = bpf_map_update_elem(p->managed_fd, &k[l], &v, BPF_ANY);
-			if (e < 0)
-				return error_set(e, "cannot update %s: %s", DEVPROG_MANAGED_NAME,
-						 strerror(-e));
-		}
+	for (size_t i = 0; i < n_want; i++) {
+		uint32_t v = JOBCG_DEV_ACC_ALL;
+		if (bsearch(&want[i], have, n_have, sizeof(*have), cmp_mkey))
+			continue;
+		e = bpf_map_update_elem(p->managed_fd, &want[i], &v, BPF_ANY);
+		if (e < 0)
+			return error_set(e, "cannot update %s: %s", DEVPROG_MANAGED_NAME,
+					 strerror(-e));
 	}
 	return 0;
 }
@@ -1170,6 +1172,27 @@ JOBCG_EXPORT void jobcg_devnames_free(struct jobcg_devnames *d)
 	free(d);
 }
 
+static int devnames_push(struct jobcg_devnames *d, const struct stat *st, char *path)
+{
+	if (d->n >= DEVNAMES_MAX) {
+		free(path);
+		return -E2BIG;
+	}
+	if (d->n == d->cap) {
+		size_t nc = d->cap ? d->cap * 2 : 256;
+		struct devname *nv = realloc(d->v, nc * sizeof(*nv));
+		if (!nv) {
+			free(path);
+			return -ENOMEM;
+		}
+		d->v = nv;
+		d->cap = nc;
+	}
+	d->v[d->n++] = (struct devname){S_ISCHR(st->st_mode) ? 'c' : 'b', major(st->st_rdev),
+					minor(st->st_rdev), path};
+	return 0;
+}
+
 static void scan_dev(struct jobcg_devnames *d, const char *dir, int depth)
 {
 	DIR *dd;
@@ -1190,20 +1213,38 @@ static void scan_dev(struct jobcg_devnames *d, const char *dir, int depth)
 			scan_dev(d, path, depth + 1);
 			continue;
 		}
-		if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
-			continue;
-		if (d->n == d->cap) {
-			size_t nc = d->cap ? d->cap * 2 : 256;
-			struct devname *nv = realloc(d->v, nc * sizeof(*nv));
-			if (!nv)
-				break;
-			d->v = nv;
-			d->cap = nc;
-		}
-		d->v[d->n++] = (struct devname){S_ISCHR(st.st_mode) ? 'c' : 'b', major(st.st_rdev),
-						minor(st.st_rdev), TAKE_PTR(path)};
+		if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) &&
+		    devnames_push(d, &st, TAKE_PTR(path)) < 0)
+			break;
 	}
 	closedir(dd);
+}
+
+JOBCG_EXPORT int jobcg_devnames_new(struct jobcg_devnames **ret)
+{
+	struct jobcg_devnames *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	*ret = d;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_devnames_add(struct jobcg_devnames *d, const char *path)
+{
+	struct stat st;
+	char *copy;
+
+	if (!d || !path)
+		return -EINVAL;
+	if (stat(path, &st) < 0)
+		return negative_errno();
+	if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+		return -ENODEV;
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	return devnames_push(d, &st, copy);
 }
 
 JOBCG_EXPORT int jobcg_devnames_scan(const char *dir, struct jobcg_devnames **ret)

@@ -53,6 +53,9 @@ static int emit(struct devprog_buf *b, struct bpf_insn insn)
 #define STX_DW(d, s, o)	     INSN(BPF_STX | BPF_MEM | BPF_DW, d, s, o, 0)
 #define ST_W(d, o, i)	     INSN(BPF_ST | BPF_MEM | BPF_W, d, 0, o, i)
 #define JMP_IMM(op, d, i, o) INSN(BPF_JMP | (op) | BPF_K, d, 0, o, i)
+#define JMP_REG(op, d, s, o) INSN(BPF_JMP | (op) | BPF_X, d, s, o, 0)
+#define ST_DW(d, o, i)	     INSN(BPF_ST | BPF_MEM | BPF_DW, d, 0, o, i)
+#define LDX_DW(d, s, o)	     INSN(BPF_LDX | BPF_MEM | BPF_DW, d, s, o, 0)
 #define CALL(f)		     INSN(BPF_JMP | BPF_CALL, 0, 0, 0, f)
 #define EXIT()		     INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
 
@@ -63,7 +66,7 @@ static int emit_ld_map(struct devprog_buf *b, int reg, int ref)
 }
 
 /* Forward jumps to labels, patched once the label's position is known. */
-#define MAX_FIXUPS 64
+#define MAX_FIXUPS 128
 struct fixups {
 	size_t at[MAX_FIXUPS];
 	size_t n;
@@ -178,8 +181,16 @@ bool devprog_decide(const struct jobcg_devrule *managed, size_t n_managed,
  * Node program. Registers: r6 ctx, r7 device type, r8 requested access, r9 granted access of
  * the level being checked. Stack: managed key at fp-16 (12 bytes), policy key at fp-40 (24).
  */
-#define MKEY (-16)
-#define PKEY (-40)
+#define MKEY	    (-16)
+#define PKEY	    (-40)
+#define ROOTLVL	    (-48) /* u64: the root's absolute level */
+#define SCAN_LEVELS 64
+
+static int emit_ld_imm64(struct devprog_buf *b, int reg, uint64_t v)
+{
+	int e = emit(b, INSN(BPF_LD | BPF_DW | BPF_IMM, reg, 0, 0, (int32_t)(uint32_t)v));
+	return e < 0 ? e : emit(b, INSN(0, 0, 0, 0, (int32_t)(uint32_t)(v >> 32)));
+}
 
 static int emit_lookup(struct devprog_buf *b, int map_ref, int key_off)
 {
@@ -192,7 +203,7 @@ static int emit_lookup(struct devprog_buf *b, int map_ref, int key_off)
 	return emit(b, CALL(BPF_FUNC_map_lookup_elem));
 }
 
-int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level,
+int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, uint64_t root_id,
 		       struct devprog_buf *ret)
 {
 	static const int levels[] = {DEVPROG_LEVEL_JOB, DEVPROG_LEVEL_STEP, DEVPROG_LEVEL_TASK};
@@ -231,8 +242,33 @@ int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level,
 	E(emit(&b, EXIT()));
 	resolve(&b, &to_managed);
 
+	/*
+	 * The root's absolute level: normally root_level, checked against the root's id; else
+	 * found by scanning (cgroup namespaces and subtree mounts shift what userspace sees).
+	 */
+	{
+		struct fixups have = {0};
+		E(emit(&b, ST_DW(BPF_REG_10, ROOTLVL, (int32_t)root_level)));
+		E(emit(&b, MOV64_IMM(BPF_REG_1, (int32_t)root_level)));
+		E(emit(&b, CALL(BPF_FUNC_get_current_ancestor_cgroup_id)));
+		E(emit_ld_imm64(&b, BPF_REG_1, root_id));
+		E(emit_jump(&b, &have, JMP_REG(BPF_JEQ, BPF_REG_0, BPF_REG_1, 0)));
+		for (int k = 0; k < SCAN_LEVELS; k++) {
+			E(emit(&b, ST_DW(BPF_REG_10, ROOTLVL, k)));
+			E(emit(&b, MOV64_IMM(BPF_REG_1, k)));
+			E(emit(&b, CALL(BPF_FUNC_get_current_ancestor_cgroup_id)));
+			E(emit_ld_imm64(&b, BPF_REG_1, root_id));
+			E(emit_jump(&b, &have, JMP_REG(BPF_JEQ, BPF_REG_0, BPF_REG_1, 0)));
+		}
+		/* Not below the root at all: not ours to decide. */
+		E(emit(&b, MOV64_IMM(BPF_REG_0, 1)));
+		E(emit(&b, EXIT()));
+		resolve(&b, &have);
+	}
+
 	for (size_t l = 0; l < ELEMENTSOF(levels); l++) {
-		E(emit(&b, MOV64_IMM(BPF_REG_1, (int32_t)(root_level + (unsigned)levels[l]))));
+		E(emit(&b, LDX_DW(BPF_REG_1, BPF_REG_10, ROOTLVL)));
+		E(emit(&b, ALU64_IMM(BPF_ADD, BPF_REG_1, levels[l])));
 		E(emit(&b, CALL(BPF_FUNC_get_current_ancestor_cgroup_id)));
 		/* 0: the process's cgroup is not that deep, so this level does not apply. */
 		E(emit_jump(&b, &to_next, JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
@@ -278,7 +314,8 @@ fail:
 	return e;
 }
 
-int (*devprog_node_builder)(int, int, unsigned, struct devprog_buf *) = devprog_build_node;
+int (*devprog_node_builder)(int, int, unsigned, uint64_t,
+			    struct devprog_buf *) = devprog_build_node;
 
 /* A rule region for the linear program: one key shape of one type. */
 struct region {

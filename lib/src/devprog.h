@@ -29,7 +29,8 @@
  *   - marker entry {cgroup_id, type 0, major 0, minor 0}: this cgroup is constrained; the value's
  *     access field holds the cgroup's level relative to the root (1 job, 2 step, 4 task);
  *   - grant entry {cgroup_id, type, major|*, minor|*}: access bits granted to that cgroup.
- * The program, for each of the levels root+1 (job), root+2 (step), root+4 (task: job/step/
+ * The program first finds the root's absolute level (see devprog_build_node()), then, for each
+ * of the levels root+1 (job), root+2 (step), root+4 (task: job/step/
  * user/task_N), takes bpf_get_current_ancestor_cgroup_id(level); if that cgroup has a marker,
  * the union of its grant entries matching the device (three lookups) must contain every
  * requested access bit, else the access is denied. A level without a marker is unconstrained.
@@ -91,15 +92,18 @@ void devprog_buf_done(struct devprog_buf *b);
 /*
  * Build the node program. @managed_ref and @policy_ref go into the ld_imm64 map loads
  * (BPF_PSEUDO_MAP_FD): map fds for the kernel, any distinct values for the userspace evaluator.
- * @root_level is the absolute cgroup level of the jobcg root (0 = the v2 mount root).
+ * @root_level is the absolute cgroup level of the jobcg root (0 = the v2 mount root) as seen
+ * from here and @root_id its cgroup id. The program checks that the ancestor at @root_level is
+ * @root_id and otherwise finds the root's level by scanning levels 0..63 (inside a cgroup
+ * namespace or under a subtree bind mount the level seen from userspace is not the kernel's).
  */
-int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level,
+int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, uint64_t root_id,
 		       struct devprog_buf *ret);
 
 /* The node program builder devices.c loads; tests swap in one the kernel refuses, to exercise
  * the fallback to linear programs. */
 extern int (*devprog_node_builder)(int managed_ref, int policy_ref, unsigned root_level,
-				   struct devprog_buf *ret);
+				   uint64_t root_id, struct devprog_buf *ret);
 
 /*
  * Build a linear program for one cgroup: devices matching @managed are denied unless @allowed

@@ -252,7 +252,7 @@ static char *sample_child(const struct jobcg_sysinfo *s, const char *deepest)
 	return cgfs_path(s->mount, kids[0]);
 }
 
-static int probe_files(struct jobcg_sysinfo *s, const char *deepest)
+static int probe_files(struct jobcg_sysinfo *s, const char *deepest, bool probe_bpf)
 {
 	_cleanup_free_ char *child = sample_child(s, deepest);
 	static const struct {
@@ -270,11 +270,13 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest)
 
 		if (child) {
 			_cleanup_free_ char *p = cgfs_path(child, files[i].file);
+			bool present;
 
 			if (!p)
 				return -ENOMEM;
-			r = feature(f, is_dir(p), "%s %s", files[i].file,
-				    is_dir(p) ? "present" : "missing (kernel too old)");
+			present = is_dir(p); /* one access() per file: every command probes */
+			r = feature(f, present, "%s %s", files[i].file,
+				    present ? "present" : "missing (kernel too old)");
 		} else {
 			bool ok = discover_kernel_at_least(s->kernel, files[i].maj, files[i].min);
 
@@ -293,11 +295,14 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest)
 				: "memory controller not available to jobcg's tree");
 	else if (s->root_exists) {
 		_cleanup_free_ char *p = cgfs_path(s->root, "memory.peak");
+		bool present;
 
 		if (!p)
 			return -ENOMEM;
-		r = feature(&s->memory_peak, is_dir(p), "memory.peak %s",
-			    is_dir(p) ? "present" : "missing (kernel older than 5.19)");
+		present = is_dir(p);
+
+		r = feature(&s->memory_peak, present, "memory.peak %s",
+			    present ? "present" : "missing (kernel older than 5.19)");
 	} else {
 		bool ok = discover_kernel_at_least(s->kernel, 5, 19);
 
@@ -320,6 +325,8 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest)
 			return r;
 	}
 
+	if (!probe_bpf)
+		return feature(&s->bpf_device, false, "not probed (jobcg check probes it)");
 	{
 		/* Loading a program tests the kernel (CONFIG_CGROUP_BPF,
 		 * BPF_PROG_TYPE_CGROUP_DEVICE) and our privilege; attaching needs a cgroup and is
@@ -363,7 +370,7 @@ static int add_limitation(struct jobcg_sysinfo *s, unsigned ctrl, const char *wh
 	return strv_push(&s->limitations, discover_limitation(s, ctrl, what));
 }
 
-JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct jobcg_sysinfo **ret)
+static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_sysinfo **ret)
 {
 	struct jobcg_sysinfo *s = calloc(1, sizeof(*s));
 	_cleanup_free_ char *mounts = NULL, *deepest = NULL;
@@ -410,7 +417,7 @@ JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct job
 	s->systemd = scope_use_systemd(conf) || access("/run/systemd/system", F_OK) == 0;
 	s->backend = scope_backend_name(conf);
 
-	r = probe_files(s, deepest);
+	r = probe_files(s, deepest, probe_bpf);
 	if (r < 0)
 		goto fail;
 	if ((r = add_limitation(s, JOBCG_CTRL_CPUSET, "CPU binding (cpuset.cpus)")) < 0 ||
@@ -422,7 +429,7 @@ JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct job
 			   strdup("memory accounting (memory.current, memory.peak, memory.stat, "
 				  "memory.events) is unavailable"))) < 0)
 		goto fail;
-	if (!s->bpf_device.supported &&
+	if (probe_bpf && !s->bpf_device.supported &&
 	    (r = strv_push(&s->limitations, strdup_printf("device access cannot be constrained: %s",
 							  s->bpf_device.detail))) < 0)
 		goto fail;
@@ -446,4 +453,14 @@ JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct job
 fail:
 	jobcg_sysinfo_free(s);
 	return r;
+}
+
+JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct jobcg_sysinfo **ret)
+{
+	return probe(conf, true, ret);
+}
+
+int discover_probe_for_ctx(const struct jobcg_config *conf, struct jobcg_sysinfo **ret)
+{
+	return probe(conf, false, ret);
 }

@@ -19,3 +19,10 @@ int discover_root_rel(const struct jobcg_config *conf, char **ret);
 bool discover_kernel_at_least(const char *release, unsigned maj, unsigned min);
 /* "memory controller is bound to cgroup v1: memory limits (memory.max) cannot be enforced". */
 char *discover_limitation(const struct jobcg_sysinfo *s, unsigned ctrl, const char *what);
+/*
+ * jobcg_sysinfo_probe() for jobcg_ctx_open(): the same, except that no test BPF program is
+ * loaded (about 140 us, a seventh of a whole fork+exec+wait, on every jobcg command). The
+ * device code learns the same when it loads its own program; bpf_device says "not probed"
+ * and is not listed among the limitations. `jobcg check` uses the full probe.
+ */
+int discover_probe_for_ctx(const struct jobcg_config *conf, struct jobcg_sysinfo **ret);

@@ -25,7 +25,8 @@ JOBCG_EXPORT unsigned jobcg_gres_set_count(const struct jobcg_gres_set *s)
 	return c;
 }
 
-JOBCG_EXPORT bool jobcg_gres_set_subset(const struct jobcg_gres_set *a, const struct jobcg_gres_set *b)
+JOBCG_EXPORT bool jobcg_gres_set_subset(const struct jobcg_gres_set *a,
+					const struct jobcg_gres_set *b)
 {
 	for (size_t i = 0; i < ELEMENTSOF(a->w); i++)
 		if (a->w[i] & ~b->w[i])
@@ -46,8 +47,8 @@ JOBCG_EXPORT int jobcg_gres_node_new(const struct jobcg_gres_conf *conf,
 			ndev++;
 	if (ndev > JOBCG_GRES_MAX) {
 		free(n);
-		return error_set(-E2BIG, "gres.conf lists %zu devices, jobcg handles at most %d", ndev,
-				 JOBCG_GRES_MAX);
+		return error_set(-E2BIG, "gres.conf lists %zu devices, jobcg handles at most %d",
+				 ndev, JOBCG_GRES_MAX);
 	}
 	n->dev = calloc(ndev ? ndev : 1, sizeof(*n->dev));
 	if (!n->dev) {
@@ -56,18 +57,27 @@ JOBCG_EXPORT int jobcg_gres_node_new(const struct jobcg_gres_conf *conf,
 	}
 	for (size_t i = 0; conf && i < conf->nrecords; i++) {
 		const struct jobcg_gres_record *r = &conf->records[i];
-		unsigned index = 0;
 
 		if (r->nfiles == 0) {
-			log_debug("gres %s (Count only) has no device file: not given out by device",
-				  r->name);
+			log_debug(
+			    "gres %s (Count only) has no device file: not given out by device",
+			    r->name);
 			continue;
 		}
+		/* The index is the configuration's (stable, shown by `jobcg config`); it is what
+		 * the persisted state names, so two devices must never share one. */
 		for (size_t j = 0; j < n->ndev; j++)
-			if (streq(n->dev[j].rec->name, r->name))
-				index++;
+			if (n->dev[j].index == r->index && streq(n->dev[j].rec->name, r->name)) {
+				int k =
+				    error_set_at(-EINVAL, r->origin.file, r->origin.line, 0,
+						 "gres %s index %u given twice", r->name, r->index);
+				jobcg_gres_node_free(n);
+				return k;
+			}
 		n->dev[n->ndev] = (struct jobcg_gres_device){
-			.pos = (unsigned)n->ndev, .index = index, .rec = r,
+		    .pos = (unsigned)n->ndev,
+		    .index = r->index,
+		    .rec = r,
 		};
 		n->ndev++;
 	}
@@ -91,7 +101,7 @@ JOBCG_EXPORT size_t jobcg_gres_node_count(const struct jobcg_gres_node *n)
 }
 
 JOBCG_EXPORT const struct jobcg_gres_device *jobcg_gres_node_device(const struct jobcg_gres_node *n,
-								      unsigned pos)
+								    unsigned pos)
 {
 	return pos < n->ndev ? &n->dev[pos] : NULL;
 }
@@ -173,7 +183,8 @@ JOBCG_EXPORT int jobcg_gres_node_load_uuids(struct jobcg_gres_node *n, const cha
 						return -ENOMEM;
 					}
 					found++;
-					/* MultipleFiles records share control files: first file only. */
+					/* MultipleFiles records share control files: first file
+					 * only. */
 					break;
 				}
 		}
@@ -267,23 +278,22 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 			count = strtoul(buf, NULL, 10);
 			if (count > JOBCG_GRES_MAX)
 				return error_set_at(-EINVAL, NULL, 0, last_col,
-						    "gres '%.*s': count %lu exceeds %d", (int)len, s,
-						    count, JOBCG_GRES_MAX);
+						    "gres '%.*s': count %lu exceeds %d", (int)len,
+						    s, count, JOBCG_GRES_MAX);
 			if (np == 3) {
 				type = parts[1];
 				type_len = plen[1];
 			}
 		} else if (np == 3) {
 			return error_set_at(-EINVAL, NULL, 0, last_col,
-					    "gres '%.*s': count '%.*s' is not a number", (int)len, s,
-					    (int)last_len, last);
+					    "gres '%.*s': count '%.*s' is not a number", (int)len,
+					    s, (int)last_len, last);
 		} else {
 			type = parts[1];
 			type_len = plen[1];
 		}
 		if (type && !valid_word(type, type_len))
-			return error_set_at(-EINVAL, NULL, 0,
-					    col + (unsigned)(type - parts[0]),
+			return error_set_at(-EINVAL, NULL, 0, col + (unsigned)(type - parts[0]),
 					    "gres '%.*s': bad or empty type", (int)len, s);
 	}
 	ret->name = strndup(name, name_len);
@@ -335,10 +345,12 @@ JOBCG_EXPORT int jobcg_gres_request_parse(const char *s, struct jobcg_gres_reque
 			return k;
 		}
 		for (size_t i = 0; i < r->nitems; i++)
-			if (streq(r->items[i].name, item.name) && same_type(r->items[i].type, item.type)) {
+			if (streq(r->items[i].name, item.name) &&
+			    same_type(r->items[i].type, item.type)) {
 				k = error_set_at(-EINVAL, NULL, 0, (unsigned)(p - s) + 1,
-						 "gres request '%s': %s%s%s given twice", s, item.name,
-						 item.type ? ":" : "", item.type ? item.type : "");
+						 "gres request '%s': %s%s%s given twice", s,
+						 item.name, item.type ? ":" : "",
+						 item.type ? item.type : "");
 				free(item.name);
 				free(item.type);
 				jobcg_gres_request_free(r);
@@ -387,7 +399,8 @@ static int link_score(const struct jobcg_gres_node *n, const struct jobcg_gres_d
 	for (size_t i = 0; i < n->ndev; i++) {
 		const struct jobcg_gres_device *o = &n->dev[i];
 
-		if (o == d || !jobcg_gres_set_has(chosen, o->pos) || !streq(o->rec->name, d->rec->name))
+		if (o == d || !jobcg_gres_set_has(chosen, o->pos) ||
+		    !streq(o->rec->name, d->rec->name))
 			continue;
 		if (o->index < d->rec->nlinks && d->rec->links[o->index] > 0)
 			score += d->rec->links[o->index];
@@ -400,13 +413,15 @@ static void describe(const struct jobcg_gres_req_item *it, char *buf, size_t siz
 	snprintf(buf, size, "%s%s%s", it->name, it->type ? ":" : "", it->type ? it->type : "");
 }
 
-static unsigned count_matching(const struct jobcg_gres_node *n, const struct jobcg_gres_req_item *it,
+static unsigned count_matching(const struct jobcg_gres_node *n,
+			       const struct jobcg_gres_req_item *it,
 			       const struct jobcg_gres_set *in)
 {
 	unsigned c = 0;
 
 	for (size_t i = 0; i < n->ndev; i++)
-		if (record_matches(n->dev[i].rec, it) && (!in || jobcg_gres_set_has(in, (unsigned)i)))
+		if (record_matches(n->dev[i].rec, it) &&
+		    (!in || jobcg_gres_set_has(in, (unsigned)i)))
 			c++;
 	return c;
 }
@@ -447,7 +462,8 @@ static int select_item(const struct jobcg_gres_node *n, const struct jobcg_gres_
 			aff = cores_match(d->rec, cpus, cpus_words);
 			links = link_score(n, d, chosen);
 			/* Devices come in position order, so ties keep the lowest index. */
-			if (!best || (aff && !best_aff) || (aff == best_aff && links > best_links)) {
+			if (!best || (aff && !best_aff) ||
+			    (aff == best_aff && links > best_links)) {
 				best = d;
 				best_aff = aff;
 				best_links = links;
@@ -501,8 +517,8 @@ JOBCG_EXPORT int jobcg_gres_select_step(const struct jobcg_gres_node *n,
 
 		describe(it, what, sizeof(what));
 		if (it->count > have)
-			return error_set(-E2BIG, "step asks for %u %s but its job has %u", it->count,
-					 what, have);
+			return error_set(-E2BIG, "step asks for %u %s but its job has %u",
+					 it->count, what, have);
 	}
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < req->nitems; i++) {
@@ -541,7 +557,8 @@ static int parse_uint(const char *s, const char *what, unsigned max, unsigned *r
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno || *end || v > max)
-		return error_set(-EINVAL, "--gpu-bind: %s '%s' is not a number up to %u", what, s, max);
+		return error_set(-EINVAL, "--gpu-bind: %s '%s' is not a number up to %u", what, s,
+				 max);
 	*ret = (unsigned)v;
 	return 0;
 }
@@ -588,7 +605,8 @@ JOBCG_EXPORT int jobcg_gpu_bind_parse(const char *s, struct jobcg_gpu_bind *ret)
 				if (r < 0)
 					return r;
 				if (rep == 0)
-					return error_set(-EINVAL, "--gpu-bind %s: repeat count 0", s);
+					return error_set(-EINVAL, "--gpu-bind %s: repeat count 0",
+							 s);
 			}
 			r = parse_uint(v[i], "GPU id", JOBCG_GRES_MAX - 1, &id);
 			if (r < 0)
@@ -614,7 +632,8 @@ JOBCG_EXPORT int jobcg_gpu_bind_parse(const char *s, struct jobcg_gpu_bind *ret)
 			 "--gpu-bind '%s': want none, single:N, per_task:N or map_gpu:LIST", s);
 }
 
-JOBCG_EXPORT int jobcg_gpu_bind_task(const struct jobcg_gres_node *n, const struct jobcg_gpu_bind *b,
+JOBCG_EXPORT int jobcg_gpu_bind_task(const struct jobcg_gres_node *n,
+				     const struct jobcg_gpu_bind *b,
 				     const struct jobcg_gres_set *step, unsigned task,
 				     unsigned ntasks, struct jobcg_gres_set *ret)
 {
@@ -647,7 +666,8 @@ JOBCG_EXPORT int jobcg_gpu_bind_task(const struct jobcg_gres_node *n, const stru
 		unsigned id = b->map[task % b->nmap];
 
 		if (id >= ngpu)
-			return error_set(-EINVAL, "--gpu-bind map_gpu: GPU %u for task %u, but the "
+			return error_set(-EINVAL,
+					 "--gpu-bind map_gpu: GPU %u for task %u, but the "
 					 "step has %u GPUs (ids count from 0 within the step)",
 					 id, task, ngpu);
 		jobcg_gres_set_add(&s, gpus[id]);
@@ -663,8 +683,13 @@ JOBCG_EXPORT int jobcg_gpu_bind_task(const struct jobcg_gres_node *n, const stru
 /* ---- environment ---- */
 
 JOBCG_EXPORT const char *const jobcg_gres_env_names[] = {
-	"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL",
-	"JOBCG_JOB_GPUS", "JOBCG_STEP_GPUS", NULL,
+    "CUDA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "ZE_AFFINITY_MASK",
+    "GPU_DEVICE_ORDINAL",
+    "JOBCG_JOB_GPUS",
+    "JOBCG_STEP_GPUS",
+    NULL,
 };
 
 enum { ENV_CUDA, ENV_ROCR, ENV_ZE, ENV_OPENCL, ENV_MAX };
@@ -694,8 +719,10 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
 				char ***ret)
 {
 	static const unsigned env_flag[ENV_MAX] = {
-		JOBCG_GRES_FLAG_ENV_NVIDIA, JOBCG_GRES_FLAG_ENV_AMD, JOBCG_GRES_FLAG_ENV_INTEL,
-		JOBCG_GRES_FLAG_ENV_OPENCL,
+	    JOBCG_GRES_FLAG_ENV_NVIDIA,
+	    JOBCG_GRES_FLAG_ENV_AMD,
+	    JOBCG_GRES_FLAG_ENV_INTEL,
+	    JOBCG_GRES_FLAG_ENV_OPENCL,
 	};
 	const unsigned env_all = JOBCG_GRES_FLAG_ENV_NVIDIA | JOBCG_GRES_FLAG_ENV_AMD |
 				 JOBCG_GRES_FLAG_ENV_INTEL | JOBCG_GRES_FLAG_ENV_OPENCL;
@@ -708,6 +735,8 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
 	bool any_gpu = false;
 	int r = 0;
 
+	if (!in->step || !in->job)
+		return error_set(-EINVAL, "a task's environment needs its job's and step's devices");
 	if (jobcg_gres_set_format_name(n, in->job, "gpu", &job_s) < 0 ||
 	    jobcg_gres_set_format_name(n, in->step, "gpu", &step_s) < 0)
 		return -ENOMEM;
@@ -744,9 +773,11 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
 				if (d->uuid)
 					item = d->uuid;
 				else
-					log_warning("gres.conf asks env_uuid but the UUID of gpu %u is "
-						    "unknown (only NVIDIA's /proc/driver/nvidia is read); "
-						    "using its index", d->index);
+					log_warning(
+					    "gres.conf asks env_uuid but the UUID of gpu %u is "
+					    "unknown (only NVIDIA's /proc/driver/nvidia is read); "
+					    "using its index",
+					    d->index);
 			}
 			r = append(&val[e], item);
 		}
@@ -773,8 +804,9 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
 
 /* ---- device rules ---- */
 
-JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n, const struct jobcg_gres_set *set,
-				     struct jobcg_devrule **ret, size_t *ret_n)
+JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n,
+				     const struct jobcg_gres_set *set, struct jobcg_devrule **ret,
+				     size_t *ret_n)
 {
 	_cleanup_free_ struct jobcg_devrule *rules = NULL;
 	size_t nrules = 0, cap = 0;
@@ -792,10 +824,14 @@ JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n, const stru
 			if (file->type != 'c' && file->type != 'b')
 				return error_set_at(-ENODEV, r->origin.file, r->origin.line, 0,
 						    "gres %s: %s is not a known device node (not "
-						    "stat()ed or not a device)", r->name, file->path);
+						    "stat()ed or not a device)",
+						    r->name, file->path);
 			rule = (struct jobcg_devrule){
-				.type = file->type, .major = file->major, .minor = file->minor,
-				.access = JOBCG_DEV_ACC_ALL, .allow = true,
+			    .type = file->type,
+			    .major = file->major,
+			    .minor = file->minor,
+			    .access = JOBCG_DEV_ACC_ALL,
+			    .allow = true,
 			};
 			for (size_t k = 0; k < nrules && !dup; k++)
 				dup = rules[k].type == rule.type && rules[k].major == rule.major &&
@@ -844,8 +880,8 @@ JOBCG_EXPORT int jobcg_gres_set_format_name(const struct jobcg_gres_node *n,
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_gres_set_format(const struct jobcg_gres_node *n, const struct jobcg_gres_set *s,
-				       char **ret)
+JOBCG_EXPORT int jobcg_gres_set_format(const struct jobcg_gres_node *n,
+				       const struct jobcg_gres_set *s, char **ret)
 {
 	_cleanup_free_ char *out = strdup("");
 
@@ -889,8 +925,8 @@ static int set_parse(const struct jobcg_gres_node *n, const char *s, bool lenien
 		_cleanup_strv_free_ char **idx = NULL;
 
 		if (!colon || colon == groups[g] || !colon[1])
-			return error_set(-EINVAL, "gres set '%s': '%s' is not NAME:INDEX[,INDEX]", s,
-					 groups[g]);
+			return error_set(-EINVAL, "gres set '%s': '%s' is not NAME:INDEX[,INDEX]",
+					 s, groups[g]);
 		*colon = 0;
 		idx = strv_split(colon + 1, ",");
 		if (!idx)
@@ -902,17 +938,20 @@ static int set_parse(const struct jobcg_gres_node *n, const char *s, bool lenien
 
 			errno = 0;
 			v = strtoul(idx[i], &end, 10);
-			if (errno || *end || idx[i][0] < '0' || idx[i][0] > '9' || v >= JOBCG_GRES_MAX)
-				return error_set(-EINVAL, "gres set '%s': bad index '%s'", s, idx[i]);
+			if (errno || *end || idx[i][0] < '0' || idx[i][0] > '9' ||
+			    v >= JOBCG_GRES_MAX)
+				return error_set(-EINVAL, "gres set '%s': bad index '%s'", s,
+						 idx[i]);
 			pos = jobcg_gres_node_find(n, groups[g], (unsigned)v);
 			if (pos < 0) {
 				if (lenient) {
-					log_warning("gres set '%s': %s %lu is not in gres.conf any more",
-						    s, groups[g], v);
+					log_warning(
+					    "gres set '%s': %s %lu is not in gres.conf any more", s,
+					    groups[g], v);
 					continue;
 				}
-				return error_set(-ENOENT, "gres set '%s': no %s %lu in gres.conf", s,
-						 groups[g], v);
+				return error_set(-ENOENT, "gres set '%s': no %s %lu in gres.conf",
+						 s, groups[g], v);
 			}
 			jobcg_gres_set_add(&set, (unsigned)pos);
 		}
@@ -927,8 +966,8 @@ JOBCG_EXPORT int jobcg_gres_set_parse(const struct jobcg_gres_node *n, const cha
 	return set_parse(n, s, false, ret);
 }
 
-JOBCG_EXPORT int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
-					const struct jobcg_gres_set *s)
+JOBCG_EXPORT int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd,
+					const char *xattr, const struct jobcg_gres_set *s)
 {
 	_cleanup_free_ char *v = NULL;
 	int r = jobcg_gres_set_format(n, s, &v);
@@ -953,8 +992,8 @@ static int xattr_get(int dirfd, const char *name, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
-				       struct jobcg_gres_set *ret)
+JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd,
+				       const char *xattr, struct jobcg_gres_set *ret)
 {
 	_cleanup_free_ char *v = NULL;
 	const char *name = xattr ? xattr : JOBCG_GRES_XATTR;
@@ -987,13 +1026,15 @@ static int scan_dir(const struct jobcg_gres_node *n, int fd, const char *rel, un
 		struct jobcg_gres_set s = {};
 
 		if (*v && set_parse(n, v, true, &s) < 0)
-			log_warning("%s: %s='%s' does not parse, ignored", *rel ? rel : ".", xattr, v);
+			log_warning("%s: %s='%s' does not parse, ignored", *rel ? rel : ".", xattr,
+				    v);
 		for (size_t i = 0; i < ELEMENTSOF(s.w); i++)
 			used->w[i] |= s.w[i];
 		if (fn && (r = fn(rel, depth, &s, userdata)) != 0)
 			return r;
 	} else if (r != -ENODATA && r != -EOPNOTSUPP) {
-		return error_set(r, "%s: cannot read %s: %s", *rel ? rel : ".", xattr, strerror(-r));
+		return error_set(r, "%s: cannot read %s: %s", *rel ? rel : ".", xattr,
+				 strerror(-r));
 	}
 	if (depth >= SCAN_MAX_DEPTH)
 		return 0;

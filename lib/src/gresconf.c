@@ -17,7 +17,7 @@
 #include "log.h"
 #include "util.h"
 
-#define GRES_MAX_RECORDS 65536
+#define GRES_MAX_RECORDS	65536
 #define GRES_MAX_FILES_PER_LINE 4096
 
 enum gkey {
@@ -38,11 +38,19 @@ static const struct {
 	const char *name;
 	enum gkey key;
 } gkeys[] = {
-	{ "AutoDetect", G_AUTODETECT }, { "Count", G_COUNT },   { "Cores", G_CORES },
-	{ "CPUs", G_CORES },            { "File", G_FILE },     { "Files", G_FILE },
-	{ "Flags", G_FLAGS },           { "Link", G_LINKS },    { "Links", G_LINKS },
-	{ "MultipleFiles", G_MULTIPLEFILES }, { "Name", G_NAME }, { "NodeName", G_NODENAME },
-	{ "Type", G_TYPE },
+    {"AutoDetect", G_AUTODETECT},
+    {"Count", G_COUNT},
+    {"Cores", G_CORES},
+    {"CPUs", G_CORES},
+    {"File", G_FILE},
+    {"Files", G_FILE},
+    {"Flags", G_FLAGS},
+    {"Link", G_LINKS},
+    {"Links", G_LINKS},
+    {"MultipleFiles", G_MULTIPLEFILES},
+    {"Name", G_NAME},
+    {"NodeName", G_NODENAME},
+    {"Type", G_TYPE},
 };
 
 #define ENV_MASK                                                                                   \
@@ -56,20 +64,13 @@ static const struct {
 	const char *word;
 	unsigned flag;
 } flag_words[] = {
-	{ "CountOnly", JOBCG_GRES_FLAG_COUNT_ONLY },
-	{ "nvidia_gpu_env", JOBCG_GRES_FLAG_ENV_NVIDIA },
-	{ "env_nvidia", JOBCG_GRES_FLAG_ENV_NVIDIA },
-	{ "amd_gpu_env", JOBCG_GRES_FLAG_ENV_AMD },
-	{ "env_amd", JOBCG_GRES_FLAG_ENV_AMD },
-	{ "intel_gpu_env", JOBCG_GRES_FLAG_ENV_INTEL },
-	{ "env_intel", JOBCG_GRES_FLAG_ENV_INTEL },
-	{ "opencl_env", JOBCG_GRES_FLAG_ENV_OPENCL },
-	{ "env_opencl", JOBCG_GRES_FLAG_ENV_OPENCL },
-	{ "no_gpu_env", JOBCG_GRES_FLAG_NO_GPU_ENV },
-	{ "env_uuid", JOBCG_GRES_FLAG_ENV_UUID },
-	{ "one_sharing", JOBCG_GRES_FLAG_ONE_SHARING },
-	{ "all_sharing", JOBCG_GRES_FLAG_ALL_SHARING },
-	{ "explicit", JOBCG_GRES_FLAG_EXPLICIT },
+    {"CountOnly", JOBCG_GRES_FLAG_COUNT_ONLY},	  {"nvidia_gpu_env", JOBCG_GRES_FLAG_ENV_NVIDIA},
+    {"env_nvidia", JOBCG_GRES_FLAG_ENV_NVIDIA},	  {"amd_gpu_env", JOBCG_GRES_FLAG_ENV_AMD},
+    {"env_amd", JOBCG_GRES_FLAG_ENV_AMD},	  {"intel_gpu_env", JOBCG_GRES_FLAG_ENV_INTEL},
+    {"env_intel", JOBCG_GRES_FLAG_ENV_INTEL},	  {"opencl_env", JOBCG_GRES_FLAG_ENV_OPENCL},
+    {"env_opencl", JOBCG_GRES_FLAG_ENV_OPENCL},	  {"no_gpu_env", JOBCG_GRES_FLAG_NO_GPU_ENV},
+    {"env_uuid", JOBCG_GRES_FLAG_ENV_UUID},	  {"one_sharing", JOBCG_GRES_FLAG_ONE_SHARING},
+    {"all_sharing", JOBCG_GRES_FLAG_ALL_SHARING}, {"explicit", JOBCG_GRES_FLAG_EXPLICIT},
 };
 
 /* Where a record's files were written, for the stat() errors of gres_conf_finish(). */
@@ -137,7 +138,7 @@ static struct gres_state *state(struct confload *l)
 /* AutoDetect value as Slurm matches it; NULL when unknown. */
 static const char *autodetect_canon(const char *v)
 {
-	static const char *const subs[] = { "full", "nvml", "rsmi", "oneapi", "nrt", "nvidia" };
+	static const char *const subs[] = {"full", "nvml", "rsmi", "oneapi", "nrt", "nvidia"};
 	char low[64];
 	size_t n = strlen(v);
 
@@ -188,20 +189,23 @@ static void line_vals_done(struct line_vals *v)
 
 static int parse_cores(const struct conf_stmt *st, const struct conf_pair *pr, struct line_vals *v)
 {
-	_cleanup_free_ char *s = strdup(pr->value);
-	char *body;
-	size_t n;
+	size_t n = strlen(pr->value), len = 0;
+	_cleanup_free_ char *body = malloc(n + 1);
+	_cleanup_free_ size_t *orig = malloc((n + 1) * sizeof(size_t));
 	int r;
 
-	if (!s)
+	if (!body || !orig)
 		return -ENOMEM;
-	body = s;
-	n = strlen(s);
-	/* Slurm reads Cores=[0-3] as 0-3 (bitfmt2int skips the brackets). */
-	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-		s[n - 1] = '\0';
-		body = s + 1;
+	/* Slurm's bitfmt2int skips brackets ("Cores=[0-3]" is 0-3) and blanks; so does jobcg,
+	 * but any other stray character is an error rather than silently ignored. */
+	for (size_t i = 0; i < n; i++) {
+		if (strchr("[] \t", pr->value[i]))
+			continue;
+		orig[len] = i;
+		body[len++] = pr->value[i];
 	}
+	body[len] = '\0';
+	orig[len] = n;
 	if (!*body) {
 		/* Cores="" is an empty set in Slurm: keep it as a bitmap with no bit set. */
 		v->cores = calloc(1, sizeof(uint64_t));
@@ -223,9 +227,11 @@ static int parse_cores(const struct conf_stmt *st, const struct conf_pair *pr, s
 		return r;
 	if (r < 0) {
 		struct conf_pair shifted = *pr;
+		unsigned c = jobcg_last_error()->column;
 
-		if (body != s)
-			shifted.vcol++;
+		/* point at the character in the value as written */
+		if (c >= 1 && c - 1 <= len)
+			shifted.vcol = pr->vcol + (unsigned)(orig[c - 1] - (c - 1));
 		return conf_reraise(r, st->file, &shifted, "%s=%s", pr->key, pr->value);
 	}
 	return 0;
@@ -291,12 +297,14 @@ static int parse_flags(const struct conf_stmt *st, const struct conf_pair *pr, s
 		}
 	}
 	if ((v->flags & JOBCG_GRES_FLAG_NO_GPU_ENV) && (v->flags & ENV_DEFAULT_GPU))
-		return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
-				    "Flags=%s: no_gpu_env cannot be combined with another GPU environment flag",
-				    pr->value);
+		return error_set_at(
+		    -EINVAL, st->file, pr->vline, pr->vcol,
+		    "Flags=%s: no_gpu_env cannot be combined with another GPU environment flag",
+		    pr->value);
 	if ((v->flags & JOBCG_GRES_FLAG_ONE_SHARING) && (v->flags & JOBCG_GRES_FLAG_ALL_SHARING))
 		return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
-				    "Flags=%s: one_sharing and all_sharing exclude each other", pr->value);
+				    "Flags=%s: one_sharing and all_sharing exclude each other",
+				    pr->value);
 	return 0;
 }
 
@@ -313,7 +321,8 @@ static int expand_files(const struct conf_stmt *st, const struct conf_pair *pr, 
 	for (size_t i = 0; files[i]; i++) {
 		if (files[i][0] != '/') {
 			r = error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
-					 "%s=%s: '%s' is not an absolute path (expected a device file such as /dev/nvidia0)",
+					 "%s=%s: '%s' is not an absolute path (expected a device "
+					 "file such as /dev/nvidia0)",
 					 pr->key, pr->value, files[i]);
 			strv_free(files);
 			return r;
@@ -340,8 +349,20 @@ static int parse_values(struct confload *l, const struct conf_stmt *st, struct l
 			if (!isalnum((unsigned char)*q) && !strchr("_-.", *q))
 				return error_set_at(-EINVAL, st->file, p[G_NAME]->vline,
 						    p[G_NAME]->vcol + (unsigned)(q - n),
-						    "Name=%s: '%c' is not allowed in a GRES name (letters, digits, '_', '-', '.')",
+						    "Name=%s: '%c' is not allowed in a GRES name "
+						    "(letters, digits, '_', '-', '.')",
 						    n, *q);
+	}
+	if (p[G_TYPE]) {
+		/* ':' and ',' separate the parts of a request such as gpu:a100:2,nic:1 */
+		const char *t = p[G_TYPE]->value, *bad = t + strcspn(t, ":, \t");
+
+		if (*bad)
+			return error_set_at(
+			    -EINVAL, st->file, p[G_TYPE]->vline,
+			    p[G_TYPE]->vcol + (unsigned)(bad - t),
+			    "Type=%s: '%c' is not allowed in a type (it separates GRES requests)",
+			    t, *bad);
 	}
 	if (p[G_COUNT]) {
 		r = jobcg_parse_size(p[G_COUNT]->value, 1, JOBCG_SIZE_DECIMAL, &v->count);
@@ -367,8 +388,10 @@ static int parse_values(struct confload *l, const struct conf_stmt *st, struct l
 			return r;
 	}
 	if (p[G_FILE] && p[G_MULTIPLEFILES])
-		return error_set_at(-EINVAL, st->file, p[G_MULTIPLEFILES]->line, p[G_MULTIPLEFILES]->col,
-				    "File= and MultipleFiles= exclude each other (MultipleFiles= lists every file of one device)");
+		return error_set_at(-EINVAL, st->file, p[G_MULTIPLEFILES]->line,
+				    p[G_MULTIPLEFILES]->col,
+				    "File= and MultipleFiles= exclude each other (MultipleFiles= "
+				    "lists every file of one device)");
 	if (p[G_FILE]) {
 		r = expand_files(st, p[G_FILE], v);
 		if (r < 0)
@@ -382,7 +405,8 @@ static int parse_values(struct confload *l, const struct conf_stmt *st, struct l
 		if (v->nfiles < 2)
 			return error_set_at(-EINVAL, st->file, p[G_MULTIPLEFILES]->vline,
 					    p[G_MULTIPLEFILES]->vcol,
-					    "MultipleFiles=%s names one file (it takes two or more; use File= for one)",
+					    "MultipleFiles=%s names one file (it takes two or "
+					    "more; use File= for one)",
 					    p[G_MULTIPLEFILES]->value);
 	}
 	if (p[G_AUTODETECT]) {
@@ -417,7 +441,8 @@ static bool host_matches(struct confload *l, const struct conf_stmt *st, const s
 }
 
 static int add_record(struct confload *l, const struct conf_stmt *st, const struct line_vals *v,
-		      struct name_env *ne, char **files, size_t nfiles, uint64_t count, unsigned flags)
+		      struct name_env *ne, char **files, size_t nfiles, uint64_t count,
+		      unsigned flags)
 {
 	struct jobcg_gres_conf *g = &l->c->gres;
 	struct gres_state *s = state(l);
@@ -450,7 +475,7 @@ static int add_record(struct confload *l, const struct conf_stmt *st, const stru
 	rec.count = count;
 	rec.flags = flags;
 	rec.index = ne->next_index++;
-	rec.origin = (struct jobcg_origin){ st->file, st->line };
+	rec.origin = (struct jobcg_origin){st->file, st->line};
 	if (nfiles) {
 		rec.files = calloc(nfiles, sizeof(*rec.files));
 		for (size_t i = 0; rec.files && i < nfiles; i++) {
@@ -474,8 +499,8 @@ static int add_record(struct confload *l, const struct conf_stmt *st, const stru
 	}
 	/* Stored before the allocation checks so that gres_conf_done() frees whatever exists. */
 	g->records[g->nrecords] = rec;
-	s->pos[g->nrecords] = fp ? (struct rec_pos){ st->file, fp->vline, fp->vcol } :
-				   (struct rec_pos){ st->file, st->line, 0 };
+	s->pos[g->nrecords] = fp ? (struct rec_pos){st->file, fp->vline, fp->vcol}
+				 : (struct rec_pos){st->file, st->line, 0};
 	g->nrecords++;
 	if (!rec.name || (v->p[G_TYPE] && *v->p[G_TYPE]->value && !rec.type) ||
 	    (nfiles && (!rec.files || rec.nfiles != nfiles || !rec.files[nfiles - 1].path)) ||
@@ -484,8 +509,8 @@ static int add_record(struct confload *l, const struct conf_stmt *st, const stru
 	return 0;
 }
 
-static int check_env_flags(struct confload *l, const struct conf_stmt *st, const struct line_vals *v,
-			   unsigned *flags, struct name_env **ret)
+static int check_env_flags(struct confload *l, const struct conf_stmt *st,
+			   const struct line_vals *v, unsigned *flags, struct name_env **ret)
 {
 	struct gres_state *s = state(l);
 	const char *name = v->p[G_NAME]->value;
@@ -500,10 +525,12 @@ static int check_env_flags(struct confload *l, const struct conf_stmt *st, const
 	if (!env)
 		env = ne ? ne->env : strcaseeq(name, "gpu") ? ENV_DEFAULT_GPU : 0;
 	else if (ne && ne->env != env)
-		return error_set_at(-EINVAL, st->file, v->p[G_FLAGS]->vline, v->p[G_FLAGS]->vcol,
-				    "Flags=%s: the GPU environment flags differ from the earlier %s line at %s:%u "
-				    "(every line of one name must agree; a line without Flags means all of them for gpu)",
-				    v->p[G_FLAGS]->value, name, ne->origin.file, ne->origin.line);
+		return error_set_at(
+		    -EINVAL, st->file, v->p[G_FLAGS]->vline, v->p[G_FLAGS]->vcol,
+		    "Flags=%s: the GPU environment flags differ from the earlier %s line at %s:%u "
+		    "(every line of one name must agree; a line without Flags means all of them "
+		    "for gpu)",
+		    v->p[G_FLAGS]->value, name, ne->origin.file, ne->origin.line);
 	if (!ne) {
 		struct name_env *nn = realloc(s->names, (s->nnames + 1) * sizeof(*nn));
 
@@ -511,13 +538,13 @@ static int check_env_flags(struct confload *l, const struct conf_stmt *st, const
 			return -ENOMEM;
 		s->names = nn;
 		ne = &s->names[s->nnames];
-		*ne = (struct name_env){ .name = strdup(name) };
+		*ne = (struct name_env){.name = strdup(name)};
 		if (!ne->name)
 			return -ENOMEM;
 		s->nnames++;
 	}
 	ne->env = env;
-	ne->origin = (struct jobcg_origin){ st->file, st->line };
+	ne->origin = (struct jobcg_origin){st->file, st->line};
 	*flags = (*flags & ~ENV_MASK) | env;
 	*ret = ne;
 	return 0;
@@ -536,18 +563,21 @@ static int make_records(struct confload *l, const struct conf_stmt *st, struct l
 		return r;
 	if (v->multiple) {
 		if (v->has_count && !shared && v->count != 1)
-			return error_set_at(-EINVAL, st->file, v->p[G_COUNT]->vline, v->p[G_COUNT]->vcol,
-					    "Count=%s: a MultipleFiles= line is one %s, so its Count must be 1",
-					    v->p[G_COUNT]->value, name);
-		return add_record(l, st, v, ne, v->files, v->nfiles, v->has_count ? v->count : 1, flags);
+			return error_set_at(
+			    -EINVAL, st->file, v->p[G_COUNT]->vline, v->p[G_COUNT]->vcol,
+			    "Count=%s: a MultipleFiles= line is one %s, so its Count must be 1",
+			    v->p[G_COUNT]->value, name);
+		return add_record(l, st, v, ne, v->files, v->nfiles, v->has_count ? v->count : 1,
+				  flags);
 	}
 	if (v->nfiles == 0)
 		return add_record(l, st, v, ne, NULL, 0, v->has_count ? v->count : 1, flags);
 	if (v->has_count && !shared && v->count != v->nfiles)
-		return error_set_at(-EINVAL, st->file, v->p[G_COUNT]->vline, v->p[G_COUNT]->vcol,
-				    "Count=%s does not match the %zu file%s of %s=%s (each file is one %s)",
-				    v->p[G_COUNT]->value, v->nfiles, v->nfiles == 1 ? "" : "s",
-				    v->p[G_FILE]->key, v->p[G_FILE]->value, name);
+		return error_set_at(
+		    -EINVAL, st->file, v->p[G_COUNT]->vline, v->p[G_COUNT]->vcol,
+		    "Count=%s does not match the %zu file%s of %s=%s (each file is one %s)",
+		    v->p[G_COUNT]->value, v->nfiles, v->nfiles == 1 ? "" : "s", v->p[G_FILE]->key,
+		    v->p[G_FILE]->value, name);
 	/* Shared GRES (mps, shard): the line's Count is spread evenly over its files, the first
 	 * files taking the remainder. */
 	uint64_t total = v->has_count ? v->count : v->nfiles;
@@ -587,10 +617,12 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 			sugg = conf_suggest(pr->key, cands);
 			if (sugg)
 				r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
-						 "unknown gres.conf key '%s' (did you mean '%s'?)", pr->key, sugg);
+						 "unknown gres.conf key '%s' (did you mean '%s'?)",
+						 pr->key, sugg);
 			else
 				r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
-						 "unknown gres.conf key '%s' (see jobcg-gres.conf(5) for the keys)",
+						 "unknown gres.conf key '%s' (see "
+						 "jobcg-gres.conf(5) for the keys)",
 						 pr->key);
 			goto out;
 		}
@@ -598,26 +630,30 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 			first = k;
 			if (k != G_NODENAME && k != G_NAME && k != G_AUTODETECT) {
 				r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
-						 "a gres.conf line must start with NodeName=, Name= or AutoDetect= (found '%s=')",
+						 "a gres.conf line must start with NodeName=, "
+						 "Name= or AutoDetect= (found '%s=')",
 						 pr->key);
 				goto out;
 			}
 		} else if (first == G_AUTODETECT) {
-			r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
-					 "AutoDetect= must be alone on its line (found '%s=' after it; "
-					 "put AutoDetect= on a NodeName= line to set it for some nodes)",
-					 pr->key);
+			r = error_set_at(
+			    -EINVAL, st->file, pr->line, pr->col,
+			    "AutoDetect= must be alone on its line (found '%s=' after it; "
+			    "put AutoDetect= on a NodeName= line to set it for some nodes)",
+			    pr->key);
 			goto out;
 		} else if (k == G_NODENAME) {
 			r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
-					 "NodeName= must be the first key of its line (this line starts with %s=)",
+					 "NodeName= must be the first key of its line (this line "
+					 "starts with %s=)",
 					 st->pairs[0].key);
 			goto out;
 		}
 		if (v.p[k] && v.p[k] != pr)
-			confload_warn(l, st->file, pr->line,
-				      "%s= given twice on this line (also as %s=), the latest value is used",
-				      pr->key, v.p[k]->key);
+			confload_warn(
+			    l, st->file, pr->line,
+			    "%s= given twice on this line (also as %s=), the latest value is used",
+			    pr->key, v.p[k]->key);
 		v.p[k] = pr;
 	}
 
@@ -632,7 +668,8 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 
 	if (first == G_AUTODETECT) {
 		if (v.autodetect_unknown) {
-			confload_warn(l, st->file, st->line, "unknown AutoDetect value '%s', ignored",
+			confload_warn(l, st->file, st->line,
+				      "unknown AutoDetect value '%s', ignored",
 				      v.p[G_AUTODETECT]->value);
 			goto out;
 		}
@@ -650,11 +687,13 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 
 	if (v.p[G_AUTODETECT]) {
 		if (v.autodetect_unknown)
-			confload_warn(l, st->file, st->line, "unknown AutoDetect value '%s', ignored",
+			confload_warn(l, st->file, st->line,
+				      "unknown AutoDetect value '%s', ignored",
 				      v.p[G_AUTODETECT]->value);
 		else if (!v.p[G_NODENAME])
-			confload_warn(l, st->file, st->line,
-				      "AutoDetect= on a line without NodeName= has no effect (as in Slurm)");
+			confload_warn(
+			    l, st->file, st->line,
+			    "AutoDetect= on a line without NodeName= has no effect (as in Slurm)");
 		else {
 			struct gres_state *s = state(l);
 
@@ -665,7 +704,8 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 			if (g->node_autodetect && !streq(g->node_autodetect, v.autodetect)) {
 				r = error_set_at(-EINVAL, st->file, v.p[G_AUTODETECT]->vline,
 						 v.p[G_AUTODETECT]->vcol,
-						 "AutoDetect=%s conflicts with AutoDetect=%s for this node at %s:%u",
+						 "AutoDetect=%s conflicts with AutoDetect=%s for "
+						 "this node at %s:%u",
 						 v.p[G_AUTODETECT]->value, g->node_autodetect,
 						 s->node_ad_origin.file, s->node_ad_origin.line);
 				goto out;
@@ -676,7 +716,7 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 					r = -ENOMEM;
 					goto out;
 				}
-				s->node_ad_origin = (struct jobcg_origin){ st->file, st->line };
+				s->node_ad_origin = (struct jobcg_origin){st->file, st->line};
 			}
 		}
 	}
@@ -692,12 +732,14 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 		confload_warn(l, st->file, st->line, "unknown Flags word '%s' ignored", *w);
 	if (v.links_bad)
 		confload_warn(l, st->file, st->line,
-			      "ignoring invalid Links=%s (expected integers from -2 to 1023 with exactly one -1)",
+			      "ignoring invalid Links=%s (expected integers from -2 to 1023 with "
+			      "exactly one -1)",
 			      v.p[G_LINKS]->value);
 	if (v.cores_null)
-		confload_warn(l, st->file, st->line,
-			      "%s=%s is read as core 0, as Slurm does; remove it for no core binding",
-			      v.p[G_CORES]->key, v.p[G_CORES]->value);
+		confload_warn(
+		    l, st->file, st->line,
+		    "%s=%s is read as core 0, as Slurm does; remove it for no core binding",
+		    v.p[G_CORES]->key, v.p[G_CORES]->value);
 	r = make_records(l, st, &v);
 out:
 	line_vals_done(&v);
@@ -707,10 +749,10 @@ out:
 int gres_conf_parse(struct confload *l, const char *path, const char *buf, size_t len)
 {
 	struct conf_parser p = {
-		.fn = on_stmt,
-		.userdata = l,
-		.no_include = l->no_include,
-		.files = &l->c->files,
+	    .fn = on_stmt,
+	    .userdata = l,
+	    .no_include = l->no_include,
+	    .files = &l->c->files,
 	};
 	int r;
 
@@ -723,11 +765,56 @@ int gres_conf_parse(struct confload *l, const char *path, const char *buf, size_
 	return conf_parse_buffer(&p, path, buf, len);
 }
 
+static int cmp_by_name_path(const void *a, const void *b)
+{
+	const struct jobcg_gres_record *x = *(const struct jobcg_gres_record *const *)a,
+				       *y = *(const struct jobcg_gres_record *const *)b;
+	int r = strcmp(x->name, y->name);
+
+	if (r)
+		return r;
+	r = strcmp(x->files[0].path, y->files[0].path);
+	if (r)
+		return r;
+	return x < y ? -1 : x > y; /* file order among equals */
+}
+
+/*
+ * Two File= records of one name on the same device file make one device count twice. Warn
+ * (Slurm does not check). MultipleFiles= records legitimately share a parent GPU's file.
+ */
+static int warn_duplicate_files(struct confload *l)
+{
+	struct jobcg_gres_conf *g = &l->c->gres;
+	_cleanup_free_ const struct jobcg_gres_record **v = calloc(g->nrecords + 1, sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->nrecords; i++)
+		if (g->records[i].nfiles == 1)
+			v[n++] = &g->records[i];
+	qsort(v, n, sizeof(*v), cmp_by_name_path);
+	for (size_t i = 1; i < n; i++)
+		if (streq(v[i]->name, v[i - 1]->name) &&
+		    streq(v[i]->files[0].path, v[i - 1]->files[0].path))
+			confload_warn(
+			    l, v[i]->origin.file, v[i]->origin.line,
+			    "%s is listed again for %s (also at %s:%u): one device counts twice",
+			    v[i]->files[0].path, v[i]->name, v[i - 1]->origin.file,
+			    v[i - 1]->origin.line);
+	return 0;
+}
+
 int gres_conf_finish(struct confload *l)
 {
 	struct jobcg_gres_conf *g = &l->c->gres;
 	struct gres_state *s = l->gres;
 	const char *ad = g->node_autodetect ? g->node_autodetect : g->autodetect;
+	int r = warn_duplicate_files(l);
+
+	if (r < 0)
+		return r;
 
 	for (size_t i = 0; i < g->nrecords; i++) {
 		struct jobcg_gres_record *rec = &g->records[i];
@@ -742,16 +829,19 @@ int gres_conf_finish(struct confload *l)
 			struct stat st;
 
 			if (stat(gf->path, &st) < 0) {
-				int r = negative_errno();
+				r = negative_errno();
 
-				return error_set_at(r, pos->file, pos->line, pos->col,
-						    "device file %s: %s (check it exists on this node; "
-						    "`jobcg config --no-stat` checks a file written for another node)",
-						    gf->path, strerror(-r));
+				return error_set_at(
+				    r, pos->file, pos->line, pos->col,
+				    "device file %s: %s (check it exists on this node; "
+				    "`jobcg config --no-stat` checks a file written for another "
+				    "node)",
+				    gf->path, strerror(-r));
 			}
 			if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
 				return error_set_at(-ENODEV, pos->file, pos->line, pos->col,
-						    "%s is not a character or block device", gf->path);
+						    "%s is not a character or block device",
+						    gf->path);
 			gf->type = S_ISCHR(st.st_mode) ? 'c' : 'b';
 			gf->major = major(st.st_rdev);
 			gf->minor = minor(st.st_rdev);

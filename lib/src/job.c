@@ -3,11 +3,13 @@
 #include <signal.h>
 #include <time.h>
 
+#include "acct_log.h"
 #include "cgroupfs.h"
 #include "discover.h"
-#include "jobcg/memlimit.h"
 #include "job_hooks.h"
 #include "log.h"
+#include "jobcg/jobgres.h"
+#include "jobcg/memlimit.h"
 #include "tree.h"
 #include "util.h"
 
@@ -119,70 +121,42 @@ JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, con
 	return get_meta(dir, key, ret);
 }
 
-static void fmt_bytes(char *buf, size_t size, uint64_t v)
+static int write_mem_value(const char *dir, const char *file, uint64_t v)
 {
+	char buf[32];
+
 	if (v == JOBCG_MEM_UNLIMITED)
-		snprintf(buf, size, "max");
+		snprintf(buf, sizeof(buf), "max");
 	else
-		snprintf(buf, size, "%llu", (unsigned long long)v);
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	return cgfs_write(dir, file, buf);
 }
 
 /*
- * A job's memory request becomes memory.max as given, unless cgroup.conf asks for Slurm's
- * formulas (memlimit.c): ConstrainRAMSpace=yes gives memory.max from AllowedRAMSpace,
- * MinRAMSpace and MaxRAMPercent and memory.high at the request (the soft limit where reclaim
- * and throttling start); ConstrainSwapSpace=yes gives memory.swap.max from AllowedSwapSpace
- * and MaxSwapPercent.
+ * memory.max / memory.high / memory.swap.max by Slurm's formulas (memlimit.h). An explicit
+ * memory request is a limit even with ConstrainRAMSpace=no; swap only with ConstrainSwapSpace.
  */
-static int mem_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
-		      uint64_t mem_bytes)
+static int mem_limits_write(struct jobcg_ctx *ctx, const char *dir, uint64_t mem)
 {
-	const struct jobcg_cgroup_conf *c = &ctx->conf->cgroup;
 	struct jobcg_mem_limits m;
 	uint64_t ram;
-	char buf[32];
 	int r;
 
-	if (!c->constrain_ram_space && !c->constrain_swap_space) {
-		fmt_bytes(buf, sizeof(buf), mem_bytes);
-		return cgfs_write(job_dir, "memory.max", buf);
-	}
 	r = jobcg_node_ram(&ram);
 	if (r < 0)
 		return r;
-	r = jobcg_mem_limits_compute(c, mem_bytes, ram, &m);
+	r = jobcg_mem_limits_compute(&ctx->conf->cgroup, mem, ram, &m);
 	if (r < 0)
 		return r;
-	fmt_bytes(buf, sizeof(buf), m.set_max ? m.max : mem_bytes);
-	r = cgfs_write(job_dir, "memory.max", buf);
-	if (r < 0)
+	if ((r = write_mem_value(dir, "memory.max", m.max)) < 0 ||
+	    (r = write_mem_value(dir, "memory.high", m.high)) < 0)
 		return r;
-	if (m.set_max) {
-		fmt_bytes(buf, sizeof(buf), m.high);
-		r = cgfs_write(job_dir, "memory.high", buf);
-		if (r < 0)
-			return r;
-	}
-	if (m.set_swap) {
-		fmt_bytes(buf, sizeof(buf), m.swap_max);
-		r = cgfs_write(job_dir, "memory.swap.max", buf);
-		/* No memory.swap.max: the kernel does no swap accounting, so there is nothing to
-		 * limit (and no swap use to charge). */
-		if (r == -ENOENT)
-			log_warning(
-			    "job %u: ConstrainSwapSpace: this kernel has no memory.swap.max "
-			    "(swap accounting off); swap is not limited",
-			    job_id);
-		else if (r < 0)
-			return r;
-	}
-	log_debug("job %u: memory.max %llu, high %s, swap.max %s", job_id,
-		  (unsigned long long)(m.set_max ? m.max : mem_bytes), m.set_max ? "set" : "-",
-		  m.set_swap ? "set" : "-");
+	if (m.set_swap && (r = write_mem_value(dir, "memory.swap.max", m.swap_max)) < 0)
+		return r;
 	return 0;
 }
 
-/* The built-in hook: cpuset.cpus, memory.max (and .high, .swap.max) and pids.max on job_<id>/. */
+/* The built-in hook: cpuset.cpus, memory.max and pids.max on job_<id>/. */
 static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
 			 const struct jobcg_limits *l)
 {
@@ -219,7 +193,7 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 			file = "cpuset.cpus";
 			value = l->cpus;
 		} else if (d->bit == JOBCG_LIMIT_MEM) {
-			r = mem_attach(ctx, job_id, job_dir, l->mem_bytes);
+			r = mem_limits_write(ctx, job_dir, l->mem_bytes);
 			if (r < 0)
 				return r;
 			continue;
@@ -248,6 +222,7 @@ static const struct job_hook limits_hook = {
  */
 static const struct job_hook *const job_hooks[] = {
     &limits_hook,
+    &gres_job_hook,
 };
 
 static void hooks_detach(struct jobcg_ctx *ctx, uint32_t job_id, const char *dir, size_t upto)
@@ -327,7 +302,9 @@ static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct j
 	char buf[64];
 	int r;
 
-	snprintf(buf, sizeof(buf), "%u:%u", (unsigned)getuid(), (unsigned)getgid());
+	/* The owner a scheduler names (--uid/--gid), else whoever created the job. */
+	snprintf(buf, sizeof(buf), "%u:%u", l && l->have_owner ? (unsigned)l->uid : (unsigned)getuid(),
+		 l && l->have_owner ? (unsigned)l->gid : (unsigned)getgid());
 	if ((r = set_meta(dir, "owner", buf)) < 0)
 		return r;
 	if (l && l->cpus && *l->cpus && (r = set_meta(dir, "cpus", l->cpus)) < 0)
@@ -433,18 +410,41 @@ JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 	return r;
 }
 
-static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id)
+/* The job's accounting record, read after its processes are gone; never fails the removal. */
+static void log_job(struct jobcg_ctx *ctx, uint32_t job_id, const char *dir, bool cancelled,
+		    bool lost)
+{
+	struct jobcg_acct a = {};
+	struct jobcg_error saved = *jobcg_last_error();
+
+	if (!ctx->info->xattr.supported)
+		return; /* without metadata there is no owner or start time to record */
+	if (jobcg_acct_read_dir(dir, &a) < 0 ||
+	    acct_log_append(ctx, job_id, NULL, 0, lost ? -1 : 0, 0, 0, cancelled, &a) < 0)
+		log_warning("job %u: accounting record not written: %s", job_id,
+			    jobcg_last_error()->message);
+	*(struct jobcg_error *)jobcg_last_error() = saved;
+}
+
+/* @lost: the job's owner is gone (gc), so how it ended was not seen. */
+static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, bool lost, bool cancelled)
 {
 	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id);
+	bool populated = false;
 	int r;
 
 	if (!dir)
 		return -ENOMEM;
 	if (access(dir, F_OK) < 0)
 		return error_set(-ENOENT, "no job %u (%s)", job_id, dir);
+	/* A removal killed half way (grants revoked, directory left) is finished by gc. */
+	if (ctx->info->xattr.supported && (r = set_meta(dir, "removing", "1")) < 0)
+		return r;
+	(void)cgfs_events(dir, &populated, NULL);
 	r = tree_kill(dir, TREE_KILL_TIMEOUT_MS);
 	if (r < 0)
 		return r;
+	log_job(ctx, job_id, dir, (populated || cancelled) && !lost, lost);
 	hooks_detach(ctx, job_id, dir, ELEMENTSOF(job_hooks));
 	r = cgfs_remove_tree(dir);
 	if (r < 0)
@@ -459,7 +459,7 @@ JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsign
 
 	if (r < 0)
 		return r;
-	r = job_remove_locked(ctx, job_id);
+	r = job_remove_locked(ctx, job_id, false, flags & JOBCG_JOB_REMOVE_CANCELLED);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }
@@ -683,7 +683,7 @@ static bool step_is_stray(const char *sdir)
 static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 {
 	_cleanup_free_ char *dir = tree_job_dir(ctx, id), *created = NULL, *eph = NULL,
-			    *runner = NULL;
+			    *runner = NULL, *removing = NULL;
 	_cleanup_strv_free_ char **steps = NULL;
 	int r;
 
@@ -694,13 +694,14 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		return 0;
 	}
 	r = get_meta(dir, "created", &created);
-	if (r == -ENODATA ||
+	if (r == -ENODATA || get_meta(dir, "removing", &removing) == 0 ||
 	    (get_meta(dir, "ephemeral", &eph) == 0 && get_meta(dir, "runner", &runner) == 0 &&
 	     !tree_runner_alive(runner))) {
 		/* Under the lock a job without the "created" mark is a creation that died half
-		 * way; an ephemeral job without its runner will never be removed by it. */
+		 * way, one marked "removing" a removal that did; an ephemeral job without its
+		 * runner will never be removed by it. */
 		log_info("gc: removing stray job %u", id);
-		r = job_remove_locked(ctx, id);
+		r = job_remove_locked(ctx, id, true, false);
 		if (r < 0)
 			return r;
 		st->jobs_removed++;
@@ -719,7 +720,19 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		if (!step_is_stray(sdir))
 			continue;
 		log_info("gc: removing stray step %u.%s", id, *s);
-		r = tree_kill_and_remove(sdir);
+		r = tree_kill(sdir, TREE_KILL_TIMEOUT_MS);
+		if (r < 0)
+			return r;
+		{
+			struct jobcg_acct a = {};
+
+			/* its runner died: how the step ended was not seen (NODE_FAIL) */
+			if (jobcg_acct_read_dir(sdir, &a) < 0 ||
+			    jobcg_acct_log_step(ctx, id, *s, 0, NULL, &a, false) < 0)
+				log_warning("step %u.%s: accounting record not written: %s", id, *s,
+					    jobcg_last_error()->message);
+		}
+		r = cgfs_remove_tree(sdir);
 		if (r < 0)
 			return r;
 		st->steps_removed++;
@@ -746,6 +759,10 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 		if (r < 0 && !first_err)
 			first_err = r; /* keep sweeping the others; report the first failure */
 	}
+	/* Last: device policy entries of cgroups removed above or by a killed jobcg. */
+	r = jobcg_devices_gc(ctx, NULL);
+	if (r < 0 && !first_err)
+		first_err = r;
 	r = first_err;
 out:
 	jobcg_ctx_unlock(ctx);

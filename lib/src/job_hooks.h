@@ -19,3 +19,6 @@ struct job_hook {
 		      const struct jobcg_limits *limits);
 	void (*detach)(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir);
 };
+
+/* GPUs: select under the node lock, store trusted.jobcg.gres, grant the device policy (jobgres.c). */
+extern const struct job_hook gres_job_hook;

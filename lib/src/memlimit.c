@@ -52,13 +52,14 @@ JOBCG_EXPORT int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *c, uin
 	high = to_bytes(soft);
 	memsw_b = to_bytes(memsw);
 	*ret = (struct jobcg_mem_limits){
-		.max = max,
-		.high = high,
-		/* cgroup v2 limits swap alone, Slurm's value is memory plus swap. */
-		.swap_max = memsw_b == JOBCG_MEM_UNLIMITED ? JOBCG_MEM_UNLIMITED :
-			    memsw_b > max ? memsw_b - max : 0,
-		.set_max = c->constrain_ram_space,
-		.set_swap = c->constrain_swap_space,
+	    .max = max,
+	    .high = high,
+	    /* cgroup v2 limits swap alone, Slurm's value is memory plus swap. */
+	    .swap_max = memsw_b == JOBCG_MEM_UNLIMITED ? JOBCG_MEM_UNLIMITED
+			: memsw_b > max		       ? memsw_b - max
+						       : 0,
+	    .set_max = c->constrain_ram_space,
+	    .set_swap = c->constrain_swap_space,
 	};
 	return 0;
 }

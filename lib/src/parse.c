@@ -31,7 +31,8 @@ static int read_u64(const char *s, const char **p, uint64_t *ret)
 	return n;
 }
 
-JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned flags, uint64_t *ret)
+JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned flags,
+				  uint64_t *ret)
 {
 	static const char units[] = "kmgtp";
 	const char *p = s, *suffix;
@@ -73,7 +74,8 @@ JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned
 			mult *= base;
 	}
 	if (mul_overflows(v, mult, &v))
-		return fail_at(-ERANGE, 1, "size '%s' is too large (limit %" PRIu64 ")", s, UINT64_MAX);
+		return fail_at(-ERANGE, 1, "size '%s' is too large (limit %" PRIu64 ")", s,
+			       UINT64_MAX);
 	*ret = v;
 	return 0;
 
@@ -81,7 +83,8 @@ bad_suffix:
 	if (*suffix == '.')
 		return fail_at(-EINVAL, suffix - s + 1, "size '%s' must be a whole number", s);
 	return fail_at(-EINVAL, suffix - s + 1,
-		       "size '%s' has an unknown suffix '%s' (expected K, M, G, T or P%s)", s, suffix,
+		       "size '%s' has an unknown suffix '%s' (expected K, M, G, T or P%s)", s,
+		       suffix,
 		       (flags & JOBCG_SIZE_DECIMAL) ? ", with KiB or KB forms" : ", or KiB .. PiB");
 }
 
@@ -110,30 +113,35 @@ JOBCG_EXPORT int jobcg_parse_cpulist(const char *s, uint64_t **ret, size_t *ret_
 
 		if (!isdigit((unsigned char)*p)) {
 			if (*p == ',' || !*p)
-				return fail_at(-EINVAL, p - s + 1, "empty element in CPU list '%s'", s);
+				return fail_at(-EINVAL, p - s + 1, "empty element in CPU list '%s'",
+					       s);
 			return fail_at(-EINVAL, p - s + 1,
 				       "CPU list '%s': expected a CPU number at '%s'", s, p);
 		}
 		r = read_u64(s, &p, &lo);
 		if (r < 0 || lo >= JOBCG_CPU_MAX)
-			return fail_at(-ERANGE, start - s + 1, "CPU list '%s': CPU %.*s is beyond the limit %d",
-				       s, (int)strspn(start, "0123456789"), start, JOBCG_CPU_MAX - 1);
+			return fail_at(-ERANGE, start - s + 1,
+				       "CPU list '%s': CPU %.*s is beyond the limit %d", s,
+				       (int)strspn(start, "0123456789"), start, JOBCG_CPU_MAX - 1);
 		hi = lo;
 		if (*p == '-') {
 			const char *hstart = ++p;
 
 			if (!isdigit((unsigned char)*p))
-				return fail_at(-EINVAL, p - s + 1,
-					       "CPU list '%s': expected the end of the range after '-'", s);
+				return fail_at(
+				    -EINVAL, p - s + 1,
+				    "CPU list '%s': expected the end of the range after '-'", s);
 			r = read_u64(s, &p, &hi);
 			if (r < 0 || hi >= JOBCG_CPU_MAX)
 				return fail_at(-ERANGE, hstart - s + 1,
 					       "CPU list '%s': CPU %.*s is beyond the limit %d", s,
-					       (int)strspn(hstart, "0123456789"), hstart, JOBCG_CPU_MAX - 1);
+					       (int)strspn(hstart, "0123456789"), hstart,
+					       JOBCG_CPU_MAX - 1);
 			if (hi < lo)
 				return fail_at(-EINVAL, start - s + 1,
 					       "CPU list '%s': reversed range %" PRIu64 "-%" PRIu64
-					       " (write the lower CPU first: %" PRIu64 "-%" PRIu64 ")",
+					       " (write the lower CPU first: %" PRIu64 "-%" PRIu64
+					       ")",
 					       s, lo, hi, hi, lo);
 		}
 		bit_set_range(bits, (unsigned)lo, (unsigned)hi);
@@ -144,7 +152,8 @@ JOBCG_EXPORT int jobcg_parse_cpulist(const char *s, uint64_t **ret, size_t *ret_
 			break;
 		if (*p != ',')
 			return fail_at(-EINVAL, p - s + 1,
-				       "CPU list '%s': unexpected '%c' (expected ',' or '-')", s, *p);
+				       "CPU list '%s': unexpected '%c' (expected ',' or '-')", s,
+				       *p);
 		p++;
 	}
 	size_t words = highest / 64 + 1;
@@ -266,17 +275,21 @@ static int hl_parse_item(const char *s, const char **p, struct hl_item *ret)
 
 				if (!isdigit((unsigned char)*q)) {
 					if (*q == ']' && q == open + 1)
-						r = fail_at(-EINVAL, q - s + 1, "empty brackets in '%s'", s);
+						r = fail_at(-EINVAL, q - s + 1,
+							    "empty brackets in '%s'", s);
 					else if (!*q)
-						r = fail_at(-EINVAL, open - s + 1, "'[' without ']' in '%s'", s);
+						r = fail_at(-EINVAL, open - s + 1,
+							    "'[' without ']' in '%s'", s);
 					else
 						r = fail_at(-EINVAL, q - s + 1,
-							    "expected a number inside brackets in '%s', found '%c'",
+							    "expected a number inside brackets in "
+							    "'%s', found '%c'",
 							    s, *q);
 					goto fail_seg;
 				}
 				if (strspn(q, "0123456789") > 18) {
-					r = fail_at(-ERANGE, q - s + 1, "number too long in '%s'", s);
+					r = fail_at(-ERANGE, q - s + 1, "number too long in '%s'",
+						    s);
 					goto fail_seg;
 				}
 				r = read_u64(s, &q, &rg.lo);
@@ -289,11 +302,14 @@ static int hl_parse_item(const char *s, const char **p, struct hl_item *ret)
 
 					if (!isdigit((unsigned char)*q)) {
 						r = fail_at(-EINVAL, q - s + 1,
-							    "expected the end of the range after '-' in '%s'", s);
+							    "expected the end of the range after "
+							    "'-' in '%s'",
+							    s);
 						goto fail_seg;
 					}
 					if (strspn(q, "0123456789") > 18) {
-						r = fail_at(-ERANGE, q - s + 1, "number too long in '%s'", s);
+						r = fail_at(-ERANGE, q - s + 1,
+							    "number too long in '%s'", s);
 						goto fail_seg;
 					}
 					r = read_u64(s, &q, &rg.hi);
@@ -303,7 +319,8 @@ static int hl_parse_item(const char *s, const char **p, struct hl_item *ret)
 						maxw = (size_t)(q - hs);
 					if (rg.hi < rg.lo) {
 						r = fail_at(-EINVAL, numstart - s + 1,
-							    "reversed range %.*s in '%s' (write the lower bound first)",
+							    "reversed range %.*s in '%s' (write "
+							    "the lower bound first)",
 							    (int)(q - numstart), numstart, s);
 						goto fail_seg;
 					}
@@ -326,12 +343,14 @@ static int hl_parse_item(const char *s, const char **p, struct hl_item *ret)
 					break;
 				}
 				if (!*q)
-					r = fail_at(-EINVAL, open - s + 1, "'[' without ']' in '%s'", s);
+					r = fail_at(-EINVAL, open - s + 1,
+						    "'[' without ']' in '%s'", s);
 				else if (*q == '[')
 					r = fail_at(-EINVAL, q - s + 1, "nested '[' in '%s'", s);
 				else
 					r = fail_at(-EINVAL, q - s + 1,
-						    "unexpected '%c' inside brackets in '%s' (expected ',', '-' or ']')",
+						    "unexpected '%c' inside brackets in '%s' "
+						    "(expected ',', '-' or ']')",
 						    *q, s);
 				goto fail_seg;
 			}
@@ -345,7 +364,7 @@ static int hl_parse_item(const char *s, const char **p, struct hl_item *ret)
 		it.segs = ns;
 		it.segs[it.nsegs++] = seg;
 		continue;
-fail_seg:
+	fail_seg:
 		free(seg.ranges);
 		goto fail;
 	}
@@ -384,8 +403,8 @@ static int hl_item_foreach(struct hl_item *it, size_t *budget, int (*fn)(const c
 				memcpy(buf + len, g->lit, g->litlen);
 				len += g->litlen;
 			} else {
-				len += (size_t)sprintf(buf + len, "%0*" PRIu64, g->ranges[g->ri].width,
-						       g->cur);
+				len += (size_t)sprintf(buf + len, "%0*" PRIu64,
+						       g->ranges[g->ri].width, g->cur);
 			}
 		}
 		buf[len] = '\0';

@@ -16,7 +16,19 @@ extern char **environ;
 #define STEP_END_KILL_TIMEOUT_MS 10000
 
 /* environ (or @base) with JOBCG_JOB_ID, JOBCG_STEP_ID, JOBCG_TASK_ID replaced. */
-static char **task_env(char *const *base, uint32_t job, const char *step, int task)
+/* Is variable NAME=... of @e set by one of @extra? */
+static bool env_overridden(const char *e, char *const *extra)
+{
+	size_t l = strcspn(e, "=");
+
+	for (; extra && *extra; extra++)
+		if (strncmp(*extra, e, l) == 0 && (*extra)[l] == '=')
+			return true;
+	return false;
+}
+
+static char **task_env(char *const *base, char *const *extra, uint32_t job, const char *step,
+		       int task)
 {
 	_cleanup_strv_free_ char **env = calloc(1, sizeof(char *));
 
@@ -24,7 +36,11 @@ static char **task_env(char *const *base, uint32_t job, const char *step, int ta
 		return NULL;
 	for (char *const *e = base ? base : environ; e && *e; e++)
 		if (!startswith(*e, "JOBCG_JOB_ID=") && !startswith(*e, "JOBCG_STEP_ID=") &&
-		    !startswith(*e, "JOBCG_TASK_ID=") && strv_push(&env, strdup(*e)) < 0)
+		    !startswith(*e, "JOBCG_TASK_ID=") && !env_overridden(*e, extra) &&
+		    strv_push(&env, strdup(*e)) < 0)
+			return NULL;
+	for (char *const *e = extra; e && *e; e++)
+		if (strv_push(&env, strdup(*e)) < 0)
 			return NULL;
 	if (strv_push(&env, strdup_printf("JOBCG_JOB_ID=%u", job)) < 0 ||
 	    strv_push(&env, strdup_printf("JOBCG_STEP_ID=%s", step)) < 0 ||
@@ -101,7 +117,8 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
 				 task);
 	dir = tree_task_dir(ctx, job_id, step_id, task);
 	procs = dir ? cgfs_path(dir, "cgroup.procs") : NULL;
-	env = task_env(opts->envp, job_id, step_id, task);
+	env = task_env(opts->envp, opts->task_env && task >= 0 ? opts->task_env[task] : NULL,
+		       job_id, step_id, task);
 	if (!procs || !env)
 		return -ENOMEM;
 	r = cgfs_mkdir(dir, true);
@@ -248,6 +265,9 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 		if (sig != SIGUSR1 && sig != SIGUSR2 && ++term_signals >= 2) {
 			/* A second interrupt means "now": what a user expects from Ctrl-C twice. */
 			(void)tree_kill(sdir, STEP_END_KILL_TIMEOUT_MS);
+		} else if ((sig == SIGINT || sig == SIGQUIT) && si.si_code == SI_KERNEL) {
+			/* Typed at the terminal: the tasks share our foreground process group and
+			 * got it from the kernel already; forwarding would deliver it twice. */
 		} else
 			(void)jobcg_signal(ctx, &t, sig);
 	}

@@ -292,11 +292,20 @@ static int starttime_of(pid_t pid, unsigned long long *ret)
 
 char *tree_runner_self(void)
 {
+	/* A process's start time never changes: read /proc once per process (the pid check
+	 * makes a forked child read its own), not on every step it creates. Per thread: no lock. */
+	static __thread pid_t cached_pid;
+	static __thread unsigned long long cached_st;
+	pid_t me = getpid();
 	unsigned long long st = 0;
 
-	if (starttime_of(getpid(), &st) < 0)
-		st = 0;
-	return strdup_printf("%d:%llu", (int)getpid(), st);
+	if (cached_pid == me)
+		return strdup_printf("%d:%llu", (int)me, cached_st);
+	if (starttime_of(me, &st) == 0) {
+		cached_st = st;
+		cached_pid = me;
+	}
+	return strdup_printf("%d:%llu", (int)me, st);
 }
 
 bool tree_runner_alive(const char *runner)

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (bpftext_parse_raw(data, size, "fuzz", &insns, &n) < 0)
 		return 0;
 	/* Small programs only, with a small step limit, so one input stays fast. */
-	struct jobcg_decode_env env = { .size = sizeof(env), .max_steps = 2000 };
+	struct jobcg_decode_env env = {.size = sizeof(env), .max_steps = 2000};
 	if (n <= 64 && jobcg_decode_program(insns, n, &env, &d) == 0) {
 		const struct jobcg_decoded_line *lines;
 		size_t nl = jobcg_decoded_lines(d, &lines);

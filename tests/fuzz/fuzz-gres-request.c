@@ -1,4 +1,5 @@
-/* Fuzz target: the GRES request, --gpu-bind and persisted-set parsers (first line of input each). */
+/* Fuzz target: the GRES request, --gpu-bind and persisted-set parsers (first line of input each).
+ */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,15 +10,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct jobcg_gres_file f[3] = { { (char *)"/dev/nvidia0", 'c', 195, 0 },
-					       { (char *)"/dev/nvidia1", 'c', 195, 1 },
-					       { (char *)"/dev/nic0", 'c', 231, 0 } };
+	static struct jobcg_gres_file f[3] = {{(char *)"/dev/nvidia0", 'c', 195, 0},
+					      {(char *)"/dev/nvidia1", 'c', 195, 1},
+					      {(char *)"/dev/nic0", 'c', 231, 0}};
 	static struct jobcg_gres_record r[3] = {
-		{ .name = (char *)"gpu", .type = (char *)"a100", .files = &f[0], .nfiles = 1 },
-		{ .name = (char *)"gpu", .type = (char *)"v100", .files = &f[1], .nfiles = 1 },
-		{ .name = (char *)"nic", .files = &f[2], .nfiles = 1 },
+	    {.name = (char *)"gpu", .type = (char *)"a100", .files = &f[0], .nfiles = 1},
+	    {.name = (char *)"gpu",
+	     .type = (char *)"v100",
+	     .files = &f[1],
+	     .nfiles = 1,
+	     .index = 1},
+	    {.name = (char *)"nic", .files = &f[2], .nfiles = 1},
 	};
-	static const struct jobcg_gres_conf conf = { .records = r, .nrecords = 3 };
+	static const struct jobcg_gres_conf conf = {.records = r, .nrecords = 3};
 	struct jobcg_gres_node *n = NULL;
 	struct jobcg_gres_request *req = NULL;
 	struct jobcg_gres_set all, got, t;

@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 1 << 20)
 		return 0;
-	if (config_load_buffers(NULL, 0, (const char *)data, size, "node1", JOBCG_CONFIG_NO_STAT, &c) == 0) {
+	if (config_load_buffers(NULL, 0, (const char *)data, size, "node1", JOBCG_CONFIG_NO_STAT,
+				&c) == 0) {
 		/* every record must be well formed */
 		for (size_t i = 0; i < c->gres.nrecords; i++) {
 			const struct jobcg_gres_record *r = &c->gres.records[i];

@@ -101,6 +101,8 @@ static inline pid_t kcli_start(char *const args[], int *out_fd, int *err_fd)
 	if (pid == 0) {
 		if (out_fd)
 			dup2(o[1], 1);
+		else
+			dup2(2, 1); /* never into the TAP stream */
 		if (err_fd)
 			dup2(e[1], 2);
 		execv(argv[0], argv);

@@ -2,9 +2,37 @@
 #include <json-c/json.h>
 
 #include "jobcg/acct.h"
+#include "jobcg/acctlog.h"
 #include "jobcg/context.h"
 #include "jobcg/job.h"
 #include "kcli.h"
+
+struct logcheck {
+	int n;
+	bool eph_step_ok, eph_job, killed_step, job31;
+};
+
+static int collect(const struct jobcg_acct_record *r, void *u)
+{
+	struct logcheck *c = u;
+	unsigned long id = strtoul(r->job_id, NULL, 10);
+
+	c->n++;
+	if (r->kind == JOBCG_ACCT_STEP && id >= JOBCG_JOB_ID_EPHEMERAL_BASE &&
+	    r->state == JOBCG_ACCT_COMPLETED && r->exit_code == 0 && r->ntasks == 1 &&
+	    r->start_usec > 0 && r->end_usec >= r->start_usec)
+		c->eph_step_ok = true;
+	if (r->kind == JOBCG_ACCT_JOB && id >= JOBCG_JOB_ID_EPHEMERAL_BASE)
+		c->eph_job = true;
+	if (r->kind == JOBCG_ACCT_STEP && id == 32 && r->step_id &&
+	    strcmp(r->step_id, "batch") == 0 && r->state == JOBCG_ACCT_FAILED &&
+	    r->exit_signal == 9)
+		c->killed_step = true;
+	if (r->kind == JOBCG_ACCT_JOB && id == 31 && r->state == JOBCG_ACCT_COMPLETED &&
+	    r->uid == 0 && r->start_usec > 0)
+		c->job31 = true;
+	return 0;
+}
 
 int main(void)
 {
@@ -73,9 +101,28 @@ int main(void)
 	json_object_put(o);
 	free(err);
 
+	is_int(kcli(NULL, "run", "--job", "32", "--step", "batch", "--", "sh", "-c",
+		    "kill -KILL $$", NULL),
+	       137, "a step killed by SIGKILL");
+
 	is_int(kcli(NULL, "stat", "31", NULL), 0, "jobcg stat on the job");
 	is_int(jobcg_job_remove(ctx, 31, 0), 0, "remove job 31");
 	is_int(kcli(NULL, "stat", "31", NULL), 1, "jobcg stat on a missing job fails");
+
+	/* The durable log has a record per step run by the CLI and per removed job. */
+	{
+		struct logcheck c = {};
+		char *path = NULL;
+
+		is_int(jobcg_acctlog_path(conf, &path), 0, "log path");
+		is_int(jobcg_acctlog_read(path, NULL, collect, &c), 0, "read the accounting log");
+		tap_diag("log %s: %d records", path, c.n);
+		ok(c.eph_step_ok, "ephemeral step: COMPLETED, exit 0, one task, cpu and times set");
+		ok(c.eph_job, "ephemeral job record");
+		ok(c.killed_step, "step 32.batch: FAILED with exit_signal 9");
+		ok(c.job31, "job 31 record: COMPLETED (nothing left running), uid 0");
+		free(path);
+	}
 	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);
 	return tap_done();

@@ -116,5 +116,10 @@ int main(void)
 	ok(!kcli_exists("%s", root), "check created nothing (root still absent)");
 	json_object_put(o);
 
+	is_int(kcli(NULL, "init", NULL), 0, "jobcg init");
+	ok(kcli_exists("%s/system", root), "init made the root and its system/ leaf");
+	is_int(kcli(NULL, "init", NULL), 0, "jobcg init again is fine");
+	is_int(kcli_count_dirs(root), 1, "and made nothing more");
+
 	return tap_done();
 }

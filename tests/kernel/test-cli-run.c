@@ -64,6 +64,42 @@ int main(void)
 	is_int(kcli(NULL, "run", "--", "sh", "-c", "sleep 1000 & exit 0", NULL), 0,
 	       "task leaving a background process exits 0");
 
+	/* Signals sent to the runner reach the tasks; a second one kills the step. */
+	{
+		char script[PATH_MAX + 256], ready[PATH_MAX];
+		char *args[] = {"run", "--", "sh", "-c", script, NULL};
+		int st = 0, i;
+		pid_t runner;
+
+		snprintf(ready, sizeof(ready), "%s/ready", ktest_tmpdir());
+		snprintf(script, sizeof(script), "trap 'exit 7' TERM; sleep 1000 & touch %s; wait",
+			 ready);
+		runner = kcli_start(args, NULL, NULL);
+		for (i = 0; i < 500 && access(ready, F_OK) < 0; i++)
+			usleep(10000);
+		ok(access(ready, F_OK) == 0, "task is up");
+		kill(runner, SIGTERM);
+		while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+			;
+		is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 7,
+		       "SIGTERM to the runner is forwarded: the task's trap exits 7");
+
+		unlink(ready);
+		snprintf(script, sizeof(script),
+			 "trap '' TERM; touch %s; while :; do sleep 1; done", ready);
+		runner = kcli_start(args, NULL, NULL);
+		for (i = 0; i < 500 && access(ready, F_OK) < 0; i++)
+			usleep(10000);
+		kill(runner, SIGTERM);
+		usleep(200000);
+		is_int(waitpid(runner, &st, WNOHANG), 0, "a task ignoring SIGTERM keeps the step");
+		kill(runner, SIGTERM);
+		while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+			;
+		is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL,
+		       "a second SIGTERM kills the step (137)");
+	}
+
 	is_int(kcli_count_dirs(root), 1, "only system/ is left under the root");
 	ok(kcli_exists("%s/system", root), "the system/ parking leaf exists");
 

@@ -2,6 +2,7 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,30 @@ static void note_prog(uint32_t id)
 	if (n_made_progs < ELEMENTSOF_(made_progs))
 		made_progs[n_made_progs++] = id;
 }
+/* Record the node program's and maps' ids (and the maps' BTF) to check they are released. */
+static void note_pins(struct jobcg_devpolicy *p)
+{
+	static const char *const names[] = {"prog", "jobcg_managed", "jobcg_policy"};
+	struct bpf_map_info mi;
+	char pp[512];
+	uint32_t id;
+	int fd;
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(pp, sizeof(pp), "%s/%s", jobcg_devpolicy_pin_dir(p), names[i]);
+		if (bpfsys_get_pinned(pp, &fd) < 0)
+			continue;
+		if (i == 0 && bpfsys_prog_info(fd, &id, NULL) == 0)
+			note_prog(id);
+		if (i > 0 && bpfsys_map_info(fd, &id, &mi) == 0 && n_made_maps < 16) {
+			made_maps[n_made_maps++] = id;
+			if (mi.btf_id)
+				made_btf = mi.btf_id;
+		}
+		close(fd);
+	}
+}
+
 static void path_of(char *buf, size_t size, const char *rel)
 {
 	snprintf(buf, size, "%s/%s", root, rel);
@@ -170,12 +195,10 @@ static void check_cli(const char *mname)
 		tap_skip("JOBCG_BUILD_ROOT not set: jobcg policy not checked");
 		return;
 	}
-	snprintf(
-	    cmd, sizeof(cmd),
-	    /* cli/main.c leaks its argument vector at exit (not ours): leaks off for the CLI */
-	    "ASAN_OPTIONS=detect_leaks=0 JOBCG_BPF_PIN_DIR=%s %s/cli/jobcg --config-dir %s policy "
-	    "--json --root %s --dev-dir %s",
-	    pin_base, build, tmp, root, tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "JOBCG_BPF_PIN_DIR=%s %s/cli/jobcg --config-dir %s policy "
+		 "--json --root %s --dev-dir /nonexistent-jobcg",
+		 pin_base, build, tmp, root);
 	f = popen(cmd, "r");
 	if (!f) {
 		ok(false, "%s: run jobcg policy", mname);
@@ -187,16 +210,16 @@ static void check_cli(const char *mname)
 	if (!ok(st == 0, "%s: jobcg policy --json exits 0", mname))
 		tap_diag("%s -> status %d", cmd, st);
 	ok(strstr(out, "\"job_1/step_0\"") != NULL, "%s: jobcg policy shows job_1/step_0", mname);
-	ok(strstr(out, "dev195_1") != NULL, "%s: jobcg policy names the device node dev195_1",
-	   mname);
+	ok(strstr(out, "dev195_1") != NULL,
+	   "%s: jobcg policy names the device node dev195_1 (from gres.conf)", mname);
 	ok(strstr(out, mname) != NULL, "%s: jobcg policy reports the mode", mname);
 	if (!strstr(out, "dev195_1"))
 		tap_diag("%s", out);
 
-	/* The text form, shown in the log for people reading it. */
-	char *json = strstr(cmd, " --json");
-	if (json)
-		memmove(json, json + 7, strlen(json + 7) + 1);
+	/* The text form, shown in the log for people reading it; names from --dev-dir. */
+	snprintf(cmd, sizeof(cmd),
+		 "JOBCG_BPF_PIN_DIR=%s %s/cli/jobcg --config-dir %s policy --root %s --dev-dir %s",
+		 pin_base, build, tmp, root, tmp);
 	f = popen(cmd, "r");
 	if (f) {
 		char line[512];
@@ -275,28 +298,9 @@ static void run_mode(enum jobcg_device_program mode)
 		tap_diag("fallback: %s", jobcg_devpolicy_fallback_reason(p));
 	if (jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE) {
 		char pp[512];
-		int fd;
-		uint32_t id;
-		struct bpf_map_info mi;
 		snprintf(pp, sizeof(pp), "%s/prog", jobcg_devpolicy_pin_dir(p));
 		ok(access(pp, F_OK) == 0, "node: program pinned at %s", pp);
-		if (bpfsys_get_pinned(pp, &fd) == 0) {
-			if (bpfsys_prog_info(fd, &id, NULL) == 0)
-				note_prog(id);
-			close(fd);
-		}
-		static const char *const maps[] = {"jobcg_managed", "jobcg_policy"};
-		for (int i = 0; i < 2; i++) {
-			snprintf(pp, sizeof(pp), "%s/%s", jobcg_devpolicy_pin_dir(p), maps[i]);
-			if (bpfsys_get_pinned(pp, &fd) == 0) {
-				if (bpfsys_map_info(fd, &id, &mi) == 0 && n_made_maps < 16) {
-					made_maps[n_made_maps++] = id;
-					if (mi.btf_id)
-						made_btf = mi.btf_id;
-				}
-				close(fd);
-			}
-		}
+		note_pins(p);
 		/* Reopening reuses the pinned program instead of attaching a second one. */
 		struct jobcg_devpolicy *p2 = NULL;
 		ok(jobcg_devpolicy_open(&conf, root, managed, 4, &p2) == 0, "node: reopen");
@@ -511,7 +515,7 @@ static void run_mode(enum jobcg_device_program mode)
 }
 
 /* A node program this kernel refuses: device programs may not call bpf_probe_read_kernel. */
-static int refused_builder(int managed_ref, int policy_ref, unsigned root_level,
+static int refused_builder(int managed_ref, int policy_ref, unsigned root_level, uint64_t root_id,
 			   struct devprog_buf *ret)
 {
 	struct bpf_insn *i = calloc(6, sizeof(*i));
@@ -525,6 +529,51 @@ static int refused_builder(int managed_ref, int policy_ref, unsigned root_level,
 	i[5] = (struct bpf_insn){.code = BPF_JMP | BPF_EXIT};
 	*ret = (struct devprog_buf){i, 6, 6};
 	return 0;
+}
+
+/* The node program built with a level that is off (as inside a cgroup namespace). */
+static int shifted_builder(int managed_ref, int policy_ref, unsigned root_level, uint64_t root_id,
+			   struct devprog_buf *ret)
+{
+	return devprog_build_node(managed_ref, policy_ref, root_level + 3, root_id, ret);
+}
+
+static void run_shifted(void)
+{
+	struct jobcg_config conf = {0};
+	struct jobcg_devrule managed[4];
+	struct jobcg_devpolicy *p = NULL;
+	char buf[64], path[4096];
+
+	conf.cgroup.device_program = JOBCG_DEVPROG_NODE;
+	conf.cgroup.bpf_pin_dir = pin_base;
+	for (int i = 0; i < 4; i++) {
+		snprintf(buf, sizeof(buf), "c %d:%d rwm", GPU_MAJOR, i);
+		managed[i] = rule(buf);
+	}
+	devprog_node_builder = shifted_builder;
+	ok(jobcg_devpolicy_open(&conf, root, managed, 4, &p) == 0, "shifted level: open");
+	devprog_node_builder = devprog_build_node;
+	if (!p)
+		return;
+	ok(jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE, "shifted level: node mode");
+	note_pins(p);
+	mkcg("job_8/step_0/user/task_0");
+	static const char *const gpu12[] = {"c 195:1 rwm", "c 195:2 rwm"};
+	static const char *const gpu3[] = {"c 195:3 r"};
+	ok(grant(p, "job_8/step_0", gpu12, 2) == 0, "shifted level: grant step gpu 1,2");
+	is_int(try_in("job_8/step_0/user/task_0", GPU_MAJOR, 0, O_RDWR), EPERM,
+	       "shifted level: gpu0 denied at the step");
+	is_int(try_in("job_8/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), 0,
+	       "shifted level: gpu1 allowed");
+	ok(grant(p, "job_8/step_0/user/task_0", gpu3, 1) == 0, "shifted level: grant task gpu3");
+	is_int(try_in("job_8/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), EPERM,
+	       "shifted level: task level found too (gpu1 now denied)");
+	ok(revoke_rel(p, "job_8/step_0/user/task_0") == 0 && revoke_rel(p, "job_8/step_0") == 0,
+	   "shifted level: revoke");
+	ok(jobcg_devpolicy_destroy(p) == 0, "shifted level: destroy");
+	path_of(path, sizeof(path), "job_8");
+	ktest_remove_tree(path);
 }
 
 static char warned[4096];
@@ -576,6 +625,19 @@ static void run_fallback(void)
 	ktest_remove_tree(path);
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)remove(path);
+	return 0;
+}
+
+/* Pins left by a test that stopped half-way must not outlive it. */
+static void remove_pins(void)
+{
+	if (pin_base[0])
+		nftw(pin_base, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	char dev[4096];
@@ -586,10 +648,21 @@ int main(void)
 	tmp = ktest_tmpdir();
 	snprintf(pin_base, sizeof(pin_base), "/sys/fs/bpf/jobcg-test-%d-%ld", (int)getpid(),
 		 (long)time(NULL));
+	atexit(remove_pins);
 	for (unsigned i = 0; i < 4; i++) {
 		dev_path(dev, sizeof(dev), GPU_MAJOR, i);
 		if (mknod(dev, S_IFCHR | 0666, makedev(GPU_MAJOR, i)) < 0)
 			tap_plan_skip_all("mknod not permitted");
+	}
+	/* gres.conf in the configuration directory names the stand-in GPUs (for jobcg policy). */
+	{
+		char gres[4200];
+		snprintf(gres, sizeof(gres), "%s/gres.conf", tmp);
+		FILE *g = fopen(gres, "we");
+		if (g) {
+			fprintf(g, "Name=gpu File=%s/dev195_[0-3]\n", tmp);
+			fclose(g);
+		}
 	}
 	dev_path(dev, sizeof(dev), OTHER_MAJOR, 0);
 	mknod(dev, S_IFCHR | 0666, makedev(OTHER_MAJOR, 0));
@@ -599,6 +672,7 @@ int main(void)
 	run_mode(JOBCG_DEVPROG_NODE);
 	run_mode(JOBCG_DEVPROG_LINEAR);
 	run_fallback();
+	run_shifted();
 
 	bool all_gone = true;
 	for (size_t i = 0; i < n_made_progs; i++)
@@ -614,7 +688,7 @@ int main(void)
 			all_gone = false;
 			tap_diag("map %u still exists", made_maps[i]);
 		}
-	ok(all_gone && n_made_maps == 2, "no leaked maps (%zu created, all released)", n_made_maps);
+	ok(all_gone && n_made_maps == 4, "no leaked maps (%zu created, all released)", n_made_maps);
 	/* The maps' BTF type description goes with them. */
 	bool btf_gone = false;
 	for (int i = 0; i < 200 && made_btf && !btf_gone; i++) {

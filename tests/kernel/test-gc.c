@@ -2,9 +2,26 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "jobcg/acctlog.h"
 #include "jobcg/context.h"
 #include "jobcg/job.h"
 #include "kcli.h"
+
+static int count_node_fail(const struct jobcg_acct_record *r, void *u)
+{
+	int *mask = u;
+
+	if (r->state != JOBCG_ACCT_NODE_FAIL)
+		return 0;
+	if (r->kind == JOBCG_ACCT_STEP && strcmp(r->job_id, "21") == 0 && r->step_id &&
+	    strcmp(r->step_id, "1") == 0)
+		*mask |= 1;
+	if (r->kind == JOBCG_ACCT_JOB && strcmp(r->job_id, "22") == 0)
+		*mask |= 2;
+	if (r->kind == JOBCG_ACCT_JOB && strcmp(r->job_id, "23") == 0)
+		*mask |= 4;
+	return 0;
+}
 
 int main(void)
 {
@@ -65,6 +82,16 @@ int main(void)
 	ok(kcli_exists("%s/job_23", root), "live ephemeral job 23 kept");
 	ok(!kcli_exists("%s/job_24", root), "half-made job 24 removed");
 	ok(kcli_exists("%s/other", root), "foreign directory kept");
+
+	{
+		char *path = NULL;
+		int mask = 0;
+
+		jobcg_acctlog_path(conf, &path);
+		is_int(jobcg_acctlog_read(path, NULL, count_node_fail, &mask), 0, "read the log");
+		is_int(mask, 3, "NODE_FAIL records for stray step 21.1 and job 22 only");
+		free(path);
+	}
 
 	r = jobcg_gc(ctx, 0, &st);
 	is_int(r, 0, "second gc");

@@ -14,11 +14,13 @@
 #include "util.h"
 
 static struct jobcg_gres_file files[4] = {
-	{ (char *)"/dev/nvidia0", 'c', 195, 0 }, { (char *)"/dev/nvidia1", 'c', 195, 1 },
-	{ (char *)"/dev/nvidia2", 'c', 195, 2 }, { (char *)"/dev/nvidia3", 'c', 195, 3 },
+    {(char *)"/dev/nvidia0", 'c', 195, 0},
+    {(char *)"/dev/nvidia1", 'c', 195, 1},
+    {(char *)"/dev/nvidia2", 'c', 195, 2},
+    {(char *)"/dev/nvidia3", 'c', 195, 3},
 };
 static struct jobcg_gres_record recs[4];
-static struct jobcg_gres_conf conf = { .records = recs, .nrecords = 4 };
+static struct jobcg_gres_conf conf = {.records = recs, .nrecords = 4};
 
 static int count_dirs(const char *rel, unsigned depth, const struct jobcg_gres_set *s, void *u)
 {
@@ -69,8 +71,11 @@ int main(void)
 	int rootfd, jfd, sfd, dirs = 0;
 
 	for (int i = 0; i < 4; i++)
-		recs[i] = (struct jobcg_gres_record){ .name = (char *)"gpu", .files = &files[i],
-						      .nfiles = 1, .count = 1 };
+		recs[i] = (struct jobcg_gres_record){.name = (char *)"gpu",
+						     .files = &files[i],
+						     .nfiles = 1,
+						     .count = 1,
+						     .index = (unsigned)i};
 	if (jobcg_gres_node_new(&conf, &n) < 0)
 		abort();
 	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -94,11 +99,13 @@ int main(void)
 	is_int(jobcg_gres_xattr_write(n, sfd, NULL, &s), 0, "step attribute");
 	is_int(jobcg_gres_xattr_read(n, sfd, NULL, &back), 0, "read back");
 	ok(memcmp(&back, &s, sizeof(s)) == 0, "same set");
-	is_int(jobcg_gres_scan(n, rootfd, NULL, count_dirs, &dirs, &used), 0, "scan the cgroup tree");
+	is_int(jobcg_gres_scan(n, rootfd, NULL, count_dirs, &dirs, &used), 0,
+	       "scan the cgroup tree");
 	is_int(dirs, 2, "job and step hold the attribute");
 	is_int(jobcg_gres_set_count(&used), 2, "two GPUs in use");
 	dirs = 0;
-	is_int(jobcg_gres_scan(n, rootfd, NULL, count_dirs, &dirs, &used), 0, "scan the same fd again");
+	is_int(jobcg_gres_scan(n, rootfd, NULL, count_dirs, &dirs, &used), 0,
+	       "scan the same fd again");
 	is_int(dirs, 2, "a second scan sees the same (the caller's fd offset is not consumed)");
 	close(sfd);
 	close(jfd);

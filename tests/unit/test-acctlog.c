@@ -60,11 +60,22 @@ static void test_log(void)
 	char dir[] = "/tmp/jobcg-test-acct-XXXXXX";
 	char path[256], sub[256];
 	struct jobcg_acct_record r = {
-		.kind = JOBCG_ACCT_STEP, .job_id = (char *)"42", .step_id = (char *)"0", .uid = 1000,
-		.gid = 100, .start_usec = 1700000000000000ULL, .end_usec = 1700000005000000ULL,
-		.exit_code = 0, .cpu_usec = 12345, .user_usec = 10000, .system_usec = 2345,
-		.mem_peak = 1ULL << 40, .oom_kills = 0, .state = JOBCG_ACCT_COMPLETED,
-		.gres = (char *)"gpu:0,2", .ntasks = 2,
+	    .kind = JOBCG_ACCT_STEP,
+	    .job_id = (char *)"42",
+	    .step_id = (char *)"0",
+	    .uid = 1000,
+	    .gid = 100,
+	    .start_usec = 1700000000000000ULL,
+	    .end_usec = 1700000005000000ULL,
+	    .exit_code = 0,
+	    .cpu_usec = 12345,
+	    .user_usec = 10000,
+	    .system_usec = 2345,
+	    .mem_peak = 1ULL << 40,
+	    .oom_kills = 0,
+	    .state = JOBCG_ACCT_COMPLETED,
+	    .gres = (char *)"gpu:0,2",
+	    .ntasks = 2,
 	};
 	struct seen s = {};
 	int fd;
@@ -84,8 +95,10 @@ static void test_log(void)
 	r.state = JOBCG_ACCT_OUT_OF_MEMORY;
 	r.gres = NULL;
 	is_int(jobcg_acctlog_append(path, &r), 0, "append an OOM step");
-	r = (struct jobcg_acct_record){ .kind = JOBCG_ACCT_JOB, .job_id = (char *)"7",
-					.state = JOBCG_ACCT_CANCELLED, .exit_code = -1 };
+	r = (struct jobcg_acct_record){.kind = JOBCG_ACCT_JOB,
+				       .job_id = (char *)"7",
+				       .state = JOBCG_ACCT_CANCELLED,
+				       .exit_code = -1};
 	is_int(jobcg_acctlog_append(path, &r), 0, "append another job");
 	r.job_id = NULL;
 	is_int(jobcg_acctlog_append(path, &r), -EINVAL, "a record without job id is refused");
@@ -118,9 +131,12 @@ static void test_log(void)
 	is_int(s.n, 3, "complete records all there");
 	is_int(warnings, 1, "one warning for the torn line");
 
-	r = (struct jobcg_acct_record){ .kind = JOBCG_ACCT_STEP, .job_id = (char *)"8",
-					.step_id = (char *)"0", .state = JOBCG_ACCT_FAILED,
-					.exit_code = 1, .mem_peak = UINT64_MAX };
+	r = (struct jobcg_acct_record){.kind = JOBCG_ACCT_STEP,
+				       .job_id = (char *)"8",
+				       .step_id = (char *)"0",
+				       .state = JOBCG_ACCT_FAILED,
+				       .exit_code = 1,
+				       .mem_peak = UINT64_MAX};
 	is_int(jobcg_acctlog_append(path, &r), 0, "append after the torn line");
 	warnings = 0;
 	s.n = 0;
@@ -132,7 +148,8 @@ static void test_log(void)
 
 	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	{
-		static const char garbage[] = "[1,2]\n\n{\"type\":\"job\",\"job\":\"1\",\"state\":\"BOGUS\"}\n";
+		static const char garbage[] =
+		    "[1,2]\n\n{\"type\":\"job\",\"job\":\"1\",\"state\":\"BOGUS\"}\n";
 		ok(write(fd, garbage, sizeof(garbage) - 1) == (ssize_t)sizeof(garbage) - 1,
 		   "append garbage");
 	}
@@ -150,8 +167,8 @@ static void test_log(void)
 	for (int p = 0; p < 4; p++)
 		if (fork() == 0) {
 			char id[16];
-			struct jobcg_acct_record c = { .kind = JOBCG_ACCT_JOB, .job_id = id,
-						       .state = JOBCG_ACCT_COMPLETED };
+			struct jobcg_acct_record c = {
+			    .kind = JOBCG_ACCT_JOB, .job_id = id, .state = JOBCG_ACCT_COMPLETED};
 			for (int i = 0; i < 25; i++) {
 				snprintf(id, sizeof(id), "%d-%d", p, i);
 				if (jobcg_acctlog_append(path, &c) < 0)

@@ -58,8 +58,8 @@ static const char *first_line(const char *text)
 	return buf;
 }
 
-static void bad(bool gres, const char *text, unsigned flags, int want_r, unsigned line, unsigned col,
-		const char *needle)
+static void bad(bool gres, const char *text, unsigned flags, int want_r, unsigned line,
+		unsigned col, const char *needle)
 {
 	struct jobcg_config *c = NULL;
 	const struct jobcg_error *e = jobcg_last_error();
@@ -68,8 +68,8 @@ static void bad(bool gres, const char *text, unsigned flags, int want_r, unsigne
 	char buf[8192];
 
 	jobcg_error_format(buf, sizeof(buf));
-	if (!ok(r == want_r && !c && strstr(e->file, fname) && e->line == line && e->column == col &&
-			strstr(e->message, needle),
+	if (!ok(r == want_r && !c && strstr(e->file, fname) && e->line == line &&
+		    e->column == col && strstr(e->message, needle),
 		"%s: '%s' fails at %u:%u with '%s'", fname, first_line(text), line, col, needle))
 		tap_diag("  got r=%d %s", r, buf);
 	jobcg_config_free(c);
@@ -89,21 +89,27 @@ static struct jobcg_config *good(bool gres, const char *text, size_t len, unsign
 static void test_cgroup_errors(void)
 {
 	bad(false, "ConstrainCore=yes\n", 0, -EINVAL, 1, 1, "did you mean 'ConstrainCores'");
-	bad(false, "# c\nConstrainRamSpce=yes\n", 0, -EINVAL, 2, 1, "did you mean 'ConstrainRAMSpace'");
+	bad(false, "# c\nConstrainRamSpce=yes\n", 0, -EINVAL, 2, 1,
+	    "did you mean 'ConstrainRAMSpace'");
 	bad(false, "FooBarBaz=1\n", 0, -EINVAL, 1, 1, "unknown cgroup.conf key 'FooBarBaz'");
 	bad(false, "\n  ConstrainCores = maybe\n", 0, -EINVAL, 2, 20, "expected yes or no");
 	bad(false, "CgroupMountpoint=\"/sys/fs/cgroup\n", 0, -EINVAL, 1, 18, "unterminated quote");
+	bad(false, "CgroupMountpoint=\"/a#b\"\n", 0, -EINVAL, 1, 18,
+	    "'#' starts a comment even inside quotes");
 	bad(false, "CgroupMountpoint=\"/a\"b\n", 0, -EINVAL, 1, 22, "after the closing quote");
 	bad(false, "AllowedRAMSpace=abc\n", 0, -EINVAL, 1, 17, "expected a percentage");
 	bad(false, "AllowedRAMSpace=-5\n", 0, -EINVAL, 1, 17, "expected a percentage");
 	bad(false, "MaxRAMPercent=99%\n", 0, -EINVAL, 1, 15, "expected a percentage");
 	bad(false, "MinRAMSpace=30M\n", 0, -EINVAL, 1, 13, "whole number");
 	bad(false, "SystemdTimeout=99999999999\n", 0, -ERANGE, 1, 16, "too large");
-	bad(false, "ConstrainCores=yes ConstrainDevices=yes\n", 0, -EINVAL, 1, 20, "one Key=Value per line");
+	bad(false, "ConstrainCores=yes ConstrainDevices=yes\n", 0, -EINVAL, 1, 20,
+	    "one Key=Value per line");
 	bad(false, "justaword\n", 0, -EINVAL, 1, 1, "expected '=' after 'justaword'");
 	bad(false, "ConstrainCores=yes\nConstrainDevices=\n", 0, -EINVAL, 2, 17, "missing value");
-	bad(false, "ConstrainCores= ConstrainDevices=yes\n", 0, -EINVAL, 1, 15, "next word is another key");
+	bad(false, "ConstrainCores= ConstrainDevices=yes\n", 0, -EINVAL, 1, 15,
+	    "next word is another key");
 	bad(false, "ConstrainCores+=yes\n", 0, -EINVAL, 1, 15, "operator '+='");
+	bad(false, "\x01x=1\n", 0, -EINVAL, 1, 1, "found byte 0x01");
 	bad(false, "=yes\n", 0, -EINVAL, 1, 1, "expected Key=Value");
 	bad(false, "DeviceProgram=tree\n", 0, -EINVAL, 1, 15, "expected node or linear");
 	bad(false, "JobcgRoot=a/../b\n", 0, -EINVAL, 1, 11, "'..'");
@@ -114,7 +120,8 @@ static void test_cgroup_errors(void)
 	bad(false, "StateDir=\"\"\n", 0, -EINVAL, 1, 11, "absolute path");
 	bad(false, "EnableExtraControllers=io,Mem\n", 0, -EINVAL, 1, 24, "controller names");
 	/* errors in a continued line name the physical line the bad value is on */
-	bad(false, "ConstrainCores=yes\nConstrainDevices=\\\n  maybe\n", 0, -EINVAL, 3, 3, "expected yes or no");
+	bad(false, "ConstrainCores=yes\nConstrainDevices=\\\n  maybe\n", 0, -EINVAL, 3, 3,
+	    "expected yes or no");
 	bad(false, "Include missing.conf\n", 0, -ENOENT, 1, 9, "cannot read included file");
 	bad(false, "Include  \n", 0, -EINVAL, 1, 1, "Include needs a file name");
 	bad(false, "Include a.conf b.conf\n", 0, -EINVAL, 1, 16, "one file per Include");
@@ -127,10 +134,10 @@ static void test_cgroup_errors(void)
 		int r = load_text(false, "Include loop-a.conf\n", (size_t)-1, "h", 0, &c);
 		const struct jobcg_error *e = jobcg_last_error();
 
-		ok(r == -ELOOP && !c && strstr(e->file, "loop-a.conf") && e->line == 2 && e->column == 9 &&
-			   strstr(e->message, "Include loop"),
-		   "an Include loop is refused at the Include that closes it (%s:%u:%u)", e->file, e->line,
-		   e->column);
+		ok(r == -ELOOP && !c && strstr(e->file, "loop-a.conf") && e->line == 2 &&
+		       e->column == 9 && strstr(e->message, "Include loop"),
+		   "an Include loop is refused at the Include that closes it (%s:%u:%u)", e->file,
+		   e->line, e->column);
 	}
 	rm("loop-a.conf");
 	/* an error inside an included file names that file */
@@ -140,8 +147,11 @@ static void test_cgroup_errors(void)
 		int r = load_text(false, "Include inc-bad.conf\n", 21, "h", 0, &c);
 		const struct jobcg_error *e = jobcg_last_error();
 
-		ok(r == -EINVAL && !c && strstr(e->file, "inc-bad.conf") && e->line == 2 && e->column == 1,
-		   "an error in an included file names that file and line (%s:%u)", e->file, e->line);
+		ok(r == -EINVAL && !c && strstr(e->file, "inc-bad.conf") && e->line == 2 &&
+		       e->column == 1 && strstr(e->message, "(included from ") &&
+		       strstr(e->message, "cgroup.conf:1)"),
+		   "an error in an included file names that file and line (%s:%u)", e->file,
+		   e->line);
 	}
 	rm("inc-bad.conf");
 }
@@ -154,30 +164,32 @@ static void test_cgroup_good(void)
 	c = good(false, "", 0, 0);
 	if (c) {
 		ok(!c->cgroup.constrain_cores && c->cgroup.allowed_ram_space == 100 &&
-			   streq(c->cgroup.slice, "system.slice") && c->cgroup.min_ram_space_mb == 30 &&
-			   c->cgroup.systemd_timeout_ms == 1000 && c->cgroup.max_swap_percent == 100 &&
-			   c->cgroup.device_program == JOBCG_DEVPROG_NODE && !c->cgroup.tree_root,
+		       streq(c->cgroup.slice, "system.slice") && c->cgroup.min_ram_space_mb == 30 &&
+		       c->cgroup.systemd_timeout_ms == 1000 && c->cgroup.max_swap_percent == 100 &&
+		       c->cgroup.device_program == JOBCG_DEVPROG_NODE && !c->cgroup.tree_root,
 		   "an empty file gives Slurm's defaults");
 		const struct jobcg_config_entry *e = jobcg_config_entry(c, "JobcgRoot");
 		ok(e && e->value && streq(e->value, "system.slice/jobcg.scope") && !e->origin.file,
 		   "JobcgRoot shows its computed default");
 		jobcg_config_free(c);
 	}
-	c = good(false, "  constraincores   =   YES   # trailing comment\r\n"
-			"CgroupMountpoint=\"/sys/fs/cgroup\"\n"
-			"CgroupSlice = \"jobcg.slice\"\n"
-			"ConstrainRAMSpace=\\\n   true\n"
-			"AllowedRAMSpace=UNLIMITED\n"
-			"MinRAMSpace=2k\n"
-			"DeviceProgram=Linear\n"
-			"JobcgRoot=/jobcg.slice/nodes/\n"
-			"EnableExtraControllers=io,misc\n"
-			"StateDir=/var/lib/x\\#y\n"
-			"MemorySwappiness=lots\n"
-			"AllowedKmemSpace=yes\n",
+	c = good(false,
+		 "  constraincores   =   YES   # trailing comment\r\n"
+		 "CgroupMountpoint=\"/sys/fs/cgroup\"\n"
+		 "CgroupSlice = \"jobcg.slice\"\n"
+		 "ConstrainRAMSpace=\\\n   true\n"
+		 "AllowedRAMSpace=UNLIMITED\n"
+		 "MinRAMSpace=2k\n"
+		 "DeviceProgram=Linear\n"
+		 "JobcgRoot=/jobcg.slice/nodes/\n"
+		 "EnableExtraControllers=io,misc\n"
+		 "StateDir=/var/lib/x\\#y\n"
+		 "MemorySwappiness=lots\n"
+		 "AllowedKmemSpace=yes\n",
 		 (size_t)-1, 0);
 	if (c) {
-		ok(c->cgroup.constrain_cores, "key case, spaces around '=', trailing comment and CRLF");
+		ok(c->cgroup.constrain_cores,
+		   "key case, spaces around '=', trailing comment and CRLF");
 		is_str(c->cgroup.mountpoint, "/sys/fs/cgroup", "quoted value");
 		is_str(c->cgroup.slice, "jobcg.slice", "quoted value after spaces");
 		ok(c->cgroup.constrain_ram_space, "backslash continuation");
@@ -187,17 +199,29 @@ static void test_cgroup_good(void)
 		is_int(c->cgroup.min_ram_space_mb, 2048, "k suffix");
 		ok(c->cgroup.device_program == JOBCG_DEVPROG_LINEAR, "DeviceProgram=linear");
 		is_str(c->cgroup.tree_root, "jobcg.slice/nodes", "JobcgRoot normalised");
-		ok(strv_length(c->cgroup.enable_extra_controllers) == 2, "EnableExtraControllers list");
+		ok(strv_length(c->cgroup.enable_extra_controllers) == 2,
+		   "EnableExtraControllers list");
 		is_str(c->cgroup.state_dir, "/var/lib/x#y", "escaped '#'");
 		ok(c->cgroup.memory_swappiness_set, "MemorySwappiness noted");
-		is_int(strv_length(c->warnings), 2, "two warnings (MemorySwappiness, AllowedKmemSpace)");
-		ok(c->warnings && strstr(c->warnings[0], "cgroup.conf:12: MemorySwappiness is ignored"),
+		is_int(strv_length(c->warnings), 2,
+		       "two warnings (MemorySwappiness, AllowedKmemSpace)");
+		ok(c->warnings &&
+		       strstr(c->warnings[0], "cgroup.conf:12: MemorySwappiness is ignored"),
 		   "warning names file and line: %s", c->warnings ? c->warnings[0] : "");
+		jobcg_config_free(c);
+	}
+	c = good(false,
+		 "\xEF\xBB\xBF"
+		 "ConstrainCores=yes\n",
+		 (size_t)-1, 0);
+	if (c) {
+		ok(c->cgroup.constrain_cores, "a UTF-8 byte order mark is skipped");
 		jobcg_config_free(c);
 	}
 	c = good(false, nul_text, sizeof(nul_text) - 1, 0);
 	if (c) {
-		ok(c->cgroup.constrain_cores && c->cgroup.constrain_devices, "a NUL byte ends its line's text");
+		ok(c->cgroup.constrain_cores && c->cgroup.constrain_devices,
+		   "a NUL byte ends its line's text");
 		jobcg_config_free(c);
 	}
 
@@ -207,7 +231,8 @@ static void test_cgroup_good(void)
 	if (c) {
 		const struct jobcg_config_entry *e = jobcg_config_entry(c, "ConstrainCores");
 		ok(c->cgroup.constrain_cores && c->cgroup.constrain_devices, "Include read");
-		ok(e && e->origin.file && strstr(e->origin.file, "extra.conf") && e->origin.line == 1,
+		ok(e && e->origin.file && strstr(e->origin.file, "extra.conf") &&
+		       e->origin.line == 1,
 		   "origin of an included key is the included file");
 		is_int(strv_length(c->files), 2, "both files listed");
 		jobcg_config_free(c);
@@ -230,7 +255,8 @@ static void test_env_and_dir(void)
 		is_str(c->cgroup.tree_root, "from/env", "JOBCG_ROOT wins over the file");
 		is_str(c->cgroup.state_dir, "/from/env", "JOBCG_STATE_DIR wins over the file");
 		e = jobcg_config_entry(c, "JobcgRoot");
-		ok(e && e->origin.file && streq(e->origin.file, "env:JOBCG_ROOT"), "origin env:JOBCG_ROOT");
+		ok(e && e->origin.file && streq(e->origin.file, "env:JOBCG_ROOT"),
+		   "origin env:JOBCG_ROOT");
 		jobcg_config_free(c);
 		c = NULL;
 	}
@@ -244,15 +270,31 @@ static void test_env_and_dir(void)
 	}
 	setenv("JOBCG_ROOT", "../escape", 1);
 	ok(jobcg_config_load(tmp, "h", 0, &c) == -EINVAL && !c &&
-		   strstr(jobcg_last_error()->message, "JOBCG_ROOT"),
+	       strstr(jobcg_last_error()->message, "JOBCG_ROOT"),
 	   "a bad JOBCG_ROOT is an error naming the variable");
 	unsetenv("JOBCG_ROOT");
 	unsetenv("JOBCG_STATE_DIR");
 
+	/* JOBCG_NODENAME selects NodeName= lines when no host name is given */
+	put("gres.conf", "NodeName=n[1-3] Name=nic Count=2\n", (size_t)-1);
+	setenv("JOBCG_NODENAME", "n2", 1);
+	c = NULL;
+	ok(jobcg_config_load(tmp, NULL, 0, &c) == 0 && c && streq(c->hostname, "n2") &&
+	       c->gres.nrecords == 1,
+	   "JOBCG_NODENAME names this node");
+	jobcg_config_free(c);
+	c = NULL;
+	ok(jobcg_config_load(tmp, "n7", 0, &c) == 0 && c && c->gres.nrecords == 0,
+	   "an explicit host name wins over JOBCG_NODENAME");
+	jobcg_config_free(c);
+	unsetenv("JOBCG_NODENAME");
+	rm("gres.conf");
+
 	/* JOBCG_CONF_DIR is used when no directory is given */
 	setenv("JOBCG_CONF_DIR", tmp, 1);
 	c = NULL;
-	ok(jobcg_config_load(NULL, "h", 0, &c) == 0 && c && c->config_dir && streq(c->config_dir, tmp),
+	ok(jobcg_config_load(NULL, "h", 0, &c) == 0 && c && c->config_dir &&
+	       streq(c->config_dir, tmp),
 	   "JOBCG_CONF_DIR names the directory");
 	jobcg_config_free(c);
 	unsetenv("JOBCG_CONF_DIR");
@@ -269,73 +311,93 @@ static void test_env_and_dir(void)
 
 static void test_gres_errors(void)
 {
-	bad(true, "Name=gpu File=/dev/null Cores=3-1\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 31, "reversed range");
-	bad(true, "Name=gpu File=/dev/null CPUs=[0-4096]\n", JOBCG_CONFIG_NO_STAT, -ERANGE, 1, 33, "beyond the limit");
-	bad(true, "Name=gpu File=/dev/null Cores=0-3x\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 34, "unexpected 'x'");
+	bad(true, "Name=gpu File=/dev/null Cores=3-1\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 31,
+	    "reversed range");
+	bad(true, "Name=gpu File=/dev/null CPUs=[0-4096]\n", JOBCG_CONFIG_NO_STAT, -ERANGE, 1, 33,
+	    "beyond the limit");
+	bad(true, "Name=gpu File=/dev/null Cores=[0-3],[5-x]\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1,
+	    40, "end of the range");
+	bad(true, "Name=gpu File=/dev/null Cores=0-3x\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 34,
+	    "unexpected 'x'");
 	bad(true, "Name=tmpdisk Count=10X\n", 0, -EINVAL, 1, 22, "unknown suffix");
 	bad(true, "Name=tmpdisk Count=4.0\n", 0, -EINVAL, 1, 21, "whole number");
 	bad(true, "Name=tmpdisk Count=-1\n", 0, -EINVAL, 1, 20, "negative");
 	bad(true, "Name=tmpdisk Count=99999999999P\n", 0, -ERANGE, 1, 20, "too large");
-	bad(true, "# gpus\nName=gpu File=/dev/jobcg-no-such-device0\n", 0, -ENOENT, 2, 15, "jobcg-no-such-device0");
-	bad(true, "Name=gpu File=/dev/null\nName=gpu NodeName=tux1 File=/dev/zero\n", JOBCG_CONFIG_NO_STAT,
-	    -EINVAL, 2, 10, "NodeName= must be the first key");
+	bad(true, "# gpus\nName=gpu File=/dev/jobcg-no-such-device0\n", 0, -ENOENT, 2, 15,
+	    "jobcg-no-such-device0");
+	bad(true, "Name=gpu File=/dev/null\nName=gpu NodeName=tux1 File=/dev/zero\n",
+	    JOBCG_CONFIG_NO_STAT, -EINVAL, 2, 10, "NodeName= must be the first key");
 	bad(true, "AutoDetect=nvml Name=gpu\n", 0, -EINVAL, 1, 17, "AutoDetect= must be alone");
-	bad(true, "Type=tesla Name=gpu File=/dev/null\n", 0, -EINVAL, 1, 1, "must start with NodeName=, Name= or AutoDetect=");
+	bad(true, "Type=tesla Name=gpu File=/dev/null\n", 0, -EINVAL, 1, 1,
+	    "must start with NodeName=, Name= or AutoDetect=");
 	bad(true, "Name=gpu Fil=/dev/null\n", 0, -EINVAL, 1, 10, "did you mean 'File'");
 	bad(true, "NodeNam=tux1 Name=gpu\n", 0, -EINVAL, 1, 1, "did you mean 'NodeName'");
 	bad(true, "Name=gpu File=/dev/nvidia[0-1] Count=3\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 38,
 	    "does not match the 2 files");
-	bad(true, "Name=gpu File=/dev/nvidia[0-3\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 26, "'[' without ']'");
-	bad(true, "Name=gpu File=/dev/nvidia[3-0]\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 27, "reversed range");
+	bad(true, "Name=gpu File=/dev/nvidia[0-3\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 26,
+	    "'[' without ']'");
+	bad(true, "Name=gpu File=/dev/nvidia[3-0]\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 27,
+	    "reversed range");
 	bad(true, "Name=gpu File=nvidia0\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 15, "absolute path");
-	bad(true, "Name=gpu File=/dev/a MultipleFiles=/dev/a,/dev/b\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 22,
-	    "exclude each other");
-	bad(true, "Name=gpu MultipleFiles=/dev/a\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 24, "two or more");
-	bad(true, "Name=gpu MultipleFiles=/dev/a,/dev/b Count=2\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 44, "must be 1");
-	bad(true, "Name=gpu File=/dev/null Flags=no_gpu_env,nvidia_gpu_env\n", JOBCG_CONFIG_NO_STAT, -EINVAL,
-	    1, 31, "no_gpu_env cannot");
-	bad(true, "Name=gpu File=/dev/null Flags=one_sharing,all_sharing\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1,
-	    31, "exclude each other");
+	bad(true, "Name=gpu File=/dev/a MultipleFiles=/dev/a,/dev/b\n", JOBCG_CONFIG_NO_STAT,
+	    -EINVAL, 1, 22, "exclude each other");
+	bad(true, "Name=gpu MultipleFiles=/dev/a\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 24,
+	    "two or more");
+	bad(true, "Name=gpu MultipleFiles=/dev/a,/dev/b Count=2\n", JOBCG_CONFIG_NO_STAT, -EINVAL,
+	    1, 44, "must be 1");
+	bad(true, "Name=gpu File=/dev/null Flags=no_gpu_env,nvidia_gpu_env\n", JOBCG_CONFIG_NO_STAT,
+	    -EINVAL, 1, 31, "no_gpu_env cannot");
+	bad(true, "Name=gpu File=/dev/null Flags=one_sharing,all_sharing\n", JOBCG_CONFIG_NO_STAT,
+	    -EINVAL, 1, 31, "exclude each other");
 	bad(true, "Name=gpu File=/dev/null\nName=gpu File=/dev/zero Flags=nvidia_gpu_env\n",
 	    JOBCG_CONFIG_NO_STAT, -EINVAL, 2, 31, "differ from the earlier gpu line");
-	bad(true, "NodeName=tux1 AutoDetect=nvml\nNodeName=tux[0-3] AutoDetect=rsmi\n", 0, -EINVAL, 2, 30,
-	    "conflicts with AutoDetect=nvml");
+	bad(true, "NodeName=tux1 AutoDetect=nvml\nNodeName=tux[0-3] AutoDetect=rsmi\n", 0, -EINVAL,
+	    2, 30, "conflicts with AutoDetect=nvml");
 	bad(true, "NodeName=tux[1-3 Name=gpu\n", 0, -EINVAL, 1, 13, "'[' without ']'");
 	bad(true, "Name=gpu Type=\"a100 File=/dev/null\n", 0, -EINVAL, 1, 15, "unterminated quote");
 	bad(true, "Name=gpu Type= File=/dev/null\n", 0, -EINVAL, 1, 14, "next word is another key");
-	bad(true, "Name=gpu File=/dev/null stray\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 25, "expected '=' after 'stray'");
+	bad(true, "Name=gpu File=/dev/null stray\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 25,
+	    "expected '=' after 'stray'");
 	bad(true, "Name=g:pu\n", 0, -EINVAL, 1, 7, "not allowed in a GRES name");
+	bad(true, "Name=gpu Type=a100:80g\n", 0, -EINVAL, 1, 19, "not allowed in a type");
 	bad(true, "Name=\"\"\n", 0, -EINVAL, 1, 7, "Name= is empty");
 	bad(true, "Include nope.conf\n", 0, -ENOENT, 1, 9, "cannot read included file");
 	/* values of another node's lines are checked too (the file is meant for the cluster) */
-	bad(true, "NodeName=other Name=gpu File=/dev/null Cores=5-2\n", 0, -EINVAL, 1, 46, "reversed range");
+	bad(true, "NodeName=other Name=gpu File=/dev/null Cores=5-2\n", 0, -EINVAL, 1, 46,
+	    "reversed range");
 }
 
 static void test_gres_good(void)
 {
 	struct jobcg_config *c;
 
-	c = good(true, "AutoDetect=NVML\n"
-		       "NodeName=tux[0-3] Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-7 Flags=nvidia_gpu_env,env_uuid\n"
-		       "NodeName=other Name=gpu File=/dev/nvidia9\n"
-		       "Name=gpu Type=a100 File=/dev/nvidia2 Links=-1,0-1\n"
-		       "Name=nic Count=2\n"
-		       "Name=gpu Type=a100 File=/dev/nvidia3 Flags=Weird\n",
+	c = good(true,
+		 "AutoDetect=NVML\n"
+		 "NodeName=tux[0-3] Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-7 "
+		 "Flags=nvidia_gpu_env,env_uuid\n"
+		 "NodeName=other Name=gpu File=/dev/nvidia9\n"
+		 "Name=gpu Type=a100 File=/dev/nvidia2 Links=-1,0-1\n"
+		 "Name=nic Count=2\n"
+		 "Name=gpu Type=a100 File=/dev/nvidia3 Flags=Weird Cores=\"[0-1], [4-5]\"\n",
 		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
 	if (c) {
 		is_int(c->gres.nrecords, 5, "4 gpu records and one nic for tux1");
 		is_str(c->gres.autodetect, "nvml", "AutoDetect=NVML is nvml");
 		if (c->gres.nrecords == 5) {
 			const struct jobcg_gres_record *r = c->gres.records;
-			ok(r[0].index == 0 && r[1].index == 1 && r[2].index == 2 && r[3].index == 0 &&
-				   r[4].index == 3,
+			ok(r[0].index == 0 && r[1].index == 1 && r[2].index == 2 &&
+			       r[3].index == 0 && r[4].index == 3,
 			   "indices per name in file order");
 			ok(r[0].flags == (JOBCG_GRES_FLAG_ENV_NVIDIA | JOBCG_GRES_FLAG_ENV_UUID),
 			   "explicit env flags");
-			ok(r[2].flags == JOBCG_GRES_FLAG_ENV_NVIDIA, "env flags carry over to the next gpu line");
+			ok(r[2].flags == JOBCG_GRES_FLAG_ENV_NVIDIA,
+			   "env flags carry over to the next gpu line");
 			ok(!r[2].links, "a Links range is invalid and dropped");
-			ok(r[3].count == 2 && r[3].nfiles == 0 && r[3].flags == 0, "count-only nic");
+			ok(r[3].count == 2 && r[3].nfiles == 0 && r[3].flags == 0,
+			   "count-only nic");
 			ok(r[0].files[0].type == 0, "no stat: type left 0");
+			ok(r[4].cores && r[4].cores[0] == 0x33,
+			   "Cores=\"[0-1], [4-5]\" skips brackets and blanks");
 		}
 		is_int(strv_length(c->warnings), 2, "warnings: invalid Links, unknown flag");
 		jobcg_config_free(c);
@@ -343,23 +405,42 @@ static void test_gres_good(void)
 	c = good(true, "Name=gpu File=/dev/nvidia0\n", 26, JOBCG_CONFIG_NO_STAT);
 	if (c) {
 		ok(c->gres.nrecords == 1 &&
-			   c->gres.records[0].flags == (JOBCG_GRES_FLAG_ENV_NVIDIA | JOBCG_GRES_FLAG_ENV_AMD |
-							JOBCG_GRES_FLAG_ENV_INTEL | JOBCG_GRES_FLAG_ENV_OPENCL),
+		       c->gres.records[0].flags ==
+			   (JOBCG_GRES_FLAG_ENV_NVIDIA | JOBCG_GRES_FLAG_ENV_AMD |
+			    JOBCG_GRES_FLAG_ENV_INTEL | JOBCG_GRES_FLAG_ENV_OPENCL),
 		   "a gpu line without Flags gets every GPU environment flag (Slurm's default)");
+		jobcg_config_free(c);
+	}
+	c = good(true,
+		 "Name=gpu File=/dev/nvidia[0-1]\nName=mps Count=2 File=/dev/nvidia0\n"
+		 "Name=gpu File=/dev/nvidia1\n"
+		 "Name=gpu MultipleFiles=/dev/nvidia0,/dev/c1\nName=gpu "
+		 "MultipleFiles=/dev/nvidia0,/dev/c2\n",
+		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
+	if (c) {
+		ok(strv_length(c->warnings) == 1 &&
+		       strstr(c->warnings[0],
+			      "gres.conf:3: /dev/nvidia1 is listed again for gpu") &&
+		       strstr(c->warnings[0], "gres.conf:1)"),
+		   "a device file listed twice for one name warns once (mps sharing it and "
+		   "MultipleFiles "
+		   "sharing a parent do not)");
 		jobcg_config_free(c);
 	}
 	c = good(true, "Name=shard File=/dev/nvidia[0-2] Count=10\n", 42, JOBCG_CONFIG_NO_STAT);
 	if (c) {
-		ok(c->gres.nrecords == 3 && c->gres.records[0].count == 4 && c->gres.records[1].count == 3 &&
-			   c->gres.records[2].count == 3,
+		ok(c->gres.nrecords == 3 && c->gres.records[0].count == 4 &&
+		       c->gres.records[1].count == 3 && c->gres.records[2].count == 3,
 		   "a shared Count is spread over the files, first ones take the remainder");
 		jobcg_config_free(c);
 	}
-	c = good(true, "NodeName=tux1 Name=gpu File=/dev/x AutoDetect=off\nNodeName=tux1 AutoDetect=off\n"
-		       "Name=gpu File=/dev/y\n", 87, JOBCG_CONFIG_NO_STAT);
+	c = good(true,
+		 "NodeName=tux1 Name=gpu File=/dev/x AutoDetect=off\nNodeName=tux1 AutoDetect=off\n"
+		 "Name=gpu File=/dev/y\n",
+		 87, JOBCG_CONFIG_NO_STAT);
 	if (c) {
 		ok(c->gres.nrecords == 2 && streq(c->gres.node_autodetect, "off") &&
-			   c->gres.records[1].autodetect && streq(c->gres.records[1].autodetect, "off"),
+		       c->gres.records[1].autodetect && streq(c->gres.records[1].autodetect, "off"),
 		   "the same node-local AutoDetect twice is fine and applies to every record");
 		jobcg_config_free(c);
 	}
@@ -368,8 +449,8 @@ static void test_gres_good(void)
 /* Device nodes made with mknod: stat() must learn their type, major and minor. */
 static void test_gres_stat(void)
 {
-	char devdir[PATH_MAX], text[2 * PATH_MAX + 256], p0[PATH_MAX + 16], p1[PATH_MAX + 16], pb[PATH_MAX + 16],
-		preg[PATH_MAX + 16];
+	char devdir[PATH_MAX], text[2 * PATH_MAX + 256], p0[PATH_MAX + 16], p1[PATH_MAX + 16],
+	    pb[PATH_MAX + 16], preg[PATH_MAX + 16];
 	struct jobcg_config *c = NULL;
 
 	if (geteuid() != 0) {
@@ -382,7 +463,8 @@ static void test_gres_stat(void)
 	snprintf(p1, sizeof(p1), "%s/gpu1", devdir);
 	snprintf(pb, sizeof(pb), "%s/disk", devdir);
 	snprintf(preg, sizeof(preg), "%s/plain", devdir);
-	if (mknod(p0, S_IFCHR | 0600, makedev(195, 0)) < 0 || mknod(p1, S_IFCHR | 0600, makedev(195, 1)) < 0 ||
+	if (mknod(p0, S_IFCHR | 0600, makedev(195, 0)) < 0 ||
+	    mknod(p1, S_IFCHR | 0600, makedev(195, 1)) < 0 ||
 	    mknod(pb, S_IFBLK | 0600, makedev(7, 42)) < 0) {
 		tap_skip("mknod refused here: %s", strerror(errno));
 		goto out;
@@ -391,11 +473,14 @@ static void test_gres_stat(void)
 	snprintf(text, sizeof(text), "Name=gpu File=%s/gpu[0-1]\nName=blk File=%s\n", devdir, pb);
 	if (load_text(true, text, strlen(text), "h", 0, &c) == 0 && c && c->gres.nrecords == 3) {
 		const struct jobcg_gres_record *r = c->gres.records;
-		ok(r[0].files[0].type == 'c' && r[0].files[0].major == 195 && r[0].files[0].minor == 0,
+		ok(r[0].files[0].type == 'c' && r[0].files[0].major == 195 &&
+		       r[0].files[0].minor == 0,
 		   "gpu0 is c 195:0");
-		ok(r[1].files[0].type == 'c' && r[1].files[0].major == 195 && r[1].files[0].minor == 1,
+		ok(r[1].files[0].type == 'c' && r[1].files[0].major == 195 &&
+		       r[1].files[0].minor == 1,
 		   "gpu1 is c 195:1");
-		ok(r[2].files[0].type == 'b' && r[2].files[0].major == 7 && r[2].files[0].minor == 42,
+		ok(r[2].files[0].type == 'b' && r[2].files[0].major == 7 &&
+		       r[2].files[0].minor == 42,
 		   "disk is b 7:42");
 	} else {
 		ok(0, "device nodes load: %s", jobcg_last_error()->message);
@@ -403,8 +488,8 @@ static void test_gres_stat(void)
 	jobcg_config_free(c);
 	c = NULL;
 	snprintf(text, sizeof(text), "Name=gpu File=%s\n", preg);
-	ok(load_text(true, text, strlen(text), "h", 0, &c) == -ENODEV && !c && jobcg_last_error()->line == 1 &&
-		   jobcg_last_error()->column == 15,
+	ok(load_text(true, text, strlen(text), "h", 0, &c) == -ENODEV && !c &&
+	       jobcg_last_error()->line == 1 && jobcg_last_error()->column == 15,
 	   "a regular file is not a device (1:15)");
 out:
 	unlink(p0);

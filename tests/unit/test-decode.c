@@ -9,314 +9,12 @@
 
 #include "bpftext.h"
 #include "bpfvm.h"
-#include "insn.h"
+#include "unit/insn.h"
+#include "devprog.h"
 #include "jobcg/decode.h"
 #include "tap.h"
 
-#define ANY (-1)
-#define ACC_M 1
-#define ACC_R 2
-#define ACC_W 4
-#define ACC_ALL 7
-#define ELEMENTS(a) (sizeof(a) / sizeof((a)[0]))
-
-struct rule {
-	char type; /* 'c', 'b', 'a' */
-	int64_t major, minor;
-	unsigned access;
-	bool allow;
-};
-
-struct prog {
-	struct bpf_insn v[32768];
-	size_t n;
-};
-
-static void emit(struct prog *p, struct bpf_insn i)
-{
-	if (p->n >= ELEMENTS(p->v))
-		abort();
-	p->v[p->n++] = i;
-}
-
-/* Jumps to the end of the current rule block, patched once its length is known. */
-struct patches {
-	size_t at[16];
-	int n;
-};
-
-static void jump_next(struct prog *p, struct patches *ps, struct bpf_insn i)
-{
-	ps->at[ps->n++] = p->n;
-	emit(p, i);
-}
-
-static void patch(struct prog *p, struct patches *ps)
-{
-	for (int k = 0; k < ps->n; k++) {
-		struct bpf_insn *i = &p->v[ps->at[k]];
-		i->off = (int16_t)(p->n - ps->at[k] - 1);
-	}
-	ps->n = 0;
-}
-
-static uint32_t bpf_type(char t)
-{
-	return t == 'c' ? 2 : 1;
-}
-
-/* Reference decisions, from each generator's documented behaviour. */
-static bool rule_matches_dev(const struct rule *r, char type, uint32_t major, uint32_t minor)
-{
-	return (r->type == 'a' || r->type == type) && (r->major == ANY || r->major == major) &&
-	       (r->minor == ANY || r->minor == minor);
-}
-
-/* systemd: allowed when some DeviceAllow entry matches and grants every requested bit. */
-static bool ref_allow_list(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
-			   uint32_t minor, unsigned acc)
-{
-	for (size_t k = 0; k < n; k++)
-		if (rule_matches_dev(&rules[k], type, major, minor) && (acc & rules[k].access) == acc)
-			return true;
-	return dflt;
-}
-
-/* runc, crun, LXC: the first rule that matches the device and covers the access decides. */
-static bool ref_first_match(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
-			    uint32_t minor, unsigned acc)
-{
-	for (size_t k = 0; k < n; k++)
-		if (rule_matches_dev(&rules[k], type, major, minor) && (acc & rules[k].access) == acc)
-			return rules[k].allow;
-	return dflt;
-}
-
-/* Slurm: managed devices are denied unless allowed; access bits are ignored; others allowed. */
-static bool ref_slurm(const struct rule *rules, size_t n, bool dflt, char type, uint32_t major,
-		      uint32_t minor, unsigned acc)
-{
-	for (size_t k = 0; k < n; k++)
-		if (rule_matches_dev(&rules[k], type, major, minor))
-			return rules[k].allow;
-	return dflt;
-}
-
-/* The common prologue: r2 = type, r3 = access, r4 = major, r5 = minor. */
-static void prologue(struct prog *p, bool narrow)
-{
-	if (narrow) { /* LXC-style 16-bit context loads */
-		emit(p, LDX(BPF_H, 2, 1, 0));
-		emit(p, LDX(BPF_H, 3, 1, 2));
-	} else {
-		emit(p, LDX(BPF_W, 2, 1, 0));
-		emit(p, ALU32_IMM(BPF_AND, 2, 0xffff));
-		emit(p, LDX(BPF_W, 3, 1, 0));
-		emit(p, ALU32_IMM(BPF_RSH, 3, 16));
-	}
-	emit(p, LDX(BPF_W, 4, 1, 4));
-	emit(p, LDX(BPF_W, 5, 1, 8));
-}
-
-/*
- * systemd (bpf-devices.c): DevicePolicy=closed and a DeviceAllow list. Per entry: access check
- * "(r3 & acc) == r3" (skipped for rwm), then type, major, minor; a match jumps to the final
- * "allow" exit. @jset uses the other common access test, "if r3 & ~acc goto next".
- */
-static void gen_systemd(struct prog *p, const struct rule *rules, size_t n, bool jset)
-{
-	struct patches ps = { 0 };
-	size_t pass_jumps[64];
-	int npass = 0;
-
-	prologue(p, false);
-	for (size_t k = 0; k < n; k++) {
-		const struct rule *r = &rules[k];
-		if (r->access != ACC_ALL) {
-			if (jset)
-				jump_next(p, &ps, JMP_IMM(BPF_JSET, 3, (int32_t)(~r->access & 7), 0));
-			else {
-				emit(p, INSN(BPF_ALU | BPF_MOV | BPF_X, 1, 3, 0, 0));
-				emit(p, ALU32_IMM(BPF_AND, 1, (int32_t)r->access));
-				jump_next(p, &ps, JMP_REG(BPF_JNE, 1, 3, 0));
-			}
-		}
-		jump_next(p, &ps, JMP_IMM(BPF_JNE, 2, (int32_t)bpf_type(r->type), 0));
-		if (r->major != ANY)
-			jump_next(p, &ps, JMP_IMM(BPF_JNE, 4, (int32_t)r->major, 0));
-		if (r->minor != ANY)
-			jump_next(p, &ps, JMP_IMM(BPF_JNE, 5, (int32_t)r->minor, 0));
-		pass_jumps[npass++] = p->n;
-		emit(p, JA(0));
-		patch(p, &ps);
-	}
-	emit(p, MOV64_IMM(0, 0)); /* deny */
-	emit(p, JA(1));
-	size_t pass = p->n;
-	emit(p, MOV64_IMM(0, 1));
-	emit(p, EXIT());
-	for (int k = 0; k < npass; k++)
-		p->v[pass_jumps[k]].off = (int16_t)(pass - pass_jumps[k] - 1);
-}
-
-/*
- * runc (libcontainer devicefilter), crun (ebpf.c), LXC (cgroup2_devices.c): one block per rule,
- * type / access / major / minor checks jumping to the next block, then "r0 = allow; exit";
- * the default at the end. crun's variant uses 32-bit compares, LXC's narrow loads.
- */
-enum flavour { RUNC, CRUN, LXC };
-
-static void gen_first_match(struct prog *p, const struct rule *rules, size_t n, bool dflt,
-			    enum flavour fl)
-{
-	struct patches ps = { 0 };
-	uint8_t jc = fl == CRUN ? BPF_JMP32 : BPF_JMP;
-
-	prologue(p, fl == LXC);
-	for (size_t k = 0; k < n; k++) {
-		const struct rule *r = &rules[k];
-		if (r->type != 'a')
-			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_K, 2, 0, 0, (int32_t)bpf_type(r->type)));
-		if (r->access != ACC_ALL) {
-			emit(p, INSN(BPF_ALU | BPF_MOV | BPF_X, 1, 3, 0, 0));
-			emit(p, ALU32_IMM(BPF_AND, 1, (int32_t)r->access));
-			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_X, 1, 3, 0, 0));
-		}
-		if (r->major != ANY)
-			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_K, 4, 0, 0, (int32_t)r->major));
-		if (r->minor != ANY)
-			jump_next(p, &ps, INSN(jc | BPF_JNE | BPF_K, 5, 0, 0, (int32_t)r->minor));
-		emit(p, fl == CRUN ? MOV32_IMM(0, r->allow) : MOV64_IMM(0, r->allow));
-		emit(p, EXIT());
-		patch(p, &ps);
-	}
-	emit(p, MOV64_IMM(0, dflt));
-	emit(p, EXIT());
-}
-
-/* Slurm (seed 000): each managed device "if type/major/minor match: r0 = allowed; exit". */
-static void gen_slurm(struct prog *p, const struct rule *rules, size_t n)
-{
-	struct patches ps = { 0 };
-
-	prologue(p, false);
-	for (size_t k = 0; k < n; k++) {
-		jump_next(p, &ps, JMP_IMM(BPF_JNE, 2, (int32_t)bpf_type(rules[k].type), 0));
-		jump_next(p, &ps, JMP_IMM(BPF_JNE, 4, (int32_t)rules[k].major, 0));
-		jump_next(p, &ps, JMP_IMM(BPF_JNE, 5, (int32_t)rules[k].minor, 0));
-		emit(p, MOV64_IMM(0, rules[k].allow));
-		emit(p, EXIT());
-		patch(p, &ps);
-	}
-	emit(p, MOV64_IMM(0, 1));
-	emit(p, EXIT());
-}
-
-/*
- * HTCondor-like, shaped like compiled C: fields spilled to the stack and reloaded, range checks
- * on the minor (GPUs lo..hi get rw, no mknod: a JSET test on access), the control device
- * allowed fully, other minors of the GPU major denied; a constant-blinded compare for the major.
- */
-static void gen_htcondor(struct prog *p, uint32_t major, uint32_t lo, uint32_t hi, uint32_t ctl)
-{
-	const int32_t rnd = 0x3c3c5a5a;
-	emit(p, LDX(BPF_W, 6, 1, 0));
-	emit(p, STX(BPF_W, 10, 6, -4));
-	emit(p, LDX(BPF_W, 6, 1, 4));
-	emit(p, STX(BPF_W, 10, 6, -8));
-	emit(p, LDX(BPF_W, 6, 1, 8));
-	emit(p, STX(BPF_W, 10, 6, -12));
-	emit(p, LDX(BPF_W, 7, 10, -4));
-	emit(p, MOV64_REG(8, 7));
-	emit(p, ALU64_IMM(BPF_AND, 8, 0xffff));
-	emit(p, JMP_IMM(BPF_JNE, 8, 2, 14)); /* not char: allow */
-	emit(p, LDX(BPF_W, 8, 10, -8));
-	emit(p, MOV32_IMM(11, rnd ^ (int32_t)major));
-	emit(p, ALU32_IMM(BPF_XOR, 11, rnd));
-	emit(p, JMP_REG(BPF_JNE, 8, 11, 10)); /* other majors: allow */
-	emit(p, LDX(BPF_W, 9, 10, -12));
-	emit(p, JMP_IMM(BPF_JEQ, 9, (int32_t)ctl, 8));
-	emit(p, JMP_IMM(BPF_JGT, 9, (int32_t)hi, 5));
-	emit(p, JMP_IMM(BPF_JLT, 9, (int32_t)lo, 4));
-	emit(p, ALU64_IMM(BPF_RSH, 7, 16));
-	emit(p, JMP_IMM(BPF_JSET, 7, ACC_M, 2));
-	emit(p, MOV64_IMM(0, 1));
-	emit(p, EXIT());
-	emit(p, MOV64_IMM(0, 0));
-	emit(p, EXIT());
-	emit(p, MOV64_IMM(0, 1));
-	emit(p, EXIT());
-}
-
-static bool ref_htcondor(char type, uint32_t major, uint32_t minor, unsigned acc, uint32_t gmaj,
-			 uint32_t lo, uint32_t hi, uint32_t ctl)
-{
-	if (type != 'c' || major != gmaj || minor == ctl)
-		return true;
-	if (minor < lo || minor > hi)
-		return false;
-	return !(acc & ACC_M);
-}
-
-/* snapd: hash map keyed by packed {u8 type; u32 major; u32 minor}, value u8; exact key first,
- * then the same with minor = UINT32_MAX (any); allowed when found. */
-static void gen_snapd(struct prog *p, int map_ref)
-{
-	emit(p, LDX(BPF_W, 2, 1, 0));
-	emit(p, ALU32_IMM(BPF_AND, 2, 0xffff));
-	emit(p, STX(BPF_B, 10, 2, -9));
-	emit(p, LDX(BPF_W, 2, 1, 4));
-	emit(p, STX(BPF_W, 10, 2, -8));
-	emit(p, LDX(BPF_W, 2, 1, 8));
-	emit(p, STX(BPF_W, 10, 2, -4));
-	emit(p, MOV64_REG(2, 10));
-	emit(p, ALU64_IMM(BPF_ADD, 2, -9));
-	struct bpf_insn ld[] = { LD_MAP(1, map_ref) };
-	emit(p, ld[0]);
-	emit(p, ld[1]);
-	emit(p, CALL(BPF_FUNC_map_lookup_elem));
-	emit(p, JMP_IMM(BPF_JNE, 0, 0, 8));
-	emit(p, ST(BPF_W, 10, -4, -1));
-	emit(p, MOV64_REG(2, 10));
-	emit(p, ALU64_IMM(BPF_ADD, 2, -9));
-	emit(p, ld[0]);
-	emit(p, ld[1]);
-	emit(p, CALL(BPFVM_CALL_HTAB_ELEM)); /* as the kernel inlines it */
-	emit(p, JMP_IMM(BPF_JEQ, 0, 0, 1));
-	emit(p, ALU64_IMM(BPF_ADD, 0, 48));
-	emit(p, JMP_IMM(BPF_JEQ, 0, 0, 2));
-	emit(p, MOV64_IMM(0, 1));
-	emit(p, EXIT());
-	emit(p, MOV64_IMM(0, 0));
-	emit(p, EXIT());
-}
-
-struct snapd_map {
-	struct {
-		uint8_t key[9];
-	} keys[16];
-	int n;
-	uint8_t one[BPFVM_MAP_VALUE_MAX];
-};
-
-static const void *snapd_lookup(void *u, uint64_t ref, const void *key)
-{
-	struct snapd_map *m = u;
-	if (ref != 12)
-		return NULL;
-	for (int k = 0; k < m->n; k++)
-		if (memcmp(m->keys[k].key, key, 9) == 0)
-			return m->one;
-	return NULL;
-}
-
-static void snapd_add(struct snapd_map *m, uint8_t type, uint32_t major, uint32_t minor)
-{
-	uint8_t *k = m->keys[m->n++].key;
-	k[0] = type;
-	memcpy(k + 1, &major, 4);
-	memcpy(k + 5, &minor, 4);
-}
+#include "devgen.h"
 
 /* ---- checking ---- */
 
@@ -334,8 +32,9 @@ static char *render(const struct jobcg_decoded *d)
 		if (lines[i].note)
 			o += (size_t)snprintf(out + o, sizeof(out) - o, "# %s\n", lines[i].note);
 		else
-			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s\n",
-					      jobcg_decoded_rule_format(&lines[i].rule, buf, sizeof(buf)));
+			o += (size_t)snprintf(
+			    out + o, sizeof(out) - o, "%s\n",
+			    jobcg_decoded_rule_format(&lines[i].rule, buf, sizeof(buf)));
 	}
 	return out;
 }
@@ -379,20 +78,22 @@ struct checker {
 
 static void check_one(struct checker *c, char type, uint32_t major, uint32_t minor, unsigned acc)
 {
-	struct bpfvm_devctx ctx = { .access_type = (acc << 16) | bpf_type(type), .major = major,
-				    .minor = minor };
+	struct bpfvm_devctx ctx = {
+	    .access_type = (acc << 16) | bpf_type(type), .major = major, .minor = minor};
 	uint64_t r0 = 0;
 	int r = bpfvm_run(c->insns, c->n, &ctx, c->env, 100000, &r0);
 	bool prog = r == 0 && r0 != 0;
 	bool dec = jobcg_decoded_allows(c->d, type, major, minor, acc);
 	bool ref = c->ref ? c->ref(c->refctx, type, major, minor, acc) : prog;
-	int lin = (acc == ACC_M || acc == ACC_R || acc == ACC_W) ? lines_allow(c->d, type, major, minor, acc)
-								 : (int)prog;
+	int lin = (acc == ACC_M || acc == ACC_R || acc == ACC_W)
+		      ? lines_allow(c->d, type, major, minor, acc)
+		      : (int)prog;
 
 	c->checked++;
 	if (r < 0 || prog != dec || prog != ref || lin != (int)prog) {
 		if (c->mismatches++ < 5)
-			tap_diag("%s: %c %u:%u acc %u: program %d (r=%d) decoded %d reference %d lines %d",
+			tap_diag("%s: %c %u:%u acc %u: program %d (r=%d) decoded %d reference %d "
+				 "lines %d",
 				 c->name, type, major, minor, acc, prog, r, dec, ref, lin);
 	}
 }
@@ -410,7 +111,7 @@ static uint32_t rnd32(void)
  * random samples. */
 static void check_all(struct checker *c, const uint32_t *consts, size_t nconsts)
 {
-	static const unsigned accs[] = { 0, 1, 2, 4, 6 };
+	static const unsigned accs[] = {0, 1, 2, 4, 6};
 	uint32_t vals[512];
 	size_t nv = 0;
 
@@ -429,12 +130,15 @@ static void check_all(struct checker *c, const uint32_t *consts, size_t nconsts)
 				for (size_t k = 0; k < ELEMENTS(accs); k++)
 					check_one(c, t ? 'b' : 'c', vals[a], vals[b], accs[k]);
 	for (int s = 0; s < 3000; s++) {
-		uint32_t ma = s % 3 == 0 ? rnd32() : s % 3 == 1 ? rnd32() % 300 : consts[rnd32() % nconsts];
+		uint32_t ma = s % 3 == 0   ? rnd32()
+			      : s % 3 == 1 ? rnd32() % 300
+					   : consts[rnd32() % nconsts];
 		uint32_t mi = s % 2 ? rnd32() % 300 : rnd32();
 		check_one(c, rnd32() % 2 ? 'c' : 'b', ma, mi, accs[rnd32() % ELEMENTS(accs)]);
 	}
-	ok(c->mismatches == 0, "%s: program, decoded rules, printed lines and generator agree on %u requests",
-	   c->name, c->checked);
+	ok(c->mismatches == 0,
+	   "%s: program, decoded rules, printed lines and generator agree on %u requests", c->name,
+	   c->checked);
 }
 
 static void rule_consts(const struct rule *rules, size_t n, uint32_t *out, size_t *nout)
@@ -485,8 +189,13 @@ static struct jobcg_decoded *decode_and_check(const char *name, const struct pro
 	else
 		for (uint32_t k = 0; k < 10; k++)
 			consts[nc++] = k, consts[nc++] = 195 + k;
-	struct checker c = { .name = name, .insns = p->v, .n = p->n, .env = env, .d = d,
-			     .ref = rc ? ref_rules : NULL, .refctx = rc };
+	struct checker c = {.name = name,
+			    .insns = p->v,
+			    .n = p->n,
+			    .env = env,
+			    .d = d,
+			    .ref = rc ? ref_rules : NULL,
+			    .refctx = rc};
 	check_all(&c, consts, nc);
 	return d;
 }
@@ -540,14 +249,43 @@ static void test_seed000(void)
 		ok(!jobcg_decoded_allows(d, 'c', 195, 2, ACC_R), "195:2 r denied");
 		ok(jobcg_decoded_allows(d, 'b', 195, 2, ACC_R), "block 195:2 allowed");
 		struct rule managed[] = {
-			{ 'c', 195, 0, 7, false }, { 'c', 195, 1, 7, false },
-			{ 'c', 195, 2, 7, false }, { 'c', 195, 3, 7, true },
+		    {'c', 195, 0, 7, false},
+		    {'c', 195, 1, 7, false},
+		    {'c', 195, 2, 7, false},
+		    {'c', 195, 3, 7, true},
 		};
-		struct refctx rc = { managed, 4, true, ref_slurm };
-		uint32_t consts[] = { 195, 0, 1, 2, 3 };
-		struct checker c = { .name = "seed 000", .insns = insns, .n = n, .d = d,
-				     .ref = ref_rules, .refctx = &rc };
+		struct refctx rc = {managed, 4, true, ref_slurm};
+		uint32_t consts[] = {195, 0, 1, 2, 3};
+		struct checker c = {.name = "seed 000",
+				    .insns = insns,
+				    .n = n,
+				    .d = d,
+				    .ref = ref_rules,
+				    .refctx = &rc};
 		check_all(&c, consts, ELEMENTS(consts));
+	}
+	/* The same program as `bpftool -j prog dump xlated` prints it. */
+	if (d) {
+		char json[8192] = "[";
+		const char *p0 = strstr(text, "0: (61)");
+		int idx = 0;
+		while (p0 && idx < 28) {
+			const char *colon = strchr(p0, ':'), *nl = strchr(p0, '\n');
+			if (!colon || !nl)
+				break;
+			snprintf(json + strlen(json), sizeof(json) - strlen(json),
+				 "%s{\"disasm\":\"%.*s\"}", idx ? "," : "", (int)(nl - colon - 2),
+				 colon + 2);
+			idx++;
+			p0 = nl + 1;
+		}
+		strcat(json, "]");
+		struct jobcg_decoded *dj = NULL;
+		if (is_int(jobcg_decode_data(json, strlen(json), "json", NULL, &dj), 0,
+			   "bpftool JSON dump decodes")) {
+			is_str(render(dj), render(d), "JSON dump gives the same rules");
+			jobcg_decoded_free(dj);
+		}
 	}
 	/* Mangled copies fail naming the line. */
 	char *bad = strdup(text);
@@ -564,7 +302,7 @@ static void test_seed000(void)
 		memcpy(p, "12: (57)", 8);
 		struct jobcg_decoded *d2 = NULL;
 		ok(jobcg_decode_data(bad, strlen(bad), "seed000", NULL, &d2) == -EINVAL &&
-			   jobcg_last_error()->line > 0,
+		       jobcg_last_error()->line > 0,
 		   "opcode that does not match the text refused at line %u: %s",
 		   jobcg_last_error()->line, jobcg_last_error()->message);
 		jobcg_decoded_free(d2);
@@ -576,8 +314,9 @@ static void test_seed000(void)
 }
 
 static const struct rule systemd_rules[] = {
-	{ 'c', 1, 3, ACC_ALL, true },   { 'c', 1, 5, ACC_R, true }, { 'c', 136, ANY, ACC_R | ACC_W, true },
-	{ 'b', 8, 0, ACC_R, true },     { 'c', 195, 0, ACC_R | ACC_W, true },
+    {'c', 1, 3, ACC_ALL, true},		  {'c', 1, 5, ACC_R, true},
+    {'c', 136, ANY, ACC_R | ACC_W, true}, {'b', 8, 0, ACC_R, true},
+    {'c', 195, 0, ACC_R | ACC_W, true},
 };
 static const char systemd_want[] = "c *:* -\n"
 				   "# c *:*: a request with no access bits is denied\n"
@@ -592,48 +331,48 @@ static const char systemd_want[] = "c *:* -\n"
 static struct jobcg_decoded *test_systemd(bool jset)
 {
 	static struct prog p;
-	struct refctx rc = { systemd_rules, ELEMENTS(systemd_rules), false, ref_allow_list };
+	struct refctx rc = {systemd_rules, ELEMENTS(systemd_rules), false, ref_allow_list};
 	p.n = 0;
 	gen_systemd(&p, systemd_rules, ELEMENTS(systemd_rules), jset);
-	return decode_and_check(jset ? "systemd (JSET access test)" : "systemd (AND access test)", &p,
-				&rc, systemd_want, NULL, NULL);
+	return decode_and_check(jset ? "systemd (JSET access test)" : "systemd (AND access test)",
+				&p, &rc, systemd_want, NULL, NULL);
 }
 
 static void test_runc(void)
 {
 	static const struct rule rules[] = {
-		{ 'c', 5, 2, ACC_W, false },          { 'c', ANY, ANY, ACC_M, true },
-		{ 'b', ANY, ANY, ACC_M, true },       { 'c', 1, 3, ACC_ALL, true },
-		{ 'c', 1, 5, ACC_ALL, true },         { 'c', 136, ANY, ACC_R | ACC_W, true },
-		{ 'c', 5, 2, ACC_ALL, true },         { 'c', 10, 200, ACC_R | ACC_W, true },
+	    {'c', 5, 2, ACC_W, false},	  {'c', ANY, ANY, ACC_M, true},
+	    {'b', ANY, ANY, ACC_M, true}, {'c', 1, 3, ACC_ALL, true},
+	    {'c', 1, 5, ACC_ALL, true},	  {'c', 136, ANY, ACC_R | ACC_W, true},
+	    {'c', 5, 2, ACC_ALL, true},	  {'c', 10, 200, ACC_R | ACC_W, true},
 	};
 	static struct prog p;
-	struct refctx rc = { rules, ELEMENTS(rules), false, ref_first_match };
+	struct refctx rc = {rules, ELEMENTS(rules), false, ref_first_match};
 	gen_first_match(&p, rules, ELEMENTS(rules), false, RUNC);
-	jobcg_decoded_free(decode_and_check(
-		"runc", &p, &rc,
-		"c *:* m\n"
-		"c 1:3 rwm\n"
-		"c 1:5 rwm\n"
-		"c 5:2 rm\n"
-		"# c 5:2: read+write together is allowed, but w alone is not\n"
-		"# c 5:2: a request with no access bits is denied\n"
-		"c 10:200 rwm\n"
-		"c 136:* rwm\n"
-		"b *:* m\n",
-		NULL, NULL));
+	jobcg_decoded_free(
+	    decode_and_check("runc", &p, &rc,
+			     "c *:* m\n"
+			     "c 1:3 rwm\n"
+			     "c 1:5 rwm\n"
+			     "c 5:2 rm\n"
+			     "# c 5:2: read+write together is allowed, but w alone is not\n"
+			     "# c 5:2: a request with no access bits is denied\n"
+			     "c 10:200 rwm\n"
+			     "c 136:* rwm\n"
+			     "b *:* m\n",
+			     NULL, NULL));
 }
 
 static void test_crun(void)
 {
 	static const struct rule rules[] = {
-		{ 'c', 195, 255, ACC_R | ACC_W, true },
-		{ 'c', 195, 0, ACC_R | ACC_W, true },
-		{ 'c', 195, ANY, ACC_M, true },
-		{ 'a', 1, 3, ACC_ALL, true },
+	    {'c', 195, 255, ACC_R | ACC_W, true},
+	    {'c', 195, 0, ACC_R | ACC_W, true},
+	    {'c', 195, ANY, ACC_M, true},
+	    {'a', 1, 3, ACC_ALL, true},
 	};
 	static struct prog p;
-	struct refctx rc = { rules, ELEMENTS(rules), false, ref_first_match };
+	struct refctx rc = {rules, ELEMENTS(rules), false, ref_first_match};
 	gen_first_match(&p, rules, ELEMENTS(rules), false, CRUN);
 	jobcg_decoded_free(decode_and_check("crun (JMP32)", &p, &rc,
 					    "c *:* -\n"
@@ -651,20 +390,21 @@ static void test_crun(void)
 static void test_lxc(void)
 {
 	static const struct rule rules[] = {
-		{ 'c', 10, 229, ACC_ALL, false },
-		{ 'b', ANY, ANY, ACC_W, false },
+	    {'c', 10, 229, ACC_ALL, false},
+	    {'b', ANY, ANY, ACC_W, false},
 	};
 	static struct prog p;
-	struct refctx rc = { rules, ELEMENTS(rules), true, ref_first_match };
+	struct refctx rc = {rules, ELEMENTS(rules), true, ref_first_match};
 	gen_first_match(&p, rules, ELEMENTS(rules), true, LXC);
-	jobcg_decoded_free(decode_and_check("LXC (deny list, narrow loads)", &p, &rc,
-					    "c *:* rwm\n"
-					    "c 10:229 -\n"
-					    "# c 10:229: a request with no access bits is denied\n"
-					    "b *:* rm\n"
-					    "# b *:*: read+write together is allowed, but w alone is not\n"
-					    "# b *:*: a request with no access bits is denied\n",
-					    NULL, NULL));
+	jobcg_decoded_free(
+	    decode_and_check("LXC (deny list, narrow loads)", &p, &rc,
+			     "c *:* rwm\n"
+			     "c 10:229 -\n"
+			     "# c 10:229: a request with no access bits is denied\n"
+			     "b *:* rm\n"
+			     "# b *:*: read+write together is allowed, but w alone is not\n"
+			     "# b *:*: a request with no access bits is denied\n",
+			     NULL, NULL));
 }
 
 static struct jobcg_decoded *test_slurm(void)
@@ -673,15 +413,17 @@ static struct jobcg_decoded *test_slurm(void)
 	static struct prog p;
 	int n = 0;
 	for (int g = 0; g < 8; g++)
-		rules[n++] = (struct rule){ 'c', 195, g, ACC_ALL, g == 2 || g == 5 };
-	rules[n++] = (struct rule){ 'c', 195, 255, ACC_ALL, true };
-	struct refctx rc = { rules, (size_t)n, true, ref_slurm };
+		rules[n++] = (struct rule){'c', 195, g, ACC_ALL, g == 2 || g == 5};
+	rules[n++] = (struct rule){'c', 195, 255, ACC_ALL, true};
+	struct refctx rc = {rules, (size_t)n, true, ref_slurm};
 	gen_slurm(&p, rules, (size_t)n);
 	char want[2048] = "c *:* rwm\n";
 	for (int g = 0; g < 8; g++)
 		if (g != 2 && g != 5)
-			snprintf(want + strlen(want), sizeof(want) - strlen(want),
-				 "c 195:%d -\n# c 195:%d: a request with no access bits is denied\n", g, g);
+			snprintf(
+			    want + strlen(want), sizeof(want) - strlen(want),
+			    "c 195:%d -\n# c 195:%d: a request with no access bits is denied\n", g,
+			    g);
 	strcat(want, "b *:* rwm\n");
 	return decode_and_check("Slurm (8 GPUs, 2 and 5 allowed)", &p, &rc, want, NULL, NULL);
 }
@@ -708,9 +450,13 @@ static void test_htcondor(void)
 	       "c 195:255 rwm\n"
 	       "b *:* rwm\n",
 	       "HTCondor-like: range of GPUs rw, control device, rest of the major denied");
-	uint32_t consts[] = { 195, 2, 3, 255, 4 };
-	struct checker c = { .name = "HTCondor-like", .insns = p.v, .n = p.n, .d = d, .ref = ref_htc,
-			     .refctx = htc_ctx };
+	uint32_t consts[] = {195, 2, 3, 255, 4};
+	struct checker c = {.name = "HTCondor-like",
+			    .insns = p.v,
+			    .n = p.n,
+			    .d = d,
+			    .ref = ref_htc,
+			    .refctx = htc_ctx};
 	check_all(&c, consts, ELEMENTS(consts));
 	jobcg_decoded_free(d);
 }
@@ -720,20 +466,24 @@ static void test_snapd(void)
 	static struct prog p;
 	static struct snapd_map m;
 	struct jobcg_decoded *d = NULL;
-	static const uint32_t hints[][2] = { { 1, 3 }, { 1, 5 }, { 195, JOBCG_DEV_ANY }, { 8, 0 } };
+	static const uint32_t hints[][2] = {{1, 3}, {1, 5}, {195, JOBCG_DEV_ANY}, {8, 0}};
 
-	gen_snapd(&p, 12);
+	gen_snapd(&p, 12, false);
 	m.one[0] = 1;
 	snapd_add(&m, 2, 1, 3);
 	snapd_add(&m, 2, 1, 5);
 	snapd_add(&m, 2, 195, UINT32_MAX);
 	snapd_add(&m, 1, 8, 0);
-	is_int(jobcg_decode_program(p.v, p.n, NULL, &d), -EOPNOTSUPP, "snapd map program without maps is opaque");
+	is_int(jobcg_decode_program(p.v, p.n, NULL, &d), -EOPNOTSUPP,
+	       "snapd map program without maps is opaque");
 	ok(strstr(jobcg_last_error()->message, "map") != NULL, "reason names the map: %s",
 	   jobcg_last_error()->message);
-	struct jobcg_decode_env env = { .size = sizeof(env), .map_lookup = snapd_lookup, .userdata = &m,
-					.hints = hints, .n_hints = ELEMENTS(hints) };
-	struct bpfvm_env venv = { .map_lookup = snapd_lookup, .userdata = &m };
+	struct jobcg_decode_env env = {.size = sizeof(env),
+				       .map_lookup = snapd_lookup,
+				       .userdata = &m,
+				       .hints = hints,
+				       .n_hints = ELEMENTS(hints)};
+	struct bpfvm_env venv = {.map_lookup = snapd_lookup, .userdata = &m};
 	jobcg_decoded_free(decode_and_check("snapd (map lookups)", &p, NULL,
 					    "c *:* -\n"
 					    "# c *:*: a request with no access bits is denied\n"
@@ -749,37 +499,39 @@ static void test_snapd(void)
 static bool ref_and(const void *u, char type, uint32_t major, uint32_t minor, unsigned acc)
 {
 	struct refctx *const *rc = u;
-	return ref_rules(rc[0], type, major, minor, acc) && ref_rules(rc[1], type, major, minor, acc);
+	return ref_rules(rc[0], type, major, minor, acc) &&
+	       ref_rules(rc[1], type, major, minor, acc);
 }
 
 static void test_intersect(struct jobcg_decoded *sd, struct jobcg_decoded *sl)
 {
-	struct jobcg_decoded *list[2] = { sd, sl }, *d = NULL;
+	struct jobcg_decoded *list[2] = {sd, sl}, *d = NULL;
 	if (!sd || !sl)
 		return;
 	is_int(jobcg_decoded_intersect(list, 2, &d), 0, "systemd + Slurm programs combine");
 	if (!d)
 		return;
 	/* systemd allows only 195:0 (rw) of the GPUs; Slurm denies 195:0: nothing of 195 left. */
-	is_str(render(d), "c *:* -\n"
-			  "# c *:*: a request with no access bits is denied\n"
-			  "c 1:3 rwm\n"
-			  "c 1:5 r\n"
-			  "c 136:* rw\n"
-			  "b *:* -\n"
-			  "# b *:*: a request with no access bits is denied\n"
-			  "b 8:0 r\n",
+	is_str(render(d),
+	       "c *:* -\n"
+	       "# c *:*: a request with no access bits is denied\n"
+	       "c 1:3 rwm\n"
+	       "c 1:5 r\n"
+	       "c 136:* rw\n"
+	       "b *:* -\n"
+	       "# b *:*: a request with no access bits is denied\n"
+	       "b 8:0 r\n",
 	       "combined rules are the intersection");
 	static struct rule slurm_rules[9];
 	int n = 0;
 	for (int g = 0; g < 8; g++)
-		slurm_rules[n++] = (struct rule){ 'c', 195, g, ACC_ALL, g == 2 || g == 5 };
-	slurm_rules[n++] = (struct rule){ 'c', 195, 255, ACC_ALL, true };
-	struct refctx a = { systemd_rules, ELEMENTS(systemd_rules), false, ref_allow_list };
-	struct refctx b = { slurm_rules, (size_t)n, true, ref_slurm };
-	struct refctx *both[2] = { &a, &b };
+		slurm_rules[n++] = (struct rule){'c', 195, g, ACC_ALL, g == 2 || g == 5};
+	slurm_rules[n++] = (struct rule){'c', 195, 255, ACC_ALL, true};
+	struct refctx a = {systemd_rules, ELEMENTS(systemd_rules), false, ref_allow_list};
+	struct refctx b = {slurm_rules, (size_t)n, true, ref_slurm};
+	struct refctx *both[2] = {&a, &b};
 	unsigned bad = 0, total = 0;
-	static const unsigned accs[] = { 0, 1, 2, 4, 6 };
+	static const unsigned accs[] = {0, 1, 2, 4, 6};
 	for (uint32_t ma = 0; ma < 200; ma++)
 		for (uint32_t mi = 0; mi < 260; mi += (ma == 195 || ma == 1 ? 1 : 37))
 			for (size_t k = 0; k < ELEMENTS(accs); k++)
@@ -794,37 +546,206 @@ static void test_intersect(struct jobcg_decoded *sd, struct jobcg_decoded *sl)
 	jobcg_decoded_free(d);
 }
 
+/* jobcg's own node program, decoded for one cgroup with its maps supplied through hooks. */
+struct nodeworld {
+	struct devprog_managed_key mkeys[8];
+	size_t nm;
+	struct devprog_policy_key pkeys[32];
+	uint32_t pval[32][BPFVM_MAP_VALUE_MAX / 4];
+	size_t np;
+	uint32_t seven[BPFVM_MAP_VALUE_MAX / 4];
+	uint64_t anc[16];
+	int depth;
+};
+
+static const void *node_lookup(void *u, uint64_t ref, const void *key)
+{
+	struct nodeworld *w = u;
+	if (ref == 11) {
+		for (size_t k = 0; k < w->nm; k++)
+			if (memcmp(&w->mkeys[k], key, sizeof(w->mkeys[k])) == 0)
+				return w->seven;
+	} else if (ref == 22) {
+		for (size_t k = 0; k < w->np; k++)
+			if (memcmp(&w->pkeys[k], key, sizeof(w->pkeys[k])) == 0)
+				return w->pval[k];
+	}
+	return NULL;
+}
+
+static uint64_t node_cgid(void *u)
+{
+	struct nodeworld *w = u;
+	return w->anc[w->depth];
+}
+
+static uint64_t node_anc(void *u, int level)
+{
+	struct nodeworld *w = u;
+	return level >= 0 && level <= w->depth ? w->anc[level] : 0;
+}
+
+static void test_node_program(void)
+{
+	static struct nodeworld w;
+	struct devprog_buf b = {0};
+	const unsigned root_level = 2;
+	struct jobcg_devrule managed[] = {{'c', 195, JOBCG_DEV_ANY, 7, true},
+					  {'b', 8, JOBCG_DEV_ANY, 7, true}};
+	struct jobcg_devrule grant[] = {
+	    {'c', 195, 0, JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE, true},
+	    {'c', 195, 1, JOBCG_DEV_ACC_READ, true},
+	    {'b', 8, 16, JOBCG_DEV_ACC_ALL, true}};
+	uint32_t hints[64][2];
+	size_t nh = 0;
+
+	if (!is_int(devprog_build_node(11, 22, root_level, 500 + root_level, &b), 0,
+		    "node program built"))
+		return;
+	w.seven[0] = 7;
+	for (size_t k = 0; k < ELEMENTS(managed); k++)
+		w.nm += devprog_rule_keys(&managed[k], &w.mkeys[w.nm]);
+	/* The job (level root+1) is constrained; we inspect its step (root+2). */
+	w.depth = (int)root_level + 2;
+	for (int l = 0; l <= w.depth; l++)
+		w.anc[l] = 500 + (uint64_t)l;
+	uint64_t jobid = w.anc[root_level + 1];
+	uint32_t acc[8];
+	w.np = devprog_policy_entries(jobid, grant, ELEMENTS(grant), w.pkeys, acc);
+	for (size_t k = 0; k < w.np; k++)
+		w.pval[k][0] = acc[k];
+	w.pkeys[w.np] = (struct devprog_policy_key){.cgroup_id = jobid};
+	w.pval[w.np++][0] = 1; /* marker: level 1 */
+	/* Hints as `jobcg devices` takes them from the live maps' keys. */
+	for (size_t k = 0; k < w.nm; k++)
+		hints[nh][0] = w.mkeys[k].major, hints[nh++][1] = w.mkeys[k].minor;
+	for (size_t k = 0; k < w.np; k++)
+		hints[nh][0] = w.pkeys[k].major, hints[nh++][1] = w.pkeys[k].minor;
+
+	struct jobcg_decode_env env = {.size = sizeof(env),
+				       .cgroup_id = node_cgid,
+				       .ancestor_cgroup_id = node_anc,
+				       .map_lookup = node_lookup,
+				       .userdata = &w,
+				       .hints = (const uint32_t(*)[2])hints,
+				       .n_hints = nh};
+	struct jobcg_decoded *d = NULL;
+	if (is_int(jobcg_decode_program(b.insns, b.n, &env, &d), 0,
+		   "node program decodes for a job's step")) {
+		is_str(render(d),
+		       "c *:* rwm\n"
+		       "c 195:* -\n"
+		       "c 195:0 rw\n"
+		       "c 195:1 r\n"
+		       "b *:* rwm\n"
+		       "b 8:* -\n"
+		       "b 8:16 rwm\n",
+		       "node program: the job's grants, managed devices denied, others allowed");
+		unsigned bad = 0, total = 0;
+		static const unsigned accs[] = {0, 1, 2, 4, 6};
+		for (int t = 0; t < 2; t++)
+			for (uint32_t ma = 0; ma < 260;
+			     ma += (ma < 7 || (ma > 190 && ma < 200) ? 1 : 13))
+				for (uint32_t mi = 0; mi < 40; mi++)
+					for (size_t k = 0; k < ELEMENTS(accs); k++) {
+						bool want = devprog_decide(
+						    managed, ELEMENTS(managed), grant,
+						    ELEMENTS(grant), t ? 1 : 2, ma, mi, accs[k]);
+						total++;
+						bad += jobcg_decoded_allows(d, t ? 'b' : 'c', ma,
+									    mi, accs[k]) != want;
+					}
+		ok(bad == 0, "node program decode equals devprog_decide on %u requests (%u differ)",
+		   total, bad);
+		jobcg_decoded_free(d);
+	}
+	/* Without the maps it is opaque, with the reason. */
+	is_int(jobcg_decode_program(b.insns, b.n, NULL, &d), -EOPNOTSUPP,
+	       "node program without maps is opaque");
+	devprog_buf_done(&b);
+}
+
 static void test_blowup_and_opaque(void)
 {
 	/* A program comparing the minor against 4096 constants still decodes (per-major cells). */
 	static struct prog p;
 	static struct rule rules[1024];
 	for (int k = 0; k < 1024; k++)
-		rules[k] = (struct rule){ 'c', 240, k, ACC_ALL, k % 2 == 0 };
+		rules[k] = (struct rule){'c', 240, k, ACC_ALL, k % 2 == 0};
 	gen_slurm(&p, rules, 1024);
 	struct jobcg_decoded *d = NULL;
 	is_int(jobcg_decode_program(p.v, p.n, NULL, &d), 0, "1024-device program decodes");
 	if (d) {
-		ok(!jobcg_decoded_allows(d, 'c', 240, 1023, ACC_R) && jobcg_decoded_allows(d, 'c', 240, 1022, ACC_R) &&
-			   jobcg_decoded_allows(d, 'c', 240, 1024, ACC_R),
+		ok(!jobcg_decoded_allows(d, 'c', 240, 1023, ACC_R) &&
+		       jobcg_decoded_allows(d, 'c', 240, 1022, ACC_R) &&
+		       jobcg_decoded_allows(d, 'c', 240, 1024, ACC_R),
 		   "1024-device decode answers at the edges (%llu runs)",
 		   (unsigned long long)jobcg_decoded_runs(d));
 		jobcg_decoded_free(d);
 	}
+	/* A masked comparison cannot be partitioned exactly: the result says so. */
+	struct bpf_insn masked[] = {
+	    LDX(BPF_W, 4, 1, 4),
+	    ALU32_IMM(BPF_AND, 4, 0xff00),
+	    JMP_IMM(BPF_JNE, 4, 0xc300, 2),
+	    MOV64_IMM(0, 0),
+	    EXIT(),
+	    MOV64_IMM(0, 1),
+	    EXIT(),
+	};
+	if (is_int(jobcg_decode_program(masked, NINSNS(masked), NULL, &d), 0,
+		   "masked program decodes")) {
+		ok(strstr(render(d), "# approximate:") != NULL,
+		   "masked compare flagged approximate");
+		jobcg_decoded_free(d);
+	}
+	/* A range of majors and a minor rule for every major become notes, not wrong rules. */
+	/* Minor 7 of any major: deny; majors 1000..1999: deny. */
+	struct bpf_insn ranges2[] = {
+	    LDX(BPF_W, 4, 1, 4),
+	    LDX(BPF_W, 5, 1, 8),
+	    JMP_IMM(BPF_JEQ, 5, 7, 4),
+	    JMP_IMM(BPF_JLT, 4, 1000, 5),
+	    JMP_IMM(BPF_JGT, 4, 1999, 4),
+	    MOV64_IMM(0, 0),
+	    EXIT(),
+	    MOV64_IMM(0, 0),
+	    EXIT(),
+	    MOV64_IMM(0, 1),
+	    EXIT(),
+	};
+	if (is_int(jobcg_decode_program(ranges2, NINSNS(ranges2), NULL, &d), 0,
+		   "range program decodes")) {
+		const char *txt = render(d);
+		ok(strstr(txt, "# c 1000-1999:* -") && strstr(txt, "# c *:7 -") &&
+		       strstr(txt, "c *:* rwm\n"),
+		   "major range and every-major minor rule reported as notes");
+		ok(!strstr(txt, "0-999"), "ranges behaving like the default get no note");
+		ok(!jobcg_decoded_allows(d, 'c', 1500, 3, 2) &&
+		       jobcg_decoded_allows(d, 'c', 2000, 3, 2) &&
+		       !jobcg_decoded_allows(d, 'c', 5, 7, 2),
+		   "range program answers exactly");
+		jobcg_decoded_free(d);
+	}
 	/* Step limit reaches the caller as -ELOOP. */
-	struct bpf_insn loop[] = { LDX(BPF_W, 2, 1, 4), JMP_IMM(BPF_JNE, 2, 7, -1), MOV64_IMM(0, 1), EXIT() };
-	is_int(jobcg_decode_program(loop, NINSNS(loop), NULL, &d), -ELOOP, "looping program hits the step limit");
-	struct bpf_insn cg[] = { CALL(BPF_FUNC_get_current_cgroup_id), EXIT() };
-	is_int(jobcg_decode_program(cg, NINSNS(cg), NULL, &d), -EOPNOTSUPP, "cgroup-dependent program is opaque");
+	struct bpf_insn loop[] = {LDX(BPF_W, 2, 1, 4), JMP_IMM(BPF_JNE, 2, 7, -1), MOV64_IMM(0, 1),
+				  EXIT()};
+	is_int(jobcg_decode_program(loop, NINSNS(loop), NULL, &d), -ELOOP,
+	       "looping program hits the step limit");
+	struct bpf_insn cg[] = {CALL(BPF_FUNC_get_current_cgroup_id), EXIT()};
+	is_int(jobcg_decode_program(cg, NINSNS(cg), NULL, &d), -EOPNOTSUPP,
+	       "cgroup-dependent program is opaque");
 }
 
 static void test_raw_and_text_errors(void)
 {
 	struct bpf_insn *insns = NULL;
 	size_t n = 0;
-	struct bpf_insn raw[] = { MOV64_IMM(0, 1), EXIT() };
-	is_int(bpftext_parse_raw(raw, sizeof(raw) - 3, "f", &insns, &n), -EINVAL, "raw: truncated instruction");
-	ok(strstr(jobcg_last_error()->message, "instruction 1") != NULL, "names it: %s", jobcg_last_error()->message);
+	struct bpf_insn raw[] = {MOV64_IMM(0, 1), EXIT()};
+	is_int(bpftext_parse_raw(raw, sizeof(raw) - 3, "f", &insns, &n), -EINVAL,
+	       "raw: truncated instruction");
+	ok(strstr(jobcg_last_error()->message, "instruction 1") != NULL, "names it: %s",
+	   jobcg_last_error()->message);
 	is_int(bpftext_parse_raw(raw, sizeof(raw), "f", &insns, &n), 0, "raw: whole program");
 	is_int(n, 2, "raw: two instructions");
 	free(insns);
@@ -836,19 +757,20 @@ static void test_raw_and_text_errors(void)
 		const char *text, *what;
 		unsigned line;
 	} bad[] = {
-		{ "0: (b7) r0 = 1\n2: (95) exit\n", "gap in instruction numbers", 2 },
-		{ "0: (b7) r0 = 1\n1: (95) exit please\n", "trailing junk", 2 },
-		{ "0: (b7) w0 = 1\n1: (95) exit\n", "w register in a 64-bit op", 1 },
-		{ "0: (b7) r12 = 1\n1: (95) exit\n", "register 12", 1 },
-		{ "0: (55) if r2 != 0x2 goto pc+40000\n1: (95) exit\n", "offset too large", 1 },
-		{ "0: (15) if r2 != 0x2 goto pc+0\n1: (95) exit\n", "operator does not match opcode", 1 },
-		{ "0: (ff) r0 = 1\n1: (95) exit\n", "unknown opcode", 1 },
-		{ "0: (18) r1 = map[id:5\n2: (95) exit\n", "unterminated map reference", 1 },
+	    {"0: (b7) r0 = 1\n2: (95) exit\n", "gap in instruction numbers", 2},
+	    {"0: (b7) r0 = 1\n1: (95) exit please\n", "trailing junk", 2},
+	    {"0: (b7) w0 = 1\n1: (95) exit\n", "w register in a 64-bit op", 1},
+	    {"0: (b7) r12 = 1\n1: (95) exit\n", "register 12", 1},
+	    {"0: (55) if r2 != 0x2 goto pc+40000\n1: (95) exit\n", "offset too large", 1},
+	    {"0: (15) if r2 != 0x2 goto pc+0\n1: (95) exit\n", "operator does not match opcode", 1},
+	    {"0: (ff) r0 = 1\n1: (95) exit\n", "unknown opcode", 1},
+	    {"0: (18) r1 = map[id:5\n2: (95) exit\n", "unterminated map reference", 1},
 	};
 	for (size_t k = 0; k < ELEMENTS(bad); k++) {
 		int r = bpftext_parse(bad[k].text, strlen(bad[k].text), "in", &insns, &n);
-		ok(r == -EINVAL && jobcg_last_error()->line == bad[k].line, "text: %s refused at line %u (%s)",
-		   bad[k].what, jobcg_last_error()->line, jobcg_last_error()->message);
+		ok(r == -EINVAL && jobcg_last_error()->line == bad[k].line,
+		   "text: %s refused at line %u (%s)", bad[k].what, jobcg_last_error()->line,
+		   jobcg_last_error()->message);
 	}
 	const char *oor = "0: (55) if r2 != 0x2 goto pc+4\n1: (95) exit\n";
 	is_int(bpftext_parse(oor, strlen(oor), "in", &insns, &n), -EINVAL,
@@ -899,6 +821,7 @@ int main(void)
 	struct jobcg_decoded *sl = test_slurm();
 	test_htcondor();
 	test_snapd();
+	test_node_program();
 	test_intersect(sd, sl);
 	jobcg_decoded_free(sd);
 	jobcg_decoded_free(sl);

@@ -192,95 +192,116 @@ static void put_grant(struct world *w, uint64_t id, unsigned level, const struct
 	fm_put(&w->policy, &marker, level);
 }
 
+struct scenario {
+	struct jobcg_devrule managed[6];
+	size_t n_managed;
+	struct grantset job, step, task;
+	unsigned depth; /* below the root: 0 root, 1 job, 2 step, 3 step/jobcg, 4 task */
+	bool outside;	/* the process is not below the root at all */
+};
+
+/* The reference: unmanaged is allowed; else every constrained level that applies must grant. */
+static bool node_want(const struct scenario *sc, uint32_t type, uint32_t major, uint32_t minor,
+		      unsigned acc)
+{
+	const struct grantset *lv[3] = {&sc->job, &sc->step, &sc->task};
+	static const unsigned depth_of[3] = {1, 2, 4};
+
+	if (sc->outside ||
+	    devprog_decide(sc->managed, sc->n_managed, NULL, 0, type, major, minor, acc))
+		return true;
+	for (int i = 0; i < 3; i++)
+		if (lv[i]->constrained && sc->depth >= depth_of[i] &&
+		    !devprog_decide(sc->managed, sc->n_managed, lv[i]->r, lv[i]->n, type, major,
+				    minor, acc))
+			return false;
+	return true;
+}
+
 static void test_node(void)
 {
-	struct devprog_buf b = {0};
+	/* The level userspace computes may be off (cgroup namespaces, subtree mounts): programs
+	 * built with a wrong level must find the root by its id and decide the same. */
+	static const unsigned built_levels[] = {ROOT_LEVEL, 0, ROOT_LEVEL + 2};
+	struct devprog_buf progs[3] = {{0}};
 	struct bpfvm_env env = {w_cgroup, w_ancestor, w_lookup, NULL};
-	unsigned mismatches = 0, runs = 0, errors = 0, denied = 0;
+	unsigned mismatches[3] = {0}, runs = 0, errors = 0, denied = 0;
 	unsigned min_lookups = ~0u, max_lookups = 0;
 
-	is_int(devprog_build_node(MANAGED_REF, POLICY_REF, ROOT_LEVEL, &b), 0,
-	       "node program built");
-	is_int(bpfvm_check(b.insns, b.n), 0, "node program passes bpfvm_check");
-	tap_diag("node program: %zu instructions", b.n);
+	for (int k = 0; k < 3; k++) {
+		is_int(devprog_build_node(MANAGED_REF, POLICY_REF, built_levels[k],
+					  1000 + ROOT_LEVEL, &progs[k]),
+		       0, "node program built");
+		is_int(bpfvm_check(progs[k].insns, progs[k].n), 0,
+		       "node program passes bpfvm_check");
+	}
+	tap_diag("node program: %zu instructions", progs[0].n);
 
-	for (int scenario = 0; scenario < 300; scenario++) {
+	for (int n = 0; n < 300; n++) {
 		struct world w = {.managed.key_size = sizeof(struct devprog_managed_key),
 				  .policy.key_size = sizeof(struct devprog_policy_key)};
-		struct jobcg_devrule managed[6];
-		size_t n_managed = 1 + rnd(5);
-		struct grantset job, step, task;
-		/* Process depth below the root: 0 (root), 1 job, 2 step, 3 step/jobcg, 4 task. */
-		unsigned depth = rnd(5);
+		struct scenario sc = {
+		    .n_managed = 1 + rnd(5), .depth = rnd(5), .outside = rnd(20) == 0};
 
-		for (size_t i = 0; i < n_managed; i++) {
+		for (size_t i = 0; i < sc.n_managed; i++) {
 			struct devprog_managed_key k[2];
-			managed[i] = random_rule(true);
-			size_t nk = devprog_rule_keys(&managed[i], k);
+			sc.managed[i] = random_rule(true);
+			size_t nk = devprog_rule_keys(&sc.managed[i], k);
 			for (size_t j = 0; j < nk; j++)
 				fm_put(&w.managed, &k[j], 7);
 		}
-		random_grant(&job);
-		random_grant(&step);
-		random_grant(&task);
-		/* Cgroups above the root and at depth 3 have ids too: they must not matter. */
-		for (unsigned l = 0; l <= ROOT_LEVEL + depth; l++)
-			w.ancestors[l] = 1000 + l;
-		put_grant(&w, 1000 + ROOT_LEVEL + 1, 1, &job);
-		put_grant(&w, 1000 + ROOT_LEVEL + 2, 2, &step);
-		put_grant(&w, 1000 + ROOT_LEVEL + 4, 4, &task);
+		random_grant(&sc.job);
+		random_grant(&sc.step);
+		random_grant(&sc.task);
+		/* Cgroups above the root and at depth 3 have ids too: they must not matter. A
+		 * process outside the root sees other ids at every level. */
+		for (unsigned l = 0; l <= ROOT_LEVEL + sc.depth; l++)
+			w.ancestors[l] = (sc.outside ? 5000 : 1000) + l;
+		put_grant(&w, 1000 + ROOT_LEVEL + 1, 1, &sc.job);
+		put_grant(&w, 1000 + ROOT_LEVEL + 2, 2, &sc.step);
+		put_grant(&w, 1000 + ROOT_LEVEL + 4, 4, &sc.task);
 		env.userdata = &w;
 
-		for (int t = 0; t < 2; t++)
-			for (size_t mj = 0; mj < 3; mj++)
-				for (uint32_t mn = 0; mn < N_MINORS; mn++)
-					for (unsigned acc = 1; acc <= 7; acc++) {
-						uint32_t type =
-						    t ? BPF_DEVCG_DEV_BLOCK : BPF_DEVCG_DEV_CHAR;
-						struct bpfvm_devctx ctx = {(acc << 16) | type,
-									   majors[mj], mn};
-						uint64_t r0 = 99;
-						bool want =
-						    devprog_decide(managed, n_managed, NULL, 0,
-								   type, majors[mj], mn, acc) ||
-						    ((!job.constrained || depth < 1 ||
-						      devprog_decide(managed, n_managed, job.r,
-								     job.n, type, majors[mj], mn,
-								     acc)) &&
-						     (!step.constrained || depth < 2 ||
-						      devprog_decide(managed, n_managed, step.r,
-								     step.n, type, majors[mj], mn,
-								     acc)) &&
-						     (!task.constrained || depth < 4 ||
-						      devprog_decide(managed, n_managed, task.r,
-								     task.n, type, majors[mj], mn,
-								     acc)));
-						w.lookups = 0;
-						if (bpfvm_run(b.insns, b.n, &ctx, &env, 10000,
-							      &r0) < 0) {
-							errors++;
-							continue;
-						}
-						runs++;
-						denied += r0 == 0;
-						if ((r0 != 0) != want)
-							mismatches++;
-						if (w.lookups < min_lookups)
-							min_lookups = w.lookups;
-						if (w.lookups > max_lookups)
-							max_lookups = w.lookups;
-					}
+		for (unsigned c = 0; c < 2 * 3 * N_MINORS * 7; c++) {
+			uint32_t type = c % 2 ? BPF_DEVCG_DEV_BLOCK : BPF_DEVCG_DEV_CHAR;
+			uint32_t major = majors[(c / 2) % 3], minor = (c / 6) % N_MINORS;
+			unsigned acc = 1 + c / (6 * N_MINORS);
+			struct bpfvm_devctx ctx = {(acc << 16) | type, major, minor};
+			bool want = node_want(&sc, type, major, minor, acc);
+
+			for (int k = 0; k < 3; k++) {
+				uint64_t r0 = 99;
+				w.lookups = 0;
+				if (bpfvm_run(progs[k].insns, progs[k].n, &ctx, &env, 100000, &r0) <
+				    0) {
+					errors++;
+					continue;
+				}
+				mismatches[k] += (r0 != 0) != want;
+				if (k > 0)
+					continue;
+				runs++;
+				denied += r0 == 0;
+				if (w.lookups < min_lookups)
+					min_lookups = w.lookups;
+				if (w.lookups > max_lookups)
+					max_lookups = w.lookups;
+			}
+		}
 		free(w.managed.e);
 		free(w.policy.e);
 	}
 	is_int(errors, 0, "node program: every run completes in bpfvm");
-	is_int(mismatches, 0, "node program agrees with the reference decision");
+	is_int(mismatches[0], 0, "node program agrees with the reference decision");
+	is_int(mismatches[1], 0, "built with level 0 instead of 3: finds the root, same decisions");
+	is_int(mismatches[2], 0, "built with level 5 instead of 3: finds the root, same decisions");
 	ok(runs > 40000 && denied > runs / 20 && denied < runs - runs / 20,
 	   "node program: %u runs, %u denied (both outcomes well covered)", runs, denied);
 	/* Fixed work per check: 3 managed + 3 levels x (1 marker + 3 grant) lookups at most. */
 	ok(max_lookups <= 15, "node program: at most 15 map lookups per check (saw %u..%u)",
 	   min_lookups, max_lookups);
-	devprog_buf_done(&b);
+	for (int k = 0; k < 3; k++)
+		devprog_buf_done(&progs[k]);
 }
 
 static void test_linear(void)
@@ -383,8 +404,34 @@ static void test_devnames(void)
 	jobcg_devnames_free(d);
 }
 
+/* gres.conf files become managed rules: stat()ed ones only, each device once. */
+static void test_managed_from_config(void)
+{
+	struct jobcg_gres_file f[4] = {{(char *)"/dev/nvidia0", 'c', 195, 0},
+				       {(char *)"/dev/nvidia1", 'c', 195, 1},
+				       {(char *)"/dev/nvidia0", 'c', 195, 0},
+				       {(char *)"/dev/unknown", 0, 0, 0}};
+	struct jobcg_gres_record r[2] = {{.name = (char *)"gpu", .files = f, .nfiles = 2},
+					 {.name = (char *)"mps", .files = f + 2, .nfiles = 2}};
+	struct jobcg_config conf = {.gres = {.records = r, .nrecords = 2}};
+	struct jobcg_devrule *v = NULL;
+	size_t n = 0;
+	char buf[64];
+
+	is_int(jobcg_devpolicy_managed_from_config(&conf, &v, &n), 0, "managed from gres.conf");
+	is_int(n, 2, "two distinct stat()ed device files");
+	if (n == 2) {
+		is_str(jobcg_devrule_format(&v[0], buf, sizeof(buf)), "c 195:0 rwm",
+		       "first is c 195:0");
+		is_str(jobcg_devrule_format(&v[1], buf, sizeof(buf)), "c 195:1 rwm",
+		       "then c 195:1");
+	}
+	free(v);
+}
+
 int main(void)
 {
+	test_managed_from_config();
 	test_devnames();
 	test_parse();
 	test_linear_shape();

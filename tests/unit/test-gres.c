@@ -10,13 +10,13 @@
 
 /* A hand-built node: 4 GPUs (two a100 on CPUs 0-3, two v100 on CPUs 4-7), links 0<->2 strong. */
 static struct jobcg_gres_file files[6] = {
-	{ (char *)"/dev/nvidia0", 'c', 195, 0 }, { (char *)"/dev/nvidia1", 'c', 195, 1 },
-	{ (char *)"/dev/nvidia2", 'c', 195, 2 }, { (char *)"/dev/nvidia3", 'c', 195, 3 },
-	{ (char *)"/dev/nvidiactl", 'c', 195, 255 }, { (char *)"/dev/infiniband/uverbs0", 'c', 231, 192 },
+    {(char *)"/dev/nvidia0", 'c', 195, 0},     {(char *)"/dev/nvidia1", 'c', 195, 1},
+    {(char *)"/dev/nvidia2", 'c', 195, 2},     {(char *)"/dev/nvidia3", 'c', 195, 3},
+    {(char *)"/dev/nvidiactl", 'c', 195, 255}, {(char *)"/dev/infiniband/uverbs0", 'c', 231, 192},
 };
 static struct jobcg_gres_file mig_files[2];
 static uint64_t cores_lo = 0x0f, cores_hi = 0xf0;
-static int links[4][4] = { { -1, 0, 4, 0 }, { 0, -1, 0, 0 }, { 4, 0, -1, 0 }, { 0, 0, 0, -1 } };
+static int links[4][4] = {{-1, 0, 4, 0}, {0, -1, 0, 0}, {4, 0, -1, 0}, {0, 0, 0, -1}};
 static struct jobcg_gres_record recs[6];
 static struct jobcg_gres_conf conf;
 
@@ -24,15 +24,23 @@ static void build_conf(unsigned gpu_flags)
 {
 	for (int i = 0; i < 4; i++)
 		recs[i] = (struct jobcg_gres_record){
-			.name = (char *)"gpu", .type = (char *)(i < 2 ? "a100" : "v100"),
-			.files = &files[i], .nfiles = 1, .count = 1,
-			.cores = i < 2 ? &cores_lo : &cores_hi, .cores_words = 1,
-			.links = links[i], .nlinks = 4, .flags = gpu_flags,
+		    .name = (char *)"gpu",
+		    .type = (char *)(i < 2 ? "a100" : "v100"),
+		    .files = &files[i],
+		    .nfiles = 1,
+		    .count = 1,
+		    .cores = i < 2 ? &cores_lo : &cores_hi,
+		    .cores_words = 1,
+		    .links = links[i],
+		    .nlinks = 4,
+		    .flags = gpu_flags,
+		    .index = (unsigned)i,
 		};
-	recs[4] = (struct jobcg_gres_record){ .name = (char *)"bw", .count = 100 };
-	recs[5] = (struct jobcg_gres_record){ .name = (char *)"nic", .files = &files[5], .nfiles = 1,
-					      .count = 1 };
-	conf = (struct jobcg_gres_conf){ .records = recs, .nrecords = 6 };
+	recs[4] = (struct jobcg_gres_record){.name = (char *)"bw", .count = 100};
+	/* .index 0: the nic is the first of its name */
+	recs[5] = (struct jobcg_gres_record){
+	    .name = (char *)"nic", .files = &files[5], .nfiles = 1, .count = 1};
+	conf = (struct jobcg_gres_conf){.records = recs, .nrecords = 6};
 }
 
 static struct jobcg_gres_node *node_new(unsigned gpu_flags)
@@ -113,9 +121,17 @@ static void test_request(void)
 		const char *s;
 		unsigned col;
 	} bad[] = {
-		{ "", 0 }, { "gpu:a100:x", 10 }, { "gpu:a:1:2", 1 }, { "gpu,,nic", 5 },
-		{ ":2", 1 }, { "gpu::2", 5 }, { "gpu:99999999999", 5 }, { "gpu:2,gpu:1", 7 },
-		{ "gp u:1", 1 }, { "gpu:513", 5 }, { "7:1", 1 },
+	    {"", 0},
+	    {"gpu:a100:x", 10},
+	    {"gpu:a:1:2", 1},
+	    {"gpu,,nic", 5},
+	    {":2", 1},
+	    {"gpu::2", 5},
+	    {"gpu:99999999999", 5},
+	    {"gpu:2,gpu:1", 7},
+	    {"gp u:1", 1},
+	    {"gpu:513", 5},
+	    {"7:1", 1},
 	};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		r = NULL;
@@ -128,8 +144,8 @@ static void test_request(void)
 	}
 }
 
-static int select_s(const struct jobcg_gres_node *n, const char *req, const struct jobcg_gres_set *avail,
-		    uint64_t cpus, struct jobcg_gres_set *ret)
+static int select_s(const struct jobcg_gres_node *n, const char *req,
+		    const struct jobcg_gres_set *avail, uint64_t cpus, struct jobcg_gres_set *ret)
 {
 	struct jobcg_gres_request *r = NULL;
 	int k = jobcg_gres_request_parse(req, &r);
@@ -165,7 +181,7 @@ static void test_select(void)
 	jobcg_gres_set_del(&avail, 2);
 	is_int(select_s(n, "gpu:2", &avail, 0, &got), 0, "select from what is free");
 	is_str(fmt(n, &got), "gpu:1,3", "only free ones");
-	got = (struct jobcg_gres_set){ .w = { 1 } };
+	got = (struct jobcg_gres_set){.w = {1}};
 	is_int(select_s(n, "gpu:3", &avail, 0, &got), -ENOSPC, "too few free: ENOSPC");
 	is_str(fmt(n, &got), "gpu:0", "output untouched on failure");
 	tap_diag("  %s", jobcg_last_error()->message);
@@ -173,7 +189,8 @@ static void test_select(void)
 	   "message gives asked, free, configured");
 	is_int(select_s(n, "gpu:h100:1", &all, 0, &got), -ENOENT, "unknown type: ENOENT");
 	is_int(select_s(n, "fpga:1", &all, 0, &got), -ENOENT, "unknown name: ENOENT");
-	is_int(select_s(n, "bw:1", &all, 0, &got), -ENOENT, "count-only gres cannot be given by device");
+	is_int(select_s(n, "bw:1", &all, 0, &got), -ENOENT,
+	       "count-only gres cannot be given by device");
 	is_int(select_s(n, "gpu:0", &all, 0, &got), 0, "gpu:0");
 	is_int(jobcg_gres_set_count(&got), 0, "gpu:0 gives nothing");
 	jobcg_gres_node_free(n);
@@ -236,7 +253,8 @@ static void test_bind(void)
 	jobcg_gpu_bind_task(n, &b, &step, 1, 2, &t);
 	is_str(fmt(n, &t), "gpu:2,3;nic:0", "per_task:2 task 1");
 	is_int(jobcg_gpu_bind_parse("per_task:5", &b), 0, "parse per_task:5");
-	is_int(jobcg_gpu_bind_task(n, &b, &step, 0, 1, &t), -EINVAL, "per_task:5 with 4 GPUs fails");
+	is_int(jobcg_gpu_bind_task(n, &b, &step, 0, 1, &t), -EINVAL,
+	       "per_task:5 with 4 GPUs fails");
 
 	is_int(jobcg_gpu_bind_parse("map_gpu:3,0*2", &b), 0, "parse map_gpu:3,0*2");
 	is_int(b.nmap, 3, "map expands repeats");
@@ -258,8 +276,8 @@ static void test_bind(void)
 	is_int(jobcg_gpu_bind_task(n, &b, &small, 1, 2, &t), -EINVAL, "map id beyond the step");
 	jobcg_gpu_bind_done(&b);
 
-	static const char *bad[] = { "single", "single:0", "per_task:x", "map_gpu:", "map_gpu:1,,2",
-				     "map_gpu:1*", "closest", "map_gpu:-1" };
+	static const char *bad[] = {"single",	    "single:0",	  "per_task:x", "map_gpu:",
+				    "map_gpu:1,,2", "map_gpu:1*", "closest",	"map_gpu:-1"};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		b = (struct jobcg_gpu_bind){};
 		ok(jobcg_gpu_bind_parse(bad[i], &b) == -EINVAL, "--gpu-bind %s refused", bad[i]);
@@ -272,7 +290,7 @@ static void test_env(void)
 {
 	struct jobcg_gres_node *n = node_new(0);
 	struct jobcg_gres_set job = {}, step = {}, task = {};
-	struct jobcg_gres_env_in in = { .job = &job, .step = &step, .constrained = true };
+	struct jobcg_gres_env_in in = {.job = &job, .step = &step, .constrained = true};
 	char **env = NULL;
 
 	jobcg_gres_set_add(&job, 1);
@@ -310,7 +328,7 @@ static void test_env(void)
 
 	n = node_new(JOBCG_GRES_FLAG_ENV_NVIDIA | JOBCG_GRES_FLAG_ENV_UUID);
 	jobcg_gres_node_set_uuid(n, 2, "GPU-2222");
-	in = (struct jobcg_gres_env_in){ .job = &job, .step = &step, .constrained = true };
+	in = (struct jobcg_gres_env_in){.job = &job, .step = &step, .constrained = true};
 	jobcg_gres_env(n, &in, &env);
 	is_str(env_get(env, "CUDA_VISIBLE_DEVICES"), "GPU-2222,1", "env_uuid: uuid where known");
 	ok(!env_get(env, "ROCR_VISIBLE_DEVICES") && !env_get(env, "ZE_AFFINITY_MASK"),
@@ -326,7 +344,14 @@ static void test_env(void)
 	strv_free(env);
 
 	struct jobcg_gres_set none = {};
-	in = (struct jobcg_gres_env_in){ .job = &none, .step = &none, .constrained = true };
+	in = (struct jobcg_gres_env_in){.job = &none, .step = &none, .constrained = true};
+	{
+		struct jobcg_gres_env_in bad = {.step = &none};
+		char **e2 = NULL;
+
+		is_int(jobcg_gres_env(n, &bad, &e2), -EINVAL, "env without the job's set refused");
+		ok(e2 == NULL, "  nothing returned");
+	}
 	is_int(jobcg_gres_env(n, &in, &env), 0, "env with no GPUs");
 	ok(env && !env[0], "no GPUs: empty environment");
 	strv_free(env);
@@ -366,7 +391,8 @@ static void test_uuid_proc(void)
 static char *rule_fmt(const struct jobcg_devrule *r, char *buf, size_t size)
 {
 	snprintf(buf, size, "%c %u:%u %s%s%s%s", r->type, r->major, r->minor,
-		 r->access & JOBCG_DEV_ACC_READ ? "r" : "", r->access & JOBCG_DEV_ACC_WRITE ? "w" : "",
+		 r->access & JOBCG_DEV_ACC_READ ? "r" : "",
+		 r->access & JOBCG_DEV_ACC_WRITE ? "w" : "",
 		 r->access & JOBCG_DEV_ACC_MKNOD ? "m" : "", r->allow ? "" : " deny");
 	return buf;
 }
@@ -483,17 +509,25 @@ static void test_too_many(void)
 {
 	size_t nrec = JOBCG_GRES_MAX + 1;
 	struct jobcg_gres_record *many = calloc(nrec, sizeof(*many));
-	struct jobcg_gres_conf c = { .records = many, .nrecords = nrec };
+	struct jobcg_gres_conf c = {.records = many, .nrecords = nrec};
 	struct jobcg_gres_node *n = NULL;
 
 	for (size_t i = 0; i < nrec; i++)
-		many[i] = (struct jobcg_gres_record){ .name = (char *)"gpu", .files = &files[0],
-						      .nfiles = 1, .count = 1 };
+		many[i] = (struct jobcg_gres_record){.name = (char *)"gpu",
+						     .files = &files[0],
+						     .nfiles = 1,
+						     .count = 1,
+						     .index = (unsigned)i};
 	is_int(jobcg_gres_node_new(&c, &n), -E2BIG, "more than JOBCG_GRES_MAX devices refused");
 	ok(n == NULL, "nothing returned");
+	many[1].index = 0;
+	c.nrecords = 4;
+	is_int(jobcg_gres_node_new(&c, &n), -EINVAL, "two devices with the same index refused");
+	many[1].index = 1;
 	c.nrecords = JOBCG_GRES_MAX;
 	is_int(jobcg_gres_node_new(&c, &n), 0, "exactly JOBCG_GRES_MAX devices is fine");
-	is_int(jobcg_gres_node_find(n, "gpu", JOBCG_GRES_MAX - 1), JOBCG_GRES_MAX - 1, "last one found");
+	is_int(jobcg_gres_node_find(n, "gpu", JOBCG_GRES_MAX - 1), JOBCG_GRES_MAX - 1,
+	       "last one found");
 	jobcg_gres_node_free(n);
 	free(many);
 }

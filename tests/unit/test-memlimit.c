@@ -10,8 +10,12 @@
 static struct jobcg_cgroup_conf defaults(void)
 {
 	return (struct jobcg_cgroup_conf){
-		.allowed_ram_space = 100, .allowed_swap_space = 0, .max_ram_percent = 100,
-		.max_swap_percent = 100, .min_ram_space_mb = 30, .constrain_ram_space = true,
+	    .allowed_ram_space = 100,
+	    .allowed_swap_space = 0,
+	    .max_ram_percent = 100,
+	    .max_swap_percent = 100,
+	    .min_ram_space_mb = 30,
+	    .constrain_ram_space = true,
 	};
 }
 

@@ -9,8 +9,8 @@ static void size_ok(const char *s, uint64_t unit, unsigned flags, uint64_t want)
 	uint64_t v = 12345;
 	int r = jobcg_parse_size(s, unit, flags, &v);
 
-	ok(r == 0 && v == want, "size '%s' = %llu (got r=%d v=%llu)", s, (unsigned long long)want, r,
-	   (unsigned long long)v);
+	ok(r == 0 && v == want, "size '%s' = %llu (got r=%d v=%llu)", s, (unsigned long long)want,
+	   r, (unsigned long long)v);
 }
 
 static void size_bad(const char *s, unsigned flags, int want_r, unsigned want_col)
@@ -62,7 +62,8 @@ static void cpus_ok(const char *s, const char *want, size_t want_words)
 	size_t words = 0;
 	int r = jobcg_parse_cpulist(s, &bits, &words);
 
-	if (!ok(r == 0, "CPU list '%s' parses (r=%d %s)", s, r, r ? jobcg_last_error()->message : ""))
+	if (!ok(r == 0, "CPU list '%s' parses (r=%d %s)", s, r,
+		r ? jobcg_last_error()->message : ""))
 		return;
 	is_int(words, want_words, "  word count");
 	ok(jobcg_format_cpulist(bits, words, &back) == 0, "  formats back");
@@ -76,7 +77,7 @@ static void cpus_bad(const char *s, int want_r, unsigned col, const char *needle
 	int r = jobcg_parse_cpulist(s, &bits, &words);
 
 	ok(r == want_r && bits == (uint64_t *)0x1 && words == 99 &&
-		   jobcg_last_error()->column == col && strstr(jobcg_last_error()->message, needle),
+	       jobcg_last_error()->column == col && strstr(jobcg_last_error()->message, needle),
 	   "CPU list '%s' refused (%d, column %u, '%s'): got %d column %u '%s'", s, want_r, col,
 	   needle, r, jobcg_last_error()->column, jobcg_last_error()->message);
 }
@@ -106,7 +107,7 @@ static void test_cpulist(void)
 	cpus_bad("0-3 ", -EINVAL, 4, "unexpected ' '");
 	cpus_bad("[0-3]", -EINVAL, 1, "expected a CPU number");
 
-	uint64_t empty[2] = { 0, 0 };
+	uint64_t empty[2] = {0, 0};
 	_cleanup_free_ char *s = NULL;
 	ok(jobcg_format_cpulist(empty, 2, &s) == 0 && s && streq(s, ""), "empty set formats as ''");
 }
@@ -117,7 +118,8 @@ static void hl_ok(const char *s, const char *want_joined, size_t want_n)
 	char joined[4096] = "";
 	int r = jobcg_hostlist_expand(s, 0, &v);
 
-	if (!ok(r == 0, "hostlist '%s' expands (r=%d %s)", s, r, r ? jobcg_last_error()->message : ""))
+	if (!ok(r == 0, "hostlist '%s' expands (r=%d %s)", s, r,
+		r ? jobcg_last_error()->message : ""))
 		return;
 	for (size_t i = 0; v[i]; i++) {
 		if (i)
@@ -135,7 +137,7 @@ static void hl_bad(const char *s, size_t max, int want_r, unsigned col, const ch
 	int r = jobcg_hostlist_expand(s, max, &v);
 
 	ok(r == want_r && v == (char **)0x1 && jobcg_last_error()->column == col &&
-		   strstr(jobcg_last_error()->message, needle),
+	       strstr(jobcg_last_error()->message, needle),
 	   "hostlist '%s' refused (%d col %u '%s'): got %d col %u '%s'", s, want_r, col, needle, r,
 	   jobcg_last_error()->column, jobcg_last_error()->message);
 }
@@ -169,7 +171,8 @@ static void test_hostlist(void)
 
 	is_int(jobcg_hostlist_contains("tux[0-15]", "tux3"), 1, "tux3 in tux[0-15]");
 	is_int(jobcg_hostlist_contains("tux[0-15]", "tux16"), 0, "tux16 not in tux[0-15]");
-	is_int(jobcg_hostlist_contains("node[01-16]", "node1"), 0, "padding matters: node1 not in node[01-16]");
+	is_int(jobcg_hostlist_contains("node[01-16]", "node1"), 0,
+	       "padding matters: node1 not in node[01-16]");
 	is_int(jobcg_hostlist_contains("node[01-16]", "node01"), 1, "node01 in node[01-16]");
 	is_int(jobcg_hostlist_contains("a,b[1-2]", "b2"), 1, "second item matches");
 	is_int(jobcg_hostlist_contains("n[1-3", "n1"), -EINVAL, "a malformed list is an error");

@@ -52,6 +52,16 @@ JOBCG_EXPORT int jobcg_acct_read_dir(const char *dir, struct jobcg_acct *ret);
  */
 JOBCG_EXPORT int jobcg_acct_parse(const char *file, const char *text, struct jobcg_acct *acct);
 
+/**
+ * Append a step's record to the accounting log (acct.jsonl in the state dir, jobcg/acctlog.h)
+ * from readings @a taken at the step's end. @start_usec is CLOCK_REALTIME microseconds (0 =
+ * unknown); @res the step's result (NULL: none was seen, the record says NODE_FAIL); @cancelled
+ * when jobcg ended it on request. Owner and GRES come from the job's xattrs.
+ */
+JOBCG_EXPORT int jobcg_acct_log_step(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				     uint64_t start_usec, const struct jobcg_run_result *res,
+				     const struct jobcg_acct *a, bool cancelled);
+
 #ifdef __cplusplus
 }
 #endif

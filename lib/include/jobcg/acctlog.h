@@ -16,10 +16,10 @@ extern "C" {
 /* Final states, named as Slurm's sacct names them. */
 enum jobcg_acct_state {
 	JOBCG_ACCT_COMPLETED = 0, /* exit code 0 */
-	JOBCG_ACCT_FAILED,        /* non-zero exit, or killed by a signal we did not send */
+	JOBCG_ACCT_FAILED,	  /* non-zero exit, or killed by a signal we did not send */
 	JOBCG_ACCT_OUT_OF_MEMORY, /* the kernel's OOM killer killed something in it */
-	JOBCG_ACCT_CANCELLED,     /* ended by jobcg release (or a signal sent on request) */
-	JOBCG_ACCT_NODE_FAIL,     /* found dead by jobcg gc: no exit status was seen */
+	JOBCG_ACCT_CANCELLED,	  /* ended by jobcg release (or a signal sent on request) */
+	JOBCG_ACCT_NODE_FAIL,	  /* found dead by jobcg gc: no exit status was seen */
 	_JOBCG_ACCT_STATE_MAX,
 };
 
@@ -31,20 +31,20 @@ enum jobcg_acct_kind {
 struct jobcg_acct_record {
 	enum jobcg_acct_kind kind;
 	char *job_id;
-	char *step_id;          /* NULL for a job record */
+	char *step_id; /* NULL for a job record */
 	uid_t uid;
 	gid_t gid;
-	uint64_t start_usec;    /* CLOCK_REALTIME, microseconds since the epoch */
+	uint64_t start_usec; /* CLOCK_REALTIME, microseconds since the epoch */
 	uint64_t end_usec;
-	int exit_code;          /* exit status of the step's command; -1 unknown */
-	int exit_signal;        /* signal that ended it, 0 none */
-	uint64_t cpu_usec;      /* cpu.stat usage_usec */
+	int exit_code;	   /* exit status of the step's command; -1 unknown */
+	int exit_signal;   /* signal that ended it, 0 none */
+	uint64_t cpu_usec; /* cpu.stat usage_usec */
 	uint64_t user_usec;
 	uint64_t system_usec;
-	uint64_t mem_peak;      /* memory.peak in bytes; 0 = not available */
-	uint64_t oom_kills;     /* memory.events oom_kill (the job's counts all its steps) */
+	uint64_t mem_peak;  /* memory.peak in bytes; 0 = not available */
+	uint64_t oom_kills; /* memory.events oom_kill (the job's counts all its steps) */
 	enum jobcg_acct_state state;
-	char *gres;             /* "gpu:0,2" or NULL */
+	char *gres; /* "gpu:0,2" or NULL */
 	unsigned ntasks;
 };
 

@@ -89,13 +89,17 @@ struct jobcg_gres_record {
 	char *type;                 /* Type= or NULL */
 	struct jobcg_gres_file *files;
 	size_t nfiles;
-	uint64_t count;             /* Count= with suffix, or 1 per file */
+	uint64_t count;             /* Count= with suffix, or 1 per file. For mps/shard the line's
+	                               Count is spread over its files (the first ones take the
+	                               remainder); a MultipleFiles record counts 1 unless shared. */
 	uint64_t *cores;            /* CPU bitmap (Cores=/CPUs=), bit i = CPU i; NULL = any.
 	                               Cores="" gives a bitmap with no bit set (as Slurm). */
 	size_t cores_words;         /* number of uint64_t words in cores */
 	int *links;                 /* Links= values, or NULL */
 	size_t nlinks;
-	unsigned flags;             /* JOBCG_GRES_FLAG_* */
+	unsigned flags;             /* JOBCG_GRES_FLAG_*, effective: a gpu line without GPU
+	                               environment flags has all four (Slurm's default), and the
+	                               env flags of a name carry over to its next lines */
 	char *autodetect;           /* AutoDetect= in effect for this record, or NULL */
 	struct jobcg_origin origin; /* file and line of the record */
 	/*
@@ -147,7 +151,8 @@ enum {
 
 /**
  * Load cgroup.conf and gres.conf from @config_dir (NULL: $JOBCG_CONF_DIR, else /etc/jobcg).
- * Missing files give the defaults (an empty gres.conf). @hostname NULL: gethostname().
+ * Missing files give the defaults (an empty gres.conf). @hostname NULL: $JOBCG_NODENAME (unless
+ * JOBCG_CONFIG_NO_ENV), else gethostname(); NodeName= lines also match the name up to its first dot.
  * On error returns -errno with the thread's error record naming file, line and column; nothing
  * is returned (no partial configuration). Free with jobcg_config_free().
  */

@@ -24,7 +24,8 @@ enum {
  * Open a context: probe the host (jobcg_sysinfo_probe) and compute the tree root
  * (<mount>/<root>, root from JobcgRoot=/$JOBCG_ROOT or <CgroupSlice>/<JobcgScope>).
  * @conf is borrowed and must outlive the context. Creates nothing on disk. Fails when no
- * cgroup v2 mount exists. Free with jobcg_ctx_free().
+ * cgroup v2 mount exists. The context's sysinfo does not load a test BPF program (bpf_device
+ * reads "not probed"; jobcg_sysinfo_probe() does). Free with jobcg_ctx_free().
  */
 JOBCG_EXPORT int jobcg_ctx_open(const struct jobcg_config *conf, unsigned flags,
 				struct jobcg_ctx **ret);

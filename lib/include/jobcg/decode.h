@@ -37,7 +37,7 @@ struct jobcg_decode_env {
 /** One output line: a rule, or a note (printed as "# note"). */
 struct jobcg_decoded_line {
 	struct jobcg_devrule rule; /* allow = true; access = what is allowed (0 = "-") */
-	const char *note;          /* non-NULL: this line is a note, rule is unused */
+	const char *note;	   /* non-NULL: this line is a note, rule is unused */
 };
 
 /**
@@ -54,9 +54,9 @@ JOBCG_EXPORT int jobcg_decode_program(const struct bpf_insn *insns, size_t n,
 				      struct jobcg_decoded **ret);
 
 /**
- * Parse a program in either form (bpftool "prog dump xlated" text, or raw 8-byte instructions
- * in host order; detected by content) and decode it. @filename names the input in errors.
- * For raw input, kernel helper call addresses are resolved through /proc/kallsyms.
+ * Parse a program in any form (bpftool "prog dump xlated" text or its -j JSON, or raw 8-byte
+ * instructions in host order; detected by content) and decode it. @filename names the input in
+ * errors. For raw input, kernel helper call addresses are resolved through /proc/kallsyms.
  */
 JOBCG_EXPORT int jobcg_decode_data(const void *data, size_t len, const char *filename,
 				   const struct jobcg_decode_env *env, struct jobcg_decoded **ret);

@@ -137,7 +137,11 @@ JOBCG_EXPORT int jobcg_cgroup_id(const char *path, uint64_t *ret);
 struct jobcg_devnames;
 /** Scan @dir (NULL: /dev) and three levels below for char and block nodes (at most 65536). */
 JOBCG_EXPORT int jobcg_devnames_scan(const char *dir, struct jobcg_devnames **ret);
-/** The first path found for that device, or NULL. @type 'c' or 'b'. */
+/** An empty table, for jobcg_devnames_add(). */
+JOBCG_EXPORT int jobcg_devnames_new(struct jobcg_devnames **ret);
+/** Add @path if it is a char or block device node (0), else -ENODEV/-errno. */
+JOBCG_EXPORT int jobcg_devnames_add(struct jobcg_devnames *d, const char *path);
+/** The shortest path known for that device, or NULL. @type 'c' or 'b'. */
 JOBCG_EXPORT const char *jobcg_devnames_find(const struct jobcg_devnames *d, char type,
 					     uint32_t major, uint32_t minor);
 JOBCG_EXPORT void jobcg_devnames_free(struct jobcg_devnames *d);

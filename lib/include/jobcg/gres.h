@@ -39,14 +39,15 @@ static inline bool jobcg_gres_set_has(const struct jobcg_gres_set *s, unsigned p
 }
 JOBCG_EXPORT unsigned jobcg_gres_set_count(const struct jobcg_gres_set *s);
 /* True when every device of @a is in @b. */
-JOBCG_EXPORT bool jobcg_gres_set_subset(const struct jobcg_gres_set *a, const struct jobcg_gres_set *b);
+JOBCG_EXPORT bool jobcg_gres_set_subset(const struct jobcg_gres_set *a,
+					const struct jobcg_gres_set *b);
 
 /* One device (one gres.conf record after range expansion). */
 struct jobcg_gres_device {
-	unsigned pos;                         /* position over all devices of the node */
-	unsigned index;                       /* node-wide index among devices of this name */
-	const struct jobcg_gres_record *rec;  /* name, type, files, cores, links, flags (config's) */
-	const char *uuid;                     /* NULL when unknown (see jobcg_gres_node_load_uuids) */
+	unsigned pos;			     /* position over all devices of the node */
+	unsigned index;			     /* node-wide index among devices of this name */
+	const struct jobcg_gres_record *rec; /* name, type, files, cores, links, flags (config's) */
+	const char *uuid; /* NULL when unknown (see jobcg_gres_node_load_uuids) */
 };
 
 struct jobcg_gres_node;
@@ -62,7 +63,7 @@ JOBCG_EXPORT void jobcg_gres_node_free(struct jobcg_gres_node *n);
 JOBCG_EXPORT size_t jobcg_gres_node_count(const struct jobcg_gres_node *n);
 /** Device at position @pos, or NULL when out of range. */
 JOBCG_EXPORT const struct jobcg_gres_device *jobcg_gres_node_device(const struct jobcg_gres_node *n,
-								      unsigned pos);
+								    unsigned pos);
 /** Position of device @index of gres @name, or -ENOENT. */
 JOBCG_EXPORT int jobcg_gres_node_find(const struct jobcg_gres_node *n, const char *name,
 				      unsigned index);
@@ -78,12 +79,13 @@ JOBCG_EXPORT void jobcg_gres_node_all(const struct jobcg_gres_node *n, const cha
  */
 JOBCG_EXPORT int jobcg_gres_node_load_uuids(struct jobcg_gres_node *n, const char *proc_dir);
 /** Set one device's UUID (copied). */
-JOBCG_EXPORT int jobcg_gres_node_set_uuid(struct jobcg_gres_node *n, unsigned pos, const char *uuid);
+JOBCG_EXPORT int jobcg_gres_node_set_uuid(struct jobcg_gres_node *n, unsigned pos,
+					  const char *uuid);
 
 /* A request such as "gpu:a100:2,nic:1": one item per comma-separated part. */
 struct jobcg_gres_req_item {
 	char *name;
-	char *type;     /* NULL: any type */
+	char *type; /* NULL: any type */
 	unsigned count;
 };
 struct jobcg_gres_request {
@@ -123,15 +125,15 @@ JOBCG_EXPORT int jobcg_gres_select_step(const struct jobcg_gres_node *n,
 
 enum jobcg_gpu_bind_mode {
 	JOBCG_GPU_BIND_NONE = 0, /* every task sees all of the step's GPUs */
-	JOBCG_GPU_BIND_SINGLE,   /* single:N: one GPU per task, N tasks per GPU */
+	JOBCG_GPU_BIND_SINGLE,	 /* single:N: one GPU per task, N tasks per GPU */
 	JOBCG_GPU_BIND_PER_TASK, /* per_task:N: N GPUs per task, round robin */
-	JOBCG_GPU_BIND_MAP,      /* map_gpu:LIST: task i gets the step's GPU LIST[i % len] */
+	JOBCG_GPU_BIND_MAP,	 /* map_gpu:LIST: task i gets the step's GPU LIST[i % len] */
 };
 
 struct jobcg_gpu_bind {
 	enum jobcg_gpu_bind_mode mode;
-	unsigned n;     /* N of single/per_task */
-	unsigned *map;  /* map_gpu list: positions inside the step's GPUs (0 = the step's first) */
+	unsigned n;    /* N of single/per_task */
+	unsigned *map; /* map_gpu list: positions inside the step's GPUs (0 = the step's first) */
 	size_t nmap;
 };
 
@@ -144,19 +146,21 @@ JOBCG_EXPORT void jobcg_gpu_bind_done(struct jobcg_gpu_bind *b);
  * gres of the step stay with every task). -EINVAL when the binding cannot be satisfied (map entry
  * beyond the step's GPUs, per_task:N with fewer than N GPUs).
  */
-JOBCG_EXPORT int jobcg_gpu_bind_task(const struct jobcg_gres_node *n, const struct jobcg_gpu_bind *b,
+JOBCG_EXPORT int jobcg_gpu_bind_task(const struct jobcg_gres_node *n,
+				     const struct jobcg_gpu_bind *b,
 				     const struct jobcg_gres_set *step, unsigned task,
 				     unsigned ntasks, struct jobcg_gres_set *ret);
 
 /* What a task's environment is built from. */
 struct jobcg_gres_env_in {
-	const struct jobcg_gres_set *job;     /* the job's devices (JOBCG_JOB_GPUS) */
-	const struct jobcg_gres_set *step;    /* the step's devices (JOBCG_STEP_GPUS) */
-	const struct jobcg_gres_set *task;    /* the task's bound devices (NULL = the step's) */
+	const struct jobcg_gres_set *job;  /* the job's devices (JOBCG_JOB_GPUS) */
+	const struct jobcg_gres_set *step; /* the step's devices (JOBCG_STEP_GPUS) */
+	const struct jobcg_gres_set *task; /* the task's bound devices (NULL = the step's) */
 	/*
 	 * With ConstrainDevices the program can only open its cgroup's devices, so the GPU runtime
-	 * numbers them from 0: indices are renumbered within @visible (the set its cgroup is granted:
-	 * the task set when tasks are constrained, else the step set). Without, node-wide indices.
+	 * numbers them from 0: indices are renumbered within @visible (the set its cgroup is
+	 * granted: the task set when tasks are constrained, else the step set). Without, node-wide
+	 * indices.
 	 */
 	bool constrained;
 	const struct jobcg_gres_set *visible; /* NULL = the step's set */
@@ -181,12 +185,13 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
  * duplicates; with @set NULL, the managed devices: every file of every record in gres.conf.
  * Files not stat()ed (type 0) give -ENODEV naming the file. *ret is malloc'ed.
  */
-JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n, const struct jobcg_gres_set *set,
-				     struct jobcg_devrule **ret, size_t *ret_n);
+JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n,
+				     const struct jobcg_gres_set *set, struct jobcg_devrule **ret,
+				     size_t *ret_n);
 
 /** Format a set as "gpu:0,2;nic:1" (names in gres.conf order, "" for the empty set). */
-JOBCG_EXPORT int jobcg_gres_set_format(const struct jobcg_gres_node *n, const struct jobcg_gres_set *s,
-				       char **ret);
+JOBCG_EXPORT int jobcg_gres_set_format(const struct jobcg_gres_node *n,
+				       const struct jobcg_gres_set *s, char **ret);
 /** Only the indices of gres @name, "0,2" ("" for none): the form of JOBCG_JOB_GPUS. */
 JOBCG_EXPORT int jobcg_gres_set_format_name(const struct jobcg_gres_node *n,
 					    const struct jobcg_gres_set *s, const char *name,
@@ -199,11 +204,11 @@ JOBCG_EXPORT int jobcg_gres_set_parse(const struct jobcg_gres_node *n, const cha
 #define JOBCG_GRES_XATTR "trusted.jobcg.gres"
 
 /** Store @s on directory @dirfd under @xattr (NULL: JOBCG_GRES_XATTR). */
-JOBCG_EXPORT int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
-					const struct jobcg_gres_set *s);
+JOBCG_EXPORT int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd,
+					const char *xattr, const struct jobcg_gres_set *s);
 /** Read it back; -ENODATA when the directory holds none. */
-JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
-				       struct jobcg_gres_set *ret);
+JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd,
+				       const char *xattr, struct jobcg_gres_set *ret);
 
 /* Called by jobcg_gres_scan() for each directory holding the attribute. */
 typedef int (*jobcg_gres_scan_fn)(const char *relpath, unsigned depth,

@@ -61,6 +61,10 @@ struct jobcg_limits {
 	uint64_t mem_bytes; /* memory.max, 0 = unlimited */
 	uint64_t pids_max;  /* pids.max, 0 = unlimited */
 	bool best_effort;   /* skip limits this host cannot enforce (logged) instead of failing */
+	const char *gres;   /* GRES request ("gpu:2", "gpu:a100:1,nic:1"), NULL = none; see jobgres.h */
+	bool have_owner;    /* uid/gid below are the job's owner (recorded, and in accounting) */
+	uid_t uid;
+	gid_t gid;
 };
 
 /* Bits for jobcg_limits_check(). */
@@ -95,6 +99,13 @@ enum {
 JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 				  const struct jobcg_limits *limits, unsigned flags,
 				  uint32_t *ret_job_id);
+/* Flags of jobcg_job_remove(). */
+enum {
+	/* The caller already ended the job's processes on request (jobcg release after SIGTERM):
+	 * its record says CANCELLED even when nothing is left running at removal. */
+	JOBCG_JOB_REMOVE_CANCELLED = 1u << 0,
+};
+
 /**
  * Remove a job: kill every process in it (cgroup.kill, bounded wait), undo the extension
  * hooks, remove the directories bottom-up (bounded EBUSY retry). -ENOENT if there is no such job.
@@ -161,6 +172,10 @@ struct jobcg_spawn_opts {
 	char *const *envp;	 /* NULL: inherit environ */
 	bool no_clone3;		 /* force the fork + migrate-before-exec fallback (tests) */
 	const sigset_t *sigmask; /* mask for the child, NULL: empty mask (all signals unblocked) */
+	/* Per task (indexed by task number, at least as many as tasks started): "NAME=VALUE"
+	 * strings added to that task's environment, replacing inherited ones of the same name
+	 * (a task's own GPU variables). NULL: none. */
+	char *const *const *task_env;
 };
 
 /**
@@ -219,7 +234,9 @@ struct jobcg_run_result {
  * Run @ntasks copies of @argv as tasks 0..ntasks-1 of an existing step and wait for all of
  * them; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to the caller are forwarded
  * to the step's tasks meanwhile. When the last task has exited, processes left in the step are
- * killed (the step ends). Does not remove the step (read accounting first).
+ * killed (the step ends). Does not remove the step (read accounting first). The signals are
+ * blocked with sigprocmask() meanwhile: a multi-threaded caller must block them in its other
+ * threads too, or they may take the forwarded signals.
  */
 JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				unsigned ntasks, char *const argv[],
@@ -233,8 +250,10 @@ struct jobcg_gc_stats {
 };
 /**
  * Sweep stray directories under the node lock: ephemeral jobs and steps whose runner process
- * is gone, job directories left half made (no trusted.jobcg.created), empty tasks of dead
- * steps. Jobs made by jobcg_job_create() without EPHEMERAL live until jobcg_job_remove().
+ * is gone (what is left in them is killed; their accounting records say NODE_FAIL) and job
+ * directories left half made (no trusted.jobcg.created). Jobs made by jobcg_job_create()
+ * without EPHEMERAL live until jobcg_job_remove(); directories that are not job_<id> are left
+ * alone. Without xattr support nothing can be judged stray and everything is kept.
  */
 JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc_stats *ret);
 

@@ -15,11 +15,11 @@ extern "C" {
 
 /* The values for memory.max, memory.high and memory.swap.max of a job or step, in bytes. */
 struct jobcg_mem_limits {
-	uint64_t max;      /* memory.max */
-	uint64_t high;     /* memory.high: never above max */
+	uint64_t max;	   /* memory.max */
+	uint64_t high;	   /* memory.high: never above max */
 	uint64_t swap_max; /* memory.swap.max (swap only, as cgroup v2 counts it) */
-	bool set_max;      /* ConstrainRAMSpace=yes (or an explicit limit the caller insists on) */
-	bool set_swap;     /* ConstrainSwapSpace=yes */
+	bool set_max;	   /* ConstrainRAMSpace=yes (or an explicit limit the caller insists on) */
+	bool set_swap;	   /* ConstrainSwapSpace=yes */
 };
 
 /**

@@ -1,4 +1,5 @@
-/* jobcg: value parsers shared by the configuration files and the CLI (sizes, CPU lists, hostlists). */
+/* jobcg: value parsers shared by the configuration files and the CLI (sizes, CPU lists, hostlists).
+ */
 #pragma once
 
 #include <stdbool.h>
@@ -18,7 +19,8 @@ extern "C" {
 #define JOBCG_HOSTLIST_MAX 65536
 
 enum {
-	/* Also accept Slurm's gres.conf Count= decimal suffixes: KB, MB, GB, TB, PB mean x1000^n. */
+	/* Also accept Slurm's gres.conf Count= decimal suffixes: KB, MB, GB, TB, PB mean x1000^n.
+	 */
 	JOBCG_SIZE_DECIMAL = 1u << 0,
 };
 
@@ -29,7 +31,8 @@ enum {
  * suffixes and values above UINT64_MAX are refused with -EINVAL / -ERANGE; the error record's
  * column (1-based, in @s) points at the offending character. *ret untouched on failure.
  */
-JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned flags, uint64_t *ret);
+JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned flags,
+				  uint64_t *ret);
 
 /**
  * Parse a CPU list such as "0-3,8,10-11" into a bitmap (bit i of word i / 64 = CPU i).

@@ -1,0 +1,88 @@
+/* jobcg: reading live cgroups' device programs back from the kernel (devices, who-has). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jobcg/decode.h"
+#include "jobcg/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One program in a cgroup's effective list. */
+struct jobcg_cgprog {
+	uint32_t id;
+	char name[16];
+	char *attached_at;     /* absolute cgroup path where it is attached; NULL if not found */
+	uint32_t attach_flags; /* BPF_F_ALLOW_MULTI / BPF_F_ALLOW_OVERRIDE of that attachment */
+	const struct jobcg_decoded *decoded; /* NULL when opaque; owned by the cache */
+	const char *opaque_reason;	     /* why it could not be decoded, or NULL */
+	size_t n_insns;
+};
+
+/** A cgroup's effective device programs and what they allow together. */
+struct jobcg_cginspect {
+	char *path; /* absolute cgroup path */
+	uint64_t cgroup_id;
+	struct jobcg_cgprog *progs;
+	size_t n_progs;
+	struct jobcg_decoded *combined; /* all decodable programs intersected; NULL if none */
+	bool any_opaque;		/* some program could not be decoded */
+	char **notes;			/* NULL-terminated: v1 devices controller, hardening... */
+};
+
+/**
+ * Decoded programs by id, so a walk over many cgroups reads and decodes each program once
+ * (programs whose result depends on the calling cgroup are re-run per cgroup from cached
+ * instructions and map contents).
+ */
+struct jobcg_progcache;
+JOBCG_EXPORT int jobcg_progcache_new(struct jobcg_progcache **ret);
+JOBCG_EXPORT void jobcg_progcache_free(struct jobcg_progcache *c);
+
+/**
+ * Inspect the cgroup at absolute path @path (a cgroup v2 directory). @cache may be NULL.
+ * Errors: -ENOENT not a cgroup, -EPERM not privileged (the message says what is needed).
+ * A program that cannot be decoded is not an error: it is reported with its reason.
+ */
+JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *cache,
+				      struct jobcg_cginspect **ret);
+JOBCG_EXPORT void jobcg_cginspect_free(struct jobcg_cginspect *i);
+
+/**
+ * Answer for one request: 1 allowed, 0 denied, -1 unknown (an opaque program could decide).
+ * Without effective programs everything is allowed (cgroup v2 has no other device control).
+ */
+JOBCG_EXPORT int jobcg_cginspect_allows(const struct jobcg_cginspect *i, char type, uint32_t major,
+					uint32_t minor, unsigned access);
+
+/**
+ * For walks over many cgroups (who-has): the access bits (JOBCG_DEV_ACC_*) for one device that
+ * every effective program of the cgroup at absolute @path allows, tried bit by bit. When
+ * *ret_opaque is set some program could not be run and the bits are an upper bound.
+ */
+JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progcache *cache,
+					    char type, uint32_t major, uint32_t minor,
+					    unsigned *ret_access, bool *ret_opaque,
+					    size_t *ret_nprogs);
+
+/**
+ * Decode a program whose ld_imm64 map references are live map ids (as in bpftool's dumps of a
+ * loaded program), reading those maps from the kernel. Programs that depend on the calling
+ * cgroup stay opaque (-EOPNOTSUPP): use jobcg_cgroup_inspect() on a cgroup instead.
+ */
+JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_t n,
+					     struct jobcg_decoded **ret);
+
+/** The cgroup v2 mount point (e.g. "/sys/fs/cgroup/unified"); static storage. */
+JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret);
+
+/** Notes about device control outside cgroup v2 (a mounted v1 devices controller). */
+JOBCG_EXPORT int jobcg_devices_v1_notes(char ***ret);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,923 @@
+/* jobcg: read a live cgroup's effective device programs (ids, attachment, translated
+ * instructions, maps) from the kernel and decode them for that cgroup. */
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bpftext.h"
+#include "bpfvm.h"
+#include "jobcg/inspect.h"
+#include "log.h"
+#include "util.h"
+
+#define MAP_ENTRIES_MAX	 (1u << 20)
+#define VALUE_STRIDE_MIN BPFVM_MAP_VALUE_MAX
+
+struct mapsnap {
+	uint32_t id;
+	uint32_t type, key_size, value_size, stride;
+	size_t n;
+	uint8_t *keys;	 /* n * key_size, sorted by memcmp */
+	uint8_t *values; /* n * stride, zero padded */
+};
+
+struct centry {
+	uint32_t id;
+	char name[16];
+	struct bpf_insn *insns;
+	size_t n;
+	bool cg_dependent;
+	struct mapsnap *maps;
+	size_t nmaps;
+	uint32_t (*hints)[2];
+	size_t nhints;
+	struct jobcg_decoded *decoded; /* when not cgroup dependent */
+	char *opaque;		       /* reason, when not decodable at all */
+};
+
+struct jobcg_progcache {
+	struct centry *e;
+	size_t n, cap;
+};
+
+struct inspect_priv {
+	struct jobcg_cginspect pub;
+	struct jobcg_decoded **owned; /* per-cgroup decodes and their reasons */
+	size_t nowned;
+	char **reasons;
+	struct jobcg_progcache *own_cache;
+	uint64_t *ancestors; /* ids of levels 0..depth */
+	int depth;
+};
+
+JOBCG_EXPORT int jobcg_progcache_new(struct jobcg_progcache **ret)
+{
+	*ret = calloc(1, sizeof(**ret));
+	return *ret ? 0 : -ENOMEM;
+}
+
+static void centry_done(struct centry *e)
+{
+	free(e->insns);
+	for (size_t k = 0; k < e->nmaps; k++) {
+		free(e->maps[k].keys);
+		free(e->maps[k].values);
+	}
+	free(e->maps);
+	free(e->hints);
+	jobcg_decoded_free(e->decoded);
+	free(e->opaque);
+}
+
+JOBCG_EXPORT void jobcg_progcache_free(struct jobcg_progcache *c)
+{
+	if (!c)
+		return;
+	for (size_t k = 0; k < c->n; k++)
+		centry_done(&c->e[k]);
+	free(c->e);
+	free(c);
+}
+
+JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret)
+{
+	static char mount[PATH_MAX];
+	_cleanup_fclose_ FILE *f = NULL;
+	char line[4096];
+
+	if (mount[0]) {
+		*ret = mount;
+		return 0;
+	}
+	f = fopen("/proc/self/mounts", "re");
+	if (!f)
+		return error_set(negative_errno(), "cannot read /proc/self/mounts");
+	while (fgets(line, sizeof(line), f)) {
+		char dev[256], dir[PATH_MAX], type[64];
+		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
+		    streq(type, "cgroup2")) {
+			snprintf(mount, sizeof(mount), "%s", dir);
+			*ret = mount;
+			return 0;
+		}
+	}
+	return error_set(-ENOENT, "no cgroup v2 mount found in /proc/self/mounts");
+}
+
+/* The mount point of a v1 devices hierarchy into @buf, or "" if there is none. */
+static void v1_devices_mount(char *buf, size_t size)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+
+	buf[0] = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+		char mp[PATH_MAX], fstype[64], src[256], opts[1024];
+		if (!sep || sscanf(line, "%*u %*u %*s %*s %4095s", mp) != 1 ||
+		    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 ||
+		    !streq(fstype, "cgroup"))
+			continue;
+		for (char *save = NULL, *t = strtok_r(opts, ",", &save); t;
+		     t = strtok_r(NULL, ",", &save))
+			if (streq(t, "devices")) {
+				snprintf(buf, size, "%s", mp);
+				return;
+			}
+	}
+}
+
+/* What the v1 devices controller says for the processes of @path (via its first pid). */
+static char *v1_detail(const char *path)
+{
+	char mount[PATH_MAX], p[PATH_MAX * 2], v1path[PATH_MAX] = "";
+	_cleanup_free_ char *pidline = NULL, *list = NULL;
+	_cleanup_fclose_ FILE *f = NULL;
+	char line[PATH_MAX + 64];
+
+	v1_devices_mount(mount, sizeof(mount));
+	if (!mount[0])
+		return NULL;
+	snprintf(p, sizeof(p), "%s/cgroup.procs", path);
+	if (read_full_file_at(AT_FDCWD, p, 4096, &pidline, NULL) < 0 || !pidline[0])
+		return strdup_printf(
+		    "a cgroup v1 devices controller is mounted at %s: its devices.list rules apply "
+		    "as well (no process here to find its v1 cgroup)",
+		    mount);
+	int pid = atoi(pidline);
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
+	f = fopen(p, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = 0;
+		bool devices = false;
+		for (char *save = NULL, *t = strtok_r(c1 + 1, ",", &save); t;
+		     t = strtok_r(NULL, ",", &save))
+			devices |= streq(t, "devices");
+		if (devices) {
+			snprintf(v1path, sizeof(v1path), "%s", c2 + 1);
+			v1path[strcspn(v1path, "\n")] = 0;
+			break;
+		}
+	}
+	if (streq(v1path, "/"))
+		v1path[0] = 0;
+	snprintf(p, sizeof(p), "%s%s/devices.list", mount, v1path);
+	if (read_full_file_at(AT_FDCWD, p, 65536, &list, NULL) < 0)
+		return strdup_printf("a cgroup v1 devices controller is mounted at %s: its "
+				     "devices.list rules apply as well",
+				     mount);
+	/* One line: the rules joined with "; " (the list can be long; keep the start). */
+	for (char *q = list; *q; q++)
+		if (*q == '\n')
+			*q = q[1] ? ';' : 0;
+	return strdup_printf("cgroup v1 devices controller also active: pid %d is in %s%s, whose "
+			     "devices.list is \"%.300s\"; both v1 and v2 must allow",
+			     pid, mount, v1path, list);
+}
+
+JOBCG_EXPORT int jobcg_devices_v1_notes(char ***ret)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	_cleanup_strv_free_ char **notes = NULL;
+	char line[4096];
+
+	if (!f)
+		return error_set(negative_errno(), "cannot read /proc/self/mountinfo");
+	while (fgets(line, sizeof(line), f)) {
+		/* "... mountpoint opts - cgroup cgroup rw,devices" */
+		char *sep = strstr(line, " - ");
+		char mp[PATH_MAX], fstype[64], src[256], opts[1024];
+		unsigned a, b;
+		if (!sep || sscanf(line, "%u %u %*s %*s %4095s", &a, &b, mp) != 3 ||
+		    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 ||
+		    !streq(fstype, "cgroup"))
+			continue;
+		bool devices = false;
+		for (char *t = strtok(opts, ","); t; t = strtok(NULL, ","))
+			devices |= streq(t, "devices");
+		if (!devices)
+			continue;
+		char *n = strdup_printf("a cgroup v1 devices controller is mounted at %s: its "
+					"devices.list rules apply as well (the kernel checks both)",
+					mp);
+		if (!n || strv_push(&notes, n) < 0)
+			return -ENOMEM;
+	}
+	*ret = TAKE_PTR(notes);
+	return 0;
+}
+
+/* ---- reading programs and maps ---- */
+
+static int perm_error(int r, const char *what)
+{
+	if (r == -EPERM || r == -EACCES)
+		return error_set(-EPERM, "%s needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): %s",
+				 what, strerror(-r));
+	return error_set(r, "%s: %s", what, strerror(-r));
+}
+
+static int sysctl_int(const char *path)
+{
+	_cleanup_free_ char *s = NULL;
+	if (read_one_line_at(AT_FDCWD, path, &s) < 0)
+		return -1;
+	return atoi(s);
+}
+
+static int key_cmp_size;
+static int key_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, (size_t)key_cmp_size);
+}
+
+static int snapshot_map(uint32_t id, struct mapsnap *ret, char **ret_reason)
+{
+	_cleanup_close_ int fd = bpf_map_get_fd_by_id(id);
+	struct bpf_map_info info = {0};
+	uint32_t len = sizeof(info);
+	_cleanup_free_ uint8_t *keys = NULL, *values = NULL, *tmpv = NULL, *cur = NULL,
+			       *next = NULL;
+	size_t n = 0, cap;
+	int r;
+
+	if (fd < 0)
+		return perm_error(-errno, "opening a map of the program");
+	r = bpf_obj_get_info_by_fd(fd, &info, &len);
+	if (r < 0)
+		return perm_error(r, "reading map information");
+	if (info.type != BPF_MAP_TYPE_HASH && info.type != BPF_MAP_TYPE_ARRAY &&
+	    info.type != BPF_MAP_TYPE_LRU_HASH) {
+		*ret_reason =
+		    strdup_printf("uses map %u (%s) of type %u, which decoding does not read", id,
+				  info.name, info.type);
+		return 0;
+	}
+	if (info.key_size == 0 || info.key_size > BPFVM_MAP_KEY_MAX || info.value_size > 65536) {
+		*ret_reason =
+		    strdup_printf("uses map %u (%s) with unusual key/value sizes", id, info.name);
+		return 0;
+	}
+	cap = info.max_entries < MAP_ENTRIES_MAX ? info.max_entries : MAP_ENTRIES_MAX;
+	uint32_t stride = info.value_size > VALUE_STRIDE_MIN ? info.value_size : VALUE_STRIDE_MIN;
+	keys = malloc((size_t)info.key_size * (cap ? cap : 1));
+	tmpv = malloc(info.value_size ? info.value_size : 1);
+	cur = calloc(1, info.key_size);
+	next = calloc(1, info.key_size);
+	if (!keys || !tmpv || !cur || !next)
+		return -ENOMEM;
+	/* Keys first; a key deleted meanwhile is skipped at lookup. Bounded by max_entries. */
+	bool first = true;
+	while (n < cap) {
+		r = bpf_map_get_next_key(fd, first ? NULL : cur, next);
+		if (r < 0) {
+			if (r == -ENOENT)
+				break;
+			return perm_error(r, "iterating a map");
+		}
+		first = false;
+		memcpy(keys + n * info.key_size, next, info.key_size);
+		memcpy(cur, next, info.key_size);
+		n++;
+	}
+	key_cmp_size = (int)info.key_size;
+	qsort(keys, n, info.key_size, key_cmp);
+	values = calloc(n ? n : 1, stride);
+	if (!values)
+		return -ENOMEM;
+	size_t w = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (bpf_map_lookup_elem(fd, keys + k * info.key_size, tmpv) < 0)
+			continue;
+		memmove(keys + w * info.key_size, keys + k * info.key_size, info.key_size);
+		memcpy(values + w * stride, tmpv, info.value_size);
+		w++;
+	}
+	*ret = (struct mapsnap){.id = id,
+				.type = info.type,
+				.key_size = info.key_size,
+				.value_size = info.value_size,
+				.stride = stride,
+				.n = w,
+				.keys = TAKE_PTR(keys),
+				.values = TAKE_PTR(values)};
+	return 0;
+}
+
+/* Devices named in map keys, for the layouts we know (jobcg, snapd). */
+static int map_hints(struct centry *e, const struct mapsnap *m, char **ret_reason)
+{
+	int off_major, off_minor;
+
+	switch (m->key_size) {
+	case 9: /* snapd: packed {u8 type; u32 major; u32 minor} */
+		off_major = 1, off_minor = 5;
+		break;
+	case 12: /* jobcg managed map: {u32 type, major, minor} */
+		off_major = 4, off_minor = 8;
+		break;
+	case 24: /* jobcg policy map: {u64 cgroup_id; u32 type, major, minor, pad} */
+		off_major = 12, off_minor = 16;
+		break;
+	default:
+		if (m->type == BPF_MAP_TYPE_ARRAY)
+			return 0; /* configuration, not a device table */
+		*ret_reason = strdup_printf(
+		    "looks up map %u whose key layout (%u bytes) is not one decoding knows", m->id,
+		    m->key_size);
+		return 0;
+	}
+	void *t = realloc(e->hints, (e->nhints + m->n) * sizeof(*e->hints));
+	if (!t)
+		return -ENOMEM;
+	e->hints = t;
+	for (size_t k = 0; k < m->n; k++) {
+		uint32_t maj, min;
+		memcpy(&maj, m->keys + k * m->key_size + off_major, 4);
+		memcpy(&min, m->keys + k * m->key_size + off_minor, 4);
+		e->hints[e->nhints][0] = maj;
+		e->hints[e->nhints][1] = min;
+		e->nhints++;
+	}
+	return 0;
+}
+
+struct lookup_ctx {
+	const struct centry *e;
+	uint64_t cgroup_id;
+	const uint64_t *ancestors; /* levels 0..depth */
+	int depth;
+};
+
+static const void *hook_lookup(void *u, uint64_t ref, const void *key)
+{
+	const struct lookup_ctx *lc = u;
+	for (size_t k = 0; k < lc->e->nmaps; k++) {
+		const struct mapsnap *m = &lc->e->maps[k];
+		if (m->id != ref)
+			continue;
+		size_t lo = 0, hi = m->n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			int c = memcmp(m->keys + mid * m->key_size, key, m->key_size);
+			if (c == 0)
+				return m->values + mid * m->stride;
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return NULL;
+	}
+	return NULL;
+}
+
+static uint64_t hook_cgroup_id(void *u)
+{
+	const struct lookup_ctx *lc = u;
+	return lc->cgroup_id;
+}
+
+static uint64_t hook_ancestor(void *u, int level)
+{
+	const struct lookup_ctx *lc = u;
+	if (level < 0 || level > lc->depth)
+		return 0;
+	return lc->ancestors[level];
+}
+
+static bool insn_calls(const struct centry *e, int helper)
+{
+	for (size_t k = 0; k < e->n; k++)
+		if (e->insns[k].code == (BPF_JMP | BPF_CALL) && e->insns[k].src_reg == 0 &&
+		    e->insns[k].imm == helper)
+			return true;
+	return false;
+}
+
+static int load_maps(struct centry *e);
+
+static int fetch_prog(uint32_t id, struct centry *e)
+{
+	_cleanup_close_ int fd = bpf_prog_get_fd_by_id(id);
+	struct bpf_prog_info info = {0};
+	uint32_t len = sizeof(info);
+	int r;
+
+	e->id = id;
+	if (fd < 0)
+		return perm_error(-errno, "opening a device program by id");
+	r = bpf_obj_get_info_by_fd(fd, &info, &len);
+	if (r < 0)
+		return perm_error(r, "reading program information");
+	memcpy(e->name, info.name, sizeof(e->name) - 1);
+	if (info.xlated_prog_len == 0 || info.xlated_prog_len % sizeof(struct bpf_insn)) {
+		e->opaque = strdup_printf("the kernel did not return its instructions "
+					  "(xlated_prog_len %u; needs CAP_SYS_ADMIN/CAP_BPF)",
+					  info.xlated_prog_len);
+		return e->opaque ? 0 : -ENOMEM;
+	}
+	uint32_t xlen = info.xlated_prog_len;
+	e->insns = calloc(1, xlen);
+	if (!e->insns)
+		return -ENOMEM;
+	memset(&info, 0, sizeof(info));
+	info.xlated_prog_len = xlen;
+	info.xlated_prog_insns = (uint64_t)(uintptr_t)e->insns;
+	len = sizeof(info);
+	r = bpf_obj_get_info_by_fd(fd, &info, &len);
+	if (r < 0)
+		return perm_error(r, "reading the program's instructions");
+	e->n =
+	    (info.xlated_prog_len < xlen ? info.xlated_prog_len : xlen) / sizeof(struct bpf_insn);
+	if (bpfvm_check(e->insns, e->n) < 0) {
+		e->opaque = strdup_printf("its translated instructions are not understood: %s",
+					  jobcg_last_error()->message);
+		return e->opaque ? 0 : -ENOMEM;
+	}
+	r = bpftext_resolve_calls(e->insns, e->n);
+	if (r > 0) {
+		e->opaque = strdup(jobcg_last_error()->message);
+		return e->opaque ? 0 : -ENOMEM;
+	}
+	if (r < 0) {
+		int kr = sysctl_int("/proc/sys/kernel/kptr_restrict");
+		e->opaque = strdup_printf("its helper calls cannot be identified: %s "
+					  "(kernel.kptr_restrict=%d)",
+					  jobcg_last_error()->message, kr);
+		return e->opaque ? 0 : -ENOMEM;
+	}
+	return load_maps(e);
+}
+
+/* Snapshot the maps a program references and collect device hints from their keys. */
+static int load_maps(struct centry *e)
+{
+	int r;
+
+	e->cg_dependent = insn_calls(e, BPF_FUNC_get_current_cgroup_id) ||
+			  insn_calls(e, BPF_FUNC_get_current_ancestor_cgroup_id);
+	for (size_t k = 0; k < e->n; k++) {
+		const struct bpf_insn *i = &e->insns[k];
+		if (i->code != (BPF_LD | BPF_IMM | BPF_DW))
+			continue;
+		k++;
+		if (i->src_reg != BPF_PSEUDO_MAP_FD && i->src_reg != BPF_PSEUDO_MAP_VALUE)
+			continue;
+		bool have = false;
+		for (size_t m = 0; m < e->nmaps; m++)
+			have |= e->maps[m].id == (uint32_t)i->imm;
+		if (have)
+			continue;
+		struct mapsnap snap = {0};
+		char *reason = NULL;
+		r = snapshot_map((uint32_t)i->imm, &snap, &reason);
+		if (r < 0)
+			return r;
+		if (reason) {
+			e->opaque = reason;
+			return 0;
+		}
+		void *t = realloc(e->maps, (e->nmaps + 1) * sizeof(*e->maps));
+		if (!t) {
+			free(snap.keys);
+			free(snap.values);
+			return -ENOMEM;
+		}
+		e->maps = t;
+		e->maps[e->nmaps++] = snap;
+		r = map_hints(e, &snap, &reason);
+		if (r < 0)
+			return r;
+		if (reason) {
+			e->opaque = reason;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+static int decode_entry(const struct centry *e, const struct inspect_priv *ip,
+			struct jobcg_decoded **ret, char **ret_reason)
+{
+	struct lookup_ctx lc = {e, ip ? ip->pub.cgroup_id : 0, ip ? ip->ancestors : NULL,
+				ip ? ip->depth : -1};
+	struct jobcg_decode_env env = {
+	    .size = sizeof(env),
+	    .cgroup_id = ip ? hook_cgroup_id : NULL,
+	    .ancestor_cgroup_id = ip ? hook_ancestor : NULL,
+	    .map_lookup = e->nmaps ? hook_lookup : NULL,
+	    .userdata = &lc,
+	    .hints = (const uint32_t(*)[2])e->hints,
+	    .n_hints = e->nhints,
+	};
+	int r = jobcg_decode_program(e->insns, e->n, &env, ret);
+
+	if (r == -EOPNOTSUPP || r == -ELOOP || r == -E2BIG || r == -EINVAL) {
+		*ret_reason = strdup(jobcg_last_error()->message);
+		return *ret_reason ? 0 : -ENOMEM;
+	}
+	return r;
+}
+
+static int cache_get(struct jobcg_progcache *c, uint32_t id, struct centry **ret)
+{
+	for (size_t k = 0; k < c->n; k++)
+		if (c->e[k].id == id) {
+			*ret = &c->e[k];
+			return 0;
+		}
+	if (c->n == c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 16;
+		struct centry *t = realloc(c->e, nc * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		c->e = t;
+		c->cap = nc;
+	}
+	struct centry *e = &c->e[c->n];
+	*e = (struct centry){0};
+	int r = fetch_prog(id, e);
+	if (r < 0) {
+		centry_done(e);
+		return r;
+	}
+	if (!e->opaque && !e->cg_dependent) {
+		r = decode_entry(e, NULL, &e->decoded, &e->opaque);
+		if (r < 0) {
+			centry_done(e);
+			return r;
+		}
+	}
+	c->n++;
+	*ret = e;
+	return 0;
+}
+
+/* ---- cgroups ---- */
+
+static int query(int cgfd, uint32_t flags, uint32_t **ret_ids, size_t *ret_n, uint32_t *ret_flags)
+{
+	uint32_t cap = 64;
+
+	/* The list can grow between calls; a bounded number of retries. */
+	for (int attempt = 0; attempt < 6; attempt++) {
+		_cleanup_free_ uint32_t *ids = calloc(cap, sizeof(*ids));
+		LIBBPF_OPTS(bpf_prog_query_opts, opts, .query_flags = flags, .prog_ids = ids,
+			    .prog_cnt = cap);
+		if (!ids)
+			return -ENOMEM;
+		int r = bpf_prog_query_opts(cgfd, BPF_CGROUP_DEVICE, &opts);
+		if (r == -ENOSPC) {
+			cap *= 4;
+			continue;
+		}
+		if (r < 0)
+			return perm_error(r,
+					  "querying the cgroup's device programs (BPF_PROG_QUERY)");
+		*ret_n = opts.prog_cnt;
+		*ret_ids = TAKE_PTR(ids);
+		if (ret_flags)
+			*ret_flags = opts.attach_flags;
+		return 0;
+	}
+	return error_set(-EAGAIN, "the cgroup's program list kept changing");
+}
+
+static void inspect_free(struct inspect_priv *ip)
+{
+	if (!ip)
+		return;
+	for (size_t k = 0; k < ip->pub.n_progs; k++)
+		free(ip->pub.progs[k].attached_at);
+	free(ip->pub.progs);
+	free(ip->pub.path);
+	jobcg_decoded_free(ip->pub.combined);
+	strv_free(ip->pub.notes);
+	for (size_t k = 0; k < ip->nowned; k++)
+		jobcg_decoded_free(ip->owned[k]);
+	free(ip->owned);
+	strv_free(ip->reasons);
+	jobcg_progcache_free(ip->own_cache);
+	free(ip->ancestors);
+	free(ip);
+}
+
+JOBCG_EXPORT void jobcg_cginspect_free(struct jobcg_cginspect *i)
+{
+	inspect_free((struct inspect_priv *)i);
+}
+
+/* Ids of the cgroup at @path and its ancestors (level 0 = the mount root). */
+static int cgroup_ids(const char *path, const char *mount, uint64_t **ret, int *ret_depth)
+{
+	const char *rel = path + strlen(mount);
+	_cleanup_free_ uint64_t *anc = NULL;
+	char buf[PATH_MAX];
+	struct stat st;
+	int depth = 0;
+
+	for (const char *p = rel; *p; p++)
+		if (*p == '/' && p[1] && p[1] != '/')
+			depth++;
+	anc = calloc((size_t)depth + 1, sizeof(uint64_t));
+	if (!anc)
+		return -ENOMEM;
+	snprintf(buf, sizeof(buf), "%s", mount);
+	if (stat(buf, &st) < 0)
+		return error_set(negative_errno(), "cannot stat %s", buf);
+	anc[0] = st.st_ino;
+	const char *p = rel;
+	for (int level = 1; level <= depth; level++) {
+		while (*p == '/')
+			p++;
+		const char *end = strchr(p, '/');
+		size_t l = end ? (size_t)(end - p) : strlen(p);
+		size_t bl = strlen(buf);
+		snprintf(buf + bl, sizeof(buf) - bl, "/%.*s", (int)l, p);
+		if (stat(buf, &st) < 0)
+			return error_set(negative_errno(), "cannot stat %s", buf);
+		anc[level] = st.st_ino; /* a cgroup v2 directory's inode is its id */
+		p += l;
+	}
+	*ret_depth = depth;
+	*ret = TAKE_PTR(anc);
+	return 0;
+}
+
+/* Where each effective program is attached: the nearest ancestor listing it directly. */
+static int find_attachments(struct inspect_priv *ip, const char *mount)
+{
+	char buf[PATH_MAX];
+	size_t ml = strlen(mount);
+	size_t left = ip->pub.n_progs;
+
+	snprintf(buf, sizeof(buf), "%s", ip->pub.path);
+	for (int guard = 0; left > 0 && guard < 4096; guard++) {
+		_cleanup_close_ int fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		_cleanup_free_ uint32_t *ids = NULL;
+		size_t n = 0;
+		uint32_t flags = 0;
+
+		if (fd >= 0 && query(fd, 0, &ids, &n, &flags) == 0)
+			for (size_t k = 0; k < ip->pub.n_progs; k++) {
+				struct jobcg_cgprog *p = &ip->pub.progs[k];
+				if (p->attached_at)
+					continue;
+				for (size_t j = 0; j < n; j++)
+					if (ids[j] == p->id) {
+						p->attached_at = strdup(buf);
+						if (!p->attached_at)
+							return -ENOMEM;
+						p->attach_flags = flags;
+						left--;
+						break;
+					}
+			}
+		if (strlen(buf) <= ml)
+			break;
+		char *slash = strrchr(buf, '/');
+		if (!slash || (size_t)(slash - buf) < ml)
+			break;
+		*slash = 0;
+		if (strlen(buf) < ml)
+			break;
+	}
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *cache,
+				      struct jobcg_cginspect **ret)
+{
+	struct inspect_priv *ip = NULL;
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ uint32_t *ids = NULL;
+	_cleanup_free_ struct jobcg_decoded **list = NULL;
+	size_t n = 0;
+	const char *mount;
+	char real[PATH_MAX];
+	int r;
+
+	r = jobcg_cgroup2_mount(&mount);
+	if (r < 0)
+		return r;
+	if (!realpath(path, real))
+		return error_set(negative_errno(), "%s: %s", path, strerror(errno));
+	if (!startswith(real, mount) || (real[strlen(mount)] != '/' && real[strlen(mount)] != 0))
+		return error_set(-EINVAL, "%s is not under the cgroup v2 mount %s", real, mount);
+	fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return error_set(negative_errno(), "%s: %s", real, strerror(errno));
+	if (faccessat(fd, "cgroup.procs", F_OK, 0) < 0)
+		return error_set(-ENOENT, "%s is not a cgroup (no cgroup.procs)", real);
+	r = query(fd, BPF_F_QUERY_EFFECTIVE, &ids, &n, NULL);
+	if (r < 0)
+		return r;
+
+	ip = calloc(1, sizeof(*ip));
+	if (!ip)
+		return -ENOMEM;
+	ip->pub.path = strdup(real);
+	if (!ip->pub.path) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if (!cache) {
+		r = jobcg_progcache_new(&ip->own_cache);
+		if (r < 0)
+			goto fail;
+		cache = ip->own_cache;
+	}
+	r = cgroup_ids(ip->pub.path, mount, &ip->ancestors, &ip->depth);
+	if (r < 0)
+		goto fail;
+	ip->pub.cgroup_id = ip->ancestors[ip->depth];
+	ip->pub.progs = calloc(n ? n : 1, sizeof(*ip->pub.progs));
+	ip->owned = calloc(n ? n : 1, sizeof(*ip->owned));
+	if (!ip->pub.progs || !ip->owned) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	ip->pub.n_progs = n;
+	size_t nlist = 0;
+	list = calloc(n ? n : 1, sizeof(*list));
+	if (!list) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct jobcg_cgprog *p = &ip->pub.progs[k];
+		struct centry *e;
+
+		p->id = ids[k];
+		r = cache_get(cache, ids[k], &e);
+		if (r == -ENOENT) { /* detached and freed meanwhile */
+			p->opaque_reason = "the program went away while reading it";
+			ip->pub.any_opaque = true;
+			continue;
+		}
+		if (r < 0)
+			goto fail;
+		memcpy(p->name, e->name, sizeof(p->name));
+		p->n_insns = e->n;
+		if (e->opaque) {
+			p->opaque_reason = e->opaque;
+		} else if (e->cg_dependent) {
+			char *reason = NULL;
+			r = decode_entry(e, ip, &ip->owned[ip->nowned], &reason);
+			if (r < 0)
+				goto fail;
+			if (reason) {
+				if (strv_push(&ip->reasons, reason) < 0) {
+					r = -ENOMEM;
+					goto fail;
+				}
+				p->opaque_reason = reason;
+			} else
+				p->decoded = ip->owned[ip->nowned++];
+		} else
+			p->decoded = e->decoded;
+		if (p->decoded)
+			list[nlist++] = (struct jobcg_decoded *)p->decoded;
+		if (!p->decoded)
+			ip->pub.any_opaque = true;
+	}
+	if (nlist > 0) {
+		r = jobcg_decoded_intersect(list, nlist, &ip->pub.combined);
+		if (r < 0)
+			goto fail;
+	}
+	r = find_attachments(ip, mount);
+	if (r < 0)
+		goto fail;
+	char *v1 = v1_detail(ip->pub.path);
+	if (v1 && strv_push(&ip->pub.notes, v1) < 0) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	*ret = &ip->pub;
+	return 0;
+fail:
+	inspect_free(ip);
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_cginspect_allows(const struct jobcg_cginspect *i, char type, uint32_t major,
+					uint32_t minor, unsigned access)
+{
+	if (i->combined && !jobcg_decoded_allows(i->combined, type, major, minor, access))
+		return 0;
+	return i->any_opaque ? -1 : 1;
+}
+
+JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progcache *cache,
+					    char type, uint32_t major, uint32_t minor,
+					    unsigned *ret_access, bool *ret_opaque,
+					    size_t *ret_nprogs)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ uint32_t *ids = NULL;
+	_cleanup_free_ uint64_t *anc = NULL;
+	size_t n = 0;
+	const char *mount;
+	unsigned access = JOBCG_DEV_ACC_ALL;
+	bool opaque = false;
+	int depth = 0, r;
+
+	r = jobcg_cgroup2_mount(&mount);
+	if (r < 0)
+		return r;
+	if (!startswith(path, mount))
+		return error_set(-EINVAL, "%s is not under the cgroup v2 mount %s", path, mount);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return error_set(negative_errno(), "%s: %s", path, strerror(errno));
+	r = query(fd, BPF_F_QUERY_EFFECTIVE, &ids, &n, NULL);
+	if (r < 0)
+		return r;
+	if (n > 0) {
+		r = cgroup_ids(path, mount, &anc, &depth);
+		if (r < 0)
+			return r;
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct centry *e;
+		r = cache_get(cache, ids[k], &e);
+		if (r == -ENOENT) {
+			opaque = true;
+			continue;
+		}
+		if (r < 0)
+			return r;
+		if (e->opaque) {
+			opaque = true;
+			continue;
+		}
+		if (e->decoded) {
+			for (unsigned bit = 1; bit <= 4; bit <<= 1)
+				if (!jobcg_decoded_allows(e->decoded, type, major, minor, bit))
+					access &= ~bit;
+			continue;
+		}
+		/* Depends on the cgroup: run it for this one request instead of decoding it all. */
+		struct lookup_ctx lc = {e, anc[depth], anc, depth};
+		struct bpfvm_env env = {hook_cgroup_id, hook_ancestor,
+					e->nmaps ? hook_lookup : NULL, &lc};
+		for (unsigned bit = 1; bit <= 4; bit <<= 1) {
+			struct bpfvm_devctx ctx = {.access_type =
+						       (bit << 16) | (type == 'c' ? 2u : 1u),
+						   .major = major,
+						   .minor = minor};
+			uint64_t r0 = 0;
+			r = bpfvm_run(e->insns, e->n, &ctx, &env, 100000, &r0);
+			if (r < 0) {
+				opaque = true;
+				break;
+			}
+			if ((uint32_t)r0 == 0)
+				access &= ~bit;
+		}
+	}
+	*ret_access = access;
+	*ret_opaque = opaque;
+	*ret_nprogs = n;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_t n,
+					     struct jobcg_decoded **ret)
+{
+	struct centry e = {0};
+	struct jobcg_decoded *d = NULL;
+	int r;
+
+	e.insns = malloc(n * sizeof(*insns));
+	if (!e.insns)
+		return -ENOMEM;
+	memcpy(e.insns, insns, n * sizeof(*insns));
+	e.n = n;
+	r = load_maps(&e);
+	if (r >= 0 && e.opaque)
+		r = error_set(-EOPNOTSUPP, "%s", e.opaque);
+	if (r >= 0) {
+		r = decode_entry(&e, NULL, &d, &e.opaque);
+		if (r >= 0 && e.opaque)
+			r = error_set(-EOPNOTSUPP, "%s", e.opaque);
+	}
+	centry_done(&e);
+	if (r < 0) {
+		jobcg_decoded_free(d);
+		return r;
+	}
+	*ret = d;
+	return 0;
+}

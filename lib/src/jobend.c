@@ -1,0 +1,33 @@
+/* jobcg: release a job as a scheduler ends one: SIGTERM, a grace period, then removal. */
+#include <signal.h>
+
+#include "cgroupfs.h"
+#include "jobcg/jobend.h"
+#include "jobcg/job.h"
+#include "log.h"
+#include "tree.h"
+#include "util.h"
+
+JOBCG_EXPORT int jobcg_job_release(struct jobcg_ctx *ctx, uint32_t job, unsigned grace_ms)
+{
+	struct jobcg_job_info *info = NULL;
+	struct jobcg_target t = {.job = job, .task = JOBCG_TASK_ALL};
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job);
+	unsigned flags = 0;
+	int r;
+
+	if (!dir)
+		return -ENOMEM;
+	r = jobcg_job_info_get(ctx, job, &info);
+	if (r < 0)
+		return r;
+	if (info->populated) {
+		flags |= JOBCG_JOB_REMOVE_CANCELLED;
+		/* A frozen job cannot act on SIGTERM: removal kills it straight away. */
+		if (!info->frozen && grace_ms > 0 && jobcg_signal(ctx, &t, SIGTERM) >= 0 &&
+		    cgfs_wait_events(dir, "populated", 0, grace_ms) == 0)
+			log_info("job %u: ended on SIGTERM", job);
+	}
+	jobcg_job_info_free(info);
+	return jobcg_job_remove(ctx, job, flags);
+}

@@ -1,0 +1,489 @@
+/* jobcg: GRES of jobs, steps and tasks: the job hook (select, store, grant), step setup, gc. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "ctx.h"
+#include "job_hooks.h"
+#include "jobcg/devices.h"
+#include "jobcg/jobgres.h"
+#include "jobcg/parse.h"
+#include "log.h"
+#include "tree.h"
+#include "util.h"
+
+/* Steps that took all of their job's devices without asking share them with other steps. */
+#define GRES_SHARED_XATTR "trusted.jobcg.gres_shared"
+
+static void node_freep(struct jobcg_gres_node **n)
+{
+	jobcg_gres_node_free(*n);
+}
+static void policy_freep(struct jobcg_devpolicy **p)
+{
+	jobcg_devpolicy_free(*p);
+}
+static void request_freep(struct jobcg_gres_request **r)
+{
+	jobcg_gres_request_free(*r);
+}
+
+static int node_open(const struct jobcg_ctx *ctx, struct jobcg_gres_node **ret)
+{
+	int r = jobcg_gres_node_new(&ctx->conf->gres, ret);
+
+	if (r >= 0)
+		(void)jobcg_gres_node_load_uuids(*ret, NULL);
+	return r;
+}
+
+static bool constrained(const struct jobcg_ctx *ctx, const struct jobcg_gres_node *n)
+{
+	return ctx->conf->cgroup.constrain_devices && jobcg_gres_node_count(n) > 0;
+}
+
+static int policy_open(const struct jobcg_ctx *ctx, const struct jobcg_gres_node *n,
+		       struct jobcg_devpolicy **ret)
+{
+	_cleanup_free_ struct jobcg_devrule *managed = NULL;
+	size_t nm = 0;
+	int r = jobcg_gres_devrules(n, NULL, &managed, &nm);
+
+	if (r < 0)
+		return r;
+	return jobcg_devpolicy_open(ctx->conf, jobcg_ctx_root(ctx), managed, nm, ret);
+}
+
+static int grant(struct jobcg_devpolicy *p, const struct jobcg_gres_node *n, const char *dir,
+		 const struct jobcg_gres_set *s)
+{
+	_cleanup_free_ struct jobcg_devrule *rules = NULL;
+	size_t nr = 0;
+	int r = jobcg_gres_devrules(n, s, &rules, &nr);
+
+	if (r < 0)
+		return r;
+	return jobcg_devpolicy_grant(p, dir, rules, nr);
+}
+
+static int open_dir(const char *path, int *ret)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return error_set(negative_errno(), "cannot open %s: %s", path, strerror(errno));
+	*ret = fd;
+	return 0;
+}
+
+static int gres_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
+		       const struct jobcg_limits *l)
+{
+	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
+	_cleanup_(policy_freep) struct jobcg_devpolicy *p = NULL;
+	_cleanup_(request_freep) struct jobcg_gres_request *req = NULL;
+	_cleanup_free_ uint64_t *cpus = NULL;
+	_cleanup_close_ int rootfd = -1, jfd = -1;
+	struct jobcg_gres_set set = {}, used, avail;
+	size_t cpu_words = 0;
+	int r;
+
+	if (!(l && l->gres && *l->gres) && !ctx->conf->cgroup.constrain_devices)
+		return 0;
+	r = node_open(ctx, &n);
+	if (r < 0)
+		return r;
+	if (l && l->gres && *l->gres) {
+		r = jobcg_gres_request_parse(l->gres, &req);
+		if (r < 0) {
+			jobcg_error_prefix("--gres");
+			return r;
+		}
+		if (l->cpus && *l->cpus && jobcg_parse_cpulist(l->cpus, &cpus, &cpu_words) < 0)
+			cpus = NULL; /* the limits hook already refused a bad list; no preference */
+		if ((r = open_dir(jobcg_ctx_root(ctx), &rootfd)) < 0)
+			return r;
+		/* The free devices are derived from the tree itself, under the node lock. */
+		r = jobcg_gres_scan(n, rootfd, NULL, NULL, NULL, &used);
+		if (r < 0)
+			return r;
+		jobcg_gres_node_all(n, NULL, &avail);
+		for (size_t i = 0; i < ELEMENTSOF(avail.w); i++)
+			avail.w[i] &= ~used.w[i];
+		r = jobcg_gres_select(n, req, &avail, cpus, cpu_words, &set);
+		if (r < 0)
+			return r;
+		if ((r = open_dir(job_dir, &jfd)) < 0)
+			return r;
+		/* Stored before the grant: a crash in between leaves devices claimed, never shared.
+		 */
+		r = jobcg_gres_xattr_write(n, jfd, NULL, &set);
+		if (r < 0)
+			return r;
+	}
+	if (!constrained(ctx, n))
+		return 0;
+	r = policy_open(ctx, n, &p);
+	if (r < 0)
+		return r;
+	r = grant(p, n, job_dir, &set);
+	/* Our detach does not run when our own attach fails: undo a partial grant here. */
+	if (r < 0 && jobcg_devpolicy_revoke(p, job_dir) < 0)
+		log_warning("rollback: cannot revoke the grant of %s", job_dir);
+	return r;
+}
+
+/* Revoke every grant at or below @dir (job, steps, tasks), deepest first. */
+static void revoke_tree(struct jobcg_devpolicy *p, const char *dir, unsigned depth)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (depth < 4 && (d = opendir(dir))) {
+		while ((de = readdir(d))) {
+			_cleanup_free_ char *sub = NULL;
+
+			if (de->d_type != DT_DIR || de->d_name[0] == '.')
+				continue;
+			sub = strdup_printf("%s/%s", dir, de->d_name);
+			if (sub)
+				revoke_tree(p, sub, depth + 1);
+		}
+		closedir(d);
+	}
+	if (jobcg_devpolicy_revoke(p, dir) < 0)
+		log_warning("cannot revoke the device grant of %s: %s", dir,
+			    jobcg_last_error()->message);
+}
+
+static void gres_detach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir)
+{
+	_cleanup_(policy_freep) struct jobcg_devpolicy *p = NULL;
+	int r;
+
+	/* Open what is there, whatever the configuration says now: grants made under an older
+	 * configuration must go too. Nothing pinned: node mode never ran here. */
+	r = jobcg_devpolicy_open_pinned(ctx->conf, jobcg_ctx_root(ctx), &p);
+	if (r == -ENOENT) {
+		_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
+
+		/* Linear mode: programs go with their cgroups, but detach them cleanly if we can.
+		 */
+		if (ctx->conf->cgroup.device_program != JOBCG_DEVPROG_LINEAR ||
+		    node_open(ctx, &n) < 0 || !constrained(ctx, n) || policy_open(ctx, n, &p) < 0)
+			return;
+	} else if (r < 0) {
+		log_warning("job %u: cannot open the device policy: %s", job_id,
+			    jobcg_last_error()->message);
+		return;
+	}
+	revoke_tree(p, job_dir, 0);
+}
+
+const struct job_hook gres_job_hook = {
+    .name = "gres",
+    .attach = gres_attach,
+    .detach = gres_detach,
+};
+
+static int read_set(const struct jobcg_gres_node *n, const char *dir, struct jobcg_gres_set *ret)
+{
+	_cleanup_close_ int fd = -1;
+	int r = open_dir(dir, &fd);
+
+	if (r < 0)
+		return r;
+	r = jobcg_gres_xattr_read(n, fd, NULL, ret);
+	if (r == -ENODATA) {
+		*ret = (struct jobcg_gres_set){};
+		return 0;
+	}
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_gres_get(struct jobcg_ctx *ctx, uint32_t job, const char *step, char **ret)
+{
+	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
+	_cleanup_free_ char *dir = step ? tree_step_dir(ctx, job, step) : tree_job_dir(ctx, job);
+	struct jobcg_gres_set s;
+	int r;
+
+	if (!dir)
+		return -ENOMEM;
+	r = node_open(ctx, &n);
+	if (r < 0)
+		return r;
+	r = read_set(n, dir, &s);
+	if (r < 0)
+		return r;
+	return jobcg_gres_set_format(n, &s, ret);
+}
+
+JOBCG_EXPORT void jobcg_step_gres_free(struct jobcg_step_gres *g)
+{
+	if (!g)
+		return;
+	for (unsigned i = 0; g->task_env && i < g->ntasks; i++)
+		strv_free(g->task_env[i]);
+	free(g->task_env);
+	free(g->devices);
+	free(g);
+}
+
+/* Devices held by the other steps of a job that asked for theirs. */
+static int other_steps_used(const struct jobcg_gres_node *n, const char *job_dir, const char *step,
+			    struct jobcg_gres_set *ret)
+{
+	_cleanup_free_ char *own = strdup_printf("step_%s", step);
+	struct jobcg_gres_set used = {};
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (!own)
+		return -ENOMEM;
+	d = opendir(job_dir);
+	if (!d)
+		return error_set(negative_errno(), "cannot open %s: %s", job_dir, strerror(errno));
+	while ((de = readdir(d))) {
+		_cleanup_close_ int fd = -1;
+		struct jobcg_gres_set s;
+		char flag;
+
+		if (de->d_type != DT_DIR || !startswith(de->d_name, "step_") ||
+		    streq(de->d_name, own))
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* removed meanwhile */
+		if (fgetxattr(fd, GRES_SHARED_XATTR, &flag, 1) == 1)
+			continue;
+		r = jobcg_gres_xattr_read(n, fd, NULL, &s);
+		if (r == -ENODATA) {
+			r = 0;
+			continue;
+		}
+		if (r < 0)
+			break;
+		for (size_t i = 0; i < ELEMENTSOF(s.w); i++)
+			used.w[i] |= s.w[i];
+	}
+	closedir(d);
+	if (r < 0)
+		return r;
+	*ret = used;
+	return 0;
+}
+
+static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *step,
+			     const char *gres, const char *gpu_bind, unsigned ntasks,
+			     struct jobcg_step_gres **ret)
+{
+	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
+	_cleanup_(policy_freep) struct jobcg_devpolicy *p = NULL;
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job), *sdir = tree_step_dir(ctx, job, step);
+	_cleanup_free_ struct jobcg_gres_set *tasks = NULL;
+	_cleanup_close_ int sfd = -1;
+	struct jobcg_gpu_bind bind = {};
+	struct jobcg_gres_set jset, sset, others, avail;
+	struct jobcg_step_gres *g = NULL;
+	bool constrain, bound;
+	int r;
+
+	if (!jdir || !sdir)
+		return -ENOMEM;
+	if (ntasks == 0)
+		return error_set(-EINVAL, "a step needs at least one task");
+	r = node_open(ctx, &n);
+	if (r < 0)
+		return r;
+	if (jobcg_gres_node_count(n) == 0 && !(gres && *gres)) {
+		/* No devices on this node: nothing to store, grant or set (xattrs not needed). */
+		r = jobcg_gpu_bind_parse(gpu_bind, &bind);
+		jobcg_gpu_bind_done(&bind);
+		if (r < 0)
+			return r;
+		g = calloc(1, sizeof(*g));
+		if (!g || !(g->task_env = calloc(ntasks, sizeof(char **))) ||
+		    !(g->devices = strdup(""))) {
+			jobcg_step_gres_free(g);
+			return -ENOMEM;
+		}
+		g->ntasks = ntasks;
+		for (unsigned t = 0; t < ntasks; t++)
+			if (!(g->task_env[t] = calloc(1, sizeof(char *)))) {
+				jobcg_step_gres_free(g);
+				return -ENOMEM;
+			}
+		*ret = g;
+		return 0;
+	}
+	r = read_set(n, jdir, &jset);
+	if (r < 0)
+		return r;
+	if (gres && *gres) {
+		_cleanup_(request_freep) struct jobcg_gres_request *req = NULL;
+
+		r = jobcg_gres_request_parse(gres, &req);
+		if (r < 0) {
+			jobcg_error_prefix("--gres");
+			return r;
+		}
+		r = other_steps_used(n, jdir, step, &others);
+		if (r < 0)
+			return r;
+		avail = jset;
+		for (size_t i = 0; i < ELEMENTSOF(avail.w); i++)
+			avail.w[i] &= ~others.w[i];
+		r = jobcg_gres_select_step(n, req, &jset, &avail, NULL, 0, &sset);
+		if (r < 0)
+			return r;
+	} else {
+		sset = jset;
+	}
+	r = jobcg_gpu_bind_parse(gpu_bind, &bind);
+	if (r < 0)
+		return r;
+	bound = bind.mode != JOBCG_GPU_BIND_NONE;
+	tasks = calloc(ntasks, sizeof(*tasks));
+	if (!tasks) {
+		jobcg_gpu_bind_done(&bind);
+		return -ENOMEM;
+	}
+	for (unsigned t = 0; t < ntasks && r >= 0; t++)
+		r = jobcg_gpu_bind_task(n, &bind, &sset, t, ntasks, &tasks[t]);
+	jobcg_gpu_bind_done(&bind);
+	if (r < 0)
+		return r;
+
+	if ((r = open_dir(sdir, &sfd)) < 0)
+		return r;
+	r = jobcg_gres_xattr_write(n, sfd, NULL, &sset);
+	if (r < 0)
+		return r;
+	if (!(gres && *gres) && fsetxattr(sfd, GRES_SHARED_XATTR, "1", 1, 0) < 0)
+		return error_set(negative_errno(), "cannot set %s on %s: %s", GRES_SHARED_XATTR,
+				 sdir, strerror(errno));
+
+	constrain = constrained(ctx, n);
+	if (constrain) {
+		r = policy_open(ctx, n, &p);
+		if (r >= 0)
+			r = grant(p, n, sdir, &sset);
+		for (unsigned t = 0; t < ntasks && r >= 0 && bound; t++) {
+			_cleanup_free_ char *tdir = tree_task_dir(ctx, job, step, (int)t);
+
+			if (!tdir) {
+				r = -ENOMEM;
+				break;
+			}
+			/* Made here so that it is constrained before its task is born in it. */
+			if (mkdir(tdir, 0755) < 0 && errno != EEXIST) {
+				r = error_set(negative_errno(), "cannot create %s: %s", tdir,
+					      strerror(errno));
+				break;
+			}
+			r = grant(p, n, tdir, &tasks[t]);
+		}
+		if (r < 0) {
+			if (p)
+				revoke_tree(p, sdir, 1);
+			return r;
+		}
+	}
+
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->ntasks = ntasks;
+	g->task_env = calloc(ntasks, sizeof(char **));
+	r = g->task_env ? jobcg_gres_set_format(n, &sset, &g->devices) : -ENOMEM;
+	for (unsigned t = 0; t < ntasks && r >= 0; t++) {
+		struct jobcg_gres_env_in in = {
+		    .job = &jset,
+		    .step = &sset,
+		    .task = &tasks[t],
+		    .constrained = constrain,
+		    .visible = constrain && bound ? &tasks[t] : &sset,
+		};
+
+		r = jobcg_gres_env(n, &in, &g->task_env[t]);
+	}
+	if (r < 0) {
+		jobcg_step_gres_free(g);
+		if (p)
+			revoke_tree(p, sdir, 1);
+		return r;
+	}
+	*ret = g;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_step_gres_setup(struct jobcg_ctx *ctx, uint32_t job, const char *step,
+				       const char *gres, const char *gpu_bind, unsigned ntasks,
+				       struct jobcg_step_gres **ret)
+{
+	int r = jobcg_ctx_lock(ctx);
+
+	if (r < 0)
+		return r;
+	r = step_setup_locked(ctx, job, step, gres, gpu_bind, ntasks, ret);
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_step_gres_release(struct jobcg_ctx *ctx, uint32_t job, const char *step)
+{
+	_cleanup_(policy_freep) struct jobcg_devpolicy *p = NULL;
+	_cleanup_free_ char *sdir = tree_step_dir(ctx, job, step);
+	int r;
+
+	if (!sdir)
+		return -ENOMEM;
+	r = jobcg_devpolicy_open_pinned(ctx->conf, jobcg_ctx_root(ctx), &p);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	revoke_tree(p, sdir, 1);
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_devices_gc(struct jobcg_ctx *ctx, unsigned *ret_removed)
+{
+	_cleanup_(policy_freep) struct jobcg_devpolicy *p = NULL;
+	struct jobcg_devgrant *grants = NULL;
+	size_t ng = 0;
+	unsigned removed = 0;
+	int r;
+
+	r = jobcg_ctx_lock(ctx);
+	if (r < 0)
+		return r;
+	r = jobcg_devpolicy_open_pinned(ctx->conf, jobcg_ctx_root(ctx), &p);
+	if (r == -ENOENT) {
+		r = 0;
+		goto out;
+	}
+	if (r < 0)
+		goto out;
+	r = jobcg_devpolicy_list(p, &grants, &ng);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < ng; i++) {
+		/* The path is resolved from the cgroup id: none means the cgroup is gone. */
+		if (grants[i].path)
+			continue;
+		r = jobcg_devpolicy_revoke_id(p, grants[i].cgroup_id);
+		if (r < 0)
+			break;
+		removed++;
+	}
+	jobcg_devgrants_free(grants, ng);
+out:
+	jobcg_ctx_unlock(ctx);
+	if (r >= 0 && ret_removed)
+		*ret_removed = removed;
+	return r < 0 ? r : 0;
+}
