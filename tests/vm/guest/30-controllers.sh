@@ -77,9 +77,21 @@ else
 	not_ok "a swap file for the memory.high and swap tests"
 fi
 rm -f /swapfile
-if has_opt run --cpu-weight; then
-	not_ok "cpu weight option present but untested"
-else
-	skip "cpu.weight is enforced" "jobcg sets no cpu.weight (Slurm's cgroup/v2 sets none either)"
-fi
+# --- cpu.weight: two jobs spinning on the same CPU share it by their weights ---
+# Prints job 1's CPU time as a percentage of job 2's.
+share() {
+	jobcg run --cpus 0 $1 --acct --json -- timeout 6 sh -c 'while :; do :; done' 2> "$VMT_TMP/w1" &
+	a=$!
+	jobcg run --cpus 0 $2 --acct --json -- timeout 6 sh -c 'while :; do :; done' 2> "$VMT_TMP/w2" &
+	b=$!
+	wait $a $b
+	u1=$(grep -o '"cpu_usage_usec": *[0-9]*' "$VMT_TMP/w1" | grep -o '[0-9]*$')
+	u2=$(grep -o '"cpu_usage_usec": *[0-9]*' "$VMT_TMP/w2" | grep -o '[0-9]*$')
+	echo $(( ${u1:-0} * 100 / (${u2:-0} + 1) ))
+}
+even=$(share "" "")
+weighted=$(share "--cpu-weight 900" "--cpu-weight 100")
+diag "CPU time of job 1 as % of job 2: equal weights $even, weights 900:100 $weighted"
+check "equal weights share the CPU about evenly ($even%)" test "$even" -gt 50 -a "$even" -lt 200
+check "weights 900:100 give the first job over 2.5 times the CPU ($weighted%)" test "$weighted" -gt 250
 done_testing
