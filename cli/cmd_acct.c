@@ -36,10 +36,16 @@ static void fmt_bytes(uint64_t b, char *buf, size_t size)
 		snprintf(buf, size, "%.1f%c", v, units[u]);
 }
 
+/* An unavailable reading is null in JSON, never 0. */
+static struct json_object *u64_or_null(uint64_t v, const struct jobcg_acct_record *r, unsigned bit)
+{
+	return (r->unavailable & bit) ? NULL : json_object_new_uint64(v);
+}
+
 static int print_one(const struct jobcg_acct_record *r, void *u)
 {
 	struct acct_out *o = u;
-	char elapsed[32], cpu[32], mem[32], exit_s[32], id[256];
+	char elapsed[32], cpu[32], mem[32], oom[32], exit_s[32], id[256];
 
 	if (o->json) {
 		struct json_object *j = json_object_new_object();
@@ -57,11 +63,15 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 		json_object_object_add(j, "exit_signal", json_object_new_int(r->exit_signal));
 		json_object_object_add(j, "state",
 				       json_object_new_string(jobcg_acct_state_name(r->state)));
-		json_object_object_add(j, "cpu_usec", json_object_new_uint64(r->cpu_usec));
-		json_object_object_add(j, "user_usec", json_object_new_uint64(r->user_usec));
-		json_object_object_add(j, "system_usec", json_object_new_uint64(r->system_usec));
-		json_object_object_add(j, "mem_peak", json_object_new_uint64(r->mem_peak));
-		json_object_object_add(j, "oom_kills", json_object_new_uint64(r->oom_kills));
+		json_object_object_add(j, "cpu_usec", u64_or_null(r->cpu_usec, r, JOBCG_ACCTREC_NO_CPU));
+		json_object_object_add(j, "user_usec",
+				       u64_or_null(r->user_usec, r, JOBCG_ACCTREC_NO_CPU));
+		json_object_object_add(j, "system_usec",
+				       u64_or_null(r->system_usec, r, JOBCG_ACCTREC_NO_CPU));
+		json_object_object_add(j, "mem_peak",
+				       u64_or_null(r->mem_peak, r, JOBCG_ACCTREC_NO_MEM_PEAK));
+		json_object_object_add(j, "oom_kills",
+				       u64_or_null(r->oom_kills, r, JOBCG_ACCTREC_NO_OOM));
 		json_object_object_add(j, "ntasks", json_object_new_int64(r->ntasks));
 		json_object_object_add(j, "gres", r->gres ? json_object_new_string(r->gres) : NULL);
 		json_object_array_add(o->arr, j);
@@ -71,16 +81,26 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 		 r->step_id ? r->step_id : "");
 	fmt_duration(r->end_usec > r->start_usec ? r->end_usec - r->start_usec : 0, elapsed,
 		     sizeof(elapsed));
-	fmt_duration(r->cpu_usec, cpu, sizeof(cpu));
-	fmt_bytes(r->mem_peak, mem, sizeof(mem));
+	if (r->unavailable & JOBCG_ACCTREC_NO_CPU)
+		snprintf(cpu, sizeof(cpu), "-");
+	else
+		fmt_duration(r->cpu_usec, cpu, sizeof(cpu));
+	if (r->unavailable & JOBCG_ACCTREC_NO_MEM_PEAK)
+		snprintf(mem, sizeof(mem), "-");
+	else
+		fmt_bytes(r->mem_peak, mem, sizeof(mem));
+	if (r->unavailable & JOBCG_ACCTREC_NO_OOM)
+		snprintf(oom, sizeof(oom), "-");
+	else
+		snprintf(oom, sizeof(oom), "%llu", (unsigned long long)r->oom_kills);
 	if (r->exit_signal)
 		snprintf(exit_s, sizeof(exit_s), "0:%d", r->exit_signal);
 	else if (r->exit_code < 0)
 		snprintf(exit_s, sizeof(exit_s), "-");
 	else
 		snprintf(exit_s, sizeof(exit_s), "%d:0", r->exit_code);
-	printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4llu %s\n", id, jobcg_acct_state_name(r->state),
-	       exit_s, elapsed, cpu, mem, (unsigned long long)r->oom_kills,
+	printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %s\n", id, jobcg_acct_state_name(r->state),
+	       exit_s, elapsed, cpu, mem, oom,
 	       r->gres ? r->gres : "-");
 	return 0;
 }

@@ -129,8 +129,15 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 		if (i->have_owner)
 			snprintf(owner, sizeof(owner), "%u:%u", (unsigned)i->uid, (unsigned)i->gid);
 		for (char **s = i->steps; *s; s++) {
+			char *sg = NULL;
+
 			strncat(steps, s == i->steps ? "" : ",", sizeof(steps) - strlen(steps) - 1);
 			strncat(steps, *s, sizeof(steps) - strlen(steps) - 1);
+			/* A step's own GPUs, as "0[gpu:1]". */
+			if (jobcg_gres_get(ctx, i->id, *s, &sg) == 0 && *sg)
+				snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps), "[%s]",
+					 sg);
+			free(sg);
 		}
 		snprintf(limits, sizeof(limits), "%s%s%s%s", i->cpus ? "cpus=" : "",
 			 i->cpus ? i->cpus : "", i->mem_bytes ? " mem=" : "",

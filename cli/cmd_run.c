@@ -7,6 +7,16 @@
 #include "jobcg/jobgres.h"
 #include "jobcg/oom.h"
 
+/* Is the job being released ('jobcg release' marks it before ending its processes)? */
+static bool job_released(struct jobcg_ctx *ctx, uint32_t job)
+{
+	char *v = NULL;
+	bool r = jobcg_job_xattr_get(ctx, job, "removing", &v) == 0;
+
+	free(v);
+	return r;
+}
+
 static void usage(void)
 {
 	printf(
@@ -135,6 +145,9 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 		else if (r < 0) {
 			cli_print_error(NULL);
 			goto out;
+		} else if (job_released(ctx, job)) {
+			fprintf(stderr, "jobcg: job %u is being released: no new steps\n", job);
+			goto out;
 		} else if (cl.l.cpus || cl.l.mem_bytes || cl.l.pids_max || cl.l.cpu_weight) {
 			fprintf(stderr,
 				"jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
@@ -205,7 +218,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 		if (acct_ok && jobcg_acct_log_step(ctx, job, step,
 					(uint64_t)start.tv_sec * 1000000u +
 					    (uint64_t)start.tv_nsec / 1000u,
-					&res, &acct, res.lost_signal != 0) < 0)
+					&res, &acct, res.lost_signal != 0 || job_released(ctx, job)) < 0)
 			cli_print_error("accounting log");
 	}
 	if (jobcg_step_gres_release(ctx, job, step) < 0)

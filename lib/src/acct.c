@@ -218,6 +218,12 @@ int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 	}
 	if ((gres || cgfs_xattr_get(jdir, "trusted.jobcg.gres", &gres) == 0) && *gres)
 		rec.gres = gres;
+	if (!jobcg_acct_has(a, JOBCG_ACCT_CPU_USAGE_USEC))
+		rec.unavailable |= JOBCG_ACCTREC_NO_CPU;
+	if (!jobcg_acct_has(a, JOBCG_ACCT_MEM_PEAK))
+		rec.unavailable |= JOBCG_ACCTREC_NO_MEM_PEAK;
+	if (!jobcg_acct_has(a, JOBCG_ACCT_OOM_KILL))
+		rec.unavailable |= JOBCG_ACCTREC_NO_OOM;
 	if (jobcg_acct_has(a, JOBCG_ACCT_CPU_USAGE_USEC))
 		rec.cpu_usec = a->value[JOBCG_ACCT_CPU_USAGE_USEC];
 	if (jobcg_acct_has(a, JOBCG_ACCT_CPU_USER_USEC))

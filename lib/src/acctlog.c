@@ -70,6 +70,11 @@ static void put_u64(struct json_object *o, const char *k, uint64_t v)
 	json_object_object_add(o, k, json_object_new_uint64(v));
 }
 
+static void put_u64_or_null(struct json_object *o, const char *k, uint64_t v, bool unavailable)
+{
+	json_object_object_add(o, k, unavailable ? NULL : json_object_new_uint64(v));
+}
+
 static void put_int(struct json_object *o, const char *k, int64_t v)
 {
 	json_object_object_add(o, k, json_object_new_int64(v));
@@ -137,11 +142,11 @@ JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_
 	put_int(o, "exit_code", r->exit_code);
 	put_int(o, "exit_signal", r->exit_signal);
 	json_object_object_add(o, "state", json_object_new_string(state));
-	put_u64(o, "cpu_usec", r->cpu_usec);
-	put_u64(o, "user_usec", r->user_usec);
-	put_u64(o, "system_usec", r->system_usec);
-	put_u64(o, "mem_peak", r->mem_peak);
-	put_u64(o, "oom_kills", r->oom_kills);
+	put_u64_or_null(o, "cpu_usec", r->cpu_usec, r->unavailable & JOBCG_ACCTREC_NO_CPU);
+	put_u64_or_null(o, "user_usec", r->user_usec, r->unavailable & JOBCG_ACCTREC_NO_CPU);
+	put_u64_or_null(o, "system_usec", r->system_usec, r->unavailable & JOBCG_ACCTREC_NO_CPU);
+	put_u64_or_null(o, "mem_peak", r->mem_peak, r->unavailable & JOBCG_ACCTREC_NO_MEM_PEAK);
+	put_u64_or_null(o, "oom_kills", r->oom_kills, r->unavailable & JOBCG_ACCTREC_NO_OOM);
 	put_int(o, "ntasks", r->ntasks);
 	if (r->gres)
 		json_object_object_add(o, "gres", json_object_new_string(r->gres));
@@ -189,6 +194,20 @@ static bool get_u64(struct json_object *o, const char *k, uint64_t *ret)
 	errno = 0;
 	*ret = json_object_get_uint64(v);
 	return errno == 0;
+}
+
+/* An unavailable reading is stored as null: set @bit in *unavailable and leave *ret 0. */
+static bool get_u64_or_null(struct json_object *o, const char *k, uint64_t *ret, unsigned bit,
+			    unsigned *unavailable)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(o, k, &v) && !v) {
+		*ret = 0;
+		*unavailable |= bit;
+		return true;
+	}
+	return get_u64(o, k, ret);
 }
 
 static bool get_i64(struct json_object *o, const char *k, int64_t min, int64_t max, int64_t *ret)
@@ -244,9 +263,13 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 	    !get_i64(o, "exit_code", -1, 255, &ec) || !get_i64(o, "exit_signal", 0, 128, &sig) ||
 	    !get_i64(o, "ntasks", 0, UINT32_MAX, &ntasks) ||
 	    !get_u64(o, "start_usec", &r->start_usec) || !get_u64(o, "end_usec", &r->end_usec) ||
-	    !get_u64(o, "cpu_usec", &r->cpu_usec) || !get_u64(o, "user_usec", &r->user_usec) ||
-	    !get_u64(o, "system_usec", &r->system_usec) || !get_u64(o, "mem_peak", &r->mem_peak) ||
-	    !get_u64(o, "oom_kills", &r->oom_kills))
+	    !get_u64_or_null(o, "cpu_usec", &r->cpu_usec, JOBCG_ACCTREC_NO_CPU, &r->unavailable) ||
+	    !get_u64_or_null(o, "user_usec", &r->user_usec, JOBCG_ACCTREC_NO_CPU, &r->unavailable) ||
+	    !get_u64_or_null(o, "system_usec", &r->system_usec, JOBCG_ACCTREC_NO_CPU,
+			     &r->unavailable) ||
+	    !get_u64_or_null(o, "mem_peak", &r->mem_peak, JOBCG_ACCTREC_NO_MEM_PEAK,
+			     &r->unavailable) ||
+	    !get_u64_or_null(o, "oom_kills", &r->oom_kills, JOBCG_ACCTREC_NO_OOM, &r->unavailable))
 		goto out;
 	r->uid = (uid_t)uid;
 	r->gid = (gid_t)gid;

@@ -23,6 +23,10 @@ JOBCG_EXPORT int jobcg_job_release(struct jobcg_ctx *ctx, uint32_t job, unsigned
 		return r;
 	if (info->populated) {
 		flags |= JOBCG_JOB_REMOVE_CANCELLED;
+		/* Marked first: steps ending now record CANCELLED, and a release killed during the
+		 * grace period is finished by gc. No xattrs (unprivileged): only the record. */
+		if (jobcg_job_xattr_set(ctx, job, "removing", "1") < 0)
+			log_debug("job %u: cannot mark it as being removed", job);
 		/* A frozen job cannot act on SIGTERM: removal kills it straight away. */
 		if (!info->frozen && grace_ms > 0 && jobcg_signal(ctx, &t, SIGTERM) >= 0 &&
 		    cgfs_wait_events(dir, "populated", 0, grace_ms) == 0)

@@ -245,6 +245,46 @@ static void test_bind(void)
 	r = CLI(out, "run", "--job", "3", "--gres", "gpu:1", "--", self_exe, "probe");
 	ok(r == 0 && strstr(out, "T0 STEP_GPUS=0 CUDA=0\n"), "a one-GPU step of job 3");
 
+	/* Two steps asking one GPU each get different ones; a third finds none free. */
+	{
+		pid_t bg[2];
+		char s0[4096], s1[4096], g0[64] = "", g1s[64] = "";
+		int waited = 0;
+
+		for (int k = 0; k < 2; k++) {
+			bg[k] = fork();
+			if (bg[k] == 0) {
+				char sid[8];
+				int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+				snprintf(sid, sizeof(sid), "%d", 10 + k);
+				dup2(fd, 1);
+				dup2(fd, 2);
+				execl(jobcg, jobcg, "run", "--job", "3", "--step", sid, "--gres",
+				      "gpu:1", "--", "sleep", "30", (char *)NULL);
+				_exit(127);
+			}
+		}
+		snprintf(s0, sizeof(s0), "%s/job_3/step_10/user/task_0", tree);
+		snprintf(s1, sizeof(s1), "%s/job_3/step_11/user/task_0", tree);
+		while ((access(s0, F_OK) < 0 || access(s1, F_OK) < 0) && waited++ < 500)
+			usleep(10000);
+		snprintf(s0, sizeof(s0), "%s/job_3/step_10", tree);
+		snprintf(s1, sizeof(s1), "%s/job_3/step_11", tree);
+		job_gres(s0, g0, sizeof(g0));
+		job_gres(s1, g1s, sizeof(g1s));
+		ok(*g0 && *g1s && strcmp(g0, g1s) != 0,
+		   "two concurrent steps got different GPUs (%s, %s)", g0, g1s);
+		r = CLI(out, "run", "--job", "3", "--gres", "gpu:1", "--", "true");
+		ok(r != 0 && strstr(out, "only 0 free"), "a third step asking one finds none free");
+		r = CLI(out, "run", "--job", "3", "--", "true");
+		ok(r == 0, "a step not asking shares the job's GPUs and runs");
+		for (int k = 0; k < 2; k++) {
+			kill(bg[k], SIGTERM); /* forwarded to its step, which ends */
+			waitpid(bg[k], NULL, 0);
+		}
+	}
+
 	/* No --job: an ephemeral job gets the GPU, its step uses it, both go afterwards. */
 	r = CLI(out, "run", "--gres", "gpu:1", "--", self_exe, "probe", d2);
 	snprintf(want, sizeof(want), "T0 %s ENXIO", d2);
@@ -266,7 +306,34 @@ static void test_bind(void)
 	r = CLI(out, "alloc", "7", "--gres", "gpu:a:x");
 	ok(r != 0 && strstr(out, "not a number"), "bad request refused");
 	check_consistent("after failed allocations");
-	ok(CLI(out, "release", "3") == 0, "release job 3");
+
+	/* Released while a step runs: the step and the job are both CANCELLED. */
+	{
+		pid_t bg = fork();
+		char tdir[4096];
+		int waited = 0, cancelled = 0;
+
+		if (bg == 0) {
+			int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execl(jobcg, jobcg, "run", "--job", "3", "--step", "20", "--", "sleep",
+			      "30", (char *)NULL);
+			_exit(127);
+		}
+		snprintf(tdir, sizeof(tdir), "%s/job_3/step_20/user/task_0", tree);
+		while (access(tdir, F_OK) < 0 && waited++ < 500)
+			usleep(10000);
+		ok(CLI(out, "release", "3", "--grace", "2000") == 0,
+		   "release job 3 while a step runs");
+		waitpid(bg, NULL, 0);
+		CLI(out, "acct", "--job", "3", "--json");
+		for (char *p = out; (p = strstr(p, "\"state\":\"CANCELLED\"")); p++)
+			cancelled++;
+		/* steps 10 and 11 (their runners got SIGTERM), step 20 and the job (release) */
+		is_int(cancelled, 4, "  the running step and the job are recorded CANCELLED");
+	}
 }
 
 static void test_race(void)

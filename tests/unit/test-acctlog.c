@@ -145,6 +145,29 @@ static void test_log(void)
 	is_str(s.steps, "42.0 42.1 7.job 8.0", "the new record survived, torn one skipped");
 	is_int(warnings, 1, "the torn line is now a bad line");
 	ok(s.last.mem_peak == UINT64_MAX, "full 64-bit values round trip");
+	ok(s.last.unavailable == 0, "readings present: none marked unavailable");
+
+	/* Readings whose cgroup file is missing are null in the log, never 0. */
+	r.job_id = (char *)"9";
+	r.unavailable = JOBCG_ACCTREC_NO_MEM_PEAK | JOBCG_ACCTREC_NO_OOM;
+	r.mem_peak = 0;
+	r.cpu_usec = 1234;
+	is_int(jobcg_acctlog_append(path, &r), 0, "append a record with unavailable readings");
+	s.n = 0;
+	s.steps[0] = 0;
+	is_int(jobcg_acctlog_read(path, "9", collect, &s), 0, "read it back");
+	is_int(s.last.unavailable, JOBCG_ACCTREC_NO_MEM_PEAK | JOBCG_ACCTREC_NO_OOM,
+	       "unavailable memory peak and OOM count survive the round trip");
+	is_int(s.last.cpu_usec, 1234, "the available CPU time is kept");
+	{
+		char *text = NULL;
+		size_t len;
+
+		ok(read_full_file_at(AT_FDCWD, path, 1 << 20, &text, &len) == 0 &&
+			   strstr(text, "\"mem_peak\":null") && strstr(text, "\"oom_kills\":null"),
+		   "the log line says null, not 0");
+		free(text);
+	}
 
 	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	{
@@ -157,7 +180,7 @@ static void test_log(void)
 	warnings = 0;
 	s.n = 0;
 	is_int(jobcg_acctlog_read(path, NULL, collect, &s), 0, "garbage never fails the read");
-	is_int(s.n, 4, "still the four good records");
+	is_int(s.n, 5, "still the five good records");
 	is_int(warnings, 3, "warned about torn line, array, bad state (blank line ignored)");
 	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
 	jobcg_acct_record_done(&s.last);

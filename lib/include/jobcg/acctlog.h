@@ -28,6 +28,14 @@ enum jobcg_acct_kind {
 	JOBCG_ACCT_JOB = 1,
 };
 
+/* Bits of jobcg_acct_record.unavailable: readings whose cgroup file did not exist (controller
+ * missing). They are written as JSON null and shown as "-": never as 0. */
+enum {
+	JOBCG_ACCTREC_NO_CPU = 1u << 0,      /* cpu_usec, user_usec, system_usec */
+	JOBCG_ACCTREC_NO_MEM_PEAK = 1u << 1, /* mem_peak */
+	JOBCG_ACCTREC_NO_OOM = 1u << 2,      /* oom_kills */
+};
+
 struct jobcg_acct_record {
 	enum jobcg_acct_kind kind;
 	char *job_id;
@@ -41,11 +49,12 @@ struct jobcg_acct_record {
 	uint64_t cpu_usec; /* cpu.stat usage_usec */
 	uint64_t user_usec;
 	uint64_t system_usec;
-	uint64_t mem_peak;  /* memory.peak in bytes; 0 = not available */
+	uint64_t mem_peak;  /* memory.peak in bytes */
 	uint64_t oom_kills; /* memory.events oom_kill (the job's counts all its steps) */
 	enum jobcg_acct_state state;
 	char *gres; /* "gpu:0,2" or NULL */
 	unsigned ntasks;
+	unsigned unavailable; /* JOBCG_ACCTREC_NO_* */
 };
 
 /** "COMPLETED", "FAILED", ... or NULL for an unknown value. */
