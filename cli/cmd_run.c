@@ -136,10 +136,11 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	if (r)
 		return r;
 	if (job != JOBCG_JOB_ID_AUTO) {
-		struct jobcg_job_info *info = NULL;
+		struct jobcg_target jt = {.job = job, .task = JOBCG_TASK_ALL};
 
-		r = jobcg_job_info_get(ctx, job, &info);
-		jobcg_job_info_free(info);
+		/* Only whether the job exists: one read of its cgroup.events, not its record
+		 * (a directory listing and nine xattrs) on every step. */
+		r = jobcg_target_events(ctx, &jt, NULL, NULL);
 		if (r == -ENOENT)
 			ephemeral = true;
 		else if (r < 0) {
