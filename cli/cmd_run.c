@@ -32,7 +32,7 @@ static void usage(void)
 	    "  --job ID        run in job ID (made by 'jobcg alloc', or ephemeral if absent)\n"
 	    "  --step ID       step id: a number, batch, extern or interactive (default: next "
 	    "number)\n"
-	    "  --ntasks N      start N copies as tasks 0..N-1 (default 1)\n"
+	    "  -n, --ntasks N  start N copies as tasks 0..N-1 (default 1)\n"
 	    "  --acct          print the step's accounting to stderr when it ends\n"
 	    "  --json          accounting as JSON\n"
 	    "  --cpus LIST     cpuset.cpus of the ephemeral job\n"
