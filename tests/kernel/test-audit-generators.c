@@ -454,6 +454,32 @@ static void check_program(const char *top, const char *label, const struct gen *
 		ok(bad == 0, "%s: raw decode agrees with the kernel", label);
 	}
 	jobcg_decoded_free(d);
+
+	/* The CLI on the same inputs: devices on the live cgroup, decode of the raw file and of
+	 * the bpftool text pasted on stdin, text and --json. */
+	const char *b = getenv("JOBCG_BUILD_ROOT");
+	static const char *const forms[][2] = {{"devices ", ""},
+					       {"devices ", " --json"},
+					       {"decode ", ""},
+					       {"decode --json ", ""},
+					       {"decode - < ", ".txt"}};
+	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u > %s.txt", info.id, raw);
+	r = system(cmd);
+	for (size_t k = 0; k < sizeof(forms) / sizeof(forms[0]); k++) {
+		char args[PATH_MAX + 64];
+		snprintf(args, sizeof(args), "%s%s%s", forms[k][0], k < 2 ? cg : raw, forms[k][1]);
+		snprintf(cmd, sizeof(cmd), "%s/cli/jobcg %s", b ? b : ".", args);
+		text = capture(cmd, &len);
+		if (ok(text && len > 0, "%s: jobcg %s exits 0", label, args) && k == 0 &&
+		    getenv("AUDIT_SHOW"))
+			tap_diag("%s", text);
+	}
+	if (getenv("AUDIT_SAVE")) { /* keep the dumps for checks by hand */
+		snprintf(cmd, sizeof(cmd), "cp %s %s.txt %s/", raw, raw, getenv("AUDIT_SAVE"));
+		r = system(cmd);
+	}
+	snprintf(cmd, sizeof(cmd), "%s.txt", raw);
+	unlink(cmd);
 	unlink(raw);
 
 	bpf_prog_detach2(fd, cgfd, BPF_CGROUP_DEVICE);
