@@ -4,6 +4,7 @@
  * request by request with what the kernel lets a process in the cgroup do (open r/w/rw, mknod). */
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/bpf.h>
@@ -488,6 +489,108 @@ static void check_program(const char *top, const char *label, const struct gen *
 	rmdir(cg);
 }
 
+static int load_attach(const struct gen *g, const char *name, const char *cg, int *ret_cgfd)
+{
+	int fd = bpf_prog_load(BPF_PROG_TYPE_CGROUP_DEVICE, name, "GPL", g->v, (size_t)g->n, NULL);
+	int cgfd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || cgfd < 0 || bpf_prog_attach(fd, cgfd, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI)) {
+		tap_diag("load/attach %s on %s: %m", name, cg);
+		if (fd >= 0)
+			close(fd);
+		if (cgfd >= 0)
+			close(cgfd);
+		return -1;
+	}
+	*ret_cgfd = cgfd;
+	return fd;
+}
+
+/* Two generators stacked (LXC allow-list on the parent, Slurm on the child, both
+ * ALLOW_MULTI): the kernel runs both; jobcg must intersect them. Then who-has over the test
+ * subtree must name the child for a device both allow to a process in it. */
+static void check_stacked(const char *top, struct gen *g)
+{
+	char parent[PATH_MAX], child[PATH_MAX];
+	int pcg = -1, ccg = -1, kb[NDEVS];
+
+	snprintf(parent, sizeof(parent), "%s/stack", top);
+	snprintf(child, sizeof(child), "%s/stack/job_77", top);
+	if (!ok(mkdir(parent, 0755) == 0 && mkdir(child, 0755) == 0, "stacked: cgroups created"))
+		return;
+	static const struct rule parent_rules[] = {
+		{'c', 1, 3, ACC_RWM, 1}, {'c', 195, ANY, ACC_R | ACC_W, 1}, {'c', ANY, ANY, ACC_M, 1}};
+	memset(g, 0, sizeof(*g));
+	gen_lxc(g, parent_rules, 3, 0);
+	int pfd = load_attach(g, "lxc_parent", parent, &pcg);
+	memset(g, 0, sizeof(*g));
+	gen_slurm(g, slurm_rules, 4, 1);
+	int cfd = load_attach(g, "slurm_child", child, &ccg);
+	if (!ok(pfd >= 0 && cfd >= 0, "stacked: both programs attached"))
+		goto out;
+	unsigned allowed = 0, denied = 0;
+	for (size_t di = 0; di < NDEVS; di++) {
+		kb[di] = kernel_bits(child, di);
+		for (size_t q = 0; q < 4 && kb[di] >= 0 && !(kb[di] & 0x80); q++)
+			(kb[di] & (1 << q)) ? allowed++ : denied++;
+	}
+	ok(allowed > 0 && denied > 0, "stacked: kernel allowed %u, denied %u", allowed, denied);
+	struct jobcg_cginspect *in = NULL;
+	int r = jobcg_cgroup_inspect(child, NULL, &in);
+	if (ok(r == 0 && in->n_progs == 2 && !in->any_opaque, "stacked: two effective programs")) {
+		unsigned bad = compare("stacked", "live", kb, allows_inspect, in);
+		bad_total += (int)bad;
+		ok(bad == 0, "stacked: combined decode agrees with the kernel");
+	}
+	jobcg_cginspect_free(in);
+
+	/* A process in the child so who-has has a pid to show. */
+	pid_t pid = fork();
+	if (pid == 0) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/cgroup.procs", child);
+		FILE *f = fopen(p, "we");
+		if (f) {
+			fprintf(f, "%d", (int)getpid());
+			fclose(f);
+		}
+		pause();
+		_exit(0);
+	}
+	usleep(200000);
+	char cmd[PATH_MAX * 3], out[8192];
+	const char *b = getenv("JOBCG_BUILD_ROOT");
+	size_t len = 0;
+	snprintf(cmd, sizeof(cmd), "%s/cli/jobcg who-has %s --root %s", b ? b : ".",
+		 nodes[20] /* c 195:1 */, top);
+	char *t = capture(cmd, &len);
+	snprintf(out, sizeof(out), "%s", t ? t : "");
+	tap_diag("%s", out);
+	char pidstr[32];
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	ok(t && strstr(out, "job_77") && strstr(out, pidstr), "who-has c 195:1 names job_77 and pid %d",
+	   (int)pid);
+	snprintf(cmd, sizeof(cmd), "%s/cli/jobcg who-has %s --root %s", b ? b : ".",
+		 nodes[19] /* c 195:0 */, top);
+	t = capture(cmd, &len);
+	ok(t && !strstr(t, "job_77"), "who-has c 195:0 does not name job_77");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+out:
+	if (pfd >= 0) {
+		bpf_prog_detach2(pfd, pcg, BPF_CGROUP_DEVICE);
+		close(pfd);
+		close(pcg);
+	}
+	if (cfd >= 0) {
+		bpf_prog_detach2(cfd, ccg, BPF_CGROUP_DEVICE);
+		close(cfd);
+		close(ccg);
+	}
+	rmdir(child);
+	rmdir(parent);
+}
+
 int main(void)
 {
 	const char *top = ktest_setup("audit-gen");
@@ -522,6 +625,7 @@ int main(void)
 	RUN("lxc_allow", gen_lxc(g, lxc_allow, N(lxc_allow), 0));
 	RUN("slurm", gen_slurm(g, slurm_rules, N(slurm_rules), 1));
 	RUN("ranges", gen_ranges(g));
+	check_stacked(top, g);
 	ok(bad_total == 0, "no disagreement with the kernel in any generator (%d)", bad_total);
 	free(g);
 	return tap_done();
