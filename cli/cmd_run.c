@@ -21,7 +21,8 @@ static void usage(void)
 {
 	printf(
 	    "Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
-	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--best-effort] [--no-clone3]\n"
+	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--cpu-weight W] [--best-effort]\n"
+	    "                 [--no-clone3]\n"
 	    "                 [--gres gpu[:TYPE]:N] [--gpu-bind none|single:N|per_task:N|map_gpu:L]\n"
 	    "                 -- CMD [ARGS...]\n\n"
 	    "Run CMD as the tasks of a new step. Without --job (or when that job does not\n"
@@ -31,12 +32,14 @@ static void usage(void)
 	    "  --job ID        run in job ID (made by 'jobcg alloc', or ephemeral if absent)\n"
 	    "  --step ID       step id: a number, batch, extern or interactive (default: next "
 	    "number)\n"
-	    "  --ntasks N      start N copies as tasks 0..N-1 (default 1)\n"
+	    "  -n, --ntasks N  start N copies as tasks 0..N-1 (default 1)\n"
 	    "  --acct          print the step's accounting to stderr when it ends\n"
 	    "  --json          accounting as JSON\n"
 	    "  --cpus LIST     cpuset.cpus of the ephemeral job\n"
 	    "  --mem SIZE      memory.max of the ephemeral job (K, M, G, T suffixes)\n"
 	    "  --pids N        pids.max of the ephemeral job\n"
+	    "  --cpu-weight W  cpu.weight of the ephemeral job (1..10000, default 100): its share\n"
+	    "                  of contended CPUs against other jobs\n"
 	    "  --best-effort   run even when a limit cannot be enforced on this host\n"
 	    "  --no-clone3     start tasks with fork and migrate-before-exec\n"
 	    "  --gres REQ      the step's devices, a subset of its job's (default: all of them,\n"
@@ -56,6 +59,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	    {"mem", required_argument, NULL, 'm'},    {"pids", required_argument, NULL, 'p'},
 	    {"best-effort", no_argument, NULL, 'B'},  {"no-clone3", no_argument, NULL, 'X'},
 	    {"gres", required_argument, NULL, 'G'},   {"gpu-bind", required_argument, NULL, 'b'},
+	    {"cpu-weight", required_argument, NULL, 'W'},
 	    {"help", no_argument, NULL, 'h'},	      {},
 	};
 	struct cli_limits cl = {};
@@ -145,7 +149,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 		} else if (job_released(ctx, job)) {
 			fprintf(stderr, "jobcg: job %u is being released: no new steps\n", job);
 			goto out;
-		} else if (cl.l.cpus || cl.l.mem_bytes || cl.l.pids_max) {
+		} else if (cl.l.cpus || cl.l.mem_bytes || cl.l.pids_max || cl.l.cpu_weight) {
 			fprintf(stderr,
 				"jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
 				"--cpus/--mem/--pids only apply to a new job\n",

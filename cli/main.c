@@ -11,6 +11,12 @@ extern const struct cli_command __stop_jobcg_cmds[];
 
 static int cmd_version(int argc, char **argv, const struct cli_global *g)
 {
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		printf("Usage: jobcg version\n\nPrint jobcg's version.\n");
+		return 0;
+	}
+	if (argc > 1)
+		return cli_usage_error("version", "unexpected argument '%s'", argv[1]);
 	printf("jobcg %s\n", JOBCG_VERSION);
 	return 0;
 }

@@ -326,12 +326,19 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 		const char *nl = memchr(buf + pos, '\n', len - pos);
 		size_t end = nl ? (size_t)(nl - buf) : len;
 		const char *nul = memchr(buf + pos, '\0', end - pos);
-		size_t tend = nul ? (size_t)(nul - buf) : end;
+		size_t tend = end;
 		size_t cut = tend;
 		unsigned bs = 0;
 		bool cont = false;
 
 		line++;
+		/* Slurm's fgets() reading would silently drop the rest of the line after a NUL byte
+		 * (and with it any key there): a file with one is corrupt or binary, say where. */
+		if (nul) {
+			r = error_set_at(-EINVAL, name, line, (unsigned)(nul - (buf + pos)) + 1,
+					 "NUL byte in the line (a corrupt or binary file?)");
+			goto out;
+		}
 		/* A '#' after an even number of backslashes starts a comment. */
 		for (size_t k = pos; k < tend; k++) {
 			if (buf[k] == '#' && bs % 2 == 0) {

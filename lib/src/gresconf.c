@@ -765,27 +765,45 @@ int gres_conf_parse(struct confload *l, const char *path, const char *buf, size_
 	return conf_parse_buffer(&p, path, buf, len);
 }
 
-static int cmp_by_name_path(const void *a, const void *b)
+/* Records of one name ordered by device (major:minor once stat()ed, else path). */
+static int cmp_by_name_device(const void *a, const void *b)
 {
 	const struct jobcg_gres_record *x = *(const struct jobcg_gres_record *const *)a,
 				       *y = *(const struct jobcg_gres_record *const *)b;
+	const struct jobcg_gres_file *fx = &x->files[0], *fy = &y->files[0];
 	int r = strcmp(x->name, y->name);
 
 	if (r)
 		return r;
-	r = strcmp(x->files[0].path, y->files[0].path);
-	if (r)
+	if (fx->type && fy->type) {
+		if (fx->type != fy->type)
+			return fx->type < fy->type ? -1 : 1;
+		if (fx->major != fy->major)
+			return fx->major < fy->major ? -1 : 1;
+		if (fx->minor != fy->minor)
+			return fx->minor < fy->minor ? -1 : 1;
+	} else if ((r = strcmp(fx->path, fy->path)))
 		return r;
 	return x < y ? -1 : x > y; /* file order among equals */
 }
 
+static bool same_device(const struct jobcg_gres_file *a, const struct jobcg_gres_file *b)
+{
+	if (a->type && b->type)
+		return a->type == b->type && a->major == b->major && a->minor == b->minor;
+	return streq(a->path, b->path);
+}
+
 /*
- * Two File= records of one name on the same device file make one device count twice. Warn
- * (Slurm does not check). MultipleFiles= records legitimately share a parent GPU's file.
+ * Two File= records of one name on the same device (the same path, or once stat()ed the same
+ * major:minor through another name) would be two devices to the allocator: two jobs would each
+ * be granted the one device. Slurm does not check; refuse it, naming both lines. MultipleFiles=
+ * records legitimately share a parent GPU's file.
  */
-static int warn_duplicate_files(struct confload *l)
+static int refuse_duplicate_files(struct confload *l)
 {
 	struct jobcg_gres_conf *g = &l->c->gres;
+	struct gres_state *s = l->gres;
 	_cleanup_free_ const struct jobcg_gres_record **v = calloc(g->nrecords + 1, sizeof(*v));
 	size_t n = 0;
 
@@ -794,15 +812,27 @@ static int warn_duplicate_files(struct confload *l)
 	for (size_t i = 0; i < g->nrecords; i++)
 		if (g->records[i].nfiles == 1)
 			v[n++] = &g->records[i];
-	qsort(v, n, sizeof(*v), cmp_by_name_path);
-	for (size_t i = 1; i < n; i++)
-		if (streq(v[i]->name, v[i - 1]->name) &&
-		    streq(v[i]->files[0].path, v[i - 1]->files[0].path))
-			confload_warn(
-			    l, v[i]->origin.file, v[i]->origin.line,
-			    "%s is listed again for %s (also at %s:%u): one device counts twice",
-			    v[i]->files[0].path, v[i]->name, v[i - 1]->origin.file,
-			    v[i - 1]->origin.line);
+	qsort(v, n, sizeof(*v), cmp_by_name_device);
+	for (size_t i = 1; i < n; i++) {
+		const struct jobcg_gres_record *a = v[i - 1], *b = v[i];
+
+		if (!streq(a->name, b->name) || !same_device(&a->files[0], &b->files[0]))
+			continue;
+		/* Name the later line, pointing at the earlier one. */
+		if (a->origin.line > b->origin.line && streq(a->origin.file, b->origin.file)) {
+			const struct jobcg_gres_record *t = a;
+
+			a = b;
+			b = t;
+		}
+		const struct rec_pos *pos = s ? &s->pos[b - g->records] : NULL;
+
+		return error_set_at(-EINVAL, b->origin.file, b->origin.line, pos ? pos->col : 0,
+				    "%s is the device of %s again (%s at %s:%u): one device cannot "
+				    "be two %s",
+				    b->files[0].path, b->name, a->files[0].path, a->origin.file,
+				    a->origin.line, b->name);
+	}
 	return 0;
 }
 
@@ -811,10 +841,7 @@ int gres_conf_finish(struct confload *l)
 	struct jobcg_gres_conf *g = &l->c->gres;
 	struct gres_state *s = l->gres;
 	const char *ad = g->node_autodetect ? g->node_autodetect : g->autodetect;
-	int r = warn_duplicate_files(l);
-
-	if (r < 0)
-		return r;
+	int r;
 
 	for (size_t i = 0; i < g->nrecords; i++) {
 		struct jobcg_gres_record *rec = &g->records[i];
@@ -847,5 +874,5 @@ int gres_conf_finish(struct confload *l)
 			gf->minor = minor(st.st_rdev);
 		}
 	}
-	return 0;
+	return refuse_duplicate_files(l);
 }

@@ -182,6 +182,35 @@ int main(void)
 	free(out);
 	free(err);
 
+	/* Every command listed by `jobcg --help` has a --help of its own (man jobcg(1) says so). */
+	rc = run((const char *[]){"--help", NULL}, &out, &err);
+	is_int(rc, 0, "jobcg --help succeeds");
+	size_t ncmds = 0, nhelp = 0;
+	for (char *l = out, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+		char name[32], *o, *e, want[64];
+
+		nl = strchr(l, '\n');
+		if (sscanf(l, "  %31[a-z-] ", name) != 1)
+			continue;
+		ncmds++;
+		snprintf(want, sizeof(want), "Usage: jobcg %s", name);
+		rc = run((const char *[]){name, "--help", NULL}, &o, &e);
+		if (rc == 0 && startswith(o, want))
+			nhelp++;
+		else
+			tap_diag("  'jobcg %s --help': exit %d, output '%.40s'", name, rc, o);
+		free(o);
+		free(e);
+	}
+	ok(ncmds >= 20 && nhelp == ncmds, "each of the %zu commands answers --help with its usage",
+	   ncmds);
+	free(out);
+	free(err);
+	rc = run((const char *[]){"run", "--help", NULL}, &out, &err);
+	ok(rc == 0 && strstr(out, "-n, --ntasks N"), "run --help names -n as man jobcg(1) does");
+	free(out);
+	free(err);
+
 	char p[PATH_MAX + 16];
 	const char *names[] = {"cgroup.conf", "gres.conf", "out", "err"};
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {

@@ -58,13 +58,14 @@ static const char *first_line(const char *text)
 	return buf;
 }
 
-static void bad(bool gres, const char *text, unsigned flags, int want_r, unsigned line,
-		unsigned col, const char *needle)
+/* @len bytes of @text (which may hold NUL bytes) must fail at @line:@col with @needle. */
+static void bad_len(bool gres, const char *text, size_t len, unsigned flags, int want_r,
+		    unsigned line, unsigned col, const char *needle)
 {
 	struct jobcg_config *c = NULL;
 	const struct jobcg_error *e = jobcg_last_error();
 	const char *fname = gres ? "gres.conf" : "cgroup.conf";
-	int r = load_text(gres, text, strlen(text), "tux1", flags, &c);
+	int r = load_text(gres, text, len, "tux1", flags, &c);
 	char buf[8192];
 
 	jobcg_error_format(buf, sizeof(buf));
@@ -73,6 +74,12 @@ static void bad(bool gres, const char *text, unsigned flags, int want_r, unsigne
 		"%s: '%s' fails at %u:%u with '%s'", fname, first_line(text), line, col, needle))
 		tap_diag("  got r=%d %s", r, buf);
 	jobcg_config_free(c);
+}
+
+static void bad(bool gres, const char *text, unsigned flags, int want_r, unsigned line,
+		unsigned col, const char *needle)
+{
+	bad_len(gres, text, strlen(text), flags, want_r, line, col, needle);
 }
 
 static struct jobcg_config *good(bool gres, const char *text, size_t len, unsigned flags)
@@ -110,6 +117,12 @@ static void test_cgroup_errors(void)
 	    "next word is another key");
 	bad(false, "ConstrainCores+=yes\n", 0, -EINVAL, 1, 15, "operator '+='");
 	bad(false, "\x01x=1\n", 0, -EINVAL, 1, 1, "found byte 0x01");
+	/* A NUL byte must not silently hide the rest of its line (here a second key). */
+	static const char nul_cg[] = "ConstrainCores=yes\nConstrainRAMSpace=yes\0 ConstrainCores=no\n";
+	static const char nul_gres[] = "Name=gpu Count=1\0 Bogus=1\n";
+
+	bad_len(false, nul_cg, sizeof(nul_cg) - 1, 0, -EINVAL, 2, 22, "NUL byte");
+	bad_len(true, nul_gres, sizeof(nul_gres) - 1, 0, -EINVAL, 1, 17, "NUL byte");
 	bad(false, "=yes\n", 0, -EINVAL, 1, 1, "expected Key=Value");
 	bad(false, "DeviceProgram=tree\n", 0, -EINVAL, 1, 15, "expected node or linear");
 	bad(false, "JobcgRoot=a/../b\n", 0, -EINVAL, 1, 11, "'..'");
@@ -159,7 +172,6 @@ static void test_cgroup_errors(void)
 static void test_cgroup_good(void)
 {
 	struct jobcg_config *c;
-	static const char nul_text[] = "ConstrainCores=yes\0garbage here\nConstrainDevices=yes\n";
 
 	c = good(false, "", 0, 0);
 	if (c) {
@@ -218,13 +230,6 @@ static void test_cgroup_good(void)
 		ok(c->cgroup.constrain_cores, "a UTF-8 byte order mark is skipped");
 		jobcg_config_free(c);
 	}
-	c = good(false, nul_text, sizeof(nul_text) - 1, 0);
-	if (c) {
-		ok(c->cgroup.constrain_cores && c->cgroup.constrain_devices,
-		   "a NUL byte ends its line's text");
-		jobcg_config_free(c);
-	}
-
 	/* Include: relative to the including file; origin is the included file. */
 	put("extra.conf", "ConstrainCores=yes\n", (size_t)-1);
 	c = good(false, "Include extra.conf\nConstrainDevices=yes\n", 39, 0);
@@ -411,21 +416,31 @@ static void test_gres_good(void)
 		   "a gpu line without Flags gets every GPU environment flag (Slurm's default)");
 		jobcg_config_free(c);
 	}
+	/* One device listed twice for one name would be granted to two jobs: refused. */
+	bad(true, "Name=gpu File=/dev/nvidia[0-1]\nName=mps Count=2 File=/dev/nvidia0\n"
+		  "Name=gpu File=/dev/nvidia1\n",
+	    JOBCG_CONFIG_NO_STAT, -EINVAL, 3, 15,
+	    "/dev/nvidia1 is the device of gpu again (/dev/nvidia1 at ");
 	c = good(true,
 		 "Name=gpu File=/dev/nvidia[0-1]\nName=mps Count=2 File=/dev/nvidia0\n"
-		 "Name=gpu File=/dev/nvidia1\n"
 		 "Name=gpu MultipleFiles=/dev/nvidia0,/dev/c1\nName=gpu "
 		 "MultipleFiles=/dev/nvidia0,/dev/c2\n",
 		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
 	if (c) {
-		ok(strv_length(c->warnings) == 1 &&
-		       strstr(c->warnings[0],
-			      "gres.conf:3: /dev/nvidia1 is listed again for gpu") &&
-		       strstr(c->warnings[0], "gres.conf:1)"),
-		   "a device file listed twice for one name warns once (mps sharing it and "
-		   "MultipleFiles "
-		   "sharing a parent do not)");
+		ok(strv_length(c->warnings) == 0,
+		   "mps sharing a gpu's file and MultipleFiles sharing a parent are no duplicates");
 		jobcg_config_free(c);
+	}
+	/* The same device through another path (a symlink) is caught once stat()ed. */
+	{
+		char link[PATH_MAX], text[PATH_MAX + 64];
+
+		snprintf(link, sizeof(link), "%s/null-link", tmp);
+		if (symlink("/dev/null", link) < 0)
+			abort();
+		snprintf(text, sizeof(text), "Name=gpu File=/dev/null\nName=gpu File=%s\n", link);
+		bad(true, text, 0, -EINVAL, 2, 15, "is the device of gpu again (/dev/null at ");
+		unlink(link);
 	}
 	c = good(true, "Name=shard File=/dev/nvidia[0-2] Count=10\n", 42, JOBCG_CONFIG_NO_STAT);
 	if (c) {
