@@ -281,6 +281,39 @@ static int gen_snapd(struct gen *g)
 	return 0;
 }
 
+/* Narrow context loads (u8 type at offset 0, u16 access at offset 2: the kernel allows narrow
+ * loads of access_type only), byte-swapped and shifted constants, XOR/NEG/ARSH/MOD/DIV on the
+ * access bits and JMP32 with registers: decided only by access and type, so exact. */
+static void gen_alu(struct gen *g)
+{
+	emit(g, BPF_LDX | BPF_MEM | BPF_B, 2, 1, 0, 0);	    /* type */
+	emit(g, BPF_LDX | BPF_MEM | BPF_H, 3, 1, 2, 0);	    /* access */
+	LDXW(g, 4, 1, 4);
+	emit(g, BPF_ALU64 | BPF_MOV | BPF_K, 7, 0, 0, 0x0200); /* 2 in big-endian u16 */
+	emit(g, BPF_ALU | BPF_END | BPF_TO_BE, 7, 0, 0, 16);   /* -> 2 on little endian */
+	emit(g, BPF_JMP32 | BPF_JNE | BPF_X, 2, 7, 11, 0); /* not char: to the block part */
+	/* char: r8 = -(access ^ 7) >> 63 (arith), computed and unused: exercises XOR/NEG/ARSH */
+	emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 8, 3, 0, 0);
+	emit(g, BPF_ALU64 | BPF_XOR | BPF_K, 8, 0, 0, 7);
+	emit(g, BPF_ALU64 | BPF_NEG, 8, 0, 0, 0);
+	emit(g, BPF_ALU64 | BPF_ARSH | BPF_K, 8, 0, 0, 63);
+	/* char: allowed when access % 4 == 2 (r alone, and r|w: 6 % 4 == 2) */
+	emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 9, 3, 0, 0);
+	emit(g, BPF_ALU64 | BPF_MOD | BPF_K, 9, 0, 0, 4);     /* access % 4: 2 for r, 0 w/4, 1 m */
+	emit(g, BPF_JMP | BPF_JEQ | BPF_K, 9, 0, 2, 2);	    /* read alone: allowed */
+	MOV64I(g, 0, 0);
+	EXIT(g);
+	MOV64I(g, 0, 1);
+	EXIT(g);
+	/* block: allowed when access / 2 == 0 (mknod only) */
+	emit(g, BPF_ALU | BPF_DIV | BPF_K, 3, 0, 0, 2);
+	emit(g, BPF_JMP32 | BPF_JEQ | BPF_K, 3, 0, 2, 0);
+	MOV64I(g, 0, 0);
+	EXIT(g);
+	MOV64I(g, 0, 1);
+	EXIT(g);
+}
+
 /* runc/crun default container devices (libcontainer/specconv AllowedDevices + fuse, tun). */
 static const struct rule container_rules[] = {
 	{'c', ANY, ANY, ACC_M, 1}, {'b', ANY, ANY, ACC_M, 1}, {'c', 1, 3, ACC_RWM, 1},
@@ -709,6 +742,7 @@ int main(void)
 	RUN("lxc_allow", gen_lxc(g, lxc_allow, N(lxc_allow), 0));
 	RUN("slurm", gen_slurm(g, slurm_rules, N(slurm_rules), 1));
 	RUN("ranges", gen_ranges(g));
+	RUN("alu", gen_alu(g));
 	has_maps = true;
 	memset(g, 0, sizeof(*g));
 	if (ok(gen_snapd(g) == 0, "snapd: map created and filled"))
