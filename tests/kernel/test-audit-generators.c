@@ -435,6 +435,17 @@ static char *capture(const char *cmd, size_t *ret_len)
 
 static int bad_total;
 
+/* tap_diag() each line: TAP needs the '#' on every line of multi-line output. */
+static void diag_lines(const char *text)
+{
+	for (const char *p = text; p && *p;) {
+		const char *eol = strchr(p, '\n');
+		int len = eol ? (int)(eol - p) : (int)strlen(p);
+		tap_diag("%.*s", len, p);
+		p = eol ? eol + 1 : NULL;
+	}
+}
+
 /* Compare one decode with the kernel's answers; print the first disagreements. */
 static unsigned compare(const char *label, const char *form, const int *kb,
 			int (*allows)(const void *, char, unsigned, unsigned, unsigned),
@@ -548,7 +559,7 @@ static void check_program(const char *top, const char *label, const struct gen *
 		bad_total += (int)bad;
 		ok(bad == 0, "%s: bpftool text decode agrees with the kernel", label);
 	} else if (text)
-		tap_diag("%s", text);
+		diag_lines(text);
 	jobcg_decoded_free(d);
 	d = NULL;
 
@@ -590,7 +601,7 @@ static void check_program(const char *top, const char *label, const struct gen *
 		text = capture(cmd, &len);
 		if (ok(text && len > 0, "%s: jobcg %s exits 0", label, args) && k == 0 &&
 		    getenv("AUDIT_SHOW"))
-			tap_diag("%s", text);
+			diag_lines(text);
 	}
 	if (getenv("AUDIT_SAVE")) { /* keep the dumps for checks by hand */
 		snprintf(cmd, sizeof(cmd), "cp %s %s.txt %s/", raw, raw, getenv("AUDIT_SAVE"));
@@ -682,7 +693,7 @@ static void check_stacked(const char *top, struct gen *g)
 		 nodes[20] /* c 195:1 */, top);
 	char *t = capture(cmd, &len);
 	snprintf(out, sizeof(out), "%s", t ? t : "");
-	tap_diag("%s", out);
+	diag_lines(out);
 	char pidstr[32];
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	ok(t && strstr(out, "job_77") && strstr(out, pidstr), "who-has c 195:1 names job_77 and pid %d",
