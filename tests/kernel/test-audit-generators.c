@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <linux/bpf.h>
 #include <stdio.h>
@@ -599,6 +600,11 @@ static void check_program(const char *top, const char *label, const struct gen *
 		snprintf(args, sizeof(args), "%s%s%s", forms[k][0], k < 2 ? cg : raw, forms[k][1]);
 		snprintf(cmd, sizeof(cmd), "%s/cli/jobcg %s", b ? b : ".", args);
 		text = capture(cmd, &len);
+		bool is_json = strstr(args, "--json") != NULL;
+		struct json_object *jo = is_json && text ? json_tokener_parse(text) : NULL;
+		if (is_json)
+			ok(jo != NULL, "%s: jobcg %s prints valid JSON", label, args);
+		json_object_put(jo);
 		if (ok(text && len > 0, "%s: jobcg %s exits 0", label, args) && k == 0 &&
 		    getenv("AUDIT_SHOW"))
 			diag_lines(text);
@@ -702,6 +708,12 @@ static void check_stacked(const char *top, struct gen *g)
 		 nodes[19] /* c 195:0 */, top);
 	t = capture(cmd, &len);
 	ok(t && !strstr(t, "job_77"), "who-has c 195:0 does not name job_77");
+	snprintf(cmd, sizeof(cmd), "%s/cli/jobcg who-has --json %s --root %s", b ? b : ".",
+		 nodes[20], top);
+	t = capture(cmd, &len);
+	struct json_object *jo = t ? json_tokener_parse(t) : NULL;
+	ok(jo && strstr(t, "\"77\"") && strstr(t, pidstr), "who-has --json is valid JSON with job 77");
+	json_object_put(jo);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 out:
