@@ -211,6 +211,16 @@ int main(void)
 	free(out);
 	free(err);
 
+	/* A job id no job can have is refused, not answered with an empty table. */
+	const char *bad_ids[] = {"abc", "0", "-1", "4294967295", "12x"};
+	for (size_t i = 0; i < ELEMENTSOF(bad_ids); i++) {
+		rc = run((const char *[]){"acct", "--job", bad_ids[i], NULL}, &out, &err);
+		ok(rc == 2 && strstr(err, "--job") && strstr(err, bad_ids[i]),
+		   "acct --job '%s' is a usage error naming it", bad_ids[i]);
+		free(out);
+		free(err);
+	}
+
 	char p[PATH_MAX + 16];
 	const char *names[] = {"cgroup.conf", "gres.conf", "out", "err"};
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
