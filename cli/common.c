@@ -211,3 +211,25 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 	}
 	return -1;
 }
+
+int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const char *help,
+			int (*fn)(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				  unsigned timeout_ms))
+{
+	struct cli_target_args a;
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	int r = cli_target_args(argc, argv, CLI_TARGET_TIMEOUT, help, &a);
+
+	if (r >= 0)
+		return r;
+	r = cli_ctx_open(g, 0, &conf, &ctx);
+	if (r)
+		return r;
+	if (fn(ctx, &a.t, a.timeout_ms) < 0) {
+		cli_print_error(NULL);
+		r = 1;
+	}
+	cli_ctx_close(conf, ctx);
+	return r;
+}
