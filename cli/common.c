@@ -233,3 +233,32 @@ int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const
 	cli_ctx_close(conf, ctx);
 	return r;
 }
+
+int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help, bool *ret_json)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	bool json = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return cli_usage_error(cmd, "unknown option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	*ret_json = json;
+	return -1;
+}

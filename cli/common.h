@@ -59,3 +59,6 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const char *help,
 			int (*fn)(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 				  unsigned timeout_ms));
+/* Commands that take only [--json]: parse it (printing @help for --help). Returns -1 to go on,
+ * else the exit code. */
+int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help, bool *ret_json);
