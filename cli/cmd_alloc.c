@@ -53,6 +53,7 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	    {"cpus", required_argument, NULL, 'c'},
 	    {"mem", required_argument, NULL, 'm'},
 	    {"pids", required_argument, NULL, 'p'},
+	    {"cpu-weight", required_argument, NULL, 'W'},
 	    {"best-effort", no_argument, NULL, 'B'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"user", required_argument, NULL, 'u'},
@@ -98,7 +99,8 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			printf(
 			    "Usage: jobcg alloc JOB [--cpus LIST] [--mem SIZE] [--pids N] "
 			    "[--gres gpu[:TYPE]:N[,...]]\n"
-			    "                   [--uid USER] [--gid GROUP] [--best-effort] [--json]\n\n"
+			    "                   [--cpu-weight W] [--uid USER] [--gid GROUP] [--best-effort]\n"
+			    "                   [--json]\n\n"
 			    "Create job JOB with its limits; it stays until 'jobcg release JOB'.\n"
 			    "Limits this host cannot enforce are refused unless --best-effort.\n"
 			    "--gres picks free devices of gres.conf (those whose Cores match --cpus\n"

@@ -21,7 +21,8 @@ static void usage(void)
 {
 	printf(
 	    "Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
-	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--best-effort] [--no-clone3]\n"
+	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--cpu-weight W] [--best-effort]\n"
+	    "                 [--no-clone3]\n"
 	    "                 [--gres gpu[:TYPE]:N] [--gpu-bind none|single:N|per_task:N|map_gpu:L]\n"
 	    "                 -- CMD [ARGS...]\n\n"
 	    "Run CMD as the tasks of a new step. Without --job (or when that job does not\n"
@@ -37,6 +38,8 @@ static void usage(void)
 	    "  --cpus LIST     cpuset.cpus of the ephemeral job\n"
 	    "  --mem SIZE      memory.max of the ephemeral job (K, M, G, T suffixes)\n"
 	    "  --pids N        pids.max of the ephemeral job\n"
+	    "  --cpu-weight W  cpu.weight of the ephemeral job (1..10000, default 100): its share\n"
+	    "                  of contended CPUs against other jobs\n"
 	    "  --best-effort   run even when a limit cannot be enforced on this host\n"
 	    "  --no-clone3     start tasks with fork and migrate-before-exec\n"
 	    "  --gres REQ      the step's devices, a subset of its job's (default: all of them,\n"
@@ -56,6 +59,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	    {"mem", required_argument, NULL, 'm'},    {"pids", required_argument, NULL, 'p'},
 	    {"best-effort", no_argument, NULL, 'B'},  {"no-clone3", no_argument, NULL, 'X'},
 	    {"gres", required_argument, NULL, 'G'},   {"gpu-bind", required_argument, NULL, 'b'},
+	    {"cpu-weight", required_argument, NULL, 'W'},
 	    {"help", no_argument, NULL, 'h'},	      {},
 	};
 	struct cli_limits cl = {};
@@ -132,10 +136,11 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	if (r)
 		return r;
 	if (job != JOBCG_JOB_ID_AUTO) {
-		struct jobcg_job_info *info = NULL;
+		struct jobcg_target jt = {.job = job, .task = JOBCG_TASK_ALL};
 
-		r = jobcg_job_info_get(ctx, job, &info);
-		jobcg_job_info_free(info);
+		/* Only whether the job exists: one read of its cgroup.events, not its record
+		 * (a directory listing and nine xattrs) on every step. */
+		r = jobcg_target_events(ctx, &jt, NULL, NULL);
 		if (r == -ENOENT)
 			ephemeral = true;
 		else if (r < 0) {
@@ -144,7 +149,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 		} else if (job_released(ctx, job)) {
 			fprintf(stderr, "jobcg: job %u is being released: no new steps\n", job);
 			goto out;
-		} else if (cl.l.cpus || cl.l.mem_bytes || cl.l.pids_max) {
+		} else if (cl.l.cpus || cl.l.mem_bytes || cl.l.pids_max || cl.l.cpu_weight) {
 			fprintf(stderr,
 				"jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
 				"--cpus/--mem/--pids only apply to a new job\n",

@@ -104,7 +104,8 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 		out->l.cpus = arg;
 		return 1;
 	case 'm':
-		if (jobcg_parse_size(arg, 1u << 20, 0, &out->l.mem_bytes) < 0 || out->l.mem_bytes == 0)
+		if (jobcg_parse_size(arg, 1u << 20, 0, &out->l.mem_bytes) < 0 ||
+		    out->l.mem_bytes == 0)
 			return -cli_usage_error(cmd, "--mem '%s': need a size like 512M or 4G",
 						arg);
 		out->mem_arg = arg;
@@ -116,6 +117,16 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 			return -cli_usage_error(cmd, "--pids '%s': need a number 1..4194304", arg);
 		out->l.pids_max = v;
 		out->pids_arg = arg;
+		return 1;
+	}
+	case 'W': {
+		unsigned v;
+
+		if (cli_parse_uint("--cpu-weight", arg, 10000, &v) < 0 || v == 0)
+			return -cli_usage_error(cmd, "--cpu-weight '%s': need a number 1..10000",
+						arg);
+		out->l.cpu_weight = v;
+		out->weight_arg = arg;
 		return 1;
 	}
 	case 'B':
@@ -146,6 +157,9 @@ int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl)
 			why && why[i] ? why[i++] : "");
 	if (bad & JOBCG_LIMIT_PIDS)
 		fprintf(stderr, "jobcg: --pids %s: %s\n", cl->pids_arg,
+			why && why[i] ? why[i++] : "");
+	if (bad & JOBCG_LIMIT_CPU_WEIGHT)
+		fprintf(stderr, "jobcg: --cpu-weight %s: %s\n", cl->weight_arg,
 			why && why[i] ? why[i++] : "");
 	fprintf(stderr, "jobcg: refusing to run without these limits (use --best-effort to run "
 			"anyway)\n");

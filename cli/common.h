@@ -33,7 +33,7 @@ int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret);
  * of them (consumed), 0 if not, or a CLI exit code (>=2) wrapped as negative on error. */
 struct cli_limits {
 	struct jobcg_limits l;
-	const char *mem_arg, *pids_arg;
+	const char *mem_arg, *pids_arg, *weight_arg;
 };
 int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out);
 /* Refuse limits the host cannot enforce, naming the option (unless --best-effort). 0 or 1. */

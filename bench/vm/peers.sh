@@ -16,6 +16,8 @@ done
 # --- jobcg: its own tree, state and pins; the two stand-in GPUs in its gres.conf ----------
 mkdir -p "$tmp/conf"
 printf 'Name=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia1\n' > "$tmp/conf/gres.conf"
+# The job's GPUs are enforced like DevicePolicy=closed; TCG on a busy host is slow to start units.
+printf 'ConstrainDevices=yes\nSystemdTimeout=60000\n' > "$tmp/conf/cgroup.conf"
 # State (lock, accounting log) on tmpfs like crun's /run/crun and systemd's: the fsync of the
 # accounting record on a disk is measured on the host (bench/run's cli_shm row).
 export JOBCG_CONF_DIR="$tmp/conf" JOBCG_STATE_DIR=/run/jobcg-bench JOBCG_BPF_PIN_DIR=/sys/fs/bpf/jobcgbench

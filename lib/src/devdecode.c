@@ -17,6 +17,10 @@
 #define MAX_RUNS      20000000ull /* executions per decode; beyond that the input space is refused */
 #define MAX_ROUNDS    64	  /* rounds of constant discovery */
 #define ENUM_LIMIT    256	  /* a cell this small is listed value by value */
+/* Minors are listed one by one only in runs this short: a range comparison on minors, repeated
+ * for every major it applies to, would otherwise print thousands of lines (one per minor and
+ * major); longer runs become one note each. */
+#define MINOR_ENUM_LIMIT 32
 #define N_TYPES	      2
 
 /* The access values the kernel passes: none, m, r, w, rw (mknod never combines with r/w). */
@@ -569,7 +573,7 @@ static int emit_major(struct jobcg_decoded *d, char type, uint32_t major, const 
 		const struct ncell *nc = &mc->n[k];
 		if (nc->allow == mdef)
 			continue;
-		if (span(nc->lo, nc->hi) <= ENUM_LIMIT) {
+		if (span(nc->lo, nc->hi) <= MINOR_ENUM_LIMIT) {
 			for (uint64_t v = nc->lo; v <= nc->hi; v++)
 				if ((r = emit_rule(d, type, major, (uint32_t)v, nc->allow)) < 0)
 					return r;

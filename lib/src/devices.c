@@ -701,11 +701,18 @@ JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t c
 {
 	_cleanup_free_ struct devprog_policy_key *keys = NULL;
 	struct devprog_policy_key marker = {.cgroup_id = cgroup_id};
+	struct devprog_policy_value mv;
 	size_t n = 0;
 	int e;
 
 	if (!p || p->mode != JOBCG_DEVPROG_NODE)
 		return error_set(-EBADF, "device policy not open in node mode");
+	/* Finding a cgroup's entries walks the whole map (every constrained cgroup of the node):
+	 * a cgroup without a marker was never granted (a fresh grant's entries that lost their
+	 * marker are removed by the grant itself), so most revokes of a step's directories end
+	 * with one lookup. */
+	if (bpf_map_lookup_elem(p->policy_fd, &marker, &mv) < 0 && errno == ENOENT)
+		return 0;
 	/* The marker goes last: until then the cgroup stays constrained, never wider. */
 	if ((e = policy_keys_of(p->policy_fd, cgroup_id, &keys, &n)) < 0)
 		return e;

@@ -31,6 +31,7 @@ static const struct limit_desc limit_descs[] = {
     {JOBCG_LIMIT_CPUS, JOBCG_CTRL_CPUSET, "cpus", "CPU binding (cpuset.cpus)"},
     {JOBCG_LIMIT_MEM, JOBCG_CTRL_MEMORY, "mem", "memory limits (memory.max)"},
     {JOBCG_LIMIT_PIDS, JOBCG_CTRL_PIDS, "pids", "process count limits (pids.max)"},
+    {JOBCG_LIMIT_CPU_WEIGHT, JOBCG_CTRL_CPU, "cpu_weight", "CPU weights (cpu.weight)"},
 };
 
 static unsigned limits_requested(const struct jobcg_limits *l)
@@ -45,6 +46,8 @@ static unsigned limits_requested(const struct jobcg_limits *l)
 		m |= JOBCG_LIMIT_MEM;
 	if (l->pids_max)
 		m |= JOBCG_LIMIT_PIDS;
+	if (l->cpu_weight)
+		m |= JOBCG_LIMIT_CPU_WEIGHT;
 	return m;
 }
 
@@ -197,6 +200,10 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 			if (r < 0)
 				return r;
 			continue;
+		} else if (d->bit == JOBCG_LIMIT_CPU_WEIGHT) {
+			file = "cpu.weight";
+			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->cpu_weight);
+			value = buf;
 		} else {
 			file = "pids.max";
 			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
@@ -303,7 +310,8 @@ static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct j
 	int r;
 
 	/* The owner a scheduler names (--uid/--gid), else whoever created the job. */
-	snprintf(buf, sizeof(buf), "%u:%u", l && l->have_owner ? (unsigned)l->uid : (unsigned)getuid(),
+	snprintf(buf, sizeof(buf), "%u:%u",
+		 l && l->have_owner ? (unsigned)l->uid : (unsigned)getuid(),
 		 l && l->have_owner ? (unsigned)l->gid : (unsigned)getgid());
 	if ((r = set_meta(dir, "owner", buf)) < 0)
 		return r;

@@ -60,6 +60,7 @@ struct jobcg_limits {
 	const char *cpus;   /* cpuset.cpus list ("0-3,8"), NULL = all */
 	uint64_t mem_bytes; /* memory.max, 0 = unlimited */
 	uint64_t pids_max;  /* pids.max, 0 = unlimited */
+	uint64_t cpu_weight; /* cpu.weight 1..10000 (share of contended CPUs), 0 = default (100) */
 	bool best_effort;   /* skip limits this host cannot enforce (logged) instead of failing */
 	const char *gres;   /* GRES request ("gpu:2", "gpu:a100:1,nic:1"), NULL = none; see jobgres.h */
 	bool have_owner;    /* uid/gid below are the job's owner (recorded, and in accounting) */
@@ -72,6 +73,7 @@ enum {
 	JOBCG_LIMIT_CPUS = 1u << 0,
 	JOBCG_LIMIT_MEM = 1u << 1,
 	JOBCG_LIMIT_PIDS = 1u << 2,
+	JOBCG_LIMIT_CPU_WEIGHT = 1u << 3,
 };
 
 /**

@@ -47,26 +47,51 @@ like "...by fork() failing with EAGAIN" "$out" "eagain=[1-9]"
 sleep 1
 is "...and nothing of it survives the step" "$(pgrep -c vmt-forkbomb)" 0
 
-# --- memory.high, swap, cpu weight: only where jobcg sets them ---
-if has_opt run --mem-high; then
-	out=$(jobcg run --mem-high 48M --acct --json -- vmt-memhog 96 2>&1); rc=$?
-	like "memory.high throttles and reclaims (high events counted)" "$out" '"high": *[1-9]'
+# --- memory.high and swap, from cgroup.conf (Slurm's formulas), with a swap file ---
+conf="$VMT_TMP/memconf"
+mkdir -p "$conf/high" "$conf/ram" "$conf/noswap" "$conf/swap"
+printf 'SystemdTimeout=30000\nConstrainRAMSpace=yes\nAllowedRAMSpace=200\n' > "$conf/high/cgroup.conf"
+printf 'SystemdTimeout=30000\nConstrainRAMSpace=yes\n' > "$conf/ram/cgroup.conf"
+printf 'SystemdTimeout=30000\nConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n' > "$conf/noswap/cgroup.conf"
+printf 'SystemdTimeout=30000\nConstrainRAMSpace=yes\nConstrainSwapSpace=yes\nAllowedSwapSpace=100\n' > "$conf/swap/cgroup.conf"
+if fallocate -l 384M /swapfile && chmod 600 /swapfile && mkswap -q /swapfile && swapon /swapfile; then
+	# The step reads its job's memory.events (task_0 -> user -> step -> job).
+	events='vmt-memhog 96 > /dev/null; cg=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/../../..; echo "high=$(cat $cg/memory.high)"; grep -E "^(high|oom_kill) " $cg/memory.events'
+	out=$(jobcg --config-dir "$conf/high" run --mem 48M -- sh -c "$events" 2>&1); rc=$?
+	diag "$out"
+	is "AllowedRAMSpace=200: a 96 MiB step over its 48M request completes (memory.max 96M)" "$rc" 0
+	like "...with memory.high at the request (48M)" "$out" "high=50331648"
+	like "...which throttled and reclaimed it (memory.events high > 0)" "$out" "^high [1-9]"
+	out=$(jobcg run -- sh -c "$events" 2>&1); rc=$?
+	like "without a memory request there is no memory.high" "$out" "high=max"
+	like "...and no high event" "$out" "^high 0"
+
+	out=$(jobcg --config-dir "$conf/ram" run --mem 64M -- vmt-memhog 128 2>&1); rc=$?
+	is "swap not constrained: 128 MiB over a 64M limit completes by swapping" "$rc" 0
+	out=$(jobcg --config-dir "$conf/noswap" run --mem 64M -- vmt-memhog 128 2>&1); rc=$?
+	is "ConstrainSwapSpace=yes, AllowedSwapSpace=0: the same step is OOM-killed" "$rc" 137
+	out=$(jobcg --config-dir "$conf/swap" run --mem 64M -- vmt-memhog 112 2>&1); rc=$?
+	is "AllowedSwapSpace=100: 64M of swap lets a 112 MiB step complete" "$rc" 0
+	swapoff /swapfile
 else
-	skip "memory.high is enforced" "jobcg run has no memory.high option"
+	not_ok "a swap file for the memory.high and swap tests"
 fi
-if has_opt run --swap; then
-	fallocate -l 256M /swapfile && chmod 600 /swapfile && mkswap -q /swapfile && swapon /swapfile
-	out=$(jobcg run --mem 64M --swap 0 -- vmt-memhog 128 2>&1); rc=$?
-	is "with no swap allowed, 128 MiB over a 64M limit is OOM-killed" "$rc" 137
-	out=$(jobcg run --mem 64M --swap 128M -- vmt-memhog 128 2>&1); rc=$?
-	is "with 128M of swap allowed the same step completes" "$rc" 0
-	swapoff /swapfile; rm -f /swapfile
-else
-	skip "swap limits are enforced" "jobcg run has no swap option"
-fi
-if has_opt run --cpu-weight; then
-	ok "cpu weight option present (test not written)"
-else
-	skip "cpu.weight is enforced" "jobcg sets no cpu.weight"
-fi
+rm -f /swapfile
+# --- cpu.weight: two jobs spinning on the same CPU share it by their weights ---
+# Prints job 1's CPU time as a percentage of job 2's.
+share() {
+	jobcg run --cpus 0 $1 --acct --json -- timeout 6 sh -c 'while :; do :; done' 2> "$VMT_TMP/w1" &
+	a=$!
+	jobcg run --cpus 0 $2 --acct --json -- timeout 6 sh -c 'while :; do :; done' 2> "$VMT_TMP/w2" &
+	b=$!
+	wait $a $b
+	u1=$(grep -o '"cpu_usage_usec": *[0-9]*' "$VMT_TMP/w1" | grep -o '[0-9]*$')
+	u2=$(grep -o '"cpu_usage_usec": *[0-9]*' "$VMT_TMP/w2" | grep -o '[0-9]*$')
+	echo $(( ${u1:-0} * 100 / (${u2:-0} + 1) ))
+}
+even=$(share "" "")
+weighted=$(share "--cpu-weight 900" "--cpu-weight 100")
+diag "CPU time of job 1 as % of job 2: equal weights $even, weights 900:100 $weighted"
+check "equal weights share the CPU about evenly ($even%)" test "$even" -gt 50 -a "$even" -lt 200
+check "weights 900:100 give the first job over 2.5 times the CPU ($weighted%)" test "$weighted" -gt 250
 done_testing
