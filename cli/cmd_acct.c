@@ -149,7 +149,7 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 			acct_help(stdout);
 			return 0;
 		default:
-			return cli_usage_error("acct", "bad option");
+			return cli_unknown_option("acct");
 		}
 	}
 	if (optind < argc)

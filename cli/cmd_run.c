@@ -125,7 +125,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			usage();
 			return 0;
 		default:
-			return cli_usage_error("run", "unknown option");
+			return cli_unknown_option("run");
 		}
 	}
 	if (optind >= argc)

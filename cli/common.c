@@ -213,7 +213,10 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 			fputs(help, stdout);
 			return 0;
 		default:
-			return cli_usage_error(cmd, "unknown option");
+			if ((what & CLI_TARGET_SIGNAL) && optopt >= '0' && optopt <= '9')
+				return cli_usage_error(cmd, "give the signal with -s (-s %c...)",
+						       optopt);
+			return cli_unknown_option(cmd);
 		}
 	}
 	if (optind + 1 != argc)
@@ -268,7 +271,7 @@ int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help,
 			fputs(help, stdout);
 			return 0;
 		default:
-			return cli_usage_error(cmd, "unknown option");
+			return cli_unknown_option(cmd);
 		}
 	}
 	if (optind < argc)

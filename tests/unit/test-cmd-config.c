@@ -221,6 +221,28 @@ int main(void)
 		free(err);
 	}
 
+	/* "-1" as a job id is no option: the error must say what is wrong with it. */
+	const char *const neg[][4] = {{"alloc", "-1"},
+				      {"release", "-5"},
+				      {"show", "-1"},
+				      {"freeze", "-2"},
+				      {"run", "--job", "-1", "true"}};
+	for (size_t i = 0; i < ELEMENTSOF(neg); i++) {
+		const char *args[6] = {neg[i][0], neg[i][1], neg[i][2], neg[i][3], NULL};
+
+		rc = run(args, &out, &err);
+		ok(rc == 2 && strstr(err, "1..4294967294"),
+		   "jobcg %s %s %s: a negative id is refused "
+		   "saying ids are 1..4294967294",
+		   neg[i][0], neg[i][1], neg[i][2] ? neg[i][2] : "");
+		free(out);
+		free(err);
+	}
+	rc = run((const char *[]){"signal", "-9", "1", NULL}, &out, &err);
+	ok(rc == 2 && strstr(err, "with -s"), "signal -9 points at -s");
+	free(out);
+	free(err);
+
 	char p[PATH_MAX + 16];
 	const char *names[] = {"cgroup.conf", "gres.conf", "out", "err"};
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
