@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "jobcg/error.h"
 #include "jobcg/parse.h"
 
 int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
@@ -100,9 +101,19 @@ int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret)
 int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out)
 {
 	switch (c) {
-	case 'c':
+	case 'c': {
+		uint64_t *bits = NULL;
+		size_t words = 0;
+
+		/* Checked here, not first by the kernel: a reversed range or a typo must not be
+		 * recorded on a job as its CPUs (with --best-effort nothing else would read it). */
+		if (jobcg_parse_cpulist(arg, &bits, &words) < 0)
+			return -cli_usage_error(cmd, "--cpus '%s': %s", arg,
+						jobcg_last_error()->message);
+		free(bits);
 		out->l.cpus = arg;
 		return 1;
+	}
 	case 'm':
 		if (jobcg_parse_size(arg, 1u << 20, 0, &out->l.mem_bytes) < 0 ||
 		    out->l.mem_bytes == 0)

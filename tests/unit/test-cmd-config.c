@@ -243,6 +243,24 @@ int main(void)
 	free(out);
 	free(err);
 
+	/* --cpus is parsed before anything is made: a bad list never reaches a job's record. */
+	const char *const bad_cpus[][2] = {{"3-1", "reversed"}, {"0-3,x", "x"}, {"", "empty"}};
+	for (size_t i = 0; i < ELEMENTSOF(bad_cpus); i++) {
+		const char *const *argvs[] = {
+		    (const char *[]){"alloc", "1", "--cpus", bad_cpus[i][0], "--best-effort", NULL},
+		    (const char *[]){"run", "--cpus", bad_cpus[i][0], "--best-effort", "--", "true",
+				     NULL},
+		};
+		for (size_t k = 0; k < ELEMENTSOF(argvs); k++) {
+			rc = run(argvs[k], &out, &err);
+			ok(rc == 2 && strstr(err, "--cpus") && strstr(err, bad_cpus[i][1]),
+			   "%s --cpus '%s' is a usage error (%s)", argvs[k][0], bad_cpus[i][0],
+			   bad_cpus[i][1]);
+			free(out);
+			free(err);
+		}
+	}
+
 	char p[PATH_MAX + 16];
 	const char *names[] = {"cgroup.conf", "gres.conf", "out", "err"};
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
