@@ -32,16 +32,20 @@ static void usage(void)
 	    "                 -- CMD [ARGS...]\n\n"
 	    "Run CMD as the tasks of a new step. Without --job (or when that job does not\n"
 	    "exist yet) an ephemeral job is created for the step and removed afterwards; the\n"
-	    "limits apply to that job. The exit status is the command's (highest of the tasks),\n"
-	    "128+N when a task was killed by signal N.\n\n"
+	    "limits apply to that job. In an existing job, --cpus and --mem limit the step to\n"
+	    "a part of the job's allocation (never more: refused before anything is made).\n"
+	    "The exit status is the command's (highest of the tasks), 128+N when a task was\n"
+	    "killed by signal N.\n\n"
 	    "  --job ID        run in job ID (made by 'jobcg alloc', or ephemeral if absent)\n"
 	    "  --step ID       step id: a number, batch, extern or interactive (default: next "
 	    "number)\n"
 	    "  -n, --ntasks N  start N copies as tasks 0..N-1 (default 1)\n"
 	    "  --acct          print the step's accounting to stderr when it ends\n"
 	    "  --json          accounting as JSON\n"
-	    "  --cpus LIST     cpuset.cpus of the ephemeral job\n"
-	    "  --mem SIZE      memory.max of the ephemeral job (K, M, G, T suffixes)\n"
+	    "  --cpus LIST     cpuset.cpus of the ephemeral job; in an existing job, of the step:\n"
+	    "                  a subset of the job's CPUs (all the node's if it has no --cpus)\n"
+	    "  --mem SIZE      memory.max of the ephemeral job (K, M, G, T suffixes); in an\n"
+	    "                  existing job, of the step: at most the job's --mem\n"
 	    "  --pids N        pids.max of the ephemeral job\n"
 	    "  --cpu-weight W  cpu.weight of the ephemeral job (1..10000, default 100): its share\n"
 	    "                  of contended CPUs against other jobs\n"
@@ -84,7 +88,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_target tj = { .task = JOBCG_TASK_ALL };
 	struct jobcg_acct job_before = {}, job_after = {};
 	enum jobcg_oom_cause oom = JOBCG_OOM_NONE;
-	bool job_oom = false;
+	bool job_oom = false, step_limits = false;
 	int c, r, exit_code = 1;
 
 	optind = 1;
@@ -161,12 +165,19 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 				"with it; for a job several steps share, use 'jobcg alloc %u'\n",
 				job, job);
 			goto out;
-		} else if (cl.l.cpus || cl.l.mem_bytes || cl.l.pids_max || cl.l.cpu_weight) {
+		} else if (cl.l.pids_max || cl.l.cpu_weight) {
 			fprintf(stderr,
 				"jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
-				"--cpus/--mem/--pids only apply to a new job\n",
+				"--pids/--cpu-weight only apply to a new job (a step takes --cpus "
+				"and --mem within its job's)\n",
 				job);
 			goto out;
+		} else {
+			/* The step's own --cpus/--mem: refused here, as for a job, when this host
+			 * cannot enforce them. */
+			step_limits = true;
+			if (cli_limits_refuse(ctx, &cl))
+				goto out;
 		}
 	} else
 		ephemeral = true;
@@ -178,7 +189,19 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			goto out;
 		}
 	}
-	if (jobcg_step_create(ctx, job, step_arg, 0, step) < 0) {
+	if (step_limits) {
+		struct jobcg_step_limits sl = {
+		    .cpus = cl.l.cpus, .mem_bytes = cl.l.mem_bytes, .best_effort = cl.l.best_effort};
+
+		r = jobcg_step_create_limited(ctx, job, step_arg, 0, &sl, step);
+		if (r == -EINVAL) {
+			/* a step asking more than its job has is a usage error */
+			exit_code = cli_usage_error("run", "%s", jobcg_last_error()->message);
+			goto out;
+		}
+	} else
+		r = jobcg_step_create(ctx, job, step_arg, 0, step);
+	if (r < 0) {
 		cli_print_error("cannot create the step");
 		goto remove_job;
 	}

@@ -11,7 +11,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 	size_t np = 0, nt = 0;
 	bool populated = false, frozen = false;
 	struct jobcg_acct acct;
-	char *path = NULL, *gres = NULL;
+	char *path = NULL, *gres = NULL, *cpus = NULL, *mem = NULL, *skipped = NULL;
 	int r = 1;
 
 	if (jobcg_target_events(ctx, t, &populated, &frozen) < 0 ||
@@ -22,6 +22,10 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		goto out;
 	}
 	(void)jobcg_gres_get(ctx, t->job, t->step, &gres);
+	/* The step's own limits (jobcg run --job --cpus/--mem); absent: the job's. */
+	(void)jobcg_step_xattr_get(ctx, t->job, t->step, "cpus", &cpus);
+	(void)jobcg_step_xattr_get(ctx, t->job, t->step, "mem", &mem);
+	(void)jobcg_step_xattr_get(ctx, t->job, t->step, "skipped", &skipped);
 	if (json) {
 		struct json_object *o = json_object_new_object(), *ta = json_object_new_array(),
 				   *pa = json_object_new_array();
@@ -40,6 +44,10 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		json_object_object_add(o, "tasks", ta);
 		json_object_object_add(o, "pids", pa);
 		json_object_object_add(o, "gres", gres ? json_object_new_string(gres) : NULL);
+		json_object_object_add(o, "cpus", cpus ? json_object_new_string(cpus) : NULL);
+		json_object_object_add(o, "mem_bytes",
+				       mem ? json_object_new_uint64(strtoull(mem, NULL, 10)) : NULL);
+		json_object_object_add(o, "skipped", skipped ? json_object_new_string(skipped) : NULL);
 		json_object_object_add(o, "acct", cli_json_acct(&acct));
 		cli_json_print(stdout, o);
 	} else {
@@ -56,6 +64,13 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		for (size_t i = 0; i < np; i++)
 			printf(" %d", (int)pids[i]);
 		printf("\n  gres: %s", gres && *gres ? gres : "none");
+		printf("\n  cpus: %s", cpus ? cpus : "the job's");
+		if (mem)
+			printf("\n  mem: %s bytes", mem);
+		else
+			printf("\n  mem: the job's");
+		if (skipped)
+			printf("\n  skipped (best effort): %s", skipped);
 		printf("\naccounting:\n");
 		cli_print_acct(stdout, &acct);
 	}
@@ -65,6 +80,9 @@ out:
 	free(tasks);
 	free(path);
 	free(gres);
+	free(cpus);
+	free(mem);
+	free(skipped);
 	return r;
 }
 

@@ -1,5 +1,6 @@
 /* jobcg: jobs and steps: create with limits and hooks (rolled back on error), remove, list, gc. */
 #include <ctype.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <time.h>
 
@@ -10,6 +11,7 @@
 #include "log.h"
 #include "jobcg/jobgres.h"
 #include "jobcg/memlimit.h"
+#include "jobcg/parse.h"
 #include "tree.h"
 #include "util.h"
 
@@ -122,6 +124,15 @@ JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, con
 	if (!dir)
 		return -ENOMEM;
 	return get_meta(dir, key, ret);
+}
+
+static uint64_t meta_u64(const char *dir, const char *key)
+{
+	_cleanup_free_ char *s = NULL;
+
+	if (get_meta(dir, key, &s) < 0)
+		return 0;
+	return strtoull(s, NULL, 10);
 }
 
 static int write_mem_value(const char *dir, const char *file, uint64_t v)
@@ -532,8 +543,160 @@ static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, char *ret)
 	return 0;
 }
 
+/* The CPUs a job may use: its recorded --cpus, else what its cgroup gets, else every online CPU
+ * (a job without --cpus has all the node's). Trimmed, malloc()ed. */
+static int job_cpus(const char *jdir, char **ret)
+{
+	_cleanup_free_ char *s = NULL;
+	int r;
+
+	if (get_meta(jdir, "cpus", &s) == 0 && *strstrip(s))
+		goto done;
+	free(s);
+	s = NULL;
+	if (cgfs_read(jdir, "cpuset.cpus.effective", &s) == 0 && *strstrip(s))
+		goto done;
+	free(s);
+	s = NULL;
+	r = read_one_line_at(AT_FDCWD, "/sys/devices/system/cpu/online", &s);
+	if (r < 0)
+		return error_set(r, "cannot read /sys/devices/system/cpu/online: %s", strerror(-r));
+done:
+	*ret = strdup(strstrip(s));
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* The most memory a step of the job may ask: the job's request, else its memory.max, else
+ * unlimited (UINT64_MAX). */
+static uint64_t job_mem(const char *jdir)
+{
+	uint64_t v = meta_u64(jdir, "mem");
+	struct jobcg_error saved = *jobcg_last_error();
+
+	if (v == 0 && cgfs_read_u64(jdir, "memory.max", &v) < 0)
+		v = UINT64_MAX;
+	*(struct jobcg_error *)jobcg_last_error() = saved;
+	return v ? v : UINT64_MAX;
+}
+
+/* Everything that can refuse a step's limits, before the step exists. */
+static int step_limits_check(struct jobcg_ctx *ctx, uint32_t job_id, const char *jdir,
+			     const struct jobcg_step_limits *l)
+{
+	struct jobcg_limits jl = {.cpus = l->cpus, .mem_bytes = l->mem_bytes};
+	unsigned bad = jobcg_limits_check(ctx, &jl, NULL);
+	int r;
+
+	if (bad && !l->best_effort) {
+		unsigned ctrl = (bad & JOBCG_LIMIT_CPUS) ? JOBCG_CTRL_CPUSET : JOBCG_CTRL_MEMORY;
+		_cleanup_free_ char *why = discover_limitation(
+		    ctx->info, ctrl,
+		    ctrl == JOBCG_CTRL_CPUSET ? "CPU binding (cpuset.cpus)" : "memory limits (memory.max)");
+
+		return error_set(-EOPNOTSUPP, "%s: %s",
+				 ctrl == JOBCG_CTRL_CPUSET ? "--cpus" : "--mem",
+				 why ? why : "limit cannot be enforced");
+	}
+	if (l->cpus && *l->cpus) {
+		_cleanup_free_ char *have = NULL;
+		_cleanup_free_ uint64_t *want = NULL, *jobs = NULL;
+		size_t nw = 0, nj = 0;
+
+		r = jobcg_parse_cpulist(l->cpus, &want, &nw);
+		if (r < 0)
+			return error_set(-EINVAL, "--cpus %s: %s", l->cpus,
+					 jobcg_last_error()->message);
+		if ((r = job_cpus(jdir, &have)) < 0)
+			return r;
+		r = jobcg_parse_cpulist(have, &jobs, &nj);
+		if (r < 0)
+			return error_set(-EIO, "job %u: unreadable CPU list '%s'", job_id, have);
+		for (size_t i = 0; i < nw; i++)
+			if (want[i] & ~(i < nj ? jobs[i] : 0))
+				return error_set(-EINVAL,
+						 "--cpus %s: not a subset of job %u's CPUs (%s)",
+						 l->cpus, job_id, have);
+	}
+	if (l->mem_bytes) {
+		uint64_t have = job_mem(jdir);
+
+		if (l->mem_bytes > have)
+			return error_set(-EINVAL,
+					 "--mem %llu bytes: more than job %u has (%llu bytes)",
+					 (unsigned long long)l->mem_bytes, job_id,
+					 (unsigned long long)have);
+	}
+	return 0;
+}
+
+/* Write a step's limits (checked before) and record them on its directory. */
+static int step_limits_apply(struct jobcg_ctx *ctx, uint32_t job_id, const char *sid,
+			     const char *jdir, const char *sdir, const struct jobcg_step_limits *l)
+{
+	bool meta = ctx->info->xattr.supported;
+	char skipped[16] = "", buf[32];
+	int r;
+
+	if (l->cpus && *l->cpus) {
+		if (ctx->info->usable & (1u << JOBCG_CTRL_CPUSET)) {
+			_cleanup_free_ char *mems = NULL;
+
+			/* Memory nodes as the job's, so the step's cpuset is complete. */
+			if (cgfs_read(jdir, "cpuset.mems", &mems) == 0 && *strstrip(mems) &&
+			    (r = cgfs_write(sdir, "cpuset.mems", strstrip(mems))) < 0)
+				return r;
+			if ((r = cgfs_write(sdir, "cpuset.cpus", l->cpus)) < 0)
+				return r;
+		} else
+			strcat(skipped, "cpus");
+		if (meta && (r = set_meta(sdir, "cpus", l->cpus)) < 0)
+			return r;
+	}
+	if (l->mem_bytes) {
+		if (ctx->info->usable & (1u << JOBCG_CTRL_MEMORY)) {
+			if ((r = mem_limits_write(ctx, sdir, l->mem_bytes)) < 0)
+				return r;
+		} else
+			strcat(skipped, *skipped ? ",mem" : "mem");
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
+		if (meta && (r = set_meta(sdir, "mem", buf)) < 0)
+			return r;
+	}
+	if (*skipped) {
+		log_warning("step %u.%s: limits not enforceable on this host (best effort: %s not "
+			    "applied)",
+			    job_id, sid, skipped);
+		if (meta && (r = set_meta(sdir, "skipped", skipped)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_step_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				      const char *key, char **ret)
+{
+	_cleanup_free_ char *dir = NULL;
+
+	if (xattr_key_ok(key) < 0)
+		return error_set(-EINVAL, "invalid step xattr key '%s'", key ? key : "");
+	if (!jobcg_step_id_valid(step_id))
+		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
+	dir = tree_step_dir(ctx, job_id, step_id);
+	if (!dir)
+		return -ENOMEM;
+	return get_meta(dir, key, ret);
+}
+
 JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				   unsigned flags, char *ret_step_id)
+{
+	return jobcg_step_create_limited(ctx, job_id, step_id, flags, NULL, ret_step_id);
+}
+
+JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_id,
+					   const char *step_id, unsigned flags,
+					   const struct jobcg_step_limits *limits,
+					   char *ret_step_id)
 {
 	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *sdir = NULL, *me = NULL;
 	char sid[JOBCG_STEP_ID_MAX];
@@ -557,16 +720,20 @@ JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const
 		snprintf(sid, sizeof(sid), "%s", step_id);
 	else if ((r = pick_step_id(ctx, job_id, sid)) < 0)
 		goto out;
+	if (limits && (r = step_limits_check(ctx, job_id, jdir, limits)) < 0)
+		goto out;
 	r = tree_make_step(ctx, jdir, sid);
 	if (r < 0)
 		goto out;
-	if (ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER)) {
+	if ((ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER)) || limits) {
 		sdir = tree_step_dir(ctx, job_id, sid);
 		me = tree_runner_self();
 		if (!sdir || !me)
 			r = -ENOMEM;
-		else
+		else if (ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER))
 			r = set_meta(sdir, "runner", me);
+		if (r >= 0 && limits)
+			r = step_limits_apply(ctx, job_id, sid, jdir, sdir, limits);
 		if (r < 0) {
 			struct jobcg_error saved = *jobcg_last_error();
 
@@ -604,15 +771,6 @@ JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const
 		r = tree_kill_and_remove(sdir);
 	jobcg_ctx_unlock(ctx);
 	return r;
-}
-
-static uint64_t meta_u64(const char *dir, const char *key)
-{
-	_cleanup_free_ char *s = NULL;
-
-	if (get_meta(dir, key, &s) < 0)
-		return 0;
-	return strtoull(s, NULL, 10);
 }
 
 JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i)

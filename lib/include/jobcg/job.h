@@ -160,9 +160,38 @@ enum {
  * node lock). @step_id NULL picks the lowest free number. The calling process is recorded as
  * the step's runner (gc removes steps whose runner is gone). Writes the chosen id into
  * @ret_step_id (JOBCG_STEP_ID_MAX bytes) if not NULL. -EEXIST if the step exists.
+ * Same as jobcg_step_create_limited() with no limits.
  */
 JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				   unsigned flags, char *ret_step_id);
+
+/*
+ * Limits of a step: a subset of its job's allocation, never more. Zero/NULL fields: the
+ * job's (inherited, nothing written).
+ */
+struct jobcg_step_limits {
+	const char *cpus;   /* cpuset.cpus of the step: a subset of the job's CPUs (its recorded
+			       cpus, else all the job may use); cpuset.mems as the job's */
+	uint64_t mem_bytes; /* memory.max (and memory.high, swap) of the step by the same
+			       formulas as a job's; at most the job's memory request */
+	bool best_effort;   /* skip limits this host cannot enforce (recorded as "skipped") */
+};
+
+/**
+ * jobcg_step_create() applying @limits (may be NULL) to step_<id>/ and recording them as
+ * trusted.jobcg.{cpus,mem,skipped} on the step directory (read with jobcg_step_xattr_get()).
+ * Checked before anything is made: -EINVAL when the step asks for CPUs outside the job's or
+ * more memory than the job has (the message names the `jobcg run` option, --cpus or --mem,
+ * and what the job has); -EOPNOTSUPP when the controller is unusable here and !best_effort.
+ * Any later failure removes the step again.
+ */
+JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_id,
+					   const char *step_id, unsigned flags,
+					   const struct jobcg_step_limits *limits,
+					   char *ret_step_id);
+/** Read "trusted.jobcg.<key>" of a step directory (as jobcg_job_xattr_get()). */
+JOBCG_EXPORT int jobcg_step_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				      const char *key, char **ret);
 /** Kill a step's processes, then remove its directories bottom-up. -ENOENT if absent. */
 JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				   unsigned flags);
