@@ -144,7 +144,7 @@ static int cmd_show(int argc, char **argv, const struct cli_global *g)
 	    argc, argv, CLI_TARGET_JSON,
 	    "Usage: jobcg show [--json] JOB[.STEP]\n\n"
 	    "Show a job (owner, creation time, limits, steps) or a step (tasks, pids,\n"
-	    "state, accounting).\n",
+	    "state, its own --cpus/--mem if it has them, accounting).\n",
 	    &a);
 	if (r >= 0)
 		return r;

@@ -15,6 +15,32 @@ is "with --cpus 1 the task sees only CPU 1 (Cpus_allowed_list)" "$pinned" "1"
 nproc_in=$(jobcg run --cpus 0 -- nproc)
 is "...and nproc inside says 1" "$nproc_in" 1
 
+# --- a step's own --cpus/--mem inside an allocated job: a subset of the job's, never more ---
+if has_cmd alloc && jobcg alloc 61 --cpus 0-1 --mem 200M > /dev/null && jobcg alloc 62 --cpus 1 > /dev/null; then
+	# The task reads its own step cgroup (task_0 -> user -> step).
+	stepcg='cg=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/../..; grep Cpus_allowed_list /proc/self/status; echo "max=$(cat $cg/memory.max) high=$(cat $cg/memory.high) cpus=$(cat $cg/cpuset.cpus)"; jobcg show 61.5'
+	out=$(jobcg run --job 61 --step 5 --cpus 1 --mem 100M -- sh -c "$stepcg" 2>&1); rc=$?
+	diag "$out"
+	is "a step with --cpus 1 --mem 100M runs in job 61 (--cpus 0-1 --mem 200M)" "$rc" 0
+	like "...its task sees only CPU 1 (Cpus_allowed_list)" "$out" "Cpus_allowed_list:[[:space:]]+1$"
+	like "...its step cgroup's memory.max is what was asked (100M)" "$out" "max=104857600 high=104857600 cpus=1$"
+	like "...and jobcg show reports the step's limits" "$out" "mem: 104857600 bytes"
+	out=$(jobcg run --job 61 -- sh -c 'grep Cpus_allowed_list /proc/self/status' 2>&1)
+	like "a step without --cpus gets all of its job's CPUs" "$out" "Cpus_allowed_list:[[:space:]]+0-1$"
+	out=$(jobcg run --job 62 --cpus 0-1 -- true 2>&1); rc=$?
+	is "a step asking --cpus 0-1 in a job of CPU 1 only is refused (usage error)" "$rc" 2
+	like "...naming the option and the job's CPUs" "$out" "--cpus 0-1: not a subset of job 62's CPUs \\(1\\)"
+	is "...and no step was made" "$(ls -d /sys/fs/cgroup/system.slice/jobcg.scope/job_62/step_* 2>/dev/null | wc -l)" 0
+	out=$(jobcg run --job 61 --mem 300M -- true 2>&1); rc=$?
+	is "a step asking --mem 300M in a job of 200M is refused" "$rc" 2
+	like "...naming the option and the job's memory" "$out" "--mem 314572800 bytes: more than job 61 has"
+	is "...and job 61 has no step left" "$(ls -d /sys/fs/cgroup/system.slice/jobcg.scope/job_61/step_* 2>/dev/null | wc -l)" 0
+else
+	not_ok "jobcg alloc 61 --cpus 0-1 --mem 200M and 62 --cpus 1 for the step limit tests"
+fi
+jobcg release 61 > /dev/null 2>&1
+jobcg release 62 > /dev/null 2>&1
+
 # --- memory.max: a step over its limit is OOM-killed, and jobcg says so ---
 out=$(jobcg run -- vmt-memhog 160 2>&1); rc=$?
 is "without --mem a 160 MiB step completes" "$rc" 0
