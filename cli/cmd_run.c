@@ -190,8 +190,9 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 		}
 	}
 	if (step_limits) {
-		struct jobcg_step_limits sl = {
-		    .cpus = cl.l.cpus, .mem_bytes = cl.l.mem_bytes, .best_effort = cl.l.best_effort};
+		struct jobcg_step_limits sl = {.cpus = cl.l.cpus,
+					       .mem_bytes = cl.l.mem_bytes,
+					       .best_effort = cl.l.best_effort};
 
 		r = jobcg_step_create_limited(ctx, job, step_arg, 0, &sl, step);
 		if (r == -EINVAL) {

@@ -45,9 +45,10 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		json_object_object_add(o, "pids", pa);
 		json_object_object_add(o, "gres", gres ? json_object_new_string(gres) : NULL);
 		json_object_object_add(o, "cpus", cpus ? json_object_new_string(cpus) : NULL);
-		json_object_object_add(o, "mem_bytes",
-				       mem ? json_object_new_uint64(strtoull(mem, NULL, 10)) : NULL);
-		json_object_object_add(o, "skipped", skipped ? json_object_new_string(skipped) : NULL);
+		json_object_object_add(
+		    o, "mem_bytes", mem ? json_object_new_uint64(strtoull(mem, NULL, 10)) : NULL);
+		json_object_object_add(o, "skipped",
+				       skipped ? json_object_new_string(skipped) : NULL);
 		json_object_object_add(o, "acct", cli_json_acct(&acct));
 		cli_json_print(stdout, o);
 	} else {

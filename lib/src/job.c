@@ -589,9 +589,10 @@ static int step_limits_check(struct jobcg_ctx *ctx, uint32_t job_id, const char 
 
 	if (bad && !l->best_effort) {
 		unsigned ctrl = (bad & JOBCG_LIMIT_CPUS) ? JOBCG_CTRL_CPUSET : JOBCG_CTRL_MEMORY;
-		_cleanup_free_ char *why = discover_limitation(
-		    ctx->info, ctrl,
-		    ctrl == JOBCG_CTRL_CPUSET ? "CPU binding (cpuset.cpus)" : "memory limits (memory.max)");
+		_cleanup_free_ char *why =
+		    discover_limitation(ctx->info, ctrl,
+					ctrl == JOBCG_CTRL_CPUSET ? "CPU binding (cpuset.cpus)"
+								  : "memory limits (memory.max)");
 
 		return error_set(-EOPNOTSUPP, "%s: %s",
 				 ctrl == JOBCG_CTRL_CPUSET ? "--cpus" : "--mem",
@@ -621,10 +622,9 @@ static int step_limits_check(struct jobcg_ctx *ctx, uint32_t job_id, const char 
 		uint64_t have = job_mem(jdir);
 
 		if (l->mem_bytes > have)
-			return error_set(-EINVAL,
-					 "--mem %llu bytes: more than job %u has (%llu bytes)",
-					 (unsigned long long)l->mem_bytes, job_id,
-					 (unsigned long long)have);
+			return error_set(
+			    -EINVAL, "--mem %llu bytes: more than job %u has (%llu bytes)",
+			    (unsigned long long)l->mem_bytes, job_id, (unsigned long long)have);
 	}
 	return 0;
 }

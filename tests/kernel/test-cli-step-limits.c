@@ -113,9 +113,9 @@ int main(void)
 
 	/* A step within the job: its limits are recorded on the step and shown. */
 	{
-		char *args[] = {"run", "--job", "5", "--step", "7", "--cpus", "1", "--mem", "100M",
-				(char *)be, "--", (char *)kcli_binary(), "show", "5.7", "--json",
-				NULL};
+		char *args[] = {"run",	"--job", "5",	   "--step",   "7",  "--cpus",
+				"1",	"--mem", "100M",   (char *)be, "--", (char *)kcli_binary(),
+				"show", "5.7",	 "--json", NULL};
 		struct json_object *o = NULL, *x;
 
 		rc = kcli_run(args, &out, NULL);
@@ -128,16 +128,17 @@ int main(void)
 		       json_object_get_uint64(x) == 104857600,
 		   "show 5.7: mem_bytes 104857600");
 		ok(o && json_object_object_get_ex(o, "skipped", &x) &&
-		       ((cpuset_ok && mem_ok) ? x == NULL
-					      : x && strstr(json_object_get_string(x),
-							    cpuset_ok ? "mem" : "cpus")),
+		       ((cpuset_ok && mem_ok)
+			    ? x == NULL
+			    : x && strstr(json_object_get_string(x), cpuset_ok ? "mem" : "cpus")),
 		   "show 5.7: skipped lists exactly what this host cannot enforce");
 		json_object_put(o);
 		free(out);
 	}
 	is_int(steps_of(root, "5"), 0, "the step is gone after it ended");
 
-	/* A job without --cpus has all the node's CPUs: CPU 0 is within, one past the last is not. */
+	/* A job without --cpus has all the node's CPUs: CPU 0 is within, one past the last is not.
+	 */
 	is_int(kcli(NULL, "alloc", "6", NULL), 0, "alloc 6 without --cpus");
 	snprintf(cpu_beyond, sizeof(cpu_beyond), "%ld", sysconf(_SC_NPROCESSORS_CONF));
 	is_int(kcli(NULL, "run", "--job", "6", "--cpus", "0", "--best-effort", "--", "true", NULL),
