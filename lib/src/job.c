@@ -10,6 +10,7 @@
 #include "log.h"
 #include "jobcg/jobgres.h"
 #include "jobcg/memlimit.h"
+#include "jobcg/spec.h"
 #include "tree.h"
 #include "util.h"
 
@@ -159,6 +160,70 @@ static int mem_limits_write(struct jobcg_ctx *ctx, const char *dir, uint64_t mem
 	return 0;
 }
 
+static bool cpu_spec(const struct jobcg_cgroup_conf *c)
+{
+	return (c->spec_cpus && *c->spec_cpus) || c->core_spec_count;
+}
+
+/*
+ * Resource specialisation: a job that names no CPUs gets every CPU but the reserved ones, one
+ * that names no memory is still capped at the node's RAM minus MemSpecLimit. Not enforceable
+ * here => refused unless best effort, as any limit.
+ */
+static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
+		       const struct jobcg_limits *l, unsigned req, char **skipped)
+{
+	const struct jobcg_cgroup_conf *c = &ctx->conf->cgroup;
+	static const struct {
+		unsigned bit, ctrl;
+		const char *key, *what;
+	} parts[] = {
+	    {JOBCG_LIMIT_CPUS, JOBCG_CTRL_CPUSET, "spec_cpus",
+	     "the CPUs reserved for the system (SpecCPUs/CoreSpecCount)"},
+	    {JOBCG_LIMIT_MEM, JOBCG_CTRL_MEMORY, "spec_mem",
+	     "the memory reserved for the system (MemSpecLimit)"},
+	};
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+		bool on = parts[i].bit == JOBCG_LIMIT_CPUS ? cpu_spec(c) : c->mem_spec_limit > 0;
+
+		/* A job's own --cpus/--mem was checked or capped already. */
+		if (!on || (req & parts[i].bit))
+			continue;
+		if (!(ctx->info->usable & (1u << parts[i].ctrl))) {
+			_cleanup_free_ char *why =
+			    discover_limitation(ctx->info, parts[i].ctrl, parts[i].what);
+			char *ns;
+
+			if (!l || !l->best_effort)
+				return error_set(-EOPNOTSUPP, "%s (use --best-effort to run anyway)",
+						 why ? why : parts[i].what);
+			log_warning("job %u: %s (best effort: not applied)", job_id,
+				    why ? why : parts[i].key);
+			ns = strdup_printf("%s%s%s", *skipped, **skipped ? "," : "", parts[i].key);
+			if (!ns)
+				return -ENOMEM;
+			free(*skipped);
+			*skipped = ns;
+			continue;
+		}
+		if (parts[i].bit == JOBCG_LIMIT_MEM) {
+			r = mem_limits_write(ctx, job_dir, 0);
+		} else {
+			_cleanup_free_ char *online = NULL, *cpus = NULL;
+
+			if ((r = jobcg_online_cpus(&online)) < 0 ||
+			    (r = jobcg_spec_job_cpus(c, online, &cpus)) < 0)
+				return r;
+			r = cgfs_write(job_dir, "cpuset.cpus", cpus);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* The built-in hook: cpuset.cpus, memory.max and pids.max on job_<id>/. */
 static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
 			 const struct jobcg_limits *l)
@@ -213,6 +278,9 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 		if (r < 0)
 			return r;
 	}
+	r = spec_attach(ctx, job_id, job_dir, l, req, &skipped);
+	if (r < 0)
+		return r;
 	if (*skipped && ctx->info->xattr.supported)
 		return set_meta(job_dir, "skipped", skipped);
 	return 0;
@@ -410,6 +478,14 @@ JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 
 	if (job_id == UINT32_MAX)
 		return error_set(-EINVAL, "invalid job id %u", job_id);
+	/* Before anything is made: a reserved CPU is never a job's, enforceable here or not. */
+	if (limits && limits->cpus && *limits->cpus && cpu_spec(&ctx->conf->cgroup)) {
+		_cleanup_free_ char *online = NULL;
+
+		if ((r = jobcg_online_cpus(&online)) < 0 ||
+		    (r = jobcg_spec_check_cpus(&ctx->conf->cgroup, online, limits->cpus)) < 0)
+			return r;
+	}
 	r = jobcg_ctx_lock(ctx);
 	if (r < 0)
 		return r;
