@@ -190,9 +190,11 @@ static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
 
 			/* A reservation was lifted. The kernel refuses to empty the cpuset.cpus of a
 			 * populated cgroup (ENOSPC), so system/ gets every CPU of the root instead. */
-			if ((r = cgfs_read(ctx->info->root, "cpuset.cpus.effective", &all)) < 0 ||
-			    (r = cgfs_write(sys, "cpuset.cpus", all)) < 0)
-				return r;
+			if (cgfs_read(ctx->info->root, "cpuset.cpus.effective", &all) < 0 ||
+			    cgfs_write(sys, "cpuset.cpus", all) < 0)
+				/* Not fatal: only the keeper's CPUs are at stake, never a job's. */
+				log_warning("lifting the CPU reservation of %s: %s", sys,
+					    jobcg_last_error()->message);
 		}
 	} else if (cpus_on) {
 		_cleanup_free_ char *why = discover_limitation(
@@ -202,13 +204,17 @@ static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
 		log_warning("%s", why ? why : "the CPU reservation cannot be enforced");
 	}
 	if (usable & (1u << JOBCG_CTRL_MEMORY)) {
-		if (c->mem_spec_limit)
+		uint64_t cur = 0;
+
+		if (c->mem_spec_limit) {
 			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)c->mem_spec_limit);
-		else
-			snprintf(buf, sizeof(buf), "max");
-		r = cgfs_write(sys, "memory.max", buf);
-		if (r < 0 && (c->mem_spec_limit || r != -ENOENT))
-			return r;
+			r = cgfs_write(sys, "memory.max", buf);
+			if (r < 0)
+				return r;
+		} else if (cgfs_read_u64(sys, "memory.max", &cur) == 0 && cur != UINT64_MAX &&
+			   cgfs_write(sys, "memory.max", "max") < 0)
+			log_warning("lifting the memory reservation of %s: %s", sys,
+				    jobcg_last_error()->message);
 	} else if (c->mem_spec_limit) {
 		_cleanup_free_ char *why = discover_limitation(
 		    ctx->info, JOBCG_CTRL_MEMORY, "the memory reserved for the system (MemSpecLimit)");
