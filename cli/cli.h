@@ -33,5 +33,8 @@ void cli_print_error(const char *what);
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Usage error for a subcommand: prints message and a hint, returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The usage error for an option getopt did not know; a negative number ("-1" given as a job
+ * id) gets its own message, since getopt's "invalid option -- '1'" does not say that. */
+int cli_unknown_option(const char *cmd);
 /* Load the configuration honouring --config-dir; prints the error and returns non-zero on failure. */
 int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_config **ret);

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "jobcg/acctlog.h"
+#include "jobcg/job.h"
 
 struct acct_out {
 	bool json;
@@ -131,9 +132,16 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j':
+		case 'j': {
+			uint32_t id;
+
+			/* An id no job can have would silently match nothing. */
+			if (jobcg_job_id_parse(optarg, &id) < 0)
+				return cli_usage_error("acct", "--job '%s': need a number 1..4294967294",
+						       optarg);
 			job = optarg;
 			break;
+		}
 		case 'J':
 			o.json = true;
 			break;
@@ -141,7 +149,7 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 			acct_help(stdout);
 			return 0;
 		default:
-			return cli_usage_error("acct", "bad option");
+			return cli_unknown_option("acct");
 		}
 	}
 	if (optind < argc)

@@ -54,7 +54,7 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 			usage();
 			return 0;
 		default:
-			return cli_usage_error("adopt", "unknown option");
+			return cli_unknown_option("adopt");
 		}
 	}
 	if (pam) {

@@ -110,7 +110,7 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			    "unless --gid names one (default: the caller).\n");
 			return 0;
 		default:
-			return cli_usage_error("alloc", "unknown option");
+			return cli_unknown_option("alloc");
 		}
 	}
 	if (optind + 1 != argc)

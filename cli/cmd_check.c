@@ -1,6 +1,4 @@
 /* jobcg check: what this host's cgroup v2 offers jobcg, and whether jobs can run here. */
-#include <getopt.h>
-
 #include "common.h"
 #include "jobcg/spec.h"
 #include "jobcg/sysinfo.h"
@@ -183,35 +181,20 @@ static void print_text(const struct jobcg_sysinfo *s, const struct jobcg_config 
 
 static int cmd_check(int argc, char **argv, const struct cli_global *g)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_sysinfo *s = NULL;
 	bool json = false;
-	int c, r;
+	int r;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			printf("Usage: jobcg check [--json]\n\n"
+	r = cli_json_only_args(argc, argv, "check",
+			       "Usage: jobcg check [--json]\n\n"
 			       "Describe the cgroup v2 mount, its controllers and kernel features, "
 			       "and\n"
 			       "what jobcg cannot enforce on this host. Exit status 0 only if jobs "
-			       "can run.\n");
-			return 0;
-		default:
-			return cli_usage_error("check", "unknown option");
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("check", "unexpected argument '%s'", argv[optind]);
+			       "can run.\n",
+			       &json);
+	if (r >= 0)
+		return r;
 	r = cli_load_config(g, 0, &conf);
 	if (r)
 		return r;

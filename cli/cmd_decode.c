@@ -117,7 +117,7 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 			help();
 			return 0;
 		default:
-			return cli_usage_error("decode", "unknown option");
+			return cli_unknown_option("decode");
 		}
 	}
 	if (optind < argc)

@@ -77,7 +77,7 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 			help();
 			return 0;
 		default:
-			return cli_usage_error("devices", "unknown option");
+			return cli_unknown_option("devices");
 		}
 	}
 	if (optind + 1 != argc)

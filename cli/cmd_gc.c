@@ -1,39 +1,22 @@
 /* jobcg gc: remove stray job and step directories whose owners are gone. */
-#include <getopt.h>
-
 #include "common.h"
 
 static int cmd_gc(int argc, char **argv, const struct cli_global *g)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	struct jobcg_gc_stats st = {};
 	bool json = false;
-	int c, r;
+	int r;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			printf(
-			    "Usage: jobcg gc [--json]\n\n"
-			    "Remove ephemeral jobs and steps whose 'jobcg run' is gone, and job\n"
-			    "directories left half made. Allocated jobs stay until released.\n");
-			return 0;
-		default:
-			return cli_usage_error("gc", "unknown option");
-		}
-	}
-	if (optind != argc)
-		return cli_usage_error("gc", "unexpected argument '%s'", argv[optind]);
+	r = cli_json_only_args(
+	    argc, argv, "gc",
+	    "Usage: jobcg gc [--json]\n\n"
+	    "Remove ephemeral jobs and steps whose 'jobcg run' is gone, and job\n"
+	    "directories left half made. Allocated jobs stay until released.\n",
+	    &json);
+	if (r >= 0)
+		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;

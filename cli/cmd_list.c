@@ -62,36 +62,21 @@ struct json_object *cli_job_json(const struct jobcg_job_info *i)
 
 static int cmd_list(int argc, char **argv, const struct cli_global *g)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	struct json_object *arr = NULL;
 	uint32_t *ids = NULL;
 	size_t n = 0;
 	bool json = false;
-	int c, r;
+	int r;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			printf("Usage: jobcg list [--json]\n\nList the jobs, their steps, owner, "
+	r = cli_json_only_args(argc, argv, "list",
+			       "Usage: jobcg list [--json]\n\nList the jobs, their steps, owner, "
 			       "creation time, limits and GPUs\n"
-			       "(node-wide indices; --json also gives each step's).\n");
-			return 0;
-		default:
-			return cli_usage_error("list", "unknown option");
-		}
-	}
-	if (optind != argc)
-		return cli_usage_error("list", "unexpected argument '%s'", argv[optind]);
+			       "(node-wide indices; --json also gives each step's).\n",
+			       &json);
+	if (r >= 0)
+		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
@@ -135,8 +120,8 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 			strncat(steps, *s, sizeof(steps) - strlen(steps) - 1);
 			/* A step's own GPUs, as "0[gpu:1]". */
 			if (jobcg_gres_get(ctx, i->id, *s, &sg) == 0 && *sg)
-				snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps), "[%s]",
-					 sg);
+				snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps),
+					 "[%s]", sg);
 			free(sg);
 		}
 		snprintf(limits, sizeof(limits), "%s%s%s%s", i->cpus ? "cpus=" : "",

@@ -33,7 +33,7 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 						       optarg);
 			continue;
 		}
-		return cli_usage_error("release", "unknown option");
+		return cli_unknown_option("release");
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error("release", "need exactly one job id");

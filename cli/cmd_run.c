@@ -8,13 +8,18 @@
 #include "jobcg/oom.h"
 
 /* Is the job being released ('jobcg release' marks it before ending its processes)? */
-static bool job_released(struct jobcg_ctx *ctx, uint32_t job)
+static bool job_has_mark(struct jobcg_ctx *ctx, uint32_t job, const char *key)
 {
 	char *v = NULL;
-	bool r = jobcg_job_xattr_get(ctx, job, "removing", &v) == 0;
+	bool r = jobcg_job_xattr_get(ctx, job, key, &v) == 0;
 
 	free(v);
 	return r;
+}
+
+static bool job_released(struct jobcg_ctx *ctx, uint32_t job)
+{
+	return job_has_mark(ctx, job, "removing");
 }
 
 static void usage(void)
@@ -125,7 +130,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			usage();
 			return 0;
 		default:
-			return cli_usage_error("run", "unknown option");
+			return cli_unknown_option("run");
 		}
 	}
 	if (optind >= argc)
@@ -148,6 +153,13 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			goto out;
 		} else if (job_released(ctx, job)) {
 			fprintf(stderr, "jobcg: job %u is being released: no new steps\n", job);
+			goto out;
+		} else if (job_has_mark(ctx, job, "ephemeral")) {
+			/* Its run removes it when its own step ends, killing any step joined. */
+			fprintf(stderr,
+				"jobcg: job %u is the ephemeral job of another 'jobcg run' and ends "
+				"with it; for a job several steps share, use 'jobcg alloc %u'\n",
+				job, job);
 			goto out;
 		} else if (cl.l.cpus || cl.l.mem_bytes || cl.l.pids_max || cl.l.cpu_weight) {
 			fprintf(stderr,

@@ -215,7 +215,7 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 			help();
 			return 0;
 		default:
-			return cli_usage_error("who-has", "unknown option");
+			return cli_unknown_option("who-has");
 		}
 	}
 	if (optind + 1 != argc)

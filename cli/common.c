@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "jobcg/error.h"
 #include "jobcg/parse.h"
 #include "jobcg/spec.h"
 
@@ -101,9 +102,19 @@ int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret)
 int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out)
 {
 	switch (c) {
-	case 'c':
+	case 'c': {
+		uint64_t *bits = NULL;
+		size_t words = 0;
+
+		/* Checked here, not first by the kernel: a reversed range or a typo must not be
+		 * recorded on a job as its CPUs (with --best-effort nothing else would read it). */
+		if (jobcg_parse_cpulist(arg, &bits, &words) < 0)
+			return -cli_usage_error(cmd, "--cpus '%s': %s", arg,
+						jobcg_last_error()->message);
+		free(bits);
 		out->l.cpus = arg;
 		return 1;
+	}
 	case 'm':
 		if (jobcg_parse_size(arg, 1u << 20, 0, &out->l.mem_bytes) < 0 ||
 		    out->l.mem_bytes == 0)
@@ -229,7 +240,10 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 			fputs(help, stdout);
 			return 0;
 		default:
-			return cli_usage_error(cmd, "unknown option");
+			if ((what & CLI_TARGET_SIGNAL) && optopt >= '0' && optopt <= '9')
+				return cli_usage_error(cmd, "give the signal with -s (-s %c...)",
+						       optopt);
+			return cli_unknown_option(cmd);
 		}
 	}
 	if (optind + 1 != argc)
@@ -239,5 +253,56 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 
 		return cli_usage_error(cmd, "%s", jobcg_error_format(buf, sizeof(buf)));
 	}
+	return -1;
+}
+
+int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const char *help,
+			int (*fn)(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				  unsigned timeout_ms))
+{
+	struct cli_target_args a;
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	int r = cli_target_args(argc, argv, CLI_TARGET_TIMEOUT, help, &a);
+
+	if (r >= 0)
+		return r;
+	r = cli_ctx_open(g, 0, &conf, &ctx);
+	if (r)
+		return r;
+	if (fn(ctx, &a.t, a.timeout_ms) < 0) {
+		cli_print_error(NULL);
+		r = 1;
+	}
+	cli_ctx_close(conf, ctx);
+	return r;
+}
+
+int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help, bool *ret_json)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	bool json = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return cli_unknown_option(cmd);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	*ret_json = json;
 	return -1;
 }

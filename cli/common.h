@@ -54,3 +54,11 @@ enum {
 /* Parse "[OPTIONS] TARGET"; prints @help for --help. Returns -1 to go on, else an exit code. */
 int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 		    struct cli_target_args *ret);
+/* freeze, thaw, kill: parse "[--timeout MS] TARGET" (printing @help for --help), open the
+ * context and call @fn on the target; returns the exit code. */
+int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const char *help,
+			int (*fn)(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				  unsigned timeout_ms));
+/* Commands that take only [--json]: parse it (printing @help for --help). Returns -1 to go on,
+ * else the exit code. */
+int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help, bool *ret_json);

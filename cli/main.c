@@ -1,4 +1,5 @@
 /* jobcg: command-line entry point; finds the subcommand and removes global options. */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nTry 'jobcg %s --help'.\n", cmd);
 	return 2;
+}
+
+int cli_unknown_option(const char *cmd)
+{
+	if (optopt >= '0' && optopt <= '9')
+		return cli_usage_error(cmd, "a negative number is not an id (job ids are "
+					    "1..4294967294, steps and tasks count from 0)");
+	return cli_usage_error(cmd, "unknown option");
 }
 
 int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_config **ret)

@@ -11,6 +11,7 @@
 #include "confload.h"
 #include "confparse.h"
 #include "jobcg/parse.h"
+#include "jobcg/sysinfo.h"
 #include "log.h"
 #include "util.h"
 
@@ -393,6 +394,14 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 							    "%s: expected cgroup controller names "
 							    "such as io,misc, found '%s'",
 							    k->name, *p);
+		/* Warned here, where the line is known; a newer kernel's controller jobcg does not
+		 * know yet must not stop the node, so it is no error. */
+		for (char **p = v2; *p; p++)
+			if (jobcg_controller_from_name(*p) < 0)
+				confload_warn(l, st->file, pr->line,
+					      "%s: unknown controller '%s' is ignored (known: cpuset, "
+					      "cpu, io, memory, hugetlb, pids, rdma, misc)",
+					      k->name, *p);
 		strv_free(*(char ***)field);
 		if (!v2[0]) {
 			*(char ***)field = NULL;

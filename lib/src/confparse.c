@@ -397,44 +397,6 @@ out:
 	return r;
 }
 
-/* Read the already opened (and checked) file, at most CONF_MAX_FILE_SIZE bytes. */
-static int read_fd(int fd, char **ret, size_t *ret_len)
-{
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *nb;
-
-			if (cap >= CONF_MAX_FILE_SIZE)
-				return -EFBIG;
-			cap = cap ? cap * 2 : 4096;
-			nb = realloc(buf, cap + 1);
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return negative_errno();
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (!buf && !(buf = malloc(1)))
-		return -ENOMEM;
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
-}
-
 static int parse_file_at(struct ctx *c, const char *path, const char *from_file, unsigned from_line,
 			 unsigned from_col)
 {
@@ -471,7 +433,7 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 		if (c->stack[i].dev == st.st_dev && c->stack[i].ino == st.st_ino)
 			return error_set_at(-ELOOP, from_file, from_line, from_col,
 					    "Include loop: '%s' is already being read", path);
-	r = read_fd(fd, &buf, &len);
+	r = read_full_fd(fd, CONF_MAX_FILE_SIZE, &buf, &len);
 	if (r == -EFBIG)
 		return error_set_at(r, path, 0, 0, "larger than %u bytes", CONF_MAX_FILE_SIZE);
 	if (r < 0)

@@ -502,6 +502,67 @@ static int resolve_member(const struct jobcg_devpolicy *p, const char *path, cha
 }
 
 /* Collect the policy keys of one cgroup id (bounded by the map size). */
+static int keys_push(struct devprog_policy_key **keys, size_t *n, size_t *cap,
+		     const struct devprog_policy_key *k)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct devprog_policy_key *nk = realloc(*keys, nc * sizeof(*nk));
+
+		if (!nk)
+			return -ENOMEM;
+		*keys = nk;
+		*cap = nc;
+	}
+	(*keys)[(*n)++] = *k;
+	return 0;
+}
+
+/*
+ * The whole policy map in batches of POLICY_BATCH entries: one syscall per batch instead of
+ * one per entry (the map holds every constrained cgroup of the node, and a step's end reads it).
+ * 1: batches are not supported here (kernels before 5.6, or a bucket larger than a batch); the
+ * caller walks key by key.
+ */
+#define POLICY_BATCH 4096u
+static int policy_keys_batch(int policy_fd, uint64_t id, struct devprog_policy_key **ret,
+			     size_t *ret_n)
+{
+	_cleanup_free_ struct devprog_policy_key *keys = NULL, *kbuf = NULL;
+	_cleanup_free_ struct devprog_policy_value *vbuf = NULL;
+	/* The batch token of a hash map is a bucket number; key-sized is large enough. */
+	struct devprog_policy_key token = {0}, next_token = {0};
+	size_t n = 0, cap = 0, seen = 0;
+	bool first = true;
+
+	kbuf = calloc(POLICY_BATCH, sizeof(*kbuf));
+	vbuf = calloc(POLICY_BATCH, sizeof(*vbuf));
+	if (!kbuf || !vbuf)
+		return -ENOMEM;
+	for (;;) {
+		uint32_t count = POLICY_BATCH;
+		int e = bpf_map_lookup_batch(policy_fd, first ? NULL : &token, &next_token, kbuf,
+					     vbuf, &count, NULL);
+		bool done = e < 0 && errno == ENOENT;
+
+		if (e < 0 && !done)
+			return 1;
+		seen += count;
+		if (seen > POLICY_SCAN_MAX)
+			return error_set(-EAGAIN, "policy map kept changing while being read");
+		for (uint32_t i = 0; i < count; i++)
+			if (kbuf[i].cgroup_id == id && keys_push(&keys, &n, &cap, &kbuf[i]) < 0)
+				return -ENOMEM;
+		if (done)
+			break;
+		token = next_token;
+		first = false;
+	}
+	*ret = TAKE_PTR(keys);
+	*ret_n = n;
+	return 0;
+}
+
 static int policy_keys_of(int policy_fd, uint64_t id, struct devprog_policy_key **ret,
 			  size_t *ret_n)
 {
@@ -509,7 +570,10 @@ static int policy_keys_of(int policy_fd, uint64_t id, struct devprog_policy_key 
 	struct devprog_policy_key key, next;
 	size_t n = 0, cap = 0, seen = 0;
 	bool first = true;
+	int e = policy_keys_batch(policy_fd, id, ret, ret_n);
 
+	if (e <= 0)
+		return e;
 	while (bpf_map_get_next_key(policy_fd, first ? NULL : &key, &next) == 0) {
 		first = false;
 		key = next;

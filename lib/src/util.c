@@ -27,15 +27,11 @@ char *strstrip(char *s)
 	return s;
 }
 
-int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 4096;
 
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return negative_errno();
 	buf = malloc(cap + 1);
 	if (!buf)
 		return -ENOMEM;
@@ -68,6 +64,15 @@ int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_
 		*ret_len = len;
 	*ret = TAKE_PTR(buf);
 	return 0;
+}
+
+int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return negative_errno();
+	return read_full_fd(fd, max, ret, ret_len);
 }
 
 int read_one_line_at(int dirfd, const char *path, char **ret)

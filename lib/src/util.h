@@ -80,6 +80,8 @@ char *strstrip(char *s);
 /* Read a whole file (at most @max bytes, else -EFBIG) relative to @dirfd (AT_FDCWD ok).
  * The result is NUL-terminated; *ret_len excludes the NUL (may be NULL). */
 int read_full_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);
+/* The same from an already open @fd, from its current offset. */
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
 /* Read a file and strip the trailing newline (for one-value kernel files). */
 int read_one_line_at(int dirfd, const char *path, char **ret);
 /* Write @s to an existing file with a single write() (kernel interface files need that). */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <linux/bpf.h>
 #include <stdio.h>
@@ -222,6 +223,98 @@ static void gen_ranges(struct gen *g)
 	EXIT(g);
 }
 
+/* snap-confine (device-cgroup-support.c): a hash map keyed by the packed {u8 'c'|'b', u32
+ * major, u32 minor} built on the stack; looked up with the minor, then with minor UINT32_MAX
+ * (any minor). Access bits are ignored. */
+static int snapd_map = -1;
+
+static void ld_map(struct gen *g, int fd)
+{
+	emit(g, BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, fd);
+	emit(g, 0, 0, 0, 0, 0);
+}
+
+static int gen_snapd(struct gen *g)
+{
+	struct __attribute__((packed)) {
+		uint8_t type;
+		uint32_t major, minor;
+	} key;
+	static const struct { char t; uint32_t ma, mi; } allow[] = {
+		{'c', 1, 3}, {'c', 5, UINT32_MAX}, {'c', 195, 1}, {'b', 7, 0}};
+	uint8_t one = 1;
+
+	snapd_map = bpf_map_create(BPF_MAP_TYPE_HASH, "snap_devs", sizeof(key), 1, 64, NULL);
+	if (snapd_map < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(allow) / sizeof(allow[0]); i++) {
+		key.type = (uint8_t)allow[i].t;
+		key.major = allow[i].ma;
+		key.minor = allow[i].mi;
+		if (bpf_map_update_elem(snapd_map, &key, &one, BPF_ANY) < 0)
+			return -errno;
+	}
+	MOV64I(g, 0, 0);
+	emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 6, 10, 0, 0);
+	emit(g, BPF_ALU64 | BPF_ADD | BPF_K, 6, 0, 0, -(int)sizeof(key));
+	LDXW(g, 2, 1, 4);
+	emit(g, BPF_STX | BPF_MEM | BPF_W, 6, 2, 1, 0);
+	LDXW(g, 2, 1, 8);
+	emit(g, BPF_STX | BPF_MEM | BPF_W, 6, 2, 5, 0);
+	LDXW(g, 2, 1, 0);
+	AND32(g, 2, 0xFFFF);
+	JEQI(g, 2, BPF_DEVCG_DEV_CHAR, 2);
+	emit(g, BPF_ST | BPF_MEM | BPF_B, 6, 0, 0, 'b');
+	emit(g, BPF_JMP | BPF_JA, 0, 0, 1, 0);
+	emit(g, BPF_ST | BPF_MEM | BPF_B, 6, 0, 0, 'c');
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			emit(g, BPF_ST | BPF_MEM | BPF_W, 6, 0, 5, -1);
+		ld_map(g, snapd_map);
+		emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 2, 6, 0, 0);
+		emit(g, BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+		JEQI(g, 0, 0, 2);
+		MOV64I(g, 0, 1);
+		EXIT(g);
+	}
+	MOV64I(g, 0, 0);
+	EXIT(g);
+	return 0;
+}
+
+/* Narrow context loads (u8 type at offset 0, u16 access at offset 2: the kernel allows narrow
+ * loads of access_type only), byte-swapped and shifted constants, XOR/NEG/ARSH/MOD/DIV on the
+ * access bits and JMP32 with registers: decided only by access and type, so exact. */
+static void gen_alu(struct gen *g)
+{
+	emit(g, BPF_LDX | BPF_MEM | BPF_B, 2, 1, 0, 0);	    /* type */
+	emit(g, BPF_LDX | BPF_MEM | BPF_H, 3, 1, 2, 0);	    /* access */
+	LDXW(g, 4, 1, 4);
+	emit(g, BPF_ALU64 | BPF_MOV | BPF_K, 7, 0, 0, 0x0200); /* 2 in big-endian u16 */
+	emit(g, BPF_ALU | BPF_END | BPF_TO_BE, 7, 0, 0, 16);   /* -> 2 on little endian */
+	emit(g, BPF_JMP32 | BPF_JNE | BPF_X, 2, 7, 11, 0); /* not char: to the block part */
+	/* char: r8 = -(access ^ 7) >> 63 (arith), computed and unused: exercises XOR/NEG/ARSH */
+	emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 8, 3, 0, 0);
+	emit(g, BPF_ALU64 | BPF_XOR | BPF_K, 8, 0, 0, 7);
+	emit(g, BPF_ALU64 | BPF_NEG, 8, 0, 0, 0);
+	emit(g, BPF_ALU64 | BPF_ARSH | BPF_K, 8, 0, 0, 63);
+	/* char: allowed when access % 4 == 2 (r alone, and r|w: 6 % 4 == 2) */
+	emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 9, 3, 0, 0);
+	emit(g, BPF_ALU64 | BPF_MOD | BPF_K, 9, 0, 0, 4);     /* access % 4: 2 for r, 0 w/4, 1 m */
+	emit(g, BPF_JMP | BPF_JEQ | BPF_K, 9, 0, 2, 2);	    /* read alone: allowed */
+	MOV64I(g, 0, 0);
+	EXIT(g);
+	MOV64I(g, 0, 1);
+	EXIT(g);
+	/* block: allowed when access / 2 == 0 (mknod only) */
+	emit(g, BPF_ALU | BPF_DIV | BPF_K, 3, 0, 0, 2);
+	emit(g, BPF_JMP32 | BPF_JEQ | BPF_K, 3, 0, 2, 0);
+	MOV64I(g, 0, 0);
+	EXIT(g);
+	MOV64I(g, 0, 1);
+	EXIT(g);
+}
+
 /* runc/crun default container devices (libcontainer/specconv AllowedDevices + fuse, tun). */
 static const struct rule container_rules[] = {
 	{'c', ANY, ANY, ACC_M, 1}, {'b', ANY, ANY, ACC_M, 1}, {'c', 1, 3, ACC_RWM, 1},
@@ -343,6 +436,17 @@ static char *capture(const char *cmd, size_t *ret_len)
 
 static int bad_total;
 
+/* tap_diag() each line: TAP needs the '#' on every line of multi-line output. */
+static void diag_lines(const char *text)
+{
+	for (const char *p = text; p && *p;) {
+		const char *eol = strchr(p, '\n');
+		int len = eol ? (int)(eol - p) : (int)strlen(p);
+		tap_diag("%.*s", len, p);
+		p = eol ? eol + 1 : NULL;
+	}
+}
+
 /* Compare one decode with the kernel's answers; print the first disagreements. */
 static unsigned compare(const char *label, const char *form, const int *kb,
 			int (*allows)(const void *, char, unsigned, unsigned, unsigned),
@@ -373,6 +477,27 @@ static int allows_inspect(const void *o, char t, unsigned ma, unsigned mi, unsig
 static int allows_decoded(const void *o, char t, unsigned ma, unsigned mi, unsigned acc)
 {
 	return jobcg_decoded_allows(o, t, ma, mi, acc);
+}
+
+static bool has_maps;
+static char snapd_raw[65536];
+static size_t snapd_raw_len;
+
+/* bpftool's dumps carry map ids, not contents: a program with maps is decoded by reading those
+ * maps from the kernel (jobcg_decode_with_live_maps), the way `jobcg decode` does on a live id. */
+static int decode_dump(const char *data, size_t len, const char *name, struct jobcg_decoded **ret)
+{
+	struct bpf_insn *insns = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!has_maps)
+		return jobcg_decode_data(data, len, name, NULL, ret);
+	r = jobcg_decode_parse(data, len, name, &insns, &n);
+	if (r == 0)
+		r = jobcg_decode_with_live_maps(insns, n, ret);
+	free(insns);
+	return r;
 }
 
 static void check_program(const char *top, const char *label, const struct gen *g)
@@ -428,14 +553,14 @@ static void check_program(const char *top, const char *label, const struct gen *
 	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u", info.id);
 	char *text = capture(cmd, &len);
 	struct jobcg_decoded *d = NULL;
-	r = text ? jobcg_decode_data(text, len, "bpftool", NULL, &d) : -EIO;
+	r = text ? decode_dump(text, len, "bpftool", &d) : -EIO;
 	if (ok(r == 0, "%s: bpftool text decodes (%s)", label,
 	       r ? jobcg_last_error()->message : "ok")) {
 		unsigned bad = compare(label, "text", kb, allows_decoded, d);
 		bad_total += (int)bad;
 		ok(bad == 0, "%s: bpftool text decode agrees with the kernel", label);
 	} else if (text)
-		tap_diag("%s", text);
+		diag_lines(text);
 	jobcg_decoded_free(d);
 	d = NULL;
 
@@ -447,7 +572,11 @@ static void check_program(const char *top, const char *label, const struct gen *
 	len = f ? fread(buf, 1, sizeof(buf), f) : 0;
 	if (f)
 		fclose(f);
-	r = (r == 0 && len > 0) ? jobcg_decode_data(buf, len, raw, NULL, &d) : -EIO;
+	if (has_maps && len <= sizeof(snapd_raw)) {
+		memcpy(snapd_raw, buf, len);
+		snapd_raw_len = len;
+	}
+	r = (r == 0 && len > 0) ? decode_dump(buf, len, raw, &d) : -EIO;
 	if (ok(r == 0, "%s: bpftool raw file decodes (%s)", label,
 	       r ? jobcg_last_error()->message : "ok")) {
 		unsigned bad = compare(label, "raw", kb, allows_decoded, d);
@@ -466,14 +595,19 @@ static void check_program(const char *top, const char *label, const struct gen *
 					       {"decode - < ", ".txt"}};
 	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u > %s.txt", info.id, raw);
 	r = system(cmd);
-	for (size_t k = 0; k < sizeof(forms) / sizeof(forms[0]); k++) {
+	for (size_t k = 0; k < (has_maps ? 2 : sizeof(forms) / sizeof(forms[0])); k++) {
 		char args[PATH_MAX + 64];
 		snprintf(args, sizeof(args), "%s%s%s", forms[k][0], k < 2 ? cg : raw, forms[k][1]);
 		snprintf(cmd, sizeof(cmd), "%s/cli/jobcg %s", b ? b : ".", args);
 		text = capture(cmd, &len);
+		bool is_json = strstr(args, "--json") != NULL;
+		struct json_object *jo = is_json && text ? json_tokener_parse(text) : NULL;
+		if (is_json)
+			ok(jo != NULL, "%s: jobcg %s prints valid JSON", label, args);
+		json_object_put(jo);
 		if (ok(text && len > 0, "%s: jobcg %s exits 0", label, args) && k == 0 &&
 		    getenv("AUDIT_SHOW"))
-			tap_diag("%s", text);
+			diag_lines(text);
 	}
 	if (getenv("AUDIT_SAVE")) { /* keep the dumps for checks by hand */
 		snprintf(cmd, sizeof(cmd), "cp %s %s.txt %s/", raw, raw, getenv("AUDIT_SAVE"));
@@ -565,7 +699,7 @@ static void check_stacked(const char *top, struct gen *g)
 		 nodes[20] /* c 195:1 */, top);
 	char *t = capture(cmd, &len);
 	snprintf(out, sizeof(out), "%s", t ? t : "");
-	tap_diag("%s", out);
+	diag_lines(out);
 	char pidstr[32];
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	ok(t && strstr(out, "job_77") && strstr(out, pidstr), "who-has c 195:1 names job_77 and pid %d",
@@ -574,6 +708,12 @@ static void check_stacked(const char *top, struct gen *g)
 		 nodes[19] /* c 195:0 */, top);
 	t = capture(cmd, &len);
 	ok(t && !strstr(t, "job_77"), "who-has c 195:0 does not name job_77");
+	snprintf(cmd, sizeof(cmd), "%s/cli/jobcg who-has --json %s --root %s", b ? b : ".",
+		 nodes[20], top);
+	t = capture(cmd, &len);
+	struct json_object *jo = t ? json_tokener_parse(t) : NULL;
+	ok(jo && strstr(t, "\"77\"") && strstr(t, pidstr), "who-has --json is valid JSON with job 77");
+	json_object_put(jo);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 out:
@@ -625,6 +765,35 @@ int main(void)
 	RUN("lxc_allow", gen_lxc(g, lxc_allow, N(lxc_allow), 0));
 	RUN("slurm", gen_slurm(g, slurm_rules, N(slurm_rules), 1));
 	RUN("ranges", gen_ranges(g));
+	RUN("alu", gen_alu(g));
+	has_maps = true;
+	memset(g, 0, sizeof(*g));
+	if (ok(gen_snapd(g) == 0, "snapd: map created and filled"))
+		check_program(top, "snapd", g);
+	if (snapd_map >= 0) {
+		struct bpf_map_info mi = {0};
+		uint32_t ml = sizeof(mi);
+		bpf_obj_get_info_by_fd(snapd_map, &mi, &ml);
+		close(snapd_map);
+		/* The program's reference to the map goes away after an RCU grace period. */
+		for (int i = 0; i < 100; i++) {
+			int mfd = bpf_map_get_fd_by_id(mi.id);
+			if (mfd < 0)
+				break;
+			close(mfd);
+			usleep(20000);
+		}
+		/* A dump of a program that is gone: opaque, naming the map, not a bare ENOENT. */
+		struct jobcg_decoded *d = NULL;
+		int r = snapd_raw_len ? decode_dump(snapd_raw, snapd_raw_len, "snapd.raw", &d) : -EIO;
+		char want[64];
+		snprintf(want, sizeof(want), "map id %u", mi.id);
+		ok(r == -EOPNOTSUPP && strstr(jobcg_last_error()->message, want),
+		   "snapd dump after unload: opaque, naming %s (%d: %s)", want, r,
+		   jobcg_last_error()->message);
+		jobcg_decoded_free(d);
+	}
+	has_maps = false;
 	check_stacked(top, g);
 	ok(bad_total == 0, "no disagreement with the kernel in any generator (%d)", bad_total);
 	free(g);

@@ -100,6 +100,26 @@ int main(void)
 		       "a second SIGTERM kills the step (137)");
 	}
 
+	/* A second run naming a job that is another run's ephemeral job must not join it: the
+	 * first run removes its job when its step ends, which killed the joined step. */
+	{
+		char *args[] = {"run", "--job", "31", "--", "sleep", "1", NULL};
+		char *e = NULL;
+		int st = 0, i;
+		pid_t first = kcli_start(args, NULL, NULL);
+
+		for (i = 0; i < 500 && !kcli_exists("%s/job_31/step_0/user/task_0", root); i++)
+			usleep(10000);
+		char *second[] = {"run", "--job", "31", "--", "true", NULL};
+		rc = kcli_run(second, NULL, &e);
+		ok(rc == 1 && e && strstr(e, "ephemeral job of another 'jobcg run'"),
+		   "a run into another run's ephemeral job is refused, saying why");
+		free(e);
+		while (waitpid(first, &st, 0) < 0 && errno == EINTR)
+			;
+		is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0, "the first run is unharmed");
+	}
+
 	is_int(kcli_count_dirs(root), 1, "only system/ is left under the root");
 	ok(kcli_exists("%s/system", root), "the system/ parking leaf exists");
 

@@ -111,6 +111,17 @@ static void compare_with_kernel(const char *cg, const struct jobcg_cginspect *in
 
 static char *run_cli(const char *args);
 
+/* tap_diag() each line: TAP needs the '#' on every line of multi-line output. */
+static void diag_lines(const char *text)
+{
+	for (const char *p = text; p && *p;) {
+		const char *eol = strchr(p, '\n');
+		int len = eol ? (int)(eol - p) : (int)strlen(p);
+		tap_diag("%.*s", len, p);
+		p = eol ? eol + 1 : NULL;
+	}
+}
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -180,7 +191,7 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		d = NULL;
 	}
 	if (r != 0 && !has_maps)
-		tap_diag("%s", text);
+		diag_lines(text);
 	if (!has_maps) {
 		snprintf(cmd, sizeof(cmd), "bpftool -j prog dump xlated id %u", id);
 		char *js = capture(cmd, &len);
@@ -213,7 +224,7 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		       strstr(out, "c 195:* rwm\n"),
 		   "%s: jobcg decode of bpftool text reads the live map", label);
 		if (out && !strstr(out, "c 195:* rwm"))
-			tap_diag("%s", out);
+			diag_lines(out);
 	}
 	snprintf(file, sizeof(file), "%s/prog-%u.bin", ktest_tmpdir(), id);
 	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u file %s", id, file);
@@ -416,7 +427,7 @@ int main(void)
 	ok(out && !strstr(out, step) && strstr(out, snapcg) && strstr(out, "# "),
 	   "who-has c 195:1: not the job's step (Slurm denies), the snap cgroup yes");
 	if (out)
-		tap_diag("%s", out);
+		diag_lines(out);
 	snprintf(args, sizeof(args), "who-has --json --root %s /dev/zero", root);
 	out = run_cli(args);
 	j = out ? json_tokener_parse(out) : NULL;
@@ -575,7 +586,7 @@ int main(void)
 		ok(out && strstr(out, "c 1:5 r ") && strstr(out, "c 1:7 -"),
 		   "%s: jobcg devices shows the grant", mname);
 		if (out && !strstr(out, "c 1:5 r "))
-			tap_diag("%s", out);
+			diag_lines(out);
 		jobcg_devpolicy_revoke(pol, jjob);
 		if (mode == 0)
 			jobcg_devpolicy_destroy(pol);

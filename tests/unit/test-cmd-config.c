@@ -211,6 +211,56 @@ int main(void)
 	free(out);
 	free(err);
 
+	/* A job id no job can have is refused, not answered with an empty table. */
+	const char *bad_ids[] = {"abc", "0", "-1", "4294967295", "12x"};
+	for (size_t i = 0; i < ELEMENTSOF(bad_ids); i++) {
+		rc = run((const char *[]){"acct", "--job", bad_ids[i], NULL}, &out, &err);
+		ok(rc == 2 && strstr(err, "--job") && strstr(err, bad_ids[i]),
+		   "acct --job '%s' is a usage error naming it", bad_ids[i]);
+		free(out);
+		free(err);
+	}
+
+	/* "-1" as a job id is no option: the error must say what is wrong with it. */
+	const char *const neg[][4] = {{"alloc", "-1"},
+				      {"release", "-5"},
+				      {"show", "-1"},
+				      {"freeze", "-2"},
+				      {"run", "--job", "-1", "true"}};
+	for (size_t i = 0; i < ELEMENTSOF(neg); i++) {
+		const char *args[6] = {neg[i][0], neg[i][1], neg[i][2], neg[i][3], NULL};
+
+		rc = run(args, &out, &err);
+		ok(rc == 2 && strstr(err, "1..4294967294"),
+		   "jobcg %s %s %s: a negative id is refused "
+		   "saying ids are 1..4294967294",
+		   neg[i][0], neg[i][1], neg[i][2] ? neg[i][2] : "");
+		free(out);
+		free(err);
+	}
+	rc = run((const char *[]){"signal", "-9", "1", NULL}, &out, &err);
+	ok(rc == 2 && strstr(err, "with -s"), "signal -9 points at -s");
+	free(out);
+	free(err);
+
+	/* --cpus is parsed before anything is made: a bad list never reaches a job's record. */
+	const char *const bad_cpus[][2] = {{"3-1", "reversed"}, {"0-3,x", "x"}, {"", "empty"}};
+	for (size_t i = 0; i < ELEMENTSOF(bad_cpus); i++) {
+		const char *const *argvs[] = {
+		    (const char *[]){"alloc", "1", "--cpus", bad_cpus[i][0], "--best-effort", NULL},
+		    (const char *[]){"run", "--cpus", bad_cpus[i][0], "--best-effort", "--", "true",
+				     NULL},
+		};
+		for (size_t k = 0; k < ELEMENTSOF(argvs); k++) {
+			rc = run(argvs[k], &out, &err);
+			ok(rc == 2 && strstr(err, "--cpus") && strstr(err, bad_cpus[i][1]),
+			   "%s --cpus '%s' is a usage error (%s)", argvs[k][0], bad_cpus[i][0],
+			   bad_cpus[i][1]);
+			free(out);
+			free(err);
+		}
+	}
+
 	char p[PATH_MAX + 16];
 	const char *names[] = {"cgroup.conf", "gres.conf", "out", "err"};
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {

@@ -173,6 +173,14 @@ static void test_cgroup_good(void)
 {
 	struct jobcg_config *c;
 
+	c = good(false, "EnableExtraControllers=io,bogus\n", (size_t)-1, 0);
+	if (c) {
+		ok(strv_length(c->warnings) == 1 &&
+		       strstr(c->warnings[0], "cgroup.conf:1: EnableExtraControllers: unknown "
+					      "controller 'bogus' is ignored"),
+		   "an unknown extra controller warns with file:line");
+		jobcg_config_free(c);
+	}
 	c = good(false, "", 0, 0);
 	if (c) {
 		ok(!c->cgroup.constrain_cores && c->cgroup.allowed_ram_space == 100 &&
