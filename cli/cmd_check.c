@@ -1,5 +1,6 @@
 /* jobcg check: what this host's cgroup v2 offers jobcg, and whether jobs can run here. */
 #include "common.h"
+#include "jobcg/spec.h"
 #include "jobcg/sysinfo.h"
 
 static const char *layout_name(enum jobcg_layout l)
@@ -63,7 +64,7 @@ static struct json_object *feature_json(const struct jobcg_feature *f)
 	return o;
 }
 
-static void print_json(const struct jobcg_sysinfo *s)
+static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserved)
 {
 	struct json_object *o = json_object_new_object(), *lim = json_object_new_array();
 
@@ -85,6 +86,7 @@ static void print_json(const struct jobcg_sysinfo *s)
 	json_object_object_add(o, "xattr", feature_json(&s->xattr));
 	for (char **l = s->limitations; l && *l; l++)
 		json_object_array_add(lim, json_object_new_string(*l));
+	json_object_object_add(o, "reserved", reserved);
 	json_object_object_add(o, "cannot_enforce", lim);
 	json_object_object_add(o, "can_run", json_object_new_boolean(s->can_run));
 	if (!s->can_run)
@@ -98,7 +100,50 @@ static void print_feature(const char *name, const struct jobcg_feature *f)
 	printf("%-22s %s (%s)\n", name, f->supported ? "yes" : "no", f->detail);
 }
 
-static void print_text(const struct jobcg_sysinfo *s)
+/* Resource specialisation: the reserved CPUs ("" none, NULL when the keys are wrong here, with
+ * the error record set) and memory. */
+static char *reserved_cpus(const struct jobcg_config *conf)
+{
+	char *online = NULL, *cpus = NULL;
+
+	if (jobcg_online_cpus(&online) == 0)
+		(void)jobcg_spec_cpus(&conf->cgroup, online, &cpus);
+	free(online);
+	return cpus;
+}
+
+static void print_reserved_text(const struct jobcg_config *conf)
+{
+	char *cpus = reserved_cpus(conf);
+	uint64_t mem = conf->cgroup.mem_spec_limit;
+
+	if (!cpus)
+		printf("%-22s error: %s\n", "reserved for system:", jobcg_last_error()->message);
+	else if (!*cpus && !mem)
+		printf("%-22s nothing\n", "reserved for system:");
+	else
+		printf("%-22s CPUs %s, memory %s%llu MiB (system/ leaf; jobs never get them)\n",
+		       "reserved for system:", *cpus ? cpus : "none", mem ? "" : "none: ",
+		       (unsigned long long)(mem >> 20));
+	free(cpus);
+}
+
+static struct json_object *reserved_json(const struct jobcg_config *conf)
+{
+	struct json_object *o = json_object_new_object();
+	char *cpus = reserved_cpus(conf);
+
+	json_object_object_add(o, "cpus", cpus ? json_object_new_string(cpus) : NULL);
+	if (!cpus)
+		json_object_object_add(o, "error",
+				       json_object_new_string(jobcg_last_error()->message));
+	json_object_object_add(o, "mem_bytes",
+			       json_object_new_uint64(conf->cgroup.mem_spec_limit));
+	free(cpus);
+	return o;
+}
+
+static void print_text(const struct jobcg_sysinfo *s, const struct jobcg_config *conf)
 {
 	char buf[256];
 
@@ -121,6 +166,7 @@ static void print_text(const struct jobcg_sysinfo *s)
 	print_feature("cgroup.kill:", &s->kill);
 	print_feature("memory.peak:", &s->memory_peak);
 	print_feature("xattrs:", &s->xattr);
+	print_reserved_text(conf);
 	if (s->limitations && s->limitations[0]) {
 		printf("cannot be enforced here:\n");
 		for (char **l = s->limitations; *l; l++)
@@ -158,9 +204,9 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		return 1;
 	}
 	if (json)
-		print_json(s);
+		print_json(s, reserved_json(conf));
 	else
-		print_text(s);
+		print_text(s, conf);
 	r = s->can_run ? 0 : 1;
 	jobcg_sysinfo_free(s);
 	jobcg_config_free(conf);

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "jobcg/error.h"
 #include "jobcg/parse.h"
+#include "jobcg/spec.h"
 
 int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
 		 struct jobcg_ctx **ret_ctx)
@@ -153,9 +154,24 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl)
 {
 	char **why = NULL;
-	unsigned bad = jobcg_limits_check(ctx, &cl->l, &why);
+	unsigned bad;
 	int i = 0;
 
+	/* A reserved CPU is refused first, best effort or not: no host makes it right. */
+	if (cl->l.cpus && *cl->l.cpus) {
+		const struct jobcg_cgroup_conf *c = &jobcg_ctx_config(ctx)->cgroup;
+		char *online = NULL;
+		int r = 0;
+
+		if ((c->spec_cpus || c->core_spec_count) &&
+		    ((r = jobcg_online_cpus(&online)) < 0 ||
+		     (r = jobcg_spec_check_cpus(c, online, cl->l.cpus)) < 0))
+			cli_print_error(NULL);
+		free(online);
+		if (r < 0)
+			return 1;
+	}
+	bad = jobcg_limits_check(ctx, &cl->l, &why);
 	if (!bad || cl->l.best_effort) {
 		jobcg_strv_free(why);
 		return 0;

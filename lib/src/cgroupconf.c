@@ -10,6 +10,7 @@
 
 #include "confload.h"
 #include "confparse.h"
+#include "jobcg/parse.h"
 #include "jobcg/sysinfo.h"
 #include "log.h"
 #include "util.h"
@@ -22,6 +23,7 @@ enum ktype {
 	K_STRING, /* with a checker */
 	K_LIST,	  /* EnableExtraControllers */
 	K_DEVPROG,
+	K_SIZE_MIB, /* bytes, by jobcg_parse_size (bare numbers are MiB) */
 };
 
 typedef int (*check_fn)(const char *v, char **ret_norm, const char **why);
@@ -117,6 +119,26 @@ static int check_root(const char *v, char **ret, const char **why)
 	return 0;
 }
 
+/* A CPU list, stored normalised ("3,1-2" -> "1-3") so everything compares one spelling. */
+static int check_cpulist(const char *v, char **ret, const char **why)
+{
+	_cleanup_free_ uint64_t *bits = NULL;
+	size_t words;
+	int r = jobcg_parse_cpulist(v, &bits, &words);
+
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		/* The caller formats a new error record: the message must not live in it. */
+		static __thread char msg[256];
+
+		snprintf(msg, sizeof(msg), "%s", jobcg_last_error()->message);
+		*why = msg;
+		return r;
+	}
+	return jobcg_format_cpulist(bits, words, ret);
+}
+
 #define OFF(f) offsetof(struct jobcg_cgroup_conf, f)
 
 /* Slurm's current keys, then jobcg's (the order `jobcg config` shows). */
@@ -145,6 +167,9 @@ static const struct key_def keys[] = {
     {"DeviceProgram", K_DEVPROG, OFF(device_program)},
     {"BpfPinDir", K_STRING, OFF(bpf_pin_dir), check_abs_path},
     {"StateDir", K_STRING, OFF(state_dir), check_abs_path},
+    {"SpecCPUs", K_STRING, OFF(spec_cpus), check_cpulist},
+    {"CoreSpecCount", K_MSEC, OFF(core_spec_count)},
+    {"MemSpecLimit", K_SIZE_MIB, OFF(mem_spec_limit)},
 };
 _Static_assert(ELEMENTSOF(keys) <= CGROUP_MAX_KEYS, "raise CGROUP_MAX_KEYS");
 
@@ -226,6 +251,7 @@ void cgroup_conf_done(struct jobcg_cgroup_conf *cg)
 	free(cg->scope_name);
 	free(cg->bpf_pin_dir);
 	free(cg->state_dir);
+	free(cg->spec_cpus);
 }
 
 static int parse_bool(const char *v, bool *ret)
@@ -384,6 +410,19 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 		*(char ***)field = TAKE_PTR(v2);
 		return 0;
 	}
+	case K_SIZE_MIB: {
+		uint64_t x;
+
+		r = jobcg_parse_size(v, UINT64_C(1) << 20, 0, &x);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			return error_set_at(r, st->file, pr->vline, pr->vcol,
+					    "%s: expected a size such as 2048 (MiB) or 2G, found '%s'",
+					    k->name, v);
+		*(uint64_t *)field = x;
+		return 0;
+	}
 	case K_DEVPROG:
 		if (strcaseeq(v, "node"))
 			cg->device_program = JOBCG_DEVPROG_NODE;
@@ -520,6 +559,14 @@ static int entry_text(const struct jobcg_cgroup_conf *cg, const struct key_def *
 		}
 		break;
 	}
+	case K_SIZE_MIB: {
+		uint64_t b = *(const uint64_t *)field;
+
+		*kind = JOBCG_CONFIG_STRING;
+		s = b % (1 << 20) ? strdup_printf("%lluB", (unsigned long long)b)
+				  : strdup_printf("%lluM", (unsigned long long)(b >> 20));
+		break;
+	}
 	case K_DEVPROG:
 		*kind = JOBCG_CONFIG_STRING;
 		s = strdup(cg->device_program == JOBCG_DEVPROG_LINEAR ? "linear" : "node");
@@ -568,6 +615,18 @@ int cgroup_conf_finish(struct confload *l)
 			}
 		}
 
+	if (c->cgroup.spec_cpus && c->cgroup.core_spec_count) {
+		const struct jobcg_origin *o = NULL;
+
+		for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+			if (streq(keys[k].name, "CoreSpecCount"))
+				o = &l->cg_origin[k];
+		/* As Slurm: CpuSpecList and CoreSpecCount name the same reservation two ways. */
+		return error_set_at(-EINVAL, o && o->file ? o->file : NULL, o ? o->line : 0, 0,
+				    "SpecCPUs=%s and CoreSpecCount=%u both reserve CPUs: set only "
+				    "one of them",
+				    c->cgroup.spec_cpus, c->cgroup.core_spec_count);
+	}
 	c->entries = calloc(ELEMENTSOF(keys), sizeof(*c->entries));
 	if (!c->entries)
 		return -ENOMEM;

@@ -6,6 +6,7 @@
 #include "cgroupfs.h"
 #include "ctx.h"
 #include "discover.h"
+#include "jobcg/spec.h"
 #include "log.h"
 #include "scope_choose.h"
 #include "util.h"
@@ -162,6 +163,67 @@ JOBCG_EXPORT void jobcg_ctx_unlock(struct jobcg_ctx *ctx)
 	ctx->lock_fd = -1;
 }
 
+/*
+ * Resource specialisation: system/ (the keeper and jobcg's helpers) is confined to the reserved
+ * CPUs and MemSpecLimit. Without the keys its limits are reset, so removing them from
+ * cgroup.conf takes effect on the next command. Where the controller does not reach the tree
+ * this is only a warning here; jobs are refused (unless best effort) and `jobcg check` says so.
+ */
+static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
+{
+	const struct jobcg_cgroup_conf *c = &ctx->conf->cgroup;
+	bool cpus_on = (c->spec_cpus && *c->spec_cpus) || c->core_spec_count;
+	unsigned usable = ctx->info->usable;
+	char buf[32];
+	int r;
+
+	if (usable & (1u << JOBCG_CTRL_CPUSET)) {
+		_cleanup_free_ char *online = NULL, *cpus = NULL;
+
+		if (cpus_on) {
+			if ((r = jobcg_online_cpus(&online)) < 0 ||
+			    (r = jobcg_spec_cpus(c, online, &cpus)) < 0 ||
+			    (r = cgfs_write(sys, "cpuset.cpus", cpus)) < 0)
+				return r;
+		} else if (cgfs_read(sys, "cpuset.cpus", &cpus) == 0 && cpus[strspn(cpus, " \n")]) {
+			_cleanup_free_ char *all = NULL;
+
+			/* A reservation was lifted. The kernel refuses to empty the cpuset.cpus of a
+			 * populated cgroup (ENOSPC), so system/ gets every CPU of the root instead. */
+			if (cgfs_read(ctx->info->root, "cpuset.cpus.effective", &all) < 0 ||
+			    cgfs_write(sys, "cpuset.cpus", all) < 0)
+				/* Not fatal: only the keeper's CPUs are at stake, never a job's. */
+				log_warning("lifting the CPU reservation of %s: %s", sys,
+					    jobcg_last_error()->message);
+		}
+	} else if (cpus_on) {
+		_cleanup_free_ char *why = discover_limitation(
+		    ctx->info, JOBCG_CTRL_CPUSET,
+		    "the CPUs reserved for the system (SpecCPUs/CoreSpecCount)");
+
+		log_warning("%s", why ? why : "the CPU reservation cannot be enforced");
+	}
+	if (usable & (1u << JOBCG_CTRL_MEMORY)) {
+		uint64_t cur = 0;
+
+		if (c->mem_spec_limit) {
+			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)c->mem_spec_limit);
+			r = cgfs_write(sys, "memory.max", buf);
+			if (r < 0)
+				return r;
+		} else if (cgfs_read_u64(sys, "memory.max", &cur) == 0 && cur != UINT64_MAX &&
+			   cgfs_write(sys, "memory.max", "max") < 0)
+			log_warning("lifting the memory reservation of %s: %s", sys,
+				    jobcg_last_error()->message);
+	} else if (c->mem_spec_limit) {
+		_cleanup_free_ char *why = discover_limitation(
+		    ctx->info, JOBCG_CTRL_MEMORY, "the memory reserved for the system (MemSpecLimit)");
+
+		log_warning("%s", why ? why : "the memory reservation cannot be enforced");
+	}
+	return 0;
+}
+
 JOBCG_EXPORT int jobcg_ctx_ensure_tree(struct jobcg_ctx *ctx)
 {
 	struct jobcg_sysinfo *s = ctx->info;
@@ -200,6 +262,9 @@ JOBCG_EXPORT int jobcg_ctx_ensure_tree(struct jobcg_ctx *ctx)
 		return r;
 	if (cgfs_controllers(s->root, "cgroup.controllers", &usable) == 0)
 		s->usable = usable;
+	r = spec_system_apply(ctx, sys);
+	if (r < 0)
+		return r;
 	s->root_exists = true;
 	ctx->tree_ready = true;
 	return 0;

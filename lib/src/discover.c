@@ -424,6 +424,16 @@ static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_s
 	    (r = add_limitation(s, JOBCG_CTRL_MEMORY, "memory limits (memory.max)")) < 0 ||
 	    (r = add_limitation(s, JOBCG_CTRL_PIDS, "process count limits (pids.max)")) < 0)
 		goto fail;
+	/* Resource specialisation is listed only when configured: it is a promise made to the
+	 * admin that this host may not keep. */
+	if ((conf->cgroup.spec_cpus || conf->cgroup.core_spec_count) &&
+	    (r = add_limitation(s, JOBCG_CTRL_CPUSET,
+				"the CPUs reserved for the system (SpecCPUs/CoreSpecCount)")) < 0)
+		goto fail;
+	if (conf->cgroup.mem_spec_limit &&
+	    (r = add_limitation(s, JOBCG_CTRL_MEMORY,
+				"the memory reserved for the system (MemSpecLimit)")) < 0)
+		goto fail;
 	if (!(s->usable & (1u << JOBCG_CTRL_MEMORY)) &&
 	    (r = strv_push(&s->limitations,
 			   strdup("memory accounting (memory.current, memory.peak, memory.stat, "

@@ -12,6 +12,7 @@
 #include "jobcg/jobgres.h"
 #include "jobcg/memlimit.h"
 #include "jobcg/parse.h"
+#include "jobcg/spec.h"
 #include "tree.h"
 #include "util.h"
 
@@ -170,6 +171,70 @@ static int mem_limits_write(struct jobcg_ctx *ctx, const char *dir, uint64_t mem
 	return 0;
 }
 
+static bool cpu_spec(const struct jobcg_cgroup_conf *c)
+{
+	return (c->spec_cpus && *c->spec_cpus) || c->core_spec_count;
+}
+
+/*
+ * Resource specialisation: a job that names no CPUs gets every CPU but the reserved ones, one
+ * that names no memory is still capped at the node's RAM minus MemSpecLimit. Not enforceable
+ * here => refused unless best effort, as any limit.
+ */
+static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
+		       const struct jobcg_limits *l, unsigned req, char **skipped)
+{
+	const struct jobcg_cgroup_conf *c = &ctx->conf->cgroup;
+	static const struct {
+		unsigned bit, ctrl;
+		const char *key, *what;
+	} parts[] = {
+	    {JOBCG_LIMIT_CPUS, JOBCG_CTRL_CPUSET, "spec_cpus",
+	     "the CPUs reserved for the system (SpecCPUs/CoreSpecCount)"},
+	    {JOBCG_LIMIT_MEM, JOBCG_CTRL_MEMORY, "spec_mem",
+	     "the memory reserved for the system (MemSpecLimit)"},
+	};
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+		bool on = parts[i].bit == JOBCG_LIMIT_CPUS ? cpu_spec(c) : c->mem_spec_limit > 0;
+
+		/* A job's own --cpus/--mem was checked or capped already. */
+		if (!on || (req & parts[i].bit))
+			continue;
+		if (!(ctx->info->usable & (1u << parts[i].ctrl))) {
+			_cleanup_free_ char *why =
+			    discover_limitation(ctx->info, parts[i].ctrl, parts[i].what);
+			char *ns;
+
+			if (!l || !l->best_effort)
+				return error_set(-EOPNOTSUPP, "%s (use --best-effort to run anyway)",
+						 why ? why : parts[i].what);
+			log_warning("job %u: %s (best effort: not applied)", job_id,
+				    why ? why : parts[i].key);
+			ns = strdup_printf("%s%s%s", *skipped, **skipped ? "," : "", parts[i].key);
+			if (!ns)
+				return -ENOMEM;
+			free(*skipped);
+			*skipped = ns;
+			continue;
+		}
+		if (parts[i].bit == JOBCG_LIMIT_MEM) {
+			r = mem_limits_write(ctx, job_dir, 0);
+		} else {
+			_cleanup_free_ char *online = NULL, *cpus = NULL;
+
+			if ((r = jobcg_online_cpus(&online)) < 0 ||
+			    (r = jobcg_spec_job_cpus(c, online, &cpus)) < 0)
+				return r;
+			r = cgfs_write(job_dir, "cpuset.cpus", cpus);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* The built-in hook: cpuset.cpus, memory.max and pids.max on job_<id>/. */
 static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
 			 const struct jobcg_limits *l)
@@ -224,6 +289,9 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 		if (r < 0)
 			return r;
 	}
+	r = spec_attach(ctx, job_id, job_dir, l, req, &skipped);
+	if (r < 0)
+		return r;
 	if (*skipped && ctx->info->xattr.supported)
 		return set_meta(job_dir, "skipped", skipped);
 	return 0;
@@ -421,6 +489,14 @@ JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 
 	if (job_id == UINT32_MAX)
 		return error_set(-EINVAL, "invalid job id %u", job_id);
+	/* Before anything is made: a reserved CPU is never a job's, enforceable here or not. */
+	if (limits && limits->cpus && *limits->cpus && cpu_spec(&ctx->conf->cgroup)) {
+		_cleanup_free_ char *online = NULL;
+
+		if ((r = jobcg_online_cpus(&online)) < 0 ||
+		    (r = jobcg_spec_check_cpus(&ctx->conf->cgroup, online, limits->cpus)) < 0)
+			return r;
+	}
 	r = jobcg_ctx_lock(ctx);
 	if (r < 0)
 		return r;
@@ -544,10 +620,12 @@ static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, char *ret)
 }
 
 /* The CPUs a job may use: its recorded --cpus, else what its cgroup gets, else every online CPU
- * (a job without --cpus has all the node's). Trimmed, malloc()ed. */
-static int job_cpus(const char *jdir, char **ret)
+ * but those reserved for the system (a job without --cpus has the rest of the node's).
+ * Trimmed, malloc()ed. */
+static int job_cpus(struct jobcg_ctx *ctx, const char *jdir, char **ret)
 {
 	_cleanup_free_ char *s = NULL;
+	struct jobcg_error saved = *jobcg_last_error();
 	int r;
 
 	if (get_meta(jdir, "cpus", &s) == 0 && *strstrip(s))
@@ -556,25 +634,34 @@ static int job_cpus(const char *jdir, char **ret)
 	s = NULL;
 	if (cgfs_read(jdir, "cpuset.cpus.effective", &s) == 0 && *strstrip(s))
 		goto done;
+	*(struct jobcg_error *)jobcg_last_error() = saved;
 	free(s);
 	s = NULL;
-	r = read_one_line_at(AT_FDCWD, "/sys/devices/system/cpu/online", &s);
-	if (r < 0)
-		return error_set(r, "cannot read /sys/devices/system/cpu/online: %s", strerror(-r));
+	{
+		_cleanup_free_ char *online = NULL;
+
+		if ((r = jobcg_online_cpus(&online)) < 0 ||
+		    (r = jobcg_spec_job_cpus(&ctx->conf->cgroup, strstrip(online), &s)) < 0)
+			return r;
+	}
 done:
 	*ret = strdup(strstrip(s));
 	return *ret ? 0 : -ENOMEM;
 }
 
-/* The most memory a step of the job may ask: the job's request, else its memory.max, else
- * unlimited (UINT64_MAX). */
-static uint64_t job_mem(const char *jdir)
+/* The most memory a step of the job may ask: the job's request, else its memory.max, else the
+ * node's RAM jobs may have (UINT64_MAX when unknown). */
+static uint64_t job_mem(struct jobcg_ctx *ctx, const char *jdir)
 {
-	uint64_t v = meta_u64(jdir, "mem");
+	uint64_t v = meta_u64(jdir, "mem"), ram;
 	struct jobcg_error saved = *jobcg_last_error();
 
-	if (v == 0 && cgfs_read_u64(jdir, "memory.max", &v) < 0)
+	if (v == 0 && cgfs_read_u64(jdir, "memory.max", &v) < 0) {
 		v = UINT64_MAX;
+		if (ctx->conf->cgroup.mem_spec_limit > 0 && jobcg_node_ram(&ram) == 0 &&
+		    jobcg_spec_job_ram(&ctx->conf->cgroup, ram, &ram) == 0)
+			v = ram;
+	}
 	*(struct jobcg_error *)jobcg_last_error() = saved;
 	return v ? v : UINT64_MAX;
 }
@@ -607,7 +694,7 @@ static int step_limits_check(struct jobcg_ctx *ctx, uint32_t job_id, const char 
 		if (r < 0)
 			return error_set(-EINVAL, "--cpus %s: %s", l->cpus,
 					 jobcg_last_error()->message);
-		if ((r = job_cpus(jdir, &have)) < 0)
+		if ((r = job_cpus(ctx, jdir, &have)) < 0)
 			return r;
 		r = jobcg_parse_cpulist(have, &jobs, &nj);
 		if (r < 0)
@@ -619,7 +706,7 @@ static int step_limits_check(struct jobcg_ctx *ctx, uint32_t job_id, const char 
 						 l->cpus, job_id, have);
 	}
 	if (l->mem_bytes) {
-		uint64_t have = job_mem(jdir);
+		uint64_t have = job_mem(ctx, jdir);
 
 		if (l->mem_bytes > have)
 			return error_set(

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "jobcg/memlimit.h"
+#include "jobcg/spec.h"
 #include "log.h"
 #include "util.h"
 
@@ -36,6 +37,15 @@ JOBCG_EXPORT int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *c, uin
 	    isnan(c->allowed_swap_space) || isnan(c->max_ram_percent) || isnan(c->max_swap_percent))
 		return error_set(-EINVAL, "negative or invalid memory percentage in cgroup.conf");
 
+	/* As Slurm's RealMemory - MemSpecLimit: what the system keeps is never a job's. */
+	if (c->mem_spec_limit) {
+		uint64_t left;
+		int r = jobcg_spec_job_ram(c, node_ram, &left);
+
+		if (r < 0)
+			return r;
+		ram = (double)left;
+	}
 	/* Slurm: no memory requested means the whole node's RAM. */
 	mem = job_mem ? (double)job_mem : ram;
 	min_space = (double)c->min_ram_space_mb * 1048576.0;

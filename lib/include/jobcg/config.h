@@ -55,6 +55,11 @@ struct jobcg_cgroup_conf {
 	enum jobcg_device_program device_program; /* DeviceProgram=node|linear */
 	char *bpf_pin_dir;          /* BpfPinDir, default /sys/fs/bpf/jobcg. Env JOBCG_BPF_PIN_DIR */
 	char *state_dir;            /* StateDir, default /var/lib/jobcg. Env JOBCG_STATE_DIR */
+	/* Resource specialisation (Slurm's CpuSpecList/CoreSpecCount/MemSpecLimit): CPUs and
+	 * memory kept for the system/ leaf (keeper, jobcg helpers), never given to jobs. */
+	char *spec_cpus;            /* SpecCPUs: normalised CPU list, NULL = none */
+	unsigned core_spec_count;   /* CoreSpecCount: the N highest-numbered online CPUs, 0 = none */
+	uint64_t mem_spec_limit;    /* MemSpecLimit in bytes (MiB when bare), 0 = none */
 };
 
 /* gres.conf Flags bits. */
