@@ -2,6 +2,7 @@
  * job has is refused naming the option and what the job has, an unenforceable limit is refused
  * without --best-effort, nothing is left behind, and what a step got shows in `jobcg show`. */
 #include <json-c/json.h>
+#include <sys/stat.h>
 
 #include "kcli.h"
 
@@ -150,6 +151,35 @@ int main(void)
 	ok(err && strstr(err, "not a subset of job 6's CPUs"), "naming the job's CPUs");
 	free(err);
 	is_int(steps_of(root, "6"), 0, "no step left in job 6");
+
+	/* With SpecCPUs=1 a job without --cpus has every CPU but 1 (cgroup.conf, resource
+	 * specialisation): a step naming CPU 1 asks for what the job does not have, and the rest
+	 * is the job's. */
+	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2 && !cpuset_ok) {
+		char dir[PATH_MAX], f[PATH_MAX + 16];
+		FILE *c;
+
+		snprintf(dir, sizeof(dir), "%s/spec", ktest_tmpdir());
+		snprintf(f, sizeof(f), "%s/cgroup.conf", dir);
+		ok(mkdir(dir, 0755) == 0 && (c = fopen(f, "we")) && fputs("SpecCPUs=1\n", c) >= 0 &&
+		       fclose(c) == 0,
+		   "a cgroup.conf with SpecCPUs=1");
+		is_int(kcli(NULL, "--config-dir", dir, "alloc", "7", "--best-effort", NULL), 0,
+		       "alloc 7 without --cpus under SpecCPUs=1");
+		rc = run_err(&err, "--config-dir", dir, "run", "--job", "7", "--cpus", "1",
+			     "--best-effort", "--", "true", NULL);
+		is_int(rc, 1, "a step naming the reserved CPU 1 is refused, as a job would be");
+		ok(err && strstr(err, "--cpus 1: CPU 1 is reserved for the system") &&
+		       steps_of(root, "7") == 0,
+		   "naming the option and the reservation, with no step made");
+		free(err);
+		is_int(kcli(NULL, "--config-dir", dir, "run", "--job", "7", "--cpus", "0",
+			    "--best-effort", "--", "true", NULL),
+		       0, "a step on CPU 0 runs");
+		is_int(kcli(NULL, "release", "7", NULL), 0, "release 7");
+	} else
+		for (int i = 0; i < 6; i++)
+			tap_skip("needs 2 CPUs and no usable cpuset (else its cpuset says)");
 
 	is_int(kcli(NULL, "release", "5", NULL), 0, "release 5");
 	is_int(kcli(NULL, "release", "6", NULL), 0, "release 6");
