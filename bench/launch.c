@@ -74,11 +74,12 @@ static int policy_open(void)
 	if (!m)
 		return -ENOMEM;
 	for (size_t i = 0; i < dev_n; i++)
-		m[i] = i < 2 ? (struct jobcg_devrule){'c', 195, (uint32_t)i, JOBCG_DEV_ACC_ALL, true}
-			     : (struct jobcg_devrule){'b', 4000 + (uint32_t)(i / 1024),
-						      (uint32_t)(i % 1024), JOBCG_DEV_ACC_ALL, true};
-	c.cgroup.device_program = strcmp(dev_mode, "linear") == 0 ? JOBCG_DEVPROG_LINEAR
-								   : JOBCG_DEVPROG_NODE;
+		m[i] = i < 2
+			   ? (struct jobcg_devrule){'c', 195, (uint32_t)i, JOBCG_DEV_ACC_ALL, true}
+			   : (struct jobcg_devrule){'b', 4000 + (uint32_t)(i / 1024),
+						    (uint32_t)(i % 1024), JOBCG_DEV_ACC_ALL, true};
+	c.cgroup.device_program =
+	    strcmp(dev_mode, "linear") == 0 ? JOBCG_DEVPROG_LINEAR : JOBCG_DEVPROG_NODE;
 	r = jobcg_ctx_ensure_tree(ctx);
 	if (r == 0)
 		r = jobcg_devpolicy_open(&c, jobcg_ctx_root(ctx), m, dev_n, &policy);
@@ -127,7 +128,8 @@ static int lib_open(void)
 	return 0;
 }
 
-__attribute__((format(printf, 2, 3))) static void note_error(struct subject *s, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void note_error(struct subject *s, const char *fmt,
+							     ...)
 {
 	va_list ap;
 
@@ -212,9 +214,8 @@ static bool cgfloor_once(const char *dir, int idx)
 	if (fd < 0)
 		goto out;
 	{
-		struct clone_args a = {.flags = CLONE_INTO_CGROUP,
-				       .exit_signal = SIGCHLD,
-				       .cgroup = (uint64_t)fd};
+		struct clone_args a = {
+		    .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)fd};
 		pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
 	}
 	if (pid == 0) {
@@ -263,8 +264,8 @@ static bool run_once(struct subject *s, int idx)
 
 				argv[k] = s->argv[i];
 				if (m) {
-					snprintf(buf[k], sizeof(buf[k]), "%.*s%d%s", (int)(m - a), a,
-						 idx, m + 3);
+					snprintf(buf[k], sizeof(buf[k]), "%.*s%d%s", (int)(m - a),
+						 a, idx, m + 3);
 					argv[k] = buf[k];
 				}
 			}
@@ -272,7 +273,8 @@ static bool run_once(struct subject *s, int idx)
 			if (s->argv[i])
 				i++;
 			if (!fork_exec_wait(argv, true)) {
-				note_error(s, "%s %s exited non-zero", argv[0], argv[1] ? argv[1] : "");
+				note_error(s, "%s %s exited non-zero", argv[0],
+					   argv[1] ? argv[1] : "");
 				break;
 			}
 		}
@@ -535,7 +537,8 @@ static int run_parallel(struct subject *subj, int ns, long n, int par, int round
 						run_once(s, w);
 						rec.ns = (double)(now_ns() - a);
 						rec.err = (uint32_t)(s->errors - e0);
-						if (write(back[1], &rec, sizeof(rec)) != sizeof(rec))
+						if (write(back[1], &rec, sizeof(rec)) !=
+						    sizeof(rec))
 							_exit(1);
 					}
 					if (s->errors && s->first_error[0])
@@ -592,13 +595,15 @@ static int populate(uint32_t first, uint32_t count, bool create)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: launch [-n N] [-w WARMUP] [-b BLOCK] [-P LAUNCHERS] [-r ROUNDS] [-e ERRLOG]\n"
-		"              [-D DEVICES:node|linear [-G JOB] [-A FIRST:COUNT]] SUBJECT...\n"
-		"       launch populate FIRST COUNT | depopulate FIRST COUNT\n"
-		"SUBJECT: floor | cmd:NAME:[VAR=VALUE...] ARGV (space separated, {i} = launcher index)\n"
-		"         | lib:JOB[+] | spawn:JOB[+] | cycle:NAME | cgfloor:DIR\n"
-		"Library subjects use the configuration from the environment (JOBCG_*).\n");
+	fprintf(
+	    f,
+	    "Usage: launch [-n N] [-w WARMUP] [-b BLOCK] [-P LAUNCHERS] [-r ROUNDS] [-e ERRLOG]\n"
+	    "              [-D DEVICES:node|linear [-G JOB] [-A FIRST:COUNT]] SUBJECT...\n"
+	    "       launch populate FIRST COUNT | depopulate FIRST COUNT\n"
+	    "SUBJECT: floor | cmd:NAME:[VAR=VALUE...] ARGV (space separated, {i} = launcher "
+	    "index)\n"
+	    "         | lib:JOB[+] | spawn:JOB[+] | cycle:NAME | cgfloor:DIR\n"
+	    "Library subjects use the configuration from the environment (JOBCG_*).\n");
 }
 
 int main(int argc, char **argv)

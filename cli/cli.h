@@ -9,8 +9,8 @@
 
 struct cli_global {
 	const char *config_dir; /* --config-dir, or NULL */
-	int verbose;            /* -v count */
-	const char *prog;       /* argv[0] basename */
+	int verbose;		/* -v count */
+	const char *prog;	/* argv[0] basename */
 };
 
 struct cli_command {
@@ -23,9 +23,8 @@ struct cli_command {
 /* Register a subcommand from its own file: CLI_COMMAND(run, cmd_run, "run a step"). */
 #define CLI_COMMAND(cname, fn, text)                                                               \
 	static const struct cli_command cli_cmd_##fn                                               \
-		__attribute__((used, section("jobcg_cmds"), aligned(sizeof(void *)))) = {          \
-			.name = #cname, .run = fn, .summary = text                                 \
-		}
+	    __attribute__((used, section("jobcg_cmds"), aligned(sizeof(void *)))) = {              \
+		.name = #cname, .run = fn, .summary = text}
 
 /* Print "jobcg: " + the thread's last library error (file:line:col: message) to stderr. */
 void cli_print_error(const char *what);
@@ -36,5 +35,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* The usage error for an option getopt did not know; a negative number ("-1" given as a job
  * id) gets its own message, since getopt's "invalid option -- '1'" does not say that. */
 int cli_unknown_option(const char *cmd);
-/* Load the configuration honouring --config-dir; prints the error and returns non-zero on failure. */
+/* Load the configuration honouring --config-dir; prints the error and returns non-zero on failure.
+ */
 int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_config **ret);

@@ -64,7 +64,8 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 		json_object_object_add(j, "exit_signal", json_object_new_int(r->exit_signal));
 		json_object_object_add(j, "state",
 				       json_object_new_string(jobcg_acct_state_name(r->state)));
-		json_object_object_add(j, "cpu_usec", u64_or_null(r->cpu_usec, r, JOBCG_ACCTREC_NO_CPU));
+		json_object_object_add(j, "cpu_usec",
+				       u64_or_null(r->cpu_usec, r, JOBCG_ACCTREC_NO_CPU));
 		json_object_object_add(j, "user_usec",
 				       u64_or_null(r->user_usec, r, JOBCG_ACCTREC_NO_CPU));
 		json_object_object_add(j, "system_usec",
@@ -101,8 +102,7 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 	else
 		snprintf(exit_s, sizeof(exit_s), "%d:0", r->exit_code);
 	printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %s\n", id, jobcg_acct_state_name(r->state),
-	       exit_s, elapsed, cpu, mem, oom,
-	       r->gres ? r->gres : "-");
+	       exit_s, elapsed, cpu, mem, oom, r->gres ? r->gres : "-");
 	return 0;
 }
 
@@ -137,8 +137,8 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 
 			/* An id no job can have would silently match nothing. */
 			if (jobcg_job_id_parse(optarg, &id) < 0)
-				return cli_usage_error("acct", "--job '%s': need a number 1..4294967294",
-						       optarg);
+				return cli_usage_error(
+				    "acct", "--job '%s': need a number 1..4294967294", optarg);
 			job = optarg;
 			break;
 		}

@@ -50,18 +50,12 @@ static int parse_group(const char *s, gid_t *ret)
 static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-	    {"cpus", required_argument, NULL, 'c'},
-	    {"mem", required_argument, NULL, 'm'},
-	    {"pids", required_argument, NULL, 'p'},
-	    {"cpu-weight", required_argument, NULL, 'W'},
-	    {"best-effort", no_argument, NULL, 'B'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"user", required_argument, NULL, 'u'},
-	    {"uid", required_argument, NULL, 'u'},
-	    {"gid", required_argument, NULL, 'g'},
-	    {"gres", required_argument, NULL, 'G'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
+	    {"cpus", required_argument, NULL, 'c'},  {"mem", required_argument, NULL, 'm'},
+	    {"pids", required_argument, NULL, 'p'},  {"cpu-weight", required_argument, NULL, 'W'},
+	    {"best-effort", no_argument, NULL, 'B'}, {"json", no_argument, NULL, 'j'},
+	    {"user", required_argument, NULL, 'u'},  {"uid", required_argument, NULL, 'u'},
+	    {"gid", required_argument, NULL, 'g'},   {"gres", required_argument, NULL, 'G'},
+	    {"help", no_argument, NULL, 'h'},	     {},
 	};
 	struct cli_limits cl = {};
 	struct jobcg_config *conf = NULL;
@@ -92,21 +86,26 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			break;
 		case 'g':
 			if (parse_group(optarg, &cl.l.gid) < 0)
-				return cli_usage_error("alloc", "--gid '%s': no such group", optarg);
+				return cli_usage_error("alloc", "--gid '%s': no such group",
+						       optarg);
 			have_gid = true;
 			break;
 		case 'h':
 			printf(
 			    "Usage: jobcg alloc JOB [--cpus LIST] [--mem SIZE] [--pids N] "
 			    "[--gres gpu[:TYPE]:N[,...]]\n"
-			    "                   [--cpu-weight W] [--uid USER] [--gid GROUP] [--best-effort]\n"
+			    "                   [--cpu-weight W] [--uid USER] [--gid GROUP] "
+			    "[--best-effort]\n"
 			    "                   [--json]\n\n"
 			    "Create job JOB with its limits; it stays until 'jobcg release JOB'.\n"
 			    "Limits this host cannot enforce are refused unless --best-effort.\n"
-			    "--gres picks free devices of gres.conf (those whose Cores match --cpus\n"
+			    "--gres picks free devices of gres.conf (those whose Cores match "
+			    "--cpus\n"
 			    "first); with ConstrainDevices=yes the job can open only its own.\n"
-			    "--uid (or --user) records USER (name or uid) as the job's owner, whose\n"
-			    "logins 'jobcg adopt' puts into the job, with the user's primary group\n"
+			    "--uid (or --user) records USER (name or uid) as the job's owner, "
+			    "whose\n"
+			    "logins 'jobcg adopt' puts into the job, with the user's primary "
+			    "group\n"
 			    "unless --gid names one (default: the caller).\n");
 			return 0;
 		default:

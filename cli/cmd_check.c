@@ -123,8 +123,8 @@ static void print_reserved_text(const struct jobcg_config *conf)
 		printf("%-22s nothing\n", "reserved for system:");
 	else
 		printf("%-22s CPUs %s, memory %s%llu MiB (system/ leaf; jobs never get them)\n",
-		       "reserved for system:", *cpus ? cpus : "none", mem ? "" : "none: ",
-		       (unsigned long long)(mem >> 20));
+		       "reserved for system:", *cpus ? cpus : "none",
+		       mem ? "" : "none: ", (unsigned long long)(mem >> 20));
 	free(cpus);
 }
 
@@ -137,8 +137,7 @@ static struct json_object *reserved_json(const struct jobcg_config *conf)
 	if (!cpus)
 		json_object_object_add(o, "error",
 				       json_object_new_string(jobcg_last_error()->message));
-	json_object_object_add(o, "mem_bytes",
-			       json_object_new_uint64(conf->cgroup.mem_spec_limit));
+	json_object_object_add(o, "mem_bytes", json_object_new_uint64(conf->cgroup.mem_spec_limit));
 	free(cpus);
 	return o;
 }

@@ -30,7 +30,7 @@ static void usage(FILE *f)
 	       "  --no-stat      do not stat() the gres.conf device files (check a file written\n"
 	       "                 for another node)\n"
 	       "  --host NAME    select gres.conf NodeName= lines as host NAME would\n"
-		   "                 (default: $JOBCG_NODENAME, else the host name)\n"
+	       "                 (default: $JOBCG_NODENAME, else the host name)\n"
 	       "  -h, --help     show this help\n");
 }
 

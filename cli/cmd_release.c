@@ -1,4 +1,5 @@
-/* jobcg release: end a job's processes, record its accounting, free its GPUs, remove its cgroups. */
+/* jobcg release: end a job's processes, record its accounting, free its GPUs, remove its cgroups.
+ */
 #include <getopt.h>
 
 #include "common.h"
@@ -20,11 +21,13 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h') {
-			printf("Usage: jobcg release JOB [--grace MS]\n\n"
-			       "End job JOB: SIGTERM its processes, wait up to --grace milliseconds\n"
-			       "(default 5000) for them to exit, SIGKILL what remains, append the job's\n"
-			       "accounting record, revoke its device grants (freeing its GPUs) and\n"
-			       "remove its cgroups.\n");
+			printf(
+			    "Usage: jobcg release JOB [--grace MS]\n\n"
+			    "End job JOB: SIGTERM its processes, wait up to --grace milliseconds\n"
+			    "(default 5000) for them to exit, SIGKILL what remains, append the "
+			    "job's\n"
+			    "accounting record, revoke its device grants (freeing its GPUs) and\n"
+			    "remove its cgroups.\n");
 			return 0;
 		}
 		if (c == 'g') {

@@ -26,9 +26,11 @@ static void usage(void)
 {
 	printf(
 	    "Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
-	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--cpu-weight W] [--best-effort]\n"
+	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--cpu-weight W] "
+	    "[--best-effort]\n"
 	    "                 [--no-clone3]\n"
-	    "                 [--gres gpu[:TYPE]:N] [--gpu-bind none|single:N|per_task:N|map_gpu:L]\n"
+	    "                 [--gres gpu[:TYPE]:N] [--gpu-bind "
+	    "none|single:N|per_task:N|map_gpu:L]\n"
 	    "                 -- CMD [ARGS...]\n\n"
 	    "Run CMD as the tasks of a new step. Without --job (or when that job does not\n"
 	    "exist yet) an ephemeral job is created for the step and removed afterwards; the\n"
@@ -62,14 +64,21 @@ static void usage(void)
 static int cmd_run(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-	    {"job", required_argument, NULL, 'J'},    {"step", required_argument, NULL, 'S'},
-	    {"ntasks", required_argument, NULL, 'n'}, {"acct", no_argument, NULL, 'a'},
-	    {"json", no_argument, NULL, 'j'},	      {"cpus", required_argument, NULL, 'c'},
-	    {"mem", required_argument, NULL, 'm'},    {"pids", required_argument, NULL, 'p'},
-	    {"best-effort", no_argument, NULL, 'B'},  {"no-clone3", no_argument, NULL, 'X'},
-	    {"gres", required_argument, NULL, 'G'},   {"gpu-bind", required_argument, NULL, 'b'},
+	    {"job", required_argument, NULL, 'J'},
+	    {"step", required_argument, NULL, 'S'},
+	    {"ntasks", required_argument, NULL, 'n'},
+	    {"acct", no_argument, NULL, 'a'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"cpus", required_argument, NULL, 'c'},
+	    {"mem", required_argument, NULL, 'm'},
+	    {"pids", required_argument, NULL, 'p'},
+	    {"best-effort", no_argument, NULL, 'B'},
+	    {"no-clone3", no_argument, NULL, 'X'},
+	    {"gres", required_argument, NULL, 'G'},
+	    {"gpu-bind", required_argument, NULL, 'b'},
 	    {"cpu-weight", required_argument, NULL, 'W'},
-	    {"help", no_argument, NULL, 'h'},	      {},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct cli_limits cl = {};
 	struct jobcg_config *conf = NULL;
@@ -85,7 +94,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	uint32_t job = JOBCG_JOB_ID_AUTO;
 	unsigned ntasks = 1;
 	bool want_acct = false, json = false, ephemeral = false, have_acct = false, acct_ok = false;
-	struct jobcg_target tj = { .task = JOBCG_TASK_ALL };
+	struct jobcg_target tj = {.task = JOBCG_TASK_ALL};
 	struct jobcg_acct job_before = {}, job_after = {};
 	enum jobcg_oom_cause oom = JOBCG_OOM_NONE;
 	bool job_oom = false, step_limits = false;
@@ -160,10 +169,11 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			goto out;
 		} else if (job_has_mark(ctx, job, "ephemeral")) {
 			/* Its run removes it when its own step ends, killing any step joined. */
-			fprintf(stderr,
-				"jobcg: job %u is the ephemeral job of another 'jobcg run' and ends "
-				"with it; for a job several steps share, use 'jobcg alloc %u'\n",
-				job, job);
+			fprintf(
+			    stderr,
+			    "jobcg: job %u is the ephemeral job of another 'jobcg run' and ends "
+			    "with it; for a job several steps share, use 'jobcg alloc %u'\n",
+			    job, job);
 			goto out;
 		} else if (cl.l.pids_max || cl.l.cpu_weight) {
 			fprintf(stderr,
@@ -238,8 +248,9 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 		if (acct_ok && jobcg_acct_has(&acct, JOBCG_ACCT_OOM_KILL) &&
 		    jobcg_acct_read(ctx, &tj, &job_after) == 0 &&
 		    jobcg_acct_has(&job_after, JOBCG_ACCT_OOM)) {
-			uint64_t before = jobcg_acct_has(&job_before, JOBCG_ACCT_OOM) ?
-						  job_before.value[JOBCG_ACCT_OOM] : 0;
+			uint64_t before = jobcg_acct_has(&job_before, JOBCG_ACCT_OOM)
+					      ? job_before.value[JOBCG_ACCT_OOM]
+					      : 0;
 
 			oom = jobcg_oom_classify(acct.value[JOBCG_ACCT_OOM_KILL],
 						 job_after.value[JOBCG_ACCT_OOM] - before);
@@ -247,15 +258,17 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 				  job_after.value[JOBCG_ACCT_OOM_KILL] > 0;
 		}
 		if (oom != JOBCG_OOM_NONE)
-			fprintf(stderr, "jobcg: step %u.%s: OUT_OF_MEMORY: %llu process(es) killed by "
-					"%s\n", job, step,
-				(unsigned long long)acct.value[JOBCG_ACCT_OOM_KILL],
-				oom == JOBCG_OOM_JOB ? "the job's memory limit" :
-						       "a node-wide out-of-memory condition");
-		if (acct_ok && jobcg_acct_log_step(ctx, job, step,
-					(uint64_t)start.tv_sec * 1000000u +
-					    (uint64_t)start.tv_nsec / 1000u,
-					&res, &acct, res.lost_signal != 0 || job_released(ctx, job)) < 0)
+			fprintf(stderr,
+				"jobcg: step %u.%s: OUT_OF_MEMORY: %llu process(es) killed by "
+				"%s\n",
+				job, step, (unsigned long long)acct.value[JOBCG_ACCT_OOM_KILL],
+				oom == JOBCG_OOM_JOB ? "the job's memory limit"
+						     : "a node-wide out-of-memory condition");
+		if (acct_ok &&
+		    jobcg_acct_log_step(
+			ctx, job, step,
+			(uint64_t)start.tv_sec * 1000000u + (uint64_t)start.tv_nsec / 1000u, &res,
+			&acct, res.lost_signal != 0 || job_released(ctx, job)) < 0)
 			cli_print_error("accounting log");
 	}
 	if (jobcg_step_gres_release(ctx, job, step) < 0)
@@ -277,12 +290,17 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 			json_object_object_add(o, "step", json_object_new_string(step));
 			json_object_object_add(o, "ntasks", json_object_new_uint64(ntasks));
 			json_object_object_add(o, "exit_code", json_object_new_int(exit_code));
-			json_object_object_add(o, "state", json_object_new_string(
-				oom != JOBCG_OOM_NONE ? "OUT_OF_MEMORY" :
-				exit_code == 0 ? "COMPLETED" : "FAILED"));
-			json_object_object_add(o, "oom", json_object_new_string(jobcg_oom_cause_name(oom)));
-			json_object_object_add(o, "job_state", json_object_new_string(
-				job_oom ? "OUT_OF_MEMORY" : exit_code == 0 ? "COMPLETED" : "FAILED"));
+			json_object_object_add(o, "state",
+					       json_object_new_string(oom != JOBCG_OOM_NONE
+									  ? "OUT_OF_MEMORY"
+								      : exit_code == 0 ? "COMPLETED"
+										       : "FAILED"));
+			json_object_object_add(o, "oom",
+					       json_object_new_string(jobcg_oom_cause_name(oom)));
+			json_object_object_add(o, "job_state",
+					       json_object_new_string(job_oom ? "OUT_OF_MEMORY"
+								      : exit_code == 0 ? "COMPLETED"
+										       : "FAILED"));
 			json_object_object_add(o, "acct", cli_json_acct(&acct));
 			cli_json_print(stderr, o);
 		} else {

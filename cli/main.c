@@ -48,9 +48,10 @@ static void usage(FILE *f)
 
 static void log_to_stderr(enum jobcg_log_level level, const char *msg, void *userdata)
 {
-	const char *tag = level <= JOBCG_LOG_ERR ? "error" :
-			  level == JOBCG_LOG_WARNING ? "warning" :
-			  level <= JOBCG_LOG_INFO ? "info" : "debug";
+	const char *tag = level <= JOBCG_LOG_ERR       ? "error"
+			  : level == JOBCG_LOG_WARNING ? "warning"
+			  : level <= JOBCG_LOG_INFO    ? "info"
+						       : "debug";
 	fprintf(stderr, "jobcg: %s: %s\n", tag, msg);
 }
 
@@ -124,7 +125,7 @@ int main(int argc, char **argv)
 
 static int run_main(int argc, char **argv, char **rest)
 {
-	struct cli_global g = { .prog = "jobcg" };
+	struct cli_global g = {.prog = "jobcg"};
 	int nrest = 0;
 	const char *name = NULL;
 	bool end_of_opts = false;
@@ -145,10 +146,12 @@ static int run_main(int argc, char **argv, char **rest)
 		} else if (!end_of_opts && strncmp(a, "--config-dir=", 13) == 0) {
 			g.config_dir = a + 13;
 			continue;
-		} else if (!end_of_opts && !name && (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0)) {
+		} else if (!end_of_opts && !name &&
+			   (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0)) {
 			g.verbose++;
 			continue;
-		} else if (!end_of_opts && !name && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+		} else if (!end_of_opts && !name &&
+			   (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
 			usage(stdout);
 			return 0;
 		} else if (!end_of_opts && !name && strcmp(a, "--version") == 0) {
@@ -156,7 +159,8 @@ static int run_main(int argc, char **argv, char **rest)
 		}
 		if (!name) {
 			if (a[0] == '-') {
-				fprintf(stderr, "jobcg: unknown option '%s' before the command\n", a);
+				fprintf(stderr, "jobcg: unknown option '%s' before the command\n",
+					a);
 				usage(stderr);
 				return 2;
 			}
@@ -171,8 +175,9 @@ static int run_main(int argc, char **argv, char **rest)
 	if (!g.config_dir)
 		g.config_dir = getenv("JOBCG_CONF_DIR");
 	jobcg_set_log(log_to_stderr, NULL,
-		      g.verbose >= 2 ? JOBCG_LOG_DEBUG :
-		      g.verbose == 1 ? JOBCG_LOG_INFO : JOBCG_LOG_NOTICE);
+		      g.verbose >= 2   ? JOBCG_LOG_DEBUG
+		      : g.verbose == 1 ? JOBCG_LOG_INFO
+				       : JOBCG_LOG_NOTICE);
 	for (const struct cli_command *c = __start_jobcg_cmds; c < __stop_jobcg_cmds; c++)
 		if (strcmp(c->name, name) == 0)
 			return c->run(nrest, rest, &g);

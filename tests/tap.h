@@ -84,7 +84,7 @@ static inline int tap_done(void)
 #define is_int(got, want, name)                                                                    \
 	({                                                                                         \
 		long long _g = (long long)(got), _w = (long long)(want);                           \
-		bool _r = tap_ok(_g == _w, "%s", name);                                             \
+		bool _r = tap_ok(_g == _w, "%s", name);                                            \
 		if (!_r)                                                                           \
 			tap_diag("  got %lld, want %lld", _g, _w);                                 \
 		_r;                                                                                \
@@ -94,6 +94,6 @@ static inline int tap_done(void)
 		const char *_g = (got), *_w = (want);                                              \
 		bool _r = tap_ok(_g && _w && strcmp(_g, _w) == 0, "%s", name);                     \
 		if (!_r)                                                                           \
-			tap_diag("  got '%s', want '%s'", _g ? _g : "(null)", _w ? _w : "(null)");  \
+			tap_diag("  got '%s', want '%s'", _g ? _g : "(null)", _w ? _w : "(null)"); \
 		_r;                                                                                \
 	})

@@ -264,7 +264,8 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 	    !get_i64(o, "ntasks", 0, UINT32_MAX, &ntasks) ||
 	    !get_u64(o, "start_usec", &r->start_usec) || !get_u64(o, "end_usec", &r->end_usec) ||
 	    !get_u64_or_null(o, "cpu_usec", &r->cpu_usec, JOBCG_ACCTREC_NO_CPU, &r->unavailable) ||
-	    !get_u64_or_null(o, "user_usec", &r->user_usec, JOBCG_ACCTREC_NO_CPU, &r->unavailable) ||
+	    !get_u64_or_null(o, "user_usec", &r->user_usec, JOBCG_ACCTREC_NO_CPU,
+			     &r->unavailable) ||
 	    !get_u64_or_null(o, "system_usec", &r->system_usec, JOBCG_ACCTREC_NO_CPU,
 			     &r->unavailable) ||
 	    !get_u64_or_null(o, "mem_peak", &r->mem_peak, JOBCG_ACCTREC_NO_MEM_PEAK,

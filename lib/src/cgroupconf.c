@@ -398,10 +398,11 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 		 * know yet must not stop the node, so it is no error. */
 		for (char **p = v2; *p; p++)
 			if (jobcg_controller_from_name(*p) < 0)
-				confload_warn(l, st->file, pr->line,
-					      "%s: unknown controller '%s' is ignored (known: cpuset, "
-					      "cpu, io, memory, hugetlb, pids, rdma, misc)",
-					      k->name, *p);
+				confload_warn(
+				    l, st->file, pr->line,
+				    "%s: unknown controller '%s' is ignored (known: cpuset, "
+				    "cpu, io, memory, hugetlb, pids, rdma, misc)",
+				    k->name, *p);
 		strv_free(*(char ***)field);
 		if (!v2[0]) {
 			*(char ***)field = NULL;
@@ -417,9 +418,9 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 		if (r == -ENOMEM)
 			return r;
 		if (r < 0)
-			return error_set_at(r, st->file, pr->vline, pr->vcol,
-					    "%s: expected a size such as 2048 (MiB) or 2G, found '%s'",
-					    k->name, v);
+			return error_set_at(
+			    r, st->file, pr->vline, pr->vcol,
+			    "%s: expected a size such as 2048 (MiB) or 2G, found '%s'", k->name, v);
 		*(uint64_t *)field = x;
 		return 0;
 	}

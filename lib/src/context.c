@@ -188,8 +188,9 @@ static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
 		} else if (cgfs_read(sys, "cpuset.cpus", &cpus) == 0 && cpus[strspn(cpus, " \n")]) {
 			_cleanup_free_ char *all = NULL;
 
-			/* A reservation was lifted. The kernel refuses to empty the cpuset.cpus of a
-			 * populated cgroup (ENOSPC), so system/ gets every CPU of the root instead. */
+			/* A reservation was lifted. The kernel refuses to empty the cpuset.cpus of
+			 * a populated cgroup (ENOSPC), so system/ gets every CPU of the root
+			 * instead. */
 			if (cgfs_read(ctx->info->root, "cpuset.cpus.effective", &all) < 0 ||
 			    cgfs_write(sys, "cpuset.cpus", all) < 0)
 				/* Not fatal: only the keeper's CPUs are at stake, never a job's. */
@@ -216,8 +217,9 @@ static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
 			log_warning("lifting the memory reservation of %s: %s", sys,
 				    jobcg_last_error()->message);
 	} else if (c->mem_spec_limit) {
-		_cleanup_free_ char *why = discover_limitation(
-		    ctx->info, JOBCG_CTRL_MEMORY, "the memory reserved for the system (MemSpecLimit)");
+		_cleanup_free_ char *why =
+		    discover_limitation(ctx->info, JOBCG_CTRL_MEMORY,
+					"the memory reserved for the system (MemSpecLimit)");
 
 		log_warning("%s", why ? why : "the memory reservation cannot be enforced");
 	}

@@ -21,7 +21,7 @@
  * for every major it applies to, would otherwise print thousands of lines (one per minor and
  * major); longer runs become one note each. */
 #define MINOR_ENUM_LIMIT 32
-#define N_TYPES	      2
+#define N_TYPES		 2
 
 /* The access values the kernel passes: none, m, r, w, rw (mknod never combines with r/w). */
 static const unsigned accesses[] = {0, 1, 2, 4, 6};

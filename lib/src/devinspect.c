@@ -252,10 +252,11 @@ static int snapshot_map(uint32_t id, struct mapsnap *ret, char **ret_reason)
 
 	if (fd < 0 && errno == ENOENT) {
 		/* Dumps name maps by id: once the program is unloaded its maps are gone. */
-		*ret_reason = strdup_printf("uses map id %u, which no longer exists: decode the dump "
-					    "while the program is loaded, or use 'jobcg devices' on "
-					    "its cgroup",
-					    id);
+		*ret_reason =
+		    strdup_printf("uses map id %u, which no longer exists: decode the dump "
+				  "while the program is loaded, or use 'jobcg devices' on "
+				  "its cgroup",
+				  id);
 		return *ret_reason ? 0 : -ENOMEM;
 	}
 	if (fd < 0)

@@ -736,7 +736,8 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
 	int r = 0;
 
 	if (!in->step || !in->job)
-		return error_set(-EINVAL, "a task's environment needs its job's and step's devices");
+		return error_set(-EINVAL,
+				 "a task's environment needs its job's and step's devices");
 	if (jobcg_gres_set_format_name(n, in->job, "gpu", &job_s) < 0 ||
 	    jobcg_gres_set_format_name(n, in->step, "gpu", &step_s) < 0)
 		return -ENOMEM;

@@ -208,7 +208,8 @@ static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 			char *ns;
 
 			if (!l || !l->best_effort)
-				return error_set(-EOPNOTSUPP, "%s (use --best-effort to run anyway)",
+				return error_set(-EOPNOTSUPP,
+						 "%s (use --best-effort to run anyway)",
 						 why ? why : parts[i].what);
 			log_warning("job %u: %s (best effort: not applied)", job_id,
 				    why ? why : parts[i].key);

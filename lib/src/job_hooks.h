@@ -20,5 +20,6 @@ struct job_hook {
 	void (*detach)(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir);
 };
 
-/* GPUs: select under the node lock, store trusted.jobcg.gres, grant the device policy (jobgres.c). */
+/* GPUs: select under the node lock, store trusted.jobcg.gres, grant the device policy (jobgres.c).
+ */
 extern const struct job_hook gres_job_hook;

@@ -4,13 +4,14 @@
 #include <errno.h>
 #include "jobcg/error.h"
 
-void jobcg_log(enum jobcg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void jobcg_log(enum jobcg_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
-#define log_error(...) jobcg_log(JOBCG_LOG_ERR, __VA_ARGS__)
+#define log_error(...)	 jobcg_log(JOBCG_LOG_ERR, __VA_ARGS__)
 #define log_warning(...) jobcg_log(JOBCG_LOG_WARNING, __VA_ARGS__)
-#define log_notice(...) jobcg_log(JOBCG_LOG_NOTICE, __VA_ARGS__)
-#define log_info(...) jobcg_log(JOBCG_LOG_INFO, __VA_ARGS__)
-#define log_debug(...) jobcg_log(JOBCG_LOG_DEBUG, __VA_ARGS__)
+#define log_notice(...)	 jobcg_log(JOBCG_LOG_NOTICE, __VA_ARGS__)
+#define log_info(...)	 jobcg_log(JOBCG_LOG_INFO, __VA_ARGS__)
+#define log_debug(...)	 jobcg_log(JOBCG_LOG_DEBUG, __VA_ARGS__)
 
 /*
  * Record an error for the calling thread and return -abs(err), so that a failing path reads
@@ -24,5 +25,5 @@ int jobcg_error_set_at(int err, const char *file, unsigned line, unsigned column
 /* Prefix the current error message with "prefix: " (for context added by callers). */
 void jobcg_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-#define error_set jobcg_error_set
+#define error_set    jobcg_error_set
 #define error_set_at jobcg_error_set_at

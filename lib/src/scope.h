@@ -1,4 +1,5 @@
-/* jobcg internal: where the delegated cgroup tree lives (systemd scope or plain mkdir), one table. */
+/* jobcg internal: where the delegated cgroup tree lives (systemd scope or plain mkdir), one table.
+ */
 #pragma once
 
 #include "jobcg/config.h"
@@ -16,7 +17,7 @@ struct scope_backend {
 		      char **ret_root);
 };
 
-extern const struct scope_backend scope_mkdir_backend;   /* scope_mkdir.c */
+extern const struct scope_backend scope_mkdir_backend;	 /* scope_mkdir.c */
 extern const struct scope_backend scope_systemd_backend; /* scope_systemd.c (sd-bus) */
 
 /* True when systemd is the running init (/run/systemd/system exists), as sd_booted() says. */

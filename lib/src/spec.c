@@ -1,4 +1,5 @@
-/* jobcg: resource specialisation (Slurm's CpuSpecList/CoreSpecCount/MemSpecLimit) as pure functions. */
+/* jobcg: resource specialisation (Slurm's CpuSpecList/CoreSpecCount/MemSpecLimit) as pure
+ * functions. */
 #include <fcntl.h>
 
 #include "jobcg/parse.h"
@@ -62,8 +63,7 @@ static int reserved(const struct jobcg_cgroup_conf *c, const uint64_t *on, uint6
 			}
 	}
 	if (count(res) && count(res) >= count(on))
-		return error_set(-EINVAL,
-				 "%s reserves every online CPU: no CPU is left for jobs",
+		return error_set(-EINVAL, "%s reserves every online CPU: no CPU is left for jobs",
 				 c->spec_cpus ? "SpecCPUs" : "CoreSpecCount");
 	return 0;
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_(f)  __attribute__((cleanup(f)))
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 static inline void freep(void *p)
@@ -36,9 +36,9 @@ static inline void strv_freep(char ***v)
 	strv_free(*v);
 }
 
-#define _cleanup_free_ _cleanup_(freep)
-#define _cleanup_close_ _cleanup_(closep)
-#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_free_	    _cleanup_(freep)
+#define _cleanup_close_	    _cleanup_(closep)
+#define _cleanup_fclose_    _cleanup_(fclosep)
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
 
 /* Hand ownership over: returns the value and clears the variable so cleanup does nothing. */

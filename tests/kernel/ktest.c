@@ -68,7 +68,7 @@ static int kill_and_wait_empty(const char *path)
 		close(fd);
 		if (n > 0 && strstr(buf, "populated 0"))
 			return 0;
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		struct timespec ts = {0, 10 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
 	return -EBUSY;
@@ -83,7 +83,8 @@ static int remove_rec(const char *path)
 		return errno == ENOENT ? 0 : -errno;
 	while ((e = readdir(d))) {
 		char sub[PATH_MAX];
-		if (e->d_type != DT_DIR || strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+		if (e->d_type != DT_DIR || strcmp(e->d_name, ".") == 0 ||
+		    strcmp(e->d_name, "..") == 0)
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
 		remove_rec(sub);
@@ -94,7 +95,7 @@ static int remove_rec(const char *path)
 			return 0;
 		if (errno != EBUSY)
 			return -errno;
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		struct timespec ts = {0, 10 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
 	return -EBUSY;

@@ -22,12 +22,12 @@
 #include "ktest.h"
 #include "tap.h"
 
-#define ACC_M 1
-#define ACC_R 2
-#define ACC_W 4
+#define ACC_M	1
+#define ACC_R	2
+#define ACC_W	4
 #define ACC_RWM 7
-#define ACC_RW (ACC_R | ACC_W)
-#define ANY (-1)
+#define ACC_RW	(ACC_R | ACC_W)
+#define ANY	(-1)
 
 struct rule {
 	char type; /* 'c', 'b', 'a' */
@@ -43,21 +43,21 @@ struct gen {
 
 static void emit(struct gen *g, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
-	g->v[g->n++] = (struct bpf_insn){.code = code, .dst_reg = dst, .src_reg = src, .off = off,
-					 .imm = imm};
+	g->v[g->n++] =
+	    (struct bpf_insn){.code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm};
 }
 
 #define LDXW(g, d, s, o) emit(g, BPF_LDX | BPF_MEM | BPF_W, d, s, o, 0)
 #define LDXH(g, d, s, o) emit(g, BPF_LDX | BPF_MEM | BPF_H, d, s, o, 0)
-#define AND32(g, d, i) emit(g, BPF_ALU | BPF_AND | BPF_K, d, 0, 0, i)
-#define RSH32(g, d, i) emit(g, BPF_ALU | BPF_RSH | BPF_K, d, 0, 0, i)
-#define MOV32R(g, d, s) emit(g, BPF_ALU | BPF_MOV | BPF_X, d, s, 0, 0)
-#define MOV32I(g, d, i) emit(g, BPF_ALU | BPF_MOV | BPF_K, d, 0, 0, i)
-#define MOV64I(g, d, i) emit(g, BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i)
+#define AND32(g, d, i)	 emit(g, BPF_ALU | BPF_AND | BPF_K, d, 0, 0, i)
+#define RSH32(g, d, i)	 emit(g, BPF_ALU | BPF_RSH | BPF_K, d, 0, 0, i)
+#define MOV32R(g, d, s)	 emit(g, BPF_ALU | BPF_MOV | BPF_X, d, s, 0, 0)
+#define MOV32I(g, d, i)	 emit(g, BPF_ALU | BPF_MOV | BPF_K, d, 0, 0, i)
+#define MOV64I(g, d, i)	 emit(g, BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i)
 #define JNEI(g, d, i, o) emit(g, BPF_JMP | BPF_JNE | BPF_K, d, 0, o, i)
 #define JEQI(g, d, i, o) emit(g, BPF_JMP | BPF_JEQ | BPF_K, d, 0, o, i)
 #define JNER(g, d, s, o) emit(g, BPF_JMP | BPF_JNE | BPF_X, d, s, o, 0)
-#define EXIT(g) emit(g, BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
+#define EXIT(g)		 emit(g, BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
 
 static int devtype(char t)
 {
@@ -192,7 +192,7 @@ static void gen_slurm(struct gen *g, const struct rule *r, size_t n, int def)
  * ALU on the whole context word and JGE on minors. */
 static void gen_ranges(struct gen *g)
 {
-	LDXW(g, 6, 1, 0);	/* r6 = access_type (no mask) */
+	LDXW(g, 6, 1, 0); /* r6 = access_type (no mask) */
 	emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 2, 6, 0, 0);
 	emit(g, BPF_ALU64 | BPF_AND | BPF_K, 2, 0, 0, 0xFFFF);
 	emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 3, 6, 0, 0);
@@ -240,8 +240,10 @@ static int gen_snapd(struct gen *g)
 		uint8_t type;
 		uint32_t major, minor;
 	} key;
-	static const struct { char t; uint32_t ma, mi; } allow[] = {
-		{'c', 1, 3}, {'c', 5, UINT32_MAX}, {'c', 195, 1}, {'b', 7, 0}};
+	static const struct {
+		char t;
+		uint32_t ma, mi;
+	} allow[] = {{'c', 1, 3}, {'c', 5, UINT32_MAX}, {'c', 195, 1}, {'b', 7, 0}};
 	uint8_t one = 1;
 
 	snapd_map = bpf_map_create(BPF_MAP_TYPE_HASH, "snap_devs", sizeof(key), 1, 64, NULL);
@@ -287,12 +289,12 @@ static int gen_snapd(struct gen *g)
  * access bits and JMP32 with registers: decided only by access and type, so exact. */
 static void gen_alu(struct gen *g)
 {
-	emit(g, BPF_LDX | BPF_MEM | BPF_B, 2, 1, 0, 0);	    /* type */
-	emit(g, BPF_LDX | BPF_MEM | BPF_H, 3, 1, 2, 0);	    /* access */
+	emit(g, BPF_LDX | BPF_MEM | BPF_B, 2, 1, 0, 0); /* type */
+	emit(g, BPF_LDX | BPF_MEM | BPF_H, 3, 1, 2, 0); /* access */
 	LDXW(g, 4, 1, 4);
 	emit(g, BPF_ALU64 | BPF_MOV | BPF_K, 7, 0, 0, 0x0200); /* 2 in big-endian u16 */
 	emit(g, BPF_ALU | BPF_END | BPF_TO_BE, 7, 0, 0, 16);   /* -> 2 on little endian */
-	emit(g, BPF_JMP32 | BPF_JNE | BPF_X, 2, 7, 11, 0); /* not char: to the block part */
+	emit(g, BPF_JMP32 | BPF_JNE | BPF_X, 2, 7, 11, 0);     /* not char: to the block part */
 	/* char: r8 = -(access ^ 7) >> 63 (arith), computed and unused: exercises XOR/NEG/ARSH */
 	emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 8, 3, 0, 0);
 	emit(g, BPF_ALU64 | BPF_XOR | BPF_K, 8, 0, 0, 7);
@@ -300,8 +302,8 @@ static void gen_alu(struct gen *g)
 	emit(g, BPF_ALU64 | BPF_ARSH | BPF_K, 8, 0, 0, 63);
 	/* char: allowed when access % 4 == 2 (r alone, and r|w: 6 % 4 == 2) */
 	emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 9, 3, 0, 0);
-	emit(g, BPF_ALU64 | BPF_MOD | BPF_K, 9, 0, 0, 4);     /* access % 4: 2 for r, 0 w/4, 1 m */
-	emit(g, BPF_JMP | BPF_JEQ | BPF_K, 9, 0, 2, 2);	    /* read alone: allowed */
+	emit(g, BPF_ALU64 | BPF_MOD | BPF_K, 9, 0, 0, 4); /* access % 4: 2 for r, 0 w/4, 1 m */
+	emit(g, BPF_JMP | BPF_JEQ | BPF_K, 9, 0, 2, 2);	  /* read alone: allowed */
 	MOV64I(g, 0, 0);
 	EXIT(g);
 	MOV64I(g, 0, 1);
@@ -317,45 +319,61 @@ static void gen_alu(struct gen *g)
 
 /* runc/crun default container devices (libcontainer/specconv AllowedDevices + fuse, tun). */
 static const struct rule container_rules[] = {
-	{'c', ANY, ANY, ACC_M, 1}, {'b', ANY, ANY, ACC_M, 1}, {'c', 1, 3, ACC_RWM, 1},
-	{'c', 1, 8, ACC_RWM, 1},   {'c', 1, 7, ACC_RWM, 1},   {'c', 5, 0, ACC_RWM, 1},
-	{'c', 1, 5, ACC_RWM, 1},   {'c', 1, 9, ACC_RWM, 1},   {'c', 5, 2, ACC_RWM, 1},
-	{'c', 136, ANY, ACC_RWM, 1}, {'c', 10, 229, ACC_RWM, 1}, {'c', 10, 200, ACC_RWM, 1},
-	/* a read-only GPU and a deny after an allow (runc: last wins) */
-	{'c', 195, 0, ACC_R, 1},   {'c', 195, ANY, ACC_RW, 1}, {'c', 195, 2, ACC_RWM, 0},
-	{'c', 4, 1, ACC_R, 1}, /* O_RDWR: runc 1.0 allows (any bit), runc >= 1.1 refuses */
+    {'c', ANY, ANY, ACC_M, 1},
+    {'b', ANY, ANY, ACC_M, 1},
+    {'c', 1, 3, ACC_RWM, 1},
+    {'c', 1, 8, ACC_RWM, 1},
+    {'c', 1, 7, ACC_RWM, 1},
+    {'c', 5, 0, ACC_RWM, 1},
+    {'c', 1, 5, ACC_RWM, 1},
+    {'c', 1, 9, ACC_RWM, 1},
+    {'c', 5, 2, ACC_RWM, 1},
+    {'c', 136, ANY, ACC_RWM, 1},
+    {'c', 10, 229, ACC_RWM, 1},
+    {'c', 10, 200, ACC_RWM, 1},
+    /* a read-only GPU and a deny after an allow (runc: last wins) */
+    {'c', 195, 0, ACC_R, 1},
+    {'c', 195, ANY, ACC_RW, 1},
+    {'c', 195, 2, ACC_RWM, 0},
+    {'c', 4, 1, ACC_R, 1}, /* O_RDWR: runc 1.0 allows (any bit), runc >= 1.1 refuses */
 };
 
 /* systemd DevicePolicy=closed: the pseudo devices, char-pts rw, plus DeviceAllow= entries:
  * "char-nvidia rw" (major wildcard), "/dev/nvidia1 r", "block-loop m", "char-* m". */
 static const struct rule systemd_closed[] = {
-	{'c', 1, 3, ACC_RWM, 1},   {'c', 1, 5, ACC_RWM, 1}, {'c', 1, 7, ACC_RWM, 1},
-	{'c', 1, 8, ACC_RWM, 1},   {'c', 1, 9, ACC_RWM, 1}, {'c', 5, 0, ACC_RWM, 1},
-	{'c', 5, 2, ACC_RWM, 1},   {'c', 136, ANY, ACC_R | ACC_W, 1},
-	{'c', 195, ANY, ACC_R | ACC_W, 1}, {'c', 195, 1, ACC_R, 1}, {'b', 7, ANY, ACC_M, 1},
-	{'c', ANY, ANY, ACC_M, 1},
+    {'c', 1, 3, ACC_RWM, 1}, {'c', 1, 5, ACC_RWM, 1},		{'c', 1, 7, ACC_RWM, 1},
+    {'c', 1, 8, ACC_RWM, 1}, {'c', 1, 9, ACC_RWM, 1},		{'c', 5, 0, ACC_RWM, 1},
+    {'c', 5, 2, ACC_RWM, 1}, {'c', 136, ANY, ACC_R | ACC_W, 1}, {'c', 195, ANY, ACC_R | ACC_W, 1},
+    {'c', 195, 1, ACC_R, 1}, {'b', 7, ANY, ACC_M, 1},		{'c', ANY, ANY, ACC_M, 1},
 };
 
 /* systemd DevicePolicy=strict: DeviceAllow=/dev/nvidia3 rw, /dev/loop0 rwm, char-* is absent. */
 static const struct rule systemd_strict[] = {
-	{'c', 195, 3, ACC_R | ACC_W, 1},
-	{'b', 7, 0, ACC_RWM, 1},
-	{'a', 10, 200, ACC_W, 1}, /* a type-less entry (LXC "a 10:200 w" shape) */
+    {'c', 195, 3, ACC_R | ACC_W, 1},
+    {'b', 7, 0, ACC_RWM, 1},
+    {'a', 10, 200, ACC_W, 1}, /* a type-less entry (LXC "a 10:200 w" shape) */
 };
 
 /* LXC deny list (lxc.cgroup2.devices.deny): default allow, deny some; and an allow list. */
 static const struct rule lxc_deny[] = {
-	{'c', 195, ANY, ACC_W, 0}, {'c', 10, 200, ACC_RWM, 0}, {'b', ANY, ANY, ACC_M, 0},
-	{'a', 5, 2, ACC_R, 0},
+    {'c', 195, ANY, ACC_W, 0},
+    {'c', 10, 200, ACC_RWM, 0},
+    {'b', ANY, ANY, ACC_M, 0},
+    {'a', 5, 2, ACC_R, 0},
 };
 static const struct rule lxc_allow[] = {
-	{'c', 1, 3, ACC_RWM, 1}, {'c', 136, ANY, ACC_R | ACC_W, 1}, {'c', ANY, ANY, ACC_M, 1},
-	{'b', 8, ANY, ACC_R, 1},
+    {'c', 1, 3, ACC_RWM, 1},
+    {'c', 136, ANY, ACC_R | ACC_W, 1},
+    {'c', ANY, ANY, ACC_M, 1},
+    {'b', 8, ANY, ACC_R, 1},
 };
 
 /* Slurm: a job with gpu 1 and 2 of 0-3 (deny 0 and 3, default allow). */
 static const struct rule slurm_rules[] = {
-	{'c', 195, 0, 0, 0}, {'c', 195, 1, 0, 1}, {'c', 195, 2, 0, 1}, {'c', 195, 3, 0, 0},
+    {'c', 195, 0, 0, 0},
+    {'c', 195, 1, 0, 1},
+    {'c', 195, 2, 0, 1},
+    {'c', 195, 3, 0, 0},
 };
 
 struct dev {
@@ -364,12 +382,12 @@ struct dev {
 };
 
 static const struct dev devs[] = {
-	{'c', 1, 3},   {'c', 1, 5},	{'c', 1, 7},	{'c', 1, 8},   {'c', 1, 9},   {'c', 1, 1},
-	{'c', 5, 0},   {'c', 5, 1},	{'c', 5, 2},	{'c', 136, 0}, {'c', 136, 7}, {'c', 10, 229},
-	{'c', 10, 200}, {'c', 10, 1},	{'c', 10, 199}, {'c', 12, 250}, {'c', 15, 0}, {'c', 16, 250},
-	{'c', 9, 250}, {'c', 195, 0},	{'c', 195, 1},	{'c', 195, 2}, {'c', 195, 3}, {'c', 195, 255},
-	{'c', 4, 1},   {'c', 7, 0},	{'b', 7, 0},	{'b', 7, 1},   {'b', 8, 0},   {'b', 259, 1},
-	{'b', 10, 200}, {'b', 5, 2},	{'b', 195, 3},
+    {'c', 1, 3},    {'c', 1, 5},   {'c', 1, 7},	   {'c', 1, 8},	   {'c', 1, 9},	  {'c', 1, 1},
+    {'c', 5, 0},    {'c', 5, 1},   {'c', 5, 2},	   {'c', 136, 0},  {'c', 136, 7}, {'c', 10, 229},
+    {'c', 10, 200}, {'c', 10, 1},  {'c', 10, 199}, {'c', 12, 250}, {'c', 15, 0},  {'c', 16, 250},
+    {'c', 9, 250},  {'c', 195, 0}, {'c', 195, 1},  {'c', 195, 2},  {'c', 195, 3}, {'c', 195, 255},
+    {'c', 4, 1},    {'c', 7, 0},   {'b', 7, 0},	   {'b', 7, 1},	   {'b', 8, 0},	  {'b', 259, 1},
+    {'b', 10, 200}, {'b', 5, 2},   {'b', 195, 3},
 };
 #define NDEVS (sizeof(devs) / sizeof(devs[0]))
 
@@ -461,8 +479,8 @@ static unsigned compare(const char *label, const char *form, const int *kb,
 			int d = allows(obj, devs[di].type, devs[di].major, devs[di].minor, reqs[q]);
 			if (k != d) {
 				if (bad++ < 6)
-					tap_diag("%s/%s: %c %u:%u acc %u: kernel %d, jobcg %d", label,
-						 form, devs[di].type, devs[di].major,
+					tap_diag("%s/%s: %c %u:%u acc %u: kernel %d, jobcg %d",
+						 label, form, devs[di].type, devs[di].major,
 						 devs[di].minor, reqs[q], k, d);
 			}
 		}
@@ -511,8 +529,7 @@ static void check_program(const char *top, const char *label, const struct gen *
 	if (!ok(mkdir(cg, 0755) == 0, "%s: cgroup created", label))
 		return;
 	char log[16384] = "";
-	LIBBPF_OPTS(bpf_prog_load_opts, o, .log_buf = log, .log_size = sizeof(log),
-		    .log_level = 1);
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .log_buf = log, .log_size = sizeof(log), .log_level = 1);
 	int fd = bpf_prog_load(BPF_PROG_TYPE_CGROUP_DEVICE, label, "GPL", g->v, (size_t)g->n, &o);
 	if (!ok(fd >= 0, "%s: %d instructions load", label, g->n)) {
 		tap_diag("%s: %s\n%.3000s", label, strerror(errno), log);
@@ -653,7 +670,7 @@ static void check_stacked(const char *top, struct gen *g)
 	if (!ok(mkdir(parent, 0755) == 0 && mkdir(child, 0755) == 0, "stacked: cgroups created"))
 		return;
 	static const struct rule parent_rules[] = {
-		{'c', 1, 3, ACC_RWM, 1}, {'c', 195, ANY, ACC_R | ACC_W, 1}, {'c', ANY, ANY, ACC_M, 1}};
+	    {'c', 1, 3, ACC_RWM, 1}, {'c', 195, ANY, ACC_R | ACC_W, 1}, {'c', ANY, ANY, ACC_M, 1}};
 	memset(g, 0, sizeof(*g));
 	gen_lxc(g, parent_rules, 3, 0);
 	int pfd = load_attach(g, "lxc_parent", parent, &pcg);
@@ -702,8 +719,8 @@ static void check_stacked(const char *top, struct gen *g)
 	diag_lines(out);
 	char pidstr[32];
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
-	ok(t && strstr(out, "job_77") && strstr(out, pidstr), "who-has c 195:1 names job_77 and pid %d",
-	   (int)pid);
+	ok(t && strstr(out, "job_77") && strstr(out, pidstr),
+	   "who-has c 195:1 names job_77 and pid %d", (int)pid);
 	snprintf(cmd, sizeof(cmd), "%s/cli/jobcg who-has %s --root %s", b ? b : ".",
 		 nodes[19] /* c 195:0 */, top);
 	t = capture(cmd, &len);
@@ -712,7 +729,8 @@ static void check_stacked(const char *top, struct gen *g)
 		 nodes[20], top);
 	t = capture(cmd, &len);
 	struct json_object *jo = t ? json_tokener_parse(t) : NULL;
-	ok(jo && strstr(t, "\"77\"") && strstr(t, pidstr), "who-has --json is valid JSON with job 77");
+	ok(jo && strstr(t, "\"77\"") && strstr(t, pidstr),
+	   "who-has --json is valid JSON with job 77");
 	json_object_put(jo);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -749,11 +767,11 @@ int main(void)
 			return 1;
 		}
 	}
-#define RUN(label, call)                                                                         \
-	do {                                                                                     \
-		memset(g, 0, sizeof(*g));                                                        \
-		call;                                                                            \
-		check_program(top, label, g);                                                   \
+#define RUN(label, call)                                                                           \
+	do {                                                                                       \
+		memset(g, 0, sizeof(*g));                                                          \
+		call;                                                                              \
+		check_program(top, label, g);                                                      \
 	} while (0)
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 	RUN("systemd_closed", gen_systemd(g, systemd_closed, N(systemd_closed)));
@@ -785,7 +803,8 @@ int main(void)
 		}
 		/* A dump of a program that is gone: opaque, naming the map, not a bare ENOENT. */
 		struct jobcg_decoded *d = NULL;
-		int r = snapd_raw_len ? decode_dump(snapd_raw, snapd_raw_len, "snapd.raw", &d) : -EIO;
+		int r =
+		    snapd_raw_len ? decode_dump(snapd_raw, snapd_raw_len, "snapd.raw", &d) : -EIO;
 		char want[64];
 		snprintf(want, sizeof(want), "map id %u", mi.id);
 		ok(r == -EOPNOTSUPP && strstr(jobcg_last_error()->message, want),

@@ -61,8 +61,8 @@ int main(void)
 	mem_ok = usable("memory");
 	tap_diag("cpuset %s, memory %s", cpuset_ok ? "usable" : "not usable",
 		 mem_ok ? "usable" : "not usable");
-	/* Best effort only where something cannot be enforced (else a no-op option in its place): the
-	 * subset rules hold either way. */
+	/* Best effort only where something cannot be enforced (else a no-op option in its place):
+	 * the subset rules hold either way. */
 	be = cpuset_ok && mem_ok ? "--ntasks=1" : "--best-effort";
 
 	is_int(kcli(NULL, "alloc", "5", "--cpus", "1", "--mem", "200M", "--best-effort", NULL), 0,

@@ -164,7 +164,7 @@ static void test_log(void)
 		size_t len;
 
 		ok(read_full_file_at(AT_FDCWD, path, 1 << 20, &text, &len) == 0 &&
-			   strstr(text, "\"mem_peak\":null") && strstr(text, "\"oom_kills\":null"),
+		       strstr(text, "\"mem_peak\":null") && strstr(text, "\"oom_kills\":null"),
 		   "the log line says null, not 0");
 		free(text);
 	}

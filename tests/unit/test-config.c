@@ -118,7 +118,8 @@ static void test_cgroup_errors(void)
 	bad(false, "ConstrainCores+=yes\n", 0, -EINVAL, 1, 15, "operator '+='");
 	bad(false, "\x01x=1\n", 0, -EINVAL, 1, 1, "found byte 0x01");
 	/* A NUL byte must not silently hide the rest of its line (here a second key). */
-	static const char nul_cg[] = "ConstrainCores=yes\nConstrainRAMSpace=yes\0 ConstrainCores=no\n";
+	static const char nul_cg[] =
+	    "ConstrainCores=yes\nConstrainRAMSpace=yes\0 ConstrainCores=no\n";
 	static const char nul_gres[] = "Name=gpu Count=1\0 Bogus=1\n";
 
 	bad_len(false, nul_cg, sizeof(nul_cg) - 1, 0, -EINVAL, 2, 22, "NUL byte");
@@ -425,8 +426,9 @@ static void test_gres_good(void)
 		jobcg_config_free(c);
 	}
 	/* One device listed twice for one name would be granted to two jobs: refused. */
-	bad(true, "Name=gpu File=/dev/nvidia[0-1]\nName=mps Count=2 File=/dev/nvidia0\n"
-		  "Name=gpu File=/dev/nvidia1\n",
+	bad(true,
+	    "Name=gpu File=/dev/nvidia[0-1]\nName=mps Count=2 File=/dev/nvidia0\n"
+	    "Name=gpu File=/dev/nvidia1\n",
 	    JOBCG_CONFIG_NO_STAT, -EINVAL, 3, 15,
 	    "/dev/nvidia1 is the device of gpu again (/dev/nvidia1 at ");
 	c = good(true,

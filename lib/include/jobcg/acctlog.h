@@ -31,9 +31,9 @@ enum jobcg_acct_kind {
 /* Bits of jobcg_acct_record.unavailable: readings whose cgroup file did not exist (controller
  * missing). They are written as JSON null and shown as "-": never as 0. */
 enum {
-	JOBCG_ACCTREC_NO_CPU = 1u << 0,      /* cpu_usec, user_usec, system_usec */
+	JOBCG_ACCTREC_NO_CPU = 1u << 0,	     /* cpu_usec, user_usec, system_usec */
 	JOBCG_ACCTREC_NO_MEM_PEAK = 1u << 1, /* mem_peak */
-	JOBCG_ACCTREC_NO_OOM = 1u << 2,      /* oom_kills */
+	JOBCG_ACCTREC_NO_OOM = 1u << 2,	     /* oom_kills */
 };
 
 struct jobcg_acct_record {

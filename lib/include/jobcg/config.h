@@ -1,4 +1,5 @@
-/* jobcg: configuration read from Slurm-compatible cgroup.conf and gres.conf (immutable once loaded). */
+/* jobcg: configuration read from Slurm-compatible cgroup.conf and gres.conf (immutable once
+ * loaded). */
 #pragma once
 
 #include <stdbool.h>
@@ -13,7 +14,7 @@ extern "C" {
 #endif
 
 enum jobcg_device_program {
-	JOBCG_DEVPROG_NODE = 0,   /* one pinned node program + policy map (default) */
+	JOBCG_DEVPROG_NODE = 0,	  /* one pinned node program + policy map (default) */
 	JOBCG_DEVPROG_LINEAR = 1, /* Slurm-shaped compare-and-exit program per cgroup */
 };
 
@@ -26,40 +27,40 @@ struct jobcg_origin {
 
 /* cgroup.conf, with Slurm's defaults applied. Percentages are 0..100 (may exceed for Allowed*). */
 struct jobcg_cgroup_conf {
-	char *mountpoint;           /* CgroupMountpoint; NULL = autodetect */
-	char *plugin;               /* CgroupPlugin: "autodetect", "cgroup/v2", "cgroup/v1", "disabled" */
-	char *slice;                /* CgroupSlice, default "system.slice" */
-	bool job_id_paths;          /* CgroupJobIdPaths (accepted; jobcg paths are job ids anyway) */
+	char *mountpoint;  /* CgroupMountpoint; NULL = autodetect */
+	char *plugin;	   /* CgroupPlugin: "autodetect", "cgroup/v2", "cgroup/v1", "disabled" */
+	char *slice;	   /* CgroupSlice, default "system.slice" */
+	bool job_id_paths; /* CgroupJobIdPaths (accepted; jobcg paths are job ids anyway) */
 	unsigned systemd_timeout_ms; /* SystemdTimeout, default 1000 */
 	bool ignore_systemd;
 	bool ignore_systemd_on_failure;
-	bool enable_controllers;    /* EnableControllers */
+	bool enable_controllers;	 /* EnableControllers */
 	char **enable_extra_controllers; /* EnableExtraControllers, NULL-terminated, may be NULL */
 	/* Percentages are INFINITY for UNLIMITED/INFINITE (as Slurm's float parser gives). */
-	double allowed_ram_space;   /* AllowedRAMSpace, percent of the job's memory, default 100 */
-	double allowed_swap_space;  /* AllowedSwapSpace, percent, default 0 */
+	double allowed_ram_space;  /* AllowedRAMSpace, percent of the job's memory, default 100 */
+	double allowed_swap_space; /* AllowedSwapSpace, percent, default 0 */
 	bool constrain_cores;
 	bool constrain_devices;
 	bool constrain_ram_space;
 	bool constrain_swap_space;
-	double max_ram_percent;     /* MaxRAMPercent, percent of node RAM, default 100 */
+	double max_ram_percent;	    /* MaxRAMPercent, percent of node RAM, default 100 */
 	double max_swap_percent;    /* MaxSwapPercent, default 100 */
 	uint64_t min_ram_space_mb;  /* MinRAMSpace in MiB, default 30 */
 	bool memory_swappiness_set; /* MemorySwappiness given (ignored on cgroup v2, warned) */
 	bool signal_children_processes;
 
 	/* jobcg's own keys */
-	char *tree_root;            /* JobcgRoot: cgroup path (relative to the v2 mount) of the delegated root;
-	                               NULL = <slice>/jobcg.scope. Env JOBCG_ROOT overrides. */
-	char *scope_name;           /* JobcgScope: systemd scope unit name, default "jobcg.scope" */
+	char *tree_root; /* JobcgRoot: cgroup path (relative to the v2 mount) of the delegated root;
+			    NULL = <slice>/jobcg.scope. Env JOBCG_ROOT overrides. */
+	char *scope_name; /* JobcgScope: systemd scope unit name, default "jobcg.scope" */
 	enum jobcg_device_program device_program; /* DeviceProgram=node|linear */
-	char *bpf_pin_dir;          /* BpfPinDir, default /sys/fs/bpf/jobcg. Env JOBCG_BPF_PIN_DIR */
-	char *state_dir;            /* StateDir, default /var/lib/jobcg. Env JOBCG_STATE_DIR */
+	char *bpf_pin_dir; /* BpfPinDir, default /sys/fs/bpf/jobcg. Env JOBCG_BPF_PIN_DIR */
+	char *state_dir;   /* StateDir, default /var/lib/jobcg. Env JOBCG_STATE_DIR */
 	/* Resource specialisation (Slurm's CpuSpecList/CoreSpecCount/MemSpecLimit): CPUs and
 	 * memory kept for the system/ leaf (keeper, jobcg helpers), never given to jobs. */
-	char *spec_cpus;            /* SpecCPUs: normalised CPU list, NULL = none */
-	unsigned core_spec_count;   /* CoreSpecCount: the N highest-numbered online CPUs, 0 = none */
-	uint64_t mem_spec_limit;    /* MemSpecLimit in bytes (MiB when bare), 0 = none */
+	char *spec_cpus;	  /* SpecCPUs: normalised CPU list, NULL = none */
+	unsigned core_spec_count; /* CoreSpecCount: the N highest-numbered online CPUs, 0 = none */
+	uint64_t mem_spec_limit;  /* MemSpecLimit in bytes (MiB when bare), 0 = none */
 };
 
 /* gres.conf Flags bits. */
@@ -79,7 +80,7 @@ enum {
 /* One device file of a GRES (stat()ed unless loading with no_stat). */
 struct jobcg_gres_file {
 	char *path;
-	char type;         /* 'c' or 'b'; 0 when not stat()ed */
+	char type; /* 'c' or 'b'; 0 when not stat()ed */
 	unsigned major, minor;
 };
 
@@ -90,22 +91,22 @@ struct jobcg_gres_file {
  * has nfiles == 0.
  */
 struct jobcg_gres_record {
-	char *name;                 /* "gpu", "mps", "shard", "nic", ... */
-	char *type;                 /* Type= or NULL */
+	char *name; /* "gpu", "mps", "shard", "nic", ... */
+	char *type; /* Type= or NULL */
 	struct jobcg_gres_file *files;
 	size_t nfiles;
-	uint64_t count;             /* Count= with suffix, or 1 per file. For mps/shard the line's
-	                               Count is spread over its files (the first ones take the
-	                               remainder); a MultipleFiles record counts 1 unless shared. */
-	uint64_t *cores;            /* CPU bitmap (Cores=/CPUs=), bit i = CPU i; NULL = any.
-	                               Cores="" gives a bitmap with no bit set (as Slurm). */
-	size_t cores_words;         /* number of uint64_t words in cores */
-	int *links;                 /* Links= values, or NULL */
+	uint64_t count;	    /* Count= with suffix, or 1 per file. For mps/shard the line's
+			       Count is spread over its files (the first ones take the
+			       remainder); a MultipleFiles record counts 1 unless shared. */
+	uint64_t *cores;    /* CPU bitmap (Cores=/CPUs=), bit i = CPU i; NULL = any.
+			       Cores="" gives a bitmap with no bit set (as Slurm). */
+	size_t cores_words; /* number of uint64_t words in cores */
+	int *links;	    /* Links= values, or NULL */
 	size_t nlinks;
-	unsigned flags;             /* JOBCG_GRES_FLAG_*, effective: a gpu line without GPU
-	                               environment flags has all four (Slurm's default), and the
-	                               env flags of a name carry over to its next lines */
-	char *autodetect;           /* AutoDetect= in effect for this record, or NULL */
+	unsigned flags;		    /* JOBCG_GRES_FLAG_*, effective: a gpu line without GPU
+				       environment flags has all four (Slurm's default), and the
+				       env flags of a name carry over to its next lines */
+	char *autodetect;	    /* AutoDetect= in effect for this record, or NULL */
 	struct jobcg_origin origin; /* file and line of the record */
 	/*
 	 * Stable node-wide index among this host's records of the same name, in gres.conf order
@@ -118,8 +119,8 @@ struct jobcg_gres_record {
 struct jobcg_gres_conf {
 	struct jobcg_gres_record *records;
 	size_t nrecords;
-	char *autodetect;           /* global AutoDetect= or NULL (lower case: "nvml", "off", ...) */
-	char *node_autodetect;      /* AutoDetect= of this host's NodeName= lines, or NULL */
+	char *autodetect;      /* global AutoDetect= or NULL (lower case: "nvml", "off", ...) */
+	char *node_autodetect; /* AutoDetect= of this host's NodeName= lines, or NULL */
 };
 
 /* How an effective cgroup.conf value is typed, for `jobcg config --json`. */
@@ -132,33 +133,33 @@ enum jobcg_config_kind {
 
 /* One effective cgroup.conf setting, Slurm's keys then jobcg's, for display. */
 struct jobcg_config_entry {
-	const char *key;            /* canonical spelling ("ConstrainCores") */
+	const char *key; /* canonical spelling ("ConstrainCores") */
 	enum jobcg_config_kind kind;
-	char *value;                /* as text: "yes"/"no", "100", "a,b"; NULL when unset */
+	char *value; /* as text: "yes"/"no", "100", "a,b"; NULL when unset */
 	struct jobcg_origin origin;
 };
 
 struct jobcg_config {
 	struct jobcg_cgroup_conf cgroup;
 	struct jobcg_gres_conf gres;
-	char *config_dir;           /* directory the files were read from (NULL: explicit files) */
-	char *hostname;             /* host used to select NodeName= lines */
+	char *config_dir; /* directory the files were read from (NULL: explicit files) */
+	char *hostname;	  /* host used to select NodeName= lines */
 	struct jobcg_config_entry *entries; /* every cgroup.conf key with its origin */
 	size_t nentries;
-	char **warnings;            /* "file:line: text" for each warning (also logged), or NULL */
-	char **files;               /* every file read, includes too (origins point here), or NULL */
+	char **warnings; /* "file:line: text" for each warning (also logged), or NULL */
+	char **files;	 /* every file read, includes too (origins point here), or NULL */
 };
 
 enum {
-	JOBCG_CONFIG_NO_STAT = 1u << 0,   /* do not stat() gres device files */
-	JOBCG_CONFIG_NO_ENV = 1u << 1,    /* ignore JOBCG_* environment overrides */
+	JOBCG_CONFIG_NO_STAT = 1u << 0, /* do not stat() gres device files */
+	JOBCG_CONFIG_NO_ENV = 1u << 1,	/* ignore JOBCG_* environment overrides */
 };
 
 /**
  * Load cgroup.conf and gres.conf from @config_dir (NULL: $JOBCG_CONF_DIR, else /etc/jobcg).
  * Missing files give the defaults (an empty gres.conf). @hostname NULL: $JOBCG_NODENAME (unless
- * JOBCG_CONFIG_NO_ENV), else gethostname(); NodeName= lines also match the name up to its first dot.
- * On error returns -errno with the thread's error record naming file, line and column; nothing
+ * JOBCG_CONFIG_NO_ENV), else gethostname(); NodeName= lines also match the name up to its first
+ * dot. On error returns -errno with the thread's error record naming file, line and column; nothing
  * is returned (no partial configuration). Free with jobcg_config_free().
  */
 JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname, unsigned flags,
@@ -174,7 +175,7 @@ JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c);
 
 /** The entry of cgroup.conf key @key (case-insensitive), or NULL. */
 JOBCG_EXPORT const struct jobcg_config_entry *jobcg_config_entry(const struct jobcg_config *c,
-								  const char *key);
+								 const char *key);
 
 #ifdef __cplusplus
 }

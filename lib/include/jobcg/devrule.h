@@ -21,11 +21,11 @@ enum {
 };
 
 struct jobcg_devrule {
-	char type;        /* 'c', 'b', or 'a' (both) */
-	uint32_t major;   /* or JOBCG_DEV_ANY */
-	uint32_t minor;   /* or JOBCG_DEV_ANY */
-	unsigned access;  /* JOBCG_DEV_ACC_* bits */
-	bool allow;       /* true: allow these accesses; false: deny them */
+	char type;	 /* 'c', 'b', or 'a' (both) */
+	uint32_t major;	 /* or JOBCG_DEV_ANY */
+	uint32_t minor;	 /* or JOBCG_DEV_ANY */
+	unsigned access; /* JOBCG_DEV_ACC_* bits */
+	bool allow;	 /* true: allow these accesses; false: deny them */
 };
 
 /**

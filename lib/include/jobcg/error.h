@@ -34,11 +34,11 @@ JOBCG_EXPORT void jobcg_set_log(jobcg_log_fn fn, void *userdata, enum jobcg_log_
  * line and column (1-based; 0 means unknown).
  */
 struct jobcg_error {
-	int code;            /* the negative errno that was returned */
-	char file[4096];     /* file the error is about, or "" */
-	unsigned line;       /* 1-based, 0 = not about a line */
-	unsigned column;     /* 1-based, 0 = unknown */
-	char message[2048];  /* human readable, no trailing newline */
+	int code;	    /* the negative errno that was returned */
+	char file[4096];    /* file the error is about, or "" */
+	unsigned line;	    /* 1-based, 0 = not about a line */
+	unsigned column;    /* 1-based, 0 = unknown */
+	char message[2048]; /* human readable, no trailing newline */
 };
 
 /** The calling thread's last error record. Never NULL; code is 0 after jobcg_error_clear(). */

@@ -57,13 +57,14 @@ JOBCG_EXPORT int jobcg_target_path(const struct jobcg_ctx *ctx, const struct job
  * Extensions (devices, GPUs) add fields here and a hook in lib/src/job.c.
  */
 struct jobcg_limits {
-	const char *cpus;   /* cpuset.cpus list ("0-3,8"), NULL = all */
-	uint64_t mem_bytes; /* memory.max, 0 = unlimited */
-	uint64_t pids_max;  /* pids.max, 0 = unlimited */
+	const char *cpus;    /* cpuset.cpus list ("0-3,8"), NULL = all */
+	uint64_t mem_bytes;  /* memory.max, 0 = unlimited */
+	uint64_t pids_max;   /* pids.max, 0 = unlimited */
 	uint64_t cpu_weight; /* cpu.weight 1..10000 (share of contended CPUs), 0 = default (100) */
-	bool best_effort;   /* skip limits this host cannot enforce (logged) instead of failing */
-	const char *gres;   /* GRES request ("gpu:2", "gpu:a100:1,nic:1"), NULL = none; see jobgres.h */
-	bool have_owner;    /* uid/gid below are the job's owner (recorded, and in accounting) */
+	bool best_effort;    /* skip limits this host cannot enforce (logged) instead of failing */
+	const char
+	    *gres; /* GRES request ("gpu:2", "gpu:a100:1,nic:1"), NULL = none; see jobgres.h */
+	bool have_owner; /* uid/gid below are the job's owner (recorded, and in accounting) */
 	uid_t uid;
 	gid_t gid;
 };
