@@ -1,5 +1,6 @@
 /* Kernel test: `jobcg run` puts the command in job_<id>/step_<n>/user/task_<i>, passes its exit
  * status through (128+N for signal N) and leaves nothing behind. */
+#include <sys/stat.h>
 #include <regex.h>
 
 #include "kcli.h"
@@ -60,6 +61,45 @@ int main(void)
 	       5, "several tasks: the highest exit code");
 	is_int(kcli(NULL, "run", "--", "/nonexistent/command", NULL), 127,
 	       "a command that does not exist gives 127");
+	/* The command is found as execvp() finds it (the fast spawn looks it up itself). */
+	{
+		char dir[PATH_MAX], script[PATH_MAX + 32], plain[PATH_MAX + 32], path[2 * PATH_MAX];
+		const char *old = getenv("PATH");
+		FILE *f;
+
+		snprintf(dir, sizeof(dir), "%s/bin", ktest_tmpdir());
+		mkdir(dir, 0755);
+		snprintf(script, sizeof(script), "%s/noshebang", dir);
+		snprintf(plain, sizeof(plain), "%s/notexec", dir);
+		f = fopen(script, "w");
+		if (f) {
+			fputs("echo ran as a script \"$1\"; grep ^0:: /proc/self/cgroup\n", f);
+			fclose(f);
+		}
+		chmod(script, 0755);
+		f = fopen(plain, "w");
+		if (f)
+			fclose(f);
+		chmod(plain, 0644);
+		rc = kcli(&out, "run", "--", script, "arg1", NULL);
+		is_int(rc, 0, "a script without #! runs (through /bin/sh)");
+		ok(out && strstr(out, "ran as a script arg1") &&
+		       ends_with_task_path(out, rel, "job_[0-9]+/step_0/user/task_0"),
+		   "with its argument, in its task cgroup");
+		free(out);
+		snprintf(path, sizeof(path), "/nonexistent-dir:%s:%s", dir, old ? old : "/bin");
+		setenv("PATH", path, 1);
+		rc = kcli(&out, "run", "--", "noshebang", "found", NULL);
+		is_int(rc, 0, "a bare name is searched in PATH (skipping a missing directory)");
+		ok(out && strstr(out, "ran as a script found"), "and runs the right file");
+		free(out);
+		is_int(kcli(NULL, "run", "--", "notexec", NULL), 126,
+		       "a file in PATH without x permission gives 126");
+		is_int(kcli(NULL, "run", "--", "no-such-command-anywhere", NULL), 127,
+		       "a name found nowhere in PATH gives 127");
+		if (old)
+			setenv("PATH", old, 1);
+	}
 	/* A daemon left behind by the task is part of the step and ends with it. */
 	is_int(kcli(NULL, "run", "--", "sh", "-c", "sleep 1000 & exit 0", NULL), 0,
 	       "task leaving a background process exits 0");
