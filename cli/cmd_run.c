@@ -229,7 +229,7 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	clock_gettime(CLOCK_REALTIME, &start);
 	tj.job = job;
 	/* The job's oom counter before the step, to tell its own limit from a node-wide OOM. */
-	(void)jobcg_acct_read(ctx, &tj, &job_before);
+	(void)jobcg_acct_read_file(ctx, &tj, "memory.events", &job_before);
 	r = jobcg_step_run(ctx, job, step, ntasks, argv + optind, &so, &res);
 	if (r < 0) {
 		cli_print_error(NULL);

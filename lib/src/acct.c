@@ -138,16 +138,22 @@ JOBCG_EXPORT int jobcg_acct_parse(const char *file, const char *text, struct job
 	return error_set(-ENOENT, "not an accounting file: %s", file);
 }
 
-JOBCG_EXPORT int jobcg_acct_read_dir(const char *dir, struct jobcg_acct *ret)
+/* ONLY: one file's name, or NULL for all of them. */
+static int read_dir(const char *dir, const char *only, struct jobcg_acct *ret)
 {
 	struct jobcg_acct a = {};
+	bool known = !only;
 
 	if (access(dir, F_OK) < 0)
 		return error_set(-ENOENT, "no cgroup %s", dir);
 	for (size_t i = 0; i < ELEMENTSOF(acct_files); i++) {
 		_cleanup_free_ char *text = NULL;
-		int r = cgfs_read(dir, acct_files[i].name, &text);
+		int r;
 
+		if (only && !streq(only, acct_files[i].name))
+			continue;
+		known = true;
+		r = cgfs_read(dir, acct_files[i].name, &text);
 		if (r == -ENOENT)
 			continue; /* controller not enabled here: unavailable, not 0 */
 		if (r < 0)
@@ -158,8 +164,28 @@ JOBCG_EXPORT int jobcg_acct_read_dir(const char *dir, struct jobcg_acct *ret)
 			return r;
 		}
 	}
+	if (!known)
+		return error_set(-EINVAL, "not an accounting file: %s", only);
 	*ret = a;
 	return 0;
+}
+
+JOBCG_EXPORT int jobcg_acct_read_dir(const char *dir, struct jobcg_acct *ret)
+{
+	return read_dir(dir, NULL, ret);
+}
+
+JOBCG_EXPORT int jobcg_acct_read_file(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				      const char *file, struct jobcg_acct *ret)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r;
+
+	if (!file)
+		return error_set(-EINVAL, "jobcg_acct_read_file: no file name");
+	if ((r = jobcg_target_path(ctx, t, &dir)) < 0)
+		return r;
+	return read_dir(dir, file, ret);
 }
 
 JOBCG_EXPORT int jobcg_acct_read(struct jobcg_ctx *ctx, const struct jobcg_target *t,

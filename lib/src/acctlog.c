@@ -155,10 +155,13 @@ JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_
 	if (!line)
 		return -ENOMEM;
 
-	k = mkdir_parents(path);
-	if (k < 0)
-		return k;
 	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd < 0 && errno == ENOENT) {
+		/* Only the first record of a node makes the directories. */
+		if ((k = mkdir_parents(path)) < 0)
+			return k;
+		fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	}
 	if (fd < 0)
 		return error_set(negative_errno(), "cannot open %s: %s", path, strerror(errno));
 	/* Serialise writers so the torn-line check below and our line cannot interleave. */

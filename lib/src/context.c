@@ -5,6 +5,7 @@
 
 #include "cgroupfs.h"
 #include "ctx.h"
+#include "jobcg/devices.h"
 #include "discover.h"
 #include "jobcg/spec.h"
 #include "log.h"
@@ -66,6 +67,7 @@ JOBCG_EXPORT void jobcg_ctx_free(struct jobcg_ctx *ctx)
 	if (ctx->lock_fd >= 0)
 		close(ctx->lock_fd);
 	jobcg_sysinfo_free(ctx->info);
+	jobcg_devpolicy_free(ctx->devpolicy);
 	free(ctx->lock_path);
 	free(ctx);
 }

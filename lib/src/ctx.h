@@ -15,6 +15,10 @@ struct jobcg_ctx {
 	const struct scope_backend *backend; /* set once the tree was ensured */
 	bool tree_ready;
 	unsigned want; /* controllers jobcg enables for jobs */
+	/* The device policy, opened at most once (jobgres.c): full = attached and synced with
+	 * the managed set, else only its pins, which is all a revoke needs. */
+	struct jobcg_devpolicy *devpolicy;
+	bool devpolicy_full;
 };
 
 /* Controllers jobcg wants in its tree: cpuset cpu memory pids + EnableExtraControllers. */

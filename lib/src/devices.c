@@ -13,8 +13,10 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 
 #include "bpfsys.h"
+#include "devpolicy.h"
 #include "devprog.h"
 #include "jobcg/devices.h"
 #include "log.h"
@@ -31,6 +33,7 @@ struct jobcg_devpolicy {
 	unsigned root_level; /* absolute cgroup level of the root */
 	char *pin_dir;	     /* node mode */
 	int prog_fd, managed_fd, policy_fd;
+	uint32_t policy_id; /* node mode: the id of the map behind policy_fd */
 	struct jobcg_devrule *managed;
 	size_t n_managed;
 	char *fallback_reason;
@@ -210,7 +213,7 @@ static int open_pins(struct jobcg_devpolicy *p)
 		return e;
 	if (mi.key_size != sizeof(struct devprog_managed_key) || mi.value_size != sizeof(uint32_t))
 		return error_set(-EBADF, "%s has an unexpected layout", pm);
-	if ((e = bpfsys_map_info(p->policy_fd, NULL, &mi)) < 0)
+	if ((e = bpfsys_map_info(p->policy_fd, &p->policy_id, &mi)) < 0)
 		return e;
 	if (mi.key_size != sizeof(struct devprog_policy_key) ||
 	    mi.value_size != sizeof(struct devprog_policy_value))
@@ -280,6 +283,84 @@ static int cmp_mkey(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct devprog_managed_key));
 }
 
+/*
+ * Keys of type 0 (never a device type: the program looks up 1 for block, 2 for char) hold a
+ * digest of the whole managed set, so that an open, which every step does, compares two
+ * entries instead of walking up to DEVPROG_MANAGED_MAX keys.
+ */
+#define DIGEST_TYPE 0u
+
+static uint64_t managed_digest(const struct devprog_managed_key *k, size_t n)
+{
+	const unsigned char *b = (const unsigned char *)k;
+	uint64_t h = 0xcbf29ce484222325ull ^ n; /* FNV-1a over the sorted keys */
+
+	for (size_t i = 0; i < n * sizeof(*k); i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static bool digest_matches(int fd, uint64_t d)
+{
+	struct devprog_managed_key lo = {DIGEST_TYPE, 0, 0}, hi = {DIGEST_TYPE, 0, 1};
+	uint32_t vl, vh;
+
+	return bpf_map_lookup_elem(fd, &lo, &vl) == 0 && bpf_map_lookup_elem(fd, &hi, &vh) == 0 &&
+	       vl == (uint32_t)d && vh == (uint32_t)(d >> 32);
+}
+
+static int digest_set(int fd, const uint64_t *d)
+{
+	struct devprog_managed_key lo = {DIGEST_TYPE, 0, 0}, hi = {DIGEST_TYPE, 0, 1};
+	uint32_t vl, vh;
+
+	if (!d) {
+		(void)bpf_map_delete_elem(fd, &lo);
+		(void)bpf_map_delete_elem(fd, &hi);
+		return 0;
+	}
+	vl = (uint32_t)*d;
+	vh = (uint32_t)(*d >> 32);
+	if (bpf_map_update_elem(fd, &lo, &vl, BPF_ANY) < 0 ||
+	    bpf_map_update_elem(fd, &hi, &vh, BPF_ANY) < 0)
+		return negative_errno();
+	return 0;
+}
+
+/* The managed map's keys for p->managed, sorted, and their digest. */
+static int managed_want(const struct jobcg_devpolicy *p, struct devprog_managed_key **ret,
+			size_t *ret_n, uint64_t *ret_digest)
+{
+	struct devprog_managed_key *want = calloc(2 * p->n_managed + 1, sizeof(*want));
+	size_t n = 0;
+
+	if (!want)
+		return -ENOMEM;
+	for (size_t j = 0; j < p->n_managed; j++)
+		n += devprog_rule_keys(&p->managed[j], want + n);
+	qsort(want, n, sizeof(*want), cmp_mkey);
+	*ret_digest = managed_digest(want, n);
+	*ret = want;
+	*ret_n = n;
+	return 0;
+}
+
+/* Already set up as wanted: pins ours, managed set the same, program attached at the root. */
+static bool node_ready(struct jobcg_devpolicy *p)
+{
+	_cleanup_free_ struct devprog_managed_key *want = NULL;
+	_cleanup_close_ int root_fd = -1;
+	size_t n;
+	uint64_t d;
+	bool attached = false;
+
+	if (open_pins(p) < 0 || managed_want(p, &want, &n, &d) < 0 ||
+	    !digest_matches(p->managed_fd, d))
+		return false;
+	root_fd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return root_fd >= 0 && prog_attached_at(root_fd, p->prog_fd, &attached) == 0 && attached;
+}
+
 /* Make the managed map hold exactly the keys of p->managed, touching only what differs: this
  * runs at every open, on the launch path, with up to thousands of devices. */
 static int sync_managed(struct jobcg_devpolicy *p)
@@ -288,22 +369,26 @@ static int sync_managed(struct jobcg_devpolicy *p)
 	struct devprog_managed_key key, next;
 	size_t n_have = 0, n_want = 0;
 	bool first = true;
+	uint64_t d;
 	int e;
 
+	if ((e = managed_want(p, &want, &n_want, &d)) < 0)
+		return e;
+	if (digest_matches(p->managed_fd, d))
+		return 0;
+	/* The digest goes first and comes back last: a sync cut short is never taken as done. */
+	(void)digest_set(p->managed_fd, NULL);
 	have = calloc(DEVPROG_MANAGED_MAX, sizeof(*have));
-	want = calloc(2 * p->n_managed + 1, sizeof(*want));
-	if (!have || !want)
+	if (!have)
 		return -ENOMEM;
 	while (n_have < DEVPROG_MANAGED_MAX &&
 	       bpf_map_get_next_key(p->managed_fd, first ? NULL : &key, &next) == 0) {
-		have[n_have++] = next;
 		key = next;
 		first = false;
+		if (next.type != DIGEST_TYPE)
+			have[n_have++] = next;
 	}
-	for (size_t j = 0; j < p->n_managed; j++)
-		n_want += devprog_rule_keys(&p->managed[j], want + n_want);
 	qsort(have, n_have, sizeof(*have), cmp_mkey);
-	qsort(want, n_want, sizeof(*want), cmp_mkey);
 	for (size_t i = 0; i < n_have; i++)
 		if (!bsearch(&have[i], want, n_want, sizeof(*want), cmp_mkey))
 			(void)bpf_map_delete_elem(p->managed_fd, &have[i]);
@@ -316,6 +401,8 @@ static int sync_managed(struct jobcg_devpolicy *p)
 			return error_set(e, "cannot update %s: %s", DEVPROG_MANAGED_NAME,
 					 strerror(-e));
 	}
+	if ((e = digest_set(p->managed_fd, &d)) < 0)
+		return error_set(e, "cannot update %s: %s", DEVPROG_MANAGED_NAME, strerror(-e));
 	return 0;
 }
 
@@ -375,6 +462,16 @@ JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const cha
 		*ret = TAKE_PTR(p);
 		return 0;
 	}
+
+	/* The common case, every step of every job: nothing to create, lock or write. */
+	if (node_ready(p)) {
+		*ret = TAKE_PTR(p);
+		return 0;
+	}
+	close_fd(&p->prog_fd);
+	close_fd(&p->managed_fd);
+	close_fd(&p->policy_fd);
+	jobcg_error_clear();
 
 	if ((e = bpfsys_ensure_pin_dir(p->pin_dir)) < 0)
 		return e;
@@ -459,6 +556,18 @@ JOBCG_EXPORT int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf,
 	return 0;
 }
 
+bool devpolicy_current(const struct jobcg_devpolicy *p)
+{
+	_cleanup_free_ char *pol = NULL;
+	_cleanup_close_ int fd = -1;
+	uint32_t id = 0;
+
+	if (p->mode != JOBCG_DEVPROG_NODE)
+		return true; /* nothing pinned to be replaced */
+	return pin_path(p, DEVPROG_PIN_POLICY, &pol) == 0 && bpfsys_get_pinned(pol, &fd) == 0 &&
+	       bpfsys_map_info(fd, &id, NULL) == 0 && id == p->policy_id;
+}
+
 JOBCG_EXPORT enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_devpolicy *p)
 {
 	return p->mode;
@@ -479,6 +588,29 @@ JOBCG_EXPORT const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p
 	return p->mode == JOBCG_DEVPROG_NODE ? p->pin_dir : NULL;
 }
 
+/*
+ * Number of path components of REL if each is a plain name (no "", "." or ".."), else 0.
+ * Below the canonical root everything is on cgroupfs, which has no symlinks: such a path is
+ * already canonical and its depth is its component count, with no realpath() and no walk up.
+ */
+static unsigned plain_depth(const char *rel)
+{
+	unsigned n = 0;
+
+	for (const char *c = rel;;) {
+		const char *e = strchrnul(c, '/');
+		size_t len = (size_t)(e - c);
+
+		if (len == 0 || (len == 1 && c[0] == '.') ||
+		    (len == 2 && c[0] == '.' && c[1] == '.'))
+			return 0;
+		n++;
+		if (!*e)
+			return n;
+		c = e + 1;
+	}
+}
+
 /* Canonical path, id and level below the root of a cgroup inside the root's tree. */
 static int resolve_member(const struct jobcg_devpolicy *p, const char *path, char **ret_path,
 			  uint64_t *ret_id, unsigned *ret_rel_level)
@@ -488,8 +620,21 @@ static int resolve_member(const struct jobcg_devpolicy *p, const char *path, cha
 	size_t rl = strlen(p->root);
 	int e;
 
-	if ((e = cgroup_resolve(path, &canon, &level)) < 0)
+	if (path && strncmp(path, p->root, rl) == 0 && path[rl] == '/' &&
+	    (level = plain_depth(path + rl + 1)) > 0) {
+		struct statfs sf;
+
+		/* The one check the fast path keeps: something else mounted below the root. */
+		if (statfs(path, &sf) < 0)
+			return error_set(negative_errno(), "cgroup %s: %s", path, strerror(errno));
+		if (sf.f_type != CGROUP2_SUPER_MAGIC)
+			return error_set(-ENOTDIR, "%s is not a cgroup v2 directory", path);
+		if (!(canon = strdup(path)))
+			return -ENOMEM;
+		level += p->root_level;
+	} else if ((e = cgroup_resolve(path, &canon, &level)) < 0) {
 		return e;
+	}
 	if (strncmp(canon, p->root, rl) != 0 || canon[rl] != '/' || level <= p->root_level)
 		return error_set(-EINVAL, "cgroup %s is not below the jobcg root %s", canon,
 				 p->root);
@@ -597,7 +742,104 @@ static int policy_keys_of(int policy_fd, uint64_t id, struct devprog_policy_key 
 	return 0;
 }
 
-static int node_grant(struct jobcg_devpolicy *p, uint64_t id, unsigned rel_level,
+/*
+ * The index of a cgroup's policy entries, kept in an xattr of the cgroup itself: a revoke
+ * then deletes what it lists instead of walking the whole map (a hash map walk visits every
+ * bucket of its 1M, about 1 ms, which is the largest cost of a step's end otherwise). The map
+ * stays the truth: a missing or unusable index (never written, xattrs refused, another
+ * writer's) only means walking the map as before. Written as a superset before the map
+ * changes, so that it never lacks an entry that exists.
+ */
+#define DEVKEYS_XATTR "trusted.jobcg.devkeys"
+#define DEVKEYS_MAGIC 0x4b444a31u /* "1JDK" */
+
+struct devkeys_head {
+	uint32_t magic;
+	uint32_t n;
+	uint64_t cgroup_id;
+};
+
+/* 0 and the entries listed for ID; 1 when there is no usable index. */
+static int devkeys_get(const char *canon, uint64_t id, struct devprog_policy_key **ret,
+		       size_t *ret_n)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct devkeys_head h;
+	struct devprog_policy_key *keys;
+	ssize_t sz = getxattr(canon, DEVKEYS_XATTR, NULL, 0), got;
+
+	if (sz < (ssize_t)sizeof(h) || !(buf = malloc((size_t)sz)))
+		return 1;
+	got = getxattr(canon, DEVKEYS_XATTR, buf, (size_t)sz);
+	if (got != sz)
+		return 1; /* changed meanwhile: the map walk is always right */
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != DEVKEYS_MAGIC || h.cgroup_id != id ||
+	    (size_t)sz != sizeof(h) + (size_t)h.n * sizeof(*keys))
+		return 1;
+	keys = calloc(h.n + 1, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	memcpy(keys, buf + sizeof(h), (size_t)h.n * sizeof(*keys));
+	for (size_t i = 0; i < h.n; i++)
+		if (keys[i].cgroup_id != id || keys[i].type == 0) {
+			free(keys);
+			return 1;
+		}
+	*ret = keys;
+	*ret_n = h.n;
+	return 0;
+}
+
+static int cmp_pkey(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct devprog_policy_key));
+}
+
+/* Best effort: without an index a revoke walks the map, so a failure removes a stale one. */
+static void devkeys_set(const char *canon, uint64_t id, const struct devprog_policy_key *a,
+			size_t na, const struct devprog_policy_key *b, size_t nb)
+{
+	struct devkeys_head h = {.magic = DEVKEYS_MAGIC, .cgroup_id = id};
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t n = 0;
+
+	buf = malloc(sizeof(h) + (na + nb) * sizeof(*a));
+	if (buf) {
+		struct devprog_policy_key *k =
+		    (struct devprog_policy_key *)(void *)(buf + sizeof(h));
+
+		size_t m = 0;
+
+		for (size_t i = 0; i < na + nb; i++) {
+			const struct devprog_policy_key *x = i < na ? &a[i] : &b[i - na];
+
+			if (x->type != 0)
+				memcpy(&k[m++], x, sizeof(*x));
+		}
+		qsort(k, m, sizeof(*k), cmp_pkey);
+		for (size_t i = 0; i < m; i++)
+			if (n == 0 || memcmp(&k[n - 1], &k[i], sizeof(*k)) != 0)
+				memmove(&k[n++], &k[i], sizeof(*k));
+		h.n = (uint32_t)n;
+		memcpy(buf, &h, sizeof(h));
+		if (setxattr(canon, DEVKEYS_XATTR, buf, sizeof(h) + n * sizeof(*k), 0) == 0)
+			return;
+	}
+	if (removexattr(canon, DEVKEYS_XATTR) < 0 && errno != ENODATA && errno != ENOTSUP)
+		log_warning("cannot remove %s of %s: %s", DEVKEYS_XATTR, canon, strerror(errno));
+}
+
+/* A cgroup's entries: from its index, else from a walk of the map. */
+static int policy_keys_of_cgroup(int policy_fd, const char *canon, uint64_t id,
+				 struct devprog_policy_key **ret, size_t *ret_n)
+{
+	int e = canon ? devkeys_get(canon, id, ret, ret_n) : 1;
+
+	return e <= 0 ? e : policy_keys_of(policy_fd, id, ret, ret_n);
+}
+
+static int node_grant(struct jobcg_devpolicy *p, const char *canon, uint64_t id, unsigned rel_level,
 		      const struct jobcg_devrule *allowed, size_t n)
 {
 	_cleanup_free_ struct devprog_policy_key *keys = NULL, *old = NULL;
@@ -605,7 +847,7 @@ static int node_grant(struct jobcg_devpolicy *p, uint64_t id, unsigned rel_level
 	struct devprog_policy_key marker = {.cgroup_id = id};
 	struct devprog_policy_value v;
 	size_t nk = 0, n_old = 0;
-	bool regrant;
+	bool regrant, shrank = false;
 	int e;
 
 	keys = calloc(2 * n + 1, sizeof(*keys));
@@ -614,17 +856,20 @@ static int node_grant(struct jobcg_devpolicy *p, uint64_t id, unsigned rel_level
 		return -ENOMEM;
 	nk = devprog_policy_entries(id, allowed, n, keys, acc);
 	regrant = bpf_map_lookup_elem(p->policy_fd, &marker, &v) == 0;
+	if (regrant && (e = policy_keys_of_cgroup(p->policy_fd, canon, id, &old, &n_old)) < 0)
+		return e;
+	devkeys_set(canon, id, old, n_old, keys, nk);
 	if (regrant) {
 		/* Drop what the new grant no longer contains first: never more permissive than
 		 * either grant while switching. */
-		if ((e = policy_keys_of(p->policy_fd, id, &old, &n_old)) < 0)
-			return e;
 		for (size_t i = 0; i < n_old; i++) {
 			bool keep = old[i].type == 0;
 			for (size_t j = 0; j < nk && !keep; j++)
 				keep = memcmp(&old[i], &keys[j], sizeof(keys[j])) == 0;
-			if (!keep)
+			if (!keep) {
 				(void)bpf_map_delete_elem(p->policy_fd, &old[i]);
+				shrank = true;
+			}
 		}
 	}
 	for (size_t i = 0; i < nk; i++) {
@@ -637,11 +882,15 @@ static int node_grant(struct jobcg_devpolicy *p, uint64_t id, unsigned rel_level
 	e = bpf_map_update_elem(p->policy_fd, &marker, &v, BPF_ANY);
 	if (e < 0)
 		goto fail;
+	if (shrank)
+		devkeys_set(canon, id, keys, nk, NULL, 0);
 	return 0;
 fail:
-	if (!regrant) /* a fresh grant leaves nothing behind */
+	if (!regrant) { /* a fresh grant leaves nothing behind */
 		for (size_t i = 0; i < nk; i++)
 			(void)bpf_map_delete_elem(p->policy_fd, &keys[i]);
+		(void)removexattr(canon, DEVKEYS_XATTR);
+	}
 	return error_set(e, "cannot update %s%s: %s", DEVPROG_POLICY_NAME,
 			 e == -E2BIG ? " (map full)" : "", strerror(-e));
 }
@@ -755,13 +1004,14 @@ JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cg
 				 "cgroup %s is %u levels below the root: the node program only "
 				 "constrains job (1), step (2) and task (4) levels",
 				 canon, rel);
-	if ((e = node_grant(p, id, rel, allowed, n)) < 0)
+	if ((e = node_grant(p, canon, id, rel, allowed, n)) < 0)
 		return e;
 	/* A cgroup granted in linear mode before a switch to node mode would keep its old grant. */
 	return detach_linear(canon);
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id)
+/* CANON: the cgroup's path when it still exists (its key index), else NULL. */
+static int node_revoke(struct jobcg_devpolicy *p, const char *canon, uint64_t cgroup_id)
 {
 	_cleanup_free_ struct devprog_policy_key *keys = NULL;
 	struct devprog_policy_key marker = {.cgroup_id = cgroup_id};
@@ -769,16 +1019,13 @@ JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t c
 	size_t n = 0;
 	int e;
 
-	if (!p || p->mode != JOBCG_DEVPROG_NODE)
-		return error_set(-EBADF, "device policy not open in node mode");
-	/* Finding a cgroup's entries walks the whole map (every constrained cgroup of the node):
-	 * a cgroup without a marker was never granted (a fresh grant's entries that lost their
+	/* A cgroup without a marker was never granted (a fresh grant's entries that lost their
 	 * marker are removed by the grant itself), so most revokes of a step's directories end
 	 * with one lookup. */
 	if (bpf_map_lookup_elem(p->policy_fd, &marker, &mv) < 0 && errno == ENOENT)
 		return 0;
 	/* The marker goes last: until then the cgroup stays constrained, never wider. */
-	if ((e = policy_keys_of(p->policy_fd, cgroup_id, &keys, &n)) < 0)
+	if ((e = policy_keys_of_cgroup(p->policy_fd, canon, cgroup_id, &keys, &n)) < 0)
 		return e;
 	for (size_t i = 0; i < n; i++)
 		if (keys[i].type != 0) {
@@ -790,7 +1037,16 @@ JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t c
 	e = bpf_map_delete_elem(p->policy_fd, &marker);
 	if (e < 0 && e != -ENOENT)
 		return error_set(e, "cannot delete from %s: %s", DEVPROG_POLICY_NAME, strerror(-e));
+	if (canon)
+		(void)removexattr(canon, DEVKEYS_XATTR);
 	return 0;
+}
+
+JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id)
+{
+	if (!p || p->mode != JOBCG_DEVPROG_NODE)
+		return error_set(-EBADF, "device policy not open in node mode");
+	return node_revoke(p, NULL, cgroup_id);
 }
 
 JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *cgroup_path)
@@ -804,7 +1060,7 @@ JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *c
 		return error_set(-EINVAL, "device policy missing");
 	if ((e = resolve_member(p, cgroup_path, &canon, &id, &rel)) < 0)
 		return e;
-	if (p->mode == JOBCG_DEVPROG_NODE && (e = jobcg_devpolicy_revoke_id(p, id)) < 0)
+	if (p->mode == JOBCG_DEVPROG_NODE && (e = node_revoke(p, canon, id)) < 0)
 		return e;
 	/* Also in node mode: programs left from a run in linear mode must not outlive the job. */
 	return detach_linear(canon);
@@ -1146,6 +1402,8 @@ JOBCG_EXPORT int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg
 			uint32_t acc = JOBCG_DEV_ACC_ALL;
 			first = false;
 			key = next;
+			if (next.type == DIGEST_TYPE)
+				continue;
 			(void)bpf_map_lookup_elem(p->managed_fd, &next, &acc);
 			rule_from_key(next.type, next.major, next.minor, acc, &v[n++]);
 		}

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <linux/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <sys/xattr.h>
 
@@ -370,25 +372,53 @@ static int add_limitation(struct jobcg_sysinfo *s, unsigned ctrl, const char *wh
 	return strv_push(&s->limitations, discover_limitation(s, ctrl, what));
 }
 
+static int read_mounts(char **ret)
+{
+	int r = read_full_file_at(AT_FDCWD, "/proc/self/mounts", 1u << 22, ret, NULL);
+
+	return r < 0 ? error_set(r, "cannot read /proc/self/mounts: %s", strerror(-r)) : 0;
+}
+
+/*
+ * Every command probes, and the kernel formats the whole of /proc/self/mounts for it (a tenth
+ * of a step's launch, measured). A context on the usual unified layout does without: statfs()
+ * tells that /sys/fs/cgroup is cgroup v2, and the table is read later only if a controller
+ * jobcg wants is missing (only those can be bound to v1). `jobcg check` reads it always.
+ */
+static bool quick_unified(const struct jobcg_config *conf)
+{
+	struct statfs sf;
+
+	return !(conf->cgroup.mountpoint && *conf->cgroup.mountpoint) &&
+	       statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
+}
+
 static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_sysinfo **ret)
 {
 	struct jobcg_sysinfo *s = calloc(1, sizeof(*s));
 	_cleanup_free_ char *mounts = NULL, *deepest = NULL;
 	struct utsname u;
 	unsigned v;
+	bool quick;
 	int r;
 
 	if (!s)
 		return -ENOMEM;
-	r = read_full_file_at(AT_FDCWD, "/proc/self/mounts", 1u << 22, &mounts, NULL);
-	if (r < 0) {
-		r = error_set(r, "cannot read /proc/self/mounts: %s", strerror(-r));
-		goto fail;
+	quick = !probe_bpf && quick_unified(conf);
+	if (quick) {
+		s->layout = JOBCG_LAYOUT_UNIFIED;
+		if (!(s->mount = strdup("/sys/fs/cgroup"))) {
+			r = -ENOMEM;
+			goto fail;
+		}
+	} else {
+		if ((r = read_mounts(&mounts)) < 0)
+			goto fail;
+		r = discover_mount(mounts, conf->cgroup.mountpoint, &s->mount, &s->layout);
+		if (r < 0)
+			goto fail;
+		s->v1_bound = discover_v1_controllers(mounts);
 	}
-	r = discover_mount(mounts, conf->cgroup.mountpoint, &s->mount, &s->layout);
-	if (r < 0)
-		goto fail;
-	s->v1_bound = discover_v1_controllers(mounts);
 	s->kernel = strdup(uname(&u) == 0 ? u.release : "unknown");
 	r = discover_root_rel(conf, &s->root_rel);
 	if (r < 0)
@@ -403,6 +433,12 @@ static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_s
 		goto fail;
 	if (cgfs_controllers(s->mount, "cgroup.subtree_control", &s->enabled_top) < 0)
 		s->enabled_top = 0;
+	/* Only a controller missing from v2 can be bound to v1: worth the table only then. */
+	if (quick && (ctx_wanted_controllers(conf) & ~s->available)) {
+		if ((r = read_mounts(&mounts)) < 0)
+			goto fail;
+		s->v1_bound = discover_v1_controllers(mounts);
+	}
 	s->root_exists = is_dir(s->root);
 	deepest = deepest_existing(s);
 	if (!deepest) {

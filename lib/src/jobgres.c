@@ -5,6 +5,7 @@
 #include <sys/xattr.h>
 
 #include "ctx.h"
+#include "devpolicy.h"
 #include "job_hooks.h"
 #include "jobcg/devices.h"
 #include "jobcg/jobgres.h"
@@ -19,10 +20,6 @@
 static void node_freep(struct jobcg_gres_node **n)
 {
 	jobcg_gres_node_free(*n);
-}
-static void policy_freep(struct jobcg_devpolicy **p)
-{
-	jobcg_devpolicy_free(*p);
 }
 static void request_freep(struct jobcg_gres_request **r)
 {
@@ -43,16 +40,41 @@ static bool constrained(const struct jobcg_ctx *ctx, const struct jobcg_gres_nod
 	return ctx->conf->cgroup.constrain_devices && jobcg_gres_node_count(n) > 0;
 }
 
-static int policy_open(const struct jobcg_ctx *ctx, const struct jobcg_gres_node *n,
-		       struct jobcg_devpolicy **ret)
+/*
+ * The node's device policy, kept open in the context: a step's setup and release (a job's
+ * attach and detach) open it once instead of once each, on every step's path. PINNED_ONLY:
+ * what a revoke needs, the pinned node program as it is, -ENOENT when none; else the policy a
+ * grant needs, set up for this configuration's managed devices (N). Borrowed: the context
+ * owns it.
+ */
+static int ctx_policy(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, bool pinned_only,
+		      struct jobcg_devpolicy **ret)
 {
 	_cleanup_free_ struct jobcg_devrule *managed = NULL;
+	struct jobcg_devpolicy *p = ctx->devpolicy;
 	size_t nm = 0;
-	int r = jobcg_gres_devrules(n, NULL, &managed, &nm);
+	int r;
 
+	if (p && !devpolicy_current(p)) {
+		jobcg_devpolicy_free(p);
+		ctx->devpolicy = p = NULL;
+	}
+	if (p &&
+	    (pinned_only ? jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE : ctx->devpolicy_full)) {
+		*ret = p;
+		return 0;
+	}
+	if (pinned_only)
+		r = jobcg_devpolicy_open_pinned(ctx->conf, jobcg_ctx_root(ctx), &p);
+	else if ((r = jobcg_gres_devrules(n, NULL, &managed, &nm)) >= 0)
+		r = jobcg_devpolicy_open(ctx->conf, jobcg_ctx_root(ctx), managed, nm, &p);
 	if (r < 0)
 		return r;
-	return jobcg_devpolicy_open(ctx->conf, jobcg_ctx_root(ctx), managed, nm, ret);
+	jobcg_devpolicy_free(ctx->devpolicy);
+	ctx->devpolicy = p;
+	ctx->devpolicy_full = !pinned_only;
+	*ret = p;
+	return 0;
 }
 
 static int grant(struct jobcg_devpolicy *p, const struct jobcg_gres_node *n, const char *dir,
@@ -81,7 +103,7 @@ static int gres_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 		       const struct jobcg_limits *l)
 {
 	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
-	_cleanup_(policy_freep) struct jobcg_devpolicy *p = NULL;
+	struct jobcg_devpolicy *p = NULL;
 	_cleanup_(request_freep) struct jobcg_gres_request *req = NULL;
 	_cleanup_free_ uint64_t *cpus = NULL;
 	_cleanup_close_ int rootfd = -1, jfd = -1;
@@ -124,7 +146,7 @@ static int gres_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 	}
 	if (!constrained(ctx, n))
 		return 0;
-	r = policy_open(ctx, n, &p);
+	r = ctx_policy(ctx, n, false, &p);
 	if (r < 0)
 		return r;
 	r = grant(p, n, job_dir, &set);
@@ -159,19 +181,20 @@ static void revoke_tree(struct jobcg_devpolicy *p, const char *dir, unsigned dep
 
 static void gres_detach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir)
 {
-	_cleanup_(policy_freep) struct jobcg_devpolicy *p = NULL;
+	struct jobcg_devpolicy *p = NULL;
 	int r;
 
 	/* Open what is there, whatever the configuration says now: grants made under an older
 	 * configuration must go too. Nothing pinned: node mode never ran here. */
-	r = jobcg_devpolicy_open_pinned(ctx->conf, jobcg_ctx_root(ctx), &p);
+	r = ctx_policy(ctx, NULL, true, &p);
 	if (r == -ENOENT) {
 		_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
 
 		/* Linear mode: programs go with their cgroups, but detach them cleanly if we can.
 		 */
 		if (ctx->conf->cgroup.device_program != JOBCG_DEVPROG_LINEAR ||
-		    node_open(ctx, &n) < 0 || !constrained(ctx, n) || policy_open(ctx, n, &p) < 0)
+		    node_open(ctx, &n) < 0 || !constrained(ctx, n) ||
+		    ctx_policy(ctx, n, false, &p) < 0)
 			return;
 	} else if (r < 0) {
 		log_warning("job %u: cannot open the device policy: %s", job_id,
@@ -281,7 +304,7 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 			     struct jobcg_step_gres **ret)
 {
 	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
-	_cleanup_(policy_freep) struct jobcg_devpolicy *p = NULL;
+	struct jobcg_devpolicy *p = NULL;
 	_cleanup_free_ char *jdir = tree_job_dir(ctx, job), *sdir = tree_step_dir(ctx, job, step);
 	_cleanup_free_ struct jobcg_gres_set *tasks = NULL;
 	_cleanup_close_ int sfd = -1;
@@ -368,7 +391,7 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 
 	constrain = constrained(ctx, n);
 	if (constrain) {
-		r = policy_open(ctx, n, &p);
+		r = ctx_policy(ctx, n, false, &p);
 		if (r >= 0)
 			r = grant(p, n, sdir, &sset);
 		for (unsigned t = 0; t < ntasks && r >= 0 && bound; t++) {
@@ -435,13 +458,13 @@ JOBCG_EXPORT int jobcg_step_gres_setup(struct jobcg_ctx *ctx, uint32_t job, cons
 
 JOBCG_EXPORT int jobcg_step_gres_release(struct jobcg_ctx *ctx, uint32_t job, const char *step)
 {
-	_cleanup_(policy_freep) struct jobcg_devpolicy *p = NULL;
+	struct jobcg_devpolicy *p = NULL;
 	_cleanup_free_ char *sdir = tree_step_dir(ctx, job, step);
 	int r;
 
 	if (!sdir)
 		return -ENOMEM;
-	r = jobcg_devpolicy_open_pinned(ctx->conf, jobcg_ctx_root(ctx), &p);
+	r = ctx_policy(ctx, NULL, true, &p);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -452,7 +475,7 @@ JOBCG_EXPORT int jobcg_step_gres_release(struct jobcg_ctx *ctx, uint32_t job, co
 
 JOBCG_EXPORT int jobcg_devices_gc(struct jobcg_ctx *ctx, unsigned *ret_removed)
 {
-	_cleanup_(policy_freep) struct jobcg_devpolicy *p = NULL;
+	struct jobcg_devpolicy *p = NULL;
 	struct jobcg_devgrant *grants = NULL;
 	size_t ng = 0;
 	unsigned removed = 0;
@@ -461,7 +484,7 @@ JOBCG_EXPORT int jobcg_devices_gc(struct jobcg_ctx *ctx, unsigned *ret_removed)
 	r = jobcg_ctx_lock(ctx);
 	if (r < 0)
 		return r;
-	r = jobcg_devpolicy_open_pinned(ctx->conf, jobcg_ctx_root(ctx), &p);
+	r = ctx_policy(ctx, NULL, true, &p);
 	if (r == -ENOENT) {
 		r = 0;
 		goto out;

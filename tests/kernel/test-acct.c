@@ -74,6 +74,27 @@ int main(void)
 		   "unavailable items are marked so, not reported as readings");
 	else
 		ok(a.value[JOBCG_ACCT_MEM_PEAK] > 0, "memory peak is positive");
+	{
+		struct jobcg_acct one = {}, none = {.have = 1};
+		struct jobcg_target gone = {.job = 31, .step = "9", .task = JOBCG_TASK_ALL};
+
+		is_int(jobcg_acct_read_file(ctx, &t, "cpu.stat", &one), 0, "read cpu.stat alone");
+		ok(jobcg_acct_has(&one, JOBCG_ACCT_CPU_USAGE_USEC) &&
+		       one.value[JOBCG_ACCT_CPU_USAGE_USEC] == a.value[JOBCG_ACCT_CPU_USAGE_USEC] &&
+		       !jobcg_acct_has(&one, JOBCG_ACCT_MEM_CURRENT) &&
+		       !jobcg_acct_has(&one, JOBCG_ACCT_PIDS_CURRENT),
+		   "cpu.stat alone gives the CPU items, and nothing of the other files");
+		is_int(jobcg_acct_read_file(ctx, &t, "memory.events", &one), 0,
+		       "read memory.events alone");
+		is_int(jobcg_acct_has(&one, JOBCG_ACCT_OOM_KILL), mem,
+		       "its OOM counters exactly when memory is enabled");
+		ok(!jobcg_acct_has(&one, JOBCG_ACCT_CPU_USAGE_USEC), "and not the CPU items");
+		is_int(jobcg_acct_read_file(ctx, &t, "cgroup.procs", &none), -EINVAL,
+		       "a file that is not an accounting file is refused");
+		is_int(none.have, 1, "output untouched on failure");
+		is_int(jobcg_acct_read_file(ctx, &gone, "cpu.stat", &none), -ENOENT,
+		       "a step that does not exist: -ENOENT");
+	}
 	is_int(jobcg_step_remove(ctx, 31, "0", 0), 0, "remove step");
 
 	/* CLI: run --acct --json prints the accounting on stderr with nulls for unavailable. */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -273,6 +274,131 @@ static bool gone(bool prog, uint32_t id)
 	return false;
 }
 
+/* Entries of the pinned policy map for cgroup REL (marker included). */
+static int entries_of(struct jobcg_devpolicy *p, const char *rel)
+{
+	struct devprog_policy_key key, next;
+	char pp[512], path[4096];
+	uint64_t id;
+	int fd, n = 0;
+	bool first = true;
+
+	path_of(path, sizeof(path), rel);
+	snprintf(pp, sizeof(pp), "%s/%s", jobcg_devpolicy_pin_dir(p), DEVPROG_PIN_POLICY);
+	if (jobcg_cgroup_id(path, &id) < 0 || bpfsys_get_pinned(pp, &fd) < 0)
+		return -1;
+	while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+		first = false;
+		key = next;
+		n += next.cgroup_id == id;
+	}
+	close(fd);
+	return n;
+}
+
+/* Size of the key index xattr of REL, -errno when there is none. */
+static long index_size(const char *rel)
+{
+	char path[4096];
+	ssize_t sz;
+
+	path_of(path, sizeof(path), rel);
+	sz = getxattr(path, "trusted.jobcg.devkeys", NULL, 0);
+	return sz < 0 ? -errno : (long)sz;
+}
+
+/*
+ * The key index: a grant lists its entries in an xattr of the cgroup so that a revoke deletes
+ * them without walking the map; without a usable index the walk still finds every one.
+ */
+static void check_key_index(struct jobcg_devpolicy *p)
+{
+	static const char *const two[] = {"c 195:0 rw", "c 195:1 rw"}, *const one[] = {
+									   "c 195:1 rw"};
+	const long head = 16, key = (long)sizeof(struct devprog_policy_key);
+	char path[4096], other[4096];
+
+	mkcg("job_6/step_0");
+	mkcg("job_7");
+	path_of(path, sizeof(path), "job_6");
+	path_of(other, sizeof(other), "job_7");
+	ok(grant(p, "job_6", two, 2) == 0, "index: grant job_6 two GPUs");
+	is_int(entries_of(p, "job_6"), 3, "index: two entries and the marker in the map");
+	is_int(index_size("job_6"), head + 2 * key, "index: the xattr lists the two entries");
+	ok(grant(p, "job_6", one, 1) == 0, "index: re-grant job_6 one GPU");
+	is_int(entries_of(p, "job_6"), 2, "index: one entry and the marker left");
+	is_int(index_size("job_6"), head + key, "index: the xattr shrank with the grant");
+	ok(revoke_rel(p, "job_6") == 0, "index: revoke job_6");
+	is_int(entries_of(p, "job_6"), 0, "index: revoke left no entry");
+	is_int(index_size("job_6"), -ENODATA, "index: revoke removed the xattr");
+	is_int(revoke_rel(p, "job_6/step_0"), 0,
+	       "index: revoking a cgroup never granted is a no-op");
+
+	/* No index (removed by hand, or xattrs refused): the revoke walks the map. */
+	ok(grant(p, "job_6", two, 2) == 0 && removexattr(path, "trusted.jobcg.devkeys") == 0,
+	   "index: grant, then remove the index");
+	ok(revoke_rel(p, "job_6") == 0 && entries_of(p, "job_6") == 0,
+	   "index: without it the revoke still removes every entry");
+	/* Garbage: ignored. */
+	ok(grant(p, "job_6", two, 2) == 0 &&
+	       setxattr(path, "trusted.jobcg.devkeys", "garbage!", 8, 0) == 0,
+	   "index: grant, then overwrite the index with garbage");
+	ok(revoke_rel(p, "job_6") == 0 && entries_of(p, "job_6") == 0,
+	   "index: a garbled index is ignored, every entry removed");
+	/* Another cgroup's index (copied): ignored, and the other cgroup keeps its grant. */
+	{
+		char buf[1024];
+		ssize_t n;
+
+		ok(grant(p, "job_6", two, 2) == 0 && grant(p, "job_7", one, 1) == 0,
+		   "index: grant job_6 and job_7");
+		n = getxattr(other, "trusted.jobcg.devkeys", buf, sizeof(buf));
+		ok(n > 0 && setxattr(path, "trusted.jobcg.devkeys", buf, (size_t)n, 0) == 0,
+		   "index: job_7's index copied onto job_6");
+		ok(revoke_rel(p, "job_6") == 0 && entries_of(p, "job_6") == 0,
+		   "index: another cgroup's index is not trusted, every entry of job_6 removed");
+		is_int(entries_of(p, "job_7"), 2, "index: job_7 keeps its entry and marker");
+		ok(revoke_rel(p, "job_7") == 0 && entries_of(p, "job_7") == 0,
+		   "index: revoke job_7");
+	}
+}
+
+/* The managed set's digest: an open that finds it current writes nothing, a stale one resyncs. */
+static void check_managed_digest(const struct jobcg_config *conf,
+				 const struct jobcg_devrule *managed)
+{
+	struct jobcg_devpolicy *p2 = NULL;
+	struct jobcg_devrule *m = NULL;
+	struct devprog_managed_key extra = {2, GPU_MAJOR, 9}, lo = {0, 0, 0};
+	uint32_t v = JOBCG_DEV_ACC_ALL;
+	size_t nm = 0;
+	char pp[512];
+	int fd = -1;
+
+	if (jobcg_devpolicy_open(conf, root, managed, 4, &p2) < 0) {
+		ok(false, "digest: open");
+		return;
+	}
+	snprintf(pp, sizeof(pp), "%s/%s", jobcg_devpolicy_pin_dir(p2), DEVPROG_PIN_MANAGED);
+	ok(bpfsys_get_pinned(pp, &fd) == 0, "digest: managed map opened");
+	/* Someone else's change (an older jobcg without the digest drops it): resynced. */
+	ok(fd >= 0 && bpf_map_update_elem(fd, &extra, &v, BPF_ANY) == 0 &&
+	       bpf_map_delete_elem(fd, &lo) == 0,
+	   "digest: a stray managed entry added, the digest dropped");
+	jobcg_devpolicy_free(p2);
+	p2 = NULL;
+	ok(jobcg_devpolicy_open(conf, root, managed, 4, &p2) == 0 &&
+	       jobcg_devpolicy_managed(p2, &m, &nm) == 0 && nm == 4,
+	   "digest: reopen resyncs: exactly the four managed GPUs, no digest entry listed");
+	free(m);
+	ok(fd >= 0 && bpf_map_lookup_elem(fd, &extra, &v) < 0 && errno == ENOENT,
+	   "digest: the stray entry is gone");
+	ok(fd >= 0 && bpf_map_lookup_elem(fd, &lo, &v) == 0, "digest: the digest is back");
+	if (fd >= 0)
+		close(fd);
+	jobcg_devpolicy_free(p2);
+}
+
 static void run_mode(enum jobcg_device_program mode)
 {
 	const char *mname = mode == JOBCG_DEVPROG_NODE ? "node" : "linear";
@@ -411,6 +537,10 @@ static void run_mode(enum jobcg_device_program mode)
 	}
 	if (mode == JOBCG_DEVPROG_LINEAR)
 		note_linear(p);
+	if (jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE) {
+		check_key_index(p);
+		check_managed_digest(&conf, managed);
+	}
 	check_cli(mname);
 	if (jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE)
 		check_bpftool(jobcg_devpolicy_pin_dir(p));

@@ -42,6 +42,13 @@ JOBCG_EXPORT const char *jobcg_acct_item_name(enum jobcg_acct_item i);
 /** Read every item of a target. -ENOENT if the target's cgroup does not exist. */
 JOBCG_EXPORT int jobcg_acct_read(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 				 struct jobcg_acct *ret);
+/**
+ * Read only the items one cgroup file (a name jobcg_acct_parse() knows, e.g. "memory.events")
+ * provides: a cheap reading where one counter is all that is needed. Items of a file that does
+ * not exist (controller not enabled) stay unset; -ENOENT if the target's cgroup does not exist.
+ */
+JOBCG_EXPORT int jobcg_acct_read_file(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+				      const char *file, struct jobcg_acct *ret);
 /** Read every item from a cgroup directory (absolute path). */
 JOBCG_EXPORT int jobcg_acct_read_dir(const char *dir, struct jobcg_acct *ret);
 /**

@@ -50,14 +50,16 @@ struct jobcg_sysinfo {
 	char *root_rel; /* jobcg's tree root relative to the mount */
 	char *root;	/* absolute tree root */
 	bool root_exists;
-	unsigned available;		 /* controllers in the v2 root's cgroup.controllers */
-	unsigned enabled_top;		 /* in the v2 root's cgroup.subtree_control */
-	unsigned usable;		 /* reaching jobs: cgroup.controllers of the tree root if it
-					    exists, else what would reach it (available & wanted) */
-	unsigned v1_bound;		 /* bound to a cgroup v1 hierarchy (so missing from v2) */
-	struct jobcg_feature bpf_device; /* BPF_PROG_TYPE_CGROUP_DEVICE loads */
-	struct jobcg_feature freeze;	 /* cgroup.freeze */
-	struct jobcg_feature kill;	 /* cgroup.kill */
+	unsigned available;   /* controllers in the v2 root's cgroup.controllers */
+	unsigned enabled_top; /* in the v2 root's cgroup.subtree_control */
+	unsigned usable;      /* reaching jobs: cgroup.controllers of the tree root if it
+				 exists, else what would reach it (available & wanted) */
+	unsigned v1_bound;    /* bound to a cgroup v1 hierarchy (so missing from v2); in a context's
+				 sysinfo on a unified host, looked up only when a controller jobcg
+				 wants is missing (jobcg_sysinfo_probe() always looks) */
+	struct jobcg_feature bpf_device;  /* BPF_PROG_TYPE_CGROUP_DEVICE loads */
+	struct jobcg_feature freeze;	  /* cgroup.freeze */
+	struct jobcg_feature kill;	  /* cgroup.kill */
 	struct jobcg_feature memory_peak; /* memory.peak */
 	struct jobcg_feature xattr;	  /* trusted.* xattrs on cgroup directories */
 	char **limitations;	 /* NULL-terminated sentences: what cannot be enforced and why */

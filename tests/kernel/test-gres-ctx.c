@@ -1,0 +1,156 @@
+/* Kernel test: one library context keeps the device policy open across jobs and steps, and
+ * notices when the pinned node program it holds was replaced behind its back. */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+
+#include "jobcg/config.h"
+#include "jobcg/context.h"
+#include "jobcg/devices.h"
+#include "jobcg/job.h"
+#include "jobcg/jobgres.h"
+#include "kcli.h"
+
+static char dev[2][PATH_MAX];
+
+/* 0 when a child in cgroup DIR gets past the device check opening DEV (ENXIO: no driver). */
+static int open_in(const char *dir, const char *devpath)
+{
+	char procs[PATH_MAX + 16];
+	int st;
+	pid_t pid;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(procs, O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0 || write(fd, "0", 1) != 1)
+			_exit(100);
+		fd = open(devpath, O_RDWR | O_CLOEXEC);
+		_exit(fd >= 0 || errno == ENXIO ? 0 : errno == EPERM ? EPERM : 101);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/* Grants of the pinned policy at path REL below the tree (through a fresh handle). */
+static int grants_at(const struct jobcg_config *conf, const char *root, const char *rel)
+{
+	struct jobcg_devpolicy *p = NULL;
+	struct jobcg_devgrant *g = NULL;
+	size_t n = 0;
+	int found = 0;
+
+	if (jobcg_devpolicy_open_pinned(conf, root, &p) < 0)
+		return -1;
+	if (jobcg_devpolicy_list(p, &g, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			found += g[i].path && strcmp(g[i].path, rel) == 0;
+	jobcg_devgrants_free(g, n);
+	jobcg_devpolicy_free(p);
+	return found;
+}
+
+/* The GPU index a job got ("gpu:1" -> 1), -1 if none. */
+static int job_gpu(const char *root, unsigned job)
+{
+	char p[PATH_MAX], v[64];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "%s/job_%u", root, job);
+	n = getxattr(p, "trusted.jobcg.gres", v, sizeof(v) - 1);
+	if (n < 5)
+		return -1;
+	v[n] = 0;
+	return strncmp(v, "gpu:", 4) == 0 ? atoi(v + 4) : -1;
+}
+
+int main(void)
+{
+	const char *root = kcli_setup("gres-ctx", "jobcg");
+	const char *tmp = ktest_tmpdir();
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	struct jobcg_devpolicy *other = NULL;
+	struct jobcg_step_gres *sg = NULL;
+	struct jobcg_limits l = {.gres = "gpu:1"};
+	char confdir[PATH_MAX], pins[PATH_MAX], path[PATH_MAX], jdir[PATH_MAX];
+	FILE *f;
+	int g;
+
+	snprintf(confdir, sizeof(confdir), "%s/conf", tmp);
+	snprintf(pins, sizeof(pins), "/sys/fs/bpf/jobcg-test-gres-ctx-%d", (int)getpid());
+	mkdir(confdir, 0755);
+	snprintf(path, sizeof(path), "%s/gres.conf", confdir);
+	f = fopen(path, "w");
+	for (int i = 0; f && i < 2; i++) {
+		snprintf(dev[i], sizeof(dev[i]), "%s/nvidia%d", tmp, i);
+		if (mknod(dev[i], S_IFCHR | 0600, makedev(195, (unsigned)i)) < 0)
+			printf("Bail out! mknod %s: %s\n", dev[i], strerror(errno));
+		fprintf(f, "Name=gpu File=%s\n", dev[i]);
+	}
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "%s/cgroup.conf", confdir);
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "ConstrainDevices=yes\nBpfPinDir=%s\n", pins);
+		fclose(f);
+	}
+	if (jobcg_config_load(confdir, NULL, 0, &conf) < 0 || jobcg_ctx_open(conf, 0, &ctx) < 0) {
+		char buf[1024];
+
+		printf("Bail out! cannot open a context: %s\n",
+		       jobcg_error_format(buf, sizeof(buf)));
+		return 1;
+	}
+
+	is_int(jobcg_job_create(ctx, 1, &l, 0, NULL), 0, "job 1 with gpu:1");
+	g = job_gpu(root, 1);
+	ok(g == 0 || g == 1, "job 1 got a GPU (%d)", g);
+	snprintf(jdir, sizeof(jdir), "%s/job_1", root);
+	if (g >= 0) {
+		is_int(open_in(jdir, dev[g]), 0, "job 1 opens its GPU");
+		is_int(open_in(jdir, dev[1 - g]), EPERM, "job 1 is denied the other one");
+	}
+
+	/* A step's setup and release in the same context share the open policy. */
+	is_int(jobcg_step_create(ctx, 1, "0", 0, NULL), 0, "step 1.0");
+	is_int(jobcg_step_gres_setup(ctx, 1, "0", NULL, NULL, 1, &sg), 0, "step 1.0 devices");
+	is_int(grants_at(conf, root, "job_1/step_0"), 1, "the step's grant is in the map");
+	is_int(jobcg_step_gres_release(ctx, 1, "0"), 0, "step 1.0 devices released");
+	is_int(grants_at(conf, root, "job_1/step_0"), 0, "the step's grant is gone");
+	jobcg_step_gres_free(sg);
+	is_int(jobcg_step_remove(ctx, 1, "0", 0), 0, "step 1.0 removed");
+	is_int(jobcg_job_remove(ctx, 1, 0), 0, "job 1 released");
+
+	/* Someone tears the node program down (and the next user sets it up anew) while this
+	 * context still holds the old one: its next grant must go to what is pinned now. */
+	ok(jobcg_devpolicy_open_pinned(conf, root, &other) == 0 &&
+	       jobcg_devpolicy_destroy(other) == 0,
+	   "the pinned node program is destroyed behind the context's back");
+	is_int(jobcg_job_create(ctx, 2, &l, 0, NULL), 0, "job 2 with gpu:1, same context");
+	g = job_gpu(root, 2);
+	snprintf(jdir, sizeof(jdir), "%s/job_2", root);
+	is_int(grants_at(conf, root, "job_2"), 1, "job 2's grant is in the map pinned now");
+	if (g >= 0) {
+		is_int(open_in(jdir, dev[g]), 0, "job 2 opens its GPU");
+		is_int(open_in(jdir, dev[1 - g]), EPERM,
+		       "job 2 is denied the other one: enforced by the new program");
+	} else
+		ok(false, "job 2 got a GPU");
+	is_int(jobcg_job_remove(ctx, 2, 0), 0, "job 2 released");
+	is_int(grants_at(conf, root, "job_2"), 0, "its grant is gone");
+
+	if (jobcg_devpolicy_open_pinned(conf, root, &other) == 0)
+		jobcg_devpolicy_destroy(other);
+	jobcg_ctx_free(ctx);
+	jobcg_config_free(conf);
+	rmdir(pins);
+	ok(access(pins, F_OK) < 0, "pins removed");
+	return tap_done();
+}
