@@ -6,17 +6,21 @@
 #include "scope_choose.h"
 #include "util.h"
 
-static bool systemd_booted(void)
+bool scope_systemd_running(void)
 {
 	struct stat st;
 
-	/* The same test as sd_booted(): systemd creates this directory early at boot. */
+	/*
+	 * The same test as sd_booted(): systemd creates this directory early at boot. Done here
+	 * rather than by calling sd_booted() so that libsystemd is loaded only when its backend
+	 * is actually used (sdbus_dl.h).
+	 */
 	return lstat("/run/systemd/system", &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 bool scope_use_systemd(const struct jobcg_config *conf)
 {
-	return !conf->cgroup.ignore_systemd && systemd_booted();
+	return !conf->cgroup.ignore_systemd && scope_systemd_running();
 }
 
 int scope_ensure(const struct jobcg_config *conf, const char *mount, const char *root_rel,

@@ -20,5 +20,6 @@ struct scope_backend {
 extern const struct scope_backend scope_mkdir_backend;	 /* scope_mkdir.c */
 extern const struct scope_backend scope_systemd_backend; /* scope_systemd.c (sd-bus) */
 
-/* True when systemd is the running init (/run/systemd/system exists), as sd_booted() says. */
+/* True when systemd is the running init (/run/systemd/system exists), as sd_booted() says.
+ * scope.c; it does not load libsystemd. */
 bool scope_systemd_running(void);

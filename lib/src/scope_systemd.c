@@ -16,23 +16,17 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <systemd/sd-bus.h>
-#include <systemd/sd-daemon.h>
 
 #include "jobcg-build.h"
 #include "log.h"
 #include "scope.h"
 #include "scope_systemd.h"
+#include "sdbus_dl.h"
 #include "util.h"
 
 #define SD_DEST	   "org.freedesktop.systemd1"
 #define SD_PATH	   "/org/freedesktop/systemd1"
 #define SD_MANAGER "org.freedesktop.systemd1.Manager"
-
-bool scope_systemd_running(void)
-{
-	return sd_booted() > 0;
-}
 
 static bool has_suffix(const char *s, const char *suffix)
 {
@@ -395,24 +389,25 @@ static int unit_lookup(sd_bus *bus, const char *name, char **ret_path)
 	const char *path;
 	int r;
 
-	r = sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &err, &reply, "s",
-			       name);
+	r = sdbus.bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &err, &reply, "s",
+				  name);
 	if (r < 0) {
-		bool missing = sd_bus_error_has_name(&err, "org.freedesktop.systemd1.NoSuchUnit");
+		bool missing =
+		    sdbus.bus_error_has_name(&err, "org.freedesktop.systemd1.NoSuchUnit");
 
 		if (!missing)
 			error_set(r, "systemd GetUnit(%s): %s", name, bus_msg(&err, r));
-		sd_bus_error_free(&err);
+		sdbus.bus_error_free(&err);
 		if (missing) {
 			*ret_path = NULL;
 			return 0;
 		}
 		return r;
 	}
-	r = sd_bus_message_read(reply, "o", &path);
+	r = sdbus.bus_message_read(reply, "o", &path);
 	if (r >= 0)
 		*ret_path = strdup(path);
-	sd_bus_message_unref(reply);
+	sdbus.bus_message_unref(reply);
 	if (r < 0)
 		return error_set(r, "systemd GetUnit(%s): bad reply", name);
 	return *ret_path ? 0 : -ENOMEM;
@@ -422,11 +417,11 @@ static int unit_property(sd_bus *bus, const char *path, const char *iface, const
 			 char **ret)
 {
 	sd_bus_error err = SD_BUS_ERROR_NULL;
-	int r = sd_bus_get_property_string(bus, SD_DEST, path, iface, prop, &err, ret);
+	int r = sdbus.bus_get_property_string(bus, SD_DEST, path, iface, prop, &err, ret);
 
 	if (r < 0)
 		error_set(r, "systemd: cannot read %s of %s: %s", prop, path, bus_msg(&err, r));
-	sd_bus_error_free(&err);
+	sdbus.bus_error_free(&err);
 	return r;
 }
 
@@ -436,26 +431,26 @@ static void stop_unit(sd_bus *bus, const char *name)
 	sd_bus_error err = SD_BUS_ERROR_NULL;
 	sd_bus_message *m = NULL, *reply = NULL;
 
-	if (sd_bus_message_new_method_call(bus, &m, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit") >=
+	if (sdbus.bus_message_new_method_call(bus, &m, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit") >=
 		0 &&
-	    sd_bus_message_append(m, "ss", name, "replace") >= 0 &&
-	    sd_bus_call(bus, m, 5 * 1000000ULL, &err, &reply) < 0)
+	    sdbus.bus_message_append(m, "ss", name, "replace") >= 0 &&
+	    sdbus.bus_call(bus, m, 5 * 1000000ULL, &err, &reply) < 0)
 		log_debug("systemd StopUnit(%s) after a failed start: %s", name,
 			  bus_msg(&err, -EIO));
-	sd_bus_error_free(&err);
-	sd_bus_message_unref(reply);
-	sd_bus_message_unref(m);
+	sdbus.bus_error_free(&err);
+	sdbus.bus_message_unref(reply);
+	sdbus.bus_message_unref(m);
 }
 
 static int manager_call(sd_bus *bus, const char *method, const char *name)
 {
 	sd_bus_error err = SD_BUS_ERROR_NULL;
 	int r =
-	    sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, method, &err, NULL, "s", name);
+	    sdbus.bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, method, &err, NULL, "s", name);
 
 	if (r < 0)
 		error_set(r, "systemd %s(%s): %s", method, name, bus_msg(&err, r));
-	sd_bus_error_free(&err);
+	sdbus.bus_error_free(&err);
 	return r;
 }
 
@@ -470,7 +465,7 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 	const char *path, *unit, *result;
 	uint32_t id;
 
-	if (sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0)
+	if (sdbus.bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0)
 		return 0;
 	if (w->job && streq(path, w->job) && !w->result[0])
 		snprintf(w->result, sizeof(w->result), "%s", *result ? result : "?");
@@ -479,8 +474,8 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 
 /*
  * Ask systemd for the scope holding @keeper and wait for its start job to finish. The
- * JobRemoved match is in place before the call, and sd_bus_call() queues what arrives meanwhile,
- * so the signal cannot be missed; the wait is sd_bus_wait() on the bus socket, bounded by the
+ * JobRemoved match is in place before the call, and sdbus.bus_call() queues what arrives meanwhile,
+ * so the signal cannot be missed; the wait is sdbus.bus_wait() on the bus socket, bounded by the
  * deadline (SystemdTimeout), not a polling loop.
  */
 static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t keeper,
@@ -494,38 +489,38 @@ static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t k
 	uint64_t now;
 	int r;
 
-	r = sd_bus_match_signal(bus, &slot, SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved",
-				on_job_removed, &w);
+	r = sdbus.bus_match_signal(bus, &slot, SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved",
+				   on_job_removed, &w);
 	if (r < 0) {
 		error_set(r, "systemd: cannot subscribe to JobRemoved: %s", strerror(-r));
 		goto out;
 	}
-	r = sd_bus_message_new_method_call(bus, &m, SD_DEST, SD_PATH, SD_MANAGER,
-					   "StartTransientUnit");
+	r = sdbus.bus_message_new_method_call(bus, &m, SD_DEST, SD_PATH, SD_MANAGER,
+					      "StartTransientUnit");
 	if (r >= 0)
-		r = sd_bus_message_append(m, "ss", name, "fail");
+		r = sdbus.bus_message_append(m, "ss", name, "fail");
 	if (r >= 0)
-		r = sd_bus_message_open_container(m, 'a', "(sv)");
+		r = sdbus.bus_message_open_container(m, 'a', "(sv)");
 	if (r >= 0)
-		r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)", "Description", "s",
-					  "jobcg job containment tree", "Slice", "s", slice,
-					  "Delegate", "b", 1, "TasksMax", "t", UINT64_MAX, "PIDs",
-					  "au", 1, (uint32_t)keeper);
+		r = sdbus.bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)", "Description", "s",
+					     "jobcg job containment tree", "Slice", "s", slice,
+					     "Delegate", "b", 1, "TasksMax", "t", UINT64_MAX,
+					     "PIDs", "au", 1, (uint32_t)keeper);
 	if (r >= 0)
-		r = sd_bus_message_close_container(m);
+		r = sdbus.bus_message_close_container(m);
 	if (r >= 0)
-		r = sd_bus_message_append(m, "a(sa(sv))", 0);
+		r = sdbus.bus_message_append(m, "a(sa(sv))", 0);
 	if (r < 0) {
 		error_set(r, "systemd: cannot build StartTransientUnit: %s", strerror(-r));
 		goto out;
 	}
 	now = now_usec();
-	r = sd_bus_call(bus, m, deadline > now ? deadline - now : 1, &err, &reply);
+	r = sdbus.bus_call(bus, m, deadline > now ? deadline - now : 1, &err, &reply);
 	if (r < 0) {
 		error_set(r, "systemd StartTransientUnit(%s): %s", name, bus_msg(&err, r));
 		goto out;
 	}
-	r = sd_bus_message_read(reply, "o", &job);
+	r = sdbus.bus_message_read(reply, "o", &job);
 	if (r < 0) {
 		error_set(r, "systemd StartTransientUnit(%s): bad reply", name);
 		goto out;
@@ -533,7 +528,7 @@ static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t k
 	w.job = job;
 	log_debug("systemd: starting %s in %s, job %s", name, slice, job);
 	while (!w.result[0]) {
-		r = sd_bus_process(bus, NULL);
+		r = sdbus.bus_process(bus, NULL);
 		if (r < 0) {
 			error_set(r, "systemd: D-Bus connection failed while starting %s: %s", name,
 				  strerror(-r));
@@ -549,7 +544,7 @@ static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t k
 				      name, timeout_ms);
 			goto out;
 		}
-		r = sd_bus_wait(bus, deadline - now);
+		r = sdbus.bus_wait(bus, deadline - now);
 		if (r < 0) {
 			error_set(r, "systemd: waiting on D-Bus: %s", strerror(-r));
 			goto out;
@@ -563,10 +558,10 @@ static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t k
 	}
 	r = 0;
 out:
-	sd_bus_error_free(&err);
-	sd_bus_message_unref(reply);
-	sd_bus_message_unref(m);
-	sd_bus_slot_unref(slot);
+	sdbus.bus_error_free(&err);
+	sdbus.bus_message_unref(reply);
+	sdbus.bus_message_unref(m);
+	sdbus.bus_slot_unref(slot);
 	return r;
 }
 
@@ -632,7 +627,10 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 	if (!root)
 		return -ENOMEM;
 
-	r = sd_bus_open_system(&bus);
+	r = sdbus_load();
+	if (r < 0)
+		return r;
+	r = sdbus.bus_open_system(&bus);
 	if (r < 0)
 		return error_set(r,
 				 "cannot connect to the D-Bus system bus to ask systemd for %s: %s",
@@ -720,7 +718,7 @@ out:
 			stop_unit(bus, name);
 		*(struct jobcg_error *)jobcg_last_error() = saved;
 	}
-	sd_bus_flush_close_unref(bus);
+	sdbus.bus_flush_close_unref(bus);
 	return r;
 }
 

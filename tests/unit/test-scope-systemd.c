@@ -1,6 +1,10 @@
-/* Unit tests for the systemd scope backend's pure parts: slice paths and unit names. */
+/* Unit tests for the systemd scope backend's pure parts (slice paths and unit names) and for
+ * the run-time loading of libsystemd it depends on. */
+#include <stdlib.h>
+
 #include "scope.h"
 #include "scope_systemd.h"
+#include "sdbus_dl.h"
 #include "tap.h"
 #include "util.h"
 
@@ -15,6 +19,47 @@ static void slice_is(const char *slice, const char *want)
 	else
 		ok(r == -EINVAL && !p, "slice '%s' is refused (r=%d)", slice, r);
 	free(p);
+}
+
+static void test_load(void)
+{
+	struct sdbus_api api = {0}, zero = {0};
+	struct jobcg_config conf = {0};
+	char *root = NULL;
+	int r;
+
+	r = sdbus_load_from("libjobcg-no-such-library.so.0", &api);
+	is_int(r, -ELIBACC, "a missing library is -ELIBACC");
+	ok(strstr(jobcg_last_error()->message, "libjobcg-no-such-library.so.0") &&
+	       strstr(jobcg_last_error()->message, "systemd scope backend"),
+	   "the error names the library and what needs it: %s", jobcg_last_error()->message);
+	ok(!memcmp(&api, &zero, sizeof(api)), "nothing filled in when the library is missing");
+
+	/* libc loads fine but has none of the functions. */
+	r = sdbus_load_from("libc.so.6", &api);
+	is_int(r, -ELIBBAD, "a library without sd_bus_open_system is -ELIBBAD");
+	ok(strstr(jobcg_last_error()->message, "libc.so.6 has no sd_bus_open_system") != NULL,
+	   "the error names the library and the missing function: %s", jobcg_last_error()->message);
+	ok(!memcmp(&api, &zero, sizeof(api)), "nothing filled in when a function is missing");
+
+	/* libsystemd-dev (a build dependency) installs libsystemd.so.0: it must load here. */
+	ok(sdbus.bus_open_system == NULL, "nothing loaded before first use");
+	is_int(sdbus_load(), 0, SDBUS_SONAME " loads");
+	ok(sdbus.bus_open_system && sdbus.bus_call_method && sdbus.bus_error_free,
+	   "its functions are resolved");
+	is_int(sdbus_load(), 0, "loading again is a no-op");
+
+	/*
+	 * The backend through the loaded library: with a system bus that does not exist it fails
+	 * at the connection, cleanly (nothing was started before it), and says so.
+	 */
+	setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/jobcg-test/bus", 1);
+	r = scope_systemd_backend.ensure(&conf, "/nonexistent/cgroup", "system.slice/jobcg.scope",
+					 &root);
+	ok(r < 0 && root == NULL, "no bus: the systemd backend fails (r=%d)", r);
+	ok(strstr(jobcg_last_error()->message, "D-Bus system bus") != NULL,
+	   "and names the D-Bus system bus: %s", jobcg_last_error()->message);
+	unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
 }
 
 int main(void)
@@ -59,5 +104,7 @@ int main(void)
 
 	ok(!scope_systemd_running() || access("/run/systemd/system", F_OK) == 0,
 	   "scope_systemd_running agrees with /run/systemd/system");
+
+	test_load();
 	return tap_done();
 }
