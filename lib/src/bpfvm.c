@@ -190,7 +190,7 @@ static int check_one(const struct bpf_insn *insns, size_t n, size_t pc)
 	case BPF_JMP:
 	case BPF_JMP32: {
 		uint8_t op = BPF_OP(i->code);
-		int64_t off;
+		int64_t off = 0;
 
 		if (op == BPF_EXIT && cls == BPF_JMP)
 			return 0;

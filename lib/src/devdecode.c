@@ -279,7 +279,7 @@ static int explore_major(struct explore *e, int type, uint32_t major, struct pts
 		for (size_t c = 0; c < ncells; c++) {
 			ret->n[c] = (struct ncell){cells[c].lo, cells[c].hi, 0};
 			for (size_t a = 0; a < ELEMENTSOF(accesses); a++) {
-				bool allow;
+				bool allow = false;
 				r = run_one(e, type, major, rep_of(cells[c].lo, cells[c].hi),
 					    accesses[a], &allow);
 				if (r < 0)

@@ -232,8 +232,8 @@ static bool all_digits(const char *s, size_t len)
 static int parse_item(const char *whole, const char *s, size_t len, struct jobcg_gres_req_item *ret)
 {
 	unsigned col = (unsigned)(s - whole) + 1;
-	const char *parts[3];
-	size_t plen[3], np = 0;
+	const char *parts[3] = {0};
+	size_t plen[3] = {0}, np = 0;
 	const char *p = s, *end = s + len;
 	const char *name, *type = NULL;
 	size_t name_len, type_len = 0;
@@ -596,7 +596,7 @@ JOBCG_EXPORT int jobcg_gpu_bind_parse(const char *s, struct jobcg_gpu_bind *ret)
 			return error_set(-EINVAL, "--gpu-bind %s: empty list entry", s);
 		for (size_t i = 0; v[i]; i++) {
 			char *star = strchr(v[i], '*');
-			unsigned id, rep = 1;
+			unsigned id = 0, rep = 1;
 			unsigned *m;
 
 			if (star) {

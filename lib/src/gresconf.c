@@ -555,7 +555,7 @@ static int make_records(struct confload *l, const struct conf_stmt *st, struct l
 	const char *name = v->p[G_NAME]->value;
 	bool shared = name_is_shared(name);
 	unsigned flags = v->flags;
-	struct name_env *ne;
+	struct name_env *ne = NULL;
 	int r;
 
 	r = check_env_flags(l, st, v, &flags, &ne);

@@ -36,7 +36,7 @@ JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned
 {
 	static const char units[] = "kmgtp";
 	const char *p = s, *suffix;
-	uint64_t v, mult = default_unit ? default_unit : 1;
+	uint64_t v = 0, mult = default_unit ? default_unit : 1;
 	int r;
 
 	if (!s)
@@ -108,7 +108,7 @@ JOBCG_EXPORT int jobcg_parse_cpulist(const char *s, uint64_t **ret, size_t *ret_
 		return -ENOMEM;
 	for (;;) {
 		const char *start = p;
-		uint64_t lo, hi;
+		uint64_t lo = 0, hi = 0;
 		int r;
 
 		if (!isdigit((unsigned char)*p)) {
