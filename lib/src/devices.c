@@ -759,6 +759,11 @@ struct devkeys_head {
 	uint64_t cgroup_id;
 };
 
+bool devpolicy_indexed(const char *path)
+{
+	return getxattr(path, DEVKEYS_XATTR, NULL, 0) >= (ssize_t)sizeof(struct devkeys_head);
+}
+
 /* 0 and the entries listed for ID; 1 when there is no usable index. */
 static int devkeys_get(const char *canon, uint64_t id, struct devprog_policy_key **ret,
 		       size_t *ret_n)

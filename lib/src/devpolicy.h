@@ -10,3 +10,9 @@
  * a policy kept open across calls must not write into maps that were unpinned and replaced.
  */
 bool devpolicy_current(const struct jobcg_devpolicy *p);
+
+/*
+ * Whether the cgroup at PATH lists its node-mode grant in a key index (so the grant is in
+ * place); false when unknown: no grant, linear mode, or xattrs refused.
+ */
+bool devpolicy_indexed(const char *path);

@@ -16,6 +16,8 @@
 
 /* Steps that took all of their job's devices without asking share them with other steps. */
 #define GRES_SHARED_XATTR "trusted.jobcg.gres_shared"
+/* Set on a step before any grant below it: without it, its release has nothing to revoke. */
+#define GRES_GRANTED_XATTR "trusted.jobcg.gres_granted"
 
 static void node_freep(struct jobcg_gres_node **n)
 {
@@ -390,7 +392,17 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 				 sdir, strerror(errno));
 
 	constrain = constrained(ctx, n);
-	if (constrain) {
+	/* A step with all of its job's devices is bounded by the job's grant already (the node
+	 * program checks every level): no grant of its own, nothing to open or revoke, about a
+	 * third of a `jobcg run`'s own work. Only where the job's grant is known to be in place
+	 * (its key index), not in linear mode nor for a job allocated unconstrained. */
+	if (constrain &&
+	    (bound || memcmp(&sset, &jset, sizeof(sset)) != 0 || !devpolicy_indexed(jdir))) {
+		/* Marked first: its release revokes exactly when something may have been granted.
+		 */
+		if (fsetxattr(sfd, GRES_GRANTED_XATTR, "1", 1, 0) < 0)
+			return error_set(negative_errno(), "cannot set %s on %s: %s",
+					 GRES_GRANTED_XATTR, sdir, strerror(errno));
 		r = ctx_policy(ctx, n, false, &p);
 		if (r >= 0)
 			r = grant(p, n, sdir, &sset);
@@ -460,10 +472,13 @@ JOBCG_EXPORT int jobcg_step_gres_release(struct jobcg_ctx *ctx, uint32_t job, co
 {
 	struct jobcg_devpolicy *p = NULL;
 	_cleanup_free_ char *sdir = tree_step_dir(ctx, job, step);
+	char flag;
 	int r;
 
 	if (!sdir)
 		return -ENOMEM;
+	if (getxattr(sdir, GRES_GRANTED_XATTR, &flag, 1) < 0 && errno == ENODATA)
+		return 0;
 	r = ctx_policy(ctx, NULL, true, &p);
 	if (r == -ENOENT)
 		return 0;

@@ -13,7 +13,7 @@
 #include "jobcg/jobgres.h"
 #include "kcli.h"
 
-static char dev[2][PATH_MAX];
+static char dev[3][PATH_MAX];
 
 /* 0 when a child in cgroup DIR gets past the device check opening DEV (ENXIO: no driver). */
 static int open_in(const char *dir, const char *devpath)
@@ -87,7 +87,7 @@ int main(void)
 	mkdir(confdir, 0755);
 	snprintf(path, sizeof(path), "%s/gres.conf", confdir);
 	f = fopen(path, "w");
-	for (int i = 0; f && i < 2; i++) {
+	for (int i = 0; f && i < 3; i++) {
 		snprintf(dev[i], sizeof(dev[i]), "%s/nvidia%d", tmp, i);
 		if (mknod(dev[i], S_IFCHR | 0600, makedev(195, (unsigned)i)) < 0)
 			printf("Bail out! mknod %s: %s\n", dev[i], strerror(errno));
@@ -109,24 +109,53 @@ int main(void)
 		return 1;
 	}
 
-	is_int(jobcg_job_create(ctx, 1, &l, 0, NULL), 0, "job 1 with gpu:1");
-	g = job_gpu(root, 1);
-	ok(g == 0 || g == 1, "job 1 got a GPU (%d)", g);
-	snprintf(jdir, sizeof(jdir), "%s/job_1", root);
-	if (g >= 0) {
-		is_int(open_in(jdir, dev[g]), 0, "job 1 opens its GPU");
-		is_int(open_in(jdir, dev[1 - g]), EPERM, "job 1 is denied the other one");
-	}
+	{
+		struct jobcg_limits l2 = {.gres = "gpu:2"};
+		char sdir[PATH_MAX + 16];
+		int mine_other = -1;
 
-	/* A step's setup and release in the same context share the open policy. */
-	is_int(jobcg_step_create(ctx, 1, "0", 0, NULL), 0, "step 1.0");
-	is_int(jobcg_step_gres_setup(ctx, 1, "0", NULL, NULL, 1, &sg), 0, "step 1.0 devices");
-	is_int(grants_at(conf, root, "job_1/step_0"), 1, "the step's grant is in the map");
-	is_int(jobcg_step_gres_release(ctx, 1, "0"), 0, "step 1.0 devices released");
-	is_int(grants_at(conf, root, "job_1/step_0"), 0, "the step's grant is gone");
-	jobcg_step_gres_free(sg);
-	is_int(jobcg_step_remove(ctx, 1, "0", 0), 0, "step 1.0 removed");
-	is_int(jobcg_job_remove(ctx, 1, 0), 0, "job 1 released");
+		is_int(jobcg_job_create(ctx, 1, &l2, 0, NULL), 0, "job 1 with gpu:2");
+		/* gpu:0,1 (the lowest free): the third GPU is not the job's */
+		snprintf(jdir, sizeof(jdir), "%s/job_1", root);
+		is_int(open_in(jdir, dev[2]), EPERM, "job 1 is denied the GPU it does not hold");
+
+		/* A step with its own subset: granted, and its release revokes it. */
+		is_int(jobcg_step_create(ctx, 1, "0", 0, NULL), 0, "step 1.0");
+		is_int(jobcg_step_gres_setup(ctx, 1, "0", "gpu:1", NULL, 1, &sg), 0,
+		       "step 1.0 takes gpu:1 of its job's two");
+		is_int(grants_at(conf, root, "job_1/step_0"), 1,
+		       "the step's own grant is in the map");
+		if (sg && sg->devices && strncmp(sg->devices, "gpu:", 4) == 0)
+			mine_other = 1 - atoi(sg->devices + 4);
+		snprintf(sdir, sizeof(sdir), "%s/step_0", jdir);
+		if (mine_other >= 0)
+			is_int(open_in(sdir, dev[mine_other]), EPERM,
+			       "step 1.0 is denied its job's other GPU");
+		else
+			ok(false, "step 1.0's device is known (%s)", sg ? sg->devices : "none");
+		is_int(jobcg_step_gres_release(ctx, 1, "0"), 0, "step 1.0 devices released");
+		is_int(grants_at(conf, root, "job_1/step_0"), 0, "the step's grant is gone");
+		jobcg_step_gres_free(sg);
+		sg = NULL;
+
+		/* A step sharing all of its job's devices needs no grant of its own: the job's
+		 * bounds it. */
+		is_int(jobcg_step_create(ctx, 1, "1", 0, NULL), 0, "step 1.1");
+		is_int(jobcg_step_gres_setup(ctx, 1, "1", NULL, NULL, 1, &sg), 0,
+		       "step 1.1 shares the job's GPUs");
+		is_int(grants_at(conf, root, "job_1/step_1"), 0, "no grant of its own in the map");
+		snprintf(sdir, sizeof(sdir), "%s/step_1", jdir);
+		is_int(open_in(sdir, dev[0]), 0, "step 1.1 opens the job's first GPU");
+		is_int(open_in(sdir, dev[1]), 0, "and its second");
+		is_int(open_in(sdir, dev[2]), EPERM, "and is denied the third: the job's grant");
+		is_int(jobcg_step_gres_release(ctx, 1, "1"), 0,
+		       "step 1.1 released (nothing to do)");
+		jobcg_step_gres_free(sg);
+		sg = NULL;
+		is_int(jobcg_step_remove(ctx, 1, "0", 0), 0, "step 1.0 removed");
+		is_int(jobcg_step_remove(ctx, 1, "1", 0), 0, "step 1.1 removed");
+		is_int(jobcg_job_remove(ctx, 1, 0), 0, "job 1 released");
+	}
 
 	/* Someone tears the node program down (and the next user sets it up anew) while this
 	 * context still holds the old one: its next grant must go to what is pinned now. */
