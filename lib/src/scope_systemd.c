@@ -626,6 +626,24 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 	root = strdup_printf("%s/%s", mount, root_rel);
 	if (!root)
 		return -ENOMEM;
+	/*
+	 * The common case, every new job: the scope's tree is there and a keeper lives in its
+	 * system/ leaf, which systemd would have emptied had it stopped the scope. Then no D-Bus
+	 * (loading libsystemd and four round trips to systemd, the most of a job's creation in
+	 * the VM); anything else asks systemd as below.
+	 */
+	if (stat(root, &st) == 0 && S_ISDIR(st.st_mode)) {
+		_cleanup_free_ char *sys = strdup_printf("%s/system", root);
+
+		if (!sys)
+			return -ENOMEM;
+		if (has_procs(sys) > 0) {
+			log_debug("systemd scope %s: %s has its keeper, reused without asking",
+				  name, root);
+			goto done;
+		}
+		jobcg_error_clear();
+	}
 
 	r = sdbus_load();
 	if (r < 0)
@@ -718,7 +736,8 @@ out:
 			stop_unit(bus, name);
 		*(struct jobcg_error *)jobcg_last_error() = saved;
 	}
-	sdbus.bus_flush_close_unref(bus);
+	if (bus)
+		sdbus.bus_flush_close_unref(bus);
 	return r;
 }
 
