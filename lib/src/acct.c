@@ -223,7 +223,8 @@ int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 	    .exit_signal = exit_signal,
 	    .ntasks = ntasks,
 	};
-	unsigned u, g;
+	const struct jobcg_config *conf;
+	unsigned u, g, flags = 0;
 	int r;
 
 	if (!jdir || !jid)
@@ -261,10 +262,18 @@ int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 	if (jobcg_acct_has(a, JOBCG_ACCT_OOM_KILL))
 		rec.oom_kills = a->value[JOBCG_ACCT_OOM_KILL];
 	rec.state = jobcg_acct_state_of(exit_code, exit_signal, rec.oom_kills, cancelled);
-	r = jobcg_acctlog_path(jobcg_ctx_config(ctx), &path);
+	conf = jobcg_ctx_config(ctx);
+	r = jobcg_acctlog_path(conf, &path);
 	if (r < 0)
 		return r;
-	return jobcg_acctlog_append(path, &rec);
+	/* The fsync waits for the disk, which on a node's local disk costs more than a whole
+	 * fork+exec (docs/bench.md): a step's record goes to the page cache, and the job's record,
+	 * fsynced, makes its steps' records durable with it. A kernel crash or power loss can
+	 * only lose steps of jobs that were still running (the node failed under them);
+	 * AccountingSync=step makes every record durable at once. */
+	if (!step_id || !conf || conf->cgroup.acct_sync == JOBCG_ACCT_SYNC_STEP)
+		flags |= JOBCG_ACCTLOG_SYNC;
+	return jobcg_acctlog_write(path, &rec, flags);
 }
 
 JOBCG_EXPORT int jobcg_acct_log_step(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,

@@ -1,4 +1,5 @@
-/* jobcg: durable JSON-lines accounting log: append (flock + O_APPEND + fsync) and robust reading.
+/* jobcg: the JSON-lines accounting log: append (flock + O_APPEND, fsync when asked) and robust
+ * reading.
  */
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -115,7 +116,8 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_record *r)
+JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_record *r,
+				     unsigned flags)
 {
 	struct json_object *o = json_object_new_object();
 	_cleanup_free_ char *line = NULL;
@@ -126,6 +128,10 @@ JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_
 
 	if (!o)
 		return -ENOMEM;
+	if (flags & ~JOBCG_ACCTLOG_SYNC) {
+		json_object_put(o);
+		return error_set(-EINVAL, "unknown accounting log flags 0x%x", flags);
+	}
 	if (!r->job_id || !state) {
 		json_object_put(o);
 		return error_set(-EINVAL, "accounting record without job id or with a bad state");
@@ -183,9 +189,14 @@ JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_
 	k = write_all(fd, line, strlen(line));
 	if (k < 0)
 		return error_set(k, "cannot write %s: %s", path, strerror(-k));
-	if (fsync(fd) < 0)
+	if ((flags & JOBCG_ACCTLOG_SYNC) && fsync(fd) < 0)
 		return error_set(negative_errno(), "cannot fsync %s: %s", path, strerror(errno));
 	return 0;
+}
+
+JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_record *r)
+{
+	return jobcg_acctlog_write(path, r, JOBCG_ACCTLOG_SYNC);
 }
 
 static bool get_u64(struct json_object *o, const char *k, uint64_t *ret)

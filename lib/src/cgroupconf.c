@@ -23,6 +23,7 @@ enum ktype {
 	K_STRING, /* with a checker */
 	K_LIST,	  /* EnableExtraControllers */
 	K_DEVPROG,
+	K_ACCTSYNC,
 	K_SIZE_MIB, /* bytes, by jobcg_parse_size (bare numbers are MiB) */
 };
 
@@ -167,6 +168,7 @@ static const struct key_def keys[] = {
     {"DeviceProgram", K_DEVPROG, OFF(device_program)},
     {"BpfPinDir", K_STRING, OFF(bpf_pin_dir), check_abs_path},
     {"StateDir", K_STRING, OFF(state_dir), check_abs_path},
+    {"AccountingSync", K_ACCTSYNC, OFF(acct_sync)},
     {"SpecCPUs", K_STRING, OFF(spec_cpus), check_cpulist},
     {"CoreSpecCount", K_MSEC, OFF(core_spec_count)},
     {"MemSpecLimit", K_SIZE_MIB, OFF(mem_spec_limit)},
@@ -434,6 +436,15 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 					    "DeviceProgram: expected node or linear, found '%s'",
 					    v);
 		return 0;
+	case K_ACCTSYNC:
+		if (strcaseeq(v, "job"))
+			cg->acct_sync = JOBCG_ACCT_SYNC_JOB;
+		else if (strcaseeq(v, "step"))
+			cg->acct_sync = JOBCG_ACCT_SYNC_STEP;
+		else
+			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+					    "AccountingSync: expected job or step, found '%s'", v);
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -571,6 +582,10 @@ static int entry_text(const struct jobcg_cgroup_conf *cg, const struct key_def *
 	case K_DEVPROG:
 		*kind = JOBCG_CONFIG_STRING;
 		s = strdup(cg->device_program == JOBCG_DEVPROG_LINEAR ? "linear" : "node");
+		break;
+	case K_ACCTSYNC:
+		*kind = JOBCG_CONFIG_STRING;
+		s = strdup(cg->acct_sync == JOBCG_ACCT_SYNC_STEP ? "step" : "job");
 		break;
 	}
 	if (!s)

@@ -1,5 +1,6 @@
 /* Kernel test: accounting at step end: what the host has is read, what it lacks is unavailable. */
 #include <json-c/json.h>
+#include <sys/stat.h>
 
 #include "jobcg/acct.h"
 #include "jobcg/acctlog.h"
@@ -143,6 +144,55 @@ int main(void)
 		ok(c.killed_step, "step 32.batch: FAILED with exit_signal 9");
 		ok(c.job31, "job 31 record: COMPLETED (nothing left running), uid 0");
 		free(path);
+	}
+	/* AccountingSync= reaches 'jobcg run'. fsync() of a FIFO fails with EINVAL where a write
+	 * succeeds, so with acct.jsonl a FIFO the CLI shows whether it fsynced a step's record:
+	 * not by default (the job's record does it for its steps), always with
+	 * AccountingSync=step. */
+	{
+		char sd[PATH_MAX], fifo[PATH_MAX], cd[PATH_MAX], cf[PATH_MAX];
+		char *old_sd = strdup(getenv("JOBCG_STATE_DIR"));
+		char *args[] = {"run", "--job", "33", "--", "true", NULL};
+		FILE *f;
+		int rd;
+
+		snprintf(sd, sizeof(sd), "%s/fifo-state", ktest_tmpdir());
+		snprintf(fifo, sizeof(fifo), "%s/acct.jsonl", sd);
+		snprintf(cd, sizeof(cd), "%s/sync-conf", ktest_tmpdir());
+		snprintf(cf, sizeof(cf), "%s/cgroup.conf", cd);
+		ok(mkdir(sd, 0700) == 0 && mkfifo(fifo, 0600) == 0 && mkdir(cd, 0700) == 0,
+		   "a state dir whose acct.jsonl is a FIFO");
+		/* Held open read-write: the writers never block and the records are drained. */
+		rd = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		setenv("JOBCG_STATE_DIR", sd, 1);
+		is_int(kcli(NULL, "alloc", "33", NULL), 0, "job 33");
+		err = NULL;
+		rc = kcli_run(args, NULL, &err);
+		is_int(rc, 0, "run --job 33 with the default AccountingSync");
+		ok(err && !strstr(err, "fsync"), "no fsync of the step's record by default");
+		if (err && strstr(err, "fsync"))
+			kcli_diag_lines("  stderr: ", err);
+		free(err);
+		f = fopen(cf, "w");
+		ok(f && fputs("AccountingSync=step\n", f) >= 0 && fclose(f) == 0,
+		   "cgroup.conf with AccountingSync=step");
+		setenv("JOBCG_CONF_DIR", cd, 1);
+		err = NULL;
+		rc = kcli_run(args, NULL, &err);
+		is_int(rc, 0, "the step's status is still the command's");
+		ok(err && strstr(err, "cannot fsync") && strstr(err, "acct.jsonl"),
+		   "AccountingSync=step fsyncs the step's record (the FIFO refuses it)");
+		free(err);
+		unsetenv("JOBCG_CONF_DIR");
+		setenv("JOBCG_STATE_DIR", old_sd, 1);
+		is_int(kcli(NULL, "release", "33", NULL), 0, "release job 33");
+		if (rd >= 0)
+			close(rd);
+		unlink(fifo);
+		unlink(cf);
+		rmdir(sd);
+		rmdir(cd);
+		free(old_sd);
 	}
 	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);

@@ -222,9 +222,53 @@ static void test_log(void)
 	rmdir(dir);
 }
 
+/* fsync() of a FIFO fails with EINVAL where a write succeeds: whether a record was fsynced is
+ * observable without tracing. */
+static void test_sync_flag(void)
+{
+	char dir[] = "/tmp/jobcg-test-acctsync-XXXXXX";
+	char path[256], buf[512] = "";
+	struct jobcg_acct_record r = {.kind = JOBCG_ACCT_STEP,
+				      .job_id = (char *)"5",
+				      .step_id = (char *)"0",
+				      .state = JOBCG_ACCT_COMPLETED};
+	int rd;
+	ssize_t n;
+
+	if (!mkdtemp(dir)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
+	if (mkfifo(path, 0600) < 0) {
+		ok(false, "mkfifo %s: %m", path);
+		rmdir(dir);
+		return;
+	}
+	/* O_RDWR: neither end waits for the other. */
+	rd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	ok(rd >= 0, "open the FIFO");
+	is_int(jobcg_acctlog_write(path, &r, 0), 0,
+	       "a record without JOBCG_ACCTLOG_SYNC: no fsync");
+	n = read(rd, buf, sizeof(buf) - 1);
+	ok(n > 0 && strstr(buf, "\"job\":\"5\"") && buf[n - 1] == '\n',
+	   "the record was written: %s", buf);
+	is_int(jobcg_acctlog_write(path, &r, JOBCG_ACCTLOG_SYNC), -EINVAL,
+	       "JOBCG_ACCTLOG_SYNC fsyncs (EINVAL on a FIFO)");
+	ok(strstr(jobcg_last_error()->message, "cannot fsync"), "the error says fsync: %s",
+	   jobcg_last_error()->message);
+	is_int(jobcg_acctlog_append(path, &r), -EINVAL, "jobcg_acctlog_append always fsyncs");
+	is_int(jobcg_acctlog_write(path, &r, 0x80), -EINVAL, "unknown flags are refused");
+	if (rd >= 0)
+		close(rd);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_state();
 	test_log();
+	test_sync_flag();
 	return tap_done();
 }

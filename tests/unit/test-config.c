@@ -126,6 +126,7 @@ static void test_cgroup_errors(void)
 	bad_len(true, nul_gres, sizeof(nul_gres) - 1, 0, -EINVAL, 1, 17, "NUL byte");
 	bad(false, "=yes\n", 0, -EINVAL, 1, 1, "expected Key=Value");
 	bad(false, "DeviceProgram=tree\n", 0, -EINVAL, 1, 15, "expected node or linear");
+	bad(false, "AccountingSync=always\n", 0, -EINVAL, 1, 16, "expected job or step");
 	bad(false, "JobcgRoot=a/../b\n", 0, -EINVAL, 1, 11, "'..'");
 	bad(false, "JobcgScope=jobcg\n", 0, -EINVAL, 1, 12, "scope unit name");
 	bad(false, "CgroupSlice=a/b.slice\n", 0, -EINVAL, 1, 13, "slice unit name");
@@ -189,6 +190,7 @@ static void test_cgroup_good(void)
 		       c->cgroup.systemd_timeout_ms == 1000 && c->cgroup.max_swap_percent == 100 &&
 		       c->cgroup.device_program == JOBCG_DEVPROG_NODE && !c->cgroup.tree_root,
 		   "an empty file gives Slurm's defaults");
+		ok(c->cgroup.acct_sync == JOBCG_ACCT_SYNC_JOB, "AccountingSync defaults to job");
 		const struct jobcg_config_entry *e = jobcg_config_entry(c, "JobcgRoot");
 		ok(e && e->value && streq(e->value, "system.slice/jobcg.scope") && !e->origin.file,
 		   "JobcgRoot shows its computed default");
@@ -202,6 +204,7 @@ static void test_cgroup_good(void)
 		 "AllowedRAMSpace=UNLIMITED\n"
 		 "MinRAMSpace=2k\n"
 		 "DeviceProgram=Linear\n"
+		 "AccountingSync=Step\n"
 		 "JobcgRoot=/jobcg.slice/nodes/\n"
 		 "EnableExtraControllers=io,misc\n"
 		 "StateDir=/var/lib/x\\#y\n"
@@ -219,6 +222,10 @@ static void test_cgroup_good(void)
 		ok(c->cgroup.allowed_ram_space > 1e300, "UNLIMITED");
 		is_int(c->cgroup.min_ram_space_mb, 2048, "k suffix");
 		ok(c->cgroup.device_program == JOBCG_DEVPROG_LINEAR, "DeviceProgram=linear");
+		ok(c->cgroup.acct_sync == JOBCG_ACCT_SYNC_STEP, "AccountingSync=step");
+		e = jobcg_config_entry(c, "AccountingSync");
+		ok(e && e->value && streq(e->value, "step") && e->origin.line == 9,
+		   "AccountingSync shown as step, from line 9");
 		is_str(c->cgroup.tree_root, "jobcg.slice/nodes", "JobcgRoot normalised");
 		ok(strv_length(c->cgroup.enable_extra_controllers) == 2,
 		   "EnableExtraControllers list");
@@ -227,7 +234,7 @@ static void test_cgroup_good(void)
 		is_int(strv_length(c->warnings), 2,
 		       "two warnings (MemorySwappiness, AllowedKmemSpace)");
 		ok(c->warnings &&
-		       strstr(c->warnings[0], "cgroup.conf:12: MemorySwappiness is ignored"),
+		       strstr(c->warnings[0], "cgroup.conf:13: MemorySwappiness is ignored"),
 		   "warning names file and line: %s", c->warnings ? c->warnings[0] : "");
 		jobcg_config_free(c);
 	}

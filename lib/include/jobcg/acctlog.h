@@ -74,11 +74,24 @@ JOBCG_EXPORT enum jobcg_acct_state jobcg_acct_state_of(int exit_code, int exit_s
  *  /var/lib/jobcg). */
 JOBCG_EXPORT int jobcg_acctlog_path(const struct jobcg_config *conf, char **ret);
 
+/* Flags of jobcg_acctlog_write(). */
+enum {
+	/* fsync the log after the record: it, and every record written before it, is then on
+	 * disk. Without it the record is in the page cache: it survives jobcg being killed, not
+	 * a kernel crash or power loss before writeback. */
+	JOBCG_ACCTLOG_SYNC = 1u << 0,
+};
+
 /**
- * Append one record as one JSON line and fsync it. The directory is created if missing. Appends
- * are serialised with flock() so concurrent writers never interleave, and a torn last line left
- * by a crash is terminated first so it cannot swallow this record.
+ * Append one record as one JSON line (fsynced with JOBCG_ACCTLOG_SYNC). The directory is
+ * created if missing. Appends are serialised with flock() so concurrent writers never
+ * interleave, and a torn last line left by a crash is terminated first so it cannot swallow
+ * this record. Unknown @flags bits are -EINVAL.
  */
+JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_record *r,
+				     unsigned flags);
+
+/** jobcg_acctlog_write() with JOBCG_ACCTLOG_SYNC: the record is on disk when this returns. */
 JOBCG_EXPORT int jobcg_acctlog_append(const char *path, const struct jobcg_acct_record *r);
 
 typedef int (*jobcg_acctlog_fn)(const struct jobcg_acct_record *r, void *userdata);

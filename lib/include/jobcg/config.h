@@ -18,6 +18,12 @@ enum jobcg_device_program {
 	JOBCG_DEVPROG_LINEAR = 1, /* Slurm-shaped compare-and-exit program per cgroup */
 };
 
+/* When the accounting log is fsync()ed (AccountingSync=). */
+enum jobcg_acct_sync {
+	JOBCG_ACCT_SYNC_JOB = 0,  /* at each job's record, which makes its steps' durable too */
+	JOBCG_ACCT_SYNC_STEP = 1, /* at every record */
+};
+
 /* Where a configuration value came from, for `jobcg config`. */
 struct jobcg_origin {
 	const char *file; /* NULL: built-in default; "env:NAME" for the environment; else a path
@@ -56,6 +62,7 @@ struct jobcg_cgroup_conf {
 	enum jobcg_device_program device_program; /* DeviceProgram=node|linear */
 	char *bpf_pin_dir; /* BpfPinDir, default /sys/fs/bpf/jobcg. Env JOBCG_BPF_PIN_DIR */
 	char *state_dir;   /* StateDir, default /var/lib/jobcg. Env JOBCG_STATE_DIR */
+	enum jobcg_acct_sync acct_sync; /* AccountingSync=job|step, default job */
 	/* Resource specialisation (Slurm's CpuSpecList/CoreSpecCount/MemSpecLimit): CPUs and
 	 * memory kept for the system/ leaf (keeper, jobcg helpers), never given to jobs. */
 	char *spec_cpus;	  /* SpecCPUs: normalised CPU list, NULL = none */
