@@ -1,7 +1,6 @@
 /* jobcg adopt: move a login session's process into a job (pam_slurm_adopt's job), by pid or from
  * PAM. */
 #include <getopt.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -58,7 +57,8 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		}
 	}
 	if (pam) {
-		struct passwd *pw;
+		uid_t pw_uid;
+		gid_t pw_gid;
 
 		if (optind < argc)
 			return cli_usage_error("adopt",
@@ -66,13 +66,16 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		who = getenv("PAM_USER");
 		if (!who || !*who)
 			return cli_fail("adopt --pam: PAM_USER is not set (run from pam_exec)");
-		pw = getpwnam(who);
-		if (!pw)
+		/* A name only: PAM_USER "1000" is a user called so, not uid 1000. */
+		r = cli_getent_user_name(who, &pw_uid, &pw_gid);
+		if (r == -ENOENT)
 			return cli_fail("adopt --pam: unknown user '%s'", who);
+		if (r < 0)
+			return 1;
 		/* Administrators must be able to log in to a node without a job. */
-		if (pw->pw_uid == 0)
+		if (pw_uid == 0)
 			return 0;
-		uid = pw->pw_uid;
+		uid = pw_uid;
 		pid = getppid();
 	} else {
 		unsigned v;

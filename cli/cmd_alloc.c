@@ -1,51 +1,9 @@
 /* jobcg alloc: create a job (with its limits) that lives until 'jobcg release'. */
 #include <getopt.h>
-#include <grp.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "jobcg/jobgres.h"
-
-/* A user name or number; *ret_gid gets the user's primary group (the number's, if known). */
-static int parse_user(const char *s, uid_t *ret, gid_t *ret_gid)
-{
-	struct passwd *pw = getpwnam(s);
-	char *end;
-	unsigned long v;
-
-	if (pw) {
-		*ret = pw->pw_uid;
-		*ret_gid = pw->pw_gid;
-		return 0;
-	}
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (!*s || *end || errno || v >= UINT32_MAX)
-		return -EINVAL;
-	*ret = (uid_t)v;
-	pw = getpwuid((uid_t)v);
-	*ret_gid = pw ? pw->pw_gid : (gid_t)v;
-	return 0;
-}
-
-static int parse_group(const char *s, gid_t *ret)
-{
-	struct group *gr = getgrnam(s);
-	char *end;
-	unsigned long v;
-
-	if (gr) {
-		*ret = gr->gr_gid;
-		return 0;
-	}
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (!*s || *end || errno || v >= UINT32_MAX)
-		return -EINVAL;
-	*ret = (gid_t)v;
-	return 0;
-}
 
 static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 {
@@ -79,15 +37,21 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			json = true;
 			break;
 		case 'u':
-			if (parse_user(optarg, &cl.l.uid, &uid_gid) < 0)
+			r = cli_lookup_user(optarg, &cl.l.uid, &uid_gid);
+			if (r == -ENOENT || r == -EINVAL)
 				return cli_usage_error("alloc", "--uid/--user '%s': no such user",
 						       optarg);
+			if (r < 0)
+				return 1; /* getent could not answer: said why */
 			have_uid = true;
 			break;
 		case 'g':
-			if (parse_group(optarg, &cl.l.gid) < 0)
+			r = cli_lookup_group(optarg, &cl.l.gid);
+			if (r == -ENOENT || r == -EINVAL)
 				return cli_usage_error("alloc", "--gid '%s': no such group",
 						       optarg);
+			if (r < 0)
+				return 1;
 			have_gid = true;
 			break;
 		case 'h':

@@ -1,7 +1,11 @@
 /* jobcg CLI: opening the context, JSON output, accounting and option helpers for subcommands. */
+#include <ctype.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "jobcg/error.h"
@@ -305,4 +309,200 @@ int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help,
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	*ret_json = json;
 	return -1;
+}
+
+int cli_getent(const char *db, const char *key, char ***ret_fields)
+{
+	size_t want = strcmp(db, "passwd") == 0 ? 7 : 4, n = 0, len = 0;
+	char *argv[] = {(char *)"getent", (char *)db, (char *)key, NULL};
+	char out[4096], **f, *c;
+	ssize_t k;
+	int p[2], st, r;
+	pid_t pid;
+
+	/* getent would take "-x" for an option; no user or group name starts with '-'. */
+	if (!*key || key[0] == '-' || strchr(key, ':') || strchr(key, '\n'))
+		return -ENOENT;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		r = -errno;
+		cli_fail("pipe: %s", strerror(-r));
+		return r;
+	}
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close(p[0]);
+		close(p[1]);
+		cli_fail("fork: %s", strerror(-r));
+		return r;
+	}
+	if (pid == 0) {
+		if (dup2(p[1], 1) < 0)
+			_exit(127);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	/* One entry is a line; a longer one (a group with thousands of members) is cut, and only
+	 * its first fields are used. */
+	r = 0;
+	for (;;) {
+		char drain[512];
+		bool full = len == sizeof(out) - 1;
+
+		/* Past the buffer, read on and drop it: getent must not block on a full pipe. */
+		k = full ? read(p[0], drain, sizeof(drain))
+			 : read(p[0], out + len, sizeof(out) - 1 - len);
+		if (k == 0)
+			break;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			r = -errno;
+			break;
+		}
+		if (!full)
+			len += (size_t)k;
+	}
+	out[len] = '\0';
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			r = -errno;
+			cli_fail("waiting for getent: %s", strerror(-r));
+			return r;
+		}
+	if (r < 0) {
+		cli_fail("reading what getent %s %s printed: %s", db, key, strerror(-r));
+		return r;
+	}
+	/* getent: 2 is "not found"; 127 (ours) is "could not be run". */
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
+		return -ENOENT;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		cli_fail("getent %s %s failed (%s %d)%s", db, key,
+			 WIFEXITED(st) ? "exit status" : "signal",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+			 WIFEXITED(st) && WEXITSTATUS(st) == 127
+			     ? ": is getent (libc-bin) installed?"
+			     : "");
+		return -EIO;
+	}
+	if (len == sizeof(out) - 1 && !strchr(out, '\n') && want == 7) {
+		cli_fail("getent %s %s: entry longer than %zu bytes", db, key, sizeof(out) - 1);
+		return -EIO;
+	}
+	out[strcspn(out, "\n")] = '\0';
+	f = calloc(want + 1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	/* Fields may be empty (no password, no members): split by hand, keeping them. */
+	for (c = out; n < want; n++) {
+		char *sep = strchr(c, ':');
+
+		if (sep)
+			*sep = '\0';
+		f[n] = strdup(c);
+		if (!f[n] || !sep)
+			break;
+		c = sep + 1;
+	}
+	if (n + 1 != want || !f[n] || strchr(c, ':')) {
+		bool oom = n < want && !f[n];
+
+		jobcg_strv_free(f);
+		if (oom)
+			return -ENOMEM;
+		cli_fail("getent %s %s: not an entry of %zu ':'-separated fields", db, key, want);
+		return -EIO;
+	}
+	*ret_fields = f;
+	return 0;
+}
+
+/* A decimal id below 2^32-1 ((uid_t)-1 means "none" to the kernel). */
+static int parse_id(const char *s, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || v >= UINT32_MAX || !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+int cli_lookup_user(const char *s, uid_t *ret_uid, gid_t *ret_gid)
+{
+	char **f = NULL;
+	unsigned uid, gid;
+	int r = cli_getent("passwd", s, &f);
+
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == 0) {
+		r = parse_id(f[2], &uid) < 0 || parse_id(f[3], &gid) < 0 ? -EIO : 0;
+		if (r < 0)
+			cli_fail("getent passwd %s: bad uid or gid '%s:%s'", s, f[2], f[3]);
+		jobcg_strv_free(f);
+		if (r < 0)
+			return r;
+		*ret_uid = uid;
+		*ret_gid = gid;
+		return 0;
+	}
+	if (parse_id(s, &uid) < 0)
+		return isdigit((unsigned char)s[0]) ? -EINVAL : -ENOENT;
+	/* A number without an entry is its own group, as for files owned by a vanished user. */
+	*ret_uid = uid;
+	*ret_gid = uid;
+	return 0;
+}
+
+int cli_getent_user_name(const char *name, uid_t *ret_uid, gid_t *ret_gid)
+{
+	char **f = NULL;
+	unsigned uid, gid;
+	int r = cli_getent("passwd", name, &f);
+
+	if (r < 0)
+		return r;
+	if (strcmp(f[0], name) != 0)
+		r = -ENOENT;
+	else if (parse_id(f[2], &uid) < 0 || parse_id(f[3], &gid) < 0) {
+		cli_fail("getent passwd %s: bad uid or gid '%s:%s'", name, f[2], f[3]);
+		r = -EIO;
+	}
+	jobcg_strv_free(f);
+	if (r < 0)
+		return r;
+	*ret_uid = uid;
+	*ret_gid = gid;
+	return 0;
+}
+
+int cli_lookup_group(const char *s, gid_t *ret_gid)
+{
+	char **f = NULL;
+	unsigned gid;
+	int r = cli_getent("group", s, &f);
+
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == 0) {
+		r = parse_id(f[2], &gid) < 0 ? -EIO : 0;
+		if (r < 0)
+			cli_fail("getent group %s: bad gid '%s'", s, f[2]);
+		jobcg_strv_free(f);
+		if (r < 0)
+			return r;
+		*ret_gid = gid;
+		return 0;
+	}
+	if (parse_id(s, &gid) < 0)
+		return isdigit((unsigned char)s[0]) ? -EINVAL : -ENOENT;
+	*ret_gid = gid;
+	return 0;
 }

@@ -29,6 +29,21 @@ void cli_print_acct(FILE *f, const struct jobcg_acct *a);
 int cli_parse_signal(const char *s);
 /* Parse --timeout MS. */
 int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret);
+
+/*
+ * Look @key up in the NSS database @db ("passwd", "group") with getent(1), the system's own
+ * resolver: a statically linked jobcg must not load the NSS modules (LDAP, SSSD) of whatever
+ * glibc is installed. *ret_fields gets the ':'-separated fields of the entry (7 for passwd, 4
+ * for group: checked). 0, or -ENOENT when it is unknown, else -errno with a message printed.
+ */
+int cli_getent(const char *db, const char *key, char ***ret_fields);
+/* A user name or number: its uid, and its primary gid (the number itself when it has no
+ * entry). -ENOENT for an unknown name, -EINVAL for neither a name nor a number. */
+int cli_lookup_user(const char *s, uid_t *ret_uid, gid_t *ret_gid);
+/* A user name only (getent also answers numbers: the entry's name must be @name). */
+int cli_getent_user_name(const char *name, uid_t *ret_uid, gid_t *ret_gid);
+/* A group name or number. */
+int cli_lookup_group(const char *s, gid_t *ret_gid);
 /* Options --cpus/--mem/--pids/--best-effort shared by alloc and run: returns 1 if @c was one
  * of them (consumed), 0 if not, or a CLI exit code (>=2) wrapped as negative on error. */
 struct cli_limits {
