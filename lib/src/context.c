@@ -228,6 +228,17 @@ static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
 	return 0;
 }
 
+JOBCG_EXPORT int jobcg_ctx_systemd_scope(struct jobcg_ctx *ctx)
+{
+	_cleanup_free_ char *root = NULL;
+
+	if (process_is_static())
+		return error_set(-ELIBEXEC, "this jobcg is linked statically and cannot load "
+					    "libsystemd: run the scope helper as jobcg-dynamic");
+	return scope_systemd_backend.ensure(ctx->conf, ctx->info->mount, ctx->info->root_rel,
+					    &root);
+}
+
 JOBCG_EXPORT int jobcg_ctx_ensure_tree(struct jobcg_ctx *ctx)
 {
 	struct jobcg_sysinfo *s = ctx->info;

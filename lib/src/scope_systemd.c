@@ -149,6 +149,99 @@ static int keeper_exe(char **ret)
 	return 0;
 }
 
+/*
+ * The dynamically linked jobcg that asks systemd for a statically linked one (meson option
+ * static_exe): JOBCG_DYNAMIC_EXE, else jobcg-dynamic beside this executable (a build directory,
+ * the VM tier's share), else the installed one.
+ */
+static int twin_exe(char **ret)
+{
+	const char *e = getenv("JOBCG_DYNAMIC_EXE");
+	char self[PATH_MAX];
+	ssize_t n;
+	char *s = NULL;
+
+	if (e && *e)
+		s = strdup(e);
+	else {
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n > 0 && (self[n] = '\0', strrchr(self, '/'))) {
+			*strrchr(self, '/') = '\0';
+			s = strdup_printf("%s/jobcg-dynamic", self);
+			if (s && access(s, X_OK) < 0) {
+				free(s);
+				s = NULL;
+			}
+		}
+		if (!s)
+			s = strdup(JOBCG_LIBEXECDIR "/jobcg-dynamic");
+	}
+	if (!s)
+		return -ENOMEM;
+	if (access(s, X_OK) < 0) {
+		int r = negative_errno();
+
+		error_set(
+		    r,
+		    "this jobcg is linked statically and asks systemd for its scope through "
+		    "%s, which cannot run: %s (install it with jobcg, or set JOBCG_DYNAMIC_EXE)",
+		    s, strerror(-r));
+		free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+/*
+ * Create or revive the scope through the twin: `EXE [--config-dir DIR] scope-helper` reads the
+ * same configuration and environment and does the D-Bus half (jobcg_ctx_systemd_scope()). Our
+ * caller holds the node lock and waits, so the twin takes none. The keeper it starts is this
+ * (static) jobcg, unless JOBCG_KEEPER_EXE says otherwise. Its messages go to our stderr.
+ */
+static int ensure_via_twin(const struct jobcg_config *conf)
+{
+	_cleanup_free_ char *exe = NULL;
+	char self[PATH_MAX], *argv[5];
+	size_t k = 0;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	pid_t pid;
+	int st, r;
+
+	r = twin_exe(&exe);
+	if (r < 0)
+		return r;
+	argv[k++] = exe;
+	if (conf->config_dir) {
+		argv[k++] = (char *)"--config-dir";
+		argv[k++] = conf->config_dir;
+	}
+	argv[k++] = (char *)"scope-helper";
+	argv[k] = NULL;
+	pid = fork();
+	if (pid < 0)
+		return error_set(negative_errno(), "fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (n > 0 && !getenv("JOBCG_KEEPER_EXE")) {
+			self[n] = '\0';
+			setenv("JOBCG_KEEPER_EXE", self, 1);
+		}
+		execv(exe, argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return error_set(negative_errno(), "waiting for %s: %s", exe,
+					 strerror(errno));
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	return error_set(-EIO,
+			 "%s scope-helper (the dynamically linked jobcg that asks systemd for the "
+			 "scope) %s %d",
+			 exe, WIFEXITED(st) ? "exited with status" : "was killed by signal",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
 static void close_all_but(int keep)
 {
 	/* close_range(2) exists since Linux 5.9; older kernels get the loop. */
@@ -607,7 +700,7 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 	    conf->cgroup.systemd_timeout_ms ? conf->cgroup.systemd_timeout_ms : 1000;
 	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000;
 	_cleanup_free_ char *expected = NULL, *root = NULL, *unit = NULL, *state = NULL;
-	_cleanup_free_ char *cgroup = NULL, *exe = NULL;
+	_cleanup_free_ char *cgroup = NULL, *exe = NULL, *sys = NULL;
 	sd_bus *bus = NULL;
 	pid_t keeper = 0;
 	bool asked = false;
@@ -632,17 +725,26 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 	 * (loading libsystemd and four round trips to systemd, the most of a job's creation in
 	 * the VM); anything else asks systemd as below.
 	 */
+	sys = strdup_printf("%s/system", root);
+	if (!sys)
+		return -ENOMEM;
 	if (stat(root, &st) == 0 && S_ISDIR(st.st_mode)) {
-		_cleanup_free_ char *sys = strdup_printf("%s/system", root);
-
-		if (!sys)
-			return -ENOMEM;
 		if (has_procs(sys) > 0) {
 			log_debug("systemd scope %s: %s has its keeper, reused without asking",
 				  name, root);
 			goto done;
 		}
 		jobcg_error_clear();
+	}
+	if (process_is_static()) {
+		r = ensure_via_twin(conf);
+		if (r < 0)
+			return r;
+		if (stat(root, &st) < 0 || has_procs(sys) <= 0)
+			return error_set(-ENOENT,
+					 "asked systemd for %s, but %s has no keeper in system/",
+					 name, root);
+		goto done;
 	}
 
 	r = sdbus_load();

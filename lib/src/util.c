@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <sys/auxv.h>
 #include <time.h>
 
 #include "util.h"
@@ -183,4 +184,9 @@ uint64_t now_usec(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+bool process_is_static(void)
+{
+	return getauxval(AT_BASE) == 0;
 }

@@ -98,3 +98,7 @@ char *strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);
+
+/* True in a statically linked process (no dynamic loader: getauxval(AT_BASE) is 0), which
+ * must not dlopen() libraries that need a libc of their own (libsystemd). */
+bool process_is_static(void);

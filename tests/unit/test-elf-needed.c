@@ -1,8 +1,9 @@
 /*
  * Unit test: the built jobcg binary needs no shared library it should not. Every step exec()s
  * jobcg, and each library the dynamic loader maps and relocates adds to every launch, so with
- * static_deps only libc (and the sanitizer runtimes of a sanitized build) may be NEEDED, and in
- * no build libsystemd, which the systemd scope backend dlopen()s (lib/src/sdbus_dl.c).
+ * static_exe it is a static PIE (no loader, nothing NEEDED), with static_deps only libc (and
+ * the sanitizer runtimes of a sanitized build) may be NEEDED, and in no build libsystemd, which
+ * the systemd scope backend dlopen()s (lib/src/sdbus_dl.c).
  * Reads the ELF dynamic section itself, like `readelf -d`.
  */
 #include <elf.h>
@@ -150,8 +151,17 @@ int main(void)
 		}
 	}
 	/* Proof that the walk above saw the tables it checks. */
-	ok(n_needed > 0 && libc, "%zu NEEDED entries read, libc.so.6 among them", n_needed);
-	ok(n_dynsym > 0, "%zu dynamic symbols read, none of them an undefined sd_*", n_dynsym);
+	if (JOBCG_STATIC_EXE) {
+		/* static_exe: no loader at all, and still position independent (ASLR). */
+		ok(!interp && n_needed == 0, "static_exe: no interpreter, nothing NEEDED (%zu)",
+		   n_needed);
+		ok(v.eh->e_type == ET_DYN, "static_exe: a static PIE (ELF type %u)",
+		   (unsigned)v.eh->e_type);
+	} else
+		ok(n_needed > 0 && libc, "%zu NEEDED entries read, libc.so.6 among them", n_needed);
+	if (!JOBCG_STATIC_EXE)
+		ok(n_dynsym > 0, "%zu dynamic symbols read, none of them an undefined sd_*",
+		   n_dynsym);
 	munmap((void *)v.map, v.size);
 	return tap_done();
 }

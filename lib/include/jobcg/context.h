@@ -46,6 +46,13 @@ JOBCG_EXPORT const char *jobcg_ctx_lock_path(const struct jobcg_ctx *ctx);
  * enabled in the root's cgroup.subtree_control. Idempotent. `jobcg init`.
  */
 JOBCG_EXPORT int jobcg_ctx_ensure_tree(struct jobcg_ctx *ctx);
+/**
+ * For jobcg's own programs: create or revive the tree's systemd scope (D-Bus, keeper, controllers
+ * of the ancestors) and nothing else, without the node lock: a statically linked jobcg, which must
+ * not load libsystemd, holds that lock while it runs this in its dynamically linked twin
+ * (`jobcg-dynamic scope-helper`). -ELIBEXEC in a statically linked process.
+ */
+JOBCG_EXPORT int jobcg_ctx_systemd_scope(struct jobcg_ctx *ctx);
 /** "systemd" or "mkdir" once the tree was ensured, else the backend that would be chosen. */
 JOBCG_EXPORT const char *jobcg_ctx_backend(const struct jobcg_ctx *ctx);
 

@@ -16,6 +16,24 @@ keeper=$(cat "$cg/system/cgroup.procs" 2>/dev/null)
 is "...with one keeper in system/" "$(ps -o args= -p "${keeper:-0}")" "jobcg keeper"
 like "jobcg check names the systemd backend" "$(jobcg check 2>&1)" "backend: *systemd"
 
+# A statically linked jobcg (meson static_exe, the default) never loads libsystemd: its
+# dynamically linked twin, jobcg-dynamic, asks systemd for the scope.
+if [ -x "$VMT_SHARE/bin/jobcg-dynamic" ]; then
+	is "the keeper is the static jobcg: no libc.so.6 mapped" \
+		"$(grep -c 'libc\.so' "/proc/${keeper:-0}/maps" 2>&1)" 0
+	systemctl stop jobcg.scope 2>/dev/null
+	out=$(JOBCG_DYNAMIC_EXE=/nonexistent/jobcg-dynamic jobcg init 2>&1); rc=$?
+	check "without its twin a static jobcg cannot ask systemd: init fails" test "$rc" -ne 0
+	like "...naming the twin it could not run" "$out" "/nonexistent/jobcg-dynamic"
+	check "...and makes no scope" sh -c '! systemctl is-active -q jobcg.scope'
+	out=$(jobcg init 2>&1); rc=$?
+	is "with the twin found beside it, init creates the scope again ($out)" "$rc" 0
+	keeper=$(cat "$cg/system/cgroup.procs" 2>/dev/null)
+	is "...with one keeper in system/" "$(ps -o args= -p "${keeper:-0}")" "jobcg keeper"
+else
+	skip "a static jobcg asks systemd through jobcg-dynamic" "this build has no jobcg-dynamic (static_exe off)"
+fi
+
 since=$(systemctl show -P ActiveEnterTimestampMonotonic jobcg.scope)
 jobcg init > /dev/null 2>&1
 is "a restarted jobcg reuses the scope (same keeper)" "$(cat "$cg/system/cgroup.procs")" "$keeper"
