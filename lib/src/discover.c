@@ -440,7 +440,8 @@ static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_s
 		s->v1_bound = discover_v1_controllers(mounts);
 	}
 	s->root_exists = is_dir(s->root);
-	deepest = deepest_existing(s);
+	/* The walk is for a root yet to be made; an existing one is its own deepest. */
+	deepest = s->root_exists ? strdup(s->root) : deepest_existing(s);
 	if (!deepest) {
 		r = -ENOMEM;
 		goto fail;
@@ -450,8 +451,9 @@ static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_s
 	/* The tree root's cgroup.controllers is what it can hand to jobs. Until the root exists,
 	 * the mkdir backend would enable what the deepest existing ancestor offers on the way. */
 	s->usable = v & (s->root_exists ? ~0u : ctx_wanted_controllers(conf));
-	s->systemd = scope_use_systemd(conf) || access("/run/systemd/system", F_OK) == 0;
-	s->backend = scope_backend_name(conf);
+	/* One lstat() of /run/systemd/system answers both (it was asked three times). */
+	s->systemd = scope_systemd_running();
+	s->backend = scope_backend_name_for(conf, s->systemd);
 
 	r = probe_files(s, deepest, probe_bpf);
 	if (r < 0)

@@ -856,7 +856,7 @@ JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const
 	if (access(sdir, F_OK) < 0)
 		r = error_set(-ENOENT, "no step %u.%s (%s)", job_id, step_id, sdir);
 	else
-		r = tree_kill_and_remove(sdir);
+		r = tree_kill_and_remove_step(sdir);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }

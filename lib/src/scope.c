@@ -57,11 +57,16 @@ int scope_ensure(const struct jobcg_config *conf, const char *mount, const char 
 	return r;
 }
 
-const char *scope_backend_name(const struct jobcg_config *conf)
+const char *scope_backend_name_for(const struct jobcg_config *conf, bool systemd_running)
 {
 #ifdef JOBCG_HAVE_SCOPE_SYSTEMD
-	if (scope_use_systemd(conf))
+	if (systemd_running && !conf->cgroup.ignore_systemd)
 		return "systemd";
 #endif
 	return "mkdir";
+}
+
+const char *scope_backend_name(const struct jobcg_config *conf)
+{
+	return scope_backend_name_for(conf, scope_systemd_running());
 }

@@ -11,3 +11,5 @@ int scope_ensure(const struct jobcg_config *conf, const char *mount, const char 
 		 const struct scope_backend **ret_backend, char **ret_root);
 /* Name of the backend scope_ensure() would try first. */
 const char *scope_backend_name(const struct jobcg_config *conf);
+/* The same, when whether systemd runs (scope_systemd_running()) is already known. */
+const char *scope_backend_name_for(const struct jobcg_config *conf, bool systemd_running);

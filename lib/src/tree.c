@@ -250,6 +250,30 @@ int tree_kill_and_remove(const char *dir)
 	return cgfs_remove_tree(dir);
 }
 
+int tree_kill_and_remove_step(const char *sdir)
+{
+	static const char *const leaves[] = {"user/task_0", "user", "jobcg"};
+	int r = tree_kill(sdir, TREE_KILL_TIMEOUT_MS);
+
+	if (r < 0)
+		return r;
+	/*
+	 * The layout tree_make_step() made goes leaf first with one rmdir each, without listing
+	 * a directory: the generic walk's first rmdir of the step fails (EBUSY) and it lists the
+	 * step and user/ (an opendir, its 32 KiB buffer and getdents each). A failure here only
+	 * means more is left (task_1.., cgroups a task made): the walk below finds it.
+	 */
+	for (size_t i = 0; i < ELEMENTSOF(leaves); i++) {
+		_cleanup_free_ char *p = cgfs_path(sdir, leaves[i]);
+
+		if (!p)
+			return -ENOMEM;
+		if (rmdir(p) < 0 && errno != ENOENT)
+			break;
+	}
+	return cgfs_remove_tree(sdir);
+}
+
 int tree_parse_starttime(const char *stat, unsigned long long *ret)
 {
 	const char *p = strrchr(stat, ')');

@@ -23,6 +23,8 @@ int tree_make_step(const struct jobcg_ctx *ctx, const char *job_dir, const char 
 int tree_kill(const char *dir, unsigned timeout_ms);
 /* tree_kill() then remove bottom-up. A missing @dir is success. */
 int tree_kill_and_remove(const char *dir);
+/* The same for a step directory, its own layout removed leaf first without listing it. */
+int tree_kill_and_remove_step(const char *sdir);
 
 /* "pid:starttime" identifying the calling process (survives pid reuse checks). */
 char *tree_runner_self(void);
