@@ -434,25 +434,37 @@ static int parse_id(const char *s, unsigned *ret)
 	return 0;
 }
 
-int cli_lookup_user(const char *s, uid_t *ret_uid, gid_t *ret_gid)
+/* The uid and gid of passwd entry @key; with @name_only, the entry's name must be @key (getent
+ * also answers uids). */
+static int passwd_ids(const char *key, bool name_only, uid_t *ret_uid, gid_t *ret_gid)
 {
 	char **f = NULL;
 	unsigned uid, gid;
-	int r = cli_getent("passwd", s, &f);
+	int r = cli_getent("passwd", key, &f);
 
-	if (r < 0 && r != -ENOENT)
+	if (r < 0)
 		return r;
-	if (r == 0) {
-		r = parse_id(f[2], &uid) < 0 || parse_id(f[3], &gid) < 0 ? -EIO : 0;
-		if (r < 0)
-			cli_fail("getent passwd %s: bad uid or gid '%s:%s'", s, f[2], f[3]);
-		jobcg_strv_free(f);
-		if (r < 0)
-			return r;
-		*ret_uid = uid;
-		*ret_gid = gid;
-		return 0;
+	if (name_only && strcmp(f[0], key) != 0)
+		r = -ENOENT;
+	else if (parse_id(f[2], &uid) < 0 || parse_id(f[3], &gid) < 0) {
+		cli_fail("getent passwd %s: bad uid or gid '%s:%s'", key, f[2], f[3]);
+		r = -EIO;
 	}
+	jobcg_strv_free(f);
+	if (r < 0)
+		return r;
+	*ret_uid = uid;
+	*ret_gid = gid;
+	return 0;
+}
+
+int cli_lookup_user(const char *s, uid_t *ret_uid, gid_t *ret_gid)
+{
+	unsigned uid;
+	int r = passwd_ids(s, false, ret_uid, ret_gid);
+
+	if (r != -ENOENT)
+		return r;
 	if (parse_id(s, &uid) < 0)
 		return isdigit((unsigned char)s[0]) ? -EINVAL : -ENOENT;
 	/* A number without an entry is its own group, as for files owned by a vanished user. */
@@ -463,24 +475,7 @@ int cli_lookup_user(const char *s, uid_t *ret_uid, gid_t *ret_gid)
 
 int cli_getent_user_name(const char *name, uid_t *ret_uid, gid_t *ret_gid)
 {
-	char **f = NULL;
-	unsigned uid, gid;
-	int r = cli_getent("passwd", name, &f);
-
-	if (r < 0)
-		return r;
-	if (strcmp(f[0], name) != 0)
-		r = -ENOENT;
-	else if (parse_id(f[2], &uid) < 0 || parse_id(f[3], &gid) < 0) {
-		cli_fail("getent passwd %s: bad uid or gid '%s:%s'", name, f[2], f[3]);
-		r = -EIO;
-	}
-	jobcg_strv_free(f);
-	if (r < 0)
-		return r;
-	*ret_uid = uid;
-	*ret_gid = gid;
-	return 0;
+	return passwd_ids(name, true, ret_uid, ret_gid);
 }
 
 int cli_lookup_group(const char *s, gid_t *ret_gid)
