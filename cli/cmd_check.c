@@ -194,7 +194,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 			       &json);
 	if (r >= 0)
 		return r;
-	r = cli_load_config(g, 0, &conf);
+	r = cli_load_config(g, JOBCG_CONFIG_NO_ENTRIES, &conf);
 	if (r)
 		return r;
 	if (jobcg_sysinfo_probe(conf, &s) < 0) {

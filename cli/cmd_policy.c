@@ -129,7 +129,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind < argc)
 		return cli_usage_error("policy", "unexpected argument '%s'", argv[optind]);
-	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT, &conf) != 0)
+	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES, &conf) != 0)
 		return 1;
 	/* The same root as every other command, unless --root names another. */
 	if (jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx) < 0) {

@@ -18,7 +18,7 @@ int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config
 	struct jobcg_config *conf = NULL;
 	int r;
 
-	r = cli_load_config(g, 0, &conf);
+	r = cli_load_config(g, JOBCG_CONFIG_NO_ENTRIES, &conf);
 	if (r != 0)
 		return r;
 	if (jobcg_ctx_open(conf, flags, ret_ctx) < 0) {

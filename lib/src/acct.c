@@ -230,7 +230,7 @@ int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 	if (!jdir || !jid)
 		return -ENOMEM;
 	if (cgfs_xattr_get(jdir, "trusted.jobcg.owner", &owner) == 0 &&
-	    sscanf(owner, "%u:%u", &u, &g) == 2) {
+	    parse_uint_pair(owner, ':', &u, &g)) {
 		rec.uid = (uid_t)u;
 		rec.gid = (gid_t)g;
 	}

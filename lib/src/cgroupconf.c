@@ -643,6 +643,8 @@ int cgroup_conf_finish(struct confload *l)
 				    "one of them",
 				    c->cgroup.spec_cpus, c->cgroup.core_spec_count);
 	}
+	if (l->flags & JOBCG_CONFIG_NO_ENTRIES)
+		return 0;
 	c->entries = calloc(ELEMENTSOF(keys), sizeof(*c->entries));
 	if (!c->entries)
 		return -ENOMEM;

@@ -173,7 +173,7 @@ bool discover_kernel_at_least(const char *release, unsigned maj, unsigned min)
 {
 	unsigned a = 0, b = 0;
 
-	if (sscanf(release, "%u.%u", &a, &b) < 2)
+	if (!parse_uint_pair(release, '.', &a, &b))
 		return false;
 	return a > maj || (a == maj && b >= min);
 }

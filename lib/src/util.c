@@ -1,6 +1,7 @@
 /* jobcg: small file and string helpers used across the library. */
 #include <ctype.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <sys/auxv.h>
 #include <time.h>
@@ -189,4 +190,23 @@ uint64_t now_usec(void)
 bool process_is_static(void)
 {
 	return getauxval(AT_BASE) == 0;
+}
+
+bool parse_uint_pair(const char *s, char sep, unsigned *ret_a, unsigned *ret_b)
+{
+	unsigned long a, b;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)s[0]))
+		return false;
+	errno = 0;
+	a = strtoul(s, &end, 10);
+	if (errno || a > UINT_MAX || *end != sep || !isdigit((unsigned char)end[1]))
+		return false;
+	b = strtoul(end + 1, &end, 10);
+	if (errno || b > UINT_MAX)
+		return false;
+	*ret_a = (unsigned)a;
+	*ret_b = (unsigned)b;
+	return true;
 }

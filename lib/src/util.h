@@ -99,6 +99,14 @@ char *strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);
 
+/*
+ * "A<sep>B..." (the kernel's "6.1.0-...", an owner "1000:100") as two unsigned numbers; what
+ * follows B is not looked at. false unless both are digits that fit. Not sscanf(): in every
+ * fresh process its engine is code to fault in (and, under emulation, to translate) for two
+ * numbers on each launch.
+ */
+bool parse_uint_pair(const char *s, char sep, unsigned *ret_a, unsigned *ret_b);
+
 /* True in a statically linked process (no dynamic loader: getauxval(AT_BASE) is 0), which
  * must not dlopen() libraries that need a libc of their own (libsystemd). */
 bool process_is_static(void);

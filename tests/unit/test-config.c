@@ -183,6 +183,16 @@ static void test_cgroup_good(void)
 		   "an unknown extra controller warns with file:line");
 		jobcg_config_free(c);
 	}
+	c = good(false, "ConstrainCores=yes\nAllowedRAMSpace=50\n", (size_t)-1,
+		 JOBCG_CONFIG_NO_ENTRIES);
+	if (c) {
+		ok(!c->entries && c->nentries == 0 && !jobcg_config_entry(c, "ConstrainCores"),
+		   "JOBCG_CONFIG_NO_ENTRIES: no display entries");
+		ok(c->cgroup.constrain_cores && c->cgroup.allowed_ram_space == 50,
+		   "...but every value parsed (%d %g)", c->cgroup.constrain_cores,
+		   c->cgroup.allowed_ram_space);
+		jobcg_config_free(c);
+	}
 	c = good(false, "", 0, 0);
 	if (c) {
 		ok(!c->cgroup.constrain_cores && c->cgroup.allowed_ram_space == 100 &&

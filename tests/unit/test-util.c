@@ -52,9 +52,30 @@ static void test_read_file(void)
 	       "a missing file gives -ENOENT");
 }
 
+static void test_uint_pair(void)
+{
+	unsigned a = 7, b = 7;
+
+	ok(parse_uint_pair("6.1.0-56-amd64", '.', &a, &b) && a == 6 && b == 1, "kernel release");
+	ok(parse_uint_pair("1000:100", ':', &a, &b) && a == 1000 && b == 100, "owner uid:gid");
+	ok(parse_uint_pair("4294967295:0", ':', &a, &b) && a == 4294967295u, "UINT_MAX fits");
+	a = b = 7;
+	ok(!parse_uint_pair("4294967296:0", ':', &a, &b), "past UINT_MAX: refused");
+	ok(!parse_uint_pair("5", '.', &a, &b), "one number only");
+	ok(!parse_uint_pair("5.", '.', &a, &b), "nothing after the separator");
+	ok(!parse_uint_pair("5.x", '.', &a, &b), "no digit after the separator");
+	ok(!parse_uint_pair(" 5.1", '.', &a, &b), "leading space");
+	ok(!parse_uint_pair("-5.1", '.', &a, &b), "sign");
+	ok(!parse_uint_pair("5:1", '.', &a, &b), "another separator");
+	ok(!parse_uint_pair("", '.', &a, &b) && !parse_uint_pair(NULL, '.', &a, &b), "empty");
+	is_int(a, 7, "outputs untouched on failure");
+	is_int(b, 7, "...both");
+}
+
 int main(void)
 {
 	test_strv();
+	test_uint_pair();
 	test_strstrip();
 	test_error();
 	test_read_file();

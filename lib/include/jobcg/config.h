@@ -151,7 +151,8 @@ struct jobcg_config {
 	struct jobcg_gres_conf gres;
 	char *config_dir; /* directory the files were read from (NULL: explicit files) */
 	char *hostname;	  /* host used to select NodeName= lines */
-	struct jobcg_config_entry *entries; /* every cgroup.conf key with its origin */
+	struct jobcg_config_entry *entries; /* every cgroup.conf key with its origin (none with
+					       JOBCG_CONFIG_NO_ENTRIES) */
 	size_t nentries;
 	char **warnings; /* "file:line: text" for each warning (also logged), or NULL */
 	char **files;	 /* every file read, includes too (origins point here), or NULL */
@@ -160,6 +161,9 @@ struct jobcg_config {
 enum {
 	JOBCG_CONFIG_NO_STAT = 1u << 0, /* do not stat() gres device files */
 	JOBCG_CONFIG_NO_ENV = 1u << 1,	/* ignore JOBCG_* environment overrides */
+	/* leave entries/nentries empty: their display text formats every key (doubles
+	 * included), a cost every launch paid for what only `jobcg config` shows */
+	JOBCG_CONFIG_NO_ENTRIES = 1u << 2,
 };
 
 /**
