@@ -1,7 +1,8 @@
 # bench/run --vm, inside the VM (tests/vm/run --guest): the same constrained step, /bin/true
 # with one CPU, 256M of memory and two stand-in GPUs, started through systemd-run --scope,
-# crun run and jobcg, all in this one boot and reported as ratios to this boot's floor
-# (fork+exec+wait of /bin/true). Timing is bench/launch's: subjects interleaved in blocks of 10.
+# crun run, jobcg and Slurm's srun, all in this one boot and reported as ratios to this boot's
+# floor (fork+exec+wait of /bin/true). Timing is bench/launch's: subjects interleaved in blocks
+# of 10; srun (over a second per launch under TCG) runs afterwards with a floor of its own.
 # Prints TAP for the VM runner and one "# bench-json: {...}" line per subject for bench/run.
 . "$VMT_GUEST/lib.sh"
 [ -f "$VMT_GUEST/bench.env" ] && . "$VMT_GUEST/bench.env"
@@ -67,18 +68,146 @@ out=$("$L" -n "$n" -e "$tmp/errors.log" floor "cgfloor:$cg" \
 	"lib:1" "cmd:exec_jobcg:$VMT_SHARE/bin/jobcg version" 2>&1)
 rc=$?
 is "bench/launch ran every subject" "$rc" 0 || diag "$out"
-floor=$(echo "$out" | grep '"name":"floor"' | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')
-echo "$out" | grep '^{' | while IFS= read -r line; do
-	echo "# bench-json: $line"
-	name=$(echo "$line" | sed 's/.*"name":"\([^"]*\)".*/\1/')
-	errs=$(echo "$line" | sed 's/.*"errors":\([0-9]*\).*/\1/')
-	p50=$(echo "$line" | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')
-	ratio=$(awk -v a="$p50" -v b="$floor" 'BEGIN { printf "%.2f", a / b }')
-	is "$name: $n launches without error (p50 ${p50}us, ${ratio}x the floor)" "$errs" 0
-done
+# report OUTPUT N: each subject's JSON for bench/run and a TAP line, ratio to OUTPUT's floor.
+report() {
+	_floor=$(echo "$1" | grep '"name":"floor' | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')
+	echo "$1" | grep '^{' | while IFS= read -r line; do
+		echo "# bench-json: $line"
+		name=$(echo "$line" | sed 's/.*"name":"\([^"]*\)".*/\1/')
+		errs=$(echo "$line" | sed 's/.*"errors":\([0-9]*\).*/\1/')
+		p50=$(echo "$line" | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')
+		ratio=$(awk -v a="$p50" -v b="$_floor" 'BEGIN { printf "%.2f", a / b }')
+		is "$name: $2 launches without error (p50 ${p50}us, ${ratio}x the floor)" "$errs" 0
+	done
+}
+report "$out" "$n"
 [ -s "$tmp/errors.log" ] && diag "$(grep -v 'warning:' "$tmp/errors.log" | sort | uniq -c | sort -rn | head -n 20)"
-
 jobcg release 1
+
+# --- Slurm: a one-node cluster (Debian's slurmctld, slurmd, munge), the same job, srun ------
+# Started only now: the daemons' background work must not load the subjects above.
+srun_n=${BENCH_SRUN_N:-$((n < 50 ? n : 50))}
+srun_step() {
+	if ! command -v srun > /dev/null || ! command -v slurmd > /dev/null; then
+		skip "srun" "Slurm is not in this image (tests/vm/packages)"; return 1
+	fi
+	# Slurm resolves names with getaddrinfo(AI_ADDRCONFIG), which returns no IPv4 address
+	# on a host whose only one is loopback (this VM has no NIC): SlurmctldHost would not
+	# resolve. A dummy interface with a documentation address (never routed) fixes that.
+	check "a non-loopback IPv4 address for Slurm's name lookups" sh -c \
+		'ip link add jobcgbench0 type dummy && ip addr add 192.0.2.1/32 dev jobcgbench0 && ip link set jobcgbench0 up' ||
+		return 1
+	sd=/run/slurm-bench
+	mkdir -p "$sd/ctld" "$sd/d" /etc/slurm
+	# The node as slurmd sees it (CPUs, sockets, RealMemory), two stand-in GPUs. TCG on a busy
+	# host is slow: timeouts generous. Root runs everything; state and logs on tmpfs.
+	node=$(slurmd -C | head -n 1)
+	cat > /etc/slurm/slurm.conf <<-EOF
+	ClusterName=jobcgbench
+	SlurmctldHost=$(hostname)
+	SlurmUser=root
+	AuthType=auth/munge
+	StateSaveLocation=$sd/ctld
+	SlurmdSpoolDir=$sd/d
+	SlurmctldPidFile=$sd/slurmctld.pid
+	SlurmdPidFile=$sd/slurmd.pid
+	SlurmctldLogFile=$sd/slurmctld.log
+	SlurmdLogFile=$sd/slurmd.log
+	ProctrackType=proctrack/cgroup
+	TaskPlugin=task/cgroup,task/affinity
+	SelectType=select/cons_tres
+	SelectTypeParameters=CR_Core_Memory
+	GresTypes=gpu
+	SlurmdTimeout=300
+	SlurmctldTimeout=300
+	MessageTimeout=60
+	ReturnToService=2
+	AccountingStorageType=accounting_storage/none
+	JobAcctGatherType=jobacct_gather/none
+	JobCompType=jobcomp/none
+	MpiDefault=none
+	$node Gres=gpu:2 State=UNKNOWN
+	PartitionName=bench Nodes=$(hostname) Default=YES MaxTime=INFINITE State=UP
+	EOF
+	printf 'CgroupPlugin=cgroup/v2\nConstrainCores=yes\nConstrainRAMSpace=yes\nConstrainDevices=yes\n' \
+		> /etc/slurm/cgroup.conf
+	echo 'Name=gpu File=/dev/nvidia[0-1]' > /etc/slurm/gres.conf
+	# munge's postinst made a key when the image was built; make one if it did not.
+	[ -s /etc/munge/munge.key ] || { mungekey -c -k /etc/munge/munge.key &&
+		chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key; }
+	# Masked in the image so the test suite boots without them; slurmd's unit has
+	# Delegate=yes, which Slurm's cgroup/v2 plugin needs for its slurmstepd scope.
+	check "systemctl unmask munge slurmctld slurmd" systemctl unmask munge.service slurmctld.service slurmd.service &&
+		check "systemctl start munge slurmctld slurmd" systemctl start munge.service slurmctld.service slurmd.service ||
+		return 1
+	i=0
+	until [ "$(sinfo -h -n "$(hostname)" -o %t 2> /dev/null)" = idle ] || [ $i -ge 120 ]; do
+		sleep 1; i=$((i + 1))
+	done
+	if ! is "slurmd registers, the node is idle (after ${i}s)" "$(sinfo -h -n "$(hostname)" -o %t 2>&1)" idle; then
+		diag "$(scontrol show node 2>&1; tail -n 20 $sd/slurmd.log $sd/slurmctld.log 2>&1)"; return 1
+	fi
+	like "Slurm uses cgroup/v2" "$(scontrol show config 2>&1 | grep -E '^(CgroupPlugin|ProctrackType|TaskPlugin) ')" \
+		'CgroupPlugin += cgroup/v2' || return 1
+	# The same job as jobcg's: one CPU, 256M, both GPUs; no shell, steps come from srun --jobid.
+	a=$(timeout 180 salloc --no-shell -n 1 -c 1 --mem=256M --gres=gpu:2 -J jobcg-bench 2>&1)
+	J=$(echo "$a" | sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p')
+	if [ -z "$J" ]; then
+		not_ok "salloc --no-shell -n 1 -c 1 --mem=256M --gres=gpu:2"; diag "$a"; return 1
+	fi
+	ok "salloc: job $J with one CPU, 256M and gpu:2"
+	# What a step launched like the measured one really gets: its cgroup, its job's cpuset and
+	# memory.max, and which GPUs open. There is no driver: an allowed open of a c 195:N node fails with ENXIO, one the
+	# device program denies with EPERM.
+	# shellcheck disable=SC2016 # expanded by the sh in the step
+	probe='p=$(cut -d: -f3 /proc/self/cgroup); j=/sys/fs/cgroup${p%%/step_*}
+		echo "cgroup=$p"; echo "cpus=$(cat $j/cpuset.cpus.effective)"; echo "mem=$(cat $j/memory.max)"
+		for d in 0 1; do
+			e=$(head -c 0 /dev/nvidia$d 2>&1)
+			case "$e" in *"not permitted"*) r=EPERM ;; *"No such device or address"*) r=ENXIO ;; "") r=open ;; *) r="$e" ;; esac
+			printf "nvidia%s=%s " $d "$r"
+		done; echo'
+	is "outside Slurm both stand-in GPUs open to the driver (ENXIO)" "$(sh -c "$probe" | tail -n 1)" \
+		"nvidia0=ENXIO nvidia1=ENXIO "
+	s=$(timeout 120 srun --jobid="$J" --overlap sh -c "$probe" 2>&1)
+	like "an srun step runs in slurmd's delegated cgroup v2 tree ($(echo "$s" | sed -n 's/^cgroup=//p'))" \
+		"$s" "cgroup=/system.slice/.*_slurmstepd\.scope/job_$J/step_[0-9]+/" || diag "$s"
+	is "its job's cpuset is CPU 0" "$(echo "$s" | sed -n 's/^cpus=//p')" 0
+	is "its job's memory.max is 256M" "$(echo "$s" | sed -n 's/^mem=//p')" 268435456
+	is "the step opens both GPUs of its job" "$(echo "$s" | tail -n 1)" "nvidia0=ENXIO nvidia1=ENXIO "
+	s=$(timeout 120 srun --jobid="$J" --overlap --gres=gpu:1 sh -c "$probe" 2>&1)
+	is "a step with --gres=gpu:1 opens one GPU, the other is denied (EPERM)" "$(echo "$s" | tail -n 1)" \
+		"nvidia0=ENXIO nvidia1=EPERM "
+	s=$(timeout 120 srun --jobid="$J" --overlap --gres=gpu:0 sh -c "$probe" 2>&1)
+	is "a step with --gres=gpu:0 is denied both (EPERM)" "$(echo "$s" | tail -n 1)" \
+		"nvidia0=EPERM nvidia1=EPERM "
+
+	# The measured step: the analog of `jobcg run --job J -- /bin/true`, the job's CPU,
+	# memory and GPUs. --overlap: slurmctld frees a step's resources when slurmstepd reports
+	# its end, which can come after srun has returned; without it the next step may wait.
+	# bench/launch sees only srun's own CPU: the daemons' (slurmctld, slurmd, the
+	# slurmstepd scope, munged) is read from their cgroups around the run.
+	cgs="/sys/fs/cgroup/system.slice/slurmctld.service /sys/fs/cgroup/system.slice/slurmd.service
+		/sys/fs/cgroup/system.slice/munge.service /sys/fs/cgroup/system.slice/$(hostname)_slurmstepd.scope"
+	cpu_usec() {
+		for c in $cgs; do cat "$c/cpu.stat"; done | awk '$1 == "usage_usec" { s += $2 } END { print s }'
+	}
+	u0=$(cpu_usec)
+	out=$(timeout -k 10 600 "$L" -n "$srun_n" -e "$tmp/errors-srun.log" floor \
+		"cmd:srun:srun --jobid=$J --overlap /bin/true" 2>&1)
+	rc=$?
+	u1=$(cpu_usec)
+	is "bench/launch ran srun and its floor" "$rc" 0 || diag "$out"
+	# Every srun bench/launch made counts, its warm-up too (n/20+1, bench/launch's default).
+	daemons=$(awk -v a="$u0" -v b="$u1" -v n="$srun_n" 'BEGIN { printf "%.2f", (b - a) / (n + int(n / 20) + 1) }')
+	out=$(echo "$out" | sed -e 's/"name":"floor"/"name":"floor_srun"/' \
+		-e "s/\"name\":\"srun\"/&,\"cpu_daemons_us\":$daemons/")
+	report "$out" "$srun_n"
+	[ -s "$tmp/errors-srun.log" ] && diag "$(sort "$tmp/errors-srun.log" | uniq -c | sort -rn | head -n 20)"
+	scancel "$J"
+}
+srun_step
+
 rmdir "$cg"/* "$cg" 2>/dev/null
 rm -rf "$tmp" /run/jobcg-bench
 done_testing
