@@ -201,10 +201,11 @@ static int twin_exe(char **ret)
  */
 static int ensure_via_twin(const struct jobcg_config *conf)
 {
-	_cleanup_free_ char *exe = NULL;
+	_cleanup_free_ char *exe = NULL, *keeper = NULL;
+	_cleanup_free_ char **envp = NULL;
 	char self[PATH_MAX], *argv[5];
-	size_t k = 0;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	size_t k = 0, n = 0;
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	pid_t pid;
 	int st, r;
 
@@ -218,15 +219,25 @@ static int ensure_via_twin(const struct jobcg_config *conf)
 	}
 	argv[k++] = (char *)"scope-helper";
 	argv[k] = NULL;
+	/* Built before fork(): between fork and exec only async-signal-safe calls (no setenv). */
+	while (environ[n])
+		n++;
+	envp = calloc(n + 2, sizeof(*envp));
+	if (!envp)
+		return -ENOMEM;
+	memcpy(envp, environ, n * sizeof(*envp));
+	if (len > 0 && !getenv("JOBCG_KEEPER_EXE")) {
+		self[len] = '\0';
+		keeper = strdup_printf("JOBCG_KEEPER_EXE=%s", self);
+		if (!keeper)
+			return -ENOMEM;
+		envp[n] = keeper;
+	}
 	pid = fork();
 	if (pid < 0)
 		return error_set(negative_errno(), "fork: %s", strerror(errno));
 	if (pid == 0) {
-		if (n > 0 && !getenv("JOBCG_KEEPER_EXE")) {
-			self[n] = '\0';
-			setenv("JOBCG_KEEPER_EXE", self, 1);
-		}
-		execv(exe, argv);
+		execve(exe, argv, envp);
 		_exit(127);
 	}
 	while (waitpid(pid, &st, 0) < 0)
