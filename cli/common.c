@@ -423,15 +423,7 @@ int cli_getent(const char *db, const char *key, char ***ret_fields)
 /* A decimal id below 2^32-1 ((uid_t)-1 means "none" to the kernel). */
 static int parse_id(const char *s, unsigned *ret)
 {
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (!*s || *end || errno || v >= UINT32_MAX || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	*ret = (unsigned)v;
-	return 0;
+	return cli_parse_uint(NULL, s, UINT32_MAX - 1, ret);
 }
 
 /* The uid and gid of passwd entry @key; with @name_only, the entry's name must be @key (getent

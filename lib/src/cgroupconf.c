@@ -18,12 +18,11 @@
 enum ktype {
 	K_BOOL,
 	K_PERCENT,
-	K_MSEC,	  /* unsigned, optional k suffix (x1024) as Slurm's integer keys */
-	K_MIB,	  /* uint64 MiB, same syntax */
-	K_STRING, /* with a checker */
-	K_LIST,	  /* EnableExtraControllers */
-	K_DEVPROG,
-	K_ACCTSYNC,
+	K_MSEC,	    /* unsigned, optional k suffix (x1024) as Slurm's integer keys */
+	K_MIB,	    /* uint64 MiB, same syntax */
+	K_STRING,   /* with a checker */
+	K_LIST,	    /* EnableExtraControllers */
+	K_ENUM,	    /* one of key_def.names, stored as its index (the enum's value) */
 	K_SIZE_MIB, /* bytes, by jobcg_parse_size (bare numbers are MiB) */
 };
 
@@ -34,7 +33,17 @@ struct key_def {
 	enum ktype type;
 	size_t off;
 	check_fn check;
+	const char *const *names; /* K_ENUM: the values' spellings, index = enum value */
 };
+
+/* K_ENUM fields are C enums whose values are the indexes of their names. */
+_Static_assert(sizeof(enum jobcg_device_program) == sizeof(int) &&
+		   sizeof(enum jobcg_acct_sync) == sizeof(int),
+	       "K_ENUM stores an int");
+static const char *const devprog_names[] = {
+    [JOBCG_DEVPROG_NODE] = "node", [JOBCG_DEVPROG_LINEAR] = "linear", NULL};
+static const char *const acct_sync_names[] = {
+    [JOBCG_ACCT_SYNC_JOB] = "job", [JOBCG_ACCT_SYNC_STEP] = "step", NULL};
 
 static int check_abs_path(const char *v, char **ret, const char **why)
 {
@@ -165,10 +174,10 @@ static const struct key_def keys[] = {
     {"SignalChildrenProcesses", K_BOOL, OFF(signal_children_processes)},
     {"JobcgRoot", K_STRING, OFF(tree_root), check_root},
     {"JobcgScope", K_STRING, OFF(scope_name), check_scope},
-    {"DeviceProgram", K_DEVPROG, OFF(device_program)},
+    {"DeviceProgram", K_ENUM, OFF(device_program), NULL, devprog_names},
     {"BpfPinDir", K_STRING, OFF(bpf_pin_dir), check_abs_path},
     {"StateDir", K_STRING, OFF(state_dir), check_abs_path},
-    {"AccountingSync", K_ACCTSYNC, OFF(acct_sync)},
+    {"AccountingSync", K_ENUM, OFF(acct_sync), NULL, acct_sync_names},
     {"SpecCPUs", K_STRING, OFF(spec_cpus), check_cpulist},
     {"CoreSpecCount", K_MSEC, OFF(core_spec_count)},
     {"MemSpecLimit", K_SIZE_MIB, OFF(mem_spec_limit)},
@@ -426,25 +435,25 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 		*(uint64_t *)field = x;
 		return 0;
 	}
-	case K_DEVPROG:
-		if (strcaseeq(v, "node"))
-			cg->device_program = JOBCG_DEVPROG_NODE;
-		else if (strcaseeq(v, "linear"))
-			cg->device_program = JOBCG_DEVPROG_LINEAR;
-		else
-			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
-					    "DeviceProgram: expected node or linear, found '%s'",
-					    v);
-		return 0;
-	case K_ACCTSYNC:
-		if (strcaseeq(v, "job"))
-			cg->acct_sync = JOBCG_ACCT_SYNC_JOB;
-		else if (strcaseeq(v, "step"))
-			cg->acct_sync = JOBCG_ACCT_SYNC_STEP;
-		else
-			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
-					    "AccountingSync: expected job or step, found '%s'", v);
-		return 0;
+	case K_ENUM: {
+		char expected[128] = "";
+
+		for (size_t i = 0; k->names[i]; i++)
+			if (strcaseeq(v, k->names[i])) {
+				*(int *)field = (int)i;
+				return 0;
+			}
+		/* "a or b", "a, b or c" */
+		for (size_t i = 0; k->names[i]; i++)
+			snprintf(expected + strlen(expected), sizeof(expected) - strlen(expected),
+				 "%s%s",
+				 i == 0		   ? ""
+				 : k->names[i + 1] ? ", "
+						   : " or ",
+				 k->names[i]);
+		return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+				    "%s: expected %s, found '%s'", k->name, expected, v);
+	}
 	}
 	return -EINVAL;
 }
@@ -579,13 +588,9 @@ static int entry_text(const struct jobcg_cgroup_conf *cg, const struct key_def *
 				  : strdup_printf("%lluM", (unsigned long long)(b >> 20));
 		break;
 	}
-	case K_DEVPROG:
+	case K_ENUM:
 		*kind = JOBCG_CONFIG_STRING;
-		s = strdup(cg->device_program == JOBCG_DEVPROG_LINEAR ? "linear" : "node");
-		break;
-	case K_ACCTSYNC:
-		*kind = JOBCG_CONFIG_STRING;
-		s = strdup(cg->acct_sync == JOBCG_ACCT_SYNC_STEP ? "step" : "job");
+		s = strdup(k->names[*(const int *)field]);
 		break;
 	}
 	if (!s)

@@ -118,17 +118,26 @@ int scope_expected_root(const char *slice, const char *scope, char **ret)
  * "jobcg keeper" in ps and systemctl status. JOBCG_KEEPER_EXE lets a program that links the
  * library but is not jobcg (tests) name it.
  */
+/* The running executable's path into @buf (PATH_MAX bytes); false when /proc cannot say. */
+static bool self_exe(char *buf)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, PATH_MAX - 1);
+
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
 static int keeper_exe(char **ret)
 {
 	const char *e = getenv("JOBCG_KEEPER_EXE");
 	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	bool known = self_exe(self);
 	const char *base;
 	char *s;
 
-	if (n > 0)
-		self[n] = '\0';
-	base = n > 0 && strrchr(self, '/') ? strrchr(self, '/') + 1 : "";
+	base = known && strrchr(self, '/') ? strrchr(self, '/') + 1 : "";
 	if (e && *e)
 		s = strdup(e);
 	else if (streq(base, "jobcg"))
@@ -158,14 +167,12 @@ static int twin_exe(char **ret)
 {
 	const char *e = getenv("JOBCG_DYNAMIC_EXE");
 	char self[PATH_MAX];
-	ssize_t n;
 	char *s = NULL;
 
 	if (e && *e)
 		s = strdup(e);
 	else {
-		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n > 0 && (self[n] = '\0', strrchr(self, '/'))) {
+		if (self_exe(self) && strrchr(self, '/')) {
 			*strrchr(self, '/') = '\0';
 			s = strdup_printf("%s/jobcg-dynamic", self);
 			if (s && access(s, X_OK) < 0) {
@@ -205,7 +212,6 @@ static int ensure_via_twin(const struct jobcg_config *conf)
 	_cleanup_free_ char **envp = NULL;
 	char self[PATH_MAX], *argv[5];
 	size_t k = 0, n = 0;
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	pid_t pid;
 	int st, r;
 
@@ -226,8 +232,7 @@ static int ensure_via_twin(const struct jobcg_config *conf)
 	if (!envp)
 		return -ENOMEM;
 	memcpy(envp, environ, n * sizeof(*envp));
-	if (len > 0 && !getenv("JOBCG_KEEPER_EXE")) {
-		self[len] = '\0';
+	if (!getenv("JOBCG_KEEPER_EXE") && self_exe(self)) {
 		keeper = strdup_printf("JOBCG_KEEPER_EXE=%s", self);
 		if (!keeper)
 			return -ENOMEM;
