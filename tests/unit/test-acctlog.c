@@ -1,5 +1,6 @@
 /* Unit tests for the accounting log: states, append/read round trip, torn lines, filters. */
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -222,6 +223,209 @@ static void test_log(void)
 	rmdir(dir);
 }
 
+/* The line json-c made of a record before jobcg_acctlog_write() wrote it by hand: the old
+ * construction, kept as the reference so any byte the writer changes shows. */
+static char *reference_line(const struct jobcg_acct_record *r)
+{
+	struct json_object *o = json_object_new_object();
+	unsigned na = r->unavailable;
+	char *line;
+
+	json_object_object_add(o, "type",
+			       json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
+	json_object_object_add(o, "job", json_object_new_string(r->job_id));
+	if (r->step_id)
+		json_object_object_add(o, "step", json_object_new_string(r->step_id));
+	json_object_object_add(o, "uid", json_object_new_int64((int64_t)r->uid));
+	json_object_object_add(o, "gid", json_object_new_int64((int64_t)r->gid));
+	json_object_object_add(o, "start_usec", json_object_new_uint64(r->start_usec));
+	json_object_object_add(o, "end_usec", json_object_new_uint64(r->end_usec));
+	json_object_object_add(o, "exit_code", json_object_new_int64(r->exit_code));
+	json_object_object_add(o, "exit_signal", json_object_new_int64(r->exit_signal));
+	json_object_object_add(o, "state", json_object_new_string(jobcg_acct_state_name(r->state)));
+	json_object_object_add(
+	    o, "cpu_usec", na & JOBCG_ACCTREC_NO_CPU ? NULL : json_object_new_uint64(r->cpu_usec));
+	json_object_object_add(o, "user_usec",
+			       na & JOBCG_ACCTREC_NO_CPU ? NULL
+							 : json_object_new_uint64(r->user_usec));
+	json_object_object_add(o, "system_usec",
+			       na & JOBCG_ACCTREC_NO_CPU ? NULL
+							 : json_object_new_uint64(r->system_usec));
+	json_object_object_add(
+	    o, "mem_peak",
+	    na & JOBCG_ACCTREC_NO_MEM_PEAK ? NULL : json_object_new_uint64(r->mem_peak));
+	json_object_object_add(o, "oom_kills",
+			       na & JOBCG_ACCTREC_NO_OOM ? NULL
+							 : json_object_new_uint64(r->oom_kills));
+	json_object_object_add(o, "ntasks", json_object_new_int64(r->ntasks));
+	if (r->gres)
+		json_object_object_add(o, "gres", json_object_new_string(r->gres));
+	line = strdup_printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return line;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && streq(a, b));
+}
+
+static bool same_record(const struct jobcg_acct_record *a, const struct jobcg_acct_record *b)
+{
+	/* An unavailable reading reads back as 0. */
+	bool cpu = !(a->unavailable & JOBCG_ACCTREC_NO_CPU);
+
+	return a->kind == b->kind && same_str(a->job_id, b->job_id) &&
+	       same_str(a->step_id, b->step_id) && same_str(a->gres, b->gres) && a->uid == b->uid &&
+	       a->gid == b->gid && a->start_usec == b->start_usec && a->end_usec == b->end_usec &&
+	       a->exit_code == b->exit_code && a->exit_signal == b->exit_signal &&
+	       a->state == b->state && a->ntasks == b->ntasks && a->unavailable == b->unavailable &&
+	       b->cpu_usec == (cpu ? a->cpu_usec : 0) && b->user_usec == (cpu ? a->user_usec : 0) &&
+	       b->system_usec == (cpu ? a->system_usec : 0) &&
+	       b->mem_peak == (a->unavailable & JOBCG_ACCTREC_NO_MEM_PEAK ? 0 : a->mem_peak) &&
+	       b->oom_kills == (a->unavailable & JOBCG_ACCTREC_NO_OOM ? 0 : a->oom_kills);
+}
+
+/* Print a line with its control and non-ASCII bytes visible, for a failure's diagnostics. */
+static void diag_line(const char *what, const char *s)
+{
+	char buf[4096];
+	size_t n = 0;
+
+	for (; *s && n + 5 < sizeof(buf); s++) {
+		unsigned char c = (unsigned char)*s;
+
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+				      c >= 0x20 && c < 0x7f ? "%c" : "<%02x>", c);
+	}
+	buf[n] = 0;
+	tap_diag("  %s: %s", what, buf);
+}
+
+/* Every field, each null on and off, the integer extremes and every byte a string can hold
+ * (0x01..0xff: controls, '"', '\\', '/', DEL, UTF-8 and bytes that are not UTF-8): the
+ * hand-written line is json-c's, byte for byte, and reads back to the same record. */
+static void test_line_format(void)
+{
+	char dir[] = "/tmp/jobcg-test-acctfmt-XXXXXX";
+	char path[256], all[256], ascii[128];
+	const char *utf8 = "job-\xc3\xa9\xe2\x82\xac\xf0\x9f\x9a\x80/\xff\xfe\x80-end";
+	const char *strs[] = {"0", "", all, ascii, utf8, "a/b\\c\"d", "gpu:0,2"};
+	struct jobcg_acct_record base = {
+	    .kind = JOBCG_ACCT_STEP,
+	    .job_id = (char *)"42",
+	    .step_id = (char *)"0",
+	    .uid = 1000,
+	    .gid = 100,
+	    .start_usec = 1700000000000000ULL,
+	    .end_usec = 1700000005000000ULL,
+	    .cpu_usec = 12345,
+	    .user_usec = 10000,
+	    .system_usec = 2345,
+	    .mem_peak = 1ULL << 40,
+	    .oom_kills = 1,
+	    .state = JOBCG_ACCT_COMPLETED,
+	    .ntasks = 2,
+	};
+	unsigned n = 0, same = 0, readable = 0, back = 0;
+
+	for (int c = 1; c < 256; c++)
+		all[c - 1] = (char)c;
+	all[255] = 0;
+	for (int c = 1; c < 128; c++)
+		ascii[c - 1] = (char)c;
+	ascii[127] = 0;
+	if (!mkdtemp(dir)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
+	for (unsigned i = 0; i < 64; i++) {
+		struct jobcg_acct_record r = base;
+		_cleanup_free_ char *want = NULL, *got = NULL;
+		struct seen s = {};
+		size_t len;
+
+		/* Walk each dimension at its own pace so every value meets every other often. */
+		r.kind = i & 1 ? JOBCG_ACCT_JOB : JOBCG_ACCT_STEP;
+		r.unavailable = (i >> 1) & 7;
+		r.job_id = (char *)strs[i % ELEMENTSOF(strs)];
+		r.step_id = i % 3 == 0 ? NULL : (char *)strs[(i + 2) % ELEMENTSOF(strs)];
+		r.gres = i % 4 == 1 ? NULL : (char *)strs[(i + 4) % ELEMENTSOF(strs)];
+		r.state = (enum jobcg_acct_state)(i % _JOBCG_ACCT_STATE_MAX);
+		switch (i % 5) {
+		case 0:
+			break;
+		case 1: /* the reader's limits: exit_code -1..255, signal 0..128 */
+			r.uid = r.gid = UINT32_MAX;
+			r.ntasks = UINT32_MAX;
+			r.start_usec = r.end_usec = UINT64_MAX;
+			r.cpu_usec = r.user_usec = r.system_usec = UINT64_MAX;
+			r.mem_peak = r.oom_kills = UINT64_MAX;
+			r.exit_code = 255;
+			r.exit_signal = 128;
+			break;
+		case 2:
+			r.uid = r.gid = r.ntasks = 0;
+			r.start_usec = r.end_usec = r.cpu_usec = r.user_usec = r.system_usec = 0;
+			r.mem_peak = r.oom_kills = 0;
+			r.exit_code = -1;
+			r.exit_signal = 9;
+			break;
+		case 3: /* beyond what the reader takes back, still written as json-c wrote it */
+			r.exit_code = INT32_MIN;
+			r.exit_signal = INT32_MAX;
+			r.start_usec = (uint64_t)INT64_MAX;
+			r.end_usec = (uint64_t)INT64_MAX + 1;
+			r.mem_peak = 10000000000000000000ULL;
+			r.cpu_usec = 9;
+			r.user_usec = 10;
+			r.system_usec = 99;
+			break;
+		case 4: /* likewise */
+			r.exit_code = -2147483647;
+			r.exit_signal = -1;
+			r.uid = 4294967294u;
+			r.start_usec = 1;
+			r.oom_kills = 100;
+			break;
+		}
+		n++;
+		unlink(path);
+		want = reference_line(&r);
+		if (jobcg_acctlog_write(path, &r, 0) < 0 ||
+		    read_full_file_at(AT_FDCWD, path, 1 << 20, &got, &len) < 0) {
+			ok(false, "record %u: write and read the file", i);
+			continue;
+		}
+		if (want && len == strlen(want) && memcmp(got, want, len) == 0)
+			same++;
+		else {
+			tap_diag("record %u differs from json-c's line", i);
+			diag_line("json-c", want ? want : "(ENOMEM)");
+			diag_line("jobcg ", got);
+		}
+		if (i % 5 >= 3)
+			continue;
+		readable++;
+		jobcg_set_log(count_warnings, NULL, JOBCG_LOG_DEBUG);
+		warnings = 0;
+		if (jobcg_acctlog_read(path, NULL, collect, &s) == 0 && s.n == 1 && warnings == 0 &&
+		    same_record(&r, &s.last))
+			back++;
+		else
+			tap_diag("record %u does not read back (%u records, %d warnings)", i, s.n,
+				 warnings);
+		jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+		jobcg_acct_record_done(&s.last);
+	}
+	is_int(same, n, "every record's line is json-c's, byte for byte");
+	ok(readable > 0, "some records are in the reader's range");
+	is_int(back, readable, "every record in the reader's range reads back the same");
+	unlink(path);
+	rmdir(dir);
+}
+
 /* fsync() of a FIFO fails with EINVAL where a write succeeds: whether a record was fsynced is
  * observable without tracing. */
 static void test_sync_flag(void)
@@ -269,6 +473,7 @@ int main(void)
 {
 	test_state();
 	test_log();
+	test_line_format();
 	test_sync_flag();
 	return tap_done();
 }
