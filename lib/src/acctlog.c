@@ -66,19 +66,142 @@ JOBCG_EXPORT void jobcg_acct_record_done(struct jobcg_acct_record *r)
 	r->job_id = r->step_id = r->gres = NULL;
 }
 
-static void put_u64(struct json_object *o, const char *k, uint64_t v)
+/*
+ * The record is written straight into a buffer, byte for byte the line json-c's
+ * json_object_to_json_string_ext(JSON_C_TO_STRING_PLAIN) made of it (tests/unit/test-acctlog.c
+ * holds json-c to it), so old and new logs read alike. Every step writes one: json-c's object,
+ * hash table and printbuf, and printf's engine, were code each fresh process ran for a flat
+ * record with fixed keys, and under emulation distinct code is what a launch costs.
+ */
+
+/* Keys, punctuation and the longest state name take 206 bytes, the 12 numbers at most 192;
+ * each string byte takes at most 6 ("\u001f"), plus its quotes. */
+#define RECORD_FIXED_MAX 512
+#define ESCAPED_MAX(s)	 (6 * strlen(s) + 2)
+
+static char *put_raw(char *p, const char *s)
 {
-	json_object_object_add(o, k, json_object_new_uint64(v));
+	size_t n = strlen(s);
+
+	memcpy(p, s, n);
+	return p + n;
 }
 
-static void put_u64_or_null(struct json_object *o, const char *k, uint64_t v, bool unavailable)
+static char *put_u64(char *p, uint64_t v)
 {
-	json_object_object_add(o, k, unavailable ? NULL : json_object_new_uint64(v));
+	char digits[20];
+	size_t n = 0;
+
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = digits[--n];
+	return p;
 }
 
-static void put_int(struct json_object *o, const char *k, int64_t v)
+static char *put_int(char *p, int v)
 {
-	json_object_object_add(o, k, json_object_new_int64(v));
+	if (v < 0) {
+		*p++ = '-';
+		return put_u64(p, -(uint64_t)(int64_t)v);
+	}
+	return put_u64(p, (uint64_t)v);
+}
+
+static char *put_u64_or_null(char *p, uint64_t v, bool unavailable)
+{
+	return unavailable ? put_raw(p, "null") : put_u64(p, v);
+}
+
+/* As json-c's json_escape_str() without JSON_C_TO_STRING_NOSLASHESCAPE: '/' is escaped too,
+ * and bytes from 0x7f up (UTF-8 or not) pass through. */
+static char *put_str(char *p, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	*p++ = '"';
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char e = 0;
+
+		switch (c) {
+		case '\b':
+			e = 'b';
+			break;
+		case '\t':
+			e = 't';
+			break;
+		case '\n':
+			e = 'n';
+			break;
+		case '\f':
+			e = 'f';
+			break;
+		case '\r':
+			e = 'r';
+			break;
+		case '"':
+		case '\\':
+		case '/':
+			e = (char)c;
+			break;
+		}
+		if (e) {
+			*p++ = '\\';
+			*p++ = e;
+		} else if (c < 0x20) {
+			p = put_raw(p, "\\u00");
+			*p++ = hex[c >> 4];
+			*p++ = hex[c & 15];
+		} else
+			*p++ = (char)c;
+	}
+	*p++ = '"';
+	return p;
+}
+
+/* The record's line, newline included, in *ret (length *ret_len). */
+static int format_record(const struct jobcg_acct_record *r, const char *state, char **ret,
+			 size_t *ret_len)
+{
+	unsigned na = r->unavailable;
+	char *line, *p;
+
+	line = malloc(RECORD_FIXED_MAX + ESCAPED_MAX(r->job_id) +
+		      (r->step_id ? ESCAPED_MAX(r->step_id) : 0) +
+		      (r->gres ? ESCAPED_MAX(r->gres) : 0));
+	if (!line)
+		return -ENOMEM;
+	p = put_raw(line, r->kind == JOBCG_ACCT_JOB ? "{\"type\":\"job\",\"job\":"
+						    : "{\"type\":\"step\",\"job\":");
+	p = put_str(p, r->job_id);
+	if (r->step_id) {
+		p = put_raw(p, ",\"step\":");
+		p = put_str(p, r->step_id);
+	}
+	p = put_u64(put_raw(p, ",\"uid\":"), r->uid);
+	p = put_u64(put_raw(p, ",\"gid\":"), r->gid);
+	p = put_u64(put_raw(p, ",\"start_usec\":"), r->start_usec);
+	p = put_u64(put_raw(p, ",\"end_usec\":"), r->end_usec);
+	p = put_int(put_raw(p, ",\"exit_code\":"), r->exit_code);
+	p = put_int(put_raw(p, ",\"exit_signal\":"), r->exit_signal);
+	p = put_str(put_raw(p, ",\"state\":"), state);
+	p = put_u64_or_null(put_raw(p, ",\"cpu_usec\":"), r->cpu_usec, na & JOBCG_ACCTREC_NO_CPU);
+	p = put_u64_or_null(put_raw(p, ",\"user_usec\":"), r->user_usec, na & JOBCG_ACCTREC_NO_CPU);
+	p = put_u64_or_null(put_raw(p, ",\"system_usec\":"), r->system_usec,
+			    na & JOBCG_ACCTREC_NO_CPU);
+	p = put_u64_or_null(put_raw(p, ",\"mem_peak\":"), r->mem_peak,
+			    na & JOBCG_ACCTREC_NO_MEM_PEAK);
+	p = put_u64_or_null(put_raw(p, ",\"oom_kills\":"), r->oom_kills, na & JOBCG_ACCTREC_NO_OOM);
+	p = put_u64(put_raw(p, ",\"ntasks\":"), r->ntasks);
+	if (r->gres)
+		p = put_str(put_raw(p, ",\"gres\":"), r->gres);
+	p = put_raw(p, "}\n");
+	*ret = line;
+	*ret_len = (size_t)(p - line);
+	return 0;
 }
 
 static int mkdir_parents(const char *path)
@@ -119,47 +242,19 @@ static int write_all(int fd, const char *buf, size_t len)
 JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_record *r,
 				     unsigned flags)
 {
-	struct json_object *o = json_object_new_object();
 	_cleanup_free_ char *line = NULL;
 	_cleanup_close_ int fd = -1;
 	const char *state = jobcg_acct_state_name(r->state);
 	struct stat st;
+	size_t len;
 	int k;
 
-	if (!o)
-		return -ENOMEM;
-	if (flags & ~JOBCG_ACCTLOG_SYNC) {
-		json_object_put(o);
+	if (flags & ~JOBCG_ACCTLOG_SYNC)
 		return error_set(-EINVAL, "unknown accounting log flags 0x%x", flags);
-	}
-	if (!r->job_id || !state) {
-		json_object_put(o);
+	if (!r->job_id || !state)
 		return error_set(-EINVAL, "accounting record without job id or with a bad state");
-	}
-	json_object_object_add(o, "type",
-			       json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
-	json_object_object_add(o, "job", json_object_new_string(r->job_id));
-	if (r->step_id)
-		json_object_object_add(o, "step", json_object_new_string(r->step_id));
-	put_int(o, "uid", (int64_t)r->uid);
-	put_int(o, "gid", (int64_t)r->gid);
-	put_u64(o, "start_usec", r->start_usec);
-	put_u64(o, "end_usec", r->end_usec);
-	put_int(o, "exit_code", r->exit_code);
-	put_int(o, "exit_signal", r->exit_signal);
-	json_object_object_add(o, "state", json_object_new_string(state));
-	put_u64_or_null(o, "cpu_usec", r->cpu_usec, r->unavailable & JOBCG_ACCTREC_NO_CPU);
-	put_u64_or_null(o, "user_usec", r->user_usec, r->unavailable & JOBCG_ACCTREC_NO_CPU);
-	put_u64_or_null(o, "system_usec", r->system_usec, r->unavailable & JOBCG_ACCTREC_NO_CPU);
-	put_u64_or_null(o, "mem_peak", r->mem_peak, r->unavailable & JOBCG_ACCTREC_NO_MEM_PEAK);
-	put_u64_or_null(o, "oom_kills", r->oom_kills, r->unavailable & JOBCG_ACCTREC_NO_OOM);
-	put_int(o, "ntasks", r->ntasks);
-	if (r->gres)
-		json_object_object_add(o, "gres", json_object_new_string(r->gres));
-	line = strdup_printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	json_object_put(o);
-	if (!line)
-		return -ENOMEM;
+	if ((k = format_record(r, state, &line, &len)) < 0)
+		return k;
 
 	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (fd < 0 && errno == ENOENT) {
@@ -186,7 +281,7 @@ JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_r
 		if (last != '\n' && (k = write_all(fd, "\n", 1)) < 0)
 			return error_set(k, "cannot write %s: %s", path, strerror(-k));
 	}
-	k = write_all(fd, line, strlen(line));
+	k = write_all(fd, line, len);
 	if (k < 0)
 		return error_set(k, "cannot write %s: %s", path, strerror(-k));
 	if ((flags & JOBCG_ACCTLOG_SYNC) && fsync(fd) < 0)
