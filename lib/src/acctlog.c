@@ -87,7 +87,9 @@ static char *put_raw(char *p, const char *s)
 	return p + n;
 }
 
-static char *put_u64(char *p, uint64_t v)
+/* Out of line: inlined at each of its dozen callers, its loop would be a dozen copies of code a
+ * fresh process (and an emulator) has to take in, for no speed that matters here. */
+__attribute__((noinline)) static char *put_u64(char *p, uint64_t v)
 {
 	char digits[20];
 	size_t n = 0;
