@@ -153,7 +153,7 @@ static int read_dir(const char *dir, const char *only, struct jobcg_acct *ret)
 		if (only && !streq(only, acct_files[i].name))
 			continue;
 		known = true;
-		r = cgfs_read(dir, acct_files[i].name, &text);
+		r = cgfs_read_optional(dir, acct_files[i].name, &text);
 		if (r == -ENOENT)
 			continue; /* controller not enabled here: unavailable, not 0 */
 		if (r < 0)

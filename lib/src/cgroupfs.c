@@ -58,7 +58,7 @@ bool cgfs_is_cgroup2(const char *path)
 	return statfs(path, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
 }
 
-int cgfs_read(const char *dir, const char *file, char **ret)
+static int read_file(const char *dir, const char *file, bool quiet_enoent, char **ret)
 {
 	_cleanup_free_ char *p = cgfs_path(dir, file);
 	int r;
@@ -66,9 +66,21 @@ int cgfs_read(const char *dir, const char *file, char **ret)
 	if (!p)
 		return -ENOMEM;
 	r = read_full_file_at(AT_FDCWD, p, CGFS_MAX_FILE, ret, NULL);
+	if (r == -ENOENT && quiet_enoent)
+		return r;
 	if (r < 0)
 		return error_set(r, "cannot read %s: %s", p, strerror(-r));
 	return 0;
+}
+
+int cgfs_read(const char *dir, const char *file, char **ret)
+{
+	return read_file(dir, file, false, ret);
+}
+
+int cgfs_read_optional(const char *dir, const char *file, char **ret)
+{
+	return read_file(dir, file, true, ret);
 }
 
 int cgfs_read_u64(const char *dir, const char *file, uint64_t *ret)

@@ -16,6 +16,9 @@ bool cgfs_is_cgroup2(const char *path);
 
 /* Read the whole file @dir/@file (error record names the path). */
 int cgfs_read(const char *dir, const char *file, char **ret);
+/* The same, but a missing file (a controller not enabled there) is -ENOENT with no error record:
+ * callers that expect it should not pay for formatting a message nobody reads. */
+int cgfs_read_optional(const char *dir, const char *file, char **ret);
 /* Read a one-value file: a decimal number, or "max" as UINT64_MAX. */
 int cgfs_read_u64(const char *dir, const char *file, uint64_t *ret);
 /* Write @value with one write(); the kernel's errno is returned with the path in the error. */
