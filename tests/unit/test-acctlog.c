@@ -56,11 +56,10 @@ static void test_state(void)
 	is_int(jobcg_acct_state_from_name("RUNNING"), -EINVAL, "unknown name");
 }
 
-static void test_log(void)
+/* A completed step of job 42 with every field set. */
+static struct jobcg_acct_record sample_step(void)
 {
-	char dir[] = "/tmp/jobcg-test-acct-XXXXXX";
-	char path[256], sub[256];
-	struct jobcg_acct_record r = {
+	return (struct jobcg_acct_record){
 	    .kind = JOBCG_ACCT_STEP,
 	    .job_id = (char *)"42",
 	    .step_id = (char *)"0",
@@ -78,6 +77,13 @@ static void test_log(void)
 	    .gres = (char *)"gpu:0,2",
 	    .ntasks = 2,
 	};
+}
+
+static void test_log(void)
+{
+	char dir[] = "/tmp/jobcg-test-acct-XXXXXX";
+	char path[256], sub[256];
+	struct jobcg_acct_record r = sample_step();
 	struct seen s = {};
 	int fd;
 
@@ -311,24 +317,11 @@ static void test_line_format(void)
 	char path[256], all[256], ascii[128];
 	const char *utf8 = "job-\xc3\xa9\xe2\x82\xac\xf0\x9f\x9a\x80/\xff\xfe\x80-end";
 	const char *strs[] = {"0", "", all, ascii, utf8, "a/b\\c\"d", "gpu:0,2"};
-	struct jobcg_acct_record base = {
-	    .kind = JOBCG_ACCT_STEP,
-	    .job_id = (char *)"42",
-	    .step_id = (char *)"0",
-	    .uid = 1000,
-	    .gid = 100,
-	    .start_usec = 1700000000000000ULL,
-	    .end_usec = 1700000005000000ULL,
-	    .cpu_usec = 12345,
-	    .user_usec = 10000,
-	    .system_usec = 2345,
-	    .mem_peak = 1ULL << 40,
-	    .oom_kills = 1,
-	    .state = JOBCG_ACCT_COMPLETED,
-	    .ntasks = 2,
-	};
+	struct jobcg_acct_record base = sample_step();
 	unsigned n = 0, same = 0, readable = 0, back = 0;
 
+	base.oom_kills = 1;
+	base.gres = NULL;
 	for (int c = 1; c < 256; c++)
 		all[c - 1] = (char)c;
 	all[255] = 0;
