@@ -224,11 +224,11 @@ static pid_t clone_into(int cgroup_fd)
 	return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
 }
 
-JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
-				  int task, char *const argv[], const struct jobcg_spawn_opts *opts,
-				  pid_t *ret_pid)
+/* jobcg_task_spawn() into task directory @dir (made if missing). */
+static int task_spawn_in(const char *dir, uint32_t job_id, const char *step_id, int task,
+			 char *const argv[], const struct jobcg_spawn_opts *opts, pid_t *ret_pid)
 {
-	_cleanup_free_ char *dir = NULL, *procs = NULL;
+	_cleanup_free_ char *procs = NULL;
 	_cleanup_strv_free_ char **env = NULL;
 	_cleanup_close_ int cgfd = -1, rd = -1, wr = -1;
 	const struct jobcg_spawn_opts defaults = {};
@@ -241,14 +241,7 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
 
 	if (!opts)
 		opts = &defaults;
-	if (!argv || !argv[0])
-		return error_set(-EINVAL, "no command to run");
-	if (!jobcg_step_id_valid(step_id) || (task < 0 && task != JOBCG_TASK_SPECIAL) ||
-	    task > JOBCG_TASK_MAX)
-		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "",
-				 task);
-	dir = tree_task_dir(ctx, job_id, step_id, task);
-	procs = dir ? cgfs_path(dir, "cgroup.procs") : NULL;
+	procs = cgfs_path(dir, "cgroup.procs");
 	env = task_env(opts->envp, opts->task_env && task >= 0 ? opts->task_env[task] : NULL,
 		       job_id, step_id, task);
 	if (!procs || !env)
@@ -340,6 +333,36 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
 	return 0;
 }
 
+JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				  int task, char *const argv[], const struct jobcg_spawn_opts *opts,
+				  pid_t *ret_pid)
+{
+	_cleanup_free_ char *dir = NULL;
+
+	if (!argv || !argv[0])
+		return error_set(-EINVAL, "no command to run");
+	if (!jobcg_step_id_valid(step_id) || (task < 0 && task != JOBCG_TASK_SPECIAL) ||
+	    task > JOBCG_TASK_MAX)
+		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "",
+				 task);
+	dir = tree_task_dir(ctx, job_id, step_id, task);
+	if (!dir)
+		return -ENOMEM;
+	return task_spawn_in(dir, job_id, step_id, task, argv, opts, ret_pid);
+}
+
+/* Send @sig to every process below @dir; exited ones are fine. */
+static void signal_dir(const char *dir, int sig)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0;
+
+	if (cgfs_pids(dir, true, &pids, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		(void)kill(pids[i], sig);
+}
+
 static int status_to_code(int st)
 {
 	if (WIFEXITED(st))
@@ -355,12 +378,25 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 				unsigned ntasks, char *const argv[],
 				const struct jobcg_spawn_opts *opts, struct jobcg_run_result *ret)
 {
+	_cleanup_free_ char *sdir = NULL;
+
+	if (!jobcg_step_id_valid(step_id))
+		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
+	sdir = tree_step_dir(ctx, job_id, step_id);
+	if (!sdir)
+		return -ENOMEM;
+	return jobcg_step_run_dir(sdir, job_id, step_id, ntasks, argv, opts, ret);
+}
+
+JOBCG_EXPORT int jobcg_step_run_dir(const char *sdir, uint32_t job_id, const char *step_id,
+				    unsigned ntasks, char *const argv[],
+				    const struct jobcg_spawn_opts *opts,
+				    struct jobcg_run_result *ret)
+{
 	struct jobcg_spawn_opts o = opts ? *opts : (struct jobcg_spawn_opts){};
 	_cleanup_free_ pid_t *pids = NULL;
 	_cleanup_free_ int *status = NULL;
 	_cleanup_free_ bool *done = NULL;
-	_cleanup_free_ char *sdir = NULL;
-	struct jobcg_target t = {.job = job_id, .task = JOBCG_TASK_ALL};
 	sigset_t set, old;
 	unsigned left = 0, term_signals = 0;
 	int r = 0, lost = 0, exit_code = 0, first_sig = 0;
@@ -370,12 +406,12 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 		return error_set(-EINVAL, "number of tasks must be 1..%d", JOBCG_TASK_MAX + 1);
 	if (!jobcg_step_id_valid(step_id))
 		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
-	snprintf(t.step, sizeof(t.step), "%s", step_id);
+	if (!argv || !argv[0])
+		return error_set(-EINVAL, "no command to run");
 	pids = calloc(ntasks, sizeof(pid_t));
 	status = calloc(ntasks, sizeof(int));
 	done = calloc(ntasks, sizeof(bool));
-	sdir = tree_step_dir(ctx, job_id, step_id);
-	if (!pids || !status || !done || !sdir)
+	if (!pids || !status || !done)
 		return -ENOMEM;
 
 	/* Block before the first spawn so that no SIGCHLD or forwarded signal is missed; the
@@ -390,7 +426,10 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 		o.sigmask = &old;
 
 	for (unsigned i = 0; i < ntasks; i++) {
-		r = jobcg_task_spawn(ctx, job_id, step_id, (int)i, argv, &o, &pids[i]);
+		_cleanup_free_ char *tdir = strdup_printf("%s/user/task_%u", sdir, i);
+
+		r = tdir ? task_spawn_in(tdir, job_id, step_id, (int)i, argv, &o, &pids[i])
+			 : -ENOMEM;
 		if (r < 0) {
 			struct jobcg_error saved = *jobcg_last_error();
 
@@ -439,7 +478,7 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 			/* Typed at the terminal: the tasks share our foreground process group and
 			 * got it from the kernel already; forwarding would deliver it twice. */
 		} else
-			(void)jobcg_signal(ctx, &t, sig);
+			signal_dir(sdir, sig);
 	}
 
 	/* The step ends when its tasks have: anything they left behind goes too. */

@@ -314,6 +314,14 @@ static int starttime_of(pid_t pid, unsigned long long *ret)
 	return tree_parse_starttime(s, ret);
 }
 
+/* Set by a daemon acting for a client: the client is what gc must watch, not the daemon. */
+static pid_t runner_override;
+
+JOBCG_EXPORT void jobcg_set_runner(pid_t pid)
+{
+	runner_override = pid > 0 ? pid : 0;
+}
+
 char *tree_runner_self(void)
 {
 	/* A process's start time never changes: read /proc once per process (the pid check
@@ -323,6 +331,11 @@ char *tree_runner_self(void)
 	pid_t me = getpid();
 	unsigned long long st = 0;
 
+	if (runner_override) {
+		if (starttime_of(runner_override, &st) < 0)
+			return strdup_printf("%d:0", (int)runner_override);
+		return strdup_printf("%d:%llu", (int)runner_override, st);
+	}
 	if (cached_pid == me)
 		return strdup_printf("%d:%llu", (int)me, cached_st);
 	if (starttime_of(me, &st) == 0) {

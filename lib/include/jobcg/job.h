@@ -274,6 +274,23 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 				unsigned ntasks, char *const argv[],
 				const struct jobcg_spawn_opts *opts, struct jobcg_run_result *ret);
 
+/**
+ * jobcg_step_run() for a step named by its directory, without a context: the tasks start in
+ * @step_dir/user/task_<n>. @step_dir may be "/proc/self/fd/<fd>" of a directory descriptor
+ * received from `jobcg daemon`, which works whatever this process's mount namespace shows.
+ */
+JOBCG_EXPORT int jobcg_step_run_dir(const char *step_dir, uint32_t job_id, const char *step_id,
+				    unsigned ntasks, char *const argv[],
+				    const struct jobcg_spawn_opts *opts,
+				    struct jobcg_run_result *ret);
+
+/**
+ * Record @pid instead of the calling process as the runner of the jobs and steps this process
+ * creates from now on (0: itself again): what `jobcg daemon` does for the client it serves,
+ * so that gc sweeps a step when the client is gone, not when the daemon is.
+ */
+JOBCG_EXPORT void jobcg_set_runner(pid_t pid);
+
 /** Statistics of gc. */
 struct jobcg_gc_stats {
 	unsigned jobs_removed;
