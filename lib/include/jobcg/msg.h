@@ -1,0 +1,62 @@
+/* jobcg: the messages `jobcg daemon` and its clients exchange over a unix stream socket. */
+#pragma once
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jobcg/context.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * A message is a sequence of fields "key=value", each ending in a NUL byte; keys are
+ * [a-z0-9_], 1..32 characters, and may repeat (lists keep their order); values are any bytes
+ * but NUL. On the socket a message travels as a frame: its length (4 bytes, little endian)
+ * and then the fields. File descriptors ride along as SCM_RIGHTS on the frame's first byte.
+ */
+#define JOBCG_MSG_MAX	  (16u << 20) /* largest frame payload accepted */
+#define JOBCG_MSG_KEY_MAX 32
+#define JOBCG_MSG_FDS_MAX 8 /* most descriptors one frame carries */
+
+struct jobcg_msg {
+	char *buf; /* the fields, back to back */
+	size_t len, cap;
+};
+
+/** Append field @key=printf(@fmt...). 0, -EINVAL for a bad key or a value holding a NUL byte
+ * (error set), -ENOMEM, or -E2BIG past JOBCG_MSG_MAX. */
+JOBCG_EXPORT int jobcg_msg_add(struct jobcg_msg *m, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/**
+ * Check that @len bytes at @buf are well-formed fields and copy them into *ret (freed first
+ * with jobcg_msg_free()). -EINVAL names the offending field by number.
+ */
+JOBCG_EXPORT int jobcg_msg_parse(const char *buf, size_t len, struct jobcg_msg *ret);
+/** Value of the first field @key, NULL if there is none. */
+JOBCG_EXPORT const char *jobcg_msg_get(const struct jobcg_msg *m, const char *key);
+/** Iterate the values of every field @key: start with *pos = 0; NULL at the end. */
+JOBCG_EXPORT const char *jobcg_msg_next(const struct jobcg_msg *m, const char *key, size_t *pos);
+/** Field @key as a decimal number 0..@max (no sign, no spaces). -ENOENT if absent, -EINVAL
+ * (error set, naming the key) if malformed or above @max. */
+JOBCG_EXPORT int jobcg_msg_get_u64(const struct jobcg_msg *m, const char *key, uint64_t max,
+				   uint64_t *ret);
+JOBCG_EXPORT void jobcg_msg_free(struct jobcg_msg *m);
+
+/** Send @m as one frame on stream socket @fd with @nfds descriptors. */
+JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds,
+				unsigned nfds);
+/**
+ * Receive one frame from @fd into *ret, with up to @max_fds descriptors into @fds (O_CLOEXEC;
+ * *ret_nfds how many; more than @max_fds is an error and all are closed). -ECONNRESET when the
+ * peer closed the socket before a whole frame (0 bytes read: the peer is gone), -EPROTO for a
+ * malformed frame. On error no descriptor is left open.
+ */
+JOBCG_EXPORT int jobcg_msg_recv(int fd, struct jobcg_msg *ret, int *fds, unsigned max_fds,
+				unsigned *ret_nfds);
+
+#ifdef __cplusplus
+}
+#endif
