@@ -26,6 +26,8 @@ struct cli_command {
 	    __attribute__((used, section("jobcg_cmds"), aligned(sizeof(void *)))) = {              \
 		.name = #cname, .run = fn, .summary = text}
 
+/* Log library messages to stderr: notices and above, -v info, -vv debug. */
+void cli_set_verbosity(int verbose);
 /* Print "jobcg: " + the thread's last library error (file:line:col: message) to stderr. */
 void cli_print_error(const char *what);
 /* printf-style error to stderr, prefixed "jobcg: ". Returns 1 (for `return cli_fail(...)`). */

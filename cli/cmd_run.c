@@ -1,324 +1,43 @@
 /* jobcg run: run a command as a step (in an ephemeral job unless --job names one), pass its status.
- */
-#include <getopt.h>
-#include <time.h>
+ * The cgroup work is done by `jobcg daemon` when one listens, else here (cli/run.c). */
+#include "run.h"
 
-#include "common.h"
-#include "jobcg/jobgres.h"
-#include "jobcg/oom.h"
-
-/* Is the job being released ('jobcg release' marks it before ending its processes)? */
-static bool job_has_mark(struct jobcg_ctx *ctx, uint32_t job, const char *key)
+static int run_in_process(char **argv, const struct run_args *a, const struct cli_global *g)
 {
-	char *v = NULL;
-	bool r = jobcg_job_xattr_get(ctx, job, key, &v) == 0;
-
-	free(v);
-	return r;
-}
-
-static bool job_released(struct jobcg_ctx *ctx, uint32_t job)
-{
-	return job_has_mark(ctx, job, "removing");
-}
-
-static void usage(void)
-{
-	printf(
-	    "Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
-	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--cpu-weight W] "
-	    "[--best-effort]\n"
-	    "                 [--no-clone3]\n"
-	    "                 [--gres gpu[:TYPE]:N] [--gpu-bind "
-	    "none|single:N|per_task:N|map_gpu:L]\n"
-	    "                 -- CMD [ARGS...]\n\n"
-	    "Run CMD as the tasks of a new step. Without --job (or when that job does not\n"
-	    "exist yet) an ephemeral job is created for the step and removed afterwards; the\n"
-	    "limits apply to that job. In an existing job, --cpus and --mem limit the step to\n"
-	    "a part of the job's allocation (never more: refused before anything is made).\n"
-	    "The exit status is the command's (highest of the tasks), 128+N when a task was\n"
-	    "killed by signal N.\n\n"
-	    "  --job ID        run in job ID (made by 'jobcg alloc', or ephemeral if absent)\n"
-	    "  --step ID       step id: a number, batch, extern or interactive (default: next "
-	    "number)\n"
-	    "  -n, --ntasks N  start N copies as tasks 0..N-1 (default 1)\n"
-	    "  --acct          print the step's accounting to stderr when it ends\n"
-	    "  --json          accounting as JSON\n"
-	    "  --cpus LIST     cpuset.cpus of the ephemeral job; in an existing job, of the step:\n"
-	    "                  a subset of the job's CPUs (all the node's if it has no --cpus)\n"
-	    "  --mem SIZE      memory.max of the ephemeral job (K, M, G, T suffixes); in an\n"
-	    "                  existing job, of the step: at most the job's --mem\n"
-	    "  --pids N        pids.max of the ephemeral job\n"
-	    "  --cpu-weight W  cpu.weight of the ephemeral job (1..10000, default 100): its share\n"
-	    "                  of contended CPUs against other jobs\n"
-	    "  --best-effort   run even when a limit cannot be enforced on this host\n"
-	    "  --no-clone3     start tasks with fork and migrate-before-exec\n"
-	    "  --gres REQ      the step's devices, a subset of its job's (default: all of them,\n"
-	    "                  shared); for a new job, the job's devices too\n"
-	    "  --gpu-bind B    bind each task to its GPUs: none (default), single:N (N tasks\n"
-	    "                  per GPU), per_task:N (N GPUs per task), map_gpu:LIST (GPU of the\n"
-	    "                  step per task); with ConstrainDevices=yes tasks see only theirs\n"
-	    "Every step's accounting is appended to the log read by 'jobcg acct'.\n");
-}
-
-static int cmd_run(int argc, char **argv, const struct cli_global *g)
-{
-	static const struct option opts[] = {
-	    {"job", required_argument, NULL, 'J'},
-	    {"step", required_argument, NULL, 'S'},
-	    {"ntasks", required_argument, NULL, 'n'},
-	    {"acct", no_argument, NULL, 'a'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"cpus", required_argument, NULL, 'c'},
-	    {"mem", required_argument, NULL, 'm'},
-	    {"pids", required_argument, NULL, 'p'},
-	    {"best-effort", no_argument, NULL, 'B'},
-	    {"no-clone3", no_argument, NULL, 'X'},
-	    {"gres", required_argument, NULL, 'G'},
-	    {"gpu-bind", required_argument, NULL, 'b'},
-	    {"cpu-weight", required_argument, NULL, 'W'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
-	struct cli_limits cl = {};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
-	struct jobcg_spawn_opts so = {};
+	struct jobcg_spawn_opts so = {.no_clone3 = a->no_clone3};
 	struct jobcg_run_result res = {};
-	struct jobcg_acct acct = {};
-	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
-	struct timespec start = {};
-	const char *step_arg = NULL, *gpu_bind = NULL;
-	struct jobcg_step_gres *sg = NULL;
-	char step[JOBCG_STEP_ID_MAX];
-	uint32_t job = JOBCG_JOB_ID_AUTO;
-	unsigned ntasks = 1;
-	bool want_acct = false, json = false, ephemeral = false, have_acct = false, acct_ok = false;
-	struct jobcg_target tj = {.task = JOBCG_TASK_ALL};
-	struct jobcg_acct job_before = {}, job_after = {};
-	enum jobcg_oom_cause oom = JOBCG_OOM_NONE;
-	bool job_oom = false, step_limits = false;
-	int c, r, exit_code = 1;
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+hn:", opts, NULL)) != -1) {
-		r = cli_limits_option("run", c, optarg, &cl);
-		if (r < 0)
-			return -r;
-		if (r > 0)
-			continue;
-		switch (c) {
-		case 'J':
-			if (jobcg_job_id_parse(optarg, &job) < 0)
-				return cli_usage_error(
-				    "run", "--job '%s': need a number 1..4294967294", optarg);
-			break;
-		case 'S':
-			if (!jobcg_step_id_valid(optarg))
-				return cli_usage_error("run",
-						       "--step '%s': need a number, batch, "
-						       "extern or interactive",
-						       optarg);
-			step_arg = optarg;
-			break;
-		case 'n':
-			if (cli_parse_uint("--ntasks", optarg, JOBCG_TASK_MAX + 1, &ntasks) < 0 ||
-			    ntasks == 0)
-				return cli_usage_error("run", "--ntasks '%s': need 1..%d", optarg,
-						       JOBCG_TASK_MAX + 1);
-			break;
-		case 'a':
-			want_acct = true;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'X':
-			so.no_clone3 = true;
-			break;
-		case 'b':
-			gpu_bind = optarg;
-			break;
-		case 'h':
-			usage();
-			return 0;
-		default:
-			return cli_unknown_option("run");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error("run",
-				       "no command given (jobcg run [OPTIONS] -- CMD ARGS...)");
+	struct run_state s;
+	int r;
 
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (job != JOBCG_JOB_ID_AUTO) {
-		struct jobcg_target jt = {.job = job, .task = JOBCG_TASK_ALL};
-
-		/* Only whether the job exists: one read of its cgroup.events, not its record
-		 * (a directory listing and nine xattrs) on every step. */
-		r = jobcg_target_events(ctx, &jt, NULL, NULL);
-		if (r == -ENOENT)
-			ephemeral = true;
-		else if (r < 0) {
-			cli_print_error(NULL);
-			goto out;
-		} else if (job_released(ctx, job)) {
-			fprintf(stderr, "jobcg: job %u is being released: no new steps\n", job);
-			goto out;
-		} else if (job_has_mark(ctx, job, "ephemeral")) {
-			/* Its run removes it when its own step ends, killing any step joined. */
-			fprintf(
-			    stderr,
-			    "jobcg: job %u is the ephemeral job of another 'jobcg run' and ends "
-			    "with it; for a job several steps share, use 'jobcg alloc %u'\n",
-			    job, job);
-			goto out;
-		} else if (cl.l.pids_max || cl.l.cpu_weight) {
-			fprintf(stderr,
-				"jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
-				"--pids/--cpu-weight only apply to a new job (a step takes --cpus "
-				"and --mem within its job's)\n",
-				job);
-			goto out;
-		} else {
-			/* The step's own --cpus/--mem: refused here, as for a job, when this host
-			 * cannot enforce them. */
-			step_limits = true;
-			if (cli_limits_refuse(ctx, &cl))
-				goto out;
-		}
-	} else
-		ephemeral = true;
-	if (ephemeral) {
-		if (cli_limits_refuse(ctx, &cl))
-			goto out;
-		if (jobcg_job_create(ctx, job, &cl.l, JOBCG_JOB_EPHEMERAL, &job) < 0) {
-			cli_print_error("cannot create the job");
-			goto out;
-		}
-	}
-	if (step_limits) {
-		struct jobcg_step_limits sl = {.cpus = cl.l.cpus,
-					       .mem_bytes = cl.l.mem_bytes,
-					       .best_effort = cl.l.best_effort};
-
-		r = jobcg_step_create_limited(ctx, job, step_arg, 0, &sl, step);
-		if (r == -EINVAL) {
-			/* a step asking more than its job has is a usage error */
-			exit_code = cli_usage_error("run", "%s", jobcg_last_error()->message);
-			goto out;
-		}
-	} else
-		r = jobcg_step_create(ctx, job, step_arg, 0, step);
+	r = run_begin(ctx, a, &s);
 	if (r < 0) {
-		cli_print_error("cannot create the step");
-		goto remove_job;
+		so.task_env = (char *const *const *)s.sg->task_env;
+		r = jobcg_step_run(ctx, s.job, s.step, a->ntasks, argv + a->cmd_index, &so, &res);
+		r = run_finish(ctx, &s, r, NULL, &res, false);
 	}
-	t.job = job;
-	memcpy(t.step, step, sizeof(step));
-	/* The step's share of the job's GPUs, granted before any task exists. */
-	if (jobcg_step_gres_setup(ctx, job, step, cl.l.gres, gpu_bind, ntasks, &sg) < 0) {
-		cli_print_error("step devices");
-		if (jobcg_step_remove(ctx, job, step, 0) < 0)
-			cli_print_error("cannot remove the step");
-		goto remove_job;
-	}
-	so.task_env = (char *const *const *)sg->task_env;
-	clock_gettime(CLOCK_REALTIME, &start);
-	tj.job = job;
-	/* The job's oom counter before the step, to tell its own limit from a node-wide OOM. */
-	(void)jobcg_acct_read_file(ctx, &tj, "memory.events", &job_before);
-	r = jobcg_step_run(ctx, job, step, ntasks, argv + optind, &so, &res);
-	if (r < 0) {
-		cli_print_error(NULL);
-		exit_code = r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : 1;
-	} else
-		exit_code = res.exit_code;
-	/* Accounting at step end: every task has exited and stragglers are gone. */
-	if (r >= 0) {
-		if (jobcg_acct_read(ctx, &t, &acct) < 0) {
-			if (want_acct)
-				cli_print_error("accounting");
-		} else {
-			have_acct = want_acct;
-			acct_ok = true;
-		}
-		if (acct_ok && jobcg_acct_has(&acct, JOBCG_ACCT_OOM_KILL) &&
-		    jobcg_acct_read(ctx, &tj, &job_after) == 0 &&
-		    jobcg_acct_has(&job_after, JOBCG_ACCT_OOM)) {
-			uint64_t before = jobcg_acct_has(&job_before, JOBCG_ACCT_OOM)
-					      ? job_before.value[JOBCG_ACCT_OOM]
-					      : 0;
-
-			oom = jobcg_oom_classify(acct.value[JOBCG_ACCT_OOM_KILL],
-						 job_after.value[JOBCG_ACCT_OOM] - before);
-			job_oom = jobcg_acct_has(&job_after, JOBCG_ACCT_OOM_KILL) &&
-				  job_after.value[JOBCG_ACCT_OOM_KILL] > 0;
-		}
-		if (oom != JOBCG_OOM_NONE)
-			fprintf(stderr,
-				"jobcg: step %u.%s: OUT_OF_MEMORY: %llu process(es) killed by "
-				"%s\n",
-				job, step, (unsigned long long)acct.value[JOBCG_ACCT_OOM_KILL],
-				oom == JOBCG_OOM_JOB ? "the job's memory limit"
-						     : "a node-wide out-of-memory condition");
-		if (acct_ok &&
-		    jobcg_acct_log_step(
-			ctx, job, step,
-			(uint64_t)start.tv_sec * 1000000u + (uint64_t)start.tv_nsec / 1000u, &res,
-			&acct, res.lost_signal != 0 || job_released(ctx, job)) < 0)
-			cli_print_error("accounting log");
-	}
-	if (jobcg_step_gres_release(ctx, job, step) < 0)
-		cli_print_error("revoking the step's devices");
-	/* -ENOENT: the job was released (and the step killed) while we ran. */
-	r = jobcg_step_remove(ctx, job, step, 0);
-	if (r == -ENOENT)
-		ephemeral = false;
-	else if (r < 0) {
-		cli_print_error("cannot remove the step");
-		if (exit_code == 0)
-			exit_code = 1;
-	}
-	if (have_acct) {
-		if (json) {
-			struct json_object *o = json_object_new_object();
-
-			json_object_object_add(o, "job", json_object_new_uint64(job));
-			json_object_object_add(o, "step", json_object_new_string(step));
-			json_object_object_add(o, "ntasks", json_object_new_uint64(ntasks));
-			json_object_object_add(o, "exit_code", json_object_new_int(exit_code));
-			json_object_object_add(o, "state",
-					       json_object_new_string(oom != JOBCG_OOM_NONE
-									  ? "OUT_OF_MEMORY"
-								      : exit_code == 0 ? "COMPLETED"
-										       : "FAILED"));
-			json_object_object_add(o, "oom",
-					       json_object_new_string(jobcg_oom_cause_name(oom)));
-			json_object_object_add(o, "job_state",
-					       json_object_new_string(job_oom ? "OUT_OF_MEMORY"
-								      : exit_code == 0 ? "COMPLETED"
-										       : "FAILED"));
-			json_object_object_add(o, "acct", cli_json_acct(&acct));
-			cli_json_print(stderr, o);
-		} else {
-			fprintf(stderr, "step %u.%s: exit code %d, %u task(s)\n", job, step,
-				exit_code, ntasks);
-			cli_print_acct(stderr, &acct);
-		}
-	}
-remove_job:
-	if (ephemeral && jobcg_job_remove(ctx, job, 0) < 0) {
-		cli_print_error("cannot remove the job");
-		if (exit_code == 0)
-			exit_code = 1;
-	}
-out:
 	free(res.task_status);
-	jobcg_step_gres_free(sg);
 	cli_ctx_close(conf, ctx);
-	return exit_code;
+	return r;
+}
+
+static int cmd_run(int argc, char **argv, const struct cli_global *g)
+{
+	struct run_args a;
+	const char *sock;
+	int r = run_parse(argc, argv, &a);
+
+	if (r >= 0)
+		return r;
+	if (!a.no_daemon && (sock = run_daemon_socket())) {
+		r = run_via_daemon(sock, argc, argv, &a, g);
+		if (r >= 0)
+			return r;
+	}
+	return run_in_process(argv, &a, g);
 }
 CLI_COMMAND(run, cmd_run, "run a command as a step of a job");

@@ -55,6 +55,14 @@ static void log_to_stderr(enum jobcg_log_level level, const char *msg, void *use
 	fprintf(stderr, "jobcg: %s: %s\n", tag, msg);
 }
 
+void cli_set_verbosity(int verbose)
+{
+	jobcg_set_log(log_to_stderr, NULL,
+		      verbose >= 2   ? JOBCG_LOG_DEBUG
+		      : verbose == 1 ? JOBCG_LOG_INFO
+				     : JOBCG_LOG_NOTICE);
+}
+
 void cli_print_error(const char *what)
 {
 	char buf[8192];
@@ -174,10 +182,7 @@ static int run_main(int argc, char **argv, char **rest)
 	}
 	if (!g.config_dir)
 		g.config_dir = getenv("JOBCG_CONF_DIR");
-	jobcg_set_log(log_to_stderr, NULL,
-		      g.verbose >= 2   ? JOBCG_LOG_DEBUG
-		      : g.verbose == 1 ? JOBCG_LOG_INFO
-				       : JOBCG_LOG_NOTICE);
+	cli_set_verbosity(g.verbose);
 	for (const struct cli_command *c = __start_jobcg_cmds; c < __stop_jobcg_cmds; c++)
 		if (strcmp(c->name, name) == 0)
 			return c->run(nrest, rest, &g);

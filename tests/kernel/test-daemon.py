@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Kernel test: `jobcg daemon` and what happens around it. A client killed mid-step has its
+step ended and recorded NODE_FAIL; a daemon killed mid-step leaves its client to end the step
+itself; a stale socket, a refused or garbled exchange, and --no-daemon all end in a step run
+in-process; a second daemon on the same socket is refused. Makes its own cgroup subtree, state
+dir and socket, and removes them."""
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+n = 0
+failed = 0
+
+
+def ok(good, what):
+    global n, failed
+    n += 1
+    if not good:
+        failed += 1
+    print(f"{'ok' if good else 'not ok'} {n} - {what}", flush=True)
+    return good
+
+
+def diag(text):
+    for line in str(text).splitlines():
+        print("# " + line, flush=True)
+
+
+def v2_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            sep = parts.index("-")
+            if parts[sep + 1] == "cgroup2":
+                return parts[4]
+    return None
+
+
+class Env:
+    def __init__(self):
+        self.mount = v2_mount()
+        self.tag = f"jobcg-test-daemon-{os.getpid()}-{time.time_ns() % 1000000:x}"
+        self.root = os.path.join(self.mount, self.tag)
+        os.mkdir(self.root)
+        self.tmp = tempfile.mkdtemp(prefix="jobcg-ktest-")
+        self.sock = os.path.join(self.tmp, "daemon.sock")
+        self.state = os.path.join(self.tmp, "state")
+        self.env = dict(os.environ)
+        self.env.update(JOBCG_ROOT=self.tag, JOBCG_STATE_DIR=self.state,
+                        JOBCG_DAEMON_SOCKET=self.sock)
+        self.env.setdefault("JOBCG_BPF_PIN_DIR", os.path.join("/sys/fs/bpf", self.tag))
+        conf = os.path.join(self.tmp, "conf")
+        os.mkdir(conf)
+        self.env["JOBCG_CONF_DIR"] = conf
+        self.jobcg = os.path.abspath(os.path.join(os.environ.get("JOBCG_BUILD_ROOT", "."),
+                                                  "cli", "jobcg"))
+        self.daemons = []
+
+    def run(self, *args, env=None, **kw):
+        return subprocess.run([self.jobcg, *args], env=env or self.env, capture_output=True,
+                              text=True, timeout=120, **kw)
+
+    def start_daemon(self):
+        log = open(os.path.join(self.tmp, f"daemon{len(self.daemons)}.log"), "w+")
+        d = subprocess.Popen([self.jobcg, "daemon"], env=self.env, stdout=log, stderr=log,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        d.log = log
+        self.daemons.append(d)
+        for _ in range(500):
+            if d.poll() is not None:
+                break
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(self.sock)
+                s.close()
+                # that connection was a garbled client to it: it must shrug it off
+                break
+            except OSError:
+                time.sleep(0.01)
+        return d
+
+    def log_of(self, d):
+        d.log.seek(0)
+        return d.log.read()
+
+    def records(self):
+        try:
+            with open(os.path.join(self.state, "acct.jsonl")) as f:
+                return [json.loads(line) for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+
+    def cleanup(self):
+        for d in self.daemons:
+            if d.poll() is None:
+                d.kill()
+                d.wait()
+        subprocess.run(["rm", "-rf", self.tmp])
+        # Kill what is left (only ours: below our own subtree), then remove bottom-up.
+        for dirpath, dirs, _ in os.walk(self.root, topdown=False):
+            try:
+                with open(os.path.join(dirpath, "cgroup.kill"), "w") as f:
+                    f.write("1")
+            except OSError:
+                pass
+        for dirpath, dirs, _ in os.walk(self.root, topdown=False):
+            for _ in range(100):
+                try:
+                    os.rmdir(dirpath)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+        pins = self.env["JOBCG_BPF_PIN_DIR"]
+        if pins.startswith("/sys/fs/bpf/" + self.tag):
+            subprocess.run(["rm", "-rf", pins])
+
+
+def wait_for(pred, timeout=10.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()
+
+
+def main():
+    if os.geteuid() != 0:
+        print("1..0 # SKIP kernel tests need root")
+        return 0
+    if not v2_mount():
+        print("1..0 # SKIP no cgroup v2 mount")
+        return 0
+    e = Env()
+    try:
+        body(e)
+    except Exception as x:  # a crash is a failure, reported, and the tree still goes
+        import traceback
+        ok(False, f"the test ran to its end ({x!r})")
+        diag(traceback.format_exc())
+    finally:
+        e.cleanup()
+    print(f"1..{n}")
+    return 1 if failed else 0
+
+
+def body(e):
+    # No daemon, no socket: the step runs here.
+    r = e.run("run", "--", "sh", "-c", "echo here")
+    ok(r.returncode == 0 and r.stdout == "here\n", "without a daemon, jobcg run runs in-process")
+
+    d = e.start_daemon()
+    ok(d.poll() is None and os.path.exists(e.sock), "jobcg daemon listens on its socket")
+    st = os.stat(e.sock)
+    ok(st.st_mode & 0o777 == 0o600, f"the socket is for its owner only ({oct(st.st_mode & 0o777)})")
+
+    notsock = os.path.join(e.tmp, "not-a-socket")
+    with open(notsock, "w") as f:
+        f.write("keep me\n")
+    r2 = e.run("daemon", "--socket", notsock)
+    ok(r2.returncode != 0 and "not a socket" in r2.stderr and open(notsock).read() == "keep me\n",
+       "a file that is not a socket is refused, not removed")
+    r2 = e.run("daemon")
+    ok(r2.returncode != 0 and "another jobcg daemon" in r2.stderr,
+       "a second daemon on the same socket is refused")
+    ok(d.poll() is None and os.path.exists(e.sock), "and the first one keeps its socket")
+
+    r = e.run("alloc", "5")
+    ok(r.returncode == 0, "jobcg alloc 5")
+    r = e.run("run", "--job", "5", "--", "sh", "-c", "echo $JOBCG_JOB_ID.$JOBCG_STEP_ID; pwd; "
+              "umask", cwd=e.tmp)
+    ok(r.returncode == 0 and r.stdout == f"5.0\n{e.tmp}\n0022\n",
+       "a step through the daemon: its env, the client's cwd")
+    diag(r.stdout + r.stderr)
+    r = e.run("run", "--job", "5", "--acct", "--", "sh", "-c", "exit 7")
+    ok(r.returncode == 7 and "step 5.0: exit code 7" in r.stderr and "cpu_usage_usec" in r.stderr,
+       "exit code and --acct output reach the client")
+    r = e.run("run", "--job", "5", "--", "/nonexistent/cmd")
+    ok(r.returncode == 127 and "cannot execute '/nonexistent/cmd'" in r.stderr,
+       "a command that cannot run: 127 and the error, as in-process")
+    r = e.run("run", "--job", "5", "--mem", "99T", "--", "true")
+    ok(r.returncode != 0 and "--mem" in r.stderr, "a refused step's error reaches the client")
+    ok(not os.path.exists(os.path.join(e.root, "job_5", "step_3")), "and no step is left")
+
+    # Runner: gc must watch the client, not the daemon.
+    p = subprocess.Popen([e.jobcg, "run", "--job", "5", "--step", "40", "--", "sleep", "60"],
+                         env=e.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    sdir = os.path.join(e.root, "job_5", "step_40")
+    wait_for(lambda: os.path.exists(os.path.join(sdir, "user", "task_0")))
+    try:
+        runner = os.getxattr(sdir, "trusted.jobcg.runner").decode()
+    except OSError as x:
+        runner = f"({x})"
+    ok(runner.split(":")[0] == str(p.pid), f"the step's runner is the client (pid {p.pid}): {runner}")
+
+    # The client killed mid-step: the daemon ends the step and records NODE_FAIL.
+    sleeper = wait_for(lambda: os.path.exists(os.path.join(sdir, "user", "task_0", "cgroup.procs"))
+                       and open(os.path.join(sdir, "user", "task_0", "cgroup.procs")).read().strip())
+    p.kill()
+    p.wait()
+    ok(wait_for(lambda: not os.path.exists(sdir)), "client killed: the daemon removes its step")
+    rec = [x for x in e.records() if x.get("job") == "5" and x.get("step") == "40"]
+    ok(len(rec) == 1 and rec[0]["state"] == "NODE_FAIL",
+       f"and records it NODE_FAIL ({rec[-1]['state'] if rec else 'no record'})")
+    ok(d.poll() is None, "the daemon lives on")
+
+    # A garbled client and one of another protocol version: the daemon shrugs them off.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(e.sock)
+    s.sendall(struct.pack("<I", 12) + b"op=run\0v=99\0")
+    hdr = s.recv(4)
+    body_ = s.recv(4096) if len(hdr) == 4 else b""
+    s.close()
+    ok(b"fallback=1" in body_, "another protocol version is told to run its step itself")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(e.sock)
+    s.sendall(struct.pack("<I", 0xFFFFFF00) + b"junk")
+    s.close()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(e.sock)
+    s.sendall(struct.pack("<I", 5) + b"x=\xff\x00\x01")
+    s.close()
+    r = e.run("run", "--job", "5", "--", "true")
+    ok(d.poll() is None and r.returncode == 0, "after garbled messages the daemon still serves")
+
+    # The daemon killed mid-step: the client ends the step itself.
+    p = subprocess.Popen([e.jobcg, "run", "--job", "5", "--step", "50", "--", "sleep", "1"],
+                         env=e.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sdir = os.path.join(e.root, "job_5", "step_50")
+    wait_for(lambda: os.path.exists(os.path.join(sdir, "user", "task_0")))
+    d.kill()
+    d.wait()
+    out, err = p.communicate(timeout=60)
+    ok(p.returncode == 0 and "lost the daemon" in err,
+       "daemon killed mid-step: the client finishes with the step's exit code")
+    ok(not os.path.exists(sdir), "and removes the step itself")
+    rec = [x for x in e.records() if x.get("job") == "5" and x.get("step") == "50"]
+    ok(len(rec) == 1 and rec[0]["state"] == "COMPLETED", "and writes its record once: COMPLETED")
+
+    # A stale socket (the daemon is gone): in-process, silently.
+    ok(os.path.exists(e.sock), "a killed daemon leaves its socket")
+    r = e.run("run", "--job", "5", "--", "sh", "-c", "echo stale")
+    ok(r.returncode == 0 and r.stdout == "stale\n" and r.stderr == "",
+       "with a stale socket the step runs in-process")
+
+    # A new daemon replaces the stale socket; --no-daemon bypasses it; SIGTERM stops it.
+    d = e.start_daemon()
+    ok(d.poll() is None, "a new daemon takes over the stale socket")
+    r = e.run("run", "--no-daemon", "--job", "5", "--", "true")
+    ok(r.returncode == 0, "--no-daemon runs in-process")
+    r = e.run("run", "--job", "5", "-n", "3", "--", "sh", "-c", "echo $JOBCG_TASK_ID")
+    ok(r.returncode == 0 and sorted(r.stdout.split()) == ["0", "1", "2"],
+       "three tasks through the daemon")
+    env = dict(e.env, JOBCG_DAEMON_SOCKET="/" + "x" * 200)
+    r = e.run("run", "--", "true", env=env)
+    ok(r.returncode == 2 and "JOBCG_DAEMON_SOCKET" in r.stderr,
+       "a socket path too long for AF_UNIX is a usage error naming the variable")
+    p = subprocess.Popen([e.jobcg, "run", "--job", "5", "--", "sleep", "1"], env=e.env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: any(x.startswith("step_") for x in os.listdir(os.path.join(e.root, "job_5"))))
+    d.send_signal(signal.SIGTERM)
+    ok(wait_for(lambda: not os.path.exists(e.sock), 5), "SIGTERM: the daemon removes its socket")
+    p.wait(timeout=60)
+    d.wait(timeout=60)
+    ok(p.returncode == 0 and d.returncode == 0,
+       "the step under way finishes before the daemon exits 0")
+    text = e.log_of(d)
+    ok("step(s)" in text, "the daemon says what it served when it stops")
+    diag(text)
+    r = e.run("release", "5")
+    ok(r.returncode == 0, "jobcg release 5")
+    left = [x for x in os.listdir(e.root) if x.startswith("job_")]
+    ok(left == [], f"nothing left in the tree ({left})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
