@@ -61,12 +61,23 @@ export BENCH_CGFLOOR_CONTROLLERS="+cpuset +cpu +memory +pids"
 echo "$BENCH_CGFLOOR_CONTROLLERS" > "$cg/cgroup.subtree_control" ||
 	diag "cannot enable controllers below $cg: the chain runs without them"
 
+# --- jobcg daemon: the same steps with the cgroup work done in a resident process ----------
+dsock="$tmp/daemon.sock"
+jobcg daemon --socket "$dsock" > "$tmp/daemon.log" 2>&1 < /dev/null &
+dpid=$!
+for _ in $(seq 300); do [ -S "$dsock" ] && break; sleep 0.1; done
+check "jobcg daemon listens" test -S "$dsock"
+check "jobcg run through the daemon" env JOBCG_DAEMON_SOCKET="$dsock" jobcg run --job 1 -- /bin/true
+
 out=$("$L" -n "$n" -e "$tmp/errors.log" floor "cgfloor:$cg" \
 	"cmd:systemd_run:$sr /bin/true" \
 	"cmd:crun:/usr/bin/crun run --bundle $b jobcg-bench" \
-	"cmd:jobcg_run:$VMT_SHARE/bin/jobcg run --job 1 -- /bin/true" \
+	"cmd:jobcg_run:$VMT_SHARE/bin/jobcg run --no-daemon --job 1 -- /bin/true" \
+	"cmd:jobcg_daemon:JOBCG_DAEMON_SOCKET=$dsock $VMT_SHARE/bin/jobcg run --job 1 -- /bin/true" \
 	"lib:1" "cmd:exec_jobcg:$VMT_SHARE/bin/jobcg version" 2>&1)
 rc=$?
+kill "$dpid"
+wait "$dpid"
 is "bench/launch ran every subject" "$rc" 0 || diag "$out"
 # report OUTPUT N: each subject's JSON for bench/run and a TAP line, ratio to OUTPUT's floor.
 report() {
