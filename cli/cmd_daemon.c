@@ -209,8 +209,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);	   /* a client gone mid-write is an error, not a death */
-	signal(SIGHUP, SIG_IGN);	   /* nothing to reload: each step reads the configuration */
+	signal(SIGPIPE, SIG_IGN); /* a client gone mid-write is an error, not a death */
+	signal(SIGHUP, SIG_IGN);  /* nothing to reload: each step reads the configuration */
 	fprintf(stderr, "jobcg: daemon listening on %s (pid %d)\n", path, (int)getpid());
 
 	cs.p[0] = (struct pollfd){.fd = lfd, .events = POLLIN};

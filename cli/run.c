@@ -53,7 +53,8 @@ void run_usage(void)
 	    "  --best-effort   run even when a limit cannot be enforced on this host\n"
 	    "  --no-clone3     start tasks with fork and migrate-before-exec\n"
 	    "  --no-daemon     do the cgroup work in this process even when 'jobcg daemon'\n"
-	    "                  listens on $JOBCG_DAEMON_SOCKET (default " RUN_DAEMON_SOCKET_DEFAULT ")\n"
+	    "                  listens on $JOBCG_DAEMON_SOCKET (default " RUN_DAEMON_SOCKET_DEFAULT
+	    ")\n"
 	    "  --gres REQ      the step's devices, a subset of its job's (default: all of them,\n"
 	    "                  shared); for a new job, the job's devices too\n"
 	    "  --gpu-bind B    bind each task to its GPUs: none (default), single:N (N tasks\n"
@@ -61,7 +62,6 @@ void run_usage(void)
 	    "                  step per task); with ConstrainDevices=yes tasks see only theirs\n"
 	    "Every step's accounting is appended to the log read by 'jobcg acct'.\n");
 }
-
 
 int run_parse(int argc, char **argv, struct run_args *a)
 {
@@ -108,7 +108,8 @@ int run_parse(int argc, char **argv, struct run_args *a)
 			a->step_arg = optarg;
 			break;
 		case 'n':
-			if (cli_parse_uint("--ntasks", optarg, JOBCG_TASK_MAX + 1, &a->ntasks) < 0 ||
+			if (cli_parse_uint("--ntasks", optarg, JOBCG_TASK_MAX + 1, &a->ntasks) <
+				0 ||
 			    a->ntasks == 0)
 				return cli_usage_error("run", "--ntasks '%s': need 1..%d", optarg,
 						       JOBCG_TASK_MAX + 1);
@@ -293,9 +294,9 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 				job, step, (unsigned long long)acct.value[JOBCG_ACCT_OOM_KILL],
 				oom == JOBCG_OOM_JOB ? "the job's memory limit"
 						     : "a node-wide out-of-memory condition");
-		if (acct_ok && jobcg_acct_log_step(ctx, job, step, s->start_usec, res, &acct,
-						   res->lost_signal != 0 || job_released(ctx, job)) <
-				   0)
+		if (acct_ok &&
+		    jobcg_acct_log_step(ctx, job, step, s->start_usec, res, &acct,
+					res->lost_signal != 0 || job_released(ctx, job)) < 0)
 			cli_print_error("accounting log");
 	}
 	if (jobcg_step_gres_release(ctx, job, step) < 0)

@@ -128,8 +128,8 @@ static void task_env_free(char ***env, unsigned n)
 }
 
 /* The daemon went away after making the step: end it here, as it would have. */
-static int finish_here(const struct cli_global *g, struct run_state *s, int r,
-		       const char *err_text, const struct jobcg_run_result *res)
+static int finish_here(const struct cli_global *g, struct run_state *s, int r, const char *err_text,
+		       const struct jobcg_run_result *res)
 {
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
@@ -237,8 +237,8 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 			mr = mr ?: jobcg_msg_add(&m, "exit_code", "%d", res.exit_code);
 			mr = mr ?: jobcg_msg_add(&m, "lost_signal", "%d", res.lost_signal);
 			for (unsigned i = 0; !mr && i < res.ntasks; i++)
-				mr = jobcg_msg_add(&m, "status", "%u",
-						   (unsigned)res.task_status[i]);
+				mr =
+				    jobcg_msg_add(&m, "status", "%u", (unsigned)res.task_status[i]);
 		}
 		if (mr < 0) /* too big to say: the daemon hears nothing, and we end it here */
 			jobcg_msg_free(&m);

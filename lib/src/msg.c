@@ -66,8 +66,7 @@ JOBCG_EXPORT int jobcg_msg_parse(const char *buf, size_t len, struct jobcg_msg *
 	char *copy;
 
 	if (len > JOBCG_MSG_MAX)
-		return error_set(-EINVAL, "message of %zu bytes: more than %u", len,
-				 JOBCG_MSG_MAX);
+		return error_set(-EINVAL, "message of %zu bytes: more than %u", len, JOBCG_MSG_MAX);
 	if (len && buf[len - 1] != '\0')
 		return error_set(-EINVAL, "message does not end with a complete field");
 	for (size_t off = 0; off < len; nfield++) {

@@ -46,8 +46,7 @@ JOBCG_EXPORT int jobcg_msg_get_u64(const struct jobcg_msg *m, const char *key, u
 JOBCG_EXPORT void jobcg_msg_free(struct jobcg_msg *m);
 
 /** Send @m as one frame on stream socket @fd with @nfds descriptors. */
-JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds,
-				unsigned nfds);
+JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds);
 /**
  * Receive one frame from @fd into *ret, with up to @max_fds descriptors into @fds (O_CLOEXEC;
  * *ret_nfds how many; more than @max_fds is an error and all are closed). -ECONNRESET when the
