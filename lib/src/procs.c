@@ -38,23 +38,15 @@ JOBCG_EXPORT int jobcg_pids(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 
 JOBCG_EXPORT int jobcg_signal(struct jobcg_ctx *ctx, const struct jobcg_target *t, int sig)
 {
-	_cleanup_free_ pid_t *pids = NULL;
-	size_t n = 0;
-	int r, count = 0;
+	_cleanup_free_ char *dir = NULL;
+	int r;
 
 	if (sig < 0 || sig >= NSIG)
 		return error_set(-EINVAL, "invalid signal %d", sig);
-	r = jobcg_pids(ctx, t, &pids, &n);
+	r = target_dir(ctx, t, &dir);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n; i++) {
-		if (kill(pids[i], sig) == 0)
-			count++;
-		else if (errno != ESRCH) /* exited meanwhile: fine */
-			return error_set(negative_errno(), "cannot signal pid %d: %s", (int)pids[i],
-					 strerror(errno));
-	}
-	return count;
+	return tree_signal(dir, sig);
 }
 
 /* Collect @dir and the cgroups below it whose own cgroup.freeze is 1. */
@@ -151,13 +143,9 @@ JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, cons
 	_cleanup_free_ char *dir = NULL;
 	int r;
 
-	if (!jobcg_step_id_valid(step_id) || (task < 0 && task != JOBCG_TASK_SPECIAL) ||
-	    task > JOBCG_TASK_MAX)
-		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "",
-				 task);
-	dir = tree_task_dir(ctx, job_id, step_id, task);
-	if (!dir)
-		return -ENOMEM;
+	r = tree_task_dir_checked(ctx, job_id, step_id, task, &dir);
+	if (r < 0)
+		return r;
 	r = cgfs_mkdir(dir, true);
 	if (r < 0)
 		return r;

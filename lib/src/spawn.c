@@ -338,29 +338,14 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
 				  pid_t *ret_pid)
 {
 	_cleanup_free_ char *dir = NULL;
+	int r;
 
 	if (!argv || !argv[0])
 		return error_set(-EINVAL, "no command to run");
-	if (!jobcg_step_id_valid(step_id) || (task < 0 && task != JOBCG_TASK_SPECIAL) ||
-	    task > JOBCG_TASK_MAX)
-		return error_set(-EINVAL, "invalid step '%s' or task %d", step_id ? step_id : "",
-				 task);
-	dir = tree_task_dir(ctx, job_id, step_id, task);
-	if (!dir)
-		return -ENOMEM;
+	r = tree_task_dir_checked(ctx, job_id, step_id, task, &dir);
+	if (r < 0)
+		return r;
 	return task_spawn_in(dir, job_id, step_id, task, argv, opts, ret_pid);
-}
-
-/* Send @sig to every process below @dir; exited ones are fine. */
-static void signal_dir(const char *dir, int sig)
-{
-	_cleanup_free_ pid_t *pids = NULL;
-	size_t n = 0;
-
-	if (cgfs_pids(dir, true, &pids, &n) < 0)
-		return;
-	for (size_t i = 0; i < n; i++)
-		(void)kill(pids[i], sig);
 }
 
 static int status_to_code(int st)
@@ -426,7 +411,7 @@ JOBCG_EXPORT int jobcg_step_run_dir(const char *sdir, uint32_t job_id, const cha
 		o.sigmask = &old;
 
 	for (unsigned i = 0; i < ntasks; i++) {
-		_cleanup_free_ char *tdir = strdup_printf("%s/user/task_%u", sdir, i);
+		_cleanup_free_ char *tdir = tree_task_subdir(sdir, (int)i);
 
 		r = tdir ? task_spawn_in(tdir, job_id, step_id, (int)i, argv, &o, &pids[i])
 			 : -ENOMEM;
@@ -478,7 +463,7 @@ JOBCG_EXPORT int jobcg_step_run_dir(const char *sdir, uint32_t job_id, const cha
 			/* Typed at the terminal: the tasks share our foreground process group and
 			 * got it from the kernel already; forwarding would deliver it twice. */
 		} else
-			signal_dir(sdir, sig);
+			(void)tree_signal(sdir, sig);
 	}
 
 	/* The step ends when its tasks have: anything they left behind goes too. */

@@ -173,13 +173,35 @@ char *tree_step_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step)
 	return strdup_printf("%s/job_%u/step_%s", jobcg_ctx_root(ctx), job, step);
 }
 
-char *tree_task_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step, int task)
+char *tree_task_subdir(const char *sdir, int task)
 {
 	_cleanup_free_ char *tn = task_name(task);
 
 	if (!tn)
 		return NULL;
-	return strdup_printf("%s/job_%u/step_%s/user/%s", jobcg_ctx_root(ctx), job, step, tn);
+	return strdup_printf("%s/user/%s", sdir, tn);
+}
+
+char *tree_task_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step, int task)
+{
+	_cleanup_free_ char *sdir = tree_step_dir(ctx, job, step);
+
+	return sdir ? tree_task_subdir(sdir, task) : NULL;
+}
+
+int tree_task_dir_checked(const struct jobcg_ctx *ctx, uint32_t job, const char *step, int task,
+			  char **ret)
+{
+	char *dir;
+
+	if (!jobcg_step_id_valid(step) || (task < 0 && task != JOBCG_TASK_SPECIAL) ||
+	    task > JOBCG_TASK_MAX)
+		return error_set(-EINVAL, "invalid step '%s' or task %d", step ? step : "", task);
+	dir = tree_task_dir(ctx, job, step, task);
+	if (!dir)
+		return -ENOMEM;
+	*ret = dir;
+	return 0;
 }
 
 int tree_make_step(const struct jobcg_ctx *ctx, const char *job_dir, const char *step)
@@ -209,6 +231,25 @@ int tree_make_step(const struct jobcg_ctx *ctx, const char *job_dir, const char 
 		return r;
 	}
 	return 0;
+}
+
+int tree_signal(const char *dir, int sig)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0;
+	int r, count = 0;
+
+	r = cgfs_pids(dir, true, &pids, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (kill(pids[i], sig) == 0)
+			count++;
+		else if (errno != ESRCH) /* exited meanwhile: fine */
+			return error_set(negative_errno(), "cannot signal pid %d: %s", (int)pids[i],
+					 strerror(errno));
+	}
+	return count;
 }
 
 int tree_kill(const char *dir, unsigned timeout_ms)
@@ -332,8 +373,7 @@ char *tree_runner_self(void)
 	unsigned long long st = 0;
 
 	if (runner_override) {
-		if (starttime_of(runner_override, &st) < 0)
-			return strdup_printf("%d:0", (int)runner_override);
+		(void)starttime_of(runner_override, &st); /* gone already: 0, never alive */
 		return strdup_printf("%d:%llu", (int)runner_override, st);
 	}
 	if (cached_pid == me)

@@ -17,8 +17,15 @@ int tree_parse_step_dirname(const char *name, char *ret);
 char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job);
 char *tree_step_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step);
 char *tree_task_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step, int task);
+/* A task's directory below its step's (@sdir may be any path to it, /proc/self/fd/N too). */
+char *tree_task_subdir(const char *sdir, int task);
+/* tree_task_dir() of a step id and task number checked first (-EINVAL, error set). */
+int tree_task_dir_checked(const struct jobcg_ctx *ctx, uint32_t job, const char *step, int task,
+			  char **ret);
 /* Make step_<sid>/{jobcg,user} with controllers enabled top-down; -EEXIST if the step exists. */
 int tree_make_step(const struct jobcg_ctx *ctx, const char *job_dir, const char *step);
+/* Send @sig to every process in @dir and below: how many, or -errno (exited ones are fine). */
+int tree_signal(const char *dir, int sig);
 /* SIGKILL everything below @dir (cgroup.kill, else per pid) and wait for populated 0. */
 int tree_kill(const char *dir, unsigned timeout_ms);
 /* tree_kill() then remove bottom-up. A missing @dir is success. */
