@@ -8,7 +8,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "jobcg/msg.h"
 #include "run.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -36,21 +35,18 @@ static void usage(void)
 static int listen_on(const char *path, int *ret)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd, probe;
+	int fd, probe, r;
 	mode_t old;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
+	r = run_daemon_connect(path, &probe);
+	if (r == -ENAMETOOLONG)
 		return cli_usage_error("daemon", "--socket '%s': longer than a socket path", path);
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (probe < 0)
-		return cli_fail("socket: %s", strerror(errno));
-	if (connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+	if (r == 0) {
 		close(probe);
 		return cli_fail("%s: another jobcg daemon listens there", path);
 	}
-	close(probe);
-	if (errno == ECONNREFUSED) {
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (r == -ECONNREFUSED) {
 		struct stat st;
 
 		/* Only a socket is ours to replace: never remove a file someone mistyped. */
@@ -85,17 +81,6 @@ static int listen_on(const char *path, int *ret)
 	}
 	*ret = fd;
 	return 0;
-}
-
-/* Not served: the client runs its step itself, with its own rights. */
-static void send_fallback(int conn)
-{
-	struct jobcg_msg m = {};
-
-	if (jobcg_msg_add(&m, "op", "exit") == 0 && jobcg_msg_add(&m, "code", "1") == 0 &&
-	    jobcg_msg_add(&m, "fallback", "1") == 0)
-		(void)jobcg_msg_send(conn, &m, NULL, 0);
-	jobcg_msg_free(&m);
 }
 
 /* Whom we act for: root and our own user. Others run their steps with their own rights. */
@@ -260,7 +245,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 			if (conn < 0)
 				continue;
 			if (!peer_ok(conn, &client)) {
-				send_fallback(conn);
+				(void)run_send_exit(conn, 1, true);
 				close(conn);
 				continue;
 			}

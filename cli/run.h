@@ -49,6 +49,11 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 const char *run_daemon_socket(void);
 #define RUN_DAEMON_SOCKET_DEFAULT "/run/jobcg/daemon.sock"
 #define RUN_PROTOCOL_VERSION	  1
+/* Connect to the daemon's socket: 0, -ENAMETOOLONG (not a socket path), or connect()'s
+ * -errno (-ENOENT, -ECONNREFUSED: nobody listens). */
+int run_daemon_connect(const char *path, int *ret);
+/* Answer op=exit (@fallback: not served, the client runs its step itself). */
+int run_send_exit(int conn, int code, bool fallback);
 /* Run through the daemon at @path: returns the exit code, or -1 when no daemon answers (the
  * caller runs the step itself). */
 int run_via_daemon(const char *path, int argc, char **argv, const struct run_args *a,

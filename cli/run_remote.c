@@ -47,7 +47,7 @@ static bool fd_open(int fd)
 	return fcntl(fd, F_GETFD) >= 0;
 }
 
-static int connect_daemon(const char *path, int *ret)
+int run_daemon_connect(const char *path, int *ret)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd;
@@ -159,7 +159,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	/* Without stdout and stderr to lend, or a cwd to name, this process does it itself. */
 	if (!fd_open(1) || !fd_open(2))
 		return -1;
-	r = connect_daemon(path, &fd);
+	r = run_daemon_connect(path, &fd);
 	if (r == -ENAMETOOLONG)
 		return cli_usage_error("run", "JOBCG_DAEMON_SOCKET '%s': longer than a socket path",
 				       path);
@@ -291,7 +291,6 @@ struct run_conn {
 	pid_t client;
 	int out, err, cwd;
 	mode_t umask;
-	int verbose;
 	struct jobcg_msg req; /* the arguments (and so run_args) point into it */
 	char **argv;
 	struct run_args a;
@@ -299,12 +298,10 @@ struct run_conn {
 	struct jobcg_config *conf;
 	struct jobcg_ctx *ctx;
 	struct run_state s;
-	bool begun;
 };
 
 /* The daemon's own: saved once, put back after each client. */
 static struct {
-	bool saved;
 	int out, err, cwd;
 	mode_t umask;
 	int verbose;
@@ -314,14 +311,16 @@ static struct {
 static void unset_jobcg_env(void)
 {
 	for (;;) {
-		char **e = environ, name[256];
+		char **e = environ, *name;
+		int r;
 
 		while (e && *e && strncmp(*e, "JOBCG_", 6) != 0)
 			e++;
-		if (!e || !*e)
+		if (!e || !*e || !(name = strndup(*e, strcspn(*e, "="))))
 			return;
-		snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
-		if (unsetenv(name) < 0)
+		r = unsetenv(name);
+		free(name);
+		if (r < 0)
 			return;
 	}
 }
@@ -330,12 +329,17 @@ static void unset_jobcg_env(void)
 static int put_env(const char *v)
 {
 	const char *eq = strchr(v, '=');
-	char name[256];
+	char *name;
+	int r;
 
-	if (!eq || strncmp(v, "JOBCG_", 6) != 0 || eq == v + 6 || (size_t)(eq - v) >= sizeof(name))
+	if (!eq || strncmp(v, "JOBCG_", 6) != 0 || eq == v + 6)
 		return -EPROTO;
-	snprintf(name, sizeof(name), "%.*s", (int)(eq - v), v);
-	return setenv(name, eq + 1, 1) < 0 ? -errno : 0;
+	name = strndup(v, (size_t)(eq - v));
+	if (!name)
+		return -ENOMEM;
+	r = setenv(name, eq + 1, 1) < 0 ? -errno : 0;
+	free(name);
+	return r;
 }
 
 int run_daemon_save_self(int verbose)
@@ -361,7 +365,6 @@ int run_daemon_save_self(int verbose)
 				return -ENOMEM;
 			l[n] = NULL;
 		}
-	self.saved = true;
 	return 0;
 }
 
@@ -378,7 +381,7 @@ static void client_enter(struct run_conn *c)
 	unset_jobcg_env();
 	while ((v = jobcg_msg_next(&c->req, "env", &pos)))
 		(void)put_env(v);
-	cli_set_verbosity(c->verbose);
+	cli_set_verbosity(c->g.verbose);
 	jobcg_set_runner(c->client);
 }
 
@@ -418,14 +421,11 @@ int run_conn_fd(const struct run_conn *c)
 	return c->fd;
 }
 
-static int send_exit(int conn, int code, bool fallback)
+int run_send_exit(int conn, int code, bool fallback)
 {
 	struct jobcg_msg m = {};
 	int r;
 
-	/* The client exits when it reads this: what the step printed must be out first. */
-	fflush(stdout);
-	fflush(stderr);
 	r = jobcg_msg_add(&m, "op", "exit");
 	r = r ?: jobcg_msg_add(&m, "code", "%d", code);
 	if (!r && fallback)
@@ -535,7 +535,8 @@ static int request_parse(struct run_conn *c)
 	c->umask = (mode_t)u;
 	if (jobcg_msg_get_u64(&c->req, "verbose", 16, &u) < 0)
 		return -EPROTO;
-	c->verbose = (int)u;
+	c->g = (struct cli_global){
+	    .prog = "jobcg", .verbose = (int)u, .config_dir = jobcg_msg_get(&c->req, "config_dir")};
 	while ((v = jobcg_msg_next(&c->req, "env", &pos)))
 		if (strncmp(v, "JOBCG_", 6) != 0 || !strchr(v, '='))
 			return -EPROTO;
@@ -550,9 +551,6 @@ static int request_parse(struct run_conn *c)
 	pos = 0;
 	for (int i = 0; (v = jobcg_msg_next(&c->req, "arg", &pos)); i++)
 		c->argv[i] = (char *)v;
-	c->g = (struct cli_global){.prog = "jobcg",
-				   .verbose = c->verbose,
-				   .config_dir = jobcg_msg_get(&c->req, "config_dir")};
 	return argc;
 }
 
@@ -569,15 +567,14 @@ int run_conn_start(int fd, pid_t client, struct run_conn **ret)
 	argc = request_parse(c);
 	if (argc < 0) {
 		if (argc != -ECONNRESET)
-			send_exit(c->fd, 1, true);
+			run_send_exit(c->fd, 1, true);
 		run_conn_free(c);
 		return 0;
 	}
 	client_enter(c);
 	code = run_parse(argc, c->argv, &c->a);
-	if (code < 0)
-		code = cli_ctx_open(&c->g, 0, &c->conf, &c->ctx);
-	if (code == 0) {
+	/* Past the arguments (-1: go on; 0 is --help, answered) and with a context (0). */
+	if (code < 0 && (code = cli_ctx_open(&c->g, 0, &c->conf, &c->ctx)) == 0) {
 		code = run_begin(c->ctx, &c->a, &c->s);
 		if (code < 0 && send_spawn(c->fd, c->ctx, &c->s) < 0)
 			/* The client is gone or the directory cannot be lent: nobody runs it. */
@@ -585,11 +582,10 @@ int run_conn_start(int fd, pid_t client, struct run_conn **ret)
 	}
 	client_leave();
 	if (code < 0) {
-		c->begun = true;
 		*ret = c; /* until its op=status */
 		return 1;
 	}
-	send_exit(c->fd, code, false);
+	run_send_exit(c->fd, code, false);
 	run_conn_free(c);
 	return 0;
 }
@@ -610,7 +606,7 @@ void run_conn_end(struct run_conn *c)
 	else
 		code = run_finish(c->ctx, &c->s, err, err ? err_text : NULL, &res, false);
 	client_leave();
-	send_exit(c->fd, code, false);
+	run_send_exit(c->fd, code, false);
 	free(res.task_status);
 	jobcg_msg_free(&st);
 	run_conn_free(c);

@@ -228,6 +228,25 @@ def body(e):
     s.connect(e.sock)
     s.sendall(struct.pack("<I", 5) + b"x=\xff\x00\x01")
     s.close()
+    # A well-formed request a real client never sends (it answers --help itself).
+    rd, wr = os.pipe()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(e.sock)
+    req = b"op=run\0v=1\0arg=run\0arg=--help\0umask=18\0verbose=0\0"
+    cwd = os.open(e.tmp, os.O_RDONLY)
+    socket.send_fds(s, [struct.pack("<I", len(req)) + req], [wr, wr, cwd])
+    os.close(wr)
+    os.close(cwd)
+    s.settimeout(10)
+    try:
+        answer = s.recv(4096)
+    except OSError:
+        answer = b""
+    s.close()
+    helptext = os.read(rd, 65536)
+    os.close(rd)
+    ok(b"op=exit\0code=0\0" in answer and b"Usage: jobcg run" in helptext,
+       "run --help sent to the daemon is answered with the usage, code 0")
     r = e.run("run", "--job", "5", "--", "true")
     ok(d.poll() is None and r.returncode == 0, "after garbled messages the daemon still serves")
 
