@@ -392,7 +392,8 @@ int cgfs_wait_events(const char *dir, const char *key, uint64_t want, unsigned t
 		int r;
 
 		r = read_full_file_at(AT_FDCWD, path, CGFS_MAX_FILE, &s, NULL);
-		if (r == -ENOENT && streq(key, "populated") && want == 0)
+		/* Gone, or removed between open and read (kernfs says ENODEV): empty for good. */
+		if ((r == -ENOENT || r == -ENODEV) && streq(key, "populated") && want == 0)
 			return 0;
 		if (r < 0)
 			return error_set(r, "cannot read %s: %s", path, strerror(-r));

@@ -257,14 +257,18 @@ int tree_kill(const char *dir, unsigned timeout_ms)
 	bool populated = false;
 	int r;
 
+	/* A cgroup removed meanwhile (ENOENT, or ENODEV from kernfs between open and use) has
+	 * nothing left to kill: its runner ended it first. */
 	r = cgfs_events(dir, &populated, NULL);
-	if (r == -ENOENT)
+	if (r == -ENOENT || r == -ENODEV)
 		return 0;
 	if (r < 0)
 		return r;
 	if (!populated)
 		return 0;
 	r = cgfs_kill(dir);
+	if (r == -ENOENT || r == -ENODEV)
+		return 0;
 	if (r == -EOPNOTSUPP) {
 		/* Before Linux 5.14: signal each pid. A fork racing with this can escape one
 		 * round, so a few bounded rounds; cgroup.kill has no such race. */
