@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "run.h"
@@ -60,7 +61,8 @@ static int listen_on(const char *path, int *ret)
 	if (strcmp(path, RUN_DAEMON_SOCKET_DEFAULT) == 0 && mkdir("/run/jobcg", 0755) < 0 &&
 	    errno != EEXIST)
 		return cli_fail("/run/jobcg: %s", strerror(errno));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: accept() after poll must not hang when the client already left. */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return cli_fail("socket: %s", strerror(errno));
 	/* Only root and our own user may connect: no window where others could. */
@@ -97,9 +99,20 @@ static bool peer_ok(int conn, pid_t *ret_pid)
 	return true;
 }
 
-/* The connections whose steps run, polled with the listening socket at [0]. */
+/* How long a client may stay connected without sending its request. */
+#define REQUEST_TIMEOUT_SEC 5
+
+/* A connection: waiting for its request (c NULL, until deadline), or its step running. */
+struct slot {
+	struct run_conn *c;
+	int fd;
+	pid_t client;
+	struct timespec deadline;
+};
+
+/* The connections, polled with the listening socket at [0] (s[0] unused). */
 struct conns {
-	struct run_conn **c;
+	struct slot *s;
 	struct pollfd *p;
 	size_t n, cap;
 };
@@ -108,16 +121,16 @@ struct conns {
 static int conns_grow(struct conns *cs)
 {
 	size_t cap;
-	struct run_conn **nc;
+	struct slot *ns;
 	struct pollfd *np;
 
 	if (cs->n + 1 < cs->cap)
 		return 0;
 	cap = cs->cap ? cs->cap * 2 : 64;
-	nc = realloc(cs->c, cap * sizeof(*nc));
-	if (!nc)
+	ns = realloc(cs->s, cap * sizeof(*ns));
+	if (!ns)
 		return -ENOMEM;
-	cs->c = nc;
+	cs->s = ns;
 	np = realloc(cs->p, cap * sizeof(*np));
 	if (!np)
 		return -ENOMEM;
@@ -126,14 +139,65 @@ static int conns_grow(struct conns *cs)
 	return 0;
 }
 
-static int conns_add(struct conns *cs, struct run_conn *c)
+static int conns_add(struct conns *cs, const struct slot *s)
 {
 	if (conns_grow(cs) < 0)
 		return -ENOMEM;
 	cs->n++;
-	cs->c[cs->n] = c;
-	cs->p[cs->n] = (struct pollfd){.fd = run_conn_fd(c), .events = POLLIN};
+	cs->s[cs->n] = *s;
+	cs->p[cs->n] = (struct pollfd){.fd = s->fd, .events = POLLIN};
 	return 0;
+}
+
+/* Forget slot @i (its descriptor is closed or owned elsewhere); the last one takes its place. */
+static void conns_remove(struct conns *cs, size_t i)
+{
+	cs->s[i] = cs->s[cs->n];
+	cs->p[i] = cs->p[cs->n];
+	cs->n--;
+}
+
+static bool ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* ppoll's timeout: until the first request deadline, or NULL (none waits for one). */
+static const struct timespec *conns_timeout(const struct conns *cs, struct timespec *left)
+{
+	const struct timespec *first = NULL;
+	struct timespec now;
+
+	for (size_t i = 1; i <= cs->n; i++)
+		if (!cs->s[i].c && (!first || ts_before(&cs->s[i].deadline, first)))
+			first = &cs->s[i].deadline;
+	if (!first)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	*left = (struct timespec){};
+	if (ts_before(&now, first)) {
+		left->tv_sec = first->tv_sec - now.tv_sec;
+		left->tv_nsec = first->tv_nsec - now.tv_nsec;
+		if (left->tv_nsec < 0) {
+			left->tv_sec--;
+			left->tv_nsec += 1000000000L;
+		}
+	}
+	return left;
+}
+
+/* Answer every connection waiting in @lfd's backlog "run it yourself". */
+static void refuse_backlog(int lfd)
+{
+	int conn;
+
+	while ((conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0 ||
+	       errno == EINTR || errno == ECONNABORTED) {
+		if (conn < 0)
+			continue;
+		(void)run_send_exit(conn, 1, true);
+		close(conn);
+	}
 }
 
 /* Remove the socket only if it is still the one we made. */
@@ -155,7 +219,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	const char *path = run_daemon_socket();
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
-	struct sigaction sa = {.sa_handler = on_stop};
+	/* SA_RESTART: a stop mid-step must not fail the calls under way; ppoll() still wakes. */
+	struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
 	struct conns cs = {};
 	sigset_t stopset, waitmask;
 	unsigned long served = 0, steps = 0;
@@ -207,58 +272,93 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	sigaddset(&stopset, SIGINT);
 	sigprocmask(SIG_BLOCK, &stopset, &waitmask);
 	while (sigprocmask(SIG_BLOCK, &stopset, NULL), !stop_signal || cs.n > 0) {
-		int k = ppoll(cs.p, cs.n + 1, NULL, &waitmask), e = errno;
+		/* A stop that came while we worked is acted on now, not at the next event. */
+		static const struct timespec at_once = {0, 0};
+		struct timespec left, now;
+		int k = ppoll(cs.p, cs.n + 1,
+			      stop_signal && lfd >= 0 ? &at_once : conns_timeout(&cs, &left),
+			      &waitmask),
+		    e = errno;
 
 		/* Unblocked while we work: helpers the library starts must not inherit the mask. */
 		sigprocmask(SIG_SETMASK, &waitmask, NULL);
-		errno = e;
 
 		if (stop_signal && lfd >= 0) {
-			/* Stop taking steps at once; the ones under way end with their clients. */
+			/* Stop taking steps at once; the ones under way end with their clients.
+			 * Those that connected but were not accepted yet run theirs themselves:
+			 * closing the listener would otherwise reset them mid-request. */
+			refuse_backlog(lfd);
 			close(lfd);
 			lfd = -1;
 			cs.p[0].fd = -1;
 			remove_socket(path, &st);
 		}
 		if (k < 0) {
-			if (errno != EINTR) {
-				fprintf(stderr, "jobcg: daemon: poll: %s\n", strerror(errno));
+			if (e != EINTR) {
+				fprintf(stderr, "jobcg: daemon: poll: %s\n", strerror(e));
 				break;
 			}
-			continue;
+			/* Nothing is ready; what follows still answers the waiting clients of a
+			 * stopping daemon. */
+			for (size_t i = 0; i <= cs.n; i++)
+				cs.p[i].revents = 0;
 		}
 		/* Steps ending first: they free what new ones may want. */
 		for (size_t i = 1; i <= cs.n; i++) {
-			if (!cs.p[i].revents)
+			if (!cs.s[i].c || !cs.p[i].revents)
 				continue;
-			run_conn_end(cs.c[i]);
-			cs.c[i] = cs.c[cs.n];
-			cs.p[i] = cs.p[cs.n];
-			cs.n--;
-			i--;
+			run_conn_end(cs.s[i].c);
+			conns_remove(&cs, i--);
+		}
+		/* Then requests, each read only once it has arrived: a client that connects
+		 * and says nothing (stopped, or not jobcg) holds up nobody, and is dropped at
+		 * its deadline. */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		for (size_t i = 1; i <= cs.n; i++) {
+			struct slot *sl = &cs.s[i];
+			struct run_conn *rc = NULL;
+
+			if (sl->c)
+				continue;
+			if (stop_signal) {
+				(void)run_send_exit(sl->fd, 1, true); /* run it yourself */
+				close(sl->fd);
+			} else if (cs.p[i].revents) {
+				if (run_conn_start(sl->fd, sl->client, &rc) == 1) {
+					steps++;
+					sl->c = rc;
+					continue;
+				}
+			} else if (!ts_before(&now, &sl->deadline)) {
+				fprintf(stderr,
+					"jobcg: daemon: pid %d connected but sent no request "
+					"within %d s; dropped\n",
+					(int)sl->client, REQUEST_TIMEOUT_SEC);
+				close(sl->fd);
+			} else
+				continue;
+			conns_remove(&cs, i--);
 		}
 		if (!stop_signal && cs.p[0].revents & POLLIN) {
-			int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-			struct timeval tv = {.tv_sec = 5};
-			struct run_conn *rc = NULL;
-			pid_t client = 0;
+			struct timeval tv = {.tv_sec = REQUEST_TIMEOUT_SEC};
+			struct slot sl = {.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)};
 
-			if (conn < 0)
+			if (sl.fd < 0)
 				continue;
-			if (!peer_ok(conn, &client)) {
-				(void)run_send_exit(conn, 1, true);
-				close(conn);
+			if (!peer_ok(sl.fd, &sl.client)) {
+				(void)run_send_exit(sl.fd, 1, true);
+				close(sl.fd);
 				continue;
 			}
-			/* A client stuck mid-message must not hold up everyone else. */
-			(void)setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-			(void)setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+			/* A client stuck mid-message must not hold up everyone else for long. */
+			(void)setsockopt(sl.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			(void)setsockopt(sl.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+			sl.deadline = now;
+			sl.deadline.tv_sec += REQUEST_TIMEOUT_SEC;
 			served++;
-			if (run_conn_start(conn, client, &rc) == 1) {
-				steps++;
-				if (conns_add(&cs, rc) < 0)
-					/* cannot watch it: end it now, as for a client gone */
-					run_conn_end(rc);
+			if (conns_add(&cs, &sl) < 0) {
+				(void)run_send_exit(sl.fd, 1, true); /* cannot watch it */
+				close(sl.fd);
 			}
 		}
 	}
@@ -267,7 +367,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		close(lfd);
 		remove_socket(path, &st);
 	}
-	free(cs.c);
+	free(cs.s);
 	free(cs.p);
 	fprintf(stderr, "jobcg: daemon stopped by signal %d: %lu connection(s), %lu step(s)\n",
 		(int)stop_signal, served, steps);

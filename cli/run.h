@@ -61,14 +61,13 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 /*
  * `jobcg daemon`'s side, all in its one process. run_daemon_save_self() first, once, with the
  * daemon's own -v count. Then for
- * each connection (@client from SO_PEERCRED) run_conn_start(): it reads the request and makes
- * the step; returns 1 with *ret when the step runs (call run_conn_end() when its descriptor
- * is readable: the client's report, or its going away), 0 when the exchange is over (the
- * connection is closed).
+ * each connection (@client from SO_PEERCRED), once it is readable, run_conn_start(): it reads
+ * the request and makes the step; returns 1 with *ret when the step runs (call run_conn_end()
+ * when the descriptor is readable again: the client's report, or its going away), 0 when the
+ * exchange is over (the connection is closed).
  */
 int run_daemon_save_self(int verbose);
 struct run_conn;
 int run_conn_start(int fd, pid_t client, struct run_conn **ret);
-int run_conn_fd(const struct run_conn *c);
 void run_conn_end(struct run_conn *c);
 void run_conn_free(struct run_conn *c);

@@ -416,11 +416,6 @@ void run_conn_free(struct run_conn *c)
 	free(c);
 }
 
-int run_conn_fd(const struct run_conn *c)
-{
-	return c->fd;
-}
-
 int run_send_exit(int conn, int code, bool fallback)
 {
 	struct jobcg_msg m = {};

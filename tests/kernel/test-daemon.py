@@ -250,6 +250,28 @@ def body(e):
     r = e.run("run", "--job", "5", "--", "true")
     ok(d.poll() is None and r.returncode == 0, "after garbled messages the daemon still serves")
 
+    # A client that connects and says nothing holds up nobody, and is dropped at its deadline.
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(e.sock)
+    r = e.run("run", "--job", "5", "--step", "60", "--", "sh", "-c", "echo served")
+    silent.setblocking(False)
+    try:
+        silent.recv(1)
+        waiting = False  # answered or closed: the daemon gave up on it first
+    except BlockingIOError:
+        waiting = True
+    rec = [x for x in e.records() if x.get("job") == "5" and x.get("step") == "60"]
+    ok(r.returncode == 0 and r.stdout == "served\n" and waiting and len(rec) == 1,
+       "a step is served while a silent client is still connected")
+    silent.settimeout(30)
+    try:
+        gone = silent.recv(4096) == b""
+    except OSError:
+        gone = False
+    silent.close()
+    ok(gone and "sent no request" in e.log_of(d) and d.poll() is None,
+       "the silent client is dropped at its deadline, with a line in the daemon's log")
+
     # The daemon killed mid-step: the client ends the step itself.
     p = subprocess.Popen([e.jobcg, "run", "--job", "5", "--step", "50", "--", "sleep", "1"],
                          env=e.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -285,8 +307,19 @@ def body(e):
     p = subprocess.Popen([e.jobcg, "run", "--job", "5", "--", "sleep", "1"], env=e.env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for(lambda: any(x.startswith("step_") for x in os.listdir(os.path.join(e.root, "job_5"))))
+    # Connected, request not yet sent (perhaps not even accepted) when the daemon stops.
+    late = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    late.connect(e.sock)
     d.send_signal(signal.SIGTERM)
     ok(wait_for(lambda: not os.path.exists(e.sock), 5), "SIGTERM: the daemon removes its socket")
+    late.settimeout(30)
+    try:
+        answer = late.recv(4096)
+    except OSError as x:
+        answer = repr(x).encode()
+    late.close()
+    ok(b"fallback=1" in answer,
+       f"a client waiting when the daemon stops is told to run its step itself ({answer!r})")
     p.wait(timeout=60)
     d.wait(timeout=60)
     ok(p.returncode == 0 and d.returncode == 0,
