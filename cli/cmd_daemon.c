@@ -102,12 +102,12 @@ static bool peer_ok(int conn, pid_t *ret_pid)
 /* How long a client may stay connected without sending its request. */
 #define REQUEST_TIMEOUT_SEC 5
 
-/* A connection: waiting for its request (c NULL, until deadline), or its step running. */
+/* A connection: waiting for its request (c NULL, until deadline_ms), or its step running.
+ * Its descriptor is the pollfd's beside it. */
 struct slot {
 	struct run_conn *c;
-	int fd;
 	pid_t client;
-	struct timespec deadline;
+	uint64_t deadline_ms; /* CLOCK_MONOTONIC */
 };
 
 /* The connections, polled with the listening socket at [0] (s[0] unused). */
@@ -139,13 +139,13 @@ static int conns_grow(struct conns *cs)
 	return 0;
 }
 
-static int conns_add(struct conns *cs, const struct slot *s)
+static int conns_add(struct conns *cs, int fd, const struct slot *s)
 {
 	if (conns_grow(cs) < 0)
 		return -ENOMEM;
 	cs->n++;
 	cs->s[cs->n] = *s;
-	cs->p[cs->n] = (struct pollfd){.fd = s->fd, .events = POLLIN};
+	cs->p[cs->n] = (struct pollfd){.fd = fd, .events = POLLIN};
 	return 0;
 }
 
@@ -157,32 +157,28 @@ static void conns_remove(struct conns *cs, size_t i)
 	cs->n--;
 }
 
-static bool ts_before(const struct timespec *a, const struct timespec *b)
+static uint64_t monotonic_ms(void)
 {
-	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* ppoll's timeout: until the first request deadline, or NULL (none waits for one). */
 static const struct timespec *conns_timeout(const struct conns *cs, struct timespec *left)
 {
-	const struct timespec *first = NULL;
-	struct timespec now;
+	uint64_t first = UINT64_MAX, now;
 
 	for (size_t i = 1; i <= cs->n; i++)
-		if (!cs->s[i].c && (!first || ts_before(&cs->s[i].deadline, first)))
-			first = &cs->s[i].deadline;
-	if (!first)
+		if (!cs->s[i].c && cs->s[i].deadline_ms < first)
+			first = cs->s[i].deadline_ms;
+	if (first == UINT64_MAX)
 		return NULL;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	*left = (struct timespec){};
-	if (ts_before(&now, first)) {
-		left->tv_sec = first->tv_sec - now.tv_sec;
-		left->tv_nsec = first->tv_nsec - now.tv_nsec;
-		if (left->tv_nsec < 0) {
-			left->tv_sec--;
-			left->tv_nsec += 1000000000L;
-		}
-	}
+	now = monotonic_ms();
+	first = first > now ? first - now : 0;
+	*left = (struct timespec){.tv_sec = (time_t)(first / 1000),
+				  .tv_nsec = (long)(first % 1000) * 1000000L};
 	return left;
 }
 
@@ -274,7 +270,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	while (sigprocmask(SIG_BLOCK, &stopset, NULL), !stop_signal || cs.n > 0) {
 		/* A stop that came while we worked is acted on now, not at the next event. */
 		static const struct timespec at_once = {0, 0};
-		struct timespec left, now;
+		struct timespec left;
+		uint64_t now;
 		int k = ppoll(cs.p, cs.n + 1,
 			      stop_signal && lfd >= 0 ? &at_once : conns_timeout(&cs, &left),
 			      &waitmask),
@@ -313,7 +310,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		/* Then requests, each read only once it has arrived: a client that connects
 		 * and says nothing (stopped, or not jobcg) holds up nobody, and is dropped at
 		 * its deadline. */
-		clock_gettime(CLOCK_MONOTONIC, &now);
+		now = monotonic_ms();
 		for (size_t i = 1; i <= cs.n; i++) {
 			struct slot *sl = &cs.s[i];
 			struct run_conn *rc = NULL;
@@ -321,44 +318,43 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 			if (sl->c)
 				continue;
 			if (stop_signal) {
-				(void)run_send_exit(sl->fd, 1, true); /* run it yourself */
-				close(sl->fd);
+				(void)run_send_exit(cs.p[i].fd, 1, true); /* run it yourself */
+				close(cs.p[i].fd);
 			} else if (cs.p[i].revents) {
-				if (run_conn_start(sl->fd, sl->client, &rc) == 1) {
+				if (run_conn_start(cs.p[i].fd, sl->client, &rc) == 1) {
 					steps++;
 					sl->c = rc;
 					continue;
 				}
-			} else if (!ts_before(&now, &sl->deadline)) {
+			} else if (now >= sl->deadline_ms) {
 				fprintf(stderr,
 					"jobcg: daemon: pid %d connected but sent no request "
 					"within %d s; dropped\n",
 					(int)sl->client, REQUEST_TIMEOUT_SEC);
-				close(sl->fd);
+				close(cs.p[i].fd);
 			} else
 				continue;
 			conns_remove(&cs, i--);
 		}
 		if (!stop_signal && cs.p[0].revents & POLLIN) {
 			struct timeval tv = {.tv_sec = REQUEST_TIMEOUT_SEC};
-			struct slot sl = {.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)};
+			struct slot sl = {.deadline_ms = now + REQUEST_TIMEOUT_SEC * 1000u};
+			int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
-			if (sl.fd < 0)
+			if (conn < 0)
 				continue;
-			if (!peer_ok(sl.fd, &sl.client)) {
-				(void)run_send_exit(sl.fd, 1, true);
-				close(sl.fd);
+			if (!peer_ok(conn, &sl.client)) {
+				(void)run_send_exit(conn, 1, true);
+				close(conn);
 				continue;
 			}
 			/* A client stuck mid-message must not hold up everyone else for long. */
-			(void)setsockopt(sl.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-			(void)setsockopt(sl.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-			sl.deadline = now;
-			sl.deadline.tv_sec += REQUEST_TIMEOUT_SEC;
+			(void)setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			(void)setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 			served++;
-			if (conns_add(&cs, &sl) < 0) {
-				(void)run_send_exit(sl.fd, 1, true); /* cannot watch it */
-				close(sl.fd);
+			if (conns_add(&cs, conn, &sl) < 0) {
+				(void)run_send_exit(conn, 1, true); /* cannot watch it */
+				close(conn);
 			}
 		}
 	}
