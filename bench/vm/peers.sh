@@ -21,7 +21,7 @@ done
 # ext4), which made the in-process figures depend on whether the daemon was running.
 JDIR=/usr/local/lib/jobcg-bench
 mkdir -p "$JDIR"
-for f in jobcg jobcg-dynamic empty; do
+for f in jobcg jobcg-dynamic empty exec-only; do
 	[ -f "$VMT_SHARE/bin/$f" ] && cp "$VMT_SHARE/bin/$f" "$JDIR/"
 done
 export PATH="$JDIR:$PATH"
@@ -85,7 +85,9 @@ check "jobcg run through the daemon" env JOBCG_DAEMON_SOCKET="$dsock" jobcg run 
 # An empty program linked like jobcg: the least any launcher built this way pays to start.
 empty=""
 [ -x "$JDIR/empty" ] && empty="cmd:exec_empty:$JDIR/empty"
-# shellcheck disable=SC2086 # $empty is one subject or none
+# And one with no libc at all: the least an exec costs in this boot.
+[ -x "$JDIR/exec-only" ] && empty="$empty cmd:exec_only:$JDIR/exec-only"
+# shellcheck disable=SC2086 # $empty is up to two subjects
 out=$("$L" -n "$n" -e "$tmp/errors.log" floor "cgfloor:$cg" \
 	"cmd:systemd_run:$sr /bin/true" \
 	"cmd:crun:/usr/bin/crun run --bundle $b jobcg-bench" \
