@@ -27,6 +27,8 @@
 #include "jobcg/context.h"
 #include "jobcg/devices.h"
 #include "jobcg/job.h"
+#include "jobcg/jobgres.h"
+#include "jobcg/acct.h"
 
 #define MAX_SUBJECTS 16
 #define MAX_ARGS     64
@@ -35,13 +37,14 @@
 
 extern char **environ;
 
-enum kind { K_FLOOR, K_CMD, K_LIB, K_SPAWN, K_CYCLE, K_CGFLOOR };
+enum kind { K_FLOOR, K_CMD, K_LIB, K_AGENT, K_SPAWN, K_CYCLE, K_CGFLOOR };
 
 struct subject {
 	enum kind kind;
 	char name[64];
 	char *argv[MAX_ARGS]; /* K_CMD; "{i}" in an argument becomes the launcher index */
-	uint32_t job;	      /* K_LIB, K_SPAWN: the job (plus the launcher index if job_plus) */
+	uint32_t job;	      /* K_LIB, K_AGENT, K_SPAWN: the job (plus the launcher index if
+				 job_plus) */
 	bool job_plus;
 	char *dir; /* K_CGFLOOR: parent of the chain */
 	/* results */
@@ -240,6 +243,68 @@ static uint32_t job_of(const struct subject *s, int idx)
 	return s->job + (s->job_plus ? (uint32_t)idx : 0);
 }
 
+/* A job mark jobcg run checks before each step (released, ephemeral): one getxattr. */
+static bool job_marked(uint32_t job, const char *key)
+{
+	char *v = NULL;
+	bool r = jobcg_job_xattr_get(ctx, job, key, &v) == 0;
+
+	free(v);
+	return r;
+}
+
+/*
+ * agent:JOB: the work of one `jobcg run --job JOB -- /bin/true` (cli/run.c's run_begin and
+ * run_finish, minus their messages) done through the library by a resident process, as a
+ * scheduler's agent linking libjobcg would: the job checked, the step made, its share of the
+ * job's GPUs and their environment, the job's OOM counter, the task, the accounting read and
+ * record, the grant revoked, the step removed. The "lib" subject is only the step itself.
+ */
+static void agent_step(struct subject *s, uint32_t job)
+{
+	static char *true_argv[] = {(char *)TRUE_BIN, NULL};
+	struct jobcg_target t = {.job = job, .task = JOBCG_TASK_ALL};
+	struct jobcg_acct before = {}, acct = {};
+	struct jobcg_run_result res = {};
+	struct jobcg_spawn_opts so = {};
+	struct jobcg_step_gres *sg = NULL;
+	struct timespec start;
+	char step[JOBCG_STEP_ID_MAX];
+	uint64_t start_usec;
+
+	if (jobcg_target_events(ctx, &t, NULL, NULL) < 0 || job_marked(job, "removing") ||
+	    job_marked(job, "ephemeral")) {
+		note_error(s, "job %u: %s", job, lib_error());
+		return;
+	}
+	if (jobcg_step_create(ctx, job, NULL, 0, step) < 0) {
+		note_error(s, "step create: %s", lib_error());
+		return;
+	}
+	if (jobcg_step_gres_setup(ctx, job, step, NULL, NULL, 1, &sg) < 0) {
+		note_error(s, "step devices: %s", lib_error());
+		(void)jobcg_step_remove(ctx, job, step, 0);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &start);
+	start_usec = (uint64_t)start.tv_sec * 1000000u + (uint64_t)start.tv_nsec / 1000u;
+	(void)jobcg_acct_read_file(ctx, &t, "memory.events", &before);
+	so.task_env = (char *const *const *)sg->task_env;
+	if (jobcg_step_run(ctx, job, step, 1, true_argv, &so, &res) < 0 || res.exit_code != 0)
+		note_error(s, "step run: %s", lib_error());
+	memcpy(t.step, step, sizeof(t.step));
+	if (jobcg_acct_read(ctx, &t, &acct) < 0 ||
+	    jobcg_acct_log_step(ctx, job, step, start_usec, &res, &acct,
+				job_marked(job, "removing")) < 0)
+		note_error(s, "accounting: %s", lib_error());
+	free(res.task_status);
+	if (jobcg_step_gres_release(ctx, job, step) < 0)
+		note_error(s, "step devices release: %s", lib_error());
+	if (jobcg_step_remove(ctx, job, step, 0) < 0)
+		note_error(s, "step remove: %s", lib_error());
+	jobcg_step_gres_free(sg);
+}
+
 static bool run_once(struct subject *s, int idx)
 {
 	static char *true_argv[] = {(char *)TRUE_BIN, NULL};
@@ -293,6 +358,9 @@ static bool run_once(struct subject *s, int idx)
 			note_error(s, "step run: %s", lib_error());
 		if (jobcg_step_remove(ctx, job, step, 0) < 0)
 			note_error(s, "step remove: %s", lib_error());
+		return true;
+	case K_AGENT:
+		agent_step(s, job_of(s, idx));
 		return true;
 	case K_SPAWN: {
 		pid_t pid;
@@ -372,10 +440,10 @@ static int parse_subject(const char *spec, struct subject *s)
 			goto bad;
 		return 0;
 	}
-	if (strcmp(copy, "lib") == 0 || strcmp(copy, "spawn") == 0) {
+	if (strcmp(copy, "lib") == 0 || strcmp(copy, "agent") == 0 || strcmp(copy, "spawn") == 0) {
 		char *end;
 
-		s->kind = copy[0] == 'l' ? K_LIB : K_SPAWN;
+		s->kind = copy[0] == 'l' ? K_LIB : copy[0] == 'a' ? K_AGENT : K_SPAWN;
 		s->job = (uint32_t)strtoul(rest, &end, 10);
 		s->job_plus = *end == '+';
 		snprintf(s->name, sizeof(s->name), "%s", copy);
@@ -446,7 +514,7 @@ static void print_result(struct subject *s, int par)
 
 static bool needs_lib(const struct subject *s)
 {
-	return s->kind == K_LIB || s->kind == K_SPAWN || s->kind == K_CYCLE;
+	return s->kind == K_LIB || s->kind == K_AGENT || s->kind == K_SPAWN || s->kind == K_CYCLE;
 }
 
 static double cpu_now_ns(void)
@@ -602,7 +670,7 @@ static void usage(FILE *f)
 	    "       launch populate FIRST COUNT | depopulate FIRST COUNT\n"
 	    "SUBJECT: floor | cmd:NAME:[VAR=VALUE...] ARGV (space separated, {i} = launcher "
 	    "index)\n"
-	    "         | lib:JOB[+] | spawn:JOB[+] | cycle:NAME | cgfloor:DIR\n"
+	    "         | lib:JOB[+] | agent:JOB[+] | spawn:JOB[+] | cycle:NAME | cgfloor:DIR\n"
 	    "Library subjects use the configuration from the environment (JOBCG_*).\n");
 }
 

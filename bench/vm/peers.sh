@@ -93,7 +93,7 @@ out=$("$L" -n "$n" -e "$tmp/errors.log" floor "cgfloor:$cg" \
 	"cmd:crun:/usr/bin/crun run --bundle $b jobcg-bench" \
 	"cmd:jobcg_run:$JDIR/jobcg run --no-daemon --job 1 -- /bin/true" \
 	"cmd:jobcg_daemon:JOBCG_DAEMON_SOCKET=$dsock $JDIR/jobcg run --job 1 -- /bin/true" \
-	"lib:1" "cmd:exec_jobcg:$JDIR/jobcg version" $empty 2>&1)
+	"lib:1" "agent:1" "cmd:exec_jobcg:$JDIR/jobcg version" $empty 2>&1)
 rc=$?
 kill "$dpid"
 wait "$dpid"
