@@ -231,7 +231,7 @@ void confload_warn(struct confload *l, const char *file, unsigned line, const ch
 	(void)strv_push(&l->c->warnings, s);
 }
 
-int cgroup_conf_defaults(struct jobcg_cgroup_conf *cg)
+int cgconf_defaults(struct jobcg_cgroup_conf *cg)
 {
 	*cg = (struct jobcg_cgroup_conf){
 	    .systemd_timeout_ms = 1000,
@@ -252,7 +252,7 @@ int cgroup_conf_defaults(struct jobcg_cgroup_conf *cg)
 	return 0;
 }
 
-void cgroup_conf_done(struct jobcg_cgroup_conf *cg)
+void cgconf_done(struct jobcg_cgroup_conf *cg)
 {
 	free(cg->mountpoint);
 	free(cg->plugin);
@@ -508,7 +508,7 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 			    pr->key);
 }
 
-int cgroup_conf_parse(struct confload *l, const char *path, const char *buf, size_t len)
+int cgconf_parse(struct confload *l, const char *path, const char *buf, size_t len)
 {
 	struct conf_parser p = {
 	    .fn = on_stmt,
@@ -599,7 +599,7 @@ static int entry_text(const struct jobcg_cgroup_conf *cg, const struct key_def *
 	return 0;
 }
 
-int cgroup_conf_finish(struct confload *l)
+int cgconf_finish(struct confload *l)
 {
 	struct jobcg_config *c = l->c;
 	static const struct {

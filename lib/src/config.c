@@ -14,7 +14,7 @@ JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c)
 {
 	if (!c)
 		return;
-	cgroup_conf_done(&c->cgroup);
+	cgconf_done(&c->cgroup);
 	gres_conf_done(&c->gres);
 	for (size_t i = 0; i < c->nentries; i++)
 		free(c->entries[i].value);
@@ -55,7 +55,7 @@ static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 
 	if (!c)
 		return -ENOMEM;
-	r = cgroup_conf_defaults(&c->cgroup);
+	r = cgconf_defaults(&c->cgroup);
 	if (r < 0)
 		goto fail;
 	/* Slurm matches NodeName= against slurmd's node name, which need not be the host name:
@@ -69,11 +69,11 @@ static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 		goto fail;
 	}
 	if (cgroup_conf) {
-		r = cgroup_conf_parse(&l, cgroup_conf, bufs ? bufs[0] : NULL, bufs ? lens[0] : 0);
+		r = cgconf_parse(&l, cgroup_conf, bufs ? bufs[0] : NULL, bufs ? lens[0] : 0);
 		if (r < 0)
 			goto fail;
 	}
-	r = cgroup_conf_finish(&l);
+	r = cgconf_finish(&l);
 	if (r < 0)
 		goto fail;
 	if (gres_conf) {

@@ -21,12 +21,12 @@ void confload_warn(struct confload *l, const char *file, unsigned line, const ch
     __attribute__((format(printf, 4, 5)));
 
 /* cgroupconf.c */
-int cgroup_conf_defaults(struct jobcg_cgroup_conf *cg);
+int cgconf_defaults(struct jobcg_cgroup_conf *cg);
 /* Parse @path (buf NULL) or the buffer @buf as cgroup.conf. A missing @path is not an error. */
-int cgroup_conf_parse(struct confload *l, const char *path, const char *buf, size_t len);
+int cgconf_parse(struct confload *l, const char *path, const char *buf, size_t len);
 /* Apply the environment overrides (unless JOBCG_CONFIG_NO_ENV) and list the entries. */
-int cgroup_conf_finish(struct confload *l);
-void cgroup_conf_done(struct jobcg_cgroup_conf *cg);
+int cgconf_finish(struct confload *l);
+void cgconf_done(struct jobcg_cgroup_conf *cg);
 
 /* gresconf.c */
 int gres_conf_parse(struct confload *l, const char *path, const char *buf, size_t len);

@@ -87,7 +87,7 @@ JOBCG_EXPORT int jobcg_cgroup_id(const char *path, uint64_t *ret)
 }
 
 /* Canonical path of a cgroup v2 directory and its absolute level (depth below the v2 root). */
-static int cgroup_resolve(const char *path, char **ret_path, unsigned *ret_level)
+static int cg_resolve(const char *path, char **ret_path, unsigned *ret_level)
 {
 	_cleanup_free_ char *canon = NULL;
 	struct statfs sf;
@@ -417,7 +417,7 @@ static int devpolicy_new(const struct jobcg_config *conf, const char *root,
 		return -ENOMEM;
 	p->prog_fd = p->managed_fd = p->policy_fd = -1;
 	p->mode = conf ? conf->cgroup.device_program : JOBCG_DEVPROG_NODE;
-	if ((e = cgroup_resolve(root, &p->root, &p->root_level)) < 0)
+	if ((e = cg_resolve(root, &p->root, &p->root_level)) < 0)
 		return e;
 	if ((e = jobcg_cgroup_id(p->root, &p->root_id)) < 0)
 		return e;
@@ -632,7 +632,7 @@ static int resolve_member(const struct jobcg_devpolicy *p, const char *path, cha
 		if (!(canon = strdup(path)))
 			return -ENOMEM;
 		level += p->root_level;
-	} else if ((e = cgroup_resolve(path, &canon, &level)) < 0) {
+	} else if ((e = cg_resolve(path, &canon, &level)) < 0) {
 		return e;
 	}
 	if (strncmp(canon, p->root, rl) != 0 || canon[rl] != '/' || level <= p->root_level)

@@ -627,7 +627,7 @@ JOBCG_EXPORT void jobcg_cginspect_free(struct jobcg_cginspect *i)
 }
 
 /* Ids of the cgroup at @path and its ancestors (level 0 = the mount root). */
-static int cgroup_ids(const char *path, const char *mount, uint64_t **ret, int *ret_depth)
+static int cg_ancestor_ids(const char *path, const char *mount, uint64_t **ret, int *ret_depth)
 {
 	const char *rel = path + strlen(mount);
 	_cleanup_free_ uint64_t *anc = NULL;
@@ -746,7 +746,7 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 			goto fail;
 		cache = ip->own_cache;
 	}
-	r = cgroup_ids(ip->pub.path, mount, &ip->ancestors, &ip->depth);
+	r = cg_ancestor_ids(ip->pub.path, mount, &ip->ancestors, &ip->depth);
 	if (r < 0)
 		goto fail;
 	ip->pub.cgroup_id = ip->ancestors[ip->depth];
@@ -854,7 +854,7 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 	if (r < 0)
 		return r;
 	if (n > 0) {
-		r = cgroup_ids(path, mount, &anc, &depth);
+		r = cg_ancestor_ids(path, mount, &anc, &depth);
 		if (r < 0)
 			return r;
 	}

@@ -2,6 +2,7 @@
  * kill. */
 #pragma once
 
+#include <signal.h> /* sigset_t of jobcg_spawn_opts */
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
