@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Unit test: what `meson install` gives programs that link jobcg (docs/library.md). Installs the
+build's `devel` parts into a temporary DESTDIR, then checks that the archive exports only
+jobcg_* symbols, that every public header compiles on its own as C11 (with POSIX) and as C++11,
+and that examples/step-agent.c compiles and links with nothing but `pkg-config libjobcg` and
+runs. Usage: test-install.py CC SANITIZE (meson's b_sanitize, "none" or a list)."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+n = 0
+failed = 0
+
+
+def ok(good, what):
+    global n, failed
+    n += 1
+    if not good:
+        failed += 1
+    print(f"{'ok' if good else 'not ok'} {n} - {what}", flush=True)
+    return good
+
+
+def diag(text):
+    for line in str(text).splitlines():
+        print("# " + line, flush=True)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+
+
+def find(top, name):
+    for dirpath, _, files in os.walk(top):
+        if name in files:
+            return os.path.join(dirpath, name)
+    return None
+
+
+def main():
+    cc, sanitize = sys.argv[1], sys.argv[2]
+    build = os.environ["JOBCG_BUILD_ROOT"]
+    src = os.environ["JOBCG_SOURCE_ROOT"]
+    san = [] if sanitize == "none" else [f"-fsanitize={sanitize}"]
+    dest = tempfile.mkdtemp(prefix="jobcg-install-")
+    try:
+        checks(cc, san, build, src, dest)
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+    print(f"1..{n}")
+    return 1 if failed else 0
+
+
+def checks(cc, san, build, src, dest):
+    r = run(["meson", "install", "-C", build, "--no-rebuild", "--quiet", "--tags", "devel",
+             "--destdir", dest])
+    if not ok(r.returncode == 0, "meson install --tags devel into a DESTDIR"):
+        diag(r.stdout + r.stderr)
+        return
+    archive = find(dest, "libjobcg.a")
+    pc = find(dest, "libjobcg.pc")
+    header = find(dest, "job.h")
+    if not ok(archive and pc and header and os.path.basename(os.path.dirname(header)) == "jobcg",
+              "installed: libjobcg.a, libjobcg.pc and the headers under include/jobcg/"):
+        diag("\n".join(os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs))
+        return
+    incdir = os.path.dirname(os.path.dirname(header))
+    public = sorted(os.listdir(os.path.join(src, "lib", "include", "jobcg")))
+    installed = sorted(os.listdir(os.path.dirname(header)))
+    ok(installed == public, "every header of lib/include/jobcg is installed, and only those")
+    if installed != public:
+        diag(f"missing {sorted(set(public) - set(installed))}, "
+             f"extra {sorted(set(installed) - set(public))}")
+
+    r = run(["nm", "-g", "--defined-only", archive])
+    names = [line.split()[2] for line in r.stdout.splitlines() if len(line.split()) == 3]
+    # ASan builds add an ODR indicator per exported variable, named after it.
+    others = [x for x in names if not x.startswith(("jobcg_", "__odr_asan.jobcg_"))]
+    ok(r.returncode == 0 and len(names) > 100 and not others,
+       f"the archive exports {len(names)} symbols, all jobcg_* (internal ones are local)")
+    if others:
+        diag(" ".join(others[:40]))
+
+    bad = []
+    cxx = shutil.which("c++")
+    for h in installed:
+        for lang, cmd in (("C11", [cc, "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-x", "c"]),
+                          ("C++11", [cxx, "-std=c++11", "-x", "c++"]) if cxx else (None, None)):
+            if not lang:
+                continue
+            r = run(cmd + ["-pedantic", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                           "-I", incdir, "-"], input=f"#include <jobcg/{h}>\n")
+            if r.returncode:
+                bad.append(f"{h} ({lang}): {r.stderr.strip().splitlines()[0]}")
+    ok(not bad, f"each of the {len(installed)} headers compiles on its own as C11"
+       + (" and C++11" if cxx else " (no C++ compiler here)"))
+    for b in bad:
+        diag(b)
+
+    env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(pc), PKG_CONFIG_SYSROOT_DIR=dest)
+    r = run(["pkg-config", "--cflags", "--libs", "libjobcg"], env=env)
+    if not ok(r.returncode == 0 and "-ljobcg" in r.stdout and dest in r.stdout,
+              f"pkg-config libjobcg: {r.stdout.strip()}"):
+        diag(r.stderr)
+        return
+    exe = os.path.join(dest, "step-agent")
+    r = run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", *san,
+             os.path.join(src, "examples", "step-agent.c"), "-o", exe,
+             *r.stdout.split()])
+    if not ok(r.returncode == 0, "examples/step-agent.c builds with only what pkg-config says"):
+        diag(r.stderr)
+        return
+    r = run([exe])
+    ok(r.returncode == 2 and "usage: step-agent" in r.stderr,
+       "and runs (no arguments: usage, exit 2)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
