@@ -3,8 +3,10 @@
 build's `devel` parts into a temporary DESTDIR, then checks that the archive exports only
 jobcg_* symbols, that every public header compiles on its own as C11 (with POSIX) and as C++11,
 and that examples/step-agent.c compiles and links with nothing but `pkg-config libjobcg` and
-runs. Usage: test-install.py CC SANITIZE (meson's b_sanitize, "none" or a list)."""
+runs. Usage: test-install.py CC SANITIZE (CC: the C compiler's command line as one string;
+SANITIZE: meson's b_sanitize, "none" or a list)."""
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -40,7 +42,7 @@ def find(top, name):
 
 
 def main():
-    cc, sanitize = sys.argv[1], sys.argv[2]
+    cc, sanitize = shlex.split(sys.argv[1]), sys.argv[2]
     build = os.environ["JOBCG_BUILD_ROOT"]
     src = os.environ["JOBCG_SOURCE_ROOT"]
     san = [] if sanitize == "none" else [f"-fsanitize={sanitize}"]
@@ -86,7 +88,7 @@ def checks(cc, san, build, src, dest):
     bad = []
     cxx = shutil.which("c++")
     for h in installed:
-        for lang, cmd in (("C11", [cc, "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-x", "c"]),
+        for lang, cmd in (("C11", [*cc, "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-x", "c"]),
                           ("C++11", [cxx, "-std=c++11", "-x", "c++"]) if cxx else (None, None)):
             if not lang:
                 continue
@@ -106,7 +108,7 @@ def checks(cc, san, build, src, dest):
         diag(r.stderr)
         return
     exe = os.path.join(dest, "step-agent")
-    r = run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", *san,
+    r = run([*cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", *san,
              os.path.join(src, "examples", "step-agent.c"), "-o", exe,
              *r.stdout.split()])
     if not ok(r.returncode == 0, "examples/step-agent.c builds with only what pkg-config says"):
