@@ -11,60 +11,19 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
-n = 0
-failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pytap import KernelEnv, diag, kernel_main, ok  # noqa: E402
 
 
-def ok(good, what):
-    global n, failed
-    n += 1
-    if not good:
-        failed += 1
-    print(f"{'ok' if good else 'not ok'} {n} - {what}", flush=True)
-    return good
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
-
-
-def v2_mount():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            parts = line.split()
-            sep = parts.index("-")
-            if parts[sep + 1] == "cgroup2":
-                return parts[4]
-    return None
-
-
-class Env:
-    def __init__(self):
-        self.mount = v2_mount()
-        self.tag = f"jobcg-test-daemon-{os.getpid()}-{time.time_ns() % 1000000:x}"
-        self.root = os.path.join(self.mount, self.tag)
+class Env(KernelEnv):
+    def __init__(self, name):
+        super().__init__(name)
         os.mkdir(self.root)
-        self.tmp = tempfile.mkdtemp(prefix="jobcg-ktest-")
         self.sock = os.path.join(self.tmp, "daemon.sock")
-        self.state = os.path.join(self.tmp, "state")
-        self.env = dict(os.environ)
-        self.env.update(JOBCG_ROOT=self.tag, JOBCG_STATE_DIR=self.state,
-                        JOBCG_DAEMON_SOCKET=self.sock)
-        self.env.setdefault("JOBCG_BPF_PIN_DIR", os.path.join("/sys/fs/bpf", self.tag))
-        conf = os.path.join(self.tmp, "conf")
-        os.mkdir(conf)
-        self.env["JOBCG_CONF_DIR"] = conf
-        self.jobcg = os.path.abspath(os.path.join(os.environ.get("JOBCG_BUILD_ROOT", "."),
-                                                  "cli", "jobcg"))
+        self.env["JOBCG_DAEMON_SOCKET"] = self.sock
         self.daemons = []
-
-    def run(self, *args, env=None, **kw):
-        return subprocess.run([self.jobcg, *args], env=env or self.env, capture_output=True,
-                              text=True, timeout=120, **kw)
 
     def start_daemon(self):
         log = open(os.path.join(self.tmp, f"daemon{len(self.daemons)}.log"), "w+")
@@ -101,26 +60,7 @@ class Env:
             if d.poll() is None:
                 d.kill()
                 d.wait()
-        subprocess.run(["rm", "-rf", self.tmp])
-        # Kill what is left (only ours: below our own subtree), then remove bottom-up.
-        for dirpath, dirs, _ in os.walk(self.root, topdown=False):
-            try:
-                with open(os.path.join(dirpath, "cgroup.kill"), "w") as f:
-                    f.write("1")
-            except OSError:
-                pass
-        for dirpath, dirs, _ in os.walk(self.root, topdown=False):
-            for _ in range(100):
-                try:
-                    os.rmdir(dirpath)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.01)
-        pins = self.env["JOBCG_BPF_PIN_DIR"]
-        if pins.startswith("/sys/fs/bpf/" + self.tag):
-            subprocess.run(["rm", "-rf", pins])
+        super().cleanup()
 
 
 def wait_for(pred, timeout=10.0):
@@ -133,23 +73,7 @@ def wait_for(pred, timeout=10.0):
 
 
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP kernel tests need root")
-        return 0
-    if not v2_mount():
-        print("1..0 # SKIP no cgroup v2 mount")
-        return 0
-    e = Env()
-    try:
-        body(e)
-    except Exception as x:  # a crash is a failure, reported, and the tree still goes
-        import traceback
-        ok(False, f"the test ran to its end ({x!r})")
-        diag(traceback.format_exc())
-    finally:
-        e.cleanup()
-    print(f"1..{n}")
-    return 1 if failed else 0
+    return kernel_main("daemon", body, Env)
 
 
 def body(e):

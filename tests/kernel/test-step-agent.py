@@ -9,46 +9,14 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-import time
 
-n = 0
-failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pytap import KernelEnv, diag, kernel_main, ok  # noqa: E402
 
 
-def ok(good, what):
-    global n, failed
-    n += 1
-    if not good:
-        failed += 1
-    print(f"{'ok' if good else 'not ok'} {n} - {what}", flush=True)
-    return good
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
-
-
-def v2_mount():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            parts = line.split()
-            sep = parts.index("-")
-            if parts[sep + 1] == "cgroup2":
-                return parts[4]
-    return None
-
-
-class Env:
-    def __init__(self):
-        self.mount = v2_mount()
-        self.tag = f"jobcg-test-agent-{os.getpid()}-{time.time_ns() % 1000000:x}"
-        self.root = os.path.join(self.mount, self.tag)
-        self.tmp = tempfile.mkdtemp(prefix="jobcg-ktest-")
-        self.state = os.path.join(self.tmp, "state")
-        conf = os.path.join(self.tmp, "conf")
-        os.mkdir(conf)
+class Env(KernelEnv):
+    def __init__(self, name):
+        super().__init__(name)
         # Two stand-in GPUs: character nodes nobody opens (no driver has major 195 here, and
         # the nodes live in our temporary directory).
         gpus = []
@@ -56,21 +24,12 @@ class Env:
             p = os.path.join(self.tmp, f"gpu{i}")
             os.mknod(p, 0o600 | 0o020000, os.makedev(195, 220 + i))
             gpus.append(p)
-        with open(os.path.join(conf, "gres.conf"), "w") as f:
+        with open(os.path.join(self.conf, "gres.conf"), "w") as f:
             f.write("".join(f"Name=gpu File={p}\n" for p in gpus))
-        with open(os.path.join(conf, "cgroup.conf"), "w") as f:
+        with open(os.path.join(self.conf, "cgroup.conf"), "w") as f:
             f.write("ConstrainDevices=yes\n")
-        self.env = dict(os.environ)
-        self.env.update(JOBCG_ROOT=self.tag, JOBCG_STATE_DIR=self.state, JOBCG_CONF_DIR=conf,
-                        JOBCG_DAEMON_SOCKET="",
-                        JOBCG_BPF_PIN_DIR=os.path.join("/sys/fs/bpf", self.tag))
-        build = os.environ.get("JOBCG_BUILD_ROOT", ".")
-        self.jobcg = os.path.abspath(os.path.join(build, "cli", "jobcg"))
-        self.agent = os.path.abspath(os.path.join(build, "examples", "step-agent"))
-
-    def run(self, *args):
-        return subprocess.run([self.jobcg, *args], env=self.env, capture_output=True, text=True,
-                              timeout=120)
+        self.env["JOBCG_DAEMON_SOCKET"] = ""
+        self.agent = os.path.join(self.build, "examples", "step-agent")
 
     def agent_run(self, *args):
         return subprocess.run([self.agent, *args], env=self.env, capture_output=True, text=True,
@@ -88,52 +47,10 @@ class Env:
         d = os.path.join(self.root, f"job_{job}")
         return sorted(x for x in os.listdir(d) if x.startswith("step_"))
 
-    def cleanup(self):
-        subprocess.run(["rm", "-rf", self.tmp])
-        if not os.path.isdir(self.root):
-            return
-        # Kill what is left (only ours: below our own subtree), then remove bottom-up.
-        for dirpath, _, _ in os.walk(self.root, topdown=False):
-            try:
-                with open(os.path.join(dirpath, "cgroup.kill"), "w") as f:
-                    f.write("1")
-            except OSError:
-                pass
-        for dirpath, _, _ in os.walk(self.root, topdown=False):
-            for _ in range(100):
-                try:
-                    os.rmdir(dirpath)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.01)
-        pins = self.env["JOBCG_BPF_PIN_DIR"]
-        if pins.startswith("/sys/fs/bpf/" + self.tag):
-            subprocess.run(["rm", "-rf", pins])
-
-
-def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP kernel tests need root")
-        return 0
-    if not v2_mount():
-        print("1..0 # SKIP no cgroup v2 mount")
-        return 0
-    e = Env()
-    if not os.path.exists(e.agent):
-        print("1..0 # SKIP examples/step-agent was not built")
-        e.cleanup()
-        return 0
-    try:
-        checks(e)
-    finally:
-        e.cleanup()
-    print(f"1..{n}")
-    return 1 if failed else 0
-
 
 def checks(e):
+    if not ok(os.path.exists(e.agent), f"{e.agent} was built"):
+        return
     r = e.run("init")
     if not ok(r.returncode == 0, "jobcg init"):
         diag(r.stderr)
@@ -196,4 +113,4 @@ def checks(e):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(kernel_main("agent", checks, Env))

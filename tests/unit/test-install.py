@@ -12,22 +12,8 @@ import subprocess
 import sys
 import tempfile
 
-n = 0
-failed = 0
-
-
-def ok(good, what):
-    global n, failed
-    n += 1
-    if not good:
-        failed += 1
-    print(f"{'ok' if good else 'not ok'} {n} - {what}", flush=True)
-    return good
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pytap import diag, finish, ok, run_checks  # noqa: E402
 
 
 def run(cmd, **kw):
@@ -48,11 +34,10 @@ def main():
     san = [] if sanitize == "none" else [f"-fsanitize={sanitize}"]
     dest = tempfile.mkdtemp(prefix="jobcg-install-")
     try:
-        checks(cc, san, build, src, dest)
+        run_checks(checks, cc, san, build, src, dest)
     finally:
         shutil.rmtree(dest, ignore_errors=True)
-    print(f"1..{n}")
-    return 1 if failed else 0
+    return finish()
 
 
 def checks(cc, san, build, src, dest):

@@ -1,0 +1,126 @@
+"""Shared by jobcg's Python tests: TAP output, and for kernel tests a private cgroup subtree,
+state, configuration and BPF pin directory that are removed at the end, whatever happened. A
+test imports it after putting tests/ on sys.path."""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+_n = 0
+_failed = 0
+
+
+def ok(good, what):
+    global _n, _failed
+    _n += 1
+    if not good:
+        _failed += 1
+    print(f"{'ok' if good else 'not ok'} {_n} - {what}", flush=True)
+    return good
+
+
+def diag(text):
+    for line in str(text).splitlines():
+        print("# " + line, flush=True)
+
+
+def finish():
+    """The plan line; the exit status for sys.exit()."""
+    print(f"1..{_n}", flush=True)
+    return 1 if _failed else 0
+
+
+def run_checks(body, *args):
+    """body(*args), a crash counted as a failure with its traceback."""
+    try:
+        body(*args)
+    except Exception as x:
+        ok(False, f"the test ran to its end ({x!r})")
+        diag(traceback.format_exc())
+
+
+def v2_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            sep = parts.index("-")
+            if parts[sep + 1] == "cgroup2":
+                return parts[4]
+    return None
+
+
+def kernel_skip():
+    """Prints the TAP skip and returns True where a kernel test cannot run."""
+    if os.geteuid() != 0:
+        print("1..0 # SKIP kernel tests need root")
+        return True
+    if not v2_mount():
+        print("1..0 # SKIP no cgroup v2 mount")
+        return True
+    return False
+
+
+class KernelEnv:
+    """JOBCG_ROOT (a uniquely named subtree of the v2 mount), JOBCG_STATE_DIR, JOBCG_CONF_DIR
+    (an empty configuration directory, `conf`) and JOBCG_BPF_PIN_DIR of the test's own, and
+    the build's jobcg. Nothing is created in the cgroup tree here."""
+
+    def __init__(self, name):
+        self.mount = v2_mount()
+        self.tag = f"jobcg-test-{name}-{os.getpid()}-{time.time_ns() % 1000000:x}"
+        self.root = os.path.join(self.mount, self.tag)
+        self.tmp = tempfile.mkdtemp(prefix="jobcg-ktest-")
+        self.state = os.path.join(self.tmp, "state")
+        self.conf = os.path.join(self.tmp, "conf")
+        os.mkdir(self.conf)
+        self.env = dict(os.environ)
+        self.env.update(JOBCG_ROOT=self.tag, JOBCG_STATE_DIR=self.state,
+                        JOBCG_CONF_DIR=self.conf)
+        self.env.setdefault("JOBCG_BPF_PIN_DIR", os.path.join("/sys/fs/bpf", self.tag))
+        self.build = os.path.abspath(os.environ.get("JOBCG_BUILD_ROOT", "."))
+        self.jobcg = os.path.join(self.build, "cli", "jobcg")
+
+    def run(self, *args, env=None, **kw):
+        return subprocess.run([self.jobcg, *args], env=env or self.env, capture_output=True,
+                              text=True, timeout=120, **kw)
+
+    def cleanup(self):
+        subprocess.run(["rm", "-rf", self.tmp])
+        # Kill what is left (only ours: below our own subtree), then remove bottom-up.
+        for dirpath, _, _ in os.walk(self.root, topdown=False):
+            try:
+                with open(os.path.join(dirpath, "cgroup.kill"), "w") as f:
+                    f.write("1")
+            except OSError:
+                pass
+        for dirpath, _, _ in os.walk(self.root, topdown=False):
+            for _ in range(100):
+                try:
+                    os.rmdir(dirpath)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+        pins = self.env["JOBCG_BPF_PIN_DIR"]
+        if pins.startswith("/sys/fs/bpf/" + self.tag):
+            subprocess.run(["rm", "-rf", pins])
+
+
+def kernel_main(name, body, env_class=KernelEnv):
+    """The whole of a kernel test's main(): skip where it cannot run, else body(env) in a
+    fresh environment that is cleaned up afterwards."""
+    if kernel_skip():
+        return 0
+    e = env_class(name)
+    try:
+        run_checks(body, e)
+    finally:
+        e.cleanup()
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit("pytap.py is a module for jobcg's tests")
