@@ -1,6 +1,7 @@
 """Shared by jobcg's Python tests: TAP output, and for kernel tests a private cgroup subtree,
 state, configuration and BPF pin directory that are removed at the end, whatever happened. A
 test imports it after putting tests/ on sys.path."""
+import json
 import os
 import subprocess
 import sys
@@ -85,6 +86,14 @@ class KernelEnv:
     def run(self, *args, env=None, **kw):
         return subprocess.run([self.jobcg, *args], env=env or self.env, capture_output=True,
                               text=True, timeout=120, **kw)
+
+    def records(self):
+        """The accounting log's records (<StateDir>/acct.jsonl), oldest first."""
+        try:
+            with open(os.path.join(self.state, "acct.jsonl")) as f:
+                return [json.loads(line) for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
 
     def cleanup(self):
         subprocess.run(["rm", "-rf", self.tmp])

@@ -4,7 +4,6 @@ step ended and recorded NODE_FAIL; a daemon killed mid-step leaves its client to
 itself; a stale socket, a refused or garbled exchange, and --no-daemon all end in a step run
 in-process; a second daemon on the same socket is refused. Makes its own cgroup subtree, state
 dir and socket, and removes them."""
-import json
 import os
 import signal
 import socket
@@ -47,13 +46,6 @@ class Env(KernelEnv):
     def log_of(self, d):
         d.log.seek(0)
         return d.log.read()
-
-    def records(self):
-        try:
-            with open(os.path.join(self.state, "acct.jsonl")) as f:
-                return [json.loads(line) for line in f if line.strip()]
-        except FileNotFoundError:
-            return []
 
     def cleanup(self):
         for d in self.daemons:

@@ -35,13 +35,9 @@ class Env(KernelEnv):
         return subprocess.run([self.agent, *args], env=self.env, capture_output=True, text=True,
                               timeout=120)
 
-    def records(self, job):
-        try:
-            with open(os.path.join(self.state, "acct.jsonl")) as f:
-                recs = [json.loads(line) for line in f if line.strip()]
-        except FileNotFoundError:
-            return []
-        return [r for r in recs if r.get("type") == "step" and str(r.get("job")) == str(job)]
+    def step_records(self, job):
+        return [r for r in self.records()
+                if r.get("type") == "step" and str(r.get("job")) == str(job)]
 
     def steps(self, job):
         d = os.path.join(self.root, f"job_{job}")
@@ -76,7 +72,7 @@ def checks(e):
         diag(r.stderr)
     ok([x for x in lines if x.startswith("step ")] == ["step 7.0: exit code 3"] * 2,
        "one line per step with its exit code")
-    recs = e.records(7)
+    recs = e.step_records(7)
     ok(len(recs) == 2 and all(x.get("exit_code") == 3 and x.get("state") == "FAILED"
                               for x in recs),
        f"one accounting record per step, FAILED with exit code 3 ({len(recs)} records)")
@@ -87,7 +83,7 @@ def checks(e):
     r = e.agent_run("7", "--", "true")
     ok(r.returncode == 0 and r.stdout.strip() == "step 7.0: exit code 0",
        f"a step that succeeds: exit 0 ({r.returncode}, {r.stdout.strip()!r})")
-    recs = e.records(7)
+    recs = e.step_records(7)
     ok(len(recs) == 3 and recs[-1].get("state") == "COMPLETED", "and is recorded COMPLETED")
 
     r = e.agent_run("8", "--", "true")
