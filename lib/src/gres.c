@@ -1008,7 +1008,17 @@ JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirf
 		*ret = (struct jobcg_gres_set){};
 		return 0;
 	}
-	return jobcg_gres_set_parse(n, v, ret);
+	r = jobcg_gres_set_parse(n, v, ret);
+	if (r == -EINVAL) {
+		char why[1024];
+
+		/* Stored state, not a request: the caller's input is not what is wrong. */
+		snprintf(why, sizeof(why), "%s", jobcg_last_error()->message);
+		return error_set(-EBADMSG,
+				 "%s holds '%s', which this node's devices do not match: %s", name,
+				 v, why);
+	}
+	return r;
 }
 
 #define SCAN_MAX_DEPTH 8

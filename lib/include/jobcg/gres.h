@@ -206,7 +206,8 @@ JOBCG_EXPORT int jobcg_gres_set_parse(const struct jobcg_gres_node *n, const cha
 /** Store @s on directory @dirfd under @xattr (NULL: JOBCG_GRES_XATTR). */
 JOBCG_EXPORT int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd,
 					const char *xattr, const struct jobcg_gres_set *s);
-/** Read it back; -ENODATA when the directory holds none. */
+/** Read it back; -ENODATA when the directory holds none, -EBADMSG when what it holds names
+ * devices this node does not have (gres.conf changed under a live job). */
 JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd,
 				       const char *xattr, struct jobcg_gres_set *ret);
 
