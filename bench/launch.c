@@ -29,6 +29,7 @@
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
 #include "jobcg/acct.h"
+#include "jobcg/steplife.h"
 
 #define MAX_SUBJECTS 16
 #define MAX_ARGS     64
@@ -264,45 +265,33 @@ static void agent_step(struct subject *s, uint32_t job)
 {
 	static char *true_argv[] = {(char *)TRUE_BIN, NULL};
 	struct jobcg_target t = {.job = job, .task = JOBCG_TASK_ALL};
-	struct jobcg_acct before = {}, acct = {};
+	struct jobcg_step_request req = {.ntasks = 1};
 	struct jobcg_run_result res = {};
 	struct jobcg_spawn_opts so = {};
-	struct jobcg_step_gres *sg = NULL;
-	struct timespec start;
-	char step[JOBCG_STEP_ID_MAX];
-	uint64_t start_usec;
+	struct jobcg_step_outcome end;
+	struct jobcg_step_life life;
+	int r;
 
+	/* jobcg run's checks of an existing job: it exists, is not being released, is not
+	 * another run's ephemeral job. */
 	if (jobcg_target_events(ctx, &t, NULL, NULL) < 0 || job_marked(job, "removing") ||
 	    job_marked(job, "ephemeral")) {
 		note_error(s, "job %u: %s", job, lib_error());
 		return;
 	}
-	if (jobcg_step_create(ctx, job, NULL, 0, step) < 0) {
-		note_error(s, "step create: %s", lib_error());
+	if (jobcg_step_begin(ctx, job, &req, &life) < 0) {
+		note_error(s, "step begin: %s", lib_error());
 		return;
 	}
-	if (jobcg_step_gres_setup(ctx, job, step, NULL, NULL, 1, &sg) < 0) {
-		note_error(s, "step devices: %s", lib_error());
-		(void)jobcg_step_remove(ctx, job, step, 0);
-		return;
-	}
-	clock_gettime(CLOCK_REALTIME, &start);
-	start_usec = (uint64_t)start.tv_sec * 1000000u + (uint64_t)start.tv_nsec / 1000u;
-	(void)jobcg_acct_read_file(ctx, &t, "memory.events", &before);
-	so.task_env = (char *const *const *)sg->task_env;
-	if (jobcg_step_run(ctx, job, step, 1, true_argv, &so, &res) < 0 || res.exit_code != 0)
+	so.task_env = (char *const *const *)life.gres->task_env;
+	r = jobcg_step_run(ctx, job, life.step, 1, true_argv, &so, &res);
+	if (r < 0 || res.exit_code != 0)
 		note_error(s, "step run: %s", lib_error());
-	memcpy(t.step, step, sizeof(t.step));
-	if (jobcg_acct_read(ctx, &t, &acct) < 0 ||
-	    jobcg_acct_log_step(ctx, job, step, start_usec, &res, &acct,
-				job_marked(job, "removing")) < 0)
-		note_error(s, "accounting: %s", lib_error());
+	if (jobcg_step_end(ctx, &life, r < 0 ? NULL : &res, 0, &end) < 0)
+		note_error(s, "step end: %s", lib_error());
+	else if (r >= 0 && !end.recorded)
+		note_error(s, "step %u.%s: no accounting record: %s", job, life.step, lib_error());
 	free(res.task_status);
-	if (jobcg_step_gres_release(ctx, job, step) < 0)
-		note_error(s, "step devices release: %s", lib_error());
-	if (jobcg_step_remove(ctx, job, step, 0) < 0)
-		note_error(s, "step remove: %s", lib_error());
-	jobcg_step_gres_free(sg);
 }
 
 static bool run_once(struct subject *s, int idx)

@@ -16,8 +16,9 @@ static int run_in_process(char **argv, const struct run_args *a, const struct cl
 		return r;
 	r = run_begin(ctx, a, &s);
 	if (r < 0) {
-		so.task_env = (char *const *const *)s.sg->task_env;
-		r = jobcg_step_run(ctx, s.job, s.step, a->ntasks, argv + a->cmd_index, &so, &res);
+		so.task_env = (char *const *const *)s.life.gres->task_env;
+		r = jobcg_step_run(ctx, s.life.job, s.life.step, a->ntasks, argv + a->cmd_index,
+				   &so, &res);
 		r = run_finish(ctx, &s, r, NULL, &res, false);
 	}
 	free(res.task_status);

@@ -1,7 +1,6 @@
 /* jobcg CLI: the phases of `jobcg run` (arguments, step begin, step end), whichever process
  * does them: `jobcg run` itself, or `jobcg daemon` for it. */
 #include <getopt.h>
-#include <time.h>
 
 #include "run.h"
 #include "jobcg/oom.h"
@@ -146,13 +145,17 @@ int run_parse(int argc, char **argv, struct run_args *a)
 int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state *s)
 {
 	const struct cli_limits *cl = &a->cl;
-	struct jobcg_target tj = {.task = JOBCG_TASK_ALL};
-	struct timespec start = {};
+	struct jobcg_step_limits sl = {
+	    .cpus = cl->l.cpus, .mem_bytes = cl->l.mem_bytes, .best_effort = cl->l.best_effort};
+	struct jobcg_step_request req = {.step_id = a->step_arg,
+					 .gres = cl->l.gres,
+					 .gpu_bind = a->gpu_bind,
+					 .ntasks = a->ntasks};
 	uint32_t job = a->job;
-	bool ephemeral = false, step_limits = false;
+	bool ephemeral = false;
 	int r, exit_code = 1;
 
-	*s = (struct run_state){.ntasks = a->ntasks, .want_acct = a->want_acct, .json = a->json};
+	*s = (struct run_state){.want_acct = a->want_acct, .json = a->json};
 	if (job != JOBCG_JOB_ID_AUTO) {
 		struct jobcg_target jt = {.job = job, .task = JOBCG_TASK_ALL};
 
@@ -185,7 +188,7 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 		} else {
 			/* The step's own --cpus/--mem: refused here, as for a job, when this host
 			 * cannot enforce them. */
-			step_limits = true;
+			req.limits = &sl;
 			if (cli_limits_refuse(ctx, cl))
 				return 1;
 		}
@@ -194,147 +197,88 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 	if (ephemeral) {
 		if (cli_limits_refuse(ctx, cl))
 			return 1;
+		/* The limits are the new job's; its one step has all of them. */
 		if (jobcg_job_create(ctx, job, &cl->l, JOBCG_JOB_EPHEMERAL, &job) < 0) {
 			cli_print_error("cannot create the job");
 			return 1;
 		}
 	}
-	if (step_limits) {
-		struct jobcg_step_limits sl = {.cpus = cl->l.cpus,
-					       .mem_bytes = cl->l.mem_bytes,
-					       .best_effort = cl->l.best_effort};
-
-		r = jobcg_step_create_limited(ctx, job, a->step_arg, 0, &sl, s->step);
-		if (r == -EINVAL) {
-			/* a step asking more than its job has is a usage error */
-			exit_code = cli_usage_error("run", "%s", jobcg_last_error()->message);
-			goto remove_job;
-		}
-	} else
-		r = jobcg_step_create(ctx, job, a->step_arg, 0, s->step);
+	r = jobcg_step_begin(ctx, job, &req, &s->life);
+	if (r == -EINVAL)
+		/* a step asking what its job cannot have is a usage error */
+		exit_code = cli_usage_error("run", "%s", jobcg_last_error()->message);
+	else if (r < 0)
+		cli_print_error("cannot begin the step");
 	if (r < 0) {
-		cli_print_error("cannot create the step");
-		goto remove_job;
+		if (ephemeral && jobcg_job_remove(ctx, job, 0) < 0)
+			cli_print_error("cannot remove the job");
+		return exit_code;
 	}
-	/* The step's share of the job's GPUs, granted before any task exists. */
-	if (jobcg_step_gres_setup(ctx, job, s->step, cl->l.gres, a->gpu_bind, a->ntasks, &s->sg) <
-	    0) {
-		cli_print_error("step devices");
-		if (jobcg_step_remove(ctx, job, s->step, 0) < 0)
-			cli_print_error("cannot remove the step");
-		goto remove_job;
-	}
-	clock_gettime(CLOCK_REALTIME, &start);
-	s->start_usec = (uint64_t)start.tv_sec * 1000000u + (uint64_t)start.tv_nsec / 1000u;
-	s->job = job;
 	s->ephemeral = ephemeral;
-	tj.job = job;
-	/* The job's oom counter before the step, to tell its own limit from a node-wide OOM. */
-	(void)jobcg_acct_read_file(ctx, &tj, "memory.events", &s->job_before);
 	return -1;
-
-remove_job:
-	if (ephemeral && jobcg_job_remove(ctx, job, 0) < 0)
-		cli_print_error("cannot remove the job");
-	return exit_code;
 }
 
 int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *err_text,
 	       const struct jobcg_run_result *res, bool runner_lost)
 {
-	struct jobcg_target t = {.job = s->job, .task = JOBCG_TASK_ALL};
-	struct jobcg_target tj = {.job = s->job, .task = JOBCG_TASK_ALL};
-	struct jobcg_acct acct = {}, job_after = {};
-	enum jobcg_oom_cause oom = JOBCG_OOM_NONE;
-	bool have_acct = false, acct_ok = false, job_oom = false, ephemeral = s->ephemeral;
-	uint32_t job = s->job;
-	const char *step = s->step;
+	struct jobcg_step_outcome end = {};
+	uint32_t job = s->life.job;
+	const char *step = s->life.step;
+	bool ephemeral = s->ephemeral;
 	int exit_code = 1;
 
-	memcpy(t.step, s->step, sizeof(t.step));
-	if (runner_lost) {
-		/* Nobody saw the tasks end: the step goes as gc would have swept it. */
-		(void)jobcg_kill(ctx, &t, 10000);
-		if (jobcg_acct_read(ctx, &t, &acct) == 0 &&
-		    jobcg_acct_log_step(ctx, job, step, s->start_usec, NULL, &acct, false) < 0)
-			cli_print_error("accounting log");
-	} else if (r < 0) {
+	if (runner_lost)
+		res = NULL;
+	else if (r < 0) {
 		if (err_text)
 			fprintf(stderr, "jobcg: %s\n", err_text);
 		else
 			cli_print_error(NULL);
 		exit_code = r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : 1;
+		res = NULL; /* the tasks never ran: nothing to record */
 	} else
 		exit_code = res->exit_code;
-	/* Accounting at step end: every task has exited and stragglers are gone. */
-	if (r >= 0 && !runner_lost) {
-		if (jobcg_acct_read(ctx, &t, &acct) < 0) {
-			if (s->want_acct)
-				cli_print_error("accounting");
-		} else {
-			have_acct = s->want_acct;
-			acct_ok = true;
-		}
-		if (acct_ok && jobcg_acct_has(&acct, JOBCG_ACCT_OOM_KILL) &&
-		    jobcg_acct_read(ctx, &tj, &job_after) == 0 &&
-		    jobcg_acct_has(&job_after, JOBCG_ACCT_OOM)) {
-			uint64_t before = jobcg_acct_has(&s->job_before, JOBCG_ACCT_OOM)
-					      ? s->job_before.value[JOBCG_ACCT_OOM]
-					      : 0;
-
-			oom = jobcg_oom_classify(acct.value[JOBCG_ACCT_OOM_KILL],
-						 job_after.value[JOBCG_ACCT_OOM] - before);
-			job_oom = jobcg_acct_has(&job_after, JOBCG_ACCT_OOM_KILL) &&
-				  job_after.value[JOBCG_ACCT_OOM_KILL] > 0;
-		}
-		if (oom != JOBCG_OOM_NONE)
-			fprintf(stderr,
-				"jobcg: step %u.%s: OUT_OF_MEMORY: %llu process(es) killed by "
-				"%s\n",
-				job, step, (unsigned long long)acct.value[JOBCG_ACCT_OOM_KILL],
-				oom == JOBCG_OOM_JOB ? "the job's memory limit"
-						     : "a node-wide out-of-memory condition");
-		if (acct_ok &&
-		    jobcg_acct_log_step(ctx, job, step, s->start_usec, res, &acct,
-					res->lost_signal != 0 || job_released(ctx, job)) < 0)
-			cli_print_error("accounting log");
-	}
-	if (jobcg_step_gres_release(ctx, job, step) < 0)
-		cli_print_error("revoking the step's devices");
-	/* -ENOENT: the job was released (and the step killed) while we ran. */
-	r = jobcg_step_remove(ctx, job, step, 0);
-	if (r == -ENOENT)
-		ephemeral = false;
-	else if (r < 0) {
+	/* Accounting, the record, the devices, the directories; failures of the first three are
+	 * printed through the log callback as they happen. */
+	r = jobcg_step_end(ctx, &s->life, res, runner_lost ? JOBCG_STEP_END_LOST : 0, &end);
+	if (r < 0) {
 		cli_print_error("cannot remove the step");
 		if (exit_code == 0)
 			exit_code = 1;
-	}
-	if (have_acct) {
+	} else if (end.job_gone)
+		ephemeral = false; /* released while it ran, which removed the job too */
+	if (end.oom != JOBCG_OOM_NONE)
+		fprintf(stderr, "jobcg: step %u.%s: OUT_OF_MEMORY: %llu process(es) killed by %s\n",
+			job, step, (unsigned long long)end.acct.value[JOBCG_ACCT_OOM_KILL],
+			end.oom == JOBCG_OOM_JOB ? "the job's memory limit"
+						 : "a node-wide out-of-memory condition");
+	if (s->want_acct && res && !end.have_acct && end.job_gone)
+		fprintf(stderr, "jobcg: step %u.%s: no accounting: its job was released\n", job,
+			step);
+	if (s->want_acct && res && end.have_acct) {
 		if (s->json) {
 			struct json_object *o = json_object_new_object();
+			const char *state = exit_code == 0 ? "COMPLETED" : "FAILED";
 
 			json_object_object_add(o, "job", json_object_new_uint64(job));
 			json_object_object_add(o, "step", json_object_new_string(step));
-			json_object_object_add(o, "ntasks", json_object_new_uint64(s->ntasks));
+			json_object_object_add(o, "ntasks", json_object_new_uint64(s->life.ntasks));
 			json_object_object_add(o, "exit_code", json_object_new_int(exit_code));
 			json_object_object_add(o, "state",
-					       json_object_new_string(oom != JOBCG_OOM_NONE
+					       json_object_new_string(end.oom != JOBCG_OOM_NONE
 									  ? "OUT_OF_MEMORY"
-								      : exit_code == 0 ? "COMPLETED"
-										       : "FAILED"));
-			json_object_object_add(o, "oom",
-					       json_object_new_string(jobcg_oom_cause_name(oom)));
-			json_object_object_add(o, "job_state",
-					       json_object_new_string(job_oom ? "OUT_OF_MEMORY"
-								      : exit_code == 0 ? "COMPLETED"
-										       : "FAILED"));
-			json_object_object_add(o, "acct", cli_json_acct(&acct));
+									  : state));
+			json_object_object_add(
+			    o, "oom", json_object_new_string(jobcg_oom_cause_name(end.oom)));
+			json_object_object_add(
+			    o, "job_state",
+			    json_object_new_string(end.job_oom ? "OUT_OF_MEMORY" : state));
+			json_object_object_add(o, "acct", cli_json_acct(&end.acct));
 			cli_json_print(stderr, o);
 		} else {
 			fprintf(stderr, "step %u.%s: exit code %d, %u task(s)\n", job, step,
-				exit_code, s->ntasks);
-			cli_print_acct(stderr, &acct);
+				exit_code, s->life.ntasks);
+			cli_print_acct(stderr, &end.acct);
 		}
 	}
 	if (ephemeral && jobcg_job_remove(ctx, job, 0) < 0) {
@@ -342,8 +286,6 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 		if (exit_code == 0)
 			exit_code = 1;
 	}
-	jobcg_step_gres_free(s->sg);
-	s->sg = NULL;
 	return exit_code;
 }
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "jobcg/jobgres.h"
+#include "jobcg/steplife.h"
 
 /* `jobcg run`'s arguments. */
 struct run_args {
@@ -17,16 +17,11 @@ struct run_args {
 	int cmd_index; /* argv[cmd_index] is the command */
 };
 
-/* A step between its creation and its end: what run_finish() needs, and what the daemon tells
- * a client so that it can finish the step itself should the daemon go away. */
+/* A step between its creation and its end: the library's part (what the daemon tells a client
+ * so that it can end the step itself should the daemon go away) and the CLI's. */
 struct run_state {
-	uint32_t job;
-	char step[JOBCG_STEP_ID_MAX];
-	unsigned ntasks;
+	struct jobcg_step_life life;
 	bool ephemeral, want_acct, json;
-	uint64_t start_usec;
-	struct jobcg_acct job_before; /* the job's memory.events before the step */
-	struct jobcg_step_gres *sg;   /* NULL when finishing a step begun elsewhere */
 };
 
 /* Parse `jobcg run`'s arguments (argv[0] is "run"). -1 to go on, else the exit code. */
@@ -39,7 +34,7 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
  * End the step: accounting, devices, directories, the ephemeral job. @r and @res are what
  * running the tasks gave (@err_text: the error, when another process had it; NULL: the
  * library's last error); @runner_lost when nobody saw the tasks end (the client of the daemon
- * went away: the record says NODE_FAIL). Returns the exit code and frees s->sg.
+ * went away: the record says NODE_FAIL). Returns the exit code and frees s->life.gres.
  */
 int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *err_text,
 	       const struct jobcg_run_result *res, bool runner_lost);

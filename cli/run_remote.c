@@ -82,16 +82,15 @@ static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, stru
 	    ntasks != a->ntasks || jobcg_msg_get_u64(m, "ephemeral", 1, &eph) < 0 ||
 	    jobcg_msg_get_u64(m, "start_usec", UINT64_MAX, &start) < 0)
 		return -EPROTO;
-	*s = (struct run_state){.job = (uint32_t)job,
-				.ntasks = a->ntasks,
-				.ephemeral = eph,
-				.want_acct = a->want_acct,
-				.json = a->json,
-				.start_usec = start};
-	snprintf(s->step, sizeof(s->step), "%s", step);
+	*s = (struct run_state){
+	    .life = {.job = (uint32_t)job, .ntasks = a->ntasks, .start_usec = start},
+	    .ephemeral = eph,
+	    .want_acct = a->want_acct,
+	    .json = a->json};
+	snprintf(s->life.step, sizeof(s->life.step), "%s", step);
 	if (jobcg_msg_get_u64(m, "oom_before", UINT64_MAX, &oom) == 0) {
-		s->job_before.value[JOBCG_ACCT_OOM] = oom;
-		s->job_before.have |= 1u << JOBCG_ACCT_OOM;
+		s->life.job_before.value[JOBCG_ACCT_OOM] = oom;
+		s->life.job_before.have |= 1u << JOBCG_ACCT_OOM;
 	}
 	env = calloc(a->ntasks, sizeof(char **));
 	if (!env)
@@ -136,7 +135,7 @@ static int finish_here(const struct cli_global *g, struct run_state *s, int r, c
 	int code;
 
 	fprintf(stderr, "jobcg: warning: lost the daemon (%s); ending step %u.%s here\n",
-		jobcg_last_error()->message, s->job, s->step);
+		jobcg_last_error()->message, s->life.job, s->life.step);
 	if (cli_ctx_open(g, 0, &conf, &ctx))
 		return 1;
 	code = run_finish(ctx, s, r, err_text, res, false);
@@ -223,7 +222,8 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 
 	snprintf(sdir, sizeof(sdir), "/proc/self/fd/%d", stepfd);
 	so.task_env = (char *const *const *)env;
-	r = jobcg_step_run_dir(sdir, s.job, s.step, a->ntasks, argv + a->cmd_index, &so, &res);
+	r = jobcg_step_run_dir(sdir, s.life.job, s.life.step, a->ntasks, argv + a->cmd_index, &so,
+			       &res);
 	close(stepfd);
 	stepfd = -1;
 	{
@@ -406,7 +406,7 @@ void run_conn_free(struct run_conn *c)
 		return;
 	if (c->ctx)
 		cli_ctx_close(c->conf, c->ctx);
-	jobcg_step_gres_free(c->s.sg);
+	jobcg_step_gres_free(c->s.life.gres);
 	for (int *fd = &c->out; fd <= &c->cwd; fd++)
 		if (*fd >= 0)
 			close(*fd);
@@ -430,8 +430,9 @@ int run_send_exit(int conn, int code, bool fallback)
 	return r;
 }
 
-static int send_spawn(int conn, struct jobcg_ctx *ctx, const struct run_state *s)
+static int send_spawn(int conn, struct jobcg_ctx *ctx, const struct run_state *rs)
 {
+	const struct jobcg_step_life *s = &rs->life;
 	struct jobcg_target t = {.job = s->job, .task = JOBCG_TASK_ALL};
 	struct jobcg_msg m = {};
 	char *path = NULL;
@@ -449,13 +450,13 @@ static int send_spawn(int conn, struct jobcg_ctx *ctx, const struct run_state *s
 	r = r ?: jobcg_msg_add(&m, "job", "%u", s->job);
 	r = r ?: jobcg_msg_add(&m, "step", "%s", s->step);
 	r = r ?: jobcg_msg_add(&m, "ntasks", "%u", s->ntasks);
-	r = r ?: jobcg_msg_add(&m, "ephemeral", "%d", s->ephemeral);
+	r = r ?: jobcg_msg_add(&m, "ephemeral", "%d", rs->ephemeral);
 	r = r ?: jobcg_msg_add(&m, "start_usec", "%llu", (unsigned long long)s->start_usec);
 	if (!r && jobcg_acct_has(&s->job_before, JOBCG_ACCT_OOM))
 		r = jobcg_msg_add(&m, "oom_before", "%llu",
 				  (unsigned long long)s->job_before.value[JOBCG_ACCT_OOM]);
-	for (unsigned i = 0; !r && s->sg && i < s->ntasks && s->sg->task_env; i++)
-		for (char **e = s->sg->task_env[i]; !r && e && *e; e++)
+	for (unsigned i = 0; !r && s->gres && i < s->ntasks && s->gres->task_env; i++)
+		for (char **e = s->gres->task_env[i]; !r && e && *e; e++)
 			r = jobcg_msg_add(&m, "env", "%u:%s", i, *e);
 	r = r ?: jobcg_msg_send(conn, &m, &dfd, 1);
 	close(dfd);
@@ -594,7 +595,7 @@ void run_conn_end(struct run_conn *c)
 
 	r = jobcg_msg_recv(c->fd, &st, NULL, 0, NULL);
 	if (r == 0)
-		r = status_parse(&st, c->s.ntasks, &res, &err, err_text, sizeof(err_text));
+		r = status_parse(&st, c->s.life.ntasks, &res, &err, err_text, sizeof(err_text));
 	client_enter(c);
 	if (r < 0)
 		code = run_finish(c->ctx, &c->s, 0, NULL, NULL, true);

@@ -23,16 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <jobcg/acct.h>
 #include <jobcg/config.h>
 #include <jobcg/context.h>
 #include <jobcg/error.h>
-#include <jobcg/job.h>
-#include <jobcg/jobgres.h>
-#include <jobcg/oom.h>
+#include <jobcg/steplife.h>
 
 static int fail(const char *what)
 {
@@ -42,92 +38,51 @@ static int fail(const char *what)
 	return 1;
 }
 
-static uint64_t now_usec(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
-}
-
 /* One step of @job running @argv as @ntasks tasks. Returns the step's exit code, or -1 after
  * printing the library's error. Whatever was made is undone on every path. */
 static int one_step(struct jobcg_ctx *ctx, uint32_t job, unsigned ntasks, char *const argv[])
 {
-	struct jobcg_target t = {.job = job, .task = JOBCG_TASK_ALL};
-	struct jobcg_acct job_before = {}, job_after = {}, acct = {};
+	/* No step id: the lowest free number, as `jobcg run` picks it. No gres: the step gets all
+	 * of its job's GPUs, shared (as `jobcg run` without --gres). */
+	struct jobcg_step_request req = {.ntasks = ntasks};
+	struct jobcg_step_outcome end;
+	struct jobcg_step_life life;
 	struct jobcg_run_result res = {};
 	struct jobcg_spawn_opts so = {};
-	struct jobcg_step_gres *sg = NULL;
-	char step[JOBCG_STEP_ID_MAX];
-	uint64_t start;
-	int r, exit_code = -1;
+	int r, exit_code;
 
-	/* NULL step id: the lowest free number, as `jobcg run` picks it. */
-	if (jobcg_step_create(ctx, job, NULL, 0, step) < 0) {
-		fail("creating the step");
+	if (jobcg_step_begin(ctx, job, &req, &life) < 0) {
+		fail("beginning the step");
 		return -1;
 	}
-	/* NULL gres: the step gets all of its job's GPUs (as `jobcg run` without --gres); the
-	 * per-task variables (CUDA_VISIBLE_DEVICES, ...) come back in sg->task_env. */
-	if (jobcg_step_gres_setup(ctx, job, step, NULL, NULL, ntasks, &sg) < 0) {
-		fail("the step's devices");
-		goto remove;
-	}
-	/* The job's OOM counter before the step, to tell its limit from a node-wide OOM after. */
-	(void)jobcg_acct_read_file(ctx, &t, "memory.events", &job_before);
-	start = now_usec();
-	so.task_env = (char *const *const *)sg->task_env;
-	r = jobcg_step_run(ctx, job, step, ntasks, argv, &so, &res);
+	/* Each task's CUDA_VISIBLE_DEVICES and the like, computed by the begin. */
+	so.task_env = (char *const *const *)life.gres->task_env;
+	r = jobcg_step_run(ctx, job, life.step, ntasks, argv, &so, &res);
 	if (r < 0) {
 		fail("running the step");
 		/* as a shell reports a command it could not run */
 		exit_code = r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : -1;
-		goto release;
-	}
-	exit_code = res.exit_code;
-
-	/* Every task has exited and jobcg_step_run() killed any straggler: read the step's
-	 * accounting before it goes, and record it in the node's accounting log. */
-	memcpy(t.step, step, sizeof(t.step));
-	if (jobcg_acct_read(ctx, &t, &acct) == 0) {
-		struct jobcg_target tj = {.job = job, .task = JOBCG_TASK_ALL};
-
-		if (jobcg_acct_has(&acct, JOBCG_ACCT_OOM_KILL) &&
-		    jobcg_acct_read(ctx, &tj, &job_after) == 0 &&
-		    jobcg_acct_has(&job_after, JOBCG_ACCT_OOM)) {
-			uint64_t before = jobcg_acct_has(&job_before, JOBCG_ACCT_OOM)
-					      ? job_before.value[JOBCG_ACCT_OOM]
-					      : 0;
-			enum jobcg_oom_cause c =
-			    jobcg_oom_classify(acct.value[JOBCG_ACCT_OOM_KILL],
-					       job_after.value[JOBCG_ACCT_OOM] - before);
-
-			if (c != JOBCG_OOM_NONE)
-				fprintf(stderr, "step-agent: step %u.%s: out of memory (%s)\n", job,
-					step, jobcg_oom_cause_name(c));
-		}
-		if (jobcg_acct_log_step(ctx, job, step, start, &res, &acct, res.lost_signal != 0) <
-		    0)
-			fail("the accounting record");
 	} else
-		fail("reading the step's accounting");
-	free(res.task_status);
+		exit_code = res.exit_code;
 
-release:
-	if (jobcg_step_gres_release(ctx, job, step) < 0)
-		fail("revoking the step's devices");
-remove:
-	/* -ENOENT: the job was released meanwhile, which removed the step with it. */
-	r = jobcg_step_remove(ctx, job, step, 0);
-	if (r < 0 && r != -ENOENT) {
-		fail("removing the step");
+	/* Accounting read and recorded in the node's log, devices revoked, the step removed; the
+	 * library reports a failed reading or record through its log callback. */
+	if (jobcg_step_end(ctx, &life, r < 0 ? NULL : &res, 0, &end) < 0) {
+		fail("ending the step");
 		exit_code = -1;
-	}
-	jobcg_step_gres_free(sg);
+	} else if (end.oom != JOBCG_OOM_NONE)
+		fprintf(stderr, "step-agent: step %u.%s: out of memory (%s)\n", job, life.step,
+			jobcg_oom_cause_name(end.oom));
+	free(res.task_status);
 	if (exit_code >= 0)
-		printf("step %u.%s: exit code %d\n", job, step, exit_code);
+		printf("step %u.%s: exit code %d\n", job, life.step, exit_code);
 	return exit_code;
+}
+
+static void log_to_stderr(enum jobcg_log_level level, const char *msg, void *userdata)
+{
+	(void)userdata;
+	fprintf(stderr, "step-agent: %s%s\n", level <= JOBCG_LOG_ERR ? "error: " : "", msg);
 }
 
 int main(int argc, char **argv)
@@ -169,6 +124,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "step-agent: '%s' is not a job id\n", argv[optind]);
 		return 2;
 	}
+	/* The library never prints: its warnings and the failures it carries on past come here. */
+	jobcg_set_log(log_to_stderr, NULL, JOBCG_LOG_WARNING);
 	/* Once for the agent's life: cgroup.conf and gres.conf (from $JOBCG_CONF_DIR or
 	 * /etc/jobcg), the cgroup v2 mount, the tree root. A real agent reloads them when told
 	 * to (SIGHUP), not per step. */

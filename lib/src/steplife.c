@@ -1,0 +1,136 @@
+/* jobcg: a step's begin and end around its tasks (see jobcg/steplife.h), one sequence for
+ * `jobcg run`, `jobcg daemon` and any resident launcher. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "jobcg/steplife.h"
+#include "log.h"
+
+static uint64_t realtime_usec(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+static void log_failure(const struct jobcg_step_life *l, const char *what)
+{
+	char buf[1024];
+
+	log_error("step %u.%s: %s: %s", l->job, l->step, what,
+		  jobcg_error_format(buf, sizeof(buf)));
+}
+
+JOBCG_EXPORT int jobcg_step_begin(struct jobcg_ctx *ctx, uint32_t job,
+				  const struct jobcg_step_request *req, struct jobcg_step_life *ret)
+{
+	struct jobcg_step_life l = {.job = job, .ntasks = req->ntasks ? req->ntasks : 1};
+	struct jobcg_target tj = {.job = job, .task = JOBCG_TASK_ALL};
+	int r;
+
+	r = jobcg_step_create_limited(ctx, job, req->step_id, 0, req->limits, l.step);
+	if (r < 0)
+		return r;
+	/* Granted before any task exists: no task ever runs with more than its share. */
+	r = jobcg_step_gres_setup(ctx, job, l.step, req->gres, req->gpu_bind, l.ntasks, &l.gres);
+	if (r < 0) {
+		char why[1024];
+		int e;
+
+		jobcg_error_format(why, sizeof(why));
+		e = jobcg_step_remove(ctx, job, l.step, 0);
+		if (e < 0) {
+			log_failure(&l, "removing it again after its devices failed");
+			/* The devices' failure is the one the caller asked about. */
+			return error_set(r, "%s", why);
+		}
+		return r;
+	}
+	l.start_usec = realtime_usec();
+	/* Only the oom counter, to tell the job's own limit from a node-wide OOM at the end; an
+	 * absent memory controller leaves it unset, which the end reads as "no OOM seen". */
+	(void)jobcg_acct_read_file(ctx, &tj, "memory.events", &l.job_before);
+	*ret = l;
+	return 0;
+}
+
+/* The job is being released ('jobcg release' marks it before it ends its processes). */
+static bool job_released(struct jobcg_ctx *ctx, uint32_t job)
+{
+	char *v = NULL;
+	bool r = jobcg_job_xattr_get(ctx, job, "removing", &v) == 0;
+
+	free(v);
+	return r;
+}
+
+/* The step's OOM kills against the growth of the job's oom counter while it ran. */
+static void classify_oom(struct jobcg_ctx *ctx, const struct jobcg_step_life *l,
+			 struct jobcg_step_outcome *o)
+{
+	struct jobcg_target tj = {.job = l->job, .task = JOBCG_TASK_ALL};
+	struct jobcg_acct job_after = {};
+	uint64_t before;
+
+	if (!jobcg_acct_has(&o->acct, JOBCG_ACCT_OOM_KILL) ||
+	    jobcg_acct_read(ctx, &tj, &job_after) < 0 ||
+	    !jobcg_acct_has(&job_after, JOBCG_ACCT_OOM))
+		return;
+	before = jobcg_acct_has(&l->job_before, JOBCG_ACCT_OOM)
+		     ? l->job_before.value[JOBCG_ACCT_OOM]
+		     : 0;
+	o->oom = jobcg_oom_classify(o->acct.value[JOBCG_ACCT_OOM_KILL],
+				    job_after.value[JOBCG_ACCT_OOM] - before);
+	o->job_oom = jobcg_acct_has(&job_after, JOBCG_ACCT_OOM_KILL) &&
+		     job_after.value[JOBCG_ACCT_OOM_KILL] > 0;
+}
+
+JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *life,
+				const struct jobcg_run_result *res, unsigned flags,
+				struct jobcg_step_outcome *ret)
+{
+	struct jobcg_target t = {.job = life->job, .task = JOBCG_TASK_ALL};
+	struct jobcg_step_outcome o = {};
+	bool lost = flags & JOBCG_STEP_END_LOST, cancelled = false;
+	int r;
+
+	memcpy(t.step, life->step, sizeof(t.step));
+	if (lost)
+		/* Its tasks may still run: the step ends now, as gc would have swept it. */
+		(void)jobcg_kill(ctx, &t, 10000);
+	if (res || lost) {
+		/* Every task has exited and jobcg_step_run() killed stragglers: final readings. */
+		r = jobcg_acct_read(ctx, &t, &o.acct);
+		if (r == 0)
+			o.have_acct = true;
+		else if (r != -ENOENT) /* -ENOENT: released, the step went with its job */
+			log_failure(life, "reading its accounting");
+	}
+	if (o.have_acct) {
+		if (!lost) {
+			classify_oom(ctx, life, &o);
+			cancelled = res->lost_signal != 0 || job_released(ctx, life->job);
+		}
+		/* res NULL (lost): nobody saw an exit status, the record says NODE_FAIL. */
+		r = jobcg_acct_log_step(ctx, life->job, life->step, life->start_usec,
+					lost ? NULL : res, &o.acct, cancelled);
+		if (r < 0)
+			log_failure(life, "writing its accounting record");
+		else
+			o.recorded = true;
+	}
+	if (jobcg_step_gres_release(ctx, life->job, life->step) < 0)
+		log_failure(life, "revoking its devices");
+	jobcg_step_gres_free(life->gres);
+	life->gres = NULL;
+	r = jobcg_step_remove(ctx, life->job, life->step, 0);
+	if (r == -ENOENT)
+		o.job_gone = true;
+	else if (r < 0)
+		return r;
+	if (ret)
+		*ret = o;
+	return 0;
+}
