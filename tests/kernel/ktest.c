@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,4 +152,39 @@ const char *ktest_tmpdir(void)
 			atexit(cleanup);
 	}
 	return tmp_dir;
+}
+
+const char *ktest_gpu_conf(unsigned n, const char *type, const char *pins,
+			   char (*ret_devs)[PATH_MAX])
+{
+	static char dir[PATH_MAX];
+	char path[PATH_MAX + 16], dev[PATH_MAX];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/conf", ktest_tmpdir());
+	snprintf(path, sizeof(path), "%s/gres.conf", dir);
+	if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || !(f = fopen(path, "we"))) {
+		printf("Bail out! cannot write %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(dev, sizeof(dev), "%s/nvidia%u", ktest_tmpdir(), i);
+		/* No driver behind it: an open past the device check fails with ENXIO. */
+		if (mknod(dev, S_IFCHR | 0600, makedev(195, i)) < 0) {
+			printf("Bail out! mknod %s: %s\n", dev, strerror(errno));
+			exit(1);
+		}
+		fprintf(f, "Name=gpu%s%s File=%s\n", type ? " Type=" : "", type ? type : "", dev);
+		if (ret_devs)
+			memcpy(ret_devs[i], dev, sizeof(dev));
+	}
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/cgroup.conf", dir);
+	if (!(f = fopen(path, "we"))) {
+		printf("Bail out! cannot write %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	fprintf(f, "ConstrainDevices=yes\nBpfPinDir=%s\n", pins);
+	fclose(f);
+	return dir;
 }

@@ -1,6 +1,7 @@
 /* jobcg kernel tests: each test gets its own uniquely named cgroup v2 subtree and removes it. */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 
 /*
@@ -19,3 +20,12 @@ int ktest_remove_tree(const char *path);
 
 /* Unique scratch directory under /tmp, removed at exit (recursively). */
 const char *ktest_tmpdir(void);
+
+/*
+ * A configuration directory (<tmpdir>/conf, static storage) for @n stand-in GPUs: character
+ * devices 195:i named <tmpdir>/nvidia<i>, listed in gres.conf (with Type=@type unless NULL),
+ * and a cgroup.conf with ConstrainDevices=yes and BpfPinDir=@pins. The device paths go to
+ * @ret_devs (n entries; may be NULL). Bails out of the test on failure.
+ */
+const char *ktest_gpu_conf(unsigned n, const char *type, const char *pins,
+			   char (*ret_devs)[PATH_MAX]);

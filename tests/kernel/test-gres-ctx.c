@@ -2,7 +2,6 @@
  * notices when the pinned node program it holds was replaced behind its back. */
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 
@@ -72,35 +71,17 @@ static int job_gpu(const char *root, unsigned job)
 int main(void)
 {
 	const char *root = kcli_setup("gres-ctx", "jobcg");
-	const char *tmp = ktest_tmpdir();
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	struct jobcg_devpolicy *other = NULL;
 	struct jobcg_step_gres *sg = NULL;
 	struct jobcg_limits l = {.gres = "gpu:1"};
-	char confdir[PATH_MAX], pins[PATH_MAX], path[PATH_MAX], jdir[PATH_MAX];
-	FILE *f;
+	char pins[PATH_MAX], jdir[PATH_MAX];
+	const char *confdir;
 	int g;
 
-	snprintf(confdir, sizeof(confdir), "%s/conf", tmp);
 	snprintf(pins, sizeof(pins), "/sys/fs/bpf/jobcg-test-gres-ctx-%d", (int)getpid());
-	mkdir(confdir, 0755);
-	snprintf(path, sizeof(path), "%s/gres.conf", confdir);
-	f = fopen(path, "w");
-	for (int i = 0; f && i < 3; i++) {
-		snprintf(dev[i], sizeof(dev[i]), "%s/nvidia%d", tmp, i);
-		if (mknod(dev[i], S_IFCHR | 0600, makedev(195, (unsigned)i)) < 0)
-			printf("Bail out! mknod %s: %s\n", dev[i], strerror(errno));
-		fprintf(f, "Name=gpu File=%s\n", dev[i]);
-	}
-	if (f)
-		fclose(f);
-	snprintf(path, sizeof(path), "%s/cgroup.conf", confdir);
-	f = fopen(path, "w");
-	if (f) {
-		fprintf(f, "ConstrainDevices=yes\nBpfPinDir=%s\n", pins);
-		fclose(f);
-	}
+	confdir = ktest_gpu_conf(3, NULL, pins, dev);
 	if (jobcg_config_load(confdir, NULL, 0, &conf) < 0 || jobcg_ctx_open(conf, 0, &ctx) < 0) {
 		char buf[1024];
 

@@ -1,8 +1,6 @@
 /* Kernel test: jobcg_step_begin() and jobcg_step_end(), the step sequence every launcher shares:
  * what each leaves behind, what the record says, and how failures are rolled back. */
 #include <dirent.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 
 #include "jobcg/acctlog.h"
@@ -86,7 +84,6 @@ static bool env_has(char **env, const char *prefix)
 int main(void)
 {
 	const char *root = kcli_setup("steplife", "jobcg");
-	const char *tmp = ktest_tmpdir();
 	static char *true_argv[] = {"true", NULL}, *sleep_argv[] = {"sleep", "60", NULL};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
@@ -94,34 +91,15 @@ int main(void)
 	struct jobcg_step_life life;
 	struct jobcg_step_outcome end;
 	struct jobcg_run_result res = {};
-	char confdir[PATH_MAX], pins[PATH_MAX], path[PATH_MAX], dir[PATH_MAX + 32];
+	char pins[PATH_MAX], dir[PATH_MAX + 32];
+	const char *confdir;
 	uint64_t before, start;
 	struct timespec now;
-	FILE *f;
 	int r;
 
 	jobcg_set_log(count_errors, NULL, JOBCG_LOG_WARNING);
-	snprintf(confdir, sizeof(confdir), "%s/conf", tmp);
 	snprintf(pins, sizeof(pins), "/sys/fs/bpf/jobcg-test-steplife-%d", (int)getpid());
-	mkdir(confdir, 0755);
-	snprintf(path, sizeof(path), "%s/gres.conf", confdir);
-	f = fopen(path, "w");
-	for (int i = 0; f && i < 2; i++) {
-		char dev[PATH_MAX];
-
-		snprintf(dev, sizeof(dev), "%s/nvidia%d", tmp, i);
-		if (mknod(dev, S_IFCHR | 0600, makedev(195, (unsigned)i)) < 0)
-			printf("Bail out! mknod %s: %s\n", dev, strerror(errno));
-		fprintf(f, "Name=gpu Type=a100 File=%s\n", dev);
-	}
-	if (f)
-		fclose(f);
-	snprintf(path, sizeof(path), "%s/cgroup.conf", confdir);
-	f = fopen(path, "w");
-	if (f) {
-		fprintf(f, "ConstrainDevices=yes\nBpfPinDir=%s\n", pins);
-		fclose(f);
-	}
+	confdir = ktest_gpu_conf(2, "a100", pins, NULL);
 	if (jobcg_config_load(confdir, NULL, 0, &conf) < 0 || jobcg_ctx_open(conf, 0, &ctx) < 0) {
 		char buf[1024];
 
