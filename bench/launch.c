@@ -272,10 +272,9 @@ static void agent_step(struct subject *s, uint32_t job)
 	struct jobcg_step_life life;
 	int r;
 
-	/* jobcg run's checks of an existing job: it exists, is not being released, is not
-	 * another run's ephemeral job. */
-	if (jobcg_target_events(ctx, &t, NULL, NULL) < 0 || job_marked(job, "removing") ||
-	    job_marked(job, "ephemeral")) {
+	/* jobcg run's checks of an existing job: it exists and is not another run's ephemeral
+	 * job (the step's creation refuses a job being released). */
+	if (jobcg_target_events(ctx, &t, NULL, NULL) < 0 || job_marked(job, "ephemeral")) {
 		note_error(s, "job %u: %s", job, lib_error());
 		return;
 	}

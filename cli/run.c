@@ -5,7 +5,7 @@
 #include "run.h"
 #include "jobcg/oom.h"
 
-/* Is the job being released ('jobcg release' marks it before ending its processes)? */
+/* A mark left on the job (trusted.jobcg.<key>), such as another run's "ephemeral". */
 static bool job_has_mark(struct jobcg_ctx *ctx, uint32_t job, const char *key)
 {
 	char *v = NULL;
@@ -13,11 +13,6 @@ static bool job_has_mark(struct jobcg_ctx *ctx, uint32_t job, const char *key)
 
 	free(v);
 	return r;
-}
-
-static bool job_released(struct jobcg_ctx *ctx, uint32_t job)
-{
-	return job_has_mark(ctx, job, "removing");
 }
 
 void run_usage(void)
@@ -166,9 +161,6 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 			ephemeral = true;
 		else if (r < 0) {
 			cli_print_error(NULL);
-			return 1;
-		} else if (job_released(ctx, job)) {
-			fprintf(stderr, "jobcg: job %u is being released: no new steps\n", job);
 			return 1;
 		} else if (job_has_mark(ctx, job, "ephemeral")) {
 			/* Its run removes it when its own step ends, killing any step joined. */

@@ -804,6 +804,16 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		r = error_set(-ENOENT, "no job %u (%s)", job_id, jdir);
 		goto out;
 	}
+	if (ctx->info->xattr.supported) {
+		_cleanup_free_ char *removing = NULL;
+
+		/* 'jobcg release' marks the job before it signals its processes: a step made
+		 * during the grace period would only be killed with them. */
+		if (get_meta(jdir, "removing", &removing) == 0) {
+			r = error_set(-ESHUTDOWN, "job %u is being released: no new steps", job_id);
+			goto out;
+		}
+	}
 	if (step_id)
 		snprintf(sid, sizeof(sid), "%s", step_id);
 	else if ((r = pick_step_id(ctx, job_id, sid)) < 0)

@@ -1,6 +1,7 @@
 /* Kernel test: jobcg_step_begin() and jobcg_step_end(), the step sequence every launcher shares:
  * what each leaves behind, what the record says, and how failures are rolled back. */
 #include <dirent.h>
+#include <sys/xattr.h>
 #include <time.h>
 
 #include "jobcg/acctlog.h"
@@ -196,6 +197,27 @@ int main(void)
 		is_int(record_state(conf, "7", NULL), JOBCG_ACCT_NODE_FAIL,
 		       "  the record: NODE_FAIL");
 		is_int(steps_of(root, 1), 0, "  the step is removed");
+	}
+
+	/* A job being released takes no new step: refused under the node lock, by the library
+	 * and so by jobcg run. */
+	{
+		char *args[] = {"run", "--job", "1", "--", "true", NULL}, *err = NULL;
+
+		snprintf(dir, sizeof(dir), "%s/job_1", root);
+		is_int(jobcg_job_xattr_set(ctx, 1, "removing", "1"), 0,
+		       "job 1 marked as being released");
+		is_int(jobcg_step_begin(ctx, 1, &(struct jobcg_step_request){0}, &life), -ESHUTDOWN,
+		       "begin refuses a step in it");
+		is_int(steps_of(root, 1), 0, "  and makes none");
+		setenv("JOBCG_CONF_DIR", confdir, 1);
+		setenv("JOBCG_DAEMON_SOCKET", "", 1); /* this process's work, not a daemon's */
+		r = kcli_run(args, NULL, &err);
+		ok(r == 1 && err && strstr(err, "job 1 is being released: no new steps"),
+		   "jobcg run --job 1 is refused, saying why");
+		free(err);
+		is_int(steps_of(root, 1), 0, "  and makes no step");
+		ok(removexattr(dir, "trusted.jobcg.removing") == 0, "job 1 unmarked");
 	}
 
 	/* The job is released while the step runs: the step went with it, no failure. */

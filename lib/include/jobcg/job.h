@@ -161,8 +161,9 @@ enum {
  * Create step_<step_id> in an existing job with its jobcg/ and user/ directories (under the
  * node lock). @step_id NULL picks the lowest free number. The calling process is recorded as
  * the step's runner (gc removes steps whose runner is gone). Writes the chosen id into
- * @ret_step_id (JOBCG_STEP_ID_MAX bytes) if not NULL. -EEXIST if the step exists.
- * Same as jobcg_step_create_limited() with no limits.
+ * @ret_step_id (JOBCG_STEP_ID_MAX bytes) if not NULL. -EEXIST if the step exists, -ESHUTDOWN
+ * if the job is being released (jobcg_job_release()). Same as jobcg_step_create_limited() with
+ * no limits.
  */
 JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				   unsigned flags, char *ret_step_id);
