@@ -26,9 +26,14 @@ static void log_failure(const struct jobcg_step_life *l, const char *what)
 JOBCG_EXPORT int jobcg_step_begin(struct jobcg_ctx *ctx, uint32_t job,
 				  const struct jobcg_step_request *req, struct jobcg_step_life *ret)
 {
-	struct jobcg_step_life l = {.job = job, .ntasks = req->ntasks ? req->ntasks : 1};
+	static const struct jobcg_step_request defaults = {0};
+	struct jobcg_step_life l = {.job = job};
 	struct jobcg_target tj = {.job = job, .task = JOBCG_TASK_ALL};
 	int r;
+
+	if (!req)
+		req = &defaults;
+	l.ntasks = req->ntasks ? req->ntasks : 1;
 
 	r = jobcg_step_create_limited(ctx, job, req->step_id, 0, req->limits, l.step);
 	if (r < 0)

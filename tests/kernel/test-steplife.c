@@ -221,8 +221,8 @@ int main(void)
 	}
 
 	/* The job is released while the step runs: the step went with it, no failure. */
-	is_int(jobcg_step_begin(ctx, 1, &(struct jobcg_step_request){0}, &life), 0,
-	       "begin a step, then release its job");
+	is_int(jobcg_step_begin(ctx, 1, NULL, &life), 0,
+	       "begin a step (no request: the defaults), then release its job");
 	is_int(jobcg_job_remove(ctx, 1, 0), 0, "  job 1 released");
 	log_errors = 0;
 	res = (struct jobcg_run_result){.exit_code = 0};

@@ -41,13 +41,13 @@ struct jobcg_step_life {
 };
 
 /**
- * Begin a step of the existing job @job: create it (with @req's limits), give it its devices
- * and each task's environment, note the job's OOM count and the start time. Nothing is left
- * behind on failure. -EINVAL when the request cannot fit the job at all (step limits beyond
- * the job's, a malformed gres or gpu_bind: the message names the `jobcg run` option); the
- * errors of jobcg_step_create_limited() and jobcg_step_gres_setup() otherwise (-ENOENT: no
- * such job, -ESHUTDOWN: the job is being released, -E2BIG/-EBUSY: not enough of the job's
- * devices free).
+ * Begin a step of the existing job @job: create it (with @req's limits; @req NULL: every
+ * default, one task), give it its devices and each task's environment, note the job's OOM
+ * count and the start time. Nothing is left behind on failure. -EINVAL when the request
+ * cannot fit the job at all (step limits beyond the job's, a malformed gres or gpu_bind: the
+ * message names the `jobcg run` option); the errors of jobcg_step_create_limited() and
+ * jobcg_step_gres_setup() otherwise (-ENOENT: no such job, -ESHUTDOWN: the job is being
+ * released, -E2BIG/-EBUSY: not enough of the job's devices free).
  */
 JOBCG_EXPORT int jobcg_step_begin(struct jobcg_ctx *ctx, uint32_t job,
 				  const struct jobcg_step_request *req,
