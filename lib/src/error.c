@@ -80,6 +80,12 @@ void jobcg_error_prefix(const char *fmt, ...)
 		snprintf(last_error.message, sizeof(last_error.message), "%s", prefix);
 }
 
+void jobcg_error_restore(const struct jobcg_error *saved)
+{
+	if (saved != &last_error)
+		last_error = *saved;
+}
+
 JOBCG_EXPORT const struct jobcg_error *jobcg_last_error(void)
 {
 	return &last_error;

@@ -477,7 +477,7 @@ undo : {
 	hooks_detach(ctx, job_id, dir, attached);
 	if (tree_kill_and_remove(dir) < 0)
 		log_warning("rollback: %s", jobcg_last_error()->message);
-	*(struct jobcg_error *)jobcg_last_error() = saved;
+	jobcg_error_restore(&saved);
 }
 	return r;
 }
@@ -519,7 +519,7 @@ static void log_job(struct jobcg_ctx *ctx, uint32_t job_id, const char *dir, boo
 	    acct_log_append(ctx, job_id, NULL, 0, lost ? -1 : 0, 0, 0, cancelled, &a) < 0)
 		log_warning("job %u: accounting record not written: %s", job_id,
 			    jobcg_last_error()->message);
-	*(struct jobcg_error *)jobcg_last_error() = saved;
+	jobcg_error_restore(&saved);
 }
 
 /* @lost: the job's owner is gone (gc), so how it ended was not seen. */
@@ -635,7 +635,7 @@ static int job_cpus(struct jobcg_ctx *ctx, const char *jdir, char **ret)
 	s = NULL;
 	if (cgfs_read(jdir, "cpuset.cpus.effective", &s) == 0 && *strstrip(s))
 		goto done;
-	*(struct jobcg_error *)jobcg_last_error() = saved;
+	jobcg_error_restore(&saved);
 	free(s);
 	s = NULL;
 	{
@@ -663,7 +663,7 @@ static uint64_t job_mem(struct jobcg_ctx *ctx, const char *jdir)
 		    jobcg_spec_job_ram(&ctx->conf->cgroup, ram, &ram) == 0)
 			v = ram;
 	}
-	*(struct jobcg_error *)jobcg_last_error() = saved;
+	jobcg_error_restore(&saved);
 	return v ? v : UINT64_MAX;
 }
 
@@ -837,7 +837,7 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 
 			if (sdir)
 				(void)cgfs_remove_tree(sdir);
-			*(struct jobcg_error *)jobcg_last_error() = saved;
+			jobcg_error_restore(&saved);
 			goto out;
 		}
 	}

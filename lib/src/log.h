@@ -22,6 +22,9 @@ int jobcg_error_set(int err, const char *fmt, ...) __attribute__((format(printf,
 /* Same, naming a file position (line/column 0 = unknown). */
 int jobcg_error_set_at(int err, const char *file, unsigned line, unsigned column, const char *fmt,
 		       ...) __attribute__((format(printf, 5, 6)));
+/* Put back a record saved with `struct jobcg_error saved = *jobcg_last_error();`, after a
+ * cleanup whose own failures must not replace the error the caller is told about. */
+void jobcg_error_restore(const struct jobcg_error *saved);
 /* Prefix the current error message with "prefix: " (for context added by callers). */
 void jobcg_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -852,7 +852,7 @@ out:
 		kill(keeper, SIGKILL);
 		if (asked)
 			stop_unit(bus, name);
-		*(struct jobcg_error *)jobcg_last_error() = saved;
+		jobcg_error_restore(&saved);
 	}
 	if (bus)
 		sdbus.bus_flush_close_unref(bus);

@@ -423,7 +423,7 @@ JOBCG_EXPORT int jobcg_step_run_dir(const char *sdir, uint32_t job_id, const cha
 			for (unsigned j = 0; j < i; j++)
 				while (waitpid(pids[j], &status[j], 0) < 0 && errno == EINTR)
 					;
-			*(struct jobcg_error *)jobcg_last_error() = saved;
+			jobcg_error_restore(&saved);
 			goto out;
 		}
 		left++;
