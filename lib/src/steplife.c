@@ -41,16 +41,12 @@ JOBCG_EXPORT int jobcg_step_begin(struct jobcg_ctx *ctx, uint32_t job,
 	/* Granted before any task exists: no task ever runs with more than its share. */
 	r = jobcg_step_gres_setup(ctx, job, l.step, req->gres, req->gpu_bind, l.ntasks, &l.gres);
 	if (r < 0) {
-		char why[1024];
-		int e;
+		struct jobcg_error saved = *jobcg_last_error();
 
-		jobcg_error_format(why, sizeof(why));
-		e = jobcg_step_remove(ctx, job, l.step, 0);
-		if (e < 0) {
+		if (jobcg_step_remove(ctx, job, l.step, 0) < 0)
 			log_failure(&l, "removing it again after its devices failed");
-			/* The devices' failure is the one the caller asked about. */
-			return error_set(r, "%s", why);
-		}
+		/* The devices' failure is the one the caller asked about. */
+		jobcg_error_restore(&saved);
 		return r;
 	}
 	l.start_usec = realtime_usec();
