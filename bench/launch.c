@@ -244,7 +244,7 @@ static uint32_t job_of(const struct subject *s, int idx)
 	return s->job + (s->job_plus ? (uint32_t)idx : 0);
 }
 
-/* A job mark jobcg run checks before each step (released, ephemeral): one getxattr. */
+/* A job mark jobcg run checks before each step (another run's "ephemeral"): one getxattr. */
 static bool job_marked(uint32_t job, const char *key)
 {
 	char *v = NULL;
@@ -257,9 +257,10 @@ static bool job_marked(uint32_t job, const char *key)
 /*
  * agent:JOB: the work of one `jobcg run --job JOB -- /bin/true` (cli/run.c's run_begin and
  * run_finish, minus their messages) done through the library by a resident process, as a
- * scheduler's agent linking libjobcg would: the job checked, the step made, its share of the
- * job's GPUs and their environment, the job's OOM counter, the task, the accounting read and
- * record, the grant revoked, the step removed. The "lib" subject is only the step itself.
+ * scheduler's agent linking libjobcg would: the job checked, then jobcg_step_begin() (the
+ * step, its share of the job's GPUs and their environment, the job's OOM counter), the task,
+ * and jobcg_step_end() (the accounting read and record, the grant revoked, the step removed).
+ * The "lib" subject is only the step itself.
  */
 static void agent_step(struct subject *s, uint32_t job)
 {
