@@ -244,16 +244,6 @@ static uint32_t job_of(const struct subject *s, int idx)
 	return s->job + (s->job_plus ? (uint32_t)idx : 0);
 }
 
-/* A job mark jobcg run checks before each step (another run's "ephemeral"): one getxattr. */
-static bool job_marked(uint32_t job, const char *key)
-{
-	char *v = NULL;
-	bool r = jobcg_job_xattr_get(ctx, job, key, &v) == 0;
-
-	free(v);
-	return r;
-}
-
 /*
  * agent:JOB: the work of one `jobcg run --job JOB -- /bin/true` (cli/run.c's run_begin and
  * run_finish, minus their messages) done through the library by a resident process, as a
@@ -273,9 +263,9 @@ static void agent_step(struct subject *s, uint32_t job)
 	struct jobcg_step_life life;
 	int r;
 
-	/* jobcg run's checks of an existing job: it exists and is not another run's ephemeral
-	 * job (the step's creation refuses a job being released). */
-	if (jobcg_target_events(ctx, &t, NULL, NULL) < 0 || job_marked(job, "ephemeral")) {
+	/* jobcg run's check of an existing job: it exists (the step's creation refuses a job
+	 * being released or another run's ephemeral job). */
+	if (jobcg_target_events(ctx, &t, NULL, NULL) < 0) {
 		note_error(s, "job %u: %s", job, lib_error());
 		return;
 	}

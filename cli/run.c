@@ -5,16 +5,6 @@
 #include "run.h"
 #include "jobcg/oom.h"
 
-/* A mark left on the job (trusted.jobcg.<key>), such as another run's "ephemeral". */
-static bool job_has_mark(struct jobcg_ctx *ctx, uint32_t job, const char *key)
-{
-	char *v = NULL;
-	bool r = jobcg_job_xattr_get(ctx, job, key, &v) == 0;
-
-	free(v);
-	return r;
-}
-
 void run_usage(void)
 {
 	printf(
@@ -161,14 +151,6 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 			ephemeral = true;
 		else if (r < 0) {
 			cli_print_error(NULL);
-			return 1;
-		} else if (job_has_mark(ctx, job, "ephemeral")) {
-			/* Its run removes it when its own step ends, killing any step joined. */
-			fprintf(
-			    stderr,
-			    "jobcg: job %u is the ephemeral job of another 'jobcg run' and ends "
-			    "with it; for a job several steps share, use 'jobcg alloc %u'\n",
-			    job, job);
 			return 1;
 		} else if (cl->l.pids_max || cl->l.cpu_weight) {
 			fprintf(stderr,

@@ -805,13 +805,31 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		goto out;
 	}
 	if (ctx->info->xattr.supported) {
-		_cleanup_free_ char *removing = NULL;
+		_cleanup_free_ char *removing = NULL, *eph = NULL, *owner = NULL;
 
 		/* 'jobcg release' marks the job before it signals its processes: a step made
 		 * during the grace period would only be killed with them. */
 		if (get_meta(jdir, "removing", &removing) == 0) {
 			r = error_set(-ESHUTDOWN, "job %u is being released: no new steps", job_id);
 			goto out;
+		}
+		/* An ephemeral job is removed, with every step in it, when its run's own step
+		 * ends: only that run (the job's runner, pid:starttime) may begin a step there. */
+		if (get_meta(jdir, "ephemeral", &eph) == 0) {
+			me = tree_runner_self();
+			if (!me) {
+				r = -ENOMEM;
+				goto out;
+			}
+			if (get_meta(jdir, "runner", &owner) < 0 || !streq(owner, me)) {
+				r = error_set(
+				    -EPERM,
+				    "job %u is the ephemeral job of another 'jobcg run' "
+				    "and ends with it; for a job several steps share, use "
+				    "'jobcg alloc %u'",
+				    job_id, job_id);
+				goto out;
+			}
 		}
 	}
 	if (step_id)
@@ -825,7 +843,8 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		goto out;
 	if ((ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER)) || limits) {
 		sdir = tree_step_dir(ctx, job_id, sid);
-		me = tree_runner_self();
+		if (!me)
+			me = tree_runner_self();
 		if (!sdir || !me)
 			r = -ENOMEM;
 		else if (ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER))

@@ -220,6 +220,31 @@ int main(void)
 		ok(removexattr(dir, "trusted.jobcg.removing") == 0, "job 1 unmarked");
 	}
 
+	/* Another process's ephemeral job takes no step of ours, since it is removed with every
+	 * step in it when that process's own step ends; the process that made it may. */
+	{
+		pid_t other = getppid(); /* alive as long as this test, and not this process */
+		uint32_t eph = 0;
+
+		jobcg_set_runner(other);
+		r = jobcg_job_create(ctx, JOBCG_JOB_ID_AUTO, NULL, JOBCG_JOB_EPHEMERAL, &eph);
+		jobcg_set_runner(0);
+		is_int(r, 0, "an ephemeral job made by another process");
+		is_int(jobcg_step_begin(ctx, eph, NULL, &life), -EPERM,
+		       "begin refuses a step in it");
+		ok(strstr(jobcg_last_error()->message, "ephemeral job of another 'jobcg run'") !=
+		       NULL,
+		   "  saying why: %s", jobcg_last_error()->message);
+		is_int(steps_of(root, eph), 0, "  and makes none");
+		jobcg_set_runner(other);
+		r = jobcg_step_begin(ctx, eph, NULL, &life);
+		is_int(r, 0, "its maker begins a step in it");
+		if (r == 0)
+			is_int(jobcg_step_end(ctx, &life, NULL, 0, &end), 0, "  and ends it");
+		jobcg_set_runner(0);
+		is_int(jobcg_job_remove(ctx, eph, 0), 0, "the ephemeral job removed");
+	}
+
 	/* The job is released while the step runs: the step went with it, no failure. */
 	is_int(jobcg_step_begin(ctx, 1, NULL, &life), 0,
 	       "begin a step (no request: the defaults), then release its job");

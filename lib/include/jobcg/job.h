@@ -162,8 +162,9 @@ enum {
  * node lock). @step_id NULL picks the lowest free number. The calling process is recorded as
  * the step's runner (gc removes steps whose runner is gone). Writes the chosen id into
  * @ret_step_id (JOBCG_STEP_ID_MAX bytes) if not NULL. -EEXIST if the step exists, -ESHUTDOWN
- * if the job is being released (jobcg_job_release()). Same as jobcg_step_create_limited() with
- * no limits.
+ * if the job is being released (jobcg_job_release()), -EPERM if it is an ephemeral job
+ * (JOBCG_JOB_EPHEMERAL) another process made: it is removed when that process's step ends.
+ * Same as jobcg_step_create_limited() with no limits.
  */
 JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				   unsigned flags, char *ret_step_id);

@@ -47,7 +47,8 @@ struct jobcg_step_life {
  * cannot fit the job at all (step limits beyond the job's, a malformed gres or gpu_bind: the
  * message names the `jobcg run` option); the errors of jobcg_step_create_limited() and
  * jobcg_step_gres_setup() otherwise (-ENOENT: no such job, -ESHUTDOWN: the job is being
- * released, -E2BIG/-EBUSY: not enough of the job's devices free).
+ * released, -EPERM: another process's ephemeral job, -E2BIG/-EBUSY: not enough of the job's
+ * devices free).
  */
 JOBCG_EXPORT int jobcg_step_begin(struct jobcg_ctx *ctx, uint32_t job,
 				  const struct jobcg_step_request *req,
