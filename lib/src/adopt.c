@@ -52,7 +52,7 @@ JOBCG_EXPORT int jobcg_pid_uid(pid_t pid, uid_t *ret)
 
 	if (pid <= 0)
 		return error_set(-EINVAL, "invalid pid %d", (int)pid);
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	format_buf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	r = read_full_file_at(AT_FDCWD, path, 1 << 16, &text, NULL);
 	if (r == -ENOENT)
 		return error_set(-ESRCH, "no process %d", (int)pid);

@@ -210,7 +210,7 @@ static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
 		uint64_t cur = 0;
 
 		if (c->mem_spec_limit) {
-			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)c->mem_spec_limit);
+			format_buf(buf, sizeof(buf), "%llu", (unsigned long long)c->mem_spec_limit);
 			r = cgfs_write(sys, "memory.max", buf);
 			if (r < 0)
 				return r;

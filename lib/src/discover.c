@@ -201,17 +201,12 @@ static int feature(struct jobcg_feature *f, bool supported, const char *fmt, ...
 static int feature(struct jobcg_feature *f, bool supported, const char *fmt, ...)
 {
 	va_list ap;
-	int r;
 
 	f->supported = supported;
 	va_start(ap, fmt);
-	r = vasprintf(&f->detail, fmt, ap);
+	f->detail = strdup_vprintf(fmt, ap);
 	va_end(ap);
-	if (r < 0) {
-		f->detail = NULL;
-		return -ENOMEM;
-	}
-	return 0;
+	return f->detail ? 0 : -ENOMEM;
 }
 
 static bool is_dir(const char *p)

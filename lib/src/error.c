@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "util.h"
 
 static jobcg_log_fn log_fn;
 static void *log_userdata;
@@ -26,7 +27,7 @@ void jobcg_log(enum jobcg_log_level level, const char *fmt, ...)
 	if (!log_fn || level > log_max)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	format_vbuf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	log_fn(level, buf, log_userdata);
 }
@@ -38,10 +39,10 @@ static int error_vset(int err, const char *file, unsigned line, unsigned column,
 	if (err == 0)
 		err = -EINVAL;
 	last_error.code = err;
-	snprintf(last_error.file, sizeof(last_error.file), "%s", file ? file : "");
+	format_buf(last_error.file, sizeof(last_error.file), "%s", file ? file : "");
 	last_error.line = line;
 	last_error.column = column;
-	vsnprintf(last_error.message, sizeof(last_error.message), fmt, ap);
+	format_vbuf(last_error.message, sizeof(last_error.message), fmt, ap);
 	log_debug("error: %s", last_error.message);
 	return err;
 }
@@ -71,13 +72,13 @@ void jobcg_error_prefix(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	format_vbuf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	memcpy(old, last_error.message, sizeof(old));
 	if (old[0])
-		snprintf(last_error.message, sizeof(last_error.message), "%s: %s", prefix, old);
+		format_buf(last_error.message, sizeof(last_error.message), "%s: %s", prefix, old);
 	else
-		snprintf(last_error.message, sizeof(last_error.message), "%s", prefix);
+		format_buf(last_error.message, sizeof(last_error.message), "%s", prefix);
 }
 
 void jobcg_error_restore(const struct jobcg_error *saved)
@@ -104,12 +105,12 @@ JOBCG_EXPORT char *jobcg_error_format(char *buf, unsigned long size)
 	if (!size)
 		return buf;
 	if (e->file[0] && e->line && e->column)
-		snprintf(buf, size, "%s:%u:%u: %s", e->file, e->line, e->column, msg);
+		format_buf(buf, size, "%s:%u:%u: %s", e->file, e->line, e->column, msg);
 	else if (e->file[0] && e->line)
-		snprintf(buf, size, "%s:%u: %s", e->file, e->line, msg);
+		format_buf(buf, size, "%s:%u: %s", e->file, e->line, msg);
 	else if (e->file[0])
-		snprintf(buf, size, "%s: %s", e->file, msg);
+		format_buf(buf, size, "%s: %s", e->file, msg);
 	else
-		snprintf(buf, size, "%s", msg);
+		format_buf(buf, size, "%s", msg);
 	return buf;
 }

@@ -410,7 +410,7 @@ static int link_score(const struct jobcg_gres_node *n, const struct jobcg_gres_d
 
 static void describe(const struct jobcg_gres_req_item *it, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s%s%s", it->name, it->type ? ":" : "", it->type ? it->type : "");
+	format_buf(buf, size, "%s%s%s", it->name, it->type ? ":" : "", it->type ? it->type : "");
 }
 
 static unsigned count_matching(const struct jobcg_gres_node *n,
@@ -764,7 +764,7 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
 		} else {
 			rank = d->index;
 		}
-		snprintf(num, sizeof(num), "%u", rank);
+		format_buf(num, sizeof(num), "%u", rank);
 		for (int e = 0; e < ENV_MAX && r >= 0; e++) {
 			const char *item = num;
 
@@ -871,7 +871,7 @@ JOBCG_EXPORT int jobcg_gres_set_format_name(const struct jobcg_gres_node *n,
 
 		if (!jobcg_gres_set_has(s, (unsigned)i) || !streq(n->dev[i].rec->name, name))
 			continue;
-		snprintf(num, sizeof(num), "%u", n->dev[i].index);
+		format_buf(num, sizeof(num), "%u", n->dev[i].index);
 		if (append(&out, num) < 0)
 			return -ENOMEM;
 	}
@@ -1013,7 +1013,7 @@ JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirf
 		char why[1024];
 
 		/* Stored state, not a request: the caller's input is not what is wrong. */
-		snprintf(why, sizeof(why), "%s", jobcg_last_error()->message);
+		format_buf(why, sizeof(why), "%s", jobcg_last_error()->message);
 		return error_set(-EBADMSG,
 				 "%s holds '%s', which this node's devices do not match: %s", name,
 				 v, why);

@@ -141,9 +141,9 @@ static int write_mem_value(const char *dir, const char *file, uint64_t v)
 	char buf[32];
 
 	if (v == JOBCG_MEM_UNLIMITED)
-		snprintf(buf, sizeof(buf), "max");
+		format_buf(buf, sizeof(buf), "max");
 	else
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+		format_buf(buf, sizeof(buf), "%llu", (unsigned long long)v);
 	return cgfs_write(dir, file, buf);
 }
 
@@ -279,11 +279,11 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 			continue;
 		} else if (d->bit == JOBCG_LIMIT_CPU_WEIGHT) {
 			file = "cpu.weight";
-			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->cpu_weight);
+			format_buf(buf, sizeof(buf), "%llu", (unsigned long long)l->cpu_weight);
 			value = buf;
 		} else {
 			file = "pids.max";
-			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
+			format_buf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
 			value = buf;
 		}
 		r = cgfs_write(job_dir, file, value);
@@ -390,20 +390,20 @@ static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct j
 	int r;
 
 	/* The owner a scheduler names (--uid/--gid), else whoever created the job. */
-	snprintf(buf, sizeof(buf), "%u:%u",
-		 l && l->have_owner ? (unsigned)l->uid : (unsigned)getuid(),
-		 l && l->have_owner ? (unsigned)l->gid : (unsigned)getgid());
+	format_buf(buf, sizeof(buf), "%u:%u",
+		   l && l->have_owner ? (unsigned)l->uid : (unsigned)getuid(),
+		   l && l->have_owner ? (unsigned)l->gid : (unsigned)getgid());
 	if ((r = set_meta(dir, "owner", buf)) < 0)
 		return r;
 	if (l && l->cpus && *l->cpus && (r = set_meta(dir, "cpus", l->cpus)) < 0)
 		return r;
 	if (l && l->mem_bytes) {
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
+		format_buf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
 		if ((r = set_meta(dir, "mem", buf)) < 0)
 			return r;
 	}
 	if (l && l->pids_max) {
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
+		format_buf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
 		if ((r = set_meta(dir, "pids", buf)) < 0)
 			return r;
 	}
@@ -464,7 +464,7 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 		}
 	}
 	/* Last: the mark that the job is complete (gc sweeps job dirs without it). */
-	snprintf(buf, sizeof(buf), "%lld", (long long)time(NULL));
+	format_buf(buf, sizeof(buf), "%lld", (long long)time(NULL));
 	if (meta && (r = set_meta(dir, "created", buf)) < 0)
 		goto undo;
 	log_info("created job %u at %s", job_id, dir);
@@ -616,7 +616,7 @@ static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, char *ret)
 			break;
 		next++;
 	}
-	snprintf(ret, JOBCG_STEP_ID_MAX, "%llu", next);
+	format_buf(ret, JOBCG_STEP_ID_MAX, "%llu", next);
 	return 0;
 }
 
@@ -746,7 +746,7 @@ static int step_limits_apply(struct jobcg_ctx *ctx, uint32_t job_id, const char 
 				return r;
 		} else
 			strcat(skipped, *skipped ? ",mem" : "mem");
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
+		format_buf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
 		if (meta && (r = set_meta(sdir, "mem", buf)) < 0)
 			return r;
 	}
@@ -833,7 +833,7 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		}
 	}
 	if (step_id)
-		snprintf(sid, sizeof(sid), "%s", step_id);
+		format_buf(sid, sizeof(sid), "%s", step_id);
 	else if ((r = pick_step_id(ctx, job_id, sid)) < 0)
 		goto out;
 	if (limits && (r = step_limits_check(ctx, job_id, jdir, limits)) < 0)

@@ -190,9 +190,9 @@ JOBCG_EXPORT int jobcg_format_cpulist(const uint64_t *bits, size_t words, char *
 		for (j = i; j + 1 < n && bit_test(bits, j + 1); j++)
 			;
 		if (j == i)
-			k = snprintf(tmp, sizeof(tmp), "%s%zu", len ? "," : "", i);
+			k = format_buf(tmp, sizeof(tmp), "%s%zu", len ? "," : "", i);
 		else
-			k = snprintf(tmp, sizeof(tmp), "%s%zu-%zu", len ? "," : "", i, j);
+			k = format_buf(tmp, sizeof(tmp), "%s%zu-%zu", len ? "," : "", i, j);
 		if (len + (size_t)k + 1 > cap) {
 			char *no;
 
@@ -403,8 +403,14 @@ static int hl_item_foreach(struct hl_item *it, size_t *budget, int (*fn)(const c
 				memcpy(buf + len, g->lit, g->litlen);
 				len += g->litlen;
 			} else {
-				len += (size_t)sprintf(buf + len, "%0*" PRIu64,
-						       g->ranges[g->ri].width, g->cur);
+				/* zero-padded to the range's width, as "%0*" PRIu64 would */
+				char d[24];
+				int n = format_buf(d, sizeof(d), "%" PRIu64, g->cur);
+
+				for (int k = n; k < g->ranges[g->ri].width; k++)
+					buf[len++] = '0';
+				memcpy(buf + len, d, (size_t)n);
+				len += (size_t)n;
 			}
 		}
 		buf[len] = '\0';

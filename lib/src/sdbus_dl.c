@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "sdbus_dl.h"
+#include "util.h"
 
 struct sdbus_api sdbus;
 
@@ -88,7 +89,7 @@ static void load_once(void)
 {
 	load_result = sdbus_load_from(SDBUS_SONAME, &sdbus);
 	if (load_result < 0)
-		snprintf(load_error, sizeof(load_error), "%s", jobcg_last_error()->message);
+		format_buf(load_error, sizeof(load_error), "%s", jobcg_last_error()->message);
 }
 
 int sdbus_load(void)

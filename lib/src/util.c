@@ -167,18 +167,6 @@ char **strv_split(const char *s, const char *separators)
 	return TAKE_PTR(v);
 }
 
-char *strdup_printf(const char *fmt, ...)
-{
-	char *s;
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	return r < 0 ? NULL : s;
-}
-
 uint64_t now_usec(void)
 {
 	struct timespec ts;
