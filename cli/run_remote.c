@@ -69,6 +69,24 @@ int run_daemon_connect(const char *path, int *ret)
 }
 
 /* op=spawn's fields into a run_state and per-task environments. -EPROTO on nonsense. */
+/* "/proc/self/fd/FD" without printf: on the client's success path nothing else would reach
+ * glibc's printf engine, a thousand instructions each fresh process faults in. */
+static void fd_path(char buf[static 32], int fd)
+{
+	static const char pre[] = "/proc/self/fd/";
+	char d[12];
+	size_t n = 0;
+
+	do {
+		d[n++] = (char)('0' + fd % 10);
+		fd /= 10;
+	} while (fd > 0 && n < sizeof(d));
+	memcpy(buf, pre, sizeof(pre) - 1);
+	for (size_t i = 0; i < n; i++)
+		buf[sizeof(pre) - 1 + i] = d[n - 1 - i];
+	buf[sizeof(pre) - 1 + n] = '\0';
+}
+
 static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, struct run_state *s,
 		       char ****ret_env)
 {
@@ -78,8 +96,9 @@ static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, stru
 	size_t pos = 0;
 
 	if (jobcg_msg_get_u64(m, "job", UINT32_MAX - 1, &job) < 0 || job == 0 || !step ||
-	    !jobcg_step_id_valid(step) || jobcg_msg_get_u64(m, "ntasks", UINT32_MAX, &ntasks) < 0 ||
-	    ntasks != a->ntasks || jobcg_msg_get_u64(m, "ephemeral", 1, &eph) < 0 ||
+	    !jobcg_step_id_valid(step) || strlen(step) >= sizeof(s->life.step) ||
+	    jobcg_msg_get_u64(m, "ntasks", UINT32_MAX, &ntasks) < 0 || ntasks != a->ntasks ||
+	    jobcg_msg_get_u64(m, "ephemeral", 1, &eph) < 0 ||
 	    jobcg_msg_get_u64(m, "start_usec", UINT64_MAX, &start) < 0)
 		return -EPROTO;
 	*s = (struct run_state){
@@ -87,7 +106,7 @@ static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, stru
 	    .ephemeral = eph,
 	    .want_acct = a->want_acct,
 	    .json = a->json};
-	snprintf(s->life.step, sizeof(s->life.step), "%s", step);
+	memcpy(s->life.step, step, strlen(step) + 1); /* its length is checked above */
 	if (jobcg_msg_get_u64(m, "oom_before", UINT64_MAX, &oom) == 0) {
 		s->life.job_before.value[JOBCG_ACCT_OOM] = oom;
 		s->life.job_before.have |= 1u << JOBCG_ACCT_OOM;
@@ -220,7 +239,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 		goto bad_reply;
 	}
 
-	snprintf(sdir, sizeof(sdir), "/proc/self/fd/%d", stepfd);
+	fd_path(sdir, stepfd);
 	so.task_env = (char *const *const *)env;
 	r = jobcg_step_run_dir(sdir, s.life.job, s.life.step, a->ntasks, argv + a->cmd_index, &so,
 			       &res);
