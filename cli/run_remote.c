@@ -68,7 +68,6 @@ int run_daemon_connect(const char *path, int *ret)
 	return 0;
 }
 
-/* op=spawn's fields into a run_state and per-task environments. -EPROTO on nonsense. */
 /* "/proc/self/fd/FD" without printf: on the client's success path nothing else would reach
  * glibc's printf engine, a thousand instructions each fresh process faults in. */
 static void fd_path(char buf[static 32], int fd)
@@ -87,6 +86,7 @@ static void fd_path(char buf[static 32], int fd)
 	buf[sizeof(pre) - 1 + n] = '\0';
 }
 
+/* op=spawn's fields into a run_state and per-task environments. -EPROTO on nonsense. */
 static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, struct run_state *s,
 		       char ****ret_env)
 {
