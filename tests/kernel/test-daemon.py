@@ -10,6 +10,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -243,6 +244,46 @@ def body(e):
     text = e.log_of(d)
     ok("step(s)" in text, "the daemon says what it served when it stops")
     diag(text)
+    # A daemon that answers nonsense (a step id no daemon would give): the client starts
+    # nothing, tells the daemon so that it can end the step, and says what happened.
+    fake = os.path.join(e.tmp, "fake.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(fake)
+    srv.listen(1)
+    srv.settimeout(30)
+    got = {}
+
+    def serve():
+        try:
+            c, _ = srv.accept()
+        except OSError:
+            return
+        with c:
+            c.settimeout(30)
+            _, fds, _, _ = socket.recv_fds(c, 65536, 8)
+            for f in fds:
+                os.close(f)
+            body = b"op=spawn\0job=5\0step=bogus\0ntasks=1\0ephemeral=0\0start_usec=1\0"
+            dfd = os.open(e.tmp, os.O_RDONLY | os.O_DIRECTORY)
+            socket.send_fds(c, [struct.pack("<I", len(body)) + body], [dfd])
+            os.close(dfd)
+            try:
+                got["status"] = c.recv(4096)
+            except OSError:
+                got["status"] = b""
+
+    t = threading.Thread(target=serve)
+    t.start()
+    marker = os.path.join(e.tmp, "ran")
+    r = e.run("run", "--job", "5", "--", "touch", marker,
+              env=dict(e.env, JOBCG_DAEMON_SOCKET=fake))
+    t.join(60)
+    srv.close()
+    ok(r.returncode == 1 and "does not understand" in r.stderr and not os.path.exists(marker),
+       f"a garbled answer from the daemon: exit 1, nothing run ({r.returncode}, {r.stderr!r})")
+    ok(b"op=status" in got.get("status", b"") and b"malformed answer" in got.get("status", b""),
+       "and the daemon is told, so that it ends its step")
+
     r = e.run("release", "5")
     ok(r.returncode == 0, "jobcg release 5")
     left = [x for x in os.listdir(e.root) if x.startswith("job_")]
