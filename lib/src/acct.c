@@ -1,6 +1,5 @@
 /* jobcg: accounting from cgroup files; a file that is missing leaves its items unavailable. */
 #include <sys/wait.h>
-#include <time.h>
 
 #include "acct_log.h"
 #include "cgroupfs.h"
@@ -197,14 +196,6 @@ JOBCG_EXPORT int jobcg_acct_read(struct jobcg_ctx *ctx, const struct jobcg_targe
 	if (r < 0)
 		return r;
 	return jobcg_acct_read_dir(dir, ret);
-}
-
-static uint64_t realtime_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,

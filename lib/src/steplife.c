@@ -2,18 +2,10 @@
  * `jobcg run`, `jobcg daemon` and any resident launcher. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "jobcg/steplife.h"
 #include "log.h"
-
-static uint64_t realtime_usec(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
-}
+#include "util.h"
 
 static void log_failure(const struct jobcg_step_life *l, const char *what)
 {

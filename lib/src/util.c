@@ -167,12 +167,22 @@ char **strv_split(const char *s, const char *separators)
 	return TAKE_PTR(v);
 }
 
-uint64_t now_usec(void)
+static uint64_t clock_usec(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t now_usec(void)
+{
+	return clock_usec(CLOCK_MONOTONIC);
+}
+
+uint64_t realtime_usec(void)
+{
+	return clock_usec(CLOCK_REALTIME);
 }
 
 bool process_is_static(void)

@@ -108,6 +108,8 @@ int format_vbuf(char *buf, size_t size, const char *fmt, va_list ap)
 
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);
+/* Wall-clock time (CLOCK_REALTIME) in microseconds: the accounting record's start and end. */
+uint64_t realtime_usec(void);
 
 /*
  * "A<sep>B..." (the kernel's "6.1.0-...", an owner "1000:100") as two unsigned numbers; what
