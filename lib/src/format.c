@@ -15,8 +15,9 @@
 
 enum fmt_len { LEN_INT, LEN_LONG, LEN_LLONG, LEN_SIZE };
 
-/* Whether @fmt uses only: %%, %c, %s and %.*s / %.Ns, %d %i %u %x with no, l, ll or z length.
- * No flags and no width: anything else goes to glibc. */
+/* Whether @fmt uses only: %%, %c, %s and %.*s / %.Ns, %d %i %u %x with no, l, ll or z length,
+ * those four zero-padded to a width (%05u, %0*lu). No other flag or width: anything else goes
+ * to glibc. */
 static bool fmt_simple(const char *fmt)
 {
 	for (const char *p = fmt; *p; p++) {
@@ -38,6 +39,14 @@ static bool fmt_simple(const char *fmt)
 		}
 		if (*p == 'c' || *p == 's')
 			continue;
+		if (*p == '0') {
+			p++;
+			if (*p == '*')
+				p++;
+			else
+				while (*p >= '0' && *p <= '9')
+					p++;
+		}
 		if (*p == 'l')
 			p += p[1] == 'l' ? 2 : 1;
 		else if (*p == 'z')
@@ -65,19 +74,32 @@ static __attribute__((noinline)) void put(struct out *o, const char *s, size_t n
 	o->len += n;
 }
 
+static void put_fill(struct out *o, char c, size_t n)
+{
+	for (; n; n--)
+		put(o, &c, 1);
+}
+
+/* @v in @base, after a '-' if @negative; @width > 0: zero-padded to it (after the sign), < 0:
+ * space-padded after it to -@width (what printf makes of a negative '*' width). */
 static __attribute__((noinline)) void put_num(struct out *o, unsigned long long v, bool negative,
-					      unsigned base)
+					      unsigned base, long long width)
 {
 	char d[24];
-	size_t i = sizeof(d);
+	size_t i = sizeof(d), n;
 
 	do {
 		d[--i] = "0123456789abcdef"[v % base];
 		v /= base;
 	} while (v);
+	n = sizeof(d) - i + negative;
 	if (negative)
-		d[--i] = '-';
+		put(o, "-", 1);
+	if (width > 0 && (size_t)width > n)
+		put_fill(o, '0', (size_t)width - n);
 	put(o, d + i, sizeof(d) - i);
+	if (width < 0 && (size_t)-width > n)
+		put_fill(o, ' ', (size_t)-width - n);
 }
 
 /* Formats @fmt (which fmt_simple() accepted) into @o. */
@@ -88,6 +110,7 @@ static void fmt_run(struct out *o, const char *fmt, va_list ap)
 	while (*p) {
 		const char *lit = p;
 		enum fmt_len len = LEN_INT;
+		long long width = 0;
 
 		while (*p && *p != '%')
 			p++;
@@ -128,6 +151,15 @@ static void fmt_run(struct out *o, const char *fmt, va_list ap)
 			put(o, s, prec < 0 ? strlen(s) : strnlen(s, (size_t)prec));
 			continue;
 		}
+		if (*p == '0') {
+			p++;
+			if (*p == '*') {
+				width = va_arg(ap, int);
+				p++;
+			} else
+				for (; *p >= '0' && *p <= '9'; p++)
+					width = width * 10 + (*p - '0');
+		}
 		if (*p == 'l' && p[1] == 'l') {
 			len = LEN_LLONG;
 			p += 2;
@@ -146,14 +178,14 @@ static void fmt_run(struct out *o, const char *fmt, va_list ap)
 
 			/* the magnitude as unsigned: -LLONG_MIN does not fit a long long */
 			put_num(o, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v,
-				v < 0, 10);
+				v < 0, 10, width);
 		} else {
 			unsigned long long v = len == LEN_LLONG	 ? va_arg(ap, unsigned long long)
 					       : len == LEN_LONG ? va_arg(ap, unsigned long)
 					       : len == LEN_SIZE ? va_arg(ap, size_t)
 								 : va_arg(ap, unsigned);
 
-			put_num(o, v, false, *p == 'x' ? 16 : 10);
+			put_num(o, v, false, *p == 'x' ? 16 : 10, width);
 		}
 		p++;
 	}

@@ -403,14 +403,9 @@ static int hl_item_foreach(struct hl_item *it, size_t *budget, int (*fn)(const c
 				memcpy(buf + len, g->lit, g->litlen);
 				len += g->litlen;
 			} else {
-				/* zero-padded to the range's width, as "%0*" PRIu64 would */
-				char d[24];
-				int n = format_buf(d, sizeof(d), "%" PRIu64, g->cur);
-
-				for (int k = n; k < g->ranges[g->ri].width; k++)
-					buf[len++] = '0';
-				memcpy(buf + len, d, (size_t)n);
-				len += (size_t)n;
+				len += (size_t)format_buf(buf + len, it->maxlen + 1 - len,
+							  "%0*" PRIu64, g->ranges[g->ri].width,
+							  g->cur);
 			}
 		}
 		buf[len] = '\0';

@@ -2,6 +2,7 @@
  * printf gives, for the conversions format.c does itself and for those it hands on. */
 #include <limits.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdint.h>
 
 #include "tap.h"
@@ -72,6 +73,11 @@ static void test_fixed(void)
 	SAME("%x %lx %llx %x", 0u, 0xdeadbeeful, 0xffffffffffffffffull, 255u);
 	SAME("%d:%llu", 12345, 98765432109876ull);
 	SAME("JOBCG_TASK_ID=%d", 7);
+	/* zero-padded to a width, as the hostlist expander's nvidia[00-15] needs */
+	SAME("%05d|%05d|%05u|%03x|%0d|%02u", 42, -42, 7u, 255u, 9, 12345u);
+	SAME("%010lld|%025llu|%0*zu", LLONG_MIN, ULLONG_MAX, 3, (size_t)4);
+	SAME("[%0*d][%0*lu][%0*d]", -6, 42, 0, 5ul, -2, -123); /* a negative '*': left, spaces */
+	SAME("gpu%0*" PRIu64 "x", 2, (uint64_t)3);
 	/* NULL strings: "(null)", unless a precision under 6 cuts it to nothing */
 	SAME("%s", null);
 	SAME("[%.3s][%.6s][%.*s]", null, null, 2, null);
@@ -117,6 +123,7 @@ static void test_random(void)
 		int prec = (int)(rnd() % 50) - 5; /* SAME evaluates its arguments many times */
 
 		SAME("<%s>%.*s", str, prec, str);
+		SAME("%0*llu|%0*d", prec, (unsigned long long)v, prec / 2, (int)v);
 	}
 	ok(mismatches == 0, "3000 random values and strings: the same as glibc (%u differ)",
 	   mismatches);
