@@ -97,8 +97,8 @@ char **strv_split(const char *s, const char *separators); /* NULL on ENOMEM */
 /*
  * printf into a new string (NULL on ENOMEM), and snprintf (the same return value). Their
  * output is printf's; the common conversions (%s, %.*s, %c, %d, %i, %u, %x with l, ll or z,
- * no flags or width) are done without glibc's engine, which a fresh process pays to fault in
- * (format.c).
+ * the last four also zero-padded to a width: %05u, %0*lu) are done without glibc's engine,
+ * which a fresh process pays to fault in (format.c).
  */
 char *strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *strdup_vprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
