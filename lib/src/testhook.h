@@ -1,0 +1,21 @@
+/* jobcg internal: pause points that let tests stop a jobcg process at a named place. */
+#pragma once
+
+/*
+ * A race between two jobcg processes (an adopt and a release, a crash between two writes) is
+ * reproduced by stopping one of them at a named point. Only builds configured with
+ * -Dtest_hooks=true have them; in every other build test_pause() is empty and reads nothing,
+ * so no environment variable can stall an installed jobcg.
+ *
+ * With JOBCG_TEST_PAUSE=POINT[,POINT...] and JOBCG_TEST_PAUSE_DIR=DIR, reaching POINT creates
+ * DIR/POINT.reached and waits (at most 60 s) until DIR/POINT.go exists; with
+ * JOBCG_TEST_CRASH=POINT the process is killed with SIGKILL there instead.
+ */
+#ifdef JOBCG_TEST_HOOKS
+void test_pause(const char *point);
+#else
+static inline void test_pause(const char *point)
+{
+	(void)point;
+}
+#endif
