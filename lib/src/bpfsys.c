@@ -133,7 +133,48 @@ int bpfsys_detach(int prog_fd, int cgroup_fd)
 	return 0;
 }
 
+int bpfsys_attach_override(int prog_fd, int cgroup_fd)
+{
+	LIBBPF_OPTS(bpf_prog_attach_opts, opts, .flags = BPF_F_ALLOW_OVERRIDE);
+	int e = bpf_prog_attach_opts(prog_fd, cgroup_fd, BPF_CGROUP_DEVICE, &opts);
+
+	if (e < 0)
+		return error_set(e, "cannot attach device program: %s", strerror(-e));
+	return 0;
+}
+
+int bpfsys_prog_xlated(int prog_fd, struct bpf_insn **ret, size_t *ret_n)
+{
+	struct bpf_prog_info info = {0};
+	uint32_t len = sizeof(info), cnt;
+	_cleanup_free_ struct bpf_insn *insns = NULL;
+	int e = bpf_obj_get_info_by_fd(prog_fd, &info, &len);
+
+	if (e < 0)
+		return error_set(e, "cannot read program info: %s", strerror(-e));
+	cnt = info.xlated_prog_len / sizeof(struct bpf_insn);
+	insns = calloc(cnt + 1, sizeof(*insns));
+	if (!insns)
+		return -ENOMEM;
+	info = (struct bpf_prog_info){.xlated_prog_len = cnt * sizeof(*insns),
+				      .xlated_prog_insns = (uint64_t)(uintptr_t)insns};
+	len = sizeof(info);
+	e = bpf_obj_get_info_by_fd(prog_fd, &info, &len);
+	if (e < 0)
+		return error_set(e, "cannot read program instructions: %s", strerror(-e));
+	*ret = TAKE_PTR(insns);
+	*ret_n = cnt;
+	return 0;
+}
+
 int bpfsys_query(int cgroup_fd, uint32_t **ret_ids, size_t *ret_n)
+{
+	uint32_t flags;
+
+	return bpfsys_query_flags(cgroup_fd, ret_ids, ret_n, &flags);
+}
+
+int bpfsys_query_flags(int cgroup_fd, uint32_t **ret_ids, size_t *ret_n, uint32_t *ret_flags)
 {
 	uint32_t cap = 64;
 
@@ -154,6 +195,7 @@ int bpfsys_query(int cgroup_fd, uint32_t **ret_ids, size_t *ret_n)
 			return error_set(e, "cannot query device programs: %s", strerror(-e));
 		*ret_ids = TAKE_PTR(ids);
 		*ret_n = cnt;
+		*ret_flags = flags;
 		return 0;
 	}
 	return error_set(-EAGAIN, "device programs kept changing while being listed");

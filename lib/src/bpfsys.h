@@ -16,6 +16,13 @@ int bpfsys_devprog_load(const char *name, const struct bpf_insn *insns, size_t n
  * program atomically (BPF_F_REPLACE). */
 int bpfsys_attach(int prog_fd, int cgroup_fd, int replace_fd);
 int bpfsys_detach(int prog_fd, int cgroup_fd);
+/* Attach with BPF_F_ALLOW_OVERRIDE (one program per cgroup, replacing the one there, which
+ * descendants with programs of their own override). */
+int bpfsys_attach_override(int prog_fd, int cgroup_fd);
+/* Programs attached directly to CGROUP_FD and their attach flags (0 when none). */
+int bpfsys_query_flags(int cgroup_fd, uint32_t **ret_ids, size_t *ret_n, uint32_t *ret_flags);
+/* The program's instructions as the kernel holds them (xlated), malloc'ed. */
+int bpfsys_prog_xlated(int prog_fd, struct bpf_insn **ret, size_t *ret_n);
 
 /* Ids of the device programs attached directly to a cgroup (not inherited). Caller frees. */
 int bpfsys_query(int cgroup_fd, uint32_t **ret_ids, size_t *ret_n);

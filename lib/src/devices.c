@@ -431,6 +431,105 @@ static int devpolicy_new(const struct jobcg_config *conf, const char *root,
 	return 0;
 }
 
+/* Is the program FD exactly INSNS (names compared by the caller)? */
+static bool prog_is(int fd, const struct devprog_buf *b)
+{
+	_cleanup_free_ struct bpf_insn *x = NULL;
+	size_t n = 0;
+
+	return bpfsys_prog_xlated(fd, &x, &n) == 0 && n == b->n &&
+	       memcmp(x, b->insns, n * sizeof(*x)) == 0;
+}
+
+/*
+ * Linear mode's guard (devprog.h): the program denying every managed device, attached at the
+ * root so that a cgroup with no grant of its own falls under it. Nothing is written when it is
+ * already there as wanted. A node program of ours left at the root by node mode (attached with
+ * BPF_F_ALLOW_MULTI, which excludes an override program there) is detached first; any other
+ * program at the root is not ours to replace, and the guard is refused: linear grants are then
+ * refused too rather than made without it.
+ */
+static int ensure_guard(struct jobcg_devpolicy *p)
+{
+	_cleanup_close_ int root_fd = -1, prog_fd = -1;
+	_cleanup_free_ uint32_t *ids = NULL;
+	struct devprog_buf b = {0};
+	uint32_t flags = 0;
+	size_t n = 0;
+	int e;
+
+	root_fd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0)
+		return error_set(negative_errno(), "cannot open %s: %s", p->root, strerror(errno));
+	if ((e = devprog_build_linear(p->managed, p->n_managed, NULL, 0, &b)) < 0)
+		return e;
+	if ((e = bpfsys_query_flags(root_fd, &ids, &n, &flags)) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_close_ int fd = -1;
+		char name[BPF_OBJ_NAME_LEN];
+
+		if (bpfsys_prog_by_id(ids[i], &fd) < 0)
+			continue; /* detached meanwhile */
+		if ((e = bpfsys_prog_info(fd, NULL, name)) < 0)
+			goto out;
+		if (strncmp(name, DEVPROG_GUARD_NAME, sizeof(name)) == 0) {
+			if (n == 1 && !(flags & BPF_F_ALLOW_MULTI) && prog_is(fd, &b))
+				goto out; /* in place */
+		} else if (strncmp(name, DEVPROG_NODE_NAME, sizeof(name)) == 0 &&
+			   (flags & BPF_F_ALLOW_MULTI)) {
+			log_warning("linear mode: detaching the node device program left at %s",
+				    p->root);
+			if ((e = bpfsys_detach(fd, root_fd)) < 0)
+				goto out;
+			unpin_all(p);
+			(void)rmdir(p->pin_dir);
+		} else {
+			e = error_set(
+			    -EBUSY,
+			    "cannot guard %s in linear mode: device program %u (%.*s) is "
+			    "attached there; jobcg will not grant devices without its guard",
+			    p->root, ids[i], (int)sizeof(name), name);
+			goto out;
+		}
+	}
+	if ((e = bpfsys_devprog_load(DEVPROG_GUARD_NAME, b.insns, b.n, &prog_fd)) < 0)
+		goto out;
+	/* Without BPF_F_ALLOW_MULTI an attach replaces the guard there, so the root is never
+	 * unguarded while it changes. */
+	if ((e = bpfsys_attach_override(prog_fd, root_fd)) < 0)
+		jobcg_error_prefix("%s", p->root);
+	else
+		log_info("attached %s at %s", DEVPROG_GUARD_NAME, p->root);
+out:
+	devprog_buf_done(&b);
+	return e;
+}
+
+/* Node mode after linear mode: the guard's override attachment excludes the node program's
+ * multi attachment at the root, so it goes first. */
+static int drop_guard(int root_fd)
+{
+	_cleanup_free_ uint32_t *ids = NULL;
+	uint32_t flags = 0;
+	size_t n = 0;
+	int e;
+
+	if ((e = bpfsys_query_flags(root_fd, &ids, &n, &flags)) < 0)
+		return e;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_close_ int fd = -1;
+		char name[BPF_OBJ_NAME_LEN];
+
+		if (bpfsys_prog_by_id(ids[i], &fd) < 0 || bpfsys_prog_info(fd, NULL, name) < 0)
+			continue;
+		if (strncmp(name, DEVPROG_GUARD_NAME, sizeof(name)) == 0 &&
+		    (e = bpfsys_detach(fd, root_fd)) < 0)
+			return e;
+	}
+	return 0;
+}
+
 JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgroup_path,
 				      const struct jobcg_devrule *managed, size_t n_managed,
 				      struct jobcg_devpolicy **ret)
@@ -454,11 +553,8 @@ JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const cha
 	}
 	p->n_managed = n_managed;
 	if (p->mode == JOBCG_DEVPROG_LINEAR) {
-		_cleanup_free_ char *pp = NULL;
-		if (pin_path(p, DEVPROG_PIN_PROG, &pp) == 0 && access(pp, F_OK) == 0)
-			log_warning(
-			    "%s is still pinned and enforces its policy map: remove %s to stop it",
-			    pp, p->pin_dir);
+		if (n_managed > 0 && (e = ensure_guard(p)) < 0)
+			return e;
 		*ret = TAKE_PTR(p);
 		return 0;
 	}
@@ -509,6 +605,8 @@ JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const cha
 			close_fd(&p->policy_fd);
 			(void)rmdir(p->pin_dir);
 			p->mode = JOBCG_DEVPROG_LINEAR;
+			if (n_managed > 0 && (e = ensure_guard(p)) < 0)
+				return e;
 			*ret = TAKE_PTR(p);
 			return 0;
 		}
@@ -523,7 +621,8 @@ JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const cha
 	if ((e = prog_attached_at(root_fd, p->prog_fd, &attached)) < 0)
 		goto fail;
 	if (!attached) {
-		if ((e = bpfsys_attach(p->prog_fd, root_fd, -1)) < 0)
+		if ((e = drop_guard(root_fd)) < 0 ||
+		    (e = bpfsys_attach(p->prog_fd, root_fd, -1)) < 0)
 			goto fail;
 		log_info("attached %s at %s", DEVPROG_NODE_NAME, p->root);
 	}

@@ -184,6 +184,7 @@ bool devprog_decide(const struct jobcg_devrule *managed, size_t n_managed,
 #define MKEY	    (-16)
 #define PKEY	    (-40)
 #define ROOTLVL	    (-48) /* u64: the root's absolute level */
+#define MARKED	    (-56) /* u64: 1 once a level with a marker was found */
 #define SCAN_LEVELS 64
 
 static int emit_ld_imm64(struct devprog_buf *b, int reg, uint64_t v)
@@ -265,6 +266,7 @@ int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, uin
 		E(emit(&b, EXIT()));
 		resolve(&b, &have);
 	}
+	E(emit(&b, ST_DW(BPF_REG_10, MARKED, 0)));
 
 	for (size_t l = 0; l < ELEMENTSOF(levels); l++) {
 		E(emit(&b, LDX_DW(BPF_REG_1, BPF_REG_10, ROOTLVL)));
@@ -279,6 +281,7 @@ int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, uin
 		E(emit(&b, ST_W(BPF_REG_10, PKEY + 20, 0)));
 		E(emit_lookup(&b, policy_ref, PKEY));
 		E(emit_jump(&b, &to_next, JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
+		E(emit(&b, ST_DW(BPF_REG_10, MARKED, 1)));
 		E(emit(&b, MOV64_IMM(BPF_REG_9, 0)));
 		E(emit(&b, STX_W(BPF_REG_10, BPF_REG_7, PKEY + 8)));
 		E(emit(&b, LDX_W(BPF_REG_1, BPF_REG_6, 4)));
@@ -301,6 +304,13 @@ int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, uin
 		E(emit_jump(&b, &to_deny, JMP_IMM(BPF_JNE, BPF_REG_9, 0, 0)));
 		resolve(&b, &to_next);
 	}
+	/*
+	 * Fail closed: below the root, a managed device is only for a cgroup that some level
+	 * grants it to. A job whose grant is not (or no longer) in the map, system/, a directory
+	 * made by hand: none of them may open what jobcg hands out.
+	 */
+	E(emit(&b, LDX_DW(BPF_REG_1, BPF_REG_10, MARKED)));
+	E(emit_jump(&b, &to_deny, JMP_IMM(BPF_JEQ, BPF_REG_1, 0, 0)));
 	E(emit(&b, MOV64_IMM(BPF_REG_0, 1)));
 	E(emit(&b, EXIT()));
 	resolve(&b, &to_deny);

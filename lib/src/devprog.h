@@ -33,26 +33,38 @@
  * of the levels root+1 (job), root+2 (step), root+4 (task: job/step/
  * user/task_N), takes bpf_get_current_ancestor_cgroup_id(level); if that cgroup has a marker,
  * the union of its grant entries matching the device (three lookups) must contain every
- * requested access bit, else the access is denied. A level without a marker is unconstrained.
- * Cgroups at other levels (step/jobcg, step/user) are never constrained by the node program.
+ * requested access bit, else the access is denied. A level without a marker adds no
+ * constraint of its own, but a cgroup below the root none of whose levels has a marker (the
+ * root itself, system/, a job whose grant is missing or already revoked, a directory made by
+ * hand) is denied every managed device: the program fails closed. Cgroups at other levels
+ * (step/jobcg, step/user) are constrained through their job and step.
  *
  * Linear program ("jobcg_linear"), one per constrained cgroup, no maps: Slurm's
  * compare-and-exit shape (r2 = type, r3 = access, r4 = major, r5 = minor), one block per rule
  * region, most specific first, each ending in "r0 = (access & ~granted) == 0; exit"; the last
  * instruction pair allows (devices not managed are allowed).
+ *
+ * Guard program ("jobcg_guard"), linear mode only: the linear program with no grant (every
+ * managed device denied), attached at the root with BPF_F_ALLOW_OVERRIDE. The kernel runs a
+ * cgroup's own and its ancestors' BPF_F_ALLOW_MULTI programs, and an ancestor's
+ * BPF_F_ALLOW_OVERRIDE program only while no cgroup between them has one: so a granted job
+ * (its jobcg_linear program, attached with BPF_F_ALLOW_MULTI) is judged by its grants alone,
+ * and every cgroup below the root that holds no grant (system/, a half-made job, a directory
+ * made by hand) by the guard. Linear mode fails closed like the node program.
  */
 
 #define DEVPROG_ANY	     0xffffffffu
 #define DEVPROG_NODE_NAME    "jobcg_node"
 #define DEVPROG_LINEAR_NAME  "jobcg_linear"
+#define DEVPROG_GUARD_NAME   "jobcg_guard"
 #define DEVPROG_MANAGED_NAME "jobcg_managed"
 #define DEVPROG_POLICY_NAME  "jobcg_policy"
 #define DEVPROG_PIN_PROG     "prog"
 #define DEVPROG_PIN_MANAGED  DEVPROG_MANAGED_NAME
 #define DEVPROG_PIN_POLICY   DEVPROG_POLICY_NAME
 /* Bumped whenever the program or the map layout changes: pins of another version are not reused. */
-#define DEVPROG_LAYOUT_VERSION 1
-#define DEVPROG_PIN_VERSION    "layout-v1"
+#define DEVPROG_LAYOUT_VERSION 2
+#define DEVPROG_PIN_VERSION    "layout-v2"
 
 #define DEVPROG_MANAGED_MAX 65536u   /* max_entries of jobcg_managed */
 #define DEVPROG_POLICY_MAX  1048576u /* max_entries of jobcg_policy (no prealloc) */

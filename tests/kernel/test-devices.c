@@ -466,6 +466,7 @@ static void run_mode(enum jobcg_device_program mode)
 	mkcg("job_2/step_0/user/task_0");
 	mkcg("job_2/step_0/jobcg");
 	mkcg("job_3/step_0/user/task_0");
+	mkcg("system");
 
 	/* Job 1 may use all four read/write; its step 0 only gpu 1 and 2. */
 	static const char *const all_rw[] = {"c 195:* rw"};
@@ -504,10 +505,16 @@ static void run_mode(enum jobcg_device_program mode)
 	       "job gpu0: jobcg leaf gpu2 denied");
 	is_int(try_in("job_2/step_0/user/task_0", GPU_MAJOR, 0, -1), EPERM,
 	       "job gpu0 rw: mknod denied");
-	is_int(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, O_RDWR), 0,
-	       "unconstrained job: gpu2 allowed");
-	is_int(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, -1), 0,
-	       "unconstrained job: mknod allowed");
+	/* Fail closed: below the root, no grant at any level means no managed device. */
+	ok(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, O_RDWR) == EPERM,
+	   "%s: ungranted job (made by hand): gpu2 denied", mname);
+	ok(try_in("job_3/step_0/user/task_0", GPU_MAJOR, 2, -1) == EPERM,
+	   "%s: ungranted job: mknod gpu2 denied", mname);
+	ok(try_in("job_3/step_0/user/task_0", 1, 3, -1) == 0,
+	   "%s: ungranted job: unmanaged device (c 1:3) still allowed", mname);
+	ok(try_in("system", GPU_MAJOR, 0, O_RDONLY) == EPERM, "%s: system/: gpu0 denied", mname);
+	ok(try_in("job_2/step_0/user/task_0", 1, 3, -1) == 0,
+	   "%s: granted job: unmanaged device (c 1:3) allowed", mname);
 
 	if (mode == JOBCG_DEVPROG_LINEAR)
 		note_linear(p); /* the program about to be replaced must be released too */
@@ -594,8 +601,8 @@ static void run_mode(enum jobcg_device_program mode)
 		ok(jobcg_devpolicy_open_pinned(&conf, root, &pin) == 0, "node: open pinned");
 		ok(pin && revoke_rel(pin, "job_4") == 0,
 		   "node: revoke job_4 through the pinned policy");
-		is_int(try_in("job_4/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), 0,
-		       "after revoke: job_4 unconstrained");
+		is_int(try_in("job_4/step_0/user/task_0", GPU_MAJOR, 1, O_RDWR), EPERM,
+		       "after revoke: job_4 gets no managed device");
 		jobcg_devpolicy_free(pin);
 	}
 

@@ -206,16 +206,21 @@ static bool node_want(const struct scenario *sc, uint32_t type, uint32_t major, 
 {
 	const struct grantset *lv[3] = {&sc->job, &sc->step, &sc->task};
 	static const unsigned depth_of[3] = {1, 2, 4};
+	bool marked = false;
 
 	if (sc->outside ||
 	    devprog_decide(sc->managed, sc->n_managed, NULL, 0, type, major, minor, acc))
 		return true;
-	for (int i = 0; i < 3; i++)
-		if (lv[i]->constrained && sc->depth >= depth_of[i] &&
-		    !devprog_decide(sc->managed, sc->n_managed, lv[i]->r, lv[i]->n, type, major,
+	for (int i = 0; i < 3; i++) {
+		if (!lv[i]->constrained || sc->depth < depth_of[i])
+			continue;
+		marked = true;
+		if (!devprog_decide(sc->managed, sc->n_managed, lv[i]->r, lv[i]->n, type, major,
 				    minor, acc))
 			return false;
-	return true;
+	}
+	/* Fail closed: a managed device below the root needs a grant at some level. */
+	return marked;
 }
 
 static void test_node(void)
