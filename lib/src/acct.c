@@ -198,63 +198,86 @@ JOBCG_EXPORT int jobcg_acct_read(struct jobcg_ctx *ctx, const struct jobcg_targe
 	return jobcg_acct_read_dir(dir, ret);
 }
 
-int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
-		    uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
-		    bool cancelled, const struct jobcg_acct *a)
+void acct_pending_done(struct acct_pending *p)
 {
-	_cleanup_free_ char *path = NULL, *jdir = tree_job_dir(ctx, job_id), *owner = NULL,
-			    *created = NULL, *gres = NULL, *jid = strdup_printf("%u", job_id);
-	struct jobcg_acct_record rec = {
-	    .kind = step_id ? JOBCG_ACCT_STEP : JOBCG_ACCT_JOB,
-	    .job_id = jid,
-	    .step_id = (char *)step_id,
-	    .start_usec = start_usec,
-	    .end_usec = realtime_usec(),
-	    .exit_code = exit_code,
-	    .exit_signal = exit_signal,
-	    .ntasks = ntasks,
-	};
-	const struct jobcg_config *conf;
-	unsigned u, g, flags = 0;
-	int r;
+	free(p->jid);
+	free(p->sid);
+	free(p->gres);
+	*p = (struct acct_pending){0};
+}
 
-	if (!jdir || !jid)
+int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+		     uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
+		     bool cancelled, const struct jobcg_acct *a, struct acct_pending *ret)
+{
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *owner = NULL, *created = NULL;
+	struct acct_pending p = {
+	    .rec =
+		{
+		    .kind = step_id ? JOBCG_ACCT_STEP : JOBCG_ACCT_JOB,
+		    .start_usec = start_usec,
+		    .end_usec = realtime_usec(),
+		    .exit_code = exit_code,
+		    .exit_signal = exit_signal,
+		    .ntasks = ntasks,
+		},
+	    .jid = strdup_printf("%u", job_id),
+	    .sid = step_id ? strdup(step_id) : NULL,
+	};
+	unsigned u, g;
+
+	if (!jdir || !p.jid || (step_id && !p.sid)) {
+		acct_pending_done(&p);
 		return -ENOMEM;
+	}
+	p.rec.job_id = p.jid;
+	p.rec.step_id = p.sid;
 	if (cgfs_xattr_get(jdir, "trusted.jobcg.owner", &owner) == 0 &&
 	    parse_uint_pair(owner, ':', &u, &g)) {
-		rec.uid = (uid_t)u;
-		rec.gid = (gid_t)g;
+		p.rec.uid = (uid_t)u;
+		p.rec.gid = (gid_t)g;
 	}
 	if (!step_id && !start_usec && cgfs_xattr_get(jdir, "trusted.jobcg.created", &created) == 0)
-		rec.start_usec = strtoull(created, NULL, 10) * 1000000u;
+		p.rec.start_usec = strtoull(created, NULL, 10) * 1000000u;
 	/* A step's own devices (a subset of its job's), else the job's. */
 	if (step_id) {
 		_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, step_id);
 
-		if (sdir && cgfs_xattr_get(sdir, "trusted.jobcg.gres", &gres) < 0)
-			gres = NULL;
+		if (sdir && cgfs_xattr_get(sdir, "trusted.jobcg.gres", &p.gres) < 0)
+			p.gres = NULL;
 	}
-	if ((gres || cgfs_xattr_get(jdir, "trusted.jobcg.gres", &gres) == 0) && *gres)
-		rec.gres = gres;
+	if (p.gres || cgfs_xattr_get(jdir, "trusted.jobcg.gres", &p.gres) == 0) {
+		if (p.gres && *p.gres)
+			p.rec.gres = p.gres;
+	}
 	if (!jobcg_acct_has(a, JOBCG_ACCT_CPU_USAGE_USEC))
-		rec.unavailable |= JOBCG_ACCTREC_NO_CPU;
+		p.rec.unavailable |= JOBCG_ACCTREC_NO_CPU;
 	if (!jobcg_acct_has(a, JOBCG_ACCT_MEM_PEAK))
-		rec.unavailable |= JOBCG_ACCTREC_NO_MEM_PEAK;
+		p.rec.unavailable |= JOBCG_ACCTREC_NO_MEM_PEAK;
 	if (!jobcg_acct_has(a, JOBCG_ACCT_OOM_KILL))
-		rec.unavailable |= JOBCG_ACCTREC_NO_OOM;
+		p.rec.unavailable |= JOBCG_ACCTREC_NO_OOM;
 	if (jobcg_acct_has(a, JOBCG_ACCT_CPU_USAGE_USEC))
-		rec.cpu_usec = a->value[JOBCG_ACCT_CPU_USAGE_USEC];
+		p.rec.cpu_usec = a->value[JOBCG_ACCT_CPU_USAGE_USEC];
 	if (jobcg_acct_has(a, JOBCG_ACCT_CPU_USER_USEC))
-		rec.user_usec = a->value[JOBCG_ACCT_CPU_USER_USEC];
+		p.rec.user_usec = a->value[JOBCG_ACCT_CPU_USER_USEC];
 	if (jobcg_acct_has(a, JOBCG_ACCT_CPU_SYSTEM_USEC))
-		rec.system_usec = a->value[JOBCG_ACCT_CPU_SYSTEM_USEC];
+		p.rec.system_usec = a->value[JOBCG_ACCT_CPU_SYSTEM_USEC];
 	if (jobcg_acct_has(a, JOBCG_ACCT_MEM_PEAK))
-		rec.mem_peak = a->value[JOBCG_ACCT_MEM_PEAK];
+		p.rec.mem_peak = a->value[JOBCG_ACCT_MEM_PEAK];
 	if (jobcg_acct_has(a, JOBCG_ACCT_OOM_KILL))
-		rec.oom_kills = a->value[JOBCG_ACCT_OOM_KILL];
-	rec.state = jobcg_acct_state_of(exit_code, exit_signal, rec.oom_kills, cancelled);
-	conf = jobcg_ctx_config(ctx);
-	r = jobcg_acctlog_path(conf, &path);
+		p.rec.oom_kills = a->value[JOBCG_ACCT_OOM_KILL];
+	p.rec.state = jobcg_acct_state_of(exit_code, exit_signal, p.rec.oom_kills, cancelled);
+	*ret = p;
+	return 0;
+}
+
+int acct_log_commit(struct jobcg_ctx *ctx, const struct acct_pending *p)
+{
+	_cleanup_free_ char *path = NULL;
+	const struct jobcg_config *conf = jobcg_ctx_config(ctx);
+	unsigned flags = 0;
+	int r = jobcg_acctlog_path(conf, &path);
+
 	if (r < 0)
 		return r;
 	/* The fsync waits for the disk, which on a node's local disk costs more than a whole
@@ -262,9 +285,25 @@ int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 	 * fsynced, makes its steps' records durable with it. A kernel crash or power loss can
 	 * only lose steps of jobs that were still running (the node failed under them);
 	 * AccountingSync=step makes every record durable at once. */
-	if (!step_id || !conf || conf->cgroup.acct_sync == JOBCG_ACCT_SYNC_STEP)
+	if (p->rec.kind == JOBCG_ACCT_JOB || !conf ||
+	    conf->cgroup.acct_sync == JOBCG_ACCT_SYNC_STEP)
 		flags |= JOBCG_ACCTLOG_SYNC;
-	return jobcg_acctlog_write(path, &rec, flags);
+	return jobcg_acctlog_write(path, &p->rec, flags);
+}
+
+int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+		    uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
+		    bool cancelled, const struct jobcg_acct *a)
+{
+	struct acct_pending p;
+	int r = acct_log_prepare(ctx, job_id, step_id, start_usec, exit_code, exit_signal, ntasks,
+				 cancelled, a, &p);
+
+	if (r < 0)
+		return r;
+	r = acct_log_commit(ctx, &p);
+	acct_pending_done(&p);
+	return r;
 }
 
 JOBCG_EXPORT int jobcg_acct_log_step(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,

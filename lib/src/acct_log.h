@@ -2,8 +2,25 @@
 #pragma once
 
 #include "jobcg/acct.h"
+#include "jobcg/acctlog.h"
 
 /* One record; @step_id NULL for the job's. @exit_code -1 and no signal: end not seen. */
 int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 		    uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
 		    bool cancelled, const struct jobcg_acct *a);
+
+/*
+ * The same in two halves, for removals: prepare reads what the record takes from the job's and
+ * step's directories (owner, start, devices) while they exist; commit writes it once they are
+ * gone, so that a removal that fails writes nothing and the one that finishes it writes the
+ * only record.
+ */
+struct acct_pending {
+	struct jobcg_acct_record rec;
+	char *jid, *sid, *gres; /* owned by the record */
+};
+int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+		     uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
+		     bool cancelled, const struct jobcg_acct *a, struct acct_pending *ret);
+int acct_log_commit(struct jobcg_ctx *ctx, const struct acct_pending *p);
+void acct_pending_done(struct acct_pending *p);

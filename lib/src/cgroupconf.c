@@ -178,6 +178,7 @@ static const struct key_def keys[] = {
     {"BpfPinDir", K_STRING, OFF(bpf_pin_dir), check_abs_path},
     {"StateDir", K_STRING, OFF(state_dir), check_abs_path},
     {"AccountingSync", K_ENUM, OFF(acct_sync), NULL, acct_sync_names},
+    {"NodeLockTimeout", K_MSEC, OFF(node_lock_timeout_ms)},
     {"SpecCPUs", K_STRING, OFF(spec_cpus), check_cpulist},
     {"CoreSpecCount", K_MSEC, OFF(core_spec_count)},
     {"MemSpecLimit", K_SIZE_MIB, OFF(mem_spec_limit)},
@@ -235,6 +236,7 @@ int cgconf_defaults(struct jobcg_cgroup_conf *cg)
 {
 	*cg = (struct jobcg_cgroup_conf){
 	    .systemd_timeout_ms = 1000,
+	    .node_lock_timeout_ms = 30000,
 	    .allowed_ram_space = 100,
 	    .allowed_swap_space = 0,
 	    .max_ram_percent = 100,

@@ -1,7 +1,9 @@
 /* jobcg: the library context: host probe, tree root, the tree's creation and the node lock. */
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cgroupfs.h"
 #include "ctx.h"
@@ -120,6 +122,81 @@ static int mkdir_parents(const char *path)
 	return 0;
 }
 
+/*
+ * Who holds the flock on FD's file: /proc/locks names the pid that took it (FLOCK lines whose
+ * dev:inode is the file's; "->" lines are waiters). For the error message only.
+ */
+static char *lock_holder(int fd)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	struct stat st;
+	char line[512];
+
+	if (fstat(fd, &st) < 0 || !(f = fopen("/proc/locks", "re")))
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned maj, mnr;
+		unsigned long long ino;
+		int pid;
+		char cmd[256] = "";
+
+		if (strstr(line, "->") || !strstr(line, "FLOCK") ||
+		    sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%llu", &pid, &maj, &mnr, &ino) != 4 ||
+		    ino != (unsigned long long)st.st_ino || makedev(maj, mnr) != st.st_dev)
+			continue;
+		{
+			_cleanup_free_ char *c = NULL,
+					    *path = strdup_printf("/proc/%d/cmdline", pid);
+			size_t n = 0;
+
+			if (path && read_full_file_at(AT_FDCWD, path, 4096, &c, &n) == 0) {
+				for (size_t i = 0; i + 1 < n; i++)
+					if (c[i] == '\0')
+						c[i] = ' ';
+				format_buf(cmd, sizeof(cmd), " (%s)", c);
+			}
+		}
+		return strdup_printf("pid %d%s", pid, cmd);
+	}
+	return NULL;
+}
+
+/*
+ * The lock is held for a few mkdir/write/bpf calls at a time, never across a wait for
+ * processes (job removal drops it while its processes die), so a wait longer than
+ * NodeLockTimeout means a stuck holder: fail, naming it, rather than queue every launch and
+ * login behind it. flock() has no timeout, hence non-blocking tries spaced 1 ms doubling to
+ * 50 ms.
+ */
+static int lock_wait(struct jobcg_ctx *ctx, int fd)
+{
+	unsigned timeout_ms = ctx->conf->cgroup.node_lock_timeout_ms;
+	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
+	unsigned pause_us = 1000;
+
+	for (;;) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return error_set(negative_errno(), "cannot lock %s: %s", ctx->lock_path,
+					 strerror(errno));
+		if (now_usec() >= deadline) {
+			_cleanup_free_ char *who = lock_holder(fd);
+
+			return error_set(-ETIMEDOUT,
+					 "the node lock %s is held by %s for more than %u ms "
+					 "(NodeLockTimeout)",
+					 ctx->lock_path, who ? who : "another process", timeout_ms);
+		}
+		struct timespec ts = {0, (long)pause_us * 1000};
+		(void)nanosleep(&ts, NULL);
+		if (pause_us < 50000)
+			pause_us *= 2;
+	}
+}
+
 JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 {
 	int fd, r;
@@ -141,13 +218,10 @@ JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 	if (fd < 0)
 		return error_set(negative_errno(), "cannot open lock file %s: %s", ctx->lock_path,
 				 strerror(errno));
-	/* Held for the few mkdir/write calls of one job or step creation or removal. */
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno == EINTR)
-			continue;
-		r = negative_errno();
+	r = lock_wait(ctx, fd);
+	if (r < 0) {
 		close(fd);
-		return error_set(r, "cannot lock %s: %s", ctx->lock_path, strerror(-r));
+		return r;
 	}
 	ctx->lock_fd = fd;
 	ctx->lock_depth = 1;
@@ -163,6 +237,19 @@ JOBCG_EXPORT void jobcg_ctx_unlock(struct jobcg_ctx *ctx)
 	/* Closing the only descriptor drops the flock. */
 	close(ctx->lock_fd);
 	ctx->lock_fd = -1;
+}
+
+bool ctx_lock_suspend(struct jobcg_ctx *ctx)
+{
+	if (ctx->lock_depth != 1)
+		return false;
+	jobcg_ctx_unlock(ctx);
+	return true;
+}
+
+int ctx_lock_resume(struct jobcg_ctx *ctx, bool suspended)
+{
+	return suspended ? jobcg_ctx_lock(ctx) : 0;
 }
 
 /*

@@ -23,3 +23,11 @@ struct jobcg_ctx {
 
 /* Controllers jobcg wants in its tree: cpuset cpu memory pids + EnableExtraControllers. */
 unsigned ctx_wanted_controllers(const struct jobcg_config *conf);
+
+/*
+ * Waiting for processes to die must not hold the node lock. When CTX holds it once (depth 1),
+ * suspend drops it and returns true; resume(ctx, true) takes it again (it can fail: timeout).
+ * A nested holder (depth > 1) keeps it: suspend returns false and resume does nothing.
+ */
+bool ctx_lock_suspend(struct jobcg_ctx *ctx);
+int ctx_lock_resume(struct jobcg_ctx *ctx, bool suspended);

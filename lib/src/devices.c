@@ -1146,6 +1146,68 @@ static int node_revoke(struct jobcg_devpolicy *p, const char *canon, uint64_t cg
 	return 0;
 }
 
+int devpolicy_ticket_take(struct jobcg_devpolicy *p, const char *cgroup_path,
+			  struct devpolicy_ticket *ret)
+{
+	_cleanup_free_ char *canon = NULL;
+	struct devprog_policy_value mv;
+	struct devprog_policy_key marker;
+	unsigned rel;
+	uint64_t id;
+	int e;
+
+	*ret = (struct devpolicy_ticket){0};
+	/* Linear programs go with their cgroups: nothing is left to revoke once they are gone. */
+	if (p->mode != JOBCG_DEVPROG_NODE)
+		return 0;
+	if ((e = resolve_member(p, cgroup_path, &canon, &id, &rel)) < 0)
+		return e;
+	marker = (struct devprog_policy_key){.cgroup_id = id};
+	if (bpf_map_lookup_elem(p->policy_fd, &marker, &mv) < 0 && errno == ENOENT)
+		return 0; /* never granted */
+	e = devkeys_get(canon, id, &ret->keys, &ret->n);
+	if (e < 0)
+		return e;
+	ret->id = id;
+	ret->indexed = e == 0;
+	return 0;
+}
+
+int devpolicy_ticket_redeem(struct jobcg_devpolicy *p, struct devpolicy_ticket *t)
+{
+	struct devprog_policy_key marker = {.cgroup_id = t->id};
+	int e = 0;
+
+	if (t->id == 0 || p->mode != JOBCG_DEVPROG_NODE)
+		goto out;
+	/* No usable index: the entries are found by the cgroup id alone. */
+	if (!t->indexed && (e = policy_keys_of(p->policy_fd, t->id, &t->keys, &t->n)) < 0)
+		goto out;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->keys[i].type != 0) {
+			int d = bpf_map_delete_elem(p->policy_fd, &t->keys[i]);
+			if (d < 0 && d != -ENOENT) {
+				e = error_set(d, "cannot delete from %s: %s", DEVPROG_POLICY_NAME,
+					      strerror(-d));
+				goto out;
+			}
+		}
+	e = bpf_map_delete_elem(p->policy_fd, &marker);
+	if (e == -ENOENT)
+		e = 0;
+	else if (e < 0)
+		e = error_set(e, "cannot delete from %s: %s", DEVPROG_POLICY_NAME, strerror(-e));
+out:
+	devpolicy_ticket_done(t);
+	return e;
+}
+
+void devpolicy_ticket_done(struct devpolicy_ticket *t)
+{
+	free(t->keys);
+	*t = (struct devpolicy_ticket){0};
+}
+
 JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id)
 {
 	if (!p || p->mode != JOBCG_DEVPROG_NODE)

@@ -9,6 +9,7 @@
 #include "discover.h"
 #include "job_hooks.h"
 #include "log.h"
+#include "testhook.h"
 #include "jobcg/jobgres.h"
 #include "jobcg/memlimit.h"
 #include "jobcg/parse.h"
@@ -506,47 +507,151 @@ JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 	return r;
 }
 
-/* The job's accounting record, read after its processes are gone; never fails the removal. */
-static void log_job(struct jobcg_ctx *ctx, uint32_t job_id, const char *dir, bool cancelled,
-		    bool lost)
+/*
+ * Kill every process in DIR and wait until it is empty. The wait (up to TREE_KILL_TIMEOUT_MS
+ * per round, for processes in D state) runs without the node lock when this is its only hold,
+ * so that launches and logins do not queue behind it; nothing new can enter meanwhile, since
+ * step creation, adoption and pid moves refuse a job marked "removing" under the lock, and a
+ * runner's own late clone3 is caught by the next round. Returns with the lock held again.
+ */
+static int kill_outside_lock(struct jobcg_ctx *ctx, const char *dir)
 {
-	struct jobcg_acct a = {};
-	struct jobcg_error saved = *jobcg_last_error();
+	for (int round = 0; round < 3; round++) {
+		bool suspended;
+		int r = tree_kill(dir, 0), w;
 
-	if (!ctx->info->xattr.supported)
-		return; /* without metadata there is no owner or start time to record */
-	if (jobcg_acct_read_dir(dir, &a) < 0 ||
-	    acct_log_append(ctx, job_id, NULL, 0, lost ? -1 : 0, 0, 0, cancelled, &a) < 0)
-		log_warning("job %u: accounting record not written: %s", job_id,
-			    jobcg_last_error()->message);
-	jobcg_error_restore(&saved);
+		if (r != -ETIMEDOUT)
+			return r; /* empty (or gone), or an error */
+		suspended = ctx_lock_suspend(ctx);
+		test_pause("kill-unlocked");
+		w = cgfs_wait_events(dir, "populated", 0, TREE_KILL_TIMEOUT_MS);
+		if ((r = ctx_lock_resume(ctx, suspended)) < 0)
+			return r;
+		if (w < 0 && w != -ETIMEDOUT)
+			return w;
+	}
+	return tree_kill(dir, 0);
 }
 
-/* @lost: the job's owner is gone (gc), so how it ended was not seen. */
-static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, bool lost, bool cancelled)
+/* How a removal ends, stored in the "removing" mark with the remover (pid:starttime), so that
+ * gc, finishing a removal whose remover died, records what the remover meant to. */
+enum outcome { OUT_COMPLETED, OUT_CANCELLED, OUT_LOST };
+static const char *const outcome_names[] = {"completed", "cancelled", "lost"};
+
+static int removing_mark(enum outcome o, char **ret)
 {
-	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id);
-	bool populated = false;
+	_cleanup_free_ char *me = tree_runner_self();
+
+	if (!me)
+		return -ENOMEM;
+	*ret = strdup_printf("%s %s", outcome_names[o], me);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* Parse a "removing" mark; a mark of an older jobcg ("1") has no remover and no outcome. */
+static void removing_parse(const char *mark, enum outcome *ret_outcome, const char **ret_remover)
+{
+	*ret_outcome = OUT_LOST;
+	*ret_remover = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(outcome_names); i++) {
+		size_t n = strlen(outcome_names[i]);
+
+		if (strncmp(mark, outcome_names[i], n) == 0 && mark[n] == ' ') {
+			*ret_outcome = (enum outcome)i;
+			*ret_remover = mark + n + 1;
+		}
+	}
+}
+
+/* Is the removal marked by MARK under way in a live process other than this one? */
+static bool removal_in_progress(const char *mark)
+{
+	_cleanup_free_ char *me = tree_runner_self();
+	const char *remover;
+	enum outcome o;
+
+	removing_parse(mark, &o, &remover);
+	return remover && me && !streq(remover, me) && tree_runner_alive(remover);
+}
+
+/*
+ * Remove a job: mark it "removing" (no new step or process may enter from then on), kill its
+ * processes (waiting without the lock), read its accounting, remove its directories, and only
+ * then write its record and revoke its device grants. A failure anywhere leaves the job marked
+ * with everything it held (its grants included: a process still inside never runs without
+ * them) and without a record; gc finishes it later, once, with the outcome the mark names.
+ * OUTCOME: what to record; from gc, taken from the mark when a dead remover left one.
+ */
+static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
+			     bool from_gc)
+{
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id), *prev = NULL, *mark = NULL;
+	void *states[ELEMENTSOF(job_hooks)] = {NULL};
+	struct acct_pending rec = {};
+	struct jobcg_acct a = {};
+	bool populated = false, have_rec = false, meta = ctx->info->xattr.supported;
 	int r;
 
 	if (!dir)
 		return -ENOMEM;
 	if (access(dir, F_OK) < 0)
 		return error_set(-ENOENT, "no job %u (%s)", job_id, dir);
-	/* A removal killed half way (grants revoked, directory left) is finished by gc. */
-	if (ctx->info->xattr.supported && (r = set_meta(dir, "removing", "1")) < 0)
+	if (meta && get_meta(dir, "removing", &prev) == 0) {
+		const char *remover;
+		enum outcome o;
+
+		if (removal_in_progress(prev))
+			return error_set(-EINPROGRESS, "job %u is being removed by %s", job_id,
+					 strchr(prev, ' ') + 1);
+		removing_parse(prev, &o, &remover);
+		if (from_gc && remover)
+			outcome = o; /* what the dead remover was recording */
+	}
+	if (meta &&
+	    ((r = removing_mark(outcome, &mark)) < 0 || (r = set_meta(dir, "removing", mark)) < 0))
 		return r;
 	(void)cgfs_events(dir, &populated, NULL);
-	r = tree_kill(dir, TREE_KILL_TIMEOUT_MS);
+	r = kill_outside_lock(ctx, dir);
 	if (r < 0)
 		return r;
-	log_job(ctx, job_id, dir, (populated || cancelled) && !lost, lost);
-	hooks_detach(ctx, job_id, dir, ELEMENTSOF(job_hooks));
+	if (access(dir, F_OK) < 0)
+		return error_set(-ENOENT, "job %u was removed meanwhile (%s)", job_id, dir);
+	if (outcome == OUT_COMPLETED && populated)
+		outcome = OUT_CANCELLED; /* processes were still running */
+	/* Read while the directory exists; written only once it is gone, so never twice. */
+	have_rec = meta && jobcg_acct_read_dir(dir, &a) == 0 &&
+		   acct_log_prepare(ctx, job_id, NULL, 0, outcome == OUT_LOST ? -1 : 0, 0, 0,
+				    outcome == OUT_CANCELLED, &a, &rec) == 0;
+	for (size_t i = 0; i < ELEMENTSOF(job_hooks); i++)
+		if (job_hooks[i]->prepare_release &&
+		    (r = job_hooks[i]->prepare_release(ctx, job_id, dir, &states[i])) < 0) {
+			jobcg_error_prefix("job %u: %s", job_id, job_hooks[i]->name);
+			goto keep;
+		}
+	test_pause("remove-before-rmdir");
 	r = cgfs_remove_tree(dir);
 	if (r < 0)
-		return r;
+		goto keep;
+	if (meta) {
+		struct jobcg_error saved = *jobcg_last_error();
+
+		if (!have_rec || acct_log_commit(ctx, &rec) < 0)
+			log_warning("job %u: accounting record not written: %s", job_id,
+				    jobcg_last_error()->message);
+		jobcg_error_restore(&saved);
+	}
+	acct_pending_done(&rec);
+	for (size_t i = ELEMENTSOF(job_hooks); i-- > 0;)
+		if (job_hooks[i]->release)
+			job_hooks[i]->release(ctx, job_id, states[i]);
 	log_info("removed job %u", job_id);
 	return 0;
+keep:
+	acct_pending_done(&rec);
+	for (size_t i = 0; i < ELEMENTSOF(job_hooks); i++)
+		if (job_hooks[i]->discard)
+			job_hooks[i]->discard(states[i]);
+	return r;
 }
 
 JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags)
@@ -555,7 +660,8 @@ JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsign
 
 	if (r < 0)
 		return r;
-	r = job_remove_locked(ctx, job_id, false, flags & JOBCG_JOB_REMOVE_CANCELLED);
+	r = job_remove_locked(
+	    ctx, job_id, flags & JOBCG_JOB_REMOVE_CANCELLED ? OUT_CANCELLED : OUT_COMPLETED, false);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }
@@ -805,12 +911,21 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		goto out;
 	}
 	if (ctx->info->xattr.supported) {
-		_cleanup_free_ char *removing = NULL, *eph = NULL, *owner = NULL;
+		_cleanup_free_ char *removing = NULL, *eph = NULL, *owner = NULL, *created = NULL;
 
 		/* 'jobcg release' marks the job before it signals its processes: a step made
 		 * during the grace period would only be killed with them. */
 		if (get_meta(jdir, "removing", &removing) == 0) {
 			r = error_set(-ESHUTDOWN, "job %u is being released: no new steps", job_id);
+			goto out;
+		}
+		/* A job without the mark is a creation still under way or one that died half
+		 * way: its limits and device grant may be missing. */
+		if (get_meta(jdir, "created", &created) < 0) {
+			r = error_set(-ESHUTDOWN,
+				      "job %u is not completely created (a creation was "
+				      "interrupted?): no new steps; 'jobcg gc' removes it",
+				      job_id);
 			goto out;
 		}
 		/* An ephemeral job is removed, with every step in it, when its run's own step
@@ -884,7 +999,7 @@ JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const
 		return r;
 	if (access(sdir, F_OK) < 0)
 		r = error_set(-ENOENT, "no step %u.%s (%s)", job_id, step_id, sdir);
-	else
+	else if ((r = kill_outside_lock(ctx, sdir)) >= 0)
 		r = tree_kill_and_remove_step(sdir);
 	jobcg_ctx_unlock(ctx);
 	return r;
@@ -977,14 +1092,18 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		return 0;
 	}
 	r = get_meta(dir, "created", &created);
-	if (r == -ENODATA || get_meta(dir, "removing", &removing) == 0 ||
+	if (get_meta(dir, "removing", &removing) == 0 && removal_in_progress(removing)) {
+		st->kept++; /* its remover is alive and finishes it */
+		return 0;
+	}
+	if (r == -ENODATA || removing ||
 	    (get_meta(dir, "ephemeral", &eph) == 0 && get_meta(dir, "runner", &runner) == 0 &&
 	     !tree_runner_alive(runner))) {
 		/* Under the lock a job without the "created" mark is a creation that died half
 		 * way, one marked "removing" a removal that did; an ephemeral job without its
 		 * runner will never be removed by it. */
 		log_info("gc: removing stray job %u", id);
-		r = job_remove_locked(ctx, id, true, false);
+		r = job_remove_locked(ctx, id, OUT_LOST, true);
 		if (r < 0)
 			return r;
 		st->jobs_removed++;
@@ -997,27 +1116,34 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		return r == -ENOENT ? 0 : r;
 	for (char **s = steps; *s; s++) {
 		_cleanup_free_ char *sdir = tree_step_dir(ctx, id, *s);
+		struct jobcg_acct a = {};
+		struct acct_pending rec = {};
+		bool have_rec;
 
 		if (!sdir)
 			return -ENOMEM;
 		if (!step_is_stray(sdir))
 			continue;
 		log_info("gc: removing stray step %u.%s", id, *s);
-		r = tree_kill(sdir, TREE_KILL_TIMEOUT_MS);
+		r = kill_outside_lock(ctx, sdir);
 		if (r < 0)
 			return r;
-		{
-			struct jobcg_acct a = {};
-
-			/* its runner died: how the step ended was not seen (NODE_FAIL) */
-			if (jobcg_acct_read_dir(sdir, &a) < 0 ||
-			    jobcg_acct_log_step(ctx, id, *s, 0, NULL, &a, false) < 0)
-				log_warning("step %u.%s: accounting record not written: %s", id, *s,
-					    jobcg_last_error()->message);
-		}
+		if (access(sdir, F_OK) < 0)
+			continue; /* removed meanwhile by someone else */
+		/* Read now, written once the step is gone: a step left behind is recorded by the
+		 * gc that removes it, never twice. */
+		/* its runner died: how the step ended was not seen (NODE_FAIL) */
+		have_rec = jobcg_acct_read_dir(sdir, &a) == 0 &&
+			   acct_log_prepare(ctx, id, *s, 0, -1, 0, 0, false, &a, &rec) == 0;
 		r = cgfs_remove_tree(sdir);
-		if (r < 0)
+		if (r < 0) {
+			acct_pending_done(&rec);
 			return r;
+		}
+		if (!have_rec || acct_log_commit(ctx, &rec) < 0)
+			log_warning("step %u.%s: accounting record not written: %s", id, *s,
+				    jobcg_last_error()->message);
+		acct_pending_done(&rec);
 		st->steps_removed++;
 	}
 	st->kept++;

@@ -1,4 +1,4 @@
-/* jobcg internal: extension points of job creation and removal (limits today; devices, GPUs next).
+/* jobcg internal: extension points of job creation and removal (limits, GPUs and their devices).
  */
 #pragma once
 
@@ -8,9 +8,14 @@
  * A hook runs inside jobcg_job_create() under the node lock, after job_<id>/ exists with its
  * controllers enabled and before it is marked complete (trusted.jobcg.created). If attach of
  * hook i fails, detach of hooks i-1..0 runs (reverse order) and the directory is removed.
- * jobcg_job_remove() and gc call detach of every hook, reverse order, after the job's processes
- * are gone and before its directories are removed; detach must accept a job whose attach never
- * ran or ran only partly (restarts, crashes), using the state it stored in xattrs
+ *
+ * jobcg_job_remove() and gc release what a hook holds in two halves around the removal of the
+ * job's directories, so that nothing is taken from a cgroup that can still hold a process:
+ * prepare_release, after the job's processes are gone and while the directories exist, reads
+ * what the release will need into *ret_state; release runs once the directories are gone
+ * (and frees the state); discard frees it instead when they could not be removed (the job is
+ * left, still holding everything, for gc). Both must accept a job whose attach never ran or
+ * ran only partly (restarts, crashes), using the state it stored in xattrs
  * (jobcg_job_xattr_set()).
  */
 struct job_hook {
@@ -18,6 +23,10 @@ struct job_hook {
 	int (*attach)(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
 		      const struct jobcg_limits *limits);
 	void (*detach)(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir);
+	int (*prepare_release)(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
+			       void **ret_state);
+	void (*release)(struct jobcg_ctx *ctx, uint32_t job_id, void *state);
+	void (*discard)(void *state);
 };
 
 /* GPUs: select under the node lock, store trusted.jobcg.gres, grant the device policy (jobgres.c).

@@ -206,10 +206,118 @@ static void gres_detach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_
 	revoke_tree(p, job_dir, 0);
 }
 
+/* The grants of a job's cgroups, read while they exist, revoked once they are gone. */
+struct gres_release {
+	struct devpolicy_ticket *t;
+	size_t n, cap;
+};
+
+static void release_free(void *state)
+{
+	struct gres_release *g = state;
+
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->n; i++)
+		devpolicy_ticket_done(&g->t[i]);
+	free(g->t);
+	free(g);
+}
+
+static int tickets_take(struct jobcg_devpolicy *p, const char *dir, unsigned depth,
+			struct gres_release *g)
+{
+	struct devpolicy_ticket t;
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (depth < 4 && (d = opendir(dir))) {
+		while (r >= 0 && (de = readdir(d))) {
+			_cleanup_free_ char *sub = NULL;
+
+			if (de->d_type != DT_DIR || de->d_name[0] == '.')
+				continue;
+			sub = strdup_printf("%s/%s", dir, de->d_name);
+			r = sub ? tickets_take(p, sub, depth + 1, g) : -ENOMEM;
+		}
+		closedir(d);
+		if (r < 0)
+			return r;
+	}
+	if ((r = devpolicy_ticket_take(p, dir, &t)) < 0)
+		return r;
+	if (t.id == 0)
+		return 0;
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 8;
+		struct devpolicy_ticket *v = realloc(g->t, cap * sizeof(*v));
+
+		if (!v) {
+			devpolicy_ticket_done(&t);
+			return -ENOMEM;
+		}
+		g->t = v;
+		g->cap = cap;
+	}
+	g->t[g->n++] = t;
+	return 0;
+}
+
+static int gres_prepare_release(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_dir,
+				void **ret_state)
+{
+	struct jobcg_devpolicy *p = NULL;
+	struct gres_release *g;
+	int r;
+
+	*ret_state = NULL;
+	/* Whatever the configuration says now: grants made under an older one must go too.
+	 * Nothing pinned: node mode never ran here, and linear programs go with their cgroups. */
+	r = ctx_policy(ctx, NULL, true, &p);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	r = tickets_take(p, job_dir, 0, g);
+	if (r < 0) {
+		release_free(g);
+		return r;
+	}
+	*ret_state = g;
+	return 0;
+}
+
+static void gres_release(struct jobcg_ctx *ctx, uint32_t job_id, void *state)
+{
+	struct gres_release *g = state;
+	struct jobcg_devpolicy *p = NULL;
+
+	if (!g)
+		return;
+	if (ctx_policy(ctx, NULL, true, &p) < 0) {
+		log_warning("job %u: cannot open the device policy: %s; jobcg gc removes its "
+			    "entries",
+			    job_id, jobcg_last_error()->message);
+	} else {
+		for (size_t i = 0; i < g->n; i++)
+			if (devpolicy_ticket_redeem(p, &g->t[i]) < 0)
+				log_warning("job %u: cannot revoke a device grant: %s", job_id,
+					    jobcg_last_error()->message);
+	}
+	release_free(g);
+}
+
 const struct job_hook gres_job_hook = {
     .name = "gres",
     .attach = gres_attach,
     .detach = gres_detach,
+    .prepare_release = gres_prepare_release,
+    .release = gres_release,
+    .discard = release_free,
 };
 
 static int read_set(const struct jobcg_gres_node *n, const char *dir, struct jobcg_gres_set *ret)

@@ -63,6 +63,7 @@ struct jobcg_cgroup_conf {
 	char *bpf_pin_dir; /* BpfPinDir, default /sys/fs/bpf/jobcg. Env JOBCG_BPF_PIN_DIR */
 	char *state_dir;   /* StateDir, default /var/lib/jobcg. Env JOBCG_STATE_DIR */
 	enum jobcg_acct_sync acct_sync; /* AccountingSync=job|step, default job */
+	unsigned node_lock_timeout_ms;	/* NodeLockTimeout: longest wait for the node lock */
 	/* Resource specialisation (Slurm's CpuSpecList/CoreSpecCount/MemSpecLimit): CPUs and
 	 * memory kept for the system/ leaf (keeper, jobcg helpers), never given to jobs. */
 	char *spec_cpus;	  /* SpecCPUs: normalised CPU list, NULL = none */
