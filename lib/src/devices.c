@@ -1549,6 +1549,23 @@ static int cmp_rule(const void *a, const void *b)
 	return 0;
 }
 
+bool devpolicy_manages_any(const struct jobcg_devpolicy *p)
+{
+	struct devprog_managed_key key, next;
+	bool first = true;
+
+	if (p->mode != JOBCG_DEVPROG_NODE)
+		return p->n_managed > 0;
+	/* The digest's keys (type 0) are not devices; a few lookups at most. */
+	while (bpf_map_get_next_key(p->managed_fd, first ? NULL : &key, &next) == 0) {
+		if (next.type != DIGEST_TYPE)
+			return true;
+		first = false;
+		key = next;
+	}
+	return false;
+}
+
 JOBCG_EXPORT int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg_devrule **ret,
 					 size_t *ret_n)
 {

@@ -13,6 +13,9 @@
  */
 bool devpolicy_current(const struct jobcg_devpolicy *p);
 
+/* Whether the policy manages any device (node mode: its managed map holds one). */
+bool devpolicy_manages_any(const struct jobcg_devpolicy *p);
+
 /*
  * Whether the cgroup at PATH lists its node-mode grant in a key index (so the grant is in
  * place); false when unknown: no grant, linear mode, or xattrs refused.

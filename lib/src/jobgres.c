@@ -11,6 +11,7 @@
 #include "jobcg/jobgres.h"
 #include "jobcg/parse.h"
 #include "log.h"
+#include "testhook.h"
 #include "tree.h"
 #include "util.h"
 
@@ -76,6 +77,36 @@ static int ctx_policy(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, bo
 	ctx->devpolicy = p;
 	ctx->devpolicy_full = !pinned_only;
 	*ret = p;
+	return 0;
+}
+
+/*
+ * Devices not constrained (ConstrainDevices=no, or no device in gres.conf) while a node program
+ * of an earlier configuration is still attached: it fails closed, so it would deny this job
+ * every device it still manages. Emptying its managed set makes it allow every device, as the
+ * configuration now says. Nothing pinned (the usual case) costs one failed open.
+ */
+static int unconstrain(struct jobcg_ctx *ctx)
+{
+	struct jobcg_devpolicy *p = NULL;
+	int r = ctx_policy(ctx, NULL, true, &p);
+
+	if (r == -ENOENT) {
+		jobcg_error_clear();
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	if (!devpolicy_manages_any(p))
+		return 0;
+	log_info("devices are not constrained: clearing the managed set of %s",
+		 jobcg_devpolicy_pin_dir(p));
+	r = jobcg_devpolicy_open(ctx->conf, jobcg_ctx_root(ctx), NULL, 0, &p);
+	if (r < 0)
+		return r;
+	jobcg_devpolicy_free(ctx->devpolicy);
+	ctx->devpolicy = p;
+	ctx->devpolicy_full = false;
 	return 0;
 }
 
@@ -147,7 +178,8 @@ static int gres_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 			return r;
 	}
 	if (!constrained(ctx, n))
-		return 0;
+		return unconstrain(ctx);
+	test_pause("gres-before-grant");
 	r = ctx_policy(ctx, n, false, &p);
 	if (r < 0)
 		return r;

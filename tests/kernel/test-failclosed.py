@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""jobcg kernel test: containment fails closed. With stand-in GPUs and ConstrainDevices=yes, in
+both device modes: a cgroup under the root that holds no grant (made by hand, a creation killed
+half way, system/) opens no managed device; a release that cannot remove the job keeps its
+grant and writes no record, and gc finishes it with exactly one; a release waits for processes
+without the node lock; a lock held too long fails with its holder's name. Races are made
+deterministic with the pause points of lib/src/testhook.h."""
+import fcntl
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pytap  # noqa: E402
+from pytap import ok, diag  # noqa: E402
+
+EPERM, ENXIO = 1, 6
+NGPU = 4
+
+# Joins the cgroup given by its cgroup.procs path, then opens the device: exit 0 when the
+# device check passed (ENXIO: no driver behind a stand-in node), else the errno.
+PROBE = r"""
+import errno, os, sys
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+try:
+    os.close(os.open(sys.argv[2], os.O_RDONLY))
+    sys.exit(0)
+except OSError as e:
+    sys.exit(0 if e.errno in (errno.ENXIO, errno.ENODEV) else e.errno)
+"""
+
+
+class Env(pytap.KernelEnv):
+    def setup(self, mode):
+        self.gpus = os.path.join(self.tmp, "gpus")
+        os.mkdir(self.gpus)
+        for i in range(NGPU):
+            os.mknod(os.path.join(self.gpus, f"nvidia{i}"), 0o20666, os.makedev(195, i))
+        with open(os.path.join(self.conf, "gres.conf"), "w") as f:
+            f.write(f"Name=gpu Type=a100 File={self.gpus}/nvidia[0-{NGPU - 1}]\n")
+        with open(os.path.join(self.conf, "cgroup.conf"), "w") as f:
+            f.write(f"ConstrainDevices=yes\nDeviceProgram={mode}\nNodeLockTimeout=700\n")
+        self.pause = os.path.join(self.tmp, "pause")
+        os.mkdir(self.pause)
+        self.mode = mode
+
+    def gpu(self, i):
+        return os.path.join(self.gpus, f"nvidia{i}")
+
+    def probe(self, rel, i):
+        """errno of opening GPU i from the cgroup ROOT/REL (0: allowed)."""
+        procs = os.path.join(self.root, rel, "cgroup.procs")
+        r = subprocess.run([sys.executable, "-c", PROBE, procs, self.gpu(i)], timeout=30)
+        return r.returncode
+
+    def paused(self, point):
+        env = dict(self.env, JOBCG_TEST_PAUSE=point, JOBCG_TEST_PAUSE_DIR=self.pause)
+        return env
+
+    def wait_reached(self, point, timeout=20):
+        path = os.path.join(self.pause, point + ".reached")
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if os.path.exists(path):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def go(self, point):
+        open(os.path.join(self.pause, point + ".go"), "w").close()
+
+    def reset(self, point):
+        for suffix in (".reached", ".go"):
+            try:
+                os.unlink(os.path.join(self.pause, point + suffix))
+            except FileNotFoundError:
+                pass
+
+    def job_records(self, job):
+        return [r for r in self.records()
+                if r.get("type") == "job" and str(r.get("job")) == str(job)]
+
+
+def mkcg(e, rel):
+    os.makedirs(os.path.join(e.root, rel), exist_ok=True)
+
+
+def check_ungranted(e, m):
+    r = e.run("alloc", "5", "--gres", "gpu:1")
+    ok(r.returncode == 0, f"{m}: alloc 5 --gres gpu:1 ({r.stderr.strip()})")
+    mkcg(e, "job_5/step_0/user/task_0")
+    own = [i for i in range(NGPU) if e.probe("job_5/step_0/user/task_0", i) == 0]
+    ok(len(own) == 1, f"{m}: job 5's task opens exactly its one GPU (opens {own})")
+
+    # A job directory made by hand: no grant anywhere on its path.
+    mkcg(e, "job_77/step_0/user/task_0")
+    got = [e.probe("job_77/step_0/user/task_0", i) for i in range(NGPU)]
+    ok(got == [EPERM] * NGPU, f"{m}: a job made by hand gets EPERM on every GPU ({got})")
+    got = [e.probe("job_77", i) for i in range(NGPU)]
+    ok(got == [EPERM] * NGPU, f"{m}: ... at its job level too ({got})")
+    mkcg(e, "handmade")
+    got = [e.probe("handmade", i) for i in range(NGPU)]
+    ok(got == [EPERM] * NGPU, f"{m}: any other directory below the root: EPERM ({got})")
+    got = [e.probe("system", i) for i in range(NGPU)] if os.path.isdir(
+        os.path.join(e.root, "system")) else None
+    if got is not None:
+        ok(got == [EPERM] * NGPU, f"{m}: system/ gets EPERM on every GPU ({got})")
+    r = e.run("run", "--job", "77", "--", "true")
+    ok(r.returncode != 0 and "not completely created" in r.stderr,
+       f"{m}: no step in a job without the created mark ({r.stderr.strip()})")
+    # /dev/null-like devices are not managed: still allowed in an ungranted cgroup.
+    procs = os.path.join(e.root, "handmade", "cgroup.procs")
+    r = subprocess.run([sys.executable, "-c", PROBE, procs, "/dev/null"], timeout=30)
+    ok(r.returncode == 0, f"{m}: an unmanaged device (/dev/null) still opens")
+    for d in ("job_77/step_0/user/task_0", "job_77/step_0/user", "job_77/step_0", "job_77",
+              "handmade"):
+        os.rmdir(os.path.join(e.root, d))
+
+
+def check_half_created(e, m):
+    env = dict(e.env, JOBCG_TEST_CRASH="gres-before-grant")
+    r = e.run("alloc", "8", "--gres", "gpu:1", env=env)
+    ok(r.returncode == -9, f"{m}: alloc 8 killed before its grant (rc {r.returncode})")
+    jdir = os.path.join(e.root, "job_8")
+    ok(os.path.isdir(jdir), f"{m}: the half-created job_8 is left behind")
+    mkcg(e, "job_8/step_0/user/task_0")
+    got = [e.probe("job_8/step_0/user/task_0", i) for i in range(NGPU)]
+    ok(got == [EPERM] * NGPU, f"{m}: a process in the half-created job gets EPERM on every "
+       f"GPU, the one it claims included ({got})")
+    r = e.run("run", "--job", "8", "--", "true")
+    ok(r.returncode != 0, f"{m}: no step in the half-created job ({r.stderr.strip()})")
+    r = e.run("gc")
+    ok(r.returncode == 0 and not os.path.exists(jdir), f"{m}: gc removes it ({r.stderr.strip()})")
+
+
+def check_failed_release(e, m):
+    r = e.run("alloc", "9", "--gres", "gpu:1")
+    ok(r.returncode == 0, f"{m}: alloc 9")
+    before = len(e.job_records(9))
+    e.reset("remove-before-rmdir")
+    rel = subprocess.Popen([e.jobcg, "release", "9"], env=e.paused("remove-before-rmdir"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    intruder = None
+    try:
+        ok(e.wait_reached("remove-before-rmdir"), f"{m}: release 9 paused before its rmdir")
+        # What an adopt racing the release would do: a process enters the job.
+        mkcg(e, "job_9/late")
+        intruder = subprocess.Popen(["sleep", "1000"])
+        with open(os.path.join(e.root, "job_9/late/cgroup.procs"), "w") as f:
+            f.write(str(intruder.pid))
+    finally:
+        e.go("remove-before-rmdir")
+        out, err = rel.communicate(timeout=60)
+    ok(rel.returncode != 0, f"{m}: the release fails while a process is inside ({err.strip()})")
+    got = [e.probe("job_9/late", i) for i in range(NGPU)]
+    ok(got.count(0) == 1 and got.count(EPERM) == NGPU - 1,
+       f"{m}: the job keeps exactly its grant: one GPU opens, the others EPERM ({got})")
+    ok(len(e.job_records(9)) == before, f"{m}: a failed release writes no job record")
+    intruder.kill()
+    intruder.wait()
+    r = e.run("gc")
+    ok(r.returncode == 0 and not os.path.exists(os.path.join(e.root, "job_9")),
+       f"{m}: gc finishes the removal ({r.stderr.strip()})")
+    recs = e.job_records(9)
+    ok(len(recs) == before + 1, f"{m}: exactly one record for job 9 ({len(recs) - before})")
+    if recs:
+        ok(recs[-1].get("state") == "COMPLETED",
+           f"{m}: with the outcome the release meant (COMPLETED, got {recs[-1].get('state')})")
+    r = e.run("gc")
+    ok(len(e.job_records(9)) == before + 1, f"{m}: a second gc records nothing more")
+
+
+def check_unlocked_wait(e, m):
+    r = e.run("alloc", "10")
+    ok(r.returncode == 0, f"{m}: alloc 10")
+    # Deaf to the release's SIGTERM: only its kill ends it, and the release waits for that.
+    step = subprocess.Popen([e.jobcg, "run", "--job", "10", "--", "sh", "-c",
+                             "trap '' TERM; exec sleep 1000"], env=e.env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    task = os.path.join(e.root, "job_10/step_0/user/task_0/cgroup.procs")
+    end = time.monotonic() + 20
+    while time.monotonic() < end and not (os.path.exists(task) and open(task).read().strip()):
+        time.sleep(0.05)
+    e.reset("kill-unlocked")
+    rel = subprocess.Popen([e.jobcg, "release", "10"], env=e.paused("kill-unlocked"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ok(e.wait_reached("kill-unlocked"), f"{m}: release 10 waits for its processes")
+        t0 = time.monotonic()
+        r = subprocess.run([e.jobcg, "alloc", "11"], env=e.env, capture_output=True, text=True,
+                           timeout=30)
+        ok(r.returncode == 0, f"{m}: meanwhile another alloc takes the node lock and succeeds "
+           f"in {time.monotonic() - t0:.2f} s ({r.stderr.strip()})")
+        r = e.run("run", "--job", "10", "--", "true")
+        ok(r.returncode != 0, f"{m}: ... but no new step enters the job being released")
+    finally:
+        e.go("kill-unlocked")
+        rel.communicate(timeout=60)
+        step.wait(timeout=60)
+    ok(rel.returncode == 0, f"{m}: the release then completes")
+    e.run("release", "11")
+
+
+def check_lock_timeout(e, m):
+    os.makedirs(e.state, exist_ok=True)
+    fd = os.open(os.path.join(e.state, "jobcg.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run([e.jobcg, "alloc", "12"], env=e.env, capture_output=True,
+                               text=True, timeout=20)
+            rc, err = r.returncode, r.stderr
+        except subprocess.TimeoutExpired:
+            rc, err = None, "(still waiting after 20 s)"
+        took = time.monotonic() - t0
+    finally:
+        os.close(fd)
+    ok(rc not in (0, None) and took < 10,
+       f"{m}: a held node lock fails the command after NodeLockTimeout ({took:.1f} s)")
+    ok(f"pid {os.getpid()}" in err, f"{m}: the error names the holder ({err.strip()})")
+
+
+def check_unconstrained(e, m):
+    with open(os.path.join(e.conf, "cgroup.conf"), "w") as f:
+        f.write("ConstrainDevices=no\n")
+    r = e.run("alloc", "20", "--gres", "gpu:1")
+    ok(r.returncode == 0, f"{m}: with ConstrainDevices=no, alloc 20 ({r.stderr.strip()})")
+    mkcg(e, "job_20/step_0/user/task_0")
+    got = [e.probe("job_20/step_0/user/task_0", i) for i in range(NGPU)]
+    ok(got == [0] * NGPU, f"{m}: the node program left attached constrains nothing any more "
+       f"({got})")
+    os.rmdir(os.path.join(e.root, "job_20/step_0/user/task_0"))
+    e.run("release", "20")
+
+
+def body(e):
+    if os.environ.get("JOBCG_TEST_HOOKS") != "1":
+        ok(os.environ.get("JOBCG_MUST_WORK") != "1", "pause points compiled in "
+           "(meson -Dtest_hooks=true; scripts/test does it)")
+        return
+    envs = [e]
+    try:
+        for mode in ("node", "linear"):
+            x = e if mode == "node" else Env("failclosed-linear")
+            if x is not e:
+                envs.append(x)
+            x.setup(mode)
+            check_ungranted(x, mode)
+            check_half_created(x, mode)
+            check_failed_release(x, mode)
+        check_unlocked_wait(e, "node")
+        check_lock_timeout(e, "node")
+        check_unconstrained(e, "node")
+    finally:
+        for x in envs[1:]:
+            x.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(pytap.kernel_main("failclosed", body, env_class=Env))
