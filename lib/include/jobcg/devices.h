@@ -14,9 +14,11 @@ extern "C" {
 
 /*
  * Semantics: a device not matched by the managed rules (the gres.conf files) is always allowed.
- * A managed device is allowed to a process iff every constrained cgroup among its job, step and
- * task cgroups grants all requested access bits (r, w, m). A cgroup without a grant is
- * unconstrained.
+ * A managed device is allowed to a process below the root iff at least one of its job, step
+ * and task cgroups holds a grant and every one that does grants all requested access bits
+ * (r, w, m). A process whose job, step and task hold no grant at all (system/, a job being
+ * created or whose grant was revoked, a directory made by hand) is denied every managed
+ * device: the policy fails closed. Outside the root nothing is decided.
  *
  * Node mode (DeviceProgram=node, default): one program "jobcg_node" per jobcg root with maps
  * "jobcg_managed" and "jobcg_policy", pinned under <BpfPinDir>/root-<root cgroup id>-v<layout>/
@@ -25,7 +27,10 @@ extern "C" {
  * levels below the root can be granted.
  * Linear mode (DeviceProgram=linear, or when the node program does not load on this kernel):
  * one "jobcg_linear" program per constrained cgroup, attached with BPF_F_ALLOW_MULTI and
- * replaced with BPF_F_REPLACE; it goes away with the cgroup.
+ * replaced with BPF_F_REPLACE; it goes away with the cgroup. A "jobcg_guard" program denying
+ * every managed device is attached at the root with BPF_F_ALLOW_OVERRIDE, which the kernel
+ * runs only for cgroups with no jobcg_linear program on their path: that is how linear mode
+ * fails closed. Open refuses (-EBUSY) when another program is attached at the root.
  */
 struct jobcg_devpolicy;
 
