@@ -42,12 +42,21 @@ int main(void)
 	int st;
 	char *out;
 
-	if (!b || !mkdtemp(tmp))
+	if (!b)
 		tap_plan_skip_all("JOBCG_BUILD_ROOT not set");
 	snprintf(jobcg, sizeof(jobcg), "%s/cli/jobcg", b);
 	snprintf(pat, sizeof(pat), "%s/seeds/000_*.txt", shared ? shared : "../shared");
-	if (glob(pat, 0, NULL, &g) != 0 || g.gl_pathc == 0)
-		tap_plan_skip_all("seed 000 not found");
+	/* A user's clone has no ../shared beside it (CI has, and makes this a failure). */
+	if (glob(pat, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
+		if (tap_must_work()) {
+			printf("not ok 1 - (JOBCG_MUST_WORK) seed 000 not found under %s\n1..1\n",
+			       pat);
+			return 1;
+		}
+		tap_plan_skip_all("seed 000 not found (no ../shared beside this clone)");
+	}
+	if (!mkdtemp(tmp))
+		tap_plan_skip_all("cannot make a temporary directory");
 	snprintf(path, sizeof(path), "%s", g.gl_pathv[0]);
 	globfree(&g);
 

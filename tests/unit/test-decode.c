@@ -230,8 +230,12 @@ static void test_seed000(void)
 	size_t n = 0;
 	struct jobcg_decoded *d = NULL;
 
-	if (!ok(text != NULL, "seed 000 found under $JOBCG_SHARED/seeds"))
+	if (!text) {
+		/* A user's clone has no ../shared beside it; CI has (JOBCG_MUST_WORK fails this).
+		 */
+		tap_skip("seed 000 not found under $JOBCG_SHARED/seeds (no ../shared here)");
 		return;
+	}
 	/* The whole mail is the input, as an administrator might paste it. */
 	is_int(bpftext_parse(text, strlen(text), "seed000", &insns, &n), 0, "seed 000 text parses");
 	is_int(n, 28, "28 instructions");
