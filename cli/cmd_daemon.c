@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metrics_http.h"
 #include "run.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -20,7 +21,7 @@ static void on_stop(int sig)
 
 static void usage(void)
 {
-	printf("Usage: jobcg daemon [--socket PATH]\n\n"
+	printf("Usage: jobcg daemon [--socket PATH] [--metrics-listen ADDRESS:PORT]\n\n"
 	       "Do the cgroup work of 'jobcg run' for the clients that connect to PATH\n"
 	       "($JOBCG_DAEMON_SOCKET, default " RUN_DAEMON_SOCKET_DEFAULT "), so that 'jobcg\n"
 	       "run' itself neither loads the configuration nor runs the code that makes a step.\n"
@@ -30,7 +31,10 @@ static void usage(void)
 	       "Serves root and its own user; others, and clients of another protocol, run\n"
 	       "their steps themselves. Runs in the foreground until SIGTERM or SIGINT; steps\n"
 	       "under way finish on their own.\n\n"
-	       "  --socket PATH   where to listen\n");
+	       "  --socket PATH   where to listen\n"
+	       "  --metrics-listen ADDRESS:PORT\n"
+	       "                  also serve GET /metrics over HTTP there (a numeric address:\n"
+	       "                  127.0.0.1:9810), from a child process (see jobcg metrics)\n");
 }
 
 /* Bind @path, replacing a socket nobody listens on any more. */
@@ -209,10 +213,12 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
 	    {"socket", required_argument, NULL, 's'},
+	    {"metrics-listen", required_argument, NULL, 'm'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	const char *path = run_daemon_socket();
+	const char *path = run_daemon_socket(), *metrics_addr = NULL;
+	pid_t metrics_pid = 0;
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	/* SA_RESTART: a stop mid-step must not fail the calls under way; ppoll() still wakes. */
@@ -228,6 +234,9 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		switch (c) {
 		case 's':
 			path = optarg;
+			break;
+		case 'm':
+			metrics_addr = optarg;
 			break;
 		case 'h':
 			usage();
@@ -247,11 +256,18 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	if (r)
 		return r;
 	cli_ctx_close(conf, ctx);
-	r = listen_on(path, &lfd);
-	if (r)
+	/* Bound before the step socket, so that a mistake in the address stops the daemon before
+	 * clients can find it. */
+	if (metrics_addr && (r = metrics_server_start(g, metrics_addr, &metrics_pid)) != 0)
 		return r;
+	r = listen_on(path, &lfd);
+	if (r) {
+		metrics_server_stop(metrics_pid);
+		return r;
+	}
 	if (stat(path, &st) < 0 || run_daemon_save_self(g->verbose) < 0 || conns_grow(&cs) < 0) {
 		close(lfd);
+		metrics_server_stop(metrics_pid);
 		return cli_fail("%s: %s", path, strerror(errno));
 	}
 	sigaction(SIGTERM, &sa, NULL);
@@ -365,6 +381,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	}
 	free(cs.s);
 	free(cs.p);
+	metrics_server_stop(metrics_pid);
 	fprintf(stderr, "jobcg: daemon stopped by signal %d: %lu connection(s), %lu step(s)\n",
 		(int)stop_signal, served, steps);
 	return 0;

@@ -2,6 +2,7 @@
  * so that a decoded rule list never rests on a line that was misread. */
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -696,9 +697,22 @@ static int load_kallsyms(struct ksym **ret, size_t *ret_n, uint64_t *ret_base)
 	return 0;
 }
 
+/* Read once a process: the table is about a megabyte of text, and a resident reader (the metrics
+ * server) decodes the node program again on every scrape. */
+static struct ksym *kallsyms;
+static size_t n_kallsyms;
+static uint64_t kallsyms_base;
+static int kallsyms_result;
+static pthread_once_t kallsyms_once = PTHREAD_ONCE_INIT;
+
+static void kallsyms_load(void)
+{
+	kallsyms_result = load_kallsyms(&kallsyms, &n_kallsyms, &kallsyms_base);
+}
+
 int bpftext_resolve_calls(struct bpf_insn *insns, size_t n)
 {
-	_cleanup_free_ struct ksym *syms = NULL;
+	const struct ksym *syms = NULL;
 	size_t nsyms = 0;
 	uint64_t base = 0;
 	bool loaded = false;
@@ -711,7 +725,11 @@ int bpftext_resolve_calls(struct bpf_insn *insns, size_t n)
 		if (i->code != (BPF_JMP | BPF_CALL) || i->src_reg != 0 || is_helper_id(i->imm))
 			continue;
 		if (!loaded) {
-			r = load_kallsyms(&syms, &nsyms, &base);
+			pthread_once(&kallsyms_once, kallsyms_load);
+			r = kallsyms_result;
+			syms = kallsyms;
+			nsyms = n_kallsyms;
+			base = kallsyms_base;
 			if (r < 0)
 				return error_set(r,
 						 "helper calls in the program cannot be named: "

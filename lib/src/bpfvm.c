@@ -1,6 +1,7 @@
 /* jobcg: an interpreter for cgroup device programs, so decoding runs the program instead of
  * guessing its meaning from instruction patterns. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -754,6 +755,14 @@ static int do_call(struct vm *vm, const struct bpf_insn *insns, size_t n, size_t
 
 /* One machine per thread, reused: a decode runs a program hundreds of thousands of times. */
 static __thread struct vm *thread_vm;
+/* Frees a thread's machine when the thread ends (the metrics server's threads come and go). */
+static pthread_key_t vm_key;
+static pthread_once_t vm_key_once = PTHREAD_ONCE_INIT;
+
+static void vm_key_make(void)
+{
+	(void)pthread_key_create(&vm_key, free);
+}
 
 static struct vm *vm_get(void)
 {
@@ -765,6 +774,8 @@ static struct vm *vm_get(void)
 			return NULL;
 		vm->dirty_lo = sizeof(vm->stack);
 		thread_vm = vm;
+		pthread_once(&vm_key_once, vm_key_make);
+		(void)pthread_setspecific(vm_key, vm);
 		return vm;
 	}
 	if (vm->dirty_hi > vm->dirty_lo) {

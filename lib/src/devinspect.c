@@ -833,15 +833,36 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 					    unsigned *ret_access, bool *ret_opaque,
 					    size_t *ret_nprogs)
 {
+	struct jobcg_devreq q = {type, major, minor};
+	unsigned access;
+	bool opaque;
+	size_t n;
+	int r = jobcg_cgroup_devices_access(path, cache, &q, 1, &access, &opaque, &n);
+
+	if (r < 0)
+		return r;
+	*ret_access = access;
+	*ret_opaque = opaque;
+	*ret_nprogs = n;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, struct jobcg_progcache *cache,
+					     const struct jobcg_devreq *reqs, size_t n_reqs,
+					     unsigned *ret_access, bool *ret_opaque,
+					     size_t *ret_nprogs)
+{
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint32_t *ids = NULL;
 	_cleanup_free_ uint64_t *anc = NULL;
+	_cleanup_free_ unsigned *access = calloc(n_reqs ? n_reqs : 1, sizeof(*access));
 	size_t n = 0;
 	const char *mount;
-	unsigned access = JOBCG_DEV_ACC_ALL;
 	bool opaque = false;
 	int depth = 0, r;
 
+	if (!access)
+		return -ENOMEM;
 	r = jobcg_cgroup2_mount(&mount);
 	if (r < 0)
 		return r;
@@ -858,6 +879,8 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 		if (r < 0)
 			return r;
 	}
+	for (size_t d = 0; d < n_reqs; d++)
+		access[d] = JOBCG_DEV_ACC_ALL;
 	for (size_t k = 0; k < n; k++) {
 		struct centry *e;
 		r = cache_get(cache, ids[k], &e);
@@ -871,32 +894,38 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 			opaque = true;
 			continue;
 		}
-		if (e->decoded) {
-			for (unsigned bit = 1; bit <= 4; bit <<= 1)
-				if (!jobcg_decoded_allows(e->decoded, type, major, minor, bit))
-					access &= ~bit;
-			continue;
-		}
-		/* Depends on the cgroup: run it for this one request instead of decoding it all. */
-		struct lookup_ctx lc = {e, anc[depth], anc, depth};
-		struct bpfvm_env env = {hook_cgroup_id, hook_ancestor,
-					e->nmaps ? hook_lookup : NULL, &lc};
-		for (unsigned bit = 1; bit <= 4; bit <<= 1) {
-			struct bpfvm_devctx ctx = {.access_type =
-						       (bit << 16) | (type == 'c' ? 2u : 1u),
-						   .major = major,
-						   .minor = minor};
-			uint64_t r0 = 0;
-			r = bpfvm_run(e->insns, e->n, &ctx, &env, 100000, &r0);
-			if (r < 0) {
-				opaque = true;
-				break;
+		for (size_t d = 0; d < n_reqs; d++) {
+			const struct jobcg_devreq *q = &reqs[d];
+
+			if (e->decoded) {
+				for (unsigned bit = 1; bit <= 4; bit <<= 1)
+					if (!jobcg_decoded_allows(e->decoded, q->type, q->major,
+								  q->minor, bit))
+						access[d] &= ~bit;
+				continue;
 			}
-			if ((uint32_t)r0 == 0)
-				access &= ~bit;
+			/* Depends on the cgroup: run it for this one request instead of decoding
+			 * it all. */
+			struct lookup_ctx lc = {e, anc[depth], anc, depth};
+			struct bpfvm_env env = {hook_cgroup_id, hook_ancestor,
+						e->nmaps ? hook_lookup : NULL, &lc};
+			for (unsigned bit = 1; bit <= 4; bit <<= 1) {
+				struct bpfvm_devctx ctx = {
+				    .access_type = (bit << 16) | (q->type == 'c' ? 2u : 1u),
+				    .major = q->major,
+				    .minor = q->minor};
+				uint64_t r0 = 0;
+				r = bpfvm_run(e->insns, e->n, &ctx, &env, 100000, &r0);
+				if (r < 0) {
+					opaque = true;
+					break;
+				}
+				if ((uint32_t)r0 == 0)
+					access[d] &= ~bit;
+			}
 		}
 	}
-	*ret_access = access;
+	memcpy(ret_access, access, n_reqs * sizeof(*access));
 	*ret_opaque = opaque;
 	*ret_nprogs = n;
 	return 0;

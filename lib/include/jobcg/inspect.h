@@ -69,6 +69,23 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 					    unsigned *ret_access, bool *ret_opaque,
 					    size_t *ret_nprogs);
 
+/* One device asked about by jobcg_cgroup_devices_access(). */
+struct jobcg_devreq {
+	char type; /* 'c' or 'b' */
+	uint32_t major, minor;
+};
+
+/**
+ * jobcg_cgroup_device_access() for @n_reqs devices at once: the cgroup's programs are queried
+ * once, so a walk asking about every GPU of the node pays one query per cgroup, not one per
+ * GPU. @ret_access has @n_reqs entries; *ret_opaque is set when some program could not be run
+ * (for every entry: their bits are then an upper bound).
+ */
+JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, struct jobcg_progcache *cache,
+					     const struct jobcg_devreq *reqs, size_t n_reqs,
+					     unsigned *ret_access, bool *ret_opaque,
+					     size_t *ret_nprogs);
+
 /**
  * Decode a program whose ld_imm64 map references are live map ids (as in bpftool's dumps of a
  * loaded program), reading those maps from the kernel. Programs that depend on the calling

@@ -1,0 +1,402 @@
+/* jobcg CLI: the node's metrics as Prometheus text, and served over HTTP by libmicrohttpd, which
+ * is dlopen()ed so that neither jobcg nor its dynamic twin needs it to start. */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "jobcg-build.h"
+#include "jobcg/inspect.h"
+#include "jobcg/metrics.h"
+#include "metrics_http.h"
+
+#define MHD_SONAME "libmicrohttpd.so.12"
+/* Bounds that keep a slow, idle or hostile client from holding up the others. */
+#define HTTP_CONNECTIONS_MAX  128   /* open connections at once; more are refused */
+#define HTTP_IDLE_TIMEOUT_SEC 5	    /* a connection that sends nothing for this long is closed */
+#define HTTP_REQUEST_MAX      16384 /* memory for one request's line and headers */
+#define HTTP_THREADS	      4	    /* scrapes collected at the same time */
+#define USER_CACHE_MAX	      4096
+
+/* ---- user names ---- */
+
+struct user_entry {
+	uid_t uid;
+	char *name; /* NULL: the passwd database has none */
+};
+static struct user_entry *users;
+static size_t n_users;
+static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *metrics_user_name(uid_t uid, void *userdata)
+{
+	char key[16], **f = NULL, *name = NULL;
+	const char *found = NULL;
+
+	pthread_mutex_lock(&users_lock);
+	for (size_t i = 0; i < n_users; i++)
+		if (users[i].uid == uid) {
+			found = users[i].name;
+			pthread_mutex_unlock(&users_lock);
+			return found;
+		}
+	pthread_mutex_unlock(&users_lock);
+	snprintf(key, sizeof(key), "%u", (unsigned)uid);
+	if (cli_getent("passwd", key, &f) == 0) {
+		name = strdup(f[0]);
+		jobcg_strv_free(f);
+	}
+	pthread_mutex_lock(&users_lock);
+	if (n_users < USER_CACHE_MAX) {
+		struct user_entry *t = realloc(users, (n_users + 1) * sizeof(*t));
+
+		if (t) {
+			users = t;
+			users[n_users++] = (struct user_entry){uid, name};
+			found = name;
+			name = NULL;
+		}
+	}
+	pthread_mutex_unlock(&users_lock);
+	/* Not cached (cache full or no memory): this one reading uses the number. */
+	free(name);
+	return found;
+}
+
+int metrics_text(const struct cli_global *g, uint64_t errors_before, char **ret, size_t *ret_len,
+		 unsigned *ret_errors)
+{
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	struct jobcg_metrics *m = NULL;
+	struct jobcg_metrics_format_opts o = {
+	    .size = sizeof(o),
+	    .user_name = metrics_user_name,
+	    .errors_before = errors_before,
+	};
+	int r = cli_ctx_open(g, 0, &conf, &ctx);
+
+	if (r)
+		return r;
+	if (jobcg_metrics_collect(ctx, &m) < 0 || jobcg_metrics_format(m, &o, ret, ret_len) < 0) {
+		cli_print_error("metrics");
+		r = 1;
+	} else if (ret_errors)
+		*ret_errors = m->errors;
+	jobcg_metrics_free(m);
+	cli_ctx_close(conf, ctx);
+	return r;
+}
+
+/* ---- listening ---- */
+
+int metrics_listen(const char *addr, int *ret_fd)
+{
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in4;
+		struct sockaddr_in6 in6;
+	} sa = {};
+	socklen_t salen;
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon = strrchr(addr, ':');
+	unsigned long port;
+	char *end;
+	int fd, one = 1;
+
+	if (!colon || colon == addr)
+		return cli_usage_error("metrics",
+				       "'%s': expected ADDRESS:PORT (127.0.0.1:9810, "
+				       "[::1]:9810)",
+				       addr);
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || port > 65535)
+		return cli_usage_error("metrics", "'%s': the port must be a number 0-65535", addr);
+	if ((size_t)(colon - addr) >= sizeof(host))
+		return cli_usage_error("metrics", "'%s': not a numeric address", addr);
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = 0;
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		host[strlen(host) - 1] = 0;
+		if (inet_pton(AF_INET6, host + 1, &sa.in6.sin6_addr) != 1)
+			return cli_usage_error("metrics", "'%s': not a numeric IPv6 address", addr);
+		sa.in6.sin6_family = AF_INET6;
+		sa.in6.sin6_port = htons((uint16_t)port);
+		salen = sizeof(sa.in6);
+	} else if (inet_pton(AF_INET, host, &sa.in4.sin_addr) == 1) {
+		sa.in4.sin_family = AF_INET;
+		sa.in4.sin_port = htons((uint16_t)port);
+		salen = sizeof(sa.in4);
+	} else
+		return cli_usage_error("metrics",
+				       "'%s': not a numeric address (IPv4, or IPv6 in brackets): "
+				       "names are not resolved, so the bind is exactly where told",
+				       addr);
+	fd = socket(sa.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return cli_fail("metrics: socket: %s", strerror(errno));
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sa.sa.sa_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, &sa.sa, salen) < 0 || listen(fd, SOMAXCONN) < 0) {
+		int e = errno;
+
+		close(fd);
+		return cli_fail("metrics: cannot listen on %s: %s", addr, strerror(e));
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/* ---- serving ---- */
+
+/* The libmicrohttpd functions used, loaded at run time. */
+static struct {
+	struct MHD_Daemon *(*start)(unsigned flags, uint16_t port, MHD_AcceptPolicyCallback apc,
+				    void *apc_cls, MHD_AccessHandlerCallback dh, void *dh_cls, ...);
+	void (*stop)(struct MHD_Daemon *d);
+	struct MHD_Response *(*from_buffer)(size_t size, void *buffer,
+					    enum MHD_ResponseMemoryMode mode);
+	enum MHD_Result (*add_header)(struct MHD_Response *r, const char *header,
+				      const char *content);
+	enum MHD_Result (*queue)(struct MHD_Connection *c, unsigned int status,
+				 struct MHD_Response *r);
+	void (*destroy)(struct MHD_Response *r);
+} mhd;
+
+static int mhd_load(void)
+{
+	static const struct {
+		const char *name;
+		size_t offset;
+	} syms[] = {
+	    {"MHD_start_daemon", offsetof(__typeof__(mhd), start)},
+	    {"MHD_stop_daemon", offsetof(__typeof__(mhd), stop)},
+	    {"MHD_create_response_from_buffer", offsetof(__typeof__(mhd), from_buffer)},
+	    {"MHD_add_response_header", offsetof(__typeof__(mhd), add_header)},
+	    {"MHD_queue_response", offsetof(__typeof__(mhd), queue)},
+	    {"MHD_destroy_response", offsetof(__typeof__(mhd), destroy)},
+	};
+	void *h = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return cli_fail("metrics: serving HTTP needs %s (Debian: libmicrohttpd12): %s",
+				MHD_SONAME, dlerror());
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		void *f = dlsym(h, syms[i].name);
+
+		if (!f)
+			return cli_fail("metrics: %s has no %s", MHD_SONAME, syms[i].name);
+		/* POSIX guarantees a function pointer survives the round trip through void *. */
+		memcpy((char *)&mhd + syms[i].offset, &f, sizeof(f));
+	}
+	return 0;
+}
+
+struct server {
+	const struct cli_global *g;
+	atomic_uint_fast64_t errors; /* collection errors so far: the counter's value */
+};
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
+			     char *body, size_t len)
+{
+	struct MHD_Response *resp = mhd.from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result r;
+
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	(void)mhd.add_header(resp, "Content-Type", type);
+	r = mhd.queue(conn, status, resp);
+	mhd.destroy(resp);
+	return r;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *msg)
+{
+	char *body = strdup(msg);
+
+	if (!body)
+		return MHD_NO;
+	return reply(conn, status, "text/plain; charset=utf-8", body, strlen(body));
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **con_cls)
+{
+	struct server *s = cls;
+	char *body = NULL;
+	size_t len = 0;
+	unsigned errors = 0;
+
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n");
+	if (strcmp(url, "/metrics") != 0)
+		return reply_text(conn, MHD_HTTP_NOT_FOUND, "jobcg serves /metrics\n");
+	if (metrics_text(s->g, atomic_load(&s->errors), &body, &len, &errors) != 0)
+		return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "collecting failed: see the server's log\n");
+	atomic_fetch_add(&s->errors, errors);
+	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
+}
+
+/* The dynamically linked jobcg beside this one, else the installed one (as the scope helper). */
+static int twin_exe(char *buf, size_t size)
+{
+	const char *e = getenv("JOBCG_DYNAMIC_EXE");
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (e && *e) {
+		snprintf(buf, size, "%s", e);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		if (strrchr(self, '/'))
+			*strrchr(self, '/') = 0;
+		snprintf(buf, size, "%s/jobcg-dynamic", self);
+		if (access(buf, X_OK) == 0)
+			return 0;
+	}
+	snprintf(buf, size, "%s/jobcg-dynamic", JOBCG_LIBEXECDIR);
+	return access(buf, X_OK) == 0 ? 0 : -errno;
+}
+
+/* A static process has no dynamic loader (AT_BASE 0) and must not dlopen(). */
+static bool linked_statically(void)
+{
+	return getauxval(AT_BASE) == 0;
+}
+
+/* Exec @exe as `metrics --listen-fd FD` with the global options; returns only on failure. */
+static int exec_server(const char *exe, const struct cli_global *g, int fd)
+{
+	char fdarg[16], *argv[16];
+	int n = 0;
+
+	snprintf(fdarg, sizeof(fdarg), "%d", fd);
+	argv[n++] = (char *)"jobcg";
+	if (g->config_dir) {
+		argv[n++] = (char *)"--config-dir";
+		argv[n++] = (char *)g->config_dir;
+	}
+	for (int v = 0; v < g->verbose && v < 3; v++)
+		argv[n++] = (char *)"-v";
+	argv[n++] = (char *)"metrics";
+	argv[n++] = (char *)"--listen-fd";
+	argv[n++] = fdarg;
+	argv[n] = NULL;
+	/* The socket crosses the exec: the one descriptor that must. */
+	if (fcntl(fd, F_SETFD, 0) < 0)
+		return -errno;
+	execv(exe, argv);
+	return -errno;
+}
+
+int metrics_serve(const struct cli_global *g, int fd)
+{
+	struct server s = {.g = g};
+	struct MHD_Daemon *d;
+	const char *mount;
+	sigset_t stop, old;
+	int sig = 0, r;
+
+	if (linked_statically()) {
+		char exe[PATH_MAX];
+
+		r = twin_exe(exe, sizeof(exe));
+		if (r == 0)
+			r = exec_server(exe, g, fd);
+		return cli_fail("metrics: this jobcg is linked statically and serves HTTP through "
+				"%s, which cannot run: %s (install it with jobcg, or set "
+				"JOBCG_DYNAMIC_EXE)",
+				exe, strerror(-r));
+	}
+	r = mhd_load();
+	if (r)
+		return r;
+	/* Computed once here: its static buffer is not filled concurrently by the threads. */
+	(void)jobcg_cgroup2_mount(&mount);
+	/* Stop signals go to this thread's sigwait(), never to the server's threads, which
+	 * inherit the mask. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	signal(SIGPIPE, SIG_IGN);
+	d = mhd.start(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL,
+		      NULL, handle, &s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+		      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
+		      MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX,
+		      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_SEC,
+		      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_REQUEST_MAX, MHD_OPTION_END);
+	if (!d) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return cli_fail("metrics: libmicrohttpd could not start on the socket");
+	}
+	if (g->verbose)
+		fprintf(stderr, "jobcg: metrics: serving /metrics (pid %d)\n", (int)getpid());
+	while (sigwait(&stop, &sig) != 0)
+		;
+	mhd.stop(d);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return 0;
+}
+
+int metrics_server_start(const struct cli_global *g, const char *addr, pid_t *ret_pid)
+{
+	pid_t parent = getpid(), pid;
+	int fd, r = metrics_listen(addr, &fd);
+
+	if (r)
+		return r;
+	pid = fork();
+	if (pid < 0) {
+		r = errno;
+		close(fd);
+		return cli_fail("metrics: fork: %s", strerror(r));
+	}
+	if (pid == 0) {
+		sigset_t none;
+
+		/* It serves for the daemon: it ends with it, whatever way the daemon ends. */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+			_exit(1);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* A static jobcg goes on to its dynamic twin from there (metrics_serve). */
+		r = exec_server("/proc/self/exe", g, fd);
+		fprintf(stderr, "jobcg: metrics: cannot run /proc/self/exe: %s\n", strerror(-r));
+		_exit(127);
+	}
+	close(fd);
+	fprintf(stderr, "jobcg: metrics on http://%s/metrics (pid %d)\n", addr, (int)pid);
+	*ret_pid = pid;
+	return 0;
+}
+
+void metrics_server_stop(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	(void)kill(pid, SIGTERM);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}

@@ -1,0 +1,48 @@
+/* jobcg CLI: the node's metrics served over HTTP (libmicrohttpd, loaded at run time) and their
+ * collection and formatting for `jobcg metrics`, `jobcg daemon --metrics-listen`, `jobcg top`. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cli.h"
+
+/*
+ * One reading of the node as Prometheus text: configuration and context opened for it (afresh
+ * each time, as the daemon reads the configuration for every step), user names resolved with
+ * getent (cached in this process). @errors_before: collection errors of earlier readings in
+ * this process (the counter's past); *ret_errors gets this reading's. 0, or an exit code with
+ * the error printed.
+ */
+int metrics_text(const struct cli_global *g, uint64_t errors_before, char **ret, size_t *ret_len,
+		 unsigned *ret_errors);
+
+/* A user name for @uid from the passwd database (getent), cached; NULL when it has none. */
+const char *metrics_user_name(uid_t uid, void *userdata);
+
+/*
+ * Bind and listen on "ADDR:PORT" (a numeric IPv4 address, or an IPv6 one in brackets: nothing
+ * else, so that it binds exactly where told). The socket is close-on-exec. 0, or an exit code
+ * with the error printed.
+ */
+int metrics_listen(const char *addr, int *ret_fd);
+
+/*
+ * Serve GET /metrics on the listening socket @fd until SIGTERM or SIGINT: libmicrohttpd's own
+ * threads, with a bound on connections, on each connection's idle time and on a request's
+ * size. In a statically linked jobcg, which must not load libraries, execs the dynamic twin
+ * (`jobcg-dynamic metrics --listen-fd FD`) instead. Returns the exit code.
+ */
+int metrics_serve(const struct cli_global *g, int fd);
+
+/*
+ * For `jobcg daemon --metrics-listen ADDR:PORT`: bind @addr here (so a mistake stops the daemon
+ * at start), then serve it in a child process (`jobcg metrics --listen-fd`), so that no scrape,
+ * slow client or crash of the HTTP side can hold up a launch. The child dies with its parent.
+ * 0 with *ret_pid, or an exit code with the error printed.
+ */
+int metrics_server_start(const struct cli_global *g, const char *addr, pid_t *ret_pid);
+/* Stop that child (SIGTERM) and reap it. @pid <= 0: nothing. */
+void metrics_server_stop(pid_t pid);

@@ -1,0 +1,158 @@
+/* Unit tests for the Prometheus text of a node reading: units, absent series, +Inf limits, label
+ * escaping, GPUs held and free, and promtool's verdict where it is installed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jobcg/metrics.h"
+#include "tap.h"
+
+static const char *odd_user(uid_t uid, void *userdata)
+{
+	(void)userdata;
+	return uid == 1000 ? "we\"ird\\name\nx" : NULL;
+}
+
+static void set(struct jobcg_metrics_cg *cg, enum jobcg_metric_item i, uint64_t v)
+{
+	cg->value[i] = v;
+	cg->have |= 1u << i;
+}
+
+/* promtool check metrics on @text: its exit status, or -1 when it is not installed. */
+static int promtool(const char *text)
+{
+	char path[] = "/tmp/jobcg-test-metrics-XXXXXX", cmd[256];
+	int fd = mkstemp(path), st;
+	FILE *f;
+
+	if (fd < 0 || system("command -v promtool >/dev/null 2>&1") != 0) {
+		if (fd >= 0) {
+			close(fd);
+			unlink(path);
+		}
+		return -1;
+	}
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
+	st = system(cmd);
+	unlink(path);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+int main(void)
+{
+	struct jobcg_metrics_cg cgs[3] = {};
+	struct jobcg_metrics_gpu gpus[2] = {
+	    {.pos = 0,
+	     .index = 0,
+	     .device = (char *)"/dev/nvidia0",
+	     .uuid = (char *)"GPU-abc",
+	     .pci_bus_id = (char *)"0000:3b:00.0",
+	     .held = true,
+	     .allocated = true},
+	    {.pos = 1, .index = 1, .device = (char *)"/dev/nvidia1"},
+	};
+	struct jobcg_metrics m = {
+	    .cgs = cgs,
+	    .n_cgs = 3,
+	    .n_jobs = 2,
+	    .n_steps = 1,
+	    .gpus = gpus,
+	    .n_gpus = 2,
+	    .gpus_free = 1,
+	    .constrain_devices = true,
+	    .device_mode = "node",
+	    .errors = 2,
+	    .duration_usec = 1234,
+	};
+	struct jobcg_metrics_format_opts o = {
+	    .size = sizeof(o), .user_name = odd_user, .errors_before = 5, .version = "9.9"};
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	cgs[0].job = 7;
+	cgs[0].have_owner = true;
+	cgs[0].uid = 1000;
+	set(&cgs[0], JOBCG_METRIC_CPU_USER_USEC, 1500000);
+	set(&cgs[0], JOBCG_METRIC_CPU_SYSTEM_USEC, 7);
+	set(&cgs[0], JOBCG_METRIC_MEM_MAX, UINT64_MAX);
+	set(&cgs[0], JOBCG_METRIC_OOM_KILL, 0);
+	jobcg_gres_set_add(&cgs[0].gpus, 0);
+	cgs[1] = cgs[0];
+	strcpy(cgs[1].step, "0");
+	cgs[1].have = 0;
+	set(&cgs[1], JOBCG_METRIC_CPU_USER_USEC, 250);
+	cgs[2].job = 8; /* no owner recorded, nothing readable */
+
+	r = jobcg_metrics_format(&m, &o, &text, &len);
+	is_int(r, 0, "formats");
+	if (r < 0)
+		return tap_done();
+	is_int((int)len, (int)strlen(text), "length without the NUL");
+	ok(strstr(text, "# TYPE jobcg_cpu_user_seconds_total counter\n") != NULL,
+	   "counters are typed counter, in seconds");
+	ok(strstr(text, "jobcg_cpu_user_seconds_total{job=\"7\",step=\"\",user=\"we\\\"ird\\\\name"
+			"\\nx\"} 1.500000\n") != NULL,
+	   "microseconds as seconds; quote, backslash and newline escaped in a label value");
+	ok(strstr(text, "jobcg_cpu_user_seconds_total{job=\"7\",step=\"0\",") != NULL &&
+	       strstr(text, "} 0.000250\n") != NULL,
+	   "a step's series carries its step id");
+	ok(strstr(text, "jobcg_cpu_system_seconds_total{job=\"7\",step=\"\",") != NULL &&
+	       strstr(text, "} 0.000007\n") != NULL,
+	   "small values keep their leading zeros");
+	ok(strstr(text, "jobcg_memory_limit_bytes{job=\"7\",step=\"\",user=") != NULL &&
+	       strstr(text, "\"} +Inf\n") != NULL,
+	   "a limit of max is +Inf");
+	ok(strstr(text, "jobcg_oom_kills_total{job=\"7\",step=\"\",") != NULL,
+	   "a counter read as 0 is there, as 0");
+	ok(strstr(text, "jobcg_memory_usage_bytes") == NULL,
+	   "an item read nowhere (file absent) has no family at all, never 0");
+	ok(strstr(text, "job=\"8\"") == NULL, "a job with nothing readable has no series");
+	ok(strstr(text, "jobcg_gpu_info{gpu=\"0\",uuid=\"GPU-abc\",pci_bus_id=\"0000:3b:00.0\","
+			"device=\"/dev/nvidia0\",job=\"7\",step=\"\",") != NULL,
+	   "the GPU a job may open, with uuid and PCI bus id");
+	ok(strstr(text, "jobcg_gpu_info{gpu=\"0\",uuid=\"GPU-abc\",pci_bus_id=\"0000:3b:00.0\","
+			"device=\"/dev/nvidia0\",job=\"7\",step=\"0\",") != NULL,
+	   "... and its step");
+	ok(strstr(text,
+		  "jobcg_gpu_info{gpu=\"1\",uuid=\"\",pci_bus_id=\"\",device=\"/dev/nvidia1\","
+		  "job=\"\",step=\"\",user=\"\"} 1\n") != NULL,
+	   "a GPU no cgroup may open: job=\"\"");
+	ok(strstr(text, "\njobcg_jobs 2\n") && strstr(text, "\njobcg_steps 1\n") &&
+	       strstr(text, "\njobcg_gpus 2\n") && strstr(text, "\njobcg_gpus_free 1\n"),
+	   "counts of jobs, steps, GPUs and free GPUs");
+	ok(strstr(text, "jobcg_build_info{version=\"9.9\"} 1\n") != NULL,
+	   "version as an info gauge");
+	ok(strstr(text, "jobcg_device_mode_info{mode=\"node\"} 1\n") != NULL, "device mode");
+	ok(strstr(text, "\njobcg_collect_errors_total 7\n") != NULL,
+	   "the error counter adds the earlier readings' errors");
+	ok(strstr(text, "jobcg_reserved_cpus") == NULL, "no reservation: no reservation series");
+	r = promtool(text);
+	if (r < 0)
+		tap_skip("promtool is not installed (Debian package prometheus)");
+	else
+		is_int(r, 0, "promtool check metrics accepts it");
+	free(text);
+
+	/* A node with nothing at all. */
+	struct jobcg_metrics empty = {.device_mode = "off"};
+	r = jobcg_metrics_format(&empty, NULL, &text, &len);
+	is_int(r, 0, "formats an empty node");
+	if (r == 0) {
+		ok(strstr(text, "\njobcg_jobs 0\n") && !strstr(text, "jobcg_gpu_info"),
+		   "no jobs, no GPU family");
+		r = promtool(text);
+		if (r < 0)
+			tap_skip("promtool is not installed");
+		else
+			is_int(r, 0, "promtool accepts the empty node");
+		free(text);
+	}
+	return tap_done();
+}
