@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""Kernel test: `jobcg metrics`, `jobcg daemon --metrics-listen` and `jobcg top` on a node with
+stand-in GPUs (ConstrainDevices=yes). promtool accepts the text of a node with no jobs and with
+jobs, a step and GPUs; the GPUs each job and step may open are those who-has finds in the
+kernel's programs; series of files this host lacks are absent. A real Prometheus server scrapes
+the daemon and a PromQL query names the job holding a GPU, until that job is released. Idle,
+oversized and 50 concurrent clients do not hold up scrapes or launches. `jobcg top` shows the
+job and its GPU under tmux and quits on q. Makes its own cgroup subtree, state, configuration,
+ports and Prometheus storage; kills only the processes it started."""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pytap import KernelEnv, diag, kernel_main, ok  # noqa: E402
+import pytap  # noqa: E402
+
+NGPU = 4
+# Bounds this test holds the server to (seconds).
+SCRAPES_BOUND = 20  # 50 concurrent scrapes, with an idle and an oversized client connected
+LAUNCH_BOUND = 10  # a launch through the daemon meanwhile
+IDLE_CLOSE_BOUND = 12  # the server closes a client that sends nothing (its timeout is 5 s)
+PROM_BOUND = 40  # Prometheus sees a change within this
+
+
+class Env(KernelEnv):
+    def __init__(self, name):
+        super().__init__(name)
+        self.gpus = os.path.join(self.tmp, "gpus")
+        os.mkdir(self.gpus)
+        for i in range(NGPU):
+            os.mknod(os.path.join(self.gpus, f"nvidia{i}"), 0o20666, os.makedev(195, i))
+        with open(os.path.join(self.conf, "gres.conf"), "w") as f:
+            f.write(f"Name=gpu Type=a100 File={self.gpus}/nvidia[0-{NGPU - 1}]\n")
+        with open(os.path.join(self.conf, "cgroup.conf"), "w") as f:
+            f.write("ConstrainDevices=yes\n")
+        # NVIDIA's proc files, as the driver writes them, for GPU 0 only.
+        proc = os.path.join(self.tmp, "nvproc")
+        os.makedirs(os.path.join(proc, "0000:3b:00.0"))
+        with open(os.path.join(proc, "0000:3b:00.0", "information"), "w") as f:
+            f.write("Model: \t\t Stand-in\nDevice Minor: \t 0\nGPU UUID: \t GPU-5e1f-0000\n")
+        self.env.update(JOBCG_NVIDIA_PROC_DIR=proc, JOBCG_DAEMON_SOCKET="")
+        self.procs = []
+        self.tmux = f"jobcg-test-{os.getpid()}"
+
+    def spawn(self, args, log, **kw):
+        p = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                             start_new_session=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def cleanup(self):
+        subprocess.run(["tmux", "-L", self.tmux, "kill-server"], capture_output=True)
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        super().cleanup()
+
+
+LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?')
+
+
+def parse(text):
+    """Samples as (name, labels, value)."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = LINE.match(line)
+        if not m:
+            out.append(("<unparsed>", {"line": line}, None))
+            continue
+        labels = {k: v for k, v in LABEL.findall(m.group(3) or "")}
+        out.append((m.group(1), labels, m.group(4)))
+    return out
+
+
+def promtool(text):
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode:
+        diag(r.stdout + r.stderr)
+    return r.returncode == 0
+
+
+def holders(samples):
+    """{(gpu, job, step)} of jobcg_gpu_info."""
+    return {(s[1]["gpu"], s[1]["job"], s[1]["step"]) for s in samples
+            if s[0] == "jobcg_gpu_info"}
+
+
+def value(samples, name, **labels):
+    for n, lab, v in samples:
+        if n == name and all(lab.get(k) == w for k, w in labels.items()):
+            return v
+    return None
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return pred()
+
+
+def http_get(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read().decode()
+
+
+def who_has(e):
+    """{(gpu, job, step)} from `jobcg who-has` on each GPU: what the kernel lets open."""
+    got = set()
+    for i in range(NGPU):
+        r = e.run("who-has", os.path.join(e.gpus, f"nvidia{i}"), "--root", e.root, "--json")
+        for c in json.loads(r.stdout)["cgroups"]:
+            rel = os.path.relpath(c["cgroup"], e.root)
+            if re.fullmatch(r"job_\d+(/step_[^/]+)?", rel) and "r" in c["access"]:
+                got.add((str(i), c["job"], c["step"] or ""))
+    return got
+
+
+def main():
+    if shutil.which("promtool") is None or shutil.which("prometheus") is None:
+        if pytap.kernel_skip():
+            return 0
+        must = os.environ.get("JOBCG_MUST_WORK") == "1"
+        print("1..0 # SKIP promtool/prometheus not installed (Debian package prometheus)")
+        return 1 if must else 0
+    return kernel_main("metrics", body, Env)
+
+
+def body(e):
+    # --- a node with no jobs ---
+    r = e.run("metrics")
+    ok(r.returncode == 0, f"jobcg metrics on a node with no jobs ({r.stderr.strip()})")
+    ok(promtool(r.stdout), "promtool check metrics accepts it")
+    s = parse(r.stdout)
+    ok(value(s, "jobcg_jobs") == "0" and value(s, "jobcg_gpus") == str(NGPU),
+       "no jobs, four GPUs configured")
+    ok(holders(s) == {(str(i), "", "") for i in range(NGPU)},
+       f"every GPU is listed with job=\"\" ({sorted(holders(s))})")
+    g0 = [lab for n, lab, _ in s if n == "jobcg_gpu_info" and lab["gpu"] == "0"]
+    ok(g0 and g0[0]["uuid"] == "GPU-5e1f-0000" and g0[0]["pci_bus_id"] == "0000:3b:00.0"
+       and g0[0]["device"] == os.path.join(e.gpus, "nvidia0"),
+       f"GPU 0 carries its UUID, PCI bus id and device from the driver's files ({g0})")
+
+    # --- jobs, a step, GPUs ---
+    for job, gres in (("11", "gpu:1"), ("12", "gpu:2")):
+        r = e.run("alloc", job, "--gres", gres)
+        ok(r.returncode == 0, f"alloc {job} --gres {gres} ({r.stderr.strip()})")
+    log = open(os.path.join(e.tmp, "step.log"), "w")
+    step = e.spawn([e.jobcg, "run", "--job", "11", "--", "sleep", "120"], log, env=e.env)
+    ok(wait_for(lambda: os.path.isdir(os.path.join(e.root, "job_11", "step_0")), 20),
+       "a step of job 11 runs")
+    time.sleep(0.3)
+    r = e.run("metrics")
+    ok(r.returncode == 0, "jobcg metrics with jobs and a step")
+    ok(promtool(r.stdout), "promtool check metrics accepts it")
+    s = parse(r.stdout)
+    ok(not [x for x in s if x[0] == "<unparsed>"], "every line parses")
+    ok(value(s, "jobcg_jobs") == "2" and value(s, "jobcg_steps") == "1",
+       "two jobs, one step")
+    ok(value(s, "jobcg_gpus_free") == "1", "one GPU free")
+    kernel = who_has(e)
+    got = {h for h in holders(s) if h[1]}
+    ok(got == kernel and len(got) == 4,
+       f"the GPUs each job and step may open are who-has's ({sorted(got)} vs {sorted(kernel)})")
+    free = {h[0] for h in holders(s) if not h[1]}
+    ok(len(free) == 1 and free.isdisjoint({h[0] for h in got}),
+       f"the GPU nobody may open is listed with job=\"\" ({free})")
+    for job, st in (("11", ""), ("11", "0"), ("12", "")):
+        ok(value(s, "jobcg_cpu_user_seconds_total", job=job, step=st) is not None,
+           f"CPU seconds of job {job} step '{st}'")
+    ok(value(s, "jobcg_cpu_user_seconds_total", job="11", step="")
+       and value(s, "jobcg_cpu_user_seconds_total", job="11")
+       and [lab["user"] for n, lab, _ in s if n == "jobcg_cpu_user_seconds_total"][0] == "root",
+       "series carry the owner's user name")
+    with open(os.path.join(e.root, "job_11", "cgroup.controllers")) as f:
+        ctl = f.read().split()
+    has_mem = value(s, "jobcg_memory_usage_bytes", job="11", step="") is not None
+    ok(has_mem == ("memory" in ctl),
+       f"memory series are there exactly where the memory controller is ({ctl})")
+    has_pids = value(s, "jobcg_pids", job="11", step="0") is not None
+    ok(has_pids == ("pids" in ctl), "pids series likewise")
+    ok(value(s, "jobcg_device_mode_info", mode="node") == "1", "device mode node")
+
+    # --- textfile ---
+    d = os.path.join(e.tmp, "textfile")
+    os.mkdir(d)
+    r = e.run("metrics", "--textfile", d)
+    files = os.listdir(d)
+    ok(r.returncode == 0 and files == ["jobcg.prom"],
+       f"--textfile writes jobcg.prom and leaves no temporary file ({files})")
+    with open(os.path.join(d, "jobcg.prom")) as f:
+        text = f.read()
+    ok(promtool(text) and "jobcg_gpu_info" in text, "the file is valid exposition text")
+    ok(os.stat(os.path.join(d, "jobcg.prom")).st_mode & 0o777 == 0o644,
+       "readable by node_exporter (0644)")
+    r = e.run("metrics", "--textfile", os.path.join(e.tmp, "absent"))
+    ok(r.returncode == 2 and "not a directory" in r.stderr,
+       f"--textfile of a missing directory is refused ({r.stderr.strip()})")
+    r = e.run("metrics", "--listen", "localhost:1")
+    ok(r.returncode == 2 and "numeric" in r.stderr,
+       f"--listen takes a numeric address only ({r.stderr.strip()})")
+
+    # --- the daemon serves /metrics; Prometheus scrapes it ---
+    port, pport = free_port(), free_port()
+    sock = os.path.join(e.tmp, "daemon.sock")
+    dlog = open(os.path.join(e.tmp, "daemon.log"), "w+")
+    daemon = e.spawn([e.jobcg, "daemon", "--socket", sock,
+                      "--metrics-listen", f"127.0.0.1:{port}"], dlog, env=e.env)
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def up():
+        try:
+            return http_get(url, 5)[0] == 200
+        except OSError:
+            return False
+    ok(wait_for(up, 20), "jobcg daemon --metrics-listen serves GET /metrics")
+    st, text = http_get(url)
+    ok(st == 200 and promtool(text) and any(h[1] == "12" for h in holders(parse(text))),
+       "the daemon's scrape is valid and has job 12's GPUs")
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=5)
+        ok(False, "another path is 404")
+    except urllib.error.HTTPError as x:
+        ok(x.code == 404, f"another path is 404 ({x.code})")
+
+    gpu12 = sorted(h[0] for h in holders(parse(text)) if h[1] == "12" and h[2] == "")[0]
+    pdir = os.path.join(e.tmp, "prometheus")
+    os.mkdir(pdir)
+    with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "scrape_configs:\n  - job_name: jobcg\n    static_configs:\n"
+                f"      - targets: ['127.0.0.1:{port}']\n")
+    plog = open(os.path.join(pdir, "log"), "w+")
+    e.spawn(["prometheus", f"--config.file={pdir}/prometheus.yml",
+             f"--storage.tsdb.path={pdir}/data", f"--web.listen-address=127.0.0.1:{pport}"],
+            plog, cwd=pdir)
+    # Prometheus keeps `job` for its scrape job: jobcg's job label is stored as exported_job.
+    q = f'jobcg_gpu_info{{gpu="{gpu12}",exported_job!="",step=""}}'
+
+    def query():
+        try:
+            u = f"http://127.0.0.1:{pport}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+            st, body_ = http_get(u, 5)
+            res = json.loads(body_)["data"]["result"]
+            return [x["metric"]["exported_job"] for x in res]
+        except (OSError, ValueError, KeyError):
+            return None
+    ok(wait_for(lambda: query() == ["12"], PROM_BOUND),
+       f"PromQL {q} names job 12 (got {query()})")
+    r = e.run("release", "12")
+    ok(r.returncode == 0, f"jobcg release 12 ({r.stderr.strip()})")
+    ok(wait_for(lambda: query() == [], PROM_BOUND),
+       f"after the release, a later scrape no longer has it (got {query()})")
+    if query() != []:
+        plog.seek(0)
+        diag(plog.read()[-3000:])
+
+    # --- adversarial clients ---
+    idle = socket.create_connection(("127.0.0.1", port), timeout=30)
+    big = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        big.sendall(b"GET /" + b"a" * (1 << 20) + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    except OSError:
+        pass  # the server may close it before it has all of it
+    results = []
+
+    def scrape():
+        t = time.time()
+        try:
+            st_, txt = http_get(url, SCRAPES_BOUND)
+            results.append((st_ == 200 and "jobcg_jobs" in txt, time.time() - t))
+        except OSError as x:
+            results.append((False, repr(x)))
+    t0 = time.time()
+    threads = [threading.Thread(target=scrape) for _ in range(50)]
+    for t in threads:
+        t.start()
+    env = dict(e.env, JOBCG_DAEMON_SOCKET=sock)
+    t1 = time.time()
+    r = subprocess.run([e.jobcg, "run", "--", "true"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    launch = time.time() - t1
+    for t in threads:
+        t.join()
+    took = time.time() - t0
+    good = [x for x in results if x[0]]
+    ok(len(good) == 50 and took < SCRAPES_BOUND,
+       f"50 concurrent scrapes with an idle and an oversized client connected: {len(good)} "
+       f"good in {took:.1f} s (bound {SCRAPES_BOUND} s)")
+    if len(good) != 50:
+        diag(str([x for x in results if not x[0]][:3]))
+    ok(r.returncode == 0 and launch < LAUNCH_BOUND,
+       f"a launch through the daemon meanwhile: rc {r.returncode} in {launch:.2f} s "
+       f"(bound {LAUNCH_BOUND} s)")
+    big.settimeout(10)
+    try:
+        answer = big.recv(64)
+    except OSError:
+        answer = b""
+    ok(answer == b"" or re.match(rb"HTTP/1\.[01] (4\d\d)", answer) is not None,
+       f"the oversized request gets a 4xx or a closed connection ({answer[:20]!r})")
+    t = time.time()
+    idle.settimeout(IDLE_CLOSE_BOUND)
+    try:
+        gone = idle.recv(1) == b""
+    except OSError:
+        gone = False
+    ok(gone, f"the idle client is closed by the server ({time.time() - t:.1f} s)")
+    idle.close()
+    big.close()
+    ok(up(), "and the server still answers")
+
+    # --- jobcg top ---
+    r = e.run("top", "-b", "-n", "1", "-d", "0.2")
+    lines = r.stdout.splitlines()
+    ok(r.returncode == 0 and lines and lines[0].startswith("jobcg top") and
+       lines[1].split() == ["JOB", "STEP", "USER", "CPU%", "MEMORY", "PIDS", "GPUS"],
+       f"top -b -n 1: a header and the columns ({lines[:2]})")
+    rows = {(x.split()[0], x.split()[1]): x.split() for x in lines[2:] if x.strip()}
+    ok(("11", "0") in rows and rows[("11", "0")][-1] == "0" and rows[("11", "-")][2] == "root",
+       f"... job 11's step with GPU 0 and the job's owner ({rows.get(('11', '0'))})")
+    ok(len(rows) == 2 and ("12", "-") not in rows, f"... and no released job ({sorted(rows)})")
+    if shutil.which("tmux") is None:
+        ok(True, "tmux is not installed: the terminal checks are skipped")
+        return
+    envs = " ".join(f"{k}='{v}'" for k, v in e.env.items() if k.startswith("JOBCG_"))
+    cmd = f"env {envs} {e.jobcg} top -d 0.3; echo TOP-EXIT=$?; sleep 60"
+    subprocess.run(["tmux", "-L", e.tmux, "new-session", "-d", "-s", "t", "-x", "100", "-y",
+                    "20", cmd], check=True, env=dict(os.environ, TERM="xterm"))
+
+    def pane():
+        return subprocess.run(["tmux", "-L", e.tmux, "capture-pane", "-p", "-t", "t"],
+                              capture_output=True, text=True).stdout
+    shown = wait_for(lambda: re.search(r"^11 +0 +root .* 0 *$", pane(), re.M) is not None, 15)
+    ok(shown, "top in a terminal shows job 11's step with its GPU")
+    if not shown:
+        diag(pane())
+    ok(all(len(x) <= 100 for x in pane().splitlines()), "its lines fit the terminal's width")
+    subprocess.run(["tmux", "-L", e.tmux, "send-keys", "-t", "t", "q"], check=True)
+    ok(wait_for(lambda: "TOP-EXIT=0" in pane(), 10), "q quits it (exit status 0)")
+
+    r = e.run("release", "11")
+    ok(r.returncode == 0, "release 11")
+    step.wait(timeout=30)
+    daemon.terminate()
+    daemon.wait(timeout=30)
+    dlog.seek(0)
+    out = dlog.read()
+    ok(not up(), "the metrics server stops with the daemon")
+    ok("metrics on http://127.0.0.1" in out, "the daemon says where it serves metrics")
+    ok(daemon.returncode == 0 and "Sanitizer" not in out,
+       f"the daemon and its metrics server end cleanly (rc {daemon.returncode})")
+    if "Sanitizer" in out:
+        diag(out[-3000:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
