@@ -271,6 +271,23 @@ def body(e):
             return None
     ok(wait_for(lambda: query() == ["12"], PROM_BOUND),
        f"PromQL {q} names job 12 (got {query()})")
+    # The dashboard's and the documentation's queries are valid PromQL and find data here.
+    src = os.environ.get("JOBCG_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "../.."))
+    with open(os.path.join(src, "examples", "grafana-jobcg.json")) as f:
+        exprs = [t["expr"] for p_ in json.load(f)["panels"] for t in p_["targets"]]
+    exprs.append('sum by (user) (sum_over_time((count by (user, instance, gpu) '
+                 '(jobcg_gpu_info{exported_job!="", step=""}))[1d:1m])) / 60')
+    bad = []
+    for x in exprs:
+        u = f"http://127.0.0.1:{pport}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": x.replace("$node", ".*")})
+        try:
+            if json.loads(http_get(u, 10)[1]).get("status") != "success":
+                bad.append(x)
+        except (OSError, ValueError) as err:
+            bad.append(f"{x}: {err}")
+    ok(not bad and len(exprs) >= 8, f"the dashboard's {len(exprs)} queries run ({bad})")
+
     r = e.run("release", "12")
     ok(r.returncode == 0, f"jobcg release 12 ({r.stderr.strip()})")
     ok(wait_for(lambda: query() == [], PROM_BOUND),
