@@ -39,11 +39,17 @@ struct centry {
 	size_t nhints;
 	struct jobcg_decoded *decoded; /* when not cgroup dependent */
 	char *opaque;		       /* reason, when not decodable at all */
+	int checked;		       /* bpfvm_check(): 0 not yet, 1 passed, -errno failed */
 };
 
 struct jobcg_progcache {
 	struct centry *e;
 	size_t n, cap;
+	/* Ids of the last parent cgroup asked about and its ancestors (levels 0..anc_depth): a walk
+	 * asks about siblings in a row, whose ancestors then cost no path lookups. */
+	char *anc_parent;
+	uint64_t *anc_ids;
+	int anc_depth;
 };
 
 struct inspect_priv {
@@ -82,6 +88,8 @@ JOBCG_EXPORT void jobcg_progcache_free(struct jobcg_progcache *c)
 	for (size_t k = 0; k < c->n; k++)
 		centry_done(&c->e[k]);
 	free(c->e);
+	free(c->anc_parent);
+	free(c->anc_ids);
 	free(c);
 }
 
@@ -837,7 +845,7 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 	unsigned access;
 	bool opaque;
 	size_t n;
-	int r = jobcg_cgroup_devices_access(path, cache, &q, 1, &access, &opaque, &n);
+	int r = jobcg_cgroup_devices_access(path, -1, cache, &q, 1, &access, &opaque, &n);
 
 	if (r < 0)
 		return r;
@@ -847,12 +855,64 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, struct jobcg_progcache *cache,
+/*
+ * Ids of the cgroup open as @fd at @path and of its ancestors, from @c's memory of the parent
+ * when it is the same directory (checked by its inode: a parent removed and made again under the
+ * same name is looked up afresh).
+ */
+static int cached_ancestor_ids(struct jobcg_progcache *c, const char *path, int fd,
+			       const char *mount, uint64_t **ret, int *ret_depth)
+{
+	const char *slash = strrchr(path, '/');
+	size_t plen = slash ? (size_t)(slash - path) : 0;
+	struct stat self, parent;
+	uint64_t *anc;
+	int r, depth;
+
+	if (c->anc_parent && strlen(c->anc_parent) == plen && !strncmp(c->anc_parent, path, plen) &&
+	    fstat(fd, &self) == 0 && fstatat(fd, "..", &parent, 0) == 0 &&
+	    parent.st_ino == c->anc_ids[c->anc_depth]) {
+		anc = calloc((size_t)c->anc_depth + 2, sizeof(*anc));
+		if (!anc)
+			return -ENOMEM;
+		memcpy(anc, c->anc_ids, ((size_t)c->anc_depth + 1) * sizeof(*anc));
+		anc[c->anc_depth + 1] = self.st_ino;
+		*ret = anc;
+		*ret_depth = c->anc_depth + 1;
+		return 0;
+	}
+	r = cg_ancestor_ids(path, mount, &anc, &depth);
+	if (r < 0)
+		return r;
+	if (depth > 0 && slash) {
+		char *p = strndup(path, plen);
+		uint64_t *ids = malloc((size_t)depth * sizeof(*ids));
+
+		if (p && ids) {
+			memcpy(ids, anc, (size_t)depth * sizeof(*ids));
+			free(c->anc_parent);
+			free(c->anc_ids);
+			c->anc_parent = p;
+			c->anc_ids = ids;
+			c->anc_depth = depth - 1;
+		} else {
+			free(p);
+			free(ids);
+		}
+	}
+	*ret = anc;
+	*ret_depth = depth;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
+					     struct jobcg_progcache *cache,
 					     const struct jobcg_devreq *reqs, size_t n_reqs,
 					     unsigned *ret_access, bool *ret_opaque,
 					     size_t *ret_nprogs)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int own_fd = -1;
+	int fd = dirfd;
 	_cleanup_free_ uint32_t *ids = NULL;
 	_cleanup_free_ uint64_t *anc = NULL;
 	_cleanup_free_ unsigned *access = calloc(n_reqs ? n_reqs : 1, sizeof(*access));
@@ -868,19 +928,22 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, struct jobcg_prog
 		return r;
 	if (!startswith(path, mount))
 		return error_set(-EINVAL, "%s is not under the cgroup v2 mount %s", path, mount);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return error_set(negative_errno(), "%s: %s", path, strerror(errno));
+	if (fd < 0) {
+		fd = own_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return error_set(negative_errno(), "%s: %s", path, strerror(errno));
+	}
 	r = query(fd, BPF_F_QUERY_EFFECTIVE, &ids, &n, NULL);
 	if (r < 0)
 		return r;
 	if (n > 0) {
-		r = cg_ancestor_ids(path, mount, &anc, &depth);
+		r = cache ? cached_ancestor_ids(cache, path, fd, mount, &anc, &depth)
+			  : cg_ancestor_ids(path, mount, &anc, &depth);
 		if (r < 0)
 			return r;
 	}
 	for (size_t d = 0; d < n_reqs; d++)
-		access[d] = JOBCG_DEV_ACC_ALL;
+		access[d] = reqs[d].access ? reqs[d].access & JOBCG_DEV_ACC_ALL : JOBCG_DEV_ACC_ALL;
 	for (size_t k = 0; k < n; k++) {
 		struct centry *e;
 		r = cache_get(cache, ids[k], &e);
@@ -899,23 +962,33 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, struct jobcg_prog
 
 			if (e->decoded) {
 				for (unsigned bit = 1; bit <= 4; bit <<= 1)
-					if (!jobcg_decoded_allows(e->decoded, q->type, q->major,
+					if ((access[d] & bit) &&
+					    !jobcg_decoded_allows(e->decoded, q->type, q->major,
 								  q->minor, bit))
 						access[d] &= ~bit;
 				continue;
 			}
 			/* Depends on the cgroup: run it for this one request instead of decoding
-			 * it all. */
+			 * it all. Checked once per program: the check costs more than a run. */
+			if (!e->checked)
+				e->checked = bpfvm_check(e->insns, e->n) < 0 ? -EINVAL : 1;
+			if (e->checked < 0) {
+				opaque = true;
+				continue;
+			}
 			struct lookup_ctx lc = {e, anc[depth], anc, depth};
 			struct bpfvm_env env = {hook_cgroup_id, hook_ancestor,
 						e->nmaps ? hook_lookup : NULL, &lc};
 			for (unsigned bit = 1; bit <= 4; bit <<= 1) {
+				if (!(access[d] & bit))
+					continue; /* not asked, or another program denies it */
 				struct bpfvm_devctx ctx = {
 				    .access_type = (bit << 16) | (q->type == 'c' ? 2u : 1u),
 				    .major = q->major,
 				    .minor = q->minor};
 				uint64_t r0 = 0;
-				r = bpfvm_run(e->insns, e->n, &ctx, &env, 100000, &r0);
+				r = bpfvm_run_checked(e->insns, e->n, &ctx, &env, NULL, 100000,
+						      &r0);
 				if (r < 0) {
 					opaque = true;
 					break;

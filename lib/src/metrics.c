@@ -205,7 +205,7 @@ static int read_cgroup(struct collector *c, int dfd, const char *path, struct jo
 		return 0;
 	bool opaque = false;
 	size_t nprogs = 0;
-	int k = jobcg_cgroup_devices_access(path, c->cache, c->reqs, c->m->n_gpus, c->access,
+	int k = jobcg_cgroup_devices_access(path, dfd, c->cache, c->reqs, c->m->n_gpus, c->access,
 					    &opaque, &nprogs);
 	if (k == -ENOENT)
 		return -ENOENT;

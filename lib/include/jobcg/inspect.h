@@ -73,15 +73,19 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 struct jobcg_devreq {
 	char type; /* 'c' or 'b' */
 	uint32_t major, minor;
+	unsigned access; /* the JOBCG_DEV_ACC_* bits to try; 0: all three */
 };
 
 /**
  * jobcg_cgroup_device_access() for @n_reqs devices at once: the cgroup's programs are queried
  * once, so a walk asking about every GPU of the node pays one query per cgroup, not one per
- * GPU. @ret_access has @n_reqs entries; *ret_opaque is set when some program could not be run
- * (for every entry: their bits are then an upper bound).
+ * GPU. @dirfd is the cgroup directory already open (-1: @path is opened); with a @cache, the
+ * ancestors' ids of siblings asked about in a row are looked up once. @ret_access has @n_reqs
+ * entries, each holding those of the bits asked that every program allows; *ret_opaque is set
+ * when some program could not be run (the bits are then an upper bound).
  */
-JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, struct jobcg_progcache *cache,
+JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
+					     struct jobcg_progcache *cache,
 					     const struct jobcg_devreq *reqs, size_t n_reqs,
 					     unsigned *ret_access, bool *ret_opaque,
 					     size_t *ret_nprogs);
