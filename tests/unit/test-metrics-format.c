@@ -140,6 +140,17 @@ int main(void)
 		is_int(r, 0, "promtool check metrics accepts it");
 	free(text);
 
+	/* Reservations, where the configuration has them. */
+	m.have_reserved_cpus = true;
+	m.reserved_cpus = 2;
+	m.reserved_mem_bytes = 1 << 30;
+	r = jobcg_metrics_format(&m, &o, &text, &len);
+	ok(r == 0 && strstr(text, "\njobcg_reserved_cpus 2\n") &&
+	       strstr(text, "\njobcg_reserved_memory_bytes 1073741824\n"),
+	   "reserved CPUs and memory when set");
+	if (r == 0)
+		free(text);
+
 	/* A node with nothing at all. */
 	struct jobcg_metrics empty = {.device_mode = "off"};
 	r = jobcg_metrics_format(&empty, NULL, &text, &len);
