@@ -301,6 +301,18 @@ static int finish_here(struct jobcg_ctx *ctx, struct run_state *s, int r, const 
 	return run_finish(ctx, s, r, err_text, res, false);
 }
 
+/* op=exit fallback=1: the daemon will not serve us; its reason, when it gives one. */
+static void say_refused(const struct jobcg_msg *reply, const char *path)
+{
+	const char *reason = jobcg_msg_get(reply, "reason");
+
+	if (reason)
+		fprintf(stderr,
+			"jobcg: the daemon at %s did not take the step (%.200s); running it in "
+			"this process\n",
+			path, reason);
+}
+
 /* Tell the daemon that the tasks will not run, so that it ends the step it made. */
 static void send_refusal(int fd, int err, const char *message)
 {
@@ -372,7 +384,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 		 * asked: its reason is still to be read. */
 		if (jobcg_msg_recv(fd, &reply, NULL, 0, NULL) == 0 &&
 		    field_is(&reply, "op", "exit"))
-			goto refused;
+			say_refused(&reply, path);
 		goto fallback;
 	}
 
@@ -387,14 +399,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 		uint64_t c;
 
 		if (jobcg_msg_get(&reply, "fallback")) {
-			const char *reason;
-		refused:
-			reason = jobcg_msg_get(&reply, "reason");
-			if (reason)
-				fprintf(stderr,
-					"jobcg: the daemon at %s did not take the step (%.200s); "
-					"running it in this process\n",
-					path, reason);
+			say_refused(&reply, path);
 			goto fallback;
 		}
 		if (jobcg_msg_get_u64(&reply, "code", 255, &c) < 0)

@@ -251,10 +251,11 @@ def fake_injections(e):
     sets, nor place the tasks anywhere but in the step's own directory."""
     spawn = b"op=spawn\0job=77\0step=0\0ntasks=1\0ephemeral=0\0start_usec=1\0"
     inside = os.path.join(e.root, "job_77", "step_0")
-    os.makedirs(inside)
     outside = os.path.join(e.mount, e.tag + "-outside")
     e.outside.append(outside)
-    os.mkdir(outside)
+    # as a step's directory is made: its tasks go below user/
+    os.makedirs(os.path.join(inside, "user"))
+    os.makedirs(os.path.join(outside, "user"))
     cases = [
         ("LD_PRELOAD", spawn + b"env=0:LD_PRELOAD=/nonexistent/evil.so\0", inside,
          "LD_PRELOAD"),
@@ -347,6 +348,9 @@ def connection_cap(e):
     """--max-clients: one more is told why, and runs its step itself."""
     sock = os.path.join(e.tmp, "cap.sock")
     d = e.start_daemon(sock, ("--max-clients", "2"))
+    if not ok(d.poll() is None, "jobcg daemon --max-clients 2 runs"):
+        diag(e.log_of(d))
+        return
     env = dict(e.env, JOBCG_DAEMON_SOCKET=sock)
     time.sleep(0.3)  # start_daemon's own probe is gone
     idle = []
@@ -374,10 +378,11 @@ def connection_cap(e):
 def fd_limits(e):
     """The open-file limit raised to the hard one; out of descriptors, no busy loop."""
     sock = os.path.join(e.tmp, "nofile.sock")
-    d = e.start_daemon(sock, nofile=(256, 4096))
+    hard = min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    d = e.start_daemon(sock, nofile=(min(256, hard), hard))
     with open(f"/proc/{d.pid}/limits") as f:
         line = [x for x in f if x.startswith("Max open files")]
-    ok(line and line[0].split()[3:5] == ["4096", "4096"],
+    ok(line and line[0].split()[3:5] == [str(hard), str(hard)],
        f"the daemon raises its open-file limit to the hard one ({line})")
     d.send_signal(signal.SIGTERM)
     d.wait(60)
@@ -395,8 +400,8 @@ def fd_limits(e):
     time.sleep(2)
     used = cpu_seconds(d.pid) - c0
     r, took = timed_run(e, "run", "--", "true", env=env)
-    ok(used < 0.3, f"RLIMIT_NOFILE 17 and 30 idle connections: the daemon used {used:.2f} s "
-       "of CPU in 2 s (less than 0.3 s)")
+    ok(used < 0.1, f"RLIMIT_NOFILE 17 and 30 idle connections: the daemon used {used:.2f} s "
+       "of CPU in 2 s (less than 0.1 s)")
     ok(r is not None and r.returncode == 0 and took < BOUND,
        f"and an unrelated step took {took:.1f} s (at most {BOUND} s)")
     for s in idle:
@@ -406,6 +411,7 @@ def fd_limits(e):
 
     # A running daemon that has no descriptor left: it refuses, it does not spin.
     d = e.start_daemon(sock)
+    time.sleep(0.3)  # start_daemon's own probe is gone
     n = fd_count(d.pid)
     soft, hard = resource.prlimit(d.pid, resource.RLIMIT_NOFILE)
     resource.prlimit(d.pid, resource.RLIMIT_NOFILE, (n, hard))
@@ -419,9 +425,9 @@ def fd_limits(e):
     time.sleep(2)
     used = cpu_seconds(d.pid) - c0
     r, took = timed_run(e, "run", "--", "true", env=env)
-    answers = [recv_frame(s, 2) for s in idle[:3]]
-    ok(used < 0.3, f"out of descriptors with 30 connections waiting: the daemon used "
-       f"{used:.2f} s of CPU in 2 s (less than 0.3 s)")
+    answers = [recv_frame(s, 2) for s in idle[:5]]
+    ok(used < 0.1, f"out of descriptors with 30 connections waiting: the daemon used "
+       f"{used:.2f} s of CPU in 2 s (less than 0.1 s)")
     ok(r is not None and r.returncode == 0 and took < BOUND and
        "out of file descriptors" in r.stderr,
        f"and an unrelated client is told so and runs its step itself in {took:.1f} s "
