@@ -324,10 +324,13 @@ def full_pipe(e):
     except BlockingIOError:
         pass
     os.set_blocking(wr, True)
+    before = len(e.records())
     p = subprocess.Popen([e.jobcg, "run", "--job", "5", "--acct", "--", "true"], env=e.env,
                          stdout=subprocess.DEVNULL, stderr=wr)
     os.close(wr)
-    time.sleep(1)  # its step ends and its accounting is to be printed
+    # its step's record is written, its accounting is being printed
+    wait_for(lambda: len(e.records()) > before)
+    time.sleep(0.3)
     r, took = timed_run(e, "run", "--job", "5", "--", "true")
     drained = b""
     while True:
