@@ -417,10 +417,18 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 		send_refusal(fd, EPROTO, "malformed answer from the daemon");
 		goto bad_reply;
 	}
-	/* The root to check the lent directory against, as this process would have made it. */
-	if (r == 0 && cli_ctx_open(g, 0, &conf, &ctx) != 0) {
-		send_refusal(fd, EINVAL, "the client cannot open its configuration");
-		goto out;
+	/* The root to check the lent directory against, as this process would have made it;
+	 * quietly, as the daemon's answer already said what loading the configuration logs. */
+	if (r == 0) {
+		int cr;
+
+		jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+		cr = cli_ctx_open(g, 0, &conf, &ctx);
+		cli_set_verbosity(g->verbose);
+		if (cr != 0) {
+			send_refusal(fd, EINVAL, "the client cannot open its configuration");
+			goto out;
+		}
 	}
 	if (r == 0)
 		r = stepdir_check(ctx, stepfd, &s, why, sizeof(why));

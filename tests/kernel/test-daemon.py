@@ -512,6 +512,13 @@ def body(e):
     r = e.run("run", "--job", "5", "--acct", "--", "sh", "-c", "exit 7")
     ok(r.returncode == 7 and "step 5.0: exit code 7" in r.stderr and "cpu_usage_usec" in r.stderr,
        "exit code and --acct output reach the client")
+    warnconf = os.path.join(e.tmp, "conf-warn")
+    os.mkdir(warnconf)
+    with open(os.path.join(warnconf, "cgroup.conf"), "w") as f:
+        f.write("CgroupAutomount=yes\n")
+    r = e.run("run", "--job", "5", "--", "true", env=dict(e.env, JOBCG_CONF_DIR=warnconf))
+    ok(r.returncode == 0 and r.stderr.count("CgroupAutomount") == 1,
+       f"a configuration's warning is printed once, as in-process ({r.stderr!r})")
     r = e.run("run", "--job", "5", "--", "/nonexistent/cmd")
     ok(r.returncode == 127 and "cannot execute '/nonexistent/cmd'" in r.stderr,
        "a command that cannot run: 127 and the error, as in-process")
