@@ -81,8 +81,9 @@ int run_socket_dir_check(const char *path, char *why, size_t size)
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	if (lstat(dir, &st) < 0)
 		return -errno;
-	/* A link could be pointed elsewhere by whoever owns it; a directory others may enter or
-	 * write lets them replace the socket or listen there first. */
+	/* A link could be pointed elsewhere by whoever owns it; a directory others may write
+	 * lets them replace the socket or listen there first. Read and search bits for others
+	 * let nobody put anything there (a /run/jobcg made 0755 by an older daemon is safe). */
 	if (S_ISLNK(st.st_mode)) {
 		snprintf(why, size, "%s: the directory of the daemon's socket is a symbolic link",
 			 dir);
@@ -100,10 +101,10 @@ int run_socket_dir_check(const char *path, char *why, size_t size)
 			 dir, (unsigned)st.st_uid);
 		return -EPERM;
 	}
-	if (st.st_mode & 077) {
+	if (st.st_mode & 022) {
 		snprintf(why, size,
-			 "%s: the directory of the daemon's socket is open to group or others "
-			 "(mode %04o; it must be 0700)",
+			 "%s: the directory of the daemon's socket is writable by group or others "
+			 "(mode %04o; jobcg makes it 0700)",
 			 dir, (unsigned)(st.st_mode & 07777));
 		return -EPERM;
 	}
