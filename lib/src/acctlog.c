@@ -45,9 +45,9 @@ JOBCG_EXPORT enum jobcg_acct_state jobcg_acct_state_of(int exit_code, int exit_s
 
 JOBCG_EXPORT int jobcg_acctlog_path(const struct jobcg_config *conf, char **ret)
 {
-	const char *dir = conf && conf->cgroup.state_dir ? conf->cgroup.state_dir
-			  : getenv("JOBCG_STATE_DIR")	 ? getenv("JOBCG_STATE_DIR")
-							 : "/var/lib/jobcg";
+	const char *dir = conf && conf->cgroup.state_dir  ? conf->cgroup.state_dir
+			  : env_secure("JOBCG_STATE_DIR") ? env_secure("JOBCG_STATE_DIR")
+							  : "/var/lib/jobcg";
 	char *p = strdup_printf("%s/acct.jsonl", dir);
 
 	if (!p)

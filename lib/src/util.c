@@ -4,8 +4,10 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include "log.h"
 #include "util.h"
 
 void strv_free(char **v)
@@ -207,4 +209,93 @@ bool parse_uint_pair(const char *s, char sep, unsigned *ret_a, unsigned *ret_b)
 	*ret_a = (unsigned)a;
 	*ret_b = (unsigned)b;
 	return true;
+}
+
+const char *env_secure(const char *name)
+{
+	if (getuid() != geteuid() || getgid() != getegid())
+		return NULL;
+	return secure_getenv(name);
+}
+
+static bool owner_trusted(uid_t u, uid_t exe_owner)
+{
+	return u == 0 || u == getuid() || u == exe_owner;
+}
+
+/* @path and each directory above it: owned by a trusted user and writable by nobody else. */
+static int path_chain_trusted(const char *name, const char *value, const char *path,
+			      uid_t exe_owner)
+{
+	_cleanup_free_ char *p = strdup(path);
+
+	if (!p)
+		return -ENOMEM;
+	for (;;) {
+		struct stat st;
+		char *slash;
+
+		if (stat(p, &st) < 0) {
+			int r = negative_errno();
+
+			return error_set(r, "%s=%s: cannot stat %s: %s", name, value, p,
+					 strerror(-r));
+		}
+		if (!owner_trusted(st.st_uid, exe_owner))
+			return error_set(-EPERM,
+					 "%s=%s is not trusted: %s is owned by uid %u (only root, "
+					 "uid %u and the owner of this jobcg may own what it runs)",
+					 name, value, p, (unsigned)st.st_uid, (unsigned)getuid());
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+		    !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX)))
+			return error_set(-EPERM,
+					 "%s=%s is not trusted: %s is writable by its group or by "
+					 "others (mode %04o)",
+					 name, value, p, (unsigned)(st.st_mode & 07777));
+		if (streq(p, "/"))
+			return 0;
+		slash = strrchr(p, '/');
+		if (slash == p)
+			p[1] = '\0';
+		else
+			*slash = '\0';
+	}
+}
+
+int env_program(const char *name, char **ret)
+{
+	const char *raw = getenv(name), *e = env_secure(name);
+	_cleanup_free_ char *real = NULL;
+	struct stat st, self;
+	uid_t exe_owner;
+	int r;
+
+	if (!raw || !*raw) {
+		*ret = NULL;
+		return 0;
+	}
+	/* Set by whoever started a privileged process: refused rather than ignored, so that the
+	 * caller learns why the program it named is not the one run. */
+	if (!e)
+		return error_set(-EPERM,
+				 "%s is not honoured in a process whose real and effective ids "
+				 "differ (setuid or setgid): unset it",
+				 name);
+	if (e[0] != '/')
+		return error_set(-EINVAL, "%s=%s: need an absolute path", name, e);
+	exe_owner = stat("/proc/self/exe", &self) == 0 ? self.st_uid : 0;
+	r = path_chain_trusted(name, e, e, exe_owner);
+	if (r < 0)
+		return r;
+	real = realpath(e, NULL);
+	if (!real)
+		return error_set(negative_errno(), "%s=%s: %s", name, e, strerror(errno));
+	if (!streq(real, e) && (r = path_chain_trusted(name, e, real, exe_owner)) < 0)
+		return r;
+	if (stat(real, &st) < 0)
+		return error_set(negative_errno(), "%s=%s: %s", name, e, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return error_set(-EPERM, "%s=%s is not a regular file", name, e);
+	*ret = TAKE_PTR(real);
+	return 0;
 }

@@ -1,5 +1,7 @@
 /* Unit tests for the string, file and error helpers every part of the library uses. */
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "log.h"
 #include "tap.h"
@@ -72,6 +74,128 @@ static void test_uint_pair(void)
 	is_int(b, 7, "...both");
 }
 
+static char *mkfile(const char *dir, const char *name, mode_t mode)
+{
+	char *p = strdup_printf("%s/%s", dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+
+	if (fd < 0 || fchmod(fd, mode) < 0)
+		abort();
+	close(fd);
+	return p;
+}
+
+/* @value in JOBCG_TEST_EXE must be refused by env_program() with @err and @needle. */
+static void program_bad(const char *value, int err, const char *needle, const char *what)
+{
+	char *got = (char *)0x1;
+	int r;
+
+	setenv("JOBCG_TEST_EXE", value, 1);
+	jobcg_error_clear();
+	r = env_program("JOBCG_TEST_EXE", &got);
+	ok(r == err && got == (char *)0x1 && strstr(jobcg_last_error()->message, needle) &&
+	       strstr(jobcg_last_error()->message, "JOBCG_TEST_EXE"),
+	   "%s: refused (%d '%s'): got %d '%s'", what, err, needle, r, jobcg_last_error()->message);
+}
+
+/*
+ * A program named in the environment is run as root (JOBCG_KEEPER_EXE, JOBCG_DYNAMIC_EXE): only
+ * a file nobody else can change is honoured, and never in a process whose ids differ.
+ */
+static void test_env_program(void)
+{
+	char base[] = "/tmp/jobcg-test-util-XXXXXX", *got = NULL;
+	_cleanup_free_ char *good = NULL, *ww = NULL, *gw = NULL, *open_dir = NULL, *in_open = NULL,
+			    *link = NULL, *other = NULL, *sticky = NULL, *in_sticky = NULL;
+
+	if (!mkdtemp(base))
+		abort();
+	unsetenv("JOBCG_TEST_EXE");
+	ok(env_program("JOBCG_TEST_EXE", &got) == 0 && !got, "unset: no program");
+	setenv("JOBCG_TEST_EXE", "", 1);
+	ok(env_program("JOBCG_TEST_EXE", &got) == 0 && !got, "empty: no program");
+
+	good = mkfile(base, "good", 0755);
+	setenv("JOBCG_TEST_EXE", good, 1);
+	ok(env_program("JOBCG_TEST_EXE", &got) == 0 && got && streq(got, good),
+	   "a file of ours, mode 0755, in a directory of ours: honoured (%s)",
+	   got ? got : jobcg_last_error()->message);
+	free(got);
+	got = NULL;
+
+	program_bad("good", -EINVAL, "absolute path", "a relative name");
+	ww = mkfile(base, "ww", 0757);
+	program_bad(ww, -EPERM, "writable by its group or by others", "a world-writable file");
+	gw = mkfile(base, "gw", 0775);
+	program_bad(gw, -EPERM, "writable by its group or by others", "a group-writable file");
+	open_dir = strdup_printf("%s/open", base);
+	if (mkdir(open_dir, 0700) < 0 || chmod(open_dir, 0777) < 0)
+		abort();
+	in_open = mkfile(open_dir, "prog", 0755);
+	program_bad(in_open, -EPERM, "mode 0777",
+		    "a file in a directory anyone can write (rename over it)");
+	link = strdup_printf("%s/link", base);
+	if (symlink(in_open, link) < 0)
+		abort();
+	program_bad(link, -EPERM, "mode 0777", "a link (in a safe place) to a file in an open one");
+	sticky = strdup_printf("%s/sticky", base);
+	if (mkdir(sticky, 0700) < 0 || chmod(sticky, 01777) < 0)
+		abort();
+	in_sticky = mkfile(sticky, "prog", 0755);
+	setenv("JOBCG_TEST_EXE", in_sticky, 1);
+	ok(env_program("JOBCG_TEST_EXE", &got) == 0 && got,
+	   "a file of ours in a sticky directory (as /tmp) is honoured");
+	free(got);
+	got = NULL;
+	program_bad("/nonexistent/jobcg-prog", -ENOENT, "/nonexistent", "a missing file is named");
+
+	if (geteuid() == 0) {
+		other = mkfile(base, "other", 0755);
+		if (chown(other, 4242, 4242) < 0)
+			abort();
+		program_bad(other, -EPERM, "owned by uid 4242", "a file of another user");
+
+		/* a process whose effective uid differs from its real one (as after setuid) */
+		pid_t pid = fork();
+		if (pid == 0) {
+			int r;
+
+			setenv("JOBCG_TEST_EXE", good, 1);
+			setenv("JOBCG_TEST_DIR", "/x", 1);
+			if (setresuid(0, 4242, 0) < 0)
+				_exit(3);
+			r = env_program("JOBCG_TEST_EXE", &got);
+			_exit(r == -EPERM && !env_secure("JOBCG_TEST_DIR") &&
+				      strstr(jobcg_last_error()->message, "not honoured")
+				  ? 0
+				  : 1);
+		}
+		int st = 0;
+		waitpid(pid, &st, 0);
+		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		   "real and effective uid differ: JOBCG_* ignored, a program variable refused "
+		   "(status %d)",
+		   st);
+	} else {
+		tap_skip("not root: no file of another user");
+		tap_skip("not root: no setresuid");
+	}
+	setenv("JOBCG_TEST_DIR", "/x", 1);
+	ok(env_secure("JOBCG_TEST_DIR") && streq(env_secure("JOBCG_TEST_DIR"), "/x"),
+	   "an ordinary process reads JOBCG_* as they are");
+	unsetenv("JOBCG_TEST_DIR");
+	unsetenv("JOBCG_TEST_EXE");
+
+	const char *files[] = {good, ww, gw, in_open, link, other, in_sticky};
+	for (size_t i = 0; i < ELEMENTSOF(files); i++)
+		if (files[i])
+			unlink(files[i]);
+	rmdir(open_dir);
+	rmdir(sticky);
+	rmdir(base);
+}
+
 int main(void)
 {
 	test_strv();
@@ -79,5 +203,6 @@ int main(void)
 	test_strstrip();
 	test_error();
 	test_read_file();
+	test_env_program();
 	return tap_done();
 }
