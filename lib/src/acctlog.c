@@ -206,24 +206,6 @@ static int format_record(const struct jobcg_acct_record *r, const char *state, c
 	return 0;
 }
 
-static int mkdir_parents(const char *path)
-{
-	_cleanup_free_ char *p = strdup(path);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return error_set(negative_errno(), "cannot create %s: %s", p,
-					 strerror(errno));
-		*s = '/';
-	}
-	return 0;
-}
-
 /* Write all of @buf (regular files normally take it in one go; loop for signals). */
 static int write_all(int fd, const char *buf, size_t len)
 {
@@ -258,13 +240,9 @@ JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_r
 	if ((k = format_record(r, state, &line, &len)) < 0)
 		return k;
 
-	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0 && errno == ENOENT) {
-		/* Only the first record of a node makes the directories. */
-		if ((k = mkdir_parents(path)) < 0)
-			return k;
-		fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	}
+	if ((k = state_dir_prepare(path)) < 0)
+		return k;
+	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0640);
 	if (fd < 0)
 		return error_set(negative_errno(), "cannot open %s: %s", path, strerror(errno));
 	/* Serialise writers so the torn-line check below and our line cannot interleave. */

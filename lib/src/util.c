@@ -299,3 +299,111 @@ int env_program(const char *name, char **ret)
 	*ret = TAKE_PTR(real);
 	return 0;
 }
+
+/* @fd, a directory shown as @shown on the way to @dir: ours or root's, and writable by no one
+ * else (sticky root-owned directories above the last one excepted). */
+static int dir_fd_safe(int fd, const char *dir, const char *shown, bool last, const char *what)
+{
+	struct stat st;
+	char where[PATH_MAX + 32] = "";
+
+	if (!last)
+		format_buf(where, sizeof(where), " (on the way, %s)", shown);
+	if (fstat(fd, &st) < 0)
+		return error_set(negative_errno(), "%s %s%s: cannot stat: %s", what, dir, where,
+				 strerror(errno));
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return error_set(-EPERM, "%s %s%s is owned by uid %u, not by root or uid %u", what,
+				 dir, where, (unsigned)st.st_uid, (unsigned)geteuid());
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    (last || st.st_uid != 0 || !(st.st_mode & S_ISVTX)))
+		return error_set(-EPERM,
+				 "%s %s%s is writable by its group or by others (mode %04o): "
+				 "anyone could replace what jobcg keeps there",
+				 what, dir, where, (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+int mkdir_p_safe(const char *dir, mode_t mode, const char *what)
+{
+	_cleanup_free_ char *p = NULL, *shown = NULL;
+	_cleanup_close_ int fd = -1;
+	size_t n = 0;
+	char *s, *comp;
+	int r;
+
+	if (!dir || dir[0] != '/')
+		return error_set(-EINVAL, "%s '%s': need an absolute path", what, dir ? dir : "");
+	p = strdup(dir);
+	shown = calloc(1, strlen(dir) + 2);
+	if (!p || !shown)
+		return -ENOMEM;
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return error_set(negative_errno(), "cannot open /: %s", strerror(errno));
+	s = p + strspn(p, "/");
+	r = dir_fd_safe(fd, dir, "/", !*s, what);
+	if (r < 0)
+		return r;
+	while (*s) {
+		size_t len = strcspn(s, "/");
+		bool last;
+		int nfd;
+
+		comp = s;
+		s += len;
+		if (*s) {
+			*s++ = '\0';
+			s += strspn(s, "/");
+		}
+		last = !*s;
+		if (streq(comp, "."))
+			continue;
+		if (streq(comp, ".."))
+			return error_set(-EINVAL, "%s %s: '..' is not allowed", what, dir);
+		shown[n++] = '/';
+		memcpy(shown + n, comp, len);
+		n += len;
+		shown[n] = '\0';
+		nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0 && errno == ENOENT) {
+			if (mkdirat(fd, comp, mode) < 0 && errno != EEXIST)
+				return error_set(negative_errno(), "cannot create the %s %s: %s",
+						 what, shown, strerror(errno));
+			nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (nfd < 0 && errno == ENOTDIR) {
+			struct stat lst;
+
+			/* A link in a directory that passed was made by root or by us. */
+			if (fstatat(fd, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(lst.st_mode))
+				nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			else
+				errno = ENOTDIR;
+		}
+		if (nfd < 0)
+			return error_set(negative_errno(), "%s %s: %s", what, shown,
+					 strerror(errno));
+		close(fd);
+		fd = nfd;
+		r = dir_fd_safe(fd, dir, shown, last, what);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int state_dir_prepare(const char *file)
+{
+	_cleanup_free_ char *dir = strdup(file);
+	char *slash;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return error_set(-EINVAL, "state directory of '%s': need an absolute path", file);
+	*slash = '\0';
+	return mkdir_p_safe(dir, 0755, "state directory");
+}

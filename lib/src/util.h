@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define _cleanup_(f)  __attribute__((cleanup(f)))
@@ -140,3 +141,17 @@ const char *env_secure(const char *name);
  * error record naming the variable and the offending path: never a silent fallback.
  */
 int env_program(const char *name, char **ret);
+
+/*
+ * mkdir -p for jobcg's own directories (the state directory, BPF pins): @dir and every
+ * directory above it, made with @mode where missing, walked from / by descriptor so that a
+ * directory swapped for a link on the way is not followed. Each must be owned by root or by
+ * our effective uid and writable by no one else; a directory above @dir may be world-writable
+ * when it is root's and sticky (/tmp). A link on the way is followed only where it sits in a
+ * directory that passed (an administrator's /var -> /srv/var), and its target is held to the
+ * same rules. @what names the directory in errors ("state directory"). 0 or -errno with the
+ * error record set.
+ */
+int mkdir_p_safe(const char *dir, mode_t mode, const char *what);
+/* mkdir_p_safe() of the directory holding @file, mode 0755: the state directory. */
+int state_dir_prepare(const char *file);

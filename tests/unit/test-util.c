@@ -1,5 +1,6 @@
 /* Unit tests for the string, file and error helpers every part of the library uses. */
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -196,6 +197,87 @@ static void test_env_program(void)
 	rmdir(base);
 }
 
+/* @dir must be refused by mkdir_p_safe() with @err and @needle in the message. */
+static void safe_bad(const char *dir, int err, const char *needle, const char *what)
+{
+	int r;
+
+	jobcg_error_clear();
+	r = mkdir_p_safe(dir, 0755, "state directory");
+	ok(r == err && strstr(jobcg_last_error()->message, needle) &&
+	       strstr(jobcg_last_error()->message, "state directory"),
+	   "%s: refused (%d '%s'): got %d '%s'", what, err, needle, r, jobcg_last_error()->message);
+}
+
+/* The state directory: made without following links, refused where others could write. */
+static void test_mkdir_p_safe(void)
+{
+	char base[] = "/tmp/jobcg-test-util-XXXXXX";
+	struct stat st;
+	char p[PATH_MAX], q[PATH_MAX + 32];
+
+	if (!mkdtemp(base))
+		abort();
+	snprintf(p, sizeof(p), "%s/a//b/./c/", base);
+	is_int(mkdir_p_safe(p, 0755, "state directory"), 0,
+	       "mkdir -p of a/b/c below /tmp (sticky)");
+	snprintf(p, sizeof(p), "%s/a/b/c", base);
+	ok(stat(p, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0755,
+	   "made with mode 0755");
+	is_int(mkdir_p_safe(p, 0755, "state directory"), 0, "an existing safe directory passes");
+
+	snprintf(p, sizeof(p), "%s/a/b/c", base);
+	chmod(p, 0777);
+	safe_bad(p, -EPERM, "writable by its group or by others (mode 0777)",
+		 "a world-writable state directory");
+	chmod(p, 0775);
+	safe_bad(p, -EPERM, "(mode 0775)", "a group-writable state directory");
+	chmod(p, 01777);
+	safe_bad(p, -EPERM, "(mode 1777)", "a sticky world-writable state directory (as /tmp)");
+	chmod(p, 0755);
+	snprintf(p, sizeof(p), "%s/a", base);
+	chmod(p, 0777);
+	snprintf(q, sizeof(q), "%s/a/b/c/d", base);
+	safe_bad(q, -EPERM, "/a) is writable", "an open directory on the way");
+	ok(stat(q, &st) < 0 && errno == ENOENT, "...and nothing made below it");
+	chmod(p, 0755);
+
+	/* A link made by us in a safe directory is followed; one in an open directory is not. */
+	snprintf(p, sizeof(p), "%s/link", base);
+	snprintf(q, sizeof(q), "%s/a/b", base);
+	if (symlink(q, p) < 0)
+		abort();
+	snprintf(q, sizeof(q), "%s/link/c/new", base);
+	is_int(mkdir_p_safe(q, 0755, "state directory"), 0,
+	       "a link in a safe directory is followed");
+	snprintf(p, sizeof(p), "%s/open", base);
+	if (mkdir(p, 0700) < 0 || chmod(p, 0777) < 0)
+		abort();
+	snprintf(p, sizeof(p), "%s/open/link", base);
+	snprintf(q, sizeof(q), "%s/a", base);
+	if (symlink(q, p) < 0)
+		abort();
+	snprintf(q, sizeof(q), "%s/open/link/b", base);
+	safe_bad(q, -EPERM, "/open) is writable", "a link in an open directory");
+	snprintf(p, sizeof(p), "%s/file", base);
+	close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	safe_bad(p, -ENOTDIR, "Not a directory", "a file where a directory should be");
+	safe_bad("rel/dir", -EINVAL, "absolute path", "a relative path");
+	snprintf(q, sizeof(q), "%s/a/../a", base);
+	safe_bad(q, -EINVAL, "'..'", "'..' in the path");
+	if (geteuid() == 0) {
+		snprintf(p, sizeof(p), "%s/a/b/c", base);
+		if (chown(p, 4242, 4242) < 0)
+			abort();
+		safe_bad(p, -EPERM, "owned by uid 4242", "a state directory of another user");
+	} else
+		tap_skip("not root: no directory of another user");
+
+	snprintf(q, sizeof(q), "rm -rf '%s'", base);
+	if (system(q) != 0)
+		tap_diag("cannot remove %s", base);
+}
+
 int main(void)
 {
 	test_strv();
@@ -204,5 +286,6 @@ int main(void)
 	test_error();
 	test_read_file();
 	test_env_program();
+	test_mkdir_p_safe();
 	return tap_done();
 }
