@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "jobcg/acctlog.h"
+#include "log.h"
 #include "tap.h"
 #include "util.h"
 
@@ -139,6 +141,49 @@ static void test_large_hostlists(void)
 	   "jobcg config with 21 lines of a million names: %.3f s CPU (< 0.2)", cpu);
 	free(out);
 	free(err);
+}
+
+/* jobcg acct reads the rotated logs too: records written, the log renamed, more written. */
+static void test_acct_rotated(void)
+{
+	char state[PATH_MAX], log[PATH_MAX + 16], old[PATH_MAX + 32], *out, *err;
+	struct jobcg_acct_record r = {.kind = JOBCG_ACCT_JOB, .state = JOBCG_ACCT_COMPLETED};
+	char id[16], ids[128] = "";
+	struct json_object *j;
+	int rc;
+
+	snprintf(state, sizeof(state), "%s/state", tmp);
+	snprintf(log, sizeof(log), "%s/acct.jsonl", state);
+	snprintf(old, sizeof(old), "%s.1", log);
+	for (int i = 1; i <= 5; i++) {
+		if (i == 4)
+			rename(log, old);
+		snprintf(id, sizeof(id), "%d", i);
+		r.job_id = id;
+		if (jobcg_acctlog_write(log, &r, 0) < 0)
+			tap_diag("write %d: %s", i, jobcg_last_error()->message);
+	}
+	setenv("JOBCG_STATE_DIR", state, 1);
+	put("cgroup.conf", "");
+	put("gres.conf", "");
+	rc = run((const char *[]){"--config-dir", tmp, "acct", "--json", NULL}, &out, &err);
+	unsetenv("JOBCG_STATE_DIR");
+	j = json_tokener_parse(out);
+	for (size_t i = 0; j && i < json_object_array_length(j); i++) {
+		size_t l = strlen(ids);
+
+		snprintf(ids + l, sizeof(ids) - l, "%s%s", l ? " " : "",
+			 json_object_get_string(
+			     json_object_object_get(json_object_array_get_idx(j, i), "job")));
+	}
+	ok(rc == 0 && streq(ids, "1 2 3 4 5"),
+	   "jobcg acct after a rotation shows every record once, in order: '%s' %s", ids, err);
+	json_object_put(j);
+	free(out);
+	free(err);
+	unlink(old);
+	unlink(log);
+	rmdir(state);
 }
 
 /* Include of a FIFO fails within 2 s, naming the Include line (it used to wait for a writer). */
@@ -347,6 +392,7 @@ int main(void)
 
 	test_large_hostlists();
 	test_include_fifo();
+	test_acct_rotated();
 
 	char p[PATH_MAX + 16];
 	const char *names[] = {"cgroup.conf", "gres.conf", "out", "err"};
