@@ -168,6 +168,14 @@ enum {
 };
 
 /**
+ * The value of one of jobcg's own environment variables (JOBCG_*) as the library reads them:
+ * as secure_getenv(3), so NULL in a setuid, setgid or capability-raised process, and NULL too
+ * where the real and effective user or group ids differ. Programs that link the library read
+ * JOBCG_* through this so that they follow the same rules.
+ */
+JOBCG_EXPORT const char *jobcg_getenv(const char *name);
+
+/**
  * Load cgroup.conf and gres.conf from @config_dir (NULL: $JOBCG_CONF_DIR, else /etc/jobcg).
  * Missing files give the defaults (an empty gres.conf). @hostname NULL: $JOBCG_NODENAME (unless
  * JOBCG_CONFIG_NO_ENV), else gethostname(); NodeName= lines also match the name up to its first
