@@ -13,6 +13,7 @@
 #include "jobcg/memlimit.h"
 #include "jobcg/parse.h"
 #include "jobcg/spec.h"
+#include "testhook.h"
 #include "tree.h"
 #include "util.h"
 
@@ -464,6 +465,7 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 		}
 	}
 	/* Last: the mark that the job is complete (gc sweeps job dirs without it). */
+	test_pause("job-create-before-mark");
 	format_buf(buf, sizeof(buf), "%lld", (long long)time(NULL));
 	if (meta && (r = set_meta(dir, "created", buf)) < 0)
 		goto undo;
@@ -542,6 +544,7 @@ static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, bool lost, 
 		return r;
 	log_job(ctx, job_id, dir, (populated || cancelled) && !lost, lost);
 	hooks_detach(ctx, job_id, dir, ELEMENTSOF(job_hooks));
+	test_pause("remove-before-rmdir");
 	r = cgfs_remove_tree(dir);
 	if (r < 0)
 		return r;
