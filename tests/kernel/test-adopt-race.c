@@ -271,6 +271,15 @@ static void test_removing_job(void)
 	tap_diag("a job half removed");
 	is_int(kcli(NULL, "alloc", "6", "--user", "root", "--gres", "gpu:1", NULL), 0,
 	       "job 6 with gpu:1");
+	{
+		struct probe first = probe_start();
+
+		/* step_extern exists from an earlier login: nothing to make, only a pid to move */
+		snprintf(pid, sizeof(pid), "%d", (int)first.pid);
+		is_int(kcli(NULL, "adopt", pid, "--job", "6", NULL), 0,
+		       "an earlier login adopted into job 6");
+		probe_end(&first);
+	}
 	is_int(crash_at("remove-before-rmdir", (char *[]){"release", "6", NULL}), 128 + SIGKILL,
 	       "release 6 killed before its rmdir");
 	ok(kcli_exists("%s/job_6", tree), "job 6's directory is left, marked removing");
@@ -316,6 +325,119 @@ static void test_half_created(void)
 	is_int(kcli(NULL, "gc", NULL), 0, "gc");
 	ok(!kcli_exists("%s/job_7", tree), "gc removed the half-created job");
 	probe_end(&p);
+}
+
+/* `jobcg adopt --pam` from a shell standing in for sshd (pam_exec's caller, our parent there):
+ * the shell prints its cgroup afterwards. Exit status of adopt; output to @out. */
+static int pam_run(const char *service, const char *type, const char *user, const char *args,
+		   char *out, size_t size)
+{
+	char script[2 * PATH_MAX];
+	int fd[2], st;
+	size_t len = 0;
+	ssize_t k;
+	pid_t pid;
+
+	if (type && strcmp(type, "account,open_session") == 0) {
+		/* both phases of one login, from the same process */
+		snprintf(script, sizeof(script),
+			 "PAM_TYPE=account '%s' adopt --pam %s 2>&1 && PAM_TYPE=open_session '%s' "
+			 "adopt --pam %s 2>&1; rc=$?; grep '^0::' /proc/$$/cgroup; exit $rc",
+			 kcli_binary(), args, kcli_binary(), args);
+		type = NULL;
+	} else
+		snprintf(script, sizeof(script),
+			 "'%s' adopt --pam %s 2>&1; rc=$?; grep '^0::' /proc/$$/cgroup; exit $rc",
+			 kcli_binary(), args);
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		if (service)
+			setenv("PAM_SERVICE", service, 1);
+		if (type)
+			setenv("PAM_TYPE", type, 1);
+		if (user)
+			setenv("PAM_USER", user, 1);
+		execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	while (len + 1 < size && (k = read(fd[0], out + len, size - len - 1)) > 0)
+		len += (size_t)k;
+	out[len] = '\0';
+	close(fd[0]);
+	waitpid(pid, &st, 0);
+	if (*out)
+		kcli_diag_lines("  ", out);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* --pam: which services, which phase, which stack. */
+static void test_pam(void)
+{
+	char out[8192], pamd[PATH_MAX], path[PATH_MAX + 32], args[PATH_MAX + 64], job[PATH_MAX];
+
+	tap_diag("adopt --pam");
+	snprintf(pamd, sizeof(pamd), "%s/pam.d", tmp);
+	mkdir(pamd, 0755);
+	snprintf(path, sizeof(path), "%s/sshd", pamd);
+	write_file(path, "account required pam_exec.so quiet /usr/sbin/jobcg adopt --pam\n"
+			 "@include common-session\n"
+			 "session required pam_exec.so quiet /usr/sbin/jobcg adopt --pam\n");
+	snprintf(path, sizeof(path), "%s/common-session", pamd);
+	write_file(path, "session required pam_unix.so\n");
+	snprintf(args, sizeof(args), "--pam-dir %s", pamd);
+	snprintf(job, sizeof(job), "0::%s/job_8/step_extern/user/task_special",
+		 tree + strlen(ktest_cgroup_mount()));
+	is_int(kcli(NULL, "alloc", "8", "--user", "nobody", NULL), 0, "job 8 of nobody");
+
+	is_int(pam_run("sshd", "account", "nobody", args, out, sizeof(out)), 0,
+	       "sshd, account phase: nobody has a job, let in");
+	ok(strstr(out, job) != NULL, "...and its caller (the login's sshd) is in job 8");
+	is_int(pam_run("sshd", "account,open_session", "nobody", args, out, sizeof(out)), 0,
+	       "account then open_session: the login is still in its job, the session opens");
+	ok(strstr(out, job) != NULL, "...in job 8");
+	is_int(pam_run("su", "account", "nobody", args, out, sizeof(out)), 0,
+	       "su: not a service named (default: sshd only), let through");
+	ok(strstr(out, "job_8") == NULL, "...and not adopted");
+	is_int(pam_run("sudo", "account", "nobody", "--service sshd,login", out, sizeof(out)), 0,
+	       "sudo with --service sshd,login: let through");
+	ok(strstr(out, "job_8") == NULL, "...not adopted");
+	is_int(pam_run(NULL, "account", "nobody", args, out, sizeof(out)), 1,
+	       "no PAM_SERVICE: not from pam_exec, refused");
+	is_int(pam_run("sshd", "auth", "nobody", args, out, sizeof(out)), 1,
+	       "an auth line is refused");
+	ok(strstr(out, "PAM_TYPE 'auth'") != NULL, "...naming PAM_TYPE");
+	is_int(pam_run("sshd", "close_session", "nobody", args, out, sizeof(out)), 0,
+	       "close_session: nothing to do");
+	is_int(pam_run("sshd", "account", "root", args, out, sizeof(out)), 0,
+	       "root is let through without a job");
+	ok(strstr(out, "job_") == NULL, "...without adoption");
+
+	/* The session phase: the login must still be in a job after the session modules. */
+	is_int(pam_run("sshd", "open_session", "nobody", args, out, sizeof(out)), 1,
+	       "open_session from outside every job: the session is refused");
+	ok(strstr(out, "outside every job") && strstr(out, "pam_systemd"),
+	   "...saying where it is and what moves logins");
+
+	/* pam_systemd in sshd's session stack (Debian's common-session with libpam-systemd). */
+	snprintf(path, sizeof(path), "%s/common-session", pamd);
+	write_file(path, "session required pam_unix.so\nsession optional pam_systemd.so\n");
+	is_int(pam_run("sshd", "account", "nobody", args, out, sizeof(out)), 1,
+	       "with pam_systemd in sshd's session stack the login is refused");
+	ok(strstr(out, "pam_systemd") && strstr(out, "common-session:2") &&
+	       strstr(out, "common-session-noninteractive"),
+	   "...naming the line and the fix");
+	ok(strstr(out, "job_8") == NULL, "...and not adopted");
+	is_int(kcli(NULL, "release", "8", NULL), 0, "release job 8");
+	write_file(path, "session required pam_unix.so\n");
+	is_int(pam_run("sshd", "account", "nobody", args, out, sizeof(out)), 1,
+	       "without a job nobody is refused");
+	ok(strstr(out, "no job on this node") != NULL, "...saying so");
+
+	is_int(kcli(NULL, "adopt", "1", NULL), 2, "pid 1 is never adopted");
 }
 
 static void run_all(void)
@@ -369,6 +491,8 @@ int main(void)
 	kcli(NULL, "gc", NULL);
 
 	run_all();
+
+	test_pam();
 
 	/* The same with one compare-and-exit program per cgroup. */
 	snprintf(path, sizeof(path), "%s/cgroup.conf", conf_dir);
