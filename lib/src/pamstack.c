@@ -8,6 +8,7 @@
 
 #include "jobcg/adopt.h"
 #include "log.h"
+#include "pamstack.h"
 #include "util.h"
 
 #define PAM_MAX_DEPTH  16	  /* Linux-PAM itself stops at a few levels of include */
@@ -152,32 +153,14 @@ static int read_pam_file(const char *path, char **ret)
 	return read_full_fd(fd, PAM_MAX_FILE, ret, NULL);
 }
 
-static int scan_file(struct scan *s, const char *name, const char *only_type, unsigned depth,
-		     const char *from)
+/* One file's text (modified in place): '#' starts a comment, a backslash joins lines. */
+static int scan_text(struct scan *s, char *text, const char *path, const char *only_type,
+		     unsigned depth, const char *from)
 {
-	_cleanup_free_ char *path = NULL, *text = NULL;
 	unsigned lineno = 0;
-	char *p;
 	int r;
 
-	if (depth > PAM_MAX_DEPTH)
-		return note(s, strdup_printf("%s: includes nested deeper than %d (from %s)", name,
-					     PAM_MAX_DEPTH, from ? from : ""));
-	path = name[0] == '/' ? strdup(name) : strdup_printf("%s/%s", s->dir, name);
-	if (!path)
-		return -ENOMEM;
-	r = read_pam_file(path, &text);
-	if (r < 0) {
-		if (depth == 0)
-			return error_set(r, "cannot read %s: %s", path,
-					 r == -EINVAL ? "not a regular file" : strerror(-r));
-		return note(s, strdup_printf("%s: cannot be read (%s; included from %s)", path,
-					     strerror(-r), from));
-	}
-	if (depth == 0 && !(s->res->file = strdup(path)))
-		return -ENOMEM;
-	/* One logical line at a time: '#' starts a comment, a backslash joins the next line. */
-	for (p = text; *p;) {
+	for (char *p = text; *p;) {
 		unsigned first = ++lineno;
 		char *start = p, *out = p;
 
@@ -199,6 +182,52 @@ static int scan_file(struct scan *s, const char *name, const char *only_type, un
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+static int scan_file(struct scan *s, const char *name, const char *only_type, unsigned depth,
+		     const char *from)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	int r;
+
+	if (depth > PAM_MAX_DEPTH)
+		return note(s, strdup_printf("%s: includes nested deeper than %d (from %s)", name,
+					     PAM_MAX_DEPTH, from ? from : ""));
+	path = name[0] == '/' ? strdup(name) : strdup_printf("%s/%s", s->dir, name);
+	if (!path)
+		return -ENOMEM;
+	r = read_pam_file(path, &text);
+	if (r < 0) {
+		if (depth == 0)
+			return error_set(r, "cannot read %s: %s", path,
+					 r == -EINVAL ? "not a regular file" : strerror(-r));
+		return note(s, strdup_printf("%s: cannot be read (%s; included from %s)", path,
+					     strerror(-r), from));
+	}
+	if (depth == 0 && !(s->res->file = strdup(path)))
+		return -ENOMEM;
+	return scan_text(s, text, path, only_type, depth, from);
+}
+
+int pam_scan_buffer(const char *pam_dir, const char *name, const char *text, size_t len,
+		    struct jobcg_pam_scan **ret)
+{
+	struct jobcg_pam_scan *res = calloc(1, sizeof(*res));
+	_cleanup_free_ char *copy = strndup(text, len);
+	struct scan s = {.dir = pam_dir, .res = res};
+	int r;
+
+	if (!res || !copy || !(res->file = strdup(name))) {
+		jobcg_pam_scan_free(res);
+		return -ENOMEM;
+	}
+	r = scan_text(&s, copy, name, NULL, 0, NULL);
+	if (r < 0) {
+		jobcg_pam_scan_free(res);
+		return r;
+	}
+	*ret = res;
 	return 0;
 }
 
