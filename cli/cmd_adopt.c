@@ -143,6 +143,33 @@ static int pam_session(struct jobcg_ctx *ctx, const char *service, const char *w
 	return 0;
 }
 
+/*
+ * pam_exec hands its command the PAM environment, which pam_env fills from the user's own
+ * ~/.pam_environment on Debian's sshd session stack: none of it may steer a root jobcg (a
+ * JOBCG_ROOT or JOBCG_CONF_DIR of the user's choosing). Only PAM's items are kept, as copies;
+ * the configuration comes from --config-dir or the default. Test builds keep the JOBCG_*
+ * variables their tests point jobcg at.
+ */
+static int pam_environment(struct cli_global *pg, char **service, char **type, char **user)
+{
+	const char *s = getenv("PAM_SERVICE"), *t = getenv("PAM_TYPE"), *u = getenv("PAM_USER");
+
+	*service = s ? strdup(s) : NULL;
+	*type = t ? strdup(t) : NULL;
+	*user = u ? strdup(u) : NULL;
+	if ((s && !*service) || (t && !*type) || (u && !*user))
+		return -ENOMEM;
+#ifndef JOBCG_TEST_HOOKS
+	if (pg->config_dir && pg->config_dir == getenv("JOBCG_CONF_DIR"))
+		pg->config_dir = NULL;
+	if (clearenv() != 0 || setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1) < 0)
+		return -ENOMEM;
+#else
+	(void)pg;
+#endif
+	return 0;
+}
+
 static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
@@ -154,7 +181,9 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	char *services[MAX_SERVICES];
 	size_t nservices = 0;
-	const char *pam_dir = NULL, *service = NULL, *type = NULL, *who = NULL;
+	const char *pam_dir = NULL;
+	char *service = NULL, *type = NULL, *who = NULL;
+	struct cli_global pg = *g;
 	uint32_t job = 0;
 	bool pam = false;
 	pid_t pid = 0;
@@ -213,41 +242,55 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 					       "--pam takes no PID (the process is our parent)");
 		if (job)
 			return cli_usage_error("adopt", "--pam chooses the job: no --job");
-		service = getenv("PAM_SERVICE");
-		type = getenv("PAM_TYPE");
-		if (!service || !*service || !type || !*type)
-			return cli_fail("adopt --pam: PAM_SERVICE or PAM_TYPE is not set (run it "
-					"from pam_exec)");
+		if (pam_environment(&pg, &service, &type, &who) < 0) {
+			ret = cli_fail("adopt --pam: out of memory");
+			goto out;
+		}
+		if (!service || !*service || !type || !*type) {
+			ret = cli_fail("adopt --pam: PAM_SERVICE or PAM_TYPE is not set (run it "
+				       "from pam_exec)");
+			goto out;
+		}
 		/* An account line in common-account runs for su, sudo and cron too: those are
 		 * not logins to adopt, nor to refuse. */
-		if (!service_listed(services, nservices, service))
-			return 0;
-		if (strcmp(type, "close_session") == 0)
-			return 0;
-		if (strcmp(type, "account") != 0 && strcmp(type, "open_session") != 0)
-			return cli_fail("adopt --pam: PAM_TYPE '%s': put it on an account line "
-					"(and a session line), not elsewhere",
-					type);
+		if (!service_listed(services, nservices, service) ||
+		    strcmp(type, "close_session") == 0) {
+			ret = 0;
+			goto out;
+		}
+		if (strcmp(type, "account") != 0 && strcmp(type, "open_session") != 0) {
+			ret = cli_fail("adopt --pam: PAM_TYPE '%s': put it on an account line "
+				       "(and a session line), not elsewhere",
+				       type);
+			goto out;
+		}
 		openlog("jobcg-adopt", LOG_PID, LOG_AUTHPRIV);
 		to_syslog = true;
-		who = getenv("PAM_USER");
-		if (!who || !*who)
-			return say(LOG_ERR, "PAM_USER is not set");
+		if (!who || !*who) {
+			ret = say(LOG_ERR, "PAM_USER is not set");
+			goto out;
+		}
 		/* A name only: PAM_USER "1000" is a user called so, not uid 1000. */
 		r = cli_getent_user_name(who, &pw_uid, &pw_gid);
-		if (r == -ENOENT)
-			return say(LOG_ERR, "unknown user '%s'", who);
-		if (r < 0)
-			return 1;
+		if (r < 0) {
+			ret = r == -ENOENT
+				  ? say(LOG_ERR, "unknown user '%s'", who)
+				  : say(LOG_ERR, "%s's login refused: no passwd entry", who);
+			goto out;
+		}
 		/* Administrators must be able to log in to a node without a job. */
-		if (pw_uid == 0)
-			return 0;
+		if (pw_uid == 0) {
+			ret = 0;
+			goto out;
+		}
 		uid = pw_uid;
 		pid = getppid();
 		/* Our parent gone, we were reparented: that is not the login's process. */
-		if (pid <= 1)
-			return say(LOG_ERR, "%s's login process is gone (our parent is pid %d)",
-				   who, (int)pid);
+		if (pid <= 1) {
+			ret = say(LOG_ERR, "%s's login process is gone (our parent is pid %d)", who,
+				  (int)pid);
+			goto out;
+		}
 	} else {
 		unsigned v;
 
@@ -260,11 +303,12 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 			return cli_usage_error("adopt", "PID 1 is never adopted into a job");
 		pid = (pid_t)v;
 	}
-	r = cli_ctx_open(g, JOBCG_CTX_NO_CREATE_ROOT, &conf, &ctx);
+	r = cli_ctx_open(&pg, JOBCG_CTX_NO_CREATE_ROOT, &conf, &ctx);
 	if (r) {
 		if (to_syslog)
 			syslog(LOG_ERR, "%s's login refused: jobcg cannot open its context", who);
-		return r;
+		ret = r;
+		goto out;
 	}
 	if (pam) {
 		ret = strcmp(type, "account") == 0
@@ -284,6 +328,9 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	ret = 0;
 out:
 	cli_ctx_close(conf, ctx);
+	free(service);
+	free(type);
+	free(who);
 	return ret;
 }
 CLI_COMMAND(adopt, cmd_adopt, "move a login session's process into a job (PAM)");
