@@ -465,6 +465,7 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 		}
 	}
 	/* Last: the mark that the job is complete (gc sweeps job dirs without it). */
+	test_pause("job-create-before-mark");
 	format_buf(buf, sizeof(buf), "%lld", (long long)time(NULL));
 	if (meta && (r = set_meta(dir, "created", buf)) < 0)
 		goto undo;
