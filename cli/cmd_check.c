@@ -1,5 +1,6 @@
 /* jobcg check: what this host's cgroup v2 offers jobcg, and whether jobs can run here. */
 #include "common.h"
+#include "jobcg/gpus.h"
 #include "jobcg/spec.h"
 #include "jobcg/sysinfo.h"
 
@@ -64,7 +65,8 @@ static struct json_object *feature_json(const struct jobcg_feature *f)
 	return o;
 }
 
-static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserved)
+static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserved,
+		       struct json_object *gpus)
 {
 	struct json_object *o = json_object_new_object(), *lim = json_object_new_array();
 
@@ -87,6 +89,8 @@ static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserv
 	for (char **l = s->limitations; l && *l; l++)
 		json_object_array_add(lim, json_object_new_string(*l));
 	json_object_object_add(o, "reserved", reserved);
+	if (gpus)
+		json_object_object_add(o, "gpus", json_object_get(gpus));
 	json_object_object_add(o, "cannot_enforce", lim);
 	json_object_object_add(o, "can_run", json_object_new_boolean(s->can_run));
 	if (!s->can_run)
@@ -178,6 +182,56 @@ static void print_text(const struct jobcg_sysinfo *s, const struct jobcg_config 
 		printf("jobs can run:          no: %s\n", s->cannot_run_reason);
 }
 
+/*
+ * With AutoDetect= in gres.conf: what detection finds against what gres.conf says, every
+ * difference named. Returns 1 when they differ or detection fails, else 0.
+ */
+static int gpus_check(const struct jobcg_config *conf, struct json_object *json)
+{
+	const char *be = jobcg_gpus_backend_for(&conf->gres);
+	struct json_object *o = NULL, *d = NULL;
+	struct jobcg_gpus *gpus = NULL;
+	char **diffs = NULL;
+	int r;
+
+	if (!be || !strcmp(be, "off"))
+		return 0;
+	r = jobcg_gpus_detect(be, &gpus);
+	if (r >= 0 && (r = jobcg_gpus_compare(gpus, &conf->gres, &diffs)) < 0)
+		jobcg_gpus_free(gpus);
+	if (json) {
+		o = json_object_new_object();
+		d = json_object_new_array();
+		json_object_object_add(o, "backend", json_object_new_string(be));
+		json_object_object_add(o, "error", r < 0 ? json_object_new_string(
+							       jobcg_last_error()->message)
+							 : NULL);
+		for (char **p = diffs; p && *p; p++)
+			json_object_array_add(d, json_object_new_string(*p));
+		json_object_object_add(o, "differences", d);
+		json_object_object_add(json, "gpus", o);
+	} else if (r < 0)
+		printf("%-22s detection (%s) failed: %s\n", "gpus:", be,
+		       jobcg_last_error()->message);
+	else if (!diffs[0])
+		printf("%-22s %zu found (%s), as gres.conf says\n", "gpus:", gpus->ngpus,
+		       gpus->backends);
+	else {
+		printf("%-22s %zu found (%s); gres.conf differs:\n", "gpus:", gpus->ngpus,
+		       gpus->backends);
+		for (char **p = diffs; *p; p++)
+			printf("  - %s\n", *p);
+	}
+	if (r < 0)
+		return 1;
+	r = diffs[0] ? 1 : 0;
+	for (char **p = diffs; *p; p++)
+		free(*p);
+	free(diffs);
+	jobcg_gpus_free(gpus);
+	return r;
+}
+
 static int cmd_check(int argc, char **argv, const struct cli_global *g)
 {
 	struct jobcg_config *conf = NULL;
@@ -189,12 +243,19 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 			       "Usage: jobcg check [--json]\n\n"
 			       "Describe the cgroup v2 mount, its controllers and kernel features, "
 			       "and\n"
-			       "what jobcg cannot enforce on this host. Exit status 0 only if jobs "
-			       "can run.\n",
+			       "what jobcg cannot enforce on this host; with AutoDetect= in "
+			       "gres.conf, how\n"
+			       "the GPUs found differ from gres.conf. Exit status 0 only if jobs "
+			       "can run\n"
+			       "and the GPUs agree.\n",
 			       &json);
 	if (r >= 0)
 		return r;
-	r = cli_load_config(g, JOBCG_CONFIG_NO_ENTRIES, &conf);
+	/* A node's tree replayed under JOBCG_SYSROOT: its gres.conf names its /dev, not ours. */
+	r = cli_load_config(g,
+			    JOBCG_CONFIG_NO_ENTRIES |
+				(secure_getenv("JOBCG_SYSROOT") ? JOBCG_CONFIG_NO_STAT : 0),
+			    &conf);
 	if (r)
 		return r;
 	if (jobcg_sysinfo_probe(conf, &s) < 0) {
@@ -202,11 +263,17 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		jobcg_config_free(conf);
 		return 1;
 	}
-	if (json)
-		print_json(s, reserved_json(conf));
-	else
+	if (json) {
+		struct json_object *gj = json_object_new_object();
+
+		r = gpus_check(conf, gj);
+		print_json(s, reserved_json(conf), json_object_object_get(gj, "gpus"));
+		json_object_put(gj);
+	} else {
 		print_text(s, conf);
-	r = s->can_run ? 0 : 1;
+		r = gpus_check(conf, NULL);
+	}
+	r = s->can_run && !r ? 0 : 1;
 	jobcg_sysinfo_free(s);
 	jobcg_config_free(conf);
 	return r;

@@ -71,6 +71,7 @@ static const struct {
     {"env_opencl", JOBCG_GRES_FLAG_ENV_OPENCL},	  {"no_gpu_env", JOBCG_GRES_FLAG_NO_GPU_ENV},
     {"env_uuid", JOBCG_GRES_FLAG_ENV_UUID},	  {"one_sharing", JOBCG_GRES_FLAG_ONE_SHARING},
     {"all_sharing", JOBCG_GRES_FLAG_ALL_SHARING}, {"explicit", JOBCG_GRES_FLAG_EXPLICIT},
+    {"no_companions", JOBCG_GRES_FLAG_NO_COMPANIONS},
 };
 
 /* Where a record's files were written, for the stat() errors of gres_conf_finish(). */
