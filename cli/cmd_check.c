@@ -203,9 +203,8 @@ static int gpus_check(const struct jobcg_config *conf, struct json_object *json)
 		o = json_object_new_object();
 		d = json_object_new_array();
 		json_object_object_add(o, "backend", json_object_new_string(be));
-		json_object_object_add(o, "error", r < 0 ? json_object_new_string(
-							       jobcg_last_error()->message)
-							 : NULL);
+		json_object_object_add(
+		    o, "error", r < 0 ? json_object_new_string(jobcg_last_error()->message) : NULL);
 		for (char **p = diffs; p && *p; p++)
 			json_object_array_add(d, json_object_new_string(*p));
 		json_object_object_add(o, "differences", d);

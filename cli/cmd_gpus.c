@@ -164,9 +164,9 @@ static int run_twin(int argc, char **argv, const struct cli_global *gl)
 static int cmd_gpus(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},	     {"gres-conf", no_argument, NULL, 'g'},
+	    {"json", no_argument, NULL, 'j'},	       {"gres-conf", no_argument, NULL, 'g'},
 	    {"backend", required_argument, NULL, 'b'}, {"node", required_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'},	     {},
+	    {"help", no_argument, NULL, 'h'},	       {},
 	};
 	const char *backend = NULL, *node = NULL;
 	struct jobcg_config *conf = NULL;

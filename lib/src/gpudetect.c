@@ -16,9 +16,9 @@
 #include "log.h"
 #include "util.h"
 
-#define GPUS_MAX	   1024
-#define DRIVER_FILE_MAX	   65536
-#define GPU_WARNINGS_MAX   256
+#define GPUS_MAX	 1024
+#define DRIVER_FILE_MAX	 65536
+#define GPU_WARNINGS_MAX 256
 
 char *gpuscan_path(const struct gpuscan *s, const char *path)
 {
@@ -251,9 +251,9 @@ int gpuscan_nvidia_companions(struct gpuscan *s, struct jobcg_gpu *gpu)
 		if (comp[i].driver && gpuscan_chr_major(s, comp[i].driver, &major) < 0)
 			major = major(st.st_rdev);
 		if (major(st.st_rdev) != major || minor(st.st_rdev) != comp[i].minor) {
-			r = gpuscan_warn(s, "%s is c %u:%u, not the driver's c %u:%u: not a companion",
-					 p, major(st.st_rdev), minor(st.st_rdev), major,
-					 comp[i].minor);
+			r = gpuscan_warn(
+			    s, "%s is c %u:%u, not the driver's c %u:%u: not a companion", p,
+			    major(st.st_rdev), minor(st.st_rdev), major, comp[i].minor);
 			if (r < 0)
 				return r;
 			continue;
@@ -284,8 +284,7 @@ int mig_minors_load(const char *path, struct mig_minor **ret, size_t *ret_n)
 		if (sscanf(line, "gpu%u/gi%u/ci%u/access %u%n", &m.gpu, &m.gi, &ci, &m.minor,
 			   &end) == 4)
 			m.ci = (int)ci;
-		else if (sscanf(line, "gpu%u/gi%u/access %u%n", &m.gpu, &m.gi, &m.minor, &end) !=
-			 3)
+		else if (sscanf(line, "gpu%u/gi%u/access %u%n", &m.gpu, &m.gi, &m.minor, &end) != 3)
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
@@ -396,10 +395,11 @@ JOBCG_EXPORT int jobcg_gpus_detect(const char *backend, struct jobcg_gpus **ret)
 		       !(backends[b].alias && strcaseeq(backend, backends[b].alias)))
 			b++;
 		if (b == ELEMENTSOF(backends))
-			r = error_set(-EINVAL,
-				      "unknown GPU detection backend '%s' (nvidia, nvml, amd or rsmi, "
-				      "intel or oneapi, all, off)",
-				      backend);
+			r = error_set(
+			    -EINVAL,
+			    "unknown GPU detection backend '%s' (nvidia, nvml, amd or rsmi, "
+			    "intel or oneapi, all, off)",
+			    backend);
 		else
 			r = run_backend(&s, b);
 	}
@@ -444,8 +444,7 @@ static int files_text(const struct jobcg_gpu_file *v, size_t n, char **ret)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename,
-				      char **ret)
+JOBCG_EXPORT int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret)
 {
 	_cleanup_free_ char *out = strdup_printf("# gres.conf lines from jobcg gpus (%s)\n",
 						 g->backends ? g->backends : "none");
@@ -519,8 +518,8 @@ static int resolve_files(const struct jobcg_gres_record *r, const char *root,
 		struct stat st;
 
 		v[i] = r->files[i];
-		if (v[i].type || format_buf(p, sizeof(p), "%s%s", root ? root : "",
-					    v[i].path) >= (int)sizeof(p))
+		if (v[i].type ||
+		    format_buf(p, sizeof(p), "%s%s", root ? root : "", v[i].path) >= (int)sizeof(p))
 			continue;
 		if (stat(p, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
 			v[i].type = S_ISCHR(st.st_mode) ? 'c' : 'b';
@@ -785,7 +784,8 @@ int gres_companions(const struct jobcg_gres_record *r,
 			if (dir_of(f->path, 1, dir, sizeof(dir)) < 0)
 				continue;
 		} else if (f->major == DRM_MAJOR && f->minor >= 128 && f->minor < 256) {
-			if (dir_of(f->path, 2, dir, sizeof(dir)) < 0 || sysfs_says_not_amd(f->minor))
+			if (dir_of(f->path, 2, dir, sizeof(dir)) < 0 ||
+			    sysfs_says_not_amd(f->minor))
 				continue;
 		} else
 			continue;
@@ -884,8 +884,8 @@ int gres_mig_uuid(const struct jobcg_gres_record *r, const char *proc, bool use_
 			if (mm[k].minor != r->files[i].minor || mm[k].ci < 0 ||
 			    mm[k].gpu != (unsigned)gpu)
 				continue;
-			if (use_nvml && nvml_mig_uuid((unsigned)gpu, mm[k].gi, (unsigned)mm[k].ci,
-						      ret) == 0)
+			if (use_nvml &&
+			    nvml_mig_uuid((unsigned)gpu, mm[k].gi, (unsigned)mm[k].ci, ret) == 0)
 				return 0;
 			jobcg_error_clear();
 			r2 = parent_uuid(proc, (unsigned)gpu, &uuid);

@@ -18,8 +18,8 @@
 #define NODES_MAX    1024
 
 /* Numbers at the end of the entries of @dir starting with @prefix, sorted. */
-static int numbered(const struct gpuscan *s, const char *dir, const char *prefix,
-		    unsigned **ret, size_t *ret_n)
+static int numbered(const struct gpuscan *s, const char *dir, const char *prefix, unsigned **ret,
+		    size_t *ret_n)
 {
 	_cleanup_free_ char *p = gpuscan_path(s, dir);
 	_cleanup_free_ unsigned *v = NULL;
@@ -118,8 +118,8 @@ static uint64_t prop(const char *text, const char *key, bool *found)
 
 static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 {
-	_cleanup_free_ char *pp = strdup_printf("/sys/class/kfd/kfd/topology/nodes/%u/properties",
-						node);
+	_cleanup_free_ char *pp =
+	    strdup_printf("/sys/class/kfd/kfd/topology/nodes/%u/properties", node);
 	_cleanup_free_ char *text = NULL, *vendor = NULL, *why = NULL, *devid = NULL;
 	struct jobcg_gpu gpu = {.vendor = JOBCG_GPU_AMD, .parent = -1};
 	bool has_minor, has_simd, has_uid, has_loc, has_dom;
@@ -146,12 +146,14 @@ static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 				    "%s%s names render node %" PRIu64 ", whose "
 				    "%s/sys/class/drm/renderD%" PRIu64 "/device/vendor is %s, "
 				    "not AMD's " VENDOR_AMD ": GPU left out",
-				    s->root, pp, minor, s->root, minor, vendor ? vendor : "missing");
+				    s->root, pp, minor, s->root, minor,
+				    vendor ? vendor : "missing");
 	if (kfd_major < 0)
-		return gpuscan_warn(s,
-				    "%s/proc/devices has no kfd line (amdgpu without kfd?): the AMD "
-				    "GPU of %s%s left out",
-				    s->root, s->root, pp);
+		return gpuscan_warn(
+		    s,
+		    "%s/proc/devices has no kfd line (amdgpu without kfd?): the AMD "
+		    "GPU of %s%s left out",
+		    s->root, s->root, pp);
 	why = strdup_printf("%s%s names drm_render_minor %" PRIu64, s->root, pp, minor);
 	if (!why)
 		return -ENOMEM;
@@ -160,9 +162,8 @@ static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 		goto out;
 	r = gpuscan_check_node(s, "/dev/kfd", (unsigned)kfd_major, 0,
 			       "ROCm needs it with every AMD GPU");
-	if (r < 0 ||
-	    (r = gpu_file_push(&gpu.companions, &gpu.ncompanions, "/dev/kfd", (unsigned)kfd_major,
-			       0)) < 0)
+	if (r < 0 || (r = gpu_file_push(&gpu.companions, &gpu.ncompanions, "/dev/kfd",
+					(unsigned)kfd_major, 0)) < 0)
 		goto out;
 	uid = prop(text, "unique_id", &has_uid);
 	loc = prop(text, "location_id", &has_loc);

@@ -109,8 +109,7 @@ static int access_minor(struct gpuscan *s, const char *path, unsigned *ret)
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
-		r = gpuscan_warn(s, "%s%s: %s: MIG instance left out", s->root, path,
-				 strerror(-r));
+		r = gpuscan_warn(s, "%s%s: %s: MIG instance left out", s->root, path, strerror(-r));
 		return r < 0 ? r : -ENOENT;
 	}
 	v = field(text, "DeviceFileMinor");
@@ -268,8 +267,9 @@ static int one_gpu(struct gpuscan *s, const char *bus)
 	gpu.pci = field(text, "Bus Location");
 	minor_s = field(text, "Device Minor");
 	if (!gpu.model || !gpu.uuid || !*gpu.uuid || !parse_unsigned(minor_s, &p.minor)) {
-		const char *what = !gpu.model ? "Model" : !gpu.uuid || !*gpu.uuid ? "GPU UUID"
-											  : "Device Minor";
+		const char *what = !gpu.model		     ? "Model"
+				   : !gpu.uuid || !*gpu.uuid ? "GPU UUID"
+							     : "Device Minor";
 
 		gpu_done(&gpu);
 		return gpuscan_warn(s, "%s%s: no valid '%s:' line (truncated?): GPU %s left out",

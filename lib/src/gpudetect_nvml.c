@@ -47,7 +47,10 @@ struct nvml {
 	nvml_ret (*ci_id)(nvml_dev, unsigned *);
 };
 
-#define SYM(field, name) {offsetof(struct nvml, field), name}
+#define SYM(field, name)                                                                           \
+	{                                                                                          \
+		offsetof(struct nvml, field), name                                                 \
+	}
 static const struct {
 	size_t offset;
 	const char *name;
@@ -91,8 +94,9 @@ static int nvml_open(struct nvml *ret)
 	nvml_ret e;
 
 	if (process_is_static())
-		return error_set(-ELIBEXEC, "this jobcg is linked statically and cannot load %s: "
-					    "run jobcg-dynamic (libexecdir/jobcg) for NVML",
+		return error_set(-ELIBEXEC,
+				 "this jobcg is linked statically and cannot load %s: "
+				 "run jobcg-dynamic (libexecdir/jobcg) for NVML",
 				 NVML_SONAME);
 	/* RTLD_LOCAL: its symbols serve our table only. RTLD_NOW: a broken library fails here. */
 	n.dl = dlopen(NVML_SONAME, RTLD_NOW | RTLD_LOCAL);
@@ -173,8 +177,8 @@ static int mig_instance(struct gpuscan *s, struct nvml *n, nvml_dev mig, unsigne
 			r = gpuscan_warn(s,
 					 "%s/proc/driver/nvidia-caps/mig-minors has no line for "
 					 "gpu%u/gi%u%s%.0d/access: MIG instance %s left out",
-					 s->root, minor, inst.gi, ci < 0 ? "" : "/ci", ci < 0 ? 0 : ci,
-					 uuid);
+					 s->root, minor, inst.gi, ci < 0 ? "" : "/ci",
+					 ci < 0 ? 0 : ci, uuid);
 			r = r < 0 ? r : -ENOENT;
 			break;
 		}

@@ -125,12 +125,11 @@ int nvmlDeviceGetComputeInstanceId(struct dev *d, unsigned *id);
 
 int nvmlInit_v2(void)
 {
-	int e;
+	int e = load();
 
-	CHECK("nvmlInit_v2");
-	e = load();
 	if (!e)
-		inited = 1;
+		e = failing("nvmlInit_v2");
+	inited = !e;
 	return e;
 }
 

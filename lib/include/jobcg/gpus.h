@@ -84,8 +84,7 @@ JOBCG_EXPORT const char *jobcg_gpus_backend_for(const struct jobcg_gres_conf *co
  * (MultipleFiles=parent,GI cap,CI cap), each with Type= and Cores= where known, prefixed by
  * "NodeName=@nodename " when @nodename is not NULL. *ret is one malloc'ed string.
  */
-JOBCG_EXPORT int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename,
-				      char **ret);
+JOBCG_EXPORT int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret);
 
 /**
  * Compare @g with the gpu records of @conf. Files a record names that were not stat()ed
