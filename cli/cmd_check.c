@@ -4,6 +4,7 @@
 
 #include "common.h"
 #include "jobcg/adopt.h"
+#include "jobcg/gpus.h"
 #include "jobcg/spec.h"
 #include "jobcg/sysinfo.h"
 
@@ -167,7 +168,7 @@ static void pam_text(const struct pam_check *pc)
 }
 
 static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserved,
-		       struct json_object *pam)
+		       struct json_object *pam, struct json_object *gpus)
 {
 	struct json_object *o = json_object_new_object(), *lim = json_object_new_array();
 
@@ -191,6 +192,8 @@ static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserv
 		json_object_array_add(lim, json_object_new_string(*l));
 	json_object_object_add(o, "reserved", reserved);
 	json_object_object_add(o, "ssh_pam", pam);
+	if (gpus)
+		json_object_object_add(o, "gpus", json_object_get(gpus));
 	json_object_object_add(o, "cannot_enforce", lim);
 	json_object_object_add(o, "can_run", json_object_new_boolean(s->can_run));
 	if (!s->can_run)
@@ -287,10 +290,60 @@ static void usage(void)
 	printf("Usage: jobcg check [--json] [--pam-dir DIR]\n\n"
 	       "Describe the cgroup v2 mount, its controllers and kernel features, what jobcg\n"
 	       "cannot enforce on this host, and what sshd's PAM stack does with logins that\n"
-	       "'jobcg adopt --pam' adopts. Exit status 0 only if jobs can run and adopted ssh\n"
-	       "logins stay in their jobs (no pam_systemd in sshd's session stack).\n\n"
+	       "'jobcg adopt --pam' adopts; with AutoDetect= in gres.conf, how the GPUs found\n"
+	       "differ from gres.conf. Exit status 0 only if jobs can run, adopted ssh logins\n"
+	       "stay in their jobs (no pam_systemd in sshd's session stack) and the GPUs agree.\n\n"
 	       "  --json         the same as JSON\n"
 	       "  --pam-dir DIR  read sshd's PAM stack from DIR (default: /etc/pam.d)\n");
+}
+
+/*
+ * With AutoDetect= in gres.conf: what detection finds against what gres.conf says, every
+ * difference named. Returns 1 when they differ or detection fails, else 0.
+ */
+static int gpus_check(const struct jobcg_config *conf, struct json_object *json)
+{
+	const char *be = jobcg_gpus_backend_for(&conf->gres);
+	struct json_object *o = NULL, *d = NULL;
+	struct jobcg_gpus *gpus = NULL;
+	char **diffs = NULL;
+	int r;
+
+	if (!be || !strcmp(be, "off"))
+		return 0;
+	r = jobcg_gpus_detect(be, &gpus);
+	if (r >= 0 && (r = jobcg_gpus_compare(gpus, &conf->gres, &diffs)) < 0)
+		jobcg_gpus_free(gpus);
+	if (json) {
+		o = json_object_new_object();
+		d = json_object_new_array();
+		json_object_object_add(o, "backend", json_object_new_string(be));
+		json_object_object_add(
+		    o, "error", r < 0 ? json_object_new_string(jobcg_last_error()->message) : NULL);
+		for (char **p = diffs; p && *p; p++)
+			json_object_array_add(d, json_object_new_string(*p));
+		json_object_object_add(o, "differences", d);
+		json_object_object_add(json, "gpus", o);
+	} else if (r < 0)
+		printf("%-22s detection (%s) failed: %s\n", "gpus:", be,
+		       jobcg_last_error()->message);
+	else if (!diffs[0])
+		printf("%-22s %zu found (%s), as gres.conf says\n", "gpus:", gpus->ngpus,
+		       gpus->backends);
+	else {
+		printf("%-22s %zu found (%s); gres.conf differs:\n", "gpus:", gpus->ngpus,
+		       gpus->backends);
+		for (char **p = diffs; *p; p++)
+			printf("  - %s\n", *p);
+	}
+	if (r < 0)
+		return 1;
+	r = diffs[0] ? 1 : 0;
+	for (char **p = diffs; *p; p++)
+		free(*p);
+	free(diffs);
+	jobcg_gpus_free(gpus);
+	return r;
 }
 
 static int cmd_check(int argc, char **argv, const struct cli_global *g)
@@ -326,7 +379,11 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind < argc)
 		return cli_usage_error("check", "unexpected argument '%s'", argv[optind]);
-	r = cli_load_config(g, JOBCG_CONFIG_NO_ENTRIES, &conf);
+	/* A node's tree replayed under JOBCG_SYSROOT: its gres.conf names its /dev, not ours. */
+	r = cli_load_config(g,
+			    JOBCG_CONFIG_NO_ENTRIES |
+				(secure_getenv("JOBCG_SYSROOT") ? JOBCG_CONFIG_NO_STAT : 0),
+			    &conf);
 	if (r)
 		return r;
 	if (jobcg_sysinfo_probe(conf, &s) < 0) {
@@ -335,13 +392,19 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		return 1;
 	}
 	pam_check(pam_dir, &pc);
-	if (json)
-		print_json(s, reserved_json(conf), pam_json(&pc));
-	else {
+	if (json) {
+		struct json_object *gj = json_object_new_object();
+
+		r = gpus_check(conf, gj);
+		print_json(s, reserved_json(conf), pam_json(&pc),
+			   json_object_object_get(gj, "gpus"));
+		json_object_put(gj);
+	} else {
 		print_text(s, conf);
 		pam_text(&pc);
+		r = gpus_check(conf, NULL);
 	}
-	r = s->can_run && !pc.escapes ? 0 : 1;
+	r = s->can_run && !pc.escapes && !r ? 0 : 1;
 	jobcg_pam_scan_free(pc.scan);
 	free(pc.error);
 	free(pc.escape);

@@ -83,6 +83,8 @@ enum {
 	JOBCG_GRES_FLAG_ONE_SHARING = 1u << 7,
 	JOBCG_GRES_FLAG_ALL_SHARING = 1u << 8,
 	JOBCG_GRES_FLAG_EXPLICIT = 1u << 9,
+	/* jobcg's own: grant no companion devices (nvidiactl, kfd, ...) with this record */
+	JOBCG_GRES_FLAG_NO_COMPANIONS = 1u << 10,
 };
 
 /* One device file of a GRES (stat()ed unless loading with no_stat). */
