@@ -101,7 +101,7 @@ def check_all(t):
     r = t.run(root, "gpus", "--gres-conf", "--node", "gpu01", "--backend", "intel")
     ok(r.stdout.splitlines()[1:] == ["NodeName=gpu01 Name=gpu Type=intel_gpu_0x0bd5 "
                                      "File=/dev/dri/renderD129 Cores=8-15"],
-       f"--backend intel --node gpu01: one line ({r.stdout.strip()})")
+       f"--backend intel --node gpu01: one line ({r.stdout.strip()!r})")
     r = t.run(root, "gpus")
     ok(r.returncode == 0 and "MIG GI 1 CI 1 of row 1" in r.stdout, "the table names MIG rows")
     r = t.run(root, "gpus", "--backend", "nrt")
