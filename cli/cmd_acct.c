@@ -165,7 +165,7 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 	else
 		printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %s\n", "JOBID", "STATE", "EXIT",
 		       "ELAPSED", "CPUTIME", "MAXMEM", "OOM", "GRES");
-	r = jobcg_acctlog_read(path, job, print_one, &o);
+	r = jobcg_acctlog_read_all(path, job, print_one, &o);
 	free(path);
 	if (r < 0) {
 		json_object_put(o.arr);

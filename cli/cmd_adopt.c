@@ -1,41 +1,193 @@
 /* jobcg adopt: move a login session's process into a job (pam_slurm_adopt's job), by pid or from
- * PAM. */
+ * PAM, and check from PAM's session phase that the login is still in its job. */
 #include <getopt.h>
+#include <stdarg.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "jobcg/adopt.h"
+#include "jobcg/error.h"
+
+#define MAX_SERVICES 16
 
 static void usage(void)
 {
 	printf(
 	    "Usage: jobcg adopt PID [--job JOB]\n"
-	    "       jobcg adopt --pam\n\n"
+	    "       jobcg adopt --pam [--service NAME[,NAME...]]... [--pam-dir DIR]\n\n"
 	    "Move process PID into the extern step of a job (step_extern/user/task_special), so\n"
 	    "that a login session is limited, accounted and killed with the job. Without --job\n"
-	    "the newest job owned by PID's user is chosen; a user without a job is refused.\n\n"
-	    "  --job JOB   adopt into this job\n"
-	    "  --pam       called by pam_exec(8) in an account stack: the user is $PAM_USER and\n"
-	    "              the process is our parent (the sshd handling the login). root is let\n"
-	    "              through without adoption; any other user without a job is refused.\n\n"
-	    "PAM: account required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n");
+	    "the newest job owned by PID's user is chosen; a user without a job is refused. Jobs\n"
+	    "not completely created, being released, or ephemeral (jobcg run's own) are never\n"
+	    "chosen, and --job refuses them too.\n\n"
+	    "  --job JOB       adopt into this job\n"
+	    "  --pam           run by pam_exec(8): the user is $PAM_USER and the process is our\n"
+	    "                  parent (the sshd serving the login). On an account line: adopt it\n"
+	    "                  into the user's newest job, refusing the login when the user has\n"
+	    "                  none or when pam_systemd runs in the service's session stack. On a\n"
+	    "                  session line (after every other session module): refuse the "
+	    "session\n"
+	    "                  when the login is no longer in a job. root is let through.\n"
+	    "  --service NAME  the PAM services (from $PAM_SERVICE) --pam acts for; any other is\n"
+	    "                  let through untouched (default: sshd)\n"
+	    "  --pam-dir DIR   where the service's PAM files are (default: /etc/pam.d)\n\n"
+	    "PAM (/etc/pam.d/sshd; see docs/pam.md):\n"
+	    "  account required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n"
+	    "  session required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n");
+}
+
+/* In PAM mode the output of pam_exec's child goes nowhere by default: what refuses a login is
+ * also written to the authentication log, where an administrator looks. */
+static bool to_syslog;
+
+static int say(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int say(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("jobcg: adopt: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	if (to_syslog) {
+		va_start(ap, fmt);
+		vsyslog(prio, fmt, ap);
+		va_end(ap);
+	}
+	return 1;
+}
+
+static bool service_listed(char **services, size_t n, const char *service)
+{
+	if (n == 0)
+		return strcmp(service, "sshd") == 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(services[i], service) == 0)
+			return true;
+	return false;
+}
+
+/* account phase: refuse when the session stack would take the login out of its job. */
+static int pam_stack_refuses(const char *pam_dir, const char *service, const char *who)
+{
+	struct jobcg_pam_scan *scan = NULL;
+	int r;
+
+	if (jobcg_pam_scan(pam_dir, service, &scan) < 0) {
+		/* PAM itself found a stack to run us from; it may be "other". */
+		say(LOG_WARNING, "cannot check PAM service %s's session stack: %s", service,
+		    jobcg_last_error()->message);
+		return 0;
+	}
+	r = 0;
+	if (scan->pam_systemd)
+		r = say(LOG_ERR,
+			"refusing %s's login: pam_systemd runs in PAM service %s's session stack "
+			"(%s), and systemd-logind would move the login out of its job (no limits, "
+			"no device policy, not ended by release); take it out of that stack, e.g. "
+			"'@include common-session-noninteractive' in place of '@include "
+			"common-session' (docs/pam.md)",
+			who, service, scan->pam_systemd);
+	jobcg_pam_scan_free(scan);
+	return r;
+}
+
+static int pam_account(struct jobcg_ctx *ctx, const char *pam_dir, const char *service,
+		       const char *who, uid_t uid, pid_t pid)
+{
+	uint32_t job = 0;
+
+	if (pam_stack_refuses(pam_dir, service, who))
+		return 1;
+	if (jobcg_adopt_user(ctx, pid, uid, &job) < 0) {
+		if (jobcg_last_error()->code == -ENOENT)
+			return say(LOG_NOTICE, "user %s has no job on this node: access refused",
+				   who);
+		return say(LOG_ERR, "%s's login (pid %d) not adopted: %s", who, (int)pid,
+			   jobcg_last_error()->message);
+	}
+	/* Our parent was alive all along if it still is: the pid moved was that process. */
+	if (getppid() != pid)
+		return say(LOG_ERR,
+			   "%s's login process %d ended while being adopted into job %u: refused",
+			   who, (int)pid, job);
+	printf("adopted pid %d into job %u (step extern)\n", (int)pid, job);
+	if (to_syslog)
+		syslog(LOG_INFO, "adopted %s's login (pid %d) into job %u", who, (int)pid, job);
+	return 0;
+}
+
+/* session phase, after the session modules: is the login still in a job? */
+static int pam_session(struct jobcg_ctx *ctx, const char *service, const char *who, pid_t pid)
+{
+	char *cg = NULL;
+	uint32_t job = 0;
+	int r;
+
+	r = jobcg_pid_job(ctx, pid, &job, &cg);
+	if (r < 0)
+		return say(LOG_ERR, "cannot check %s's login (pid %d): %s", who, (int)pid,
+			   jobcg_last_error()->message);
+	if (r == 0) {
+		say(LOG_ERR,
+		    "refusing %s's session: its process %d is in %s, outside every job; a module "
+		    "of PAM service %s's session stack moved it (pam_systemd does: see "
+		    "docs/pam.md)",
+		    who, (int)pid, cg, service);
+		free(cg);
+		return 1;
+	}
+	free(cg);
+	return 0;
+}
+
+/*
+ * pam_exec hands its command the PAM environment, which pam_env fills from the user's own
+ * ~/.pam_environment on Debian's sshd session stack: none of it may steer a root jobcg (a
+ * JOBCG_ROOT or JOBCG_CONF_DIR of the user's choosing). Only PAM's items are kept, as copies;
+ * the configuration comes from --config-dir or the default. Test builds keep the JOBCG_*
+ * variables their tests point jobcg at.
+ */
+static int pam_environment(struct cli_global *pg, char **service, char **type, char **user)
+{
+	const char *s = getenv("PAM_SERVICE"), *t = getenv("PAM_TYPE"), *u = getenv("PAM_USER");
+
+	*service = s ? strdup(s) : NULL;
+	*type = t ? strdup(t) : NULL;
+	*user = u ? strdup(u) : NULL;
+	if ((s && !*service) || (t && !*type) || (u && !*user))
+		return -ENOMEM;
+#ifndef JOBCG_TEST_HOOKS
+	if (pg->config_dir && pg->config_dir == getenv("JOBCG_CONF_DIR"))
+		pg->config_dir = NULL;
+	if (clearenv() != 0 || setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1) < 0)
+		return -ENOMEM;
+#else
+	(void)pg;
+#endif
+	return 0;
 }
 
 static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-	    {"job", required_argument, NULL, 'J'},
-	    {"pam", no_argument, NULL, 'P'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
+	    {"job", required_argument, NULL, 'J'},     {"pam", no_argument, NULL, 'P'},
+	    {"service", required_argument, NULL, 'S'}, {"pam-dir", required_argument, NULL, 'D'},
+	    {"help", no_argument, NULL, 'h'},	       {},
 	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
+	char *services[MAX_SERVICES];
+	size_t nservices = 0;
+	const char *pam_dir = NULL;
+	char *service = NULL, *type = NULL, *who = NULL;
+	struct cli_global pg = *g;
 	uint32_t job = 0;
 	bool pam = false;
 	pid_t pid = 0;
 	uid_t uid = (uid_t)-1;
-	const char *who = NULL;
 	int c, r, ret = 1;
 
 	optind = 1;
@@ -49,6 +201,29 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		case 'P':
 			pam = true;
 			break;
+		case 'S':
+			for (char *save = NULL, *s = strtok_r(optarg, ",", &save); s;
+			     s = strtok_r(NULL, ",", &save)) {
+				if (!*s || strchr(s, '/'))
+					return cli_usage_error("adopt",
+							       "--service '%s': not a PAM service "
+							       "name",
+							       s);
+				if (nservices == MAX_SERVICES)
+					return cli_usage_error("adopt",
+							       "--service: at most %d services",
+							       MAX_SERVICES);
+				services[nservices++] = s;
+			}
+			break;
+		case 'D':
+			if (optarg[0] != '/')
+				return cli_usage_error("adopt",
+						       "--pam-dir '%s': need an absolute "
+						       "path",
+						       optarg);
+			pam_dir = optarg;
+			break;
 		case 'h':
 			usage();
 			return 0;
@@ -56,6 +231,8 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 			return cli_unknown_option("adopt");
 		}
 	}
+	if (!pam && (nservices || pam_dir))
+		return cli_usage_error("adopt", "--service and --pam-dir go with --pam");
 	if (pam) {
 		uid_t pw_uid;
 		gid_t pw_gid;
@@ -63,20 +240,57 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		if (optind < argc)
 			return cli_usage_error("adopt",
 					       "--pam takes no PID (the process is our parent)");
-		who = getenv("PAM_USER");
-		if (!who || !*who)
-			return cli_fail("adopt --pam: PAM_USER is not set (run from pam_exec)");
+		if (job)
+			return cli_usage_error("adopt", "--pam chooses the job: no --job");
+		if (pam_environment(&pg, &service, &type, &who) < 0) {
+			ret = cli_fail("adopt --pam: out of memory");
+			goto out;
+		}
+		if (!service || !*service || !type || !*type) {
+			ret = cli_fail("adopt --pam: PAM_SERVICE or PAM_TYPE is not set (run it "
+				       "from pam_exec)");
+			goto out;
+		}
+		/* An account line in common-account runs for su, sudo and cron too: those are
+		 * not logins to adopt, nor to refuse. */
+		if (!service_listed(services, nservices, service) ||
+		    strcmp(type, "close_session") == 0) {
+			ret = 0;
+			goto out;
+		}
+		if (strcmp(type, "account") != 0 && strcmp(type, "open_session") != 0) {
+			ret = cli_fail("adopt --pam: PAM_TYPE '%s': put it on an account line "
+				       "(and a session line), not elsewhere",
+				       type);
+			goto out;
+		}
+		openlog("jobcg-adopt", LOG_PID, LOG_AUTHPRIV);
+		to_syslog = true;
+		if (!who || !*who) {
+			ret = say(LOG_ERR, "PAM_USER is not set");
+			goto out;
+		}
 		/* A name only: PAM_USER "1000" is a user called so, not uid 1000. */
 		r = cli_getent_user_name(who, &pw_uid, &pw_gid);
-		if (r == -ENOENT)
-			return cli_fail("adopt --pam: unknown user '%s'", who);
-		if (r < 0)
-			return 1;
+		if (r < 0) {
+			ret = r == -ENOENT
+				  ? say(LOG_ERR, "unknown user '%s'", who)
+				  : say(LOG_ERR, "%s's login refused: no passwd entry", who);
+			goto out;
+		}
 		/* Administrators must be able to log in to a node without a job. */
-		if (pw_uid == 0)
-			return 0;
+		if (pw_uid == 0) {
+			ret = 0;
+			goto out;
+		}
 		uid = pw_uid;
 		pid = getppid();
+		/* Our parent gone, we were reparented: that is not the login's process. */
+		if (pid <= 1) {
+			ret = say(LOG_ERR, "%s's login process is gone (our parent is pid %d)", who,
+				  (int)pid);
+			goto out;
+		}
 	} else {
 		unsigned v;
 
@@ -85,26 +299,28 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		if (cli_parse_uint("PID", argv[optind], 4194304, &v) < 0 || v == 0)
 			return cli_usage_error("adopt", "PID '%s': need a process id",
 					       argv[optind]);
+		if (v == 1)
+			return cli_usage_error("adopt", "PID 1 is never adopted into a job");
 		pid = (pid_t)v;
 	}
-	r = cli_ctx_open(g, JOBCG_CTX_NO_CREATE_ROOT, &conf, &ctx);
-	if (r)
-		return r;
-	if (uid == (uid_t)-1 && jobcg_pid_uid(pid, &uid) < 0) {
-		cli_print_error("adopt");
+	r = cli_ctx_open(&pg, JOBCG_CTX_NO_CREATE_ROOT, &conf, &ctx);
+	if (r) {
+		if (to_syslog)
+			syslog(LOG_ERR, "%s's login refused: jobcg cannot open its context", who);
+		ret = r;
 		goto out;
 	}
-	if (job == 0 && jobcg_adopt_pick_job(ctx, uid, &job) < 0) {
-		if (who)
-			fprintf(stderr,
-				"jobcg: adopt: user %s has no job on this node: access "
-				"refused\n",
-				who);
-		else
-			cli_print_error("adopt");
+	if (pam) {
+		ret = strcmp(type, "account") == 0
+			  ? pam_account(ctx, pam_dir, service, who, uid, pid)
+			  : pam_session(ctx, service, who, pid);
 		goto out;
 	}
-	if (jobcg_adopt(ctx, pid, job) < 0) {
+	if (job)
+		r = jobcg_adopt(ctx, pid, job);
+	else if ((r = jobcg_pid_uid(pid, &uid)) >= 0)
+		r = jobcg_adopt_user(ctx, pid, uid, &job);
+	if (r < 0) {
 		cli_print_error("adopt");
 		goto out;
 	}
@@ -112,6 +328,9 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	ret = 0;
 out:
 	cli_ctx_close(conf, ctx);
+	free(service);
+	free(type);
+	free(who);
 	return ret;
 }
 CLI_COMMAND(adopt, cmd_adopt, "move a login session's process into a job (PAM)");

@@ -1,5 +1,10 @@
 /* jobcg check: what this host's cgroup v2 offers jobcg, and whether jobs can run here. */
+#include <getopt.h>
+#include <stdarg.h>
+
 #include "common.h"
+#include "jobcg/adopt.h"
+#include "jobcg/gpus.h"
 #include "jobcg/spec.h"
 #include "jobcg/sysinfo.h"
 
@@ -64,7 +69,106 @@ static struct json_object *feature_json(const struct jobcg_feature *f)
 	return o;
 }
 
-static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserved)
+/* ssh logins and `jobcg adopt --pam`: what sshd's PAM stack does with them. */
+struct pam_check {
+	struct jobcg_pam_scan *scan; /* NULL when sshd's file cannot be read */
+	char *error;		     /* why it could not */
+	bool escapes;		     /* adopted logins leave their jobs (exit status 1) */
+	char *escape;		     /* why */
+	char *note;		     /* weaker than that, said too */
+};
+
+static char *text_of(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *text_of(const char *fmt, ...)
+{
+	va_list ap;
+	char *t = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&t, fmt, ap) < 0)
+		t = NULL;
+	va_end(ap);
+	return t;
+}
+
+static void pam_check(const char *pam_dir, struct pam_check *pc)
+{
+	const struct jobcg_pam_scan *sc;
+
+	if (jobcg_pam_scan(pam_dir, "sshd", &pc->scan) < 0) {
+		pc->error = strdup(jobcg_last_error()->message);
+		return;
+	}
+	sc = pc->scan;
+	pc->escapes = sc->adopt_account && sc->pam_systemd;
+	if (pc->escapes)
+		pc->escape = text_of(
+		    "pam_systemd runs in sshd's session stack (%s): systemd-logind would move "
+		    "every adopted login into user-UID.slice/session-N.scope, outside its job (no "
+		    "limits, no device policy, not ended by release), so 'jobcg adopt --pam' "
+		    "refuses those logins. In %s use '@include common-session-noninteractive' in "
+		    "place of '@include common-session' (docs/pam.md)",
+		    sc->pam_systemd, sc->file);
+	else if (sc->adopt_account && !sc->adopt_session)
+		pc->note =
+		    text_of("no session line runs 'jobcg adopt --pam' after sshd's session "
+			    "modules: a login "
+			    "that one of them moves out of its job is not refused (docs/pam.md)");
+	else if (!sc->adopt_account && sc->adopt_session)
+		pc->note = text_of("a session line runs 'jobcg adopt --pam' (%s) but no "
+				   "account line does: logins are not adopted, and every "
+				   "login but root's is refused (docs/pam.md)",
+				   sc->adopt_session);
+}
+
+static struct json_object *pam_json(const struct pam_check *pc)
+{
+	struct json_object *o = json_object_new_object();
+	const struct jobcg_pam_scan *sc = pc->scan;
+
+#define JSTR(v) ((v) ? json_object_new_string(v) : NULL)
+	json_object_object_add(o, "service", json_object_new_string("sshd"));
+	if (pc->error)
+		json_object_object_add(o, "error", json_object_new_string(pc->error));
+	if (sc) {
+		json_object_object_add(o, "file", JSTR(sc->file));
+		json_object_object_add(o, "adopt_account", JSTR(sc->adopt_account));
+		json_object_object_add(o, "adopt_session", JSTR(sc->adopt_session));
+		json_object_object_add(o, "pam_systemd", JSTR(sc->pam_systemd));
+	}
+	json_object_object_add(o, "logins_escape", json_object_new_boolean(pc->escapes));
+	json_object_object_add(o, "warning", JSTR(pc->escape ? pc->escape : pc->note));
+#undef JSTR
+	return o;
+}
+
+static void pam_text(const struct pam_check *pc)
+{
+	const struct jobcg_pam_scan *sc = pc->scan;
+
+	if (!sc)
+		printf("%-22s not checked: %s\n", "ssh logins (PAM):", pc->error);
+	else if (!sc->adopt_account)
+		printf("%-22s not adopted (no account line runs 'jobcg adopt --pam' in %s)\n",
+		       "ssh logins (PAM):", sc->file);
+	else
+		printf("%-22s adopted into jobs (%s), %s%s%s\n",
+		       "ssh logins (PAM):", sc->adopt_account,
+		       sc->adopt_session ? "checked after the session (" : "",
+		       sc->adopt_session ? sc->adopt_session : "not checked after the session",
+		       sc->adopt_session ? ")" : "");
+	if (pc->escapes) {
+		printf("WARNING: adopted ssh logins leave their jobs: %s\n", pc->escape);
+		fprintf(stderr, "jobcg: check: WARNING: adopted ssh logins leave their jobs: %s\n",
+			pc->escape);
+	} else if (pc->note)
+		printf("note: %s\n", pc->note);
+	for (char **n = sc ? sc->notes : NULL; n && *n; n++)
+		printf("note: PAM: %s\n", *n);
+}
+
+static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserved,
+		       struct json_object *pam, struct json_object *gpus)
 {
 	struct json_object *o = json_object_new_object(), *lim = json_object_new_array();
 
@@ -87,6 +191,9 @@ static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserv
 	for (char **l = s->limitations; l && *l; l++)
 		json_object_array_add(lim, json_object_new_string(*l));
 	json_object_object_add(o, "reserved", reserved);
+	json_object_object_add(o, "ssh_pam", pam);
+	if (gpus)
+		json_object_object_add(o, "gpus", json_object_get(gpus));
 	json_object_object_add(o, "cannot_enforce", lim);
 	json_object_object_add(o, "can_run", json_object_new_boolean(s->can_run));
 	if (!s->can_run)
@@ -178,23 +285,105 @@ static void print_text(const struct jobcg_sysinfo *s, const struct jobcg_config 
 		printf("jobs can run:          no: %s\n", s->cannot_run_reason);
 }
 
-static int cmd_check(int argc, char **argv, const struct cli_global *g)
+static void usage(void)
 {
-	struct jobcg_config *conf = NULL;
-	struct jobcg_sysinfo *s = NULL;
-	bool json = false;
+	printf("Usage: jobcg check [--json] [--pam-dir DIR]\n\n"
+	       "Describe the cgroup v2 mount, its controllers and kernel features, what jobcg\n"
+	       "cannot enforce on this host, and what sshd's PAM stack does with logins that\n"
+	       "'jobcg adopt --pam' adopts; with AutoDetect= in gres.conf, how the GPUs found\n"
+	       "differ from gres.conf. Exit status 0 only if jobs can run, adopted ssh logins\n"
+	       "stay in their jobs (no pam_systemd in sshd's session stack) and the GPUs agree.\n\n"
+	       "  --json         the same as JSON\n"
+	       "  --pam-dir DIR  read sshd's PAM stack from DIR (default: /etc/pam.d)\n");
+}
+
+/*
+ * With AutoDetect= in gres.conf: what detection finds against what gres.conf says, every
+ * difference named. Returns 1 when they differ or detection fails, else 0.
+ */
+static int gpus_check(const struct jobcg_config *conf, struct json_object *json)
+{
+	const char *be = jobcg_gpus_backend_for(&conf->gres);
+	struct json_object *o = NULL, *d = NULL;
+	struct jobcg_gpus *gpus = NULL;
+	char **diffs = NULL;
 	int r;
 
-	r = cli_json_only_args(argc, argv, "check",
-			       "Usage: jobcg check [--json]\n\n"
-			       "Describe the cgroup v2 mount, its controllers and kernel features, "
-			       "and\n"
-			       "what jobcg cannot enforce on this host. Exit status 0 only if jobs "
-			       "can run.\n",
-			       &json);
-	if (r >= 0)
-		return r;
-	r = cli_load_config(g, JOBCG_CONFIG_NO_ENTRIES, &conf);
+	if (!be || !strcmp(be, "off"))
+		return 0;
+	r = jobcg_gpus_detect(be, &gpus);
+	if (r >= 0 && (r = jobcg_gpus_compare(gpus, &conf->gres, &diffs)) < 0)
+		jobcg_gpus_free(gpus);
+	if (json) {
+		o = json_object_new_object();
+		d = json_object_new_array();
+		json_object_object_add(o, "backend", json_object_new_string(be));
+		json_object_object_add(
+		    o, "error", r < 0 ? json_object_new_string(jobcg_last_error()->message) : NULL);
+		for (char **p = diffs; p && *p; p++)
+			json_object_array_add(d, json_object_new_string(*p));
+		json_object_object_add(o, "differences", d);
+		json_object_object_add(json, "gpus", o);
+	} else if (r < 0)
+		printf("%-22s detection (%s) failed: %s\n", "gpus:", be,
+		       jobcg_last_error()->message);
+	else if (!diffs[0])
+		printf("%-22s %zu found (%s), as gres.conf says\n", "gpus:", gpus->ngpus,
+		       gpus->backends);
+	else {
+		printf("%-22s %zu found (%s); gres.conf differs:\n", "gpus:", gpus->ngpus,
+		       gpus->backends);
+		for (char **p = diffs; *p; p++)
+			printf("  - %s\n", *p);
+	}
+	if (r < 0)
+		return 1;
+	r = diffs[0] ? 1 : 0;
+	for (char **p = diffs; *p; p++)
+		free(*p);
+	free(diffs);
+	jobcg_gpus_free(gpus);
+	return r;
+}
+
+static int cmd_check(int argc, char **argv, const struct cli_global *g)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"pam-dir", required_argument, NULL, 'D'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	struct jobcg_config *conf = NULL;
+	struct jobcg_sysinfo *s = NULL;
+	struct pam_check pc = {};
+	const char *pam_dir = NULL;
+	bool json = false;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'D':
+			pam_dir = optarg;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			return cli_unknown_option("check");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("check", "unexpected argument '%s'", argv[optind]);
+	/* A node's tree replayed under JOBCG_SYSROOT: its gres.conf names its /dev, not ours. */
+	r = cli_load_config(g,
+			    JOBCG_CONFIG_NO_ENTRIES |
+				(secure_getenv("JOBCG_SYSROOT") ? JOBCG_CONFIG_NO_STAT : 0),
+			    &conf);
 	if (r)
 		return r;
 	if (jobcg_sysinfo_probe(conf, &s) < 0) {
@@ -202,11 +391,24 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		jobcg_config_free(conf);
 		return 1;
 	}
-	if (json)
-		print_json(s, reserved_json(conf));
-	else
+	pam_check(pam_dir, &pc);
+	if (json) {
+		struct json_object *gj = json_object_new_object();
+
+		r = gpus_check(conf, gj);
+		print_json(s, reserved_json(conf), pam_json(&pc),
+			   json_object_object_get(gj, "gpus"));
+		json_object_put(gj);
+	} else {
 		print_text(s, conf);
-	r = s->can_run ? 0 : 1;
+		pam_text(&pc);
+		r = gpus_check(conf, NULL);
+	}
+	r = s->can_run && !pc.escapes && !r ? 0 : 1;
+	jobcg_pam_scan_free(pc.scan);
+	free(pc.error);
+	free(pc.escape);
+	free(pc.note);
 	jobcg_sysinfo_free(s);
 	jobcg_config_free(conf);
 	return r;

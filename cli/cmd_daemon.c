@@ -1,8 +1,10 @@
 /* jobcg daemon: listen on a unix socket and do the cgroup work of `jobcg run` for its clients,
- * in this one process, one message at a time (cli/run_remote.c has the exchange). */
+ * in this one process, waiting on none of them (cli/run_remote.c has the exchange). */
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -11,6 +13,18 @@
 
 #include "metrics_http.h"
 #include "run.h"
+
+/* Descriptors kept for the work of a step (configuration, cgroups, BPF objects, helpers), and
+ * what each client holds at most (its socket, its cwd, the step directory being lent): the
+ * clients served at once are capped so that a step never runs out of descriptors midway. */
+#define FDS_FOR_WORK	64
+#define FDS_PER_CLIENT	3
+#define CLIENTS_DEFAULT 128
+#define CLIENTS_MAX	65536
+/* How long the listener rests when not even a refusal can be accepted (out of descriptors). */
+#define LISTEN_PAUSE_MS 200
+/* Connections taken from the backlog at one wake-up: the ones already served go first. */
+#define ACCEPTS_PER_WAKE 16
 
 static volatile sig_atomic_t stop_signal;
 
@@ -21,7 +35,8 @@ static void on_stop(int sig)
 
 static void usage(void)
 {
-	printf("Usage: jobcg daemon [--socket PATH] [--metrics-listen ADDRESS:PORT]\n\n"
+	printf("Usage: jobcg daemon [--socket PATH] [--max-clients N]\n"
+	       "                    [--metrics-listen ADDRESS:PORT]\n\n"
 	       "Do the cgroup work of 'jobcg run' for the clients that connect to PATH\n"
 	       "($JOBCG_DAEMON_SOCKET, default " RUN_DAEMON_SOCKET_DEFAULT "), so that 'jobcg\n"
 	       "run' itself neither loads the configuration nor runs the code that makes a step.\n"
@@ -29,27 +44,44 @@ static void usage(void)
 	       "The tasks are still started by 'jobcg run' (its children, with its cwd, limits\n"
 	       "and namespaces).\n"
 	       "Serves root and its own user; others, and clients of another protocol, run\n"
-	       "their steps themselves. Runs in the foreground until SIGTERM or SIGINT; steps\n"
-	       "under way finish on their own.\n\n"
-	       "  --socket PATH   where to listen\n"
+	       "their steps themselves. The socket's directory must be root's or the daemon's\n"
+	       "user's with mode 0700 (/run/jobcg is made so). Runs in the foreground until\n"
+	       "SIGTERM or SIGINT; steps under way finish on their own.\n\n"
+	       "  --socket PATH      where to listen\n"
+	       "  --max-clients N    serve at most N clients at once (default %d, fewer when\n"
+	       "                     the open-file limit is low); more are told to run their\n"
+	       "                     steps themselves\n"
 	       "  --metrics-listen ADDRESS:PORT\n"
-	       "                  also serve GET /metrics over HTTP there (a numeric address:\n"
-	       "                  127.0.0.1:9810), from a child process (see jobcg metrics)\n");
+	       "                     also serve GET /metrics over HTTP there (a numeric\n"
+	       "                     address: 127.0.0.1:9810), from a child process (see\n"
+	       "                     jobcg metrics)\n",
+	       CLIENTS_DEFAULT);
 }
 
 /* Bind @path, replacing a socket nobody listens on any more. */
 static int listen_on(const char *path, int *ret)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char why[512] = "";
 	int fd, probe, r;
 	mode_t old;
 
-	r = run_daemon_connect(path, &probe);
+	r = run_daemon_connect(path, &probe, why, sizeof(why));
 	if (r == -ENAMETOOLONG)
 		return cli_usage_error("daemon", "--socket '%s': longer than a socket path", path);
+	if (r == -EPERM)
+		return cli_fail("%s: not listening there", why);
 	if (r == 0) {
 		close(probe);
 		return cli_fail("%s: another jobcg daemon listens there", path);
+	}
+	if (r == -ENOENT && strcmp(path, RUN_DAEMON_SOCKET_DEFAULT) == 0) {
+		/* Ours alone: nobody else may put a socket where clients look for us. */
+		if (mkdir("/run/jobcg", 0700) < 0 && errno != EEXIST)
+			return cli_fail("/run/jobcg: %s", strerror(errno));
+		r = run_socket_dir_check(path, why, sizeof(why));
+		if (r == -EPERM)
+			return cli_fail("%s: not listening there", why);
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if (r == -ECONNREFUSED) {
@@ -62,9 +94,6 @@ static int listen_on(const char *path, int *ret)
 			return cli_fail("%s: cannot remove the stale socket: %s", path,
 					strerror(errno));
 	}
-	if (strcmp(path, RUN_DAEMON_SOCKET_DEFAULT) == 0 && mkdir("/run/jobcg", 0755) < 0 &&
-	    errno != EEXIST)
-		return cli_fail("/run/jobcg: %s", strerror(errno));
 	/* Non-blocking: accept() after poll must not hang when the client already left. */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -103,20 +132,38 @@ static bool peer_ok(int conn, pid_t *ret_pid)
 	return true;
 }
 
-/* How long a client may stay connected without sending its request. */
-#define REQUEST_TIMEOUT_SEC 5
+/* As many clients as the descriptors allow, the soft limit first raised to the hard one. */
+static unsigned clients_cap(unsigned wanted)
+{
+	struct rlimit rl;
+	unsigned long long n;
 
-/* A connection: waiting for its request (c NULL, until deadline_ms), or its step running.
- * Its descriptor is the pollfd's beside it. */
-struct slot {
-	struct run_conn *c;
-	pid_t client;
-	uint64_t deadline_ms; /* CLOCK_MONOTONIC */
-};
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return wanted;
+	if (rl.rlim_cur < rl.rlim_max) {
+		struct rlimit up = {.rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max};
 
-/* The connections, polled with the listening socket at [0] (s[0] unused). */
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl = up;
+	}
+	n = rl.rlim_cur == RLIM_INFINITY ? CLIENTS_MAX : (unsigned long long)rl.rlim_cur;
+	n = n > FDS_FOR_WORK ? (n - FDS_FOR_WORK) / FDS_PER_CLIENT : 0;
+	if (n < 1)
+		n = 1;
+	if (n < wanted) {
+		fprintf(
+		    stderr,
+		    "jobcg: daemon: serving at most %llu client(s) at once: the open-file limit "
+		    "is %llu\n",
+		    n, (unsigned long long)rl.rlim_cur);
+		return (unsigned)n;
+	}
+	return wanted;
+}
+
+/* The connections, polled with the listening socket at [0] (c[0] unused). */
 struct conns {
-	struct slot *s;
+	struct run_conn **c;
 	struct pollfd *p;
 	size_t n, cap;
 };
@@ -124,17 +171,16 @@ struct conns {
 /* Room for one more beyond the n in use and the listener. */
 static int conns_grow(struct conns *cs)
 {
-	size_t cap;
-	struct slot *ns;
+	size_t cap = cs->cap ? cs->cap * 2 : 64;
+	struct run_conn **nc;
 	struct pollfd *np;
 
 	if (cs->n + 1 < cs->cap)
 		return 0;
-	cap = cs->cap ? cs->cap * 2 : 64;
-	ns = realloc(cs->s, cap * sizeof(*ns));
-	if (!ns)
+	nc = realloc(cs->c, cap * sizeof(*nc));
+	if (!nc)
 		return -ENOMEM;
-	cs->s = ns;
+	cs->c = nc;
 	np = realloc(cs->p, cap * sizeof(*np));
 	if (!np)
 		return -ENOMEM;
@@ -143,43 +189,39 @@ static int conns_grow(struct conns *cs)
 	return 0;
 }
 
-static int conns_add(struct conns *cs, int fd, const struct slot *s)
+static int conns_add(struct conns *cs, int fd, struct run_conn *c)
 {
 	if (conns_grow(cs) < 0)
 		return -ENOMEM;
 	cs->n++;
-	cs->s[cs->n] = *s;
-	cs->p[cs->n] = (struct pollfd){.fd = fd, .events = POLLIN};
+	cs->c[cs->n] = c;
+	cs->p[cs->n] = (struct pollfd){.fd = fd};
 	return 0;
 }
 
-/* Forget slot @i (its descriptor is closed or owned elsewhere); the last one takes its place. */
+/* Forget slot @i, freeing its connection; the last one takes its place. */
 static void conns_remove(struct conns *cs, size_t i)
 {
-	cs->s[i] = cs->s[cs->n];
+	run_conn_free(cs->c[i]);
+	cs->c[i] = cs->c[cs->n];
 	cs->p[i] = cs->p[cs->n];
 	cs->n--;
 }
 
-static uint64_t monotonic_ms(void)
+/* ppoll's timeout: until the first deadline, or NULL (none). */
+static const struct timespec *wait_time(const struct conns *cs, uint64_t also, uint64_t now,
+					struct timespec *left)
 {
-	struct timespec ts;
+	uint64_t first = also ? also : UINT64_MAX;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+	for (size_t i = 1; i <= cs->n; i++) {
+		uint64_t d = run_conn_deadline(cs->c[i]);
 
-/* ppoll's timeout: until the first request deadline, or NULL (none waits for one). */
-static const struct timespec *conns_timeout(const struct conns *cs, struct timespec *left)
-{
-	uint64_t first = UINT64_MAX, now;
-
-	for (size_t i = 1; i <= cs->n; i++)
-		if (!cs->s[i].c && cs->s[i].deadline_ms < first)
-			first = cs->s[i].deadline_ms;
+		if (d && d < first)
+			first = d;
+	}
 	if (first == UINT64_MAX)
 		return NULL;
-	now = monotonic_ms();
 	first = first > now ? first - now : 0;
 	*left = (struct timespec){.tv_sec = (time_t)(first / 1000),
 				  .tv_nsec = (long)(first % 1000) * 1000000L};
@@ -195,7 +237,7 @@ static void refuse_backlog(int lfd)
 	       errno == EINTR || errno == ECONNABORTED) {
 		if (conn < 0)
 			continue;
-		(void)run_send_exit(conn, 1, true);
+		run_refuse(conn, NULL);
 		close(conn);
 	}
 }
@@ -209,11 +251,101 @@ static void remove_socket(const char *path, const struct stat *made)
 		unlink(path);
 }
 
+struct listener {
+	int fd;
+	int spare;	     /* a descriptor given up to accept a refusal when none is left */
+	uint64_t paused_til; /* listening rests until then (out of descriptors) */
+	unsigned max_clients;
+	bool at_cap, out_of_fds; /* said in the log, until it passes */
+	unsigned long served, refused;
+};
+
+/*
+ * Out of descriptors: the connection stays in the backlog and poll would report it again at
+ * once, for ever. Take it with the spare descriptor and tell it to run its step itself; when
+ * even that fails (the whole system is out), rest the listener for a moment.
+ */
+static void out_of_fds(struct listener *l, int err, uint64_t now)
+{
+	int conn = -1;
+
+	if (!l->out_of_fds)
+		fprintf(stderr,
+			"jobcg: daemon: out of file descriptors (%s): clients run their steps "
+			"themselves until some are free\n",
+			strerror(err));
+	l->out_of_fds = true;
+	if (l->spare >= 0) {
+		close(l->spare);
+		conn = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (conn >= 0) {
+			run_refuse(conn, "it is out of file descriptors");
+			close(conn);
+			l->refused++;
+		}
+		l->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (conn < 0 || l->spare < 0)
+		l->paused_til = now + LISTEN_PAUSE_MS;
+}
+
+static void accept_some(struct listener *l, struct conns *cs, uint64_t now)
+{
+	if (l->spare < 0)
+		l->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
+		int conn = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct run_conn *c;
+		pid_t pid = 0;
+
+		if (conn < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE)
+				out_of_fds(l, errno, now);
+			return;
+		}
+		l->out_of_fds = false;
+		if (!peer_ok(conn, &pid)) {
+			run_refuse(conn, NULL);
+			close(conn);
+			continue;
+		}
+		l->served++;
+		if (cs->n >= l->max_clients) {
+			char reason[128];
+
+			snprintf(reason, sizeof(reason),
+				 "it serves at most %u clients at once, and has that many",
+				 l->max_clients);
+			if (!l->at_cap)
+				fprintf(stderr,
+					"jobcg: daemon: %u clients at once, the most it serves "
+					"(--max-clients): refusing more until one leaves\n",
+					l->max_clients);
+			l->at_cap = true;
+			run_refuse(conn, reason);
+			close(conn);
+			l->refused++;
+			continue;
+		}
+		c = run_conn_new(conn, pid, now);
+		if (!c || conns_add(cs, conn, c) < 0) {
+			run_refuse(conn, NULL); /* cannot watch it */
+			if (c)
+				run_conn_free(c);
+			else
+				close(conn);
+		}
+	}
+}
+
 static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
 	    {"socket", required_argument, NULL, 's'},
-	    {"metrics-listen", required_argument, NULL, 'm'},
+	    {"max-clients", required_argument, NULL, 'm'},
+	    {"metrics-listen", required_argument, NULL, 'M'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -224,10 +356,10 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	/* SA_RESTART: a stop mid-step must not fail the calls under way; ppoll() still wakes. */
 	struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
 	struct conns cs = {};
+	struct listener l = {.fd = -1, .spare = -1, .max_clients = CLIENTS_DEFAULT};
 	sigset_t stopset, waitmask;
-	unsigned long served = 0, steps = 0;
 	struct stat st;
-	int c, lfd = -1, r;
+	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
@@ -236,6 +368,13 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 			path = optarg;
 			break;
 		case 'm':
+			if (cli_parse_uint("--max-clients", optarg, CLIENTS_MAX, &l.max_clients) <
+				0 ||
+			    l.max_clients == 0)
+				return cli_usage_error("daemon", "--max-clients '%s': need 1..%d",
+						       optarg, CLIENTS_MAX);
+			break;
+		case 'M':
 			metrics_addr = optarg;
 			break;
 		case 'h':
@@ -256,17 +395,20 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	if (r)
 		return r;
 	cli_ctx_close(conf, ctx);
+	l.max_clients = clients_cap(l.max_clients);
 	/* Bound before the step socket, so that a mistake in the address stops the daemon before
 	 * clients can find it. */
 	if (metrics_addr && (r = metrics_server_start(g, metrics_addr, &metrics_pid)) != 0)
 		return r;
-	r = listen_on(path, &lfd);
+	r = listen_on(path, &l.fd);
 	if (r) {
 		metrics_server_stop(metrics_pid);
 		return r;
 	}
-	if (stat(path, &st) < 0 || run_daemon_save_self(g->verbose) < 0 || conns_grow(&cs) < 0) {
-		close(lfd);
+	l.spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (stat(path, &st) < 0 || run_daemon_save_self(g->verbose) < 0 || l.spare < 0 ||
+	    conns_grow(&cs) < 0) {
+		close(l.fd);
 		metrics_server_stop(metrics_pid);
 		return cli_fail("%s: %s", path, strerror(errno));
 	}
@@ -276,7 +418,6 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	signal(SIGHUP, SIG_IGN);  /* nothing to reload: each step reads the configuration */
 	fprintf(stderr, "jobcg: daemon listening on %s (pid %d)\n", path, (int)getpid());
 
-	cs.p[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
 	/* SIGTERM and SIGINT are blocked from the check of stop_signal to the wait, which
 	 * unblocks them: none arriving in between is missed. */
 	sigemptyset(&stopset);
@@ -287,103 +428,73 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		/* A stop that came while we worked is acted on now, not at the next event. */
 		static const struct timespec at_once = {0, 0};
 		struct timespec left;
-		uint64_t now;
-		int k = ppoll(cs.p, cs.n + 1,
-			      stop_signal && lfd >= 0 ? &at_once : conns_timeout(&cs, &left),
-			      &waitmask),
-		    e = errno;
+		uint64_t now = run_monotonic_ms();
+		bool resting = l.paused_til > now;
+		int k, e;
 
+		cs.p[0] =
+		    (struct pollfd){.fd = l.fd >= 0 && !resting ? l.fd : -1, .events = POLLIN};
+		for (size_t i = 1; i <= cs.n; i++)
+			cs.p[i].events = run_conn_events(cs.c[i]);
+		k = ppoll(cs.p, cs.n + 1,
+			  stop_signal && l.fd >= 0
+			      ? &at_once
+			      : wait_time(&cs, resting ? l.paused_til : 0, now, &left),
+			  &waitmask);
+		e = errno;
 		/* Unblocked while we work: helpers the library starts must not inherit the mask. */
 		sigprocmask(SIG_SETMASK, &waitmask, NULL);
+		now = run_monotonic_ms();
 
-		if (stop_signal && lfd >= 0) {
-			/* Stop taking steps at once; the ones under way end with their clients.
-			 * Those that connected but were not accepted yet run theirs themselves:
-			 * closing the listener would otherwise reset them mid-request. */
-			refuse_backlog(lfd);
-			close(lfd);
-			lfd = -1;
-			cs.p[0].fd = -1;
-			remove_socket(path, &st);
-		}
 		if (k < 0) {
 			if (e != EINTR) {
 				fprintf(stderr, "jobcg: daemon: poll: %s\n", strerror(e));
 				break;
 			}
-			/* Nothing is ready; what follows still answers the waiting clients of a
-			 * stopping daemon. */
 			for (size_t i = 0; i <= cs.n; i++)
 				cs.p[i].revents = 0;
 		}
-		/* Steps ending first: they free what new ones may want. */
+		if (stop_signal && l.fd >= 0) {
+			/* Stop taking steps at once; the ones under way end with their clients.
+			 * Those that connected but were not accepted yet run theirs themselves:
+			 * closing the listener would otherwise reset them mid-request. */
+			refuse_backlog(l.fd);
+			close(l.fd);
+			l.fd = -1;
+			cs.p[0].revents = 0;
+			remove_socket(path, &st);
+			for (size_t i = 1; i <= cs.n; i++)
+				if (!run_conn_stopping(cs.c[i], now))
+					conns_remove(&cs, i--);
+		}
+		/* Every connection that has something to do, or whose time ran out. */
 		for (size_t i = 1; i <= cs.n; i++) {
-			if (!cs.s[i].c || !cs.p[i].revents)
-				continue;
-			run_conn_end(cs.s[i].c);
-			conns_remove(&cs, i--);
-		}
-		/* Then requests, each read only once it has arrived: a client that connects
-		 * and says nothing (stopped, or not jobcg) holds up nobody, and is dropped at
-		 * its deadline. */
-		now = monotonic_ms();
-		for (size_t i = 1; i <= cs.n; i++) {
-			struct slot *sl = &cs.s[i];
-			struct run_conn *rc = NULL;
+			uint64_t d = run_conn_deadline(cs.c[i]);
 
-			if (sl->c)
+			if (!cs.p[i].revents && (!d || now < d))
 				continue;
-			if (stop_signal) {
-				(void)run_send_exit(cs.p[i].fd, 1, true); /* run it yourself */
-				close(cs.p[i].fd);
-			} else if (cs.p[i].revents) {
-				if (run_conn_start(cs.p[i].fd, sl->client, &rc) == 1) {
-					steps++;
-					sl->c = rc;
-					continue;
-				}
-			} else if (now >= sl->deadline_ms) {
-				fprintf(stderr,
-					"jobcg: daemon: pid %d connected but sent no request "
-					"within %d s; dropped\n",
-					(int)sl->client, REQUEST_TIMEOUT_SEC);
-				close(cs.p[i].fd);
-			} else
-				continue;
-			conns_remove(&cs, i--);
+			if (!run_conn_step(cs.c[i], cs.p[i].revents, now))
+				conns_remove(&cs, i--);
 		}
-		if (!stop_signal && cs.p[0].revents & POLLIN) {
-			struct timeval tv = {.tv_sec = REQUEST_TIMEOUT_SEC};
-			struct slot sl = {.deadline_ms = now + REQUEST_TIMEOUT_SEC * 1000u};
-			int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-			if (conn < 0)
-				continue;
-			if (!peer_ok(conn, &sl.client)) {
-				(void)run_send_exit(conn, 1, true);
-				close(conn);
-				continue;
-			}
-			/* A client stuck mid-message must not hold up everyone else for long. */
-			(void)setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-			(void)setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-			served++;
-			if (conns_add(&cs, conn, &sl) < 0) {
-				(void)run_send_exit(conn, 1, true); /* cannot watch it */
-				close(conn);
-			}
-		}
+		if (l.at_cap && cs.n < l.max_clients)
+			l.at_cap = false;
+		if (l.fd >= 0 && cs.p[0].revents & POLLIN)
+			accept_some(&l, &cs, now);
 	}
 	sigprocmask(SIG_SETMASK, &waitmask, NULL);
-	if (lfd >= 0) {
-		close(lfd);
+	if (l.fd >= 0) {
+		close(l.fd);
 		remove_socket(path, &st);
 	}
-	free(cs.s);
+	if (l.spare >= 0)
+		close(l.spare);
+	free(cs.c);
 	free(cs.p);
 	metrics_server_stop(metrics_pid);
-	fprintf(stderr, "jobcg: daemon stopped by signal %d: %lu connection(s), %lu step(s)\n",
-		(int)stop_signal, served, steps);
+	fprintf(stderr,
+		"jobcg: daemon stopped by signal %d: %lu connection(s), %lu step(s), %lu refused "
+		"(busy)\n",
+		(int)stop_signal, l.served, run_daemon_steps(), l.refused);
 	return 0;
 }
 CLI_COMMAND(daemon, cmd_daemon, "do the cgroup work of 'jobcg run' for its clients");

@@ -311,10 +311,23 @@ int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help,
 	return -1;
 }
 
+/* By absolute path, never through PATH: `jobcg adopt --pam` runs as root with whatever
+ * environment its PAM caller has. */
+static const char *getent_path(void)
+{
+#ifdef JOBCG_TEST_HOOKS
+	/* Test builds only: a getent that cannot be run. */
+	if (getenv("JOBCG_TEST_GETENT"))
+		return getenv("JOBCG_TEST_GETENT");
+#endif
+	return access("/usr/bin/getent", X_OK) == 0 ? "/usr/bin/getent" : "/bin/getent";
+}
+
 int cli_getent(const char *db, const char *key, char ***ret_fields)
 {
 	size_t want = strcmp(db, "passwd") == 0 ? 7 : 4, n = 0, len = 0;
-	char *argv[] = {(char *)"getent", (char *)db, (char *)key, NULL};
+	const char *exe = getent_path();
+	char *argv[] = {(char *)exe, (char *)db, (char *)key, NULL};
 	char out[4096], **f, *c;
 	ssize_t k;
 	int p[2], st, r;
@@ -339,7 +352,10 @@ int cli_getent(const char *db, const char *key, char ***ret_fields)
 	if (pid == 0) {
 		if (dup2(p[1], 1) < 0)
 			_exit(127);
-		execvp(argv[0], argv);
+		/* Nothing of the caller's environment reaches it (LOCALDOMAIN, RES_OPTIONS,
+		 * HOSTALIASES steer glibc's resolver): only what NSS needs. */
+		execve(exe, argv,
+		       (char *[]){(char *)"PATH=/usr/bin:/bin", (char *)"LC_ALL=C", NULL});
 		_exit(127);
 	}
 	close(p[1]);

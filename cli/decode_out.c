@@ -196,6 +196,7 @@ struct json_object *decode_out_json(const struct jobcg_decoded *d)
 #include <errno.h>
 #include <stdlib.h>
 
+#include "jobcg/config.h"
 #include "jobcg/inspect.h"
 
 static bool is_id(const char *s, size_t l)
@@ -210,7 +211,7 @@ static bool is_id(const char *s, size_t l)
 
 int resolve_cgroup_arg(const char *arg, char *buf, size_t size)
 {
-	const char *mount, *root = getenv("JOBCG_ROOT");
+	const char *mount, *root = jobcg_getenv("JOBCG_ROOT");
 	const char *dot = strchr(arg, '.');
 	int r;
 

@@ -181,7 +181,7 @@ static int run_main(int argc, char **argv, char **rest)
 		return 2;
 	}
 	if (!g.config_dir)
-		g.config_dir = getenv("JOBCG_CONF_DIR");
+		g.config_dir = jobcg_getenv("JOBCG_CONF_DIR");
 	cli_set_verbosity(g.verbose);
 	for (const struct cli_command *c = __start_jobcg_cmds; c < __stop_jobcg_cmds; c++)
 		if (strcmp(c->name, name) == 0)

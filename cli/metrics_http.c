@@ -255,18 +255,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }
 
-/* The dynamically linked jobcg beside this one, else the installed one (as the scope helper). */
+/*
+ * The dynamically linked jobcg beside this one, else the installed one. JOBCG_DYNAMIC_EXE is
+ * not honoured here: it names a program run as root, which only the library's trusted-file
+ * check (for the scope helper) may accept.
+ */
 static int twin_exe(char *buf, size_t size)
 {
-	const char *e = getenv("JOBCG_DYNAMIC_EXE");
 	char self[PATH_MAX];
-	ssize_t n;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
-	if (e && *e) {
-		snprintf(buf, size, "%s", e);
-		return 0;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {
 		self[n] = 0;
 		if (strrchr(self, '/'))
@@ -325,8 +323,7 @@ int metrics_serve(const struct cli_global *g, int fd)
 		if (r == 0)
 			r = exec_server(exe, g, fd);
 		return cli_fail("metrics: this jobcg is linked statically and serves HTTP through "
-				"%s, which cannot run: %s (install it with jobcg, or set "
-				"JOBCG_DYNAMIC_EXE)",
+				"%s, which cannot run: %s (install it with jobcg)",
 				exe, strerror(-r));
 	}
 	r = mhd_load();

@@ -265,7 +265,7 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 
 const char *run_daemon_socket(void)
 {
-	const char *e = getenv("JOBCG_DAEMON_SOCKET");
+	const char *e = jobcg_getenv("JOBCG_DAEMON_SOCKET");
 
 	if (!e)
 		return RUN_DAEMON_SOCKET_DEFAULT;

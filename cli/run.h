@@ -43,26 +43,51 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
  * variable is set empty (no daemon wanted). */
 const char *run_daemon_socket(void);
 #define RUN_DAEMON_SOCKET_DEFAULT "/run/jobcg/daemon.sock"
-#define RUN_PROTOCOL_VERSION	  1
-/* Connect to the daemon's socket: 0, -ENAMETOOLONG (not a socket path), or connect()'s
- * -errno (-ENOENT, -ECONNREFUSED: nobody listens). */
-int run_daemon_connect(const char *path, int *ret);
-/* Answer op=exit (@fallback: not served, the client runs its step itself). */
-int run_send_exit(int conn, int code, bool fallback);
+#define RUN_PROTOCOL_VERSION	  2
+/* The largest request or report a client may send (arguments beyond it: the client runs the
+ * step itself), and the most of a step's output the daemon carries back in one answer. */
+#define RUN_REQUEST_MAX (1u << 20)
+#define RUN_OUTPUT_MAX	(256u << 10)
+/* How long a client has to send each of its messages (its request: from its connection; its
+ * report: from its first byte) and to take each answer. */
+#define RUN_IO_TIMEOUT_MS 5000
+
+uint64_t run_monotonic_ms(void);
+/*
+ * The directory of the daemon's socket @path must be a directory, not a symbolic link, of root
+ * or of this user, closed to group and others: 0, -EPERM with @why saying what is wrong, or
+ * lstat()'s -errno (-ENOENT: no daemon here).
+ */
+int run_socket_dir_check(const char *path, char *why, size_t size);
+/*
+ * Connect to the daemon's socket: 0, -ENAMETOOLONG (not a socket path), -EPERM with @why (the
+ * directory fails run_socket_dir_check(), or the listener is neither root nor this user: an
+ * impostor, to be refused, not a daemon that is away), or lstat()'s or connect()'s -errno
+ * (-ENOENT, -ECONNREFUSED: nobody listens; -EACCES: not for us).
+ */
+int run_daemon_connect(const char *path, int *ret, char *why, size_t size);
 /* Run through the daemon at @path: returns the exit code, or -1 when no daemon answers (the
  * caller runs the step itself). */
 int run_via_daemon(const char *path, int argc, char **argv, const struct run_args *a,
 		   const struct cli_global *g);
 /*
- * `jobcg daemon`'s side, all in its one process. run_daemon_save_self() first, once, with the
- * daemon's own -v count. Then for
- * each connection (@client from SO_PEERCRED), once it is readable, run_conn_start(): it reads
- * the request and makes the step; returns 1 with *ret when the step runs (call run_conn_end()
- * when the descriptor is readable again: the client's report, or its going away), 0 when the
- * exchange is over (the connection is closed).
+ * `jobcg daemon`'s side, all in its one process, never blocking on a client: its sockets are
+ * non-blocking. run_daemon_save_self() first, once, with the daemon's own -v count. Then for each
+ * connection (@client from SO_PEERCRED) run_conn_new(), and poll its descriptor for
+ * run_conn_events() until run_conn_deadline() (0: none); run_conn_step() with what poll said
+ * (0 at the deadline) does what can be done, and returns false once the connection is over (then
+ * run_conn_free() it). run_conn_stopping() when the daemon stops: a connection whose step is not
+ * made yet is told to run it itself (false: over).
  */
 int run_daemon_save_self(int verbose);
+unsigned long run_daemon_steps(void); /* how many steps were made */
 struct run_conn;
-int run_conn_start(int fd, pid_t client, struct run_conn **ret);
-void run_conn_end(struct run_conn *c);
+struct run_conn *run_conn_new(int fd, pid_t client, uint64_t now_ms);
+short run_conn_events(const struct run_conn *c);
+uint64_t run_conn_deadline(const struct run_conn *c);
+bool run_conn_step(struct run_conn *c, short revents, uint64_t now_ms);
+bool run_conn_stopping(struct run_conn *c, uint64_t now_ms);
 void run_conn_free(struct run_conn *c);
+/* Tell a client we do not serve to run its step itself (@reason: why, for it to print; NULL:
+ * silently), in one non-blocking try. */
+void run_refuse(int conn, const char *reason);

@@ -4,25 +4,37 @@
  * starts the tasks itself, so they stay its children with its cwd, limits and namespaces.
  *
  * The exchange, one connection per step (jobcg/msg.h frames):
- *   client: op=run v=1 arg=... (its `run` arguments) env=JOBCG_*=... config_dir= verbose=
- *           umask=, with its stdout, stderr and cwd as descriptors
- *   daemon: op=exit code=N (the step never started: errors went to the client's stderr;
- *           fallback=1: not served, run it yourself), or op=spawn job= step= ntasks=
+ *   client: op=run v=2 arg=... (its `run` arguments) env=JOBCG_*=... config_dir= verbose=
+ *           umask=, with its cwd as a descriptor
+ *   daemon: op=exit code=N (the step never started; fallback=1: not served, run it yourself,
+ *           reason= saying why when the client should hear it), or op=spawn job= step= ntasks=
  *           ephemeral= start_usec= [oom_before=] env=TASK:NAME=VALUE..., with the step's
  *           directory as a descriptor
  *   client: op=status exit_code= lost_signal= status=RAW... (one per task), or error=ERRNO
  *           message= when the tasks could not be started
  *   daemon: op=exit code=N, after the accounting record, the devices and the directories
+ * Each answer of the daemon may carry out= and err=: what the work printed, for the client to
+ * print; the daemon never writes to a client's descriptors.
  * A client that goes away mid-step has its step killed and recorded as NODE_FAIL; a daemon
  * that goes away leaves the client to end the step itself, from what op=spawn said.
+ *
+ * The client trusts only a daemon of root or its own user (SO_PEERCRED, checked before it
+ * lends anything), in a directory of root or its own user that nobody else may enter; it
+ * takes from op=spawn only the variables jobcg sets and only the step's own directory.
  */
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "jobcg/gres.h"
 #include "jobcg/msg.h"
 #include "run.h"
 
@@ -47,13 +59,70 @@ static bool fd_open(int fd)
 	return fcntl(fd, F_GETFD) >= 0;
 }
 
-int run_daemon_connect(const char *path, int *ret)
+uint64_t run_monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int run_socket_dir_check(const char *path, char *why, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct stat st;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	/* A link could be pointed elsewhere by whoever owns it; a directory others may write
+	 * lets them replace the socket or listen there first. Read and search bits for others
+	 * let nobody put anything there (a /run/jobcg made 0755 by an older daemon is safe). */
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(why, size, "%s: the directory of the daemon's socket is a symbolic link",
+			 dir);
+		return -EPERM;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, size, "%s: the daemon's socket lies in something not a directory",
+			 dir);
+		return -EPERM;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(why, size,
+			 "%s: the directory of the daemon's socket belongs to uid %u, neither "
+			 "root nor you",
+			 dir, (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if (st.st_mode & 022) {
+		snprintf(why, size,
+			 "%s: the directory of the daemon's socket is writable by group or others "
+			 "(mode %04o; jobcg makes it 0700)",
+			 dir, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+int run_daemon_connect(const char *path, int *ret, char *why, size_t size)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
+	struct ucred cred = {};
+	socklen_t len = sizeof(cred);
+	int fd, r;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
+	r = run_socket_dir_check(path, why, size);
+	if (r < 0)
+		return r;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -63,6 +132,20 @@ int run_daemon_connect(const char *path, int *ret)
 
 		close(fd);
 		return -e;
+	}
+	/* Who listens, before anything is lent: root, or we ourselves. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		int e = errno;
+
+		close(fd);
+		snprintf(why, size, "%s: cannot tell who listens: %s", path, strerror(e));
+		return -EPERM;
+	}
+	if (cred.uid != 0 && cred.uid != geteuid()) {
+		close(fd);
+		snprintf(why, size, "%s is served by pid %d of uid %u, neither root nor you", path,
+			 (int)cred.pid, (unsigned)cred.uid);
+		return -EPERM;
 	}
 	*ret = fd;
 	return 0;
@@ -86,9 +169,20 @@ static void fd_path(char buf[static 32], int fd)
 	buf[sizeof(pre) - 1 + n] = '\0';
 }
 
-/* op=spawn's fields into a run_state and per-task environments. -EPROTO on nonsense. */
+/* A task's variable that jobcg itself sets (the devices' environment): nothing else may come
+ * from the daemon, LD_PRELOAD and PATH least of all. */
+static bool task_env_allowed(const char *name, size_t len)
+{
+	for (const char *const *n = jobcg_gres_env_names; *n; n++)
+		if (strlen(*n) == len && strncmp(*n, name, len) == 0)
+			return true;
+	return false;
+}
+
+/* op=spawn's fields into a run_state and per-task environments. -EPROTO on nonsense, -EPERM
+ * (@why says what) for a variable jobcg never sets. */
 static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, struct run_state *s,
-		       char ****ret_env)
+		       char ****ret_env, char *why, size_t size)
 {
 	uint64_t job, ntasks, eph, start, oom;
 	const char *step = jobcg_msg_get(m, "step"), *v;
@@ -97,6 +191,8 @@ static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, stru
 
 	if (jobcg_msg_get_u64(m, "job", UINT32_MAX - 1, &job) < 0 || job == 0 || !step ||
 	    !jobcg_step_id_valid(step) || strlen(step) >= sizeof(s->life.step) ||
+	    (a->job != JOBCG_JOB_ID_AUTO && job != a->job) ||
+	    (a->step_arg && strcmp(step, a->step_arg) != 0) ||
 	    jobcg_msg_get_u64(m, "ntasks", UINT32_MAX, &ntasks) < 0 || ntasks != a->ntasks ||
 	    jobcg_msg_get_u64(m, "ephemeral", 1, &eph) < 0 ||
 	    jobcg_msg_get_u64(m, "start_usec", UINT64_MAX, &start) < 0)
@@ -117,11 +213,17 @@ static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, stru
 	*ret_env = env;
 	while ((v = jobcg_msg_next(m, "env", &pos))) {
 		char *end, **l;
+		const char *eq;
 		unsigned long t = strtoul(v, &end, 10);
 		size_t n = 0;
 
-		if (end == v || *end != ':' || t >= a->ntasks || !strchr(end + 1, '='))
+		if (end == v || *end != ':' || t >= a->ntasks || !(eq = strchr(end + 1, '=')))
 			return -EPROTO;
+		if (!task_env_allowed(end + 1, (size_t)(eq - end - 1))) {
+			snprintf(why, size, "it would set %.*s in task %lu's environment",
+				 (int)(eq - end - 1 > 64 ? 64 : eq - end - 1), end + 1, t);
+			return -EPERM;
+		}
 		for (l = env[t]; l && l[n]; n++)
 			;
 		l = realloc(env[t], (n + 2) * sizeof(char *));
@@ -135,6 +237,52 @@ static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, stru
 	return 0;
 }
 
+/* The directory the daemon lent must be the step's own, <root>/job_J/step_S of our context:
+ * the tasks are placed below it. -EPERM with @why, else 0. */
+static int stepdir_check(struct jobcg_ctx *ctx, int dfd, const struct run_state *s, char *why,
+			 size_t size)
+{
+	struct jobcg_target t = {.job = s->life.job, .task = JOBCG_TASK_ALL};
+	struct statfs sf;
+	struct stat got, want;
+	char *path = NULL;
+	int r;
+
+	if (fstatfs(dfd, &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC || fstat(dfd, &got) < 0 ||
+	    !S_ISDIR(got.st_mode)) {
+		snprintf(why, size, "the step directory it lent is not a cgroup v2 directory");
+		return -EPERM;
+	}
+	memcpy(t.step, s->life.step, sizeof(t.step));
+	r = jobcg_target_path(ctx, &t, &path);
+	if (r < 0) {
+		snprintf(why, size, "step %u.%s: %s", s->life.job, s->life.step,
+			 jobcg_last_error()->message);
+		return -EPERM;
+	}
+	if (stat(path, &want) < 0 || want.st_dev != got.st_dev || want.st_ino != got.st_ino) {
+		snprintf(why, size, "the step directory it lent is not %s", path);
+		free(path);
+		return -EPERM;
+	}
+	free(path);
+	return 0;
+}
+
+/* What the daemon's work printed, in the order it came, where it would have gone. */
+static void print_output(const struct jobcg_msg *m)
+{
+	size_t pos = 0;
+	const char *v;
+
+	while ((v = jobcg_msg_next(m, "out", &pos)))
+		fputs(v, stdout);
+	fflush(stdout);
+	pos = 0;
+	while ((v = jobcg_msg_next(m, "err", &pos)))
+		fputs(v, stderr);
+}
+
 static void task_env_free(char ***env, unsigned n)
 {
 	for (unsigned t = 0; env && t < n; t++) {
@@ -146,20 +294,36 @@ static void task_env_free(char ***env, unsigned n)
 }
 
 /* The daemon went away after making the step: end it here, as it would have. */
-static int finish_here(const struct cli_global *g, struct run_state *s, int r, const char *err_text,
+static int finish_here(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *err_text,
 		       const struct jobcg_run_result *res)
 {
-	struct jobcg_config *conf = NULL;
-	struct jobcg_ctx *ctx = NULL;
-	int code;
-
 	fprintf(stderr, "jobcg: warning: lost the daemon (%s); ending step %u.%s here\n",
 		jobcg_last_error()->message, s->life.job, s->life.step);
-	if (cli_ctx_open(g, 0, &conf, &ctx))
-		return 1;
-	code = run_finish(ctx, s, r, err_text, res, false);
-	cli_ctx_close(conf, ctx);
-	return code;
+	return run_finish(ctx, s, r, err_text, res, false);
+}
+
+/* op=exit fallback=1: the daemon will not serve us; its reason, when it gives one. */
+static void say_refused(const struct jobcg_msg *reply, const char *path)
+{
+	const char *reason = jobcg_msg_get(reply, "reason");
+
+	if (reason)
+		fprintf(stderr,
+			"jobcg: the daemon at %s did not take the step (%.200s); running it in "
+			"this process\n",
+			path, reason);
+}
+
+/* Tell the daemon that the tasks will not run, so that it ends the step it made. */
+static void send_refusal(int fd, int err, const char *message)
+{
+	struct jobcg_msg m = {};
+
+	(void)jobcg_msg_add(&m, "op", "status");
+	(void)jobcg_msg_add(&m, "error", "%d", err);
+	(void)jobcg_msg_add(&m, "message", "%s", message);
+	(void)jobcg_msg_send(fd, &m, NULL, 0);
+	jobcg_msg_free(&m);
 }
 
 int run_via_daemon(const char *path, int argc, char **argv, const struct run_args *a,
@@ -168,19 +332,30 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	struct jobcg_msg m = {}, reply = {};
 	struct jobcg_spawn_opts so = {.no_clone3 = a->no_clone3};
 	struct jobcg_run_result res = {};
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
 	struct run_state s = {};
-	char ***env = NULL, sdir[64], err_text[2048] = "";
-	int fd = -1, cwd = -1, stepfd = -1, fds[3], r, code = 1;
+	char ***env = NULL, sdir[64], err_text[2048] = "", why[512] = "";
+	int fd = -1, cwd = -1, stepfd = -1, r, code = 1;
 	unsigned nfds = 0;
 	mode_t mask;
 
-	/* Without stdout and stderr to lend, or a cwd to name, this process does it itself. */
+	/* With stdout or stderr closed the socket could become one of them and receive what we
+	 * print: this process does it itself. */
 	if (!fd_open(1) || !fd_open(2))
 		return -1;
-	r = run_daemon_connect(path, &fd);
+	r = run_daemon_connect(path, &fd, why, sizeof(why));
 	if (r == -ENAMETOOLONG)
 		return cli_usage_error("run", "JOBCG_DAEMON_SOCKET '%s': longer than a socket path",
 				       path);
+	if (r == -EPERM) {
+		/* Someone else's socket is not a daemon that is away: say so, run nothing. */
+		fprintf(stderr,
+			"jobcg: %s: not using it (--no-daemon, or JOBCG_DAEMON_SOCKET set empty, "
+			"runs the step in this process)\n",
+			why);
+		return 1;
+	}
 	if (r < 0)
 		return -1; /* no daemon (or not one for us): nothing was asked */
 	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -199,14 +374,20 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 		r = jobcg_msg_add(&m, "config_dir", "%s", g->config_dir);
 	r = r ?: jobcg_msg_add(&m, "verbose", "%d", g->verbose);
 	r = r ?: jobcg_msg_add(&m, "umask", "%u", (unsigned)mask);
-	fds[0] = 1;
-	fds[1] = 2;
-	fds[2] = cwd;
-	/* Arguments too big for a message: not the daemon's job. */
-	if (r < 0 || jobcg_msg_send(fd, &m, fds, 3) < 0)
+	/* Arguments too big for a request: not the daemon's job. */
+	if (r < 0 || m.len > RUN_REQUEST_MAX)
 		goto fallback;
+	r = jobcg_msg_send(fd, &m, &cwd, 1);
 	close(cwd);
 	cwd = -1;
+	if (r < 0) {
+		/* A daemon that refuses us at once may have answered, and closed, before we
+		 * asked: its reason is still to be read. */
+		if (jobcg_msg_recv(fd, &reply, NULL, 0, NULL) == 0 &&
+		    field_is(&reply, "op", "exit"))
+			say_refused(&reply, path);
+		goto fallback;
+	}
 
 	r = jobcg_msg_recv(fd, &reply, &stepfd, 1, &nfds);
 	if (r < 0) {
@@ -214,11 +395,14 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 			jobcg_last_error()->message);
 		goto out;
 	}
+	print_output(&reply);
 	if (field_is(&reply, "op", "exit")) {
 		uint64_t c;
 
-		if (jobcg_msg_get(&reply, "fallback"))
+		if (jobcg_msg_get(&reply, "fallback")) {
+			say_refused(&reply, path);
 			goto fallback;
+		}
 		if (jobcg_msg_get_u64(&reply, "code", 255, &c) < 0)
 			goto bad_reply;
 		code = (int)c;
@@ -226,17 +410,35 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	}
 	if (!field_is(&reply, "op", "spawn") || nfds != 1)
 		goto bad_reply;
-	r = spawn_parse(&reply, a, &s, &env);
+	r = spawn_parse(&reply, a, &s, &env, why, sizeof(why));
 	if (r == -ENOMEM)
 		goto out;
 	jobcg_msg_free(&m);
-	if (r < 0) {
-		/* Tell the daemon, which ends the step it made. */
-		(void)jobcg_msg_add(&m, "op", "status");
-		(void)jobcg_msg_add(&m, "error", "%d", EPROTO);
-		(void)jobcg_msg_add(&m, "message", "malformed answer from the daemon");
-		(void)jobcg_msg_send(fd, &m, NULL, 0);
+	if (r == -EPROTO) {
+		send_refusal(fd, EPROTO, "malformed answer from the daemon");
 		goto bad_reply;
+	}
+	/* The root to check the lent directory against, as this process would have made it;
+	 * quietly, as the daemon's answer already said what loading the configuration logs. */
+	if (r == 0) {
+		int cr;
+
+		jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+		cr = cli_ctx_open(g, 0, &conf, &ctx);
+		cli_set_verbosity(g->verbose);
+		if (cr != 0) {
+			send_refusal(fd, EINVAL, "the client cannot open its configuration");
+			goto out;
+		}
+	}
+	if (r == 0)
+		r = stepdir_check(ctx, stepfd, &s, why, sizeof(why));
+	if (r < 0) {
+		fprintf(stderr,
+			"jobcg: refusing the answer of the daemon at %s: %s; nothing was run\n",
+			path, why);
+		send_refusal(fd, EPERM, why);
+		goto out;
 	}
 
 	fd_path(sdir, stepfd);
@@ -265,9 +467,10 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	jobcg_msg_free(&reply);
 	if (!m.len || jobcg_msg_send(fd, &m, NULL, 0) < 0 ||
 	    jobcg_msg_recv(fd, &reply, NULL, 0, NULL) < 0) {
-		code = finish_here(g, &s, r, *err_text ? err_text : NULL, &res);
+		code = finish_here(ctx, &s, r, *err_text ? err_text : NULL, &res);
 		goto out;
 	}
+	print_output(&reply);
 	{
 		uint64_t c;
 
@@ -291,6 +494,8 @@ out:
 	if (cwd >= 0)
 		close(cwd);
 	close(fd);
+	if (ctx)
+		cli_ctx_close(conf, ctx);
 	free(res.task_status);
 	task_env_free(env, a->ntasks);
 	jobcg_msg_free(&m);
@@ -301,22 +506,42 @@ out:
 /* ---- the daemon's side ---- */
 
 /*
- * The daemon serves every connection in its one process, one message at a time: while it
- * does a client's work it wears that client's stdout, stderr, cwd, umask, JOBCG_* environment
- * and verbosity (client_enter), and takes them off again (client_leave).
+ * The daemon serves every connection in its one process and waits on none of them: each is a
+ * struct run_conn that moves through the phases below as its socket becomes readable or
+ * writable (non-blocking), and is dropped when a phase outlasts its deadline. Only the cgroup
+ * work itself (run_begin, run_finish) runs to its end at once. For it the daemon wears the
+ * client's cwd, umask, JOBCG_* environment and verbosity (client_enter), with its stdout and
+ * stderr on memory files whose text the answer carries back (client_leave).
  */
+enum phase {
+	PH_REQUEST, /* reading op=run, until the deadline set at the connection */
+	PH_SPAWN,   /* sending op=spawn */
+	PH_RUNNING, /* the client runs the tasks: reading op=status (a deadline from its first
+		       byte on) */
+	PH_EXIT,    /* sending op=exit, then closing */
+};
+
 struct run_conn {
 	int fd;
 	pid_t client;
-	int out, err, cwd;
+	enum phase phase;
+	uint64_t deadline_ms; /* CLOCK_MONOTONIC; 0: none */
+	struct jobcg_msg_rx rx;
+	struct jobcg_msg tx;
+	size_t tx_off;
+	int tx_fd; /* lent with tx (the step's directory), or -1 */
+	int cwd;
 	mode_t umask;
-	struct jobcg_msg req; /* the arguments (and so run_args) point into it */
+	int capture[2];	      /* while serving: the memory files on our stdout and stderr */
+	struct jobcg_msg req; /* the arguments (and so run_args) and env point into it */
 	char **argv;
+	char **env; /* environ while serving it: ours without JOBCG_*, then its JOBCG_* */
 	struct run_args a;
 	struct cli_global g;
 	struct jobcg_config *conf;
 	struct jobcg_ctx *ctx;
 	struct run_state s;
+	bool step; /* s holds a step that this connection must end */
 };
 
 /* The daemon's own: saved once, put back after each client. */
@@ -324,99 +549,111 @@ static struct {
 	int out, err, cwd;
 	mode_t umask;
 	int verbose;
-	char **env; /* its JOBCG_* variables */
+	char *
+	    *env; /* environ as it started: never changed by setenv, which leaks what it replaces */
+	unsigned long steps;
 } self = {.out = -1, .err = -1, .cwd = -1};
-
-static void unset_jobcg_env(void)
-{
-	for (;;) {
-		char **e = environ, *name;
-		int r;
-
-		while (e && *e && strncmp(*e, "JOBCG_", 6) != 0)
-			e++;
-		if (!e || !*e || !(name = strndup(*e, strcspn(*e, "="))))
-			return;
-		r = unsetenv(name);
-		free(name);
-		if (r < 0)
-			return;
-	}
-}
-
-/* NAME=VALUE strings into the environment; -EPROTO for anything not JOBCG_*. */
-static int put_env(const char *v)
-{
-	const char *eq = strchr(v, '=');
-	char *name;
-	int r;
-
-	if (!eq || strncmp(v, "JOBCG_", 6) != 0 || eq == v + 6)
-		return -EPROTO;
-	name = strndup(v, (size_t)(eq - v));
-	if (!name)
-		return -ENOMEM;
-	r = setenv(name, eq + 1, 1) < 0 ? -errno : 0;
-	free(name);
-	return r;
-}
 
 int run_daemon_save_self(int verbose)
 {
-	size_t n = 0;
-
 	self.out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
 	self.err = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
 	self.cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	self.umask = umask(0);
 	umask(self.umask);
 	self.verbose = verbose;
+	self.env = environ;
 	if (self.out < 0 || self.err < 0 || self.cwd < 0)
 		return -errno;
-	for (char **e = environ; e && *e; e++)
-		if (strncmp(*e, "JOBCG_", 6) == 0) {
-			char **l = realloc(self.env, (n + 2) * sizeof(char *));
-
-			if (!l)
-				return -ENOMEM;
-			self.env = l;
-			if (!(l[n++] = strdup(*e)))
-				return -ENOMEM;
-			l[n] = NULL;
-		}
 	return 0;
+}
+
+unsigned long run_daemon_steps(void)
+{
+	return self.steps;
 }
 
 static void client_enter(struct run_conn *c)
 {
-	size_t pos = 0;
-	const char *v;
-
 	fflush(NULL);
-	(void)dup2(c->out, STDOUT_FILENO);
-	(void)dup2(c->err, STDERR_FILENO);
+	for (int i = 0; i < 2; i++) {
+		c->capture[i] = memfd_create(i ? "jobcg-stderr" : "jobcg-stdout", MFD_CLOEXEC);
+		/* Without one, what the work says goes to our own log, never to the client. */
+		(void)dup2(c->capture[i] >= 0 ? c->capture[i]
+			   : i		      ? self.err
+					      : self.out,
+			   STDOUT_FILENO + i);
+	}
 	(void)!fchdir(c->cwd);
 	umask(c->umask);
-	unset_jobcg_env();
-	while ((v = jobcg_msg_next(&c->req, "env", &pos)))
-		(void)put_env(v);
+	environ = c->env;
 	cli_set_verbosity(c->g.verbose);
 	jobcg_set_runner(c->client);
 }
 
-static void client_leave(void)
+/* What a memory file holds, up to RUN_OUTPUT_MAX bytes, as a string (NUL bytes made '?'), or
+ * NULL when it holds nothing. */
+static char *capture_read(int fd)
 {
-	/* What the step printed is out before the client can read our answer and exit. */
+	static const char cut[] = "\njobcg: (the daemon cut the rest of this output)\n";
+	struct stat st;
+	size_t len, got = 0;
+	char *buf;
+
+	if (fstat(fd, &st) < 0 || st.st_size <= 0)
+		return NULL;
+	len = (size_t)st.st_size > RUN_OUTPUT_MAX ? RUN_OUTPUT_MAX : (size_t)st.st_size;
+	buf = malloc(len + sizeof(cut));
+	if (!buf)
+		return NULL;
+	while (got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < got; i++)
+		if (!buf[i])
+			buf[i] = '?';
+	buf[got] = '\0';
+	if ((size_t)st.st_size > len)
+		memcpy(buf + got, cut, sizeof(cut));
+	return buf;
+}
+
+/* Back to our own; what the work printed goes into @m as out= and err= (NULL @m: the client is
+ * gone, into our log). */
+static void client_leave(struct run_conn *c, struct jobcg_msg *m)
+{
 	fflush(NULL);
 	(void)dup2(self.out, STDOUT_FILENO);
 	(void)dup2(self.err, STDERR_FILENO);
 	(void)!fchdir(self.cwd);
 	umask(self.umask);
-	unset_jobcg_env();
-	for (char **e = self.env; e && *e; e++)
-		(void)put_env(*e);
+	environ = self.env;
 	cli_set_verbosity(self.verbose);
 	jobcg_set_runner(0);
+	for (int i = 0; i < 2; i++) {
+		char *text;
+
+		if (c->capture[i] < 0)
+			continue;
+		text = capture_read(c->capture[i]);
+		close(c->capture[i]);
+		c->capture[i] = -1;
+		if (!text)
+			continue;
+		if (!m)
+			fprintf(stderr, "jobcg: daemon: for pid %d, which is gone:\n%s",
+				(int)c->client, text);
+		else if (jobcg_msg_add(m, i ? "err" : "out", "%s", text) < 0)
+			fprintf(stderr, "jobcg: daemon: output for pid %d lost: %s\n",
+				(int)c->client, jobcg_last_error()->message);
+		free(text);
+	}
 }
 
 void run_conn_free(struct run_conn *c)
@@ -426,60 +663,93 @@ void run_conn_free(struct run_conn *c)
 	if (c->ctx)
 		cli_ctx_close(c->conf, c->ctx);
 	jobcg_step_gres_free(c->s.life.gres);
-	for (int *fd = &c->out; fd <= &c->cwd; fd++)
-		if (*fd >= 0)
-			close(*fd);
+	if (c->cwd >= 0)
+		close(c->cwd);
+	if (c->tx_fd >= 0)
+		close(c->tx_fd);
 	close(c->fd);
+	jobcg_msg_rx_free(&c->rx);
+	jobcg_msg_free(&c->tx);
 	free(c->argv);
+	free(c->env);
 	jobcg_msg_free(&c->req);
 	free(c);
 }
 
-int run_send_exit(int conn, int code, bool fallback)
+struct run_conn *run_conn_new(int fd, pid_t client, uint64_t now_ms)
 {
-	struct jobcg_msg m = {};
+	struct run_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	*c = (struct run_conn){.fd = fd,
+			       .client = client,
+			       .phase = PH_REQUEST,
+			       .deadline_ms = now_ms + RUN_IO_TIMEOUT_MS,
+			       .tx_fd = -1,
+			       .cwd = -1,
+			       .capture = {-1, -1}};
+	return c;
+}
+
+static int exit_msg(struct jobcg_msg *m, int code, bool fallback, const char *reason)
+{
 	int r;
 
-	r = jobcg_msg_add(&m, "op", "exit");
-	r = r ?: jobcg_msg_add(&m, "code", "%d", code);
+	jobcg_msg_free(m);
+	r = jobcg_msg_add(m, "op", "exit");
+	r = r ?: jobcg_msg_add(m, "code", "%d", code);
 	if (!r && fallback)
-		r = jobcg_msg_add(&m, "fallback", "1");
-	r = r ?: jobcg_msg_send(conn, &m, NULL, 0);
-	jobcg_msg_free(&m);
+		r = jobcg_msg_add(m, "fallback", "1");
+	if (!r && reason)
+		r = jobcg_msg_add(m, "reason", "%s", reason);
 	return r;
 }
 
-static int send_spawn(int conn, struct jobcg_ctx *ctx, const struct run_state *rs)
+void run_refuse(int conn, const char *reason)
 {
-	const struct jobcg_step_life *s = &rs->life;
-	struct jobcg_target t = {.job = s->job, .task = JOBCG_TASK_ALL};
 	struct jobcg_msg m = {};
+	size_t off = 0;
+
+	/* One try: a fresh connection's buffer takes it, and a refused client is not waited on. */
+	if (exit_msg(&m, 1, true, reason) == 0)
+		(void)jobcg_msg_send_some(conn, &m, NULL, 0, &off);
+	jobcg_msg_free(&m);
+}
+
+static int spawn_msg(struct run_conn *c)
+{
+	const struct jobcg_step_life *s = &c->s.life;
+	struct jobcg_target t = {.job = s->job, .task = JOBCG_TASK_ALL};
+	struct jobcg_msg *m = &c->tx;
 	char *path = NULL;
-	int r, dfd;
+	int r;
 
 	memcpy(t.step, s->step, sizeof(t.step));
-	r = jobcg_target_path(ctx, &t, &path);
+	r = jobcg_target_path(c->ctx, &t, &path);
 	if (r < 0)
 		return r;
-	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	c->tx_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(path);
-	if (dfd < 0)
+	if (c->tx_fd < 0)
 		return -errno;
-	r = jobcg_msg_add(&m, "op", "spawn");
-	r = r ?: jobcg_msg_add(&m, "job", "%u", s->job);
-	r = r ?: jobcg_msg_add(&m, "step", "%s", s->step);
-	r = r ?: jobcg_msg_add(&m, "ntasks", "%u", s->ntasks);
-	r = r ?: jobcg_msg_add(&m, "ephemeral", "%d", rs->ephemeral);
-	r = r ?: jobcg_msg_add(&m, "start_usec", "%llu", (unsigned long long)s->start_usec);
+	jobcg_msg_free(m);
+	r = jobcg_msg_add(m, "op", "spawn");
+	r = r ?: jobcg_msg_add(m, "job", "%u", s->job);
+	r = r ?: jobcg_msg_add(m, "step", "%s", s->step);
+	r = r ?: jobcg_msg_add(m, "ntasks", "%u", s->ntasks);
+	r = r ?: jobcg_msg_add(m, "ephemeral", "%d", c->s.ephemeral);
+	r = r ?: jobcg_msg_add(m, "start_usec", "%llu", (unsigned long long)s->start_usec);
 	if (!r && jobcg_acct_has(&s->job_before, JOBCG_ACCT_OOM))
-		r = jobcg_msg_add(&m, "oom_before", "%llu",
+		r = jobcg_msg_add(m, "oom_before", "%llu",
 				  (unsigned long long)s->job_before.value[JOBCG_ACCT_OOM]);
 	for (unsigned i = 0; !r && s->gres && i < s->ntasks && s->gres->task_env; i++)
 		for (char **e = s->gres->task_env[i]; !r && e && *e; e++)
-			r = jobcg_msg_add(&m, "env", "%u:%s", i, *e);
-	r = r ?: jobcg_msg_send(conn, &m, &dfd, 1);
-	close(dfd);
-	jobcg_msg_free(&m);
+			r = jobcg_msg_add(m, "env", "%u:%s", i, *e);
+	if (r < 0) {
+		close(c->tx_fd);
+		c->tx_fd = -1;
+	}
 	return r;
 }
 
@@ -527,22 +797,42 @@ static int status_parse(const struct jobcg_msg *m, unsigned ntasks, struct jobcg
 	return 0;
 }
 
-/* Check op=run and take what it lends. -EPROTO: not ours to serve (the client runs it). */
-static int request_parse(struct run_conn *c)
+/* The environment to serve it in: ours without JOBCG_*, then its JOBCG_* (pointing into its
+ * request). -ENOMEM. */
+static int env_build(struct run_conn *c)
 {
-	int fds[3];
-	unsigned nfds = 0;
-	uint64_t u;
-	size_t pos = 0;
-	int argc = 0, r;
+	size_t n = 0, pos = 0;
 	const char *v;
 
-	r = jobcg_msg_recv(c->fd, &c->req, fds, 3, &nfds);
-	if (r < 0)
-		return r;
-	for (unsigned i = 0; i < nfds; i++)
-		(&c->out)[i] = fds[i];
-	if (nfds != 3 || !field_is(&c->req, "op", "run") ||
+	for (char **e = self.env; e && *e; e++)
+		n++;
+	while (jobcg_msg_next(&c->req, "env", &pos))
+		n++;
+	c->env = calloc(n + 1, sizeof(char *));
+	if (!c->env)
+		return -ENOMEM;
+	n = 0;
+	for (char **e = self.env; e && *e; e++)
+		if (strncmp(*e, "JOBCG_", 6) != 0)
+			c->env[n++] = *e;
+	pos = 0;
+	while ((v = jobcg_msg_next(&c->req, "env", &pos)))
+		c->env[n++] = (char *)v;
+	return 0;
+}
+
+/* Check op=run in c->req and take what it lends. -EPROTO: not ours to serve (the client runs it).
+ */
+static int request_parse(struct run_conn *c, const int *fds, unsigned nfds)
+{
+	uint64_t u;
+	size_t pos = 0;
+	int argc = 0;
+	const char *v;
+
+	if (nfds == 1)
+		c->cwd = fds[0];
+	if (nfds != 1 || !field_is(&c->req, "op", "run") ||
 	    jobcg_msg_get_u64(&c->req, "v", 1000, &u) < 0 || u != RUN_PROTOCOL_VERSION)
 		return -EPROTO;
 	if (jobcg_msg_get_u64(&c->req, "umask", 0777, &u) < 0)
@@ -553,7 +843,7 @@ static int request_parse(struct run_conn *c)
 	c->g = (struct cli_global){
 	    .prog = "jobcg", .verbose = (int)u, .config_dir = jobcg_msg_get(&c->req, "config_dir")};
 	while ((v = jobcg_msg_next(&c->req, "env", &pos)))
-		if (strncmp(v, "JOBCG_", 6) != 0 || !strchr(v, '='))
+		if (strncmp(v, "JOBCG_", 6) != 0 || !strchr(v, '=') || v[6] == '=')
 			return -EPROTO;
 	pos = 0;
 	while (jobcg_msg_next(&c->req, "arg", &pos))
@@ -561,7 +851,7 @@ static int request_parse(struct run_conn *c)
 	if (argc < 2 || !field_is(&c->req, "arg", "run"))
 		return -EPROTO;
 	c->argv = calloc((size_t)argc + 1, sizeof(char *));
-	if (!c->argv)
+	if (!c->argv || env_build(c) < 0)
 		return -ENOMEM;
 	pos = 0;
 	for (int i = 0; (v = jobcg_msg_next(&c->req, "arg", &pos)); i++)
@@ -569,60 +859,185 @@ static int request_parse(struct run_conn *c)
 	return argc;
 }
 
-int run_conn_start(int fd, pid_t client, struct run_conn **ret)
+static void phase_to(struct run_conn *c, enum phase p, uint64_t now_ms)
 {
-	struct run_conn *c = calloc(1, sizeof(*c));
-	int argc, code;
+	c->phase = p;
+	c->tx_off = 0;
+	c->deadline_ms = p == PH_RUNNING ? 0 : now_ms + RUN_IO_TIMEOUT_MS;
+}
 
-	if (!c) {
-		close(fd);
-		return -ENOMEM;
-	}
-	*c = (struct run_conn){.fd = fd, .client = client, .out = -1, .err = -1, .cwd = -1};
-	argc = request_parse(c);
+/* Nobody will run or report the step's tasks: end it, NODE_FAIL. */
+static void end_lost(struct run_conn *c, struct jobcg_msg *answer)
+{
+	int code;
+
+	if (!c->step)
+		return;
+	client_enter(c);
+	code = run_finish(c->ctx, &c->s, 0, NULL, NULL, true);
+	c->step = false;
+	if (answer)
+		(void)exit_msg(answer, code, false, NULL);
+	client_leave(c, answer);
+}
+
+/* A whole request: make the step, and answer op=spawn or op=exit. */
+static void on_request(struct run_conn *c, const int *fds, unsigned nfds, uint64_t now_ms)
+{
+	int argc = request_parse(c, fds, nfds), code;
+
 	if (argc < 0) {
-		if (argc != -ECONNRESET)
-			run_send_exit(c->fd, 1, true);
-		run_conn_free(c);
-		return 0;
+		(void)exit_msg(&c->tx, 1, true, NULL); /* run it yourself */
+		phase_to(c, PH_EXIT, now_ms);
+		return;
 	}
 	client_enter(c);
 	code = run_parse(argc, c->argv, &c->a);
 	/* Past the arguments (-1: go on; 0 is --help, answered) and with a context (0). */
 	if (code < 0 && (code = cli_ctx_open(&c->g, 0, &c->conf, &c->ctx)) == 0) {
 		code = run_begin(c->ctx, &c->a, &c->s);
-		if (code < 0 && send_spawn(c->fd, c->ctx, &c->s) < 0)
-			/* The client is gone or the directory cannot be lent: nobody runs it. */
+		if (code < 0 && spawn_msg(c) < 0)
+			/* The directory cannot be lent: nobody runs it. */
 			code = run_finish(c->ctx, &c->s, 0, NULL, NULL, true);
 	}
-	client_leave();
 	if (code < 0) {
-		*ret = c; /* until its op=status */
-		return 1;
-	}
-	run_send_exit(c->fd, code, false);
-	run_conn_free(c);
-	return 0;
+		c->step = true;
+		self.steps++;
+	} else
+		(void)exit_msg(&c->tx, code, false, NULL);
+	client_leave(c, &c->tx);
+	phase_to(c, code < 0 ? PH_SPAWN : PH_EXIT, now_ms);
 }
 
-void run_conn_end(struct run_conn *c)
+/* The client's report: end the step, answer op=exit. */
+static void on_status(struct run_conn *c, const struct jobcg_msg *st, uint64_t now_ms)
 {
-	struct jobcg_msg st = {};
 	struct jobcg_run_result res = {};
 	char err_text[2048] = "";
 	int r, err = 0, code;
 
-	r = jobcg_msg_recv(c->fd, &st, NULL, 0, NULL);
-	if (r == 0)
-		r = status_parse(&st, c->s.life.ntasks, &res, &err, err_text, sizeof(err_text));
+	r = status_parse(st, c->s.life.ntasks, &res, &err, err_text, sizeof(err_text));
 	client_enter(c);
 	if (r < 0)
 		code = run_finish(c->ctx, &c->s, 0, NULL, NULL, true);
 	else
 		code = run_finish(c->ctx, &c->s, err, err ? err_text : NULL, &res, false);
-	client_leave();
-	run_send_exit(c->fd, code, false);
+	c->step = false;
+	(void)exit_msg(&c->tx, code, false, NULL);
+	client_leave(c, &c->tx);
 	free(res.task_status);
-	jobcg_msg_free(&st);
-	run_conn_free(c);
+	phase_to(c, PH_EXIT, now_ms);
+}
+
+short run_conn_events(const struct run_conn *c)
+{
+	return c->phase == PH_SPAWN || c->phase == PH_EXIT ? POLLOUT : POLLIN;
+}
+
+uint64_t run_conn_deadline(const struct run_conn *c)
+{
+	return c->deadline_ms;
+}
+
+/* Send what the socket takes of the answer. false: the connection is over. */
+static bool flush(struct run_conn *c, uint64_t now_ms)
+{
+	int r = jobcg_msg_send_some(c->fd, &c->tx, &c->tx_fd, c->tx_fd >= 0 ? 1 : 0, &c->tx_off);
+
+	if (r == -EAGAIN)
+		return true;
+	if (r < 0 || c->phase == PH_EXIT) {
+		end_lost(c, NULL); /* op=spawn that did not get through */
+		return false;
+	}
+	close(c->tx_fd);
+	c->tx_fd = -1;
+	jobcg_msg_free(&c->tx);
+	phase_to(c, PH_RUNNING, now_ms);
+	return true;
+}
+
+bool run_conn_step(struct run_conn *c, short revents, uint64_t now_ms)
+{
+	if (c->phase == PH_SPAWN || c->phase == PH_EXIT) {
+		if (revents && !flush(c, now_ms))
+			return false;
+	} else if (revents) {
+		struct jobcg_msg m = {};
+		int fds[1];
+		unsigned nfds = 0;
+		bool request = c->phase == PH_REQUEST;
+		int r = jobcg_msg_recv_some(c->fd, &c->rx, RUN_REQUEST_MAX, request ? &c->req : &m,
+					    fds, request ? 1 : 0, &nfds);
+
+		if (r == -EAGAIN) {
+			/* A report has its deadline from its first byte: the tasks take their time.
+			 */
+			if (!request && c->rx.got && !c->deadline_ms)
+				c->deadline_ms = now_ms + RUN_IO_TIMEOUT_MS;
+		} else if (r < 0 && request) {
+			if (r == -ECONNRESET)
+				return false;
+			(void)exit_msg(&c->tx, 1, true, NULL); /* run it yourself */
+			phase_to(c, PH_EXIT, now_ms);
+		} else if (r == -ECONNRESET) {
+			end_lost(c, NULL);
+			return false;
+		} else if (r < 0) {
+			end_lost(c, &c->tx);
+			phase_to(c, PH_EXIT, now_ms);
+		} else if (request)
+			on_request(c, fds, nfds, now_ms);
+		else
+			on_status(c, &m, now_ms);
+		jobcg_msg_free(&m);
+		/* An answer goes out at once where the socket takes it, as it nearly always does.
+		 */
+		if (c->phase == PH_SPAWN || c->phase == PH_EXIT)
+			return flush(c, now_ms);
+	}
+	if (!c->deadline_ms || now_ms < c->deadline_ms)
+		return true;
+	switch (c->phase) {
+	case PH_REQUEST:
+		if (c->rx.got)
+			fprintf(stderr,
+				"jobcg: daemon: pid %d sent %zu byte(s) of its request, not all of "
+				"it, within %d s; dropped\n",
+				(int)c->client, c->rx.got, RUN_IO_TIMEOUT_MS / 1000);
+		else
+			fprintf(stderr,
+				"jobcg: daemon: pid %d connected but sent no request within %d s; "
+				"dropped\n",
+				(int)c->client, RUN_IO_TIMEOUT_MS / 1000);
+		break;
+	case PH_RUNNING:
+		fprintf(stderr,
+			"jobcg: daemon: pid %d began its report on step %u.%s but did not finish "
+			"it within %d s; ending the step\n",
+			(int)c->client, c->s.life.job, c->s.life.step, RUN_IO_TIMEOUT_MS / 1000);
+		end_lost(c, NULL);
+		break;
+	case PH_SPAWN:
+		fprintf(stderr,
+			"jobcg: daemon: pid %d did not take the answer on step %u.%s within %d s; "
+			"ending the step\n",
+			(int)c->client, c->s.life.job, c->s.life.step, RUN_IO_TIMEOUT_MS / 1000);
+		end_lost(c, NULL);
+		break;
+	case PH_EXIT:
+		break;
+	}
+	return false;
+}
+
+bool run_conn_stopping(struct run_conn *c, uint64_t now_ms)
+{
+	if (c->phase != PH_REQUEST)
+		return true;
+	/* Not begun: the client runs its step itself. */
+	jobcg_msg_rx_free(&c->rx);
+	(void)exit_msg(&c->tx, 1, true, NULL);
+	phase_to(c, PH_EXIT, now_ms);
+	return flush(c, now_ms);
 }

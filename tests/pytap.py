@@ -18,6 +18,7 @@ def ok(good, what):
     _n += 1
     if not good:
         _failed += 1
+    what = " ".join(str(what).split("\n"))  # one TAP line, whatever the description holds
     print(f"{'ok' if good else 'not ok'} {_n} - {what}", flush=True)
     return good
 

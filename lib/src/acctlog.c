@@ -1,10 +1,12 @@
 /* jobcg: the JSON-lines accounting log: append (flock + O_APPEND, fsync when asked) and robust
  * reading.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include "jobcg/acctlog.h"
 #include "log.h"
@@ -45,9 +47,9 @@ JOBCG_EXPORT enum jobcg_acct_state jobcg_acct_state_of(int exit_code, int exit_s
 
 JOBCG_EXPORT int jobcg_acctlog_path(const struct jobcg_config *conf, char **ret)
 {
-	const char *dir = conf && conf->cgroup.state_dir ? conf->cgroup.state_dir
-			  : getenv("JOBCG_STATE_DIR")	 ? getenv("JOBCG_STATE_DIR")
-							 : "/var/lib/jobcg";
+	const char *dir = conf && conf->cgroup.state_dir  ? conf->cgroup.state_dir
+			  : env_secure("JOBCG_STATE_DIR") ? env_secure("JOBCG_STATE_DIR")
+							  : "/var/lib/jobcg";
 	char *p = strdup_printf("%s/acct.jsonl", dir);
 
 	if (!p)
@@ -206,24 +208,6 @@ static int format_record(const struct jobcg_acct_record *r, const char *state, c
 	return 0;
 }
 
-static int mkdir_parents(const char *path)
-{
-	_cleanup_free_ char *p = strdup(path);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return error_set(negative_errno(), "cannot create %s: %s", p,
-					 strerror(errno));
-		*s = '/';
-	}
-	return 0;
-}
-
 /* Write all of @buf (regular files normally take it in one go; loop for signals). */
 static int write_all(int fd, const char *buf, size_t len)
 {
@@ -258,22 +242,35 @@ JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_r
 	if ((k = format_record(r, state, &line, &len)) < 0)
 		return k;
 
-	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0 && errno == ENOENT) {
-		/* Only the first record of a node makes the directories. */
-		if ((k = mkdir_parents(path)) < 0)
-			return k;
-		fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	}
-	if (fd < 0)
-		return error_set(negative_errno(), "cannot open %s: %s", path, strerror(errno));
-	/* Serialise writers so the torn-line check below and our line cannot interleave. */
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR)
-			return error_set(negative_errno(), "cannot lock %s: %s", path,
+	if ((k = state_dir_prepare(path)) < 0)
+		return k;
+	for (unsigned tries = 0;; tries++) {
+		struct stat now;
+
+		fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+			  0640);
+		if (fd < 0)
+			return error_set(negative_errno(), "cannot open %s: %s", path,
 					 strerror(errno));
-	if (fstat(fd, &st) < 0)
-		return error_set(negative_errno(), "cannot stat %s: %s", path, strerror(errno));
+		/* Serialise writers so the torn-line check below and our line cannot
+		 * interleave. */
+		while (flock(fd, LOCK_EX) < 0)
+			if (errno != EINTR)
+				return error_set(negative_errno(), "cannot lock %s: %s", path,
+						 strerror(errno));
+		if (fstat(fd, &st) < 0)
+			return error_set(negative_errno(), "cannot stat %s: %s", path,
+					 strerror(errno));
+		/* Rotated (renamed, perhaps compressed and removed) while we waited for the
+		 * lock: the record belongs in the new log, not in the file that was moved. */
+		if (lstat(path, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino &&
+		    st.st_nlink > 0)
+			break;
+		if (tries >= 16)
+			return error_set(-EAGAIN, "%s keeps being replaced while we write to it",
+					 path);
+		close(TAKE_FD(fd));
+	}
 	if (st.st_size > 0) {
 		char last = '\n';
 
@@ -401,36 +398,122 @@ out:
 
 /* Longest line we accept: records are a few hundred bytes. */
 #define ACCT_LINE_MAX 65536
+/* Most rotated logs read (logrotate's "rotate N" keeps N). */
+#define ACCT_MAX_ROTATED 4096
 
-JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_acctlog_fn fn,
-				    void *userdata)
+/* Lines of one log file, plain or gzip-compressed (zlib reads both). */
+struct line_reader {
+	gzFile gz;
+	char *buf; /* the current line; *buf..len, NUL-terminated */
+	size_t len, cap;
+	char chunk[16384];
+	size_t cpos, clen;
+	bool eof, damaged;
+};
+
+/* The next line without its newline in r->buf; 1 found (*ret_complete false for a last line
+ * without a newline), 0 at the end (r->damaged: a read error ended it early). */
+static int next_line(struct line_reader *r, bool *ret_complete)
 {
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-	unsigned lineno = 0;
-	ssize_t len;
+	r->len = 0;
+	for (;;) {
+		if (r->cpos == r->clen) {
+			int n;
 
-	if (!f) {
-		if (errno == ENOENT)
-			return 0;
-		return error_set(negative_errno(), "cannot open %s: %s", path, strerror(errno));
+			if (r->eof)
+				break;
+			n = gzread(r->gz, r->chunk, sizeof(r->chunk));
+			if (n <= 0) {
+				int err = Z_OK;
+
+				gzerror(r->gz, &err);
+				r->eof = true;
+				/* a truncated or corrupt .gz: what was read counts */
+				r->damaged = n < 0 || err != Z_OK;
+				break;
+			}
+			r->cpos = 0;
+			r->clen = (size_t)n;
+		}
+		const char *nl = memchr(r->chunk + r->cpos, '\n', r->clen - r->cpos);
+		size_t take = nl ? (size_t)(nl - (r->chunk + r->cpos)) : r->clen - r->cpos;
+
+		/* Keep at most ACCT_LINE_MAX + 1 bytes of an overlong line: enough to refuse it. */
+		size_t keep =
+		    r->len > ACCT_LINE_MAX
+			? 0
+			: (take < ACCT_LINE_MAX + 1 - r->len ? take : ACCT_LINE_MAX + 1 - r->len);
+		if (r->len + keep + 1 > r->cap) {
+			size_t ncap = r->cap ? r->cap : 256;
+			char *nb;
+
+			while (ncap < r->len + keep + 1)
+				ncap *= 2;
+			nb = realloc(r->buf, ncap);
+			if (!nb)
+				return -ENOMEM;
+			r->buf = nb;
+			r->cap = ncap;
+		}
+		memcpy(r->buf + r->len, r->chunk + r->cpos, keep);
+		r->len += keep;
+		r->buf[r->len] = '\0';
+		r->cpos += take;
+		if (nl) {
+			r->cpos++;
+			*ret_complete = true;
+			return 1;
+		}
 	}
-	while ((len = getline(&line, &cap, f)) >= 0) {
+	if (r->len == 0)
+		return 0;
+	*ret_complete = false;
+	return 1;
+}
+
+/* Open @path for reading: a regular file, without waiting on a FIFO. -ENOENT is not an error
+ * record (a missing log is an empty one). */
+static int open_log(const char *path, int *ret_fd, struct stat *ret_st)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT
+				       : error_set(negative_errno(), "cannot open %s: %s", path,
+						   strerror(errno));
+	if (fstat(fd, ret_st) < 0)
+		return error_set(negative_errno(), "cannot stat %s: %s", path, strerror(errno));
+	if (!S_ISREG(ret_st->st_mode))
+		return error_set(-EINVAL, "%s is not a regular file", path);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+/* Read the records of the open log @fd (consumed), shown as @path. */
+static int read_fd(int fd, const char *path, const char *job_id, jobcg_acctlog_fn fn,
+		   void *userdata)
+{
+	struct line_reader lr = {.gz = gzdopen(fd, "rb")};
+	unsigned lineno = 0;
+	bool complete;
+	int k, ret = 0;
+
+	if (!lr.gz) {
+		close(fd);
+		return error_set(-ENOMEM, "cannot read %s: out of memory", path);
+	}
+	while ((k = next_line(&lr, &complete)) > 0) {
 		struct jobcg_acct_record r;
-		int k;
 
 		lineno++;
-		if (len > 0 && line[len - 1] == '\n')
-			line[--len] = 0;
-		else {
+		if (!complete) {
 			log_warning("%s:%u: incomplete last line (torn write?), skipped", path,
 				    lineno);
 			continue;
 		}
-		if (len == 0)
+		if (lr.len == 0)
 			continue;
-		if (len > ACCT_LINE_MAX || !parse_record(line, &r)) {
+		if (lr.len > ACCT_LINE_MAX || !parse_record(lr.buf, &r)) {
 			log_warning("%s:%u: not an accounting record, skipped", path, lineno);
 			continue;
 		}
@@ -438,12 +521,291 @@ JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_
 			jobcg_acct_record_done(&r);
 			continue;
 		}
-		k = fn(&r, userdata);
+		ret = fn(&r, userdata);
 		jobcg_acct_record_done(&r);
-		if (k != 0)
-			return k;
+		if (ret != 0)
+			break;
 	}
-	if (ferror(f))
-		return error_set(-EIO, "cannot read %s", path);
-	return 0;
+	if (k < 0)
+		ret = k;
+	else if (lr.damaged)
+		log_warning("%s: cannot read past line %u (a truncated or corrupt file?), the rest "
+			    "skipped",
+			    path, lineno);
+	gzclose(lr.gz);
+	free(lr.buf);
+	return ret;
+}
+
+JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_acctlog_fn fn,
+				    void *userdata)
+{
+	struct stat st;
+	int fd = -1, r = open_log(path, &fd, &st);
+
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	return read_fd(fd, path, job_id, fn, userdata);
+}
+
+static void closedirp(DIR **d)
+{
+	if (*d)
+		closedir(*d);
+}
+
+/* One rotated log: its name, where it goes in time, and the file opened for the snapshot. */
+struct rotated {
+	char *name;
+	bool dated; /* logrotate's dateext: NAME-SUFFIX, sorted by the suffix */
+	bool gz;
+	unsigned long num; /* NAME.N: the higher, the older */
+	const char *key;   /* dateext suffix (within name), without .gz */
+	size_t keylen;
+	int fd;
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Oldest first: dated ones by suffix, then numbered from the highest; the plain file wins a
+ * tie with its .gz (a compression under way). */
+static int rotated_cmp(const void *a, const void *b)
+{
+	const struct rotated *x = a, *y = b;
+
+	if (x->dated != y->dated)
+		return x->dated ? -1 : 1;
+	if (x->dated) {
+		size_t n = x->keylen < y->keylen ? x->keylen : y->keylen;
+		int c = memcmp(x->key, y->key, n);
+
+		if (c || x->keylen != y->keylen)
+			return c ? c : (x->keylen < y->keylen ? -1 : 1);
+	} else if (x->num != y->num)
+		return x->num > y->num ? -1 : 1;
+	return (int)x->gz - (int)y->gz;
+}
+
+static bool same_slot(const struct rotated *x, const struct rotated *y)
+{
+	return x->dated == y->dated &&
+	       (x->dated ? x->keylen == y->keylen && memcmp(x->key, y->key, x->keylen) == 0
+			 : x->num == y->num);
+}
+
+/* Is @name (in the log's directory) a rotated copy of @base? Fills @ret. */
+static bool parse_rotated(const char *base, const char *name, struct rotated *ret)
+{
+	size_t bl = strlen(base), nl = strlen(name);
+	const char *rest = name + bl;
+	size_t rl;
+	bool gz;
+
+	if (nl <= bl + 1 || strncmp(name, base, bl) != 0 || (*rest != '.' && *rest != '-'))
+		return false;
+	gz = nl > bl + 4 && streq(name + nl - 3, ".gz");
+	rl = nl - bl - 1 - (gz ? 3 : 0);
+	if (rl == 0)
+		return false;
+	*ret = (struct rotated){.gz = gz, .fd = -1};
+	if (*rest == '-') {
+		ret->dated = true;
+		ret->key = rest + 1;
+		ret->keylen = rl;
+		return true;
+	}
+	unsigned long v = 0;
+	for (size_t i = 1; i <= rl; i++) {
+		if (rest[i] < '0' || rest[i] > '9' || v > 100000000)
+			return false;
+		v = v * 10 + (unsigned long)(rest[i] - '0');
+	}
+	if (rest[1] == '0')
+		return false;
+	ret->num = v;
+	return true;
+}
+
+static void rotated_free(struct rotated *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].name);
+		if (v[i].fd >= 0)
+			close(v[i].fd);
+	}
+	free(v);
+}
+
+/*
+ * The rotated logs beside @path, each opened, oldest first. 1 when the directory changed while
+ * they were opened (a rotation under way: the caller tries again), 0 when the set is a
+ * snapshot: every name still names the file that was opened.
+ */
+static int rotated_snapshot(const char *dir, const char *base, struct rotated **ret, size_t *ret_n,
+			    size_t *ret_listed)
+{
+	_cleanup_(closedirp) DIR *d = opendir(dir);
+	struct rotated *v = NULL;
+	size_t n = 0, cap = 0, kept = 0;
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0
+				       : error_set(negative_errno(), "cannot read %s: %s", dir,
+						   strerror(errno));
+	while ((errno = 0, de = readdir(d))) {
+		struct rotated x;
+
+		if (!parse_rotated(base, de->d_name, &x))
+			continue;
+		if (n >= ACCT_MAX_ROTATED) {
+			rotated_free(v, n);
+			return error_set(-E2BIG, "more than %d rotated logs of %s/%s",
+					 ACCT_MAX_ROTATED, dir, base);
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct rotated *nv = realloc(v, ncap * sizeof(*nv));
+
+			if (!nv) {
+				rotated_free(v, n);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		x.name = strdup_printf("%s/%s", dir, de->d_name);
+		if (!x.name) {
+			rotated_free(v, n);
+			return -ENOMEM;
+		}
+		/* key pointed into the dirent: point it into our copy */
+		if (x.dated)
+			x.key = x.name + strlen(dir) + 1 + strlen(base) + 1;
+		v[n++] = x;
+	}
+	if (errno) {
+		r = error_set(negative_errno(), "cannot read %s: %s", dir, strerror(errno));
+		rotated_free(v, n);
+		return r;
+	}
+	*ret_listed = n;
+	if (n)
+		qsort(v, n, sizeof(*v), rotated_cmp);
+	/* A plain file and its .gz for the same slot: gzip is under way, read the plain one. */
+	for (size_t i = 0; i < n; i++) {
+		if (kept > 0 && same_slot(&v[kept - 1], &v[i]) && v[i].gz && !v[kept - 1].gz) {
+			free(v[i].name);
+			continue;
+		}
+		v[kept++] = v[i];
+	}
+	n = kept;
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		r = open_log(v[i].name, &v[i].fd, &st);
+		if (r == -ENOENT) {
+			r = 1; /* renamed away since the listing */
+			break;
+		}
+		if (r < 0)
+			break;
+		v[i].dev = st.st_dev;
+		v[i].ino = st.st_ino;
+	}
+	if (r < 0) {
+		rotated_free(v, n);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	return r;
+}
+
+/* Still the same files under the same names, and no new rotated one? */
+static bool rotated_unchanged(const char *dir, const char *base, const struct rotated *v, size_t n,
+			      size_t listed)
+{
+	_cleanup_(closedirp) DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t seen = 0;
+
+	if (!d)
+		return false;
+	while ((de = readdir(d))) {
+		struct rotated x;
+
+		if (parse_rotated(base, de->d_name, &x))
+			seen++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		if (stat(v[i].name, &st) < 0 || st.st_dev != v[i].dev || st.st_ino != v[i].ino)
+			return false;
+	}
+	return seen == listed;
+}
+
+JOBCG_EXPORT int jobcg_acctlog_read_all(const char *path, const char *job_id, jobcg_acctlog_fn fn,
+					void *userdata)
+{
+	_cleanup_free_ char *dir = NULL;
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	struct rotated *v = NULL;
+	size_t n = 0, listed = 0;
+	struct stat st;
+	int live = -1, r = 0;
+
+	dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".");
+	if (!dir)
+		return -ENOMEM;
+	/*
+	 * Open everything first, the live log last, and check nothing moved meanwhile: reading
+	 * one file after another while logrotate renames them would skip or repeat a file.
+	 */
+	for (unsigned tries = 0;; tries++) {
+		r = rotated_snapshot(dir, base, &v, &n, &listed);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			r = open_log(path, &live, &st);
+			if (r < 0 && r != -ENOENT) {
+				rotated_free(v, n);
+				return r;
+			}
+			if (rotated_unchanged(dir, base, v, n, listed)) {
+				struct stat now;
+
+				/* the live log renamed after we opened it would be read twice */
+				if (live < 0 || (stat(path, &now) == 0 && now.st_ino == st.st_ino &&
+						 now.st_dev == st.st_dev))
+					break;
+			}
+			if (live >= 0)
+				close(live);
+			live = -1;
+		}
+		rotated_free(v, n);
+		v = NULL;
+		n = 0;
+		if (tries >= 16)
+			return error_set(-EAGAIN, "the logs in %s keep changing while read", dir);
+		usleep(10000);
+	}
+	r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		r = read_fd(v[i].fd, v[i].name, job_id, fn, userdata);
+		v[i].fd = -1;
+	}
+	if (r == 0 && live >= 0)
+		r = read_fd(TAKE_FD(live), path, job_id, fn, userdata);
+	if (live >= 0)
+		close(live);
+	rotated_free(v, n);
+	return r;
 }

@@ -7,9 +7,13 @@
 #include <stdio.h>
 
 #include "adopt.h"
+#include "cgroupfs.h"
 #include "jobcg/adopt.h"
 #include "jobcg/job.h"
 #include "log.h"
+#include "procs.h"
+#include "testhook.h"
+#include "tree.h"
 #include "util.h"
 
 long adopt_choose(const struct adopt_candidate *c, size_t n, uid_t uid)
@@ -17,7 +21,7 @@ long adopt_choose(const struct adopt_candidate *c, size_t n, uid_t uid)
 	long best = -1;
 
 	for (size_t i = 0; i < n; i++) {
-		if (!c[i].have_owner || c[i].uid != uid)
+		if (!c[i].have_owner || c[i].uid != uid || !c[i].joinable)
 			continue;
 		if (best < 0 || c[i].created_sec > c[best].created_sec ||
 		    (c[i].created_sec == c[best].created_sec && c[i].id > c[best].id))
@@ -44,6 +48,45 @@ int adopt_parse_status_uid(const char *status, uid_t *ret)
 	return -EINVAL;
 }
 
+int adopt_parse_proc_cgroup(const char *text, char **ret)
+{
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		size_t len = strcspn(p, "\n");
+		char *path;
+
+		if (!startswith(p, "0::/"))
+			continue;
+		path = strndup(p + 3, len - 3);
+		if (!path)
+			return -ENOMEM;
+		*ret = path;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int adopt_job_of_path(const char *root, const char *path, uint32_t *ret)
+{
+	size_t n = strlen(root);
+	char name[32];
+	const char *rest;
+	size_t len;
+	uint32_t id;
+
+	if (strncmp(path, root, n) != 0 || path[n] != '/')
+		return 0;
+	rest = path + n + 1;
+	len = strcspn(rest, "/");
+	if (len >= sizeof(name))
+		return 0;
+	memcpy(name, rest, len);
+	name[len] = '\0';
+	if (tree_parse_job_dirname(name, &id) < 0)
+		return 0;
+	*ret = id;
+	return 1;
+}
+
 JOBCG_EXPORT int jobcg_pid_uid(pid_t pid, uid_t *ret)
 {
 	char path[64];
@@ -64,7 +107,73 @@ JOBCG_EXPORT int jobcg_pid_uid(pid_t pid, uid_t *ret)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t *ret_job)
+/* The absolute cgroup v2 directory of @pid. */
+static int pid_cgroup(struct jobcg_ctx *ctx, pid_t pid, char **ret)
+{
+	_cleanup_free_ char *text = NULL, *rel = NULL;
+	char path[64];
+	int r;
+
+	if (pid <= 0)
+		return error_set(-EINVAL, "invalid pid %d", (int)pid);
+	format_buf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	r = read_full_file_at(AT_FDCWD, path, 1 << 16, &text, NULL);
+	if (r == -ENOENT || r == -ESRCH)
+		return error_set(-ESRCH, "no process %d", (int)pid);
+	if (r < 0)
+		return error_set(r, "cannot read %s: %s", path, strerror(-r));
+	r = adopt_parse_proc_cgroup(text, &rel);
+	if (r == -EINVAL)
+		return error_set(-EINVAL, "%s has no cgroup v2 line", path);
+	if (r < 0)
+		return r;
+	*ret = streq(rel, "/") ? strdup(jobcg_ctx_mount(ctx))
+			       : cgfs_path(jobcg_ctx_mount(ctx), rel + 1);
+	return *ret ? 0 : -ENOMEM;
+}
+
+JOBCG_EXPORT int jobcg_pid_job(struct jobcg_ctx *ctx, pid_t pid, uint32_t *ret_job,
+			       char **ret_cgroup)
+{
+	_cleanup_free_ char *cg = NULL;
+	uint32_t id = 0;
+	int r, in;
+
+	r = pid_cgroup(ctx, pid, &cg);
+	if (r < 0)
+		return r;
+	in = adopt_job_of_path(jobcg_ctx_root(ctx), cg, &id);
+	if (in && ret_job)
+		*ret_job = id;
+	if (ret_cgroup)
+		*ret_cgroup = TAKE_PTR(cg);
+	return in;
+}
+
+static int job_joinable(struct jobcg_ctx *ctx, const struct jobcg_job_info *info)
+{
+	_cleanup_free_ char *v = NULL;
+	int r;
+
+	if (info->ephemeral)
+		return 0;
+	if (!ctx->info->xattr.supported)
+		return 1;
+	r = jobcg_job_xattr_get(ctx, info->id, "created", &v);
+	if (r == -ENODATA || r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	free(v);
+	v = NULL;
+	r = jobcg_job_xattr_get(ctx, info->id, "removing", &v);
+	if (r == 0 || r == -ENOENT)
+		return 0;
+	return r == -ENODATA ? 1 : r;
+}
+
+/* Under the node lock. */
+static int pick_locked(struct jobcg_ctx *ctx, uid_t uid, uint32_t *ret_job)
 {
 	_cleanup_free_ uint32_t *ids = NULL;
 	_cleanup_free_ struct adopt_candidate *c = NULL;
@@ -80,15 +189,20 @@ JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct jobcg_job_info *info = NULL;
+		int j;
 
 		/* A job released meanwhile is simply not a candidate. */
 		if (jobcg_job_info_get(ctx, ids[i], &info) < 0)
 			continue;
+		j = job_joinable(ctx, info);
 		c[m++] = (struct adopt_candidate){.id = info->id,
 						  .have_owner = info->have_owner,
 						  .uid = info->uid,
-						  .created_sec = info->created_sec};
+						  .created_sec = info->created_sec,
+						  .joinable = j > 0};
 		jobcg_job_info_free(info);
+		if (j < 0)
+			return j;
 	}
 	best = adopt_choose(c, m, uid);
 	if (best < 0)
@@ -98,21 +212,89 @@ JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_adopt(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
+JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t *ret_job)
 {
+	int r = jobcg_ctx_lock(ctx);
+
+	if (r < 0)
+		return r;
+	r = pick_locked(ctx, uid, ret_job);
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+/* Under the node lock: check the job, make its extern step, move the process, read it back. */
+static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
+{
+	_cleanup_free_ char *sdir = NULL, *tdir = NULL, *now = NULL;
 	uid_t uid;
 	int r;
 
+	/* The kernel would move init; a login is never pid 1, and a wrong pid must not be. */
+	if (pid == 1)
+		return error_set(-EPERM, "pid 1 is never adopted into a job");
 	r = jobcg_pid_uid(pid, &uid);
 	if (r < 0)
 		return r;
-	r = jobcg_step_create(ctx, job_id, "extern", JOBCG_STEP_NO_RUNNER, NULL);
-	if (r < 0 && r != -EEXIST)
-		return r;
-	r = jobcg_task_add_pid(ctx, job_id, "extern", JOBCG_TASK_SPECIAL, pid);
+	r = job_accepts_procs_locked(ctx, job_id);
 	if (r < 0)
 		return r;
+	sdir = tree_step_dir(ctx, job_id, "extern");
+	tdir = tree_task_dir(ctx, job_id, "extern", JOBCG_TASK_SPECIAL);
+	if (!sdir || !tdir)
+		return -ENOMEM;
+	if (access(sdir, F_OK) < 0) {
+		r = jobcg_step_create(ctx, job_id, "extern", JOBCG_STEP_NO_RUNNER, NULL);
+		if (r < 0)
+			return r;
+	}
+	test_pause("adopt-before-move");
+	/* Still the same hold of the lock: no release can have marked the job meanwhile, but
+	 * the process is checked where it is moved, whoever changes the code around this. */
+	r = job_accepts_procs_locked(ctx, job_id);
+	if (r < 0)
+		return r;
+	r = task_add_pid_locked(ctx, job_id, "extern", JOBCG_TASK_SPECIAL, pid);
+	if (r < 0)
+		return r;
+	/* Read back: the process is where it was put (not a pid that ended and was reused by
+	 * a process that is elsewhere, nor one moved away again at once). */
+	r = pid_cgroup(ctx, pid, &now);
+	if (r < 0)
+		return r;
+	if (!streq(now, tdir))
+		return error_set(-EXDEV, "pid %d is in %s right after being moved into %s",
+				 (int)pid, now, tdir);
 	log_info("adopted pid %d (uid %u) into job %u, step extern", (int)pid, (unsigned)uid,
 		 job_id);
 	return 0;
+}
+
+JOBCG_EXPORT int jobcg_adopt(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
+{
+	int r = jobcg_ctx_lock(ctx);
+
+	if (r < 0)
+		return r;
+	r = adopt_locked(ctx, pid, job_id);
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_adopt_user(struct jobcg_ctx *ctx, pid_t pid, uid_t uid, uint32_t *ret_job)
+{
+	uint32_t job = 0;
+	int r = jobcg_ctx_lock(ctx);
+
+	if (r < 0)
+		return r;
+	/* Chosen and joined in one hold: a job picked here cannot start its release before the
+	 * process is in it. */
+	r = pick_locked(ctx, uid, &job);
+	if (r >= 0)
+		r = adopt_locked(ctx, pid, job);
+	jobcg_ctx_unlock(ctx);
+	if (r >= 0 && ret_job)
+		*ret_job = job;
+	return r;
 }

@@ -25,25 +25,6 @@ static bool is_bpffs(const char *path)
 	return statfs(path, &s) == 0 && s.f_type == BPF_FS_MAGIC;
 }
 
-static int mkdir_p(const char *dir)
-{
-	_cleanup_free_ char *p = strdup(dir);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			return negative_errno();
-		*s = '/';
-	}
-	if (mkdir(p, 0700) < 0 && errno != EEXIST)
-		return negative_errno();
-	return 0;
-}
-
 int bpfsys_ensure_pin_dir(const char *dir)
 {
 	int e;
@@ -61,9 +42,10 @@ int bpfsys_ensure_pin_dir(const char *dir)
 			return error_set(-EIO, "mounted bpffs on %s but it does not show",
 					 BPFFS_DEFAULT);
 	}
-	e = mkdir_p(dir);
+	/* Pins give access to the policy maps: nobody else may swap the directory. */
+	e = mkdir_p_safe(dir, 0700, "BPF pin directory");
 	if (e < 0)
-		return error_set(e, "cannot create BPF pin directory %s: %s", dir, strerror(-e));
+		return e;
 	if (!is_bpffs(dir))
 		return error_set(-ENOTDIR, "BPF pin directory %s is not on a bpf filesystem", dir);
 	return 0;

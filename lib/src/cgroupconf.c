@@ -615,7 +615,7 @@ int cgconf_finish(struct confload *l)
 
 	if (!(l->flags & JOBCG_CONFIG_NO_ENV))
 		for (size_t i = 0; i < ELEMENTSOF(envs); i++) {
-			const char *e = getenv(envs[i].env);
+			const char *e = env_secure(envs[i].env);
 			char **field = (char **)((char *)&c->cgroup + envs[i].off);
 			char *norm = NULL;
 			const char *why = NULL;

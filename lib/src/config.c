@@ -44,6 +44,11 @@ static char *default_hostname(void)
 	return strdup(buf);
 }
 
+JOBCG_EXPORT const char *jobcg_getenv(const char *name)
+{
+	return env_secure(name);
+}
+
 /* Files are read from paths, or from buffers when @bufs is set (bufs[0..1] with lens). */
 static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 		const char *hostname, unsigned flags, const char *const *bufs, const size_t *lens,
@@ -60,9 +65,9 @@ static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 		goto fail;
 	/* Slurm matches NodeName= against slurmd's node name, which need not be the host name:
 	 * JOBCG_NODENAME says which one this node is. */
-	if (!hostname && !(flags & JOBCG_CONFIG_NO_ENV) && getenv("JOBCG_NODENAME") &&
-	    *getenv("JOBCG_NODENAME"))
-		hostname = getenv("JOBCG_NODENAME");
+	if (!hostname && !(flags & JOBCG_CONFIG_NO_ENV) && env_secure("JOBCG_NODENAME") &&
+	    *env_secure("JOBCG_NODENAME"))
+		hostname = env_secure("JOBCG_NODENAME");
 	c->hostname = hostname ? strdup(hostname) : default_hostname();
 	if (!c->hostname || (dir && !(c->config_dir = strdup(dir)))) {
 		r = -ENOMEM;
@@ -122,7 +127,7 @@ JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname,
 	struct stat st;
 
 	if (!dir && !(flags & JOBCG_CONFIG_NO_ENV))
-		dir = getenv("JOBCG_CONF_DIR");
+		dir = env_secure("JOBCG_CONF_DIR");
 	if (!dir || !*dir) {
 		dir = JOBCG_SYSCONFDIR;
 		explicit = false;

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "confparse.h"
@@ -35,6 +36,7 @@ struct ctx {
 	const struct conf_parser *p;
 	struct open_file stack[CONF_MAX_INCLUDE_DEPTH + 1];
 	unsigned depth;
+	uint64_t total; /* bytes read over all files: the same file included many times */
 };
 
 static int lbuf_push(struct lbuf *b, char c, unsigned line, unsigned col)
@@ -397,6 +399,24 @@ out:
 	return r;
 }
 
+static const char *file_type_name(mode_t m)
+{
+	switch (m & S_IFMT) {
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFSOCK:
+		return "a socket";
+	default:
+		return "a special file";
+	}
+}
+
 static int parse_file_at(struct ctx *c, const char *path, const char *from_file, unsigned from_line,
 			 unsigned from_col)
 {
@@ -409,7 +429,9 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 	if (c->depth > CONF_MAX_INCLUDE_DEPTH)
 		return error_set_at(-ELOOP, from_file, from_line, from_col,
 				    "Include nested more than %d deep", CONF_MAX_INCLUDE_DEPTH);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: opening a FIFO (or a device that waits for a carrier) must not block
+	 * every command and login that reads the configuration; only a regular file is read. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		r = negative_errno();
 		if (r == -ENOENT && !from_file)
@@ -426,9 +448,15 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 	if (!S_ISREG(st.st_mode)) {
 		if (from_file)
 			return error_set_at(-EINVAL, from_file, from_line, from_col,
-					    "included file '%s' is not a regular file", path);
-		return error_set_at(-EINVAL, path, 0, 0, "not a regular file");
+					    "included file '%s' is %s, not a regular file", path,
+					    file_type_name(st.st_mode));
+		return error_set_at(-EINVAL, path, 0, 0, "%s, not a regular file",
+				    file_type_name(st.st_mode));
 	}
+	if (c->total + (uint64_t)st.st_size > CONF_MAX_TOTAL_SIZE)
+		return error_set_at(-EFBIG, from_file ? from_file : path, from_line, from_col,
+				    "the configuration and its includes exceed %u bytes",
+				    CONF_MAX_TOTAL_SIZE);
 	for (unsigned i = 0; i < c->depth; i++)
 		if (c->stack[i].dev == st.st_dev && c->stack[i].ino == st.st_ino)
 			return error_set_at(-ELOOP, from_file, from_line, from_col,
@@ -438,6 +466,11 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 		return error_set_at(r, path, 0, 0, "larger than %u bytes", CONF_MAX_FILE_SIZE);
 	if (r < 0)
 		return error_set_at(r, path, 0, 0, "cannot read: %s", strerror(-r));
+	c->total += len;
+	if (c->total > CONF_MAX_TOTAL_SIZE)
+		return error_set_at(-EFBIG, from_file ? from_file : path, from_line, from_col,
+				    "the configuration and its includes exceed %u bytes",
+				    CONF_MAX_TOTAL_SIZE);
 	if (c->p->files) {
 		r = strv_push(c->p->files, strdup(path));
 		if (r < 0)

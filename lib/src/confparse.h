@@ -34,6 +34,8 @@ struct conf_parser {
 
 /* Largest configuration file read (including each included file). */
 #define CONF_MAX_FILE_SIZE (16u << 20)
+/* Most bytes read for one parse, all included files together. */
+#define CONF_MAX_TOTAL_SIZE (64u << 20)
 /* Deepest chain of Include lines. */
 #define CONF_MAX_INCLUDE_DEPTH 16
 

@@ -104,24 +104,6 @@ JOBCG_EXPORT const char *jobcg_ctx_backend(const struct jobcg_ctx *ctx)
 	return ctx->backend ? ctx->backend->name : scope_backend_name(ctx->conf);
 }
 
-/* mkdir -p for the state directory (not a cgroup). */
-static int mkdir_parents(const char *path)
-{
-	_cleanup_free_ char *p = strdup(path);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return negative_errno();
-		*s = '/';
-	}
-	return 0;
-}
-
 /*
  * Who holds the flock on FD's file: /proc/locks names the pid that took it (FLOCK lines whose
  * dev:inode is the file's; "->" lines are waiters). For the error message only.
@@ -205,16 +187,15 @@ JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 		ctx->lock_depth++;
 		return 0;
 	}
-	fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
-	if (fd < 0 && errno == ENOENT) {
-		/* Only the first lock on a node finds no state directory: every step takes this
-		 * lock twice, so the directory is not made (mkdir per component) on each. */
-		r = mkdir_parents(ctx->lock_path);
+	/* Made where missing, and refused when someone else could swap or hold the lock file;
+	 * checked once per context (a step takes the lock several times). */
+	if (!ctx->state_dir_ok) {
+		r = state_dir_prepare(ctx->lock_path);
 		if (r < 0)
-			return error_set(r, "cannot create the state directory for %s: %s",
-					 ctx->lock_path, strerror(-r));
-		fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+			return r;
+		ctx->state_dir_ok = true;
 	}
+	fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return error_set(negative_errno(), "cannot open lock file %s: %s", ctx->lock_path,
 				 strerror(errno));

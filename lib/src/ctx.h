@@ -12,6 +12,7 @@ struct jobcg_ctx {
 	char *lock_path;
 	int lock_fd;
 	unsigned lock_depth;
+	bool state_dir_ok;		     /* the lock's directory passed state_dir_prepare() */
 	const struct scope_backend *backend; /* set once the tree was ensured */
 	bool tree_ready;
 	unsigned want; /* controllers jobcg enables for jobs */

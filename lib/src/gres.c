@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
+#include "gpudetect.h"
 #include "jobcg/gres.h"
 #include "log.h"
 #include "util.h"
@@ -143,6 +144,15 @@ JOBCG_EXPORT int jobcg_gres_node_set_uuid(struct jobcg_gres_node *n, unsigned po
 /* NVIDIA's character major: the minor of /dev/nvidiaN is the "Device Minor" of the driver. */
 #define NVIDIA_MAJOR 195
 
+#define GPUS_SUFFIX "/driver/nvidia/gpus"
+
+static bool endswith_gpus(const char *dir)
+{
+	size_t l = strlen(dir), k = strlen(GPUS_SUFFIX);
+
+	return l >= k && streq(dir + l - k, GPUS_SUFFIX);
+}
+
 JOBCG_EXPORT int jobcg_gres_node_load_uuids(struct jobcg_gres_node *n, const char *proc_dir)
 {
 	const char *dir = proc_dir ? proc_dir : "/proc/driver/nvidia/gpus";
@@ -190,6 +200,31 @@ JOBCG_EXPORT int jobcg_gres_node_load_uuids(struct jobcg_gres_node *n, const cha
 		}
 	}
 	closedir(d);
+	/* A MIG instance's record names its parent GPU's file too, and got that GPU's UUID
+	 * above; CUDA needs the instance's own. */
+	for (size_t i = 0; i < n->ndev && (!proc_dir || endswith_gpus(proc_dir)); i++) {
+		const struct jobcg_gres_record *r = n->dev[i].rec;
+		_cleanup_free_ char *proc = NULL, *uuid = NULL;
+		int k;
+
+		if (!gres_record_is_mig(r))
+			continue;
+		proc = proc_dir ? strndup(proc_dir, strlen(proc_dir) - strlen(GPUS_SUFFIX))
+				: strdup("/proc");
+		if (!proc)
+			return -ENOMEM;
+		k = gres_mig_uuid(r, proc, r->autodetect && streq(r->autodetect, "nvml"), &uuid);
+		if (k == -ENOMEM)
+			return k;
+		if (k < 0) {
+			jobcg_error_clear();
+			free((char *)n->dev[i].uuid);
+			n->dev[i].uuid = NULL;
+			continue;
+		}
+		if (jobcg_gres_node_set_uuid(n, (unsigned)i, uuid) < 0)
+			return -ENOMEM;
+	}
 	return found;
 }
 
@@ -770,7 +805,18 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
 
 			if (!(f & env_flag[e]))
 				continue;
-			if ((e == ENV_CUDA || e == ENV_ROCR) && (f & JOBCG_GRES_FLAG_ENV_UUID)) {
+			if (e == ENV_CUDA && gres_record_is_mig(d->rec)) {
+				/* CUDA finds a MIG instance by its UUID only: an index would
+				 * name whichever instance it enumerates first. */
+				if (d->uuid && startswith(d->uuid, "MIG-"))
+					item = d->uuid;
+				else
+					log_warning("the MIG UUID of gpu %u is unknown (no "
+						    "mig-minors line for its caps?): "
+						    "CUDA_VISIBLE_DEVICES gets its index",
+						    d->index);
+			} else if ((e == ENV_CUDA || e == ENV_ROCR) &&
+				   (f & JOBCG_GRES_FLAG_ENV_UUID)) {
 				if (d->uuid)
 					item = d->uuid;
 				else
@@ -805,12 +851,46 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
 
 /* ---- device rules ---- */
 
+struct rules {
+	struct jobcg_devrule *v;
+	size_t n, cap;
+};
+
+static int rules_add(struct rules *rs, char type, unsigned major, unsigned minor)
+{
+	for (size_t k = 0; k < rs->n; k++)
+		if (rs->v[k].type == type && rs->v[k].major == major && rs->v[k].minor == minor)
+			return 0;
+	if (rs->n == rs->cap) {
+		size_t ncap = rs->cap ? rs->cap * 2 : 8;
+		struct jobcg_devrule *t = realloc(rs->v, ncap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		rs->v = t;
+		rs->cap = ncap;
+	}
+	rs->v[rs->n++] = (struct jobcg_devrule){
+	    .type = type,
+	    .major = major,
+	    .minor = minor,
+	    .access = JOBCG_DEV_ACC_ALL,
+	    .allow = true,
+	};
+	return 0;
+}
+
+static int companion_add(void *ud, unsigned major, unsigned minor)
+{
+	return rules_add(ud, 'c', major, minor);
+}
+
 JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n,
 				     const struct jobcg_gres_set *set, struct jobcg_devrule **ret,
 				     size_t *ret_n)
 {
-	_cleanup_free_ struct jobcg_devrule *rules = NULL;
-	size_t nrules = 0, cap = 0;
+	struct rules rs = {};
+	int k;
 
 	for (size_t i = 0; i < n->ndev; i++) {
 		const struct jobcg_gres_record *r = n->dev[i].rec;
@@ -819,42 +899,32 @@ JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n,
 			continue;
 		for (size_t f = 0; f < r->nfiles; f++) {
 			const struct jobcg_gres_file *file = &r->files[f];
-			struct jobcg_devrule rule;
-			bool dup = false;
 
-			if (file->type != 'c' && file->type != 'b')
+			if (file->type != 'c' && file->type != 'b') {
+				free(rs.v);
 				return error_set_at(-ENODEV, r->origin.file, r->origin.line, 0,
 						    "gres %s: %s is not a known device node (not "
 						    "stat()ed or not a device)",
 						    r->name, file->path);
-			rule = (struct jobcg_devrule){
-			    .type = file->type,
-			    .major = file->major,
-			    .minor = file->minor,
-			    .access = JOBCG_DEV_ACC_ALL,
-			    .allow = true,
-			};
-			for (size_t k = 0; k < nrules && !dup; k++)
-				dup = rules[k].type == rule.type && rules[k].major == rule.major &&
-				      rules[k].minor == rule.minor;
-			if (dup)
-				continue;
-			if (nrules == cap) {
-				size_t ncap = cap ? cap * 2 : 8;
-				struct jobcg_devrule *t = realloc(rules, ncap * sizeof(*t));
-
-				if (!t)
-					return -ENOMEM;
-				rules = t;
-				cap = ncap;
 			}
-			rules[nrules++] = rule;
+			if (rules_add(&rs, file->type, file->major, file->minor) < 0) {
+				free(rs.v);
+				return -ENOMEM;
+			}
+		}
+		/* What the GPU's runtime opens beside it (nvidiactl, nvidia-uvm, kfd): in the
+		 * grant of every job holding such a GPU, and with @set NULL in the managed set,
+		 * so that jobs without one are denied them. */
+		k = gres_companions(r, companion_add, &rs);
+		if (k < 0) {
+			free(rs.v);
+			return k;
 		}
 	}
-	if (!rules && !(rules = calloc(1, sizeof(*rules))))
+	if (!rs.v && !(rs.v = calloc(1, sizeof(*rs.v))))
 		return -ENOMEM;
-	*ret = TAKE_PTR(rules);
-	*ret_n = nrules;
+	*ret = rs.v;
+	*ret_n = rs.n;
 	return 0;
 }
 

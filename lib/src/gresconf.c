@@ -64,13 +64,21 @@ static const struct {
 	const char *word;
 	unsigned flag;
 } flag_words[] = {
-    {"CountOnly", JOBCG_GRES_FLAG_COUNT_ONLY},	  {"nvidia_gpu_env", JOBCG_GRES_FLAG_ENV_NVIDIA},
-    {"env_nvidia", JOBCG_GRES_FLAG_ENV_NVIDIA},	  {"amd_gpu_env", JOBCG_GRES_FLAG_ENV_AMD},
-    {"env_amd", JOBCG_GRES_FLAG_ENV_AMD},	  {"intel_gpu_env", JOBCG_GRES_FLAG_ENV_INTEL},
-    {"env_intel", JOBCG_GRES_FLAG_ENV_INTEL},	  {"opencl_env", JOBCG_GRES_FLAG_ENV_OPENCL},
-    {"env_opencl", JOBCG_GRES_FLAG_ENV_OPENCL},	  {"no_gpu_env", JOBCG_GRES_FLAG_NO_GPU_ENV},
-    {"env_uuid", JOBCG_GRES_FLAG_ENV_UUID},	  {"one_sharing", JOBCG_GRES_FLAG_ONE_SHARING},
-    {"all_sharing", JOBCG_GRES_FLAG_ALL_SHARING}, {"explicit", JOBCG_GRES_FLAG_EXPLICIT},
+    {"CountOnly", JOBCG_GRES_FLAG_COUNT_ONLY},
+    {"nvidia_gpu_env", JOBCG_GRES_FLAG_ENV_NVIDIA},
+    {"env_nvidia", JOBCG_GRES_FLAG_ENV_NVIDIA},
+    {"amd_gpu_env", JOBCG_GRES_FLAG_ENV_AMD},
+    {"env_amd", JOBCG_GRES_FLAG_ENV_AMD},
+    {"intel_gpu_env", JOBCG_GRES_FLAG_ENV_INTEL},
+    {"env_intel", JOBCG_GRES_FLAG_ENV_INTEL},
+    {"opencl_env", JOBCG_GRES_FLAG_ENV_OPENCL},
+    {"env_opencl", JOBCG_GRES_FLAG_ENV_OPENCL},
+    {"no_gpu_env", JOBCG_GRES_FLAG_NO_GPU_ENV},
+    {"env_uuid", JOBCG_GRES_FLAG_ENV_UUID},
+    {"one_sharing", JOBCG_GRES_FLAG_ONE_SHARING},
+    {"all_sharing", JOBCG_GRES_FLAG_ALL_SHARING},
+    {"explicit", JOBCG_GRES_FLAG_EXPLICIT},
+    {"no_companions", JOBCG_GRES_FLAG_NO_COMPANIONS},
 };
 
 /* Where a record's files were written, for the stat() errors of gres_conf_finish(). */

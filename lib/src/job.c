@@ -465,6 +465,7 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 		}
 	}
 	/* Last: the mark that the job is complete (gc sweeps job dirs without it). */
+	test_pause("job-create-before-mark");
 	format_buf(buf, sizeof(buf), "%lld", (long long)time(NULL));
 	if (meta && (r = set_meta(dir, "created", buf)) < 0)
 		goto undo;
@@ -705,25 +706,53 @@ JOBCG_EXPORT int jobcg_step_list(struct jobcg_ctx *ctx, uint32_t job_id, char **
 	return 0;
 }
 
-static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, char *ret)
+/*
+ * The next step number, as Slurm counts them: up over the job's life (0, 1, 2...), never
+ * reused, so that an accounting record's job.step names one step. The job's
+ * trusted.jobcg.next_step counts; without it (no xattrs, or a job of an older jobcg) one past
+ * the highest number present. Called under the node lock; the counter is written by the caller
+ * once the step exists (note_step_id()).
+ */
+static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, const char *jdir, char *ret)
 {
 	_cleanup_strv_free_ char **steps = NULL;
+	_cleanup_free_ char *counter = NULL;
 	unsigned long long next = 0;
 	int r;
 
 	r = jobcg_step_list(ctx, job_id, &steps);
 	if (r < 0)
 		return r;
-	/* Steps are sorted numerically: the first gap (or one past the last) is free. */
-	for (char **s = steps; *s && isdigit((unsigned char)**s); s++) {
-		unsigned long long v = strtoull(*s, NULL, 10);
+	for (char **s = steps; *s; s++)
+		if (isdigit((unsigned char)**s)) {
+			unsigned long long v = strtoull(*s, NULL, 10);
 
-		if (v != next)
-			break;
-		next++;
+			if (v + 1 > next)
+				next = v + 1;
+		}
+	if (ctx->info->xattr.supported && get_meta(jdir, "next_step", &counter) == 0) {
+		char *end;
+		unsigned long long c = strtoull(counter, &end, 10);
+
+		if (*end == '\0' && end != counter && c > next)
+			next = c;
 	}
+	if (next > 4294967294ull) /* Slurm's step ids are 32-bit; the top values are special */
+		return error_set(-ERANGE, "job %u has used up its step numbers", job_id);
 	format_buf(ret, JOBCG_STEP_ID_MAX, "%llu", next);
 	return 0;
+}
+
+static void note_step_id(struct jobcg_ctx *ctx, const char *jdir, const char *sid)
+{
+	char buf[32];
+
+	if (!ctx->info->xattr.supported || !isdigit((unsigned char)*sid))
+		return;
+	format_buf(buf, sizeof(buf), "%llu", strtoull(sid, NULL, 10) + 1);
+	/* Best effort: without it the next pick still starts past the highest step present. */
+	if (set_meta(jdir, "next_step", buf) < 0)
+		log_debug("cannot record the next step number of %s", jdir);
 }
 
 /* The CPUs a job may use: its recorded --cpus, else what its cgroup gets, else every online CPU
@@ -949,7 +978,7 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 	}
 	if (step_id)
 		format_buf(sid, sizeof(sid), "%s", step_id);
-	else if ((r = pick_step_id(ctx, job_id, sid)) < 0)
+	else if ((r = pick_step_id(ctx, job_id, jdir, sid)) < 0)
 		goto out;
 	if (limits && (r = step_limits_check(ctx, job_id, jdir, limits)) < 0)
 		goto out;
@@ -975,6 +1004,7 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 			goto out;
 		}
 	}
+	note_step_id(ctx, jdir, sid);
 	log_info("created step %u.%s", job_id, sid);
 	if (ret_step_id)
 		memcpy(ret_step_id, sid, sizeof(sid));

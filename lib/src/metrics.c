@@ -421,7 +421,7 @@ static void load_pci_ids(struct jobcg_metrics *m, const char *proc_dir)
 static int load_gpus(struct collector *c)
 {
 	const struct jobcg_config *conf = jobcg_ctx_config(c->ctx);
-	const char *proc = getenv("JOBCG_NVIDIA_PROC_DIR");
+	const char *proc = env_secure("JOBCG_NVIDIA_PROC_DIR");
 	struct jobcg_metrics *m = c->m;
 	size_t n;
 	int r;

@@ -143,7 +143,8 @@ JOBCG_EXPORT void jobcg_msg_free(struct jobcg_msg *m)
 	*m = (struct jobcg_msg){};
 }
 
-JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds)
+JOBCG_EXPORT int jobcg_msg_send_some(int fd, const struct jobcg_msg *m, const int *fds,
+				     unsigned nfds, size_t *off)
 {
 	uint8_t hdr[4] = {(uint8_t)m->len, (uint8_t)(m->len >> 8), (uint8_t)(m->len >> 16),
 			  (uint8_t)(m->len >> 24)};
@@ -151,150 +152,211 @@ JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fd
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int) * JOBCG_MSG_FDS_MAX)];
 	} ctl = {};
-	struct iovec iov[2] = {{hdr, sizeof(hdr)}, {m->buf, m->len}};
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-	size_t total = sizeof(hdr) + m->len, sent = 0;
+	size_t total = sizeof(hdr) + m->len;
 
 	if (nfds > JOBCG_MSG_FDS_MAX)
 		return error_set(-EINVAL, "%u descriptors: at most %d a message", nfds,
 				 JOBCG_MSG_FDS_MAX);
-	if (nfds) {
-		struct cmsghdr *c;
+	while (*off < total) {
+		struct iovec iov[2];
+		struct msghdr mh = {.msg_iov = iov};
+		ssize_t n;
 
-		mh.msg_control = ctl.b;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
-	while (sent < total) {
-		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		if (*off < sizeof(hdr))
+			iov[mh.msg_iovlen++] = (struct iovec){hdr + *off, sizeof(hdr) - *off};
+		if (m->len) {
+			size_t from = *off > sizeof(hdr) ? *off - sizeof(hdr) : 0;
 
+			iov[mh.msg_iovlen++] = (struct iovec){m->buf + from, m->len - from};
+		}
+		if (*off == 0 && nfds) {
+			struct cmsghdr *c;
+
+			mh.msg_control = ctl.b;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+			c = CMSG_FIRSTHDR(&mh);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+			memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+		}
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return -EAGAIN;
 			return error_set(negative_errno(), "sending to the daemon socket: %s",
 					 strerror(errno));
 		}
-		sent += (size_t)n;
 		/* The rest goes without the descriptors, from where the kernel stopped. */
-		mh.msg_control = NULL;
-		mh.msg_controllen = 0;
-		while (mh.msg_iovlen && (size_t)n >= mh.msg_iov->iov_len) {
-			n -= (ssize_t)mh.msg_iov->iov_len;
-			mh.msg_iov++;
-			mh.msg_iovlen--;
-		}
-		if (mh.msg_iovlen) {
-			mh.msg_iov->iov_base = (char *)mh.msg_iov->iov_base + n;
-			mh.msg_iov->iov_len -= (size_t)n;
-		}
+		*off += (size_t)n;
 	}
 	return 0;
 }
 
-/* Read exactly @len bytes; the first read may bring descriptors. */
-static int read_full(int fd, void *buf, size_t len, struct msghdr *first)
+JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds)
 {
-	size_t got = 0;
+	size_t off = 0;
+	int r = jobcg_msg_send_some(fd, m, fds, nfds, &off);
 
-	while (got < len) {
-		struct iovec iov = {(char *)buf + got, len - got};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	/* A blocking socket says EAGAIN only when its SO_SNDTIMEO ran out. */
+	if (r == -EAGAIN)
+		return error_set(-ETIMEDOUT, "sending to the daemon socket: timed out");
+	return r;
+}
+
+JOBCG_EXPORT void jobcg_msg_rx_free(struct jobcg_msg_rx *rx)
+{
+	for (unsigned i = 0; i < rx->nfds; i++)
+		close(rx->fds[i]);
+	free(rx->buf);
+	*rx = (struct jobcg_msg_rx){};
+}
+
+/* Keep the descriptors a read brought; past JOBCG_MSG_FDS_MAX they are closed and noted. */
+static void take_fds(struct jobcg_msg_rx *rx, struct msghdr *mh)
+{
+	if (mh->msg_flags & MSG_CTRUNC)
+		rx->lost_fds = true;
+	if (!mh->msg_controllen)
+		return;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int d;
+
+			memcpy(&d, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (rx->nfds < JOBCG_MSG_FDS_MAX)
+				rx->fds[rx->nfds++] = d;
+			else {
+				close(d);
+				rx->lost_fds = true;
+			}
+		}
+	}
+}
+
+/* Where the next bytes of the frame go, and how many may come; the buffer grows by doubling
+ * as the payload arrives. -ENOMEM. */
+static int rx_room(struct jobcg_msg_rx *rx, char **ret, size_t *ret_len)
+{
+	size_t have = rx->got - sizeof(rx->hdr);
+
+	if (rx->got < sizeof(rx->hdr)) {
+		*ret = (char *)rx->hdr + rx->got;
+		*ret_len = sizeof(rx->hdr) - rx->got;
+		return 0;
+	}
+	if (have == rx->cap) {
+		size_t cap = rx->cap ? rx->cap * 2 : 4096;
+		char *b;
+
+		if (cap > rx->len)
+			cap = rx->len;
+		b = realloc(rx->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		rx->buf = b;
+		rx->cap = cap;
+	}
+	*ret = rx->buf + have;
+	*ret_len = rx->cap - have;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_msg_recv_some(int fd, struct jobcg_msg_rx *rx, size_t max,
+				     struct jobcg_msg *ret, int *fds, unsigned max_fds,
+				     unsigned *ret_nfds)
+{
+	int r;
+
+	if (max > JOBCG_MSG_MAX)
+		max = JOBCG_MSG_MAX;
+	while (rx->got < sizeof(rx->hdr) || rx->got - sizeof(rx->hdr) < rx->len) {
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int) * JOBCG_MSG_FDS_MAX)];
+		} ctl;
+		struct iovec iov;
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = ctl.b,
+				    .msg_controllen = sizeof(ctl.b)};
+		char *dst;
+		size_t room;
 		ssize_t n;
 
-		if (first) {
-			mh.msg_control = first->msg_control;
-			mh.msg_controllen = first->msg_controllen;
-		}
+		r = rx_room(rx, &dst, &room);
+		if (r < 0)
+			goto fail;
+		iov = (struct iovec){dst, room};
 		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return error_set(negative_errno(), "reading from the daemon socket: %s",
-					 strerror(errno));
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return -EAGAIN;
+			r = error_set(negative_errno(), "reading from the daemon socket: %s",
+				      strerror(errno));
+			goto fail;
 		}
-		if (first) {
-			first->msg_controllen = mh.msg_controllen;
-			first->msg_flags = mh.msg_flags;
-			first = NULL;
+		take_fds(rx, &mh);
+		if (n == 0) {
+			r = error_set(-ECONNRESET, "the other end closed the daemon socket%s",
+				      rx->got ? " mid-message" : "");
+			goto fail;
 		}
-		if (n == 0)
-			return error_set(-ECONNRESET, "the other end closed the daemon socket%s",
-					 got ? " mid-message" : "");
-		got += (size_t)n;
-	}
-	return 0;
-}
+		rx->got += (size_t)n;
+		if (rx->got == sizeof(rx->hdr)) {
+			const uint8_t *h = rx->hdr;
 
-JOBCG_EXPORT int jobcg_msg_recv(int fd, struct jobcg_msg *ret, int *fds, unsigned max_fds,
-				unsigned *ret_nfds)
-{
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * JOBCG_MSG_FDS_MAX)];
-	} ctl = {};
-	struct msghdr first = {.msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
-	int got[JOBCG_MSG_FDS_MAX];
-	unsigned ngot = 0;
-	uint8_t hdr[4];
-	_cleanup_free_ char *buf = NULL;
-	size_t len;
-	int r;
-
-	r = read_full(fd, hdr, sizeof(hdr), &first);
-	/* Collect what came, whatever else happens, so that nothing leaks. */
-	if (first.msg_controllen)
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&first); c; c = CMSG_NXTHDR(&first, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-				size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-				for (size_t i = 0; i < n; i++) {
-					int d;
-
-					memcpy(&d, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-					if (ngot < JOBCG_MSG_FDS_MAX)
-						got[ngot++] = d;
-					else
-						close(d);
-				}
+			rx->len = (size_t)h[0] | (size_t)h[1] << 8 | (size_t)h[2] << 16 |
+				  (size_t)h[3] << 24;
+			if (rx->len > max) {
+				r = error_set(-EPROTO, "daemon message of %zu bytes: more than %zu",
+					      rx->len, max);
+				goto fail;
 			}
-	if (r < 0)
-		goto fail;
-	if (first.msg_flags & MSG_CTRUNC || ngot > max_fds) {
+		}
+	}
+	if (rx->lost_fds || rx->nfds > max_fds) {
 		r = error_set(-EPROTO, "daemon message with more descriptors than expected (%u)",
 			      max_fds);
 		goto fail;
 	}
-	len = (size_t)hdr[0] | (size_t)hdr[1] << 8 | (size_t)hdr[2] << 16 | (size_t)hdr[3] << 24;
-	if (len > JOBCG_MSG_MAX) {
-		r = error_set(-EPROTO, "daemon message of %zu bytes: more than %u", len,
-			      JOBCG_MSG_MAX);
-		goto fail;
-	}
-	buf = malloc(len ? len : 1);
-	if (!buf) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	r = read_full(fd, buf, len, NULL);
-	if (r < 0)
-		goto fail;
-	r = jobcg_msg_parse(buf, len, ret);
+	r = jobcg_msg_parse(rx->buf, rx->len, ret);
 	if (r < 0) {
 		if (r == -EINVAL)
 			r = -EPROTO;
 		goto fail;
 	}
-	for (unsigned i = 0; i < ngot; i++)
-		fds[i] = got[i];
+	for (unsigned i = 0; i < rx->nfds; i++)
+		fds[i] = rx->fds[i];
 	if (ret_nfds)
-		*ret_nfds = ngot;
+		*ret_nfds = rx->nfds;
+	rx->nfds = 0;
+	jobcg_msg_rx_free(rx);
 	return 0;
 fail:
-	for (unsigned i = 0; i < ngot; i++)
-		close(got[i]);
+	jobcg_msg_rx_free(rx);
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_msg_recv(int fd, struct jobcg_msg *ret, int *fds, unsigned max_fds,
+				unsigned *ret_nfds)
+{
+	struct jobcg_msg_rx rx = {};
+	int r = jobcg_msg_recv_some(fd, &rx, JOBCG_MSG_MAX, ret, fds, max_fds, ret_nfds);
+
+	/* A blocking socket says EAGAIN only when its SO_RCVTIMEO ran out. */
+	if (r == -EAGAIN) {
+		jobcg_msg_rx_free(&rx);
+		return error_set(-ETIMEDOUT, "reading from the daemon socket: timed out");
+	}
 	return r;
 }

@@ -437,10 +437,11 @@ static int hl_item_foreach(struct hl_item *it, size_t *budget, int (*fn)(const c
 	}
 }
 
-static int hl_foreach(const char *s, size_t max, int (*fn)(const char *, void *), void *ud)
+/* Parses each comma-separated item of @s in turn and hands it to @fn, which may keep nothing
+ * of it; stops at the first parse error or negative return of @fn. */
+static int hl_items(const char *s, int (*fn)(struct hl_item *, void *), void *ud)
 {
 	const char *p = s;
-	size_t budget = max;
 
 	if (!s || !*s)
 		return fail_at(-EINVAL, 1, "empty list");
@@ -450,10 +451,8 @@ static int hl_foreach(const char *s, size_t max, int (*fn)(const char *, void *)
 
 		if (r < 0)
 			return r;
-		r = hl_item_foreach(&it, &budget, fn, ud);
+		r = fn(&it, ud);
 		hl_item_done(&it);
-		if (r == -E2BIG)
-			return fail_at(-E2BIG, 1, "'%s' expands to more than %zu names", s, max);
 		if (r)
 			return r;
 		if (!*p)
@@ -462,6 +461,30 @@ static int hl_foreach(const char *s, size_t max, int (*fn)(const char *, void *)
 		if (!*p)
 			return fail_at(-EINVAL, p - s + 1, "empty name at the end of list '%s'", s);
 	}
+}
+
+struct hl_expand {
+	const char *s;
+	size_t max, budget;
+	int (*fn)(const char *, void *);
+	void *ud;
+};
+
+static int hl_expand_item(struct hl_item *it, void *ud)
+{
+	struct hl_expand *x = ud;
+	int r = hl_item_foreach(it, &x->budget, x->fn, x->ud);
+
+	if (r == -E2BIG)
+		return fail_at(-E2BIG, 1, "'%s' expands to more than %zu names", x->s, x->max);
+	return r;
+}
+
+static int hl_foreach(const char *s, size_t max, int (*fn)(const char *, void *), void *ud)
+{
+	struct hl_expand x = {.s = s, .max = max, .budget = max, .fn = fn, .ud = ud};
+
+	return hl_items(s, hl_expand_item, &x);
 }
 
 struct hl_collect {
@@ -503,14 +526,91 @@ JOBCG_EXPORT int jobcg_hostlist_expand(const char *s, size_t max, char ***ret)
 	return 0;
 }
 
-static int hl_match_fn(const char *name, void *ud)
+/*
+ * Whether range @rg prints the @n digits at @d, as hl_item_foreach() prints it: "%0*u" with the
+ * lower bound's width, so a number is exactly that wide when it fits and unpadded when wider.
+ */
+static bool hl_range_prints(const struct hl_range *rg, const char *d, size_t n)
 {
-	return streq(name, ud) ? 1 : 0;
+	uint64_t v = 0;
+
+	/* Bounds have at most 18 digits (hl_parse_item), so a wider number is none of ours. */
+	if (n < (size_t)rg->width || n > 18 || (n > (size_t)rg->width && d[0] == '0'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (uint64_t)(d[i] - '0');
+	return v >= rg->lo && v <= rg->hi;
+}
+
+struct hl_match {
+	const char *name;
+	size_t len;
+	bool *reach, *next; /* len + 1 each: which prefixes of name the segments so far can spell */
+	bool found;
+};
+
+/*
+ * Whether the item spells the name, without expanding it: left to right over the segments, the
+ * set of name positions the segments so far can reach (a bracket group may take one of several
+ * digit counts, so there can be more than one). Linear in the name times the item's length.
+ */
+static int hl_match_item(struct hl_item *it, void *ud)
+{
+	struct hl_match *m = ud;
+
+	if (m->found)
+		return 0; /* only the rest of the list's syntax is still checked */
+	memset(m->reach, 0, m->len + 1);
+	m->reach[0] = true;
+	for (size_t i = 0; i < it->nsegs; i++) {
+		const struct hl_seg *g = &it->segs[i];
+		bool any = false;
+
+		memset(m->next, 0, m->len + 1);
+		for (size_t p = 0; p <= m->len; p++) {
+			if (!m->reach[p])
+				continue;
+			if (g->lit) {
+				if (g->litlen <= m->len - p &&
+				    memcmp(m->name + p, g->lit, g->litlen) == 0)
+					any = m->next[p + g->litlen] = true;
+				continue;
+			}
+			for (size_t e = p + 1;
+			     e <= m->len && e - p <= 18 && isdigit((unsigned char)m->name[e - 1]);
+			     e++)
+				for (size_t k = 0; k < g->nranges; k++)
+					if (hl_range_prints(&g->ranges[k], m->name + p, e - p)) {
+						any = m->next[e] = true;
+						break;
+					}
+		}
+		if (!any)
+			return 0;
+		bool *t = m->reach;
+		m->reach = m->next;
+		m->next = t;
+	}
+	m->found = m->reach[m->len];
+	return 0;
 }
 
 JOBCG_EXPORT int jobcg_hostlist_contains(const char *s, const char *name)
 {
-	int r = hl_foreach(s, 1u << 20, hl_match_fn, (void *)name);
+	struct hl_match m = {.name = name, .len = name ? strlen(name) : 0};
+	_cleanup_free_ bool *a = NULL, *b = NULL;
+	int r;
 
-	return r < 0 ? r : r > 0;
+	if (!name)
+		return -EINVAL;
+	a = malloc(m.len + 1);
+	b = malloc(m.len + 1);
+	if (!a || !b)
+		return -ENOMEM;
+	m.reach = a;
+	m.next = b;
+	/* The whole list is parsed even after a match: a malformed list is an error whatever the
+	 * name, as jobcg_hostlist_expand() says. */
+	r = hl_items(s, hl_match_item, &m);
+	return r < 0 ? r : m.found;
 }

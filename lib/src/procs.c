@@ -3,6 +3,7 @@
 
 #include "cgroupfs.h"
 #include "log.h"
+#include "procs.h"
 #include "tree.h"
 #include "util.h"
 
@@ -137,19 +138,85 @@ JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 	return tree_kill(dir, timeout_ms);
 }
 
-JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
-				    int task, pid_t pid)
+int job_accepts_procs_locked(struct jobcg_ctx *ctx, uint32_t job_id)
 {
-	_cleanup_free_ char *dir = NULL;
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *mark = NULL;
+	int r;
+
+	if (!jdir)
+		return -ENOMEM;
+	if (access(jdir, F_OK) < 0)
+		return error_set(-ENOENT, "no job %u (%s)", job_id, jdir);
+	/* Without xattrs there are no marks to tell a complete job from a half-made one. */
+	if (!ctx->info->xattr.supported)
+		return 0;
+	/* A job without the mark has no device grant yet (or never will: its creation died),
+	 * so a process put there would hold none of the job's limits for sure. */
+	r = jobcg_job_xattr_get(ctx, job_id, "created", &mark);
+	if (r == -ENODATA)
+		return error_set(-EBUSY,
+				 "job %u is not completely created (a creation still running, or "
+				 "one that died half way: 'jobcg gc' removes it)",
+				 job_id);
+	if (r == -ENOENT)
+		return error_set(-ENOENT, "no job %u (%s)", job_id, jdir);
+	if (r < 0)
+		return r;
+	free(mark);
+	mark = NULL;
+	/* Its processes are being killed and its grants revoked: nothing may join it. */
+	r = jobcg_job_xattr_get(ctx, job_id, "removing", &mark);
+	if (r == 0)
+		return error_set(-ESHUTDOWN, "job %u is being released: no process may join it",
+				 job_id);
+	if (r == -ENOENT)
+		return error_set(-ENOENT, "no job %u (%s)", job_id, jdir);
+	if (r != -ENODATA)
+		return r;
+	return 0;
+}
+
+int task_add_pid_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id, int task,
+			pid_t pid)
+{
+	_cleanup_free_ char *dir = NULL, *sdir = NULL, *user = NULL;
 	int r;
 
 	r = tree_task_dir_checked(ctx, job_id, step_id, task, &dir);
 	if (r < 0)
 		return r;
+	if (pid <= 0)
+		return error_set(-EINVAL, "invalid pid %d", (int)pid);
+	/* Only the task directory is made here: a step is made (and checked) by step creation. */
+	sdir = tree_step_dir(ctx, job_id, step_id);
+	user = sdir ? cgfs_path(sdir, "user") : NULL;
+	if (!user)
+		return -ENOMEM;
+	if (access(user, F_OK) < 0)
+		return error_set(-ENOENT, "no step %u.%s", job_id, step_id);
 	r = cgfs_mkdir(dir, true);
 	if (r < 0)
 		return r;
-	return cgfs_move_pid(dir, pid);
+	r = cgfs_move_pid(dir, pid);
+	if (r == -ESRCH)
+		return error_set(-ESRCH, "no process %d", (int)pid);
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				    int task, pid_t pid)
+{
+	int r = jobcg_ctx_lock(ctx);
+
+	if (r < 0)
+		return r;
+	/* Checked and moved in one hold of the lock: a release marks the job under it, so the
+	 * process either joins before the release starts (and is killed by it) or not at all. */
+	r = job_accepts_procs_locked(ctx, job_id);
+	if (r >= 0)
+		r = task_add_pid_locked(ctx, job_id, step_id, task, pid);
+	jobcg_ctx_unlock(ctx);
+	return r;
 }
 
 JOBCG_EXPORT int jobcg_target_events(struct jobcg_ctx *ctx, const struct jobcg_target *t,

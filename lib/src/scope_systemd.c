@@ -131,24 +131,23 @@ static bool self_exe(char *buf)
 
 static int keeper_exe(char **ret)
 {
-	const char *e = getenv("JOBCG_KEEPER_EXE");
 	char self[PATH_MAX];
 	bool known = self_exe(self);
 	const char *base;
-	char *s;
+	char *s = NULL;
+	int r;
 
+	/* systemd runs it as root: only a trusted file (util.h) */
+	r = env_program("JOBCG_KEEPER_EXE", &s);
+	if (r < 0)
+		return r;
 	base = known && strrchr(self, '/') ? strrchr(self, '/') + 1 : "";
-	if (e && *e)
-		s = strdup(e);
-	else if (streq(base, "jobcg"))
-		s = strdup(self);
-	else
-		s = strdup(JOBCG_BINDIR "/jobcg");
+	if (!s)
+		s = streq(base, "jobcg") ? strdup(self) : strdup(JOBCG_BINDIR "/jobcg");
 	if (!s)
 		return -ENOMEM;
 	if (access(s, X_OK) < 0) {
-		int r = negative_errno();
-
+		r = negative_errno();
 		error_set(r, "cannot run the scope keeper %s: %s (set JOBCG_KEEPER_EXE)", s,
 			  strerror(-r));
 		free(s);
@@ -165,13 +164,15 @@ static int keeper_exe(char **ret)
  */
 static int twin_exe(char **ret)
 {
-	const char *e = getenv("JOBCG_DYNAMIC_EXE");
 	char self[PATH_MAX];
 	char *s = NULL;
+	int r;
 
-	if (e && *e)
-		s = strdup(e);
-	else {
+	/* run as root, by us: only a trusted file (util.h) */
+	r = env_program("JOBCG_DYNAMIC_EXE", &s);
+	if (r < 0)
+		return r;
+	if (!s) {
 		if (self_exe(self) && strrchr(self, '/')) {
 			*strrchr(self, '/') = '\0';
 			s = strdup_printf("%s/jobcg-dynamic", self);
@@ -186,8 +187,7 @@ static int twin_exe(char **ret)
 	if (!s)
 		return -ENOMEM;
 	if (access(s, X_OK) < 0) {
-		int r = negative_errno();
-
+		r = negative_errno();
 		error_set(
 		    r,
 		    "this jobcg is linked statically and asks systemd for its scope through "
@@ -232,7 +232,7 @@ static int ensure_via_twin(const struct jobcg_config *conf)
 	if (!envp)
 		return -ENOMEM;
 	memcpy(envp, environ, n * sizeof(*envp));
-	if (!getenv("JOBCG_KEEPER_EXE") && self_exe(self)) {
+	if (!env_secure("JOBCG_KEEPER_EXE") && self_exe(self)) {
 		keeper = strdup_printf("JOBCG_KEEPER_EXE=%s", self);
 		if (!keeper)
 			return -ENOMEM;

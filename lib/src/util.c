@@ -4,8 +4,10 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include "log.h"
 #include "util.h"
 
 void strv_free(char **v)
@@ -207,4 +209,201 @@ bool parse_uint_pair(const char *s, char sep, unsigned *ret_a, unsigned *ret_b)
 	*ret_a = (unsigned)a;
 	*ret_b = (unsigned)b;
 	return true;
+}
+
+const char *env_secure(const char *name)
+{
+	if (getuid() != geteuid() || getgid() != getegid())
+		return NULL;
+	return secure_getenv(name);
+}
+
+static bool owner_trusted(uid_t u, uid_t exe_owner)
+{
+	return u == 0 || u == getuid() || u == exe_owner;
+}
+
+/* @path and each directory above it: owned by a trusted user and writable by nobody else. */
+static int path_chain_trusted(const char *name, const char *value, const char *path,
+			      uid_t exe_owner)
+{
+	_cleanup_free_ char *p = strdup(path);
+
+	if (!p)
+		return -ENOMEM;
+	for (;;) {
+		struct stat st;
+		char *slash;
+
+		if (stat(p, &st) < 0) {
+			int r = negative_errno();
+
+			return error_set(r, "%s=%s: cannot stat %s: %s", name, value, p,
+					 strerror(-r));
+		}
+		if (!owner_trusted(st.st_uid, exe_owner))
+			return error_set(-EPERM,
+					 "%s=%s is not trusted: %s is owned by uid %u (only root, "
+					 "uid %u and the owner of this jobcg may own what it runs)",
+					 name, value, p, (unsigned)st.st_uid, (unsigned)getuid());
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+		    !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX)))
+			return error_set(-EPERM,
+					 "%s=%s is not trusted: %s is writable by its group or by "
+					 "others (mode %04o)",
+					 name, value, p, (unsigned)(st.st_mode & 07777));
+		if (streq(p, "/"))
+			return 0;
+		slash = strrchr(p, '/');
+		if (slash == p)
+			p[1] = '\0';
+		else
+			*slash = '\0';
+	}
+}
+
+int env_program(const char *name, char **ret)
+{
+	const char *raw = getenv(name), *e = env_secure(name);
+	_cleanup_free_ char *real = NULL;
+	struct stat st, self;
+	uid_t exe_owner;
+	int r;
+
+	if (!raw || !*raw) {
+		*ret = NULL;
+		return 0;
+	}
+	/* Set by whoever started a privileged process: refused rather than ignored, so that the
+	 * caller learns why the program it named is not the one run. */
+	if (!e)
+		return error_set(-EPERM,
+				 "%s is not honoured in a process whose real and effective ids "
+				 "differ (setuid or setgid): unset it",
+				 name);
+	if (e[0] != '/')
+		return error_set(-EINVAL, "%s=%s: need an absolute path", name, e);
+	exe_owner = stat("/proc/self/exe", &self) == 0 ? self.st_uid : 0;
+	r = path_chain_trusted(name, e, e, exe_owner);
+	if (r < 0)
+		return r;
+	real = realpath(e, NULL);
+	if (!real)
+		return error_set(negative_errno(), "%s=%s: %s", name, e, strerror(errno));
+	if (!streq(real, e) && (r = path_chain_trusted(name, e, real, exe_owner)) < 0)
+		return r;
+	if (stat(real, &st) < 0)
+		return error_set(negative_errno(), "%s=%s: %s", name, e, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return error_set(-EPERM, "%s=%s is not a regular file", name, e);
+	*ret = TAKE_PTR(real);
+	return 0;
+}
+
+/* @fd, a directory shown as @shown on the way to @dir: ours or root's, and writable by no one
+ * else (sticky root-owned directories above the last one excepted). */
+static int dir_fd_safe(int fd, const char *dir, const char *shown, bool last, const char *what)
+{
+	struct stat st;
+	char where[PATH_MAX + 32] = "";
+
+	if (!last)
+		format_buf(where, sizeof(where), " (on the way, %s)", shown);
+	if (fstat(fd, &st) < 0)
+		return error_set(negative_errno(), "%s %s%s: cannot stat: %s", what, dir, where,
+				 strerror(errno));
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return error_set(-EPERM, "%s %s%s is owned by uid %u, not by root or uid %u", what,
+				 dir, where, (unsigned)st.st_uid, (unsigned)geteuid());
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    (last || st.st_uid != 0 || !(st.st_mode & S_ISVTX)))
+		return error_set(-EPERM,
+				 "%s %s%s is writable by its group or by others (mode %04o): "
+				 "anyone could replace what jobcg keeps there",
+				 what, dir, where, (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+int mkdir_p_safe(const char *dir, mode_t mode, const char *what)
+{
+	_cleanup_free_ char *p = NULL, *shown = NULL;
+	_cleanup_close_ int fd = -1;
+	size_t n = 0;
+	char *s, *comp;
+	int r;
+
+	if (!dir || dir[0] != '/')
+		return error_set(-EINVAL, "%s '%s': need an absolute path", what, dir ? dir : "");
+	p = strdup(dir);
+	shown = calloc(1, strlen(dir) + 2);
+	if (!p || !shown)
+		return -ENOMEM;
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return error_set(negative_errno(), "cannot open /: %s", strerror(errno));
+	s = p + strspn(p, "/");
+	r = dir_fd_safe(fd, dir, "/", !*s, what);
+	if (r < 0)
+		return r;
+	while (*s) {
+		size_t len = strcspn(s, "/");
+		bool last;
+		int nfd;
+
+		comp = s;
+		s += len;
+		if (*s) {
+			*s++ = '\0';
+			s += strspn(s, "/");
+		}
+		last = !*s;
+		if (streq(comp, "."))
+			continue;
+		if (streq(comp, ".."))
+			return error_set(-EINVAL, "%s %s: '..' is not allowed", what, dir);
+		shown[n++] = '/';
+		memcpy(shown + n, comp, len);
+		n += len;
+		shown[n] = '\0';
+		nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0 && errno == ENOENT) {
+			if (mkdirat(fd, comp, mode) < 0 && errno != EEXIST)
+				return error_set(negative_errno(), "cannot create the %s %s: %s",
+						 what, shown, strerror(errno));
+			nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (nfd < 0 && errno == ENOTDIR) {
+			struct stat lst;
+
+			/* A link in a directory that passed was made by root or by us. */
+			if (fstatat(fd, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(lst.st_mode))
+				nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			else
+				errno = ENOTDIR;
+		}
+		if (nfd < 0)
+			return error_set(negative_errno(), "%s %s: %s", what, shown,
+					 strerror(errno));
+		close(fd);
+		fd = nfd;
+		r = dir_fd_safe(fd, dir, shown, last, what);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int state_dir_prepare(const char *file)
+{
+	_cleanup_free_ char *dir = strdup(file);
+	char *slash;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return error_set(-EINVAL, "state directory of '%s': need an absolute path", file);
+	*slash = '\0';
+	return mkdir_p_safe(dir, 0755, "state directory");
 }

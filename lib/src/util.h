@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define _cleanup_(f)  __attribute__((cleanup(f)))
@@ -122,3 +123,35 @@ bool parse_uint_pair(const char *s, char sep, unsigned *ret_a, unsigned *ret_b);
 /* True in a statically linked process (no dynamic loader: getauxval(AT_BASE) is 0), which
  * must not dlopen() libraries that need a libc of their own (libsystemd). */
 bool process_is_static(void);
+
+/*
+ * jobcg's own environment variables (JOBCG_*): as secure_getenv(), so nothing in a setuid,
+ * setgid or capability-raised process, and nothing either where the real and effective user or
+ * group ids differ (a process that changed them itself, which AT_SECURE does not mark).
+ */
+const char *env_secure(const char *name);
+
+/*
+ * The program named by environment variable @name (JOBCG_KEEPER_EXE, JOBCG_DYNAMIC_EXE), which
+ * jobcg runs as root: *ret NULL when unset or empty. Honoured only as env_secure() says and when
+ * the file is trusted: an absolute path to a regular file that it and every directory above it
+ * (before and after resolving links) are owned by root, by the caller's real uid or by the owner
+ * of the running executable (who controls this process's code anyway), and writable by no
+ * other (a directory may be, when sticky, as /tmp). Else -EPERM (or the stat() error) with an
+ * error record naming the variable and the offending path: never a silent fallback.
+ */
+int env_program(const char *name, char **ret);
+
+/*
+ * mkdir -p for jobcg's own directories (the state directory, BPF pins): @dir and every
+ * directory above it, made with @mode where missing, walked from / by descriptor so that a
+ * directory swapped for a link on the way is not followed. Each must be owned by root or by
+ * our effective uid and writable by no one else; a directory above @dir may be world-writable
+ * when it is root's and sticky (/tmp). A link on the way is followed only where it sits in a
+ * directory that passed (an administrator's /var -> /srv/var), and its target is held to the
+ * same rules. @what names the directory in errors ("state directory"). 0 or -errno with the
+ * error record set.
+ */
+int mkdir_p_safe(const char *dir, mode_t mode, const char *what);
+/* mkdir_p_safe() of the directory holding @file, mode 0755: the state directory. */
+int state_dir_prepare(const char *file);

@@ -1,5 +1,6 @@
 /* Fuzz target: reading the accounting log (torn lines, garbage, huge numbers) never crashes, and
  * every record it returns writes back and reads again as the same record. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +28,28 @@ static int again(const struct jobcg_acct_record *r, void *u)
 	return 1;
 }
 
+static char dir[] = "/tmp/jobcg-fuzz-acctlog-XXXXXX";
+static bool made;
+
+static void remove_dir(void)
+{
+	rmdir(dir);
+}
+
 static int rewrite(const struct jobcg_acct_record *r, void *u)
 {
 	struct ctx *c = u;
 	char path[64];
 
-	/* A real file: the log is opened with O_NOFOLLOW, so no /proc/self/fd link here. */
-	snprintf(path, sizeof(path), "/tmp/jobcg-fuzz-acctlog-%d.jsonl", (int)getpid());
+	/* A real file: the log is opened with O_NOFOLLOW, so no /proc/self/fd link here; in a
+	 * directory of our own, as the log's directory may not be writable by others (/tmp). */
+	if (!made) {
+		if (!mkdtemp(dir))
+			abort();
+		atexit(remove_dir);
+		made = true;
+	}
+	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
 	unlink(path);
 	if (jobcg_acctlog_append(path, r) != 0 ||
 	    jobcg_acctlog_read(path, NULL, again, (void *)r) != 1)

@@ -1,5 +1,6 @@
 /* Kernel test: `jobcg check` describes this host's cgroup v2 (here: hybrid, controllers on v1). */
 #include <json-c/json.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
 
@@ -45,6 +46,80 @@ static bool v1_mounted(const char *ctrl)
 	if (f)
 		fclose(f);
 	return found;
+}
+
+static void put(const char *dir, const char *name, const char *text)
+{
+	char p[PATH_MAX];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "we");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* sshd's PAM stack: pam_systemd beside `jobcg adopt --pam` is a failure, said loudly. */
+static void pam_checks(void)
+{
+	char dir[PATH_MAX], want[PATH_MAX + 64], *out = NULL, *err = NULL;
+	struct json_object *o = NULL, *pam = NULL, *v;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/pam.d", ktest_tmpdir());
+	mkdir(dir, 0755);
+	put(dir, "common-session",
+	    "session required pam_unix.so\nsession optional pam_systemd.so\n");
+	put(dir, "common-session-noninteractive", "session required pam_unix.so\n");
+	put(dir, "sshd",
+	    "@include common-account\n"
+	    "account required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n"
+	    "@include common-session\n"
+	    "session required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n");
+	rc = kcli_run((char *[]){"check", "--pam-dir", dir, NULL}, &out, &err);
+	is_int(rc, 1, "check fails when pam_systemd runs for adopted ssh logins");
+	snprintf(want, sizeof(want), "%s/common-session:2", dir);
+	ok(out && strstr(out, "WARNING: adopted ssh logins leave their jobs") && strstr(out, want),
+	   "...with a warning naming the line");
+	ok(out && strstr(out, "common-session-noninteractive"), "...and the fix");
+	ok(err && strstr(err, "WARNING"), "...on stderr as well");
+	free(out);
+	free(err);
+	rc = kcli(&out, "check", "--json", "--pam-dir", dir, NULL);
+	is_int(rc, 1, "the same with --json");
+	o = out ? json_tokener_parse(out) : NULL;
+	ok(o && json_object_object_get_ex(o, "ssh_pam", &pam) &&
+	       json_object_object_get_ex(pam, "logins_escape", &v) && json_object_get_boolean(v),
+	   "json ssh_pam.logins_escape is true");
+	ok(pam && json_object_object_get_ex(pam, "pam_systemd", &v) &&
+	       strstr(json_object_get_string(v), want),
+	   "json ssh_pam.pam_systemd names the line");
+	json_object_put(o);
+	free(out);
+
+	put(dir, "sshd",
+	    "@include common-account\n"
+	    "account required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n"
+	    "@include common-session-noninteractive\n"
+	    "session required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n");
+	rc = kcli(&out, "check", "--pam-dir", dir, NULL);
+	is_int(rc, 0, "with the documented stack check passes");
+	ok(out && strstr(out, "adopted into jobs") && strstr(out, "checked after the session") &&
+	       !strstr(out, "WARNING"),
+	   "...saying logins are adopted and checked");
+	free(out);
+	put(dir, "sshd", "account required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n");
+	rc = kcli(&out, "check", "--pam-dir", dir, NULL);
+	is_int(rc, 0, "without the session line: passes");
+	ok(out && strstr(out, "note: no session line"), "...with a note");
+	free(out);
+	put(dir, "sshd", "@include common-session\n");
+	rc = kcli(&out, "check", "--pam-dir", dir, NULL);
+	is_int(rc, 0, "pam_systemd without jobcg adopt is no concern of jobcg's");
+	ok(out && strstr(out, "not adopted"), "...logins are not adopted, it says");
+	free(out);
 }
 
 int main(void)
@@ -121,5 +196,6 @@ int main(void)
 	is_int(kcli(NULL, "init", NULL), 0, "jobcg init again is fine");
 	is_int(kcli_count_dirs(root), 1, "and made nothing more");
 
+	pam_checks();
 	return tap_done();
 }

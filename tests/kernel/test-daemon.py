@@ -2,9 +2,13 @@
 """Kernel test: `jobcg daemon` and what happens around it. A client killed mid-step has its
 step ended and recorded NODE_FAIL; a daemon killed mid-step leaves its client to end the step
 itself; a stale socket, a refused or garbled exchange, and --no-daemon all end in a step run
-in-process; a second daemon on the same socket is refused. Makes its own cgroup subtree, state
-dir and socket, and removes them."""
+in-process; a second daemon on the same socket is refused. And what nobody may do to either
+end: a socket in a directory others could use, a fake daemon of another user or one answering
+with a variable or a directory jobcg never gives, a slow client, a full stderr pipe, too many
+clients, no descriptors left, distinct JOBCG_* values piling up. Makes its own cgroup subtree,
+state dir and sockets, and removes them."""
 import os
+import resource
 import signal
 import socket
 import struct
@@ -24,11 +28,22 @@ class Env(KernelEnv):
         self.sock = os.path.join(self.tmp, "daemon.sock")
         self.env["JOBCG_DAEMON_SOCKET"] = self.sock
         self.daemons = []
+        self.outside = []
 
-    def start_daemon(self):
+    def start_daemon(self, sock=None, args=(), nofile=None, env=None):
+        """A daemon on @sock (default: the test's), with @args; @nofile: its RLIMIT_NOFILE
+        (soft, hard) from the start."""
+        sock = sock or self.sock
         log = open(os.path.join(self.tmp, f"daemon{len(self.daemons)}.log"), "w+")
-        d = subprocess.Popen([self.jobcg, "daemon"], env=self.env, stdout=log, stderr=log,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+
+        def limits():
+            if nofile:
+                resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
+
+        d = subprocess.Popen([self.jobcg, "daemon", "--socket", sock, *args],
+                             env=env or self.env, stdout=log, stderr=log,
+                             stdin=subprocess.DEVNULL, start_new_session=True,
+                             preexec_fn=limits)
         d.log = log
         self.daemons.append(d)
         for _ in range(500):
@@ -36,7 +51,7 @@ class Env(KernelEnv):
                 break
             try:
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.connect(self.sock)
+                s.connect(sock)
                 s.close()
                 # that connection was a garbled client to it: it must shrug it off
                 break
@@ -53,7 +68,38 @@ class Env(KernelEnv):
             if d.poll() is None:
                 d.kill()
                 d.wait()
+        # cgroups a test's fake daemon made outside the tree, bottom-up
+        for top in self.outside:
+            for dirpath, _, _ in os.walk(top, topdown=False):
+                try:
+                    with open(os.path.join(dirpath, "cgroup.kill"), "w") as f:
+                        f.write("1")
+                except OSError:
+                    pass
+                for _ in range(100):
+                    try:
+                        os.rmdir(dirpath)
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.01)
         super().cleanup()
+
+
+def recv_frame(s, timeout=10):
+    """One frame's payload from socket @s (b"" when it closed or said nothing in time)."""
+    s.settimeout(timeout)
+    data = b""
+    try:
+        while len(data) < 4 or len(data) < 4 + struct.unpack("<I", data[:4])[0]:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    return data[4:]
 
 
 def wait_for(pred, timeout=10.0):
@@ -63,6 +109,376 @@ def wait_for(pred, timeout=10.0):
             return True
         time.sleep(0.02)
     return pred()
+
+
+# How long an unrelated `jobcg run -- true` may take through a daemon that another client is
+# stalling or flooding: served, or told to run its step itself. Generous for a loaded host and
+# sanitizer builds; the flaws this guards against cost 5 s and more each, or forever.
+BOUND = 3.0
+
+
+def timed_run(e, *args, env=None, timeout=20):
+    """(result or None when it ran past @timeout, seconds it took)."""
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run([e.jobcg, *args], env=env or e.env, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        r = None
+    return r, time.monotonic() - t0
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of @pid so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def check_socket_dirs(e):
+    """The socket's directory: root's or ours, writable by nobody else, not a link; else both
+    ends refuse."""
+    marker = os.path.join(e.tmp, "ran-socket-dir")
+    bad = []
+    d = os.path.join(e.tmp, "open-dir")
+    os.mkdir(d, 0o775)
+    os.chmod(d, 0o775)
+    bad.append((d, "writable by group or others"))
+    d = os.path.join(e.tmp, "sticky-dir")
+    os.mkdir(d, 0o1777)
+    os.chmod(d, 0o1777)
+    bad.append((d, "writable by group or others"))
+    d = os.path.join(e.tmp, "nobodys-dir")
+    os.mkdir(d, 0o700)
+    os.chown(d, 65534, 65534)
+    bad.append((d, "belongs to uid 65534"))
+    d = os.path.join(e.tmp, "link-dir")
+    os.symlink(e.tmp, d)
+    bad.append((d, "symbolic link"))
+    for d, what in bad:
+        sock = os.path.join(d, "x.sock")
+        r = e.run("run", "--", "touch", marker, env=dict(e.env, JOBCG_DAEMON_SOCKET=sock))
+        ok(r.returncode == 1 and what in r.stderr and not os.path.exists(marker),
+           f"a socket in {os.path.basename(d)}: jobcg run refuses it, runs nothing "
+           f"({r.returncode}, {r.stderr.strip()!r})")
+        r, _ = timed_run(e, "daemon", "--socket", sock, timeout=10)
+        ok(r is not None and r.returncode != 0 and what in r.stderr and
+           not os.path.exists(sock),
+           f"and jobcg daemon will not listen there ({r.stderr.strip() if r else 'it did'!r})")
+
+
+def fake_as_nobody(e):
+    """A fake daemon of user nobody on a socket in a directory that passes: the client lends
+    it nothing and runs nothing."""
+    path = os.path.join(e.tmp, "nobody.sock")
+    marker = os.path.join(e.tmp, "ran-for-nobody")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)  # by root, in root's 0700 directory; listen() says whose socket it is
+    lent = os.path.join(e.tmp, "nobody-step")
+    os.mkdir(lent)
+    rd, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(rd)
+            dfd = os.open(lent, os.O_RDONLY | os.O_DIRECTORY)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            srv.listen(4)
+            srv.settimeout(30)
+            c, _ = srv.accept()
+            c.settimeout(10)
+            got, nfds = b"", 0
+            try:
+                got, fds, _, _ = socket.recv_fds(c, 65536, 8)
+                nfds = len(fds)
+            except OSError:
+                pass
+            if got:  # it was lent something: try to make it run a task of ours
+                body = (b"op=spawn\0job=77\0step=0\0ntasks=1\0ephemeral=0\0start_usec=1\0"
+                        b"env=0:LD_PRELOAD=/nonexistent/evil.so\0")
+                try:
+                    socket.send_fds(c, [struct.pack("<I", len(body)) + body], [dfd])
+                except OSError:
+                    pass
+            os.write(wr, f"{len(got)} {nfds}".encode())
+        finally:
+            os._exit(0)
+    os.close(wr)
+    srv.close()
+    r = e.run("run", "--", "touch", marker, env=dict(e.env, JOBCG_DAEMON_SOCKET=path))
+    seen = os.read(rd, 100).decode().split()
+    os.close(rd)
+    os.waitpid(pid, 0)
+    ok(r.returncode == 1 and "uid 65534" in r.stderr and "neither root nor you" in r.stderr
+       and not os.path.exists(marker),
+       f"a daemon of user nobody: jobcg run refuses it and runs nothing ({r.stderr.strip()!r})")
+    ok(seen == ["0", "0"],
+       f"and that daemon got no request and no descriptor (bytes, descriptors: {seen})")
+
+
+def fake_root_daemon(e, path, reply, dfd_path):
+    """A fake daemon of root at @path that answers @reply with @dfd_path lent; what the client
+    said next comes back in the dict."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    srv.settimeout(30)
+    got = {}
+
+    def serve():
+        try:
+            c, _ = srv.accept()
+        except OSError:
+            return
+        with c:
+            c.settimeout(30)
+            _, fds, _, _ = socket.recv_fds(c, 65536, 8)
+            for f in fds:
+                os.close(f)
+            dfd = os.open(dfd_path, os.O_RDONLY | os.O_DIRECTORY)
+            socket.send_fds(c, [struct.pack("<I", len(reply)) + reply], [dfd])
+            os.close(dfd)
+            got["status"] = recv_frame(c, 30)
+
+    t = threading.Thread(target=serve)
+    t.start()
+    return srv, t, got
+
+
+def fake_injections(e):
+    """A daemon that passes the credentials check still cannot set a variable jobcg never
+    sets, nor place the tasks anywhere but in the step's own directory."""
+    spawn = b"op=spawn\0job=77\0step=0\0ntasks=1\0ephemeral=0\0start_usec=1\0"
+    inside = os.path.join(e.root, "job_77", "step_0")
+    outside = os.path.join(e.mount, e.tag + "-outside")
+    e.outside.append(outside)
+    # as a step's directory is made: its tasks go below user/
+    os.makedirs(os.path.join(inside, "user"))
+    os.makedirs(os.path.join(outside, "user"))
+    cases = [
+        ("LD_PRELOAD", spawn + b"env=0:LD_PRELOAD=/nonexistent/evil.so\0", inside,
+         "LD_PRELOAD"),
+        ("a directory outside the tree", spawn, outside, "is not " + inside),
+    ]
+    for i, (what, reply, where, says) in enumerate(cases):
+        path = os.path.join(e.tmp, f"inject{i}.sock")
+        marker = os.path.join(e.tmp, f"injected{i}")
+        srv, t, got = fake_root_daemon(e, path, reply, where)
+        r = e.run("run", "--", "sh", "-c", f"echo \"$LD_PRELOAD\" > {marker}; "
+                  f"cat /proc/self/cgroup >> {marker}",
+                  env=dict(e.env, JOBCG_DAEMON_SOCKET=path))
+        t.join(60)
+        srv.close()
+        ran = open(marker).read() if os.path.exists(marker) else ""
+        ok(r.returncode == 1 and says in r.stderr and "nothing was run" in r.stderr and not ran,
+           f"a daemon answering with {what}: refused, nothing run "
+           f"({r.returncode}, {r.stderr.strip()!r}, ran: {ran!r})")
+        ok(b"op=status" in got.get("status", b"") and b"error=" in got.get("status", b""),
+           "and the daemon is told, so that it ends its step")
+    for d in (os.path.join(inside, "user", "task_0"), os.path.join(inside, "user"), inside,
+              os.path.dirname(inside)):
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+
+
+def slow_client(e, d):
+    """A client trickling its request 4 bytes at a time holds up nobody, and is dropped."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(e.sock)
+    stop = threading.Event()
+
+    def trickle():
+        try:
+            s.sendall(struct.pack("<I", 4000))
+            for _ in range(8):
+                if stop.wait(1.5):
+                    return
+                s.sendall(b"op=r")
+        except OSError:
+            pass
+
+    t = threading.Thread(target=trickle)
+    t.start()
+    time.sleep(0.3)
+    r, took = timed_run(e, "run", "--job", "5", "--", "true")
+    stop.set()
+    t.join()
+    ok(r is not None and r.returncode == 0 and took < BOUND,
+       f"a client sending 4 bytes every 1.5 s: an unrelated step through the daemon took "
+       f"{took:.1f} s (at most {BOUND} s)")
+    ok(recv_frame(s, 15) == b"" and wait_for(lambda: "byte(s) of its request" in e.log_of(d), 5),
+       "and the slow client is dropped at its deadline, with a line in the daemon's log")
+    s.close()
+
+
+def full_pipe(e):
+    """--acct output for a client whose stderr pipe is full: the daemon does not wait on it."""
+    rd, wr = os.pipe()
+    os.set_blocking(wr, False)
+    try:
+        while True:
+            os.write(wr, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(wr, True)
+    before = len(e.records())
+    p = subprocess.Popen([e.jobcg, "run", "--job", "5", "--acct", "--", "true"], env=e.env,
+                         stdout=subprocess.DEVNULL, stderr=wr)
+    os.close(wr)
+    # its step's record is written, its accounting is being printed
+    wait_for(lambda: len(e.records()) > before)
+    time.sleep(0.3)
+    r, took = timed_run(e, "run", "--job", "5", "--", "true")
+    drained = b""
+    while True:
+        chunk = os.read(rd, 65536)
+        if not chunk:
+            break
+        drained += chunk
+    os.close(rd)
+    p.wait(60)
+    ok(r is not None and r.returncode == 0 and took < BOUND,
+       f"a client whose stderr pipe is full, with --acct: an unrelated step took {took:.1f} s "
+       f"(at most {BOUND} s)")
+    ok(p.returncode == 0 and b"cpu_usage_usec" in drained,
+       "and that client prints its accounting once the pipe drains")
+
+
+def connection_cap(e):
+    """--max-clients: one more is told why, and runs its step itself."""
+    sock = os.path.join(e.tmp, "cap.sock")
+    d = e.start_daemon(sock, ("--max-clients", "2"))
+    if not ok(d.poll() is None, "jobcg daemon --max-clients 2 runs"):
+        diag(e.log_of(d))
+        return
+    env = dict(e.env, JOBCG_DAEMON_SOCKET=sock)
+    time.sleep(0.3)  # start_daemon's own probe is gone
+    idle = []
+    for _ in range(2):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock)
+        idle.append(s)
+    time.sleep(0.3)  # accepted, waiting for their requests
+    r, took = timed_run(e, "run", "--", "sh", "-c", "echo capped", env=env)
+    ok(r is not None and r.returncode == 0 and r.stdout == "capped\n" and
+       "did not take the step" in r.stderr and "at most 2 clients" in r.stderr,
+       f"--max-clients 2 with 2 connected: a third runs its step itself and says why "
+       f"({r.stderr.strip() if r else 'timed out'!r}, {took:.1f} s)")
+    for s in idle:
+        s.close()
+    time.sleep(0.3)
+    r = e.run("run", "--", "sh", "-c", "echo served", env=env)
+    ok(r.returncode == 0 and r.stdout == "served\n" and r.stderr == "",
+       "once they leave, the daemon serves again")
+    ok("--max-clients" in e.log_of(d), "the daemon's log says it refused clients")
+    d.send_signal(signal.SIGTERM)
+    d.wait(60)
+
+
+def fd_limits(e):
+    """The open-file limit raised to the hard one; out of descriptors, no busy loop."""
+    sock = os.path.join(e.tmp, "nofile.sock")
+    hard = min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    d = e.start_daemon(sock, nofile=(min(256, hard), hard))
+    with open(f"/proc/{d.pid}/limits") as f:
+        line = [x for x in f if x.startswith("Max open files")]
+    ok(line and line[0].split()[3:5] == [str(hard), str(hard)],
+       f"the daemon raises its open-file limit to the hard one ({line})")
+    d.send_signal(signal.SIGTERM)
+    d.wait(60)
+
+    # As found: RLIMIT_NOFILE=17 and 30 idle connections.
+    env = dict(e.env, JOBCG_DAEMON_SOCKET=sock)
+    d = e.start_daemon(sock, nofile=(17, 17))
+    idle = []
+    for _ in range(30):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock)
+        idle.append(s)
+    time.sleep(0.5)
+    c0 = cpu_seconds(d.pid)
+    time.sleep(2)
+    used = cpu_seconds(d.pid) - c0
+    r, took = timed_run(e, "run", "--", "true", env=env)
+    ok(used < 0.1, f"RLIMIT_NOFILE 17 and 30 idle connections: the daemon used {used:.2f} s "
+       "of CPU in 2 s (less than 0.1 s)")
+    ok(r is not None and r.returncode == 0 and took < BOUND,
+       f"and an unrelated step took {took:.1f} s (at most {BOUND} s)")
+    for s in idle:
+        s.close()
+    d.send_signal(signal.SIGTERM)
+    d.wait(60)
+
+    # A running daemon that has no descriptor left: it refuses, it does not spin.
+    d = e.start_daemon(sock)
+    time.sleep(0.3)  # start_daemon's own probe is gone
+    n = fd_count(d.pid)
+    soft, hard = resource.prlimit(d.pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(d.pid, resource.RLIMIT_NOFILE, (n, hard))
+    idle = []
+    for _ in range(30):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock)
+        idle.append(s)
+    time.sleep(0.5)
+    c0 = cpu_seconds(d.pid)
+    time.sleep(2)
+    used = cpu_seconds(d.pid) - c0
+    r, took = timed_run(e, "run", "--", "true", env=env)
+    answers = [recv_frame(s, 2) for s in idle[:5]]
+    ok(used < 0.1, f"out of descriptors with 30 connections waiting: the daemon used "
+       f"{used:.2f} s of CPU in 2 s (less than 0.1 s)")
+    ok(r is not None and r.returncode == 0 and took < BOUND and
+       "out of file descriptors" in r.stderr,
+       f"and an unrelated client is told so and runs its step itself in {took:.1f} s "
+       f"({r.stderr.strip() if r else 'timed out'!r})")
+    ok(all(b"fallback=1" in a for a in answers), "the waiting connections are refused too")
+    for s in idle:
+        s.close()
+    resource.prlimit(d.pid, resource.RLIMIT_NOFILE, (soft, hard))
+    r = e.run("run", "--", "sh", "-c", "echo again", env=env)
+    ok(r.returncode == 0 and r.stdout == "again\n" and r.stderr == "",
+       "with descriptors back, it serves again")
+    d.send_signal(signal.SIGTERM)
+    d.wait(60)
+
+
+def env_no_leak(e):
+    """Distinct JOBCG_* values per request cost the daemon no memory that stays."""
+    sock = os.path.join(e.tmp, "leak.sock")
+    # ASan keeps freed memory in quarantine: that is not a leak
+    env = dict(e.env, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=0")
+    d = e.start_daemon(sock, env=env)
+    env = dict(e.env, JOBCG_DAEMON_SOCKET=sock)
+
+    def rss():
+        with open(f"/proc/{d.pid}/status") as f:
+            return [int(x.split()[1]) for x in f if x.startswith("VmRSS:")][0]
+
+    def refused_step(i):
+        # refused by the daemon (a usage error), after it took the client's environment
+        return e.run("run", "--job", "5", "--mem", "99T", "--", "true",
+                     env=dict(env, JOBCG_PAD=f"{i:06d}" + "x" * 100000))
+
+    for i in range(5):
+        refused_step(i)
+    before = rss()
+    for i in range(5, 65):
+        r = refused_step(i)
+    grew = rss() - before
+    ok(r.returncode != 0 and "--mem" in r.stderr and grew < 2048,
+       f"60 requests with distinct 100 kB JOBCG_* values: the daemon's RSS grew {grew} kB "
+       "(less than 2 MB)")
+    d.send_signal(signal.SIGTERM)
+    d.wait(60)
 
 
 def main():
@@ -89,6 +505,7 @@ def body(e):
     ok(r2.returncode != 0 and "another jobcg daemon" in r2.stderr,
        "a second daemon on the same socket is refused")
     ok(d.poll() is None and os.path.exists(e.sock), "and the first one keeps its socket")
+    check_socket_dirs(e)
 
     r = e.run("alloc", "5")
     ok(r.returncode == 0, "jobcg alloc 5")
@@ -98,8 +515,16 @@ def body(e):
        "a step through the daemon: its env, the client's cwd")
     diag(r.stdout + r.stderr)
     r = e.run("run", "--job", "5", "--acct", "--", "sh", "-c", "exit 7")
-    ok(r.returncode == 7 and "step 5.0: exit code 7" in r.stderr and "cpu_usage_usec" in r.stderr,
+    # Step numbers count up over the job's life: this is its second step.
+    ok(r.returncode == 7 and "step 5.1: exit code 7" in r.stderr and "cpu_usage_usec" in r.stderr,
        "exit code and --acct output reach the client")
+    warnconf = os.path.join(e.tmp, "conf-warn")
+    os.mkdir(warnconf)
+    with open(os.path.join(warnconf, "cgroup.conf"), "w") as f:
+        f.write("CgroupAutomount=yes\n")
+    r = e.run("run", "--job", "5", "--", "true", env=dict(e.env, JOBCG_CONF_DIR=warnconf))
+    ok(r.returncode == 0 and r.stderr.count("CgroupAutomount") == 1,
+       f"a configuration's warning is printed once, as in-process ({r.stderr!r})")
     r = e.run("run", "--job", "5", "--", "/nonexistent/cmd")
     ok(r.returncode == 127 and "cannot execute '/nonexistent/cmd'" in r.stderr,
        "a command that cannot run: 127 and the error, as in-process")
@@ -146,24 +571,17 @@ def body(e):
     s.sendall(struct.pack("<I", 5) + b"x=\xff\x00\x01")
     s.close()
     # A well-formed request a real client never sends (it answers --help itself).
-    rd, wr = os.pipe()
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(e.sock)
-    req = b"op=run\0v=1\0arg=run\0arg=--help\0umask=18\0verbose=0\0"
+    req = b"op=run\0v=2\0arg=run\0arg=--help\0umask=18\0verbose=0\0"
     cwd = os.open(e.tmp, os.O_RDONLY)
-    socket.send_fds(s, [struct.pack("<I", len(req)) + req], [wr, wr, cwd])
-    os.close(wr)
+    socket.send_fds(s, [struct.pack("<I", len(req)) + req], [cwd])
     os.close(cwd)
-    s.settimeout(10)
-    try:
-        answer = s.recv(4096)
-    except OSError:
-        answer = b""
+    answer = recv_frame(s)
     s.close()
-    helptext = os.read(rd, 65536)
-    os.close(rd)
-    ok(b"op=exit\0code=0\0" in answer and b"Usage: jobcg run" in helptext,
-       "run --help sent to the daemon is answered with the usage, code 0")
+    ok(answer.startswith(b"op=exit\0code=0\0") and b"out=Usage: jobcg run" in answer,
+       "run --help sent to the daemon is answered with the usage (for the client to print), "
+       "code 0")
     r = e.run("run", "--job", "5", "--", "true")
     ok(d.poll() is None and r.returncode == 0, "after garbled messages the daemon still serves")
 
@@ -188,6 +606,8 @@ def body(e):
     silent.close()
     ok(gone and "sent no request" in e.log_of(d) and d.poll() is None,
        "the silent client is dropped at its deadline, with a line in the daemon's log")
+    slow_client(e, d)
+    full_pipe(e)
 
     # The daemon killed mid-step: the client ends the step itself.
     p = subprocess.Popen([e.jobcg, "run", "--job", "5", "--step", "50", "--", "sleep", "1"],
@@ -283,6 +703,11 @@ def body(e):
        f"a garbled answer from the daemon: exit 1, nothing run ({r.returncode}, {r.stderr!r})")
     ok(b"op=status" in got.get("status", b"") and b"malformed answer" in got.get("status", b""),
        "and the daemon is told, so that it ends its step")
+    fake_as_nobody(e)
+    fake_injections(e)
+    connection_cap(e)
+    fd_limits(e)
+    env_no_leak(e)
 
     r = e.run("release", "5")
     ok(r.returncode == 0, "jobcg release 5")

@@ -63,14 +63,16 @@ def checks(e):
     ok(r.returncode == 3, f"the last step's exit code is the agent's (exit {r.returncode})")
     lines = r.stdout.splitlines()
     tasks = sorted(x for x in lines if x.startswith("task="))
-    want = sorted(f"task={t} step=0 gpus=0,1 cg=/{e.tag}/job_7/step_0/user/task_{t}"
-                  for t in (0, 1) for _ in range(2))
+    # Step numbers count up over the job's life: the two steps are 7.0 and 7.1.
+    want = sorted(f"task={t} step={s} gpus=0,1 cg=/{e.tag}/job_7/step_{s}/user/task_{t}"
+                  for t in (0, 1) for s in (0, 1))
     ok(tasks == want, "each task is born in its own task cgroup of the step, with both of the "
        "job's GPUs in CUDA_VISIBLE_DEVICES")
     if tasks != want:
         diag(r.stdout)
         diag(r.stderr)
-    ok([x for x in lines if x.startswith("step ")] == ["step 7.0: exit code 3"] * 2,
+    ok([x for x in lines if x.startswith("step ")] ==
+       ["step 7.0: exit code 3", "step 7.1: exit code 3"],
        "one line per step with its exit code")
     recs = e.step_records(7)
     ok(len(recs) == 2 and all(x.get("exit_code") == 3 and x.get("state") == "FAILED"
@@ -81,7 +83,7 @@ def checks(e):
     ok(e.steps(7) == [], "the steps are removed")
 
     r = e.agent_run("7", "--", "true")
-    ok(r.returncode == 0 and r.stdout.strip() == "step 7.0: exit code 0",
+    ok(r.returncode == 0 and r.stdout.strip() == "step 7.2: exit code 0",
        f"a step that succeeds: exit 0 ({r.returncode}, {r.stdout.strip()!r})")
     recs = e.step_records(7)
     ok(len(recs) == 3 and recs[-1].get("state") == "COMPLETED", "and is recorded COMPLETED")

@@ -146,13 +146,18 @@ int main(void)
 	before = (uint64_t)now.tv_sec * 1000000u;
 	is_int(jobcg_step_begin(ctx, 1, &(struct jobcg_step_request){.ntasks = 2}, &life), 0,
 	       "begin a step of two tasks");
-	is_str(life.step, "0", "  the lowest free step id");
+	/* The refused begins above used step numbers too: numbers count up, never reused. */
+	ok(life.step[0] >= '1' && life.step[0] <= '9' &&
+	       life.step[strspn(life.step, "0123456789")] == 0,
+	   "  the next step number (%s), past those of the refused begins", life.step);
+	char first_step[JOBCG_STEP_ID_MAX];
+	snprintf(first_step, sizeof(first_step), "%s", life.step);
 	ok(life.gres && life.gres->ntasks == 2 &&
 	       env_has(life.gres->task_env[0], "CUDA_VISIBLE_DEVICES=") &&
 	       env_has(life.gres->task_env[1], "CUDA_VISIBLE_DEVICES="),
 	   "  each task's environment names its GPU");
 	ok(life.start_usec >= before, "  the start time is taken at the begin");
-	snprintf(dir, sizeof(dir), "%s/job_1/step_0", root);
+	snprintf(dir, sizeof(dir), "%s/job_1/step_%s", root, life.step);
 	ok(access(dir, F_OK) == 0, "  the step's cgroup exists");
 	r = jobcg_step_run(
 	    ctx, 1, life.step, 2, true_argv,
@@ -167,7 +172,8 @@ int main(void)
 	   "  read, recorded, no OOM, job still there");
 	ok(life.gres == NULL, "  the devices' state is freed");
 	ok(access(dir, F_OK) < 0, "  the step's cgroup is gone");
-	is_int(record_state(conf, "0", &start), JOBCG_ACCT_COMPLETED, "  the record: COMPLETED");
+	is_int(record_state(conf, first_step, &start), JOBCG_ACCT_COMPLETED,
+	       "  the record: COMPLETED");
 	ok(start >= before && start <= before + 60000000u, "  with the start time of the begin");
 	is_int(log_errors, 0, "  and no failure on the way");
 

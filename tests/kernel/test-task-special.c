@@ -1,6 +1,7 @@
 /* Kernel test: processes added to a step but to no task land in user/task_special; tasks are
  * listed; pids of a task target are exactly its own. */
 #include <signal.h>
+#include <sys/stat.h>
 
 #include "jobcg/context.h"
 #include "jobcg/job.h"
@@ -68,6 +69,27 @@ int main(void)
 	is_int(jobcg_task_add_pid(ctx, 41, "extern", 1, outsider), 0, "move it into task 1");
 	ok(in_cgroup(outsider, "/job_41/step_extern/user/task_1"), "moved from task_special");
 	is_int(jobcg_task_add_pid(ctx, 41, "nope", 0, outsider), -EINVAL, "invalid step refused");
+	is_int(jobcg_task_add_pid(ctx, 41, "0", 0, outsider), -ENOENT,
+	       "a step that does not exist is not made by adding a process");
+	{
+		char jdir[PATH_MAX], *mark = NULL;
+
+		/* A job directory made by hand, or one whose creation died before its mark. */
+		snprintf(jdir, sizeof(jdir), "%s/job_43", jobcg_ctx_root(ctx));
+		ok(mkdir(jdir, 0755) == 0, "job 43 made by hand (no created mark)");
+		is_int(jobcg_task_add_pid(ctx, 43, "extern", JOBCG_TASK_SPECIAL, outsider), -EBUSY,
+		       "no process is put into a job without the created mark");
+		ok(strstr(jobcg_last_error()->message, "not completely created") != NULL,
+		   "...saying why");
+		rmdir(jdir);
+		/* A release that died after marking the job (its grants may be gone). */
+		is_int(jobcg_job_xattr_set(ctx, 41, "removing", "1"), 0, "job 41 marked removing");
+		is_int(jobcg_task_add_pid(ctx, 41, "extern", 1, outsider), -ESHUTDOWN,
+		       "no process is put into a job being released");
+		ok(in_cgroup(outsider, "/job_41/step_extern/user/task_1"), "it stays where it was");
+		is_int(jobcg_job_xattr_get(ctx, 41, "removing", &mark), 0, "(mark read back)");
+		free(mark);
+	}
 	is_int(jobcg_job_remove(ctx, 41, 0), 0, "remove the job (kills both)");
 	ok(waitpid(outsider, &st, 0) == outsider && WIFSIGNALED(st), "added process was killed");
 	ok(waitpid(task1, &st, 0) == task1 && WIFSIGNALED(st), "task was killed");

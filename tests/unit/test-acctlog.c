@@ -1,8 +1,10 @@
 /* Unit tests for the accounting log: states, append/read round trip, torn lines, filters. */
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include "jobcg/acctlog.h"
 #include "log.h"
@@ -462,11 +464,182 @@ static void test_sync_flag(void)
 	rmdir(dir);
 }
 
+static void write_job(const char *path, const char *id)
+{
+	struct jobcg_acct_record r = sample_step();
+
+	r.kind = JOBCG_ACCT_JOB;
+	r.job_id = (char *)id;
+	r.step_id = NULL;
+	if (jobcg_acctlog_write(path, &r, 0) < 0)
+		tap_diag("cannot write record %s: %s", id, jobcg_last_error()->message);
+}
+
+/* The job ids read from the log and its rotated copies, in order ("1 2 3"). */
+static const char *read_all_ids(const char *path, const char *job)
+{
+	static char ids[512];
+	struct seen s = {};
+	int r;
+
+	r = jobcg_acctlog_read_all(path, job, collect, &s);
+	jobcg_acct_record_done(&s.last);
+	if (r < 0)
+		snprintf(ids, sizeof(ids), "error %d: %s", r, jobcg_last_error()->message);
+	else {
+		/* "1.job 2.job" -> "1 2" */
+		size_t k = 0;
+
+		for (const char *p = s.steps; *p; p++) {
+			if (startswith(p, ".job")) {
+				p += 3;
+				continue;
+			}
+			ids[k++] = *p;
+		}
+		ids[k] = '\0';
+	}
+	return ids;
+}
+
+/* logrotate's compress: @from gzipped into @to, then removed. */
+static void gzip_file(const char *from, const char *to)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	gzFile gz;
+
+	if (read_full_file_at(AT_FDCWD, from, 1 << 20, &text, &len) < 0 ||
+	    !(gz = gzopen(to, "wb")) || gzwrite(gz, text, (unsigned)len) != (int)len ||
+	    gzclose(gz) != Z_OK || unlink(from) < 0)
+		tap_diag("cannot gzip %s", from);
+}
+
+/* Is @pid waiting for a flock (a "->" line of /proc/locks)? */
+static bool blocked_on_flock(pid_t pid)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/locks", "re");
+	char line[256], want[32];
+
+	snprintf(want, sizeof(want), " %d ", (int)pid);
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "->") && strstr(line, want))
+			return true;
+	return false;
+}
+
+/*
+ * Rotation: renamed (and compressed) logs are read before the live one, oldest first, and a
+ * writer that waited for the lock while the log was rotated writes to the new log, not to the
+ * moved (or, compressed, already removed) one: no record lost, none read twice.
+ */
+static void test_rotation(void)
+{
+	char dir[] = "/tmp/jobcg-test-acct-rot-XXXXXX";
+	char path[256], p1[300], p1gz[300], p2gz[300], twin[300];
+	pid_t pid;
+	int fd, st = 0;
+
+	if (!mkdtemp(dir)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
+	snprintf(p1, sizeof(p1), "%s.1", path);
+	snprintf(p1gz, sizeof(p1gz), "%s.1.gz", path);
+	snprintf(p2gz, sizeof(p2gz), "%s.2.gz", path);
+	write_job(path, "1");
+	write_job(path, "2");
+	write_job(path, "3");
+	rename(path, p1);
+	write_job(path, "4");
+	write_job(path, "5");
+	is_str(read_all_ids(path, NULL), "1 2 3 4 5", "renamed log read first, then the new one");
+
+	/* the next rotation with compress: .1 -> .2.gz, live -> .1 */
+	gzip_file(p1, p2gz);
+	rename(path, p1);
+	write_job(path, "6");
+	is_str(read_all_ids(path, NULL), "1 2 3 4 5 6", ".2.gz, .1, live: oldest first");
+	is_str(read_all_ids(path, "5"), "5", "--job filter over rotated logs");
+
+	/* gzip at work: .1 and .1.gz both there, the plain one is read once */
+	gzip_file(p1, p1gz);
+	snprintf(twin, sizeof(twin), "cp %s.1.gz /dev/null && zcat %s.1.gz > %s.1 2>/dev/null",
+		 path, path, path);
+	if (system(twin) == 0)
+		is_str(read_all_ids(path, NULL), "1 2 3 4 5 6",
+		       "a .1 beside its .1.gz (gzip under way) is read once");
+	else
+		tap_skip("no zcat");
+	unlink(p1);
+
+	/*
+	 * A writer waits for the lock on the log while logrotate renames it to .1 and compresses
+	 * it (compress without delaycompress): its record must go to the new log.
+	 */
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+		ok(false, "cannot lock the log");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct jobcg_acct_record r = sample_step();
+
+		close(fd); /* the parent's lock is shared through it */
+		r.kind = JOBCG_ACCT_JOB;
+		r.job_id = (char *)"7";
+		r.step_id = NULL;
+		_exit(jobcg_acctlog_write(path, &r, 0) == 0 ? 0 : 1);
+	}
+	uint64_t deadline = now_usec() + 5000000;
+	while (!blocked_on_flock(pid) && now_usec() < deadline)
+		usleep(1000);
+	ok(blocked_on_flock(pid), "the writer waits for the lock on the log");
+	/* .2.gz -> .3.gz, .1.gz -> .2.gz, live -> .1 -> .1.gz (.1 removed) */
+	snprintf(twin, sizeof(twin), "%s.3.gz", path);
+	rename(p2gz, twin);
+	rename(p1gz, p2gz);
+	rename(path, p1);
+	gzip_file(p1, p1gz);
+	close(fd);
+	waitpid(pid, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the writer succeeded");
+	is_str(read_all_ids(path, NULL), "1 2 3 4 5 6 7",
+	       "the record written across the rotation is in the new log, once");
+	{
+		struct seen s = {};
+
+		jobcg_acctlog_read(path, NULL, collect, &s);
+		jobcg_acct_record_done(&s.last);
+		is_str(s.steps, "7.job", "...the live log holds just it");
+	}
+
+	/* dateext names, sorted by their suffix, before the live log */
+	char dpath[300], d1[320], d2[320];
+	snprintf(dpath, sizeof(dpath), "%s/date/acct.jsonl", dir);
+	snprintf(d1, sizeof(d1), "%s-20250101", dpath);
+	snprintf(d2, sizeof(d2), "%s-20250102", dpath);
+	write_job(dpath, "a");
+	rename(dpath, d1);
+	gzip_file(d1, strcat(strcpy(twin, d1), ".gz"));
+	write_job(dpath, "b");
+	rename(dpath, d2);
+	write_job(dpath, "c");
+	is_str(read_all_ids(dpath, NULL), "a b c", "dateext copies read in date order, then live");
+
+	snprintf(twin, sizeof(twin), "rm -rf '%s'", dir);
+	if (system(twin) != 0)
+		tap_diag("cannot remove %s", dir);
+}
+
 int main(void)
 {
 	test_state();
 	test_log();
 	test_line_format();
 	test_sync_flag();
+	test_rotation();
 	return tap_done();
 }

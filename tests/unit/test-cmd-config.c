@@ -3,9 +3,13 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "jobcg/acctlog.h"
+#include "log.h"
 #include "tap.h"
 #include "util.h"
 
@@ -46,10 +50,18 @@ static char *slurp(int fd)
 	return buf;
 }
 
-/* Run jobcg with @args (NULL-terminated); returns the exit code, stdout and stderr. */
-static int run(const char *const *args, char **out, char **err)
+/*
+ * Run jobcg with @args (NULL-terminated); returns the exit code, stdout and stderr, and the CPU
+ * seconds it used (user + system) in *cpu when set. A run longer than @timeout_s seconds is
+ * killed and returns 124, so a test of something that used to hang fails instead of hanging.
+ */
+static int run_bounded(const char *const *args, unsigned timeout_s, char **out, char **err,
+		       double *cpu)
 {
 	char outp[PATH_MAX], errp[PATH_MAX];
+	struct rusage ru = {};
+	uint64_t deadline;
+	bool killed = false;
 	int st = 0;
 	pid_t pid;
 
@@ -73,13 +85,130 @@ static int run(const char *const *args, char **out, char **err)
 		execv(jobcg, (char *const *)argv);
 		_exit(127);
 	}
-	waitpid(pid, &st, 0);
+	deadline = now_usec() + (uint64_t)timeout_s * 1000000;
+	while (wait4(pid, &st, WNOHANG, &ru) == 0) {
+		if (now_usec() > deadline) {
+			kill(pid, SIGKILL);
+			killed = true;
+			wait4(pid, &st, 0, &ru);
+			break;
+		}
+		usleep(10000);
+	}
+	if (cpu)
+		*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 	int fo = open(outp, O_RDONLY | O_CLOEXEC), fe = open(errp, O_RDONLY | O_CLOEXEC);
 	*out = slurp(fo);
 	*err = slurp(fe);
 	close(fo);
 	close(fe);
+	if (killed)
+		return 124;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int run(const char *const *args, char **out, char **err)
+{
+	return run_bounded(args, 60, out, err, NULL);
+}
+
+/* gres.conf lines for other nodes cost nothing: NodeName= is matched, not expanded (a million
+ * names each here, which took a second of CPU on every command when it was expanded). */
+static void test_large_hostlists(void)
+{
+	char *out, *err;
+	double cpu = -1;
+	FILE *f;
+	char path[PATH_MAX + 16];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/gres.conf", tmp);
+	f = fopen(path, "we");
+	if (!f)
+		abort();
+	for (int i = 0; i < 20; i++)
+		fprintf(f, "NodeName=x%d[0-999][0-999] Name=gpu File=/dev/null\n", i);
+	fprintf(f, "NodeName=tux[0-999][0-999] Name=gpu File=/dev/zero\n");
+	fclose(f);
+	put("cgroup.conf", "");
+	rc = run_bounded(
+	    (const char *[]){"--config-dir", tmp, "config", "--host", "tux999999", NULL}, 20, &out,
+	    &err, &cpu);
+	ok(rc == 0 && strstr(out, "file=/dev/zero(c 1:5)") && !strstr(out, "/dev/null"),
+	   "the host's own line in a list of a million names is found (rc %d) %s", rc, err);
+	ok(cpu >= 0 && cpu < 0.2,
+	   "jobcg config with 21 lines of a million names: %.3f s CPU (< 0.2)", cpu);
+	free(out);
+	free(err);
+}
+
+/* jobcg acct reads the rotated logs too: records written, the log renamed, more written. */
+static void test_acct_rotated(void)
+{
+	char state[PATH_MAX], log[PATH_MAX + 16], old[PATH_MAX + 32], *out, *err;
+	struct jobcg_acct_record r = {.kind = JOBCG_ACCT_JOB, .state = JOBCG_ACCT_COMPLETED};
+	char id[16], ids[128] = "";
+	struct json_object *j;
+	int rc;
+
+	snprintf(state, sizeof(state), "%s/state", tmp);
+	snprintf(log, sizeof(log), "%s/acct.jsonl", state);
+	snprintf(old, sizeof(old), "%s.1", log);
+	for (int i = 1; i <= 5; i++) {
+		if (i == 4)
+			rename(log, old);
+		snprintf(id, sizeof(id), "%d", i);
+		r.job_id = id;
+		if (jobcg_acctlog_write(log, &r, 0) < 0)
+			tap_diag("write %d: %s", i, jobcg_last_error()->message);
+	}
+	setenv("JOBCG_STATE_DIR", state, 1);
+	put("cgroup.conf", "");
+	put("gres.conf", "");
+	rc = run((const char *[]){"--config-dir", tmp, "acct", "--json", NULL}, &out, &err);
+	unsetenv("JOBCG_STATE_DIR");
+	j = json_tokener_parse(out);
+	for (size_t i = 0; j && i < json_object_array_length(j); i++) {
+		size_t l = strlen(ids);
+
+		snprintf(ids + l, sizeof(ids) - l, "%s%s", l ? " " : "",
+			 json_object_get_string(
+			     json_object_object_get(json_object_array_get_idx(j, i), "job")));
+	}
+	ok(rc == 0 && streq(ids, "1 2 3 4 5"),
+	   "jobcg acct after a rotation shows every record once, in order: '%s' %s", ids, err);
+	json_object_put(j);
+	free(out);
+	free(err);
+	unlink(old);
+	unlink(log);
+	rmdir(state);
+}
+
+/* Include of a FIFO fails within 2 s, naming the Include line (it used to wait for a writer). */
+static void test_include_fifo(void)
+{
+	char fifo[PATH_MAX + 16], *out, *err;
+	uint64_t t0;
+	int rc;
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo.conf", tmp);
+	if (mkfifo(fifo, 0600) < 0)
+		abort();
+	put("cgroup.conf", "ConstrainCores=yes\nInclude fifo.conf\n");
+	put("gres.conf", "");
+	t0 = now_usec();
+	rc =
+	    run_bounded((const char *[]){"--config-dir", tmp, "config", NULL}, 5, &out, &err, NULL);
+	double secs = (double)(now_usec() - t0) / 1e6;
+	ok(rc == 1 && secs < 2 && strstr(err, "cgroup.conf:2:9:") &&
+	       strstr(err, "is a FIFO, not a regular file"),
+	   "Include of a FIFO fails in %.2f s (< 2) naming cgroup.conf:2:9 (rc %d): %s", secs, rc,
+	   err);
+	free(out);
+	free(err);
+	unlink(fifo);
 }
 
 int main(void)
@@ -260,6 +389,10 @@ int main(void)
 			free(err);
 		}
 	}
+
+	test_large_hostlists();
+	test_include_fifo();
+	test_acct_rotated();
 
 	char p[PATH_MAX + 16];
 	const char *names[] = {"cgroup.conf", "gres.conf", "out", "err"};

@@ -5,6 +5,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -93,6 +94,80 @@ static struct jobcg_config *good(bool gres, const char *text, size_t len, unsign
 	return c;
 }
 
+static void hung(int sig)
+{
+	static const char msg[] = "not ok - reading the configuration hung on a FIFO\n";
+
+	(void)sig;
+	(void)!write(STDOUT_FILENO, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+/* Include of a FIFO, a directory or /dev/null fails at the Include line within 2 s: opening a
+ * FIFO for reading blocks until a writer comes, which is every command and every login. */
+static void test_include_special(void)
+{
+	static const struct {
+		const char *text, *needle;
+	} cases[] = {
+	    {"Include fifo\n", "is a FIFO, not a regular file"},
+	    {"Include subdir\n", "is a directory, not a regular file"},
+	    {"Include /dev/null\n", "is a character device, not a regular file"},
+	};
+	char fifo[PATH_MAX], dir[PATH_MAX];
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", tmp);
+	snprintf(dir, sizeof(dir), "%s/subdir", tmp);
+	if (mkfifo(fifo, 0600) < 0 || mkdir(dir, 0700) < 0)
+		abort();
+	signal(SIGALRM, hung);
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		for (int gres = 0; gres <= 1; gres++) {
+			struct jobcg_config *c = NULL;
+			const struct jobcg_error *e = jobcg_last_error();
+			uint64_t t0 = now_usec();
+			int r;
+
+			alarm(2);
+			r = load_text(gres, cases[i].text, (size_t)-1, "h", 0, &c);
+			alarm(0);
+			ok(r == -EINVAL && !c &&
+			       strstr(e->file, gres ? "gres.conf" : "cgroup.conf") &&
+			       e->line == 1 && e->column == 9 &&
+			       strstr(e->message, cases[i].needle),
+			   "%s: '%.*s' refused at 1:9 in %.2f s (%s:%u:%u %s)",
+			   gres ? "gres.conf" : "cgroup.conf", (int)strlen(cases[i].text) - 1,
+			   cases[i].text, (double)(now_usec() - t0) / 1e6, e->file, e->line,
+			   e->column, e->message);
+			jobcg_config_free(c);
+		}
+	}
+	/* cgroup.conf itself a FIFO */
+	{
+		struct jobcg_config *c = NULL;
+		char path[PATH_MAX + 16];
+		int r;
+
+		rm("cgroup.conf");
+		rm("gres.conf");
+		snprintf(path, sizeof(path), "%s/cgroup.conf", tmp);
+		if (mkfifo(path, 0600) < 0)
+			abort();
+		jobcg_error_clear();
+		alarm(2);
+		r = jobcg_config_load(tmp, "h", JOBCG_CONFIG_NO_ENV, &c);
+		alarm(0);
+		ok(r == -EINVAL && !c &&
+		       strstr(jobcg_last_error()->message, "a FIFO, not a regular file"),
+		   "cgroup.conf that is a FIFO is refused (%s)", jobcg_last_error()->message);
+		jobcg_config_free(c);
+		unlink(path);
+	}
+	signal(SIGALRM, SIG_DFL);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 static void test_cgroup_errors(void)
 {
 	bad(false, "ConstrainCore=yes\n", 0, -EINVAL, 1, 1, "did you mean 'ConstrainCores'");
@@ -169,6 +244,7 @@ static void test_cgroup_errors(void)
 		   e->line);
 	}
 	rm("inc-bad.conf");
+	test_include_special();
 }
 
 static void test_cgroup_good(void)

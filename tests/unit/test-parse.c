@@ -1,4 +1,6 @@
 /* Unit tests for the size, CPU list and hostlist parsers (jobcg/parse.h). */
+#include <time.h>
+
 #include "jobcg/parse.h"
 #include "log.h"
 #include "tap.h"
@@ -178,10 +180,205 @@ static void test_hostlist(void)
 	is_int(jobcg_hostlist_contains("n[1-3", "n1"), -EINVAL, "a malformed list is an error");
 }
 
+/* xorshift: the same sequence on every run, so a failure is reproducible. */
+static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
+static unsigned rnd(unsigned n)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return (unsigned)(rnd_state % n);
+}
+
+/* A small well-formed hostlist: items of literals and bracket groups with padded bounds. */
+static void random_list(char *buf, size_t size)
+{
+	static const char *const lits[] = {"n", "a1", "0", "x-", "b", "", "10", "-ib"};
+	size_t len = 0;
+	unsigned items = 1 + rnd(3);
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < items; i++) {
+		unsigned segs = 1 + rnd(4);
+
+		if (i)
+			len += (size_t)snprintf(buf + len, size - len, ",");
+		for (unsigned k = 0; k < segs; k++) {
+			if (rnd(2)) {
+				len += (size_t)snprintf(buf + len, size - len, "%s", lits[rnd(8)]);
+				continue;
+			}
+			unsigned nr = 1 + rnd(3);
+
+			len += (size_t)snprintf(buf + len, size - len, "[");
+			for (unsigned j = 0; j < nr; j++) {
+				unsigned lo = rnd(3) ? rnd(15) : rnd(120), w = rnd(4);
+
+				len += (size_t)snprintf(buf + len, size - len, "%s%0*u",
+							j ? "," : "", (int)w, lo);
+				if (rnd(2))
+					len += (size_t)snprintf(buf + len, size - len, "-%0*u",
+								(int)rnd(4), lo + rnd(30));
+			}
+			len += (size_t)snprintf(buf + len, size - len, "]");
+		}
+	}
+	if (!buf[0] || buf[len - 1] == ',')
+		snprintf(buf + len, size - len, "z");
+}
+
+/* Random bytes from the grammar's alphabet: mostly malformed lists. */
+static void random_text(char *buf, size_t size)
+{
+	static const char alphabet[] = "n0123[]-,,[]09";
+	size_t n = 1 + rnd((unsigned)(size < 12 ? size - 1 : 11));
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = alphabet[rnd(sizeof(alphabet) - 1)];
+	buf[n] = '\0';
+}
+
+/* A name near the list's names: one of them changed by a digit, padding or a character. */
+static void near_name(char **v, size_t n, char *buf, size_t size)
+{
+	const char *base = n ? v[rnd((unsigned)n)] : "n1";
+	size_t len;
+
+	snprintf(buf, size, "%s", base);
+	len = strlen(buf);
+	switch (rnd(5)) {
+	case 0: /* a '0' somewhere: padding that the list may or may not have */
+		if (len + 2 < size) {
+			size_t k = rnd((unsigned)len + 1);
+
+			memmove(buf + k + 1, buf + k, len - k + 1);
+			buf[k] = '0';
+		}
+		break;
+	case 1: /* drop a character */
+		if (len) {
+			size_t k = rnd((unsigned)len);
+			memmove(buf + k, buf + k + 1, len - k);
+		}
+		break;
+	case 2: /* change a digit */
+		for (size_t k = 0; k < len; k++)
+			if (buf[k] >= '0' && buf[k] <= '9' && rnd(2)) {
+				buf[k] = (char)('0' + rnd(10));
+				break;
+			}
+		break;
+	case 3: /* append */
+		if (len + 2 < size) {
+			buf[len] = (char)('0' + rnd(10));
+			buf[len + 1] = '\0';
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * jobcg_hostlist_contains() matches without expanding: it must answer exactly as membership in
+ * jobcg_hostlist_expand()'s list, and refuse exactly what the expander refuses, with the same
+ * error (for a list that does not parse, whatever the name).
+ */
+static void test_hostlist_match_vs_expand(void)
+{
+	unsigned checked = 0, lists = 0, refused = 0, bad = 0;
+	char s[256], name[128], want_msg[1024];
+
+	for (unsigned iter = 0; iter < 6000 && bad < 5; iter++) {
+		_cleanup_strv_free_ char **v = NULL;
+		size_t n;
+		int r, m;
+
+		if (iter % 3 == 2)
+			random_text(s, sizeof(s));
+		else
+			random_list(s, sizeof(s));
+		r = jobcg_hostlist_expand(s, 2000, &v);
+		if (r < 0) {
+			unsigned col = jobcg_last_error()->column;
+
+			snprintf(want_msg, sizeof(want_msg), "%s", jobcg_last_error()->message);
+			if (r == -E2BIG)
+				continue;
+			refused++;
+			jobcg_error_clear();
+			m = jobcg_hostlist_contains(s, "n1");
+			if (m != r || jobcg_last_error()->column != col ||
+			    strcmp(jobcg_last_error()->message, want_msg) != 0) {
+				bad++;
+				tap_diag("'%s': expand refused (%d col %u '%s'), contains said %d "
+					 "col %u '%s'",
+					 s, r, col, want_msg, m, jobcg_last_error()->column,
+					 jobcg_last_error()->message);
+			}
+			continue;
+		}
+		lists++;
+		n = strv_length(v);
+		for (size_t k = 0; k < n && k < 30; k++) {
+			size_t i = n <= 30 ? k : rnd((unsigned)n);
+
+			checked++;
+			if (jobcg_hostlist_contains(s, v[i]) != 1) {
+				bad++;
+				tap_diag("'%s' expands to '%s' but does not contain it", s, v[i]);
+			}
+		}
+		for (unsigned k = 0; k < 20; k++) {
+			near_name(v, n, name, sizeof(name));
+			m = jobcg_hostlist_contains(s, name);
+			checked++;
+			if (m != (int)strv_contains(v, name)) {
+				bad++;
+				tap_diag("'%s' contains '%s': matcher %d, expansion %d", s, name, m,
+					 (int)strv_contains(v, name));
+			}
+		}
+	}
+	ok(bad == 0 && lists > 1000 && refused > 500,
+	   "matching agrees with expansion (%u lists, %u refused, %u names)", lists, refused,
+	   checked);
+}
+
+/* A list of a million names per item is matched without walking through them. */
+static void test_hostlist_match_large(void)
+{
+	struct timespec t0, t1;
+	int a, b, c, d;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+	for (int i = 0; i < 20; i++)
+		(void)jobcg_hostlist_contains("xN[0-999][0-999]", "node1");
+	a = jobcg_hostlist_contains("xN[0-999][0-999]", "xN999999");
+	b = jobcg_hostlist_contains("xN[0-999][0-999]", "xN0999");
+	c = jobcg_hostlist_contains("n[0-9999999999]", "n9999999999");
+	d = jobcg_hostlist_contains("xN[0-999][0-999],y", "y");
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+	double cpu = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ok(a == 1 && b == 1 && c == 1 && d == 1, "names deep in huge lists match (%d %d %d %d)", a,
+	   b, c, d);
+	ok(cpu < 0.05, "24 matches against a million names each took %.3f s of CPU (< 0.05)", cpu);
+	is_int(jobcg_hostlist_contains("a,b[", "a"), -EINVAL,
+	       "a malformed list is an error even when an earlier item matches");
+	is_int(jobcg_hostlist_contains("n[01-16]", "n001"), 0, "n001 not in n[01-16]");
+	is_int(jobcg_hostlist_contains("n[01-100]", "n100"), 1, "n100 in n[01-100] (wider)");
+	is_int(jobcg_hostlist_contains("n[01-100]", "n099"), 0, "n099 not in n[01-100]");
+	is_int(jobcg_hostlist_contains("n[1-3]1", "n11"), 1, "digits after a group");
+	is_int(jobcg_hostlist_contains("n[1-12][1-3]", "n121"), 1, "split 12|1");
+	is_int(jobcg_hostlist_contains("n[1-12][1-3]", "n113"), 1, "split 11|3 or 1|13");
+}
+
 int main(void)
 {
 	test_size();
 	test_cpulist();
 	test_hostlist();
+	test_hostlist_match_vs_expand();
+	test_hostlist_match_large();
 	return tap_done();
 }

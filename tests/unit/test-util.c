@@ -1,5 +1,8 @@
 /* Unit tests for the string, file and error helpers every part of the library uses. */
 #include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "log.h"
 #include "tap.h"
@@ -72,6 +75,209 @@ static void test_uint_pair(void)
 	is_int(b, 7, "...both");
 }
 
+static char *mkfile(const char *dir, const char *name, mode_t mode)
+{
+	char *p = strdup_printf("%s/%s", dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+
+	if (fd < 0 || fchmod(fd, mode) < 0)
+		abort();
+	close(fd);
+	return p;
+}
+
+/* @value in JOBCG_TEST_EXE must be refused by env_program() with @err and @needle. */
+static void program_bad(const char *value, int err, const char *needle, const char *what)
+{
+	char *got = (char *)0x1;
+	int r;
+
+	setenv("JOBCG_TEST_EXE", value, 1);
+	jobcg_error_clear();
+	r = env_program("JOBCG_TEST_EXE", &got);
+	ok(r == err && got == (char *)0x1 && strstr(jobcg_last_error()->message, needle) &&
+	       strstr(jobcg_last_error()->message, "JOBCG_TEST_EXE"),
+	   "%s: refused (%d '%s'): got %d '%s'", what, err, needle, r, jobcg_last_error()->message);
+}
+
+/*
+ * A program named in the environment is run as root (JOBCG_KEEPER_EXE, JOBCG_DYNAMIC_EXE): only
+ * a file nobody else can change is honoured, and never in a process whose ids differ.
+ */
+static void test_env_program(void)
+{
+	char base[] = "/tmp/jobcg-test-util-XXXXXX", *got = NULL;
+	_cleanup_free_ char *good = NULL, *ww = NULL, *gw = NULL, *open_dir = NULL, *in_open = NULL,
+			    *link = NULL, *other = NULL, *sticky = NULL, *in_sticky = NULL;
+
+	if (!mkdtemp(base))
+		abort();
+	unsetenv("JOBCG_TEST_EXE");
+	ok(env_program("JOBCG_TEST_EXE", &got) == 0 && !got, "unset: no program");
+	setenv("JOBCG_TEST_EXE", "", 1);
+	ok(env_program("JOBCG_TEST_EXE", &got) == 0 && !got, "empty: no program");
+
+	good = mkfile(base, "good", 0755);
+	setenv("JOBCG_TEST_EXE", good, 1);
+	ok(env_program("JOBCG_TEST_EXE", &got) == 0 && got && streq(got, good),
+	   "a file of ours, mode 0755, in a directory of ours: honoured (%s)",
+	   got ? got : jobcg_last_error()->message);
+	free(got);
+	got = NULL;
+
+	program_bad("good", -EINVAL, "absolute path", "a relative name");
+	ww = mkfile(base, "ww", 0757);
+	program_bad(ww, -EPERM, "writable by its group or by others", "a world-writable file");
+	gw = mkfile(base, "gw", 0775);
+	program_bad(gw, -EPERM, "writable by its group or by others", "a group-writable file");
+	open_dir = strdup_printf("%s/open", base);
+	if (mkdir(open_dir, 0700) < 0 || chmod(open_dir, 0777) < 0)
+		abort();
+	in_open = mkfile(open_dir, "prog", 0755);
+	program_bad(in_open, -EPERM, "mode 0777",
+		    "a file in a directory anyone can write (rename over it)");
+	link = strdup_printf("%s/link", base);
+	if (symlink(in_open, link) < 0)
+		abort();
+	program_bad(link, -EPERM, "mode 0777", "a link (in a safe place) to a file in an open one");
+	sticky = strdup_printf("%s/sticky", base);
+	if (mkdir(sticky, 0700) < 0 || chmod(sticky, 01777) < 0)
+		abort();
+	in_sticky = mkfile(sticky, "prog", 0755);
+	setenv("JOBCG_TEST_EXE", in_sticky, 1);
+	ok(env_program("JOBCG_TEST_EXE", &got) == 0 && got,
+	   "a file of ours in a sticky directory (as /tmp) is honoured");
+	free(got);
+	got = NULL;
+	program_bad("/nonexistent/jobcg-prog", -ENOENT, "/nonexistent", "a missing file is named");
+
+	if (geteuid() == 0) {
+		other = mkfile(base, "other", 0755);
+		if (chown(other, 4242, 4242) < 0)
+			abort();
+		program_bad(other, -EPERM, "owned by uid 4242", "a file of another user");
+
+		/* a process whose effective uid differs from its real one (as after setuid) */
+		pid_t pid = fork();
+		if (pid == 0) {
+			int r;
+
+			setenv("JOBCG_TEST_EXE", good, 1);
+			setenv("JOBCG_TEST_DIR", "/x", 1);
+			if (setresuid(0, 4242, 0) < 0)
+				_exit(3);
+			r = env_program("JOBCG_TEST_EXE", &got);
+			_exit(r == -EPERM && !env_secure("JOBCG_TEST_DIR") &&
+				      strstr(jobcg_last_error()->message, "not honoured")
+				  ? 0
+				  : 1);
+		}
+		int st = 0;
+		waitpid(pid, &st, 0);
+		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		   "real and effective uid differ: JOBCG_* ignored, a program variable refused "
+		   "(status %d)",
+		   st);
+	} else {
+		tap_skip("not root: no file of another user");
+		tap_skip("not root: no setresuid");
+	}
+	setenv("JOBCG_TEST_DIR", "/x", 1);
+	ok(env_secure("JOBCG_TEST_DIR") && streq(env_secure("JOBCG_TEST_DIR"), "/x"),
+	   "an ordinary process reads JOBCG_* as they are");
+	unsetenv("JOBCG_TEST_DIR");
+	unsetenv("JOBCG_TEST_EXE");
+
+	const char *files[] = {good, ww, gw, in_open, link, other, in_sticky};
+	for (size_t i = 0; i < ELEMENTSOF(files); i++)
+		if (files[i])
+			unlink(files[i]);
+	rmdir(open_dir);
+	rmdir(sticky);
+	rmdir(base);
+}
+
+/* @dir must be refused by mkdir_p_safe() with @err and @needle in the message. */
+static void safe_bad(const char *dir, int err, const char *needle, const char *what)
+{
+	int r;
+
+	jobcg_error_clear();
+	r = mkdir_p_safe(dir, 0755, "state directory");
+	ok(r == err && strstr(jobcg_last_error()->message, needle) &&
+	       strstr(jobcg_last_error()->message, "state directory"),
+	   "%s: refused (%d '%s'): got %d '%s'", what, err, needle, r, jobcg_last_error()->message);
+}
+
+/* The state directory: made without following links, refused where others could write. */
+static void test_mkdir_p_safe(void)
+{
+	char base[] = "/tmp/jobcg-test-util-XXXXXX";
+	struct stat st;
+	char p[PATH_MAX], q[PATH_MAX + 32];
+
+	if (!mkdtemp(base))
+		abort();
+	snprintf(p, sizeof(p), "%s/a//b/./c/", base);
+	is_int(mkdir_p_safe(p, 0755, "state directory"), 0,
+	       "mkdir -p of a/b/c below /tmp (sticky)");
+	snprintf(p, sizeof(p), "%s/a/b/c", base);
+	ok(stat(p, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0755,
+	   "made with mode 0755");
+	is_int(mkdir_p_safe(p, 0755, "state directory"), 0, "an existing safe directory passes");
+
+	snprintf(p, sizeof(p), "%s/a/b/c", base);
+	chmod(p, 0777);
+	safe_bad(p, -EPERM, "writable by its group or by others (mode 0777)",
+		 "a world-writable state directory");
+	chmod(p, 0775);
+	safe_bad(p, -EPERM, "(mode 0775)", "a group-writable state directory");
+	chmod(p, 01777);
+	safe_bad(p, -EPERM, "(mode 1777)", "a sticky world-writable state directory (as /tmp)");
+	chmod(p, 0755);
+	snprintf(p, sizeof(p), "%s/a", base);
+	chmod(p, 0777);
+	snprintf(q, sizeof(q), "%s/a/b/c/d", base);
+	safe_bad(q, -EPERM, "/a) is writable", "an open directory on the way");
+	ok(stat(q, &st) < 0 && errno == ENOENT, "...and nothing made below it");
+	chmod(p, 0755);
+
+	/* A link made by us in a safe directory is followed; one in an open directory is not. */
+	snprintf(p, sizeof(p), "%s/link", base);
+	snprintf(q, sizeof(q), "%s/a/b", base);
+	if (symlink(q, p) < 0)
+		abort();
+	snprintf(q, sizeof(q), "%s/link/c/new", base);
+	is_int(mkdir_p_safe(q, 0755, "state directory"), 0,
+	       "a link in a safe directory is followed");
+	snprintf(p, sizeof(p), "%s/open", base);
+	if (mkdir(p, 0700) < 0 || chmod(p, 0777) < 0)
+		abort();
+	snprintf(p, sizeof(p), "%s/open/link", base);
+	snprintf(q, sizeof(q), "%s/a", base);
+	if (symlink(q, p) < 0)
+		abort();
+	snprintf(q, sizeof(q), "%s/open/link/b", base);
+	safe_bad(q, -EPERM, "/open) is writable", "a link in an open directory");
+	snprintf(p, sizeof(p), "%s/file", base);
+	close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	safe_bad(p, -ENOTDIR, "Not a directory", "a file where a directory should be");
+	safe_bad("rel/dir", -EINVAL, "absolute path", "a relative path");
+	snprintf(q, sizeof(q), "%s/a/../a", base);
+	safe_bad(q, -EINVAL, "'..'", "'..' in the path");
+	if (geteuid() == 0) {
+		snprintf(p, sizeof(p), "%s/a/b/c", base);
+		if (chown(p, 4242, 4242) < 0)
+			abort();
+		safe_bad(p, -EPERM, "owned by uid 4242", "a state directory of another user");
+	} else
+		tap_skip("not root: no directory of another user");
+
+	snprintf(q, sizeof(q), "rm -rf '%s'", base);
+	if (system(q) != 0)
+		tap_diag("cannot remove %s", base);
+}
+
 int main(void)
 {
 	test_strv();
@@ -79,5 +285,7 @@ int main(void)
 	test_strstrip();
 	test_error();
 	test_read_file();
+	test_env_program();
+	test_mkdir_p_safe();
 	return tap_done();
 }

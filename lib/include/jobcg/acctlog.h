@@ -86,7 +86,10 @@ enum {
  * Append one record as one JSON line (fsynced with JOBCG_ACCTLOG_SYNC). The directory is
  * created if missing. Appends are serialised with flock() so concurrent writers never
  * interleave, and a torn last line left by a crash is terminated first so it cannot swallow
- * this record. Unknown @flags bits are -EINVAL.
+ * this record. The log is opened by path for each record, and opened again when it was renamed
+ * (rotated) while the lock was awaited, so a record never lands in a file logrotate has moved.
+ * The directory must be safe (root's or ours, writable by no one else). Unknown @flags bits
+ * are -EINVAL.
  */
 JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_record *r,
 				     unsigned flags);
@@ -100,10 +103,22 @@ typedef int (*jobcg_acctlog_fn)(const struct jobcg_acct_record *r, void *userdat
  * Read the log, calling @fn for each record (of job @job_id only, when not NULL) in file order;
  * a nonzero return from @fn stops and is returned. Lines that are not a complete record (a torn
  * last line after a crash, garbage) are skipped with a warning naming file and line. A missing
- * log is an empty one. The record passed to @fn is only valid during the call.
+ * log is an empty one. A gzip-compressed file is read as well. The record passed to @fn is
+ * only valid during the call.
  */
 JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_acctlog_fn fn,
 				    void *userdata);
+
+/**
+ * jobcg_acctlog_read() of the log's rotated copies, oldest first, then of @path itself:
+ * logrotate's names beside it, compressed (.gz) or not: PATH-SUFFIX (dateext) in the order of
+ * their suffixes, then PATH.N from the highest N to PATH.1. All are opened before any is read
+ * and the set is taken again if a rotation moved a file meanwhile, so a concurrent rotation
+ * neither skips nor repeats a record. Where PATH.N and PATH.N.gz both exist (gzip at work), the
+ * plain one is read.
+ */
+JOBCG_EXPORT int jobcg_acctlog_read_all(const char *path, const char *job_id, jobcg_acctlog_fn fn,
+					void *userdata);
 
 /** Free the strings of a record (not the record itself). */
 JOBCG_EXPORT void jobcg_acct_record_done(struct jobcg_acct_record *r);

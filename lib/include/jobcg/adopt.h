@@ -1,6 +1,7 @@
 /* jobcg: adopt a process from outside (a login session) into a job, like pam_slurm_adopt. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -11,22 +12,64 @@ extern "C" {
 #endif
 
 /**
- * The job a login of @uid belongs to: the newest job (highest recorded creation time, then
- * highest id) whose recorded owner is @uid. -ENOENT with the error record saying so when
- * @uid owns no job on this node.
+ * The job a login of @uid would go to: the newest job (highest recorded creation time, then
+ * highest id) whose recorded owner is @uid, leaving out jobs that are not completely created,
+ * jobs being released and ephemeral jobs (`jobcg run`'s own, which end with it). -ENOENT with
+ * the error record saying so when @uid has no such job on this node. The answer may be stale
+ * once the node lock is dropped: to adopt, use jobcg_adopt_user(), which chooses and moves in
+ * one hold of the lock.
  */
 JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t *ret_job);
 
 /**
  * Move @pid (and, as the kernel does, not its existing children) into job @job_id's extern
  * step, in its user/task_special leaf. The extern step is made when missing; it then belongs
- * to the job (no runner: gc leaves it, `jobcg release` removes it). -ENOENT if there is no
- * such job, -ESRCH if there is no such process.
+ * to the job (no runner: gc leaves it, `jobcg release` removes it). The job is checked and the
+ * process moved in one hold of the node lock, so a concurrent release either finds the process
+ * in the job (and kills it) or the adoption is refused; afterwards the process's cgroup is read
+ * back. -ENOENT if there is no such job, -EBUSY if it is not completely created, -ESHUTDOWN if
+ * it is being released, -ESRCH if there is no such process, -EPERM for pid 1.
  */
 JOBCG_EXPORT int jobcg_adopt(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id);
 
+/**
+ * jobcg_adopt() into the job jobcg_adopt_pick_job() chooses for @uid, chosen and adopted in one
+ * hold of the node lock. The job goes to @ret_job (may be NULL).
+ */
+JOBCG_EXPORT int jobcg_adopt_user(struct jobcg_ctx *ctx, pid_t pid, uid_t uid, uint32_t *ret_job);
+
+/**
+ * Which job process @pid is in, from /proc/<pid>/cgroup: 1 with the job to @ret_job when its
+ * cgroup is a job's or below one under this context's tree root, 0 when it is elsewhere. The
+ * process's cgroup (absolute path) goes to @ret_cgroup either way when not NULL (free() it).
+ * -ESRCH if there is no such process.
+ */
+JOBCG_EXPORT int jobcg_pid_job(struct jobcg_ctx *ctx, pid_t pid, uint32_t *ret_job,
+			       char **ret_cgroup);
+
 /** The real uid of process @pid (from /proc/<pid>/status). -ESRCH if there is no such process. */
 JOBCG_EXPORT int jobcg_pid_uid(pid_t pid, uid_t *ret);
+
+/** What a PAM service's stack does that matters to `jobcg adopt --pam`. */
+struct jobcg_pam_scan {
+	char *file;	     /* the service's own file, as read */
+	char *adopt_account; /* "FILE:LINE" of the first account line running `jobcg adopt --pam` */
+	char *adopt_session; /* the same for a session line (the check after the session modules) */
+	char *pam_systemd;   /* "FILE:LINE (included from ...)" of the first session line that
+			      * loads pam_systemd.so: logind would move the login out of its job */
+	char **notes;	     /* included files that could not be read (NULL when none) */
+};
+
+/**
+ * Read PAM service @service's stack from @pam_dir (NULL: /etc/pam.d), following @include,
+ * include and substack lines, and say where jobcg adopt and pam_systemd run in it (NULL where
+ * they do not). Jumps ([success=N]) are not followed: a line is counted when it is in the
+ * stack. -ENOENT (error record set) when the service has no file. Free with
+ * jobcg_pam_scan_free().
+ */
+JOBCG_EXPORT int jobcg_pam_scan(const char *pam_dir, const char *service,
+				struct jobcg_pam_scan **ret);
+JOBCG_EXPORT void jobcg_pam_scan_free(struct jobcg_pam_scan *s);
 
 #ifdef __cplusplus
 }

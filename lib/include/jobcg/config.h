@@ -83,6 +83,8 @@ enum {
 	JOBCG_GRES_FLAG_ONE_SHARING = 1u << 7,
 	JOBCG_GRES_FLAG_ALL_SHARING = 1u << 8,
 	JOBCG_GRES_FLAG_EXPLICIT = 1u << 9,
+	/* jobcg's own: grant no companion devices (nvidiactl, kfd, ...) with this record */
+	JOBCG_GRES_FLAG_NO_COMPANIONS = 1u << 10,
 };
 
 /* One device file of a GRES (stat()ed unless loading with no_stat). */
@@ -166,6 +168,14 @@ enum {
 	 * included), a cost every launch paid for what only `jobcg config` shows */
 	JOBCG_CONFIG_NO_ENTRIES = 1u << 2,
 };
+
+/**
+ * The value of one of jobcg's own environment variables (JOBCG_*) as the library reads them:
+ * as secure_getenv(3), so NULL in a setuid, setgid or capability-raised process, and NULL too
+ * where the real and effective user or group ids differ. Programs that link the library read
+ * JOBCG_* through this so that they follow the same rules.
+ */
+JOBCG_EXPORT const char *jobcg_getenv(const char *name);
 
 /**
  * Load cgroup.conf and gres.conf from @config_dir (NULL: $JOBCG_CONF_DIR, else /etc/jobcg).

@@ -223,7 +223,12 @@ struct jobcg_spawn_opts {
 JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				  int task, char *const argv[], const struct jobcg_spawn_opts *opts,
 				  pid_t *ret_pid);
-/** Move an existing process into a task (JOBCG_TASK_SPECIAL: added to the step but no task). */
+/**
+ * Move an existing process into a task (JOBCG_TASK_SPECIAL: added to the step but no task) of
+ * an existing step, making the task's directory when missing. The job is checked and the
+ * process moved in one hold of the node lock: -EBUSY for a job without its created mark,
+ * -ESHUTDOWN for one being released, -ENOENT when the job or step does not exist.
+ */
 JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				    int task, pid_t pid);
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,16 +46,54 @@ JOBCG_EXPORT int jobcg_msg_get_u64(const struct jobcg_msg *m, const char *key, u
 				   uint64_t *ret);
 JOBCG_EXPORT void jobcg_msg_free(struct jobcg_msg *m);
 
-/** Send @m as one frame on stream socket @fd with @nfds descriptors. */
+/** Send @m as one frame on stream socket @fd with @nfds descriptors (-ETIMEDOUT when the
+ * socket's SO_SNDTIMEO ran out). */
 JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds);
 /**
  * Receive one frame from @fd into *ret, with up to @max_fds descriptors into @fds (O_CLOEXEC;
  * *ret_nfds how many; more than @max_fds is an error and all are closed). -ECONNRESET when the
  * peer closed the socket before a whole frame (0 bytes read: the peer is gone), -EPROTO for a
- * malformed frame. On error no descriptor is left open.
+ * malformed frame, -ETIMEDOUT when the socket's SO_RCVTIMEO ran out. On error no descriptor is
+ * left open.
  */
 JOBCG_EXPORT int jobcg_msg_recv(int fd, struct jobcg_msg *ret, int *fds, unsigned max_fds,
 				unsigned *ret_nfds);
+
+/*
+ * The same frames on a non-blocking socket, a piece at a time, for a server that must not wait
+ * on any one peer. A frame being received lives in a struct jobcg_msg_rx, zeroed to start.
+ */
+struct jobcg_msg_rx {
+	uint8_t hdr[4];
+	size_t got; /* bytes of the frame so far, its header included */
+	size_t len; /* the payload's length, once the header is in */
+	char *buf;
+	size_t cap;
+	int fds[JOBCG_MSG_FDS_MAX];
+	unsigned nfds;
+	bool lost_fds; /* more came than a frame may carry: the extra ones were closed */
+};
+
+/**
+ * Read what @fd has of the frame in @rx, whose payload may be at most @max bytes (capped at
+ * JOBCG_MSG_MAX); the buffer grows with what arrives, not with what the header announces. 0
+ * when the frame is whole: *ret gets it (as jobcg_msg_recv()), @rx is empty again. -EAGAIN when
+ * @fd has no more for now (what came stays in @rx; rx->got says how much). Else, with the error
+ * set and @rx emptied (its descriptors closed): -ECONNRESET (the peer closed), -EPROTO (a frame
+ * too big, malformed, or with more than @max_fds descriptors), or the socket's -errno.
+ */
+JOBCG_EXPORT int jobcg_msg_recv_some(int fd, struct jobcg_msg_rx *rx, size_t max,
+				     struct jobcg_msg *ret, int *fds, unsigned max_fds,
+				     unsigned *ret_nfds);
+/** Forget a frame being received: free its bytes, close its descriptors. */
+JOBCG_EXPORT void jobcg_msg_rx_free(struct jobcg_msg_rx *rx);
+/**
+ * Send what @fd takes of @m's frame, from *@off (0 to start; the descriptors go with the first
+ * byte). 0 once all of it is sent; -EAGAIN when @fd is full (*@off says how far it got: call
+ * again, with the same @m and @fds, when @fd is writable); else -errno with the error set.
+ */
+JOBCG_EXPORT int jobcg_msg_send_some(int fd, const struct jobcg_msg *m, const int *fds,
+				     unsigned nfds, size_t *off);
 
 #ifdef __cplusplus
 }

@@ -57,8 +57,10 @@ JOBCG_EXPORT int jobcg_format_cpulist(const uint64_t *bits, size_t words, char *
 JOBCG_EXPORT int jobcg_hostlist_expand(const char *s, size_t max, char ***ret);
 
 /**
- * Whether hostlist @s names @name: 1 yes, 0 no, or a negative errno when @s does not parse
- * (same rules as jobcg_hostlist_expand, expanding at most 1 << 20 names without storing them).
+ * Whether hostlist @s names @name: 1 yes, 0 no, or a negative errno (-EINVAL, -ERANGE, with
+ * the column in the error record, as jobcg_hostlist_expand()) when any part of @s does not
+ * parse. The name is matched against the ranges without expanding them, so the work is linear
+ * in the lengths of @s and @name however many names @s stands for ("x[0-999][0-999]").
  */
 JOBCG_EXPORT int jobcg_hostlist_contains(const char *s, const char *name);
 

@@ -42,14 +42,24 @@ like "...clearly" "$out" "no job on this node"
 like "...and the process stays where it was" "$(cut -d: -f3 /proc/$nobody/cgroup)" "^/(system|user)\.slice|^/$|session"
 kill "$nobody"; wait "$nobody" 2>/dev/null
 
-# The documented PAM line (docs/pam.md), through a real PAM stack.
+# The documented PAM lines (docs/pam.md), through a real PAM stack. --pam acts for sshd only
+# unless told otherwise: a line in a stack shared with su, sudo or cron captures none of them.
 printf 'account required pam_exec.so stdout %s adopt --pam\n' "$VMT_SHARE/bin/jobcg" > /etc/pam.d/jobcg-adopt
+out=$(pamtester jobcg-adopt nobody acct_mgmt 2>&1); rc=$?
+is "a service --pam does not name is let through untouched (even a user without a job)" "$rc" 0
+printf '%s required pam_exec.so stdout %s adopt --pam --service jobcg-adopt\n' \
+	account "$VMT_SHARE/bin/jobcg" session "$VMT_SHARE/bin/jobcg" > /etc/pam.d/jobcg-adopt
 out=$(pamtester jobcg-adopt alice acct_mgmt 2>&1); rc=$?
 is "pam_exec + adopt --pam lets alice in (she has a job)" "$rc" 0
 like "...and adopts the PAM caller into her newest job" "$out" "into job 22"
 out=$(pamtester jobcg-adopt nobody acct_mgmt 2>&1); rc=$?
 check "pam_exec + adopt --pam refuses a user without a job" test "$rc" -ne 0
 like "...saying why" "$out" "no job on this node"
+out=$(pamtester jobcg-adopt alice acct_mgmt open_session close_session 2>&1); rc=$?
+is "account then session: the session line finds the login still in its job" "$rc" 0 ||
+	diag "$out"
+out=$(pamtester jobcg-adopt alice open_session 2>&1); rc=$?
+check "a session whose process is in no job is refused" test "$rc" -ne 0
 out=$(pamtester jobcg-adopt root acct_mgmt 2>&1); rc=$?
 is "root is let through without a job" "$rc" 0
 rm -f /etc/pam.d/jobcg-adopt

@@ -1,0 +1,265 @@
+/*
+ * jobcg: AMD and Intel GPUs from sysfs, no library. AMD: the kfd topology
+ * (/sys/class/kfd/kfd/topology/nodes/N/properties) in its order, which is ROCm's, joined to the
+ * render node it names; a job needs that node and /dev/kfd. Intel: render nodes
+ * (/sys/class/drm/renderD*) whose PCI vendor is 0x8086, in minor order.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+
+#include "gpudetect.h"
+#include "log.h"
+#include "util.h"
+
+#define VENDOR_AMD   "0x1002"
+#define VENDOR_INTEL "0x8086"
+#define NODES_MAX    1024
+
+/* Numbers at the end of the entries of @dir starting with @prefix, sorted. */
+static int numbered(const struct gpuscan *s, const char *dir, const char *prefix, unsigned **ret,
+		    size_t *ret_n)
+{
+	_cleanup_free_ char *p = gpuscan_path(s, dir);
+	_cleanup_free_ unsigned *v = NULL;
+	size_t n = 0, plen = strlen(prefix);
+	struct dirent *de;
+	DIR *d;
+
+	if (!p)
+		return -ENOMEM;
+	d = opendir(p);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) && n < NODES_MAX) {
+		char *end;
+		unsigned long x;
+
+		if (!startswith(de->d_name, prefix) || !isdigit((unsigned char)de->d_name[plen]))
+			continue;
+		x = strtoul(de->d_name + plen, &end, 10);
+		if (*end || x > UINT32_MAX)
+			continue;
+		if (!v && !(v = calloc(NODES_MAX, sizeof(*v)))) {
+			closedir(d);
+			return -ENOMEM;
+		}
+		v[n++] = (unsigned)x;
+	}
+	closedir(d);
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && v[k - 1] > v[k]; k--) {
+			unsigned t = v[k];
+
+			v[k] = v[k - 1];
+			v[k - 1] = t;
+		}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
+/* One line of sysfs attribute renderD<minor>/device/<attr>, stripped; NULL if absent. */
+static char *render_attr(const struct gpuscan *s, unsigned minor, const char *attr)
+{
+	_cleanup_free_ char *p = strdup_printf("/sys/class/drm/renderD%u/device/%s", minor, attr);
+	char *text = NULL, *t;
+
+	if (!p || gpuscan_read(s, p, &text) < 0)
+		return NULL;
+	t = strstrip(text);
+	memmove(text, t, strlen(t) + 1);
+	return text;
+}
+
+/* PCI_SLOT_NAME of the render node's device, normalised. */
+static char *render_pci(const struct gpuscan *s, unsigned minor)
+{
+	_cleanup_free_ char *uevent = render_attr(s, minor, "uevent");
+	const char *p = uevent ? strstr(uevent, "PCI_SLOT_NAME=") : NULL;
+	char buf[64];
+
+	if (!p)
+		return NULL;
+	format_buf(buf, sizeof(buf), "%.*s", (int)strcspn(p + 14, "\n"), p + 14);
+	gpu_pci_normalise(buf, sizeof(buf));
+	return strdup(buf);
+}
+
+static int render_file(struct gpuscan *s, struct jobcg_gpu *gpu, unsigned minor, const char *why)
+{
+	unsigned major = DRM_MAJOR;
+	char dev[48];
+	int r;
+
+	r = gpuscan_chr_major(s, "drm", &major);
+	if (r == -ENOMEM)
+		return r;
+	format_buf(dev, sizeof(dev), "/dev/dri/renderD%u", minor);
+	r = gpuscan_check_node(s, dev, major, minor, why);
+	if (r < 0)
+		return r;
+	return gpu_file_push(&gpu->files, &gpu->nfiles, dev, major, minor);
+}
+
+static uint64_t prop(const char *text, const char *key, bool *found)
+{
+	size_t klen = strlen(key);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (startswith(p, key) && p[klen] == ' ') {
+			*found = true;
+			return strtoull(p + klen + 1, NULL, 10);
+		}
+	*found = false;
+	return 0;
+}
+
+static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
+{
+	_cleanup_free_ char *pp =
+	    strdup_printf("/sys/class/kfd/kfd/topology/nodes/%u/properties", node);
+	_cleanup_free_ char *text = NULL, *vendor = NULL, *why = NULL, *devid = NULL;
+	struct jobcg_gpu gpu = {.vendor = JOBCG_GPU_AMD, .parent = -1};
+	bool has_minor, has_simd, has_uid, has_loc, has_dom;
+	uint64_t minor, simd, uid, loc, dom;
+	int r;
+
+	if (!pp)
+		return -ENOMEM;
+	r = gpuscan_read(s, pp, &text);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return gpuscan_warn(s, "%s%s: %s: kfd node left out", s->root, pp, strerror(-r));
+	simd = prop(text, "simd_count", &has_simd);
+	if (!has_simd || simd == 0)
+		return 0; /* a CPU node */
+	minor = prop(text, "drm_render_minor", &has_minor);
+	if (!has_minor || minor < 128 || minor > 255)
+		return gpuscan_warn(s, "%s%s: no valid 'drm_render_minor' line: GPU left out",
+				    s->root, pp);
+	vendor = render_attr(s, (unsigned)minor, "vendor");
+	if (!vendor || !strcaseeq(vendor, VENDOR_AMD))
+		return gpuscan_warn(s,
+				    "%s%s names render node %" PRIu64 ", whose "
+				    "%s/sys/class/drm/renderD%" PRIu64 "/device/vendor is %s, "
+				    "not AMD's " VENDOR_AMD ": GPU left out",
+				    s->root, pp, minor, s->root, minor,
+				    vendor ? vendor : "missing");
+	if (kfd_major < 0)
+		return gpuscan_warn(
+		    s,
+		    "%s/proc/devices has no kfd line (amdgpu without kfd?): the AMD "
+		    "GPU of %s%s left out",
+		    s->root, s->root, pp);
+	why = strdup_printf("%s%s names drm_render_minor %" PRIu64, s->root, pp, minor);
+	if (!why)
+		return -ENOMEM;
+	r = render_file(s, &gpu, (unsigned)minor, why);
+	if (r < 0)
+		goto out;
+	r = gpuscan_check_node(s, "/dev/kfd", (unsigned)kfd_major, 0,
+			       "ROCm needs it with every AMD GPU");
+	if (r < 0 || (r = gpu_file_push(&gpu.companions, &gpu.ncompanions, "/dev/kfd",
+					(unsigned)kfd_major, 0)) < 0)
+		goto out;
+	uid = prop(text, "unique_id", &has_uid);
+	loc = prop(text, "location_id", &has_loc);
+	dom = prop(text, "domain", &has_dom);
+	gpu.pci = render_pci(s, (unsigned)minor);
+	if (!gpu.pci && has_loc)
+		gpu.pci = strdup_printf("%04x:%02x:%02x.%x", (unsigned)(has_dom ? dom & 0xffff : 0),
+					(unsigned)(loc >> 8) & 0xff, (unsigned)(loc >> 3) & 0x1f,
+					(unsigned)loc & 7);
+	if (!gpu.pci)
+		gpu.pci = strdup("unknown");
+	gpu.model = render_attr(s, (unsigned)minor, "product_name");
+	if (!gpu.model || !*gpu.model) {
+		devid = render_attr(s, (unsigned)minor, "device");
+		free(gpu.model);
+		gpu.model = strdup_printf("AMD GPU %s", devid ? devid : "unknown");
+	}
+	/* ROCR_VISIBLE_DEVICES takes "GPU-" and the kfd unique_id in hex. */
+	if (has_uid && uid)
+		gpu.uuid = strdup_printf("GPU-%016" PRIx64, uid);
+	gpu.type = gpu.model ? gpu_type_from_model(gpu.model) : NULL;
+	gpu.cpus = gpu.pci ? gpuscan_local_cpus(s, gpu.pci) : NULL;
+	if (!gpu.pci || !gpu.model || !gpu.type || (has_uid && uid && !gpu.uuid)) {
+		r = -ENOMEM;
+		goto out;
+	}
+	return gpuscan_add(s, &gpu);
+out:
+	gpu_done(&gpu);
+	return r == -ENOMEM ? r : 0;
+}
+
+int gpudetect_amd(struct gpuscan *s)
+{
+	_cleanup_free_ unsigned *nodes = NULL;
+	size_t n = 0;
+	unsigned major;
+	int kfd_major = -1, r;
+
+	r = numbered(s, "/sys/class/kfd/kfd/topology/nodes", "", &nodes, &n);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return 0; /* no kfd: no AMD compute GPU */
+	r = gpuscan_chr_major(s, "kfd", &major);
+	if (r == -ENOMEM)
+		return r;
+	if (r >= 0)
+		kfd_major = (int)major;
+	for (size_t i = 0; i < n; i++)
+		if ((r = amd_node(s, nodes[i], kfd_major)) < 0)
+			return r;
+	return 0;
+}
+
+int gpudetect_intel(struct gpuscan *s)
+{
+	_cleanup_free_ unsigned *minors = NULL;
+	size_t n = 0;
+	int r;
+
+	r = numbered(s, "/sys/class/drm", "renderD", &minors, &n);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *vendor = render_attr(s, minors[i], "vendor");
+		_cleanup_free_ char *devid = NULL, *why = NULL;
+		struct jobcg_gpu gpu = {.vendor = JOBCG_GPU_INTEL, .parent = -1};
+
+		if (!vendor || !strcaseeq(vendor, VENDOR_INTEL))
+			continue;
+		why = strdup_printf("%s/sys/class/drm/renderD%u exists", s->root, minors[i]);
+		if (!why)
+			return -ENOMEM;
+		r = render_file(s, &gpu, minors[i], why);
+		if (r < 0) {
+			gpu_done(&gpu);
+			if (r == -ENOMEM)
+				return r;
+			continue;
+		}
+		devid = render_attr(s, minors[i], "device");
+		gpu.model = strdup_printf("Intel GPU %s", devid ? devid : "unknown");
+		gpu.pci = render_pci(s, minors[i]);
+		if (!gpu.pci)
+			gpu.pci = strdup("unknown");
+		gpu.type = gpu.model ? gpu_type_from_model(gpu.model) : NULL;
+		gpu.cpus = gpu.pci ? gpuscan_local_cpus(s, gpu.pci) : NULL;
+		if (!gpu.model || !gpu.pci || !gpu.type) {
+			gpu_done(&gpu);
+			return -ENOMEM;
+		}
+		if ((r = gpuscan_add(s, &gpu)) < 0)
+			return r;
+	}
+	return 0;
+}

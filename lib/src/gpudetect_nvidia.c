@@ -1,0 +1,357 @@
+/*
+ * jobcg: NVIDIA GPUs and MIG instances from the driver's own files, no library:
+ * /proc/driver/nvidia/gpus/<pci>/information, the MIG capability files under
+ * /proc/driver/nvidia/capabilities/gpu<minor>/mig and /proc/driver/nvidia-caps/mig-minors.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+
+#include "gpudetect.h"
+#include "log.h"
+#include "util.h"
+
+#define GI_MAX 64
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Entries of @dir under the root starting with @prefix and a number, sorted by that number. */
+static int list_numbered(const struct gpuscan *s, const char *dir, const char *prefix,
+			 unsigned **ret, size_t *ret_n)
+{
+	_cleanup_free_ char *p = gpuscan_path(s, dir);
+	_cleanup_free_ unsigned *v = NULL;
+	size_t n = 0, plen = strlen(prefix);
+	DIR *d;
+	struct dirent *de;
+
+	if (!p)
+		return -ENOMEM;
+	d = opendir(p);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) && n < GI_MAX) {
+		unsigned x;
+		char *end;
+
+		if (!startswith(de->d_name, prefix) || !isdigit((unsigned char)de->d_name[plen]))
+			continue;
+		x = (unsigned)strtoul(de->d_name + plen, &end, 10);
+		if (*end)
+			continue;
+		if (!v && !(v = calloc(GI_MAX, sizeof(*v)))) {
+			closedir(d);
+			return -ENOMEM;
+		}
+		v[n++] = x;
+	}
+	closedir(d);
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && v[k - 1] > v[k]; k--) {
+			unsigned t = v[k];
+
+			v[k] = v[k - 1];
+			v[k - 1] = t;
+		}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
+/* "Key: value" of a driver file, stripped; NULL when the line is not there. */
+static char *field(const char *text, const char *key)
+{
+	const char *p = text;
+	size_t klen = strlen(key);
+
+	while (p && *p) {
+		if (startswith(p, key) && p[klen] == ':') {
+			const char *v = p + klen + 1, *e = strchr(v, '\n');
+			char *out = strndup(v, e ? (size_t)(e - v) : strlen(v)), *t;
+
+			if (!out)
+				return NULL;
+			t = strstrip(out);
+			memmove(out, t, strlen(t) + 1);
+			return out;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return NULL;
+}
+
+static bool parse_unsigned(const char *s, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > 1u << 20)
+		return false;
+	*ret = (unsigned)v;
+	return true;
+}
+
+/* The DeviceFileMinor of a capability access file; warns naming it when it has none. */
+static int access_minor(struct gpuscan *s, const char *path, unsigned *ret)
+{
+	_cleanup_free_ char *text = NULL, *v = NULL;
+	int r = gpuscan_read(s, path, &text);
+
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		r = gpuscan_warn(s, "%s%s: %s: MIG instance left out", s->root, path, strerror(-r));
+		return r < 0 ? r : -ENOENT;
+	}
+	v = field(text, "DeviceFileMinor");
+	if (!parse_unsigned(v, ret)) {
+		r = gpuscan_warn(s, "%s%s: no 'DeviceFileMinor: N' line: MIG instance left out",
+				 s->root, path);
+		return r < 0 ? r : -EBADMSG;
+	}
+	return 0;
+}
+
+struct parent {
+	unsigned row, minor;
+	const char *model, *type, *uuid, *pci, *cpus;
+	int caps_major; /* -1: /proc/devices has no nvidia-caps */
+	const struct mig_minor *mm;
+	size_t nmm;
+	bool have_mm;
+};
+
+/* The cap file of minor @m, checked against /dev and against mig-minors. */
+static int cap_file(struct gpuscan *s, const struct parent *p, const char *access, unsigned gi,
+		    int ci, unsigned m, struct jobcg_gpu *inst)
+{
+	char path[64], src[512];
+	int r;
+
+	if (p->have_mm) {
+		int want = mig_minor_find(p->mm, p->nmm, p->minor, gi, ci);
+
+		if (want != (int)m) {
+			r = gpuscan_warn(s,
+					 "%s%s says DeviceFileMinor: %u, but %s/proc/driver/"
+					 "nvidia-caps/mig-minors %s%d: MIG instance left out",
+					 s->root, access, m, s->root,
+					 want < 0 ? "has no such line, " : "says ", want);
+			return r < 0 ? r : -EBADMSG;
+		}
+	}
+	format_buf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%u", m);
+	format_buf(src, sizeof(src), "%s%s says DeviceFileMinor: %u", s->root, access, m);
+	r = gpuscan_check_node(s, path, (unsigned)p->caps_major, m, src);
+	if (r < 0)
+		return r;
+	return gpu_file_push(&inst->files, &inst->nfiles, path, (unsigned)p->caps_major, m);
+}
+
+static int one_instance(struct gpuscan *s, const struct parent *p, unsigned gi, unsigned ci,
+			const char *gi_access, unsigned gi_minor)
+{
+	struct jobcg_gpu inst = {.vendor = JOBCG_GPU_NVIDIA, .mig = true, .gi = gi, .ci = ci};
+	_cleanup_free_ char *ci_access = strdup_printf(
+	    "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u/ci%u/access", p->minor, gi, ci);
+	char dev[32];
+	unsigned ci_minor;
+	int r;
+
+	if (!ci_access)
+		return -ENOMEM;
+	r = access_minor(s, ci_access, &ci_minor);
+	if (r < 0)
+		return r == -ENOMEM ? r : 0;
+	inst.parent = (int)p->row;
+	inst.model = strdup(p->model);
+	/* The driver's files give no profile ("1g.10gb"): only NVML does. */
+	inst.type = strdup_printf("%s_mig", p->type);
+	inst.uuid = strdup_printf("MIG-%s/%u/%u", p->uuid, gi, ci);
+	inst.pci = strdup(p->pci);
+	inst.cpus = p->cpus ? strdup(p->cpus) : NULL;
+	format_buf(dev, sizeof(dev), "/dev/nvidia%u", p->minor);
+	if (!inst.model || !inst.type || !inst.uuid || !inst.pci || (p->cpus && !inst.cpus) ||
+	    (r = gpu_file_push(&inst.files, &inst.nfiles, dev, NVIDIA_GPU_MAJOR, p->minor)) < 0 ||
+	    (r = gpuscan_nvidia_companions(s, &inst)) < 0) {
+		gpu_done(&inst);
+		return -ENOMEM;
+	}
+	if ((r = cap_file(s, p, gi_access, gi, -1, gi_minor, &inst)) < 0 ||
+	    (r = cap_file(s, p, ci_access, gi, (int)ci, ci_minor, &inst)) < 0) {
+		gpu_done(&inst);
+		return r == -ENOMEM ? r : 0;
+	}
+	return gpuscan_add(s, &inst);
+}
+
+static int instances(struct gpuscan *s, struct parent *p, const unsigned *gis, size_t ngi)
+{
+	_cleanup_free_ char *mmpath = gpuscan_path(s, "/proc/driver/nvidia-caps/mig-minors");
+	_cleanup_free_ struct mig_minor *mm = NULL;
+	unsigned major;
+	int r;
+
+	if (!mmpath)
+		return -ENOMEM;
+	r = gpuscan_chr_major(s, "nvidia-caps", &major);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return gpuscan_warn(s,
+				    "%s/proc/devices has no nvidia-caps line: the MIG instances "
+				    "of GPU %s left out",
+				    s->root, p->pci);
+	p->caps_major = (int)major;
+	r = mig_minors_load(mmpath, &mm, &p->nmm);
+	if (r == -ENOMEM)
+		return r;
+	p->have_mm = r >= 0;
+	p->mm = mm;
+	for (size_t i = 0; i < ngi; i++) {
+		_cleanup_free_ char *gidir = strdup_printf(
+		    "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u", p->minor, gis[i]);
+		_cleanup_free_ char *giacc = gidir ? strdup_printf("%s/access", gidir) : NULL;
+		_cleanup_free_ unsigned *cis = NULL;
+		size_t nci = 0;
+		unsigned gi_minor;
+
+		if (!giacc)
+			return -ENOMEM;
+		r = access_minor(s, giacc, &gi_minor);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			continue;
+		r = list_numbered(s, gidir, "ci", &cis, &nci);
+		if (r == -ENOMEM)
+			return r;
+		for (size_t k = 0; k < nci; k++)
+			if ((r = one_instance(s, p, gis[i], cis[k], giacc, gi_minor)) < 0)
+				return r;
+	}
+	p->mm = NULL;
+	return 0;
+}
+
+static int one_gpu(struct gpuscan *s, const char *bus)
+{
+	_cleanup_free_ char *info = strdup_printf("/proc/driver/nvidia/gpus/%s/information", bus);
+	_cleanup_free_ char *text = NULL, *minor_s = NULL, *capdir = NULL, *src = NULL;
+	_cleanup_free_ unsigned *gis = NULL;
+	struct jobcg_gpu gpu = {.vendor = JOBCG_GPU_NVIDIA, .parent = -1};
+	struct parent p = {.caps_major = -1};
+	size_t ngi = 0;
+	char dev[32];
+	int r;
+
+	if (!info)
+		return -ENOMEM;
+	r = gpuscan_read(s, info, &text);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return gpuscan_warn(s, "%s%s: %s: GPU %s left out", s->root, info, strerror(-r),
+				    bus);
+	gpu.model = field(text, "Model");
+	gpu.uuid = field(text, "GPU UUID");
+	gpu.pci = field(text, "Bus Location");
+	minor_s = field(text, "Device Minor");
+	if (!gpu.model || !gpu.uuid || !*gpu.uuid || !parse_unsigned(minor_s, &p.minor)) {
+		const char *what = !gpu.model		     ? "Model"
+				   : !gpu.uuid || !*gpu.uuid ? "GPU UUID"
+							     : "Device Minor";
+
+		gpu_done(&gpu);
+		return gpuscan_warn(s, "%s%s: no valid '%s:' line (truncated?): GPU %s left out",
+				    s->root, info, what, bus);
+	}
+	if (!gpu.pci && !(gpu.pci = strdup(bus))) {
+		gpu_done(&gpu);
+		return -ENOMEM;
+	}
+	gpu_pci_normalise(gpu.pci, strlen(gpu.pci) + 1);
+	format_buf(dev, sizeof(dev), "/dev/nvidia%u", p.minor);
+	src = strdup_printf("%s%s says Device Minor: %u", s->root, info, p.minor);
+	if (!src) {
+		gpu_done(&gpu);
+		return -ENOMEM;
+	}
+	r = gpuscan_check_node(s, dev, NVIDIA_GPU_MAJOR, p.minor, src);
+	if (r < 0) {
+		gpu_done(&gpu);
+		return r == -ENOMEM ? r : 0;
+	}
+	gpu.type = gpu_type_from_model(gpu.model);
+	gpu.cpus = gpuscan_local_cpus(s, gpu.pci);
+	if (!gpu.type ||
+	    (r = gpu_file_push(&gpu.files, &gpu.nfiles, dev, NVIDIA_GPU_MAJOR, p.minor)) < 0 ||
+	    (r = gpuscan_nvidia_companions(s, &gpu)) < 0) {
+		gpu_done(&gpu);
+		return -ENOMEM;
+	}
+	capdir = strdup_printf("/proc/driver/nvidia/capabilities/gpu%u/mig", p.minor);
+	if (!capdir) {
+		gpu_done(&gpu);
+		return -ENOMEM;
+	}
+	r = list_numbered(s, capdir, "gi", &gis, &ngi);
+	if (r == -ENOMEM) {
+		gpu_done(&gpu);
+		return r;
+	}
+	/* A GPU in MIG mode without instances cannot be told from the driver's files: it is
+	 * listed as a whole GPU (NVML tells). */
+	gpu.mig_mode = ngi > 0;
+	p.row = (unsigned)s->g->ngpus;
+	r = gpuscan_add(s, &gpu);
+	if (r < 0 || !ngi)
+		return r;
+	/* The strings stay valid: the row is in the list, and only appended to. */
+	p.model = s->g->gpus[p.row].model;
+	p.type = s->g->gpus[p.row].type;
+	p.uuid = s->g->gpus[p.row].uuid;
+	p.pci = s->g->gpus[p.row].pci;
+	p.cpus = s->g->gpus[p.row].cpus;
+	return instances(s, &p, gis, ngi);
+}
+
+int gpudetect_nvidia(struct gpuscan *s)
+{
+	_cleanup_free_ char *dir = gpuscan_path(s, "/proc/driver/nvidia/gpus");
+	_cleanup_strv_free_ char **buses = NULL;
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT)
+			return 0; /* no NVIDIA driver */
+		return error_set(negative_errno(), "cannot open %s: %s", dir, strerror(errno));
+	}
+	while ((de = readdir(d)) && r >= 0)
+		if (de->d_name[0] != '.' && strv_length(buses) < 1024)
+			r = strv_push(&buses, strdup(de->d_name));
+	closedir(d);
+	if (r < 0)
+		return r;
+	/* Directory names are PCI bus ids: sorted, they give NVML's (and nvidia-smi's) order. */
+	if (buses)
+		qsort(buses, strv_length(buses), sizeof(char *), cmp_str);
+	for (char **b = buses; b && *b; b++)
+		if ((r = one_gpu(s, *b)) < 0)
+			return r;
+	return 0;
+}

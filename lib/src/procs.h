@@ -1,0 +1,20 @@
+/* jobcg internal: putting a process into a job, shared by procs.c and adopt.c. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ctx.h"
+
+/*
+ * Under the node lock: job @job_id exists, was created completely (its "created" mark) and is
+ * not being removed (no "removing" mark). -ENOENT, -EBUSY (half created) or -ESHUTDOWN (being
+ * released), with the error record saying which.
+ */
+int job_accepts_procs_locked(struct jobcg_ctx *ctx, uint32_t job_id);
+/*
+ * Under the node lock and after job_accepts_procs_locked() in the same hold: move @pid into a
+ * task of an existing step, making the task directory when missing.
+ */
+int task_add_pid_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id, int task,
+			pid_t pid);

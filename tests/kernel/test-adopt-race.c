@@ -1,0 +1,519 @@
+/*
+ * Kernel test: `jobcg adopt` never puts a process into a job that holds no grant. Made
+ * deterministic with the pause points of a -Dtest_hooks=true build: an adopt stopped between
+ * making step_extern and moving the pid while a release runs, a release killed before its rmdir
+ * (job marked "removing", grants revoked), an alloc killed before its "created" mark. With
+ * stand-in GPUs (c 195:N) in both device program modes.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+
+#include "jobcg/devices.h"
+#include "kcli.h"
+
+static char tmp[PATH_MAX], conf_dir[PATH_MAX], tree[PATH_MAX], pin_dir[PATH_MAX],
+    pause_dir[PATH_MAX], dev[2][PATH_MAX];
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+		printf("Bail out! cannot write %s\n", path);
+		exit(1);
+	}
+}
+
+/* A process that opens the stand-in GPU it is told (one byte: its index) and answers with
+ * the errno (0: the open got past the device check, ENXIO there), so that it can be asked
+ * after it was moved. Dead: its answer pipe reaches EOF. */
+struct probe {
+	pid_t pid;
+	int ask, answer;
+};
+
+static struct probe probe_start(void)
+{
+	int a[2], b[2];
+	struct probe p = {-1, -1, -1};
+
+	if (pipe2(a, O_CLOEXEC) < 0 || pipe2(b, O_CLOEXEC) < 0)
+		return p;
+	p.pid = fork();
+	if (p.pid == 0) {
+		unsigned char i;
+
+		close(a[1]);
+		close(b[0]);
+		while (read(a[0], &i, 1) == 1) {
+			int fd = open(dev[i & 1], O_RDONLY | O_CLOEXEC), e = fd >= 0 ? 0 : errno;
+
+			if (fd >= 0)
+				close(fd);
+			if (e == ENXIO)
+				e = 0; /* no driver behind a stand-in: past the device check */
+			if (write(b[1], &e, sizeof(e)) != sizeof(e))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(a[0]);
+	close(b[1]);
+	p.ask = a[1];
+	p.answer = b[0];
+	return p;
+}
+
+/* errno of its open of GPU @i, or -1 when it is dead (or did not answer in 5 s). */
+static int probe_open(struct probe *p, unsigned char i)
+{
+	struct pollfd pfd = {.fd = p->answer, .events = POLLIN};
+	int e;
+
+	if (write(p->ask, &i, 1) != 1)
+		return -1;
+	if (poll(&pfd, 1, 5000) != 1 || read(p->answer, &e, sizeof(e)) != sizeof(e))
+		return -1;
+	return e;
+}
+
+/* Ended, and how: 1 killed by a signal, 0 still alive (after @ms), -1 other. */
+static int probe_dead(struct probe *p, unsigned ms)
+{
+	int st;
+
+	for (unsigned i = 0; i <= ms / 10; i++) {
+		pid_t w = waitpid(p->pid, &st, WNOHANG);
+
+		if (w == p->pid) {
+			p->pid = -1;
+			return WIFSIGNALED(st) ? 1 : -1;
+		}
+		usleep(10000);
+	}
+	return 0;
+}
+
+static void probe_end(struct probe *p)
+{
+	if (p->pid > 0) {
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, NULL, 0);
+	}
+	close(p->ask);
+	close(p->answer);
+	p->pid = -1;
+}
+
+/* The cgroup (relative to the mount) a process is in. */
+static void cgroup_of(pid_t pid, char *buf, size_t size)
+{
+	char p[64], line[PATH_MAX + 8];
+	FILE *f;
+
+	snprintf(buf, size, "?");
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
+	f = fopen(p, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(buf, size, "%s", line + 3);
+		}
+	if (f)
+		fclose(f);
+}
+
+/* Is @pid anywhere below job @job's directory? */
+static bool in_job(pid_t pid, unsigned job)
+{
+	char cg[PATH_MAX], want[PATH_MAX + 32];
+
+	cgroup_of(pid, cg, sizeof(cg));
+	snprintf(want, sizeof(want), "%s/job_%u", tree + strlen(ktest_cgroup_mount()), job);
+	return strncmp(cg, want, strlen(want)) == 0 &&
+	       (cg[strlen(want)] == '/' || cg[strlen(want)] == '\0');
+}
+
+static bool wait_file(const char *name, unsigned ms)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "%s/%s", pause_dir, name);
+	for (unsigned i = 0; i <= ms / 10; i++) {
+		if (access(p, F_OK) == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void go(const char *point)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "%s/%s.go", pause_dir, point);
+	write_file(p, "");
+}
+
+/* Start jobcg with @args, paused at @point. */
+static pid_t start_paused(const char *point, char *const args[], int *err_fd)
+{
+	pid_t pid;
+
+	setenv("JOBCG_TEST_PAUSE", point, 1);
+	setenv("JOBCG_TEST_PAUSE_DIR", pause_dir, 1);
+	pid = kcli_start(args, NULL, err_fd);
+	unsetenv("JOBCG_TEST_PAUSE");
+	unsetenv("JOBCG_TEST_PAUSE_DIR");
+	return pid;
+}
+
+static int finish(pid_t pid, int err_fd, char **err)
+{
+	int st = 0;
+	char *e = kcli_slurp(err_fd);
+
+	close(err_fd);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (e && *e)
+		kcli_diag_lines("jobcg stderr: ", e);
+	if (err)
+		*err = e;
+	else
+		free(e);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int crash_at(const char *point, char *const args[])
+{
+	int rc;
+
+	setenv("JOBCG_TEST_CRASH", point, 1);
+	rc = kcli_run(args, NULL, NULL);
+	unsetenv("JOBCG_TEST_CRASH");
+	return rc;
+}
+
+static void clear_pause_dir(void)
+{
+	char cmd[PATH_MAX + 32];
+
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'/*", pause_dir);
+	if (system(cmd) != 0)
+		tap_diag("could not empty %s", pause_dir);
+}
+
+/* adopt stopped after making step_extern; a release starts; adopt goes on. */
+static void test_adopt_vs_release(void)
+{
+	struct probe p = probe_start();
+	char pid[16], *err = NULL;
+	int afd = -1, rfd = -1, e, dead;
+	bool release_ran;
+	pid_t adopt, release;
+
+	tap_diag("adopt racing release");
+	is_int(kcli(NULL, "alloc", "5", "--user", "root", "--gres", "gpu:1", NULL), 0,
+	       "job 5 with gpu:1");
+	is_int(probe_open(&p, 1), 0,
+	       "the probe answers (outside jobcg's tree no device program applies)");
+	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
+	adopt =
+	    start_paused("adopt-before-move", (char *[]){"adopt", pid, "--job", "5", NULL}, &afd);
+	ok(wait_file("adopt-before-move.reached", 30000),
+	   "adopt stops after making step_extern, before moving the pid");
+	ok(kcli_exists("%s/job_5/step_extern", tree), "...step_extern is there");
+	release = start_paused("remove-before-rmdir", (char *[]){"release", "5", NULL}, &rfd);
+	/* Without one lock over adopt's check and move, the release runs now: it kills the
+	 * job's processes and revokes its grants while the adopt is stopped. */
+	release_ran = wait_file("remove-before-rmdir.reached", 2000);
+	ok(!release_ran, "the release waits for the adopt (one hold of the node lock)");
+	go("adopt-before-move");
+	e = finish(adopt, afd, &err);
+	tap_diag("adopt exit %d", e);
+	e = probe_open(&p, 1);
+	ok(e == EPERM || e == -1,
+	   "the adopted process cannot open the GPU the job was not granted (errno %d; -1: "
+	   "dead)",
+	   e);
+	if (!release_ran)
+		ok(wait_file("remove-before-rmdir.reached", 30000),
+		   "the release runs once the adopt is done");
+	else
+		ok(true, "(the release already ran)");
+	e = probe_open(&p, 1);
+	ok(e == EPERM || e == -1,
+	   "with its grants revoked, the job's process still cannot open it (errno %d)", e);
+	go("remove-before-rmdir");
+	is_int(finish(release, rfd, NULL), 0, "the release succeeds");
+	ok(!kcli_exists("%s/job_5", tree), "job 5 is gone");
+	dead = probe_dead(&p, 3000);
+	ok(dead == 1 || (dead == 0 && !in_job(p.pid, 5)),
+	   "the adopted process was killed with the job, or never joined it");
+	free(err);
+	probe_end(&p);
+	clear_pause_dir();
+}
+
+/* A release killed after it revoked the grants and before its rmdir. */
+static void test_removing_job(void)
+{
+	struct probe p = probe_start();
+	char pid[16], *err = NULL;
+
+	tap_diag("a job half removed");
+	is_int(kcli(NULL, "alloc", "6", "--user", "root", "--gres", "gpu:1", NULL), 0,
+	       "job 6 with gpu:1");
+	{
+		struct probe first = probe_start();
+
+		/* step_extern exists from an earlier login: nothing to make, only a pid to move */
+		snprintf(pid, sizeof(pid), "%d", (int)first.pid);
+		is_int(kcli(NULL, "adopt", pid, "--job", "6", NULL), 0,
+		       "an earlier login adopted into job 6");
+		probe_end(&first);
+	}
+	is_int(crash_at("remove-before-rmdir", (char *[]){"release", "6", NULL}), 128 + SIGKILL,
+	       "release 6 killed before its rmdir");
+	ok(kcli_exists("%s/job_6", tree), "job 6's directory is left, marked removing");
+	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
+	ok(kcli_run((char *[]){"adopt", pid, NULL}, NULL, &err) != 0,
+	   "adopt does not choose a job being released");
+	ok(err && strstr(err, "no job on this node"), "...the user has no job, it says");
+	free(err);
+	err = NULL;
+	ok(kcli_run((char *[]){"adopt", pid, "--job", "6", NULL}, NULL, &err) != 0,
+	   "adopt --job 6 is refused");
+	ok(err && strstr(err, "being released"), "...saying the job is being released");
+	free(err);
+	ok(!in_job(p.pid, 6), "the process is not in job 6");
+	is_int(kcli(NULL, "gc", NULL), 0, "gc");
+	ok(!kcli_exists("%s/job_6", tree), "gc finished the removal");
+	probe_end(&p);
+}
+
+/* An alloc killed before its "created" mark: owner and gres recorded, the job incomplete. */
+static void test_half_created(void)
+{
+	struct probe p = probe_start();
+	char pid[16], *err = NULL;
+
+	tap_diag("a job half created");
+	is_int(crash_at("job-create-before-mark",
+			(char *[]){"alloc", "7", "--user", "root", "--gres", "gpu:1", NULL}),
+	       128 + SIGKILL, "alloc 7 killed before its created mark");
+	ok(kcli_exists("%s/job_7", tree), "job 7's directory is left");
+	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
+	ok(kcli_run((char *[]){"adopt", pid, NULL}, NULL, &err) != 0,
+	   "adopt does not choose a job not completely created");
+	ok(err && strstr(err, "no job on this node"), "...the user has no job, it says");
+	free(err);
+	err = NULL;
+	ok(kcli_run((char *[]){"adopt", pid, "--job", "7", NULL}, NULL, &err) != 0,
+	   "adopt --job 7 is refused");
+	ok(err && strstr(err, "not completely created"), "...saying why");
+	free(err);
+	ok(!in_job(p.pid, 7), "the process is not in job 7");
+	ok(!kcli_exists("%s/job_7/step_extern", tree), "and no step_extern was made there");
+	is_int(kcli(NULL, "gc", NULL), 0, "gc");
+	ok(!kcli_exists("%s/job_7", tree), "gc removed the half-created job");
+	probe_end(&p);
+}
+
+/* `jobcg adopt --pam` from a shell standing in for sshd (pam_exec's caller, our parent there):
+ * the shell prints its cgroup afterwards. Exit status of adopt; output to @out. */
+static int pam_run(const char *service, const char *type, const char *user, const char *args,
+		   char *out, size_t size)
+{
+	char script[2 * PATH_MAX];
+	int fd[2], st;
+	size_t len = 0;
+	ssize_t k;
+	pid_t pid;
+
+	if (type && strcmp(type, "account,open_session") == 0) {
+		/* both phases of one login, from the same process */
+		snprintf(script, sizeof(script),
+			 "PAM_TYPE=account '%s' adopt --pam %s 2>&1 && PAM_TYPE=open_session '%s' "
+			 "adopt --pam %s 2>&1; rc=$?; grep '^0::' /proc/$$/cgroup; exit $rc",
+			 kcli_binary(), args, kcli_binary(), args);
+		type = NULL;
+	} else
+		snprintf(script, sizeof(script),
+			 "'%s' adopt --pam %s 2>&1; rc=$?; grep '^0::' /proc/$$/cgroup; exit $rc",
+			 kcli_binary(), args);
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		if (service)
+			setenv("PAM_SERVICE", service, 1);
+		if (type)
+			setenv("PAM_TYPE", type, 1);
+		if (user)
+			setenv("PAM_USER", user, 1);
+		execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	while (len + 1 < size && (k = read(fd[0], out + len, size - len - 1)) > 0)
+		len += (size_t)k;
+	out[len] = '\0';
+	close(fd[0]);
+	waitpid(pid, &st, 0);
+	if (*out)
+		kcli_diag_lines("  ", out);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* --pam: which services, which phase, which stack. */
+static void test_pam(void)
+{
+	char out[8192], pamd[PATH_MAX], path[PATH_MAX + 32], args[PATH_MAX + 64], job[PATH_MAX];
+
+	tap_diag("adopt --pam");
+	snprintf(pamd, sizeof(pamd), "%s/pam.d", tmp);
+	mkdir(pamd, 0755);
+	snprintf(path, sizeof(path), "%s/sshd", pamd);
+	write_file(path, "account required pam_exec.so quiet /usr/sbin/jobcg adopt --pam\n"
+			 "@include common-session\n"
+			 "session required pam_exec.so quiet /usr/sbin/jobcg adopt --pam\n");
+	snprintf(path, sizeof(path), "%s/common-session", pamd);
+	write_file(path, "session required pam_unix.so\n");
+	snprintf(args, sizeof(args), "--pam-dir %s", pamd);
+	snprintf(job, sizeof(job), "0::%s/job_8/step_extern/user/task_special",
+		 tree + strlen(ktest_cgroup_mount()));
+	is_int(kcli(NULL, "alloc", "8", "--user", "nobody", NULL), 0, "job 8 of nobody");
+
+	is_int(pam_run("sshd", "account", "nobody", args, out, sizeof(out)), 0,
+	       "sshd, account phase: nobody has a job, let in");
+	ok(strstr(out, job) != NULL, "...and its caller (the login's sshd) is in job 8");
+	is_int(pam_run("sshd", "account,open_session", "nobody", args, out, sizeof(out)), 0,
+	       "account then open_session: the login is still in its job, the session opens");
+	ok(strstr(out, job) != NULL, "...in job 8");
+	is_int(pam_run("su", "account", "nobody", args, out, sizeof(out)), 0,
+	       "su: not a service named (default: sshd only), let through");
+	ok(strstr(out, "job_8") == NULL, "...and not adopted");
+	is_int(pam_run("sudo", "account", "nobody", "--service sshd,login", out, sizeof(out)), 0,
+	       "sudo with --service sshd,login: let through");
+	ok(strstr(out, "job_8") == NULL, "...not adopted");
+	is_int(pam_run(NULL, "account", "nobody", args, out, sizeof(out)), 1,
+	       "no PAM_SERVICE: not from pam_exec, refused");
+	is_int(pam_run("sshd", "auth", "nobody", args, out, sizeof(out)), 1,
+	       "an auth line is refused");
+	ok(strstr(out, "PAM_TYPE 'auth'") != NULL, "...naming PAM_TYPE");
+	is_int(pam_run("sshd", "close_session", "nobody", args, out, sizeof(out)), 0,
+	       "close_session: nothing to do");
+	is_int(pam_run("sshd", "account", "root", args, out, sizeof(out)), 0,
+	       "root is let through without a job");
+	ok(strstr(out, "job_") == NULL, "...without adoption");
+
+	/* The session phase: the login must still be in a job after the session modules. */
+	is_int(pam_run("sshd", "open_session", "nobody", args, out, sizeof(out)), 1,
+	       "open_session from outside every job: the session is refused");
+	ok(strstr(out, "outside every job") && strstr(out, "pam_systemd"),
+	   "...saying where it is and what moves logins");
+
+	/* pam_systemd in sshd's session stack (Debian's common-session with libpam-systemd). */
+	snprintf(path, sizeof(path), "%s/common-session", pamd);
+	write_file(path, "session required pam_unix.so\nsession optional pam_systemd.so\n");
+	is_int(pam_run("sshd", "account", "nobody", args, out, sizeof(out)), 1,
+	       "with pam_systemd in sshd's session stack the login is refused");
+	ok(strstr(out, "pam_systemd") && strstr(out, "common-session:2") &&
+	       strstr(out, "common-session-noninteractive"),
+	   "...naming the line and the fix");
+	ok(strstr(out, "job_8") == NULL, "...and not adopted");
+	is_int(kcli(NULL, "release", "8", NULL), 0, "release job 8");
+	write_file(path, "session required pam_unix.so\n");
+	is_int(pam_run("sshd", "account", "nobody", args, out, sizeof(out)), 1,
+	       "without a job nobody is refused");
+	ok(strstr(out, "no job on this node") != NULL, "...saying so");
+
+	is_int(kcli(NULL, "adopt", "1", NULL), 2, "pid 1 is never adopted");
+}
+
+static void run_all(void)
+{
+	test_adopt_vs_release();
+	test_removing_job();
+	test_half_created();
+}
+
+int main(void)
+{
+	const char *root = ktest_setup("adopt-race");
+	const char *mount = ktest_cgroup_mount();
+	char path[PATH_MAX + 64], text[2 * PATH_MAX + 64];
+
+	/* A probe killed with its job: writing to it is an answer, not the test's end. */
+	signal(SIGPIPE, SIG_IGN);
+	if (!getenv("JOBCG_BUILD_ROOT"))
+		tap_plan_skip_all("JOBCG_BUILD_ROOT not set");
+	snprintf(tmp, sizeof(tmp), "%s", ktest_tmpdir());
+	snprintf(tree, sizeof(tree), "%s/jobcg", root);
+	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/jobcg-test-adopt-%d", (int)getpid());
+	snprintf(conf_dir, sizeof(conf_dir), "%s/conf", tmp);
+	snprintf(pause_dir, sizeof(pause_dir), "%s/pause", tmp);
+	mkdir(conf_dir, 0755);
+	mkdir(pause_dir, 0755);
+	text[0] = '\0';
+	for (int i = 0; i < 2; i++) {
+		snprintf(dev[i], sizeof(dev[i]), "%s/nvidia%d", tmp, i);
+		if (mknod(dev[i], S_IFCHR | 0666, makedev(195, i)) < 0)
+			tap_plan_skip_all("cannot mknod stand-in GPUs");
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "Name=gpu File=%s\n",
+			 dev[i]);
+	}
+	snprintf(path, sizeof(path), "%s/gres.conf", conf_dir);
+	write_file(path, text);
+	snprintf(path, sizeof(path), "%s/cgroup.conf", conf_dir);
+	write_file(path, "ConstrainDevices=yes\nIgnoreSystemd=yes\n");
+	setenv("JOBCG_CONF_DIR", conf_dir, 1);
+	setenv("JOBCG_ROOT", tree + strlen(mount) + 1, 1);
+	snprintf(path, sizeof(path), "%s/state", tmp);
+	setenv("JOBCG_STATE_DIR", path, 1);
+	setenv("JOBCG_BPF_PIN_DIR", pin_dir, 1);
+	setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
+
+	/* Pause points exist only in a -Dtest_hooks=true build (scripts/test makes one). */
+	if (crash_at("job-create-before-mark", (char *[]){"alloc", "1", NULL}) != 128 + SIGKILL) {
+		kcli(NULL, "release", "1", NULL);
+		tap_plan_skip_all("jobcg was built without -Dtest_hooks=true");
+	}
+	kcli(NULL, "gc", NULL);
+
+	run_all();
+
+	test_pam();
+
+	/* The same with one compare-and-exit program per cgroup. */
+	snprintf(path, sizeof(path), "%s/cgroup.conf", conf_dir);
+	write_file(path, "ConstrainDevices=yes\nIgnoreSystemd=yes\nDeviceProgram=linear\n");
+	snprintf(tree, sizeof(tree), "%s/jobcg-linear", root);
+	setenv("JOBCG_ROOT", tree + strlen(mount) + 1, 1);
+	snprintf(path, sizeof(path), "%s/state-linear", tmp);
+	setenv("JOBCG_STATE_DIR", path, 1);
+	tap_diag("DeviceProgram=linear");
+	run_all();
+
+	{
+		struct jobcg_config *conf = NULL;
+		struct jobcg_devpolicy *p = NULL;
+
+		snprintf(tree, sizeof(tree), "%s/jobcg", root);
+		if (jobcg_config_load(conf_dir, NULL, 0, &conf) == 0 &&
+		    jobcg_devpolicy_open_pinned(conf, tree, &p) == 0)
+			jobcg_devpolicy_destroy(p);
+		jobcg_config_free(conf);
+		rmdir(pin_dir);
+	}
+	return tap_done();
+}

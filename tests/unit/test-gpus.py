@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""jobcg gpus and jobcg check against made-up GPU trees (tests/gpufixture.py) read through
+JOBCG_SYSROOT: the nvidia, amd and intel backends, nvml through a stand-in libnvidia-ml.so.1,
+the gres.conf lines, the differences check names, and broken trees that must leave a GPU out
+with a warning naming the file, never list a wrong device. mknod needs root: skipped without."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpufixture as fx  # noqa: E402
+import pytap  # noqa: E402
+from pytap import ok, diag  # noqa: E402
+
+BUILD = os.path.abspath(os.environ.get("JOBCG_BUILD_ROOT", "."))
+JOBCG = os.path.join(BUILD, "cli", "jobcg")
+FAKE_NVML_DIR = os.path.join(BUILD, "tests", "fakenvml")
+
+
+class T:
+    def __init__(self):
+        self.tmp = tempfile.mkdtemp(prefix="jobcg-gpus-")
+        self.conf = os.path.join(self.tmp, "conf")
+        os.mkdir(self.conf)
+        self.n = 0
+
+    def tree(self):
+        self.n += 1
+        root = os.path.join(self.tmp, f"root{self.n}")
+        fx.make(root)
+        return root
+
+    def run(self, root, *args, env=None):
+        e = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+        e.update(JOBCG_SYSROOT=root, JOBCG_CONF_DIR=self.conf)
+        e.update(env or {})
+        return subprocess.run([JOBCG, *args], env=e, capture_output=True, text=True,
+                              timeout=60)
+
+    def gpus(self, root, *args, env=None):
+        r = self.run(root, "gpus", "--json", *args, env=env)
+        try:
+            return r, json.loads(r.stdout)
+        except ValueError:
+            diag(r.stdout + r.stderr)
+            return r, {"gpus": [], "warnings": []}
+
+    def nvml_env(self, text):
+        p = os.path.join(self.tmp, f"nvml{self.n}")
+        with open(p, "w") as f:
+            f.write(text)
+        return {"LD_LIBRARY_PATH": FAKE_NVML_DIR, "JOBCG_FAKE_NVML": p}
+
+
+def paths(files):
+    return [f["path"] for f in files]
+
+
+def check_all(t):
+    root = t.tree()
+    r, j = t.gpus(root)
+    g = j["gpus"]
+    ok(r.returncode == 0 and j["warnings"] == [], f"gpus --json: exit 0, no warning ({r.stderr})")
+    ok(j["backends"] == "nvidia,amd,intel", f"the library-free backends ran ({j['backends']})")
+    ok(len(g) == 7, f"2 GPUs, 3 MIG instances, an AMD and an Intel GPU: 7 rows (got {len(g)})")
+    if len(g) != 7:
+        diag(json.dumps(j, indent=1))
+        return
+    ok(g[0]["uuid"] == fx.UUID0 and g[0]["pci"] == "0000:3b:00.0" and
+       g[0]["files"] == [{"path": "/dev/nvidia0", "device": "195:0"}] and g[0]["cpus"] == "0-3"
+       and g[0]["type"] == "nvidia_a100-sxm4-40gb" and not g[0]["mig_mode"],
+       "GPU 0: UUID, bus id, /dev/nvidia0 (195:0), local CPUs, type")
+    ok(paths(g[0]["companions"]) == ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"],
+       f"its companions: nvidiactl, nvidia-uvm, nvidia-uvm-tools ({paths(g[0]['companions'])})")
+    ok(g[1]["mig_mode"] and g[1]["uuid"] == fx.UUID1, "GPU 1 is in MIG mode")
+    want = [(1, 0, 12, 13), (1, 1, 12, 14), (2, 0, 21, 22)]
+    for row, (gi, ci, gim, cim) in zip(g[2:5], want):
+        ok(row["mig"] and row["parent"] == 1 and row["gi"] == gi and row["ci"] == ci and
+           row["files"] == [{"path": "/dev/nvidia1", "device": "195:1"},
+                            {"path": f"/dev/nvidia-caps/nvidia-cap{gim}",
+                             "device": f"{fx.NV_CAPS}:{gim}"},
+                            {"path": f"/dev/nvidia-caps/nvidia-cap{cim}",
+                             "device": f"{fx.NV_CAPS}:{cim}"}] and
+           row["uuid"] == f"MIG-{fx.UUID1}/{gi}/{ci}" and row["cpus"] == "4-7",
+           f"MIG GI {gi} CI {ci}: parent /dev/nvidia1, its GI cap {gim} and CI cap {cim}")
+    amd, intel = g[5], g[6]
+    ok(amd["vendor"] == "amd" and amd["files"] == [{"path": "/dev/dri/renderD128",
+                                                     "device": "226:128"}] and
+       amd["companions"] == [{"path": "/dev/kfd", "device": f"{fx.KFD}:0"}] and
+       amd["uuid"] == "GPU-0000000000abcdef" and amd["pci"] == "0000:03:00.0",
+       "AMD: its render node, /dev/kfd as companion, ROCm's UUID from unique_id")
+    ok(intel["vendor"] == "intel" and intel["files"] == [{"path": "/dev/dri/renderD129",
+                                                         "device": "226:129"}] and
+       intel["companions"] == [] and intel["cpus"] == "8-15", "Intel: its render node")
+    r = t.run(root, "gpus", "--gres-conf")
+    ok(r.returncode == 0 and r.stdout == fx.GRES_CONF, "gpus --gres-conf: File= and MultipleFiles=")
+    if r.stdout != fx.GRES_CONF:
+        diag(r.stdout + r.stderr)
+    r = t.run(root, "gpus", "--gres-conf", "--node", "gpu01", "--backend", "intel")
+    ok(r.stdout.splitlines()[1:] == ["NodeName=gpu01 Name=gpu Type=intel_gpu_0x0bd5 "
+                                     "File=/dev/dri/renderD129 Cores=8-15"],
+       f"--backend intel --node gpu01: one line ({r.stdout.strip()!r})")
+    r = t.run(root, "gpus")
+    ok(r.returncode == 0 and "MIG GI 1 CI 1 of row 1" in r.stdout, "the table names MIG rows")
+    r = t.run(root, "gpus", "--backend", "nrt")
+    ok(r.returncode == 1 and "nrt" in r.stderr, f"nrt is refused ({r.stderr.strip()})")
+    r = t.run(root, "gpus", "--backend", "cuda")
+    ok(r.returncode == 1 and "unknown GPU detection backend 'cuda'" in r.stderr,
+       "an unknown backend is an error")
+
+
+def check_nvml(t):
+    root = t.tree()
+    r, j = t.gpus(root, "--backend", "nvml", env=t.nvml_env(fx.NVML))
+    g = j["gpus"]
+    ok(r.returncode == 0 and len(g) == 5, f"nvml: 2 GPUs, 3 instances ({r.stderr.strip()})")
+    if len(g) == 5:
+        ok(g[0]["pci"] == "0000:3b:00.0" and g[0]["uuid"] == fx.UUID0 and g[1]["mig_mode"],
+           "nvml: bus id normalised, UUID, MIG mode")
+        ok([x["profile"] for x in g[2:]] == ["2g.10gb", "1c.2g.10gb", "3g.20gb"] and
+           [x["uuid"] for x in g[2:]] == [f"MIG-7f6a0000-0000-5000-8000-00000000000{i}"
+                                        for i in (1, 2, 3)],
+           "nvml: MIG profiles and the instances' own UUIDs")
+        ok([paths(x["files"]) for x in g[2:]] ==
+           [paths(y["files"]) for y in t.gpus(root)[1]["gpus"][2:5]],
+           "nvml: the same device files as the driver's files give")
+    r = t.run(root, "gpus", "--gres-conf", "--backend", "nvml", env=t.nvml_env(fx.NVML))
+    ok("Type=nvidia_a100-sxm4-40gb_3g.20gb MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/"
+       "nvidia-cap21,/dev/nvidia-caps/nvidia-cap22" in r.stdout, "nvml: Type= has the profile")
+    r = t.run(root, "gpus", "--backend", "nvml",
+              env=t.nvml_env(fx.NVML + "fail nvmlDeviceGetUUID 999\n"))
+    ok(r.returncode == 1 and "nvmlDeviceGetUUID failed" in r.stderr,
+       f"an NVML error return is an error naming the call ({r.stderr.strip()})")
+    r = t.run(root, "gpus", "--backend", "nvml", env=t.nvml_env(fx.NVML + "fail nvmlInit_v2 9\n"))
+    ok(r.returncode == 1 and "Driver Not Loaded" in r.stderr, "nvmlInit_v2 failing")
+    r, j = t.gpus(root, "--backend", "nvml",
+                  env=t.nvml_env(fx.NVML.replace("|1|1\n", "|1|-1\n")))
+    ok(r.returncode == 0 and len(j["gpus"]) == 2 and not j["gpus"][1]["mig_mode"],
+       "nvml: MIG mode not supported is a whole GPU")
+    have_real = subprocess.run(["sh", "-c", "ldconfig -p | grep -q libnvidia-ml.so.1"]).returncode == 0
+    if not have_real:
+        r = t.run(root, "gpus", "--backend", "nvml")
+        ok(r.returncode == 1 and "libnvidia-ml.so.1" in r.stderr,
+           f"no NVML library: an error naming it ({r.stderr.strip()})")
+
+
+def check_conf(t, root, text):
+    with open(os.path.join(t.conf, "gres.conf"), "w") as f:
+        f.write(text)
+    r = t.run(root, "check", "--json")
+    try:
+        return json.loads(r.stdout)["gpus"]["differences"]
+    except (ValueError, KeyError, TypeError):
+        diag(r.stdout + r.stderr)
+        return None
+
+
+def check_compare(t):
+    root = t.tree()
+    nv = [x for x in fx.GRES_CONF.splitlines() if "nvidia" in x and not x.startswith("#")]
+    d = check_conf(t, root, "AutoDetect=nvidia\n" + "\n".join(nv) + "\n")
+    ok(d == [], f"check: gres.conf from --gres-conf agrees ({d})")
+    d = check_conf(t, root, "AutoDetect=nvidia\n" + "\n".join(nv[:3]) + "\n")
+    ok(d and len(d) == 1 and "GI 2 CI 0" in d[0] and "not in gres.conf" in d[0],
+       f"check: a MIG instance missing from gres.conf is named ({d})")
+    d = check_conf(t, root, "AutoDetect=nvidia\n" + "\n".join([nv[1], nv[0]] + nv[2:]) + "\n")
+    ok(d and any("different order" in x and ":3: gpu 1" in x for x in d),
+       f"check: a different order is named ({d})")
+    fx.node(root, "/dev/nvidia2", 195, 2)
+    bad = [nv[0].replace("/dev/nvidia0", "/dev/nvidia2")] + nv[1:]
+    d = check_conf(t, root, "AutoDetect=nvidia\n" + "\n".join(bad) + "\n")
+    ok(d and any("/dev/nvidia2, c 195:2) matches no detected GPU" in x for x in d) and
+       any("(/dev/nvidia0)" in x and "not in gres.conf" in x for x in d),
+       f"check: a wrong minor names both sides ({d})")
+    bad = [nv[0].replace("Cores=0-3", "Cores=0-5").replace("Type=nvidia_a100-sxm4-40gb",
+                                                            "Type=h100")] + nv[1:]
+    d = check_conf(t, root, "AutoDetect=nvidia\n" + "\n".join(bad) + "\n")
+    ok(d and any("Type=h100" in x for x in d) and any("Cores=0-5" in x for x in d),
+       f"check: a wrong Type and Cores are named ({d})")
+    bad = nv[:1] + [nv[1].replace("nvidia-cap13", "nvidia-cap22")] + nv[2:]
+    d = check_conf(t, root, "AutoDetect=nvidia\n" + "\n".join(bad) + "\n")
+    ok(d and any("GI 1 CI 0" in x for x in d), f"check: another instance's cap is named ({d})")
+    os.unlink(os.path.join(t.conf, "gres.conf"))
+
+
+def check_bad(t):
+    root = t.tree()
+    info = "/proc/driver/nvidia/gpus/0000:3b:00.0/information"
+    fx.write(root, info, fx.information(fx.MODEL, fx.UUID0, "0000:3b:00.0", 0).split("Device")[0])
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and any(root + info in w and "Device Minor" in w for w in j["warnings"])
+       and [x["files"][0]["path"] for x in j["gpus"]][:1] == ["/dev/nvidia1"],
+       f"a truncated information file: GPU 0 left out, the file named ({j['warnings']})")
+    root = t.tree()
+    os.unlink(os.path.join(root, info.lstrip("/")))
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and any(root + info in w for w in j["warnings"]) and len(j["gpus"]) == 4,
+       f"a missing information file: named, GPU left out ({j['warnings']})")
+    root = t.tree()
+    fx.node(root, "/dev/nvidia0", 195, 5)
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and any(f"{root}/dev/nvidia0 is c 195:5" in w and "Device Minor: 0" in w
+                                 for w in j["warnings"]) and
+       all(f["device"] != "195:5" for x in j["gpus"] for f in x["files"]) and len(j["gpus"]) == 4,
+       f"/dev/nvidia0 with another minor: left out, never listed ({j['warnings']})")
+    r = t.run(root, "gpus", "--gres-conf", "--backend", "nvidia")
+    ok(r.returncode == 1 and "/dev/nvidia0" not in r.stdout, "and not in the gres.conf lines")
+    root = t.tree()
+    acc = "/proc/driver/nvidia/capabilities/gpu1/mig/gi2/ci0/access"
+    fx.write(root, acc, fx.access(23))
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and any(root + acc in w and "mig-minors" in w for w in j["warnings"]) and
+       len(j["gpus"]) == 4, f"a cap minor mig-minors disagrees with: left out ({j['warnings']})")
+    mm = os.path.join(root, "proc/driver/nvidia-caps/mig-minors")
+    with open(mm) as f:
+        text = f.read()
+    with open(mm, "w") as f:
+        f.write(text.replace("gpu1/gi2/ci0/access 22", "gpu1/gi2/ci0/access 23"))
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and any(f"{root}/dev/nvidia-caps/nvidia-cap23" in w
+                                 for w in j["warnings"]) and len(j["gpus"]) == 4 and
+       not any("nvidia-cap23" in f["path"] for x in j["gpus"] for f in x["files"]),
+       f"a cap file naming an absent device: left out, named ({j['warnings']})")
+    root = t.tree()
+    os.unlink(os.path.join(root, "dev/kfd"))
+    r, j = t.gpus(root, "--backend", "amd")
+    ok(r.returncode == 1 and j["gpus"] == [] and any(f"{root}/dev/kfd" in w for w in j["warnings"]),
+       "AMD without /dev/kfd: left out, named")
+
+
+def main():
+    if os.geteuid() != 0:
+        print("1..0 # SKIP the fixture's device nodes need mknod (root)")
+        return 0
+    t = T()
+    try:
+        for f in (check_all, check_nvml, check_compare, check_bad):
+            pytap.run_checks(f, t)
+    finally:
+        subprocess.run(["rm", "-rf", t.tmp])
+    return pytap.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
