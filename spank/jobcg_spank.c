@@ -89,6 +89,9 @@ static int open_ctx(spank_t sp, char *node, size_t node_size)
 	if (st.args.conf && !(dir = jspank_expand(st.args.conf, node)))
 		return error_set(-EINVAL, "conf=%s: bad %% sequence (only %%n and %%%% are known)",
 				 st.args.conf);
+	/* A missing directory would load the defaults, another tree than the site meant. */
+	if (dir && access(dir, F_OK) < 0)
+		return error_set(-errno, "conf=%s: %s: %s", st.args.conf, dir, strerror(errno));
 	/* The environment is slurmd's: jobcg's own JOBCG_* overrides have no say here. */
 	r = jobcg_config_load(dir ? dir : "/etc/jobcg", node,
 			      JOBCG_CONFIG_NO_ENV | JOBCG_CONFIG_NO_ENTRIES, &st.conf);
