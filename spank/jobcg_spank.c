@@ -21,6 +21,7 @@
 #include "jobcg/context.h"
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
+#include "jobcg/parse.h"
 #include "jobcg/steplife.h"
 #include "log.h"
 #include "slurm_map.h"
@@ -63,18 +64,44 @@ static int fail(uint32_t job, const char *step, const char *what)
 	return -1;
 }
 
-/* Slurm's name for this node: two slurmd on one host are two nodes with two jobcg trees. */
+/* The @id-th name of Slurm's hostlist @list into @buf. */
+static bool nth_node(const char *list, uint32_t id, char *buf, size_t size)
+{
+	_cleanup_strv_free_ char **names = NULL;
+	size_t n = 0;
+
+	if (jobcg_hostlist_expand(list, 0, &names) < 0)
+		return false;
+	while (names[n])
+		n++;
+	if (id >= n || strlen(names[id]) >= size)
+		return false;
+	strcpy(buf, names[id]);
+	return true;
+}
+
+/*
+ * Slurm's name for this node: two slurmd on one host are two nodes with two jobcg trees, and
+ * gres.conf's NodeName= lines are Slurm's names. slurmstepd puts it in its own environment and
+ * the prolog's; the step's node list at this node's index says it too.
+ */
 static void node_name(spank_t sp, char *buf, size_t size)
 {
-	const char *e;
+	char list[8192];
+	const char *e = getenv("SLURMD_NODENAME");
+	uint32_t id = 0;
 
 	if (spank_remote(sp) && spank_getenv(sp, "SLURMD_NODENAME", buf, (int)size) == 0 && *buf)
 		return;
-	e = getenv("SLURMD_NODENAME");
 	if (e && *e && strlen(e) < size) {
 		strcpy(buf, e);
 		return;
 	}
+	if (spank_remote(sp) && spank_get_item(sp, S_JOB_NODEID, &id) == ESPANK_SUCCESS &&
+	    (spank_getenv(sp, "SLURM_STEP_NODELIST", list, sizeof(list)) == 0 ||
+	     spank_getenv(sp, "SLURM_JOB_NODELIST", list, sizeof(list)) == 0) &&
+	    nth_node(list, id, buf, size))
+		return;
 	if (gethostname(buf, size) < 0)
 		buf[0] = 0;
 	buf[size - 1] = 0;
