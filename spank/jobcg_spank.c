@@ -42,6 +42,8 @@ static struct {
 	struct jobcg_step_life life;
 	int *status; /* wait status per local task */
 	unsigned exited;
+	bool failed;	/* init could not contain the step: every task fails before its exec */
+	char why[2560]; /* and why, for slurmd's log and the task's stderr */
 } st;
 
 static void log_to_slurm(enum jobcg_log_level level, const char *msg, void *userdata)
@@ -59,8 +61,9 @@ static int fail(uint32_t job, const char *step, const char *what)
 {
 	char buf[2048];
 
-	slurm_error("jobcg: job %u step %s: %s: %s", job, step ? step : "?", what,
-		    jobcg_error_format(buf, sizeof(buf)));
+	snprintf(st.why, sizeof(st.why), "jobcg: job %u step %s: %s: %s", job, step ? step : "?",
+		 what, jobcg_error_format(buf, sizeof(buf)));
+	slurm_error("%s", st.why);
 	return -1;
 }
 
@@ -262,7 +265,8 @@ static int step_begin(spank_t sp)
 	if (*gpus && jobcg_job_gres_claim(st.ctx, job, gpus) < 0)
 		return fail(job, step, "giving the job Slurm's GPUs");
 	sl.cpus = step_cpus && !(job_cpus && streq(step_cpus, job_cpus)) ? step_cpus : NULL;
-	sl.mem_bytes = step_mem && step_mem != job_mem ? step_mem << 20 : 0;
+	/* The step's own memory.max even when it is the job's: its OOM kills are its own. */
+	sl.mem_bytes = step_mem << 20;
 	r = jobcg_step_create_limited(st.ctx, job, step, 0, &sl, st.life.step);
 	if (r < 0)
 		return fail(job, step, "creating the step");
@@ -302,7 +306,14 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	if (!spank_remote(sp))
 		return 0;
 	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_INFO);
-	return step_begin(sp);
+	/*
+	 * Not returned: Slurm reports a failed init as a launch failure, srun exits 0 and a batch
+	 * step drains the node. Each task fails instead, in task_init, before its exec: exit 1,
+	 * the reason on its stderr and in slurmd's log. No user code runs meanwhile.
+	 */
+	if (step_begin(sp) < 0)
+		st.failed = true;
+	return 0;
 }
 
 int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
@@ -312,8 +323,10 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	cpu_set_t mask;
 	bool have_mask;
 
+	if (st.failed)
+		return 0; /* it exits in task_init, before its exec */
 	if (!st.begun)
-		return -1; /* init failed: never a task outside its cgroup */
+		return -1; /* never a task outside its cgroup */
 	if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || pid <= 0 || task < 0) {
 		error_set(-EIO, "Slurm did not give the task's pid and id");
@@ -334,6 +347,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	int task = -1;
 	char **env;
 
+	if (spank_remote(sp) && st.failed) {
+		slurm_spank_log("%s", st.why);
+		return -1;
+	}
 	if (!spank_remote(sp) || !st.begun)
 		return 0;
 	if (spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || task < 0 ||
@@ -410,10 +427,16 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 	char node[256];
 	int r;
 
-	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
+	/* The epilog's environment has the id too, should the item not be served here. */
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS &&
+	    (!getenv("SLURM_JOB_ID") || jobcg_job_id_parse(getenv("SLURM_JOB_ID"), &job) < 0)) {
 		slurm_error("jobcg: epilog: Slurm did not give the job id");
 		return -1;
 	}
+	/* slurmstepd's epilog mode calls no init first: the arguments are read here. */
+	jspank_args_done(&st.args);
+	if (jspank_args_parse(ac, av, &st.args) < 0)
+		return fail(job, "(epilog)", "reading plugstack.conf's arguments");
 	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_NOTICE);
 	if (open_ctx(sp, node, sizeof(node)) < 0)
 		return fail(job, "(epilog)", "loading jobcg's configuration");
@@ -421,6 +444,8 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 	r = jobcg_job_remove(st.ctx, job, 0);
 	if (r < 0 && r != -ENOENT)
 		return fail(job, "(epilog)", "removing the job");
+	slurm_verbose("jobcg: job %u %s on %s (%s)", job, r < 0 ? "was not" : "removed", node,
+		      jobcg_ctx_root(st.ctx));
 	return 0;
 }
 
