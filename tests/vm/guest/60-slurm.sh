@@ -301,7 +301,7 @@ sp=$!
 i=0
 until grep -q started "$sd/c4" || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
 J=$(sed -n 's/^started job=//p' "$sd/c4")
-check "4: the escapee runs in job_$J before scancel" pgrep -f 'sleep 1017'
+check "4: the escapee runs in job_$J before scancel" pgrep -f '^sleep 1017$'
 t0=$(date +%s)
 scancel "$J"
 wait $sp
@@ -309,7 +309,7 @@ dt=$(( $(date +%s) - t0 ))
 ok4=0; [ $dt -le 15 ] || ok4=1
 is "4: scancel: srun returns within 15 s (${dt}s)" $ok4 0
 sleep 2
-is "4: the escapee (setsid sleep) is dead" "$(pgrep -f 'sleep 1017' | wc -l)" 0
+is "4: the escapee (setsid sleep) is dead" "$(pgrep -f '^sleep 1017$' | wc -l)" 0
 i=0
 until [ ! -d "/sys/fs/cgroup$root1/job_$J" ] || [ $i -ge 30 ]; do sleep 1; i=$((i + 1)); done
 is "4: job_$J's cgroup is gone" "$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)" ""
@@ -328,11 +328,11 @@ if [ -n "$J" ] && [ -n "$pid" ]; then
 	kill -9 $pid
 	# Its task lives on (linuxproc cannot reach it without slurmstepd) until the job ends.
 	sleep 2
-	is "5: the task outlives its killed slurmstepd" "$(pgrep -f 'sleep 1019' | wc -l)" 1
+	is "5: the task outlives its killed slurmstepd" "$(pgrep -f '^sleep 1019$' | wc -l)" 1
 	scancel "$J"
 	wait $sp
 	settle
-	is "5: after scancel the epilog killed the task" "$(pgrep -f 'sleep 1019' | wc -l)" 0
+	is "5: after scancel the epilog killed the task" "$(pgrep -f '^sleep 1019$' | wc -l)" 0
 	is "5: and removed job_$J" "$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)" ""
 	is "5: no device grant of job_$J is left in n1's policy" "$(j1 policy 2>&1 | grep -c "job_$J")" 0
 else
