@@ -238,6 +238,92 @@ srun_step() {
 }
 srun_step
 
+# --- Slurm with jobcg_spank.so: srun true on a node with the plugin against one without -----
+# The same slurmctld, two slurmd on this guest as nodes n1 (plugstack.conf with the plugin) and
+# n2 (without), both configured as docs/slurm.md says (linuxproc, task/affinity, no cgroup
+# constraints of Slurm's); each srun is a job of its own (allocation, step, epilog), alternating.
+spank_step() {
+	so="$VMT_SHARE/bin/jobcg_spank.so"
+	if [ ! -f "$so" ] || ! command -v slurmd > /dev/null; then
+		skip "srun with jobcg_spank.so" "no jobcg_spank.so in this build, or no Slurm"; return 1
+	fi
+	systemctl stop slurmd.service
+	mkdir -p /usr/local/lib/jobcg-bench-spank && cp "$so" /usr/local/lib/jobcg-bench-spank/
+	so=/usr/local/lib/jobcg-bench-spank/jobcg_spank.so
+	c="$tmp/spank-conf" sp=/run/slurm-bench-spank
+	mkdir -p "$c" "$sp/ctld" "$sp/d-n1" "$sp/d-n2"
+	printf 'ConstrainCores=yes\nConstrainRAMSpace=yes\nConstrainDevices=yes\nJobcgScope=jobcg-spank.scope\nStateDir=/run/jobcg-bench-spank\nBpfPinDir=/sys/fs/bpf/jobcgspank\nSystemdTimeout=60000\n' > "$c/cgroup.conf"
+	echo 'Name=gpu File=/dev/nvidia[0-1]' > "$c/gres.conf"
+	# The plugin reads only its own files; this script's JOBCG_* overrides must not reach init.
+	check "jobcg init for the plugin's tree" env -u JOBCG_STATE_DIR -u JOBCG_BPF_PIN_DIR \
+		JOBCG_CONF_DIR="$c" jobcg init || return 1
+	topo=$(slurmd -C | head -n 1 | sed -e 's/NodeName=[^ ]* //' -e 's/RealMemory=[0-9]*//')
+	h=$(hostname)
+	conf() {
+		cat <<-EOF
+		ClusterName=jobcgbench
+		SlurmctldHost=$h
+		SlurmUser=root
+		AuthType=auth/munge
+		StateSaveLocation=$sp/ctld
+		SlurmctldPidFile=$sp/slurmctld.pid
+		SlurmctldLogFile=$sp/slurmctld.log
+		ProctrackType=proctrack/linuxproc
+		TaskPlugin=task/affinity
+		JobAcctGatherType=jobacct_gather/linux
+		SelectType=select/cons_tres
+		SelectTypeParameters=CR_Core_Memory
+		GresTypes=gpu
+		SlurmdTimeout=300
+		SlurmctldTimeout=300
+		MessageTimeout=60
+		ReturnToService=2
+		AccountingStorageType=accounting_storage/none
+		JobCompType=jobcomp/none
+		MpiDefault=none
+		DebugFlags=NO_CONF_HASH
+		NodeName=n1 NodeHostname=$h NodeAddr=$h Port=17001 $topo RealMemory=600 Gres=gpu:2 State=UNKNOWN
+		NodeName=n2 NodeHostname=$h NodeAddr=$h Port=17002 $topo RealMemory=600 Gres=gpu:2 State=UNKNOWN
+		PartitionName=bench Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
+		EOF
+	}
+	conf > /etc/slurm/slurm.conf
+	echo 'CgroupPlugin=cgroup/v2' > /etc/slurm/cgroup.conf
+	echo 'Name=gpu File=/dev/nvidia[0-1]' > /etc/slurm/gres.conf
+	echo "required $so conf=$c" > "$sp/plugstack-n1.conf"
+	: > "$sp/plugstack-n2.conf"
+	# Beside slurm.conf: slurmd reads gres.conf and cgroup.conf from its slurm.conf's directory.
+	for n in 1 2; do
+		{ conf; printf 'SlurmdSpoolDir=%s\nSlurmdPidFile=%s\nSlurmdLogFile=%s\nPlugStackConfig=%s\n' \
+			"$sp/d-n$n" "$sp/slurmd-n$n.pid" "$sp/slurmd-n$n.log" "$sp/plugstack-n$n.conf"; } > "/etc/slurm/bench-n$n.conf"
+	done
+	check "slurmctld restarts with two nodes" systemctl restart slurmctld.service || return 1
+	check "slurmd n1 (with the plugin) and n2 (without) start" sh -c \
+		"slurmd -N n1 -f /etc/slurm/bench-n1.conf && slurmd -N n2 -f /etc/slurm/bench-n2.conf" || return 1
+	i=0
+	until [ "$(sinfo -h -o %t -n n1,n2 2> /dev/null | sort -u)" = idle ] || [ $i -ge 120 ]; do
+		sleep 1; i=$((i + 1))
+	done
+	is "n1 and n2 are idle (after ${i}s)" "$(sinfo -h -o %t -n n1,n2 2>&1 | sort -u)" idle ||
+		{ diag "$(sinfo -N -o '%N %t %E' 2>&1; tail -n 5 "$sp"/slurmd-n1.log 2>&1)"; return 1; }
+	like "a step on n1 runs in jobcg's tree" "$(timeout 120 srun -w n1 --mem=100M cat /proc/self/cgroup 2>&1)" \
+		'jobcg-spank.scope/job_[0-9]+/step_0/user/task_0' || return 1
+	sn=${BENCH_SPANK_N:-$((srun_n < 25 ? 25 : srun_n))}
+	out=$(timeout -k 10 900 "$L" -n "$sn" -e "$tmp/errors-spank.log" floor \
+		"cmd:srun_jobcg_spank:srun -w n1 --mem=100M /bin/true" \
+		"cmd:srun_no_plugin:srun -w n2 --mem=100M /bin/true" 2>&1)
+	is "bench/launch ran srun with and without the plugin" "$?" 0 || diag "$out"
+	out=$(echo "$out" | sed -e 's/"name":"floor"/"name":"floor_spank"/')
+	report "$out" "$sn"
+	with=$(echo "$out" | grep '"name":"srun_jobcg_spank"' | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')
+	without=$(echo "$out" | grep '"name":"srun_no_plugin"' | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')
+	[ -n "$with" ] && [ -n "$without" ] &&
+		ok "srun true with jobcg_spank.so: p50 $(awk -v a="$with" -v b="$without" 'BEGIN { printf "%.2f", a / b }')x the same srun without it (${with}us, ${without}us)"
+	[ -s "$tmp/errors-spank.log" ] && diag "$(sort "$tmp/errors-spank.log" | uniq -c | sort -rn | head -n 10)"
+	for n in 1 2; do kill "$(cat "$sp/slurmd-n$n.pid")" 2> /dev/null; done
+}
+spank_step
+
 rmdir "$cg"/* "$cg" 2>/dev/null
 rm -rf "$tmp" /run/jobcg-bench "$JDIR"
 done_testing

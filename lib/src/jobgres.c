@@ -441,9 +441,30 @@ static int other_steps_used(const struct jobcg_gres_node *n, const char *job_dir
 	return 0;
 }
 
+/* A step's devices named exactly by its launcher: all of them must be its job's. */
+static int exact_step_set(const struct jobcg_gres_node *n, const char *devices,
+			  const struct jobcg_gres_set *job, struct jobcg_gres_set *ret)
+{
+	struct jobcg_gres_set s;
+	int r = jobcg_gres_set_parse(n, devices, &s);
+
+	if (r < 0)
+		return error_set(r, "step devices '%s': not devices of this node's gres.conf",
+				 devices);
+	if (!jobcg_gres_set_subset(&s, job)) {
+		_cleanup_free_ char *have = NULL;
+
+		(void)jobcg_gres_set_format(n, job, &have);
+		return error_set(-EINVAL, "step devices '%s' are not all its job's (%s)", devices,
+				 have && *have ? have : "none");
+	}
+	*ret = s;
+	return 0;
+}
+
 static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *step,
-			     const char *gres, const char *gpu_bind, unsigned ntasks,
-			     struct jobcg_step_gres **ret)
+			     const char *gres, const char *exact, const char *gpu_bind,
+			     unsigned ntasks, struct jobcg_step_gres **ret)
 {
 	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
 	struct jobcg_devpolicy *p = NULL;
@@ -463,7 +484,7 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 	r = node_open(ctx, &n);
 	if (r < 0)
 		return r;
-	if (jobcg_gres_node_count(n) == 0 && !(gres && *gres)) {
+	if (jobcg_gres_node_count(n) == 0 && !(gres && *gres) && !(exact && *exact)) {
 		/* No devices on this node: nothing to store, grant or set (xattrs not needed). */
 		r = jobcg_gpu_bind_parse(gpu_bind, &bind);
 		jobcg_gpu_bind_done(&bind);
@@ -504,6 +525,10 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 		r = jobcg_gres_select_step(n, req, &jset, &avail, NULL, 0, &sset);
 		if (r < 0)
 			return r;
+	} else if (exact) {
+		r = exact_step_set(n, exact, &jset, &sset);
+		if (r < 0)
+			return r;
 	} else {
 		sset = jset;
 	}
@@ -527,7 +552,7 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 	r = jobcg_gres_xattr_write(n, sfd, NULL, &sset);
 	if (r < 0)
 		return r;
-	if (!(gres && *gres) && fsetxattr(sfd, GRES_SHARED_XATTR, "1", 1, 0) < 0)
+	if (!(gres && *gres) && !exact && fsetxattr(sfd, GRES_SHARED_XATTR, "1", 1, 0) < 0)
 		return error_set(negative_errno(), "cannot set %s on %s: %s", GRES_SHARED_XATTR,
 				 sdir, strerror(errno));
 
@@ -603,7 +628,7 @@ JOBCG_EXPORT int jobcg_step_gres_setup(struct jobcg_ctx *ctx, uint32_t job, cons
 
 	if (r < 0)
 		return r;
-	r = step_setup_locked(ctx, job, step, gres, gpu_bind, ntasks, ret);
+	r = step_setup_locked(ctx, job, step, gres, NULL, gpu_bind, ntasks, ret);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }
@@ -664,4 +689,103 @@ out:
 	if (r >= 0 && ret_removed)
 		*ret_removed = removed;
 	return r < 0 ? r : 0;
+}
+
+JOBCG_EXPORT int jobcg_step_gres_setup_exact(struct jobcg_ctx *ctx, uint32_t job, const char *step,
+					     const char *devices, const char *gpu_bind,
+					     unsigned ntasks, struct jobcg_step_gres **ret)
+{
+	int r;
+
+	if (!devices)
+		return error_set(-EINVAL, "no step devices given");
+	r = jobcg_ctx_lock(ctx);
+	if (r < 0)
+		return r;
+	r = step_setup_locked(ctx, job, step, NULL, devices, gpu_bind, ntasks, ret);
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+/* What jobcg_gres_scan() looks for on behalf of a claim: a directory of another job holding
+ * one of the claimed devices. */
+struct claim_scan {
+	const char *own; /* "job_<id>" */
+	const struct jobcg_gres_set *want;
+	char holder[64];
+};
+
+static int claim_scan_fn(const char *relpath, unsigned depth, const struct jobcg_gres_set *s,
+			 void *userdata)
+{
+	struct claim_scan *c = userdata;
+	size_t n = strlen(c->own);
+
+	if (strncmp(relpath, c->own, n) == 0 && (relpath[n] == '\0' || relpath[n] == '/'))
+		return 0;
+	for (size_t i = 0; i < ELEMENTSOF(s->w); i++)
+		if (s->w[i] & c->want->w[i]) {
+			snprintf(c->holder, sizeof(c->holder), "%.*s", (int)strcspn(relpath, "/"),
+				 relpath);
+			return 1;
+		}
+	return 0;
+}
+
+static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *devices)
+{
+	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job), *own = strdup_printf("job_%u", job);
+	_cleanup_close_ int rootfd = -1, jfd = -1;
+	struct jobcg_devpolicy *p = NULL;
+	struct jobcg_gres_set want, have, used, both;
+	struct claim_scan c = {.own = own, .want = &want};
+	int r;
+
+	if (!jdir || !own)
+		return -ENOMEM;
+	r = node_open(ctx, &n);
+	if (r < 0)
+		return r;
+	r = jobcg_gres_set_parse(n, devices, &want);
+	if (r < 0)
+		return error_set(r, "devices '%s': not devices of this node's gres.conf", devices);
+	if ((r = open_dir(jdir, &jfd)) < 0)
+		return r;
+	r = jobcg_gres_xattr_read(n, jfd, NULL, &have);
+	if (r == -ENODATA)
+		have = (struct jobcg_gres_set){};
+	else if (r < 0)
+		return r;
+	if (jobcg_gres_set_subset(&want, &have))
+		return 0;
+	if ((r = open_dir(jobcg_ctx_root(ctx), &rootfd)) < 0)
+		return r;
+	/* Under the node lock: nothing else can take a device between this scan and the store. */
+	r = jobcg_gres_scan(n, rootfd, NULL, claim_scan_fn, &c, &used);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return error_set(-EBUSY, "devices %s: held by %s", devices, c.holder);
+	for (size_t i = 0; i < ELEMENTSOF(both.w); i++)
+		both.w[i] = have.w[i] | want.w[i];
+	/* Stored before the grant, as in gres_attach(): claimed, never shared. */
+	r = jobcg_gres_xattr_write(n, jfd, NULL, &both);
+	if (r < 0 || !constrained(ctx, n))
+		return r;
+	r = ctx_policy(ctx, n, false, &p);
+	if (r >= 0)
+		r = grant(p, n, jdir, &both);
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_job_gres_claim(struct jobcg_ctx *ctx, uint32_t job, const char *devices)
+{
+	int r = jobcg_ctx_lock(ctx);
+
+	if (r < 0)
+		return r;
+	r = job_claim_locked(ctx, job, devices);
+	jobcg_ctx_unlock(ctx);
+	return r;
 }

@@ -51,6 +51,30 @@ JOBCG_EXPORT int jobcg_step_gres_release(struct jobcg_ctx *ctx, uint32_t job, co
  */
 JOBCG_EXPORT int jobcg_devices_gc(struct jobcg_ctx *ctx, unsigned *ret_removed);
 
+/*
+ * Devices chosen by a scheduler above jobcg (Slurm: SLURM_STEP_GPUS), not by jobcg: named
+ * exactly, in the jobcg_gres_set_format() form ("gpu:0,2", "" for none).
+ */
+
+/**
+ * Add @devices to job @job's devices (under the node lock): stored as trusted.jobcg.gres with
+ * those it had, and, with ConstrainDevices=yes, the job cgroup granted the union. Devices the
+ * job has already are fine. -EBUSY (the message names the holder, "job_7") when another job
+ * holds one of them; -ENOENT/-EINVAL when this node's gres.conf has no such device. On -EBUSY
+ * and parse errors nothing changed; a failed grant after the store leaves the devices claimed
+ * by the job (never shared), the caller fails its launch.
+ */
+JOBCG_EXPORT int jobcg_job_gres_claim(struct jobcg_ctx *ctx, uint32_t job, const char *devices);
+
+/**
+ * jobcg_step_gres_setup() with the step's devices named: exactly @devices, which must all be
+ * the job's (-EINVAL naming both otherwise). Unlike a step given all of its job's devices, the
+ * step holds them: a later step asking for a count does not get them.
+ */
+JOBCG_EXPORT int jobcg_step_gres_setup_exact(struct jobcg_ctx *ctx, uint32_t job, const char *step,
+					     const char *devices, const char *gpu_bind,
+					     unsigned ntasks, struct jobcg_step_gres **ret);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,452 @@
+/* jobcg_spank.so: a SPANK plugin that puts every step of every Slurm job into jobcg's cgroup tree
+ * on its node (job_<id>/step_<sid>/user/task_<n>), with the step's CPUs, memory and GPUs, and
+ * takes it out again: accounting record, devices revoked, cgroups removed. See docs/slurm.md.
+ *
+ * Hooks, all in slurmstepd unless said (Slurm 22.05's order):
+ *   init            (root, once per step)   job created if absent, the step begun
+ *   task_post_fork  (root, per task)        the task moved into task_<local id>
+ *   task_init       (the task, as the user) its GPU variables renumbered as jobcg does
+ *   task_exit       (root, per task)        after the last one: the step's cgroup killed
+ *   exit            (root)                  the step ended: record, revoke, remove
+ *   job_epilog      (slurmd's epilog, root) the job removed on this node
+ * Any failure before a task runs returns an error: loaded as `required`, the step fails. */
+#include <inttypes.h>
+#include <sched.h>
+#include <slurm/spank.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jobcg/acct.h"
+#include "jobcg/config.h"
+#include "jobcg/context.h"
+#include "jobcg/job.h"
+#include "jobcg/jobgres.h"
+#include "jobcg/parse.h"
+#include "jobcg/steplife.h"
+#include "log.h"
+#include "slurm_map.h"
+#include "util.h"
+
+#pragma GCC visibility push(default)
+SPANK_PLUGIN(jobcg, 1);
+#pragma GCC visibility pop
+
+#define KILL_TIMEOUT_MS 10000
+
+/* One slurmstepd serves one step: its state lives here from init to exit. */
+static struct {
+	struct jspank_args args;
+	struct jobcg_config *conf;
+	struct jobcg_ctx *ctx;
+	bool begun; /* life is a begun step */
+	struct jobcg_step_life life;
+	int *status; /* wait status per local task */
+	unsigned exited;
+	bool failed;	/* init could not contain the step: every task fails before its exec */
+	char why[2560]; /* and why, for slurmd's log and the task's stderr */
+} st;
+
+static void log_to_slurm(enum jobcg_log_level level, const char *msg, void *userdata)
+{
+	if (level <= JOBCG_LOG_ERR)
+		slurm_error("jobcg: %s", msg);
+	else if (level <= JOBCG_LOG_NOTICE)
+		slurm_info("jobcg: %s", msg);
+	else
+		slurm_debug("jobcg: %s", msg);
+}
+
+/* Fail the step, with why in slurmd's log. */
+static int fail(uint32_t job, const char *step, const char *what)
+{
+	char buf[2048];
+
+	snprintf(st.why, sizeof(st.why), "jobcg: job %u step %s: %s: %s", job, step ? step : "?",
+		 what, jobcg_error_format(buf, sizeof(buf)));
+	slurm_error("%s", st.why);
+	return -1;
+}
+
+/* The @id-th name of Slurm's hostlist @list into @buf. */
+static bool nth_node(const char *list, uint32_t id, char *buf, size_t size)
+{
+	_cleanup_strv_free_ char **names = NULL;
+	size_t n = 0;
+
+	if (jobcg_hostlist_expand(list, 0, &names) < 0)
+		return false;
+	while (names[n])
+		n++;
+	if (id >= n || strlen(names[id]) >= size)
+		return false;
+	strcpy(buf, names[id]);
+	return true;
+}
+
+/*
+ * Slurm's name for this node: two slurmd on one host are two nodes with two jobcg trees, and
+ * gres.conf's NodeName= lines are Slurm's names. slurmstepd puts it in its own environment and
+ * the prolog's; the step's node list at this node's index says it too.
+ */
+static void node_name(spank_t sp, char *buf, size_t size)
+{
+	char list[8192];
+	const char *e = getenv("SLURMD_NODENAME");
+	uint32_t id = 0;
+
+	if (spank_remote(sp) && spank_getenv(sp, "SLURMD_NODENAME", buf, (int)size) == 0 && *buf)
+		return;
+	if (e && *e && strlen(e) < size) {
+		strcpy(buf, e);
+		return;
+	}
+	if (spank_remote(sp) && spank_get_item(sp, S_JOB_NODEID, &id) == ESPANK_SUCCESS &&
+	    (spank_getenv(sp, "SLURM_STEP_NODELIST", list, sizeof(list)) == 0 ||
+	     spank_getenv(sp, "SLURM_JOB_NODELIST", list, sizeof(list)) == 0) &&
+	    nth_node(list, id, buf, size))
+		return;
+	if (gethostname(buf, size) < 0)
+		buf[0] = 0;
+	buf[size - 1] = 0;
+}
+
+static int open_ctx(spank_t sp, char *node, size_t node_size)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r;
+
+	node_name(sp, node, node_size);
+	if (st.args.conf && !(dir = jspank_expand(st.args.conf, node)))
+		return error_set(-EINVAL, "conf=%s: bad %% sequence (only %%n and %%%% are known)",
+				 st.args.conf);
+	/* A missing directory would load the defaults, another tree than the site meant. */
+	if (dir && access(dir, F_OK) < 0)
+		return error_set(-errno, "conf=%s: %s: %s", st.args.conf, dir, strerror(errno));
+	/* The environment is slurmd's: jobcg's own JOBCG_* overrides have no say here. */
+	r = jobcg_config_load(dir ? dir : "/etc/jobcg", node,
+			      JOBCG_CONFIG_NO_ENV | JOBCG_CONFIG_NO_ENTRIES, &st.conf);
+	if (r < 0)
+		return r;
+	/* The tree is `jobcg init`'s (at boot, before slurmd): a step never makes it. */
+	return jobcg_ctx_open(st.conf, JOBCG_CTX_NO_CREATE_ROOT, &st.ctx);
+}
+
+static void node_freep(struct jobcg_gres_node **n)
+{
+	jobcg_gres_node_free(*n);
+}
+static void config_freep(struct jobcg_config **c)
+{
+	jobcg_config_free(*c);
+}
+
+/* The step's GPUs in jobcg's terms ("gpu:0", "" for none), checked against Slurm's gres.conf. */
+static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
+{
+	_cleanup_(node_freep) struct jobcg_gres_node *jn = NULL, *sn = NULL;
+	_cleanup_(config_freep) struct jobcg_config *sconf = NULL;
+	_cleanup_free_ char *jpath = NULL;
+	const char *var = streq(step, "batch") || streq(step, "interactive") ? "SLURM_JOB_GPUS"
+									     : "SLURM_STEP_GPUS";
+	const char *spath = st.args.slurm_gres ? st.args.slurm_gres : "/etc/slurm/gres.conf";
+	char value[4096];
+	int r;
+
+	/* The extern step holds no GRES in Slurm; a step without the variable has no GPUs. */
+	if (streq(step, "extern") || spank_getenv(sp, var, value, sizeof(value)) != ESPANK_SUCCESS)
+		value[0] = 0;
+	if (!*value)
+		return (*ret = strdup("")) ? 0 : -ENOMEM;
+	r = jobcg_gres_node_new(&st.conf->gres, &jn);
+	if (r < 0)
+		return r;
+	if (!streq(spath, "none") && access(spath, F_OK) == 0) {
+		r = jobcg_config_load_files(
+		    NULL, spath, node,
+		    JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV | JOBCG_CONFIG_NO_ENTRIES, &sconf);
+		if (r < 0) {
+			jobcg_error_prefix("Slurm's gres.conf (set slurm_gres=none to skip the "
+					   "comparison)");
+			return r;
+		}
+		r = jobcg_gres_node_new(&sconf->gres, &sn);
+		if (r < 0)
+			return r;
+	} else if (st.args.slurm_gres && !streq(spath, "none")) {
+		return error_set(-ENOENT, "slurm_gres=%s: no such file", spath);
+	}
+	jpath = strdup_printf("%s/gres.conf", st.conf->config_dir ? st.conf->config_dir : "?");
+	if (!jpath)
+		return -ENOMEM;
+	return jspank_gpus_map(jn, jpath, sn, spath, var, value, ret);
+}
+
+static int cpus_of(spank_t sp, spank_item_t item, const struct jspank_topology *t, char **ret)
+{
+	char *cores = NULL;
+
+	*ret = NULL;
+	if (spank_get_item(sp, item, &cores) != ESPANK_SUCCESS || !cores || !*cores)
+		return 0; /* none given: no cpuset of its own */
+	return jspank_cores_to_cpus(t, cores, ret);
+}
+
+/* The job on this node: made by its first step here, with Slurm's allocation on this node. */
+static int job_ensure(spank_t sp, uint32_t job, const char *cpus, uint64_t mem_mb)
+{
+	struct jobcg_limits l = {.cpus = cpus, .mem_bytes = mem_mb << 20, .have_owner = true};
+	struct jobcg_job_info *info = NULL;
+	int r;
+
+	if (spank_get_item(sp, S_JOB_UID, &l.uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &l.gid) != ESPANK_SUCCESS)
+		return error_set(-EIO, "Slurm did not give the job's uid and gid");
+	r = jobcg_job_create(st.ctx, job, &l, 0, NULL);
+	if (r != -EEXIST)
+		return r;
+	/* Made by another step of this job (batch and extern start together), or stale. */
+	r = jobcg_job_info_get(st.ctx, job, &info);
+	if (r < 0)
+		return r;
+	if (info->have_owner && info->uid != l.uid)
+		r = error_set(-EEXIST,
+			      "jobcg's job %u belongs to uid %u, Slurm's to uid %u: a stale "
+			      "job of that id is left on this node ('jobcg release %u')",
+			      job, (unsigned)info->uid, (unsigned)l.uid, job);
+	jobcg_job_info_free(info);
+	return r;
+}
+
+static uint64_t realtime_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static int step_begin(spank_t sp)
+{
+	struct jspank_topology topo = {};
+	_cleanup_free_ char *job_cpus = NULL, *step_cpus = NULL, *gpus = NULL;
+	uint32_t job = 0, step_id = 0, ntasks = 0;
+	uint64_t job_mem = 0, step_mem = 0;
+	char step[JOBCG_STEP_ID_MAX] = "?", node[256];
+	struct jobcg_step_limits sl = {};
+	struct jobcg_target tj = {.task = JOBCG_TASK_ALL};
+	struct jobcg_step_gres *g = NULL;
+	int r;
+
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) {
+		error_set(-EIO, "Slurm did not give job id, step id and task count");
+		return fail(job, NULL, "starting");
+	}
+	if (jspank_step_name(step_id, step) < 0)
+		return fail(job, NULL, "naming the step");
+	if (open_ctx(sp, node, sizeof(node)) < 0)
+		return fail(job, step, "loading jobcg's configuration");
+	(void)spank_get_item(sp, S_JOB_ALLOC_MEM, &job_mem);
+	(void)spank_get_item(sp, S_STEP_ALLOC_MEM, &step_mem);
+	r = jspank_topology_load("/sys/devices/system/cpu", &topo);
+	if (r >= 0)
+		r = cpus_of(sp, S_JOB_ALLOC_CORES, &topo, &job_cpus);
+	if (r >= 0)
+		r = cpus_of(sp, S_STEP_ALLOC_CORES, &topo, &step_cpus);
+	jspank_topology_done(&topo);
+	if (r < 0)
+		return fail(job, step, "mapping Slurm's cores to this node's CPUs");
+	if (step_gpus(sp, step, node, &gpus) < 0)
+		return fail(job, step, "mapping Slurm's GPUs onto jobcg's gres.conf");
+	if (job_ensure(sp, job, job_cpus, job_mem) < 0)
+		return fail(job, step, "creating the job");
+	/* Slurm allocated them: the job holds them from now on, whichever step named them first. */
+	if (*gpus && jobcg_job_gres_claim(st.ctx, job, gpus) < 0)
+		return fail(job, step, "giving the job Slurm's GPUs");
+	sl.cpus = step_cpus && !(job_cpus && streq(step_cpus, job_cpus)) ? step_cpus : NULL;
+	/* The step's own memory.max even when it is the job's: its OOM kills are its own. */
+	sl.mem_bytes = step_mem << 20;
+	r = jobcg_step_create_limited(st.ctx, job, step, 0, &sl, st.life.step);
+	if (r < 0)
+		return fail(job, step, "creating the step");
+	st.life.job = job;
+	st.life.ntasks = ntasks ? ntasks : 1;
+	/* Granted before any task exists: no task ever runs with more than its share. */
+	r = jobcg_step_gres_setup_exact(st.ctx, job, step, gpus, NULL, st.life.ntasks, &g);
+	if (r < 0) {
+		(void)fail(job, step, "granting the step its devices");
+		(void)jobcg_step_remove(st.ctx, job, step, 0);
+		return -1;
+	}
+	st.life.gres = g;
+	st.life.start_usec = realtime_us();
+	tj.job = job;
+	(void)jobcg_acct_read_file(st.ctx, &tj, "memory.events", &st.life.job_before);
+	st.status = calloc(st.life.ntasks, sizeof(int));
+	if (!st.status) {
+		(void)jobcg_step_end(st.ctx, &st.life, NULL, 0, NULL);
+		error_set(-ENOMEM, "out of memory");
+		return fail(job, step, "starting");
+	}
+	st.begun = true;
+	slurm_verbose("jobcg: job %u step %s begun on %s: cpus %s, mem %" PRIu64 "M, devices '%s'",
+		      job, step, node, step_cpus ? step_cpus : "(job's)", step_mem, gpus);
+	return 0;
+}
+
+#pragma GCC visibility push(default)
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	if (jspank_args_parse(ac, av, &st.args) < 0) {
+		slurm_error("jobcg: %s", jobcg_last_error()->message);
+		return -1;
+	}
+	if (!spank_remote(sp))
+		return 0;
+	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_INFO);
+	/*
+	 * Not returned: Slurm reports a failed init as a launch failure, srun exits 0 and a batch
+	 * step drains the node. Each task fails instead, in task_init, before its exec: exit 1,
+	 * the reason on its stderr and in slurmd's log. No user code runs meanwhile.
+	 */
+	if (step_begin(sp) < 0)
+		st.failed = true;
+	return 0;
+}
+
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+	pid_t pid = 0;
+	int task = -1;
+	cpu_set_t mask;
+	bool have_mask;
+
+	if (st.failed)
+		return 0; /* it exits in task_init, before its exec */
+	if (!st.begun)
+		return -1; /* never a task outside its cgroup */
+	if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || pid <= 0 || task < 0) {
+		error_set(-EIO, "Slurm did not give the task's pid and id");
+		return fail(st.life.job, st.life.step, "placing a task");
+	}
+	/* Before 6.2 a move into a cpuset cgroup resets the binding task/affinity made. */
+	have_mask = sched_getaffinity(pid, sizeof(mask), &mask) == 0;
+	if (jobcg_task_add_pid(st.ctx, st.life.job, st.life.step, task, pid) < 0)
+		return fail(st.life.job, st.life.step, "moving the task into its cgroup");
+	if (have_mask && sched_setaffinity(pid, sizeof(mask), &mask) < 0)
+		slurm_info("jobcg: job %u step %s task %d: cannot restore its CPU binding: %s",
+			   st.life.job, st.life.step, task, strerror(errno));
+	return 0;
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	int task = -1;
+	char **env;
+
+	if (spank_remote(sp) && st.failed) {
+		slurm_spank_log("%s", st.why);
+		return -1;
+	}
+	if (!spank_remote(sp) || !st.begun)
+		return 0;
+	if (spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || task < 0 ||
+	    (unsigned)task >= st.life.ntasks || !st.life.gres)
+		return 0;
+	env = st.life.gres->task_env[task];
+	if (!env || !env[0])
+		return 0; /* no devices here: Slurm's variables stand */
+	/* The task's cgroup grants only its devices, which the GPU runtime numbers from 0. */
+	for (size_t i = 0; jobcg_gres_env_names[i]; i++)
+		(void)spank_unsetenv(sp, jobcg_gres_env_names[i]);
+	for (size_t i = 0; env[i]; i++) {
+		_cleanup_free_ char *name = strndup(env[i], strcspn(env[i], "="));
+		const char *eq = strchr(env[i], '=');
+
+		if (!name || !eq || spank_setenv(sp, name, eq + 1, 1) != ESPANK_SUCCESS) {
+			slurm_error("jobcg: job %u step %s task %d: cannot set %s", st.life.job,
+				    st.life.step, task, env[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+	struct jobcg_target t = {.job = st.life.job, .task = JOBCG_TASK_ALL};
+	int task = -1, status = 0;
+
+	if (!spank_remote(sp) || !st.begun)
+		return 0;
+	if (spank_get_item(sp, S_TASK_ID, &task) == ESPANK_SUCCESS && task >= 0 &&
+	    (unsigned)task < st.life.ntasks &&
+	    spank_get_item(sp, S_TASK_EXIT_STATUS, &status) == ESPANK_SUCCESS)
+		st.status[task] = status;
+	if (++st.exited < st.life.ntasks)
+		return 0;
+	/* linuxproc follows only the process tree: what escaped it (setsid) dies with the step,
+	 * and with it the step's stdout that srun waits on. */
+	memcpy(t.step, st.life.step, sizeof(t.step));
+	if (jobcg_kill(st.ctx, &t, KILL_TIMEOUT_MS) < 0)
+		return fail(st.life.job, st.life.step, "killing what is left of the step");
+	return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	struct jobcg_run_result res = {};
+	int r = 0;
+
+	if (st.begun) {
+		res.ntasks = st.exited ? st.life.ntasks : 0;
+		res.task_status = st.exited ? st.status : NULL;
+		res.exit_code = jspank_exit_code(st.status, res.ntasks);
+		/* No task seen ending (the extern step, a failed launch): the record says
+		 * NODE_FAIL only when tasks were started and nobody saw them end. */
+		if (jobcg_step_end(st.ctx, &st.life, &res, 0, NULL) < 0)
+			r = fail(st.life.job, st.life.step, "ending the step");
+		st.begun = false;
+	}
+	free(st.status);
+	st.status = NULL;
+	jobcg_ctx_free(st.ctx);
+	st.ctx = NULL;
+	jobcg_config_free(st.conf);
+	st.conf = NULL;
+	jspank_args_done(&st.args);
+	return r;
+}
+
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	uint32_t job = 0;
+	char node[256];
+	int r;
+
+	/* The epilog's environment has the id too, should the item not be served here. */
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS &&
+	    (!getenv("SLURM_JOB_ID") || jobcg_job_id_parse(getenv("SLURM_JOB_ID"), &job) < 0)) {
+		slurm_error("jobcg: epilog: Slurm did not give the job id");
+		return -1;
+	}
+	/* slurmstepd's epilog mode calls no init first: the arguments are read here. */
+	jspank_args_done(&st.args);
+	if (jspank_args_parse(ac, av, &st.args) < 0)
+		return fail(job, "(epilog)", "reading plugstack.conf's arguments");
+	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_NOTICE);
+	if (open_ctx(sp, node, sizeof(node)) < 0)
+		return fail(job, "(epilog)", "loading jobcg's configuration");
+	/* The backstop: whatever a killed slurmstepd left, processes and device grants. */
+	r = jobcg_job_remove(st.ctx, job, 0);
+	if (r < 0 && r != -ENOENT)
+		return fail(job, "(epilog)", "removing the job");
+	slurm_verbose("jobcg: job %u %s on %s (%s)", job, r < 0 ? "was not" : "removed", node,
+		      jobcg_ctx_root(st.ctx));
+	return 0;
+}
+
+#pragma GCC visibility pop

@@ -1,0 +1,70 @@
+/* jobcg_spank.so: what Slurm hands a SPANK plugin, translated into jobcg's terms (step names, OS
+ * CPUs, gres.conf devices, plugin arguments). Plain functions: no spank.h, unit-tested. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "jobcg/gres.h"
+#include "jobcg/job.h"
+#include "jobcg/parse.h"
+
+/* Slurm's step ids beyond its numbered steps (slurm.h), repeated: this file builds without it. */
+#define JSPANK_PENDING_STEP	0xfffffffdu
+#define JSPANK_EXTERN_CONT	0xfffffffcu
+#define JSPANK_BATCH_SCRIPT	0xfffffffbu
+#define JSPANK_INTERACTIVE_STEP 0xfffffffau
+
+/** jobcg's step id for Slurm's @step_id ("0", "batch", "extern", "interactive") into @ret
+ * (JOBCG_STEP_ID_MAX bytes). -EINVAL (error set) for ids jobcg has no step for. */
+int jspank_step_name(uint32_t step_id, char *ret);
+
+/* The node's cores as Slurm numbers them: by socket, then core within socket. */
+struct jspank_topology {
+	size_t ncores;
+	uint64_t (*cpus)[JOBCG_CPU_MAX / 64]; /* per core: its hardware threads (OS CPUs) */
+};
+
+/**
+ * Read the cores of @cpu_dir (/sys/devices/system/cpu; offline CPUs have no topology and are
+ * left out): each core is (physical_package_id, die_id, core_id), ordered as Slurm's abstract
+ * core ids are (task/cgroup converts the same way). -ENOENT when no CPU has a topology.
+ */
+int jspank_topology_load(const char *cpu_dir, struct jspank_topology *ret);
+void jspank_topology_done(struct jspank_topology *t);
+
+/**
+ * The OS CPU list ("0-1,4") of Slurm's abstract core list @cores (S_STEP_ALLOC_CORES, "0-1"):
+ * each core's hardware threads. -EINVAL naming the core when it is beyond this node's cores.
+ */
+int jspank_cores_to_cpus(const struct jspank_topology *t, const char *cores, char **ret);
+
+/**
+ * Map the GPU indices Slurm gave (@var=@value: "SLURM_STEP_GPUS", "0,2") onto this node's
+ * devices in jobcg's gres.conf (@jobcg, read from @jobcg_conf), as jobcg_gres_set_format()
+ * "gpu:0,2". With @slurm (Slurm's gres.conf for this node, read from @slurm_conf; may be
+ * NULL) each index must name the same device file in both. -EINVAL naming both files when
+ * the two configurations disagree or the value does not parse.
+ */
+int jspank_gpus_map(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
+		    const struct jobcg_gres_node *slurm, const char *slurm_conf, const char *var,
+		    const char *value, char **ret);
+
+/* The plugin's arguments (plugstack.conf). */
+struct jspank_args {
+	char *conf;	  /* conf=DIR: jobcg's config dir, %n = Slurm's node name (NULL: default) */
+	char *slurm_gres; /* slurm_gres=PATH|none: Slurm's gres.conf to compare with */
+};
+
+/** Parse plugstack.conf arguments. -EINVAL naming the argument for an unknown one. */
+int jspank_args_parse(int argc, char *const argv[], struct jspank_args *ret);
+void jspank_args_done(struct jspank_args *a);
+
+/** @tmpl with every "%n" replaced by @node ("%%" is "%"); NULL on ENOMEM or a bad '%'. */
+char *jspank_expand(const char *tmpl, const char *node);
+
+/**
+ * A step's exit code as jobcg_step_run() gives it: the highest exit code of its tasks' wait
+ * statuses, or 128+N for the first task killed by signal N.
+ */
+int jspank_exit_code(const int *status, unsigned n);

@@ -1,0 +1,218 @@
+/* Unit tests for jobcg_spank.so's translations (spank/slurm_map.c): Slurm step ids, abstract core
+ * ids through a fake sysfs topology, SLURM_STEP_GPUS onto gres.conf devices and the errors when
+ * Slurm's and jobcg's gres.conf disagree, plugin arguments, exit codes. */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "jobcg/config.h"
+#include "slurm_map.h"
+#include "tap.h"
+#include "util.h"
+
+static char tmp[] = "/tmp/jobcg-spank-map-XXXXXX";
+
+static void put(const char *rel, const char *text)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", tmp, rel);
+	for (char *p = path + strlen(tmp) + 1; (p = strchr(p, '/')); p++) {
+		*p = 0;
+		(void)mkdir(path, 0755);
+		*p = '/';
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		tap_diag("cannot write %s", path);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void topo_cpu(unsigned cpu, unsigned pkg, unsigned core)
+{
+	char rel[128], v[16];
+
+	snprintf(v, sizeof(v), "%u\n", pkg);
+	snprintf(rel, sizeof(rel), "cpu/cpu%u/topology/physical_package_id", cpu);
+	put(rel, v);
+	snprintf(v, sizeof(v), "%u\n", core);
+	snprintf(rel, sizeof(rel), "cpu/cpu%u/topology/core_id", cpu);
+	put(rel, v);
+}
+
+static void test_step_names(void)
+{
+	char s[JOBCG_STEP_ID_MAX];
+
+	ok(jspank_step_name(0, s) == 0 && streq(s, "0"), "step 0 is jobcg's step 0");
+	ok(jspank_step_name(17, s) == 0 && streq(s, "17"), "step 17 is jobcg's step 17");
+	ok(jspank_step_name(0xfffffffb, s) == 0 && streq(s, "batch"), "SLURM_BATCH_SCRIPT: batch");
+	ok(jspank_step_name(0xfffffffc, s) == 0 && streq(s, "extern"), "SLURM_EXTERN_CONT: extern");
+	ok(jspank_step_name(0xfffffffa, s) == 0 && streq(s, "interactive"),
+	   "SLURM_INTERACTIVE_STEP: interactive");
+	ok(jspank_step_name(4294967279u, s) == 0 && jobcg_step_id_valid(s),
+	   "the highest numbered step is a valid jobcg step id");
+	ok(jspank_step_name(0xfffffffd, s) == -EINVAL, "SLURM_PENDING_STEP has no jobcg step");
+}
+
+static void test_cores(void)
+{
+	char dir[512];
+	struct jspank_topology t = {};
+	char *cpus = NULL;
+	int r;
+
+	/* Two sockets of two cores with two threads each, Linux numbering (siblings +4), core_id
+	 * not contiguous on socket 1, and cpu8 offline (no topology directory). */
+	topo_cpu(0, 0, 0), topo_cpu(4, 0, 0);
+	topo_cpu(1, 0, 1), topo_cpu(5, 0, 1);
+	topo_cpu(2, 1, 8), topo_cpu(6, 1, 8);
+	topo_cpu(3, 1, 9), topo_cpu(7, 1, 9);
+	put("cpu/cpu8/online", "0\n");
+	put("cpu/online", "0-7\n");
+	snprintf(dir, sizeof(dir), "%s/cpu", tmp);
+	is_int(jspank_topology_load(dir, &t), 0, "the fake topology loads");
+	is_int((int)t.ncores, 4, "4 cores: offline cpu8 left out, threads grouped by core");
+
+	r = jspank_cores_to_cpus(&t, "0", &cpus);
+	ok(r == 0 && streq(cpus, "0,4"), "abstract core 0 is CPUs 0,4 (got %s)", cpus ? cpus : "-");
+	free(cpus), cpus = NULL;
+	r = jspank_cores_to_cpus(&t, "2", &cpus);
+	ok(r == 0 && streq(cpus, "2,6"),
+	   "abstract core 2 is socket 1's first core, CPUs 2,6 (got %s)", cpus ? cpus : "-");
+	free(cpus), cpus = NULL;
+	r = jspank_cores_to_cpus(&t, "1-3", &cpus);
+	ok(r == 0 && streq(cpus, "1-3,5-7"), "abstract cores 1-3 are CPUs 1-3,5-7 (got %s)",
+	   cpus ? cpus : "-");
+	free(cpus), cpus = NULL;
+	ok(jspank_cores_to_cpus(&t, "4", &cpus) == -EINVAL && !cpus &&
+	       strstr(jobcg_last_error()->message, "core 4") &&
+	       strstr(jobcg_last_error()->message, "4 cores"),
+	   "a core beyond the node's is refused, naming both (%s)", jobcg_last_error()->message);
+	ok(jspank_cores_to_cpus(&t, "0-x", &cpus) < 0 && !cpus, "a malformed core list is refused");
+	jspank_topology_done(&t);
+	snprintf(dir, sizeof(dir), "%s/none", tmp);
+	ok(jspank_topology_load(dir, &t) < 0, "no such directory: an error");
+}
+
+static struct jobcg_gres_node *node_from(const char *rel, const char *text, const char *host,
+					 struct jobcg_config **ret_conf)
+{
+	char path[512];
+	struct jobcg_gres_node *n = NULL;
+
+	put(rel, text);
+	snprintf(path, sizeof(path), "%s/%s", tmp, rel);
+	if (jobcg_config_load_files(NULL, path, host, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV,
+				    ret_conf) < 0 ||
+	    jobcg_gres_node_new(&(*ret_conf)->gres, &n) < 0)
+		tap_diag("cannot load %s: %s", path, jobcg_last_error()->message);
+	return n;
+}
+
+static void test_gpus(void)
+{
+	struct jobcg_config *jc = NULL, *sc = NULL, *bc = NULL;
+	struct jobcg_gres_node *jn, *sn, *bad;
+	char *s = NULL;
+	int r;
+
+	/* Two nodes in one file, as a cluster's shared gres.conf: n2's GPUs are nvidia2-3. */
+	jn = node_from("jobcg/gres.conf",
+		       "NodeName=n1 Name=gpu File=/dev/nvidia[0-1]\n"
+		       "NodeName=n2 Name=gpu File=/dev/nvidia[2-3]\n",
+		       "n2", &jc);
+	sn = node_from("slurm/gres.conf", "NodeName=n[1-2] Name=gpu File=/dev/nvidia[2-3]\n", "n2",
+		       &sc);
+	bad = node_from("slurm/bad.conf",
+			"NodeName=n2 Name=gpu File=/dev/nvidia3\n"
+			"NodeName=n2 Name=gpu File=/dev/nvidia2\n",
+			"n2", &bc);
+	if (!jn || !sn || !bad) {
+		tap_skip("gres.conf did not load");
+		return;
+	}
+	r = jspank_gpus_map(jn, "J", sn, "S", "SLURM_STEP_GPUS", "1", &s);
+	ok(r == 0 && streq(s, "gpu:1"), "SLURM_STEP_GPUS=1 is jobcg's gpu:1 (got %s)", s ? s : "-");
+	free(s), s = NULL;
+	r = jspank_gpus_map(jn, "J", sn, "S", "SLURM_STEP_GPUS", "0,1", &s);
+	ok(r == 0 && streq(s, "gpu:0,1"), "SLURM_STEP_GPUS=0,1 is gpu:0,1 (got %s)", s ? s : "-");
+	free(s), s = NULL;
+	ok(jspank_gpus_map(jn, "J", NULL, NULL, "SLURM_JOB_GPUS", "0", &s) == 0 &&
+	       streq(s, "gpu:0"),
+	   "without Slurm's gres.conf only jobcg's is consulted");
+	free(s), s = NULL;
+	ok(jspank_gpus_map(jn, "J", sn, "S", "SLURM_STEP_GPUS", "", &s) == 0 && streq(s, ""),
+	   "no GPUs: no devices");
+	free(s), s = NULL;
+	r = jspank_gpus_map(jn, "/etc/jobcg/gres.conf", sn, "S", "SLURM_STEP_GPUS", "2", &s);
+	ok(r == -EINVAL && !s && strstr(jobcg_last_error()->message, "/etc/jobcg/gres.conf") &&
+	       strstr(jobcg_last_error()->message, "GPU 2") &&
+	       strstr(jobcg_last_error()->message, "SLURM_STEP_GPUS=2"),
+	   "a GPU jobcg's gres.conf does not have is refused naming it (%s)",
+	   jobcg_last_error()->message);
+	r = jspank_gpus_map(jn, "/etc/jobcg/gres.conf", bad, "/etc/slurm/gres.conf",
+			    "SLURM_STEP_GPUS", "0", &s);
+	ok(r == -EINVAL && !s && strstr(jobcg_last_error()->message, "/etc/slurm/gres.conf") &&
+	       strstr(jobcg_last_error()->message, "/etc/jobcg/gres.conf") &&
+	       strstr(jobcg_last_error()->message, "/dev/nvidia3") &&
+	       strstr(jobcg_last_error()->message, "/dev/nvidia2"),
+	   "GPU 0 is another file in Slurm's gres.conf: refused naming both files and devices (%s)",
+	   jobcg_last_error()->message);
+	r = jspank_gpus_map(jn, "J", sn, "S", "SLURM_STEP_GPUS", "0,x", &s);
+	ok(r == -EINVAL && !s && strstr(jobcg_last_error()->message, "SLURM_STEP_GPUS='0,x'"),
+	   "a malformed list is refused naming the variable");
+	jobcg_gres_node_free(jn), jobcg_gres_node_free(sn), jobcg_gres_node_free(bad);
+	jobcg_config_free(jc), jobcg_config_free(sc), jobcg_config_free(bc);
+}
+
+static void test_args(void)
+{
+	struct jspank_args a = {};
+	char *good[] = {(char *)"conf=/etc/jobcg/%n", (char *)"slurm_gres=none"};
+	char *bad[] = {(char *)"conf=/x", (char *)"confx=/y"};
+	char *e;
+
+	ok(jspank_args_parse(2, good, &a) == 0 && streq(a.conf, "/etc/jobcg/%n") &&
+	       streq(a.slurm_gres, "none"),
+	   "conf= and slurm_gres= parse");
+	jspank_args_done(&a);
+	ok(jspank_args_parse(2, bad, &a) == -EINVAL && !a.conf &&
+	       strstr(jobcg_last_error()->message, "confx=/y"),
+	   "an unknown argument is refused naming it, nothing kept");
+	ok(jspank_args_parse(0, NULL, &a) == 0 && !a.conf, "no arguments: defaults");
+	e = jspank_expand("/etc/jobcg/%n/x%%", "n2");
+	ok(e && streq(e, "/etc/jobcg/n2/x%"), "%%n is the node name, %%%% a percent sign");
+	free(e);
+	ok(!jspank_expand("/etc/%q", "n2"), "an unknown %% sequence is refused");
+}
+
+static void test_exit_code(void)
+{
+	int st[3] = {0, 3 << 8, 1 << 8};
+	int sig[3] = {2 << 8, SIGKILL, SIGTERM};
+
+	is_int(jspank_exit_code(st, 3), 3, "the highest exit code of the tasks");
+	is_int(jspank_exit_code(sig, 3), 128 + SIGKILL, "the first task killed by a signal wins");
+	is_int(jspank_exit_code(NULL, 0), 0, "no task: 0");
+}
+
+int main(void)
+{
+	if (!mkdtemp(tmp))
+		return 1;
+	test_step_names();
+	test_cores();
+	test_gpus();
+	test_args();
+	test_exit_code();
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+		(void)!system(cmd);
+	}
+	return tap_done();
+}

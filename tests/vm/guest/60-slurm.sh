@@ -1,0 +1,348 @@
+# jobcg under a real Slurm (Debian's 22.05: munge, slurmctld, two slurmd on this one guest as
+# nodes n1 and n2 with their own ports, spool dirs and jobcg trees) through jobcg_spank.so
+# (docs/slurm.md). Each node has two stand-in GPUs (c 195:N, no driver: an allowed open fails
+# with ENXIO, one the device program denies with EPERM) in both Slurm's and jobcg's gres.conf.
+# The numbered checks are those of docs/slurm.md's test list; the key ones run first without the
+# plugin, where they must not hold.
+# vmtest-timeout: 720
+. "$VMT_GUEST/lib.sh"
+SO="$VMT_SHARE/bin/jobcg_spank.so"
+if [ ! -f "$SO" ]; then
+	skip "Slurm checks" "no jobcg_spank.so in this build (libslurm-dev's spank.h missing)"
+	done_testing
+fi
+if ! command -v slurmd > /dev/null || ! command -v srun > /dev/null; then
+	skip "Slurm checks" "Slurm is not in this image (tests/vm/packages)"
+	done_testing
+fi
+h=$(hostname)
+sd=/run/slurm-test
+mkdir -p "$sd/ctld" "$sd/d-n1" "$sd/d-n2" /etc/slurm
+# Slurm's logs come back with the share's out/ (VM_KEEP_SHARE=1), whatever ends this script.
+keep_logs() { mkdir -p "$VMT_SHARE/out/slurm" && cp "$sd"/*.log "$VMT_SHARE/out/slurm/" 2> /dev/null; }
+trap keep_logs EXIT
+trap 'keep_logs; exit 1' TERM INT
+# What the queue and the nodes say, and slurmd's jobcg and epilog lines: on any failure.
+slurm_state() {
+	diag "$(squeue 2>&1; sinfo -N -o '%N %t %E' 2>&1)"
+	diag "$(grep -hE 'jobcg|pilog|error' "$sd"/slurmd-n*.log 2> /dev/null | tail -n 25)"
+}
+# On the guest's disk like an installed plugin (an exec'd or mapped file on 9p is slow).
+mkdir -p /usr/local/lib/jobcg && cp "$SO" /usr/local/lib/jobcg/jobcg_spank.so
+PLUGIN=/usr/local/lib/jobcg/jobcg_spank.so
+
+# Slurm resolves names with getaddrinfo(AI_ADDRCONFIG): without a non-loopback IPv4 address
+# (this VM has no NIC) its own host name does not resolve. A documentation address, never routed.
+check "a non-loopback IPv4 address for Slurm's name lookups" sh -c \
+	'ip link add jobcgslurm0 type dummy && ip addr add 192.0.2.2/32 dev jobcgslurm0 && ip link set jobcgslurm0 up'
+for i in 0 1 2 3; do
+	[ -e /dev/nvidia$i ] || mknod /dev/nvidia$i c 195 $i
+done
+
+# --- jobcg: one tree, state dir and pin dir per Slurm node ---------------------------------
+for n in 1 2; do
+	c=/etc/jobcg/n$n
+	mkdir -p "$c"
+	cat > "$c/cgroup.conf" <<-EOF
+	ConstrainCores=yes
+	ConstrainRAMSpace=yes
+	ConstrainDevices=yes
+	JobcgScope=jobcg-n$n.scope
+	StateDir=/run/jobcg-n$n
+	BpfPinDir=/sys/fs/bpf/jobcg-n$n
+	SystemdTimeout=30000
+	EOF
+	a=$(( (n - 1) * 2 ))
+	echo "Name=gpu File=/dev/nvidia[$a-$((a + 1))]" > "$c/gres.conf"
+	check "jobcg init for node n$n (its own scope jobcg-n$n.scope)" env JOBCG_CONF_DIR="$c" jobcg init
+done
+j1() { JOBCG_CONF_DIR=/etc/jobcg/n1 jobcg "$@"; }
+
+# --- Slurm: the controller and two nodes; each slurmd its own slurm.conf for its paths ------
+topo=$(slurmd -C | head -n 1 | sed -e 's/NodeName=[^ ]* //' -e 's/RealMemory=[0-9]*//')
+common() {
+	cat <<-EOF
+	ClusterName=jobcgtest
+	SlurmctldHost=$h
+	SlurmUser=root
+	AuthType=auth/munge
+	StateSaveLocation=$sd/ctld
+	SlurmctldPidFile=$sd/slurmctld.pid
+	SlurmctldLogFile=$sd/slurmctld.log
+	ProctrackType=proctrack/linuxproc
+	TaskPlugin=task/affinity
+	JobAcctGatherType=jobacct_gather/linux
+	SelectType=select/cons_tres
+	SelectTypeParameters=CR_Core_Memory
+	GresTypes=gpu
+	SlurmdTimeout=300
+	SlurmctldTimeout=300
+	MessageTimeout=60
+	KillWait=5
+	ReturnToService=2
+	AccountingStorageType=accounting_storage/none
+	JobCompType=jobcomp/none
+	MpiDefault=none
+	DebugFlags=NO_CONF_HASH
+	NodeName=n1 NodeHostname=$h NodeAddr=$h Port=17001 $topo RealMemory=600 Gres=gpu:2 State=UNKNOWN
+	NodeName=n2 NodeHostname=$h NodeAddr=$h Port=17002 $topo RealMemory=600 Gres=gpu:2 State=UNKNOWN
+	PartitionName=test Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
+	EOF
+}
+{ common; echo "PlugStackConfig=/etc/slurm/plugstack.conf"; } > /etc/slurm/slurm.conf
+echo "required $PLUGIN conf=/etc/jobcg/%n" > /etc/slurm/plugstack.conf
+for n in 1 2; do
+	{
+		common
+		echo "SlurmdSpoolDir=$sd/d-n$n"
+		echo "SlurmdPidFile=$sd/slurmd-n$n.pid"
+		echo "SlurmdLogFile=$sd/slurmd-n$n.log"
+		echo "SlurmdDebug=debug"
+		echo "PlugStackConfig=/etc/slurm/plugstack-n$n.conf"
+	} > /etc/slurm/n$n.conf
+	echo "required $PLUGIN conf=/etc/jobcg/n$n" > /etc/slurm/plugstack-n$n.conf
+done
+cat > /etc/slurm/gres.conf <<-EOF
+NodeName=n1 Name=gpu File=/dev/nvidia[0-1]
+NodeName=n2 Name=gpu File=/dev/nvidia[2-3]
+EOF
+# No Constrain* in Slurm's cgroup.conf: jobcg contains the steps.
+echo "CgroupPlugin=cgroup/v2" > /etc/slurm/cgroup.conf
+
+[ -s /etc/munge/munge.key ] || { mungekey -c -k /etc/munge/munge.key &&
+	chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key; }
+check "systemctl unmask munge slurmctld" systemctl unmask munge.service slurmctld.service
+check "munge and slurmctld start" systemctl start munge.service slurmctld.service
+for n in 1 2; do
+	check "slurmd -N n$n starts (port 1700$n)" slurmd -N n$n -f /etc/slurm/n$n.conf
+done
+i=0
+until [ "$(sinfo -h -o %t -n n1,n2 2> /dev/null | sort -u)" = idle ] || [ $i -ge 150 ]; do
+	sleep 1; i=$((i + 1))
+done
+if ! is "both nodes register and are idle (after ${i}s)" "$(sinfo -h -o %t -n n1,n2 2>&1 | sort -u)" idle; then
+	diag "$(sinfo 2>&1; tail -n 20 $sd/slurmd-n1.log $sd/slurmctld.log 2>&1)"
+	done_testing
+fi
+
+# What a task sees: its node, cgroup, GPU variables, and which of its node's GPUs open.
+# shellcheck disable=SC2016 # expanded by the sh in the step
+probe='case $SLURMD_NODENAME in n1) a=0 ;; *) a=2 ;; esac
+	r=""
+	for d in $a $((a + 1)); do
+		e=$(head -c 0 /dev/nvidia$d 2>&1)
+		case "$e" in *"not permitted"*) e=EPERM ;; *"No such device or address"*) e=ENXIO ;; "") e=open ;; esac
+		r="$r nvidia$d=$e"
+	done
+	echo "$SLURMD_NODENAME task$SLURM_LOCALID cg=$(cut -d: -f3 /proc/self/cgroup) cuda=${CUDA_VISIBLE_DEVICES-unset} cpus=$(sed -n "s/^Cpus_allowed_list:\t//p" /proc/self/status)$r"'
+S="timeout -k 5 60 srun --mem=100M"
+# n1's jobcg tree root as /proc/self/cgroup shows it (CgroupSlice/JobcgScope).
+root1=/system.slice/jobcg-n1.scope
+
+# settle: every job has ended, its epilog included (a job is COMPLETING until then), and no node
+# was drained; a drained node is named and resumed so that the next check can run.
+settle() {
+	_i=0
+	while [ -n "$(squeue -h 2> /dev/null)" ] && [ $_i -lt 60 ]; do sleep 1; _i=$((_i + 1)); done
+	[ $_i -lt 60 ] || diag "jobs still there after 60 s: $(squeue 2>&1)"
+	_d=$(sinfo -h -N -t drain,drained,draining,down -o '%N: %E' 2> /dev/null)
+	if [ -n "$_d" ]; then
+		diag "drained: $_d"
+		scontrol update nodename=n1,n2 state=resume 2> /dev/null
+	fi
+}
+# plugin_off N / plugin_on N: the node's plugstack.conf without / with the plugin. slurmstepd
+# (steps, and the epilog's `slurmstepd spank epilog`) reads it each time: no restart, but the
+# epilog of the last job must have run under the file that job ran with.
+plugin_off() { settle; for n in "$@"; do : > /etc/slurm/plugstack-n$n.conf; done; }
+plugin_on() { settle; for n in "$@"; do echo "required $PLUGIN conf=/etc/jobcg/n$n" > /etc/slurm/plugstack-n$n.conf; done; }
+
+# --- 1. srun -N2 -n2 --gres=gpu:1 -----------------------------------------------------------
+check1() {
+	out=$($S -N2 -n2 --gres=gpu:1 sh -c "$probe" 2>&1)
+	J=$(echo "$out" | sed -n 's/.*cg=.*job_\([0-9]*\)\/.*/\1/p' | head -n 1)
+	ok1=0
+	for n in n1 n2; do
+		l=$(echo "$out" | grep "^$n ")
+		echo "$l" | grep -qE "^$n task0 cg=/system.slice/jobcg-$n.scope/job_[0-9]+/step_0/user/task_0 cuda=0 .* nvidia[0-9]=(ENXIO nvidia[0-9]=EPERM|EPERM nvidia[0-9]=ENXIO)\$" ||
+			ok1=1
+	done
+	echo "$out"
+	return $ok1
+}
+plugin_off 1 2
+if out=$(check1); then
+	not_ok "1 (without the plugin): the check must fail"; diag "$out"
+else
+	ok "1 (without the plugin): tasks are not in jobcg's tree and open both GPUs"
+	diag "$out"
+fi
+plugin_on 1 2
+if out=$(check1); then
+	ok "1: srun -N2 -n2 --gres=gpu:1: each task in job_<id>/step_0/user/task_0 on its node, its GPU opens, the other is EPERM, CUDA_VISIBLE_DEVICES=0"
+	diag "$out"
+else
+	not_ok "1: srun -N2 -n2 --gres=gpu:1 in jobcg's tree with one GPU per node"
+	diag "$out"; slurm_state
+fi
+
+# --- 2. two jobs on n1 at once, one GPU each ------------------------------------------------
+check2() {
+	# Each probes after a pause, so both are running when either probes.
+	$S -w n1 -n1 --gres=gpu:1 sh -c "sleep 6; $probe" > "$sd/c2a" 2>&1 &
+	a=$!
+	$S -w n1 -n1 --gres=gpu:1 sh -c "sleep 6; $probe" > "$sd/c2b" 2>&1 &
+	b=$!
+	wait $a $b
+	A=$(grep '^n1' "$sd/c2a") B=$(grep '^n1' "$sd/c2b")
+	printf '%s\n%s\n' "$A" "$B"
+	ja=$(echo "$A" | sed -n 's/.*job_\([0-9]*\).*/\1/p') jb=$(echo "$B" | sed -n 's/.*job_\([0-9]*\).*/\1/p')
+	[ -n "$ja" ] && [ -n "$jb" ] && [ "$ja" != "$jb" ] || return 1
+	# Disjoint: one opens nvidia0 and is denied nvidia1, the other the reverse.
+	ga=$(echo "$A" | grep -o 'nvidia[01]=ENXIO' | tr '\n' ' ') gb=$(echo "$B" | grep -o 'nvidia[01]=ENXIO' | tr '\n' ' ')
+	pa=$(echo "$A" | grep -o 'nvidia[01]=EPERM' | wc -l) pb=$(echo "$B" | grep -o 'nvidia[01]=EPERM' | wc -l)
+	[ "$pa" = 1 ] && [ "$pb" = 1 ] && [ -n "$ga" ] && [ -n "$gb" ] && [ "$ga" != "$gb" ]
+}
+plugin_off 1
+if out=$(check2); then not_ok "2 (without the plugin): the check must fail"; diag "$out"
+else ok "2 (without the plugin): two jobs' GPUs are not kept apart"; fi
+plugin_on 1
+if out=$(check2); then
+	ok "2: two jobs on n1 at once with --gres=gpu:1 each: disjoint GPUs, each denied the other's"; diag "$out"
+else
+	not_ok "2: two jobs on n1 at once hold disjoint GPUs"; diag "$out"; slurm_state
+fi
+
+# --- 3. sbatch with two srun steps: batch, 0 and 1 in jobcg's accounting ---------------------
+check3() {
+	out=$(timeout -k 5 180 sbatch --wait -w n1 -n1 --mem=100M --gres=gpu:1 -o "$sd/c3.out" \
+		--wrap 'srun true; srun sh -c "exit 3"; exit 2' 2>&1)
+	J=$(echo "$out" | sed -n 's/.*Submitted batch job \([0-9]*\).*/\1/p')
+	[ -n "$J" ] || { echo "$out"; return 1; }
+	recs=$(grep "\"job\":\"$J\"" /run/jobcg-n1/acct.jsonl 2> /dev/null)
+	echo "$recs" | cut -c1-160
+	for want in '"step":"batch".*"exit_code":2,' '"step":"0".*"exit_code":0,' '"step":"1".*"exit_code":3,'; do
+		echo "$recs" | grep -qE "\"type\":\"step\".*$want" || return 1
+	done
+}
+plugin_off 1
+if out=$(check3); then not_ok "3 (without the plugin): the check must fail"; diag "$out"
+else ok "3 (without the plugin): no jobcg records"; fi
+plugin_on 1
+if out=$(check3); then
+	ok "3: sbatch with two srun steps: jobcg acct has batch (2), 0 (0) and 1 (3)"; diag "$out"
+else
+	not_ok "3: sbatch's steps batch, 0 and 1 in jobcg's accounting with their exit codes"
+	diag "$out"; diag "$(cat "$sd/c3.out" 2>&1)"; slurm_state
+fi
+settle
+is "after the jobs ended, n1's tree has no job left (the epilog removed them)" \
+	"$(ls -d /sys/fs/cgroup/system.slice/jobcg-n1.scope/job_* 2> /dev/null)" ""
+
+# --- 6. fail closed: jobcg's configuration broken on n1 ---------------------------------------
+check6() {
+	rm -f "$sd/c6.ran"
+	out=$($S -w n1 -n1 touch "$sd/c6.ran" 2>&1); rc=$?
+	echo "srun rc=$rc: $out"
+	[ $rc -ne 0 ] && [ ! -e "$sd/c6.ran" ] &&
+		grep -q "jobcg: job [0-9]* step 0: loading jobcg's configuration: .*NoSuchKeyEver" "$sd/slurmd-n1.log"
+}
+cp /etc/jobcg/n1/cgroup.conf "$sd/cgroup.conf.good"
+echo "NoSuchKeyEver=1" >> /etc/jobcg/n1/cgroup.conf
+plugin_off 1
+if out=$(check6); then not_ok "6 (without the plugin): the check must fail"; diag "$out"
+else ok "6 (without the plugin): the task runs whatever jobcg's configuration says"; fi
+plugin_on 1
+if out=$(check6); then
+	ok "6: with jobcg's configuration broken the task does not run, srun fails, slurmd's log says why"
+	diag "$out"; diag "$(grep 'jobcg: job' "$sd/slurmd-n1.log" | tail -n 2)"
+else
+	not_ok "6: fail closed"; diag "$out"; slurm_state
+fi
+cp "$sd/cgroup.conf.good" /etc/jobcg/n1/cgroup.conf
+
+settle
+# --- 7. --cpu-bind=map_cpu:1,0 -n2: each task keeps what Slurm bound ------------------------
+out=$($S -w n1 -n2 --cpu-bind=map_cpu:1,0 sh -c "$probe" 2>&1)
+like "7: --cpu-bind=map_cpu:1,0: task 0 on CPU 1 in its task cgroup" "$out" "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 .*cpus=1 " || diag "$out"
+like "7: task 1 on CPU 0 in its task cgroup" "$out" "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 .*cpus=0 " || diag "$out"
+
+settle
+# --- 8. --mem=64M and a memory hog: the step's memory.max, OUT_OF_MEMORY in jobcg's record ---
+# shellcheck disable=SC2016 # expanded by the sh in the step
+out=$(timeout -k 5 120 srun -w n1 -n1 --mem=64M sh -c 't=$(cut -d: -f3 /proc/self/cgroup); echo step.max=$(cat /sys/fs/cgroup${t%/user/*}/memory.max); echo job=$SLURM_JOB_ID; exec vmt-memhog 200' 2>&1)
+J=$(echo "$out" | sed -n 's/^job=//p')
+like "8: --mem=64M: memory.max of the step is 64M" "$out" '^step.max=67108864$' || diag "$out"
+like "8: jobcg's record of the step says OUT_OF_MEMORY" \
+	"$(grep "\"job\":\"$J\"" /run/jobcg-n1/acct.jsonl 2> /dev/null)" '"step":"0".*"state":"OUT_OF_MEMORY"' ||
+	diag "$out"
+settle
+# --- 9. srun --jobid --overlap into a running job lands in that job -------------------------
+a=$(timeout 120 salloc --no-shell -w n1 -n1 --mem=100M --gres=gpu:1 2>&1)
+J=$(echo "$a" | sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p')
+if [ -n "$J" ]; then
+	out=$(timeout -k 5 120 srun --jobid="$J" --overlap sh -c "$probe" 2>&1)
+	like "9: srun --jobid=$J --overlap runs in job_$J's tree" "$out" "cg=$root1/job_$J/step_[0-9]+/user/task_0 " || diag "$out"
+	# jobcg's own tools see the Slurm job while it lives (the step left, the job stays).
+	out=$(j1 list 2>&1)
+	like "jobcg list shows Slurm's job $J with its GPU" "$out" "^ *$J .*gpu:[01]" || diag "$out"
+	out=$(j1 who-has /dev/nvidia0 2>&1; j1 who-has /dev/nvidia1 2>&1)
+	like "jobcg who-has names job_$J for its GPU" "$out" "job_$J" || diag "$out"
+	scancel "$J"
+else
+	not_ok "9: salloc --no-shell"; diag "$a"
+fi
+
+settle
+# --- 4. scancel of a job whose task daemonised ----------------------------------------------
+# shellcheck disable=SC2016 # expanded in the step
+timeout -k 5 120 srun -w n1 -n1 --mem=50M sh -c 'setsid sleep 1017 < /dev/null & echo started job=$SLURM_JOB_ID; sleep 1000' > "$sd/c4" 2>&1 &
+sp=$!
+i=0
+until grep -q started "$sd/c4" || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
+J=$(sed -n 's/^started job=//p' "$sd/c4")
+check "4: the escapee runs in job_$J before scancel" pgrep -f '^sleep 1017$'
+t0=$(date +%s)
+scancel "$J"
+wait $sp
+dt=$(( $(date +%s) - t0 ))
+ok4=0; [ $dt -le 15 ] || ok4=1
+is "4: scancel: srun returns within 15 s (${dt}s)" $ok4 0
+sleep 2
+is "4: the escapee (setsid sleep) is dead" "$(pgrep -f '^sleep 1017$' | wc -l)" 0
+i=0
+until [ ! -d "/sys/fs/cgroup$root1/job_$J" ] || [ $i -ge 30 ]; do sleep 1; i=$((i + 1)); done
+is "4: job_$J's cgroup is gone" "$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)" ""
+is "4: no device grant of job_$J is left in n1's policy" "$(j1 policy 2>&1 | grep -c "job_$J")" 0
+
+# --- 5. kill -9 of a slurmstepd: the epilog removes the job, nothing remains ----------------
+settle
+# shellcheck disable=SC2016 # expanded in the step
+timeout -k 5 120 srun -w n1 -n1 --mem=50M sh -c 'echo started job=$SLURM_JOB_ID; exec sleep 1019' > "$sd/c5" 2>&1 &
+sp=$!
+i=0
+until grep -q started "$sd/c5" || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
+J=$(sed -n 's/^started job=//p' "$sd/c5")
+pid=$(pgrep -f "slurmstepd: \[$J\.0\]")
+if [ -n "$J" ] && [ -n "$pid" ]; then
+	kill -9 $pid
+	# Its task lives on (linuxproc cannot reach it without slurmstepd) until the job ends.
+	sleep 2
+	is "5: the task outlives its killed slurmstepd" "$(pgrep -f '^sleep 1019$' | wc -l)" 1
+	scancel "$J"
+	wait $sp
+	settle
+	is "5: after scancel the epilog killed the task" "$(pgrep -f '^sleep 1019$' | wc -l)" 0
+	is "5: and removed job_$J" "$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)" ""
+	is "5: no device grant of job_$J is left in n1's policy" "$(j1 policy 2>&1 | grep -c "job_$J")" 0
+else
+	not_ok "5: a step $J.0 with its slurmstepd ($pid)"; diag "$(cat "$sd/c5")"
+fi
+
+# --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
+diag "$(j1 acct 2>&1 | tail -n 12)"
+diag "$(tail -n 15 $sd/slurmd-n1.log)"
+
+for n in 1 2; do kill "$(cat $sd/slurmd-n$n.pid)" 2> /dev/null; done
+systemctl stop slurmctld.service
+done_testing
