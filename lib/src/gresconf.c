@@ -184,7 +184,6 @@ struct line_vals {
 	size_t nfiles;
 	bool multiple;
 	const char *autodetect;
-	bool autodetect_unknown;
 };
 
 static void line_vals_done(struct line_vals *v)
@@ -419,7 +418,14 @@ static int parse_values(struct confload *l, const struct conf_stmt *st, struct l
 	}
 	if (p[G_AUTODETECT]) {
 		v->autodetect = autodetect_canon(p[G_AUTODETECT]->value);
-		v->autodetect_unknown = !v->autodetect;
+		/* Slurm only logs an unknown value; a typo here would silently turn detection
+		 * (and `jobcg check`'s comparison) off, so it is an error like an unknown key. */
+		if (!v->autodetect)
+			return error_set_at(-EINVAL, st->file, p[G_AUTODETECT]->vline,
+					    p[G_AUTODETECT]->vcol,
+					    "unknown AutoDetect value '%s' (known: nvml, rsmi, "
+					    "oneapi, nrt, nvidia, full, off)",
+					    p[G_AUTODETECT]->value);
 	}
 	(void)l;
 	return 0;
@@ -675,12 +681,6 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 		goto out;
 
 	if (first == G_AUTODETECT) {
-		if (v.autodetect_unknown) {
-			confload_warn(l, st->file, st->line,
-				      "unknown AutoDetect value '%s', ignored",
-				      v.p[G_AUTODETECT]->value);
-			goto out;
-		}
 		if (g->autodetect && !streq(g->autodetect, v.autodetect))
 			confload_warn(l, st->file, st->line,
 				      "AutoDetect given again (was %s), the latest value is used",
@@ -694,11 +694,7 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 		goto out;
 
 	if (v.p[G_AUTODETECT]) {
-		if (v.autodetect_unknown)
-			confload_warn(l, st->file, st->line,
-				      "unknown AutoDetect value '%s', ignored",
-				      v.p[G_AUTODETECT]->value);
-		else if (!v.p[G_NODENAME])
+		if (!v.p[G_NODENAME])
 			confload_warn(
 			    l, st->file, st->line,
 			    "AutoDetect= on a line without NodeName= has no effect (as in Slurm)");

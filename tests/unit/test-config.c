@@ -435,6 +435,9 @@ static void test_gres_errors(void)
 	bad(true, "Name=gpu File=/dev/null\nName=gpu NodeName=tux1 File=/dev/zero\n",
 	    JOBCG_CONFIG_NO_STAT, -EINVAL, 2, 10, "NodeName= must be the first key");
 	bad(true, "AutoDetect=nvml Name=gpu\n", 0, -EINVAL, 1, 17, "AutoDetect= must be alone");
+	bad(true, "AutoDetect=nvlm\n", 0, -EINVAL, 1, 12, "unknown AutoDetect value 'nvlm'");
+	bad(true, "NodeName=tux1 AutoDetect=bogus\n", 0, -EINVAL, 1, 26,
+	    "unknown AutoDetect value 'bogus'");
 	bad(true, "Type=tesla Name=gpu File=/dev/null\n", 0, -EINVAL, 1, 1,
 	    "must start with NodeName=, Name= or AutoDetect=");
 	bad(true, "Name=gpu Fil=/dev/null\n", 0, -EINVAL, 1, 10, "did you mean 'File'");
