@@ -32,6 +32,10 @@ void jobcg_log(enum jobcg_log_level level, const char *fmt, ...)
 	log_fn(level, buf, log_userdata);
 }
 
+/* The format attribute lets the compiler check the forwarded format at every caller. */
+static int error_vset(int err, const char *file, unsigned line, unsigned column, const char *fmt,
+		      va_list ap) __attribute__((format(printf, 5, 0)));
+
 static int error_vset(int err, const char *file, unsigned line, unsigned column, const char *fmt,
 		      va_list ap)
 {

@@ -165,6 +165,7 @@ static inline int kcli(char **out, ...)
 }
 
 /* Does a cgroup directory exist? */
+static inline bool kcli_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline bool kcli_exists(const char *fmt, ...)
 {
 	char p[PATH_MAX];
