@@ -3,6 +3,7 @@
 #include <getopt.h>
 
 #include "run.h"
+#include "jobcg/gres.h"
 #include "jobcg/oom.h"
 
 void run_usage(void)
@@ -110,9 +111,17 @@ int run_parse(int argc, char **argv, struct run_args *a)
 		case 'D':
 			a->no_daemon = true;
 			break;
-		case 'b':
+		case 'b': {
+			struct jobcg_gpu_bind b = {};
+
+			/* Checked before anything is made: a bad value must not leave a job (or
+			 * its accounting record) behind. */
+			if (jobcg_gpu_bind_parse(optarg, &b) < 0)
+				return cli_usage_error("run", "%s", jobcg_last_error()->message);
+			free(b.map);
 			a->gpu_bind = optarg;
 			break;
+		}
 		case 'h':
 			run_usage();
 			return 0;

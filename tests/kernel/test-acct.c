@@ -10,7 +10,7 @@
 
 struct logcheck {
 	int n;
-	bool eph_step_ok, eph_job, killed_step, job31;
+	bool eph_step_ok, eph_job, killed_step, job31, job9157;
 };
 
 static int collect(const struct jobcg_acct_record *r, void *u)
@@ -29,6 +29,8 @@ static int collect(const struct jobcg_acct_record *r, void *u)
 	    strcmp(r->step_id, "batch") == 0 && r->state == JOBCG_ACCT_FAILED &&
 	    r->exit_signal == 9)
 		c->killed_step = true;
+	if (id == 9157)
+		c->job9157 = true;
 	if (r->kind == JOBCG_ACCT_JOB && id == 31 && r->state == JOBCG_ACCT_COMPLETED &&
 	    r->uid == 0 && r->start_usec > 0)
 		c->job31 = true;
@@ -127,6 +129,9 @@ int main(void)
 		    "kill -KILL $$", NULL),
 	       137, "a step killed by SIGKILL");
 
+	/* A bad option is refused before anything is made: no job, no record. */
+	is_int(kcli(NULL, "run", "--job", "9157", "--gpu-bind", "bogus", "--", "true", NULL), 2,
+	       "run --gpu-bind bogus is a usage error");
 	is_int(kcli(NULL, "stat", "31", NULL), 0, "jobcg stat on the job");
 	is_int(jobcg_job_remove(ctx, 31, 0), 0, "remove job 31");
 	is_int(kcli(NULL, "stat", "31", NULL), 1, "jobcg stat on a missing job fails");
@@ -143,6 +148,7 @@ int main(void)
 		ok(c.eph_job, "ephemeral job record");
 		ok(c.killed_step, "step 32.batch: FAILED with exit_signal 9");
 		ok(c.job31, "job 31 record: COMPLETED (nothing left running), uid 0");
+		ok(!c.job9157, "no record of the refused run's job 9157");
 		free(path);
 	}
 	/* AccountingSync= reaches 'jobcg run'. fsync() of a FIFO fails with EINVAL where a write
