@@ -205,6 +205,7 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 	       const struct jobcg_run_result *res, bool runner_lost)
 {
 	struct jobcg_step_outcome end = {};
+	struct jobcg_run_result never_ran = {0};
 	uint32_t job = s->life.job;
 	const char *step = s->life.step;
 	bool ephemeral = s->ephemeral;
@@ -218,7 +219,10 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 		else
 			cli_print_error(NULL);
 		exit_code = r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : 1;
-		res = NULL; /* the tasks never ran: nothing to record */
+		/* The command could not be started: the step still gets its record (FAILED, with
+		 * the shell's exit code for it), as every step does. */
+		never_ran.exit_code = exit_code;
+		res = &never_ran;
 	} else
 		exit_code = res->exit_code;
 	/* Accounting, the record, the devices, the directories; failures of the first three are
@@ -264,7 +268,9 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 			cli_print_acct(stderr, &end.acct);
 		}
 	}
-	if (ephemeral && jobcg_job_remove(ctx, job, 0) < 0) {
+	/* A throwaway job's outcome is its one step's. */
+	if (ephemeral &&
+	    jobcg_job_remove(ctx, job, exit_code != 0 ? JOBCG_JOB_REMOVE_FAILED : 0) < 0) {
 		cli_print_error("cannot remove the job");
 		if (exit_code == 0)
 			exit_code = 1;

@@ -536,8 +536,8 @@ static int kill_outside_lock(struct jobcg_ctx *ctx, const char *dir)
 
 /* How a removal ends, stored in the "removing" mark with the remover (pid:starttime), so that
  * gc, finishing a removal whose remover died, records what the remover meant to. */
-enum outcome { OUT_COMPLETED, OUT_CANCELLED, OUT_LOST };
-static const char *const outcome_names[] = {"completed", "cancelled", "lost"};
+enum outcome { OUT_COMPLETED, OUT_CANCELLED, OUT_LOST, OUT_FAILED };
+static const char *const outcome_names[] = {"completed", "cancelled", "lost", "failed"};
 
 static int removing_mark(enum outcome o, char **ret)
 {
@@ -621,8 +621,11 @@ static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcom
 		outcome = OUT_CANCELLED; /* processes were still running */
 	/* Read while the directory exists; written only once it is gone, so never twice. */
 	have_rec = meta && jobcg_acct_read_dir(dir, &a) == 0 &&
-		   acct_log_prepare(ctx, job_id, NULL, 0, outcome == OUT_LOST ? -1 : 0, 0, 0,
-				    outcome == OUT_CANCELLED, &a, &rec) == 0;
+		   acct_log_prepare(ctx, job_id, NULL, 0,
+				    outcome == OUT_LOST	    ? -1
+				    : outcome == OUT_FAILED ? 1
+							    : 0,
+				    0, 0, outcome == OUT_CANCELLED, &a, &rec) == 0;
 	for (size_t i = 0; i < ELEMENTSOF(job_hooks); i++)
 		if (job_hooks[i]->prepare_release &&
 		    (r = job_hooks[i]->prepare_release(ctx, job_id, dir, &states[i])) < 0) {
@@ -661,8 +664,11 @@ JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsign
 
 	if (r < 0)
 		return r;
-	r = job_remove_locked(
-	    ctx, job_id, flags & JOBCG_JOB_REMOVE_CANCELLED ? OUT_CANCELLED : OUT_COMPLETED, false);
+	r = job_remove_locked(ctx, job_id,
+			      flags & JOBCG_JOB_REMOVE_CANCELLED ? OUT_CANCELLED
+			      : flags & JOBCG_JOB_REMOVE_FAILED	 ? OUT_FAILED
+								 : OUT_COMPLETED,
+			      false);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }

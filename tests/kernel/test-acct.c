@@ -10,7 +10,7 @@
 
 struct logcheck {
 	int n;
-	bool eph_step_ok, eph_job, killed_step, job31, job9157;
+	bool eph_step_ok, eph_job, killed_step, job31, job9157, noexec_step;
 };
 
 static int collect(const struct jobcg_acct_record *r, void *u)
@@ -31,6 +31,9 @@ static int collect(const struct jobcg_acct_record *r, void *u)
 		c->killed_step = true;
 	if (id == 9157)
 		c->job9157 = true;
+	if (r->kind == JOBCG_ACCT_STEP && id == 31 && r->exit_code == 127 &&
+	    r->state == JOBCG_ACCT_FAILED)
+		c->noexec_step = true;
 	if (r->kind == JOBCG_ACCT_JOB && id == 31 && r->state == JOBCG_ACCT_COMPLETED &&
 	    r->uid == 0 && r->start_usec > 0)
 		c->job31 = true;
@@ -129,6 +132,9 @@ int main(void)
 		    "kill -KILL $$", NULL),
 	       137, "a step killed by SIGKILL");
 
+	/* A command that cannot be started is a step too: its record says FAILED, exit 127. */
+	is_int(kcli(NULL, "run", "--job", "31", "--", "/nonexistent/cmd", NULL), 127,
+	       "run of a missing command exits 127");
 	/* A bad option is refused before anything is made: no job, no record. */
 	is_int(kcli(NULL, "run", "--job", "9157", "--gpu-bind", "bogus", "--", "true", NULL), 2,
 	       "run --gpu-bind bogus is a usage error");
@@ -149,6 +155,7 @@ int main(void)
 		ok(c.killed_step, "step 32.batch: FAILED with exit_signal 9");
 		ok(c.job31, "job 31 record: COMPLETED (nothing left running), uid 0");
 		ok(!c.job9157, "no record of the refused run's job 9157");
+		ok(c.noexec_step, "the missing command's step is recorded FAILED with exit code 127");
 		free(path);
 	}
 	/* AccountingSync= reaches 'jobcg run'. fsync() of a FIFO fails with EINVAL where a write

@@ -108,11 +108,17 @@ enum {
 	/* The caller already ended the job's processes on request (jobcg release after SIGTERM):
 	 * its record says CANCELLED even when nothing is left running at removal. */
 	JOBCG_JOB_REMOVE_CANCELLED = 1u << 0,
+	/* The job's work failed (the one step of an ephemeral job exited non-zero, or its
+	 * command could not be started): its record says FAILED with exit code 1. */
+	JOBCG_JOB_REMOVE_FAILED = 1u << 1,
 };
 
 /**
- * Remove a job: kill every process in it (cgroup.kill, bounded wait), undo the extension
- * hooks, remove the directories bottom-up (bounded EBUSY retry). -ENOENT if there is no such job.
+ * Remove a job: kill every process in it (cgroup.kill, bounded wait without the node lock),
+ * remove the directories bottom-up (bounded EBUSY retry), then append its accounting record
+ * and undo the extension hooks (device grants are revoked only once the cgroups are gone).
+ * -ENOENT if there is no such job; -EINPROGRESS while another live process removes it. On
+ * failure the job stays marked "removing" with everything it holds, and gc finishes it.
  */
 JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags);
 
