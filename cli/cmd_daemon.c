@@ -66,6 +66,19 @@ static int listen_on(const char *path, int *ret)
 	int fd, probe, r;
 	mode_t old;
 
+	/*
+	 * /run/jobcg is ours alone: an older daemon made it 0755, which lets nobody else in but
+	 * which clients now refuse. Only root's own directory (not a link) is tightened; any
+	 * other state is refused below, as clients refuse it.
+	 */
+	if (strcmp(path, RUN_DAEMON_SOCKET_DEFAULT) == 0 && geteuid() == 0) {
+		struct stat st;
+
+		if (lstat("/run/jobcg", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+		    (st.st_mode & 077) && !(st.st_mode & 022) && chmod("/run/jobcg", 0700) == 0)
+			fprintf(stderr, "jobcg daemon: /run/jobcg was mode %04o, made 0700\n",
+				(unsigned)(st.st_mode & 07777));
+	}
 	r = run_daemon_connect(path, &probe, why, sizeof(why));
 	if (r == -ENAMETOOLONG)
 		return cli_usage_error("daemon", "--socket '%s': longer than a socket path", path);

@@ -81,9 +81,8 @@ int run_socket_dir_check(const char *path, char *why, size_t size)
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	if (lstat(dir, &st) < 0)
 		return -errno;
-	/* A link could be pointed elsewhere by whoever owns it; a directory others may write
-	 * lets them replace the socket or listen there first. Read and search bits for others
-	 * let nobody put anything there (a /run/jobcg made 0755 by an older daemon is safe). */
+	/* A link could be pointed elsewhere by whoever owns it; a directory others may enter or
+	 * write lets them replace the socket or listen there first. */
 	if (S_ISLNK(st.st_mode)) {
 		snprintf(why, size, "%s: the directory of the daemon's socket is a symbolic link",
 			 dir);
@@ -101,10 +100,11 @@ int run_socket_dir_check(const char *path, char *why, size_t size)
 			 dir, (unsigned)st.st_uid);
 		return -EPERM;
 	}
-	if (st.st_mode & 022) {
+	if (st.st_mode & 077) {
 		snprintf(why, size,
-			 "%s: the directory of the daemon's socket is writable by group or others "
-			 "(mode %04o; jobcg makes it 0700)",
+			 "%s: the directory of the daemon's socket is open to group or others "
+			 "(mode %04o; it must be 0700: 'chmod 0700' it, or start 'jobcg daemon', "
+			 "which does so for /run/jobcg)",
 			 dir, (unsigned)(st.st_mode & 07777));
 		return -EPERM;
 	}
