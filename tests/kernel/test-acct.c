@@ -155,7 +155,8 @@ int main(void)
 		ok(c.killed_step, "step 32.batch: FAILED with exit_signal 9");
 		ok(c.job31, "job 31 record: COMPLETED (nothing left running), uid 0");
 		ok(!c.job9157, "no record of the refused run's job 9157");
-		ok(c.noexec_step, "the missing command's step is recorded FAILED with exit code 127");
+		ok(c.noexec_step,
+		   "the missing command's step is recorded FAILED with exit code 127");
 		free(path);
 	}
 	/* AccountingSync= reaches 'jobcg run'. fsync() of a FIFO fails with EINVAL where a write
