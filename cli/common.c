@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "jobcg/gres.h"
 #include "jobcg/error.h"
 #include "jobcg/parse.h"
 #include "jobcg/spec.h"
@@ -148,9 +149,19 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 	case 'B':
 		out->l.best_effort = true;
 		return 1;
-	case 'G':
+	case 'G': {
+		struct jobcg_gres_request *req = NULL;
+
+		/* Checked here, before anything is made, with the parser's own words. */
+		if (!*arg)
+			return -cli_usage_error(cmd,
+						"--gres: empty request (want NAME[:TYPE][:COUNT])");
+		if (jobcg_gres_request_parse(arg, &req) < 0)
+			return -cli_usage_error(cmd, "--gres: %s", jobcg_last_error()->message);
+		jobcg_gres_request_free(req);
 		out->l.gres = arg;
 		return 1;
+	}
 	}
 	return 0;
 }

@@ -41,8 +41,13 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < n; i++)
 		sorted[i] = &__start_jobcg_cmds[i];
 	qsort(sorted, n, sizeof(sorted[0]), cmp_cmd);
+	int width = 0;
+
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "  %-10s %s\n", sorted[i]->name, sorted[i]->summary);
+		if ((int)strlen(sorted[i]->name) > width)
+			width = (int)strlen(sorted[i]->name);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %-*s %s\n", width, sorted[i]->name, sorted[i]->summary);
 	fprintf(f, "\nRun 'jobcg COMMAND --help' for a command's options; man jobcg(1).\n");
 }
 
@@ -183,6 +188,17 @@ static int run_main(int argc, char **argv, char **rest)
 	if (!g.config_dir)
 		g.config_dir = jobcg_getenv("JOBCG_CONF_DIR");
 	cli_set_verbosity(g.verbose);
+	/* "jobcg help [COMMAND]", as git and systemctl take it. */
+	if (strcmp(name, "help") == 0) {
+		if (nrest < 2) {
+			usage(stdout);
+			return 0;
+		}
+		name = rest[1];
+		rest[0] = rest[1];
+		rest[1] = (char *)"--help";
+		nrest = 2;
+	}
 	for (const struct cli_command *c = __start_jobcg_cmds; c < __stop_jobcg_cmds; c++)
 		if (strcmp(c->name, name) == 0)
 			return c->run(nrest, rest, &g);

@@ -64,13 +64,21 @@ static inline void tap_skip(const char *fmt, ...)
 static inline void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline void tap_diag(const char *fmt, ...)
 {
+	char *text = NULL;
 	va_list ap;
 
-	printf("# ");
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	if (vasprintf(&text, fmt, ap) < 0)
+		text = NULL;
 	va_end(ap);
-	printf("\n");
+	/* Every line of a diagnostic is a TAP comment, whatever the text holds. */
+	for (char *l = text, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+		nl = strchr(l, '\n');
+		printf("# %.*s\n", nl ? (int)(nl - l) : (int)strlen(l), l);
+	}
+	if (!text || !*text)
+		printf("#\n");
+	free(text);
 	fflush(stdout);
 }
 

@@ -302,6 +302,12 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 		size_t last_len = plen[np - 1];
 		unsigned last_col = col + (unsigned)(last - parts[0]);
 
+		/* "gpu:-1" is a count gone wrong, not a type named "-1". */
+		if (last_len > 1 && (last[0] == '-' || last[0] == '+') &&
+		    all_digits(last + 1, last_len - 1))
+			return error_set_at(-EINVAL, NULL, 0, last_col,
+					    "gres '%.*s': invalid count '%.*s' (need 1..%d)",
+					    (int)len, s, (int)last_len, last, JOBCG_GRES_MAX);
 		if (all_digits(last, last_len)) {
 			char buf[32];
 

@@ -133,6 +133,16 @@ static void test_isolation(void)
 	char path[4096];
 	int r;
 
+	/* Bad requests are usage errors naming the problem, and make nothing. */
+	r = CLI(out, "alloc", "41", "--gres", "");
+	ok(r == 2 && strstr(out, "--gres: empty request"), "--gres '' is refused");
+	tap_diag("%s", out);
+	r = CLI(out, "alloc", "41", "--gres", "gpu:-1");
+	ok(r == 2 && strstr(out, "invalid count '-1'") && !strstr(out, "none configured"),
+	   "--gres gpu:-1 says the count is invalid");
+	tap_diag("%s", out);
+	snprintf(path, sizeof(path), "%s/job_41", tree);
+	ok(access(path, F_OK) < 0, "and no job 41 was made");
 	r = CLI(out, "alloc", "1", "--gres", "gpu:1");
 	ok(r == 0, "alloc job 1 with one GPU");
 	if (r)

@@ -132,6 +132,8 @@ static void test_request(void)
 	    {"gp u:1", 1},
 	    {"gpu:513", 5},
 	    {"7:1", 1},
+	    {"gpu:-1", 5},
+	    {"gpu:a100:+2", 10},
 	};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		r = NULL;
@@ -142,6 +144,10 @@ static void test_request(void)
 			is_int(jobcg_last_error()->column, bad[i].col, "  error column");
 		tap_diag("  %s", jobcg_last_error()->message);
 	}
+	r = NULL;
+	jobcg_gres_request_parse("gpu:-1", &r);
+	ok(strstr(jobcg_last_error()->message, "invalid count '-1'") != NULL,
+	   "gpu:-1 is an invalid count, not a type: %s", jobcg_last_error()->message);
 }
 
 static int select_s(const struct jobcg_gres_node *n, const char *req,
