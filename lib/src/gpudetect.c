@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -23,6 +24,50 @@
 char *gpuscan_path(const struct gpuscan *s, const char *path)
 {
 	return strdup_printf("%s%s", s->root, path);
+}
+
+static int cmp_unsigned(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int gpuscan_numbered(const struct gpuscan *s, const char *dir, const char *prefix, size_t max,
+		     unsigned **ret, size_t *ret_n)
+{
+	_cleanup_free_ char *p = gpuscan_path(s, dir);
+	_cleanup_free_ unsigned *v = NULL;
+	size_t n = 0, plen = strlen(prefix);
+	struct dirent *de;
+	DIR *d;
+
+	if (!p)
+		return -ENOMEM;
+	d = opendir(p);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) && n < max) {
+		char *end;
+		unsigned long x;
+
+		if (!startswith(de->d_name, prefix) || !isdigit((unsigned char)de->d_name[plen]))
+			continue;
+		x = strtoul(de->d_name + plen, &end, 10);
+		if (*end || x > UINT32_MAX)
+			continue;
+		if (!v && !(v = calloc(max, sizeof(*v)))) {
+			closedir(d);
+			return -ENOMEM;
+		}
+		v[n++] = (unsigned)x;
+	}
+	closedir(d);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_unsigned);
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
 }
 
 int gpuscan_read(const struct gpuscan *s, const char *path, char **ret)

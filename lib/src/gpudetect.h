@@ -20,6 +20,10 @@ struct gpuscan {
 char *gpuscan_path(const struct gpuscan *s, const char *path);
 /* Read a small file under the root; -ENOENT when it is not there. */
 int gpuscan_read(const struct gpuscan *s, const char *path, char **ret);
+/* The numbers of the entries of @dir under the root named @prefix and a number (at most
+ * @max of them), sorted; -errno when @dir cannot be read. */
+int gpuscan_numbered(const struct gpuscan *s, const char *dir, const char *prefix, size_t max,
+		     unsigned **ret, size_t *ret_n);
 /* The major of character device driver @name in the root's /proc/devices; -ENOENT if none. */
 int gpuscan_chr_major(const struct gpuscan *s, const char *name, unsigned *ret);
 /* Record a warning (also logged). Returns 0, or -ENOMEM. */

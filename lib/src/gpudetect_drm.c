@@ -17,49 +17,6 @@
 #define VENDOR_INTEL "0x8086"
 #define NODES_MAX    1024
 
-/* Numbers at the end of the entries of @dir starting with @prefix, sorted. */
-static int numbered(const struct gpuscan *s, const char *dir, const char *prefix, unsigned **ret,
-		    size_t *ret_n)
-{
-	_cleanup_free_ char *p = gpuscan_path(s, dir);
-	_cleanup_free_ unsigned *v = NULL;
-	size_t n = 0, plen = strlen(prefix);
-	struct dirent *de;
-	DIR *d;
-
-	if (!p)
-		return -ENOMEM;
-	d = opendir(p);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)) && n < NODES_MAX) {
-		char *end;
-		unsigned long x;
-
-		if (!startswith(de->d_name, prefix) || !isdigit((unsigned char)de->d_name[plen]))
-			continue;
-		x = strtoul(de->d_name + plen, &end, 10);
-		if (*end || x > UINT32_MAX)
-			continue;
-		if (!v && !(v = calloc(NODES_MAX, sizeof(*v)))) {
-			closedir(d);
-			return -ENOMEM;
-		}
-		v[n++] = (unsigned)x;
-	}
-	closedir(d);
-	for (size_t i = 1; i < n; i++)
-		for (size_t k = i; k > 0 && v[k - 1] > v[k]; k--) {
-			unsigned t = v[k];
-
-			v[k] = v[k - 1];
-			v[k - 1] = t;
-		}
-	*ret = TAKE_PTR(v);
-	*ret_n = n;
-	return 0;
-}
-
 /* One line of sysfs attribute renderD<minor>/device/<attr>, stripped; NULL if absent. */
 static char *render_attr(const struct gpuscan *s, unsigned minor, const char *attr)
 {
@@ -203,7 +160,7 @@ int gpudetect_amd(struct gpuscan *s)
 	unsigned major;
 	int kfd_major = -1, r;
 
-	r = numbered(s, "/sys/class/kfd/kfd/topology/nodes", "", &nodes, &n);
+	r = gpuscan_numbered(s, "/sys/class/kfd/kfd/topology/nodes", "", NODES_MAX, &nodes, &n);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
@@ -225,7 +182,7 @@ int gpudetect_intel(struct gpuscan *s)
 	size_t n = 0;
 	int r;
 
-	r = numbered(s, "/sys/class/drm", "renderD", &minors, &n);
+	r = gpuscan_numbered(s, "/sys/class/drm", "renderD", NODES_MAX, &minors, &n);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)

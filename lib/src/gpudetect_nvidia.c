@@ -18,49 +18,6 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Entries of @dir under the root starting with @prefix and a number, sorted by that number. */
-static int list_numbered(const struct gpuscan *s, const char *dir, const char *prefix,
-			 unsigned **ret, size_t *ret_n)
-{
-	_cleanup_free_ char *p = gpuscan_path(s, dir);
-	_cleanup_free_ unsigned *v = NULL;
-	size_t n = 0, plen = strlen(prefix);
-	DIR *d;
-	struct dirent *de;
-
-	if (!p)
-		return -ENOMEM;
-	d = opendir(p);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)) && n < GI_MAX) {
-		unsigned x;
-		char *end;
-
-		if (!startswith(de->d_name, prefix) || !isdigit((unsigned char)de->d_name[plen]))
-			continue;
-		x = (unsigned)strtoul(de->d_name + plen, &end, 10);
-		if (*end)
-			continue;
-		if (!v && !(v = calloc(GI_MAX, sizeof(*v)))) {
-			closedir(d);
-			return -ENOMEM;
-		}
-		v[n++] = x;
-	}
-	closedir(d);
-	for (size_t i = 1; i < n; i++)
-		for (size_t k = i; k > 0 && v[k - 1] > v[k]; k--) {
-			unsigned t = v[k];
-
-			v[k] = v[k - 1];
-			v[k - 1] = t;
-		}
-	*ret = TAKE_PTR(v);
-	*ret_n = n;
-	return 0;
-}
-
 /* "Key: value" of a driver file, stripped; NULL when the line is not there. */
 static char *field(const char *text, const char *key)
 {
@@ -232,7 +189,7 @@ static int instances(struct gpuscan *s, struct parent *p, const unsigned *gis, s
 			return r;
 		if (r < 0)
 			continue;
-		r = list_numbered(s, gidir, "ci", &cis, &nci);
+		r = gpuscan_numbered(s, gidir, "ci", GI_MAX, &cis, &nci);
 		if (r == -ENOMEM)
 			return r;
 		for (size_t k = 0; k < nci; k++)
@@ -304,7 +261,7 @@ static int one_gpu(struct gpuscan *s, const char *bus)
 		gpu_done(&gpu);
 		return -ENOMEM;
 	}
-	r = list_numbered(s, capdir, "gi", &gis, &ngi);
+	r = gpuscan_numbered(s, capdir, "gi", GI_MAX, &gis, &ngi);
 	if (r == -ENOMEM) {
 		gpu_done(&gpu);
 		return r;
