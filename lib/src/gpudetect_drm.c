@@ -4,7 +4,6 @@
  * render node it names; a job needs that node and /dev/kfd. Intel: render nodes
  * (/sys/class/drm/renderD*) whose PCI vendor is 0x8086, in minor order.
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
