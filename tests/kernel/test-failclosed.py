@@ -4,7 +4,7 @@ both device modes: a cgroup under the root that holds no grant (made by hand, a 
 half way, system/) opens no managed device; a release that cannot remove the job keeps its
 grant and writes no record, and gc finishes it with exactly one; a release waits for processes
 without the node lock; a lock held too long fails with its holder's name. Races are made
-deterministic with the pause points of lib/src/testhook.h."""
+deterministic with the pause points of lib/src/base/testhook.h."""
 import fcntl
 import os
 import subprocess

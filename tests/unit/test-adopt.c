@@ -1,6 +1,6 @@
 /* Unit tests for adopt's pure parts: which job a login goes to, a process's uid and cgroup, and
  * the job a cgroup path belongs to. */
-#include "adopt.h"
+#include "adopt_internal.h"
 #include "tap.h"
 #include "util.h"
 

@@ -3,7 +3,7 @@
  * jobcg, and each library the dynamic loader maps and relocates adds to every launch, so with
  * static_exe it is a static PIE (no loader, nothing NEEDED), with static_deps only libc (and
  * the sanitizer runtimes of a sanitized build) may be NEEDED, and in no build libsystemd, which
- * the systemd scope backend dlopen()s (lib/src/sdbus_dl.c).
+ * the systemd scope backend dlopen()s (lib/src/core/sdbus_dl.c).
  * Reads the ELF dynamic section itself, like `readelf -d`.
  */
 #include <elf.h>

@@ -55,7 +55,7 @@ JOBCG_EXPORT int jobcg_target_path(const struct jobcg_ctx *ctx, const struct job
 
 /*
  * Limits of a job, applied to job_<id>/ when it is created. Zero/NULL fields are no limit.
- * Extensions (devices, GPUs) add fields here and a hook in lib/src/job.c.
+ * Extensions (devices, GPUs) add fields here and a hook in lib/src/core/job.c.
  */
 struct jobcg_limits {
 	const char *cpus;    /* cpuset.cpus list ("0-3,8"), NULL = all */

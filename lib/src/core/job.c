@@ -4,7 +4,7 @@
 #include <signal.h>
 #include <time.h>
 
-#include "acct_log.h"
+#include "acctlog_internal.h"
 #include "cgroupfs.h"
 #include "discover.h"
 #include "job_hooks.h"

@@ -2,7 +2,7 @@
  */
 #pragma once
 
-#include "ctx.h"
+#include "context_internal.h"
 
 /*
  * A hook runs inside jobcg_job_create() under the node lock, after job_<id>/ exists with its

@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "cgroupfs.h"
-#include "ctx.h"
+#include "context_internal.h"
 #include "jobcg/devices.h"
 #include "discover.h"
 #include "jobcg/spec.h"

@@ -1,6 +1,6 @@
 /* jobcg: the mkdir scope backend: the tree root is a plain directory made below the v2 mount. */
 #include "cgroupfs.h"
-#include "ctx.h"
+#include "context_internal.h"
 #include "log.h"
 #include "scope.h"
 #include "util.h"

@@ -7,7 +7,7 @@
 #include <sys/xattr.h>
 
 #include "cgroupfs.h"
-#include "ctx.h"
+#include "context_internal.h"
 #include "jobcg-build.h"
 #include "jobcg/devices.h"
 #include "jobcg/inspect.h"

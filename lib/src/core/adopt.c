@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 
-#include "adopt.h"
+#include "adopt_internal.h"
 #include "cgroupfs.h"
 #include "jobcg/adopt.h"
 #include "jobcg/job.h"

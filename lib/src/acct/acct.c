@@ -1,7 +1,7 @@
 /* jobcg: accounting from cgroup files; a file that is missing leaves its items unavailable. */
 #include <sys/wait.h>
 
-#include "acct_log.h"
+#include "acctlog_internal.h"
 #include "cgroupfs.h"
 #include "jobcg/acct.h"
 #include "jobcg/acctlog.h"

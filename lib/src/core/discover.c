@@ -11,7 +11,7 @@
 #include <sys/xattr.h>
 
 #include "cgroupfs.h"
-#include "ctx.h"
+#include "context_internal.h"
 #include "discover.h"
 #include "log.h"
 #include "scope_choose.h"

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "ctx.h"
+#include "context_internal.h"
 
 #define TREE_KILL_TIMEOUT_MS 10000 /* how long removal waits for killed processes to be gone */
 

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "ctx.h"
+#include "context_internal.h"
 
 /*
  * Under the node lock: job @job_id exists, was created completely (its "created" mark) and is

@@ -32,10 +32,8 @@ int scope_ensure(const struct jobcg_config *conf, const char *mount, const char 
 	/*
 	 * THE place where the systemd backend gets chosen: systemd running and not
 	 * IgnoreSystemd => systemd; if that fails and IgnoreSystemdOnFailure=yes => mkdir.
-	 * JOBCG_HAVE_SCOPE_SYSTEMD is defined by lib/meson.build when scope_systemd.c exists.
 	 */
 	if (scope_use_systemd(conf)) {
-#ifdef JOBCG_HAVE_SCOPE_SYSTEMD
 		r = scope_systemd_backend.ensure(conf, mount, root_rel, ret_root);
 		if (r >= 0) {
 			*ret_backend = &scope_systemd_backend;
@@ -45,10 +43,6 @@ int scope_ensure(const struct jobcg_config *conf, const char *mount, const char 
 			return r;
 		log_warning("systemd scope failed (%s); IgnoreSystemdOnFailure=yes: using mkdir",
 			    jobcg_last_error()->message);
-#else
-		log_warning("systemd is running but this jobcg was built without the systemd scope "
-			    "backend: creating the tree with mkdir");
-#endif
 	}
 	r = b->ensure(conf, mount, root_rel, ret_root);
 	if (r < 0)
@@ -59,10 +53,8 @@ int scope_ensure(const struct jobcg_config *conf, const char *mount, const char 
 
 const char *scope_backend_name_for(const struct jobcg_config *conf, bool systemd_running)
 {
-#ifdef JOBCG_HAVE_SCOPE_SYSTEMD
 	if (systemd_running && !conf->cgroup.ignore_systemd)
 		return "systemd";
-#endif
 	return "mkdir";
 }
 

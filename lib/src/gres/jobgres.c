@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "ctx.h"
+#include "context_internal.h"
 #include "devpolicy.h"
 #include "job_hooks.h"
 #include "jobcg/devices.h"
