@@ -12,7 +12,7 @@ void run_usage(void)
 	    "Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
 	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--cpu-weight W] "
 	    "[--best-effort]\n"
-	    "                 [--no-clone3] [--no-daemon]\n"
+	    "                 [--no-clone3] [--daemon|--no-daemon]\n"
 	    "                 [--gres gpu[:TYPE]:N] [--gpu-bind "
 	    "none|single:N|per_task:N|map_gpu:L]\n"
 	    "                 -- CMD [ARGS...]\n\n"
@@ -37,9 +37,10 @@ void run_usage(void)
 	    "                  of contended CPUs against other jobs\n"
 	    "  --best-effort   run even when a limit cannot be enforced on this host\n"
 	    "  --no-clone3     start tasks with fork and migrate-before-exec\n"
-	    "  --no-daemon     do the cgroup work in this process even when 'jobcg daemon'\n"
-	    "                  listens on $JOBCG_DAEMON_SOCKET (default " RUN_DAEMON_SOCKET_DEFAULT
-	    ")\n"
+	    "  --daemon        have 'jobcg daemon' do the cgroup work (on $JOBCG_DAEMON_SOCKET,\n"
+	    "                  default " RUN_DAEMON_SOCKET_DEFAULT "); without it only when that\n"
+	    "                  variable is set or cgroup.conf says RunViaDaemon=yes\n"
+	    "  --no-daemon     do the cgroup work in this process, whatever the rest says\n"
 	    "  --gres REQ      the step's devices, a subset of its job's (default: all of them,\n"
 	    "                  shared); for a new job, the job's devices too\n"
 	    "  --gpu-bind B    bind each task to its GPUs: none (default), single:N (N tasks\n"
@@ -61,6 +62,7 @@ int run_parse(int argc, char **argv, struct run_args *a)
 	    {"pids", required_argument, NULL, 'p'},
 	    {"best-effort", no_argument, NULL, 'B'},
 	    {"no-clone3", no_argument, NULL, 'X'},
+	    {"daemon", no_argument, NULL, 'd'},
 	    {"no-daemon", no_argument, NULL, 'D'},
 	    {"gres", required_argument, NULL, 'G'},
 	    {"gpu-bind", required_argument, NULL, 'b'},
@@ -107,6 +109,9 @@ int run_parse(int argc, char **argv, struct run_args *a)
 			break;
 		case 'X':
 			a->no_clone3 = true;
+			break;
+		case 'd':
+			a->daemon = true;
 			break;
 		case 'D':
 			a->no_daemon = true;

@@ -13,7 +13,7 @@ struct run_args {
 	uint32_t job;
 	const char *step_arg, *gpu_bind;
 	unsigned ntasks;
-	bool want_acct, json, no_clone3, no_daemon;
+	bool want_acct, json, no_clone3, daemon, no_daemon;
 	int cmd_index; /* argv[cmd_index] is the command */
 };
 
@@ -40,7 +40,8 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 	       const struct jobcg_run_result *res, bool runner_lost);
 
 /* `jobcg daemon`'s socket: $JOBCG_DAEMON_SOCKET, else the built-in path. NULL when the
- * variable is set empty (no daemon wanted). */
+ * variable is set empty (no daemon wanted). `jobcg run` uses it only when asked to (--daemon,
+ * the variable set, or RunViaDaemon=yes): the daemon is opt-in. */
 const char *run_daemon_socket(void);
 #define RUN_DAEMON_SOCKET_DEFAULT "/run/jobcg/daemon.sock"
 #define RUN_PROTOCOL_VERSION	  2
