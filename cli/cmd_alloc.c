@@ -93,8 +93,8 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 		return r;
 	if (cli_limits_refuse(ctx, &cl)) {
 		r = 1;
-	} else if (jobcg_job_create(ctx, job, &cl.l, 0, &job) < 0) {
-		cli_print_error(NULL);
+	} else if ((r = jobcg_job_create(ctx, job, &cl.l, 0, &job)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	} else if (json) {
 		struct json_object *o = json_object_new_object();

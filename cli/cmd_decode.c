@@ -153,7 +153,7 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 	r = jobcg_decode_parse(data, len, name, &insns, &n);
 	free(data);
 	if (r < 0) {
-		cli_print_error("decode");
+		cli_print_error(r, "decode");
 		return 1;
 	}
 	if (cgroup) {
@@ -169,7 +169,7 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 	bool per_cgroup = program_per_cgroup(insns, n);
 	free(insns);
 	if (r == -EOPNOTSUPP && !cgroup && per_cgroup) {
-		cli_print_error("program is opaque");
+		cli_print_error(r, "program is opaque");
 		fprintf(stderr,
 			"jobcg: its verdict depends on the calling cgroup: decode it as one cgroup "
 			"sees it with\n  %sjobcg decode --cgroup CGROUP %s\n"
@@ -180,11 +180,11 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 		return 1;
 	}
 	if (r == -EOPNOTSUPP) {
-		cli_print_error("program is opaque");
+		cli_print_error(r, "program is opaque");
 		return 1;
 	}
 	if (r < 0) {
-		cli_print_error("decode");
+		cli_print_error(r, "decode");
 		return 1;
 	}
 	if (json) {

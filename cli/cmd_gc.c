@@ -20,8 +20,8 @@ static int cmd_gc(int argc, char **argv, const struct cli_global *g)
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_gc(ctx, 0, &st) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_gc(ctx, 0, &st)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	} else if (json) {
 		struct json_object *o = json_object_new_object();

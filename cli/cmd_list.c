@@ -80,8 +80,8 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_job_list(ctx, &ids, &n) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_job_list(ctx, &ids, &n)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 		goto out;
 	}

@@ -20,8 +20,8 @@ static int cmd_pids(int argc, char **argv, const struct cli_global *g)
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_pids(ctx, &a.t, &pids, &n) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_pids(ctx, &a.t, &pids, &n)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	} else if (a.json) {
 		struct json_object *arr = json_object_new_array();

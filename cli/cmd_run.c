@@ -14,8 +14,8 @@ static int run_in_process(char **argv, const struct run_args *a, const struct cl
 
 	if (!conf && (r = cli_load_config(g, JOBCG_CONFIG_NO_ENTRIES, &conf)))
 		return r;
-	if (jobcg_ctx_open(conf, 0, &ctx) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_ctx_open(conf, 0, &ctx)) < 0) {
+		cli_print_error(r, NULL);
 		jobcg_config_free(conf);
 		return 1;
 	}

@@ -20,7 +20,7 @@ static int cmd_signal(int argc, char **argv, const struct cli_global *g)
 		return r;
 	n = jobcg_signal(ctx, &a.t, a.sig);
 	if (n < 0) {
-		cli_print_error(NULL);
+		cli_print_error(n, NULL);
 		r = 1;
 	} else if (a.json) {
 		struct json_object *o = json_object_new_object();

@@ -21,8 +21,8 @@ static int cmd_stat(int argc, char **argv, const struct cli_global *g)
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_acct_read(ctx, &a.t, &acct) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_acct_read(ctx, &a.t, &acct)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	} else if (a.json) {
 		struct json_object *o = json_object_new_object();

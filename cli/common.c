@@ -22,8 +22,8 @@ int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config
 	r = cli_load_config(g, JOBCG_CONFIG_NO_ENTRIES, &conf);
 	if (r != 0)
 		return r;
-	if (jobcg_ctx_open(conf, flags, ret_ctx) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_ctx_open(conf, flags, ret_ctx)) < 0) {
+		cli_print_error(r, NULL);
 		jobcg_config_free(conf);
 		return 1;
 	}
@@ -110,12 +110,13 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 	case 'c': {
 		uint64_t *bits = NULL;
 		size_t words = 0;
+		int r;
 
 		/* Checked here, not first by the kernel: a reversed range or a typo must not be
 		 * recorded on a job as its CPUs (with --best-effort nothing else would read it). */
-		if (jobcg_parse_cpulist(arg, &bits, &words) < 0)
+		if ((r = jobcg_parse_cpulist(arg, &bits, &words)) < 0)
 			return -cli_usage_error(cmd, "--cpus '%s': %s", arg,
-						jobcg_last_error()->message);
+						jobcg_error_message(r));
 		free(bits);
 		out->l.cpus = arg;
 		return 1;
@@ -151,13 +152,14 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 		return 1;
 	case 'G': {
 		struct jobcg_gres_request *req = NULL;
+		int r;
 
 		/* Checked here, before anything is made, with the parser's own words. */
 		if (!*arg)
 			return -cli_usage_error(cmd,
 						"--gres: empty request (want NAME[:TYPE][:COUNT])");
-		if (jobcg_gres_request_parse(arg, &req) < 0)
-			return -cli_usage_error(cmd, "--gres: %s", jobcg_last_error()->message);
+		if ((r = jobcg_gres_request_parse(arg, &req)) < 0)
+			return -cli_usage_error(cmd, "--gres: %s", jobcg_error_message(r));
 		jobcg_gres_request_free(req);
 		out->l.gres = arg;
 		return 1;
@@ -181,7 +183,7 @@ int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl)
 		if ((c->spec_cpus || c->core_spec_count) &&
 		    ((r = jobcg_online_cpus(&online)) < 0 ||
 		     (r = jobcg_spec_check_cpus(c, online, cl->l.cpus)) < 0))
-			cli_print_error(NULL);
+			cli_print_error(r, NULL);
 		free(online);
 		if (r < 0)
 			return 1;
@@ -263,10 +265,11 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error(cmd, "need exactly one target JOB[.STEP[.TASK]]");
-	if (jobcg_target_parse(argv[optind], &ret->t) < 0) {
+	int r = jobcg_target_parse(argv[optind], &ret->t);
+	if (r < 0) {
 		char buf[4096];
 
-		return cli_usage_error(cmd, "%s", jobcg_error_format(buf, sizeof(buf)));
+		return cli_usage_error(cmd, "%s", jobcg_error_format(r, buf, sizeof(buf)));
 	}
 	return -1;
 }
@@ -285,8 +288,9 @@ int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (fn(ctx, &a.t, a.timeout_ms) < 0) {
-		cli_print_error(NULL);
+	r = fn(ctx, &a.t, a.timeout_ms);
+	if (r < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	}
 	cli_ctx_close(conf, ctx);

@@ -121,8 +121,8 @@ int run_parse(int argc, char **argv, struct run_args *a)
 
 			/* Checked before anything is made: a bad value must not leave a job (or
 			 * its accounting record) behind. */
-			if (jobcg_gpu_bind_parse(optarg, &b) < 0)
-				return cli_usage_error("run", "%s", jobcg_last_error()->message);
+			if ((r = jobcg_gpu_bind_parse(optarg, &b)) < 0)
+				return cli_usage_error("run", "%s", jobcg_error_message(r));
 			free(b.map);
 			a->gpu_bind = optarg;
 			break;
@@ -164,7 +164,7 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 		if (r == -ENOENT)
 			ephemeral = true;
 		else if (r < 0) {
-			cli_print_error(NULL);
+			cli_print_error(r, NULL);
 			return 1;
 		} else if (cl->l.pids_max || cl->l.cpu_weight) {
 			fprintf(stderr,
@@ -186,20 +186,22 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 		if (cli_limits_refuse(ctx, cl))
 			return 1;
 		/* The limits are the new job's; its one step has all of them. */
-		if (jobcg_job_create(ctx, job, &cl->l, JOBCG_JOB_EPHEMERAL, &job) < 0) {
-			cli_print_error("cannot create the job");
+		if ((r = jobcg_job_create(ctx, job, &cl->l, JOBCG_JOB_EPHEMERAL, &job)) < 0) {
+			cli_print_error(r, "cannot create the job");
 			return 1;
 		}
 	}
 	r = jobcg_step_begin(ctx, job, &req, &s->life);
 	if (r == -EINVAL)
 		/* a step asking what its job cannot have is a usage error */
-		exit_code = cli_usage_error("run", "%s", jobcg_last_error()->message);
+		exit_code = cli_usage_error("run", "%s", jobcg_error_message(r));
 	else if (r < 0)
-		cli_print_error("cannot begin the step");
+		cli_print_error(r, "cannot begin the step");
 	if (r < 0) {
-		if (ephemeral && jobcg_job_remove(ctx, job, 0) < 0)
-			cli_print_error("cannot remove the job");
+		int k;
+
+		if (ephemeral && (k = jobcg_job_remove(ctx, job, 0)) < 0)
+			cli_print_error(k, "cannot remove the job");
 		return exit_code;
 	}
 	s->ephemeral = ephemeral;
@@ -222,7 +224,7 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 		if (err_text)
 			fprintf(stderr, "jobcg: %s\n", err_text);
 		else
-			cli_print_error(NULL);
+			cli_print_error(r, NULL);
 		exit_code = r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : 1;
 		/* The command could not be started: the step still gets its record (FAILED, with
 		 * the shell's exit code for it), as every step does. */
@@ -234,7 +236,7 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 	 * printed through the log callback as they happen. */
 	r = jobcg_step_end(ctx, &s->life, res, runner_lost ? JOBCG_STEP_END_LOST : 0, &end);
 	if (r < 0) {
-		cli_print_error("cannot remove the step");
+		cli_print_error(r, "cannot remove the step");
 		if (exit_code == 0)
 			exit_code = 1;
 	} else if (end.job_gone)
@@ -275,8 +277,8 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 	}
 	/* A throwaway job's outcome is its one step's. */
 	if (ephemeral &&
-	    jobcg_job_remove(ctx, job, exit_code != 0 ? JOBCG_JOB_REMOVE_FAILED : 0) < 0) {
-		cli_print_error("cannot remove the job");
+	    (r = jobcg_job_remove(ctx, job, exit_code != 0 ? JOBCG_JOB_REMOVE_FAILED : 0)) < 0) {
+		cli_print_error(r, "cannot remove the job");
 		if (exit_code == 0)
 			exit_code = 1;
 	}

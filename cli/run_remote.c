@@ -257,7 +257,7 @@ static int stepdir_check(struct jobcg_ctx *ctx, int dfd, const struct run_state 
 	r = jobcg_target_path(ctx, &t, &path);
 	if (r < 0) {
 		snprintf(why, size, "step %u.%s: %s", s->life.job, s->life.step,
-			 jobcg_last_error()->message);
+			 jobcg_error_message(r));
 		return -EPERM;
 	}
 	if (stat(path, &want) < 0 || want.st_dev != got.st_dev || want.st_ino != got.st_ino) {
@@ -392,7 +392,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	r = jobcg_msg_recv(fd, &reply, &stepfd, 1, &nfds);
 	if (r < 0) {
 		fprintf(stderr, "jobcg: the daemon at %s gave no answer: %s\n", path,
-			jobcg_last_error()->message);
+			jobcg_error_message(r));
 		goto out;
 	}
 	print_output(&reply);
@@ -451,7 +451,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 		int mr = jobcg_msg_add(&m, "op", "status");
 
 		if (r < 0) {
-			jobcg_error_format(err_text, sizeof(err_text));
+			jobcg_error_format(r, err_text, sizeof(err_text));
 			mr = mr ?: jobcg_msg_add(&m, "error", "%d", -r);
 			mr = mr ?: jobcg_msg_add(&m, "message", "%s", err_text);
 		} else {
@@ -638,6 +638,7 @@ static void client_leave(struct run_conn *c, struct jobcg_msg *m)
 	jobcg_set_runner(0);
 	for (int i = 0; i < 2; i++) {
 		char *text;
+		int r;
 
 		if (c->capture[i] < 0)
 			continue;
@@ -649,9 +650,9 @@ static void client_leave(struct run_conn *c, struct jobcg_msg *m)
 		if (!m)
 			fprintf(stderr, "jobcg: daemon: for pid %d, which is gone:\n%s",
 				(int)c->client, text);
-		else if (jobcg_msg_add(m, i ? "err" : "out", "%s", text) < 0)
+		else if ((r = jobcg_msg_add(m, i ? "err" : "out", "%s", text)) < 0)
 			fprintf(stderr, "jobcg: daemon: output for pid %d lost: %s\n",
-				(int)c->client, jobcg_last_error()->message);
+				(int)c->client, jobcg_error_message(r));
 		free(text);
 	}
 }

@@ -151,7 +151,7 @@ static int grant(struct jobcg_devpolicy *p, const char *rel, const char *const *
 	e = jobcg_devpolicy_grant(p, path, r, n);
 	if (e < 0) {
 		char buf[8192];
-		tap_diag("grant %s: %s", rel, jobcg_error_format(buf, sizeof(buf)));
+		tap_diag("grant %s: %s", rel, jobcg_error_format(e, buf, sizeof(buf)));
 	}
 	return e;
 }
@@ -541,7 +541,7 @@ static void run_mode(enum jobcg_device_program mode)
 	}
 	e = jobcg_devpolicy_open(&conf, root, managed, 4, &p);
 	if (!ok(e == 0, "%s: open policy", mname)) {
-		tap_diag("%s", jobcg_error_format(buf, sizeof(buf)));
+		tap_diag("%s", jobcg_error_format(e, buf, sizeof(buf)));
 		return;
 	}
 	if (mode == JOBCG_DEVPROG_NODE && !ok(jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE,
