@@ -27,9 +27,11 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		r = cli_limits_option("alloc", c, optarg, &cl);
+		int code;
+
+		r = cli_limits_option("alloc", c, optarg, &cl, &code);
 		if (r < 0)
-			return -r;
+			return code;
 		if (r > 0)
 			continue;
 		switch (c) {

@@ -70,12 +70,11 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 	bool json = false;
 	int r;
 
-	r = cli_json_only_args(argc, argv, "list",
+	if (cli_json_only_args(argc, argv, "list",
 			       "Usage: jobcg list [--json]\n\nList the jobs, their steps, owner, "
 			       "creation time, limits and GPUs\n"
 			       "(node-wide indices; --json also gives each step's).\n",
-			       &json);
-	if (r >= 0)
+			       &json, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)

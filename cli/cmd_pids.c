@@ -10,12 +10,11 @@ static int cmd_pids(int argc, char **argv, const struct cli_global *g)
 	size_t n = 0;
 	int r;
 
-	r = cli_target_args(argc, argv, CLI_TARGET_JSON,
+	if (cli_target_args(argc, argv, CLI_TARGET_JSON,
 			    "Usage: jobcg pids [--json] JOB[.STEP[.TASK]]\n\n"
 			    "Print the pids in the target's cgroups, one a line (TASK may be "
 			    "'special').\n",
-			    &a);
-	if (r >= 0)
+			    &a, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)

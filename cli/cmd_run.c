@@ -19,8 +19,7 @@ static int run_in_process(char **argv, const struct run_args *a, const struct cl
 		jobcg_config_free(conf);
 		return 1;
 	}
-	r = run_begin(ctx, a, &s);
-	if (r < 0) {
+	if (!run_begin(ctx, a, &s, &r)) {
 		so.task_env = (char *const *const *)s.life.gres->task_env;
 		r = jobcg_step_run(ctx, s.life.job, s.life.step, a->ntasks, argv + a->cmd_index,
 				   &so, &res);
@@ -36,9 +35,9 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 	struct run_args a;
 	struct jobcg_config *conf = NULL;
 	const char *sock;
-	int r = run_parse(argc, argv, &a);
+	int r;
 
-	if (r >= 0)
+	if (run_parse(argc, argv, &a, &r))
 		return r;
 	/* The daemon is opt-in: no socket is looked at unless --daemon, $JOBCG_DAEMON_SOCKET or
 	 * RunViaDaemon=yes asks for it (on an ordinary host it only adds a round trip). */
@@ -51,12 +50,9 @@ static int cmd_run(int argc, char **argv, const struct cli_global *g)
 				return r;
 			via = conf->cgroup.run_via_daemon;
 		}
-		if (via) {
-			r = run_via_daemon(sock, argc, argv, &a, g);
-			if (r >= 0) {
-				jobcg_config_free(conf);
-				return r;
-			}
+		if (via && run_via_daemon(sock, argc, argv, &a, g, &r)) {
+			jobcg_config_free(conf);
+			return r;
 		}
 	}
 	return run_in_process(argv, &a, g, conf);

@@ -142,13 +142,12 @@ static int cmd_show(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	int r;
 
-	r = cli_target_args(
-	    argc, argv, CLI_TARGET_JSON,
-	    "Usage: jobcg show [--json] JOB[.STEP]\n\n"
-	    "Show a job (owner, creation time, limits, steps) or a step (tasks, pids,\n"
-	    "state, its own --cpus/--mem if it has them, accounting).\n",
-	    &a);
-	if (r >= 0)
+	if (cli_target_args(
+		argc, argv, CLI_TARGET_JSON,
+		"Usage: jobcg show [--json] JOB[.STEP]\n\n"
+		"Show a job (owner, creation time, limits, steps) or a step (tasks, pids,\n"
+		"state, its own --cpus/--mem if it has them, accounting).\n",
+		&a, &r))
 		return r;
 	if (a.t.task != JOBCG_TASK_ALL)
 		return cli_usage_error("show", "give JOB or JOB.STEP, not a task");

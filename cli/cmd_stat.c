@@ -10,13 +10,12 @@ static int cmd_stat(int argc, char **argv, const struct cli_global *g)
 	char buf[128];
 	int r;
 
-	r = cli_target_args(
-	    argc, argv, CLI_TARGET_JSON,
-	    "Usage: jobcg stat [--json] JOB[.STEP[.TASK]]\n\n"
-	    "Print the target's CPU, memory, OOM and pids accounting. Items whose\n"
-	    "controller is not available are 'unavailable' (null in JSON), never 0.\n",
-	    &a);
-	if (r >= 0)
+	if (cli_target_args(
+		argc, argv, CLI_TARGET_JSON,
+		"Usage: jobcg stat [--json] JOB[.STEP[.TASK]]\n\n"
+		"Print the target's CPU, memory, OOM and pids accounting. Items whose\n"
+		"controller is not available are 'unavailable' (null in JSON), never 0.\n",
+		&a, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)

@@ -49,7 +49,7 @@ void run_usage(void)
 	    "Every step's accounting is appended to the log read by 'jobcg acct'.\n");
 }
 
-int run_parse(int argc, char **argv, struct run_args *a)
+int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 {
 	static const struct option opts[] = {
 	    {"job", required_argument, NULL, 'J'},
@@ -75,31 +75,35 @@ int run_parse(int argc, char **argv, struct run_args *a)
 	*a = (struct run_args){.job = JOBCG_JOB_ID_AUTO, .ntasks = 1};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+hn:", opts, NULL)) != -1) {
-		r = cli_limits_option("run", c, optarg, &a->cl);
+		r = cli_limits_option("run", c, optarg, &a->cl, ret_exit);
 		if (r < 0)
-			return -r;
+			return 1;
 		if (r > 0)
 			continue;
 		switch (c) {
 		case 'J':
 			if (jobcg_job_id_parse(optarg, &a->job) < 0)
-				return cli_usage_error(
-				    "run", "--job '%s': need a number 1..4294967294", optarg);
+				return cli_answered(
+				    ret_exit,
+				    cli_usage_error(
+					"run", "--job '%s': need a number 1..4294967294", optarg));
 			break;
 		case 'S':
 			if (!jobcg_step_id_valid(optarg))
-				return cli_usage_error("run",
-						       "--step '%s': need a number, batch, "
-						       "extern or interactive",
-						       optarg);
+				return cli_answered(
+				    ret_exit, cli_usage_error("run",
+							      "--step '%s': need a number, batch, "
+							      "extern or interactive",
+							      optarg));
 			a->step_arg = optarg;
 			break;
 		case 'n':
 			if (cli_parse_uint("--ntasks", optarg, JOBCG_TASK_MAX + 1, &a->ntasks) <
 				0 ||
 			    a->ntasks == 0)
-				return cli_usage_error("run", "--ntasks '%s': need 1..%d", optarg,
-						       JOBCG_TASK_MAX + 1);
+				return cli_answered(
+				    ret_exit, cli_usage_error("run", "--ntasks '%s': need 1..%d",
+							      optarg, JOBCG_TASK_MAX + 1));
 			break;
 		case 'a':
 			a->want_acct = true;
@@ -122,26 +126,28 @@ int run_parse(int argc, char **argv, struct run_args *a)
 			/* Checked before anything is made: a bad value must not leave a job (or
 			 * its accounting record) behind. */
 			if ((r = jobcg_gpu_bind_parse(optarg, &b)) < 0)
-				return cli_usage_error("run", "%s", jobcg_error_message(r));
+				return cli_answered(
+				    ret_exit, cli_usage_error("run", "%s", jobcg_error_message(r)));
 			free(b.map);
 			a->gpu_bind = optarg;
 			break;
 		}
 		case 'h':
 			run_usage();
-			return 0;
+			return cli_answered(ret_exit, 0);
 		default:
-			return cli_unknown_option("run");
+			return cli_answered(ret_exit, cli_unknown_option("run"));
 		}
 	}
 	if (optind >= argc)
-		return cli_usage_error("run",
-				       "no command given (jobcg run [OPTIONS] -- CMD ARGS...)");
+		return cli_answered(
+		    ret_exit, cli_usage_error(
+				  "run", "no command given (jobcg run [OPTIONS] -- CMD ARGS...)"));
 	a->cmd_index = optind;
-	return -1;
+	return 0;
 }
 
-int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state *s)
+int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state *s, int *ret_exit)
 {
 	const struct cli_limits *cl = &a->cl;
 	struct jobcg_step_limits sl = {
@@ -165,30 +171,30 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 			ephemeral = true;
 		else if (r < 0) {
 			cli_print_error(r, NULL);
-			return 1;
+			return cli_answered(ret_exit, 1);
 		} else if (cl->l.pids_max || cl->l.cpu_weight) {
 			fprintf(stderr,
 				"jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
 				"--pids/--cpu-weight only apply to a new job (a step takes --cpus "
 				"and --mem within its job's)\n",
 				job);
-			return 1;
+			return cli_answered(ret_exit, 1);
 		} else {
 			/* The step's own --cpus/--mem: refused here, as for a job, when this host
 			 * cannot enforce them. */
 			req.limits = &sl;
 			if (cli_limits_refuse(ctx, cl))
-				return 1;
+				return cli_answered(ret_exit, 1);
 		}
 	} else
 		ephemeral = true;
 	if (ephemeral) {
 		if (cli_limits_refuse(ctx, cl))
-			return 1;
+			return cli_answered(ret_exit, 1);
 		/* The limits are the new job's; its one step has all of them. */
 		if ((r = jobcg_job_create(ctx, job, &cl->l, JOBCG_JOB_EPHEMERAL, &job)) < 0) {
 			cli_print_error(r, "cannot create the job");
-			return 1;
+			return cli_answered(ret_exit, 1);
 		}
 	}
 	r = jobcg_step_begin(ctx, job, &req, &s->life);
@@ -202,10 +208,10 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 
 		if (ephemeral && (k = jobcg_job_remove(ctx, job, 0)) < 0)
 			cli_print_error(k, "cannot remove the job");
-		return exit_code;
+		return cli_answered(ret_exit, exit_code);
 	}
 	s->ephemeral = ephemeral;
-	return -1;
+	return 0;
 }
 
 int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *err_text,

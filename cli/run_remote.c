@@ -327,7 +327,7 @@ static void send_refusal(int fd, int err, const char *message)
 }
 
 int run_via_daemon(const char *path, int argc, char **argv, const struct run_args *a,
-		   const struct cli_global *g)
+		   const struct cli_global *g, int *ret_exit)
 {
 	struct jobcg_msg m = {}, reply = {};
 	struct jobcg_spawn_opts so = {.no_clone3 = a->no_clone3};
@@ -343,21 +343,23 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	/* With stdout or stderr closed the socket could become one of them and receive what we
 	 * print: this process does it itself. */
 	if (!fd_open(1) || !fd_open(2))
-		return -1;
+		return 0;
 	r = run_daemon_connect(path, &fd, why, sizeof(why));
 	if (r == -ENAMETOOLONG)
-		return cli_usage_error("run", "JOBCG_DAEMON_SOCKET '%s': longer than a socket path",
-				       path);
+		return cli_answered(
+		    ret_exit,
+		    cli_usage_error("run", "JOBCG_DAEMON_SOCKET '%s': longer than a socket path",
+				    path));
 	if (r == -EPERM) {
 		/* Someone else's socket is not a daemon that is away: say so, run nothing. */
 		fprintf(stderr,
 			"jobcg: %s: not using it (--no-daemon, or JOBCG_DAEMON_SOCKET set empty, "
 			"runs the step in this process)\n",
 			why);
-		return 1;
+		return cli_answered(ret_exit, 1);
 	}
 	if (r < 0)
-		return -1; /* no daemon (or not one for us): nothing was asked */
+		return 0; /* no daemon (or not one for us): nothing was asked */
 	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cwd < 0)
 		goto fallback;
@@ -487,7 +489,7 @@ bad_reply:
 	code = 1;
 	goto out;
 fallback:
-	code = -1;
+	code = -1; /* not run: the caller runs the step */
 out:
 	if (stepfd >= 0)
 		close(stepfd);
@@ -500,7 +502,7 @@ out:
 	task_env_free(env, a->ntasks);
 	jobcg_msg_free(&m);
 	jobcg_msg_free(&reply);
-	return code;
+	return code < 0 ? 0 : cli_answered(ret_exit, code);
 }
 
 /* ---- the daemon's side ---- */
@@ -893,21 +895,22 @@ static void on_request(struct run_conn *c, const int *fds, unsigned nfds, uint64
 		return;
 	}
 	client_enter(c);
-	code = run_parse(argc, c->argv, &c->a);
-	/* Past the arguments (-1: go on; 0 is --help, answered) and with a context (0). */
-	if (code < 0 && (code = cli_ctx_open(&c->g, 0, &c->conf, &c->ctx)) == 0) {
-		code = run_begin(c->ctx, &c->a, &c->s);
-		if (code < 0 && spawn_msg(c) < 0)
+	/* Past the arguments (--help is answered) and with a context (0), the step made. */
+	if (!run_parse(argc, c->argv, &c->a, &code) &&
+	    (code = cli_ctx_open(&c->g, 0, &c->conf, &c->ctx)) == 0 &&
+	    !run_begin(c->ctx, &c->a, &c->s, &code)) {
+		if (spawn_msg(c) < 0)
 			/* The directory cannot be lent: nobody runs it. */
 			code = run_finish(c->ctx, &c->s, 0, NULL, NULL, true);
+		else
+			c->step = true;
 	}
-	if (code < 0) {
-		c->step = true;
+	if (c->step)
 		self.steps++;
-	} else
+	else
 		(void)exit_msg(&c->tx, code, false, NULL);
 	client_leave(c, &c->tx);
-	phase_to(c, code < 0 ? PH_SPAWN : PH_EXIT, now_ms);
+	phase_to(c, c->step ? PH_SPAWN : PH_EXIT, now_ms);
 }
 
 /* The client's report: end the step, answer op=exit. */
