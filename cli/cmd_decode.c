@@ -171,10 +171,10 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 	if (r == -EOPNOTSUPP && !cgroup && per_cgroup) {
 		cli_print_error(r, "program is opaque");
 		fprintf(stderr,
-			"jobcg: its verdict depends on the calling cgroup: decode it as one cgroup "
-			"sees it with\n  %sjobcg decode --cgroup CGROUP %s\n"
-			"(CGROUP: a cgroup directory, JOB or JOB.STEP), or list all the programs "
-			"of a cgroup with 'jobcg devices CGROUP'\n",
+			"jobcg: its verdict depends on the calling cgroup; decode it as one cgroup "
+			"sees it:\n  %sjobcg decode --cgroup CGROUP %s\n"
+			"jobcg: CGROUP is a cgroup directory, JOB or JOB.STEP ('jobcg devices "
+			"CGROUP' combines all its programs)\n",
 			streq_dash(path) ? "bpftool prog dump xlated id N | " : "",
 			streq_dash(path) ? "-" : path);
 		return 1;
