@@ -152,7 +152,7 @@ static int run_config(enum jobcg_device_program mode, size_t n, unsigned dmaj, u
 	if (e == 0) {
 		e = measure_pair(iter, rounds, &res->base, &res->ns, &res->ratio);
 	} else {
-		fprintf(stderr, "devcheck: %s\n", jobcg_error_format(buf, sizeof(buf)));
+		fprintf(stderr, "devcheck: %s\n", jobcg_error_format(e, buf, sizeof(buf)));
 	}
 	for (size_t i = 0; p && i < 3; i++) {
 		char cg[4200];

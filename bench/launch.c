@@ -122,11 +122,13 @@ static uint64_t now_ns(void)
 static int lib_open(void)
 {
 	char buf[1024];
+	int r;
 
 	if (ctx)
 		return 0;
-	if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 || jobcg_ctx_open(conf, 0, &ctx) < 0) {
-		fprintf(stderr, "launch: %s\n", jobcg_error_format(buf, sizeof(buf)));
+	if ((r = jobcg_config_load(NULL, NULL, 0, &conf)) < 0 ||
+	    (r = jobcg_ctx_open(conf, 0, &ctx)) < 0) {
+		fprintf(stderr, "launch: %s\n", jobcg_error_format(r, buf, sizeof(buf)));
 		return -1;
 	}
 	return 0;
@@ -145,10 +147,12 @@ __attribute__((format(printf, 2, 3))) static void note_error(struct subject *s, 
 	va_end(ap);
 }
 
+/* The first failure of a subject, for its note: the calls' codes are not kept, so the record
+ * is taken as it is (it may be an earlier failure's when a call left none of its own). */
 static const char *lib_error(void)
 {
 	static char buf[256];
-	return jobcg_error_format(buf, sizeof(buf));
+	return jobcg_error_format(jobcg_last_error()->code, buf, sizeof(buf));
 }
 
 static int out_fd = -1, err_fd = -1; /* where commands' stdout and stderr go (cmd:) */

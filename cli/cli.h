@@ -28,8 +28,10 @@ struct cli_command {
 
 /* Log library messages to stderr: notices and above, -v info, -vv debug. */
 void cli_set_verbosity(int verbose);
-/* Print "jobcg: " + the thread's last library error (file:line:col: message) to stderr. */
-void cli_print_error(const char *what);
+/* Print "jobcg: " + the library error @r, the negative errno a call returned, to stderr: the
+ * error record (file:line:col: message) when it explains @r, else strerror(); the record is
+ * cleared afterwards. */
+void cli_print_error(int r, const char *what);
 /* printf-style error to stderr, prefixed "jobcg: ". Returns 1 (for `return cli_fail(...)`). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Usage error for a subcommand: prints message and a hint, returns 2. */

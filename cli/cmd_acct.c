@@ -169,7 +169,7 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 	free(path);
 	if (r < 0) {
 		json_object_put(o.arr);
-		cli_print_error("acct");
+		cli_print_error(r, "acct");
 		return 1;
 	}
 	if (o.json) {

@@ -75,10 +75,10 @@ static int pam_stack_refuses(const char *pam_dir, const char *service, const cha
 	struct jobcg_pam_scan *scan = NULL;
 	int r;
 
-	if (jobcg_pam_scan(pam_dir, service, &scan) < 0) {
+	if ((r = jobcg_pam_scan(pam_dir, service, &scan)) < 0) {
 		/* PAM itself found a stack to run us from; it may be "other". */
 		say(LOG_WARNING, "cannot check PAM service %s's session stack: %s", service,
-		    jobcg_last_error()->message);
+		    jobcg_error_message(r));
 		return 0;
 	}
 	r = 0;
@@ -98,15 +98,16 @@ static int pam_account(struct jobcg_ctx *ctx, const char *pam_dir, const char *s
 		       const char *who, uid_t uid, pid_t pid)
 {
 	uint32_t job = 0;
+	int r;
 
 	if (pam_stack_refuses(pam_dir, service, who))
 		return 1;
-	if (jobcg_adopt_user(ctx, pid, uid, &job) < 0) {
-		if (jobcg_last_error()->code == -ENOENT)
+	if ((r = jobcg_adopt_user(ctx, pid, uid, &job)) < 0) {
+		if (r == -ENOENT)
 			return say(LOG_NOTICE, "user %s has no job on this node: access refused",
 				   who);
 		return say(LOG_ERR, "%s's login (pid %d) not adopted: %s", who, (int)pid,
-			   jobcg_last_error()->message);
+			   jobcg_error_message(r));
 	}
 	/* Our parent was alive all along if it still is: the pid moved was that process. */
 	if (getppid() != pid)
@@ -129,7 +130,7 @@ static int pam_session(struct jobcg_ctx *ctx, const char *service, const char *w
 	r = jobcg_pid_job(ctx, pid, &job, &cg);
 	if (r < 0)
 		return say(LOG_ERR, "cannot check %s's login (pid %d): %s", who, (int)pid,
-			   jobcg_last_error()->message);
+			   jobcg_error_message(r));
 	if (r == 0) {
 		say(LOG_ERR,
 		    "refusing %s's session: its process %d is in %s, outside every job; a module "
@@ -321,7 +322,7 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	else if ((r = jobcg_pid_uid(pid, &uid)) >= 0)
 		r = jobcg_adopt_user(ctx, pid, uid, &job);
 	if (r < 0) {
-		cli_print_error("adopt");
+		cli_print_error(r, "adopt");
 		goto out;
 	}
 	printf("adopted pid %d into job %u (step extern)\n", (int)pid, job);

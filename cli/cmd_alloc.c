@@ -27,9 +27,11 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		r = cli_limits_option("alloc", c, optarg, &cl);
+		int code;
+
+		r = cli_limits_option("alloc", c, optarg, &cl, &code);
 		if (r < 0)
-			return -r;
+			return code;
 		if (r > 0)
 			continue;
 		switch (c) {
@@ -93,8 +95,8 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 		return r;
 	if (cli_limits_refuse(ctx, &cl)) {
 		r = 1;
-	} else if (jobcg_job_create(ctx, job, &cl.l, 0, &job) < 0) {
-		cli_print_error(NULL);
+	} else if ((r = jobcg_job_create(ctx, job, &cl.l, 0, &job)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	} else if (json) {
 		struct json_object *o = json_object_new_object();

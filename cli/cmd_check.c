@@ -94,9 +94,10 @@ static char *text_of(const char *fmt, ...)
 static void pam_check(const char *pam_dir, struct pam_check *pc)
 {
 	const struct jobcg_pam_scan *sc;
+	int r = jobcg_pam_scan(pam_dir, "sshd", &pc->scan);
 
-	if (jobcg_pam_scan(pam_dir, "sshd", &pc->scan) < 0) {
-		pc->error = strdup(jobcg_last_error()->message);
+	if (r < 0) {
+		pc->error = strdup(jobcg_error_message(r));
 		return;
 	}
 	sc = pc->scan;
@@ -319,14 +320,13 @@ static int gpus_check(const struct jobcg_config *conf, struct json_object *json)
 		d = json_object_new_array();
 		json_object_object_add(o, "backend", json_object_new_string(be));
 		json_object_object_add(
-		    o, "error", r < 0 ? json_object_new_string(jobcg_last_error()->message) : NULL);
+		    o, "error", r < 0 ? json_object_new_string(jobcg_error_message(r)) : NULL);
 		for (char **p = diffs; p && *p; p++)
 			json_object_array_add(d, json_object_new_string(*p));
 		json_object_object_add(o, "differences", d);
 		json_object_object_add(json, "gpus", o);
 	} else if (r < 0)
-		printf("%-22s detection (%s) failed: %s\n", "gpus:", be,
-		       jobcg_last_error()->message);
+		printf("%-22s detection (%s) failed: %s\n", "gpus:", be, jobcg_error_message(r));
 	else if (!diffs[0])
 		printf("%-22s %zu found (%s), as gres.conf says\n", "gpus:", gpus->ngpus,
 		       gpus->backends);
@@ -386,8 +386,8 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 			    &conf);
 	if (r)
 		return r;
-	if (jobcg_sysinfo_probe(conf, &s) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_sysinfo_probe(conf, &s)) < 0) {
+		cli_print_error(r, NULL);
 		jobcg_config_free(conf);
 		return 1;
 	}

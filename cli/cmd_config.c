@@ -294,16 +294,19 @@ static int print_json(const struct jobcg_config *c)
 	return 0;
 }
 
-static void print_json_error(void)
+/* The failure @r: where the error record explains it, with its file, line and column. */
+static void print_json_error(int r)
 {
 	const struct jobcg_error *e = jobcg_last_error();
 	struct json_object *root = json_object_new_object(), *err = json_object_new_object();
+	bool mine = e->code == r;
 
-	json_object_object_add(err, "file", e->file[0] ? json_object_new_string(e->file) : NULL);
-	json_object_object_add(err, "line", json_object_new_int64(e->line));
-	json_object_object_add(err, "column", json_object_new_int64(e->column));
-	json_object_object_add(err, "message", json_object_new_string(e->message));
-	json_object_object_add(err, "errno", json_object_new_int64(-e->code));
+	json_object_object_add(err, "file",
+			       mine && e->file[0] ? json_object_new_string(e->file) : NULL);
+	json_object_object_add(err, "line", json_object_new_int64(mine ? e->line : 0));
+	json_object_object_add(err, "column", json_object_new_int64(mine ? e->column : 0));
+	json_object_object_add(err, "message", json_object_new_string(jobcg_error_message(r)));
+	json_object_object_add(err, "errno", json_object_new_int64(-r));
 	json_object_object_add(root, "error", err);
 	puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
 						      JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -353,9 +356,9 @@ static int cmd_config(int argc, char **argv, const struct cli_global *g)
 	jobcg_set_log(log_quiet_warnings, NULL, g->verbose ? JOBCG_LOG_DEBUG : JOBCG_LOG_NOTICE);
 	r = jobcg_config_load(g->config_dir, host, flags, &c);
 	if (r < 0) {
-		cli_print_error("configuration");
 		if (json)
-			print_json_error();
+			print_json_error(r);
+		cli_print_error(r, "configuration");
 		return 1;
 	}
 	r = json ? print_json(c) : print_text(c);

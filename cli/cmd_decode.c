@@ -77,9 +77,21 @@ static bool program_uses_maps(const struct bpf_insn *insns, size_t n)
 	return false;
 }
 
+/* Whether the verdict depends on the calling cgroup (jobcg's node program looks its ancestors
+ * up in the policy map): such a program decodes only for one cgroup. */
+static bool program_per_cgroup(const struct bpf_insn *insns, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (insns[k].code == (BPF_JMP | BPF_CALL) && insns[k].src_reg == 0 &&
+		    (insns[k].imm == BPF_FUNC_get_current_cgroup_id ||
+		     insns[k].imm == BPF_FUNC_get_current_ancestor_cgroup_id))
+			return true;
+	return false;
+}
+
 static void help(void)
 {
-	printf("Usage: jobcg decode [FILE|-] [--json]\n\n"
+	printf("Usage: jobcg decode [--cgroup CGROUP] [FILE|-] [--json]\n\n"
 	       "Print the device rules a cgroup device (eBPF) program enforces. FILE holds the\n"
 	       "text of 'bpftool prog dump xlated id N', its JSON form (bpftool -j), or the raw\n"
 	       "instructions 'bpftool prog dump xlated id N file F' writes; the form is detected\n"
@@ -89,19 +101,24 @@ static void help(void)
 	       "ACCESS'), then the same for 'b'. The most specific matching line decides. ACCESS\n"
 	       "lists r, w, m that are each allowed alone, or '-'. Lines starting with '#' flag\n"
 	       "behaviour the rules cannot express.\n\n"
-	       "  --json     print JSON\n"
-	       "  -h, --help show this help\n");
+	       "  --cgroup CGROUP  decode the program as processes of CGROUP see it (a cgroup\n"
+	       "                   path, JOB or JOB.STEP): needed when its verdict depends on\n"
+	       "                   the calling cgroup, as jobcg's node program's does\n"
+	       "  --json           print JSON\n"
+	       "  -h, --help       show this help\n");
 }
 
 static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'},
+	    {"cgroup", required_argument, NULL, 'c'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
 	bool json = false;
-	const char *path = "-";
+	const char *path = "-", *cgroup = NULL;
+	char cgpath[4096];
 	char *data = NULL;
 	size_t len = 0;
 	struct jobcg_decoded *d = NULL;
@@ -112,6 +129,9 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 		switch (c) {
 		case 'j':
 			json = true;
+			break;
+		case 'c':
+			cgroup = optarg;
 			break;
 		case 'h':
 			help();
@@ -133,21 +153,38 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 	r = jobcg_decode_parse(data, len, name, &insns, &n);
 	free(data);
 	if (r < 0) {
-		cli_print_error("decode");
+		cli_print_error(r, "decode");
 		return 1;
 	}
-	r = jobcg_decode_program(insns, n, NULL, &d);
-	/* Maps named by id ("map[id:12]") are live on this host: read them when we may. */
-	if (r == -EOPNOTSUPP && program_uses_maps(insns, n)) {
-		r = jobcg_decode_with_live_maps(insns, n, &d);
+	if (cgroup) {
+		r = resolve_cgroup_arg(cgroup, cgpath, sizeof(cgpath));
+		if (r >= 0)
+			r = jobcg_decode_for_cgroup(insns, n, cgpath, &d);
+	} else {
+		r = jobcg_decode_program(insns, n, NULL, &d);
+		/* Maps named by id ("map[id:12]") are live on this host: read them when we may. */
+		if (r == -EOPNOTSUPP && program_uses_maps(insns, n))
+			r = jobcg_decode_with_live_maps(insns, n, &d);
 	}
+	bool per_cgroup = program_per_cgroup(insns, n);
 	free(insns);
+	if (r == -EOPNOTSUPP && !cgroup && per_cgroup) {
+		cli_print_error(r, "program is opaque");
+		fprintf(stderr,
+			"jobcg: its verdict depends on the calling cgroup; decode it as one cgroup "
+			"sees it:\n  %sjobcg decode --cgroup CGROUP %s\n"
+			"jobcg: CGROUP is a cgroup directory, JOB or JOB.STEP ('jobcg devices "
+			"CGROUP' combines all its programs)\n",
+			streq_dash(path) ? "bpftool prog dump xlated id N | " : "",
+			streq_dash(path) ? "-" : path);
+		return 1;
+	}
 	if (r == -EOPNOTSUPP) {
-		cli_print_error("program is opaque");
+		cli_print_error(r, "program is opaque");
 		return 1;
 	}
 	if (r < 0) {
-		cli_print_error("decode");
+		cli_print_error(r, "decode");
 		return 1;
 	}
 	if (json) {

@@ -84,12 +84,12 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 		return cli_usage_error("devices", "expected one PATH or JOB[.STEP]");
 	r = resolve_cgroup_arg(argv[optind], path, sizeof(path));
 	if (r < 0) {
-		cli_print_error("devices");
+		cli_print_error(r, "devices");
 		return 1;
 	}
 	r = jobcg_cgroup_inspect(path, NULL, &in);
 	if (r < 0) {
-		cli_print_error(NULL);
+		cli_print_error(r, NULL);
 		if (r == -EPERM && geteuid() != 0)
 			fprintf(
 			    stderr,

@@ -9,19 +9,18 @@ static int cmd_gc(int argc, char **argv, const struct cli_global *g)
 	bool json = false;
 	int r;
 
-	r = cli_json_only_args(
-	    argc, argv, "gc",
-	    "Usage: jobcg gc [--json]\n\n"
-	    "Remove ephemeral jobs and steps whose 'jobcg run' is gone, and job\n"
-	    "directories left half made. Allocated jobs stay until released.\n",
-	    &json);
-	if (r >= 0)
+	if (cli_json_only_args(
+		argc, argv, "gc",
+		"Usage: jobcg gc [--json]\n\n"
+		"Remove ephemeral jobs and steps whose 'jobcg run' is gone, and job\n"
+		"directories left half made. Allocated jobs stay until released.\n",
+		&json, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_gc(ctx, 0, &st) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_gc(ctx, 0, &st)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	} else if (json) {
 		struct json_object *o = json_object_new_object();

@@ -216,7 +216,7 @@ static int cmd_gpus(int argc, char **argv, const struct cli_global *g)
 	if (r == -ELIBEXEC)
 		return run_twin(argc, argv, g);
 	if (r < 0) {
-		cli_print_error("GPU detection");
+		cli_print_error(r, "GPU detection");
 		return 1;
 	}
 	if (json)

@@ -29,8 +29,8 @@ static int cmd_init(int argc, char **argv, const struct cli_global *g)
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_ctx_lock(ctx) < 0 || jobcg_ctx_ensure_tree(ctx) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_ctx_lock(ctx)) < 0 || (r = jobcg_ctx_ensure_tree(ctx)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	} else
 		printf("%s (%s)\n", jobcg_ctx_root(ctx), jobcg_ctx_backend(ctx));

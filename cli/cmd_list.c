@@ -70,18 +70,17 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 	bool json = false;
 	int r;
 
-	r = cli_json_only_args(argc, argv, "list",
+	if (cli_json_only_args(argc, argv, "list",
 			       "Usage: jobcg list [--json]\n\nList the jobs, their steps, owner, "
 			       "creation time, limits and GPUs\n"
 			       "(node-wide indices; --json also gives each step's).\n",
-			       &json);
-	if (r >= 0)
+			       &json, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_job_list(ctx, &ids, &n) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_job_list(ctx, &ids, &n)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 		goto out;
 	}

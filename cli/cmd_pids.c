@@ -10,18 +10,17 @@ static int cmd_pids(int argc, char **argv, const struct cli_global *g)
 	size_t n = 0;
 	int r;
 
-	r = cli_target_args(argc, argv, CLI_TARGET_JSON,
+	if (cli_target_args(argc, argv, CLI_TARGET_JSON,
 			    "Usage: jobcg pids [--json] JOB[.STEP[.TASK]]\n\n"
 			    "Print the pids in the target's cgroups, one a line (TASK may be "
 			    "'special').\n",
-			    &a);
-	if (r >= 0)
+			    &a, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_pids(ctx, &a.t, &pids, &n) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_pids(ctx, &a.t, &pids, &n)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	} else if (a.json) {
 		struct json_object *arr = json_object_new_array();

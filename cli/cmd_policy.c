@@ -132,8 +132,8 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES, &conf) != 0)
 		return 1;
 	/* The same root as every other command, unless --root names another. */
-	if (jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx) < 0) {
-		cli_print_error(NULL);
+	if ((e = jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx)) < 0) {
+		cli_print_error(e, NULL);
 		goto out;
 	}
 	if (root_opt && root_opt[0] == '/')
@@ -149,12 +149,12 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		e = jobcg_devpolicy_open(conf, root, NULL, 0, &p);
 	}
 	if (e < 0) {
-		cli_print_error("policy");
+		cli_print_error(e, "policy");
 		goto out;
 	}
-	if (jobcg_devpolicy_list(p, &grants, &n_grants) < 0 ||
-	    jobcg_devpolicy_managed(p, &managed, &n_managed) < 0) {
-		cli_print_error("policy");
+	if ((e = jobcg_devpolicy_list(p, &grants, &n_grants)) < 0 ||
+	    (e = jobcg_devpolicy_managed(p, &managed, &n_managed)) < 0) {
+		cli_print_error(e, "policy");
 		goto out;
 	}
 	if (jobcg_devnames_new(&names.gres) == 0)

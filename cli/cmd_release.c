@@ -45,8 +45,8 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_job_release(ctx, job, grace_ms) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_job_release(ctx, job, grace_ms)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	}
 	cli_ctx_close(conf, ctx);

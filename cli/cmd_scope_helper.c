@@ -26,8 +26,8 @@ static int cmd_scope_helper(int argc, char **argv, const struct cli_global *g)
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_ctx_systemd_scope(ctx) < 0) {
-		cli_print_error("scope-helper");
+	if ((r = jobcg_ctx_systemd_scope(ctx)) < 0) {
+		cli_print_error(r, "scope-helper");
 		r = 1;
 	}
 	cli_ctx_close(conf, ctx);

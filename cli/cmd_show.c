@@ -14,11 +14,11 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 	char *path = NULL, *gres = NULL, *cpus = NULL, *mem = NULL, *skipped = NULL;
 	int r = 1;
 
-	if (jobcg_target_events(ctx, t, &populated, &frozen) < 0 ||
-	    jobcg_task_list(ctx, t->job, t->step, &tasks, &nt) < 0 ||
-	    jobcg_pids(ctx, t, &pids, &np) < 0 || jobcg_acct_read(ctx, t, &acct) < 0 ||
-	    jobcg_target_path(ctx, t, &path) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_target_events(ctx, t, &populated, &frozen)) < 0 ||
+	    (r = jobcg_task_list(ctx, t->job, t->step, &tasks, &nt)) < 0 ||
+	    (r = jobcg_pids(ctx, t, &pids, &np)) < 0 || (r = jobcg_acct_read(ctx, t, &acct)) < 0 ||
+	    (r = jobcg_target_path(ctx, t, &path)) < 0) {
+		cli_print_error(r, NULL);
 		goto out;
 	}
 	(void)jobcg_gres_get(ctx, t->job, t->step, &gres);
@@ -91,9 +91,10 @@ static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
 {
 	struct jobcg_job_info *i = NULL;
 	char *gres = NULL;
+	int r;
 
-	if (jobcg_job_info_get(ctx, job, &i) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_job_info_get(ctx, job, &i)) < 0) {
+		cli_print_error(r, NULL);
 		return 1;
 	}
 	(void)jobcg_gres_get(ctx, job, NULL, &gres);
@@ -141,13 +142,12 @@ static int cmd_show(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	int r;
 
-	r = cli_target_args(
-	    argc, argv, CLI_TARGET_JSON,
-	    "Usage: jobcg show [--json] JOB[.STEP]\n\n"
-	    "Show a job (owner, creation time, limits, steps) or a step (tasks, pids,\n"
-	    "state, its own --cpus/--mem if it has them, accounting).\n",
-	    &a);
-	if (r >= 0)
+	if (cli_target_args(
+		argc, argv, CLI_TARGET_JSON,
+		"Usage: jobcg show [--json] JOB[.STEP]\n\n"
+		"Show a job (owner, creation time, limits, steps) or a step (tasks, pids,\n"
+		"state, its own --cpus/--mem if it has them, accounting).\n",
+		&a, &r))
 		return r;
 	if (a.t.task != JOBCG_TASK_ALL)
 		return cli_usage_error("show", "give JOB or JOB.STEP, not a task");

@@ -8,19 +8,18 @@ static int cmd_signal(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	int r, n;
 
-	r = cli_target_args(argc, argv, CLI_TARGET_SIGNAL | CLI_TARGET_JSON,
+	if (cli_target_args(argc, argv, CLI_TARGET_SIGNAL | CLI_TARGET_JSON,
 			    "Usage: jobcg signal [-s SIG] [--json] JOB[.STEP[.TASK]]\n\n"
 			    "Send SIG (name or number, default TERM) to every process of the "
 			    "target.\nPrints how many processes were signalled.\n",
-			    &a);
-	if (r >= 0)
+			    &a, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
 	n = jobcg_signal(ctx, &a.t, a.sig);
 	if (n < 0) {
-		cli_print_error(NULL);
+		cli_print_error(n, NULL);
 		r = 1;
 	} else if (a.json) {
 		struct json_object *o = json_object_new_object();

@@ -10,19 +10,18 @@ static int cmd_stat(int argc, char **argv, const struct cli_global *g)
 	char buf[128];
 	int r;
 
-	r = cli_target_args(
-	    argc, argv, CLI_TARGET_JSON,
-	    "Usage: jobcg stat [--json] JOB[.STEP[.TASK]]\n\n"
-	    "Print the target's CPU, memory, OOM and pids accounting. Items whose\n"
-	    "controller is not available are 'unavailable' (null in JSON), never 0.\n",
-	    &a);
-	if (r >= 0)
+	if (cli_target_args(
+		argc, argv, CLI_TARGET_JSON,
+		"Usage: jobcg stat [--json] JOB[.STEP[.TASK]]\n\n"
+		"Print the target's CPU, memory, OOM and pids accounting. Items whose\n"
+		"controller is not available are 'unavailable' (null in JSON), never 0.\n",
+		&a, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (jobcg_acct_read(ctx, &a.t, &acct) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_acct_read(ctx, &a.t, &acct)) < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	} else if (a.json) {
 		struct json_object *o = json_object_new_object();

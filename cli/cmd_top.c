@@ -57,8 +57,8 @@ static int collect(const struct cli_global *g, struct jobcg_metrics **ret)
 
 	if (r)
 		return r;
-	if (jobcg_metrics_collect(ctx, ret) < 0) {
-		cli_print_error("top");
+	if ((r = jobcg_metrics_collect(ctx, ret)) < 0) {
+		cli_print_error(r, "top");
 		r = 1;
 	}
 	cli_ctx_close(conf, ctx);

@@ -118,7 +118,7 @@ static void visit(struct walk *w, const char *path)
 		if (!w->errors++)
 			w->first_err = r;
 		if (w->errors == 1)
-			cli_print_error(path);
+			cli_print_error(r, path);
 		if (r == -EPERM)
 			w->stop = true;
 		return;
@@ -226,8 +226,8 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 		return cli_usage_error("who-has", "%s: not a device (%s)", argv[optind],
 				       r == -ENODEV ? "not a character or block device"
 						    : strerror(-r));
-	if (jobcg_cgroup2_mount(&mount) < 0) {
-		cli_print_error("who-has");
+	if ((r = jobcg_cgroup2_mount(&mount)) < 0) {
+		cli_print_error(r, "who-has");
 		return 1;
 	}
 	if (!root)

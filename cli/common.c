@@ -22,8 +22,8 @@ int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config
 	r = cli_load_config(g, JOBCG_CONFIG_NO_ENTRIES, &conf);
 	if (r != 0)
 		return r;
-	if (jobcg_ctx_open(conf, flags, ret_ctx) < 0) {
-		cli_print_error(NULL);
+	if ((r = jobcg_ctx_open(conf, flags, ret_ctx)) < 0) {
+		cli_print_error(r, NULL);
 		jobcg_config_free(conf);
 		return 1;
 	}
@@ -104,18 +104,27 @@ int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret)
 	return 0;
 }
 
-int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out)
+/* A bad option value: @exit_code (the usage error printed) for the caller, -EINVAL. */
+static int usage_einval(int *ret_exit, int exit_code)
+{
+	*ret_exit = exit_code;
+	return -EINVAL;
+}
+
+int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out,
+		      int *ret_exit)
 {
 	switch (c) {
 	case 'c': {
 		uint64_t *bits = NULL;
 		size_t words = 0;
+		int r;
 
 		/* Checked here, not first by the kernel: a reversed range or a typo must not be
 		 * recorded on a job as its CPUs (with --best-effort nothing else would read it). */
-		if (jobcg_parse_cpulist(arg, &bits, &words) < 0)
-			return -cli_usage_error(cmd, "--cpus '%s': %s", arg,
-						jobcg_last_error()->message);
+		if ((r = jobcg_parse_cpulist(arg, &bits, &words)) < 0)
+			return usage_einval(ret_exit, cli_usage_error(cmd, "--cpus '%s': %s", arg,
+								      jobcg_error_message(r)));
 		free(bits);
 		out->l.cpus = arg;
 		return 1;
@@ -123,15 +132,18 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 	case 'm':
 		if (jobcg_parse_size(arg, 1u << 20, 0, &out->l.mem_bytes) < 0 ||
 		    out->l.mem_bytes == 0)
-			return -cli_usage_error(cmd, "--mem '%s': need a size like 512M or 4G",
-						arg);
+			return usage_einval(
+			    ret_exit,
+			    cli_usage_error(cmd, "--mem '%s': need a size like 512M or 4G", arg));
 		out->mem_arg = arg;
 		return 1;
 	case 'p': {
 		unsigned v;
 
 		if (cli_parse_uint("--pids", arg, 4194304, &v) < 0 || v == 0)
-			return -cli_usage_error(cmd, "--pids '%s': need a number 1..4194304", arg);
+			return usage_einval(
+			    ret_exit,
+			    cli_usage_error(cmd, "--pids '%s': need a number 1..4194304", arg));
 		out->l.pids_max = v;
 		out->pids_arg = arg;
 		return 1;
@@ -140,8 +152,9 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 		unsigned v;
 
 		if (cli_parse_uint("--cpu-weight", arg, 10000, &v) < 0 || v == 0)
-			return -cli_usage_error(cmd, "--cpu-weight '%s': need a number 1..10000",
-						arg);
+			return usage_einval(
+			    ret_exit,
+			    cli_usage_error(cmd, "--cpu-weight '%s': need a number 1..10000", arg));
 		out->l.cpu_weight = v;
 		out->weight_arg = arg;
 		return 1;
@@ -151,13 +164,16 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 		return 1;
 	case 'G': {
 		struct jobcg_gres_request *req = NULL;
+		int r;
 
 		/* Checked here, before anything is made, with the parser's own words. */
 		if (!*arg)
-			return -cli_usage_error(cmd,
-						"--gres: empty request (want NAME[:TYPE][:COUNT])");
-		if (jobcg_gres_request_parse(arg, &req) < 0)
-			return -cli_usage_error(cmd, "--gres: %s", jobcg_last_error()->message);
+			return usage_einval(
+			    ret_exit, cli_usage_error(
+					  cmd, "--gres: empty request (want NAME[:TYPE][:COUNT])"));
+		if ((r = jobcg_gres_request_parse(arg, &req)) < 0)
+			return usage_einval(
+			    ret_exit, cli_usage_error(cmd, "--gres: %s", jobcg_error_message(r)));
 		jobcg_gres_request_free(req);
 		out->l.gres = arg;
 		return 1;
@@ -181,7 +197,7 @@ int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl)
 		if ((c->spec_cpus || c->core_spec_count) &&
 		    ((r = jobcg_online_cpus(&online)) < 0 ||
 		     (r = jobcg_spec_check_cpus(c, online, cl->l.cpus)) < 0))
-			cli_print_error(NULL);
+			cli_print_error(r, NULL);
 		free(online);
 		if (r < 0)
 			return 1;
@@ -210,7 +226,7 @@ int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl)
 }
 
 int cli_target_args(int argc, char **argv, unsigned what, const char *help,
-		    struct cli_target_args *ret)
+		    struct cli_target_args *ret, int *ret_exit)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'},
@@ -230,45 +246,58 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 		switch (c) {
 		case 'j':
 			if (!(what & CLI_TARGET_JSON))
-				return cli_usage_error(cmd,
-						       "--json is not an option of this command");
+				return cli_answered(
+				    ret_exit, cli_usage_error(
+						  cmd, "--json is not an option of this command"));
 			ret->json = true;
 			break;
 		case 't':
 			if (!(what & CLI_TARGET_TIMEOUT))
-				return cli_usage_error(
-				    cmd, "--timeout is not an option of this command");
+				return cli_answered(
+				    ret_exit,
+				    cli_usage_error(cmd,
+						    "--timeout is not an option of this command"));
 			if (cli_parse_uint("--timeout", optarg, 3600000, &ret->timeout_ms) < 0)
-				return cli_usage_error(cmd, "--timeout '%s': need milliseconds",
-						       optarg);
+				return cli_answered(
+				    ret_exit,
+				    cli_usage_error(cmd, "--timeout '%s': need milliseconds",
+						    optarg));
 			break;
 		case 's':
 			if (!(what & CLI_TARGET_SIGNAL))
-				return cli_usage_error(cmd,
-						       "--signal is not an option of this command");
+				return cli_answered(
+				    ret_exit,
+				    cli_usage_error(cmd,
+						    "--signal is not an option of this command"));
 			ret->sig = cli_parse_signal(optarg);
 			if (ret->sig < 0)
-				return cli_usage_error(cmd, "--signal '%s': unknown signal",
-						       optarg);
+				return cli_answered(
+				    ret_exit,
+				    cli_usage_error(cmd, "--signal '%s': unknown signal", optarg));
 			break;
 		case 'h':
 			fputs(help, stdout);
-			return 0;
+			return cli_answered(ret_exit, 0);
 		default:
 			if ((what & CLI_TARGET_SIGNAL) && optopt >= '0' && optopt <= '9')
-				return cli_usage_error(cmd, "give the signal with -s (-s %c...)",
-						       optopt);
-			return cli_unknown_option(cmd);
+				return cli_answered(
+				    ret_exit,
+				    cli_usage_error(cmd, "give the signal with -s (-s %c...)",
+						    optopt));
+			return cli_answered(ret_exit, cli_unknown_option(cmd));
 		}
 	}
 	if (optind + 1 != argc)
-		return cli_usage_error(cmd, "need exactly one target JOB[.STEP[.TASK]]");
-	if (jobcg_target_parse(argv[optind], &ret->t) < 0) {
+		return cli_answered(
+		    ret_exit, cli_usage_error(cmd, "need exactly one target JOB[.STEP[.TASK]]"));
+	int r = jobcg_target_parse(argv[optind], &ret->t);
+	if (r < 0) {
 		char buf[4096];
 
-		return cli_usage_error(cmd, "%s", jobcg_error_format(buf, sizeof(buf)));
+		return cli_answered(
+		    ret_exit, cli_usage_error(cmd, "%s", jobcg_error_format(r, buf, sizeof(buf))));
 	}
-	return -1;
+	return 0;
 }
 
 int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const char *help,
@@ -278,22 +307,24 @@ int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const
 	struct cli_target_args a;
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
-	int r = cli_target_args(argc, argv, CLI_TARGET_TIMEOUT, help, &a);
+	int r;
 
-	if (r >= 0)
+	if (cli_target_args(argc, argv, CLI_TARGET_TIMEOUT, help, &a, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (fn(ctx, &a.t, a.timeout_ms) < 0) {
-		cli_print_error(NULL);
+	r = fn(ctx, &a.t, a.timeout_ms);
+	if (r < 0) {
+		cli_print_error(r, NULL);
 		r = 1;
 	}
 	cli_ctx_close(conf, ctx);
 	return r;
 }
 
-int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help, bool *ret_json)
+int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help, bool *ret_json,
+		       int *ret_exit)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'},
@@ -311,15 +342,16 @@ int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help,
 			break;
 		case 'h':
 			fputs(help, stdout);
-			return 0;
+			return cli_answered(ret_exit, 0);
 		default:
-			return cli_unknown_option(cmd);
+			return cli_answered(ret_exit, cli_unknown_option(cmd));
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+		return cli_answered(ret_exit,
+				    cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]));
 	*ret_json = json;
-	return -1;
+	return 0;
 }
 
 /* By absolute path, never through PATH: `jobcg adopt --pam` runs as root with whatever

@@ -44,13 +44,24 @@ int cli_lookup_user(const char *s, uid_t *ret_uid, gid_t *ret_gid);
 int cli_getent_user_name(const char *name, uid_t *ret_uid, gid_t *ret_gid);
 /* A group name or number. */
 int cli_lookup_group(const char *s, gid_t *ret_gid);
+/*
+ * The argument parsers below return 0 to go on, or 1 when they answered (--help) or failed
+ * (the error printed), with *ret_exit the command's exit code. For their return statements:
+ */
+static inline int cli_answered(int *ret_exit, int exit_code)
+{
+	*ret_exit = exit_code;
+	return 1;
+}
+
 /* Options --cpus/--mem/--pids/--best-effort shared by alloc and run: returns 1 if @c was one
- * of them (consumed), 0 if not, or a CLI exit code (>=2) wrapped as negative on error. */
+ * of them (consumed), 0 if not, or -EINVAL for a bad value (printed; *ret_exit the exit code). */
 struct cli_limits {
 	struct jobcg_limits l;
 	const char *mem_arg, *pids_arg, *weight_arg;
 };
-int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out);
+int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out,
+		      int *ret_exit);
 /* Refuse limits the host cannot enforce, naming the option (unless --best-effort). 0 or 1. */
 int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl);
 
@@ -66,14 +77,15 @@ enum {
 	CLI_TARGET_TIMEOUT = 1u << 1, /* accepts --timeout MS */
 	CLI_TARGET_SIGNAL = 1u << 2,  /* accepts -s/--signal SIG */
 };
-/* Parse "[OPTIONS] TARGET"; prints @help for --help. Returns -1 to go on, else an exit code. */
+/* Parse "[OPTIONS] TARGET"; prints @help for --help. 0 to go on, else 1 with *ret_exit. */
 int cli_target_args(int argc, char **argv, unsigned what, const char *help,
-		    struct cli_target_args *ret);
+		    struct cli_target_args *ret, int *ret_exit);
 /* freeze, thaw, kill: parse "[--timeout MS] TARGET" (printing @help for --help), open the
  * context and call @fn on the target; returns the exit code. */
 int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const char *help,
 			int (*fn)(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 				  unsigned timeout_ms));
-/* Commands that take only [--json]: parse it (printing @help for --help). Returns -1 to go on,
- * else the exit code. */
-int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help, bool *ret_json);
+/* Commands that take only [--json]: parse it (printing @help for --help). 0 to go on, else 1
+ * with *ret_exit. */
+int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help, bool *ret_json,
+		       int *ret_exit);

@@ -68,11 +68,13 @@ void cli_set_verbosity(int verbose)
 				     : JOBCG_LOG_NOTICE);
 }
 
-void cli_print_error(const char *what)
+void cli_print_error(int r, const char *what)
 {
 	char buf[8192];
 
-	jobcg_error_format(buf, sizeof(buf));
+	jobcg_error_format(r, buf, sizeof(buf));
+	/* Said once: a later failure that leaves no record of its own must not repeat it. */
+	jobcg_error_clear();
 	if (what)
 		fprintf(stderr, "jobcg: %s: %s\n", what, buf);
 	else
@@ -116,7 +118,7 @@ int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_con
 	int r = jobcg_config_load(g->config_dir, NULL, flags, ret);
 
 	if (r < 0) {
-		cli_print_error("configuration");
+		cli_print_error(r, "configuration");
 		return 1;
 	}
 	return 0;

@@ -89,8 +89,9 @@ int metrics_text(const struct cli_global *g, uint64_t errors_before, char **ret,
 
 	if (r)
 		return r;
-	if (jobcg_metrics_collect(ctx, &m) < 0 || jobcg_metrics_format(m, &o, ret, ret_len) < 0) {
-		cli_print_error("metrics");
+	if ((r = jobcg_metrics_collect(ctx, &m)) < 0 ||
+	    (r = jobcg_metrics_format(m, &o, ret, ret_len)) < 0) {
+		cli_print_error(r, "metrics");
 		r = 1;
 	} else if (ret_errors)
 		*ret_errors = m->errors;

@@ -12,7 +12,7 @@ void run_usage(void)
 	    "Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
 	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--cpu-weight W] "
 	    "[--best-effort]\n"
-	    "                 [--no-clone3] [--no-daemon]\n"
+	    "                 [--no-clone3] [--daemon|--no-daemon]\n"
 	    "                 [--gres gpu[:TYPE]:N] [--gpu-bind "
 	    "none|single:N|per_task:N|map_gpu:L]\n"
 	    "                 -- CMD [ARGS...]\n\n"
@@ -37,9 +37,10 @@ void run_usage(void)
 	    "                  of contended CPUs against other jobs\n"
 	    "  --best-effort   run even when a limit cannot be enforced on this host\n"
 	    "  --no-clone3     start tasks with fork and migrate-before-exec\n"
-	    "  --no-daemon     do the cgroup work in this process even when 'jobcg daemon'\n"
-	    "                  listens on $JOBCG_DAEMON_SOCKET (default " RUN_DAEMON_SOCKET_DEFAULT
-	    ")\n"
+	    "  --daemon        have 'jobcg daemon' do the cgroup work (on $JOBCG_DAEMON_SOCKET,\n"
+	    "                  default " RUN_DAEMON_SOCKET_DEFAULT "); without it only when that\n"
+	    "                  variable is set or cgroup.conf says RunViaDaemon=yes\n"
+	    "  --no-daemon     do the cgroup work in this process, whatever the rest says\n"
 	    "  --gres REQ      the step's devices, a subset of its job's (default: all of them,\n"
 	    "                  shared); for a new job, the job's devices too\n"
 	    "  --gpu-bind B    bind each task to its GPUs: none (default), single:N (N tasks\n"
@@ -48,7 +49,7 @@ void run_usage(void)
 	    "Every step's accounting is appended to the log read by 'jobcg acct'.\n");
 }
 
-int run_parse(int argc, char **argv, struct run_args *a)
+int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 {
 	static const struct option opts[] = {
 	    {"job", required_argument, NULL, 'J'},
@@ -61,6 +62,7 @@ int run_parse(int argc, char **argv, struct run_args *a)
 	    {"pids", required_argument, NULL, 'p'},
 	    {"best-effort", no_argument, NULL, 'B'},
 	    {"no-clone3", no_argument, NULL, 'X'},
+	    {"daemon", no_argument, NULL, 'd'},
 	    {"no-daemon", no_argument, NULL, 'D'},
 	    {"gres", required_argument, NULL, 'G'},
 	    {"gpu-bind", required_argument, NULL, 'b'},
@@ -73,31 +75,35 @@ int run_parse(int argc, char **argv, struct run_args *a)
 	*a = (struct run_args){.job = JOBCG_JOB_ID_AUTO, .ntasks = 1};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+hn:", opts, NULL)) != -1) {
-		r = cli_limits_option("run", c, optarg, &a->cl);
+		r = cli_limits_option("run", c, optarg, &a->cl, ret_exit);
 		if (r < 0)
-			return -r;
+			return 1;
 		if (r > 0)
 			continue;
 		switch (c) {
 		case 'J':
 			if (jobcg_job_id_parse(optarg, &a->job) < 0)
-				return cli_usage_error(
-				    "run", "--job '%s': need a number 1..4294967294", optarg);
+				return cli_answered(
+				    ret_exit,
+				    cli_usage_error(
+					"run", "--job '%s': need a number 1..4294967294", optarg));
 			break;
 		case 'S':
 			if (!jobcg_step_id_valid(optarg))
-				return cli_usage_error("run",
-						       "--step '%s': need a number, batch, "
-						       "extern or interactive",
-						       optarg);
+				return cli_answered(
+				    ret_exit, cli_usage_error("run",
+							      "--step '%s': need a number, batch, "
+							      "extern or interactive",
+							      optarg));
 			a->step_arg = optarg;
 			break;
 		case 'n':
 			if (cli_parse_uint("--ntasks", optarg, JOBCG_TASK_MAX + 1, &a->ntasks) <
 				0 ||
 			    a->ntasks == 0)
-				return cli_usage_error("run", "--ntasks '%s': need 1..%d", optarg,
-						       JOBCG_TASK_MAX + 1);
+				return cli_answered(
+				    ret_exit, cli_usage_error("run", "--ntasks '%s': need 1..%d",
+							      optarg, JOBCG_TASK_MAX + 1));
 			break;
 		case 'a':
 			a->want_acct = true;
@@ -108,6 +114,9 @@ int run_parse(int argc, char **argv, struct run_args *a)
 		case 'X':
 			a->no_clone3 = true;
 			break;
+		case 'd':
+			a->daemon = true;
+			break;
 		case 'D':
 			a->no_daemon = true;
 			break;
@@ -116,27 +125,29 @@ int run_parse(int argc, char **argv, struct run_args *a)
 
 			/* Checked before anything is made: a bad value must not leave a job (or
 			 * its accounting record) behind. */
-			if (jobcg_gpu_bind_parse(optarg, &b) < 0)
-				return cli_usage_error("run", "%s", jobcg_last_error()->message);
+			if ((r = jobcg_gpu_bind_parse(optarg, &b)) < 0)
+				return cli_answered(
+				    ret_exit, cli_usage_error("run", "%s", jobcg_error_message(r)));
 			free(b.map);
 			a->gpu_bind = optarg;
 			break;
 		}
 		case 'h':
 			run_usage();
-			return 0;
+			return cli_answered(ret_exit, 0);
 		default:
-			return cli_unknown_option("run");
+			return cli_answered(ret_exit, cli_unknown_option("run"));
 		}
 	}
 	if (optind >= argc)
-		return cli_usage_error("run",
-				       "no command given (jobcg run [OPTIONS] -- CMD ARGS...)");
+		return cli_answered(
+		    ret_exit, cli_usage_error(
+				  "run", "no command given (jobcg run [OPTIONS] -- CMD ARGS...)"));
 	a->cmd_index = optind;
-	return -1;
+	return 0;
 }
 
-int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state *s)
+int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state *s, int *ret_exit)
 {
 	const struct cli_limits *cl = &a->cl;
 	struct jobcg_step_limits sl = {
@@ -159,46 +170,48 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 		if (r == -ENOENT)
 			ephemeral = true;
 		else if (r < 0) {
-			cli_print_error(NULL);
-			return 1;
+			cli_print_error(r, NULL);
+			return cli_answered(ret_exit, 1);
 		} else if (cl->l.pids_max || cl->l.cpu_weight) {
 			fprintf(stderr,
 				"jobcg: job %u exists: its limits were set by 'jobcg alloc'; "
 				"--pids/--cpu-weight only apply to a new job (a step takes --cpus "
 				"and --mem within its job's)\n",
 				job);
-			return 1;
+			return cli_answered(ret_exit, 1);
 		} else {
 			/* The step's own --cpus/--mem: refused here, as for a job, when this host
 			 * cannot enforce them. */
 			req.limits = &sl;
 			if (cli_limits_refuse(ctx, cl))
-				return 1;
+				return cli_answered(ret_exit, 1);
 		}
 	} else
 		ephemeral = true;
 	if (ephemeral) {
 		if (cli_limits_refuse(ctx, cl))
-			return 1;
+			return cli_answered(ret_exit, 1);
 		/* The limits are the new job's; its one step has all of them. */
-		if (jobcg_job_create(ctx, job, &cl->l, JOBCG_JOB_EPHEMERAL, &job) < 0) {
-			cli_print_error("cannot create the job");
-			return 1;
+		if ((r = jobcg_job_create(ctx, job, &cl->l, JOBCG_JOB_EPHEMERAL, &job)) < 0) {
+			cli_print_error(r, "cannot create the job");
+			return cli_answered(ret_exit, 1);
 		}
 	}
 	r = jobcg_step_begin(ctx, job, &req, &s->life);
 	if (r == -EINVAL)
 		/* a step asking what its job cannot have is a usage error */
-		exit_code = cli_usage_error("run", "%s", jobcg_last_error()->message);
+		exit_code = cli_usage_error("run", "%s", jobcg_error_message(r));
 	else if (r < 0)
-		cli_print_error("cannot begin the step");
+		cli_print_error(r, "cannot begin the step");
 	if (r < 0) {
-		if (ephemeral && jobcg_job_remove(ctx, job, 0) < 0)
-			cli_print_error("cannot remove the job");
-		return exit_code;
+		int k;
+
+		if (ephemeral && (k = jobcg_job_remove(ctx, job, 0)) < 0)
+			cli_print_error(k, "cannot remove the job");
+		return cli_answered(ret_exit, exit_code);
 	}
 	s->ephemeral = ephemeral;
-	return -1;
+	return 0;
 }
 
 int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *err_text,
@@ -217,7 +230,7 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 		if (err_text)
 			fprintf(stderr, "jobcg: %s\n", err_text);
 		else
-			cli_print_error(NULL);
+			cli_print_error(r, NULL);
 		exit_code = r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : 1;
 		/* The command could not be started: the step still gets its record (FAILED, with
 		 * the shell's exit code for it), as every step does. */
@@ -229,7 +242,7 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 	 * printed through the log callback as they happen. */
 	r = jobcg_step_end(ctx, &s->life, res, runner_lost ? JOBCG_STEP_END_LOST : 0, &end);
 	if (r < 0) {
-		cli_print_error("cannot remove the step");
+		cli_print_error(r, "cannot remove the step");
 		if (exit_code == 0)
 			exit_code = 1;
 	} else if (end.job_gone)
@@ -270,8 +283,8 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 	}
 	/* A throwaway job's outcome is its one step's. */
 	if (ephemeral &&
-	    jobcg_job_remove(ctx, job, exit_code != 0 ? JOBCG_JOB_REMOVE_FAILED : 0) < 0) {
-		cli_print_error("cannot remove the job");
+	    (r = jobcg_job_remove(ctx, job, exit_code != 0 ? JOBCG_JOB_REMOVE_FAILED : 0)) < 0) {
+		cli_print_error(r, "cannot remove the job");
 		if (exit_code == 0)
 			exit_code = 1;
 	}

@@ -13,7 +13,7 @@ struct run_args {
 	uint32_t job;
 	const char *step_arg, *gpu_bind;
 	unsigned ntasks;
-	bool want_acct, json, no_clone3, no_daemon;
+	bool want_acct, json, no_clone3, daemon, no_daemon;
 	int cmd_index; /* argv[cmd_index] is the command */
 };
 
@@ -24,12 +24,13 @@ struct run_state {
 	bool ephemeral, want_acct, json;
 };
 
-/* Parse `jobcg run`'s arguments (argv[0] is "run"). -1 to go on, else the exit code. */
-int run_parse(int argc, char **argv, struct run_args *ret);
+/* Parse `jobcg run`'s arguments (argv[0] is "run"). 0 to go on, else 1 with *ret_exit (--help
+ * answered, or a usage error printed). */
+int run_parse(int argc, char **argv, struct run_args *ret, int *ret_exit);
 void run_usage(void);
-/* Make the step (and its ephemeral job) and its devices. -1 when made, else the exit code
+/* Make the step (and its ephemeral job) and its devices. 0 when made, else 1 with *ret_exit
  * (the error is printed, nothing is left behind). */
-int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state *s);
+int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state *s, int *ret_exit);
 /*
  * End the step: accounting, devices, directories, the ephemeral job. @r and @res are what
  * running the tasks gave (@err_text: the error, when another process had it; NULL: the
@@ -40,7 +41,8 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 	       const struct jobcg_run_result *res, bool runner_lost);
 
 /* `jobcg daemon`'s socket: $JOBCG_DAEMON_SOCKET, else the built-in path. NULL when the
- * variable is set empty (no daemon wanted). */
+ * variable is set empty (no daemon wanted). `jobcg run` uses it only when asked to (--daemon,
+ * the variable set, or RunViaDaemon=yes): the daemon is opt-in. */
 const char *run_daemon_socket(void);
 #define RUN_DAEMON_SOCKET_DEFAULT "/run/jobcg/daemon.sock"
 #define RUN_PROTOCOL_VERSION	  2
@@ -66,10 +68,10 @@ int run_socket_dir_check(const char *path, char *why, size_t size);
  * (-ENOENT, -ECONNREFUSED: nobody listens; -EACCES: not for us).
  */
 int run_daemon_connect(const char *path, int *ret, char *why, size_t size);
-/* Run through the daemon at @path: returns the exit code, or -1 when no daemon answers (the
- * caller runs the step itself). */
+/* Run through the daemon at @path: 1 with *ret_exit when it was run (or refused, the error
+ * printed), 0 when no daemon answers (the caller runs the step itself). */
 int run_via_daemon(const char *path, int argc, char **argv, const struct run_args *a,
-		   const struct cli_global *g);
+		   const struct cli_global *g, int *ret_exit);
 /*
  * `jobcg daemon`'s side, all in its one process, never blocking on a client: its sockets are
  * non-blocking. run_daemon_save_self() first, once, with the daemon's own -v count. Then for each

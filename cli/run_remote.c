@@ -257,7 +257,7 @@ static int stepdir_check(struct jobcg_ctx *ctx, int dfd, const struct run_state 
 	r = jobcg_target_path(ctx, &t, &path);
 	if (r < 0) {
 		snprintf(why, size, "step %u.%s: %s", s->life.job, s->life.step,
-			 jobcg_last_error()->message);
+			 jobcg_error_message(r));
 		return -EPERM;
 	}
 	if (stat(path, &want) < 0 || want.st_dev != got.st_dev || want.st_ino != got.st_ino) {
@@ -327,7 +327,7 @@ static void send_refusal(int fd, int err, const char *message)
 }
 
 int run_via_daemon(const char *path, int argc, char **argv, const struct run_args *a,
-		   const struct cli_global *g)
+		   const struct cli_global *g, int *ret_exit)
 {
 	struct jobcg_msg m = {}, reply = {};
 	struct jobcg_spawn_opts so = {.no_clone3 = a->no_clone3};
@@ -343,21 +343,23 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	/* With stdout or stderr closed the socket could become one of them and receive what we
 	 * print: this process does it itself. */
 	if (!fd_open(1) || !fd_open(2))
-		return -1;
+		return 0;
 	r = run_daemon_connect(path, &fd, why, sizeof(why));
 	if (r == -ENAMETOOLONG)
-		return cli_usage_error("run", "JOBCG_DAEMON_SOCKET '%s': longer than a socket path",
-				       path);
+		return cli_answered(
+		    ret_exit,
+		    cli_usage_error("run", "JOBCG_DAEMON_SOCKET '%s': longer than a socket path",
+				    path));
 	if (r == -EPERM) {
 		/* Someone else's socket is not a daemon that is away: say so, run nothing. */
 		fprintf(stderr,
 			"jobcg: %s: not using it (--no-daemon, or JOBCG_DAEMON_SOCKET set empty, "
 			"runs the step in this process)\n",
 			why);
-		return 1;
+		return cli_answered(ret_exit, 1);
 	}
 	if (r < 0)
-		return -1; /* no daemon (or not one for us): nothing was asked */
+		return 0; /* no daemon (or not one for us): nothing was asked */
 	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cwd < 0)
 		goto fallback;
@@ -392,7 +394,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	r = jobcg_msg_recv(fd, &reply, &stepfd, 1, &nfds);
 	if (r < 0) {
 		fprintf(stderr, "jobcg: the daemon at %s gave no answer: %s\n", path,
-			jobcg_last_error()->message);
+			jobcg_error_message(r));
 		goto out;
 	}
 	print_output(&reply);
@@ -451,7 +453,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 		int mr = jobcg_msg_add(&m, "op", "status");
 
 		if (r < 0) {
-			jobcg_error_format(err_text, sizeof(err_text));
+			jobcg_error_format(r, err_text, sizeof(err_text));
 			mr = mr ?: jobcg_msg_add(&m, "error", "%d", -r);
 			mr = mr ?: jobcg_msg_add(&m, "message", "%s", err_text);
 		} else {
@@ -487,7 +489,7 @@ bad_reply:
 	code = 1;
 	goto out;
 fallback:
-	code = -1;
+	code = -1; /* not run: the caller runs the step */
 out:
 	if (stepfd >= 0)
 		close(stepfd);
@@ -500,7 +502,7 @@ out:
 	task_env_free(env, a->ntasks);
 	jobcg_msg_free(&m);
 	jobcg_msg_free(&reply);
-	return code;
+	return code < 0 ? 0 : cli_answered(ret_exit, code);
 }
 
 /* ---- the daemon's side ---- */
@@ -638,6 +640,7 @@ static void client_leave(struct run_conn *c, struct jobcg_msg *m)
 	jobcg_set_runner(0);
 	for (int i = 0; i < 2; i++) {
 		char *text;
+		int r;
 
 		if (c->capture[i] < 0)
 			continue;
@@ -649,9 +652,9 @@ static void client_leave(struct run_conn *c, struct jobcg_msg *m)
 		if (!m)
 			fprintf(stderr, "jobcg: daemon: for pid %d, which is gone:\n%s",
 				(int)c->client, text);
-		else if (jobcg_msg_add(m, i ? "err" : "out", "%s", text) < 0)
+		else if ((r = jobcg_msg_add(m, i ? "err" : "out", "%s", text)) < 0)
 			fprintf(stderr, "jobcg: daemon: output for pid %d lost: %s\n",
-				(int)c->client, jobcg_last_error()->message);
+				(int)c->client, jobcg_error_message(r));
 		free(text);
 	}
 }
@@ -892,21 +895,22 @@ static void on_request(struct run_conn *c, const int *fds, unsigned nfds, uint64
 		return;
 	}
 	client_enter(c);
-	code = run_parse(argc, c->argv, &c->a);
-	/* Past the arguments (-1: go on; 0 is --help, answered) and with a context (0). */
-	if (code < 0 && (code = cli_ctx_open(&c->g, 0, &c->conf, &c->ctx)) == 0) {
-		code = run_begin(c->ctx, &c->a, &c->s);
-		if (code < 0 && spawn_msg(c) < 0)
+	/* Past the arguments (--help is answered) and with a context (0), the step made. */
+	if (!run_parse(argc, c->argv, &c->a, &code) &&
+	    (code = cli_ctx_open(&c->g, 0, &c->conf, &c->ctx)) == 0 &&
+	    !run_begin(c->ctx, &c->a, &c->s, &code)) {
+		if (spawn_msg(c) < 0)
 			/* The directory cannot be lent: nobody runs it. */
 			code = run_finish(c->ctx, &c->s, 0, NULL, NULL, true);
+		else
+			c->step = true;
 	}
-	if (code < 0) {
-		c->step = true;
+	if (c->step)
 		self.steps++;
-	} else
+	else
 		(void)exit_msg(&c->tx, code, false, NULL);
 	client_leave(c, &c->tx);
-	phase_to(c, code < 0 ? PH_SPAWN : PH_EXIT, now_ms);
+	phase_to(c, c->step ? PH_SPAWN : PH_EXIT, now_ms);
 }
 
 /* The client's report: end the step, answer op=exit. */

@@ -30,11 +30,12 @@
 #include <jobcg/error.h>
 #include <jobcg/steplife.h>
 
-static int fail(const char *what)
+/* @r: what the failing call returned; the library's error record explains it when it can. */
+static int fail(int r, const char *what)
 {
 	char buf[512];
 
-	fprintf(stderr, "step-agent: %s: %s\n", what, jobcg_error_format(buf, sizeof(buf)));
+	fprintf(stderr, "step-agent: %s: %s\n", what, jobcg_error_format(r, buf, sizeof(buf)));
 	return 1;
 }
 
@@ -49,17 +50,17 @@ static int one_step(struct jobcg_ctx *ctx, uint32_t job, unsigned ntasks, char *
 	struct jobcg_step_life life;
 	struct jobcg_run_result res = {};
 	struct jobcg_spawn_opts so = {};
-	int r, exit_code;
+	int r, e, exit_code;
 
-	if (jobcg_step_begin(ctx, job, &req, &life) < 0) {
-		fail("beginning the step");
+	if ((e = jobcg_step_begin(ctx, job, &req, &life)) < 0) {
+		fail(e, "beginning the step");
 		return -1;
 	}
 	/* Each task's CUDA_VISIBLE_DEVICES and the like, computed by the begin. */
 	so.task_env = (char *const *const *)life.gres->task_env;
 	r = jobcg_step_run(ctx, job, life.step, ntasks, argv, &so, &res);
 	if (r < 0) {
-		fail("running the step");
+		fail(r, "running the step");
 		/* as a shell reports a command it could not run */
 		exit_code = r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : -1;
 	} else
@@ -67,8 +68,8 @@ static int one_step(struct jobcg_ctx *ctx, uint32_t job, unsigned ntasks, char *
 
 	/* Accounting read and recorded in the node's log, devices revoked, the step removed; the
 	 * library reports a failed reading or record through its log callback. */
-	if (jobcg_step_end(ctx, &life, r < 0 ? NULL : &res, 0, &end) < 0) {
-		fail("ending the step");
+	if ((e = jobcg_step_end(ctx, &life, r < 0 ? NULL : &res, 0, &end)) < 0) {
+		fail(e, "ending the step");
 		exit_code = -1;
 	} else if (end.oom != JOBCG_OOM_NONE)
 		fprintf(stderr, "step-agent: step %u.%s: out of memory (%s)\n", job, life.step,
@@ -129,11 +130,11 @@ int main(int argc, char **argv)
 	/* Once for the agent's life: cgroup.conf and gres.conf (from $JOBCG_CONF_DIR or
 	 * /etc/jobcg), the cgroup v2 mount, the tree root. A real agent reloads them when told
 	 * to (SIGHUP), not per step. */
-	if (jobcg_config_load(NULL, NULL, 0, &conf) < 0)
-		return fail("configuration");
-	if (jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx) < 0) {
+	if ((r = jobcg_config_load(NULL, NULL, 0, &conf)) < 0)
+		return fail(r, "configuration");
+	if ((r = jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx)) < 0) {
 		jobcg_config_free(conf);
-		return fail("opening the context");
+		return fail(r, "opening the context");
 	}
 	for (unsigned long i = 0; i < count; i++) {
 		r = one_step(ctx, job, (unsigned)ntasks, argv + optind + 2);

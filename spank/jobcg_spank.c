@@ -57,12 +57,12 @@ static void log_to_slurm(enum jobcg_log_level level, const char *msg, void *user
 }
 
 /* Fail the step, with why in slurmd's log. */
-static int fail(uint32_t job, const char *step, const char *what)
+static int fail(uint32_t job, const char *step, int r, const char *what)
 {
 	char buf[2048];
 
 	snprintf(st.why, sizeof(st.why), "jobcg: job %u step %s: %s: %s", job, step ? step : "?",
-		 what, jobcg_error_format(buf, sizeof(buf)));
+		 what, jobcg_error_format(r, buf, sizeof(buf)));
 	slurm_error("%s", st.why);
 	return -1;
 }
@@ -240,13 +240,14 @@ static int step_begin(spank_t sp)
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) {
-		error_set(-EIO, "Slurm did not give job id, step id and task count");
-		return fail(job, NULL, "starting");
+		return fail(job, NULL,
+			    error_set(-EIO, "Slurm did not give job id, step id and task count"),
+			    "starting");
 	}
-	if (jspank_step_name(step_id, step) < 0)
-		return fail(job, NULL, "naming the step");
-	if (open_ctx(sp, node, sizeof(node)) < 0)
-		return fail(job, step, "loading jobcg's configuration");
+	if ((r = jspank_step_name(step_id, step)) < 0)
+		return fail(job, NULL, r, "naming the step");
+	if ((r = open_ctx(sp, node, sizeof(node))) < 0)
+		return fail(job, step, r, "loading jobcg's configuration");
 	(void)spank_get_item(sp, S_JOB_ALLOC_MEM, &job_mem);
 	(void)spank_get_item(sp, S_STEP_ALLOC_MEM, &step_mem);
 	r = jspank_topology_load("/sys/devices/system/cpu", &topo);
@@ -256,26 +257,26 @@ static int step_begin(spank_t sp)
 		r = cpus_of(sp, S_STEP_ALLOC_CORES, &topo, &step_cpus);
 	jspank_topology_done(&topo);
 	if (r < 0)
-		return fail(job, step, "mapping Slurm's cores to this node's CPUs");
-	if (step_gpus(sp, step, node, &gpus) < 0)
-		return fail(job, step, "mapping Slurm's GPUs onto jobcg's gres.conf");
-	if (job_ensure(sp, job, job_cpus, job_mem) < 0)
-		return fail(job, step, "creating the job");
+		return fail(job, step, r, "mapping Slurm's cores to this node's CPUs");
+	if ((r = step_gpus(sp, step, node, &gpus)) < 0)
+		return fail(job, step, r, "mapping Slurm's GPUs onto jobcg's gres.conf");
+	if ((r = job_ensure(sp, job, job_cpus, job_mem)) < 0)
+		return fail(job, step, r, "creating the job");
 	/* Slurm allocated them: the job holds them from now on, whichever step named them first. */
-	if (*gpus && jobcg_job_gres_claim(st.ctx, job, gpus) < 0)
-		return fail(job, step, "giving the job Slurm's GPUs");
+	if (*gpus && (r = jobcg_job_gres_claim(st.ctx, job, gpus)) < 0)
+		return fail(job, step, r, "giving the job Slurm's GPUs");
 	sl.cpus = step_cpus && !(job_cpus && streq(step_cpus, job_cpus)) ? step_cpus : NULL;
 	/* The step's own memory.max even when it is the job's: its OOM kills are its own. */
 	sl.mem_bytes = step_mem << 20;
 	r = jobcg_step_create_limited(st.ctx, job, step, 0, &sl, st.life.step);
 	if (r < 0)
-		return fail(job, step, "creating the step");
+		return fail(job, step, r, "creating the step");
 	st.life.job = job;
 	st.life.ntasks = ntasks ? ntasks : 1;
 	/* Granted before any task exists: no task ever runs with more than its share. */
 	r = jobcg_step_gres_setup_exact(st.ctx, job, step, gpus, NULL, st.life.ntasks, &g);
 	if (r < 0) {
-		(void)fail(job, step, "granting the step its devices");
+		(void)fail(job, step, r, "granting the step its devices");
 		(void)jobcg_step_remove(st.ctx, job, step, 0);
 		return -1;
 	}
@@ -286,8 +287,7 @@ static int step_begin(spank_t sp)
 	st.status = calloc(st.life.ntasks, sizeof(int));
 	if (!st.status) {
 		(void)jobcg_step_end(st.ctx, &st.life, NULL, 0, NULL);
-		error_set(-ENOMEM, "out of memory");
-		return fail(job, step, "starting");
+		return fail(job, step, error_set(-ENOMEM, "out of memory"), "starting");
 	}
 	st.begun = true;
 	slurm_verbose("jobcg: job %u step %s begun on %s: cpus %s, mem %" PRIu64 "M, devices '%s'",
@@ -299,8 +299,10 @@ static int step_begin(spank_t sp)
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
-	if (jspank_args_parse(ac, av, &st.args) < 0) {
-		slurm_error("jobcg: %s", jobcg_last_error()->message);
+	int r = jspank_args_parse(ac, av, &st.args);
+
+	if (r < 0) {
+		slurm_error("jobcg: %s", jobcg_error_message(r));
 		return -1;
 	}
 	if (!spank_remote(sp))
@@ -319,7 +321,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 {
 	pid_t pid = 0;
-	int task = -1;
+	int task = -1, r;
 	cpu_set_t mask;
 	bool have_mask;
 
@@ -329,13 +331,14 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 		return -1; /* never a task outside its cgroup */
 	if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || pid <= 0 || task < 0) {
-		error_set(-EIO, "Slurm did not give the task's pid and id");
-		return fail(st.life.job, st.life.step, "placing a task");
+		return fail(st.life.job, st.life.step,
+			    error_set(-EIO, "Slurm did not give the task's pid and id"),
+			    "placing a task");
 	}
 	/* Before 6.2 a move into a cpuset cgroup resets the binding task/affinity made. */
 	have_mask = sched_getaffinity(pid, sizeof(mask), &mask) == 0;
-	if (jobcg_task_add_pid(st.ctx, st.life.job, st.life.step, task, pid) < 0)
-		return fail(st.life.job, st.life.step, "moving the task into its cgroup");
+	if ((r = jobcg_task_add_pid(st.ctx, st.life.job, st.life.step, task, pid)) < 0)
+		return fail(st.life.job, st.life.step, r, "moving the task into its cgroup");
 	if (have_mask && sched_setaffinity(pid, sizeof(mask), &mask) < 0)
 		slurm_info("jobcg: job %u step %s task %d: cannot restore its CPU binding: %s",
 			   st.life.job, st.life.step, task, strerror(errno));
@@ -378,7 +381,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 {
 	struct jobcg_target t = {.job = st.life.job, .task = JOBCG_TASK_ALL};
-	int task = -1, status = 0;
+	int task = -1, status = 0, r;
 
 	if (!spank_remote(sp) || !st.begun)
 		return 0;
@@ -391,8 +394,8 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 	/* linuxproc follows only the process tree: what escaped it (setsid) dies with the step,
 	 * and with it the step's stdout that srun waits on. */
 	memcpy(t.step, st.life.step, sizeof(t.step));
-	if (jobcg_kill(st.ctx, &t, KILL_TIMEOUT_MS) < 0)
-		return fail(st.life.job, st.life.step, "killing what is left of the step");
+	if ((r = jobcg_kill(st.ctx, &t, KILL_TIMEOUT_MS)) < 0)
+		return fail(st.life.job, st.life.step, r, "killing what is left of the step");
 	return 0;
 }
 
@@ -407,8 +410,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		res.exit_code = jspank_exit_code(st.status, res.ntasks);
 		/* No task seen ending (the extern step, a failed launch): the record says
 		 * NODE_FAIL only when tasks were started and nobody saw them end. */
-		if (jobcg_step_end(st.ctx, &st.life, &res, 0, NULL) < 0)
-			r = fail(st.life.job, st.life.step, "ending the step");
+		if ((r = jobcg_step_end(st.ctx, &st.life, &res, 0, NULL)) < 0)
+			r = fail(st.life.job, st.life.step, r, "ending the step");
 		st.begun = false;
 	}
 	free(st.status);
@@ -435,15 +438,15 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 	}
 	/* slurmstepd's epilog mode calls no init first: the arguments are read here. */
 	jspank_args_done(&st.args);
-	if (jspank_args_parse(ac, av, &st.args) < 0)
-		return fail(job, "(epilog)", "reading plugstack.conf's arguments");
+	if ((r = jspank_args_parse(ac, av, &st.args)) < 0)
+		return fail(job, "(epilog)", r, "reading plugstack.conf's arguments");
 	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_NOTICE);
-	if (open_ctx(sp, node, sizeof(node)) < 0)
-		return fail(job, "(epilog)", "loading jobcg's configuration");
+	if ((r = open_ctx(sp, node, sizeof(node))) < 0)
+		return fail(job, "(epilog)", r, "loading jobcg's configuration");
 	/* The backstop: whatever a killed slurmstepd left, processes and device grants. */
 	r = jobcg_job_remove(st.ctx, job, 0);
 	if (r < 0 && r != -ENOENT)
-		return fail(job, "(epilog)", "removing the job");
+		return fail(job, "(epilog)", r, "removing the job");
 	slurm_verbose("jobcg: job %u %s on %s (%s)", job, r < 0 ? "was not" : "removed", node,
 		      jobcg_ctx_root(st.ctx));
 	return 0;

@@ -9,6 +9,7 @@ clients, no descriptors left, distinct JOBCG_* values piling up. Makes its own c
 state dir and sockets, and removes them."""
 import os
 import resource
+import shutil
 import signal
 import socket
 import struct
@@ -476,6 +477,53 @@ def env_no_leak(e):
     d.wait(60)
 
 
+def traced(e, *args, env):
+    """`jobcg ARGS` under strace -f: (exit status, the file and network calls it made)."""
+    out = os.path.join(e.tmp, "strace.out")
+    # LeakSanitizer cannot run under ptrace (sanitized test builds).
+    asan = env.get("ASAN_OPTIONS")
+    env = dict(env, ASAN_OPTIONS=(asan + ":" if asan else "") + "detect_leaks=0")
+    r = subprocess.run(["strace", "-f", "-qq", "-o", out, "-e", "trace=%file,%network",
+                        e.jobcg, *args], env=env, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        diag(f"jobcg {' '.join(args)}: exit {r.returncode}: {r.stderr}")
+    with open(out) as f:
+        text = f.read()
+    os.unlink(out)
+    return r.returncode, text
+
+
+def opt_in(e):
+    """The daemon is opt-in: with one listening but not asked for, `jobcg run` looks at no
+    socket; --daemon or RunViaDaemon=yes makes it look at the default one, $JOBCG_DAEMON_SOCKET
+    at that one, and --no-daemon overrides the configuration."""
+    if not shutil.which("strace"):
+        ok(True, "# SKIP strace not installed: the opt-in of the daemon not traced")
+        return
+    plain = dict(e.env)
+    plain.pop("JOBCG_DAEMON_SOCKET", None)
+    rc, t = traced(e, "run", "--job", "5", "--", "true", env=plain)
+    ok(rc == 0 and "connect(" not in t and "daemon.sock" not in t and "/run/jobcg" not in t,
+       "not configured: jobcg run connects nowhere and looks at no socket")
+    if "connect(" in t or "daemon.sock" in t:
+        diag("\n".join(x for x in t.splitlines() if "connect(" in x or "daemon.sock" in x))
+    rc, t = traced(e, "run", "--daemon", "--job", "5", "--", "true", env=plain)
+    ok(rc == 0 and "/run/jobcg" in t, "--daemon: jobcg run looks for the default socket")
+    conf = os.path.join(e.tmp, "conf-via-daemon")
+    os.makedirs(conf, exist_ok=True)
+    with open(os.path.join(conf, "cgroup.conf"), "w") as f:
+        f.write("RunViaDaemon=yes\n")
+    env = dict(plain, JOBCG_CONF_DIR=conf)
+    rc, t = traced(e, "run", "--job", "5", "--", "true", env=env)
+    ok(rc == 0 and "/run/jobcg" in t, "RunViaDaemon=yes: jobcg run looks for the default socket")
+    rc, t = traced(e, "run", "--no-daemon", "--job", "5", "--", "true", env=env)
+    ok(rc == 0 and "/run/jobcg" not in t and "connect(" not in t,
+       "RunViaDaemon=yes and --no-daemon: no socket")
+    rc, t = traced(e, "run", "--job", "5", "--", "true", env=e.env)
+    ok(rc == 0 and f'connect(' in t and e.sock in t,
+       "$JOBCG_DAEMON_SOCKET set: jobcg run connects to that socket")
+
+
 def main():
     return kernel_main("daemon", body, Env)
 
@@ -629,6 +677,7 @@ def body(e):
     ok(d.poll() is None, "a new daemon takes over the stale socket")
     r = e.run("run", "--no-daemon", "--job", "5", "--", "true")
     ok(r.returncode == 0, "--no-daemon runs in-process")
+    opt_in(e)
     r = e.run("run", "--job", "5", "-n", "3", "--", "sh", "-c", "echo $JOBCG_TASK_ID")
     ok(r.returncode == 0 and sorted(r.stdout.split()) == ["0", "1", "2"],
        "three tasks through the daemon")

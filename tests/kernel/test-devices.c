@@ -151,7 +151,7 @@ static int grant(struct jobcg_devpolicy *p, const char *rel, const char *const *
 	e = jobcg_devpolicy_grant(p, path, r, n);
 	if (e < 0) {
 		char buf[8192];
-		tap_diag("grant %s: %s", rel, jobcg_error_format(buf, sizeof(buf)));
+		tap_diag("grant %s: %s", rel, jobcg_error_format(e, buf, sizeof(buf)));
 	}
 	return e;
 }
@@ -182,6 +182,131 @@ static const struct jobcg_devgrant *find_grant(const struct jobcg_devgrant *g, s
 		if (g[i].path && strcmp(g[i].path, rel) == 0)
 			return &g[i];
 	return NULL;
+}
+
+/* Run a shell command; its stdout and stderr together into @out. Returns the exit status. */
+static int shell(const char *cmd, char *out, size_t size)
+{
+	FILE *f = popen(cmd, "r");
+	size_t len;
+
+	out[0] = 0;
+	if (!f)
+		return -1;
+	len = fread(out, 1, size - 1, f);
+	out[len] = 0;
+	int st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* What decoded rule text ("c 195:0 rw", "c 195:* -", "c *:* rwm") says for c @maj:@min and the
+ * access letter @acc: the most specific line decides. -1 when no line matches. */
+static int rules_allow(const char *text, unsigned maj, unsigned min, char acc)
+{
+	int best = -1, answer = -1;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char t, a[8], b[8], access[8];
+		if (sscanf(l, "%c %7[^:]:%7s %7s", &t, a, b, access) != 4 || t != 'c')
+			continue;
+		if ((strcmp(a, "*") && (unsigned)atoi(a) != maj) ||
+		    (strcmp(b, "*") && (unsigned)atoi(b) != min))
+			continue;
+		int spec = !!strcmp(a, "*") + !!strcmp(b, "*");
+		if (spec > best) {
+			best = spec;
+			answer = strchr(access, acc) != NULL;
+		}
+	}
+	return answer;
+}
+
+/*
+ * The README's `bpftool prog dump xlated id N | jobcg decode ...` on the node program: opaque
+ * without --cgroup (the message says what to run), and with --cgroup it answers what the kernel
+ * does for that cgroup's processes: real opens and mknods of the stand-in GPUs.
+ */
+static void check_decode_node(void)
+{
+	const char *build = getenv("JOBCG_BUILD_ROOT");
+	static const char *const cgs[] = {"job_2/step_0/user/task_0", "job_3/step_0/user/task_0",
+					  "job_1/step_0/user/task_0"};
+	static char out[1 << 16];
+	char cmd[8192], path[4096];
+	uint32_t *ids = NULL;
+	size_t n = 0;
+	int rfd;
+
+	if (!build || access("/usr/sbin/bpftool", X_OK) < 0) {
+		tap_skip(
+		    "JOBCG_BUILD_ROOT not set or no /usr/sbin/bpftool: jobcg decode of the node "
+		    "program not checked");
+		return;
+	}
+	rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0 || bpfsys_query(rfd, &ids, &n) < 0 || n != 1) {
+		ok(false, "node: decode: the node program is attached at the root");
+		if (rfd >= 0)
+			close(rfd);
+		free(ids);
+		return;
+	}
+	close(rfd);
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/sbin/bpftool prog dump xlated id %u | %s/cli/jobcg decode - 2>&1", ids[0],
+		 build);
+	int st = shell(cmd, out, sizeof(out));
+	if (!ok(st == 1 && strstr(out, "opaque") &&
+		    strstr(out, "bpftool prog dump xlated id N | jobcg decode --cgroup CGROUP -"),
+		"node: decode without --cgroup: opaque, and says to run 'jobcg decode --cgroup'"))
+		tap_diag("status %d: %s", st, out);
+
+	unsigned agree = 0, total = 0, allowed = 0;
+	for (size_t c = 0; c < ELEMENTSOF_(cgs); c++) {
+		path_of(path, sizeof(path), cgs[c]);
+		snprintf(
+		    cmd, sizeof(cmd),
+		    "/usr/sbin/bpftool prog dump xlated id %u | %s/cli/jobcg decode --cgroup %s - "
+		    "2>&1",
+		    ids[0], build, path);
+		st = shell(cmd, out, sizeof(out));
+		if (!ok(st == 0, "node: decode --cgroup %s exits 0", cgs[c])) {
+			tap_diag("%s", out);
+			continue;
+		}
+		for (unsigned minor = 0; minor < 4; minor++) {
+			static const struct {
+				char letter;
+				int flags;
+			} acc[] = {{'r', O_RDONLY}, {'w', O_WRONLY}, {'m', -1}};
+			for (size_t a = 0; a < ELEMENTSOF_(acc); a++) {
+				int says = rules_allow(out, GPU_MAJOR, minor, acc[a].letter);
+				int kernel = try_in(cgs[c], GPU_MAJOR, minor, acc[a].flags);
+				total++;
+				if ((kernel == 0 && says == 1) || (kernel == EPERM && says == 0))
+					agree++;
+				else
+					tap_diag("%s: c 195:%u %c: decode says %d, kernel %d\n%s",
+						 cgs[c], minor, acc[a].letter, says, kernel, out);
+				allowed += kernel == 0;
+			}
+		}
+		if (c == 0)
+			ok(strstr(out, "c 195:0 rw\n") != NULL,
+			   "node: decode --cgroup of job 2's task names its grant c 195:0 rw");
+	}
+	ok(total == 36 && agree == total && allowed > 0 && allowed < total,
+	   "node: decode --cgroup answers as the kernel on %u/%u opens and mknods (%u allowed)",
+	   agree, total, allowed);
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/sbin/bpftool prog dump xlated id %u | %s/cli/jobcg decode --cgroup "
+		 "%s/nonexistent - "
+		 "2>&1",
+		 ids[0], build, root);
+	st = shell(cmd, out, sizeof(out));
+	ok(st == 1 && strstr(out, "nonexistent"),
+	   "node: decode --cgroup of no cgroup fails naming it");
+	free(ids);
 }
 
 /* `jobcg policy --json` names the cgroups and the device nodes. */
@@ -416,7 +541,7 @@ static void run_mode(enum jobcg_device_program mode)
 	}
 	e = jobcg_devpolicy_open(&conf, root, managed, 4, &p);
 	if (!ok(e == 0, "%s: open policy", mname)) {
-		tap_diag("%s", jobcg_error_format(buf, sizeof(buf)));
+		tap_diag("%s", jobcg_error_format(e, buf, sizeof(buf)));
 		return;
 	}
 	if (mode == JOBCG_DEVPROG_NODE && !ok(jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE,
@@ -516,6 +641,8 @@ static void run_mode(enum jobcg_device_program mode)
 	ok(try_in("job_2/step_0/user/task_0", 1, 3, -1) == 0,
 	   "%s: granted job: unmanaged device (c 1:3) allowed", mname);
 
+	if (mode == JOBCG_DEVPROG_NODE && jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE)
+		check_decode_node();
 	if (mode == JOBCG_DEVPROG_LINEAR)
 		note_linear(p); /* the program about to be replaced must be released too */
 	/* Re-grant replaces (linear: BPF_F_REPLACE, still one program). */

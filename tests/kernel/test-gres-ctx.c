@@ -86,7 +86,7 @@ int main(void)
 		char buf[1024];
 
 		printf("Bail out! cannot open a context: %s\n",
-		       jobcg_error_format(buf, sizeof(buf)));
+		       jobcg_error_format(jobcg_last_error()->code, buf, sizeof(buf)));
 		return 1;
 	}
 

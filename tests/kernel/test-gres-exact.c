@@ -61,7 +61,7 @@ int main(void)
 	confdir = ktest_gpu_conf(3, NULL, pins, dev);
 	if (jobcg_config_load(confdir, NULL, 0, &conf) < 0 || jobcg_ctx_open(conf, 0, &ctx) < 0) {
 		printf("Bail out! cannot open a context: %s\n",
-		       jobcg_error_format(buf, sizeof(buf)));
+		       jobcg_error_format(jobcg_last_error()->code, buf, sizeof(buf)));
 		return 1;
 	}
 	snprintf(jdir, sizeof(jdir), "%s/job_1", root);

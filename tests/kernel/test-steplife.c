@@ -105,7 +105,7 @@ int main(void)
 		char buf[1024];
 
 		printf("Bail out! cannot open a context: %s\n",
-		       jobcg_error_format(buf, sizeof(buf)));
+		       jobcg_error_format(jobcg_last_error()->code, buf, sizeof(buf)));
 		return 1;
 	}
 	is_int(jobcg_job_create(ctx, 1, &jl, 0, NULL), 0, "job 1 with gpu:1 of the node's two");

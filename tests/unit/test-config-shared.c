@@ -27,7 +27,7 @@ static struct jobcg_config *load(const char *kind, const char *name, const char 
 					    JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV, &c);
 	if (!ok(r == 0 && c, "%s/%s loads for host %s", kind, name, host)) {
 		char buf[8192];
-		tap_diag("  %s", jobcg_error_format(buf, sizeof(buf)));
+		tap_diag("  %s", jobcg_error_format(r, buf, sizeof(buf)));
 	}
 	return c;
 }

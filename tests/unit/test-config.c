@@ -69,7 +69,7 @@ static void bad_len(bool gres, const char *text, size_t len, unsigned flags, int
 	int r = load_text(gres, text, len, "tux1", flags, &c);
 	char buf[8192];
 
-	jobcg_error_format(buf, sizeof(buf));
+	jobcg_error_format(r, buf, sizeof(buf));
 	if (!ok(r == want_r && !c && strstr(e->file, fname) && e->line == line &&
 		    e->column == col && strstr(e->message, needle),
 		"%s: '%s' fails at %u:%u with '%s'", fname, first_line(text), line, col, needle))
@@ -90,7 +90,7 @@ static struct jobcg_config *good(bool gres, const char *text, size_t len, unsign
 	int r = load_text(gres, text, len, "tux1", flags, &c);
 
 	if (!ok(r == 0 && c, "%s '%s' loads", gres ? "gres.conf" : "cgroup.conf", first_line(text)))
-		tap_diag("  got r=%d %s", r, jobcg_error_format(buf, sizeof(buf)));
+		tap_diag("  got r=%d %s", r, jobcg_error_format(r, buf, sizeof(buf)));
 	return c;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "jobcg/msg.h"
 #include "log.h"
 #include "tap.h"
 #include "util.h"
@@ -32,12 +33,41 @@ static void test_error(void)
 	int r = error_set_at(ENOENT, "gres.conf", 7, 3, "no such device %s", "/dev/x");
 
 	is_int(r, -ENOENT, "error_set returns a negative errno");
-	is_str(jobcg_error_format(buf, sizeof(buf)), "gres.conf:7:3: no such device /dev/x",
+	is_str(jobcg_error_format(r, buf, sizeof(buf)), "gres.conf:7:3: no such device /dev/x",
 	       "error format names file, line and column");
 	jobcg_error_prefix("loading");
 	is_str(jobcg_last_error()->message, "loading: no such device /dev/x", "error prefix");
 	jobcg_error_clear();
 	is_int(jobcg_last_error()->code, 0, "error clear");
+}
+
+/*
+ * A record left by an earlier failure never explains a later one that filled none: with only
+ * the record to go by, a failed lookup of a missing key (-ENOENT, nothing said) was reported
+ * as the earlier bad key's message.
+ */
+static void test_error_stale(void)
+{
+	struct jobcg_msg m = {0};
+	uint64_t v;
+	char buf[256];
+	int bad_key, missing;
+
+	jobcg_error_clear();
+	bad_key = jobcg_msg_add(&m, "Bad-Key", "x");
+	missing = jobcg_msg_get_u64(&m, "absent", 10, &v);
+	is_int(bad_key, -EINVAL, "a bad key fails, filling the error record");
+	is_int(missing, -ENOENT, "a missing key fails, saying nothing more");
+	is_str(jobcg_error_format(missing, buf, sizeof(buf)), strerror(ENOENT),
+	       "the later failure is not explained by the earlier one's record");
+	is_str(jobcg_error_message(missing), strerror(ENOENT), "nor is its message");
+	ok(strstr(jobcg_error_message(bad_key), "Bad-Key") != NULL,
+	   "the record still explains its own failure (%s)", jobcg_error_message(bad_key));
+	is_str(jobcg_error_format(-bad_key, buf, sizeof(buf)), jobcg_error_message(bad_key),
+	       "a positive errno is taken as its negative");
+	jobcg_error_clear();
+	is_str(jobcg_error_message(bad_key), strerror(EINVAL), "a cleared record explains nothing");
+	jobcg_msg_free(&m);
 }
 
 static void test_read_file(void)
@@ -284,6 +314,7 @@ int main(void)
 	test_uint_pair();
 	test_strstrip();
 	test_error();
+	test_error_stale();
 	test_read_file();
 	test_env_program();
 	test_mkdir_p_safe();

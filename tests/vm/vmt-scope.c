@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 	if (r >= 0)
 		r = scope_systemd_backend.ensure(conf, "/sys/fs/cgroup", rel, &root);
 	if (r < 0) {
-		fprintf(stderr, "vmt-scope: %s\n", jobcg_error_format(buf, sizeof(buf)));
+		fprintf(stderr, "vmt-scope: %s\n", jobcg_error_format(r, buf, sizeof(buf)));
 		return 1;
 	}
 	printf("%s\n", root);

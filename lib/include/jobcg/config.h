@@ -64,6 +64,7 @@ struct jobcg_cgroup_conf {
 	char *state_dir;   /* StateDir, default /var/lib/jobcg. Env JOBCG_STATE_DIR */
 	enum jobcg_acct_sync acct_sync; /* AccountingSync=job|step, default job */
 	unsigned node_lock_timeout_ms;	/* NodeLockTimeout: longest wait for the node lock */
+	bool run_via_daemon; /* RunViaDaemon: `jobcg run` goes through `jobcg daemon`, default no */
 	/* Resource specialisation (Slurm's CpuSpecList/CoreSpecCount/MemSpecLimit): CPUs and
 	 * memory kept for the system/ leaf (keeper, jobcg helpers), never given to jobs. */
 	char *spec_cpus;	  /* SpecCPUs: normalised CPU list, NULL = none */

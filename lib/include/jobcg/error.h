@@ -32,6 +32,12 @@ JOBCG_EXPORT void jobcg_set_log(jobcg_log_fn fn, void *userdata, enum jobcg_log_
  * Error details. Every library function that fails returns a negative errno; the ones that
  * can say more also fill the calling thread's error record before returning. Parsers set file,
  * line and column (1-based; 0 means unknown).
+ *
+ * The record is only the last one filled: a function that fails without saying more leaves an
+ * earlier failure's record in place (one the library handled itself, or one of an earlier
+ * call). So the record is read together with the code the call returned, and it explains that
+ * code only when its own code is the same: jobcg_error_message() and jobcg_error_format() take
+ * the returned code and fall back to strerror() when the record belongs to another failure.
  */
 struct jobcg_error {
 	int code;	    /* the negative errno that was returned */
@@ -41,17 +47,29 @@ struct jobcg_error {
 	char message[2048]; /* human readable, no trailing newline */
 };
 
-/** The calling thread's last error record. Never NULL; code is 0 after jobcg_error_clear(). */
+/**
+ * The calling thread's last error record. Never NULL; code is 0 after jobcg_error_clear().
+ * It may belong to an earlier failure than the one at hand: use it only when its code is the
+ * one the failing call returned (jobcg_error_message() and jobcg_error_format() check).
+ */
 JOBCG_EXPORT const struct jobcg_error *jobcg_last_error(void);
 
 /** Reset the calling thread's error record. */
 JOBCG_EXPORT void jobcg_error_clear(void);
 
 /**
- * Format the last error as "file:line:col: message" (parts that are unset are left out) into
- * @buf. Returns @buf.
+ * The message for @code, the negative errno a library call returned (a positive one is taken
+ * as its negative): the error record's when the record explains @code (same code, a message
+ * set), else strerror(). Valid until the calling thread's next library call.
  */
-JOBCG_EXPORT char *jobcg_error_format(char *buf, unsigned long size);
+JOBCG_EXPORT const char *jobcg_error_message(int code);
+
+/**
+ * Format the error @code (as for jobcg_error_message()) into @buf: "file:line:col: message"
+ * from the record when it explains @code (parts that are unset are left out), else
+ * strerror() alone. Returns @buf.
+ */
+JOBCG_EXPORT char *jobcg_error_format(int code, char *buf, unsigned long size);
 
 #ifdef __cplusplus
 }

@@ -98,6 +98,17 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_t n,
 					     struct jobcg_decoded **ret);
 
+/**
+ * jobcg_decode_with_live_maps() for a program whose verdict depends on the calling cgroup (it
+ * calls bpf_get_current_cgroup_id or bpf_get_current_ancestor_cgroup_id, as jobcg's node
+ * program does): decoded as processes of the cgroup at @cgroup_path (a cgroup v2 directory)
+ * would see it, with that cgroup's and its ancestors' ids. Its maps are read live, by id.
+ * Errors: those of jobcg_decode_with_live_maps(); -ENOENT or -EINVAL when @cgroup_path is not
+ * a cgroup v2 directory.
+ */
+JOBCG_EXPORT int jobcg_decode_for_cgroup(const struct bpf_insn *insns, size_t n,
+					 const char *cgroup_path, struct jobcg_decoded **ret);
+
 /** The cgroup v2 mount point (e.g. "/sys/fs/cgroup/unified"); static storage. */
 JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret);
 

@@ -1,5 +1,6 @@
 /* jobcg: the log callback and the per-thread error record. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,20 +102,40 @@ JOBCG_EXPORT void jobcg_error_clear(void)
 	memset(&last_error, 0, sizeof(last_error));
 }
 
-JOBCG_EXPORT char *jobcg_error_format(char *buf, unsigned long size)
+/* Whether the record explains the failure @code (normalised to a negative errno). */
+static bool record_explains(int code)
+{
+	return last_error.code != 0 && last_error.code == code && last_error.message[0];
+}
+
+static int normalise(int code)
+{
+	code = code > 0 ? -code : code;
+	return code ? code : -EINVAL;
+}
+
+JOBCG_EXPORT const char *jobcg_error_message(int code)
+{
+	code = normalise(code);
+	return record_explains(code) ? last_error.message : strerror(-code);
+}
+
+JOBCG_EXPORT char *jobcg_error_format(int code, char *buf, unsigned long size)
 {
 	const struct jobcg_error *e = &last_error;
-	const char *msg = e->message[0] ? e->message : strerror(e->code ? -e->code : EINVAL);
 
+	code = normalise(code);
 	if (!size)
 		return buf;
-	if (e->file[0] && e->line && e->column)
-		format_buf(buf, size, "%s:%u:%u: %s", e->file, e->line, e->column, msg);
+	if (!record_explains(code))
+		format_buf(buf, size, "%s", strerror(-code));
+	else if (e->file[0] && e->line && e->column)
+		format_buf(buf, size, "%s:%u:%u: %s", e->file, e->line, e->column, e->message);
 	else if (e->file[0] && e->line)
-		format_buf(buf, size, "%s:%u: %s", e->file, e->line, msg);
+		format_buf(buf, size, "%s:%u: %s", e->file, e->line, e->message);
 	else if (e->file[0])
-		format_buf(buf, size, "%s: %s", e->file, msg);
+		format_buf(buf, size, "%s: %s", e->file, e->message);
 	else
-		format_buf(buf, size, "%s", msg);
+		format_buf(buf, size, "%s", e->message);
 	return buf;
 }

@@ -179,6 +179,7 @@ static const struct key_def keys[] = {
     {"StateDir", K_STRING, OFF(state_dir), check_abs_path},
     {"AccountingSync", K_ENUM, OFF(acct_sync), NULL, acct_sync_names},
     {"NodeLockTimeout", K_MSEC, OFF(node_lock_timeout_ms)},
+    {"RunViaDaemon", K_BOOL, OFF(run_via_daemon)},
     {"SpecCPUs", K_STRING, OFF(spec_cpus), check_cpulist},
     {"CoreSpecCount", K_MSEC, OFF(core_spec_count)},
     {"MemSpecLimit", K_SIZE_MIB, OFF(mem_spec_limit)},

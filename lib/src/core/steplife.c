@@ -7,12 +7,12 @@
 #include "log.h"
 #include "util.h"
 
-static void log_failure(const struct jobcg_step_life *l, const char *what)
+static void log_failure(const struct jobcg_step_life *l, int r, const char *what)
 {
 	char buf[1024];
 
 	log_error("step %u.%s: %s: %s", l->job, l->step, what,
-		  jobcg_error_format(buf, sizeof(buf)));
+		  jobcg_error_format(r, buf, sizeof(buf)));
 }
 
 JOBCG_EXPORT int jobcg_step_begin(struct jobcg_ctx *ctx, uint32_t job,
@@ -35,8 +35,10 @@ JOBCG_EXPORT int jobcg_step_begin(struct jobcg_ctx *ctx, uint32_t job,
 	if (r < 0) {
 		struct jobcg_error saved = *jobcg_last_error();
 
-		if (jobcg_step_remove(ctx, job, l.step, 0) < 0)
-			log_failure(&l, "removing it again after its devices failed");
+		int k = jobcg_step_remove(ctx, job, l.step, 0);
+
+		if (k < 0)
+			log_failure(&l, k, "removing it again after its devices failed");
 		/* The devices' failure is the one the caller asked about. */
 		jobcg_error_restore(&saved);
 		return r;
@@ -99,7 +101,7 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 		if (r == 0)
 			o.have_acct = true;
 		else if (r != -ENOENT) /* -ENOENT: released, the step went with its job */
-			log_failure(life, "reading its accounting");
+			log_failure(life, r, "reading its accounting");
 	}
 	if (o.have_acct) {
 		if (!lost) {
@@ -110,12 +112,12 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 		r = jobcg_acct_log_step(ctx, life->job, life->step, life->start_usec,
 					lost ? NULL : res, &o.acct, cancelled);
 		if (r < 0)
-			log_failure(life, "writing its accounting record");
+			log_failure(life, r, "writing its accounting record");
 		else
 			o.recorded = true;
 	}
-	if (jobcg_step_gres_release(ctx, life->job, life->step) < 0)
-		log_failure(life, "revoking its devices");
+	if ((r = jobcg_step_gres_release(ctx, life->job, life->step)) < 0)
+		log_failure(life, r, "revoking its devices");
 	jobcg_step_gres_free(life->gres);
 	life->gres = NULL;
 	r = jobcg_step_remove(ctx, life->job, life->step, 0);

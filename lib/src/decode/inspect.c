@@ -523,15 +523,16 @@ static int load_maps(struct centry *e)
 	return 0;
 }
 
-static int decode_entry(const struct centry *e, const struct inspect_priv *ip,
+/* Decode @e as the cgroup whose ids (levels 0..@depth) are @anc would run it; @anc NULL: as no
+ * cgroup in particular (a program asking for one stays opaque). */
+static int decode_entry(const struct centry *e, const uint64_t *anc, int depth,
 			struct jobcg_decoded **ret, char **ret_reason)
 {
-	struct lookup_ctx lc = {e, ip ? ip->pub.cgroup_id : 0, ip ? ip->ancestors : NULL,
-				ip ? ip->depth : -1};
+	struct lookup_ctx lc = {e, anc ? anc[depth] : 0, anc, anc ? depth : -1};
 	struct jobcg_decode_env env = {
 	    .size = sizeof(env),
-	    .cgroup_id = ip ? hook_cgroup_id : NULL,
-	    .ancestor_cgroup_id = ip ? hook_ancestor : NULL,
+	    .cgroup_id = anc ? hook_cgroup_id : NULL,
+	    .ancestor_cgroup_id = anc ? hook_ancestor : NULL,
 	    .map_lookup = e->nmaps ? hook_lookup : NULL,
 	    .userdata = &lc,
 	    .hints = (const uint32_t(*)[2])e->hints,
@@ -569,7 +570,7 @@ static int cache_get(struct jobcg_progcache *c, uint32_t id, struct centry **ret
 		return r;
 	}
 	if (!e->opaque && !e->cg_dependent) {
-		r = decode_entry(e, NULL, &e->decoded, &e->opaque);
+		r = decode_entry(e, NULL, -1, &e->decoded, &e->opaque);
 		if (r < 0) {
 			centry_done(e);
 			return r;
@@ -712,6 +713,22 @@ static int find_attachments(struct inspect_priv *ip, const char *mount)
 	return 0;
 }
 
+/* @path made absolute and checked to be a cgroup v2 directory, into @real (PATH_MAX). */
+static int cg_resolve(const char *path, char *real, const char **ret_mount)
+{
+	const char *mount;
+	int r = jobcg_cgroup2_mount(&mount);
+
+	if (r < 0)
+		return r;
+	if (!realpath(path, real))
+		return error_set(negative_errno(), "%s: %s", path, strerror(errno));
+	if (!startswith(real, mount) || (real[strlen(mount)] != '/' && real[strlen(mount)] != 0))
+		return error_set(-EINVAL, "%s is not under the cgroup v2 mount %s", real, mount);
+	*ret_mount = mount;
+	return 0;
+}
+
 JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *cache,
 				      struct jobcg_cginspect **ret)
 {
@@ -724,13 +741,9 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 	char real[PATH_MAX];
 	int r;
 
-	r = jobcg_cgroup2_mount(&mount);
+	r = cg_resolve(path, real, &mount);
 	if (r < 0)
 		return r;
-	if (!realpath(path, real))
-		return error_set(negative_errno(), "%s: %s", path, strerror(errno));
-	if (!startswith(real, mount) || (real[strlen(mount)] != '/' && real[strlen(mount)] != 0))
-		return error_set(-EINVAL, "%s is not under the cgroup v2 mount %s", real, mount);
 	fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return error_set(negative_errno(), "%s: %s", real, strerror(errno));
@@ -790,7 +803,8 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 			p->opaque_reason = e->opaque;
 		} else if (e->cg_dependent) {
 			char *reason = NULL;
-			r = decode_entry(e, ip, &ip->owned[ip->nowned], &reason);
+			r = decode_entry(e, ip->ancestors, ip->depth, &ip->owned[ip->nowned],
+					 &reason);
 			if (r < 0)
 				goto fail;
 			if (reason) {
@@ -1004,13 +1018,30 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_t n,
-					     struct jobcg_decoded **ret)
+/* The live-map decode, as the cgroup at @cgroup_path would run the program (NULL: none). */
+static int decode_live(const struct bpf_insn *insns, size_t n, const char *cgroup_path,
+		       struct jobcg_decoded **ret)
 {
+	_cleanup_free_ uint64_t *anc = NULL;
 	struct centry e = {0};
 	struct jobcg_decoded *d = NULL;
-	int r;
+	int depth = -1, r;
 
+	if (cgroup_path) {
+		char real[PATH_MAX];
+		const char *mount;
+
+		r = cg_resolve(cgroup_path, real, &mount);
+		if (r < 0)
+			return r;
+		char procs[PATH_MAX + 16];
+		format_buf(procs, sizeof(procs), "%s/cgroup.procs", real);
+		if (access(procs, F_OK) < 0)
+			return error_set(-ENOENT, "%s is not a cgroup (no cgroup.procs)", real);
+		r = cg_ancestor_ids(real, mount, &anc, &depth);
+		if (r < 0)
+			return r;
+	}
 	e.insns = malloc(n * sizeof(*insns));
 	if (!e.insns)
 		return -ENOMEM;
@@ -1020,7 +1051,7 @@ JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_
 	if (r >= 0 && e.opaque)
 		r = error_set(-EOPNOTSUPP, "%s", e.opaque);
 	if (r >= 0) {
-		r = decode_entry(&e, NULL, &d, &e.opaque);
+		r = decode_entry(&e, anc, depth, &d, &e.opaque);
 		if (r >= 0 && e.opaque)
 			r = error_set(-EOPNOTSUPP, "%s", e.opaque);
 	}
@@ -1031,4 +1062,16 @@ JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_
 	}
 	*ret = d;
 	return 0;
+}
+
+JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_t n,
+					     struct jobcg_decoded **ret)
+{
+	return decode_live(insns, n, NULL, ret);
+}
+
+JOBCG_EXPORT int jobcg_decode_for_cgroup(const struct bpf_insn *insns, size_t n,
+					 const char *cgroup_path, struct jobcg_decoded **ret)
+{
+	return decode_live(insns, n, cgroup_path, ret);
 }
