@@ -1085,7 +1085,7 @@ static int cached_ancestor_ids(struct jobcg_progcache *c, const char *path, int 
  */
 static bool node_program_is(struct centry *e, const struct devpolicy_node_ident *t)
 {
-	bool managed = false, policy = false;
+	bool managed = false, policy = false, first_map = true;
 	size_t roots = 0;
 
 	if (e->node)
@@ -1114,8 +1114,14 @@ static bool node_program_is(struct centry *e, const struct devpolicy_node_ident 
 		if (i->code != (BPF_LD | BPF_IMM | BPF_DW))
 			continue;
 		k++;
-		if (i->src_reg == BPF_PSEUDO_MAP_FD)
+		if (i->src_reg == BPF_PSEUDO_MAP_FD) {
+			/* The program asks the managed map first, then the policy map. */
+			if ((uint32_t)i->imm != (first_map ? t->managed_id : t->policy_id) &&
+			    (first_map || (uint32_t)i->imm != t->managed_id))
+				return false;
+			first_map = false;
 			continue;
+		}
 		if (i->src_reg != 0 ||
 		    ((uint64_t)(uint32_t)i[1].imm << 32 | (uint32_t)i->imm) != t->root_id)
 			return false;
