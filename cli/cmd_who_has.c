@@ -14,6 +14,8 @@
 
 #include "cli.h"
 #include "decode_out.h"
+#include "jobcg/context.h"
+#include "jobcg/devices.h"
 #include "jobcg/inspect.h"
 
 #define MAX_DEPTH      64
@@ -166,6 +168,28 @@ static void visit(struct walk *w, const char *path)
 	free(pids);
 }
 
+/*
+ * Where this node's configuration names a jobcg tree with a pinned node program, cgroups that
+ * only it constrains are answered from its policy map (the program's own decision, without
+ * running it per cgroup). Best effort and silent: without a configuration, a tree or a pin,
+ * every program is run as before.
+ */
+static void trust_node_program(const struct cli_global *g, struct jobcg_progcache *cache)
+{
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	struct jobcg_devpolicy *p = NULL;
+
+	if (jobcg_config_load(g->config_dir, NULL, 0, &conf) == 0 &&
+	    jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx) == 0 &&
+	    jobcg_devpolicy_open_pinned(conf, jobcg_ctx_root(ctx), &p) == 0)
+		(void)jobcg_progcache_trust_policy(cache, p);
+	jobcg_devpolicy_free(p);
+	jobcg_ctx_free(ctx);
+	jobcg_config_free(conf);
+	jobcg_error_clear();
+}
+
 static void walk_tree(struct walk *w, const char *path, int depth)
 {
 	DIR *d;
@@ -239,6 +263,7 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 	r = jobcg_progcache_new(&w.cache);
 	if (r < 0)
 		return cli_fail("out of memory");
+	trust_node_program(g, w.cache);
 	if (w.json)
 		w.arr = json_object_new_array();
 	walk_tree(&w, rootbuf, 0);

@@ -230,7 +230,7 @@ static void test_node(void)
 	static const unsigned built_levels[] = {ROOT_LEVEL, 0, ROOT_LEVEL + 2};
 	struct devprog_buf progs[3] = {{0}};
 	struct bpfvm_env env = {w_cgroup, w_ancestor, w_lookup, NULL};
-	unsigned mismatches[3] = {0}, runs = 0, errors = 0, denied = 0;
+	unsigned mismatches[3] = {0}, runs = 0, errors = 0, denied = 0, direct_bad = 0;
 	unsigned min_lookups = ~0u, max_lookups = 0;
 
 	for (int k = 0; k < 3; k++) {
@@ -273,6 +273,20 @@ static void test_node(void)
 			unsigned acc = 1 + c / (6 * N_MINORS);
 			struct bpfvm_devctx ctx = {(acc << 16) | type, major, minor};
 			bool want = node_want(&sc, type, major, minor, acc);
+			/* The decision computed without the program (the fast path of readers):
+			 * per bit, so all of them must be allowed where the program allows. */
+			int direct =
+			    devprog_node_allowed(1000 + ROOT_LEVEL, w.ancestors, 15, w_lookup, &w,
+						 MANAGED_REF, POLICY_REF, type, major, minor, acc);
+			direct_bad += direct < 0 || (direct == (int)acc) != want;
+			for (unsigned bit = 1; bit <= 4; bit <<= 1) {
+				int one = devprog_node_allowed(1000 + ROOT_LEVEL, w.ancestors, 15,
+							       w_lookup, &w, MANAGED_REF,
+							       POLICY_REF, type, major, minor, bit);
+				if ((acc & bit) && direct >= 0 &&
+				    (one == (int)bit) != ((direct & (int)bit) != 0))
+					direct_bad++;
+			}
 
 			for (int k = 0; k < 3; k++) {
 				uint64_t r0 = 99;
@@ -300,6 +314,7 @@ static void test_node(void)
 	is_int(mismatches[0], 0, "node program agrees with the reference decision");
 	is_int(mismatches[1], 0, "built with level 0 instead of 3: finds the root, same decisions");
 	is_int(mismatches[2], 0, "built with level 5 instead of 3: finds the root, same decisions");
+	is_int(direct_bad, 0, "devprog_node_allowed() decides as the node program, bit by bit");
 	ok(runs > 40000 && denied > runs / 20 && denied < runs - runs / 20,
 	   "node program: %u runs, %u denied (both outcomes well covered)", runs, denied);
 	/* Fixed work per check: 3 managed + 3 levels x (1 marker + 3 grant) lookups at most. */

@@ -27,7 +27,8 @@ struct collector {
 	struct jobcg_metrics *m;
 	struct jobcg_gres_node *node;
 	struct jobcg_progcache *cache;
-	struct jobcg_devreq *reqs; /* one per GPU of m->gpus */
+	struct jobcg_devpolicy *policy; /* the pinned node program's, when there is one */
+	struct jobcg_devreq *reqs;	/* one per GPU of m->gpus */
 	unsigned *access;
 	char *buf; /* FILE_MAX bytes */
 	size_t cap;
@@ -172,21 +173,50 @@ static const struct key_item mem_event_keys[] = {
     {NULL, 0},
 };
 
-/* The files of one cgroup; -ENOENT when it is gone. */
-static int read_cgroup(struct collector *c, int dfd, const char *path, struct jobcg_metrics_cg *cg)
+/* The controllers a directory offers its children (cgroup.subtree_control: what each child's
+ * cgroup.controllers shows), so that a job's steps cost no read of their own; -1 unknown. */
+static int child_controllers(struct collector *c, int dfd)
 {
-	ssize_t r = read_file(c, dfd, "cgroup.controllers");
+	ssize_t r = read_file(c, dfd, "cgroup.subtree_control");
+
+	return r < 0 ? -1 : (int)cgfs_parse_controllers(c->buf);
+}
+
+/*
+ * The files of one cgroup; -ENOENT when it is gone. @ctl: its controllers as its parent's
+ * cgroup.subtree_control names them, or -1 to read its cgroup.controllers.
+ */
+static int read_cgroup(struct collector *c, int dfd, const char *path, int ctl_known,
+		       struct jobcg_metrics_cg *cg)
+{
+	static const char *const gone_file = "cpu.stat"; /* in every cgroup v2 directory */
+	ssize_t r;
 	unsigned ctl;
 
+	if (ctl_known < 0) {
+		r = read_file(c, dfd, "cgroup.controllers");
+		if (r == -ENOENT || r == -ENODEV)
+			return -ENOENT;
+		if (r < 0) {
+			count_error(c, path, (int)r);
+			return 0;
+		}
+		ctl = cgfs_parse_controllers(c->buf);
+	} else
+		ctl = (unsigned)ctl_known;
+	/* Files of controllers not enabled here do not exist: not even asked for. */
+	r = read_file(c, dfd, gone_file);
 	if (r == -ENOENT || r == -ENODEV)
 		return -ENOENT;
-	if (r < 0) {
-		count_error(c, path, (int)r);
-		return 0;
-	}
-	/* Files of controllers not enabled here do not exist: not even asked for. */
-	ctl = cgfs_parse_controllers(c->buf);
-	read_keyed(c, dfd, "cpu.stat", cpu_keys, cg);
+	if (r < 0)
+		count_error(c, gone_file, (int)r);
+	else
+		for (const struct key_item *k = cpu_keys; k->key; k++) {
+			uint64_t v;
+
+			if (cgfs_parse_keyed(c->buf, k->key, &v) == 0)
+				set_item(cg, k->item, v);
+		}
 	if (ctl & (1u << JOBCG_CTRL_MEMORY)) {
 		read_value(c, dfd, "memory.current", cg, JOBCG_METRIC_MEM_CURRENT);
 		read_value(c, dfd, "memory.peak", cg, JOBCG_METRIC_MEM_PEAK);
@@ -319,7 +349,7 @@ static void read_owner(int dfd, struct jobcg_metrics_cg *cg)
 	}
 }
 
-static int collect_job(struct collector *c, int rootfd, uint32_t id)
+static int collect_job(struct collector *c, int rootfd, int job_ctl, uint32_t id)
 {
 	char name[32], path[PATH_MAX];
 	_cleanup_close_ int dfd = -1;
@@ -338,7 +368,7 @@ static int collect_job(struct collector *c, int rootfd, uint32_t id)
 		return r;
 	job->job = id;
 	read_owner(dfd, job);
-	if (read_cgroup(c, dfd, path, job) == -ENOENT)
+	if (read_cgroup(c, dfd, path, job_ctl, job) == -ENOENT)
 		return 0; /* released meanwhile: not in this reading */
 	c->m->n_cgs++;
 	c->m->n_jobs++;
@@ -361,6 +391,7 @@ static int collect_job(struct collector *c, int rootfd, uint32_t id)
 		return 0;
 	}
 	qsort(steps, strv_length(steps), sizeof(char *), cmp_step);
+	int step_ctl = steps[0] ? child_controllers(c, dfd) : -1;
 	for (char **s = steps; *s && c->m->n_steps < STEPS_MAX; s++) {
 		_cleanup_close_ int sfd = openat(dfd, *s, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		char spath[PATH_MAX];
@@ -377,7 +408,7 @@ static int collect_job(struct collector *c, int rootfd, uint32_t id)
 		st->have_owner = job->have_owner;
 		st->uid = job->uid;
 		format_buf(spath, sizeof(spath), "%s/%s", path, *s);
-		if (read_cgroup(c, sfd, spath, st) == -ENOENT)
+		if (read_cgroup(c, sfd, spath, step_ctl, st) == -ENOENT)
 			continue;
 		c->m->n_cgs++;
 		c->m->n_steps++;
@@ -461,22 +492,40 @@ static int load_gpus(struct collector *c)
 	return jobcg_progcache_new(&c->cache);
 }
 
+/*
+ * The pinned node program, when there is one: the walk then decides the GPUs of cgroups that
+ * only it constrains from its policy map instead of running it per cgroup and GPU.
+ */
+static void open_policy(struct collector *c)
+{
+	const struct jobcg_config *conf = jobcg_ctx_config(c->ctx);
+	int r;
+
+	if (!c->m->constrain_devices || !c->cache)
+		return;
+	if (jobcg_devpolicy_open_pinned(conf, jobcg_ctx_root(c->ctx), &c->policy) < 0) {
+		jobcg_error_clear();
+		return;
+	}
+	r = jobcg_progcache_trust_policy(c->cache, c->policy);
+	if (r < 0 && r != -ENOENT)
+		count_error(c, "node device program", r);
+	jobcg_error_clear();
+}
+
 static void device_mode(struct collector *c)
 {
 	const struct jobcg_config *conf = jobcg_ctx_config(c->ctx);
-	struct jobcg_devpolicy *p = NULL;
 
 	if (!c->m->constrain_devices) {
 		c->m->device_mode = "off";
 		return;
 	}
-	if (jobcg_devpolicy_open_pinned(conf, jobcg_ctx_root(c->ctx), &p) == 0) {
+	if (c->policy) {
 		c->m->device_mode =
-		    jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE ? "node" : "linear";
-		jobcg_devpolicy_free(p);
+		    jobcg_devpolicy_mode(c->policy) == JOBCG_DEVPROG_NODE ? "node" : "linear";
 		return;
 	}
-	jobcg_error_clear();
 	/* Nothing pinned: the node program was never set up (no job yet), or it could not load
 	 * here and jobs run with one program each. */
 	c->m->device_mode =
@@ -546,6 +595,7 @@ JOBCG_EXPORT int jobcg_metrics_collect(struct jobcg_ctx *ctx, struct jobcg_metri
 		c.m->n_gpus = 0;
 		jobcg_error_clear();
 	}
+	open_policy(&c);
 	rootfd = open(jobcg_ctx_root(ctx), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0 && errno != ENOENT)
 		count_error(&c, jobcg_ctx_root(ctx), negative_errno());
@@ -565,8 +615,9 @@ JOBCG_EXPORT int jobcg_metrics_collect(struct jobcg_ctx *ctx, struct jobcg_metri
 		if (tree_parse_job_dirname(*k, &ids[nids]) == 0)
 			nids++;
 	qsort(ids, nids, sizeof(*ids), cmp_u32);
+	int job_ctl = nids ? child_controllers(&c, rootfd) : -1;
 	for (size_t k = 0; k < nids; k++) {
-		r = collect_job(&c, rootfd, ids[k]);
+		r = collect_job(&c, rootfd, job_ctl, ids[k]);
 		if (r < 0)
 			goto out;
 	}
@@ -589,6 +640,7 @@ out:
 	jobcg_metrics_free(c.m);
 	jobcg_gres_node_free(c.node);
 	jobcg_progcache_free(c.cache);
+	jobcg_devpolicy_free(c.policy);
 	free(c.reqs);
 	free(c.access);
 	free(c.buf);
@@ -649,11 +701,10 @@ static void put_label(struct out *o, const char *name, const char *v, bool first
 	put(o, name);
 	put_n(o, "=\"", 2);
 	for (const char *p = v ? v : ""; *p; p++) {
-		const char *start = p;
+		size_t k = strcspn(p, "\\\"\n");
 
-		while (*p && *p != '\\' && *p != '"' && *p != '\n')
-			p++;
-		put_n(o, start, (size_t)(p - start));
+		put_n(o, p, k);
+		p += k;
 		if (!*p)
 			break;
 		put(o, *p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : "\\n");

@@ -12,6 +12,9 @@
 
 #include "bpftext.h"
 #include "bpfvm.h"
+#include "inspect_internal.h"
+#include "devpolicy.h"
+#include "devprog.h"
 #include "jobcg/inspect.h"
 #include "log.h"
 #include "util.h"
@@ -40,16 +43,22 @@ struct centry {
 	struct jobcg_decoded *decoded; /* when not cgroup dependent */
 	char *opaque;		       /* reason, when not decodable at all */
 	int checked;		       /* bpfvm_check(): 0 not yet, 1 passed, -errno failed */
+	int node;		       /* a trusted node program: 0 not yet known, 1 yes, -1 no */
+	bool unresolved;	       /* helper calls not named yet (centry_complete()) */
 };
 
 struct jobcg_progcache {
 	struct centry *e;
 	size_t n, cap;
-	/* Ids of the last parent cgroup asked about and its ancestors (levels 0..anc_depth): a walk
-	 * asks about siblings in a row, whose ancestors then cost no path lookups. */
-	char *anc_parent;
-	uint64_t *anc_ids;
-	int anc_depth;
+	/* The last cgroup asked about and its ancestors' ids (levels 0..last_depth): a walk asks
+	 * about siblings and children in a row, whose ancestors then cost no path lookups. */
+	char *last_path;
+	uint64_t *last_ids;
+	int last_depth;
+	/* jobcg's node programs as their pins name them (jobcg_progcache_trust_policy()). */
+	struct devpolicy_node_ident *nodes;
+	size_t n_nodes;
+	struct progcache_counts counts;
 };
 
 struct inspect_priv {
@@ -88,9 +97,35 @@ JOBCG_EXPORT void jobcg_progcache_free(struct jobcg_progcache *c)
 	for (size_t k = 0; k < c->n; k++)
 		centry_done(&c->e[k]);
 	free(c->e);
-	free(c->anc_parent);
-	free(c->anc_ids);
+	free(c->last_path);
+	free(c->last_ids);
+	free(c->nodes);
 	free(c);
+}
+
+JOBCG_EXPORT int jobcg_progcache_trust_policy(struct jobcg_progcache *c,
+					      const struct jobcg_devpolicy *p)
+{
+	struct devpolicy_node_ident id;
+	int r = devpolicy_node_ident(p, &id);
+	void *t;
+
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k < c->n_nodes; k++)
+		if (c->nodes[k].prog_id == id.prog_id)
+			return 0;
+	t = realloc(c->nodes, (c->n_nodes + 1) * sizeof(*c->nodes));
+	if (!t)
+		return -ENOMEM;
+	c->nodes = t;
+	c->nodes[c->n_nodes++] = id;
+	return 0;
+}
+
+void progcache_counts(const struct jobcg_progcache *c, struct progcache_counts *ret)
+{
+	*ret = c->counts;
 }
 
 JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret)
@@ -248,13 +283,137 @@ static int key_cmp(const void *a, const void *b)
 	return memcmp(a, b, (size_t)key_cmp_size);
 }
 
+/* Key then value, one lookup each: for kernels without batch lookups (before 5.6). */
+static int snapshot_by_key(int fd, const struct bpf_map_info *info, size_t cap, uint32_t stride,
+			   uint8_t **ret_keys, uint8_t **ret_values, size_t *ret_n)
+{
+	_cleanup_free_ uint8_t *keys = NULL, *values = NULL, *tmpv = NULL, *cur = NULL,
+			       *next = NULL;
+	size_t n = 0;
+	int r;
+
+	keys = malloc((size_t)info->key_size * (cap ? cap : 1));
+	tmpv = malloc(info->value_size ? info->value_size : 1);
+	cur = calloc(1, info->key_size);
+	next = calloc(1, info->key_size);
+	if (!keys || !tmpv || !cur || !next)
+		return -ENOMEM;
+	/* Keys first; a key deleted meanwhile is skipped at lookup. Bounded by max_entries. */
+	bool first = true;
+	while (n < cap) {
+		r = bpf_map_get_next_key(fd, first ? NULL : cur, next);
+		if (r < 0) {
+			if (r == -ENOENT)
+				break;
+			return perm_error(r, "iterating a map");
+		}
+		first = false;
+		memcpy(keys + n * info->key_size, next, info->key_size);
+		memcpy(cur, next, info->key_size);
+		n++;
+	}
+	key_cmp_size = (int)info->key_size;
+	qsort(keys, n, info->key_size, key_cmp);
+	values = calloc(n ? n : 1, stride);
+	if (!values)
+		return -ENOMEM;
+	size_t w = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (bpf_map_lookup_elem(fd, keys + k * info->key_size, tmpv) < 0)
+			continue;
+		memmove(keys + w * info->key_size, keys + k * info->key_size, info->key_size);
+		memcpy(values + w * stride, tmpv, info->value_size);
+		w++;
+	}
+	*ret_keys = TAKE_PTR(keys);
+	*ret_values = TAKE_PTR(values);
+	*ret_n = w;
+	return 0;
+}
+
+/*
+ * Keys and values a few thousand at a time (BPF_MAP_LOOKUP_BATCH): the policy map of a node
+ * with a thousand jobs in a handful of system calls instead of two per entry. -EOPNOTSUPP
+ * when the kernel has no batch lookup for this map (nothing read then).
+ */
+static int snapshot_batch(int fd, const struct bpf_map_info *info, size_t cap, uint32_t stride,
+			  uint8_t **ret_keys, uint8_t **ret_values, size_t *ret_n)
+{
+	size_t ks = info->key_size, vs = info->value_size ? info->value_size : 1, rec = ks + vs;
+	_cleanup_free_ uint8_t *recs = NULL, *kbuf = NULL, *vbuf = NULL, *keys = NULL,
+			       *values = NULL;
+	uint64_t in[8] = {0}, out[8] = {0}; /* the batch position: at most a key (<= 64 bytes) */
+	uint32_t chunk = 4096;
+	size_t n = 0, have = 0;
+	bool first = true;
+
+	if (ks > sizeof(in))
+		return -EOPNOTSUPP;
+	for (int rounds = 0; n < cap; rounds++) {
+		uint32_t count = chunk;
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		int r;
+
+		if (rounds > 4096)
+			return error_set(-EAGAIN, "a map kept changing while it was read");
+		if (have < chunk) {
+			free(kbuf);
+			free(vbuf);
+			kbuf = malloc(chunk * ks);
+			vbuf = malloc(chunk * vs);
+			have = chunk;
+			if (!kbuf || !vbuf)
+				return -ENOMEM;
+		}
+		r = bpf_map_lookup_batch(fd, first ? NULL : in, out, kbuf, vbuf, &count, &opts);
+		if (r < 0 && r != -ENOENT) {
+			if (first && (r == -EINVAL || r == -524 /* ENOTSUPP */ || r == -EOPNOTSUPP))
+				return -EOPNOTSUPP;
+			if (r == -ENOSPC && chunk < (1u << 20)) {
+				chunk *= 4; /* a bucket holds more than a chunk */
+				continue;
+			}
+			return perm_error(r, "reading a map");
+		}
+		if (count > cap - n)
+			count = (uint32_t)(cap - n);
+		uint8_t *t = realloc(recs, (n + count) * rec + 1);
+		if (!t)
+			return -ENOMEM;
+		recs = t;
+		for (uint32_t k = 0; k < count; k++) {
+			memcpy(recs + (n + k) * rec, kbuf + k * ks, ks);
+			memcpy(recs + (n + k) * rec + ks, vbuf + k * vs, vs);
+		}
+		n += count;
+		if (r == -ENOENT)
+			break;
+		memcpy(in, out, sizeof(in));
+		first = false;
+	}
+	/* Sorted by key (key first in each record), then split. */
+	key_cmp_size = (int)ks;
+	qsort(recs, n, rec, key_cmp);
+	keys = malloc(n ? n * ks : 1);
+	values = calloc(n ? n : 1, stride);
+	if (!keys || !values)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		memcpy(keys + k * ks, recs + k * rec, ks);
+		memcpy(values + k * stride, recs + k * rec + ks, info->value_size);
+	}
+	*ret_keys = TAKE_PTR(keys);
+	*ret_values = TAKE_PTR(values);
+	*ret_n = n;
+	return 0;
+}
+
 static int snapshot_map(uint32_t id, struct mapsnap *ret, char **ret_reason)
 {
 	_cleanup_close_ int fd = bpf_map_get_fd_by_id(id);
 	struct bpf_map_info info = {0};
 	uint32_t len = sizeof(info);
-	_cleanup_free_ uint8_t *keys = NULL, *values = NULL, *tmpv = NULL, *cur = NULL,
-			       *next = NULL;
+	_cleanup_free_ uint8_t *keys = NULL, *values = NULL;
 	size_t n = 0, cap;
 	int r;
 
@@ -286,45 +445,17 @@ static int snapshot_map(uint32_t id, struct mapsnap *ret, char **ret_reason)
 	}
 	cap = info.max_entries < MAP_ENTRIES_MAX ? info.max_entries : MAP_ENTRIES_MAX;
 	uint32_t stride = info.value_size > VALUE_STRIDE_MIN ? info.value_size : VALUE_STRIDE_MIN;
-	keys = malloc((size_t)info.key_size * (cap ? cap : 1));
-	tmpv = malloc(info.value_size ? info.value_size : 1);
-	cur = calloc(1, info.key_size);
-	next = calloc(1, info.key_size);
-	if (!keys || !tmpv || !cur || !next)
-		return -ENOMEM;
-	/* Keys first; a key deleted meanwhile is skipped at lookup. Bounded by max_entries. */
-	bool first = true;
-	while (n < cap) {
-		r = bpf_map_get_next_key(fd, first ? NULL : cur, next);
-		if (r < 0) {
-			if (r == -ENOENT)
-				break;
-			return perm_error(r, "iterating a map");
-		}
-		first = false;
-		memcpy(keys + n * info.key_size, next, info.key_size);
-		memcpy(cur, next, info.key_size);
-		n++;
-	}
-	key_cmp_size = (int)info.key_size;
-	qsort(keys, n, info.key_size, key_cmp);
-	values = calloc(n ? n : 1, stride);
-	if (!values)
-		return -ENOMEM;
-	size_t w = 0;
-	for (size_t k = 0; k < n; k++) {
-		if (bpf_map_lookup_elem(fd, keys + k * info.key_size, tmpv) < 0)
-			continue;
-		memmove(keys + w * info.key_size, keys + k * info.key_size, info.key_size);
-		memcpy(values + w * stride, tmpv, info.value_size);
-		w++;
-	}
+	r = snapshot_batch(fd, &info, cap, stride, &keys, &values, &n);
+	if (r == -EOPNOTSUPP)
+		r = snapshot_by_key(fd, &info, cap, stride, &keys, &values, &n);
+	if (r < 0)
+		return r;
 	*ret = (struct mapsnap){.id = id,
 				.type = info.type,
 				.key_size = info.key_size,
 				.value_size = info.value_size,
 				.stride = stride,
-				.n = w,
+				.n = n,
 				.keys = TAKE_PTR(keys),
 				.values = TAKE_PTR(values)};
 	return 0;
@@ -375,26 +506,29 @@ struct lookup_ctx {
 	int depth;
 };
 
+static const void *snap_find(const struct mapsnap *m, const void *key)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = memcmp(m->keys + mid * m->key_size, key, m->key_size);
+		if (c == 0)
+			return m->values + mid * m->stride;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 static const void *hook_lookup(void *u, uint64_t ref, const void *key)
 {
 	const struct lookup_ctx *lc = u;
-	for (size_t k = 0; k < lc->e->nmaps; k++) {
-		const struct mapsnap *m = &lc->e->maps[k];
-		if (m->id != ref)
-			continue;
-		size_t lo = 0, hi = m->n;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			int c = memcmp(m->keys + mid * m->key_size, key, m->key_size);
-			if (c == 0)
-				return m->values + mid * m->stride;
-			if (c < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		return NULL;
-	}
+	for (size_t k = 0; k < lc->e->nmaps; k++)
+		if (lc->e->maps[k].id == ref)
+			return snap_find(&lc->e->maps[k], key);
 	return NULL;
 }
 
@@ -422,6 +556,31 @@ static bool insn_calls(const struct centry *e, int helper)
 }
 
 static int load_maps(struct centry *e);
+
+/*
+ * Name the helpers the program calls (the kernel shows them as addresses): reading
+ * /proc/kallsyms for that costs more than a whole scrape, so programs the fast path decides
+ * without running them (try_fast()) leave it until something runs or decodes them.
+ */
+static int resolve_calls(struct centry *e)
+{
+	int r = bpftext_resolve_calls(e->insns, e->n);
+
+	if (r > 0) {
+		e->opaque = strdup(jobcg_last_error()->message);
+		return e->opaque ? 0 : -ENOMEM;
+	}
+	if (r < 0) {
+		int kr = sysctl_int("/proc/sys/kernel/kptr_restrict");
+		e->opaque = strdup_printf("its helper calls cannot be identified: %s "
+					  "(kernel.kptr_restrict=%d)",
+					  jobcg_last_error()->message, kr);
+		return e->opaque ? 0 : -ENOMEM;
+	}
+	e->cg_dependent = insn_calls(e, BPF_FUNC_get_current_cgroup_id) ||
+			  insn_calls(e, BPF_FUNC_get_current_ancestor_cgroup_id);
+	return 0;
+}
 
 static int fetch_prog(uint32_t id, struct centry *e)
 {
@@ -461,18 +620,7 @@ static int fetch_prog(uint32_t id, struct centry *e)
 					  jobcg_last_error()->message);
 		return e->opaque ? 0 : -ENOMEM;
 	}
-	r = bpftext_resolve_calls(e->insns, e->n);
-	if (r > 0) {
-		e->opaque = strdup(jobcg_last_error()->message);
-		return e->opaque ? 0 : -ENOMEM;
-	}
-	if (r < 0) {
-		int kr = sysctl_int("/proc/sys/kernel/kptr_restrict");
-		e->opaque = strdup_printf("its helper calls cannot be identified: %s "
-					  "(kernel.kptr_restrict=%d)",
-					  jobcg_last_error()->message, kr);
-		return e->opaque ? 0 : -ENOMEM;
-	}
+	e->unresolved = true;
 	return load_maps(e);
 }
 
@@ -481,8 +629,6 @@ static int load_maps(struct centry *e)
 {
 	int r;
 
-	e->cg_dependent = insn_calls(e, BPF_FUNC_get_current_cgroup_id) ||
-			  insn_calls(e, BPF_FUNC_get_current_ancestor_cgroup_id);
 	for (size_t k = 0; k < e->n; k++) {
 		const struct bpf_insn *i = &e->insns[k];
 		if (i->code != (BPF_LD | BPF_IMM | BPF_DW))
@@ -547,10 +693,37 @@ static int decode_entry(const struct centry *e, const uint64_t *anc, int depth,
 	return r;
 }
 
-static int cache_get(struct jobcg_progcache *c, uint32_t id, struct centry **ret)
+/* What fetch_prog() left for later: helpers named, and a program that does not depend on the
+ * cgroup decoded once. */
+static int centry_complete(struct centry *e)
+{
+	int r;
+
+	if (!e->unresolved)
+		return 0;
+	if (!e->opaque) {
+		r = resolve_calls(e);
+		if (r < 0)
+			return r;
+	}
+	if (!e->opaque && !e->cg_dependent) {
+		r = decode_entry(e, NULL, -1, &e->decoded, &e->opaque);
+		if (r < 0)
+			return r;
+	}
+	e->unresolved = false;
+	return 0;
+}
+
+/* The program @id, fetched at its first use. @lazy: its helper calls may stay unnamed (the fast
+ * path, which never runs it); otherwise the entry is complete. */
+static int cache_get(struct jobcg_progcache *c, uint32_t id, bool lazy, struct centry **ret)
 {
 	for (size_t k = 0; k < c->n; k++)
 		if (c->e[k].id == id) {
+			int r = lazy ? 0 : centry_complete(&c->e[k]);
+			if (r < 0)
+				return r;
 			*ret = &c->e[k];
 			return 0;
 		}
@@ -565,16 +738,11 @@ static int cache_get(struct jobcg_progcache *c, uint32_t id, struct centry **ret
 	struct centry *e = &c->e[c->n];
 	*e = (struct centry){0};
 	int r = fetch_prog(id, e);
+	if (r >= 0 && !lazy)
+		r = centry_complete(e);
 	if (r < 0) {
 		centry_done(e);
 		return r;
-	}
-	if (!e->opaque && !e->cg_dependent) {
-		r = decode_entry(e, NULL, -1, &e->decoded, &e->opaque);
-		if (r < 0) {
-			centry_done(e);
-			return r;
-		}
 	}
 	c->n++;
 	*ret = e;
@@ -789,7 +957,7 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 		struct centry *e;
 
 		p->id = ids[k];
-		r = cache_get(cache, ids[k], &e);
+		r = cache_get(cache, ids[k], false, &e);
 		if (r == -ENOENT) { /* detached and freed meanwhile */
 			p->opaque_reason = "the program went away while reading it";
 			ip->pub.any_opaque = true;
@@ -870,9 +1038,10 @@ JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progc
 }
 
 /*
- * Ids of the cgroup open as @fd at @path and of its ancestors, from @c's memory of the parent
- * when it is the same directory (checked by its inode: a parent removed and made again under the
- * same name is looked up afresh).
+ * Ids of the cgroup open as @fd at @path and of its ancestors, from @c's memory of the last
+ * cgroup asked about when that is its parent or a sibling (a walk asks about a job, then its
+ * steps), checked by the parent's inode: a parent removed and made again under the same name
+ * is looked up afresh.
  */
 static int cached_ancestor_ids(struct jobcg_progcache *c, const char *path, int fd,
 			       const char *mount, uint64_t **ret, int *ret_depth)
@@ -880,43 +1049,159 @@ static int cached_ancestor_ids(struct jobcg_progcache *c, const char *path, int 
 	const char *slash = strrchr(path, '/');
 	size_t plen = slash ? (size_t)(slash - path) : 0;
 	struct stat self, parent;
-	uint64_t *anc;
-	int r, depth;
+	uint64_t *anc = NULL;
+	int r, depth, pd = -1;
 
-	if (c->anc_parent && strlen(c->anc_parent) == plen && !strncmp(c->anc_parent, path, plen) &&
-	    fstat(fd, &self) == 0 && fstatat(fd, "..", &parent, 0) == 0 &&
-	    parent.st_ino == c->anc_ids[c->anc_depth]) {
-		anc = calloc((size_t)c->anc_depth + 2, sizeof(*anc));
+	if (c->last_path && slash) {
+		const char *ls = strrchr(c->last_path, '/');
+		if (strlen(c->last_path) == plen && !strncmp(c->last_path, path, plen))
+			pd = c->last_depth; /* a child of the last one */
+		else if (ls && (size_t)(ls - c->last_path) == plen &&
+			 !strncmp(c->last_path, path, plen))
+			pd = c->last_depth - 1; /* a sibling */
+	}
+	if (pd >= 0 && fstat(fd, &self) == 0 && fstatat(fd, "..", &parent, 0) == 0 &&
+	    parent.st_ino == c->last_ids[pd]) {
+		anc = calloc((size_t)pd + 2, sizeof(*anc));
 		if (!anc)
 			return -ENOMEM;
-		memcpy(anc, c->anc_ids, ((size_t)c->anc_depth + 1) * sizeof(*anc));
-		anc[c->anc_depth + 1] = self.st_ino;
-		*ret = anc;
-		*ret_depth = c->anc_depth + 1;
-		return 0;
+		memcpy(anc, c->last_ids, ((size_t)pd + 1) * sizeof(*anc));
+		anc[pd + 1] = self.st_ino;
+		depth = pd + 1;
+	} else {
+		r = cg_ancestor_ids(path, mount, &anc, &depth);
+		if (r < 0)
+			return r;
 	}
-	r = cg_ancestor_ids(path, mount, &anc, &depth);
-	if (r < 0)
-		return r;
-	if (depth > 0 && slash) {
-		char *p = strndup(path, plen);
-		uint64_t *ids = malloc((size_t)depth * sizeof(*ids));
-
-		if (p && ids) {
-			memcpy(ids, anc, (size_t)depth * sizeof(*ids));
-			free(c->anc_parent);
-			free(c->anc_ids);
-			c->anc_parent = p;
-			c->anc_ids = ids;
-			c->anc_depth = depth - 1;
-		} else {
-			free(p);
-			free(ids);
-		}
+	char *p = strdup(path);
+	uint64_t *ids = malloc(((size_t)depth + 1) * sizeof(*ids));
+	if (p && ids) {
+		memcpy(ids, anc, ((size_t)depth + 1) * sizeof(*ids));
+		free(c->last_path);
+		free(c->last_ids);
+		c->last_path = p;
+		c->last_ids = ids;
+		c->last_depth = depth;
+	} else {
+		free(p);
+		free(ids);
 	}
 	*ret = anc;
 	*ret_depth = depth;
 	return 0;
+}
+
+/*
+ * Whether @e is the node program @t names: its name, the two maps it references being the
+ * pinned ones with the node program's layouts, and every other 64-bit constant it loads being
+ * the root's id it was built for. Anything else (another kernel's rewrites included) leaves it
+ * to the interpreter. Checked once per program.
+ */
+static bool node_program_is(struct centry *e, const struct devpolicy_node_ident *t)
+{
+	bool managed = false, policy = false, first_map = true;
+	size_t roots = 0;
+
+	if (e->node)
+		return e->node > 0;
+	e->node = -1;
+	if (e->opaque || strncmp(e->name, DEVPROG_NODE_NAME, sizeof(e->name)))
+		return false;
+	if (e->nmaps != 2)
+		return false;
+	for (size_t k = 0; k < e->nmaps; k++) {
+		const struct mapsnap *m = &e->maps[k];
+
+		if (m->id == t->managed_id && m->type == BPF_MAP_TYPE_HASH &&
+		    m->key_size == sizeof(struct devprog_managed_key) && m->value_size == 4)
+			managed = true;
+		else if (m->id == t->policy_id && m->type == BPF_MAP_TYPE_HASH &&
+			 m->key_size == sizeof(struct devprog_policy_key) &&
+			 m->value_size == sizeof(struct devprog_policy_value))
+			policy = true;
+	}
+	if (!managed || !policy)
+		return false;
+	for (size_t k = 0; k + 1 < e->n; k++) {
+		const struct bpf_insn *i = &e->insns[k];
+
+		if (i->code != (BPF_LD | BPF_IMM | BPF_DW))
+			continue;
+		k++;
+		if (i->src_reg == BPF_PSEUDO_MAP_FD) {
+			/* The program asks the managed map first, then the policy map. */
+			if ((uint32_t)i->imm != (first_map ? t->managed_id : t->policy_id) &&
+			    (first_map || (uint32_t)i->imm != t->managed_id))
+				return false;
+			first_map = false;
+			continue;
+		}
+		if (i->src_reg != 0 ||
+		    ((uint64_t)(uint32_t)i[1].imm << 32 | (uint32_t)i->imm) != t->root_id)
+			return false;
+		roots++;
+	}
+	if (!roots)
+		return false;
+	e->node = 1;
+	return true;
+}
+
+struct fast_lookup {
+	const struct centry *e;
+};
+
+static const void *fast_hook(void *u, uint64_t ref, const void *key)
+{
+	const struct fast_lookup *f = u;
+	for (size_t k = 0; k < f->e->nmaps; k++)
+		if (f->e->maps[k].id == ref)
+			return snap_find(&f->e->maps[k], key);
+	return NULL;
+}
+
+/*
+ * The fast path: when every effective program of the cgroup is a node program of jobcg that
+ * the caller trusts (its pins name it), the access is computed from the same map snapshot the
+ * interpreter would read, as the program decides (devprog_node_allowed()), without running it.
+ * 1 when decided (@access filled), 0 when the interpreter must run, or -errno.
+ */
+static int try_fast(struct jobcg_progcache *c, const uint32_t *ids, size_t n, const uint64_t *anc,
+		    int depth, const struct jobcg_devreq *reqs, size_t n_reqs, unsigned *access)
+{
+	const struct devpolicy_node_ident *t = NULL;
+	struct centry *e;
+	int r;
+
+	if (!c || !c->n_nodes || n == 0)
+		return 0;
+	for (size_t k = 0; k < c->n_nodes && !t; k++)
+		if (c->nodes[k].prog_id == ids[0])
+			t = &c->nodes[k];
+	if (!t)
+		return 0;
+	for (size_t k = 1; k < n; k++)
+		if (ids[k] != ids[0])
+			return 0; /* another program too: it may decide otherwise */
+	r = cache_get(c, ids[0], true, &e);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	if (!node_program_is(e, t))
+		return 0;
+	struct fast_lookup fl = {e};
+	for (size_t d = 0; d < n_reqs; d++) {
+		const struct jobcg_devreq *q = &reqs[d];
+		int a = devprog_node_allowed(
+		    t->root_id, anc, depth, fast_hook, &fl, t->managed_id, t->policy_id,
+		    q->type == 'c' ? BPF_DEVCG_DEV_CHAR : BPF_DEVCG_DEV_BLOCK, q->major, q->minor,
+		    access[d]);
+		if (a < 0)
+			return 0;
+		access[d] = (unsigned)a;
+	}
+	return 1;
 }
 
 JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
@@ -933,7 +1218,7 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 	size_t n = 0;
 	const char *mount;
 	bool opaque = false;
-	int depth = 0, r;
+	int depth = 0, fast, r;
 
 	if (!access)
 		return -ENOMEM;
@@ -958,9 +1243,14 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 	}
 	for (size_t d = 0; d < n_reqs; d++)
 		access[d] = reqs[d].access ? reqs[d].access & JOBCG_DEV_ACC_ALL : JOBCG_DEV_ACC_ALL;
-	for (size_t k = 0; k < n; k++) {
+	fast = try_fast(cache, ids, n, anc, depth, reqs, n_reqs, access);
+	if (fast < 0)
+		return fast;
+	if (cache && n > 0)
+		*(fast ? &cache->counts.fast : &cache->counts.interpreted) += 1;
+	for (size_t k = 0; k < n && !fast; k++) {
 		struct centry *e;
-		r = cache_get(cache, ids[k], &e);
+		r = cache_get(cache, ids[k], false, &e);
 		if (r == -ENOENT) {
 			opaque = true;
 			continue;

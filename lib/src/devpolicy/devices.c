@@ -667,6 +667,25 @@ bool devpolicy_current(const struct jobcg_devpolicy *p)
 	       bpfsys_map_info(fd, &id, NULL) == 0 && id == p->policy_id;
 }
 
+int devpolicy_node_ident(const struct jobcg_devpolicy *p, struct devpolicy_node_ident *ret)
+{
+	struct devpolicy_node_ident id = {.root_id = p->root_id};
+	char name[BPF_OBJ_NAME_LEN];
+	int e;
+
+	if (p->mode != JOBCG_DEVPROG_NODE || p->prog_fd < 0 || p->managed_fd < 0 ||
+	    p->policy_fd < 0)
+		return -ENOENT;
+	if ((e = bpfsys_prog_info(p->prog_fd, &id.prog_id, name)) < 0 ||
+	    (e = bpfsys_map_info(p->managed_fd, &id.managed_id, NULL)) < 0 ||
+	    (e = bpfsys_map_info(p->policy_fd, &id.policy_id, NULL)) < 0)
+		return e;
+	if (strncmp(name, DEVPROG_NODE_NAME, sizeof(name)) != 0)
+		return -ENOENT;
+	*ret = id;
+	return 0;
+}
+
 JOBCG_EXPORT enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_devpolicy *p)
 {
 	return p->mode;

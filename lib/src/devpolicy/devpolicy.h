@@ -13,6 +13,16 @@
  */
 bool devpolicy_current(const struct jobcg_devpolicy *p);
 
+/*
+ * What identifies a node-mode policy's program in the kernel: its id, its maps' ids and the
+ * root it was built for. -ENOENT in linear mode (or when nothing is pinned).
+ */
+struct devpolicy_node_ident {
+	uint32_t prog_id, managed_id, policy_id;
+	uint64_t root_id;
+};
+int devpolicy_node_ident(const struct jobcg_devpolicy *p, struct devpolicy_node_ident *ret);
+
 /* Whether the policy manages any device (node mode: its managed map holds one). */
 bool devpolicy_manages_any(const struct jobcg_devpolicy *p);
 

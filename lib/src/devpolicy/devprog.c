@@ -185,7 +185,7 @@ bool devprog_decide(const struct jobcg_devrule *managed, size_t n_managed,
 #define PKEY	    (-40)
 #define ROOTLVL	    (-48) /* u64: the root's absolute level */
 #define MARKED	    (-56) /* u64: 1 once a level with a marker was found */
-#define SCAN_LEVELS 64
+#define SCAN_LEVELS DEVPROG_SCAN_LEVELS
 
 static int emit_ld_imm64(struct devprog_buf *b, int reg, uint64_t v)
 {
@@ -322,6 +322,68 @@ int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, uin
 fail:
 	devprog_buf_done(&b);
 	return e;
+}
+
+int devprog_node_allowed(uint64_t root_id, const uint64_t *anc, int depth,
+			 const void *(*lookup)(void *userdata, uint64_t ref, const void *key),
+			 void *userdata, uint64_t managed_ref, uint64_t policy_ref,
+			 uint32_t dev_type, uint32_t major, uint32_t minor, unsigned access)
+{
+	static const int levels[] = {DEVPROG_LEVEL_JOB, DEVPROG_LEVEL_STEP, DEVPROG_LEVEL_TASK};
+	struct devprog_managed_key mk[3] = {{dev_type, major, minor},
+					    {dev_type, major, DEVPROG_ANY},
+					    {dev_type, DEVPROG_ANY, DEVPROG_ANY}};
+	bool managed = false, marked = false;
+	unsigned allowed = access;
+	int root = -1;
+
+	for (int k = 0; k < 3 && !managed; k++)
+		managed = lookup(userdata, managed_ref, &mk[k]) != NULL;
+	if (!managed)
+		return (int)access;
+	/* Ids are unique: the program's first guess and its scan find the same level, unless the
+	 * root is beyond the scan and the guess was wrong. */
+	for (int l = 0; l <= depth; l++)
+		if (anc[l] == root_id) {
+			root = l;
+			break;
+		}
+	if (root < 0)
+		return (int)access; /* not below the root: not the program's to decide */
+	if (root >= SCAN_LEVELS)
+		return -ERANGE;
+	for (size_t l = 0; l < ELEMENTSOF(levels); l++) {
+		int level = root + levels[l];
+		struct devprog_policy_key key = {0};
+		unsigned granted = 0;
+		const void *v;
+
+		if (level > depth || !anc[level])
+			continue;
+		key.cgroup_id = anc[level];
+		if (!lookup(userdata, policy_ref, &key))
+			continue;
+		marked = true;
+		key.type = dev_type;
+		key.major = major;
+		key.minor = minor;
+		for (int k = 0; k < 3; k++) {
+			uint32_t acc;
+
+			if (k == 1)
+				key.minor = DEVPROG_ANY;
+			if (k == 2)
+				key.major = DEVPROG_ANY;
+			v = lookup(userdata, policy_ref, &key);
+			if (v) {
+				memcpy(&acc, v, sizeof(acc));
+				granted |= acc;
+			}
+		}
+		allowed &= granted;
+	}
+	/* Fail closed, as the program: a managed device needs a marker at some level. */
+	return marked ? (int)allowed : 0;
 }
 
 int (*devprog_node_builder)(int, int, unsigned, uint64_t,

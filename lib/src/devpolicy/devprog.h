@@ -70,6 +70,9 @@
 #define DEVPROG_POLICY_MAX  1048576u /* max_entries of jobcg_policy (no prealloc) */
 #define DEVPROG_RULES_MAX   4096u    /* rules per grant / managed list we accept */
 
+/* Levels (0..63) the node program scans for its root when it is not at the level built in. */
+#define DEVPROG_SCAN_LEVELS 64
+
 /* Levels below the root at which the node program looks for a marker. */
 #define DEVPROG_LEVEL_JOB  1
 #define DEVPROG_LEVEL_STEP 2
@@ -111,6 +114,21 @@ void devprog_buf_done(struct devprog_buf *b);
  */
 int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, uint64_t root_id,
 		       struct devprog_buf *ret);
+
+/*
+ * The node program's decision computed directly, step for step what devprog_build_node() emits
+ * (change them together; tests/unit/test-devprog.c runs both): for a process whose cgroup's
+ * ancestors at absolute levels 0..@depth are @anc (the cgroup itself last), which of the
+ * @access bits (BPF_DEVCG_ACC_*) of (dev_type BPF_DEVCG_DEV_*, major, minor) would the program
+ * allow, each asked on its own? @lookup answers the program's map lookups (@managed_ref,
+ * @policy_ref as passed to devprog_build_node()) and returns NULL for a missing key. Returns the
+ * allowed bits, or -ERANGE when the root sits at a level the program's scan does not reach
+ * (the answer then depends on the level the program was built with).
+ */
+int devprog_node_allowed(uint64_t root_id, const uint64_t *anc, int depth,
+			 const void *(*lookup)(void *userdata, uint64_t ref, const void *key),
+			 void *userdata, uint64_t managed_ref, uint64_t policy_ref,
+			 uint32_t dev_type, uint32_t major, uint32_t minor, unsigned access);
 
 /* The node program builder devices.c loads; tests swap in one the kernel refuses, to exercise
  * the fallback to linear programs. */

@@ -62,6 +62,31 @@ is "a step is OOM-killed by a limit outside its job" "$rc" 137
 like "...reported as OUT_OF_MEMORY" "$out" '"state": *"OUT_OF_MEMORY"'
 like "...caused outside the job ('node'), not by the job's limit" "$out" '"oom": *"node"'
 
+# --- metrics of an OOM-killed step: valid exposition text, the kill counted ---
+# The step's shell outlives its OOM-killed child and reads the node from inside the live step.
+if ! has_cmd metrics; then
+	skip "metrics of an OOM-killed step" "this jobcg has no 'metrics' command"
+elif ! command -v promtool > /dev/null; then
+	skip "metrics of an OOM-killed step" "promtool not in the image (package prometheus)"
+elif jobcg alloc 63 --mem 64M > /dev/null; then
+	prom="$VMT_TMP/oom.prom"
+	out=$(jobcg run --job 63 --step 7 -- sh -c "vmt-memhog 160 > /dev/null; jobcg metrics > $prom" 2>&1); rc=$?
+	diag "$out"
+	is "job 63 (--mem 64M): step 7's child is OOM-killed, the step reads jobcg metrics" "$rc" 0
+	text=$(cat "$prom" 2>/dev/null)
+	check "promtool check metrics accepts the node's metrics with that step" sh -c "promtool check metrics < $prom"
+	like "...jobcg_oom_kills_total counts the kill in step 7" "$text" '^jobcg_oom_kills_total\{job="63",step="7",user="(root|0)"\} [1-9][0-9]*$'
+	like "...and in job 63" "$text" '^jobcg_oom_kills_total\{job="63",step="",user="(root|0)"\} [1-9][0-9]*$'
+	like "...beside job 63's memory limit (64 MiB)" "$text" '^jobcg_memory_limit_bytes\{job="63",step="",user="(root|0)"\} 67108864$'
+	# After the step: the job keeps the count, and the text is still valid.
+	text=$(jobcg metrics 2>&1)
+	check "promtool accepts the metrics once the step is gone" sh -c 'jobcg metrics | promtool check metrics'
+	like "...where job 63 still counts the kill" "$text" '^jobcg_oom_kills_total\{job="63",step="",user="(root|0)"\} [1-9][0-9]*$'
+	jobcg release 63 > /dev/null 2>&1
+else
+	not_ok "jobcg alloc 63 --mem 64M for the metrics of an OOM-killed step"
+fi
+
 # --- pids.max: a fork bomb is contained, then killed with its step ---
 out=$(jobcg run -- vmt-forkbomb 300 2>&1)
 like "without --pids the (capped) bomb reaches its cap of 300 forks" "$out" "forks=300 eagain=0"
