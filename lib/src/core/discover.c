@@ -507,7 +507,7 @@ static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_s
 		goto fail;
 	if (cgfs_controllers(s->mount, "cgroup.subtree_control", &s->enabled_top) < 0)
 		s->enabled_top = 0;
-	/* Only a controller missing from v2 can be bound to v1: worth the table only then. */
+	/* Only a controller missing from v2 can be bound to v1: worth asking only then. */
 	if (quick && (ctx_wanted_controllers(conf) & ~s->available) &&
 	    (r = v1_bound_quick(&s->v1_bound)) < 0)
 		goto fail;
