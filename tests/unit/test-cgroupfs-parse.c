@@ -33,6 +33,23 @@ int main(void)
 	       (1u << JOBCG_CTRL_CPU) | (1u << JOBCG_CTRL_MEMORY) | (1u << JOBCG_CTRL_IO) |
 		   (1u << JOBCG_CTRL_PIDS),
 	       "v1 controllers: cpu memory io(blkio) pids");
+	/* The same host as /proc/cgroups says it: hierarchy 0 is v2 (hugetlb here). */
+	is_int(discover_v1_from_proc_cgroups("#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
+					     "cpuset\t0\t1\t1\n"
+					     "cpu\t12\t1\t1\n"
+					     "cpuacct\t2\t1\t1\n"
+					     "blkio\t7\t1\t1\n"
+					     "memory\t4\t88\t1\n"
+					     "hugetlb\t0\t4\t1\n"
+					     "a_controller_name_longer_than_32_bytes\t3\t1\t1\n"
+					     "pids\t8\t1\t1"),
+	       (1u << JOBCG_CTRL_CPU) | (1u << JOBCG_CTRL_MEMORY) | (1u << JOBCG_CTRL_IO) |
+		   (1u << JOBCG_CTRL_PIDS),
+	       "v1 controllers from /proc/cgroups: cpu memory io(blkio) pids");
+	is_int(discover_v1_from_proc_cgroups("#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
+					     "cpuset\t0\t1\t1\nmemory\t0\t1\t1\n"),
+	       0, "v1 controllers from /proc/cgroups: none on a unified host");
+	is_int(discover_v1_from_proc_cgroups(""), 0, "v1 controllers from empty text: none");
 	is_int(discover_mount("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n", NULL, &m, &l), 0,
 	       "unified mount found");
 	is_int(l, JOBCG_LAYOUT_UNIFIED, "unified layout");

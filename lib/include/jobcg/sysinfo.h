@@ -55,8 +55,9 @@ struct jobcg_sysinfo {
 	unsigned usable;      /* reaching jobs: cgroup.controllers of the tree root if it
 				 exists, else what would reach it (available & wanted) */
 	unsigned v1_bound;    /* bound to a cgroup v1 hierarchy (so missing from v2); in a context's
-				 sysinfo on a unified host, looked up only when a controller jobcg
-				 wants is missing (jobcg_sysinfo_probe() always looks) */
+				 sysinfo on a unified or hybrid host, looked up only when a
+				 controller jobcg wants is missing (jobcg_sysinfo_probe() always
+				 looks) */
 	struct jobcg_feature bpf_device;  /* BPF_PROG_TYPE_CGROUP_DEVICE loads */
 	struct jobcg_feature freeze;	  /* cgroup.freeze */
 	struct jobcg_feature kill;	  /* cgroup.kill */

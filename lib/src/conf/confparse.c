@@ -39,18 +39,21 @@ struct ctx {
 	uint64_t total; /* bytes read over all files: the same file included many times */
 };
 
-static int lbuf_push(struct lbuf *b, char c, unsigned line, unsigned col)
+/* Room for @more characters: a line is copied with one check, not one per character. */
+static int lbuf_reserve(struct lbuf *b, size_t more)
 {
-	if (b->n == b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 256;
-		struct lchar *nv = realloc(b->v, ncap * sizeof(*nv));
+	size_t ncap = b->cap ? b->cap : 256;
+	struct lchar *nv;
 
-		if (!nv)
-			return -ENOMEM;
-		b->v = nv;
-		b->cap = ncap;
-	}
-	b->v[b->n++] = (struct lchar){c, line, col};
+	if (b->n + more <= b->cap)
+		return 0;
+	while (ncap < b->n + more)
+		ncap *= 2;
+	nv = realloc(b->v, ncap * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	b->v = nv;
+	b->cap = ncap;
 	return 0;
 }
 
@@ -364,11 +367,11 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 			cont = true;
 			cut = k + bs - 1;
 		}
-		for (size_t j = pos; j < cut; j++) {
-			r = lbuf_push(&raw, buf[j], line, (unsigned)(j - pos + 1));
-			if (r < 0)
-				goto out;
-		}
+		r = lbuf_reserve(&raw, cut - pos);
+		if (r < 0)
+			goto out;
+		for (size_t j = pos; j < cut; j++)
+			raw.v[raw.n++] = (struct lchar){buf[j], line, (unsigned)(j - pos + 1)};
 		pos = nl ? end + 1 : len;
 		if (cont && pos < len)
 			continue;
@@ -376,14 +379,15 @@ static int parse_buffer(struct ctx *c, const char *name, const char *buf, size_t
 		/* Backslash escapes: "\x" is "x" (so "\\" is a backslash and "\#" a '#'). */
 		esc.n = 0;
 		esc.had_comment = raw.had_comment;
+		r = lbuf_reserve(&esc, raw.n);
+		if (r < 0)
+			goto out;
 		for (size_t j = 0; j < raw.n; j++) {
 			if (raw.v[j].c == '\\') {
 				if (++j >= raw.n)
 					break;
 			}
-			r = lbuf_push(&esc, raw.v[j].c, raw.v[j].line, raw.v[j].col);
-			if (r < 0)
-				goto out;
+			esc.v[esc.n++] = raw.v[j];
 		}
 		if (esc.n > 0) {
 			r = process_stmt(c, name, &esc);

@@ -618,7 +618,7 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 		const struct conf_pair *pr = &st->pairs[i];
 		enum gkey k = _G_MAX;
 
-		for (size_t j = 0; j < ELEMENTSOF(gkeys); j++)
+		for (size_t j = 0; j < ELEMENTSOF(gkeys) && k == _G_MAX; j++)
 			if (strcaseeq(pr->key, gkeys[j].name))
 				k = gkeys[j].key;
 		if (k == _G_MAX) {

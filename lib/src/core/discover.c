@@ -17,22 +17,37 @@
 #include "scope_choose.h"
 #include "util.h"
 
-/* Iterate "dev dir type opts ..." lines; calls @fn for each, stops when it returns non-zero. */
+/*
+ * Iterate "dev dir type opts ..." lines; calls @fn for each, stops when it returns non-zero.
+ * The fields are cut out of one copy of the text in place: the table is read on every command
+ * of a hybrid host, and an allocation per field was a third of a launch's instructions.
+ */
 static int each_mount(const char *mounts,
-		      int (*fn)(const char *dir, const char *type, const char *opts, void *u),
-		      void *u)
+		      int (*fn)(const char *dir, const char *type, char *opts, void *u), void *u)
 {
-	_cleanup_strv_free_ char **lines = strv_split(mounts, "\n");
+	_cleanup_free_ char *copy = strdup(mounts);
+	char *line, *next;
 
-	if (!lines)
+	if (!copy)
 		return -ENOMEM;
-	for (char **l = lines; *l; l++) {
-		_cleanup_strv_free_ char **f = strv_split(*l, " \t");
+	for (line = copy; line && *line; line = next) {
+		char *f[4];
+		size_t n = 0;
 		int r;
 
-		if (!f)
-			return -ENOMEM;
-		if (strv_length(f) < 4)
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		for (char *p = line; n < ELEMENTSOF(f);) {
+			p += strspn(p, " \t");
+			if (!*p)
+				break;
+			f[n++] = p;
+			p += strcspn(p, " \t");
+			if (*p)
+				*p++ = '\0';
+		}
+		if (n < ELEMENTSOF(f))
 			continue;
 		r = fn(f[1], f[2], f[3], u);
 		if (r)
@@ -47,19 +62,19 @@ struct mount_scan {
 	unsigned v1;
 };
 
-static int scan_one(const char *dir, const char *type, const char *opts, void *u)
+static int scan_one(const char *dir, const char *type, char *opts, void *u)
 {
 	struct mount_scan *s = u;
 
 	if (streq(type, "cgroup2"))
 		return strv_push(&s->v2, strdup(dir)) < 0 ? -ENOMEM : 0;
 	if (streq(type, "cgroup")) {
-		_cleanup_strv_free_ char **o = strv_split(opts, ",");
+		char *save = NULL;
 
 		s->have_v1 = true;
-		for (char **p = o; p && *p; p++) {
+		for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
 			/* v1 calls the io controller blkio */
-			int c = jobcg_controller_from_name(streq(*p, "blkio") ? "io" : *p);
+			int c = jobcg_controller_from_name(streq(o, "blkio") ? "io" : o);
 
 			if (c >= 0)
 				s->v1 |= 1u << c;
@@ -374,18 +389,81 @@ static int read_mounts(char **ret)
 	return r < 0 ? error_set(r, "cannot read /proc/self/mounts: %s", strerror(-r)) : 0;
 }
 
+unsigned discover_v1_from_proc_cgroups(const char *text)
+{
+	unsigned v1 = 0;
+
+	/* "#subsys_name hierarchy num_cgroups enabled"; hierarchy 0 is v2 (or none) */
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n'), *h = l + strcspn(l, " \t\n");
+		char name[32];
+		size_t n = (size_t)(h - l);
+		int c;
+
+		h += strspn(h, " \t");
+		if (*l != '#' && n < sizeof(name) && *h >= '1' && *h <= '9') {
+			memcpy(name, l, n);
+			name[n] = '\0';
+			c = jobcg_controller_from_name(streq(name, "blkio") ? "io" : name);
+			if (c >= 0)
+				v1 |= 1u << c;
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return v1;
+}
+
 /*
- * Every command probes, and the kernel formats the whole of /proc/self/mounts for it (a tenth
- * of a step's launch, measured). A context on the usual unified layout does without: statfs()
- * tells that /sys/fs/cgroup is cgroup v2, and the table is read later only if a controller
- * jobcg wants is missing (only those can be bound to v1). `jobcg check` reads it always.
+ * Controllers bound to a v1 hierarchy, from /proc/cgroups: a few lines the kernel writes
+ * cheaply, where /proc/self/mounts formats every mount of the namespace (a tenth of a step's
+ * launch, measured). It also sees a hierarchy that is mounted only in another namespace, or
+ * no longer mounted but still holding cgroups: its controllers are as unavailable to v2. The
+ * table is the fallback where /proc/cgroups cannot be read.
  */
-static bool quick_unified(const struct jobcg_config *conf)
+static int v1_bound_quick(unsigned *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = read_full_file_at(AT_FDCWD, "/proc/cgroups", 1u << 16, &text, NULL);
+
+	if (r >= 0) {
+		*ret = discover_v1_from_proc_cgroups(text);
+		return 0;
+	}
+	r = read_mounts(&text);
+	if (r < 0)
+		return r;
+	*ret = discover_v1_controllers(text);
+	return 0;
+}
+
+static bool is_cgroup2(const char *path)
 {
 	struct statfs sf;
 
-	return !(conf->cgroup.mountpoint && *conf->cgroup.mountpoint) &&
-	       statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
+	return statfs(path, &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+/*
+ * Every command probes. A context on the usual layouts does without the mount table: statfs()
+ * tells that /sys/fs/cgroup is cgroup v2 (unified), or that it is not and
+ * /sys/fs/cgroup/unified is (hybrid: a cgroup2 file system below one that is not is its mount
+ * root), as the table would. Which controllers v1 holds is asked later, and only if a
+ * controller jobcg wants is missing (only those can be bound to v1). A configured
+ * CgroupMountpoint=, and `jobcg check`, read the table.
+ */
+static bool quick_layout(const struct jobcg_config *conf, enum jobcg_layout *ret)
+{
+	if (conf->cgroup.mountpoint && *conf->cgroup.mountpoint)
+		return false;
+	if (is_cgroup2("/sys/fs/cgroup")) {
+		*ret = JOBCG_LAYOUT_UNIFIED;
+		return true;
+	}
+	if (is_cgroup2("/sys/fs/cgroup/unified")) {
+		*ret = JOBCG_LAYOUT_HYBRID;
+		return true;
+	}
+	return false;
 }
 
 static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_sysinfo **ret)
@@ -399,10 +477,11 @@ static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_s
 
 	if (!s)
 		return -ENOMEM;
-	quick = !probe_bpf && quick_unified(conf);
+	quick = !probe_bpf && quick_layout(conf, &s->layout);
 	if (quick) {
-		s->layout = JOBCG_LAYOUT_UNIFIED;
-		if (!(s->mount = strdup("/sys/fs/cgroup"))) {
+		s->mount = strdup(s->layout == JOBCG_LAYOUT_UNIFIED ? "/sys/fs/cgroup"
+								    : "/sys/fs/cgroup/unified");
+		if (!s->mount) {
 			r = -ENOMEM;
 			goto fail;
 		}
@@ -428,12 +507,10 @@ static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_s
 		goto fail;
 	if (cgfs_controllers(s->mount, "cgroup.subtree_control", &s->enabled_top) < 0)
 		s->enabled_top = 0;
-	/* Only a controller missing from v2 can be bound to v1: worth the table only then. */
-	if (quick && (ctx_wanted_controllers(conf) & ~s->available)) {
-		if ((r = read_mounts(&mounts)) < 0)
-			goto fail;
-		s->v1_bound = discover_v1_controllers(mounts);
-	}
+	/* Only a controller missing from v2 can be bound to v1: worth asking only then. */
+	if (quick && (ctx_wanted_controllers(conf) & ~s->available) &&
+	    (r = v1_bound_quick(&s->v1_bound)) < 0)
+		goto fail;
 	s->root_exists = is_dir(s->root);
 	/* The walk is for a root yet to be made; an existing one is its own deepest. */
 	deepest = s->root_exists ? strdup(s->root) : deepest_existing(s);

@@ -13,6 +13,9 @@ int discover_mount(const char *mounts, const char *configured, char **ret_mount,
 		   enum jobcg_layout *ret_layout);
 /* Controllers bound to cgroup v1 hierarchies according to /proc/self/mounts text. */
 unsigned discover_v1_controllers(const char *mounts);
+/* Controllers bound to a cgroup v1 hierarchy according to /proc/cgroups text (hierarchy id not
+ * 0). */
+unsigned discover_v1_from_proc_cgroups(const char *text);
 /* Tree root relative to the mount: JobcgRoot (leading '/' removed) or <slice>/<scope>. */
 int discover_root_rel(const struct jobcg_config *conf, char **ret);
 /* "major.minor" of a kernel release at least @maj.@min. */
