@@ -14,6 +14,7 @@
 #include "jobcg/memlimit.h"
 #include "jobcg/parse.h"
 #include "jobcg/spec.h"
+#include "resv_internal.h"
 #include "tree.h"
 #include "util.h"
 
@@ -339,10 +340,33 @@ static int job_ids(struct jobcg_ctx *ctx, uint32_t **ret, size_t *ret_n)
 	if (!ids)
 		return -ENOMEM;
 	for (char **k = kids; *k; k++) {
-		uint32_t id;
+		_cleanup_strv_free_ char **inner = NULL;
+		_cleanup_free_ char *rdir = NULL;
+		const char *rname;
+		uint32_t id, *more;
 
-		if (tree_parse_job_dirname(*k, &id) == 0)
+		if (tree_parse_job_dirname(*k, &id) == 0) {
 			ids[n++] = id;
+			continue;
+		}
+		/* The jobs inside a reservation are the node's jobs too. */
+		if (tree_parse_resv_dirname(*k, &rname) < 0)
+			continue;
+		if (!(rdir = cgfs_path(jobcg_ctx_root(ctx), *k)))
+			return -ENOMEM;
+		r = cgfs_children(rdir, &inner);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return r;
+		more =
+		    realloc(ids, (strv_length(kids) + n + strv_length(inner) + 1) * sizeof(*ids));
+		if (!more)
+			return -ENOMEM;
+		ids = more;
+		for (char **j = inner; *j; j++)
+			if (tree_parse_job_dirname(*j, &id) == 0)
+				ids[n++] = id;
 	}
 	for (size_t i = 1; i < n; i++) /* insertion sort: names sort as strings, ids as numbers */
 		for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
@@ -442,6 +466,18 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 	dir = tree_job_dir(ctx, job_id);
 	if (!dir)
 		return -ENOMEM;
+	/* An id names one job on the node, wherever it lives. */
+	if (access(dir, F_OK) == 0)
+		return error_set(-EEXIST, "job %u already exists (%s)", job_id, dir);
+	if (limits && limits->reservation) {
+		_cleanup_free_ char *rdir = NULL;
+
+		if ((r = resv_admit(ctx, limits->reservation, limits, &rdir)) < 0)
+			return r;
+		free(dir);
+		if (!(dir = strdup_printf("%s/job_%u", rdir, job_id)))
+			return -ENOMEM;
+	}
 	r = cgfs_mkdir(dir, false);
 	if (r == -EEXIST)
 		return error_set(-EEXIST, "job %u already exists (%s)", job_id, dir);
@@ -1204,6 +1240,10 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 		if (r < 0 && !first_err)
 			first_err = r; /* keep sweeping the others; report the first failure */
 	}
+	/* Reservations half made or half deleted, and reservation entries nothing holds. */
+	r = resv_gc(ctx, NULL);
+	if (r < 0 && !first_err)
+		first_err = r;
 	/* Last: device policy entries of cgroups removed above or by a killed jobcg. */
 	r = jobcg_devices_gc(ctx, NULL);
 	if (r < 0 && !first_err)
