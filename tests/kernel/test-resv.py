@@ -10,6 +10,7 @@ import ctypes
 import glob
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -186,6 +187,20 @@ def check_pool(e):
            f"verify --repair: VALID again ({st})")
         os.close(fd)
 
+    # Metrics: the reservation, its state, and its job among the node's jobs.
+    r = e.run("metrics")
+    ok(r.returncode == 0 and 'jobcg_reservation_valid{reservation="r1"} 1' in r.stdout,
+       "metrics: jobcg_reservation_valid{reservation=\"r1\"} 1")
+    ok('jobcg_reservation_info{reservation="r1",devices="gpu:0,1"' in r.stdout,
+       "metrics: jobcg_reservation_info names its devices")
+    ok('jobcg_reservation_jobs{reservation="r1"} 1' in r.stdout, "metrics: one job inside")
+    ok('job="10"' in r.stdout, "metrics: job 10, inside the reservation, is read")
+    promtool = shutil.which("promtool")
+    if promtool:
+        p = subprocess.run([promtool, "check", "metrics"], input=r.stdout, text=True,
+                           capture_output=True)
+        ok(p.returncode == 0, f"promtool accepts it ({(p.stdout + p.stderr).strip()[:300]})")
+
     # Outside the reservation, a directory holding one of its GPUs: DEGRADED.
     hand = os.path.join(e.root, "handmade")
     os.mkdir(hand)
@@ -325,6 +340,23 @@ def check_crashes(e):
         agree(e, point)
 
 
+def check_gc_sweep(e):
+    """A reservation directory removed behind jobcg's back leaves its entries in the policy map
+    (its GPUs open to nobody); gc drops them."""
+    r = e.run("resv", "create", "rz", "--devices", "gpu:0")
+    ok(r.returncode == 0, f"create rz ({r.stderr.strip()})")
+    os.rmdir(os.path.join(e.root, "resv_rz"))
+    got, err = alloc_gpus(e, 40, "--gres", "gpu:4")
+    ok(got == {0, 1, 2, 3}, f"rz's directory gone: gpu 0 allocatable ({got} {err})")
+    t = e.task("job_40")
+    ok(e.probe(t, 0) == EPERM, "... but still reserved in the kernel: EPERM")
+    r = e.run("gc")
+    ok(r.returncode == 0, f"gc ({r.stderr.strip()})")
+    ok(e.probe(t, 0) == 0, "after gc the stale reservation entry is gone: gpu 0 opens")
+    e.untask("job_40")
+    e.run("release", "40")
+
+
 def body(e):
     if SYS_BPF is None:
         ok(True, "# SKIP bpf syscall number unknown on this machine")
@@ -339,6 +371,7 @@ def body(e):
     check_rules(e)
     check_pool(e)
     check_concurrent(e)
+    check_gc_sweep(e)
     check_crashes(e)
 
 

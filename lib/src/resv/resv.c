@@ -1141,6 +1141,13 @@ JOBCG_EXPORT int jobcg_resv_verify(struct jobcg_ctx *ctx, const char *name, unsi
 	return r;
 }
 
+int resv_verify_unlocked(struct jobcg_ctx *ctx, const char *name, struct jobcg_resv_status **ret)
+{
+	int r = name_check(name);
+
+	return r < 0 ? r : verify_locked(ctx, name, 0, ret);
+}
+
 /* ---- jobs entering, gc ---- */
 
 int resv_admit(struct jobcg_ctx *ctx, const char *name, const struct jobcg_limits *limits,

@@ -21,6 +21,9 @@ int resv_admit(struct jobcg_ctx *ctx, const char *name, const struct jobcg_limit
  * reservation entries of the policy map that no reservation holds. Counts what it removed. */
 int resv_gc(struct jobcg_ctx *ctx, unsigned *ret_removed);
 
+/* jobcg_resv_verify() without the node lock and without repair (metrics read that way). */
+int resv_verify_unlocked(struct jobcg_ctx *ctx, const char *name, struct jobcg_resv_status **ret);
+
 /* Sum of the memory all reservations keep (what jobs outside must leave), 0 if none. */
 uint64_t resv_mem_total(struct jobcg_ctx *ctx);
 
