@@ -14,6 +14,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -357,6 +358,38 @@ def check_gc_sweep(e):
     e.run("release", "40")
 
 
+def check_daemon(e):
+    """jobcg daemon re-verifies periodically and repairs: a reservation entry deleted behind
+    jobcg's back is written again within the period, and the daemon says so."""
+    r = e.run("resv", "create", "rd", "--devices", "gpu:0")
+    ok(r.returncode == 0, f"create rd ({r.stderr.strip()})")
+    sockdir = os.path.join(e.tmp, "daemon")
+    os.mkdir(sockdir, 0o700)
+    log = open(os.path.join(e.tmp, "daemon.log"), "w+")
+    d = subprocess.Popen([e.jobcg, "daemon", "--socket", os.path.join(sockdir, "sock"),
+                          "--resv-period", "1"], env=e.env, stdout=log, stderr=log)
+    try:
+        time.sleep(1.5)
+        fd = e.policy_map()
+        map_delete(fd, map_key(0, 195, 0, 1))
+        os.close(fd)
+        end, valid = time.monotonic() + 10, False
+        while time.monotonic() < end and not valid:
+            time.sleep(0.3)
+            valid = e.run("resv", "verify", "rd").returncode == 0
+        ok(valid, "the daemon repaired rd within its period")
+    finally:
+        d.terminate()
+        d.wait(timeout=30)
+    log.seek(0)
+    text = log.read()
+    log.close()
+    ok("reservation rd is DEGRADED" in text and "repaired: VALID" in text and "195:0" in text,
+       f"... and logged what it found ({text.strip()[-400:]})")
+    r = e.run("resv", "delete", "rd")
+    ok(r.returncode == 0, f"delete rd ({r.stderr.strip()})")
+
+
 def body(e):
     if SYS_BPF is None:
         ok(True, "# SKIP bpf syscall number unknown on this machine")
@@ -372,6 +405,7 @@ def body(e):
     check_pool(e)
     check_concurrent(e)
     check_gc_sweep(e)
+    check_daemon(e)
     check_crashes(e)
 
 

@@ -150,6 +150,26 @@ static int write_mem_value(const char *dir, const char *file, uint64_t v)
 }
 
 /*
+ * Admission for reservations' memory: memory.min protects, it does not set aside. A job outside
+ * every reservation is capped as if the node's RAM were smaller by what they keep, so that the
+ * jobs outside can never take it.
+ */
+static int outside_resv_ram(struct jobcg_ctx *ctx, const char *dir, uint64_t *ram)
+{
+	_cleanup_free_ char *resv = tree_job_resv(ctx, dir);
+	uint64_t held;
+
+	if (resv || !(held = resv_mem_total(ctx)))
+		return 0;
+	if (held >= *ram)
+		return error_set(-EINVAL, "reservations keep %llu MiB of the node's %llu MiB",
+				 (unsigned long long)(held >> 20),
+				 (unsigned long long)(*ram >> 20));
+	*ram -= held;
+	return 0;
+}
+
+/*
  * memory.max / memory.high / memory.swap.max by Slurm's formulas (memlimit.h). An explicit
  * memory request is a limit even with ConstrainRAMSpace=no; swap only with ConstrainSwapSpace.
  */
@@ -160,6 +180,9 @@ static int mem_limits_write(struct jobcg_ctx *ctx, const char *dir, uint64_t mem
 	int r;
 
 	r = jobcg_node_ram(&ram);
+	if (r < 0)
+		return r;
+	r = outside_resv_ram(ctx, dir, &ram);
 	if (r < 0)
 		return r;
 	r = jobcg_mem_limits_compute(&ctx->conf->cgroup, mem, ram, &m);
@@ -196,10 +219,19 @@ static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 	    {JOBCG_LIMIT_MEM, JOBCG_CTRL_MEMORY, "spec_mem",
 	     "the memory reserved for the system (MemSpecLimit)"},
 	};
+	_cleanup_free_ char *resv_cpus = NULL;
 	int r;
 
+	/* Reservations' CPUs: a job outside never has one in its cpuset.cpus (a sibling's
+	 * overlapping cpuset.cpus invalidates a partition), one inside gets its reservation's. */
+	if (!(req & JOBCG_LIMIT_CPUS) && (ctx->info->usable & (1u << JOBCG_CTRL_CPUSET)) &&
+	    (r = resv_job_cpus(ctx, l ? l->reservation : NULL, NULL, &resv_cpus)) < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
-		bool on = parts[i].bit == JOBCG_LIMIT_CPUS ? cpu_spec(c) : c->mem_spec_limit > 0;
+		bool on =
+		    parts[i].bit == JOBCG_LIMIT_CPUS
+			? cpu_spec(c) || resv_cpus
+			: c->mem_spec_limit > 0 || (!(l && l->reservation) && resv_mem_total(ctx));
 
 		/* A job's own --cpus/--mem was checked or capped already. */
 		if (!on || (req & parts[i].bit))
@@ -227,10 +259,13 @@ static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 		} else {
 			_cleanup_free_ char *online = NULL, *cpus = NULL;
 
-			if ((r = jobcg_online_cpus(&online)) < 0 ||
-			    (r = jobcg_spec_job_cpus(c, online, &cpus)) < 0)
+			if (resv_cpus)
+				r = cgfs_write(job_dir, "cpuset.cpus", resv_cpus);
+			else if ((r = jobcg_online_cpus(&online)) < 0 ||
+				 (r = jobcg_spec_job_cpus(c, online, &cpus)) < 0)
 				return r;
-			r = cgfs_write(job_dir, "cpuset.cpus", cpus);
+			else
+				r = cgfs_write(job_dir, "cpuset.cpus", cpus);
 		}
 		if (r < 0)
 			return r;
@@ -449,7 +484,7 @@ static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct j
 static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 			     const struct jobcg_limits *limits, unsigned flags, uint32_t *ret)
 {
-	_cleanup_free_ char *dir = NULL;
+	_cleanup_free_ char *dir = NULL, *resv_cpus = NULL;
 	size_t attached = 0;
 	bool meta = ctx->info->xattr.supported;
 	char buf[32];
@@ -469,6 +504,9 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 	/* An id names one job on the node, wherever it lives. */
 	if (access(dir, F_OK) == 0)
 		return error_set(-EEXIST, "job %u already exists (%s)", job_id, dir);
+	if (limits && limits->cpus && *limits->cpus &&
+	    (r = resv_job_cpus(ctx, limits->reservation, limits->cpus, &resv_cpus)) < 0)
+		return r;
 	if (limits && limits->reservation) {
 		_cleanup_free_ char *rdir = NULL;
 

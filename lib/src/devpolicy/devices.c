@@ -20,6 +20,7 @@
 #include "devprog.h"
 #include "jobcg/devices.h"
 #include "log.h"
+#include "tree.h"
 #include "util.h"
 
 #define TREE_DEPTH_MAX	8	/* root/job/step/user/task is 4; leave room */
@@ -1087,6 +1088,15 @@ static int linear_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
 	return e;
 }
 
+/* Job, step and task levels (1, 2, 4), one deeper below a reservation's directory. */
+static bool grant_level_ok(const struct jobcg_devpolicy *p, const char *canon, unsigned rel)
+{
+	unsigned shift = startswith(canon + strlen(p->root), "/" TREE_RESV_PREFIX) ? 1 : 0;
+
+	return rel == DEVPROG_LEVEL_JOB + shift || rel == DEVPROG_LEVEL_STEP + shift ||
+	       rel == DEVPROG_LEVEL_TASK + shift;
+}
+
 JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
 				       const struct jobcg_devrule *allowed, size_t n)
 {
@@ -1103,11 +1113,13 @@ JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cg
 		return e;
 	if (p->mode == JOBCG_DEVPROG_LINEAR)
 		return linear_grant(p, canon, allowed, n);
-	if (rel > DEVPROG_LEVELS)
-		return error_set(-EINVAL,
-				 "cgroup %s is %u levels below the root: the node program only "
-				 "constrains levels 1 to %u",
-				 canon, rel, DEVPROG_LEVELS);
+	if (!grant_level_ok(p, canon, rel))
+		return error_set(
+		    -EINVAL,
+		    "cgroup %s is %u levels below the root: the node program only "
+		    "constrains job (1), step (2) and task (4) levels, one deeper inside "
+		    "a reservation",
+		    canon, rel);
 	if ((e = node_grant(p, canon, id, rel, allowed, n)) < 0)
 		return e;
 	/* A cgroup granted in linear mode before a switch to node mode would keep its old grant. */

@@ -1150,13 +1150,41 @@ int resv_verify_unlocked(struct jobcg_ctx *ctx, const char *name, struct jobcg_r
 
 /* ---- jobs entering, gc ---- */
 
+static int user_allowed(const struct jobcg_resv_info *i, uid_t uid)
+{
+	_cleanup_free_ char *users = NULL;
+
+	for (size_t k = 0; k < i->n_users; k++)
+		if (i->users[k] == uid)
+			return 0;
+	if (!i->n_users)
+		return 0;
+	(void)users_text(i->users, i->n_users, &users);
+	return error_set(-EPERM, "user %u may not place jobs in reservation %s (users: %s)",
+			 (unsigned)uid, i->name, users ? users : "?");
+}
+
+int resv_user_check(struct jobcg_ctx *ctx, uint32_t job_id, uid_t uid)
+{
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *name = NULL;
+	_cleanup_(infop) struct jobcg_resv_info *i = NULL;
+	int r;
+
+	if (!jdir)
+		return -ENOMEM;
+	if (!(name = tree_job_resv(ctx, jdir)))
+		return 0;
+	if ((r = info_read(ctx, name, &i)) < 0)
+		return r;
+	return user_allowed(i, uid);
+}
+
 int resv_admit(struct jobcg_ctx *ctx, const char *name, const struct jobcg_limits *limits,
 	       char **ret_dir)
 {
 	_cleanup_(infop) struct jobcg_resv_info *i = NULL;
 	_cleanup_(statusp) struct jobcg_resv_status *st = NULL;
 	uid_t uid = limits && limits->have_owner ? limits->uid : getuid();
-	bool allowed = true;
 	int r;
 
 	if ((r = name_check(name)) < 0)
@@ -1166,18 +1194,8 @@ int resv_admit(struct jobcg_ctx *ctx, const char *name, const struct jobcg_limit
 	if (!i->created_sec || i->removing)
 		return error_set(-ESHUTDOWN, "reservation %s is %s: no job may enter", name,
 				 i->removing ? "being deleted" : "not completely created");
-	if (i->n_users) {
-		allowed = false;
-		for (size_t k = 0; k < i->n_users; k++)
-			allowed |= i->users[k] == uid;
-	}
-	if (!allowed) {
-		_cleanup_free_ char *users = NULL;
-
-		(void)users_text(i->users, i->n_users, &users);
-		return error_set(-EPERM, "user %u may not place jobs in reservation %s (users: %s)",
-				 (unsigned)uid, name, users ? users : "?");
-	}
+	if ((r = user_allowed(i, uid)) < 0)
+		return r;
 	if ((r = verify_locked(ctx, name, 0, &st)) < 0)
 		return r;
 	if (!st->valid)
@@ -1187,6 +1205,91 @@ int resv_admit(struct jobcg_ctx *ctx, const char *name, const struct jobcg_limit
 				 name, st->problems && st->problems[0] ? st->problems[0] : "?",
 				 name);
 	*ret_dir = TAKE_PTR(i->path);
+	return 0;
+}
+
+/* A op B on CPU lists, formatted ("" when empty). MINUS: a & ~b. */
+static int cpus_op(const char *a, const char *b, bool minus, char **ret)
+{
+	_cleanup_free_ uint64_t *x = NULL, *y = NULL;
+	size_t nx = 0, ny = 0;
+	int r;
+
+	if (!minus)
+		return cpus_common(a, b, ret);
+	if ((r = cpus_bits(a, &x, &nx)) < 0 || (r = cpus_bits(b, &y, &ny)) < 0)
+		return r;
+	for (size_t i = 0; i < nx && i < ny; i++)
+		x[i] &= ~y[i];
+	return jobcg_format_cpulist(x, nx, ret);
+}
+
+int resv_job_cpus(struct jobcg_ctx *ctx, const char *resv, const char *want, char **ret_default)
+{
+	_cleanup_strv_free_ char **names = NULL;
+	_cleanup_free_ char *reserved = strdup(""), *mine = NULL;
+	int r;
+
+	*ret_default = NULL;
+	if (!reserved)
+		return -ENOMEM;
+	if ((r = tree_resv_names(ctx, &names)) < 0)
+		return r;
+	for (char **k = names; *k; k++) {
+		_cleanup_free_ char *dir = tree_resv_dir(ctx, *k), *cpus = NULL, *u = NULL;
+
+		if (!dir)
+			return -ENOMEM;
+		if ((r = xget(dir, X_CPUS, &cpus)) < 0)
+			return r;
+		if (cpus_empty(cpus))
+			continue;
+		if (resv && streq(*k, resv)) {
+			mine = TAKE_PTR(cpus);
+			continue;
+		}
+		if (!cpus_empty(want)) {
+			_cleanup_free_ char *both = NULL;
+
+			if ((r = cpus_common(want, cpus, &both)) < 0)
+				return r;
+			if (*both)
+				return error_set(-EBUSY,
+						 "--cpus: CPUs %s are reserved by reservation %s",
+						 both, *k);
+		}
+		u = strdup_printf("%s%s%s", reserved, *reserved ? "," : "", cpus);
+		if (!u)
+			return -ENOMEM;
+		free(reserved);
+		reserved = TAKE_PTR(u);
+	}
+	if (!cpus_empty(want)) {
+		_cleanup_free_ char *extra = NULL;
+
+		if (!mine)
+			return 0;
+		if ((r = cpus_op(want, mine, true, &extra)) < 0)
+			return r;
+		if (*extra)
+			return error_set(-EINVAL, "--cpus: CPUs %s are not reservation %s's (%s)",
+					 extra, resv, mine);
+		return 0;
+	}
+	/* No --cpus: inside a reservation with CPUs, its CPUs; outside, never a reserved CPU (a
+	 * sibling's cpuset.cpus overlapping a partition invalidates it). */
+	if (mine) {
+		*ret_default = TAKE_PTR(mine);
+		return 0;
+	}
+	if (*reserved) {
+		_cleanup_free_ char *online = NULL, *base = NULL;
+
+		if ((r = jobcg_online_cpus(&online)) < 0 ||
+		    (r = jobcg_spec_job_cpus(&ctx->conf->cgroup, online, &base)) < 0)
+			return r;
+		return cpus_op(base, reserved, true, ret_default);
+	}
 	return 0;
 }
 
