@@ -146,6 +146,13 @@ def check_pool(e):
     ok(got is None and "reservation r1" in err,
        f"inside: no more than the reservation has free ({err})")
 
+    r = e.run("list", "--json")
+    ok(r.returncode == 0 and "10" in r.stdout and "11" in r.stdout,
+       f"jobcg list shows the job inside the reservation too ({r.stdout.strip()[:300]})")
+    r = e.run("run", "--reservation", "r1", "--gres", "gpu:1", "--", "cat", "/proc/self/cgroup")
+    ok(r.returncode == 0 and "/resv_r1/job_" in r.stdout,
+       f"jobcg run --reservation: the step runs inside resv_r1 ({r.stdout.strip()} {r.stderr.strip()})")
+
     # The kernel: outside EPERM on reserved GPUs, inside its own opens.
     t11, t10 = e.task("job_11"), e.task("resv_r1/job_10")
     got = [e.probe(t11, i) for i in range(NGPU)]

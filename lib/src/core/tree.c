@@ -270,7 +270,9 @@ char *tree_job_resv(const struct jobcg_ctx *ctx, const char *job_dir)
 
 char *tree_step_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step)
 {
-	return strdup_printf("%s/job_%u/step_%s", jobcg_ctx_root(ctx), job, step);
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job);
+
+	return jdir ? strdup_printf("%s/step_%s", jdir, step) : NULL;
 }
 
 char *tree_task_subdir(const char *sdir, int task)
