@@ -373,10 +373,15 @@ int cpupart_apply(struct jobcg_ctx *ctx, const char *dir, const char *cpus, bool
 			goto fail;
 		u.old_cpus = TAKE_PTR(cur);
 	}
-	u.old_part = strdup("member");
-	if (!u.old_part) {
-		r = -ENOMEM;
-		goto fail;
+	{
+		_cleanup_free_ char *before = NULL, *why = NULL;
+		bool inv;
+
+		r = read_value(dir, "cpuset.cpus.partition", false, &before);
+		if (r >= 0)
+			r = cpupart_parse_state(before, &u.old_part, &inv, &why);
+		if (r < 0)
+			goto fail;
 	}
 	r = cgfs_write(dir, "cpuset.cpus.partition", want);
 	if (r < 0)
@@ -538,9 +543,18 @@ int cpupart_verify(struct jobcg_ctx *ctx, const char *dir, const char *cpus, boo
 	    (r = leak_add(&leaks, "/ (the root cgroup)", both)) < 0)
 		return r;
 	jobcg_error_clear();
-	if (ctx->info->root && !streq(ctx->info->root, dir) &&
-	    (r = leaks_below(ctx->info->root, dir, norm, mount, 0, &budget, &leaks)) < 0)
-		return r;
+	if (ctx->info->root && !streq(ctx->info->root, dir)) {
+		_cleanup_free_ char *treeeff = NULL, *tb = NULL;
+
+		if (read_value(ctx->info->root, "cpuset.cpus.effective", true, &treeeff) == 0 &&
+		    cpulist_combine(treeeff, CPULIST_INTERSECT, norm, &tb) == 0 && *tb &&
+		    (r = leak_add(&leaks, ctx->info->root + strlen(mount), tb)) < 0)
+			return r;
+		jobcg_error_clear();
+		r = leaks_below(ctx->info->root, dir, norm, mount, 0, &budget, &leaks);
+		if (r < 0)
+			return r;
+	}
 
 	if (!streq(mode, want) || invalid)
 		problem = strdup_printf(
