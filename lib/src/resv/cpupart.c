@@ -513,6 +513,77 @@ static int leaks_below(const char *top, const char *skip, const char *cpus, cons
 	return 0;
 }
 
+/*
+ * Cgroups beside the partition that claim a reserved CPU: a sibling of DIR whose cpuset.cpus
+ * holds one (the kernel accepts that write and invalidates the partition), or a sibling of DIR
+ * or of an ancestor whose cpuset.cpus.exclusive does. With FIX, those in jobcg's own tree give
+ * the CPUs back (a reservation's CPUs are no job's to keep); the others are only named, in
+ * *TEXT ("<cgroup> <file> <cpus>; ..."), and *FOREIGN says there were some.
+ */
+static int conflicts(struct jobcg_ctx *ctx, char **levels, const char *cpus, bool fix, char **text,
+		     bool *foreign)
+{
+	const char *mount = mount_of(ctx), *root = ctx->info->root;
+	size_t n = strv_length(levels);
+
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *parent = parent_of(levels[i]);
+		_cleanup_strv_free_ char **kids = NULL;
+		int r;
+
+		if (!parent)
+			return -ENOMEM;
+		if ((r = cgfs_children(parent, &kids)) < 0)
+			return r;
+		for (size_t k = 0; kids[k]; k++) {
+			_cleanup_free_ char *z = strdup_printf("%s/%s", parent, kids[k]);
+
+			if (!z)
+				return -ENOMEM;
+			if (streq(z, levels[i]))
+				continue;
+			for (int f = 0; f < 2; f++) {
+				const char *file = f ? "cpuset.cpus.exclusive" : "cpuset.cpus";
+				_cleanup_free_ char *val = NULL, *both = NULL, *left = NULL;
+				bool ours = root && startswith(z, root) && z[strlen(root)] == '/';
+
+				if (!f && i + 1 < n)
+					continue; /* cpuset.cpus only matters beside DIR itself */
+				if (read_value(z, file, true, &val) < 0) {
+					jobcg_error_clear();
+					continue;
+				}
+				if ((r = cpulist_combine(val, CPULIST_INTERSECT, cpus, &both)) < 0)
+					return r;
+				if (!*both)
+					continue;
+				if (fix && ours) {
+					if ((r = cpulist_combine(val, CPULIST_MINUS, cpus, &left)) <
+					    0)
+						return r;
+					if (write_cpus(z, file, left) == 0) {
+						log_notice(
+						    "took reserved CPU %s back from %s %s (now "
+						    "'%s')",
+						    both, z, file, left);
+						continue;
+					}
+					log_warning("%s", jobcg_last_error()->message);
+				}
+				if (!ours)
+					*foreign = true;
+				char *t = strdup_printf("%s%s%s %s %s", *text, **text ? "; " : "",
+							z + strlen(mount), file, both);
+				if (!t)
+					return -ENOMEM;
+				free(*text);
+				*text = t;
+			}
+		}
+	}
+	return 0;
+}
+
 int cpupart_verify(struct jobcg_ctx *ctx, const char *dir, const char *cpus, bool isolated,
 		   struct cpupart_state *ret)
 {
@@ -556,14 +627,20 @@ int cpupart_verify(struct jobcg_ctx *ctx, const char *dir, const char *cpus, boo
 			return r;
 	}
 
-	if (!streq(mode, want) || invalid)
+	if (!streq(mode, want) || invalid) {
+		_cleanup_strv_free_ char **levels = NULL;
+		_cleanup_free_ char *claims = strdup("");
+		bool foreign = false;
+
+		if (!claims)
+			return -ENOMEM;
+		if (cpupart_levels(mount, dir, &levels) == 0 &&
+		    conflicts(ctx, levels, norm, false, &claims, &foreign) < 0)
+			jobcg_error_clear();
 		problem = strdup_printf(
-		    "partition %s reads '%s'%s (wanted '%s')", dir + strlen(mount), part,
-		    invalid && !*reason ? " (the kernel gives no reason: look for a "
-					  "cgroup whose cpuset.cpus overlaps)"
-					: "",
-		    want);
-	else if (*missing)
+		    "partition %s reads '%s' (wanted '%s')%s%s", dir + strlen(mount), part, want,
+		    *claims ? "; reserved CPUs claimed beside it by " : "", claims);
+	} else if (*missing)
 		problem =
 		    strdup_printf("partition %s reads '%s' but has shrunk: CPU %s missing from "
 				  "its cpuset.cpus.effective (%s), offline or cut from an "
@@ -601,6 +678,36 @@ int cpupart_repair(struct jobcg_ctx *ctx, const char *dir, const char *cpus, boo
 		return r;
 	if ((r = cpupart_levels(mount_of(ctx), dir, &levels)) < 0)
 		return error_set(r, "%s is not a cgroup below %s", dir, mount_of(ctx));
+	/* What claims the CPUs beside the partition first: jobcg's own cgroups give them back;
+	 * with another's claim standing, member -> root would only hand the CPUs to the root
+	 * cgroup (6.12 keeps them out of an invalid remote partition until then), so nothing is
+	 * written and the claim is named. */
+	{
+		_cleanup_free_ char *claims = strdup("");
+		bool foreign = false;
+
+		if (!claims)
+			return -ENOMEM;
+		if ((r = conflicts(ctx, levels, norm, true, &claims, &foreign)) < 0)
+			return r;
+		if (foreign) {
+			r = cpupart_verify(ctx, dir, norm, isolated, &st);
+			if (r < 0)
+				return r;
+			if (st.valid) {
+				*ret = st;
+				return 0;
+			}
+			free(st.problem);
+			st.problem = strdup_printf(
+			    "CPU %s %s claimed outside jobcg's tree by %s: free them there, then "
+			    "repair (nothing was changed)",
+			    norm, strchr(norm, ',') || strchr(norm, '-') ? "are" : "is", claims);
+			*ret = st;
+			return error_set(-EIO, "cannot repair the partition at %s: %s", dir,
+					 st.problem ? st.problem : "out of memory");
+		}
+	}
 	/* An ancestor's exclusive set cut is put back first (remote partitions only). */
 	if (read_value(dir, "cpuset.cpus.exclusive", true, &excl) == 0 &&
 	    (r = exclusive_add(levels, norm, NULL)) < 0)
@@ -623,7 +730,9 @@ int cpupart_repair(struct jobcg_ctx *ctx, const char *dir, const char *cpus, boo
 	if (st.valid)
 		log_info("repaired the partition at %s: %s", dir, st.partition);
 	*ret = st;
-	return st.valid ? 0 : -EIO;
+	return st.valid ? 0
+			: error_set(-EIO, "cannot repair the partition at %s: %s", dir,
+				    st.problem ? st.problem : st.partition);
 }
 
 /* ---- memory.min --------------------------------------------------------------------------- */
