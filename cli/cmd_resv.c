@@ -368,7 +368,7 @@ static int cmd_resv(int argc, char **argv, const struct cli_global *g)
 			if (one > r)
 				r = one;
 		}
-		if (!json && !strcmp(verb, "list") && names && !names[0])
+		if (!json && names && !names[0])
 			printf("no reservations\n");
 		if (arr)
 			cli_json_print(stdout, arr);
