@@ -9,6 +9,8 @@ if ! has_cmd resv; then
 	done_testing
 fi
 root=/sys/fs/cgroup/system.slice/jobcg.scope
+# cpuset at the top, as a node that reserves CPUs has it (systemd passes it down to the scope).
+grep -qw cpuset /sys/fs/cgroup/cgroup.subtree_control || echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control
 jobcg init > /dev/null 2>&1
 n=$(grep -c '^processor' /proc/cpuinfo)
 cpus_in() { jobcg run "$@" -- sh -c 'grep Cpus_allowed_list /proc/self/status' | awk '{print $2}'; }
