@@ -161,6 +161,10 @@ def check_pool(e):
     want = [0 if i in (inside or set()) else EPERM for i in range(NGPU)]
     ok(got == want, f"job 10 (inside) opens exactly its GPU ({got}, want {want})")
 
+    r = e.run("devices", "10", "--json", env=dict(e.env, JOBCG_ROOT=e.tag))
+    ok(r.returncode == 0 and "resv_r1/job_10" in r.stdout,
+       f"jobcg devices 10 finds the job inside the reservation ({r.stderr.strip()[:200]})")
+
     # A forged grant of a reserved GPU to a job outside: the reservation guard still denies.
     fd = e.policy_map()
     ok(fd is not None, "the node program's policy map is pinned")
