@@ -9,9 +9,15 @@ if ! has_cmd resv; then
 	done_testing
 fi
 root=/sys/fs/cgroup/system.slice/jobcg.scope
-# cpuset at the top, as a node that reserves CPUs has it (systemd passes it down to the scope).
+# cpuset down to the tree, as a node that reserves CPUs has it: at the top, and through
+# system.slice by EnableControllers=yes.
 grep -qw cpuset /sys/fs/cgroup/cgroup.subtree_control || echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control
+conf="$VMT_TMP/resvconf"
+mkdir -p "$conf"
+printf 'SystemdTimeout=30000\nEnableControllers=yes\n' > "$conf/cgroup.conf"
+export JOBCG_CONF_DIR="$conf"
 jobcg init > /dev/null 2>&1
+diag "jobcg.scope cgroup.subtree_control: $(cat $root/cgroup.subtree_control)"
 n=$(grep -c '^processor' /proc/cpuinfo)
 cpus_in() { jobcg run "$@" -- sh -c 'grep Cpus_allowed_list /proc/self/status' | awk '{print $2}'; }
 range() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
