@@ -745,8 +745,6 @@ static int create_locked(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
 	rules.node = n;
 	if ((r = jobcg_resv_rules_check(&rules)) < 0)
 		goto out;
-	if (!cpus_empty(s->cpus) && (r = cpus_probe(ctx, dir)) < 0)
-		goto out;
 	if ((r = devs_load(ctx, devices, &d)) < 0)
 		goto out;
 
@@ -756,6 +754,10 @@ static int create_locked(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
 	made = true;
 	test_pause("resv-create-after-mkdir");
 	if ((r = spec_write(dir, s, devices)) < 0 || (r = cgfs_enable(dir, ctx->want, NULL)) < 0)
+		goto undo;
+	/* The probe reads the cgroup itself (its controllers, its ancestors): after mkdir, before
+	 * anything is reserved; a refusal removes the directory again. */
+	if (!cpus_empty(s->cpus) && (r = cpus_probe(ctx, dir)) < 0)
 		goto undo;
 	if ((r = devs_apply(ctx, dir, &d)) < 0)
 		goto undo;
