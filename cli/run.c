@@ -142,6 +142,21 @@ int run_parse(int argc, char **argv, struct run_args *a)
 	return -1;
 }
 
+/* Whether existing job JOB lives inside reservation RESV (resv_<RESV>/job_<JOB>). */
+static bool job_in_resv(struct jobcg_ctx *ctx, uint32_t job, const char *resv)
+{
+	struct jobcg_target t = {.job = job, .task = JOBCG_TASK_ALL};
+	char *path = NULL, want[64];
+	bool in;
+
+	if (jobcg_target_path(ctx, &t, &path) < 0)
+		return false;
+	snprintf(want, sizeof(want), "/resv_%s/job_%u", resv, job);
+	in = strlen(path) >= strlen(want) && !strcmp(path + strlen(path) - strlen(want), want);
+	free(path);
+	return in;
+}
+
 int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state *s)
 {
 	const struct cli_limits *cl = &a->cl;
@@ -166,6 +181,12 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 			ephemeral = true;
 		else if (r < 0) {
 			cli_print_error(NULL);
+			return 1;
+		} else if (cl->l.reservation && !job_in_resv(ctx, job, cl->l.reservation)) {
+			fprintf(stderr,
+				"jobcg: job %u exists outside reservation %s: --reservation only "
+				"places a new job\n",
+				job, cl->l.reservation);
 			return 1;
 		} else if (cl->l.pids_max || cl->l.cpu_weight) {
 			fprintf(stderr,

@@ -153,6 +153,12 @@ def check_pool(e):
     ok(r.returncode == 0 and "/resv_r1/job_" in r.stdout,
        f"jobcg run --reservation: the step runs inside resv_r1 ({r.stdout.strip()} {r.stderr.strip()})")
 
+    r = e.run("run", "--job", "10", "--reservation", "r1", "--", "true")
+    ok(r.returncode == 0, f"run --job 10 --reservation r1: a step of the job inside ({r.stderr.strip()})")
+    r = e.run("run", "--job", "11", "--reservation", "r1", "--", "true")
+    ok(r.returncode != 0 and "outside reservation r1" in r.stderr,
+       f"run --job 11 --reservation r1: job 11 is not inside, refused ({r.stderr.strip()})")
+
     # The kernel: outside EPERM on reserved GPUs, inside its own opens.
     t11, t10 = e.task("job_11"), e.task("resv_r1/job_10")
     got = [e.probe(t11, i) for i in range(NGPU)]
