@@ -1,10 +1,12 @@
 /* jobcg CLI: printing decoded device rules, and naming devices from /dev. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "decode_out.h"
 
@@ -228,11 +230,35 @@ int resolve_cgroup_arg(const char *arg, char *buf, size_t size)
 		root++;
 	if (!strchr(arg, '/') && is_id(arg, dot ? (size_t)(dot - arg) : strlen(arg)) &&
 	    (!dot || is_id(dot + 1, strlen(dot + 1)))) {
+		char top[PATH_MAX];
+		DIR *d;
+		struct dirent *de;
+
 		if (dot)
 			snprintf(buf, size, "%s/%s/job_%.*s/step_%s", mount, root, (int)(dot - arg),
 				 arg, dot + 1);
 		else
 			snprintf(buf, size, "%s/%s/job_%s", mount, root, arg);
+		/* Not at the top: a job inside a reservation, resv_<name>/job_<id>. */
+		snprintf(top, sizeof(top), "%s/%s", mount, root);
+		if (access(buf, F_OK) == 0 || !(d = opendir(top)))
+			return 0;
+		while ((de = readdir(d))) {
+			char alt[PATH_MAX];
+
+			if (strncmp(de->d_name, "resv_", 5) != 0)
+				continue;
+			if (dot)
+				snprintf(alt, sizeof(alt), "%s/%s/job_%.*s/step_%s", top,
+					 de->d_name, (int)(dot - arg), arg, dot + 1);
+			else
+				snprintf(alt, sizeof(alt), "%s/%s/job_%s", top, de->d_name, arg);
+			if (access(alt, F_OK) == 0) {
+				snprintf(buf, size, "%s", alt);
+				break;
+			}
+		}
+		closedir(d);
 		return 0;
 	}
 	snprintf(buf, size, "%s/%s", mount, arg);

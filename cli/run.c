@@ -41,6 +41,7 @@ void run_usage(void)
 	    "                  default " RUN_DAEMON_SOCKET_DEFAULT "); without it only when that\n"
 	    "                  variable is set or cgroup.conf says RunViaDaemon=yes\n"
 	    "  --no-daemon     do the cgroup work in this process, whatever the rest says\n"
+	    "  --reservation NAME  make the new job inside reservation NAME (jobcg resv)\n"
 	    "  --gres REQ      the step's devices, a subset of its job's (default: all of them,\n"
 	    "                  shared); for a new job, the job's devices too\n"
 	    "  --gpu-bind B    bind each task to its GPUs: none (default), single:N (N tasks\n"
@@ -67,6 +68,7 @@ int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 	    {"gres", required_argument, NULL, 'G'},
 	    {"gpu-bind", required_argument, NULL, 'b'},
 	    {"cpu-weight", required_argument, NULL, 'W'},
+	    {"reservation", required_argument, NULL, 'R'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -78,6 +80,10 @@ int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 		r = cli_limits_option("run", c, optarg, &a->cl, ret_exit);
 		if (r < 0)
 			return 1;
+		/* A reservation admits its users' jobs: the job is made by this process, as the
+		 * caller, not by a daemon acting for it. */
+		if (c == 'R')
+			a->no_daemon = true;
 		if (r > 0)
 			continue;
 		switch (c) {
@@ -147,6 +153,21 @@ int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 	return 0;
 }
 
+/* Whether existing job JOB lives inside reservation RESV (resv_<RESV>/job_<JOB>). */
+static bool job_in_resv(struct jobcg_ctx *ctx, uint32_t job, const char *resv)
+{
+	struct jobcg_target t = {.job = job, .task = JOBCG_TASK_ALL};
+	char *path = NULL, want[64];
+	bool in;
+
+	if (jobcg_target_path(ctx, &t, &path) < 0)
+		return false;
+	snprintf(want, sizeof(want), "/resv_%s/job_%u", resv, job);
+	in = strlen(path) >= strlen(want) && !strcmp(path + strlen(path) - strlen(want), want);
+	free(path);
+	return in;
+}
+
 int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state *s, int *ret_exit)
 {
 	const struct cli_limits *cl = &a->cl;
@@ -171,6 +192,12 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 			ephemeral = true;
 		else if (r < 0) {
 			cli_print_error(r, NULL);
+			return cli_answered(ret_exit, 1);
+		} else if (cl->l.reservation && !job_in_resv(ctx, job, cl->l.reservation)) {
+			fprintf(stderr,
+				"jobcg: job %u exists outside reservation %s: --reservation only "
+				"places a new job\n",
+				job, cl->l.reservation);
 			return cli_answered(ret_exit, 1);
 		} else if (cl->l.pids_max || cl->l.cpu_weight) {
 			fprintf(stderr,

@@ -74,3 +74,21 @@ int memresv_release(struct jobcg_ctx *ctx, const char *dir, uint64_t bytes);
 /* memory.min of DIR and its ancestors against BYTES: 0 and *ret_problem NULL when every level
  * protects it, else *ret_problem (malloc'd) names the first level that does not. */
 int memresv_verify(struct jobcg_ctx *ctx, const char *dir, uint64_t bytes, char **ret_problem);
+
+/* Pure helpers of the above (unit tested). */
+
+enum cpulist_op { CPULIST_UNION, CPULIST_MINUS, CPULIST_INTERSECT };
+/* A op B for CPU lists as cpuset files hold them ("" or "\n" is the empty set), formatted the
+ * kernel's way ("0-2,5"; "" when empty). Parse errors name the list. */
+int cpulist_combine(const char *a, enum cpulist_op op, const char *b, char **ret);
+/* 1 when A and B name the same CPUs, 0 when not, negative errno when one does not parse. */
+int cpulist_equal(const char *a, const char *b);
+
+/* cpuset.cpus.partition as read: "member", "root", "isolated", "root invalid (why)", or a bare
+ * "root invalid" (6.12). *ret_mode is the first word, *ret_invalid whether "invalid" follows,
+ * *ret_reason the text in parentheses ("" when none). All malloc'd except the bool. */
+int cpupart_parse_state(const char *text, char **ret_mode, bool *ret_invalid, char **ret_reason);
+
+/* The cgroups from MOUNT's child down to DIR (DIR last), absolute: "/m/a", "/m/a/b" for DIR
+ * "/m/a/b". -EINVAL when DIR is not strictly below MOUNT. NULL-terminated, strv_free(). */
+int cpupart_levels(const char *mount, const char *dir, char ***ret);
