@@ -159,20 +159,12 @@ int jspank_cores_to_cpus(const struct jspank_topology *t, const char *cores, cha
 	return jobcg_format_cpulist(out, ELEMENTSOF(out), ret);
 }
 
-/* The device file a gres.conf device is known by, for messages. */
-static const char *dev_file(const struct jobcg_gres_node *n, int pos)
-{
-	const struct jobcg_gres_device *d = jobcg_gres_node_device(n, (unsigned)pos);
-
-	return d && d->rec->nfiles ? d->rec->files[0].path : "(no file)";
-}
-
 int jspank_gpus_map(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
 		    const struct jobcg_gres_node *slurm, const char *slurm_conf, const char *var,
 		    const char *value, char **ret)
 {
 	_cleanup_free_ uint64_t *bits = NULL;
-	struct jobcg_gres_set set = {}, all;
+	struct jobcg_gres_set set = {};
 	size_t words = 0;
 	int r;
 
@@ -181,37 +173,19 @@ int jspank_gpus_map(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
 	r = jobcg_parse_cpulist(value, &bits, &words);
 	if (r < 0)
 		return error_set(-EINVAL, "%s='%s' is not a list of GPU indices", var, value);
-	jobcg_gres_node_all(jobcg, "gpu", &all);
 	for (size_t i = 0; i < words * 64; i++) {
-		int pos, spos;
-
 		if (!(bits[i / 64] >> (i % 64) & 1))
 			continue;
-		pos = jobcg_gres_node_find(jobcg, "gpu", (unsigned)i);
-		if (pos < 0)
-			return error_set(
-			    -EINVAL,
-			    "%s=%s names GPU %zu, but jobcg's gres.conf (%s) has %u "
-			    "gpu device(s) here: Slurm's and jobcg's gres.conf disagree",
-			    var, value, i, jobcg_conf, jobcg_gres_set_count(&all));
-		if (slurm) {
-			spos = jobcg_gres_node_find(slurm, "gpu", (unsigned)i);
-			if (spos < 0)
-				return error_set(
-				    -EINVAL,
-				    "%s=%s names GPU %zu, which Slurm's gres.conf (%s) "
-				    "does not have here (is it the file slurmd reads?)",
-				    var, value, i, slurm_conf);
-			if (!streq(dev_file(slurm, spos), dev_file(jobcg, pos)))
-				return error_set(
-				    -EINVAL,
-				    "GPU %zu is %s in Slurm's gres.conf (%s) but %s in "
-				    "jobcg's (%s): the two must list the same devices in "
-				    "the same order",
-				    i, dev_file(slurm, spos), slurm_conf, dev_file(jobcg, pos),
-				    jobcg_conf);
+		/* The same check `jobcg check --slurm-gres` makes for every index of the node. */
+		r = i < JOBCG_GRES_MAX
+			? jobcg_gres_slurm_gpu(jobcg, jobcg_conf, slurm, slurm_conf, (unsigned)i)
+			: error_set(-EINVAL, "GPU %zu is beyond jobcg's %u devices", i,
+				    JOBCG_GRES_MAX);
+		if (r < 0) {
+			jobcg_error_prefix("%s=%s", var, value);
+			return r;
 		}
-		jobcg_gres_set_add(&set, (unsigned)pos);
+		jobcg_gres_set_add(&set, (unsigned)r);
 	}
 	return jobcg_gres_set_format(jobcg, &set, ret);
 }

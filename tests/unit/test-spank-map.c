@@ -155,11 +155,14 @@ static void test_gpus(void)
 	   jobcg_last_error()->message);
 	r = jspank_gpus_map(jn, "/etc/jobcg/gres.conf", bad, "/etc/slurm/gres.conf",
 			    "SLURM_STEP_GPUS", "0", &s);
-	ok(r == -EINVAL && !s && strstr(jobcg_last_error()->message, "/etc/slurm/gres.conf") &&
-	       strstr(jobcg_last_error()->message, "/etc/jobcg/gres.conf") &&
+	/* Named by the files the records came from, with their lines. */
+	ok(r == -EINVAL && !s && strstr(jobcg_last_error()->message, "slurm/bad.conf:1") &&
+	       strstr(jobcg_last_error()->message, "jobcg/gres.conf:2") &&
 	       strstr(jobcg_last_error()->message, "/dev/nvidia3") &&
-	       strstr(jobcg_last_error()->message, "/dev/nvidia2"),
-	   "GPU 0 is another file in Slurm's gres.conf: refused naming both files and devices (%s)",
+	       strstr(jobcg_last_error()->message, "/dev/nvidia2") &&
+	       strstr(jobcg_last_error()->message, "SLURM_STEP_GPUS=0"),
+	   "GPU 0 is another file in Slurm's gres.conf: refused naming both files, lines and "
+	   "devices (%s)",
 	   jobcg_last_error()->message);
 	r = jspank_gpus_map(jn, "J", sn, "S", "SLURM_STEP_GPUS", "0,x", &s);
 	ok(r == -EINVAL && !s && strstr(jobcg_last_error()->message, "SLURM_STEP_GPUS='0,x'"),
