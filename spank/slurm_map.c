@@ -190,6 +190,79 @@ int jspank_gpus_map(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
 	return jobcg_gres_set_format(jobcg, &set, ret);
 }
 
+/* Position of node GPU @idx among the step's GPUs (@bits, @words), or -1. */
+static int step_pos(const uint64_t *bits, size_t words, unsigned long idx)
+{
+	int pos = 0;
+
+	if (idx >= words * 64 || !(bits[idx / 64] >> (idx % 64) & 1))
+		return -1;
+	for (size_t i = 0; i < idx; i++)
+		pos += bits[i / 64] >> (i % 64) & 1;
+	return pos;
+}
+
+int jspank_gpu_bind(const char *bind, const char *step_gpus, char **ret)
+{
+	_cleanup_free_ uint64_t *bits = NULL;
+	_cleanup_free_ char *out = NULL, *list = NULL;
+	size_t words = 0, len = 0;
+	const char *b = bind;
+	char *tok, *save = NULL;
+
+	*ret = NULL;
+	if (!b || !*b)
+		return 0;
+	if (strncasecmp(b, "verbose", 7) == 0 && (b[7] == ',' || !b[7]))
+		b += b[7] ? 8 : 7;
+	if (!*b || strcasecmp(b, "none") == 0 || strcasecmp(b, "closest") == 0)
+		return 0;
+	if (strncasecmp(b, "single:", 7) == 0 || strncasecmp(b, "per_task:", 9) == 0)
+		return (*ret = strdup(b)) ? 0 : -ENOMEM;
+	if (strncasecmp(b, "map_gpu:", 8) != 0)
+		return error_set(-EINVAL,
+				 "--gpu-bind=%s: jobcg binds only single:N, per_task:N and "
+				 "map_gpu:LIST (or none, closest)",
+				 bind);
+	if (jobcg_parse_cpulist(step_gpus ? step_gpus : "", &bits, &words) < 0)
+		return error_set(-EINVAL, "SLURM_STEP_GPUS='%s' is not a list of GPU indices",
+				 step_gpus);
+	list = strdup(b + 8);
+	out = malloc(strlen(b) * 4 + 16);
+	if (!list || !out)
+		return -ENOMEM;
+	len = (size_t)sprintf(out, "map_gpu:");
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long idx, rep = 1;
+		int pos;
+
+		errno = 0;
+		idx = strtoul(tok, &end, 0);
+		if (*end == '*') {
+			rep = strtoul(end + 1, &end, 10);
+			if (rep == 0)
+				end = tok;
+		}
+		if (errno || end == tok || *end || *tok == '-')
+			return error_set(-EINVAL, "--gpu-bind=%s: '%s' is not a GPU index", bind,
+					 tok);
+		pos = step_pos(bits, words, idx);
+		if (pos < 0)
+			return error_set(-EINVAL,
+					 "--gpu-bind=%s names GPU %lu, which this step does not "
+					 "hold here (SLURM_STEP_GPUS=%s)",
+					 bind, idx, step_gpus ? step_gpus : "");
+		len += (size_t)sprintf(out + len, "%s%d", len > 8 ? "," : "", pos);
+		if (rep > 1)
+			len += (size_t)sprintf(out + len, "*%lu", rep);
+	}
+	if (len == 8)
+		return error_set(-EINVAL, "--gpu-bind=%s: an empty map", bind);
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
 int jspank_args_parse(int argc, char *const argv[], struct jspank_args *ret)
 {
 	struct jspank_args a = {};

@@ -171,6 +171,57 @@ static void test_gpus(void)
 	jobcg_config_free(jc), jobcg_config_free(sc), jobcg_config_free(bc);
 }
 
+/* Slurm's --gpu-bind (SLURM_GPU_BIND) in jobcg's terms over the step's GPUs. */
+static void test_gpu_bind(void)
+{
+	static const struct {
+		const char *bind, *step, *want; /* want NULL: not bound */
+	} good[] = {
+	    {NULL, "0,1", NULL},
+	    {"none", "0,1", NULL},
+	    {"closest", "0,1", NULL},
+	    {"verbose,closest", "0,1", NULL},
+	    {"single:2", "0,1", "single:2"},
+	    {"verbose,per_task:1", "0,1", "per_task:1"},
+	    {"map_gpu:0,1", "0,1", "map_gpu:0,1"},
+	    {"map_gpu:1,0", "0,1", "map_gpu:1,0"},
+	    /* Node indices: the step holds GPUs 2 and 3, which are its positions 0 and 1. */
+	    {"map_gpu:3,2", "2-3", "map_gpu:1,0"},
+	    {"map_gpu:3*2,2", "1,3,2", "map_gpu:2*2,1"},
+	    {"map_gpu:0x3", "3", "map_gpu:0"},
+	};
+	static const struct {
+		const char *bind, *step, *says;
+	} bad[] = {
+	    {"map_gpu:1", "0", "GPU 1, which this step does not hold"},
+	    {"mask_gpu:0x1,0x2", "0,1", "only single:N"},
+	    {"map_gpu:a", "0", "'a' is not a GPU index"},
+	    {"map_gpu:-1", "0", "'-1' is not a GPU index"},
+	    {"map_gpu:0*0", "0", "'0*0' is not a GPU index"},
+	    {"map_gpu:", "0", "an empty map"},
+	    {"sometimes", "0", "only single:N"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+		char *got = (char *)"x";
+		int r = jspank_gpu_bind(good[i].bind, good[i].step, &got);
+
+		ok(r == 0 && (good[i].want ? got && streq(got, good[i].want) : !got),
+		   "--gpu-bind=%s over GPUs %s is %s (got %s)",
+		   good[i].bind ? good[i].bind : "(unset)", good[i].step,
+		   good[i].want ? good[i].want : "not bound", got ? got : "not bound");
+		free(got);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		char *got = NULL;
+		int r = jspank_gpu_bind(bad[i].bind, bad[i].step, &got);
+
+		ok(r == -EINVAL && !got && strstr(jobcg_last_error()->message, bad[i].says),
+		   "--gpu-bind=%s over GPUs %s is refused (%s)", bad[i].bind, bad[i].step,
+		   jobcg_last_error()->message);
+	}
+}
+
 static void test_args(void)
 {
 	struct jspank_args a = {};
@@ -209,6 +260,7 @@ int main(void)
 	test_step_names();
 	test_cores();
 	test_gpus();
+	test_gpu_bind();
 	test_args();
 	test_exit_code();
 	{

@@ -413,6 +413,45 @@ else
 	not_ok "5: kill -9 of slurmstepd: the epilog removes the job"; diag "$out"; slurm_state
 fi
 
+# --- 10. --gpu-bind: each task only its GPU ---------------------------------------------------
+# Slurm 22.05 binds a task's GPUs (--gpu-bind) in the task itself, after the last hook in which
+# the plugin can still change cgroups, and keeps the option out of the step's environment: the
+# plugin can narrow a task's cgroup only where SLURM_GPU_BIND is in that environment (sbatch or
+# salloc --gpu-bind, or exported, which srun also takes as its option). Slurm alone then sets
+# each task's CUDA_VISIBLE_DEVICES and SLURM_STEP_GPUS only; with the plugin each task's cgroup
+# has only its GPU, so the other one is EPERM.
+probe10='; echo "n1 env$SLURM_LOCALID: SLURM_GPU_BIND=${SLURM_GPU_BIND-unset} SLURM_STEP_GPUS=${SLURM_STEP_GPUS-unset} JOBCG_STEP_GPUS=${JOBCG_STEP_GPUS-unset}"'
+check10() {
+	out=$(SLURM_GPU_BIND=map_gpu:0,1 $S -w n1 -n2 --gres=gpu:2 sh -c "$probe$probe10" 2>&1)
+	echo "$out"
+	echo "$out" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 cuda=0 .* nvidia0=ENXIO nvidia1=EPERM\$" &&
+		echo "$out" | grep -qE "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 cuda=0 .* nvidia0=EPERM nvidia1=ENXIO\$"
+}
+settle
+plugin_off 1
+if out=$(check10); then not_ok "10 (without the plugin): the check must fail"; diag "$out"
+else ok "10 (without the plugin): --gpu-bind sets the environment only, each task opens both GPUs"; diag "$out"; fi
+plugin_on 1
+if out=$(check10); then
+	ok "10: SLURM_GPU_BIND=map_gpu:0,1 srun -n2 --gres=gpu:2: task 0 opens only nvidia0, task 1 only nvidia1, each CUDA_VISIBLE_DEVICES=0"; diag "$out"
+else
+	not_ok "10: --gpu-bind from the step's environment gives each task only its GPU"; diag "$out"; slurm_state
+fi
+# srun --gpu-bind on the command line: the binding is Slurm's alone, the task's cgroup has the
+# step's GPUs, and its variables must still say what Slurm bound, numbered within those
+# (before, the plugin replaced them with the whole step's: cuda=0,1 for both tasks).
+check10b() {
+	out=$($S -w n1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 sh -c "$probe$probe10" 2>&1)
+	echo "$out"
+	echo "$out" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 cuda=1 " &&
+		echo "$out" | grep -qE "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 cuda=0 "
+}
+if out=$(check10b); then
+	ok "10b: srun --gpu-bind=map_gpu:1,0: each task in its jobcg cgroup keeps Slurm's binding in CUDA_VISIBLE_DEVICES (1, 0)"; diag "$out"
+else
+	not_ok "10b: srun --gpu-bind keeps Slurm's per-task CUDA_VISIBLE_DEVICES"; diag "$out"; slurm_state
+fi
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
