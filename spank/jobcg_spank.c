@@ -255,6 +255,14 @@ static uint64_t realtime_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+static uint64_t monotonic_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 static int step_begin(spank_t sp)
 {
 	struct jspank_topology topo = {};
@@ -549,6 +557,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
+	uint64_t t0 = monotonic_us(), t1;
 	uint32_t job = 0;
 	char node[256];
 	int r;
@@ -566,12 +575,16 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_NOTICE);
 	if (open_ctx(sp, node, sizeof(node)) < 0)
 		return fail(job, "(epilog)", "loading jobcg's configuration");
+	t1 = monotonic_us();
 	/* The backstop: whatever a killed slurmstepd left, processes and device grants. */
 	r = jobcg_job_remove(st.ctx, job, 0);
 	if (r < 0 && r != -ENOENT)
 		return fail(job, "(epilog)", "removing the job");
-	slurm_verbose("jobcg: job %u %s on %s (%s)", job, r < 0 ? "was not" : "removed", node,
-		      jobcg_ctx_root(st.ctx));
+	/* Its own share of the epilog's cost, apart from slurmstepd's start (docs/slurm.md). */
+	slurm_verbose("jobcg: job %u %s on %s (%s) in %" PRIu64 " us (configuration %" PRIu64
+		      " us)",
+		      job, r < 0 ? "was not" : "removed", node, jobcg_ctx_root(st.ctx),
+		      monotonic_us() - t0, t1 - t0);
 	return 0;
 }
 
