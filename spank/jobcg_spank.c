@@ -343,7 +343,7 @@ static int step_begin(spank_t sp)
 	slurm_verbose("jobcg: job %u step %s begun on %s: cpus %s, mem %" PRIu64
 		      "M, devices '%s', gpu-bind %s",
 		      job, step, node, step_cpus ? step_cpus : "(job's)", step_mem, gpus,
-		      bind ? bind : "none");
+		      st.gpu_bind ? st.gpu_bind : "none");
 	return 0;
 }
 
