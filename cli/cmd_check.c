@@ -1,10 +1,12 @@
 /* jobcg check: what this host's cgroup v2 offers jobcg, and whether jobs can run here. */
+#include <dirent.h>
 #include <getopt.h>
 #include <stdarg.h>
 
 #include "common.h"
 #include "jobcg/adopt.h"
 #include "jobcg/gpus.h"
+#include "jobcg/gres.h"
 #include "jobcg/spec.h"
 #include "jobcg/sysinfo.h"
 
@@ -169,7 +171,8 @@ static void pam_text(const struct pam_check *pc)
 }
 
 static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserved,
-		       struct json_object *pam, struct json_object *gpus)
+		       struct json_object *pam, struct json_object *gpus,
+		       struct json_object *slurm_gres)
 {
 	struct json_object *o = json_object_new_object(), *lim = json_object_new_array();
 
@@ -195,6 +198,8 @@ static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserv
 	json_object_object_add(o, "ssh_pam", pam);
 	if (gpus)
 		json_object_object_add(o, "gpus", json_object_get(gpus));
+	if (slurm_gres)
+		json_object_object_add(o, "slurm_gres", json_object_get(slurm_gres));
 	json_object_object_add(o, "cannot_enforce", lim);
 	json_object_object_add(o, "can_run", json_object_new_boolean(s->can_run));
 	if (!s->can_run)
@@ -288,14 +293,18 @@ static void print_text(const struct jobcg_sysinfo *s, const struct jobcg_config 
 
 static void usage(void)
 {
-	printf("Usage: jobcg check [--json] [--pam-dir DIR]\n\n"
+	printf("Usage: jobcg check [--json] [--pam-dir DIR] [--slurm-gres FILE|none]\n\n"
 	       "Describe the cgroup v2 mount, its controllers and kernel features, what jobcg\n"
 	       "cannot enforce on this host, and what sshd's PAM stack does with logins that\n"
 	       "'jobcg adopt --pam' adopts; with AutoDetect= in gres.conf, how the GPUs found\n"
-	       "differ from gres.conf. Exit status 0 only if jobs can run, adopted ssh logins\n"
+	       "differ from gres.conf; under Slurm, whether Slurm's gres.conf lists this node's\n"
+	       "GPUs as jobcg's does. Exit status 0 only if jobs can run, adopted ssh logins\n"
 	       "stay in their jobs (no pam_systemd in sshd's session stack) and the GPUs agree.\n\n"
-	       "  --json         the same as JSON\n"
-	       "  --pam-dir DIR  read sshd's PAM stack from DIR (default: /etc/pam.d)\n");
+	       "  --json               the same as JSON\n"
+	       "  --pam-dir DIR        read sshd's PAM stack from DIR (default: /etc/pam.d)\n"
+	       "  --slurm-gres FILE    compare Slurm's gres.conf FILE with jobcg's, GPU by GPU\n"
+	       "                       (default: /etc/slurm/gres.conf where Slurm's\n"
+	       "                       plugstack.conf loads jobcg_spank.so; none: do not)\n");
 }
 
 /*
@@ -346,20 +355,132 @@ static int gpus_check(const struct jobcg_config *conf, struct json_object *json)
 	return r;
 }
 
+/* Does a line of @path name jobcg_spank.so outside a comment? */
+static bool file_loads_plugin(const char *path)
+{
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *hash = strchr(line, '#');
+
+		if (hash)
+			*hash = '\0';
+		found = strstr(line, "jobcg_spank.so") != NULL;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Slurm's plugstack.conf in @dir, or a file of plugstack.conf.d/, loads jobcg_spank.so. */
+static bool slurm_loads_plugin(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	bool found;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/plugstack.conf", dir);
+	found = file_loads_plugin(path);
+	snprintf(path, sizeof(path), "%s/plugstack.conf.d", dir);
+	d = opendir(path);
+	while (!found && d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/plugstack.conf.d/%s", dir, de->d_name);
+		found = file_loads_plugin(path);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * Slurm's gres.conf against jobcg's, GPU index by index (what jobcg_spank.so checks for each
+ * step's GPUs, here for all of them before any job runs). @path NULL: /etc/slurm/gres.conf if
+ * Slurm's plugstack.conf loads the plugin, else nothing. Returns 1 when they differ or Slurm's
+ * file cannot be read, else 0.
+ */
+static int slurm_gres_check(const struct jobcg_config *conf, const char *path,
+			    struct json_object *json)
+{
+	struct jobcg_gres_node *jn = NULL, *sn = NULL;
+	struct jobcg_config *sconf = NULL;
+	char jpath[PATH_MAX], err[PATH_MAX + 256] = "";
+	char **diffs = NULL;
+	int r = 0;
+
+	if (path && !strcmp(path, "none"))
+		return 0;
+	if (!path) {
+		if (!slurm_loads_plugin("/etc/slurm") || access("/etc/slurm/gres.conf", F_OK) < 0)
+			return 0;
+		path = "/etc/slurm/gres.conf";
+	}
+	snprintf(jpath, sizeof(jpath), "%s/gres.conf", conf->config_dir ? conf->config_dir : ".");
+	/* A missing file is an error here, not the empty gres.conf a missing one of jobcg's is.
+	 * Slurm's syntax is jobcg's: its NodeName= lines are picked for this node's name. */
+	if (access(path, R_OK) < 0)
+		snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
+	else if (jobcg_config_load_files(NULL, path, conf->hostname,
+					 JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV |
+					     JOBCG_CONFIG_NO_ENTRIES,
+					 &sconf) < 0 ||
+		 jobcg_gres_node_new(&sconf->gres, &sn) < 0 ||
+		 jobcg_gres_node_new(&conf->gres, &jn) < 0 ||
+		 jobcg_gres_slurm_compare(jn, jpath, sn, path, &diffs) < 0)
+		snprintf(err, sizeof(err), "%s", jobcg_last_error()->message);
+	if (json) {
+		struct json_object *o = json_object_new_object(), *d = json_object_new_array();
+
+		json_object_object_add(o, "file", json_object_new_string(path));
+		json_object_object_add(o, "error", *err ? json_object_new_string(err) : NULL);
+		for (char **p = diffs; p && *p; p++)
+			json_object_array_add(d, json_object_new_string(*p));
+		json_object_object_add(o, "differences", d);
+		json_object_object_add(json, "slurm_gres", o);
+	} else if (*err) {
+		printf("%-22s %s cannot be compared: %s\n", "Slurm's gres.conf:", path, err);
+	} else if (!diffs[0]) {
+		struct jobcg_gres_set all;
+
+		jobcg_gres_node_all(jn, "gpu", &all);
+		printf("%-22s %s lists this node's %u GPU(s) as jobcg's gres.conf does\n",
+		       "Slurm's gres.conf:", path, jobcg_gres_set_count(&all));
+	} else {
+		printf("%-22s %s differs from jobcg's gres.conf (%s):\n",
+		       "Slurm's gres.conf:", path, jpath);
+		for (char **p = diffs; *p; p++)
+			printf("  - %s\n", *p);
+	}
+	r = *err || diffs[0] ? 1 : 0;
+	for (char **p = diffs; p && *p; p++)
+		free(*p);
+	free(diffs);
+	jobcg_gres_node_free(jn);
+	jobcg_gres_node_free(sn);
+	jobcg_config_free(sconf);
+	return r;
+}
+
 static int cmd_check(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'},
 	    {"pam-dir", required_argument, NULL, 'D'},
+	    {"slurm-gres", required_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_sysinfo *s = NULL;
 	struct pam_check pc = {};
-	const char *pam_dir = NULL;
+	const char *pam_dir = NULL, *slurm_gres = NULL;
 	bool json = false;
-	int c, r;
+	int c, r, rs;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -369,6 +490,9 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 			break;
 		case 'D':
 			pam_dir = optarg;
+			break;
+		case 'S':
+			slurm_gres = optarg;
 			break;
 		case 'h':
 			usage();
@@ -396,15 +520,18 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		struct json_object *gj = json_object_new_object();
 
 		r = gpus_check(conf, gj);
+		rs = slurm_gres_check(conf, slurm_gres, gj);
 		print_json(s, reserved_json(conf), pam_json(&pc),
-			   json_object_object_get(gj, "gpus"));
+			   json_object_object_get(gj, "gpus"),
+			   json_object_object_get(gj, "slurm_gres"));
 		json_object_put(gj);
 	} else {
 		print_text(s, conf);
 		pam_text(&pc);
 		r = gpus_check(conf, NULL);
+		rs = slurm_gres_check(conf, slurm_gres, NULL);
 	}
-	r = s->can_run && !pc.escapes && !r ? 0 : 1;
+	r = s->can_run && !pc.escapes && !r && !rs ? 0 : 1;
 	jobcg_pam_scan_free(pc.scan);
 	free(pc.error);
 	free(pc.escape);

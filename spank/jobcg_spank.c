@@ -19,6 +19,7 @@
 #include "jobcg/acct.h"
 #include "jobcg/config.h"
 #include "jobcg/context.h"
+#include "jobcg/gres.h"
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
 #include "jobcg/parse.h"
@@ -42,6 +43,11 @@ static struct {
 	struct jobcg_step_life life;
 	int *status; /* wait status per local task */
 	unsigned exited;
+	/* What task_init needs to follow Slurm's own per-task GPU binding (--gpu-bind). */
+	struct jobcg_gres_node *gres_node;
+	struct jobcg_gres_set step_set;
+	char *slurm_step_gpus; /* the step's SLURM_STEP_GPUS, before Slurm narrows it per task */
+	char *gpu_bind;	       /* jobcg's binding of the tasks, NULL when jobcg binds none */
 	bool failed;	/* init could not contain the step: every task fails before its exec */
 	char why[2560]; /* and why, for slurmd's log and the task's stderr */
 } st;
@@ -181,6 +187,30 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 	return jspank_gpus_map(jn, jpath, sn, spath, var, value, ret);
 }
 
+/*
+ * The step's --gpu-bind in jobcg's terms (NULL: tasks not bound): Slurm only sets each task's
+ * CUDA_VISIBLE_DEVICES from it, jobcg also narrows each task's cgroup to its GPUs. srun puts
+ * the option in the step's environment as SLURM_GPU_BIND; SLURM_TRES_BIND's "gres/gpu:" part
+ * says the same where only that is set.
+ */
+static int step_gpu_bind(spank_t sp, const char *step, char **ret)
+{
+	char bind[1024], gpus[4096], *g;
+
+	*ret = NULL;
+	if (streq(step, "batch") || streq(step, "extern") || streq(step, "interactive") ||
+	    spank_getenv(sp, "SLURM_STEP_GPUS", gpus, sizeof(gpus)) != ESPANK_SUCCESS || !*gpus)
+		return 0;
+	if (spank_getenv(sp, "SLURM_GPU_BIND", bind, sizeof(bind)) != ESPANK_SUCCESS) {
+		if (spank_getenv(sp, "SLURM_TRES_BIND", bind, sizeof(bind)) != ESPANK_SUCCESS ||
+		    !(g = strstr(bind, "gpu:")))
+			return 0;
+		memmove(bind, g + 4, strlen(g + 4) + 1);
+		bind[strcspn(bind, ";")] = 0;
+	}
+	return jspank_gpu_bind(bind, gpus, ret);
+}
+
 static int cpus_of(spank_t sp, spank_item_t item, const struct jspank_topology *t, char **ret)
 {
 	char *cores = NULL;
@@ -225,10 +255,18 @@ static uint64_t realtime_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+static uint64_t monotonic_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 static int step_begin(spank_t sp)
 {
 	struct jspank_topology topo = {};
-	_cleanup_free_ char *job_cpus = NULL, *step_cpus = NULL, *gpus = NULL;
+	_cleanup_free_ char *job_cpus = NULL, *step_cpus = NULL, *gpus = NULL, *bind = NULL;
 	uint32_t job = 0, step_id = 0, ntasks = 0;
 	uint64_t job_mem = 0, step_mem = 0;
 	char step[JOBCG_STEP_ID_MAX] = "?", node[256];
@@ -260,6 +298,8 @@ static int step_begin(spank_t sp)
 		return fail(job, step, r, "mapping Slurm's cores to this node's CPUs");
 	if ((r = step_gpus(sp, step, node, &gpus)) < 0)
 		return fail(job, step, r, "mapping Slurm's GPUs onto jobcg's gres.conf");
+	if (*gpus && (r = step_gpu_bind(sp, step, &bind)) < 0)
+		return fail(job, step, r, "binding the tasks to their GPUs (--gpu-bind)");
 	if ((r = job_ensure(sp, job, job_cpus, job_mem)) < 0)
 		return fail(job, step, r, "creating the job");
 	/* Slurm allocated them: the job holds them from now on, whichever step named them first. */
@@ -274,13 +314,23 @@ static int step_begin(spank_t sp)
 	st.life.job = job;
 	st.life.ntasks = ntasks ? ntasks : 1;
 	/* Granted before any task exists: no task ever runs with more than its share. */
-	r = jobcg_step_gres_setup_exact(st.ctx, job, step, gpus, NULL, st.life.ntasks, &g);
+	r = jobcg_step_gres_setup_exact(st.ctx, job, step, gpus, bind, st.life.ntasks, &g);
 	if (r < 0) {
 		(void)fail(job, step, r, "granting the step its devices");
 		(void)jobcg_step_remove(st.ctx, job, step, 0);
 		return -1;
 	}
 	st.life.gres = g;
+	if (*gpus) {
+		char v[4096];
+
+		/* Best effort: without it task_init keeps jobcg's per-step variables. */
+		if (jobcg_gres_node_new(&st.conf->gres, &st.gres_node) == 0 &&
+		    jobcg_gres_set_parse(st.gres_node, gpus, &st.step_set) == 0 &&
+		    spank_getenv(sp, "SLURM_STEP_GPUS", v, sizeof(v)) == ESPANK_SUCCESS)
+			st.slurm_step_gpus = strdup(v);
+		st.gpu_bind = TAKE_PTR(bind);
+	}
 	st.life.start_usec = realtime_us();
 	tj.job = job;
 	(void)jobcg_acct_read_file(st.ctx, &tj, "memory.events", &st.life.job_before);
@@ -290,8 +340,94 @@ static int step_begin(spank_t sp)
 		return fail(job, step, error_set(-ENOMEM, "out of memory"), "starting");
 	}
 	st.begun = true;
-	slurm_verbose("jobcg: job %u step %s begun on %s: cpus %s, mem %" PRIu64 "M, devices '%s'",
-		      job, step, node, step_cpus ? step_cpus : "(job's)", step_mem, gpus);
+	slurm_verbose("jobcg: job %u step %s begun on %s: cpus %s, mem %" PRIu64
+		      "M, devices '%s', gpu-bind %s",
+		      job, step, node, step_cpus ? step_cpus : "(job's)", step_mem, gpus,
+		      st.gpu_bind ? st.gpu_bind : "none");
+	return 0;
+}
+
+/* Set each "NAME=VALUE" of @env in the task's environment. */
+static int set_env(spank_t sp, int task, char **env)
+{
+	for (size_t i = 0; env[i]; i++) {
+		_cleanup_free_ char *name = strndup(env[i], strcspn(env[i], "="));
+		const char *eq = strchr(env[i], '=');
+
+		if (!name || !eq || spank_setenv(sp, name, eq + 1, 1) != ESPANK_SUCCESS) {
+			slurm_error("jobcg: job %u step %s task %d: cannot set %s", st.life.job,
+				    st.life.step, task, env[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Slurm computes each task's GPU binding (srun --gpu-bind) in the task itself, after
+ * task_post_fork: SLURM_STEP_GPUS then names only the task's GPUs. Where jobcg bound the tasks
+ * too (SLURM_GPU_BIND in the step's environment), both must agree, or the task fails. Where it
+ * did not, the task's cgroup has all of the step's GPUs and only its variables can follow
+ * Slurm's binding: *ret gets CUDA_VISIBLE_DEVICES and the like for the task's GPUs numbered
+ * within the step's (NULL when Slurm did not bind the task). -1 with st.why set on failure.
+ */
+static int slurm_bound_env(spank_t sp, int task, char ***ret)
+{
+	_cleanup_free_ char *mapped = NULL, *jpath = NULL;
+	struct jobcg_gres_set tset = {}, jset = {};
+	struct jobcg_gres_env_in in = {};
+	char v[4096];
+	char **env = NULL;
+	size_t n = 0;
+	int e;
+
+	*ret = NULL;
+	if (!st.gres_node || !st.slurm_step_gpus ||
+	    spank_getenv(sp, "SLURM_STEP_GPUS", v, sizeof(v)) != ESPANK_SUCCESS ||
+	    streq(v, st.slurm_step_gpus))
+		return 0;
+	jpath = strdup_printf("%s/gres.conf", st.conf->config_dir ? st.conf->config_dir : "?");
+	e = jpath ? 0 : error_set(-ENOMEM, "out of memory");
+	if (e == 0)
+		e = jspank_gpus_map(st.gres_node, jpath, NULL, NULL, "the task's SLURM_STEP_GPUS",
+				    v, &mapped);
+	if (e == 0)
+		e = jobcg_gres_set_parse(st.gres_node, mapped, &tset);
+	if (e < 0)
+		return fail(st.life.job, st.life.step, e,
+			    "following Slurm's GPU binding of a task");
+	if (st.gpu_bind) {
+		struct jobcg_gpu_bind b = {};
+		int r = jobcg_gpu_bind_parse(st.gpu_bind, &b);
+
+		if (r >= 0)
+			r = jobcg_gpu_bind_task(st.gres_node, &b, &st.step_set, (unsigned)task,
+						st.life.ntasks, &jset);
+		jobcg_gpu_bind_done(&b);
+		if (r >= 0 && memcmp(&jset, &tset, sizeof(jset)) != 0)
+			r = error_set(-EINVAL,
+				      "task %d: Slurm bound it to GPU(s) %s (SLURM_STEP_GPUS), "
+				      "jobcg to others (--gpu-bind %s)",
+				      task, v, st.gpu_bind);
+		return r < 0 ? fail(st.life.job, st.life.step, r, "binding a task to its GPUs") : 0;
+	}
+	in.job = &st.step_set;
+	in.step = &st.step_set;
+	in.task = &tset;
+	in.constrained = true;
+	in.visible = &st.step_set;
+	if ((e = jobcg_gres_env(st.gres_node, &in, &env)) < 0)
+		return fail(st.life.job, st.life.step, e,
+			    "following Slurm's GPU binding of a task");
+	/* Only the runtime's variables: JOBCG_JOB_GPUS and JOBCG_STEP_GPUS stay jobcg's. */
+	for (size_t i = 0; env[i]; i++) {
+		if (startswith(env[i], "JOBCG_"))
+			free(env[i]);
+		else
+			env[n++] = env[i];
+	}
+	env[n] = NULL;
+	*ret = env;
 	return 0;
 }
 
@@ -347,6 +483,7 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
+	_cleanup_strv_free_ char **bound_env = NULL;
 	int task = -1;
 	char **env;
 
@@ -362,20 +499,17 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	env = st.life.gres->task_env[task];
 	if (!env || !env[0])
 		return 0; /* no devices here: Slurm's variables stand */
+	if (slurm_bound_env(sp, task, &bound_env) < 0) {
+		slurm_spank_log("%s", st.why);
+		return -1;
+	}
 	/* The task's cgroup grants only its devices, which the GPU runtime numbers from 0. */
 	for (size_t i = 0; jobcg_gres_env_names[i]; i++)
 		(void)spank_unsetenv(sp, jobcg_gres_env_names[i]);
-	for (size_t i = 0; env[i]; i++) {
-		_cleanup_free_ char *name = strndup(env[i], strcspn(env[i], "="));
-		const char *eq = strchr(env[i], '=');
-
-		if (!name || !eq || spank_setenv(sp, name, eq + 1, 1) != ESPANK_SUCCESS) {
-			slurm_error("jobcg: job %u step %s task %d: cannot set %s", st.life.job,
-				    st.life.step, task, env[i]);
-			return -1;
-		}
-	}
-	return 0;
+	if (set_env(sp, task, env) < 0)
+		return -1;
+	/* Slurm's binding of this task, numbered within the step's GPUs its cgroup grants. */
+	return bound_env ? set_env(sp, task, bound_env) : 0;
 }
 
 int slurm_spank_task_exit(spank_t sp, int ac, char **av)
@@ -416,6 +550,12 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	}
 	free(st.status);
 	st.status = NULL;
+	jobcg_gres_node_free(st.gres_node);
+	st.gres_node = NULL;
+	free(st.slurm_step_gpus);
+	st.slurm_step_gpus = NULL;
+	free(st.gpu_bind);
+	st.gpu_bind = NULL;
 	jobcg_ctx_free(st.ctx);
 	st.ctx = NULL;
 	jobcg_config_free(st.conf);
@@ -426,6 +566,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
+	uint64_t t0 = monotonic_us(), t1;
 	uint32_t job = 0;
 	char node[256];
 	int r;
@@ -443,12 +584,16 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_NOTICE);
 	if ((r = open_ctx(sp, node, sizeof(node))) < 0)
 		return fail(job, "(epilog)", r, "loading jobcg's configuration");
+	t1 = monotonic_us();
 	/* The backstop: whatever a killed slurmstepd left, processes and device grants. */
 	r = jobcg_job_remove(st.ctx, job, 0);
 	if (r < 0 && r != -ENOENT)
 		return fail(job, "(epilog)", r, "removing the job");
-	slurm_verbose("jobcg: job %u %s on %s (%s)", job, r < 0 ? "was not" : "removed", node,
-		      jobcg_ctx_root(st.ctx));
+	/* Its own share of the epilog's cost, apart from slurmstepd's start (docs/slurm.md). */
+	slurm_verbose("jobcg: job %u %s on %s (%s) in %" PRIu64 " us (configuration %" PRIu64
+		      " us)",
+		      job, r < 0 ? "was not" : "removed", node, jobcg_ctx_root(st.ctx),
+		      monotonic_us() - t0, t1 - t0);
 	return 0;
 }
 

@@ -159,20 +159,12 @@ int jspank_cores_to_cpus(const struct jspank_topology *t, const char *cores, cha
 	return jobcg_format_cpulist(out, ELEMENTSOF(out), ret);
 }
 
-/* The device file a gres.conf device is known by, for messages. */
-static const char *dev_file(const struct jobcg_gres_node *n, int pos)
-{
-	const struct jobcg_gres_device *d = jobcg_gres_node_device(n, (unsigned)pos);
-
-	return d && d->rec->nfiles ? d->rec->files[0].path : "(no file)";
-}
-
 int jspank_gpus_map(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
 		    const struct jobcg_gres_node *slurm, const char *slurm_conf, const char *var,
 		    const char *value, char **ret)
 {
 	_cleanup_free_ uint64_t *bits = NULL;
-	struct jobcg_gres_set set = {}, all;
+	struct jobcg_gres_set set = {};
 	size_t words = 0;
 	int r;
 
@@ -181,39 +173,94 @@ int jspank_gpus_map(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
 	r = jobcg_parse_cpulist(value, &bits, &words);
 	if (r < 0)
 		return error_set(-EINVAL, "%s='%s' is not a list of GPU indices", var, value);
-	jobcg_gres_node_all(jobcg, "gpu", &all);
 	for (size_t i = 0; i < words * 64; i++) {
-		int pos, spos;
-
 		if (!(bits[i / 64] >> (i % 64) & 1))
 			continue;
-		pos = jobcg_gres_node_find(jobcg, "gpu", (unsigned)i);
-		if (pos < 0)
-			return error_set(
-			    -EINVAL,
-			    "%s=%s names GPU %zu, but jobcg's gres.conf (%s) has %u "
-			    "gpu device(s) here: Slurm's and jobcg's gres.conf disagree",
-			    var, value, i, jobcg_conf, jobcg_gres_set_count(&all));
-		if (slurm) {
-			spos = jobcg_gres_node_find(slurm, "gpu", (unsigned)i);
-			if (spos < 0)
-				return error_set(
-				    -EINVAL,
-				    "%s=%s names GPU %zu, which Slurm's gres.conf (%s) "
-				    "does not have here (is it the file slurmd reads?)",
-				    var, value, i, slurm_conf);
-			if (!streq(dev_file(slurm, spos), dev_file(jobcg, pos)))
-				return error_set(
-				    -EINVAL,
-				    "GPU %zu is %s in Slurm's gres.conf (%s) but %s in "
-				    "jobcg's (%s): the two must list the same devices in "
-				    "the same order",
-				    i, dev_file(slurm, spos), slurm_conf, dev_file(jobcg, pos),
-				    jobcg_conf);
+		/* The same check `jobcg check --slurm-gres` makes for every index of the node. */
+		r = i < JOBCG_GRES_MAX
+			? jobcg_gres_slurm_gpu(jobcg, jobcg_conf, slurm, slurm_conf, (unsigned)i)
+			: error_set(-EINVAL, "GPU %zu is beyond jobcg's %u devices", i,
+				    JOBCG_GRES_MAX);
+		if (r < 0) {
+			jobcg_error_prefix("%s=%s", var, value);
+			return r;
 		}
-		jobcg_gres_set_add(&set, (unsigned)pos);
+		jobcg_gres_set_add(&set, (unsigned)r);
 	}
 	return jobcg_gres_set_format(jobcg, &set, ret);
+}
+
+/* Position of node GPU @idx among the step's GPUs (@bits, @words), or -1. */
+static int step_pos(const uint64_t *bits, size_t words, unsigned long idx)
+{
+	int pos = 0;
+
+	if (idx >= words * 64 || !(bits[idx / 64] >> (idx % 64) & 1))
+		return -1;
+	for (size_t i = 0; i < idx; i++)
+		pos += bits[i / 64] >> (i % 64) & 1;
+	return pos;
+}
+
+int jspank_gpu_bind(const char *bind, const char *step_gpus, char **ret)
+{
+	_cleanup_free_ uint64_t *bits = NULL;
+	_cleanup_free_ char *out = NULL, *list = NULL;
+	size_t words = 0, len = 0;
+	const char *b = bind;
+	char *tok, *save = NULL;
+
+	*ret = NULL;
+	if (!b || !*b)
+		return 0;
+	if (strncasecmp(b, "verbose", 7) == 0 && (b[7] == ',' || !b[7]))
+		b += b[7] ? 8 : 7;
+	if (!*b || strcasecmp(b, "none") == 0 || strcasecmp(b, "closest") == 0)
+		return 0;
+	if (strncasecmp(b, "single:", 7) == 0 || strncasecmp(b, "per_task:", 9) == 0)
+		return (*ret = strdup(b)) ? 0 : -ENOMEM;
+	if (strncasecmp(b, "map_gpu:", 8) != 0)
+		return error_set(-EINVAL,
+				 "--gpu-bind=%s: jobcg binds only single:N, per_task:N and "
+				 "map_gpu:LIST (or none, closest)",
+				 bind);
+	if (jobcg_parse_cpulist(step_gpus ? step_gpus : "", &bits, &words) < 0)
+		return error_set(-EINVAL, "SLURM_STEP_GPUS='%s' is not a list of GPU indices",
+				 step_gpus);
+	list = strdup(b + 8);
+	out = malloc(strlen(b) * 4 + 16);
+	if (!list || !out)
+		return -ENOMEM;
+	len = (size_t)sprintf(out, "map_gpu:");
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long idx, rep = 1;
+		int pos;
+
+		errno = 0;
+		idx = strtoul(tok, &end, 0);
+		if (*end == '*') {
+			rep = strtoul(end + 1, &end, 10);
+			if (rep == 0)
+				end = tok;
+		}
+		if (errno || end == tok || *end || *tok == '-')
+			return error_set(-EINVAL, "--gpu-bind=%s: '%s' is not a GPU index", bind,
+					 tok);
+		pos = step_pos(bits, words, idx);
+		if (pos < 0)
+			return error_set(-EINVAL,
+					 "--gpu-bind=%s names GPU %lu, which this step does not "
+					 "hold here (SLURM_STEP_GPUS=%s)",
+					 bind, idx, step_gpus ? step_gpus : "");
+		len += (size_t)sprintf(out + len, "%s%d", len > 8 ? "," : "", pos);
+		if (rep > 1)
+			len += (size_t)sprintf(out + len, "*%lu", rep);
+	}
+	if (len == 8)
+		return error_set(-EINVAL, "--gpu-bind=%s: an empty map", bind);
+	*ret = TAKE_PTR(out);
+	return 0;
 }
 
 int jspank_args_parse(int argc, char *const argv[], struct jspank_args *ret)

@@ -50,6 +50,17 @@ int jspank_gpus_map(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
 		    const struct jobcg_gres_node *slurm, const char *slurm_conf, const char *var,
 		    const char *value, char **ret);
 
+/**
+ * jobcg's --gpu-bind (jobcg_gpu_bind_parse() syntax) for Slurm's @bind (SLURM_GPU_BIND, or the
+ * gpu part of SLURM_TRES_BIND: "[verbose,]TYPE") over a step whose GPUs are @step_gpus
+ * (SLURM_STEP_GPUS' node indices, "0,2"). single:N and per_task:N carry over; map_gpu:LIST
+ * names node GPU indices (Slurm's, with "*N" repeats) and becomes positions among the step's
+ * GPUs. *ret NULL when tasks are not bound: none, closest (NUMA affinity, which jobcg does not
+ * know: every task keeps all of the step's GPUs), or no @bind. -EINVAL naming the value for
+ * mask_gpu, a GPU the step does not hold, or what does not parse.
+ */
+int jspank_gpu_bind(const char *bind, const char *step_gpus, char **ret);
+
 /* The plugin's arguments (plugstack.conf). */
 struct jspank_args {
 	char *conf;	  /* conf=DIR: jobcg's config dir, %n = Slurm's node name (NULL: default) */

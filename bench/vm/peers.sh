@@ -162,6 +162,8 @@ srun_step() {
 	printf 'CgroupPlugin=cgroup/v2\nConstrainCores=yes\nConstrainRAMSpace=yes\nConstrainDevices=yes\n' \
 		> /etc/slurm/cgroup.conf
 	echo 'Name=gpu File=/dev/nvidia[0-1]' > /etc/slurm/gres.conf
+	# Slurm's own containment, no SPANK plugin (a boot that ran 60-slurm left one configured).
+	: > /etc/slurm/plugstack.conf
 	# munge's postinst made a key when the image was built; make one if it did not.
 	[ -s /etc/munge/munge.key ] || { mungekey -c -k /etc/munge/munge.key &&
 		chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key; }
@@ -238,10 +240,11 @@ srun_step() {
 }
 srun_step
 
-# --- Slurm with jobcg_spank.so: srun true on a node with the plugin against one without -----
-# The same slurmctld, two slurmd on this guest as nodes n1 (plugstack.conf with the plugin) and
-# n2 (without), both configured as docs/slurm.md says (linuxproc, task/affinity, no cgroup
-# constraints of Slurm's); each srun is a job of its own (allocation, step, epilog), alternating.
+# --- Slurm with jobcg_spank.so: srun true on nodes with the plugin against nodes without -----
+# The same slurmctld, four slurmd on this guest as nodes n1 and n2 (plugstack.conf with the
+# plugin) and n3 and n4 (without), all configured as docs/slurm.md says (linuxproc,
+# task/affinity, no cgroup constraints of Slurm's); each srun is a job of its own (allocation,
+# step, epilog), one node or two, the four subjects interleaved.
 spank_step() {
 	so="$VMT_SHARE/bin/jobcg_spank.so"
 	if [ ! -f "$so" ] || ! command -v slurmd > /dev/null; then
@@ -251,12 +254,19 @@ spank_step() {
 	mkdir -p /usr/local/lib/jobcg-bench-spank && cp "$so" /usr/local/lib/jobcg-bench-spank/
 	so=/usr/local/lib/jobcg-bench-spank/jobcg_spank.so
 	c="$tmp/spank-conf" sp=/run/slurm-bench-spank
-	mkdir -p "$c" "$sp/ctld" "$sp/d-n1" "$sp/d-n2"
-	printf 'ConstrainCores=yes\nConstrainRAMSpace=yes\nConstrainDevices=yes\nJobcgScope=jobcg-spank.scope\nStateDir=/run/jobcg-bench-spank\nBpfPinDir=/sys/fs/bpf/jobcgspank\nSystemdTimeout=60000\n' > "$c/cgroup.conf"
-	echo 'Name=gpu File=/dev/nvidia[0-1]' > "$c/gres.conf"
-	# The plugin reads only its own files; this script's JOBCG_* overrides must not reach init.
-	check "jobcg init for the plugin's tree" env -u JOBCG_STATE_DIR -u JOBCG_BPF_PIN_DIR \
-		JOBCG_CONF_DIR="$c" jobcg init || return 1
+	# slurmd's logs come back with the share's out/ (VM_KEEP_SHARE=1), whatever ends this.
+	trap 'mkdir -p "$VMT_SHARE/out/slurm-bench" && cp "$sp"/*.log "$VMT_SHARE/out/slurm-bench/" 2> /dev/null' EXIT
+	trap 'exit 1' TERM INT
+	mkdir -p "$c" "$sp/ctld" "$sp/d-n1" "$sp/d-n2" "$sp/d-n3" "$sp/d-n4"
+	# One jobcg tree, state dir and pin dir per node with the plugin, as on two real nodes.
+	for n in 1 2; do
+		mkdir -p "$c/n$n"
+		printf 'ConstrainCores=yes\nConstrainRAMSpace=yes\nConstrainDevices=yes\nJobcgScope=jobcg-spank-n%s.scope\nStateDir=/run/jobcg-bench-spank-n%s\nBpfPinDir=/sys/fs/bpf/jobcgspank%s\nSystemdTimeout=60000\n' $n $n $n > "$c/n$n/cgroup.conf"
+		echo 'Name=gpu File=/dev/nvidia[0-1]' > "$c/n$n/gres.conf"
+		# The plugin reads only its own files; this script's JOBCG_* overrides must not reach init.
+		check "jobcg init for n$n's tree" env -u JOBCG_STATE_DIR -u JOBCG_BPF_PIN_DIR \
+			JOBCG_CONF_DIR="$c/n$n" jobcg init || return 1
+	done
 	topo=$(slurmd -C | head -n 1 | sed -e 's/NodeName=[^ ]* //' -e 's/RealMemory=[0-9]*//')
 	h=$(hostname)
 	conf() {
@@ -282,45 +292,54 @@ spank_step() {
 		JobCompType=jobcomp/none
 		MpiDefault=none
 		DebugFlags=NO_CONF_HASH
-		NodeName=n1 NodeHostname=$h NodeAddr=$h Port=17001 $topo RealMemory=600 Gres=gpu:2 State=UNKNOWN
-		NodeName=n2 NodeHostname=$h NodeAddr=$h Port=17002 $topo RealMemory=600 Gres=gpu:2 State=UNKNOWN
-		PartitionName=bench Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
+		NodeName=n1 NodeHostname=$h NodeAddr=$h Port=17001 $topo RealMemory=400 Gres=gpu:2 State=UNKNOWN
+		NodeName=n2 NodeHostname=$h NodeAddr=$h Port=17002 $topo RealMemory=400 Gres=gpu:2 State=UNKNOWN
+		NodeName=n3 NodeHostname=$h NodeAddr=$h Port=17003 $topo RealMemory=400 Gres=gpu:2 State=UNKNOWN
+		NodeName=n4 NodeHostname=$h NodeAddr=$h Port=17004 $topo RealMemory=400 Gres=gpu:2 State=UNKNOWN
+		PartitionName=bench Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP
 		EOF
 	}
 	conf > /etc/slurm/slurm.conf
 	echo 'CgroupPlugin=cgroup/v2' > /etc/slurm/cgroup.conf
 	echo 'Name=gpu File=/dev/nvidia[0-1]' > /etc/slurm/gres.conf
-	echo "required $so conf=$c" > "$sp/plugstack-n1.conf"
-	: > "$sp/plugstack-n2.conf"
+	for n in 1 2; do echo "required $so conf=$c/n$n" > "$sp/plugstack-n$n.conf"; done
+	for n in 3 4; do : > "$sp/plugstack-n$n.conf"; done
 	# Beside slurm.conf: slurmd reads gres.conf and cgroup.conf from its slurm.conf's directory.
-	for n in 1 2; do
+	for n in 1 2 3 4; do
 		{ conf; printf 'SlurmdSpoolDir=%s\nSlurmdPidFile=%s\nSlurmdLogFile=%s\nPlugStackConfig=%s\n' \
 			"$sp/d-n$n" "$sp/slurmd-n$n.pid" "$sp/slurmd-n$n.log" "$sp/plugstack-n$n.conf"; } > "/etc/slurm/bench-n$n.conf"
 	done
-	check "slurmctld restarts with two nodes" systemctl restart slurmctld.service || return 1
-	check "slurmd n1 (with the plugin) and n2 (without) start" sh -c \
-		"slurmd -N n1 -f /etc/slurm/bench-n1.conf && slurmd -N n2 -f /etc/slurm/bench-n2.conf" || return 1
+	check "slurmctld restarts with four nodes" systemctl restart slurmctld.service || return 1
+	check "slurmd n1, n2 (with the plugin), n3 and n4 (without) start" sh -c \
+		"for n in 1 2 3 4; do slurmd -N n\$n -f /etc/slurm/bench-n\$n.conf || exit 1; done" || return 1
 	i=0
-	until [ "$(sinfo -h -o %t -n n1,n2 2> /dev/null | sort -u)" = idle ] || [ $i -ge 120 ]; do
+	until [ "$(sinfo -h -o %t -n n[1-4] 2> /dev/null | sort -u)" = idle ] || [ $i -ge 180 ]; do
 		sleep 1; i=$((i + 1))
 	done
-	is "n1 and n2 are idle (after ${i}s)" "$(sinfo -h -o %t -n n1,n2 2>&1 | sort -u)" idle ||
+	is "n1 to n4 are idle (after ${i}s)" "$(sinfo -h -o %t -n n[1-4] 2>&1 | sort -u)" idle ||
 		{ diag "$(sinfo -N -o '%N %t %E' 2>&1; tail -n 5 "$sp"/slurmd-n1.log 2>&1)"; return 1; }
 	like "a step on n1 runs in jobcg's tree" "$(timeout 120 srun -w n1 --mem=100M cat /proc/self/cgroup 2>&1)" \
-		'jobcg-spank.scope/job_[0-9]+/step_0/user/task_0' || return 1
+		'jobcg-spank-n1.scope/job_[0-9]+/step_0/user/task_0' || return 1
 	sn=${BENCH_SPANK_N:-$((srun_n < 25 ? 25 : srun_n))}
+	# Each srun bounded (timeout, the same for all four): one that hangs is an error, not the end
+	# of the boot.
 	out=$(timeout -k 10 900 "$L" -n "$sn" -e "$tmp/errors-spank.log" floor \
-		"cmd:srun_jobcg_spank:srun -w n1 --mem=100M /bin/true" \
-		"cmd:srun_no_plugin:srun -w n2 --mem=100M /bin/true" 2>&1)
-	is "bench/launch ran srun with and without the plugin" "$?" 0 || diag "$out"
+		"cmd:srun_jobcg_spank:timeout 120 srun -w n1 --mem=100M /bin/true" \
+		"cmd:srun_no_plugin:timeout 120 srun -w n3 --mem=100M /bin/true" \
+		"cmd:srun2_jobcg_spank:timeout 120 srun -N2 -w n1,n2 --mem=100M /bin/true" \
+		"cmd:srun2_no_plugin:timeout 120 srun -N2 -w n3,n4 --mem=100M /bin/true" 2>&1)
+	is "bench/launch ran srun and srun -N2 with and without the plugin" "$?" 0 || diag "$out"
 	out=$(echo "$out" | sed -e 's/"name":"floor"/"name":"floor_spank"/')
 	report "$out" "$sn"
-	with=$(echo "$out" | grep '"name":"srun_jobcg_spank"' | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')
-	without=$(echo "$out" | grep '"name":"srun_no_plugin"' | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')
-	[ -n "$with" ] && [ -n "$without" ] &&
-		ok "srun true with jobcg_spank.so: p50 $(awk -v a="$with" -v b="$without" 'BEGIN { printf "%.2f", a / b }')x the same srun without it (${with}us, ${without}us)"
+	p50() { echo "$out" | grep "\"name\":\"$1\"" | sed 's/.*"p50_us":\([0-9.]*\).*/\1/'; }
+	for pre in srun srun2; do
+		with=$(p50 ${pre}_jobcg_spank) without=$(p50 ${pre}_no_plugin)
+		what="srun true"; [ $pre = srun2 ] && what="srun -N2 true"
+		[ -n "$with" ] && [ -n "$without" ] &&
+			ok "$what with jobcg_spank.so: p50 $(awk -v a="$with" -v b="$without" 'BEGIN { printf "%.2f", a / b }')x the same srun without it (${with}us, ${without}us)"
+	done
 	[ -s "$tmp/errors-spank.log" ] && diag "$(sort "$tmp/errors-spank.log" | uniq -c | sort -rn | head -n 10)"
-	for n in 1 2; do kill "$(cat "$sp/slurmd-n$n.pid")" 2> /dev/null; done
+	for n in 1 2 3 4; do kill "$(cat "$sp/slurmd-n$n.pid")" 2> /dev/null; done
 }
 spank_step
 

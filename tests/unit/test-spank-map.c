@@ -155,17 +155,71 @@ static void test_gpus(void)
 	   jobcg_last_error()->message);
 	r = jspank_gpus_map(jn, "/etc/jobcg/gres.conf", bad, "/etc/slurm/gres.conf",
 			    "SLURM_STEP_GPUS", "0", &s);
-	ok(r == -EINVAL && !s && strstr(jobcg_last_error()->message, "/etc/slurm/gres.conf") &&
-	       strstr(jobcg_last_error()->message, "/etc/jobcg/gres.conf") &&
+	/* Named by the files the records came from, with their lines. */
+	ok(r == -EINVAL && !s && strstr(jobcg_last_error()->message, "slurm/bad.conf:1") &&
+	       strstr(jobcg_last_error()->message, "jobcg/gres.conf:2") &&
 	       strstr(jobcg_last_error()->message, "/dev/nvidia3") &&
-	       strstr(jobcg_last_error()->message, "/dev/nvidia2"),
-	   "GPU 0 is another file in Slurm's gres.conf: refused naming both files and devices (%s)",
+	       strstr(jobcg_last_error()->message, "/dev/nvidia2") &&
+	       strstr(jobcg_last_error()->message, "SLURM_STEP_GPUS=0"),
+	   "GPU 0 is another file in Slurm's gres.conf: refused naming both files, lines and "
+	   "devices (%s)",
 	   jobcg_last_error()->message);
 	r = jspank_gpus_map(jn, "J", sn, "S", "SLURM_STEP_GPUS", "0,x", &s);
 	ok(r == -EINVAL && !s && strstr(jobcg_last_error()->message, "SLURM_STEP_GPUS='0,x'"),
 	   "a malformed list is refused naming the variable");
 	jobcg_gres_node_free(jn), jobcg_gres_node_free(sn), jobcg_gres_node_free(bad);
 	jobcg_config_free(jc), jobcg_config_free(sc), jobcg_config_free(bc);
+}
+
+/* Slurm's --gpu-bind (SLURM_GPU_BIND) in jobcg's terms over the step's GPUs. */
+static void test_gpu_bind(void)
+{
+	static const struct {
+		const char *bind, *step, *want; /* want NULL: not bound */
+	} good[] = {
+	    {NULL, "0,1", NULL},
+	    {"none", "0,1", NULL},
+	    {"closest", "0,1", NULL},
+	    {"verbose,closest", "0,1", NULL},
+	    {"single:2", "0,1", "single:2"},
+	    {"verbose,per_task:1", "0,1", "per_task:1"},
+	    {"map_gpu:0,1", "0,1", "map_gpu:0,1"},
+	    {"map_gpu:1,0", "0,1", "map_gpu:1,0"},
+	    /* Node indices: the step holds GPUs 2 and 3, which are its positions 0 and 1. */
+	    {"map_gpu:3,2", "2-3", "map_gpu:1,0"},
+	    {"map_gpu:3*2,2", "1,3,2", "map_gpu:2*2,1"},
+	    {"map_gpu:0x3", "3", "map_gpu:0"},
+	};
+	static const struct {
+		const char *bind, *step, *says;
+	} bad[] = {
+	    {"map_gpu:1", "0", "GPU 1, which this step does not hold"},
+	    {"mask_gpu:0x1,0x2", "0,1", "only single:N"},
+	    {"map_gpu:a", "0", "'a' is not a GPU index"},
+	    {"map_gpu:-1", "0", "'-1' is not a GPU index"},
+	    {"map_gpu:0*0", "0", "'0*0' is not a GPU index"},
+	    {"map_gpu:", "0", "an empty map"},
+	    {"sometimes", "0", "only single:N"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+		char *got = (char *)"x";
+		int r = jspank_gpu_bind(good[i].bind, good[i].step, &got);
+
+		ok(r == 0 && (good[i].want ? got && streq(got, good[i].want) : !got),
+		   "--gpu-bind=%s over GPUs %s is %s (got %s)",
+		   good[i].bind ? good[i].bind : "(unset)", good[i].step,
+		   good[i].want ? good[i].want : "not bound", got ? got : "not bound");
+		free(got);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		char *got = NULL;
+		int r = jspank_gpu_bind(bad[i].bind, bad[i].step, &got);
+
+		ok(r == -EINVAL && !got && strstr(jobcg_last_error()->message, bad[i].says),
+		   "--gpu-bind=%s over GPUs %s is refused (%s)", bad[i].bind, bad[i].step,
+		   jobcg_last_error()->message);
+	}
 }
 
 static void test_args(void)
@@ -206,6 +260,7 @@ int main(void)
 	test_step_names();
 	test_cores();
 	test_gpus();
+	test_gpu_bind();
 	test_args();
 	test_exit_code();
 	{

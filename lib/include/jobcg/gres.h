@@ -123,6 +123,29 @@ JOBCG_EXPORT int jobcg_gres_select_step(const struct jobcg_gres_node *n,
 					const struct jobcg_gres_set *avail, const uint64_t *cpus,
 					size_t cpus_words, struct jobcg_gres_set *ret);
 
+/*
+ * Slurm's gres.conf beside jobcg's on a node running jobcg_spank.so: Slurm gives steps GPU
+ * indices in its file's order, jobcg maps index N onto its own gpu N; both must be one file.
+ */
+
+/**
+ * The position in @jobcg (read from @jobcg_conf) of GPU @index as Slurm numbers it: jobcg's gpu
+ * @index, which must have the same device file as gpu @index of @slurm (Slurm's gres.conf, read
+ * from @slurm_conf; NULL: not compared). -EINVAL naming both files (and the records' lines) when
+ * either lacks the index or the files differ.
+ */
+JOBCG_EXPORT int jobcg_gres_slurm_gpu(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
+				      const struct jobcg_gres_node *slurm, const char *slurm_conf,
+				      unsigned index);
+/**
+ * jobcg_gres_slurm_gpu() for every GPU index of either file: *@ret gets one message per index
+ * that disagrees (NULL-terminated; empty when they agree; free with each string).
+ */
+JOBCG_EXPORT int jobcg_gres_slurm_compare(const struct jobcg_gres_node *jobcg,
+					  const char *jobcg_conf,
+					  const struct jobcg_gres_node *slurm,
+					  const char *slurm_conf, char ***ret);
+
 enum jobcg_gpu_bind_mode {
 	JOBCG_GPU_BIND_NONE = 0, /* every task sees all of the step's GPUs */
 	JOBCG_GPU_BIND_SINGLE,	 /* single:N: one GPU per task, N tasks per GPU */

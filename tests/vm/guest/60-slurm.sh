@@ -4,7 +4,7 @@
 # with ENXIO, one the device program denies with EPERM) in both Slurm's and jobcg's gres.conf.
 # The numbered checks are those of docs/slurm.md's test list; the key ones run first without the
 # plugin, where they must not hold.
-# vmtest-timeout: 720
+# vmtest-timeout: 1200
 . "$VMT_GUEST/lib.sh"
 SO="$VMT_SHARE/bin/jobcg_spank.so"
 if [ ! -f "$SO" ]; then
@@ -263,80 +263,193 @@ cp "$sd/cgroup.conf.good" /etc/jobcg/n1/cgroup.conf
 
 settle
 # --- 7. --cpu-bind=map_cpu:1,0 -n2: each task keeps what Slurm bound ------------------------
-out=$($S -w n1 -n2 --cpu-bind=map_cpu:1,0 sh -c "$probe" 2>&1)
-like "7: --cpu-bind=map_cpu:1,0: task 0 on CPU 1 in its task cgroup" "$out" "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 .*cpus=1 " || diag "$out"
-like "7: task 1 on CPU 0 in its task cgroup" "$out" "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 .*cpus=0 " || diag "$out"
-
-settle
-# --- 8. --mem=64M and a memory hog: the step's memory.max, OUT_OF_MEMORY in jobcg's record ---
-# shellcheck disable=SC2016 # expanded by the sh in the step
-out=$(timeout -k 5 120 srun -w n1 -n1 --mem=64M sh -c 't=$(cut -d: -f3 /proc/self/cgroup); echo step.max=$(cat /sys/fs/cgroup${t%/user/*}/memory.max); echo job=$SLURM_JOB_ID; exec vmt-memhog 200' 2>&1)
-J=$(echo "$out" | sed -n 's/^job=//p')
-like "8: --mem=64M: memory.max of the step is 64M" "$out" '^step.max=67108864$' || diag "$out"
-like "8: jobcg's record of the step says OUT_OF_MEMORY" \
-	"$(grep "\"job\":\"$J\"" /run/jobcg-n1/acct.jsonl 2> /dev/null)" '"step":"0".*"state":"OUT_OF_MEMORY"' ||
-	diag "$out"
-settle
-# --- 9. srun --jobid --overlap into a running job lands in that job -------------------------
-a=$(timeout 120 salloc --no-shell -w n1 -n1 --mem=100M --gres=gpu:1 2>&1)
-J=$(echo "$a" | sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p')
-if [ -n "$J" ]; then
-	out=$(timeout -k 5 120 srun --jobid="$J" --overlap sh -c "$probe" 2>&1)
-	like "9: srun --jobid=$J --overlap runs in job_$J's tree" "$out" "cg=$root1/job_$J/step_[0-9]+/user/task_0 " || diag "$out"
-	# jobcg's own tools see the Slurm job while it lives (the step left, the job stays).
-	out=$(j1 list 2>&1)
-	like "jobcg list shows Slurm's job $J with its GPU" "$out" "^ *$J .*gpu:[01]" || diag "$out"
-	out=$(j1 who-has /dev/nvidia0 2>&1; j1 who-has /dev/nvidia1 2>&1)
-	like "jobcg who-has names job_$J for its GPU" "$out" "job_$J" || diag "$out"
-	scancel "$J"
+# Slurm's task/affinity binds the tasks with or without the plugin, so the mask alone proves
+# nothing of jobcg. What the plugin adds is that the binding survives the move into jobcg's
+# cpuset cgroup (before Linux 6.2 the move resets it): the check wants both, the task in its
+# jobcg task cgroup and Slurm's mask. Without the plugin the first half fails.
+check7() {
+	out=$($S -w n1 -n2 --cpu-bind=map_cpu:1,0 sh -c "$probe" 2>&1)
+	echo "$out"
+	echo "$out" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 .*cpus=1 " &&
+		echo "$out" | grep -qE "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 .*cpus=0 "
+}
+plugin_off 1
+if out=$(check7); then not_ok "7 (without the plugin): the check must fail"; diag "$out"
+else ok "7 (without the plugin): Slurm binds the tasks, but they are not in jobcg's task cgroups"; diag "$out"; fi
+plugin_on 1
+if out=$(check7); then
+	ok "7: --cpu-bind=map_cpu:1,0: task 0 on CPU 1, task 1 on CPU 0, each in its jobcg task cgroup"; diag "$out"
 else
-	not_ok "9: salloc --no-shell"; diag "$a"
+	not_ok "7: --cpu-bind=map_cpu:1,0 kept inside jobcg's task cgroups"; diag "$out"; slurm_state
 fi
 
-settle
+# --- 8. --mem=64M and a memory hog: the step's memory.max, OUT_OF_MEMORY in jobcg's record ---
+# Without the plugin nothing limits the hog (Slurm constrains no memory here) and jobcg has no
+# record of the step.
+check8() {
+	# shellcheck disable=SC2016 # expanded by the sh in the step
+	out=$(timeout -k 5 120 srun -w n1 -n1 --mem=64M sh -c 't=$(cut -d: -f3 /proc/self/cgroup); echo step.max=$(cat /sys/fs/cgroup${t%/user/*}/memory.max); echo job=$SLURM_JOB_ID; exec vmt-memhog 200' 2>&1)
+	J=$(echo "$out" | sed -n 's/^job=//p')
+	rec=$(grep "\"job\":\"$J\"" /run/jobcg-n1/acct.jsonl 2> /dev/null | grep '"step":"0"')
+	echo "$out" | grep -v '^touched'
+	echo "record: $rec" | cut -c1-200
+	echo "$out" | grep -q '^step.max=67108864$' && echo "$rec" | grep -q '"state":"OUT_OF_MEMORY"'
+}
+plugin_off 1
+if out=$(check8); then not_ok "8 (without the plugin): the check must fail"; diag "$out"
+else ok "8 (without the plugin): no memory.max of jobcg's, no OUT_OF_MEMORY record"; diag "$out"; fi
+plugin_on 1
+if out=$(check8); then
+	ok "8: --mem=64M: the step's memory.max is 64M, jobcg's record of the step says OUT_OF_MEMORY"; diag "$out"
+else
+	not_ok "8: --mem=64M: memory.max of the step and OUT_OF_MEMORY"; diag "$out"; slurm_state
+fi
+
+# --- 9. srun --jobid --overlap into a running job lands in that job -------------------------
+# And jobcg's own tools see the Slurm job while it lives (the step left, the job stays).
+check9() {
+	a=$(timeout 120 salloc --no-shell -w n1 -n1 --mem=100M --gres=gpu:1 2>&1)
+	J=$(echo "$a" | sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p')
+	[ -n "$J" ] || { echo "salloc --no-shell: $a"; return 1; }
+	out=$(timeout -k 5 120 srun --jobid="$J" --overlap sh -c "$probe" 2>&1)
+	l=$(j1 list 2>&1)
+	w=$(j1 who-has /dev/nvidia0 2>&1; j1 who-has /dev/nvidia1 2>&1)
+	scancel "$J"
+	printf 'job %s\nsrun: %s\njobcg list: %s\nwho-has: %s\n' "$J" "$out" "$l" "$w"
+	echo "$out" | grep -qE "cg=$root1/job_$J/step_[0-9]+/user/task_0 " &&
+		echo "$l" | grep -qE "^ *$J .*gpu:[01]" && echo "$w" | grep -q "job_$J"
+}
+plugin_off 1
+if out=$(check9); then not_ok "9 (without the plugin): the check must fail"; diag "$out"
+else ok "9 (without the plugin): the step is not in jobcg's tree, jobcg knows no job"; diag "$out"; fi
+plugin_on 1
+if out=$(check9); then
+	ok "9: srun --jobid --overlap runs in that job's tree; jobcg list and who-has show the Slurm job and its GPU"
+	diag "$out"
+else
+	not_ok "9: srun --jobid --overlap lands in the running job"; diag "$out"; slurm_state
+fi
+
 # --- 4. scancel of a job whose task daemonised ----------------------------------------------
-# shellcheck disable=SC2016 # expanded in the step
-timeout -k 5 120 srun -w n1 -n1 --mem=50M sh -c 'setsid sleep 1017 < /dev/null & echo started job=$SLURM_JOB_ID; sleep 1000' > "$sd/c4" 2>&1 &
-sp=$!
-i=0
-until grep -q started "$sd/c4" || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
-J=$(sed -n 's/^started job=//p' "$sd/c4")
-check "4: the escapee runs in job_$J before scancel" pgrep -f '^sleep 1017$'
-t0=$(date +%s)
-scancel "$J"
-wait $sp
-dt=$(( $(date +%s) - t0 ))
-ok4=0; [ $dt -le 15 ] || ok4=1
-is "4: scancel: srun returns within 15 s (${dt}s)" $ok4 0
-sleep 2
-is "4: the escapee (setsid sleep) is dead" "$(pgrep -f '^sleep 1017$' | wc -l)" 0
-i=0
-until [ ! -d "/sys/fs/cgroup$root1/job_$J" ] || [ $i -ge 30 ]; do sleep 1; i=$((i + 1)); done
-is "4: job_$J's cgroup is gone" "$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)" ""
-is "4: no device grant of job_$J is left in n1's policy" "$(j1 policy 2>&1 | grep -c "job_$J")" 0
+# check4 TAG: the escapee is `sleep TAG`, unique per run, daemonised the usual way: a new
+# session, and its parent (the subshell) gone, so that init adopts it. linuxproc follows only
+# parent links from slurmstepd: without the plugin the escapee survives scancel and the job
+# (srun returns once slurmstepd stops waiting for the step's output); it is killed by pid
+# afterwards. (An escapee whose parent still runs is found by linuxproc, plugin or not.)
+check4() {
+	# shellcheck disable=SC2016 # expanded in the step
+	timeout -k 5 120 srun -w n1 -n1 --mem=50M sh -c "(setsid sleep $1 < /dev/null &); echo started job=\$SLURM_JOB_ID; sleep 1000" > "$sd/c4" 2>&1 &
+	sp=$!
+	i=0
+	until grep -q started "$sd/c4" || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
+	J=$(sed -n 's/^started job=//p' "$sd/c4")
+	esc=$(pgrep -f "^sleep $1\$")
+	[ -n "$J" ] && [ -n "$esc" ] || { echo "no job or no escapee: $(cat "$sd/c4")"; kill $sp; return 1; }
+	ppid=$(ps -o ppid= -p "$esc" | tr -d ' ')
+	t0=$(date +%s)
+	scancel "$J"
+	i=0
+	while kill -0 $sp 2> /dev/null && [ $i -lt 15 ]; do sleep 1; i=$((i + 1)); done
+	kill -0 $sp 2> /dev/null && back=no || back="after $(( $(date +%s) - t0 ))s"
+	sleep 2
+	alive=$(pgrep -f "^sleep $1\$" | wc -l)
+	# Leave nothing behind: the escapee by its pid, then srun ends.
+	[ "$alive" = 0 ] || kill $esc
+	wait $sp
+	i=0
+	until [ ! -d "/sys/fs/cgroup$root1/job_$J" ] || [ $i -ge 30 ]; do sleep 1; i=$((i + 1)); done
+	cg=$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)
+	grants=$(j1 policy 2>&1 | grep -c "job_$J")
+	echo "job $J: escapee's parent pid $ppid ($(ps -o comm= -p "$ppid" 2> /dev/null)); srun returned: $back; escapee alive: $alive; cgroup left: '$cg'; grants left: $grants"
+	[ "$back" != no ] && [ "$alive" = 0 ] && [ -z "$cg" ] && [ "$grants" = 0 ]
+}
+settle
+plugin_off 1
+if out=$(check4 1016); then not_ok "4 (without the plugin): the check must fail"; diag "$out"
+else ok "4 (without the plugin): the daemonised task survives scancel"; diag "$out"; fi
+plugin_on 1
+if out=$(check4 1017); then
+	ok "4: scancel: the escapee dies, srun returns within 15 s, job cgroup and device grants are gone"; diag "$out"
+else
+	not_ok "4: scancel of a job whose task daemonised"; diag "$out"; slurm_state
+fi
 
 # --- 5. kill -9 of a slurmstepd: the epilog removes the job, nothing remains ----------------
-settle
-# shellcheck disable=SC2016 # expanded in the step
-timeout -k 5 120 srun -w n1 -n1 --mem=50M sh -c 'echo started job=$SLURM_JOB_ID; exec sleep 1019' > "$sd/c5" 2>&1 &
-sp=$!
-i=0
-until grep -q started "$sd/c5" || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
-J=$(sed -n 's/^started job=//p' "$sd/c5")
-pid=$(pgrep -f "slurmstepd: \[$J\.0\]")
-if [ -n "$J" ] && [ -n "$pid" ]; then
+# check5 TAG: the task is `sleep TAG`. With its slurmstepd killed, linuxproc cannot reach it:
+# only the plugin's epilog (job removal: cgroup.kill) ends it. Killed by pid afterwards if alive.
+check5() {
+	# shellcheck disable=SC2016 # expanded in the step
+	timeout -k 5 120 srun -w n1 -n1 --mem=50M sh -c "echo started job=\$SLURM_JOB_ID; exec sleep $1" > "$sd/c5" 2>&1 &
+	sp=$!
+	i=0
+	until grep -q started "$sd/c5" || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
+	J=$(sed -n 's/^started job=//p' "$sd/c5")
+	pid=$(pgrep -f "slurmstepd: \[$J\.0\]")
+	task=$(pgrep -f "^sleep $1\$")
+	[ -n "$J" ] && [ -n "$pid" ] && [ -n "$task" ] ||
+		{ echo "no step $J.0 with its slurmstepd ($pid) and task ($task): $(cat "$sd/c5")"; kill $sp; return 1; }
 	kill -9 $pid
 	# Its task lives on (linuxproc cannot reach it without slurmstepd) until the job ends.
 	sleep 2
-	is "5: the task outlives its killed slurmstepd" "$(pgrep -f '^sleep 1019$' | wc -l)" 1
+	before=$(pgrep -f "^sleep $1\$" | wc -l)
 	scancel "$J"
 	wait $sp
 	settle
-	is "5: after scancel the epilog killed the task" "$(pgrep -f '^sleep 1019$' | wc -l)" 0
-	is "5: and removed job_$J" "$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)" ""
-	is "5: no device grant of job_$J is left in n1's policy" "$(j1 policy 2>&1 | grep -c "job_$J")" 0
+	after=$(pgrep -f "^sleep $1\$" | wc -l)
+	[ "$after" = 0 ] || kill $task
+	cg=$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)
+	grants=$(j1 policy 2>&1 | grep -c "job_$J")
+	echo "job $J: task alive after slurmstepd's kill: $before; after scancel and the epilog: $after; cgroup left: '$cg'; grants left: $grants"
+	[ "$before" = 1 ] && [ "$after" = 0 ] && [ -z "$cg" ] && [ "$grants" = 0 ]
+}
+plugin_off 1
+if out=$(check5 1018); then not_ok "5 (without the plugin): the check must fail"; diag "$out"
+else ok "5 (without the plugin): the task of a killed slurmstepd outlives its job"; diag "$out"; fi
+plugin_on 1
+if out=$(check5 1019); then
+	ok "5: kill -9 of slurmstepd: the task lives on until the job ends, then the epilog kills it and removes job, cgroup and grants"
+	diag "$out"
 else
-	not_ok "5: a step $J.0 with its slurmstepd ($pid)"; diag "$(cat "$sd/c5")"
+	not_ok "5: kill -9 of slurmstepd: the epilog removes the job"; diag "$out"; slurm_state
+fi
+
+# --- 10. --gpu-bind: each task only its GPU ---------------------------------------------------
+# Slurm 22.05 binds a task's GPUs (--gpu-bind) in the task itself, after the last hook in which
+# the plugin can still change cgroups, and keeps the option out of the step's environment: the
+# plugin can narrow a task's cgroup only where SLURM_GPU_BIND is in that environment (sbatch or
+# salloc --gpu-bind, or exported, which srun also takes as its option). Slurm alone then sets
+# each task's CUDA_VISIBLE_DEVICES and SLURM_STEP_GPUS only; with the plugin each task's cgroup
+# has only its GPU, so the other one is EPERM.
+probe10='; echo "n1 env$SLURM_LOCALID: SLURM_GPU_BIND=${SLURM_GPU_BIND-unset} SLURM_STEP_GPUS=${SLURM_STEP_GPUS-unset} JOBCG_STEP_GPUS=${JOBCG_STEP_GPUS-unset}"'
+check10() {
+	out=$(SLURM_GPU_BIND=map_gpu:0,1 $S -w n1 -n2 --gres=gpu:2 sh -c "$probe$probe10" 2>&1)
+	echo "$out"
+	echo "$out" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 cuda=0 .* nvidia0=ENXIO nvidia1=EPERM\$" &&
+		echo "$out" | grep -qE "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 cuda=0 .* nvidia0=EPERM nvidia1=ENXIO\$"
+}
+settle
+plugin_off 1
+if out=$(check10); then not_ok "10 (without the plugin): the check must fail"; diag "$out"
+else ok "10 (without the plugin): --gpu-bind sets the environment only, each task opens both GPUs"; diag "$out"; fi
+plugin_on 1
+if out=$(check10); then
+	ok "10: SLURM_GPU_BIND=map_gpu:0,1 srun -n2 --gres=gpu:2: task 0 opens only nvidia0, task 1 only nvidia1, each CUDA_VISIBLE_DEVICES=0"; diag "$out"
+else
+	not_ok "10: --gpu-bind from the step's environment gives each task only its GPU"; diag "$out"; slurm_state
+fi
+# srun --gpu-bind on the command line: the binding is Slurm's alone, the task's cgroup has the
+# step's GPUs, and its variables must still say what Slurm bound, numbered within those
+# (before, the plugin replaced them with the whole step's: cuda=0,1 for both tasks).
+check10b() {
+	out=$($S -w n1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 sh -c "$probe$probe10" 2>&1)
+	echo "$out"
+	echo "$out" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 cuda=1 " &&
+		echo "$out" | grep -qE "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 cuda=0 "
+}
+if out=$(check10b); then
+	ok "10b: srun --gpu-bind=map_gpu:1,0: each task in its jobcg cgroup keeps Slurm's binding in CUDA_VISIBLE_DEVICES (1, 0)"; diag "$out"
+else
+	not_ok "10b: srun --gpu-bind keeps Slurm's per-task CUDA_VISIBLE_DEVICES"; diag "$out"; slurm_state
 fi
 
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------

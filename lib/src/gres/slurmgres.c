@@ -1,0 +1,107 @@
+/* Slurm's gres.conf beside jobcg's: Slurm hands a step GPU indices in its own file's order and
+ * jobcg maps each onto the device of the same index in its file, so the two must name the same
+ * device file for every index (jobcg_spank.so per step, `jobcg check --slurm-gres` per node). */
+#include <stdio.h>
+#include <string.h>
+
+#include "jobcg/gres.h"
+#include "log.h"
+#include "util.h"
+
+static const struct jobcg_gres_device *gpu(const struct jobcg_gres_node *n, unsigned index)
+{
+	int pos = jobcg_gres_node_find(n, "gpu", index);
+
+	return pos < 0 ? NULL : jobcg_gres_node_device(n, (unsigned)pos);
+}
+
+static const char *file_of(const struct jobcg_gres_device *d)
+{
+	return d->rec->nfiles ? d->rec->files[0].path : "(no file)";
+}
+
+/* "FILE:LINE" of the record, or @conf when it has no origin. */
+static void where(char *buf, size_t size, const struct jobcg_gres_device *d, const char *conf)
+{
+	if (d->rec->origin.file && d->rec->origin.line)
+		snprintf(buf, size, "%s:%u", d->rec->origin.file, d->rec->origin.line);
+	else
+		snprintf(buf, size, "%s", conf);
+}
+
+/* How many GPU indices @n has: one past the highest (Count-only records leave holes). */
+static unsigned gpu_span(const struct jobcg_gres_node *n)
+{
+	unsigned span = 0;
+
+	for (size_t p = 0; n && p < jobcg_gres_node_count(n); p++) {
+		const struct jobcg_gres_device *d = jobcg_gres_node_device(n, (unsigned)p);
+
+		if (d && streq(d->rec->name, "gpu") && d->index + 1 > span)
+			span = d->index + 1;
+	}
+	return span;
+}
+
+JOBCG_EXPORT int jobcg_gres_slurm_gpu(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
+				      const struct jobcg_gres_node *slurm, const char *slurm_conf,
+				      unsigned index)
+{
+	const struct jobcg_gres_device *j = gpu(jobcg, index),
+				       *s = slurm ? gpu(slurm, index) : NULL;
+	char jw[512], sw[512];
+
+	if (!j && s) {
+		where(sw, sizeof(sw), s, slurm_conf);
+		return error_set(
+		    -EINVAL,
+		    "GPU %u is %s in Slurm's gres.conf (%s) but not in jobcg's (%s "
+		    "has %u gpu device(s) here): Slurm's and jobcg's gres.conf disagree",
+		    index, file_of(s), sw, jobcg_conf, gpu_span(jobcg));
+	}
+	if (!j)
+		return error_set(-EINVAL,
+				 "GPU %u is not in jobcg's gres.conf (%s has %u gpu device(s) "
+				 "here): Slurm's and jobcg's gres.conf disagree",
+				 index, jobcg_conf, gpu_span(jobcg));
+	if (!slurm)
+		return (int)j->pos;
+	if (!s) {
+		where(jw, sizeof(jw), j, jobcg_conf);
+		return error_set(-EINVAL,
+				 "GPU %u is %s in jobcg's gres.conf (%s) but not in Slurm's (%s "
+				 "has %u gpu device(s) here; is it the file slurmd reads?)",
+				 index, file_of(j), jw, slurm_conf, gpu_span(slurm));
+	}
+	if (!streq(file_of(s), file_of(j))) {
+		where(sw, sizeof(sw), s, slurm_conf);
+		where(jw, sizeof(jw), j, jobcg_conf);
+		return error_set(-EINVAL,
+				 "GPU %u is %s in Slurm's gres.conf (%s) but %s in jobcg's (%s): "
+				 "the two must list the same devices in the same order",
+				 index, file_of(s), sw, file_of(j), jw);
+	}
+	return (int)j->pos;
+}
+
+JOBCG_EXPORT int jobcg_gres_slurm_compare(const struct jobcg_gres_node *jobcg,
+					  const char *jobcg_conf,
+					  const struct jobcg_gres_node *slurm,
+					  const char *slurm_conf, char ***ret)
+{
+	_cleanup_strv_free_ char **diffs = calloc(1, sizeof(char *));
+	unsigned nj = gpu_span(jobcg), ns = gpu_span(slurm);
+	int r;
+
+	if (!diffs)
+		return -ENOMEM;
+	for (unsigned i = 0; i < (nj > ns ? nj : ns); i++) {
+		r = jobcg_gres_slurm_gpu(jobcg, jobcg_conf, slurm, slurm_conf, i);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0 && (r = strv_push(&diffs, strdup(jobcg_last_error()->message))) < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(diffs);
+	return 0;
+}

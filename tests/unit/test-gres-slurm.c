@@ -1,0 +1,225 @@
+/* Slurm's gres.conf against jobcg's, GPU index by index (lib/src/gres/slurmgres.c), and
+ * `jobcg check --slurm-gres` reporting each disagreement with both files and lines. */
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "jobcg/config.h"
+#include "jobcg/gres.h"
+#include "tap.h"
+#include "util.h"
+
+static char tmp[] = "/tmp/jobcg-test-gres-slurm-XXXXXX";
+
+static void put(const char *rel, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmp, rel);
+	for (char *p = path + strlen(tmp) + 1; (p = strchr(p, '/')); p++) {
+		*p = 0;
+		(void)mkdir(path, 0755);
+		*p = '/';
+	}
+	f = fopen(path, "we");
+	if (!f)
+		abort();
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The node @host of gres.conf @rel (written from @text); device files are not stat()ed. */
+static struct jobcg_gres_node *node_of(const char *rel, const char *text, const char *host,
+				       struct jobcg_config **conf)
+{
+	char path[PATH_MAX];
+	struct jobcg_gres_node *n = NULL;
+
+	put(rel, text);
+	snprintf(path, sizeof(path), "%s/%s", tmp, rel);
+	if (jobcg_config_load_files(NULL, path, host, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV,
+				    conf) < 0 ||
+	    jobcg_gres_node_new(&(*conf)->gres, &n) < 0)
+		tap_diag("cannot load %s: %s", path, jobcg_last_error()->message);
+	return n;
+}
+
+static size_t count(char **v)
+{
+	size_t n = 0;
+
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+static void strv_drop(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+static void test_compare(void)
+{
+	struct jobcg_config *jc = NULL, *sc = NULL, *wc = NULL, *hc = NULL;
+	struct jobcg_gres_node *jn, *sn, *wn, *hn;
+	char **d = NULL;
+	int r;
+
+	/* A cluster's shared file: Slurm picks this node's lines, and so does jobcg. */
+	jn = node_of("jobcg/gres.conf",
+		     "NodeName=n1 Name=gpu File=/dev/nvidia[0-1]\n"
+		     "NodeName=n2 Name=gpu File=/dev/nvidia[2-3]\n",
+		     "n2", &jc);
+	sn = node_of("slurm/gres.conf",
+		     "# Slurm's own\nNodeName=n[1-2] Name=gpu Type=a100 File=/dev/nvidia[2-3]\n",
+		     "n2", &sc);
+	/* Swapped order, and a third GPU only Slurm has. */
+	wn = node_of("slurm/wrong.conf",
+		     "NodeName=n2 Name=gpu File=/dev/nvidia3\n"
+		     "NodeName=n2 Name=gpu File=/dev/nvidia2\n"
+		     "NodeName=n2 Name=gpu File=/dev/nvidia4\n",
+		     "n2", &wc);
+	/* A Count-only record leaves index 0 without a device: index 1 still lines up. */
+	hn = node_of("slurm/hole.conf",
+		     "NodeName=n2 Name=gpu Count=1\nNodeName=n2 Name=gpu File=/dev/nvidia3\n", "n2",
+		     &hc);
+	if (!jn || !sn || !wn || !hn) {
+		tap_skip("gres.conf did not load");
+		return;
+	}
+
+	ok(jobcg_gres_slurm_compare(jn, "J", sn, "S", &d) == 0 && count(d) == 0,
+	   "the same files in the same order agree (types aside)");
+	strv_drop(d), d = NULL;
+	r = jobcg_gres_slurm_gpu(jn, "J", sn, "S", 1);
+	ok(r >= 0 &&
+	       streq(jobcg_gres_node_device(jn, (unsigned)r)->rec->files[0].path, "/dev/nvidia3"),
+	   "Slurm's GPU 1 is jobcg's /dev/nvidia3 on n2");
+	ok(jobcg_gres_slurm_gpu(jn, "J", NULL, NULL, 0) >= 0,
+	   "without Slurm's file only jobcg's index is looked up");
+
+	r = jobcg_gres_slurm_compare(jn, "J", wn, "S", &d);
+	ok(r == 0 && count(d) == 3, "swapped order and an extra GPU: three differences (got %zu)",
+	   count(d));
+	if (count(d) == 3) {
+		ok(strstr(d[0], "GPU 0 is /dev/nvidia3") && strstr(d[0], "slurm/wrong.conf:1") &&
+		       strstr(d[0], "/dev/nvidia2 in jobcg's") && strstr(d[0], "jobcg/gres.conf:2"),
+		   "GPU 0: both files with their lines and both devices (%s)", d[0]);
+		ok(strstr(d[1], "GPU 1 is /dev/nvidia2") && strstr(d[1], "slurm/wrong.conf:2") &&
+		       strstr(d[1], "jobcg/gres.conf:2"),
+		   "GPU 1 likewise (%s)", d[1]);
+		ok(strstr(d[2], "GPU 2 is /dev/nvidia4") && strstr(d[2], "slurm/wrong.conf:3") &&
+		       strstr(d[2], "not in jobcg's (J has 2"),
+		   "GPU 2 only in Slurm's: named with its line and jobcg's count (%s)", d[2]);
+	}
+	strv_drop(d), d = NULL;
+
+	r = jobcg_gres_slurm_compare(jn, "J", hn, "S", &d);
+	ok(r == 0 && count(d) == 1 && strstr(d[0], "GPU 0 is /dev/nvidia2 in jobcg's") &&
+	       strstr(d[0], "not in Slurm's (S has"),
+	   "a Count-only record in Slurm's: GPU 0 differs, GPU 1 agrees (%s)",
+	   d && d[0] ? d[0] : "-");
+	strv_drop(d), d = NULL;
+
+	r = jobcg_gres_slurm_gpu(jn, "/etc/jobcg/gres.conf", sn, "S", 5);
+	ok(r == -EINVAL && strstr(jobcg_last_error()->message, "GPU 5 is not in jobcg's") &&
+	       strstr(jobcg_last_error()->message, "/etc/jobcg/gres.conf"),
+	   "an index neither has is refused naming jobcg's file (%s)", jobcg_last_error()->message);
+
+	jobcg_gres_node_free(jn), jobcg_gres_node_free(sn), jobcg_gres_node_free(wn);
+	jobcg_gres_node_free(hn);
+	jobcg_config_free(jc), jobcg_config_free(sc), jobcg_config_free(wc), jobcg_config_free(hc);
+}
+
+/* Run `jobcg --config-dir tmp/cli check ARGS` as node n1: its output and exit status. */
+static char *check(const char *args, int *rc)
+{
+	char cmd[PATH_MAX * 2], *out = calloc(1, 65536);
+	size_t len = 0, n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd),
+		 "JOBCG_NODENAME=n1 '%s/cli/jobcg' --config-dir '%s/cli' check %s 2>&1",
+		 getenv("JOBCG_BUILD_ROOT"), tmp, args);
+	p = popen(cmd, "re");
+	if (!p || !out)
+		abort();
+	while (len < 65535 && (n = fread(out + len, 1, 65535 - len, p)) > 0)
+		len += n;
+	*rc = WEXITSTATUS(pclose(p));
+	return out;
+}
+
+static void test_cli(void)
+{
+	char args[PATH_MAX + 64], *out;
+	int rc;
+
+	if (!getenv("JOBCG_BUILD_ROOT")) {
+		tap_skip("JOBCG_BUILD_ROOT not set (run through meson test)");
+		return;
+	}
+	/* Device files that exist on every host: jobcg's gres.conf is stat()ed. */
+	put("cli/cgroup.conf", "");
+	put("cli/gres.conf", "NodeName=n1 Name=gpu File=/dev/null\n"
+			     "NodeName=n1 Name=gpu File=/dev/zero\n");
+	put("slurm-good.conf", "NodeName=n1 Name=gpu File=/dev/null\n"
+			       "NodeName=n1 Name=gpu File=/dev/zero\n"
+			       "NodeName=n9 Name=gpu File=/dev/full\n");
+	put("slurm-bad.conf", "NodeName=n1 Name=gpu File=/dev/zero\n"
+			      "NodeName=n1 Name=gpu File=/dev/null\n");
+
+	snprintf(args, sizeof(args), "--slurm-gres %s/slurm-good.conf", tmp);
+	out = check(args, &rc);
+	ok(strstr(out, "slurm-good.conf lists this node's 2 GPU(s) as jobcg's gres.conf does") !=
+	       NULL,
+	   "agreeing files: said so (rc %d)", rc);
+	free(out);
+
+	snprintf(args, sizeof(args), "--slurm-gres %s/slurm-bad.conf", tmp);
+	out = check(args, &rc);
+	ok(rc == 1 && strstr(out, "slurm-bad.conf differs from jobcg's gres.conf") &&
+	       strstr(out, "  - GPU 0 is /dev/zero in Slurm's gres.conf") &&
+	       strstr(out, "slurm-bad.conf:1") && strstr(out, "cli/gres.conf:1") &&
+	       strstr(out, "  - GPU 1 is /dev/null in Slurm's gres.conf") &&
+	       strstr(out, "slurm-bad.conf:2") && strstr(out, "cli/gres.conf:2"),
+	   "swapped files: exit 1, each GPU named with both files and lines");
+	if (!strstr(out, "GPU 1 is"))
+		tap_diag("%s", out);
+	free(out);
+
+	snprintf(args, sizeof(args), "--json --slurm-gres %s/slurm-bad.conf", tmp);
+	out = check(args, &rc);
+	ok(rc == 1 && strstr(out, "\"slurm_gres\"") && strstr(out, "\"differences\""),
+	   "--json: slurm_gres with its differences");
+	free(out);
+
+	snprintf(args, sizeof(args), "--slurm-gres %s/no-such.conf", tmp);
+	out = check(args, &rc);
+	ok(rc == 1 && strstr(out, "no-such.conf cannot be compared") && strstr(out, "No such file"),
+	   "a named file that does not exist: exit 1, said why");
+	free(out);
+
+	out = check("--slurm-gres none", &rc);
+	ok(!strstr(out, "Slurm's gres.conf:"), "--slurm-gres none: not compared");
+	free(out);
+}
+
+int main(void)
+{
+	if (!mkdtemp(tmp))
+		tap_plan_skip_all("mkdtemp failed");
+	test_compare();
+	test_cli();
+	{
+		char cmd[PATH_MAX];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+		(void)system(cmd);
+	}
+	return tap_done();
+}
