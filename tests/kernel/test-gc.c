@@ -85,6 +85,30 @@ int main(void)
 	snprintf(p, sizeof(p), "%s/other", root);
 	ok(mkdir(p, 0755) == 0, "a foreign directory 'other'");
 
+	/* What gc will sweep is shown as such, not as busy. */
+	{
+		char *err = NULL;
+		char *args[] = {"list", NULL};
+
+		is_int(kcli_run(args, &out, &err), 0, "jobcg list");
+		ok(out && strstr(out, "\n22         orphaned "),
+		   "ephemeral job 22 listed orphaned");
+		ok(out && strstr(out, "\n23         idle "), "live ephemeral job 23 listed idle");
+		ok(out && strstr(out, " 0,1(orphaned) "), "job 21: step 1 orphaned, step 0 not");
+		ok(err && strstr(err, "'jobcg gc'"), "the note names jobcg gc");
+		free(out);
+		free(err);
+		is_int(kcli(&out, "list", "--json", NULL), 0, "jobcg list --json");
+		ok(out && strstr(out, "\"orphaned\":true") &&
+		       strstr(out, "\"orphaned_steps\":[\n      \"1\"\n    ]"),
+		   "JSON: orphaned job and step");
+		if (out)
+			kcli_diag_lines("", out);
+		free(out);
+		is_int(kcli(&out, "show", "21.1", NULL), 0, "jobcg show 21.1");
+		ok(out && strstr(out, "state: orphaned"), "step 21.1 shown orphaned");
+		free(out);
+	}
 	is_int(kcli(&out, "gc", "--json", NULL), 0, "jobcg gc --json");
 	ok(out && strstr(out, "\"jobs_removed\":2"), "two jobs removed");
 	ok(out && strstr(out, "\"steps_removed\":2"), "two steps removed (21.1, 22.0)");

@@ -143,6 +143,11 @@ struct jobcg_job_info {
 	char **steps;	/* step ids, NULL-terminated (never NULL) */
 	bool populated; /* cgroup.events populated 1 */
 	bool frozen;	/* cgroup.events frozen 1 */
+	/* Left behind by a process that died: an ephemeral job whose `jobcg run` is gone, or a
+	 * removal whose remover is ('jobcg gc' finishes it and writes its record). */
+	bool orphaned;
+	/* Steps whose runner is gone (gc removes them), NULL-terminated (never NULL). */
+	char **orphaned_steps;
 };
 JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 				    struct jobcg_job_info **ret);

@@ -1049,6 +1049,15 @@ JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const
 	return r;
 }
 
+static bool step_is_stray(const char *sdir)
+{
+	_cleanup_free_ char *runner = NULL;
+
+	if (get_meta(sdir, "runner", &runner) < 0)
+		return false; /* a step we did not make (or no xattrs): leave it */
+	return !tree_runner_alive(runner);
+}
+
 JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i)
 {
 	if (!i)
@@ -1057,6 +1066,7 @@ JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i)
 	free(i->cpus);
 	strv_free(i->skipped);
 	strv_free(i->steps);
+	strv_free(i->orphaned_steps);
 	free(i);
 }
 
@@ -1064,7 +1074,9 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 				    struct jobcg_job_info **ret)
 {
 	struct jobcg_job_info *i = calloc(1, sizeof(*i));
-	_cleanup_free_ char *owner = NULL, *runner = NULL, *eph = NULL, *be = NULL, *sk = NULL;
+	_cleanup_free_ char *owner = NULL, *runner = NULL, *eph = NULL, *be = NULL, *sk = NULL,
+			    *removing = NULL;
+	size_t norph = 0;
 	int r;
 
 	if (!i)
@@ -1106,20 +1118,34 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 		r = -ENOMEM;
 		goto fail;
 	}
+	/* What gc would sweep (gc_job()), told apart from what merely runs. */
+	i->orphaned =
+	    (i->ephemeral && runner && !tree_runner_alive(runner)) ||
+	    (get_meta(i->path, "removing", &removing) == 0 && !removal_in_progress(removing));
+	i->orphaned_steps = calloc(strv_length(i->steps) + 1, sizeof(char *));
+	if (!i->orphaned_steps) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (char **s = i->steps; *s; s++) {
+		_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, *s);
+
+		if (!sdir) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		if (!step_is_stray(sdir))
+			continue;
+		if (!(i->orphaned_steps[norph++] = strdup(*s))) {
+			r = -ENOMEM;
+			goto fail;
+		}
+	}
 	*ret = i;
 	return 0;
 fail:
 	jobcg_job_info_free(i);
 	return r;
-}
-
-static bool step_is_stray(const char *sdir)
-{
-	_cleanup_free_ char *runner = NULL;
-
-	if (get_meta(sdir, "runner", &runner) < 0)
-		return false; /* a step we did not make (or no xattrs): leave it */
-	return !tree_runner_alive(runner);
 }
 
 /* Remove the steps of job ID whose runner died, each recorded (NODE_FAIL) once it is gone. */
