@@ -105,6 +105,10 @@ int main(void)
 		if (out)
 			kcli_diag_lines("", out);
 		free(out);
+		is_int(kcli(&out, "show", "21", NULL), 0, "jobcg show 21");
+		ok(out && strstr(out, "  created: 20") && !strstr(out, "unix time"),
+		   "show prints the creation time as an ISO date, as list does");
+		free(out);
 		is_int(kcli(&out, "show", "21.1", NULL), 0, "jobcg show 21.1");
 		ok(out && strstr(out, "state: orphaned"), "step 21.1 shown orphaned");
 		free(out);
@@ -139,6 +143,11 @@ int main(void)
 		       "and job 22 only");
 		free(path);
 	}
+
+	is_int(kcli(&out, "acct", "--json", NULL), 0, "jobcg acct --json");
+	ok(out && strstr(out, "\"job\":21,") && !strstr(out, "\"job\":\""),
+	   "acct --json: the job is a number, as in list/show/alloc/run");
+	free(out);
 
 	r = jobcg_gc(ctx, 0, &st);
 	is_int(r, 0, "second gc");

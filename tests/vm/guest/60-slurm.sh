@@ -219,7 +219,7 @@ check3() {
 		--wrap 'srun true; srun sh -c "exit 3"; exit 2' 2>&1)
 	J=$(echo "$out" | sed -n 's/.*Submitted batch job \([0-9]*\).*/\1/p')
 	[ -n "$J" ] || { echo "$out"; return 1; }
-	recs=$(grep "\"job\":\"$J\"" /run/jobcg-n1/acct.jsonl 2> /dev/null)
+	recs=$(grep "\"job\":$J," /run/jobcg-n1/acct.jsonl 2> /dev/null)
 	echo "$recs" | cut -c1-160
 	for want in '"step":"batch".*"exit_code":2,' '"step":"0".*"exit_code":0,' '"step":"1".*"exit_code":3,'; do
 		echo "$recs" | grep -qE "\"type\":\"step\".*$want" || return 1
@@ -274,7 +274,7 @@ out=$(timeout -k 5 120 srun -w n1 -n1 --mem=64M sh -c 't=$(cut -d: -f3 /proc/sel
 J=$(echo "$out" | sed -n 's/^job=//p')
 like "8: --mem=64M: memory.max of the step is 64M" "$out" '^step.max=67108864$' || diag "$out"
 like "8: jobcg's record of the step says OUT_OF_MEMORY" \
-	"$(grep "\"job\":\"$J\"" /run/jobcg-n1/acct.jsonl 2> /dev/null)" '"step":"0".*"state":"OUT_OF_MEMORY"' ||
+	"$(grep "\"job\":$J," /run/jobcg-n1/acct.jsonl 2> /dev/null)" '"step":"0".*"state":"OUT_OF_MEMORY"' ||
 	diag "$out"
 settle
 # --- 9. srun --jobid --overlap into a running job lands in that job -------------------------
