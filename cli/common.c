@@ -113,9 +113,9 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 
 		/* Checked here, not first by the kernel: a reversed range or a typo must not be
 		 * recorded on a job as its CPUs (with --best-effort nothing else would read it). */
+		/* the parser's message names the list already */
 		if (jobcg_parse_cpulist(arg, &bits, &words) < 0)
-			return -cli_usage_error(cmd, "--cpus '%s': %s", arg,
-						jobcg_last_error()->message);
+			return -cli_usage_error(cmd, "--cpus: %s", jobcg_last_error()->message);
 		free(bits);
 		out->l.cpus = arg;
 		return 1;
@@ -153,11 +153,9 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 		struct jobcg_gres_request *req = NULL;
 
 		/* Checked here, before anything is made, with the parser's own words. */
-		if (!*arg)
-			return -cli_usage_error(cmd,
-						"--gres: empty request (want NAME[:TYPE][:COUNT])");
 		if (jobcg_gres_request_parse(arg, &req) < 0)
-			return -cli_usage_error(cmd, "--gres: %s", jobcg_last_error()->message);
+			return -cli_usage_error(cmd, "--gres '%s': %s", arg,
+						jobcg_last_error()->message);
 		jobcg_gres_request_free(req);
 		out->l.gres = arg;
 		return 1;

@@ -481,8 +481,8 @@ static void test_sync_flag(void)
 	is_int(jobcg_acctlog_write(path, &r, 0), 0,
 	       "a record without JOBCG_ACCTLOG_SYNC: no fsync");
 	n = read(rd, buf, sizeof(buf) - 1);
-	ok(n > 0 && strstr(buf, "\"job\":5,") && buf[n - 1] == '\n',
-	   "the record was written: %s", buf);
+	ok(n > 0 && strstr(buf, "\"job\":5,") && buf[n - 1] == '\n', "the record was written: %s",
+	   buf);
 	is_int(jobcg_acctlog_write(path, &r, JOBCG_ACCTLOG_SYNC), -EINVAL,
 	       "JOBCG_ACCTLOG_SYNC fsyncs (EINVAL on a FIFO)");
 	ok(strstr(jobcg_last_error()->message, "cannot fsync"), "the error says fsync: %s",
