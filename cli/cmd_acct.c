@@ -43,6 +43,21 @@ static struct json_object *u64_or_null(uint64_t v, const struct jobcg_acct_recor
 	return (r->unavailable & bit) ? NULL : json_object_new_uint64(v);
 }
 
+/* A number, as in the JSON of list, show, alloc and run; an id that is no jobcg job id
+ * (written by another program through the library) as the string it is. */
+static struct json_object *job_json(const char *id)
+{
+	uint32_t v;
+	char buf[16];
+
+	if (jobcg_job_id_parse(id, &v) == 0) {
+		snprintf(buf, sizeof(buf), "%u", v);
+		if (strcmp(buf, id) == 0)
+			return json_object_new_uint64(v);
+	}
+	return json_object_new_string(id);
+}
+
 static int print_one(const struct jobcg_acct_record *r, void *u)
 {
 	struct acct_out *o = u;
@@ -53,7 +68,7 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 
 		json_object_object_add(
 		    j, "type", json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
-		json_object_object_add(j, "job", json_object_new_string(r->job_id));
+		json_object_object_add(j, "job", job_json(r->job_id));
 		if (r->step_id)
 			json_object_object_add(j, "step", json_object_new_string(r->step_id));
 		json_object_object_add(j, "uid", json_object_new_int64(r->uid));

@@ -57,7 +57,34 @@ struct json_object *cli_job_json(const struct jobcg_job_info *i)
 	json_object_object_add(o, "steps", strv_json(i->steps));
 	json_object_object_add(o, "populated", json_object_new_boolean(i->populated));
 	json_object_object_add(o, "frozen", json_object_new_boolean(i->frozen));
+	json_object_object_add(o, "orphaned", json_object_new_boolean(i->orphaned));
+	json_object_object_add(o, "orphaned_steps", strv_json(i->orphaned_steps));
 	return o;
+}
+
+/* Also used by cmd_show.c. */
+bool cli_step_orphaned(const struct jobcg_job_info *i, const char *step);
+bool cli_step_orphaned(const struct jobcg_job_info *i, const char *step)
+{
+	for (char **s = i->orphaned_steps; s && *s; s++)
+		if (strcmp(*s, step) == 0)
+			return true;
+	return false;
+}
+
+/* Also used by cmd_show.c: "orphaned" before "busy" (its processes run, nobody waits). */
+const char *cli_job_state(const struct jobcg_job_info *i, const char *running);
+const char *cli_job_state(const struct jobcg_job_info *i, const char *running)
+{
+	return i->orphaned ? "orphaned" : i->frozen ? "frozen" : i->populated ? running : "idle";
+}
+
+/* Also used by cmd_show.c: what an orphaned job or step is and what cleans it up. */
+void cli_orphan_note(void);
+void cli_orphan_note(void)
+{
+	fprintf(stderr, "orphaned: the jobcg process that owned it is gone; 'jobcg gc' ends what "
+			"is left in it and writes its accounting record\n");
 }
 
 static int cmd_list(int argc, char **argv, const struct cli_global *g)
@@ -67,7 +94,7 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 	struct json_object *arr = NULL;
 	uint32_t *ids = NULL;
 	size_t n = 0;
-	bool json = false;
+	bool json = false, orphans = false;
 	int r;
 
 	if (cli_json_only_args(argc, argv, "list",
@@ -87,7 +114,7 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 	if (json)
 		arr = json_object_new_array();
 	else
-		printf("%-10s %-6s %-9s %-20s %-10s %s\n", "JOB", "STATE", "OWNER", "CREATED",
+		printf("%-10s %-8s %-9s %-20s %-10s %s\n", "JOB", "STATE", "OWNER", "CREATED",
 		       "STEPS", "LIMITS");
 	for (size_t k = 0; k < n; k++) {
 		struct jobcg_job_info *i = NULL;
@@ -117,6 +144,10 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 
 			strncat(steps, s == i->steps ? "" : ",", sizeof(steps) - strlen(steps) - 1);
 			strncat(steps, *s, sizeof(steps) - strlen(steps) - 1);
+			if (cli_step_orphaned(i, *s)) {
+				strncat(steps, "(orphaned)", sizeof(steps) - strlen(steps) - 1);
+				orphans = true;
+			}
 			/* A step's own GPUs, as "0[gpu:1]". */
 			if (jobcg_gres_get(ctx, i->id, *s, &sg) == 0 && *sg)
 				snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps),
@@ -140,16 +171,16 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 					 "%sgres=%s", limits[0] ? " " : "", gres);
 			free(gres);
 		}
-		printf("%-10u %-6s %-9s %-20s %-10s %s%s\n", i->id,
-		       i->frozen      ? "frozen"
-		       : i->populated ? "busy"
-				      : "idle",
-		       owner, created, steps[0] ? steps : "-", limits[0] ? limits : "-",
+		printf("%-10u %-8s %-9s %-20s %-10s %s%s\n", i->id, cli_job_state(i, "busy"), owner,
+		       created, steps[0] ? steps : "-", limits[0] ? limits : "-",
 		       i->ephemeral ? " (ephemeral)" : "");
+		orphans |= i->orphaned;
 		jobcg_job_info_free(i);
 	}
 	if (json)
 		cli_json_print(stdout, arr);
+	else if (orphans)
+		cli_orphan_note();
 out:
 	free(ids);
 	cli_ctx_close(conf, ctx);

@@ -1,15 +1,22 @@
 /* jobcg show: one job (metadata, steps) or one step (tasks, pids, state, accounting). */
+#include <time.h>
+
 #include "common.h"
 #include "jobcg/jobgres.h"
 
-struct json_object *cli_job_json(const struct jobcg_job_info *i); /* cmd_list.c */
+/* cmd_list.c */
+struct json_object *cli_job_json(const struct jobcg_job_info *i);
+const char *cli_job_state(const struct jobcg_job_info *i, const char *running);
+bool cli_step_orphaned(const struct jobcg_job_info *i, const char *step);
+void cli_orphan_note(void);
 
 static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool json)
 {
 	pid_t *pids = NULL;
 	int *tasks = NULL;
 	size_t np = 0, nt = 0;
-	bool populated = false, frozen = false;
+	bool populated = false, frozen = false, orphaned = false;
+	struct jobcg_job_info *ji = NULL;
 	struct jobcg_acct acct;
 	char *path = NULL, *gres = NULL, *cpus = NULL, *mem = NULL, *skipped = NULL;
 	int r = 1;
@@ -20,6 +27,10 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 	    (r = jobcg_target_path(ctx, t, &path)) < 0) {
 		cli_print_error(r, NULL);
 		goto out;
+	}
+	if (jobcg_job_info_get(ctx, t->job, &ji) == 0) {
+		orphaned = cli_step_orphaned(ji, t->step);
+		jobcg_job_info_free(ji);
 	}
 	(void)jobcg_gres_get(ctx, t->job, t->step, &gres);
 	/* The step's own limits (jobcg run --job --cpus/--mem); absent: the job's. */
@@ -41,6 +52,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		json_object_object_add(o, "path", json_object_new_string(path));
 		json_object_object_add(o, "populated", json_object_new_boolean(populated));
 		json_object_object_add(o, "frozen", json_object_new_boolean(frozen));
+		json_object_object_add(o, "orphaned", json_object_new_boolean(orphaned));
 		json_object_object_add(o, "tasks", ta);
 		json_object_object_add(o, "pids", pa);
 		json_object_object_add(o, "gres", gres ? json_object_new_string(gres) : NULL);
@@ -53,7 +65,8 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		cli_json_print(stdout, o);
 	} else {
 		printf("step %u.%s\n  path: %s\n  state: %s\n  tasks:", t->job, t->step, path,
-		       frozen	   ? "frozen"
+		       orphaned	   ? "orphaned"
+		       : frozen	   ? "frozen"
 		       : populated ? "running"
 				   : "empty");
 		for (size_t i = 0; i < nt; i++)
@@ -74,6 +87,8 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 			printf("\n  skipped (best effort): %s", skipped);
 		printf("\naccounting:\n");
 		cli_print_acct(stdout, &acct);
+		if (orphaned)
+			cli_orphan_note();
 	}
 	r = 0;
 out:
@@ -104,14 +119,22 @@ static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
 		json_object_object_add(o, "gres", gres ? json_object_new_string(gres) : NULL);
 		cli_json_print(stdout, o);
 	} else {
+		bool orphans = i->orphaned;
+
 		printf("job %u\n  path: %s\n  state: %s\n", i->id, i->path,
-		       i->frozen      ? "frozen"
-		       : i->populated ? "running"
-				      : "idle");
+		       cli_job_state(i, "running"));
 		if (i->have_owner)
 			printf("  owner: %u:%u\n", (unsigned)i->uid, (unsigned)i->gid);
-		if (i->created_sec)
-			printf("  created: %llu (unix time)\n", (unsigned long long)i->created_sec);
+		if (i->created_sec) {
+			time_t t = (time_t)i->created_sec;
+			char created[32];
+			struct tm tm;
+
+			/* as jobcg list prints it */
+			strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S",
+				 localtime_r(&t, &tm));
+			printf("  created: %s\n", created);
+		}
 		printf("  ephemeral: %s\n", i->ephemeral ? "yes" : "no");
 		printf("  cpus: %s\n", i->cpus ? i->cpus : "all");
 		if (i->mem_bytes)
@@ -126,9 +149,15 @@ static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
 			printf("  not enforced (best effort): %s\n", *s);
 		printf("  gres: %s\n", gres && *gres ? gres : "none");
 		printf("  steps:");
-		for (char **s = i->steps; *s; s++)
-			printf(" %s", *s);
+		for (char **s = i->steps; *s; s++) {
+			bool o = cli_step_orphaned(i, *s);
+
+			printf(" %s%s", *s, o ? "(orphaned)" : "");
+			orphans |= o;
+		}
 		printf("\n");
+		if (orphans)
+			cli_orphan_note();
 	}
 	jobcg_job_info_free(i);
 	free(gres);

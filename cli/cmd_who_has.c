@@ -145,7 +145,14 @@ static void visit(struct walk *w, const char *path)
 		json_object_object_add(o, "access", json_object_new_string(acc));
 		json_object_object_add(o, "uncertain", json_object_new_boolean(opaque));
 		json_object_object_add(o, "programs", json_object_new_int64((int64_t)nprogs));
-		json_object_object_add(o, "job", job[0] ? json_object_new_string(job) : NULL);
+		char *jend = NULL;
+		unsigned long jid = job[0] ? strtoul(job, &jend, 10) : 0;
+
+		/* a number as everywhere else; a job_ directory jobcg did not name as it is */
+		json_object_object_add(o, "job",
+				       !job[0]	? NULL
+				       : !*jend ? json_object_new_uint64(jid)
+						: json_object_new_string(job));
 		json_object_object_add(o, "step", step[0] ? json_object_new_string(step) : NULL);
 		struct json_object *pa = json_object_new_array();
 		char *save = NULL;

@@ -123,9 +123,10 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 
 		/* Checked here, not first by the kernel: a reversed range or a typo must not be
 		 * recorded on a job as its CPUs (with --best-effort nothing else would read it). */
+		/* the parser's message names the list already */
 		if ((r = jobcg_parse_cpulist(arg, &bits, &words)) < 0)
-			return usage_einval(ret_exit, cli_usage_error(cmd, "--cpus '%s': %s", arg,
-								      jobcg_error_message(r)));
+			return usage_einval(
+			    ret_exit, cli_usage_error(cmd, "--cpus: %s", jobcg_error_message(r)));
 		free(bits);
 		out->l.cpus = arg;
 		return 1;
@@ -168,13 +169,9 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 		int r;
 
 		/* Checked here, before anything is made, with the parser's own words. */
-		if (!*arg)
-			return usage_einval(
-			    ret_exit, cli_usage_error(
-					  cmd, "--gres: empty request (want NAME[:TYPE][:COUNT])"));
 		if ((r = jobcg_gres_request_parse(arg, &req)) < 0)
-			return usage_einval(
-			    ret_exit, cli_usage_error(cmd, "--gres: %s", jobcg_error_message(r)));
+			return usage_einval(ret_exit, cli_usage_error(cmd, "--gres '%s': %s", arg,
+								      jobcg_error_message(r)));
 		jobcg_gres_request_free(req);
 		out->l.gres = arg;
 		return 1;

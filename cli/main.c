@@ -105,11 +105,35 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
+/* The subcommand's arguments, for naming what getopt refused (getopt itself prints nothing:
+ * opterr is 0, so that one message, jobcg's, says what is wrong). */
+static char **cmd_argv;
+static int cmd_argc;
+
 int cli_unknown_option(const char *cmd)
 {
+	const char *arg =
+	    cmd_argv && optind > 0 && optind <= cmd_argc ? cmd_argv[optind - 1] : NULL;
+
 	if (optopt >= '0' && optopt <= '9')
 		return cli_usage_error(cmd, "a negative number is not an id (job ids are "
 					    "1..4294967294, steps and tasks count from 0)");
+	if (arg && strncmp(arg, "--", 2) == 0) {
+		int n = (int)strcspn(arg, "=");
+
+		/* getopt names the option in optopt only when it knows it */
+		if (!optopt)
+			return cli_usage_error(cmd, "unknown option '%.*s'", n, arg);
+		if (arg[n] == '=')
+			return cli_usage_error(cmd, "option '%.*s' takes no argument", n, arg);
+		return cli_usage_error(cmd, "option '%s' needs an argument", arg);
+	}
+	if (optopt && optind < cmd_argc)
+		return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+	/* the last argument: getopt answers the same for "-x" unknown and "-n" without its
+	 * value */
+	if (optopt)
+		return cli_usage_error(cmd, "option '-%c' is unknown or needs an argument", optopt);
 	return cli_usage_error(cmd, "unknown option");
 }
 
@@ -201,6 +225,9 @@ static int run_main(int argc, char **argv, char **rest)
 		rest[1] = (char *)"--help";
 		nrest = 2;
 	}
+	opterr = 0; /* cli_unknown_option() says it, once */
+	cmd_argv = rest;
+	cmd_argc = nrest;
 	for (const struct cli_command *c = __start_jobcg_cmds; c < __stop_jobcg_cmds; c++)
 		if (strcmp(c->name, name) == 0)
 			return c->run(nrest, rest, &g);

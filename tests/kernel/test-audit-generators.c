@@ -729,7 +729,7 @@ static void check_stacked(const char *top, struct gen *g)
 		 nodes[20], top);
 	t = capture(cmd, &len);
 	struct json_object *jo = t ? json_tokener_parse(t) : NULL;
-	ok(jo && strstr(t, "\"77\"") && strstr(t, pidstr),
+	ok(jo && strstr(t, "\"job\":77,") && strstr(t, pidstr),
 	   "who-has --json is valid JSON with job 77");
 	json_object_put(jo);
 	kill(pid, SIGKILL);

@@ -592,7 +592,7 @@ def body(e):
     p.kill()
     p.wait()
     ok(wait_for(lambda: not os.path.exists(sdir)), "client killed: the daemon removes its step")
-    rec = [x for x in e.records() if x.get("job") == "5" and x.get("step") == "40"]
+    rec = [x for x in e.records() if x.get("job") == 5 and x.get("step") == "40"]
     ok(len(rec) == 1 and rec[0]["state"] == "NODE_FAIL",
        f"and records it NODE_FAIL ({rec[-1]['state'] if rec else 'no record'})")
     ok(d.poll() is None, "the daemon lives on")
@@ -638,7 +638,7 @@ def body(e):
         waiting = False  # answered or closed: the daemon gave up on it first
     except BlockingIOError:
         waiting = True
-    rec = [x for x in e.records() if x.get("job") == "5" and x.get("step") == "60"]
+    rec = [x for x in e.records() if x.get("job") == 5 and x.get("step") == "60"]
     ok(r.returncode == 0 and r.stdout == "served\n" and waiting and len(rec) == 1,
        "a step is served while a silent client is still connected")
     silent.settimeout(30)
@@ -663,7 +663,7 @@ def body(e):
     ok(p.returncode == 0 and "lost the daemon" in err,
        "daemon killed mid-step: the client finishes with the step's exit code")
     ok(not os.path.exists(sdir), "and removes the step itself")
-    rec = [x for x in e.records() if x.get("job") == "5" and x.get("step") == "50"]
+    rec = [x for x in e.records() if x.get("job") == 5 and x.get("step") == "50"]
     ok(len(rec) == 1 and rec[0]["state"] == "COMPLETED", "and writes its record once: COMPLETED")
 
     # A stale socket (the daemon is gone): in-process, silently.

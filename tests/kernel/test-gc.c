@@ -1,25 +1,36 @@
 /* Kernel test: gc removes job and step directories whose owner is gone, keeps live ones. */
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 
 #include "jobcg/acctlog.h"
 #include "jobcg/context.h"
 #include "jobcg/job.h"
 #include "kcli.h"
 
+static uint64_t t0_usec; /* before any step of this test began */
+
+/* Bits of the NODE_FAIL records found; a step's counts only with the start it really had. */
 static int count_node_fail(const struct jobcg_acct_record *r, void *u)
 {
 	int *mask = u;
+	bool started_ok = r->start_usec >= t0_usec && r->start_usec <= r->end_usec;
 
 	if (r->state != JOBCG_ACCT_NODE_FAIL)
 		return 0;
 	if (r->kind == JOBCG_ACCT_STEP && strcmp(r->job_id, "21") == 0 && r->step_id &&
-	    strcmp(r->step_id, "1") == 0)
+	    strcmp(r->step_id, "1") == 0 && started_ok)
 		*mask |= 1;
 	if (r->kind == JOBCG_ACCT_JOB && strcmp(r->job_id, "22") == 0)
 		*mask |= 2;
 	if (r->kind == JOBCG_ACCT_JOB && strcmp(r->job_id, "23") == 0)
 		*mask |= 4;
+	/* the step of an ephemeral job whose runner died: recorded too */
+	if (r->kind == JOBCG_ACCT_STEP && strcmp(r->job_id, "22") == 0 && r->step_id &&
+	    strcmp(r->step_id, "0") == 0 && started_ok)
+		*mask |= 8;
+	if (r->kind == JOBCG_ACCT_STEP && r->start_usec == 0)
+		*mask |= 16;
 	return 0;
 }
 
@@ -37,6 +48,13 @@ int main(void)
 		printf("Bail out! cannot open a context\n");
 		return 1;
 	}
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		/* the job's created mark has whole seconds: a step must do better than that */
+		t0_usec = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	}
 	/* live, allocated job with a live step (our own process is its runner) */
 	is_int(jobcg_job_create(ctx, 21, NULL, 0, NULL), 0, "alloc job 21");
 	is_int(jobcg_step_create(ctx, 21, "0", 0, NULL), 0, "step 21.0 (runner: this test)");
@@ -52,7 +70,10 @@ int main(void)
 	/* an ephemeral job whose runner is gone */
 	is_int(jobcg_job_create(ctx, 22, NULL, JOBCG_JOB_EPHEMERAL, NULL), 0, "ephemeral job 22");
 	snprintf(p, sizeof(p), "%s/job_22", root);
+	is_int(jobcg_step_create(ctx, 22, "0", 0, NULL), 0, "step 22.0 (runner: this test)");
 	ok(setxattr(p, "trusted.jobcg.runner", "1:1", 3, 0) == 0, "22's runner made stale");
+	snprintf(p, sizeof(p), "%s/job_22/step_0", root);
+	ok(setxattr(p, "trusted.jobcg.runner", "1:1", 3, 0) == 0, "22.0's runner made stale");
 	/* an ephemeral job whose runner (we) is alive */
 	is_int(jobcg_job_create(ctx, 23, NULL, JOBCG_JOB_EPHEMERAL, NULL), 0, "ephemeral job 23");
 	/* a half-made job directory (no created mark) with a nested step */
@@ -64,9 +85,37 @@ int main(void)
 	snprintf(p, sizeof(p), "%s/other", root);
 	ok(mkdir(p, 0755) == 0, "a foreign directory 'other'");
 
+	/* What gc will sweep is shown as such, not as busy. */
+	{
+		char *err = NULL;
+		char *args[] = {"list", NULL};
+
+		is_int(kcli_run(args, &out, &err), 0, "jobcg list");
+		ok(out && strstr(out, "\n22         orphaned "),
+		   "ephemeral job 22 listed orphaned");
+		ok(out && strstr(out, "\n23         idle "), "live ephemeral job 23 listed idle");
+		ok(out && strstr(out, " 0,1(orphaned) "), "job 21: step 1 orphaned, step 0 not");
+		ok(err && strstr(err, "'jobcg gc'"), "the note names jobcg gc");
+		free(out);
+		free(err);
+		is_int(kcli(&out, "list", "--json", NULL), 0, "jobcg list --json");
+		ok(out && strstr(out, "\"orphaned\":true") &&
+		       strstr(out, "\"orphaned_steps\":[\n      \"1\"\n    ]"),
+		   "JSON: orphaned job and step");
+		if (out)
+			kcli_diag_lines("", out);
+		free(out);
+		is_int(kcli(&out, "show", "21", NULL), 0, "jobcg show 21");
+		ok(out && strstr(out, "  created: 20") && !strstr(out, "unix time"),
+		   "show prints the creation time as an ISO date, as list does");
+		free(out);
+		is_int(kcli(&out, "show", "21.1", NULL), 0, "jobcg show 21.1");
+		ok(out && strstr(out, "state: orphaned"), "step 21.1 shown orphaned");
+		free(out);
+	}
 	is_int(kcli(&out, "gc", "--json", NULL), 0, "jobcg gc --json");
 	ok(out && strstr(out, "\"jobs_removed\":2"), "two jobs removed");
-	ok(out && strstr(out, "\"steps_removed\":1"), "one step removed");
+	ok(out && strstr(out, "\"steps_removed\":2"), "two steps removed (21.1, 22.0)");
 	ok(out && strstr(out, "\"kept\":2"), "two jobs kept");
 	if (out)
 		kcli_diag_lines("", out);
@@ -89,9 +138,16 @@ int main(void)
 
 		jobcg_acctlog_path(conf, &path);
 		is_int(jobcg_acctlog_read(path, NULL, count_node_fail, &mask), 0, "read the log");
-		is_int(mask, 3, "NODE_FAIL records for stray step 21.1 and job 22 only");
+		is_int(mask, 1 | 2 | 8,
+		       "NODE_FAIL records for stray steps 21.1 and 22.0 (with their start times) "
+		       "and job 22 only");
 		free(path);
 	}
+
+	is_int(kcli(&out, "acct", "--json", NULL), 0, "jobcg acct --json");
+	ok(out && strstr(out, "\"job\":21,") && !strstr(out, "\"job\":\""),
+	   "acct --json: the job is a number, as in list/show/alloc/run");
+	free(out);
 
 	r = jobcg_gc(ctx, 0, &st);
 	is_int(r, 0, "second gc");

@@ -102,6 +102,15 @@ static void write_file(const char *path, const char *text)
 
 static void check_consistent(const char *when);
 
+static int count_str(const char *s, const char *what)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, what)); s++)
+		n++;
+	return n;
+}
+
 static int job_gres(const char *job_dir, char *buf, size_t size)
 {
 	ssize_t l = getxattr(job_dir, JOBCG_GRES_XATTR, buf, size - 1);
@@ -135,7 +144,29 @@ static void test_isolation(void)
 
 	/* Bad requests are usage errors naming the problem, and make nothing. */
 	r = CLI(out, "alloc", "41", "--gres", "");
-	ok(r == 2 && strstr(out, "--gres: empty request"), "--gres '' is refused");
+	ok(r == 2 && strstr(out, "jobcg alloc: --gres '': empty request"),
+	   "--gres '' is refused, naming the argument");
+	tap_diag("%s", out);
+	/* One prefix, the argument named once. */
+	r = CLI(out, "alloc", "41", "--gres", "gpu:");
+	ok(r == 2 && strstr(out, "jobcg alloc: --gres 'gpu:': bad or empty type") &&
+	       !strstr(out, "--gres: ") && count_str(out, "'gpu:'") == 1,
+	   "--gres gpu: names the argument once");
+	tap_diag("%s", out);
+	r = CLI(out, "alloc", "41", "--gres", "gpu:1,nic:x:y:z");
+	ok(r == 2 && strstr(out, "--gres 'gpu:1,nic:x:y:z': item 'nic:x:y:z': too many ':'"),
+	   "an item of several is named after the request");
+	tap_diag("%s", out);
+	/* jobcg's message alone, not getopt's before it. */
+	r = CLI(out, "alloc", "-5");
+	ok(r == 2 && strstr(out, "jobcg alloc: a negative number is not an id") &&
+	       !strstr(out, "invalid option"),
+	   "alloc -5: one message, jobcg's");
+	tap_diag("%s", out);
+	r = CLI(out, "alloc", "--bogus", "41");
+	ok(r == 2 && strstr(out, "jobcg alloc: unknown option '--bogus'") &&
+	       !strstr(out, "unrecognized"),
+	   "an unknown option is named, once");
 	tap_diag("%s", out);
 	r = CLI(out, "alloc", "41", "--gres", "gpu:-1");
 	ok(r == 2 && strstr(out, "invalid count '-1'") && !strstr(out, "none configured"),
@@ -312,7 +343,10 @@ static void test_bind(void)
 	snprintf(want, sizeof(want), "%s/job_7", tree);
 	ok(access(want, F_OK) < 0, "  and leaves no cgroup");
 	r = CLI(out, "alloc", "7", "--gres", "fpga:1");
-	ok(r != 0 && strstr(out, "none configured"), "unknown gres refused");
+	ok(r != 0 && strstr(out, "job 7: gres: fpga: none configured") &&
+	       !strstr(out, "gres: gres"),
+	   "unknown gres refused, 'gres' said once");
+	tap_diag("%s", out);
 	r = CLI(out, "alloc", "7", "--gres", "gpu:a:x");
 	ok(r != 0 && strstr(out, "not a number"), "bad request refused");
 	check_consistent("after failed allocations");

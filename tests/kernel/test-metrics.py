@@ -136,7 +136,7 @@ def who_has(e):
         for c in json.loads(r.stdout)["cgroups"]:
             rel = os.path.relpath(c["cgroup"], e.root)
             if re.fullmatch(r"job_\d+(/step_[^/]+)?", rel) and "r" in c["access"]:
-                got.add((str(i), c["job"], c["step"] or ""))
+                got.add((str(i), str(c["job"]), c["step"] or ""))
     return got
 
 

@@ -175,8 +175,25 @@ static void test_log(void)
 		ok(read_full_file_at(AT_FDCWD, path, 1 << 20, &text, &len) == 0 &&
 		       strstr(text, "\"mem_peak\":null") && strstr(text, "\"oom_kills\":null"),
 		   "the log line says null, not 0");
+		ok(text && strstr(text, "\"job\":9,"), "the job id is a number in the log");
 		free(text);
 	}
+	/* Lines of an older jobcg have the job id as a string: still read, and filtered. */
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	{
+		static const char old_line[] =
+		    "{\"type\":\"step\",\"job\":\"11\",\"step\":\"0\",\"uid\":0,\"gid\":0,"
+		    "\"start_usec\":1,\"end_usec\":2,\"exit_code\":0,\"exit_signal\":0,"
+		    "\"state\":\"COMPLETED\",\"cpu_usec\":1,\"user_usec\":1,\"system_usec\":0,"
+		    "\"mem_peak\":1,\"oom_kills\":0,\"ntasks\":1}\n";
+		ok(write(fd, old_line, sizeof(old_line) - 1) == (ssize_t)sizeof(old_line) - 1,
+		   "append an old-format line");
+	}
+	close(fd);
+	s.n = 0;
+	s.steps[0] = 0;
+	is_int(jobcg_acctlog_read(path, "11", collect, &s), 0, "read the old line");
+	is_str(s.steps, "11.0", "a string job id of an older log still reads");
 
 	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	{
@@ -189,7 +206,7 @@ static void test_log(void)
 	warnings = 0;
 	s.n = 0;
 	is_int(jobcg_acctlog_read(path, NULL, collect, &s), 0, "garbage never fails the read");
-	is_int(s.n, 5, "still the five good records");
+	is_int(s.n, 6, "still the six good records");
 	is_int(warnings, 3, "warned about torn line, array, bad state (blank line ignored)");
 	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
 	jobcg_acct_record_done(&s.last);
@@ -231,6 +248,15 @@ static void test_log(void)
 	rmdir(dir);
 }
 
+static bool job_id_number(const char *s)
+{
+	char buf[16];
+	unsigned long long v = strtoull(s, NULL, 10);
+
+	snprintf(buf, sizeof(buf), "%llu", v);
+	return v >= 1 && v <= UINT32_MAX - 1 && streq(buf, s);
+}
+
 /* The line json-c made of a record before jobcg_acctlog_write() wrote it by hand: the old
  * construction, kept as the reference so any byte the writer changes shows. */
 static char *reference_line(const struct jobcg_acct_record *r)
@@ -241,7 +267,11 @@ static char *reference_line(const struct jobcg_acct_record *r)
 
 	json_object_object_add(o, "type",
 			       json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step"));
-	json_object_object_add(o, "job", json_object_new_string(r->job_id));
+	/* jobcg's own job ids as numbers, like every other JSON jobcg prints; others as strings */
+	json_object_object_add(o, "job",
+			       job_id_number(r->job_id)
+				   ? json_object_new_int64(strtoll(r->job_id, NULL, 10))
+				   : json_object_new_string(r->job_id));
 	if (r->step_id)
 		json_object_object_add(o, "step", json_object_new_string(r->step_id));
 	json_object_object_add(o, "uid", json_object_new_int64((int64_t)r->uid));
@@ -318,7 +348,8 @@ static void test_line_format(void)
 	char dir[] = "/tmp/jobcg-test-acctfmt-XXXXXX";
 	char path[256], all[256], ascii[128];
 	const char *utf8 = "job-\xc3\xa9\xe2\x82\xac\xf0\x9f\x9a\x80/\xff\xfe\x80-end";
-	const char *strs[] = {"0", "", all, ascii, utf8, "a/b\\c\"d", "gpu:0,2"};
+	const char *strs[] = {"0",	 "",   all,	     ascii,	   utf8,  "a/b\\c\"d",
+			      "gpu:0,2", "42", "4294967294", "4294967295", "007", "+1"};
 	struct jobcg_acct_record base = sample_step();
 	unsigned n = 0, same = 0, readable = 0, back = 0;
 
@@ -450,8 +481,8 @@ static void test_sync_flag(void)
 	is_int(jobcg_acctlog_write(path, &r, 0), 0,
 	       "a record without JOBCG_ACCTLOG_SYNC: no fsync");
 	n = read(rd, buf, sizeof(buf) - 1);
-	ok(n > 0 && strstr(buf, "\"job\":\"5\"") && buf[n - 1] == '\n',
-	   "the record was written: %s", buf);
+	ok(n > 0 && strstr(buf, "\"job\":5,") && buf[n - 1] == '\n', "the record was written: %s",
+	   buf);
 	is_int(jobcg_acctlog_write(path, &r, JOBCG_ACCTLOG_SYNC), -EINVAL,
 	       "JOBCG_ACCTLOG_SYNC fsyncs (EINVAL on a FIFO)");
 	ok(strstr(jobcg_last_error()->message, "cannot fsync"), "the error says fsync: %s",

@@ -369,6 +369,13 @@ int main(void)
 	}
 	rc = run((const char *[]){"signal", "-9", "1", NULL}, &out, &err);
 	ok(rc == 2 && strstr(err, "with -s"), "signal -9 points at -s");
+	ok(err && !strstr(err, "invalid option"), "  and getopt says nothing before it");
+	free(out);
+	free(err);
+	rc = run((const char *[]){"alloc", "-5", NULL}, &out, &err);
+	ok(rc == 2 && strstr(err, "jobcg alloc: a negative number is not an id") &&
+	       !strstr(err, "invalid option"),
+	   "alloc -5: jobcg's message alone");
 	free(out);
 	free(err);
 

@@ -95,7 +95,9 @@ struct jobcg_gres_request {
 
 /**
  * Parse "NAME[:TYPE][:COUNT]" items separated by commas ("gpu" alone means one, an optional
- * "gres/" prefix is accepted, "gpu:0" asks for none). Errors name the column in @s (-EINVAL).
+ * "gres/" prefix is accepted, "gpu:0" asks for none). Errors name the column in @s (-EINVAL);
+ * their message names the item at fault when @s has several, never @s itself: the caller
+ * names it as its user wrote it ("--gres 'gpu:x:y:z': too many ':' ...").
  */
 JOBCG_EXPORT int jobcg_gres_request_parse(const char *s, struct jobcg_gres_request **ret);
 JOBCG_EXPORT void jobcg_gres_request_free(struct jobcg_gres_request *r);

@@ -147,6 +147,11 @@ struct jobcg_job_info {
 	char **steps;	/* step ids, NULL-terminated (never NULL) */
 	bool populated; /* cgroup.events populated 1 */
 	bool frozen;	/* cgroup.events frozen 1 */
+	/* Left behind by a process that died: an ephemeral job whose `jobcg run` is gone, or a
+	 * removal whose remover is ('jobcg gc' finishes it and writes its record). */
+	bool orphaned;
+	/* Steps whose runner is gone (gc removes them), NULL-terminated (never NULL). */
+	char **orphaned_steps;
 };
 JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 				    struct jobcg_job_info **ret);
@@ -323,6 +328,33 @@ struct jobcg_gc_stats {
  * alone. Without xattr support nothing can be judged stray and everything is kept.
  */
 JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc_stats *ret);
+
+/* Flags of jobcg_tree_teardown(). */
+enum {
+	/* Release the jobs found (as cancelled), and remove directories that are not jobcg's. */
+	JOBCG_TEARDOWN_FORCE = 1u << 0,
+};
+/** What jobcg_tree_teardown() removed. */
+struct jobcg_teardown_stats {
+	unsigned jobs_removed;	/* forced: by gc (strays) and released (the others) */
+	unsigned steps_removed; /* stray steps gc swept first */
+	bool pins_removed;	/* the node program detached and its pins removed */
+	bool root_removed;
+};
+/**
+ * Remove the context's whole tree: a test root, a side-by-side install. Under the node lock:
+ * refuse (-EBUSY, naming them) while jobs exist unless @flags has JOBCG_TEARDOWN_FORCE, which
+ * first runs jobcg_gc() (dead runners' steps get NODE_FAIL records) and then releases every
+ * other job as cancelled, each with its record; detach the node device program pinned for
+ * this root and remove its pins and pin directory; kill what is left (system/: a scope's
+ * keeper) and remove the directories; last, remove the node lock file. The accounting log
+ * stays. Refused (-EPERM) for a root that is the cgroup mount or holds the caller, and
+ * (-ENOTEMPTY) for one holding directories other than system/ and job_<id> unless forced.
+ * A missing root is success with nothing removed. Processes waiting for the node lock
+ * meanwhile find the tree gone.
+ */
+JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
+				     struct jobcg_teardown_stats *ret);
 
 #ifdef __cplusplus
 }

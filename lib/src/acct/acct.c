@@ -237,15 +237,22 @@ int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id
 		p.rec.uid = (uid_t)u;
 		p.rec.gid = (gid_t)g;
 	}
-	if (!step_id && !start_usec && cgfs_xattr_get(jdir, "trusted.jobcg.created", &created) == 0)
-		p.rec.start_usec = strtoull(created, NULL, 10) * 1000000u;
-	/* A step's own devices (a subset of its job's), else the job's. */
+	/* A step's own devices (a subset of its job's), else the job's. A step recorded by
+	 * someone other than its runner (gc, after the runner died) started when its directory
+	 * says it did. */
 	if (step_id) {
-		_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, step_id);
+		_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, step_id), *started = NULL;
 
 		if (sdir && cgfs_xattr_get(sdir, "trusted.jobcg.gres", &p.gres) < 0)
 			p.gres = NULL;
+		if (!start_usec && sdir &&
+		    cgfs_xattr_get(sdir, "trusted.jobcg.started", &started) == 0)
+			p.rec.start_usec = strtoull(started, NULL, 10);
 	}
+	/* A job's start, or the last resort for a step made before steps kept theirs: never 0,
+	 * which would read as a step that began in 1970. */
+	if (!p.rec.start_usec && cgfs_xattr_get(jdir, "trusted.jobcg.created", &created) == 0)
+		p.rec.start_usec = strtoull(created, NULL, 10) * 1000000u;
 	if (p.gres || cgfs_xattr_get(jdir, "trusted.jobcg.gres", &p.gres) == 0) {
 		if (p.gres && *p.gres)
 			p.rec.gres = p.gres;

@@ -3,6 +3,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -166,6 +167,16 @@ static char *put_str(char *p, const char *s)
 	return p;
 }
 
+/* Is @s a job id written as "%u" writes it (no sign, no leading zero)? */
+static bool job_id_canonical(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 10 || s[0] == '0' || strspn(s, "0123456789") != n)
+		return false;
+	return strtoull(s, NULL, 10) <= UINT32_MAX - 1;
+}
+
 /* The record's line, newline included, in *ret (length *ret_len). */
 static int format_record(const struct jobcg_acct_record *r, const char *state, char **ret,
 			 size_t *ret_len)
@@ -180,7 +191,9 @@ static int format_record(const struct jobcg_acct_record *r, const char *state, c
 		return -ENOMEM;
 	p = put_raw(line, r->kind == JOBCG_ACCT_JOB ? "{\"type\":\"job\",\"job\":"
 						    : "{\"type\":\"step\",\"job\":");
-	p = put_str(p, r->job_id);
+	/* A number, as every other JSON jobcg prints has it; an id that is not one of jobcg's
+	 * (a caller's own scheme) stays a string. */
+	p = job_id_canonical(r->job_id) ? put_raw(p, r->job_id) : put_str(p, r->job_id);
 	if (r->step_id) {
 		p = put_raw(p, ",\"step\":");
 		p = put_str(p, r->step_id);
@@ -346,7 +359,8 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 {
 	struct json_object *o = json_tokener_parse(line);
 	const char *type, *job, *step, *state, *gres;
-	int64_t uid, gid, ec, sig, ntasks;
+	int64_t uid, gid, ec, sig, ntasks, jid;
+	char jbuf[24];
 	int st;
 	bool ok = false;
 
@@ -356,6 +370,11 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 		goto out;
 	type = get_str(o, "type");
 	job = get_str(o, "job");
+	/* A number since jobcg wrote job ids as numbers; a string in older logs. */
+	if (!job && get_i64(o, "job", 1, UINT32_MAX - 1, &jid)) {
+		snprintf(jbuf, sizeof(jbuf), "%" PRId64, jid);
+		job = jbuf;
+	}
 	step = get_str(o, "step");
 	state = get_str(o, "state");
 	gres = get_str(o, "gres");

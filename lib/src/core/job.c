@@ -1071,8 +1071,16 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 			me = tree_runner_self();
 		if (!sdir || !me)
 			r = -ENOMEM;
-		else if (ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER))
+		else if (ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER)) {
+			char started[24];
+
+			/* When it began, for the record gc writes if its runner dies. */
+			snprintf(started, sizeof(started), "%llu",
+				 (unsigned long long)realtime_usec());
 			r = set_meta(sdir, "runner", me);
+			if (r >= 0)
+				r = set_meta(sdir, "started", started);
+		}
 		if (r >= 0 && limits)
 			r = step_limits_apply(ctx, job_id, sid, jdir, sdir, limits);
 		if (r < 0) {
@@ -1115,6 +1123,15 @@ JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const
 	return r;
 }
 
+static bool step_is_stray(const char *sdir)
+{
+	_cleanup_free_ char *runner = NULL;
+
+	if (get_meta(sdir, "runner", &runner) < 0)
+		return false; /* a step we did not make (or no xattrs): leave it */
+	return !tree_runner_alive(runner);
+}
+
 JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i)
 {
 	if (!i)
@@ -1123,6 +1140,7 @@ JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i)
 	free(i->cpus);
 	strv_free(i->skipped);
 	strv_free(i->steps);
+	strv_free(i->orphaned_steps);
 	free(i);
 }
 
@@ -1130,7 +1148,9 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 				    struct jobcg_job_info **ret)
 {
 	struct jobcg_job_info *i = calloc(1, sizeof(*i));
-	_cleanup_free_ char *owner = NULL, *runner = NULL, *eph = NULL, *be = NULL, *sk = NULL;
+	_cleanup_free_ char *owner = NULL, *runner = NULL, *eph = NULL, *be = NULL, *sk = NULL,
+			    *removing = NULL;
+	size_t norph = 0;
 	int r;
 
 	if (!i)
@@ -1172,6 +1192,29 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 		r = -ENOMEM;
 		goto fail;
 	}
+	/* What gc would sweep (gc_job()), told apart from what merely runs. */
+	i->orphaned =
+	    (i->ephemeral && runner && !tree_runner_alive(runner)) ||
+	    (get_meta(i->path, "removing", &removing) == 0 && !removal_in_progress(removing));
+	i->orphaned_steps = calloc(strv_length(i->steps) + 1, sizeof(char *));
+	if (!i->orphaned_steps) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (char **s = i->steps; *s; s++) {
+		_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, *s);
+
+		if (!sdir) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		if (!step_is_stray(sdir))
+			continue;
+		if (!(i->orphaned_steps[norph++] = strdup(*s))) {
+			r = -ENOMEM;
+			goto fail;
+		}
+	}
 	*ret = i;
 	return 0;
 fail:
@@ -1179,49 +1222,12 @@ fail:
 	return r;
 }
 
-static bool step_is_stray(const char *sdir)
+/* Remove the steps of job ID whose runner died, each recorded (NODE_FAIL) once it is gone. */
+static int gc_steps(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 {
-	_cleanup_free_ char *runner = NULL;
-
-	if (get_meta(sdir, "runner", &runner) < 0)
-		return false; /* a step we did not make (or no xattrs): leave it */
-	return !tree_runner_alive(runner);
-}
-
-static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
-{
-	_cleanup_free_ char *dir = tree_job_dir(ctx, id), *created = NULL, *eph = NULL,
-			    *runner = NULL, *removing = NULL;
 	_cleanup_strv_free_ char **steps = NULL;
-	int r;
+	int r = jobcg_step_list(ctx, id, &steps);
 
-	if (!dir)
-		return -ENOMEM;
-	if (!ctx->info->xattr.supported) {
-		st->kept++;
-		return 0;
-	}
-	r = get_meta(dir, "created", &created);
-	if (get_meta(dir, "removing", &removing) == 0 && removal_in_progress(removing)) {
-		st->kept++; /* its remover is alive and finishes it */
-		return 0;
-	}
-	if (r == -ENODATA || removing ||
-	    (get_meta(dir, "ephemeral", &eph) == 0 && get_meta(dir, "runner", &runner) == 0 &&
-	     !tree_runner_alive(runner))) {
-		/* Under the lock a job without the "created" mark is a creation that died half
-		 * way, one marked "removing" a removal that did; an ephemeral job without its
-		 * runner will never be removed by it. */
-		log_info("gc: removing stray job %u", id);
-		r = job_remove_locked(ctx, id, OUT_LOST, true);
-		if (r < 0)
-			return r;
-		st->jobs_removed++;
-		return 0;
-	}
-	if (r < 0 && r != -ENOENT)
-		return r;
-	r = jobcg_step_list(ctx, id, &steps);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	for (char **s = steps; *s; s++) {
@@ -1256,6 +1262,47 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		acct_pending_done(&rec);
 		st->steps_removed++;
 	}
+	return 0;
+}
+
+static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
+{
+	_cleanup_free_ char *dir = tree_job_dir(ctx, id), *created = NULL, *eph = NULL,
+			    *runner = NULL, *removing = NULL;
+	int r;
+
+	if (!dir)
+		return -ENOMEM;
+	if (!ctx->info->xattr.supported) {
+		st->kept++;
+		return 0;
+	}
+	r = get_meta(dir, "created", &created);
+	if (get_meta(dir, "removing", &removing) == 0 && removal_in_progress(removing)) {
+		st->kept++; /* its remover is alive and finishes it */
+		return 0;
+	}
+	if (r == -ENODATA || removing ||
+	    (get_meta(dir, "ephemeral", &eph) == 0 && get_meta(dir, "runner", &runner) == 0 &&
+	     !tree_runner_alive(runner))) {
+		/* Under the lock a job without the "created" mark is a creation that died half
+		 * way, one marked "removing" a removal that did; an ephemeral job without its
+		 * runner will never be removed by it. Its dead runners' steps first, so that
+		 * each gets its record (the job's removal records only the job). */
+		log_info("gc: removing stray job %u", id);
+		r = gc_steps(ctx, id, st);
+		if (r >= 0)
+			r = job_remove_locked(ctx, id, OUT_LOST, true);
+		if (r < 0)
+			return r;
+		st->jobs_removed++;
+		return 0;
+	}
+	if (r < 0 && r != -ENOENT)
+		return r;
+	r = gc_steps(ctx, id, st);
+	if (r < 0)
+		return r;
 	st->kept++;
 	return 0;
 }

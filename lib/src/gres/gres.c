@@ -267,6 +267,7 @@ static bool all_digits(const char *s, size_t len)
 static int parse_item(const char *whole, const char *s, size_t len, struct jobcg_gres_req_item *ret)
 {
 	unsigned col = (unsigned)(s - whole) + 1;
+	char item[96] = "";
 	const char *parts[3] = {0};
 	size_t plen[3] = {0}, np = 0;
 	const char *p = s, *end = s + len;
@@ -274,6 +275,9 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 	size_t name_len, type_len = 0;
 	unsigned long count = 1;
 
+	/* The caller names the request; an item of several is named here. */
+	if (len != strlen(whole))
+		snprintf(item, sizeof(item), "item '%.*s': ", (int)len, s);
 	if (len >= 5 && strncmp(s, "gres/", 5) == 0) {
 		p += 5;
 		col += 5;
@@ -283,8 +287,7 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 
 		if (np == 3)
 			return error_set_at(-EINVAL, NULL, 0, col,
-					    "gres '%.*s': too many ':' (want NAME[:TYPE][:COUNT])",
-					    (int)len, s);
+					    "%stoo many ':' (want NAME[:TYPE][:COUNT])", item);
 		parts[np] = p;
 		plen[np] = c ? (size_t)(c - p) : (size_t)(end - p);
 		np++;
@@ -295,8 +298,7 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 	name = parts[0];
 	name_len = plen[0];
 	if (!valid_word(name, name_len) || all_digits(name, name_len))
-		return error_set_at(-EINVAL, NULL, 0, col, "gres '%.*s': bad or missing name",
-				    (int)len, s);
+		return error_set_at(-EINVAL, NULL, 0, col, "%sbad or missing name", item);
 	if (np >= 2) {
 		const char *last = parts[np - 1];
 		size_t last_len = plen[np - 1];
@@ -306,36 +308,36 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 		if (last_len > 1 && (last[0] == '-' || last[0] == '+') &&
 		    all_digits(last + 1, last_len - 1))
 			return error_set_at(-EINVAL, NULL, 0, last_col,
-					    "gres '%.*s': invalid count '%.*s' (need 1..%d)",
-					    (int)len, s, (int)last_len, last, JOBCG_GRES_MAX);
+					    "%sinvalid count '%.*s' (need 1..%d)", item,
+					    (int)last_len, last, JOBCG_GRES_MAX);
 		if (all_digits(last, last_len)) {
 			char buf[32];
 
 			if (last_len > 9)
-				return error_set_at(-EINVAL, NULL, 0, last_col,
-						    "gres '%.*s': count too large", (int)len, s);
+				return error_set_at(-EINVAL, NULL, 0, last_col, "%scount too large",
+						    item);
 			memcpy(buf, last, last_len);
 			buf[last_len] = 0;
 			count = strtoul(buf, NULL, 10);
 			if (count > JOBCG_GRES_MAX)
 				return error_set_at(-EINVAL, NULL, 0, last_col,
-						    "gres '%.*s': count %lu exceeds %d", (int)len,
-						    s, count, JOBCG_GRES_MAX);
+						    "%scount %lu exceeds %d", item, count,
+						    JOBCG_GRES_MAX);
 			if (np == 3) {
 				type = parts[1];
 				type_len = plen[1];
 			}
 		} else if (np == 3) {
 			return error_set_at(-EINVAL, NULL, 0, last_col,
-					    "gres '%.*s': count '%.*s' is not a number", (int)len,
-					    s, (int)last_len, last);
+					    "%scount '%.*s' is not a number", item, (int)last_len,
+					    last);
 		} else {
 			type = parts[1];
 			type_len = plen[1];
 		}
 		if (type && !valid_word(type, type_len))
 			return error_set_at(-EINVAL, NULL, 0, col + (unsigned)(type - parts[0]),
-					    "gres '%.*s': bad or empty type", (int)len, s);
+					    "%sbad or empty type", item);
 	}
 	ret->name = strndup(name, name_len);
 	ret->type = type ? strndup(type, type_len) : NULL;
@@ -361,7 +363,7 @@ JOBCG_EXPORT int jobcg_gres_request_parse(const char *s, struct jobcg_gres_reque
 	const char *p = s;
 
 	if (!s || !*s)
-		return error_set(-EINVAL, "empty gres request");
+		return error_set(-EINVAL, "empty request (want NAME[:TYPE][:COUNT])");
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -373,12 +375,11 @@ JOBCG_EXPORT int jobcg_gres_request_parse(const char *s, struct jobcg_gres_reque
 
 		if (len == 0) {
 			jobcg_gres_request_free(r);
-			return error_set_at(-EINVAL, NULL, 0, (unsigned)(p - s) + 1,
-					    "gres request '%s': empty item", s);
+			return error_set_at(-EINVAL, NULL, 0, (unsigned)(p - s) + 1, "empty item");
 		}
 		if (r->nitems >= 64) {
 			jobcg_gres_request_free(r);
-			return error_set(-E2BIG, "gres request '%s': more than 64 items", s);
+			return error_set(-E2BIG, "more than 64 items");
 		}
 		k = parse_item(s, p, len, &item);
 		if (k < 0) {
@@ -389,9 +390,8 @@ JOBCG_EXPORT int jobcg_gres_request_parse(const char *s, struct jobcg_gres_reque
 			if (streq(r->items[i].name, item.name) &&
 			    same_type(r->items[i].type, item.type)) {
 				k = error_set_at(-EINVAL, NULL, 0, (unsigned)(p - s) + 1,
-						 "gres request '%s': %s%s%s given twice", s,
-						 item.name, item.type ? ":" : "",
-						 item.type ? item.type : "");
+						 "%s%s%s given twice", item.name,
+						 item.type ? ":" : "", item.type ? item.type : "");
 				free(item.name);
 				free(item.type);
 				jobcg_gres_request_free(r);
@@ -478,13 +478,13 @@ static int select_item(const struct jobcg_gres_node *n, const struct jobcg_gres_
 	if (it->count == 0)
 		return 0;
 	if (configured == 0)
-		return error_set(-ENOENT, "gres %s: none configured on this node", what);
+		return error_set(-ENOENT, "%s: none configured on this node", what);
 	for (size_t i = 0; i < n->ndev; i++)
 		if (record_matches(n->dev[i].rec, it) && jobcg_gres_set_has(avail, (unsigned)i) &&
 		    !jobcg_gres_set_has(chosen, (unsigned)i))
 			usable++;
 	if (usable < it->count)
-		return error_set(short_err, "gres %s: %u asked, only %u free (%u configured)", what,
+		return error_set(short_err, "%s: %u asked, only %u free (%u configured)", what,
 				 it->count, usable, configured);
 
 	for (unsigned k = 0; k < it->count; k++) {

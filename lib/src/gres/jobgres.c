@@ -181,7 +181,7 @@ static int gres_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 	if (l && l->gres && *l->gres) {
 		r = jobcg_gres_request_parse(l->gres, &req);
 		if (r < 0) {
-			jobcg_error_prefix("--gres");
+			jobcg_error_prefix("--gres '%s'", l->gres);
 			return r;
 		}
 		if (l->cpus && *l->cpus && jobcg_parse_cpulist(l->cpus, &cpus, &cpu_words) < 0)
@@ -565,7 +565,7 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 
 		r = jobcg_gres_request_parse(gres, &req);
 		if (r < 0) {
-			jobcg_error_prefix("--gres");
+			jobcg_error_prefix("--gres '%s'", gres);
 			return r;
 		}
 		r = other_steps_used(n, jdir, step, &others);

@@ -219,7 +219,7 @@ check3() {
 		--wrap 'srun true; srun sh -c "exit 3"; exit 2' 2>&1)
 	J=$(echo "$out" | sed -n 's/.*Submitted batch job \([0-9]*\).*/\1/p')
 	[ -n "$J" ] || { echo "$out"; return 1; }
-	recs=$(grep "\"job\":\"$J\"" /run/jobcg-n1/acct.jsonl 2> /dev/null)
+	recs=$(grep "\"job\":$J," /run/jobcg-n1/acct.jsonl 2> /dev/null)
 	echo "$recs" | cut -c1-160
 	for want in '"step":"batch".*"exit_code":2,' '"step":"0".*"exit_code":0,' '"step":"1".*"exit_code":3,'; do
 		echo "$recs" | grep -qE "\"type\":\"step\".*$want" || return 1
@@ -290,7 +290,7 @@ check8() {
 	# shellcheck disable=SC2016 # expanded by the sh in the step
 	out=$(timeout -k 5 120 srun -w n1 -n1 --mem=64M sh -c 't=$(cut -d: -f3 /proc/self/cgroup); echo step.max=$(cat /sys/fs/cgroup${t%/user/*}/memory.max); echo job=$SLURM_JOB_ID; exec vmt-memhog 200' 2>&1)
 	J=$(echo "$out" | sed -n 's/^job=//p')
-	rec=$(grep "\"job\":\"$J\"" /run/jobcg-n1/acct.jsonl 2> /dev/null | grep '"step":"0"')
+	rec=$(grep "\"job\":$J," /run/jobcg-n1/acct.jsonl 2> /dev/null | grep '"step":"0"')
 	echo "$out" | grep -v '^touched'
 	echo "record: $rec" | cut -c1-200
 	echo "$out" | grep -q '^step.max=67108864$' && echo "$rec" | grep -q '"state":"OUT_OF_MEMORY"'

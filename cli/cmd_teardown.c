@@ -1,0 +1,73 @@
+/* jobcg teardown: remove a whole tree (a test root, a side-by-side install) and its pins. */
+#include <getopt.h>
+
+#include "common.h"
+
+static void teardown_help(FILE *f)
+{
+	fprintf(f, "Usage: jobcg teardown [--force] [--json]\n\n"
+		   "Remove the whole tree (JobcgRoot= / $JOBCG_ROOT), the device program pinned\n"
+		   "for it and its node lock file. Refused while jobs exist.\n"
+		   "  --force   release every job first (cancelled, with its record; stray steps\n"
+		   "            as jobcg gc records them) and remove what is not jobcg's too\n"
+		   "  --json    print what was removed as JSON\n");
+}
+
+static int cmd_teardown(int argc, char **argv, const struct cli_global *g)
+{
+	static const struct option opts[] = {
+	    {"force", no_argument, NULL, 'f'},
+	    {"json", no_argument, NULL, 'J'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	struct jobcg_teardown_stats st = {};
+	unsigned flags = 0;
+	bool json = false;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			flags |= JOBCG_TEARDOWN_FORCE;
+			break;
+		case 'J':
+			json = true;
+			break;
+		case 'h':
+			teardown_help(stdout);
+			return 0;
+		default:
+			return cli_unknown_option("teardown");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("teardown", "unexpected argument '%s'", argv[optind]);
+	r = cli_ctx_open(g, JOBCG_CTX_NO_CREATE_ROOT, &conf, &ctx);
+	if (r)
+		return r;
+	if ((r = jobcg_tree_teardown(ctx, flags, &st)) < 0) {
+		cli_print_error(r, "teardown");
+		r = 1;
+	} else if (json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "root", json_object_new_string(jobcg_ctx_root(ctx)));
+		json_object_object_add(o, "jobs_removed", json_object_new_int(st.jobs_removed));
+		json_object_object_add(o, "steps_removed", json_object_new_int(st.steps_removed));
+		json_object_object_add(o, "pins_removed", json_object_new_boolean(st.pins_removed));
+		json_object_object_add(o, "root_removed", json_object_new_boolean(st.root_removed));
+		cli_json_print(stdout, o);
+	} else if (!st.root_removed)
+		printf("no tree at %s\n", jobcg_ctx_root(ctx));
+	else
+		printf("removed %s: %u job(s) and %u step(s)%s\n", jobcg_ctx_root(ctx),
+		       st.jobs_removed, st.steps_removed,
+		       st.pins_removed ? ", the device program and its pins" : "");
+	cli_ctx_close(conf, ctx);
+	return r;
+}
+CLI_COMMAND(teardown, cmd_teardown, "remove the whole tree and its device pins");

@@ -1,0 +1,190 @@
+/* jobcg: removing a whole tree (a test root, a side-by-side install): its jobs, each with its
+ * record, the device policy pinned for it, its directories and its node lock file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroupfs.h"
+#include "log.h"
+#include "tree.h"
+#include "util.h"
+#include "jobcg/devices.h"
+#include "jobcg/job.h"
+
+/* Is the calling process in @root or below? Killing the tree would kill it. */
+static bool self_inside(const char *mount, const char *root)
+{
+	_cleanup_free_ char *text = NULL, *mine = NULL;
+	size_t len = 0, n = strlen(root);
+	char *p;
+
+	if (read_full_file_at(AT_FDCWD, "/proc/self/cgroup", 1 << 16, &text, &len) < 0)
+		return false;
+	/* the v2 line: "0::/path" */
+	p = strstr(text, "0::");
+	if (!p || (p != text && p[-1] != '\n'))
+		return false;
+	p += 3;
+	p[strcspn(p, "\n")] = 0;
+	mine = strdup_printf("%s%s", mount, streq(p, "/") ? "" : p);
+	return mine && strncmp(mine, root, n) == 0 && (mine[n] == 0 || mine[n] == '/');
+}
+
+/* Refuse a root that is not a jobcg tree: only system/ and job_<id> directories may be in it
+ * (unless forced), and never the mount itself or a cgroup holding the caller. */
+static int check_root(struct jobcg_ctx *ctx, bool force)
+{
+	const char *root = jobcg_ctx_root(ctx), *mount = jobcg_ctx_mount(ctx);
+	_cleanup_strv_free_ char **kids = NULL;
+	int r;
+
+	if (streq(root, mount))
+		return error_set(-EPERM, "the tree root is the cgroup mount %s itself: not removed",
+				 mount);
+	if (self_inside(mount, root))
+		return error_set(
+		    -EPERM, "this process runs inside %s: not removing the tree it is in", root);
+	if (force)
+		return 0;
+	r = cgfs_children(root, &kids);
+	if (r < 0)
+		return r;
+	for (char **k = kids; *k; k++) {
+		uint32_t id;
+
+		if (!streq(*k, "system") && tree_parse_job_dirname(*k, &id) < 0)
+			return error_set(-ENOTEMPTY,
+					 "%s holds '%s', which is not jobcg's: not a jobcg tree? "
+					 "(a forced teardown removes it too)",
+					 root, *k);
+	}
+	return 0;
+}
+
+/* Refuse while jobs live, naming a few of them. */
+static int refuse_jobs(const uint32_t *ids, size_t n)
+{
+	char list[128] = "";
+	size_t used = 0;
+
+	for (size_t i = 0; i < n && i < 8; i++) {
+		int w = snprintf(list + used, sizeof(list) - used, "%s%u", i ? ", " : "", ids[i]);
+
+		if (w < 0 || (size_t)w >= sizeof(list) - used)
+			break;
+		used += (size_t)w;
+	}
+	return error_set(-EBUSY,
+			 "%zu job%s in the tree (%s%s): release %s first, or force the teardown "
+			 "(the jobs are then released as cancelled)",
+			 n, n == 1 ? "" : "s", list, n > 8 ? ", ..." : "", n == 1 ? "it" : "them");
+}
+
+/* Detach and unpin the node-mode device policy pinned for this root, if any. */
+static int remove_pins(struct jobcg_ctx *ctx, bool *ret_removed)
+{
+	struct jobcg_devpolicy *p = NULL;
+	int r = jobcg_devpolicy_open_pinned(jobcg_ctx_config(ctx), jobcg_ctx_root(ctx), &p);
+
+	if (r == -ENOENT)
+		return 0; /* nothing pinned (linear programs go with their cgroups) */
+	if (r < 0)
+		return r;
+	r = jobcg_devpolicy_destroy(p);
+	if (r < 0)
+		return r;
+	*ret_removed = true;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
+				     struct jobcg_teardown_stats *ret)
+{
+	struct jobcg_teardown_stats st = {};
+	bool force = flags & JOBCG_TEARDOWN_FORCE;
+	const char *root = jobcg_ctx_root(ctx);
+	_cleanup_free_ uint32_t *ids = NULL;
+	_cleanup_free_ char *lock = NULL;
+	size_t n = 0;
+	int r;
+
+	if (flags & ~JOBCG_TEARDOWN_FORCE)
+		return error_set(-EINVAL, "unknown teardown flags 0x%x", flags);
+	if (access(root, F_OK) < 0 && errno == ENOENT) {
+		log_info("no tree at %s: nothing to remove", root);
+		if (ret)
+			*ret = st;
+		return 0;
+	}
+	r = check_root(ctx, force);
+	if (r < 0)
+		return r;
+	lock = strdup(jobcg_ctx_lock_path(ctx));
+	if (!lock)
+		return -ENOMEM;
+	/* Held throughout (the calls below take it again, nested): no job or step can be
+	 * made meanwhile. */
+	r = jobcg_ctx_lock(ctx);
+	if (r < 0)
+		return r;
+	r = jobcg_job_list(ctx, &ids, &n);
+	if (r < 0)
+		goto out;
+	if (n > 0 && !force) {
+		r = refuse_jobs(ids, n);
+		goto out;
+	}
+	if (n > 0) {
+		struct jobcg_gc_stats gs = {};
+
+		/* First what gc would sweep, so that dead runners' steps get their NODE_FAIL
+		 * records, then every job left, released as cancelled. */
+		r = jobcg_gc(ctx, 0, &gs);
+		if (r < 0)
+			goto out;
+		st.jobs_removed += gs.jobs_removed;
+		st.steps_removed += gs.steps_removed;
+		free(ids);
+		ids = NULL;
+		r = jobcg_job_list(ctx, &ids, &n);
+		if (r < 0)
+			goto out;
+		for (size_t i = 0; i < n; i++) {
+			r = jobcg_job_remove(ctx, ids[i], JOBCG_JOB_REMOVE_CANCELLED);
+			if (r == -ENOENT)
+				continue;
+			if (r < 0) {
+				jobcg_error_prefix("job %u", ids[i]);
+				goto out;
+			}
+			st.jobs_removed++;
+		}
+	}
+	r = remove_pins(ctx, &st.pins_removed);
+	if (r < 0) {
+		jobcg_error_prefix("device policy of %s", root);
+		goto out;
+	}
+	/* system/ (a scope's keeper) and whatever a forced teardown found there. */
+	r = tree_kill_and_remove(root);
+	if (r < 0 && access(root, F_OK) == 0) {
+		jobcg_error_prefix("removing %s", root);
+		goto out;
+	}
+	st.root_removed = true;
+	/* The lock file goes while held: whoever waits on it finds a tree that is gone. The
+	 * accounting log stays: it is the node's history, not the tree's state. */
+	if (unlink(lock) < 0 && errno != ENOENT)
+		log_warning("cannot remove %s: %s", lock, strerror(errno));
+	r = 0;
+out:
+	jobcg_ctx_unlock(ctx);
+	if (r >= 0) {
+		log_info("removed the tree %s", root);
+		if (ret)
+			*ret = st;
+	}
+	return r;
+}

@@ -1,0 +1,156 @@
+/* Kernel test: jobcg teardown removes a whole tree, its pins and lock file, refusing while jobs
+ * live unless forced (then every job and stray step gets its record). */
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "jobcg/acctlog.h"
+#include "jobcg/context.h"
+#include "jobcg/job.h"
+#include "kcli.h"
+
+struct want {
+	int mask;
+};
+
+static int seen(const struct jobcg_acct_record *r, void *u)
+{
+	struct want *w = u;
+
+	if (r->kind == JOBCG_ACCT_JOB && strcmp(r->job_id, "1") == 0 &&
+	    r->state == JOBCG_ACCT_CANCELLED)
+		w->mask |= 1;
+	if (r->kind == JOBCG_ACCT_STEP && strcmp(r->job_id, "2") == 0 && r->step_id &&
+	    strcmp(r->step_id, "0") == 0 && r->state == JOBCG_ACCT_NODE_FAIL && r->start_usec)
+		w->mask |= 2;
+	if (r->kind == JOBCG_ACCT_JOB && strcmp(r->job_id, "2") == 0 &&
+	    r->state == JOBCG_ACCT_CANCELLED)
+		w->mask |= 4;
+	return 0;
+}
+
+/* Entries of @dir other than . and .. (-1: cannot be read). */
+static int entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+int main(void)
+{
+	const char *root = kcli_setup("teardown", "jobcg");
+	const char *state = getenv("JOBCG_STATE_DIR");
+	char pins[PATH_MAX], p[PATH_MAX], dev[1][PATH_MAX], acct[PATH_MAX];
+	char *out = NULL, *err = NULL;
+	const char *confdir;
+	bool have_pins;
+	pid_t runner;
+	int r, st;
+
+	snprintf(pins, sizeof(pins), "/sys/fs/bpf/jobcg-test-teardown-%d", (int)getpid());
+	confdir = ktest_gpu_conf(1, NULL, pins, dev);
+	setenv("JOBCG_CONF_DIR", confdir, 1);
+	snprintf(acct, sizeof(acct), "%s/acct.jsonl", state);
+
+	is_int(kcli(NULL, "teardown", NULL), 0, "no tree yet: nothing to do");
+	r = kcli(&out, "alloc", "1", "--gres", "gpu:1", NULL);
+	is_int(r, 0, "job 1 with the GPU");
+	free(out);
+	/* Without device programs (no BPF here) the GPU job may fail: the rest still holds. */
+	have_pins = entries(pins) > 0;
+	if (!have_pins) {
+		tap_diag("no pins under %s: the device program part is not checked", pins);
+		is_int(kcli(NULL, "alloc", "1", NULL), 0, "job 1 without the GPU");
+	}
+	{
+		char *args[] = {"run", "--job", "1", "--", "sleep", "1000", NULL};
+
+		runner = kcli_start(args, NULL, NULL);
+	}
+	for (int i = 0; i < 500 && !kcli_exists("%s/job_1/step_0/user/task_0", root); i++)
+		usleep(10000);
+	ok(kcli_exists("%s/job_1/step_0/user/task_0", root), "a step runs in job 1");
+	/* job 2 with a step whose jobcg run died */
+	is_int(kcli(NULL, "alloc", "2", NULL), 0, "job 2");
+	{
+		struct jobcg_config *conf = NULL;
+		struct jobcg_ctx *ctx = NULL;
+
+		if (jobcg_config_load(confdir, NULL, 0, &conf) < 0 ||
+		    jobcg_ctx_open(conf, 0, &ctx) < 0) {
+			printf("Bail out! cannot open a context\n");
+			return 1;
+		}
+		is_int(jobcg_step_create(ctx, 2, "0", 0, NULL), 0, "step 2.0");
+		jobcg_ctx_free(ctx);
+		jobcg_config_free(conf);
+	}
+	snprintf(p, sizeof(p), "%s/job_2/step_0", root);
+	ok(setxattr(p, "trusted.jobcg.runner", "1:1", 3, 0) == 0, "2.0's runner made stale");
+
+	{
+		char *args[] = {"teardown", NULL};
+
+		r = kcli_run(args, &out, &err);
+	}
+	ok(r == 1 && err && strstr(err, "2 jobs in the tree (1, 2)"),
+	   "teardown refused while jobs live, naming them");
+	ok(kcli_exists("%s/job_1/step_0", root) && kcli_exists("%s/job_2", root),
+	   "  and nothing was removed");
+	free(out);
+	free(err);
+
+	is_int(kcli(&out, "teardown", "--force", "--json", NULL), 0, "teardown --force");
+	if (out)
+		kcli_diag_lines("", out);
+	ok(out && strstr(out, "\"jobs_removed\":2") && strstr(out, "\"steps_removed\":1") &&
+	       strstr(out, "\"root_removed\":true"),
+	   "two jobs and the stray step removed");
+	if (have_pins)
+		ok(out && strstr(out, "\"pins_removed\":true"),
+		   "the device program's pins removed");
+	free(out);
+	ok(waitpid(runner, &st, 0) == runner, "the step's jobcg run ended");
+	ok(!kcli_exists("%s", root), "the tree root is gone");
+	if (have_pins)
+		is_int(entries(pins), 0, "no pins left");
+	snprintf(p, sizeof(p), "%s/jobcg.lock", state);
+	ok(access(p, F_OK) < 0 && errno == ENOENT, "the lock file is gone");
+	{
+		struct want w = {};
+
+		is_int(jobcg_acctlog_read(acct, NULL, seen, &w), 0, "read the accounting log");
+		is_int(
+		    w.mask, 7,
+		    "records: job 1 and job 2 cancelled, stray step 2.0 NODE_FAIL with its start");
+	}
+	is_int(kcli(&out, "teardown", NULL), 0, "teardown again: nothing to do");
+	ok(out && strstr(out, "no tree at"), "  and says so");
+	free(out);
+
+	/* A directory that is not jobcg's makes a root suspect: refused unless forced. */
+	is_int(kcli(NULL, "init", NULL), 0, "jobcg init makes the tree again");
+	snprintf(p, sizeof(p), "%s/other", root);
+	ok(mkdir(p, 0755) == 0, "a foreign directory in the root");
+	{
+		char *args[] = {"teardown", NULL};
+
+		r = kcli_run(args, NULL, &err);
+	}
+	ok(r == 1 && err && strstr(err, "'other'"), "teardown refuses a root holding it");
+	free(err);
+	ok(kcli_exists("%s/other", root), "  and leaves it");
+	is_int(kcli(NULL, "teardown", "--force", NULL), 0, "teardown --force removes it");
+	ok(!kcli_exists("%s", root), "the tree root is gone");
+	rmdir(pins);
+	return tap_done();
+}
