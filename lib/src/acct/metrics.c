@@ -328,8 +328,8 @@ static int collect_job(struct collector *c, int rootfd, uint32_t id)
 	size_t at = c->m->n_cgs;
 	int r;
 
-	format_buf(name, sizeof(name), "job_%u", id);
-	format_buf(path, sizeof(path), "%s/%s", jobcg_ctx_root(c->ctx), name);
+	snprintf(name, sizeof(name), "job_%u", id);
+	snprintf(path, sizeof(path), "%s/%s", jobcg_ctx_root(c->ctx), name);
 	dfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : (count_error(c, path, negative_errno()), 0);
@@ -376,7 +376,7 @@ static int collect_job(struct collector *c, int rootfd, uint32_t id)
 		tree_parse_step_dirname(*s, st->step);
 		st->have_owner = job->have_owner;
 		st->uid = job->uid;
-		format_buf(spath, sizeof(spath), "%s/%s", path, *s);
+		snprintf(spath, sizeof(spath), "%s/%s", path, *s);
 		if (read_cgroup(c, sfd, spath, st) == -ENOENT)
 			continue;
 		c->m->n_cgs++;
@@ -691,7 +691,7 @@ static void put_user(struct fmt *f, const struct jobcg_metrics_cg *cg)
 	if (f->opts->user_name)
 		name = f->opts->user_name(cg->uid, f->opts->userdata);
 	if (!name) {
-		format_buf(num, sizeof(num), "%u", (unsigned)cg->uid);
+		snprintf(num, sizeof(num), "%u", (unsigned)cg->uid);
 		name = num;
 	}
 	put_label(&f->o, "user", name, false);
@@ -701,7 +701,7 @@ static void cg_labels(struct fmt *f, const struct jobcg_metrics_cg *cg)
 {
 	char job[16];
 
-	format_buf(job, sizeof(job), "%u", cg->job);
+	snprintf(job, sizeof(job), "%u", cg->job);
 	put_n(&f->o, "{", 1);
 	put_label(&f->o, "job", job, true);
 	put_label(&f->o, "step", cg->step, false);
@@ -754,8 +754,8 @@ static void put_value(struct out *o, uint64_t v, enum unit u)
 	if (u == LIMIT && v == UINT64_MAX)
 		put(o, "+Inf");
 	else if (u == USEC) {
-		format_buf(b, sizeof(b), "%llu.%06llu", (unsigned long long)(v / 1000000),
-			   (unsigned long long)(v % 1000000));
+		snprintf(b, sizeof(b), "%llu.%06llu", (unsigned long long)(v / 1000000),
+			 (unsigned long long)(v % 1000000));
 		put(o, b);
 	} else
 		put_u64(o, v);
@@ -765,7 +765,7 @@ static void gpu_labels(struct fmt *f, const struct jobcg_metrics_gpu *g)
 {
 	char idx[16];
 
-	format_buf(idx, sizeof(idx), "%u", g->index);
+	snprintf(idx, sizeof(idx), "%u", g->index);
 	put_n(&f->o, "{", 1);
 	put_label(&f->o, "gpu", idx, true);
 	put_label(&f->o, "uuid", g->uuid, false);
@@ -827,7 +827,7 @@ JOBCG_EXPORT int jobcg_metrics_format(const struct jobcg_metrics *m,
 				continue;
 			put(&f.o, "jobcg_gpu_info");
 			gpu_labels(&f, gpu);
-			format_buf(b, sizeof(b), "%u", cg->job);
+			snprintf(b, sizeof(b), "%u", cg->job);
 			put_label(&f.o, "job", b, false);
 			put_label(&f.o, "step", cg->step, false);
 			put_user(&f, cg);

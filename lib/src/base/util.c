@@ -308,7 +308,7 @@ static int dir_fd_safe(int fd, const char *dir, const char *shown, bool last, co
 	char where[PATH_MAX + 32] = "";
 
 	if (!last)
-		format_buf(where, sizeof(where), " (on the way, %s)", shown);
+		snprintf(where, sizeof(where), " (on the way, %s)", shown);
 	if (fstat(fd, &st) < 0)
 		return error_set(negative_errno(), "%s %s%s: cannot stat: %s", what, dir, where,
 				 strerror(errno));

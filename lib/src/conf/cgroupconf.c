@@ -142,7 +142,7 @@ static int check_cpulist(const char *v, char **ret, const char **why)
 		/* The caller formats a new error record: the message must not live in it. */
 		static __thread char msg[256];
 
-		format_buf(msg, sizeof(msg), "%s", jobcg_last_error()->message);
+		snprintf(msg, sizeof(msg), "%s", jobcg_last_error()->message);
 		*why = msg;
 		return r;
 	}
@@ -218,7 +218,7 @@ void confload_warn(struct confload *l, const char *file, unsigned line, const ch
 	char *s;
 
 	va_start(ap, fmt);
-	format_vbuf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (file && line)
 		s = strdup_printf("%s:%u: %s", file, line, msg);
@@ -447,12 +447,12 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 			}
 		/* "a or b", "a, b or c" */
 		for (size_t i = 0; k->names[i]; i++)
-			format_buf(expected + strlen(expected), sizeof(expected) - strlen(expected),
-				   "%s%s",
-				   i == 0	     ? ""
-				   : k->names[i + 1] ? ", "
-						     : " or ",
-				   k->names[i]);
+			snprintf(expected + strlen(expected), sizeof(expected) - strlen(expected),
+				 "%s%s",
+				 i == 0		   ? ""
+				 : k->names[i + 1] ? ", "
+						   : " or ",
+				 k->names[i]);
 		return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
 				    "%s: expected %s, found '%s'", k->name, expected, v);
 	}

@@ -190,9 +190,9 @@ JOBCG_EXPORT int jobcg_format_cpulist(const uint64_t *bits, size_t words, char *
 		for (j = i; j + 1 < n && bit_test(bits, j + 1); j++)
 			;
 		if (j == i)
-			k = format_buf(tmp, sizeof(tmp), "%s%zu", len ? "," : "", i);
+			k = snprintf(tmp, sizeof(tmp), "%s%zu", len ? "," : "", i);
 		else
-			k = format_buf(tmp, sizeof(tmp), "%s%zu-%zu", len ? "," : "", i, j);
+			k = snprintf(tmp, sizeof(tmp), "%s%zu-%zu", len ? "," : "", i, j);
 		if (len + (size_t)k + 1 > cap) {
 			char *no;
 
@@ -403,9 +403,9 @@ static int hl_item_foreach(struct hl_item *it, size_t *budget, int (*fn)(const c
 				memcpy(buf + len, g->lit, g->litlen);
 				len += g->litlen;
 			} else {
-				len += (size_t)format_buf(buf + len, it->maxlen + 1 - len,
-							  "%0*" PRIu64, g->ranges[g->ri].width,
-							  g->cur);
+				len +=
+				    (size_t)snprintf(buf + len, it->maxlen + 1 - len, "%0*" PRIu64,
+						     g->ranges[g->ri].width, g->cur);
 			}
 		}
 		buf[len] = '\0';

@@ -506,7 +506,7 @@ int cgfs_move_pid(const char *dir, pid_t pid)
 {
 	char buf[32];
 
-	format_buf(buf, sizeof(buf), "%d", (int)pid);
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
 	return cgfs_write(dir, "cgroup.procs", buf);
 }
 

@@ -78,7 +78,7 @@ JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret)
 			    "invalid target '%s': step must be a number, batch, extern or "
 			    "interactive",
 			    s);
-		format_buf(t.step, sizeof(t.step), "%s", step);
+		snprintf(t.step, sizeof(t.step), "%s", step);
 	}
 	if (task) {
 		unsigned long long v;
@@ -99,13 +99,13 @@ JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret)
 JOBCG_EXPORT char *jobcg_target_format(const struct jobcg_target *t, char *buf, unsigned long size)
 {
 	if (!t->step[0])
-		format_buf(buf, size, "%u", t->job);
+		snprintf(buf, size, "%u", t->job);
 	else if (t->task == JOBCG_TASK_ALL)
-		format_buf(buf, size, "%u.%s", t->job, t->step);
+		snprintf(buf, size, "%u.%s", t->job, t->step);
 	else if (t->task == JOBCG_TASK_SPECIAL)
-		format_buf(buf, size, "%u.%s.special", t->job, t->step);
+		snprintf(buf, size, "%u.%s.special", t->job, t->step);
 	else
-		format_buf(buf, size, "%u.%s.%d", t->job, t->step, t->task);
+		snprintf(buf, size, "%u.%s.%d", t->job, t->step, t->task);
 	return buf;
 }
 
@@ -159,7 +159,7 @@ int tree_parse_step_dirname(const char *name, char *ret)
 {
 	if (!startswith(name, "step_") || !jobcg_step_id_valid(name + 5))
 		return -EINVAL;
-	format_buf(ret, JOBCG_STEP_ID_MAX, "%s", name + 5);
+	snprintf(ret, JOBCG_STEP_ID_MAX, "%s", name + 5);
 	return 0;
 }
 
@@ -352,7 +352,7 @@ static int starttime_of(pid_t pid, unsigned long long *ret)
 	char path[64];
 	int r;
 
-	format_buf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	r = read_full_file_at(AT_FDCWD, path, 4096, &s, NULL);
 	if (r < 0)
 		return r;

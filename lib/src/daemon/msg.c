@@ -30,7 +30,7 @@ JOBCG_EXPORT int jobcg_msg_add(struct jobcg_msg *m, const char *key, const char 
 	if (!key_valid(key, kl))
 		return error_set(-EINVAL, "message key '%s' is not [a-z0-9_]{1,32}", key);
 	va_start(ap, fmt);
-	vl = format_vbuf(NULL, 0, fmt, ap);
+	vl = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
 	if (vl < 0)
 		return -EINVAL;
@@ -52,7 +52,7 @@ JOBCG_EXPORT int jobcg_msg_add(struct jobcg_msg *m, const char *key, const char 
 	memcpy(m->buf + m->len, key, kl);
 	m->buf[m->len + kl] = '=';
 	va_start(ap, fmt);
-	format_vbuf(m->buf + m->len + kl + 1, (size_t)vl + 1, fmt, ap);
+	vsnprintf(m->buf + m->len + kl + 1, (size_t)vl + 1, fmt, ap);
 	va_end(ap);
 	if (strlen(m->buf + m->len + kl + 1) != (size_t)vl)
 		return error_set(-EINVAL, "message field '%s': the value holds a NUL byte", key);

@@ -144,9 +144,9 @@ JOBCG_EXPORT char *jobcg_devaccess_format(unsigned access, char *buf)
 static void format_num(uint32_t v, char *buf, size_t size)
 {
 	if (v == JOBCG_DEV_ANY)
-		format_buf(buf, size, "*");
+		snprintf(buf, size, "*");
 	else
-		format_buf(buf, size, "%u", v);
+		snprintf(buf, size, "%u", v);
 }
 
 JOBCG_EXPORT char *jobcg_devrule_format(const struct jobcg_devrule *r, char *buf, size_t size)
@@ -157,7 +157,7 @@ JOBCG_EXPORT char *jobcg_devrule_format(const struct jobcg_devrule *r, char *buf
 		return buf;
 	format_num(r->major, maj, sizeof(maj));
 	format_num(r->minor, min, sizeof(min));
-	format_buf(buf, size, "%s%c %s:%s %s", r->allow ? "" : "deny ", r->type ? r->type : '?',
-		   maj, min, jobcg_devaccess_format(r->access & JOBCG_DEV_ACC_ALL, acc));
+	snprintf(buf, size, "%s%c %s:%s %s", r->allow ? "" : "deny ", r->type ? r->type : '?', maj,
+		 min, jobcg_devaccess_format(r->access & JOBCG_DEV_ACC_ALL, acc));
 	return buf;
 }

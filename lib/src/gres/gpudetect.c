@@ -265,7 +265,7 @@ void gpu_pci_normalise(char *pci, size_t size)
 	unsigned dom, bus, dev, fn;
 
 	if (sscanf(pci, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
-		format_buf(pci, size, "%04x:%02x:%02x.%x", dom & 0xffff, bus, dev, fn);
+		snprintf(pci, size, "%04x:%02x:%02x.%x", dom & 0xffff, bus, dev, fn);
 	for (char *p = pci; *p; p++)
 		*p = (char)tolower((unsigned char)*p);
 }
@@ -564,7 +564,7 @@ static int resolve_files(const struct jobcg_gres_record *r, const char *root,
 
 		v[i] = r->files[i];
 		if (v[i].type ||
-		    format_buf(p, sizeof(p), "%s%s", root ? root : "", v[i].path) >= (int)sizeof(p))
+		    snprintf(p, sizeof(p), "%s%s", root ? root : "", v[i].path) >= (int)sizeof(p))
 			continue;
 		if (stat(p, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
 			v[i].type = S_ISCHR(st.st_mode) ? 'c' : 'b';
@@ -763,7 +763,7 @@ JOBCG_EXPORT int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct job
 
 static int dir_of(const char *path, unsigned up, char *buf, size_t size)
 {
-	if (format_buf(buf, size, "%s", path) >= (int)size)
+	if (snprintf(buf, size, "%s", path) >= (int)size)
 		return -ENAMETOOLONG;
 	for (unsigned i = 0; i < up; i++) {
 		char *slash = strrchr(buf, '/');
@@ -784,7 +784,7 @@ static int companion(const char *proc_devices, const char *dir, const char *name
 	char p[PATH_MAX];
 	struct stat st;
 
-	if (format_buf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
+	if (snprintf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
 		return 0;
 	if (stat(p, &st) < 0 || !S_ISCHR(st.st_mode))
 		return 0;
@@ -803,7 +803,7 @@ static bool sysfs_says_not_amd(unsigned minor)
 	_cleanup_free_ char *vendor = NULL;
 	char p[64];
 
-	format_buf(p, sizeof(p), "/sys/dev/char/%u:%u/device/vendor", DRM_MAJOR, minor);
+	snprintf(p, sizeof(p), "/sys/dev/char/%u:%u/device/vendor", DRM_MAJOR, minor);
 	/* Stand-in render nodes have no sysfs entry: the kfd beside them decides. */
 	if (read_one_line_at(AT_FDCWD, p, &vendor) < 0)
 		return false;

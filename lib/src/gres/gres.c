@@ -451,7 +451,7 @@ static int link_score(const struct jobcg_gres_node *n, const struct jobcg_gres_d
 
 static void describe(const struct jobcg_gres_req_item *it, char *buf, size_t size)
 {
-	format_buf(buf, size, "%s%s%s", it->name, it->type ? ":" : "", it->type ? it->type : "");
+	snprintf(buf, size, "%s%s%s", it->name, it->type ? ":" : "", it->type ? it->type : "");
 }
 
 static unsigned count_matching(const struct jobcg_gres_node *n,
@@ -805,7 +805,7 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
 		} else {
 			rank = d->index;
 		}
-		format_buf(num, sizeof(num), "%u", rank);
+		snprintf(num, sizeof(num), "%u", rank);
 		for (int e = 0; e < ENV_MAX && r >= 0; e++) {
 			const char *item = num;
 
@@ -947,7 +947,7 @@ JOBCG_EXPORT int jobcg_gres_set_format_name(const struct jobcg_gres_node *n,
 
 		if (!jobcg_gres_set_has(s, (unsigned)i) || !streq(n->dev[i].rec->name, name))
 			continue;
-		format_buf(num, sizeof(num), "%u", n->dev[i].index);
+		snprintf(num, sizeof(num), "%u", n->dev[i].index);
 		if (append(&out, num) < 0)
 			return -ENOMEM;
 	}
@@ -1089,7 +1089,7 @@ JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirf
 		char why[1024];
 
 		/* Stored state, not a request: the caller's input is not what is wrong. */
-		format_buf(why, sizeof(why), "%s", jobcg_last_error()->message);
+		snprintf(why, sizeof(why), "%s", jobcg_last_error()->message);
 		return error_set(-EBADMSG,
 				 "%s holds '%s', which this node's devices do not match: %s", name,
 				 v, why);
