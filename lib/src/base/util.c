@@ -192,6 +192,24 @@ bool process_is_static(void)
 	return getauxval(AT_BASE) == 0;
 }
 
+char *strdup_vprintf(const char *fmt, va_list ap)
+{
+	char *s;
+
+	return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
+char *strdup_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = strdup_vprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
 bool parse_uint_pair(const char *s, char sep, unsigned *ret_a, unsigned *ret_b)
 {
 	unsigned long a, b;

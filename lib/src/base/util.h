@@ -95,17 +95,9 @@ int strv_push(char ***v, char *s); /* takes ownership of s, even on failure */
 bool strv_contains(char *const *v, const char *s);
 char **strv_split(const char *s, const char *separators); /* NULL on ENOMEM */
 
-/*
- * printf into a new string (NULL on ENOMEM), and snprintf (the same return value). Their
- * output is printf's; the common conversions (%s, %.*s, %c, %d, %i, %u, %x with l, ll or z,
- * the last four also zero-padded to a width: %05u, %0*lu) are done without glibc's engine,
- * which a fresh process pays to fault in (format.c).
- */
+/* vasprintf() into a returned string: NULL on ENOMEM. */
 char *strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *strdup_vprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
-int format_buf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int format_vbuf(char *buf, size_t size, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
 
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);
