@@ -12,6 +12,7 @@
 #include "jobcg/error.h"
 #include "jobcg/parse.h"
 #include "jobcg/spec.h"
+#include "util.h"
 
 int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
 		 struct jobcg_ctx **ret_ctx)
@@ -91,17 +92,8 @@ int cli_parse_signal(const char *s)
 
 int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret)
 {
-	char *end;
-	unsigned long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*ret = (unsigned)v;
-	return 0;
+	(void)opt;
+	return parse_uint(s, max, ret) < 0 ? -EINVAL : 0;
 }
 
 int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out)

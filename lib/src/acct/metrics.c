@@ -65,23 +65,18 @@ static ssize_t read_file(struct collector *c, int dfd, const char *name)
 	return (ssize_t)len;
 }
 
-static bool parse_u64(const char *s, uint64_t *ret)
+/* A cgroup file's value: a number or "max", ending the line or followed by a space. */
+static bool parse_value(const char *s, uint64_t *ret)
 {
-	uint64_t v = 0;
+	const char *end;
 
 	if (strncmp(s, "max", 3) == 0 && (s[3] == '\n' || s[3] == 0)) {
 		*ret = UINT64_MAX;
 		return true;
 	}
-	if (*s < '0' || *s > '9')
+	if (parse_u64_prefix(s, UINT64_MAX, ret, &end) < 0)
 		return false;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*ret = v;
-	return *s == '\n' || *s == 0 || *s == ' ';
+	return *end == '\n' || *end == 0 || *end == ' ';
 }
 
 static void set_item(struct jobcg_metrics_cg *cg, enum jobcg_metric_item i, uint64_t v)
@@ -101,7 +96,7 @@ static void read_value(struct collector *c, int dfd, const char *name, struct jo
 		return; /* controller not enabled here, or the cgroup is going away */
 	if (r < 0)
 		return count_error(c, name, (int)r);
-	if (!parse_u64(c->buf, &v))
+	if (!parse_value(c->buf, &v))
 		return count_error(c, name, -EBADMSG);
 	set_item(cg, item, v);
 }
@@ -149,9 +144,9 @@ static void read_io(struct collector *c, int dfd, struct jobcg_metrics_cg *cg)
 			if (!f || f >= eol)
 				break;
 			f++;
-			if (startswith(f, "rbytes=") && parse_u64(f + 7, &v))
+			if (startswith(f, "rbytes=") && parse_value(f + 7, &v))
 				rd += v;
-			else if (startswith(f, "wbytes=") && parse_u64(f + 7, &v))
+			else if (startswith(f, "wbytes=") && parse_value(f + 7, &v))
 				wr += v;
 		}
 		p = *eol ? eol + 1 : eol;
@@ -313,7 +308,7 @@ static void read_owner(int dfd, struct jobcg_metrics_cg *cg)
 	if (n <= 0)
 		return;
 	v[n] = 0;
-	if (parse_uint_pair(v, ':', &u, &g)) {
+	if (parse_owner(v, &u, &g) == 0) {
 		cg->have_owner = true;
 		cg->uid = (uid_t)u;
 	}

@@ -210,23 +210,63 @@ char *strdup_printf(const char *fmt, ...)
 	return s;
 }
 
-bool parse_uint_pair(const char *s, char sep, unsigned *ret_a, unsigned *ret_b)
+int parse_u64_prefix(const char *s, uint64_t max, uint64_t *ret, const char **ret_end)
 {
-	unsigned long a, b;
-	char *end;
+	uint64_t v = 0;
 
-	if (!s || !isdigit((unsigned char)s[0]))
-		return false;
-	errno = 0;
-	a = strtoul(s, &end, 10);
-	if (errno || a > UINT_MAX || *end != sep || !isdigit((unsigned char)end[1]))
-		return false;
-	b = strtoul(end + 1, &end, 10);
-	if (errno || b > UINT_MAX)
-		return false;
-	*ret_a = (unsigned)a;
-	*ret_b = (unsigned)b;
-	return true;
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++)
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v) || v > max)
+			return -ERANGE;
+	*ret = v;
+	if (ret_end)
+		*ret_end = s;
+	return 0;
+}
+
+int parse_u64(const char *s, uint64_t max, uint64_t *ret)
+{
+	const char *end;
+	uint64_t v;
+	int r = parse_u64_prefix(s, max, &v, &end);
+
+	if (r < 0)
+		return r;
+	if (*end)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int parse_uint(const char *s, unsigned max, unsigned *ret)
+{
+	uint64_t v;
+	int r = parse_u64(s, max, &v);
+
+	if (r < 0)
+		return r;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+int parse_owner(const char *s, unsigned *ret_uid, unsigned *ret_gid)
+{
+	uint64_t u, g;
+	const char *end;
+	int r = parse_u64_prefix(s, UINT_MAX, &u, &end);
+
+	if (r < 0)
+		return r;
+	if (*end != ':')
+		return -EINVAL;
+	r = parse_u64_prefix(end + 1, UINT_MAX, &g, NULL);
+	if (r < 0)
+		return r;
+	*ret_uid = (unsigned)u;
+	*ret_gid = (unsigned)g;
+	return 0;
 }
 
 const char *env_secure(const char *name)

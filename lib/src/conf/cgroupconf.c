@@ -307,15 +307,12 @@ static int parse_percent(const char *v, double *ret)
 /* Unsigned decimal with an optional k/K (x1024), as Slurm's integer keys. */
 static int parse_uint_k(const char *v, uint64_t max, uint64_t *ret)
 {
-	uint64_t x = 0;
-	const char *p = v;
+	const char *p;
+	uint64_t x;
+	int r = parse_u64_prefix(v, UINT64_MAX, &x, &p);
 
-	if (!isdigit((unsigned char)*p))
-		return -EINVAL;
-	for (; isdigit((unsigned char)*p); p++)
-		if (__builtin_mul_overflow(x, 10, &x) ||
-		    __builtin_add_overflow(x, (uint64_t)(*p - '0'), &x))
-			return -ERANGE;
+	if (r < 0)
+		return r;
 	if (*p == 'k' || *p == 'K') {
 		if (__builtin_mul_overflow(x, 1024, &x))
 			return -ERANGE;

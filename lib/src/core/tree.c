@@ -12,19 +12,17 @@
 
 static const char *const named_steps[] = {"batch", "extern", "interactive"};
 
+/* A number as jobcg writes it: parse_u64() without leading zeros, so one id has one name. */
 static int parse_u64_strict(const char *s, unsigned long long max, unsigned long long *ret)
 {
-	unsigned long long v = 0;
+	uint64_t v;
+	int r;
 
-	if (!s || !*s || (s[0] == '0' && s[1]))
+	if (!s || (s[0] == '0' && s[1]))
 		return -EINVAL;
-	for (const char *p = s; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		if (v > (max - (unsigned)(*p - '0')) / 10)
-			return -ERANGE;
-		v = v * 10 + (unsigned)(*p - '0');
-	}
+	r = parse_u64(s, max, &v);
+	if (r < 0)
+		return r;
 	*ret = v;
 	return 0;
 }

@@ -48,13 +48,10 @@ int gpuscan_numbered(const struct gpuscan *s, const char *dir, const char *prefi
 	if (!d)
 		return -errno;
 	while ((de = readdir(d)) && n < max) {
-		char *end;
-		unsigned long x;
+		uint64_t x;
 
-		if (!startswith(de->d_name, prefix) || !isdigit((unsigned char)de->d_name[plen]))
-			continue;
-		x = strtoul(de->d_name + plen, &end, 10);
-		if (*end || x > UINT32_MAX)
+		if (!startswith(de->d_name, prefix) ||
+		    parse_u64(de->d_name + plen, UINT32_MAX, &x) < 0)
 			continue;
 		if (!v && !(v = calloc(max, sizeof(*v)))) {
 			closedir(d);

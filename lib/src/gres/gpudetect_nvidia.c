@@ -44,17 +44,7 @@ static char *field(const char *text, const char *key)
 
 static bool parse_unsigned(const char *s, unsigned *ret)
 {
-	char *end;
-	unsigned long v;
-
-	if (!s || !isdigit((unsigned char)*s))
-		return false;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v > 1u << 20)
-		return false;
-	*ret = (unsigned)v;
-	return true;
+	return s && parse_uint(s, 1u << 20, ret) == 0;
 }
 
 /* The DeviceFileMinor of a capability access file; warns naming it when it has none. */

@@ -588,19 +588,13 @@ JOBCG_EXPORT void jobcg_gpu_bind_done(struct jobcg_gpu_bind *b)
 	*b = (struct jobcg_gpu_bind){};
 }
 
-static int parse_uint(const char *s, const char *what, unsigned max, unsigned *ret)
+static int parse_bind_number(const char *s, const char *what, unsigned max, unsigned *ret)
 {
-	char *end;
-	unsigned long v;
-
 	if (*s < '0' || *s > '9')
 		return error_set(-EINVAL, "--gpu-bind: %s '%s' is not a number", what, s);
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v > max)
+	if (parse_uint(s, max, ret) < 0)
 		return error_set(-EINVAL, "--gpu-bind: %s '%s' is not a number up to %u", what, s,
 				 max);
-	*ret = (unsigned)v;
 	return 0;
 }
 
@@ -617,8 +611,9 @@ JOBCG_EXPORT int jobcg_gpu_bind_parse(const char *s, struct jobcg_gpu_bind *ret)
 		bool single = startswith(s, "single:");
 
 		b.mode = single ? JOBCG_GPU_BIND_SINGLE : JOBCG_GPU_BIND_PER_TASK;
-		r = parse_uint(strchr(s, ':') + 1, single ? "tasks per GPU" : "GPUs per task",
-			       JOBCG_GRES_MAX, &b.n);
+		r = parse_bind_number(strchr(s, ':') + 1,
+				      single ? "tasks per GPU" : "GPUs per task", JOBCG_GRES_MAX,
+				      &b.n);
 		if (r < 0)
 			return r;
 		if (b.n == 0)
@@ -642,14 +637,14 @@ JOBCG_EXPORT int jobcg_gpu_bind_parse(const char *s, struct jobcg_gpu_bind *ret)
 
 			if (star) {
 				*star = 0;
-				r = parse_uint(star + 1, "repeat count", 1024, &rep);
+				r = parse_bind_number(star + 1, "repeat count", 1024, &rep);
 				if (r < 0)
 					return r;
 				if (rep == 0)
 					return error_set(-EINVAL, "--gpu-bind %s: repeat count 0",
 							 s);
 			}
-			r = parse_uint(v[i], "GPU id", JOBCG_GRES_MAX - 1, &id);
+			r = parse_bind_number(v[i], "GPU id", JOBCG_GRES_MAX - 1, &id);
 			if (r < 0)
 				return r;
 			if (nmap + rep > 4096)
@@ -1009,26 +1004,22 @@ static int set_parse(const struct jobcg_gres_node *n, const char *s, bool lenien
 		if (!idx)
 			return -ENOMEM;
 		for (size_t i = 0; idx[i]; i++) {
-			char *end;
-			unsigned long v;
+			unsigned v;
 			int pos;
 
-			errno = 0;
-			v = strtoul(idx[i], &end, 10);
-			if (errno || *end || idx[i][0] < '0' || idx[i][0] > '9' ||
-			    v >= JOBCG_GRES_MAX)
+			if (parse_uint(idx[i], JOBCG_GRES_MAX - 1, &v) < 0)
 				return error_set(-EINVAL, "gres set '%s': bad index '%s'", s,
 						 idx[i]);
 			pos = jobcg_gres_node_find(n, groups[g], (unsigned)v);
 			if (pos < 0) {
 				if (lenient) {
 					log_warning(
-					    "gres set '%s': %s %lu is not in gres.conf any more", s,
+					    "gres set '%s': %s %u is not in gres.conf any more", s,
 					    groups[g], v);
 					continue;
 				}
-				return error_set(-ENOENT, "gres set '%s': no %s %lu in gres.conf",
-						 s, groups[g], v);
+				return error_set(-ENOENT, "gres set '%s': no %s %u in gres.conf", s,
+						 groups[g], v);
 			}
 			jobcg_gres_set_add(&set, (unsigned)pos);
 		}
