@@ -129,32 +129,6 @@ int cgfs_mkdir(const char *dir, bool exist_ok)
 	return error_set(negative_errno(), "cannot create cgroup %s: %s", dir, strerror(errno));
 }
 
-int cgfs_mkdir_p(const char *base, const char *rel)
-{
-	_cleanup_strv_free_ char **parts = strv_split(rel, "/");
-	_cleanup_free_ char *cur = strdup(base);
-
-	if (!parts || !cur)
-		return -ENOMEM;
-	for (char **p = parts; *p; p++) {
-		char *next;
-		int r;
-
-		if (streq(*p, "..") || streq(*p, "."))
-			return error_set(-EINVAL, "cgroup path '%s' must not contain '.' or '..'",
-					 rel);
-		next = cgfs_path(cur, *p);
-		if (!next)
-			return -ENOMEM;
-		free(cur);
-		cur = next;
-		r = cgfs_mkdir(cur, true);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
