@@ -159,10 +159,8 @@ int main(void)
 	ok(life.start_usec >= before, "  the start time is taken at the begin");
 	snprintf(dir, sizeof(dir), "%s/job_1/step_%s", root, life.step);
 	ok(access(dir, F_OK) == 0, "  the step's cgroup exists");
-	r = jobcg_step_run(
-	    ctx, 1, life.step, 2, true_argv,
-	    &(struct jobcg_spawn_opts){.task_env = (char *const *const *)life.gres->task_env},
-	    &res);
+	r = jobcg_step_run(ctx, 1, life.step, 2, true_argv,
+			   &(struct jobcg_spawn_opts){.task_env = life.gres->task_env}, &res);
 	ok(r == 0 && res.exit_code == 0, "its tasks run");
 	log_errors = 0;
 	memset(&end, 0xa5, sizeof(end));

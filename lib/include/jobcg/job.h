@@ -215,8 +215,9 @@ struct jobcg_spawn_opts {
 	const sigset_t *sigmask; /* mask for the child, NULL: empty mask (all signals unblocked) */
 	/* Per task (indexed by task number, at least as many as tasks started): "NAME=VALUE"
 	 * strings added to that task's environment, replacing inherited ones of the same name
-	 * (a task's own GPU variables). NULL: none. */
-	char *const *const *task_env;
+	 * (a task's own GPU variables). NULL: none. The library changes none of them; the type is
+	 * one a char *** (jobcg_step_gres.task_env) converts to without a cast. */
+	char **const *task_env;
 };
 
 /**
