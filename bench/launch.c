@@ -25,7 +25,7 @@
 
 #include "jobcg/config.h"
 #include "jobcg/context.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
 #include "jobcg/acct.h"

@@ -4,8 +4,8 @@
 
 #include "common.h"
 #include "jobcg/adopt.h"
-#include "jobcg/gpus.h"
-#include "jobcg/spec.h"
+#include "gpus.h"
+#include "spec.h"
 #include "jobcg/sysinfo.h"
 
 static const char *layout_name(enum jobcg_layout l)

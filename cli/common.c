@@ -10,8 +10,8 @@
 #include "common.h"
 #include "jobcg/gres.h"
 #include "jobcg/error.h"
-#include "jobcg/parse.h"
-#include "jobcg/spec.h"
+#include "parse.h"
+#include "spec.h"
 #include "util.h"
 
 int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,

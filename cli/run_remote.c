@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "jobcg/gres.h"
-#include "jobcg/msg.h"
+#include "msg.h"
 #include "run.h"
 
 extern char **environ;

@@ -21,7 +21,7 @@
 #include "jobcg/context.h"
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "jobcg/steplife.h"
 #include "log.h"
 #include "slurm_map.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "log.h"
 #include "slurm_map.h"
 #include "util.h"

@@ -17,7 +17,7 @@
 #include "bpfsys.h"
 #include "devprog.h"
 #include "jobcg/config.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/error.h"
 #include "ktest.h"
 #include "tap.h"

@@ -7,7 +7,7 @@
 #include "jobcg/acctlog.h"
 #include "jobcg/config.h"
 #include "jobcg/context.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/steplife.h"
 #include "kcli.h"
 

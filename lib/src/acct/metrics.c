@@ -8,8 +8,9 @@
 
 #include "cgroupfs.h"
 #include "context_internal.h"
+#include "gresxattr.h"
 #include "jobcg-build.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/inspect.h"
 #include "jobcg/metrics.h"
 #include "log.h"

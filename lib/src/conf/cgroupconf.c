@@ -10,7 +10,7 @@
 
 #include "confload.h"
 #include "confparse.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "jobcg/sysinfo.h"
 #include "log.h"
 #include "util.h"

@@ -7,9 +7,9 @@
 
 #include "cgroupfs.h"
 #include "context_internal.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "discover.h"
-#include "jobcg/spec.h"
+#include "spec.h"
 #include "log.h"
 #include "scope_choose.h"
 #include "util.h"

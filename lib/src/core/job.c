@@ -11,9 +11,9 @@
 #include "log.h"
 #include "testhook.h"
 #include "jobcg/jobgres.h"
-#include "jobcg/memlimit.h"
-#include "jobcg/parse.h"
-#include "jobcg/spec.h"
+#include "memlimit.h"
+#include "parse.h"
+#include "spec.h"
 #include "tree.h"
 #include "util.h"
 

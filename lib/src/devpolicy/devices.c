@@ -16,9 +16,10 @@
 #include <sys/xattr.h>
 
 #include "bpfsys.h"
+#include "devnames.h"
 #include "devpolicy.h"
 #include "devprog.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "log.h"
 #include "util.h"
 
@@ -46,7 +47,7 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-JOBCG_EXPORT void jobcg_devpolicy_free(struct jobcg_devpolicy *p)
+void jobcg_devpolicy_free(struct jobcg_devpolicy *p)
 {
 	if (!p)
 		return;
@@ -65,7 +66,7 @@ static inline void devpolicy_freep(struct jobcg_devpolicy **p)
 	jobcg_devpolicy_free(*p);
 }
 
-JOBCG_EXPORT int jobcg_cgroup_id(const char *path, uint64_t *ret)
+int jobcg_cgroup_id(const char *path, uint64_t *ret)
 {
 	struct {
 		struct file_handle fh;
@@ -530,9 +531,9 @@ static int drop_guard(int root_fd)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgroup_path,
-				      const struct jobcg_devrule *managed, size_t n_managed,
-				      struct jobcg_devpolicy **ret)
+int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgroup_path,
+			 const struct jobcg_devrule *managed, size_t n_managed,
+			 struct jobcg_devpolicy **ret)
 {
 	_cleanup_(devpolicy_freep) struct jobcg_devpolicy *p = NULL;
 	_cleanup_close_ int root_fd = -1, lock_fd = -1;
@@ -636,9 +637,8 @@ fail:
 	return e;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf,
-					     const char *root_cgroup_path,
-					     struct jobcg_devpolicy **ret)
+int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf, const char *root_cgroup_path,
+				struct jobcg_devpolicy **ret)
 {
 	_cleanup_(devpolicy_freep) struct jobcg_devpolicy *p = NULL;
 	int e;
@@ -667,22 +667,22 @@ bool devpolicy_current(const struct jobcg_devpolicy *p)
 	       bpfsys_map_info(fd, &id, NULL) == 0 && id == p->policy_id;
 }
 
-JOBCG_EXPORT enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_devpolicy *p)
+enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_devpolicy *p)
 {
 	return p->mode;
 }
 
-JOBCG_EXPORT const char *jobcg_devpolicy_fallback_reason(const struct jobcg_devpolicy *p)
+const char *jobcg_devpolicy_fallback_reason(const struct jobcg_devpolicy *p)
 {
 	return p->fallback_reason;
 }
 
-JOBCG_EXPORT const char *jobcg_devpolicy_root(const struct jobcg_devpolicy *p)
+const char *jobcg_devpolicy_root(const struct jobcg_devpolicy *p)
 {
 	return p->root;
 }
 
-JOBCG_EXPORT const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p)
+const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p)
 {
 	return p->mode == JOBCG_DEVPROG_NODE ? p->pin_dir : NULL;
 }
@@ -1087,8 +1087,8 @@ static int linear_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
 	return e;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
-				       const struct jobcg_devrule *allowed, size_t n)
+int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
+			  const struct jobcg_devrule *allowed, size_t n)
 {
 	_cleanup_free_ char *canon = NULL;
 	unsigned rel;
@@ -1208,14 +1208,14 @@ void devpolicy_ticket_done(struct devpolicy_ticket *t)
 	*t = (struct devpolicy_ticket){0};
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id)
+int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id)
 {
 	if (!p || p->mode != JOBCG_DEVPROG_NODE)
 		return error_set(-EBADF, "device policy not open in node mode");
 	return node_revoke(p, NULL, cgroup_id);
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *cgroup_path)
+int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *cgroup_path)
 {
 	_cleanup_free_ char *canon = NULL;
 	unsigned rel;
@@ -1232,7 +1232,7 @@ JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *c
 	return detach_linear(canon);
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_removed)
+int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_removed)
 {
 	_cleanup_free_ uint64_t *ids = NULL;
 	_cleanup_close_ int mnt_fd = -1;
@@ -1365,7 +1365,7 @@ static const struct idpath *walk_find(const struct walk *w, uint64_t id)
 	return NULL;
 }
 
-JOBCG_EXPORT void jobcg_devgrants_free(struct jobcg_devgrant *g, size_t n)
+void jobcg_devgrants_free(struct jobcg_devgrant *g, size_t n)
 {
 	if (!g)
 		return;
@@ -1510,8 +1510,7 @@ static int list_linear(struct jobcg_devpolicy *p, struct walk *w, struct jobcg_d
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_list(struct jobcg_devpolicy *p, struct jobcg_devgrant **ret,
-				      size_t *ret_n)
+int jobcg_devpolicy_list(struct jobcg_devpolicy *p, struct jobcg_devgrant **ret, size_t *ret_n)
 {
 	struct jobcg_devgrant *v = NULL;
 	struct walk w = {0};
@@ -1566,8 +1565,7 @@ bool devpolicy_manages_any(const struct jobcg_devpolicy *p)
 	return false;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg_devrule **ret,
-					 size_t *ret_n)
+int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg_devrule **ret, size_t *ret_n)
 {
 	_cleanup_free_ struct jobcg_devrule *v = NULL;
 	size_t n = 0;
@@ -1605,7 +1603,7 @@ JOBCG_EXPORT int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p)
+int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p)
 {
 	int e = 0;
 
@@ -1628,8 +1626,8 @@ JOBCG_EXPORT int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p)
 	return e;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_managed_from_config(const struct jobcg_config *conf,
-						     struct jobcg_devrule **ret, size_t *ret_n)
+int jobcg_devpolicy_managed_from_config(const struct jobcg_config *conf, struct jobcg_devrule **ret,
+					size_t *ret_n)
 {
 	_cleanup_free_ struct jobcg_devrule *v = NULL;
 	size_t n = 0, total = 0;
@@ -1674,7 +1672,7 @@ struct jobcg_devnames {
 
 #define DEVNAMES_MAX 65536u
 
-JOBCG_EXPORT void jobcg_devnames_free(struct jobcg_devnames *d)
+void jobcg_devnames_free(struct jobcg_devnames *d)
 {
 	if (!d)
 		return;
@@ -1732,7 +1730,7 @@ static void scan_dev(struct jobcg_devnames *d, const char *dir, int depth)
 	closedir(dd);
 }
 
-JOBCG_EXPORT int jobcg_devnames_new(struct jobcg_devnames **ret)
+int jobcg_devnames_new(struct jobcg_devnames **ret)
 {
 	struct jobcg_devnames *d = calloc(1, sizeof(*d));
 
@@ -1742,7 +1740,7 @@ JOBCG_EXPORT int jobcg_devnames_new(struct jobcg_devnames **ret)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_devnames_add(struct jobcg_devnames *d, const char *path)
+int jobcg_devnames_add(struct jobcg_devnames *d, const char *path)
 {
 	struct stat st;
 	char *copy;
@@ -1759,7 +1757,7 @@ JOBCG_EXPORT int jobcg_devnames_add(struct jobcg_devnames *d, const char *path)
 	return devnames_push(d, &st, copy);
 }
 
-JOBCG_EXPORT int jobcg_devnames_scan(const char *dir, struct jobcg_devnames **ret)
+int jobcg_devnames_scan(const char *dir, struct jobcg_devnames **ret)
 {
 	struct jobcg_devnames *d = calloc(1, sizeof(*d));
 
@@ -1770,8 +1768,8 @@ JOBCG_EXPORT int jobcg_devnames_scan(const char *dir, struct jobcg_devnames **re
 	return 0;
 }
 
-JOBCG_EXPORT const char *jobcg_devnames_find(const struct jobcg_devnames *d, char type,
-					     uint32_t major, uint32_t minor)
+const char *jobcg_devnames_find(const struct jobcg_devnames *d, char type, uint32_t major,
+				uint32_t minor)
 {
 	const char *best = NULL;
 

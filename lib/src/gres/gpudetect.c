@@ -13,7 +13,7 @@
 #include <sys/sysmacros.h>
 
 #include "gpudetect.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "log.h"
 #include "util.h"
 
@@ -368,7 +368,7 @@ static const struct {
     {"intel", "oneapi", gpudetect_intel},
 };
 
-JOBCG_EXPORT void jobcg_gpus_free(struct jobcg_gpus *g)
+void jobcg_gpus_free(struct jobcg_gpus *g)
 {
 	if (!g)
 		return;
@@ -393,7 +393,7 @@ static int run_backend(struct gpuscan *s, size_t b)
 	return backends[b].fn(s);
 }
 
-JOBCG_EXPORT int jobcg_gpus_detect(const char *backend, struct jobcg_gpus **ret)
+int jobcg_gpus_detect(const char *backend, struct jobcg_gpus **ret)
 {
 	struct jobcg_gpus *g = calloc(1, sizeof(*g));
 	/* Only what is read changes, never what is granted: grants come from gres.conf. Still
@@ -453,7 +453,7 @@ JOBCG_EXPORT int jobcg_gpus_detect(const char *backend, struct jobcg_gpus **ret)
 	return 0;
 }
 
-JOBCG_EXPORT const char *jobcg_gpus_backend_for(const struct jobcg_gres_conf *conf)
+const char *jobcg_gpus_backend_for(const struct jobcg_gres_conf *conf)
 {
 	const char *ad = conf->node_autodetect ? conf->node_autodetect : conf->autodetect;
 
@@ -486,7 +486,7 @@ static int files_text(const struct jobcg_gpu_file *v, size_t n, char **ret)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret)
+int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret)
 {
 	_cleanup_free_ char *out = strdup_printf("# gres.conf lines from jobcg gpus (%s)\n",
 						 g->backends ? g->backends : "none");
@@ -734,8 +734,7 @@ static int compare(const struct jobcg_gpus *g, size_t nrecords,
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct jobcg_gres_conf *conf,
-				    char ***ret)
+int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct jobcg_gres_conf *conf, char ***ret)
 {
 	_cleanup_free_ int *match = calloc(conf->nrecords + 1, sizeof(int)); /* record -> row */
 	_cleanup_free_ struct jobcg_gres_record *recs = calloc(conf->nrecords + 1, sizeof(*recs));

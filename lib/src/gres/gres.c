@@ -8,6 +8,7 @@
 #include <sys/xattr.h>
 
 #include "gpudetect.h"
+#include "gresxattr.h"
 #include "jobcg/gres.h"
 #include "log.h"
 #include "util.h"
@@ -1034,8 +1035,8 @@ JOBCG_EXPORT int jobcg_gres_set_parse(const struct jobcg_gres_node *n, const cha
 	return set_parse(n, s, false, ret);
 }
 
-JOBCG_EXPORT int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd,
-					const char *xattr, const struct jobcg_gres_set *s)
+int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
+			   const struct jobcg_gres_set *s)
 {
 	_cleanup_free_ char *v = NULL;
 	int r = jobcg_gres_set_format(n, s, &v);
@@ -1060,8 +1061,8 @@ static int xattr_get(int dirfd, const char *name, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd,
-				       const char *xattr, struct jobcg_gres_set *ret)
+int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
+			  struct jobcg_gres_set *ret)
 {
 	_cleanup_free_ char *v = NULL;
 	const char *name = xattr ? xattr : JOBCG_GRES_XATTR;
@@ -1154,9 +1155,8 @@ static int scan_dir(const struct jobcg_gres_node *n, int fd, const char *rel, un
 	return r;
 }
 
-JOBCG_EXPORT int jobcg_gres_scan(const struct jobcg_gres_node *n, int rootfd, const char *xattr,
-				 jobcg_gres_scan_fn fn, void *userdata,
-				 struct jobcg_gres_set *ret_used)
+int jobcg_gres_scan(const struct jobcg_gres_node *n, int rootfd, const char *xattr,
+		    jobcg_gres_scan_fn fn, void *userdata, struct jobcg_gres_set *ret_used)
 {
 	struct jobcg_gres_set used = {};
 	int r = scan_dir(n, rootfd, "", 0, xattr ? xattr : JOBCG_GRES_XATTR, fn, userdata, &used);

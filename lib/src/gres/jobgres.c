@@ -6,10 +6,11 @@
 
 #include "context_internal.h"
 #include "devpolicy.h"
+#include "gresxattr.h"
 #include "job_hooks.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/jobgres.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "log.h"
 #include "testhook.h"
 #include "tree.h"
