@@ -1,9 +1,9 @@
 /*
  * jobcg CLI: `jobcg run` through `jobcg daemon`, both ends. The daemon does the cgroup work in
- * a process whose code is already loaded (and, under emulation, translated); the client still
- * starts the tasks itself, so they stay its children with its cwd, limits and namespaces.
+ * a process whose code is already loaded; the client still starts the tasks itself, so they stay
+ * its children with its cwd, limits and namespaces.
  *
- * The exchange, one connection per step (jobcg/msg.h frames):
+ * The exchange, one connection per step (msg.h frames):
  *   client: op=run v=2 arg=... (its `run` arguments) env=JOBCG_*=... config_dir= verbose=
  *           umask=, with its cwd as a descriptor
  *   daemon: op=exit code=N (the step never started; fallback=1: not served, run it yourself,

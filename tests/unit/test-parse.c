@@ -1,4 +1,4 @@
-/* Unit tests for the size, CPU list and hostlist parsers (jobcg/parse.h). */
+/* Unit tests for the size, CPU list and hostlist parsers (parse.h). */
 #include <time.h>
 
 #include "parse.h"
