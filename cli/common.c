@@ -70,15 +70,12 @@ void cli_print_acct(FILE *f, const struct jobcg_acct *a)
 
 int cli_parse_signal(const char *s)
 {
-	char *end;
-	long v;
+	unsigned v;
 
 	if (!s || !*s)
 		return -EINVAL;
-	if (s[0] >= '0' && s[0] <= '9') {
-		v = strtol(s, &end, 10);
-		return (*end || v <= 0 || v >= NSIG) ? -EINVAL : (int)v;
-	}
+	if (s[0] >= '0' && s[0] <= '9')
+		return parse_uint(s, NSIG - 1, &v) < 0 || v == 0 ? -EINVAL : (int)v;
 	if (strncasecmp(s, "SIG", 3) == 0)
 		s += 3;
 	for (int i = 1; i < 32; i++) {
