@@ -743,8 +743,8 @@ static int spawn_msg(struct run_conn *c)
 	if (!r && jobcg_acct_has(&s->job_before, JOBCG_ACCT_OOM))
 		r = jobcg_msg_add(m, "oom_before", "%llu",
 				  (unsigned long long)s->job_before.value[JOBCG_ACCT_OOM]);
-	for (unsigned i = 0; !r && s->gres && i < s->ntasks && s->gres->task_env; i++)
-		for (char **e = s->gres->task_env[i]; !r && e && *e; e++)
+	for (unsigned i = 0; !r && jobcg_step_gres_task_env(s->gres) && i < s->ntasks; i++)
+		for (char **e = jobcg_step_gres_task_env(s->gres)[i]; !r && e && *e; e++)
 			r = jobcg_msg_add(m, "env", "%u:%s", i, *e);
 	if (r < 0) {
 		close(c->tx_fd);

@@ -354,9 +354,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	if (!spank_remote(sp) || !st.begun)
 		return 0;
 	if (spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || task < 0 ||
-	    (unsigned)task >= st.life.ntasks || !st.life.gres)
+	    (unsigned)task >= st.life.ntasks || !jobcg_step_gres_task_env(st.life.gres))
 		return 0;
-	env = st.life.gres->task_env[task];
+	env = jobcg_step_gres_task_env(st.life.gres)[task];
 	if (!env || !env[0])
 		return 0; /* no devices here: Slurm's variables stand */
 	/* The task's cgroup grants only its devices, which the GPU runtime numbers from 0. */

@@ -12,6 +12,7 @@
 #include "devices.h"
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
+#include "jobgres_internal.h"
 #include "kcli.h"
 
 static char dev[3][PATH_MAX];

@@ -9,6 +9,7 @@
 #include "jobcg/context.h"
 #include "devices.h"
 #include "jobcg/steplife.h"
+#include "jobgres_internal.h"
 #include "kcli.h"
 
 static unsigned log_errors;
@@ -159,8 +160,9 @@ int main(void)
 	ok(life.start_usec >= before, "  the start time is taken at the begin");
 	snprintf(dir, sizeof(dir), "%s/job_1/step_%s", root, life.step);
 	ok(access(dir, F_OK) == 0, "  the step's cgroup exists");
-	r = jobcg_step_run(ctx, 1, life.step, 2, true_argv,
-			   &(struct jobcg_spawn_opts){.task_env = life.gres->task_env}, &res);
+	r = jobcg_step_run(
+	    ctx, 1, life.step, 2, true_argv,
+	    &(struct jobcg_spawn_opts){.task_env = jobcg_step_gres_task_env(life.gres)}, &res);
 	ok(r == 0 && res.exit_code == 0, "its tasks run");
 	log_errors = 0;
 	memset(&end, 0xa5, sizeof(end));

@@ -213,7 +213,7 @@ struct jobcg_spawn_opts {
 	/* Per task (indexed by task number, at least as many as tasks started): "NAME=VALUE"
 	 * strings added to that task's environment, replacing inherited ones of the same name
 	 * (a task's own GPU variables). NULL: none. The library changes none of them; the type is
-	 * one a char *** (jobcg_step_gres.task_env) converts to without a cast. */
+	 * what jobcg_step_gres_task_env() returns. */
 	char **const *task_env;
 };
 
