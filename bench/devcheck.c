@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "jobcg/config.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 
 #define DEV	 "/dev/null" /* a device with a driver, so open() succeeds as it would for a GPU */
 #define MAX_ITER 10000000L

@@ -25,7 +25,7 @@
 
 #include "jobcg/config.h"
 #include "jobcg/context.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
 #include "jobcg/acct.h"
@@ -277,7 +277,7 @@ static void agent_step(struct subject *s, uint32_t job)
 		note_error(s, "step begin: %s", lib_error());
 		return;
 	}
-	so.task_env = (char *const *const *)life.gres->task_env;
+	so.task_env = jobcg_step_gres_task_env(life.gres);
 	r = jobcg_step_run(ctx, job, life.step, 1, true_argv, &so, &res);
 	if (r < 0 || res.exit_code != 0)
 		note_error(s, "step run: %s", lib_error());

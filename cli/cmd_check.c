@@ -5,9 +5,9 @@
 
 #include "common.h"
 #include "jobcg/adopt.h"
-#include "jobcg/gpus.h"
+#include "gpus.h"
 #include "jobcg/gres.h"
-#include "jobcg/spec.h"
+#include "spec.h"
 #include "jobcg/sysinfo.h"
 
 static const char *layout_name(enum jobcg_layout l)

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "jobcg/config.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 
 static const struct {
 	unsigned flag;

@@ -5,7 +5,7 @@
 
 #include "common.h"
 #include "jobcg-build.h"
-#include "jobcg/gpus.h"
+#include "gpus.h"
 
 static void help(void)
 {

@@ -7,8 +7,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "devnames.h"
 #include "jobcg/context.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 
 static const char *level_name(int level)
 {

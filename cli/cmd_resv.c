@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "jobcg/resv.h"
 
 static const char usage[] =

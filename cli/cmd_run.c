@@ -20,7 +20,7 @@ static int run_in_process(char **argv, const struct run_args *a, const struct cl
 		return 1;
 	}
 	if (!run_begin(ctx, a, &s, &r)) {
-		so.task_env = (char *const *const *)s.life.gres->task_env;
+		so.task_env = jobcg_step_gres_task_env(s.life.gres);
 		r = jobcg_step_run(ctx, s.life.job, s.life.step, a->ntasks, argv + a->cmd_index,
 				   &so, &res);
 		r = run_finish(ctx, &s, r, NULL, &res, false);

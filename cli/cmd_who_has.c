@@ -15,7 +15,7 @@
 #include "cli.h"
 #include "decode_out.h"
 #include "jobcg/context.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/inspect.h"
 
 #define MAX_DEPTH      64

@@ -11,8 +11,9 @@
 #include "jobcg/resv.h"
 #include "jobcg/gres.h"
 #include "jobcg/error.h"
-#include "jobcg/parse.h"
-#include "jobcg/spec.h"
+#include "parse.h"
+#include "spec.h"
+#include "util.h"
 
 int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
 		 struct jobcg_ctx **ret_ctx)
@@ -70,15 +71,12 @@ void cli_print_acct(FILE *f, const struct jobcg_acct *a)
 
 int cli_parse_signal(const char *s)
 {
-	char *end;
-	long v;
+	unsigned v;
 
 	if (!s || !*s)
 		return -EINVAL;
-	if (s[0] >= '0' && s[0] <= '9') {
-		v = strtol(s, &end, 10);
-		return (*end || v <= 0 || v >= NSIG) ? -EINVAL : (int)v;
-	}
+	if (s[0] >= '0' && s[0] <= '9')
+		return parse_uint(s, NSIG - 1, &v) < 0 || v == 0 ? -EINVAL : (int)v;
 	if (strncasecmp(s, "SIG", 3) == 0)
 		s += 3;
 	for (int i = 1; i < 32; i++) {
@@ -92,17 +90,8 @@ int cli_parse_signal(const char *s)
 
 int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret)
 {
-	char *end;
-	unsigned long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*ret = (unsigned)v;
-	return 0;
+	(void)opt;
+	return parse_uint(s, max, ret) < 0 ? -EINVAL : 0;
 }
 
 /* A bad option value: @exit_code (the usage error printed) for the caller, -EINVAL. */

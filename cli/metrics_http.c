@@ -112,8 +112,7 @@ int metrics_listen(const char *addr, int *ret_fd)
 	socklen_t salen;
 	char host[INET6_ADDRSTRLEN + 2];
 	const char *colon = strrchr(addr, ':');
-	unsigned long port;
-	char *end;
+	unsigned port;
 	int fd, one = 1;
 
 	if (!colon || colon == addr)
@@ -121,9 +120,7 @@ int metrics_listen(const char *addr, int *ret_fd)
 				       "'%s': expected ADDRESS:PORT (127.0.0.1:9810, "
 				       "[::1]:9810)",
 				       addr);
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || errno || port > 65535)
+	if (cli_parse_uint(NULL, colon + 1, 65535, &port) < 0)
 		return cli_usage_error("metrics", "'%s': the port must be a number 0-65535", addr);
 	if ((size_t)(colon - addr) >= sizeof(host))
 		return cli_usage_error("metrics", "'%s': not a numeric address", addr);

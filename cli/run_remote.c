@@ -1,9 +1,9 @@
 /*
  * jobcg CLI: `jobcg run` through `jobcg daemon`, both ends. The daemon does the cgroup work in
- * a process whose code is already loaded (and, under emulation, translated); the client still
- * starts the tasks itself, so they stay its children with its cwd, limits and namespaces.
+ * a process whose code is already loaded; the client still starts the tasks itself, so they stay
+ * its children with its cwd, limits and namespaces.
  *
- * The exchange, one connection per step (jobcg/msg.h frames):
+ * The exchange, one connection per step (msg.h frames):
  *   client: op=run v=2 arg=... (its `run` arguments) env=JOBCG_*=... config_dir= verbose=
  *           umask=, with its cwd as a descriptor
  *   daemon: op=exit code=N (the step never started; fallback=1: not served, run it yourself,
@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "jobcg/gres.h"
-#include "jobcg/msg.h"
+#include "msg.h"
 #include "run.h"
 
 extern char **environ;
@@ -444,7 +444,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	}
 
 	fd_path(sdir, stepfd);
-	so.task_env = (char *const *const *)env;
+	so.task_env = env;
 	r = jobcg_step_run_dir(sdir, s.life.job, s.life.step, a->ntasks, argv + a->cmd_index, &so,
 			       &res);
 	close(stepfd);
@@ -746,8 +746,8 @@ static int spawn_msg(struct run_conn *c)
 	if (!r && jobcg_acct_has(&s->job_before, JOBCG_ACCT_OOM))
 		r = jobcg_msg_add(m, "oom_before", "%llu",
 				  (unsigned long long)s->job_before.value[JOBCG_ACCT_OOM]);
-	for (unsigned i = 0; !r && s->gres && i < s->ntasks && s->gres->task_env; i++)
-		for (char **e = s->gres->task_env[i]; !r && e && *e; e++)
+	for (unsigned i = 0; !r && jobcg_step_gres_task_env(s->gres) && i < s->ntasks; i++)
+		for (char **e = jobcg_step_gres_task_env(s->gres)[i]; !r && e && *e; e++)
 			r = jobcg_msg_add(m, "env", "%u:%s", i, *e);
 	if (r < 0) {
 		close(c->tx_fd);

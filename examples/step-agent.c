@@ -57,7 +57,7 @@ static int one_step(struct jobcg_ctx *ctx, uint32_t job, unsigned ntasks, char *
 		return -1;
 	}
 	/* Each task's CUDA_VISIBLE_DEVICES and the like, computed by the begin. */
-	so.task_env = (char *const *const *)life.gres->task_env;
+	so.task_env = jobcg_step_gres_task_env(life.gres);
 	r = jobcg_step_run(ctx, job, life.step, ntasks, argv, &so, &res);
 	if (r < 0) {
 		fail(r, "running the step");

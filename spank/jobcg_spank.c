@@ -22,7 +22,7 @@
 #include "jobcg/gres.h"
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "jobcg/steplife.h"
 #include "log.h"
 #include "slurm_map.h"
@@ -494,9 +494,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	if (!spank_remote(sp) || !st.begun)
 		return 0;
 	if (spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || task < 0 ||
-	    (unsigned)task >= st.life.ntasks || !st.life.gres)
+	    (unsigned)task >= st.life.ntasks || !jobcg_step_gres_task_env(st.life.gres))
 		return 0;
-	env = st.life.gres->task_env[task];
+	env = jobcg_step_gres_task_env(st.life.gres)[task];
 	if (!env || !env[0])
 		return 0; /* no devices here: Slurm's variables stand */
 	if (slurm_bound_env(sp, task, &bound_env) < 0) {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "log.h"
 #include "slurm_map.h"
 #include "util.h"
@@ -78,15 +78,11 @@ int jspank_topology_load(const char *cpu_dir, struct jspank_topology *ret)
 		return error_set(-errno, "cannot open %s: %s", cpu_dir, strerror(errno));
 	while ((de = readdir(d))) {
 		char path[128];
-		unsigned long cpu;
-		char *end;
+		unsigned cpu;
 		struct core_key k;
 
-		if (strncmp(de->d_name, "cpu", 3) != 0 || de->d_name[3] < '0' ||
-		    de->d_name[3] > '9')
-			continue;
-		cpu = strtoul(de->d_name + 3, &end, 10);
-		if (*end || cpu >= JOBCG_CPU_MAX)
+		if (strncmp(de->d_name, "cpu", 3) != 0 ||
+		    parse_uint(de->d_name + 3, JOBCG_CPU_MAX - 1, &cpu) < 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/topology/physical_package_id", de->d_name);
 		if (read_uint(dirfd(d), path, &k.pkg) < 0)

@@ -7,7 +7,7 @@
 
 #include "jobcg/gres.h"
 #include "jobcg/job.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 
 /* Slurm's step ids beyond its numbered steps (slurm.h), repeated: this file builds without it. */
 #define JSPANK_PENDING_STEP	0xfffffffdu

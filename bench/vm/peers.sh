@@ -37,10 +37,7 @@ printf 'ConstrainDevices=yes\nSystemdTimeout=60000\n' > "$tmp/conf/cgroup.conf"
 export JOBCG_CONF_DIR="$tmp/conf" JOBCG_STATE_DIR=/run/jobcg-bench JOBCG_BPF_PIN_DIR=/sys/fs/bpf/jobcgbench
 export JOBCG_KEEPER_EXE="$JDIR/jobcg"
 check "jobcg init" jobcg init
-gres=""
-if has_opt alloc --gres; then gres="--gres gpu:2"; else diag "jobcg alloc has no --gres: the jobcg job gets no GPU grant"; fi
-# shellcheck disable=SC2086 # $gres is two words or none
-check "jobcg alloc 1 --cpus 0 --mem 256M $gres" jobcg alloc 1 --cpus 0 --mem 256M $gres
+check "jobcg alloc 1 --cpus 0 --mem 256M --gres gpu:2" jobcg alloc 1 --cpus 0 --mem 256M --gres gpu:2
 
 # --- crun: a minimal bundle (only /bin/true and its libraries, a mount namespace) ---------
 b="$tmp/bundle"

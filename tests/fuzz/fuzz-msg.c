@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "jobcg/msg.h"
+#include "msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 #include <sys/xattr.h>
 #include <time.h>
 
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "kcli.h"
 
 static char tmp[PATH_MAX], conf_dir[PATH_MAX], tree[PATH_MAX], pin_dir[PATH_MAX],

@@ -18,7 +18,7 @@
 
 #include "devgen.h"
 #include "jobcg/config.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/inspect.h"
 #include "ktest.h"
 #include "tap.h"

@@ -16,7 +16,7 @@
 
 #include "inspect_internal.h"
 #include "jobcg/config.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/inspect.h"
 #include "ktest.h"
 #include "tap.h"

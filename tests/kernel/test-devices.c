@@ -17,9 +17,11 @@
 #include "bpfsys.h"
 #include "devprog.h"
 #include "jobcg/config.h"
-#include "jobcg/devices.h"
+#include "devices.h"
+#include "jobcg/error.h"
 #include "ktest.h"
 #include "tap.h"
+#include "util.h"
 
 #define GPU_MAJOR   195
 #define OTHER_MAJOR 196
@@ -73,17 +75,11 @@ static void path_of(char *buf, size_t size, const char *rel)
 
 static void mkcg(const char *rel)
 {
-	char p[4096], acc[4096] = "";
-	char *save = NULL, *copy = strdup(rel);
+	char p[4096];
 
-	for (char *t = strtok_r(copy, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-		strcat(acc, acc[0] ? "/" : "");
-		strcat(acc, t);
-		path_of(p, sizeof(p), acc);
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			tap_diag("mkdir %s: %s", p, strerror(errno));
-	}
-	free(copy);
+	path_of(p, sizeof(p), rel);
+	if (mkdir_p_safe(p, 0755, "cgroup") < 0)
+		tap_diag("%s", jobcg_last_error()->message);
 }
 
 static void dev_path(char *buf, size_t size, unsigned major_, unsigned minor_)

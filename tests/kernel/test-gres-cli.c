@@ -9,7 +9,8 @@
 #include <sys/xattr.h>
 #include <time.h>
 
-#include "jobcg/devices.h"
+#include "gresxattr.h"
+#include "devices.h"
 #include "jobcg/gres.h"
 #include "ktest.h"
 #include "tap.h"

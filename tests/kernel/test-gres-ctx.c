@@ -7,9 +7,10 @@
 
 #include "jobcg/config.h"
 #include "jobcg/context.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
+#include "jobgres_internal.h"
 #include "kcli.h"
 
 static char dev[3][PATH_MAX];

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 
+#include "gresxattr.h"
 #include "jobcg/gres.h"
 #include "ktest.h"
 #include "log.h"

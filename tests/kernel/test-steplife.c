@@ -7,8 +7,9 @@
 #include "jobcg/acctlog.h"
 #include "jobcg/config.h"
 #include "jobcg/context.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/steplife.h"
+#include "jobgres_internal.h"
 #include "kcli.h"
 
 static unsigned log_errors;
@@ -161,8 +162,7 @@ int main(void)
 	ok(access(dir, F_OK) == 0, "  the step's cgroup exists");
 	r = jobcg_step_run(
 	    ctx, 1, life.step, 2, true_argv,
-	    &(struct jobcg_spawn_opts){.task_env = (char *const *const *)life.gres->task_env},
-	    &res);
+	    &(struct jobcg_spawn_opts){.task_env = jobcg_step_gres_task_env(life.gres)}, &res);
 	ok(r == 0 && res.exit_code == 0, "its tasks run");
 	log_errors = 0;
 	memset(&end, 0xa5, sizeof(end));

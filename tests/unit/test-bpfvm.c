@@ -35,6 +35,7 @@ static uint64_t alu(uint8_t cls, uint8_t op, uint64_t a, uint64_t b, bool imm, i
 
 #define A 0xfffffffe80000005ull
 #define B 0x0000000100000003ull
+#define V 0x1122334455667788ull /* for the byte swaps */
 
 static void test_alu(void)
 {
@@ -64,53 +65,61 @@ static void test_alu(void)
 		snprintf(name, sizeof(name), "alu32 %s reg (upper half zeroed)", t[k].name);
 		is_int(alu(BPF_ALU, t[k].op, A, B, false, 0, 0), t[k].want32, name);
 	}
-	/* Immediates are sign-extended to 64 bits. */
-	is_int(alu(BPF_ALU64, BPF_ADD, A, 0, true, 0, -2), 0xfffffffe80000003ull,
-	       "alu64 add imm -2");
-	is_int(alu(BPF_ALU64, BPF_AND, A, 0, true, 0, -2), 0xfffffffe80000004ull,
-	       "alu64 and imm -2");
-	is_int(alu(BPF_ALU, BPF_AND, A, 0, true, 0, -2), 0x80000004, "alu32 and imm -2");
-	is_int(alu(BPF_ALU64, BPF_MOV, A, 0, true, 0, -1), 0xffffffffffffffffull, "mov64 imm -1");
-	is_int(alu(BPF_ALU, BPF_MOV, A, 0, true, 0, -1), 0xffffffff, "mov32 imm -1");
-	is_int(alu(BPF_ALU, BPF_AND, A, 0, true, 0, 65535), 0x5, "alu32 and 65535 (type mask)");
-	is_int(alu(BPF_ALU, BPF_RSH, 0x00060002, 0, true, 0, 16), 6, "alu32 rsh 16 (access bits)");
-	/* Division and modulo by zero: 0 and the dividend. */
-	is_int(alu(BPF_ALU64, BPF_DIV, A, 0, false, 0, 0), 0, "div64 by zero is 0");
-	is_int(alu(BPF_ALU, BPF_DIV, A, 0, false, 0, 0), 0, "div32 by zero is 0");
-	is_int(alu(BPF_ALU64, BPF_MOD, A, 0, false, 0, 0), A, "mod64 by zero keeps dst");
-	is_int(alu(BPF_ALU, BPF_MOD, A, 0, false, 0, 0), 0x80000005,
-	       "mod32 by zero keeps low half");
-	/* Shift counts are masked. */
-	is_int(alu(BPF_ALU64, BPF_LSH, A, 65, false, 0, 0), 0xfffffffd0000000aull,
-	       "lsh64 by 65 = by 1");
-	is_int(alu(BPF_ALU, BPF_LSH, A, 33, false, 0, 0), 0xa, "lsh32 by 33 = by 1");
-	is_int(alu(BPF_ALU64, BPF_NEG, A, 0, true, 0, 0), 0x17ffffffbull, "neg64");
-	is_int(alu(BPF_ALU, BPF_NEG, A, 0, true, 0, 0), 0x7ffffffb, "neg32");
-	/* Signed division (off = 1). */
-	is_int(alu(BPF_ALU64, BPF_DIV, A, 0, true, 1, -3), 0x7ffffffe, "sdiv64 imm -3");
-	is_int(alu(BPF_ALU64, BPF_MOD, A, 0, true, 1, -3), 0xffffffffffffffffull, "smod64 imm -3");
-	is_int(alu(BPF_ALU, BPF_DIV, A, 0, true, 1, -3), 0x2aaaaaa9, "sdiv32 imm -3");
-	is_int(alu(BPF_ALU, BPF_MOD, A, 0, true, 1, -3), 0, "smod32 imm -3");
-	is_int(alu(BPF_ALU, BPF_DIV, 0x80000000, 0, true, 1, -1), 0x80000000,
-	       "sdiv32 INT_MIN / -1");
-	is_int(alu(BPF_ALU64, BPF_MOD, A, 0, true, 1, -1), 0, "smod64 by -1 is 0");
-	/* Sign-extending moves. */
-	is_int(alu(BPF_ALU64, BPF_MOV, 0, 0x80, false, 8, 0), 0xffffffffffffff80ull, "movsx64 s8");
-	is_int(alu(BPF_ALU64, BPF_MOV, 0, 0x8000, false, 16, 0), 0xffffffffffff8000ull,
-	       "movsx64 s16");
-	is_int(alu(BPF_ALU64, BPF_MOV, 0, 0x80000000, false, 32, 0), 0xffffffff80000000ull,
-	       "movsx64 s32");
-	is_int(alu(BPF_ALU, BPF_MOV, 0, 0x80, false, 8, 0), 0xffffff80, "movsx32 s8");
-	/* Byte swaps. */
-	const uint64_t v = 0x1122334455667788ull;
-	is_int(alu(BPF_ALU, BPF_END, v, 0, true, 0, 16), 0x7788, "to_le 16");
-	is_int(alu(BPF_ALU, BPF_END, v, 0, true, 0, 32), 0x55667788, "to_le 32");
-	is_int(alu(BPF_ALU, BPF_END, v, 0, true, 0, 64), v, "to_le 64");
-	is_int(alu(BPF_ALU, BPF_END | BPF_X, v, 0, true, 0, 16), 0x8877, "to_be 16");
-	is_int(alu(BPF_ALU, BPF_END | BPF_X, v, 0, true, 0, 32), 0x88776655, "to_be 32");
-	is_int(alu(BPF_ALU, BPF_END | BPF_X, v, 0, true, 0, 64), 0x8877665544332211ull, "to_be 64");
-	is_int(alu(BPF_ALU64, BPF_END, v, 0, true, 0, 16), 0x8877, "bswap16");
-	is_int(alu(BPF_ALU64, BPF_END, v, 0, true, 0, 64), 0x8877665544332211ull, "bswap64");
+
+	/* Immediates, division by zero, shift masks, signed division, sign extension, swaps. */
+	static const struct {
+		const char *name;
+		uint8_t cls, op;
+		uint64_t a, b;
+		bool imm;
+		int16_t off;
+		int32_t k;
+		uint64_t want;
+	} u[] = {
+	    /* Immediates are sign-extended to 64 bits. */
+	    {"alu64 add imm -2", BPF_ALU64, BPF_ADD, A, 0, true, 0, -2, 0xfffffffe80000003ull},
+	    {"alu64 and imm -2", BPF_ALU64, BPF_AND, A, 0, true, 0, -2, 0xfffffffe80000004ull},
+	    {"alu32 and imm -2", BPF_ALU, BPF_AND, A, 0, true, 0, -2, 0x80000004},
+	    {"mov64 imm -1", BPF_ALU64, BPF_MOV, A, 0, true, 0, -1, 0xffffffffffffffffull},
+	    {"mov32 imm -1", BPF_ALU, BPF_MOV, A, 0, true, 0, -1, 0xffffffff},
+	    {"alu32 and 65535 (type mask)", BPF_ALU, BPF_AND, A, 0, true, 0, 65535, 0x5},
+	    {"alu32 rsh 16 (access bits)", BPF_ALU, BPF_RSH, 0x00060002, 0, true, 0, 16, 6},
+	    /* Division and modulo by zero: 0 and the dividend. */
+	    {"div64 by zero is 0", BPF_ALU64, BPF_DIV, A, 0, false, 0, 0, 0},
+	    {"div32 by zero is 0", BPF_ALU, BPF_DIV, A, 0, false, 0, 0, 0},
+	    {"mod64 by zero keeps dst", BPF_ALU64, BPF_MOD, A, 0, false, 0, 0, A},
+	    {"mod32 by zero keeps low half", BPF_ALU, BPF_MOD, A, 0, false, 0, 0, 0x80000005},
+	    /* Shift counts are masked. */
+	    {"lsh64 by 65 = by 1", BPF_ALU64, BPF_LSH, A, 65, false, 0, 0, 0xfffffffd0000000aull},
+	    {"lsh32 by 33 = by 1", BPF_ALU, BPF_LSH, A, 33, false, 0, 0, 0xa},
+	    {"neg64", BPF_ALU64, BPF_NEG, A, 0, true, 0, 0, 0x17ffffffbull},
+	    {"neg32", BPF_ALU, BPF_NEG, A, 0, true, 0, 0, 0x7ffffffb},
+	    /* Signed division (off = 1). */
+	    {"sdiv64 imm -3", BPF_ALU64, BPF_DIV, A, 0, true, 1, -3, 0x7ffffffe},
+	    {"smod64 imm -3", BPF_ALU64, BPF_MOD, A, 0, true, 1, -3, 0xffffffffffffffffull},
+	    {"sdiv32 imm -3", BPF_ALU, BPF_DIV, A, 0, true, 1, -3, 0x2aaaaaa9},
+	    {"smod32 imm -3", BPF_ALU, BPF_MOD, A, 0, true, 1, -3, 0},
+	    {"sdiv32 INT_MIN / -1", BPF_ALU, BPF_DIV, 0x80000000, 0, true, 1, -1, 0x80000000},
+	    {"smod64 by -1 is 0", BPF_ALU64, BPF_MOD, A, 0, true, 1, -1, 0},
+	    /* Sign-extending moves. */
+	    {"movsx64 s8", BPF_ALU64, BPF_MOV, 0, 0x80, false, 8, 0, 0xffffffffffffff80ull},
+	    {"movsx64 s16", BPF_ALU64, BPF_MOV, 0, 0x8000, false, 16, 0, 0xffffffffffff8000ull},
+	    {"movsx64 s32", BPF_ALU64, BPF_MOV, 0, 0x80000000, false, 32, 0, 0xffffffff80000000ull},
+	    {"movsx32 s8", BPF_ALU, BPF_MOV, 0, 0x80, false, 8, 0, 0xffffff80},
+	    /* Byte swaps. */
+	    {"to_le 16", BPF_ALU, BPF_END, V, 0, true, 0, 16, 0x7788},
+	    {"to_le 32", BPF_ALU, BPF_END, V, 0, true, 0, 32, 0x55667788},
+	    {"to_le 64", BPF_ALU, BPF_END, V, 0, true, 0, 64, V},
+	    {"to_be 16", BPF_ALU, BPF_END | BPF_X, V, 0, true, 0, 16, 0x8877},
+	    {"to_be 32", BPF_ALU, BPF_END | BPF_X, V, 0, true, 0, 32, 0x88776655},
+	    {"to_be 64", BPF_ALU, BPF_END | BPF_X, V, 0, true, 0, 64, 0x8877665544332211ull},
+	    {"bswap16", BPF_ALU64, BPF_END, V, 0, true, 0, 16, 0x8877},
+	    {"bswap64", BPF_ALU64, BPF_END, V, 0, true, 0, 64, 0x8877665544332211ull},
+	};
+
+	for (size_t k = 0; k < NINSNS(u); k++)
+		is_int(alu(u[k].cls, u[k].op, u[k].a, u[k].b, u[k].imm, u[k].off, u[k].k),
+		       u[k].want, u[k].name);
 }
 
 /* r1 = a; r2 = b; if r1 op r2 goto +2 ; r0 = 0; exit; r0 = 1; exit */

@@ -5,7 +5,7 @@
 #include <limits.h>
 
 #include "jobcg/config.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "log.h"
 #include "tap.h"
 #include "util.h"

@@ -77,6 +77,15 @@ static void bad_len(bool gres, const char *text, size_t len, unsigned flags, int
 	jobcg_config_free(c);
 }
 
+/* A configuration that must be refused: the error, and where and what its message says. */
+struct bad_case {
+	const char *text;
+	unsigned flags;
+	int r;
+	unsigned line, col;
+	const char *needle;
+};
+
 static void bad(bool gres, const char *text, unsigned flags, int want_r, unsigned line,
 		unsigned col, const char *needle)
 {
@@ -170,28 +179,51 @@ static void test_include_special(void)
 
 static void test_cgroup_errors(void)
 {
-	bad(false, "ConstrainCore=yes\n", 0, -EINVAL, 1, 1, "did you mean 'ConstrainCores'");
-	bad(false, "# c\nConstrainRamSpce=yes\n", 0, -EINVAL, 2, 1,
-	    "did you mean 'ConstrainRAMSpace'");
-	bad(false, "FooBarBaz=1\n", 0, -EINVAL, 1, 1, "unknown cgroup.conf key 'FooBarBaz'");
-	bad(false, "\n  ConstrainCores = maybe\n", 0, -EINVAL, 2, 20, "expected yes or no");
-	bad(false, "CgroupMountpoint=\"/sys/fs/cgroup\n", 0, -EINVAL, 1, 18, "unterminated quote");
-	bad(false, "CgroupMountpoint=\"/a#b\"\n", 0, -EINVAL, 1, 18,
-	    "'#' starts a comment even inside quotes");
-	bad(false, "CgroupMountpoint=\"/a\"b\n", 0, -EINVAL, 1, 22, "after the closing quote");
-	bad(false, "AllowedRAMSpace=abc\n", 0, -EINVAL, 1, 17, "expected a percentage");
-	bad(false, "AllowedRAMSpace=-5\n", 0, -EINVAL, 1, 17, "expected a percentage");
-	bad(false, "MaxRAMPercent=99%\n", 0, -EINVAL, 1, 15, "expected a percentage");
-	bad(false, "MinRAMSpace=30M\n", 0, -EINVAL, 1, 13, "whole number");
-	bad(false, "SystemdTimeout=99999999999\n", 0, -ERANGE, 1, 16, "too large");
-	bad(false, "ConstrainCores=yes ConstrainDevices=yes\n", 0, -EINVAL, 1, 20,
-	    "one Key=Value per line");
-	bad(false, "justaword\n", 0, -EINVAL, 1, 1, "expected '=' after 'justaword'");
-	bad(false, "ConstrainCores=yes\nConstrainDevices=\n", 0, -EINVAL, 2, 17, "missing value");
-	bad(false, "ConstrainCores= ConstrainDevices=yes\n", 0, -EINVAL, 1, 15,
-	    "next word is another key");
-	bad(false, "ConstrainCores+=yes\n", 0, -EINVAL, 1, 15, "operator '+='");
-	bad(false, "\x01x=1\n", 0, -EINVAL, 1, 1, "found byte 0x01");
+	static const struct bad_case cases[] = {
+	    {"ConstrainCore=yes\n", 0, -EINVAL, 1, 1, "did you mean 'ConstrainCores'"},
+	    {"# c\nConstrainRamSpce=yes\n", 0, -EINVAL, 2, 1, "did you mean 'ConstrainRAMSpace'"},
+	    {"FooBarBaz=1\n", 0, -EINVAL, 1, 1, "unknown cgroup.conf key 'FooBarBaz'"},
+	    {"\n  ConstrainCores = maybe\n", 0, -EINVAL, 2, 20, "expected yes or no"},
+	    {"CgroupMountpoint=\"/sys/fs/cgroup\n", 0, -EINVAL, 1, 18, "unterminated quote"},
+	    {"CgroupMountpoint=\"/a#b\"\n", 0, -EINVAL, 1, 18,
+	     "'#' starts a comment even inside quotes"},
+	    {"CgroupMountpoint=\"/a\"b\n", 0, -EINVAL, 1, 22, "after the closing quote"},
+	    {"AllowedRAMSpace=abc\n", 0, -EINVAL, 1, 17, "expected a percentage"},
+	    {"AllowedRAMSpace=-5\n", 0, -EINVAL, 1, 17, "expected a percentage"},
+	    {"MaxRAMPercent=99%\n", 0, -EINVAL, 1, 15, "expected a percentage"},
+	    {"MinRAMSpace=30M\n", 0, -EINVAL, 1, 13, "whole number"},
+	    {"SystemdTimeout=99999999999\n", 0, -ERANGE, 1, 16, "too large"},
+	    {"ConstrainCores=yes ConstrainDevices=yes\n", 0, -EINVAL, 1, 20,
+	     "one Key=Value per line"},
+	    {"justaword\n", 0, -EINVAL, 1, 1, "expected '=' after 'justaword'"},
+	    {"ConstrainCores=yes\nConstrainDevices=\n", 0, -EINVAL, 2, 17, "missing value"},
+	    {"ConstrainCores= ConstrainDevices=yes\n", 0, -EINVAL, 1, 15,
+	     "next word is another key"},
+	    {"ConstrainCores+=yes\n", 0, -EINVAL, 1, 15, "operator '+='"},
+	    {"\x01x=1\n", 0, -EINVAL, 1, 1, "found byte 0x01"},
+	    {"=yes\n", 0, -EINVAL, 1, 1, "expected Key=Value"},
+	    {"DeviceProgram=tree\n", 0, -EINVAL, 1, 15, "expected node or linear"},
+	    {"AccountingSync=always\n", 0, -EINVAL, 1, 16, "expected job or step"},
+	    {"JobcgRoot=a/../b\n", 0, -EINVAL, 1, 11, "'..'"},
+	    {"JobcgScope=jobcg\n", 0, -EINVAL, 1, 12, "scope unit name"},
+	    {"CgroupSlice=a/b.slice\n", 0, -EINVAL, 1, 13, "slice unit name"},
+	    {"CgroupPlugin=cgroup/v3\n", 0, -EINVAL, 1, 14, "expected autodetect"},
+	    {"CgroupMountpoint=sys/fs/cgroup\n", 0, -EINVAL, 1, 18, "absolute path"},
+	    {"StateDir=\"\"\n", 0, -EINVAL, 1, 11, "absolute path"},
+	    {"EnableExtraControllers=io,Mem\n", 0, -EINVAL, 1, 24, "controller names"},
+	    /* errors in a continued line name the physical line the bad value is on */
+	    {"ConstrainCores=yes\nConstrainDevices=\\\n  maybe\n", 0, -EINVAL, 3, 3,
+	     "expected yes or no"},
+	    {"Include missing.conf\n", 0, -ENOENT, 1, 9, "cannot read included file"},
+	    {"Include  \n", 0, -EINVAL, 1, 1, "Include needs a file name"},
+	    {"Include a.conf b.conf\n", 0, -EINVAL, 1, 16, "one file per Include"},
+	    {"include /etc/jobcg/*.conf\n", 0, -EINVAL, 1, 9, "wildcards"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+		bad(false, cases[i].text, cases[i].flags, cases[i].r, cases[i].line, cases[i].col,
+		    cases[i].needle);
+
 	/* A NUL byte must not silently hide the rest of its line (here a second key). */
 	static const char nul_cg[] =
 	    "ConstrainCores=yes\nConstrainRAMSpace=yes\0 ConstrainCores=no\n";
@@ -199,23 +231,6 @@ static void test_cgroup_errors(void)
 
 	bad_len(false, nul_cg, sizeof(nul_cg) - 1, 0, -EINVAL, 2, 22, "NUL byte");
 	bad_len(true, nul_gres, sizeof(nul_gres) - 1, 0, -EINVAL, 1, 17, "NUL byte");
-	bad(false, "=yes\n", 0, -EINVAL, 1, 1, "expected Key=Value");
-	bad(false, "DeviceProgram=tree\n", 0, -EINVAL, 1, 15, "expected node or linear");
-	bad(false, "AccountingSync=always\n", 0, -EINVAL, 1, 16, "expected job or step");
-	bad(false, "JobcgRoot=a/../b\n", 0, -EINVAL, 1, 11, "'..'");
-	bad(false, "JobcgScope=jobcg\n", 0, -EINVAL, 1, 12, "scope unit name");
-	bad(false, "CgroupSlice=a/b.slice\n", 0, -EINVAL, 1, 13, "slice unit name");
-	bad(false, "CgroupPlugin=cgroup/v3\n", 0, -EINVAL, 1, 14, "expected autodetect");
-	bad(false, "CgroupMountpoint=sys/fs/cgroup\n", 0, -EINVAL, 1, 18, "absolute path");
-	bad(false, "StateDir=\"\"\n", 0, -EINVAL, 1, 11, "absolute path");
-	bad(false, "EnableExtraControllers=io,Mem\n", 0, -EINVAL, 1, 24, "controller names");
-	/* errors in a continued line name the physical line the bad value is on */
-	bad(false, "ConstrainCores=yes\nConstrainDevices=\\\n  maybe\n", 0, -EINVAL, 3, 3,
-	    "expected yes or no");
-	bad(false, "Include missing.conf\n", 0, -ENOENT, 1, 9, "cannot read included file");
-	bad(false, "Include  \n", 0, -EINVAL, 1, 1, "Include needs a file name");
-	bad(false, "Include a.conf b.conf\n", 0, -EINVAL, 1, 16, "one file per Include");
-	bad(false, "include /etc/jobcg/*.conf\n", 0, -EINVAL, 1, 9, "wildcards");
 
 	/* an Include loop: cgroup.conf -> loop-a.conf -> cgroup.conf */
 	put("loop-a.conf", "# a\nInclude cgroup.conf\n", (size_t)-1);
@@ -418,63 +433,69 @@ static void test_env_and_dir(void)
 
 static void test_gres_errors(void)
 {
-	bad(true, "Name=gpu File=/dev/null Cores=3-1\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 31,
-	    "reversed range");
-	bad(true, "Name=gpu File=/dev/null CPUs=[0-4096]\n", JOBCG_CONFIG_NO_STAT, -ERANGE, 1, 33,
-	    "beyond the limit");
-	bad(true, "Name=gpu File=/dev/null Cores=[0-3],[5-x]\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1,
-	    40, "end of the range");
-	bad(true, "Name=gpu File=/dev/null Cores=0-3x\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 34,
-	    "unexpected 'x'");
-	bad(true, "Name=tmpdisk Count=10X\n", 0, -EINVAL, 1, 22, "unknown suffix");
-	bad(true, "Name=tmpdisk Count=4.0\n", 0, -EINVAL, 1, 21, "whole number");
-	bad(true, "Name=tmpdisk Count=-1\n", 0, -EINVAL, 1, 20, "negative");
-	bad(true, "Name=tmpdisk Count=99999999999P\n", 0, -ERANGE, 1, 20, "too large");
-	bad(true, "# gpus\nName=gpu File=/dev/jobcg-no-such-device0\n", 0, -ENOENT, 2, 15,
-	    "jobcg-no-such-device0");
-	bad(true, "Name=gpu File=/dev/null\nName=gpu NodeName=tux1 File=/dev/zero\n",
-	    JOBCG_CONFIG_NO_STAT, -EINVAL, 2, 10, "NodeName= must be the first key");
-	bad(true, "AutoDetect=nvml Name=gpu\n", 0, -EINVAL, 1, 17, "AutoDetect= must be alone");
-	bad(true, "AutoDetect=nvlm\n", 0, -EINVAL, 1, 12, "unknown AutoDetect value 'nvlm'");
-	bad(true, "NodeName=tux1 AutoDetect=bogus\n", 0, -EINVAL, 1, 26,
-	    "unknown AutoDetect value 'bogus'");
-	bad(true, "Type=tesla Name=gpu File=/dev/null\n", 0, -EINVAL, 1, 1,
-	    "must start with NodeName=, Name= or AutoDetect=");
-	bad(true, "Name=gpu Fil=/dev/null\n", 0, -EINVAL, 1, 10, "did you mean 'File'");
-	bad(true, "NodeNam=tux1 Name=gpu\n", 0, -EINVAL, 1, 1, "did you mean 'NodeName'");
-	bad(true, "Name=gpu File=/dev/nvidia[0-1] Count=3\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 38,
-	    "does not match the 2 files");
-	bad(true, "Name=gpu File=/dev/nvidia[0-3\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 26,
-	    "'[' without ']'");
-	bad(true, "Name=gpu File=/dev/nvidia[3-0]\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 27,
-	    "reversed range");
-	bad(true, "Name=gpu File=nvidia0\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 15, "absolute path");
-	bad(true, "Name=gpu File=/dev/a MultipleFiles=/dev/a,/dev/b\n", JOBCG_CONFIG_NO_STAT,
-	    -EINVAL, 1, 22, "exclude each other");
-	bad(true, "Name=gpu MultipleFiles=/dev/a\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 24,
-	    "two or more");
-	bad(true, "Name=gpu MultipleFiles=/dev/a,/dev/b Count=2\n", JOBCG_CONFIG_NO_STAT, -EINVAL,
-	    1, 44, "must be 1");
-	bad(true, "Name=gpu File=/dev/null Flags=no_gpu_env,nvidia_gpu_env\n", JOBCG_CONFIG_NO_STAT,
-	    -EINVAL, 1, 31, "no_gpu_env cannot");
-	bad(true, "Name=gpu File=/dev/null Flags=one_sharing,all_sharing\n", JOBCG_CONFIG_NO_STAT,
-	    -EINVAL, 1, 31, "exclude each other");
-	bad(true, "Name=gpu File=/dev/null\nName=gpu File=/dev/zero Flags=nvidia_gpu_env\n",
-	    JOBCG_CONFIG_NO_STAT, -EINVAL, 2, 31, "differ from the earlier gpu line");
-	bad(true, "NodeName=tux1 AutoDetect=nvml\nNodeName=tux[0-3] AutoDetect=rsmi\n", 0, -EINVAL,
-	    2, 30, "conflicts with AutoDetect=nvml");
-	bad(true, "NodeName=tux[1-3 Name=gpu\n", 0, -EINVAL, 1, 13, "'[' without ']'");
-	bad(true, "Name=gpu Type=\"a100 File=/dev/null\n", 0, -EINVAL, 1, 15, "unterminated quote");
-	bad(true, "Name=gpu Type= File=/dev/null\n", 0, -EINVAL, 1, 14, "next word is another key");
-	bad(true, "Name=gpu File=/dev/null stray\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 25,
-	    "expected '=' after 'stray'");
-	bad(true, "Name=g:pu\n", 0, -EINVAL, 1, 7, "not allowed in a GRES name");
-	bad(true, "Name=gpu Type=a100:80g\n", 0, -EINVAL, 1, 19, "not allowed in a type");
-	bad(true, "Name=\"\"\n", 0, -EINVAL, 1, 7, "Name= is empty");
-	bad(true, "Include nope.conf\n", 0, -ENOENT, 1, 9, "cannot read included file");
-	/* values of another node's lines are checked too (the file is meant for the cluster) */
-	bad(true, "NodeName=other Name=gpu File=/dev/null Cores=5-2\n", 0, -EINVAL, 1, 46,
-	    "reversed range");
+	static const struct bad_case cases[] = {
+	    {"Name=gpu File=/dev/null Cores=3-1\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 31,
+	     "reversed range"},
+	    {"Name=gpu File=/dev/null CPUs=[0-4096]\n", JOBCG_CONFIG_NO_STAT, -ERANGE, 1, 33,
+	     "beyond the limit"},
+	    {"Name=gpu File=/dev/null Cores=[0-3],[5-x]\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 40,
+	     "end of the range"},
+	    {"Name=gpu File=/dev/null Cores=0-3x\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 34,
+	     "unexpected 'x'"},
+	    {"Name=tmpdisk Count=10X\n", 0, -EINVAL, 1, 22, "unknown suffix"},
+	    {"Name=tmpdisk Count=4.0\n", 0, -EINVAL, 1, 21, "whole number"},
+	    {"Name=tmpdisk Count=-1\n", 0, -EINVAL, 1, 20, "negative"},
+	    {"Name=tmpdisk Count=99999999999P\n", 0, -ERANGE, 1, 20, "too large"},
+	    {"# gpus\nName=gpu File=/dev/jobcg-no-such-device0\n", 0, -ENOENT, 2, 15,
+	     "jobcg-no-such-device0"},
+	    {"Name=gpu File=/dev/null\nName=gpu NodeName=tux1 File=/dev/zero\n",
+	     JOBCG_CONFIG_NO_STAT, -EINVAL, 2, 10, "NodeName= must be the first key"},
+	    {"AutoDetect=nvml Name=gpu\n", 0, -EINVAL, 1, 17, "AutoDetect= must be alone"},
+	    {"AutoDetect=nvlm\n", 0, -EINVAL, 1, 12, "unknown AutoDetect value 'nvlm'"},
+	    {"NodeName=tux1 AutoDetect=bogus\n", 0, -EINVAL, 1, 26,
+	     "unknown AutoDetect value 'bogus'"},
+	    {"Type=tesla Name=gpu File=/dev/null\n", 0, -EINVAL, 1, 1,
+	     "must start with NodeName=, Name= or AutoDetect="},
+	    {"Name=gpu Fil=/dev/null\n", 0, -EINVAL, 1, 10, "did you mean 'File'"},
+	    {"NodeNam=tux1 Name=gpu\n", 0, -EINVAL, 1, 1, "did you mean 'NodeName'"},
+	    {"Name=gpu File=/dev/nvidia[0-1] Count=3\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 38,
+	     "does not match the 2 files"},
+	    {"Name=gpu File=/dev/nvidia[0-3\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 26,
+	     "'[' without ']'"},
+	    {"Name=gpu File=/dev/nvidia[3-0]\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 27,
+	     "reversed range"},
+	    {"Name=gpu File=nvidia0\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 15, "absolute path"},
+	    {"Name=gpu File=/dev/a MultipleFiles=/dev/a,/dev/b\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1,
+	     22, "exclude each other"},
+	    {"Name=gpu MultipleFiles=/dev/a\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 24,
+	     "two or more"},
+	    {"Name=gpu MultipleFiles=/dev/a,/dev/b Count=2\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 44,
+	     "must be 1"},
+	    {"Name=gpu File=/dev/null Flags=no_gpu_env,nvidia_gpu_env\n", JOBCG_CONFIG_NO_STAT,
+	     -EINVAL, 1, 31, "no_gpu_env cannot"},
+	    {"Name=gpu File=/dev/null Flags=one_sharing,all_sharing\n", JOBCG_CONFIG_NO_STAT,
+	     -EINVAL, 1, 31, "exclude each other"},
+	    {"Name=gpu File=/dev/null\nName=gpu File=/dev/zero Flags=nvidia_gpu_env\n",
+	     JOBCG_CONFIG_NO_STAT, -EINVAL, 2, 31, "differ from the earlier gpu line"},
+	    {"NodeName=tux1 AutoDetect=nvml\nNodeName=tux[0-3] AutoDetect=rsmi\n", 0, -EINVAL, 2,
+	     30, "conflicts with AutoDetect=nvml"},
+	    {"NodeName=tux[1-3 Name=gpu\n", 0, -EINVAL, 1, 13, "'[' without ']'"},
+	    {"Name=gpu Type=\"a100 File=/dev/null\n", 0, -EINVAL, 1, 15, "unterminated quote"},
+	    {"Name=gpu Type= File=/dev/null\n", 0, -EINVAL, 1, 14, "next word is another key"},
+	    {"Name=gpu File=/dev/null stray\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 25,
+	     "expected '=' after 'stray'"},
+	    {"Name=g:pu\n", 0, -EINVAL, 1, 7, "not allowed in a GRES name"},
+	    {"Name=gpu Type=a100:80g\n", 0, -EINVAL, 1, 19, "not allowed in a type"},
+	    {"Name=\"\"\n", 0, -EINVAL, 1, 7, "Name= is empty"},
+	    {"Include nope.conf\n", 0, -ENOENT, 1, 9, "cannot read included file"},
+	    /* values of another node's lines are checked too (the file is meant for the cluster) */
+	    {"NodeName=other Name=gpu File=/dev/null Cores=5-2\n", 0, -EINVAL, 1, 46,
+	     "reversed range"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+		bad(true, cases[i].text, cases[i].flags, cases[i].r, cases[i].line, cases[i].col,
+		    cases[i].needle);
 }
 
 static void test_gres_good(void)

@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "bpfvm.h"
+#include "devnames.h"
 #include "devprog.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/devrule.h"
 #include "tap.h"
 

@@ -18,11 +18,10 @@ static void put(const char *rel, const char *text)
 	FILE *f;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	for (char *s = strchr(p + strlen(dir) + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		mkdir(p, 0755);
-		*s = '/';
-	}
+	*strrchr(p, '/') = '\0';
+	if (mkdir_p_safe(p, 0755, "test directory") < 0)
+		abort();
+	p[strlen(p)] = '/';
 	f = fopen(p, "we");
 	if (!f)
 		abort();

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "gresxattr.h"
 #include "jobcg/gres.h"
 #include "log.h"
 #include "tap.h"

@@ -1,7 +1,7 @@
 /* Unit tests for Slurm's memory formulas (memory.max, memory.high, memory.swap.max). */
 #include <math.h>
 
-#include "jobcg/memlimit.h"
+#include "memlimit.h"
 #include "tap.h"
 
 #define MiB (1ULL << 20)

@@ -4,7 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "jobcg/msg.h"
+#include "msg.h"
 #include "tap.h"
 
 static int pair(int sv[2])

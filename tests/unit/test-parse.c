@@ -1,7 +1,7 @@
-/* Unit tests for the size, CPU list and hostlist parsers (jobcg/parse.h). */
+/* Unit tests for the size, CPU list and hostlist parsers (parse.h). */
 #include <time.h>
 
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "log.h"
 #include "tap.h"
 #include "util.h"

@@ -6,8 +6,8 @@
 #include <limits.h>
 
 #include "jobcg/config.h"
-#include "jobcg/memlimit.h"
-#include "jobcg/spec.h"
+#include "memlimit.h"
+#include "spec.h"
 #include "log.h"
 #include "tap.h"
 #include "util.h"

@@ -1,10 +1,11 @@
 /* Unit tests for the string, file and error helpers every part of the library uses. */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "jobcg/msg.h"
+#include "msg.h"
 #include "log.h"
 #include "tap.h"
 #include "util.h"
@@ -85,24 +86,92 @@ static void test_read_file(void)
 	       "a missing file gives -ENOENT");
 }
 
-static void test_uint_pair(void)
+/* The one set of number parsers: what each takes and refuses, and outputs untouched on failure. */
+static void test_numbers(void)
 {
-	unsigned a = 7, b = 7;
+	static const struct {
+		const char *s;
+		uint64_t max;
+		int r;	      /* parse_u64() */
+		uint64_t v;   /* its value when r is 0 */
+		int prefix_r; /* parse_u64_prefix() */
+		size_t end;   /* where the prefix ends when prefix_r is 0 */
+	} cases[] = {
+	    {"0", 10, 0, 0, 0, 1},
+	    {"10", 10, 0, 10, 0, 2},
+	    {"11", 10, -ERANGE, 0, -ERANGE, 0},
+	    {"007", 10, 0, 7, 0, 3},
+	    {"18446744073709551615", UINT64_MAX, 0, UINT64_MAX, 0, 20},
+	    {"18446744073709551616", UINT64_MAX, -ERANGE, 0, -ERANGE, 0},
+	    {"99999999999999999999999", UINT64_MAX, -ERANGE, 0, -ERANGE, 0},
+	    {"4294967295", UINT32_MAX, 0, UINT32_MAX, 0, 10},
+	    {"4294967296", UINT32_MAX, -ERANGE, 0, -ERANGE, 0},
+	    {"", 10, -EINVAL, 0, -EINVAL, 0},
+	    {" 5", 10, -EINVAL, 0, -EINVAL, 0},
+	    {"+5", 10, -EINVAL, 0, -EINVAL, 0},
+	    {"-5", 10, -EINVAL, 0, -EINVAL, 0},
+	    {"0x5", 100, -EINVAL, 0, 0, 1},
+	    {"5 ", 10, -EINVAL, 0, 0, 1},
+	    {"5\n", 10, -EINVAL, 0, 0, 1},
+	    {"6.1.0-56-amd64", 100, -EINVAL, 0, 0, 1},
+	    {"1000:100", UINT32_MAX, -EINVAL, 0, 0, 4},
+	    {"x", 10, -EINVAL, 0, -EINVAL, 0},
+	};
+	static const struct {
+		const char *s;
+		int r;
+		unsigned uid, gid;
+	} owners[] = {
+	    {"1000:100", 0, 1000, 100},
+	    {"0:0", 0, 0, 0},
+	    {"4294967295:4294967295", 0, UINT32_MAX, UINT32_MAX},
+	    {"1000:100 and more", 0, 1000, 100},
+	    {"4294967296:0", -ERANGE, 0, 0},
+	    {"1000", -EINVAL, 0, 0},
+	    {"1000:", -EINVAL, 0, 0},
+	    {"1000:x", -EINVAL, 0, 0},
+	    {"1000.100", -EINVAL, 0, 0},
+	    {" 1000:100", -EINVAL, 0, 0},
+	    {"-1:0", -EINVAL, 0, 0},
+	    {"", -EINVAL, 0, 0},
+	};
+	unsigned u = 7, g = 7;
+	uint64_t v;
+	const char *end;
 
-	ok(parse_uint_pair("6.1.0-56-amd64", '.', &a, &b) && a == 6 && b == 1, "kernel release");
-	ok(parse_uint_pair("1000:100", ':', &a, &b) && a == 1000 && b == 100, "owner uid:gid");
-	ok(parse_uint_pair("4294967295:0", ':', &a, &b) && a == 4294967295u, "UINT_MAX fits");
-	a = b = 7;
-	ok(!parse_uint_pair("4294967296:0", ':', &a, &b), "past UINT_MAX: refused");
-	ok(!parse_uint_pair("5", '.', &a, &b), "one number only");
-	ok(!parse_uint_pair("5.", '.', &a, &b), "nothing after the separator");
-	ok(!parse_uint_pair("5.x", '.', &a, &b), "no digit after the separator");
-	ok(!parse_uint_pair(" 5.1", '.', &a, &b), "leading space");
-	ok(!parse_uint_pair("-5.1", '.', &a, &b), "sign");
-	ok(!parse_uint_pair("5:1", '.', &a, &b), "another separator");
-	ok(!parse_uint_pair("", '.', &a, &b) && !parse_uint_pair(NULL, '.', &a, &b), "empty");
-	is_int(a, 7, "outputs untouched on failure");
-	is_int(b, 7, "...both");
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		int r;
+
+		v = 12345;
+		r = parse_u64(cases[i].s, cases[i].max, &v);
+		ok(r == cases[i].r && v == (r == 0 ? cases[i].v : 12345),
+		   "parse_u64('%s', max %" PRIu64 "): %d (%" PRIu64 ")", cases[i].s, cases[i].max,
+		   r, v);
+		v = 12345;
+		end = NULL;
+		r = parse_u64_prefix(cases[i].s, cases[i].max, &v, &end);
+		ok(r == cases[i].prefix_r &&
+		       (r < 0 ? v == 12345 && !end : end == cases[i].s + cases[i].end),
+		   "parse_u64_prefix('%s'): %d, %zd characters", cases[i].s, r,
+		   end ? end - cases[i].s : -1);
+	}
+	is_int(parse_u64(NULL, 10, &v), -EINVAL, "parse_u64(NULL)");
+	is_int(parse_uint("4294967295", UINT_MAX, &u), 0, "parse_uint: UINT_MAX");
+	is_int(u, UINT_MAX, "...its value");
+	u = 7;
+	is_int(parse_uint("11", 10, &u), -ERANGE, "parse_uint: above max");
+	is_int(u, 7, "...output untouched");
+
+	for (size_t i = 0; i < ELEMENTSOF(owners); i++) {
+		int r;
+
+		u = g = 7;
+		r = parse_owner(owners[i].s, &u, &g);
+		ok(r == owners[i].r &&
+		       (r == 0 ? u == owners[i].uid && g == owners[i].gid : u == 7 && g == 7),
+		   "parse_owner('%s'): %d", owners[i].s, r);
+	}
+	is_int(parse_owner(NULL, &u, &g), -EINVAL, "parse_owner(NULL)");
 }
 
 static char *mkfile(const char *dir, const char *name, mode_t mode)
@@ -311,7 +380,7 @@ static void test_mkdir_p_safe(void)
 int main(void)
 {
 	test_strv();
-	test_uint_pair();
+	test_numbers();
 	test_strstrip();
 	test_error();
 	test_error_stale();

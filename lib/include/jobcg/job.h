@@ -53,10 +53,7 @@ JOBCG_EXPORT char *jobcg_target_relpath(const struct jobcg_target *t);
 JOBCG_EXPORT int jobcg_target_path(const struct jobcg_ctx *ctx, const struct jobcg_target *t,
 				   char **ret);
 
-/*
- * Limits of a job, applied to job_<id>/ when it is created. Zero/NULL fields are no limit.
- * Extensions (devices, GPUs) add fields here and a hook in lib/src/core/job.c.
- */
+/* Limits of a job, applied to job_<id>/ when it is created. Zero/NULL fields are no limit. */
 struct jobcg_limits {
 	const char *cpus;    /* cpuset.cpus list ("0-3,8"), NULL = all */
 	uint64_t mem_bytes;  /* memory.max, 0 = unlimited */
@@ -224,8 +221,9 @@ struct jobcg_spawn_opts {
 	const sigset_t *sigmask; /* mask for the child, NULL: empty mask (all signals unblocked) */
 	/* Per task (indexed by task number, at least as many as tasks started): "NAME=VALUE"
 	 * strings added to that task's environment, replacing inherited ones of the same name
-	 * (a task's own GPU variables). NULL: none. */
-	char *const *const *task_env;
+	 * (a task's own GPU variables). NULL: none. The library changes none of them; the type is
+	 * what jobcg_step_gres_task_env() returns. */
+	char **const *task_env;
 };
 
 /**

@@ -21,12 +21,8 @@ extern "C" {
 /** The devices recorded on job @job (@step NULL) or one of its steps: "gpu:0,2", "" for none. */
 JOBCG_EXPORT int jobcg_gres_get(struct jobcg_ctx *ctx, uint32_t job, const char *step, char **ret);
 
-/* What jobcg_step_gres_setup() prepared for the tasks of a step. */
-struct jobcg_step_gres {
-	unsigned ntasks;
-	char ***task_env; /* per task: NULL-terminated "NAME=VALUE" strings to add to its env */
-	char *devices;	  /* the step's devices, "gpu:0" */
-};
+/* What jobcg_step_gres_setup() prepared for the tasks of a step (opaque). */
+struct jobcg_step_gres;
 
 /**
  * Give step @step of job @job its devices (under the node lock): with @gres (e.g. "gpu:1") a
@@ -40,6 +36,12 @@ JOBCG_EXPORT int jobcg_step_gres_setup(struct jobcg_ctx *ctx, uint32_t job, cons
 				       const char *gres, const char *gpu_bind, unsigned ntasks,
 				       struct jobcg_step_gres **ret);
 JOBCG_EXPORT void jobcg_step_gres_free(struct jobcg_step_gres *g);
+/**
+ * Per task (at least as many as the step's tasks): the NULL-terminated "NAME=VALUE" strings to
+ * add to its environment (CUDA_VISIBLE_DEVICES, ...), for jobcg_spawn_opts.task_env. Owned by
+ * @g; NULL when @g is NULL.
+ */
+JOBCG_EXPORT char **const *jobcg_step_gres_task_env(const struct jobcg_step_gres *g);
 
 /** Revoke the device grants of a step's cgroups (call before removing the step). */
 JOBCG_EXPORT int jobcg_step_gres_release(struct jobcg_ctx *ctx, uint32_t job, const char *step);

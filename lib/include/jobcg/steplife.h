@@ -36,8 +36,8 @@ struct jobcg_step_life {
 	unsigned ntasks;
 	uint64_t start_usec; /* CLOCK_REALTIME microseconds at the begin: the record's start */
 	struct jobcg_acct job_before; /* the job's memory.events before the step (its oom count) */
-	struct jobcg_step_gres *gres; /* gres->task_env: each task's CUDA/ROCm variables, for
-					 jobcg_spawn_opts.task_env; NULL when begun elsewhere */
+	struct jobcg_step_gres *gres; /* jobcg_step_gres_task_env(): each task's CUDA/ROCm
+					 variables; NULL when begun elsewhere */
 };
 
 /**

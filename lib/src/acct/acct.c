@@ -233,7 +233,7 @@ int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id
 	p.rec.job_id = p.jid;
 	p.rec.step_id = p.sid;
 	if (cgfs_xattr_get(jdir, "trusted.jobcg.owner", &owner) == 0 &&
-	    parse_uint_pair(owner, ':', &u, &g)) {
+	    parse_owner(owner, &u, &g) == 0) {
 		p.rec.uid = (uid_t)u;
 		p.rec.gid = (gid_t)g;
 	}

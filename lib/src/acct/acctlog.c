@@ -69,103 +69,31 @@ JOBCG_EXPORT void jobcg_acct_record_done(struct jobcg_acct_record *r)
 	r->job_id = r->step_id = r->gres = NULL;
 }
 
+/* Adds @v under @k; false on ENOMEM (@v NULL or the key not added), @v put either way. */
+static bool add(struct json_object *o, const char *k, struct json_object *v)
+{
+	if (!v)
+		return false;
+	if (json_object_object_add(o, k, v) < 0) {
+		json_object_put(v);
+		return false;
+	}
+	return true;
+}
+
+/* A reading the kernel did not give is null, not 0. */
+static bool add_u64_or_null(struct json_object *o, const char *k, uint64_t v, bool unavailable)
+{
+	if (unavailable)
+		return json_object_object_add(o, k, NULL) == 0;
+	return add(o, k, json_object_new_uint64(v));
+}
+
 /*
- * The record is written straight into a buffer, byte for byte the line json-c's
- * json_object_to_json_string_ext(JSON_C_TO_STRING_PLAIN) made of it (tests/unit/test-acctlog.c
- * holds json-c to it), so old and new logs read alike. Every step writes one: json-c's object,
- * hash table and printbuf, and printf's engine, were code each fresh process ran for a flat
- * record with fixed keys, and under emulation distinct code is what a launch costs.
+ * The record's line, newline included, in *ret (length *ret_len). json-c's plain form: no
+ * spaces, keys in this order, '/' escaped, bytes from 0x7f up passed through. Logs written
+ * before json-c wrote the line hold the same bytes (tests/unit/test-acctlog.c keeps such lines).
  */
-
-/* Keys, punctuation and the longest state name take 206 bytes, the 12 numbers at most 192;
- * each string byte takes at most 6 ("\u001f"), plus its quotes. */
-#define RECORD_FIXED_MAX 512
-#define ESCAPED_MAX(s)	 (6 * strlen(s) + 2)
-
-static char *put_raw(char *p, const char *s)
-{
-	size_t n = strlen(s);
-
-	memcpy(p, s, n);
-	return p + n;
-}
-
-/* Out of line: inlined at each of its dozen callers, its loop would be a dozen copies of code a
- * fresh process (and an emulator) has to take in, for no speed that matters here. */
-__attribute__((noinline)) static char *put_u64(char *p, uint64_t v)
-{
-	char digits[20];
-	size_t n = 0;
-
-	do {
-		digits[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = digits[--n];
-	return p;
-}
-
-static char *put_int(char *p, int v)
-{
-	if (v < 0) {
-		*p++ = '-';
-		return put_u64(p, -(uint64_t)(int64_t)v);
-	}
-	return put_u64(p, (uint64_t)v);
-}
-
-static char *put_u64_or_null(char *p, uint64_t v, bool unavailable)
-{
-	return unavailable ? put_raw(p, "null") : put_u64(p, v);
-}
-
-/* As json-c's json_escape_str() without JSON_C_TO_STRING_NOSLASHESCAPE: '/' is escaped too,
- * and bytes from 0x7f up (UTF-8 or not) pass through. */
-static char *put_str(char *p, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	*p++ = '"';
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		char e = 0;
-
-		switch (c) {
-		case '\b':
-			e = 'b';
-			break;
-		case '\t':
-			e = 't';
-			break;
-		case '\n':
-			e = 'n';
-			break;
-		case '\f':
-			e = 'f';
-			break;
-		case '\r':
-			e = 'r';
-			break;
-		case '"':
-		case '\\':
-		case '/':
-			e = (char)c;
-			break;
-		}
-		if (e) {
-			*p++ = '\\';
-			*p++ = e;
-		} else if (c < 0x20) {
-			p = put_raw(p, "\\u00");
-			*p++ = hex[c >> 4];
-			*p++ = hex[c & 15];
-		} else
-			*p++ = (char)c;
-	}
-	*p++ = '"';
-	return p;
-}
 
 /* Is @s a job id written as "%u" writes it (no sign, no leading zero)? */
 static bool job_id_canonical(const char *s)
@@ -177,47 +105,51 @@ static bool job_id_canonical(const char *s)
 	return strtoull(s, NULL, 10) <= UINT32_MAX - 1;
 }
 
-/* The record's line, newline included, in *ret (length *ret_len). */
 static int format_record(const struct jobcg_acct_record *r, const char *state, char **ret,
 			 size_t *ret_len)
 {
+	struct json_object *o = json_object_new_object();
 	unsigned na = r->unavailable;
-	char *line, *p;
+	const char *text;
+	size_t len;
+	bool ok;
+	char *line;
 
-	line = malloc(RECORD_FIXED_MAX + ESCAPED_MAX(r->job_id) +
-		      (r->step_id ? ESCAPED_MAX(r->step_id) : 0) +
-		      (r->gres ? ESCAPED_MAX(r->gres) : 0));
+	if (!o)
+		return -ENOMEM;
+	ok = add(o, "type", json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step")) &&
+	     /* A number, as every other JSON jobcg prints has it; an id that is not one of
+	      * jobcg's (a caller's own scheme) stays a string. */
+	     add(o, "job",
+		 job_id_canonical(r->job_id) ? json_object_new_uint64(strtoull(r->job_id, NULL, 10))
+					     : json_object_new_string(r->job_id)) &&
+	     (!r->step_id || add(o, "step", json_object_new_string(r->step_id))) &&
+	     add(o, "uid", json_object_new_uint64(r->uid)) &&
+	     add(o, "gid", json_object_new_uint64(r->gid)) &&
+	     add(o, "start_usec", json_object_new_uint64(r->start_usec)) &&
+	     add(o, "end_usec", json_object_new_uint64(r->end_usec)) &&
+	     add(o, "exit_code", json_object_new_int(r->exit_code)) &&
+	     add(o, "exit_signal", json_object_new_int(r->exit_signal)) &&
+	     add(o, "state", json_object_new_string(state)) &&
+	     add_u64_or_null(o, "cpu_usec", r->cpu_usec, na & JOBCG_ACCTREC_NO_CPU) &&
+	     add_u64_or_null(o, "user_usec", r->user_usec, na & JOBCG_ACCTREC_NO_CPU) &&
+	     add_u64_or_null(o, "system_usec", r->system_usec, na & JOBCG_ACCTREC_NO_CPU) &&
+	     add_u64_or_null(o, "mem_peak", r->mem_peak, na & JOBCG_ACCTREC_NO_MEM_PEAK) &&
+	     add_u64_or_null(o, "oom_kills", r->oom_kills, na & JOBCG_ACCTREC_NO_OOM) &&
+	     add(o, "ntasks", json_object_new_uint64(r->ntasks)) &&
+	     (!r->gres || add(o, "gres", json_object_new_string(r->gres)));
+	text = ok ? json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len) : NULL;
+	line = text ? malloc(len + 2) : NULL;
+	if (line) {
+		memcpy(line, text, len);
+		line[len] = '\n';
+		line[len + 1] = 0;
+	}
+	json_object_put(o);
 	if (!line)
 		return -ENOMEM;
-	p = put_raw(line, r->kind == JOBCG_ACCT_JOB ? "{\"type\":\"job\",\"job\":"
-						    : "{\"type\":\"step\",\"job\":");
-	/* A number, as every other JSON jobcg prints has it; an id that is not one of jobcg's
-	 * (a caller's own scheme) stays a string. */
-	p = job_id_canonical(r->job_id) ? put_raw(p, r->job_id) : put_str(p, r->job_id);
-	if (r->step_id) {
-		p = put_raw(p, ",\"step\":");
-		p = put_str(p, r->step_id);
-	}
-	p = put_u64(put_raw(p, ",\"uid\":"), r->uid);
-	p = put_u64(put_raw(p, ",\"gid\":"), r->gid);
-	p = put_u64(put_raw(p, ",\"start_usec\":"), r->start_usec);
-	p = put_u64(put_raw(p, ",\"end_usec\":"), r->end_usec);
-	p = put_int(put_raw(p, ",\"exit_code\":"), r->exit_code);
-	p = put_int(put_raw(p, ",\"exit_signal\":"), r->exit_signal);
-	p = put_str(put_raw(p, ",\"state\":"), state);
-	p = put_u64_or_null(put_raw(p, ",\"cpu_usec\":"), r->cpu_usec, na & JOBCG_ACCTREC_NO_CPU);
-	p = put_u64_or_null(put_raw(p, ",\"user_usec\":"), r->user_usec, na & JOBCG_ACCTREC_NO_CPU);
-	p = put_u64_or_null(put_raw(p, ",\"system_usec\":"), r->system_usec,
-			    na & JOBCG_ACCTREC_NO_CPU);
-	p = put_u64_or_null(put_raw(p, ",\"mem_peak\":"), r->mem_peak,
-			    na & JOBCG_ACCTREC_NO_MEM_PEAK);
-	p = put_u64_or_null(put_raw(p, ",\"oom_kills\":"), r->oom_kills, na & JOBCG_ACCTREC_NO_OOM);
-	p = put_u64(put_raw(p, ",\"ntasks\":"), r->ntasks);
-	if (r->gres)
-		p = put_str(put_raw(p, ",\"gres\":"), r->gres);
-	p = put_raw(p, "}\n");
 	*ret = line;
-	*ret_len = (size_t)(p - line);
+	*ret_len = len + 1;
 	return 0;
 }
 

@@ -8,8 +8,9 @@
 
 #include "cgroupfs.h"
 #include "context_internal.h"
+#include "gresxattr.h"
 #include "jobcg-build.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/inspect.h"
 #include "jobcg/metrics.h"
 #include "log.h"
@@ -67,23 +68,18 @@ static ssize_t read_file(struct collector *c, int dfd, const char *name)
 	return (ssize_t)len;
 }
 
-static bool parse_u64(const char *s, uint64_t *ret)
+/* A cgroup file's value: a number or "max", ending the line or followed by a space. */
+static bool parse_value(const char *s, uint64_t *ret)
 {
-	uint64_t v = 0;
+	const char *end;
 
 	if (strncmp(s, "max", 3) == 0 && (s[3] == '\n' || s[3] == 0)) {
 		*ret = UINT64_MAX;
 		return true;
 	}
-	if (*s < '0' || *s > '9')
+	if (parse_u64_prefix(s, UINT64_MAX, ret, &end) < 0)
 		return false;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*ret = v;
-	return *s == '\n' || *s == 0 || *s == ' ';
+	return *end == '\n' || *end == 0 || *end == ' ';
 }
 
 static void set_item(struct jobcg_metrics_cg *cg, enum jobcg_metric_item i, uint64_t v)
@@ -103,7 +99,7 @@ static void read_value(struct collector *c, int dfd, const char *name, struct jo
 		return; /* controller not enabled here, or the cgroup is going away */
 	if (r < 0)
 		return count_error(c, name, (int)r);
-	if (!parse_u64(c->buf, &v))
+	if (!parse_value(c->buf, &v))
 		return count_error(c, name, -EBADMSG);
 	set_item(cg, item, v);
 }
@@ -151,9 +147,9 @@ static void read_io(struct collector *c, int dfd, struct jobcg_metrics_cg *cg)
 			if (!f || f >= eol)
 				break;
 			f++;
-			if (startswith(f, "rbytes=") && parse_u64(f + 7, &v))
+			if (startswith(f, "rbytes=") && parse_value(f + 7, &v))
 				rd += v;
-			else if (startswith(f, "wbytes=") && parse_u64(f + 7, &v))
+			else if (startswith(f, "wbytes=") && parse_value(f + 7, &v))
 				wr += v;
 		}
 		p = *eol ? eol + 1 : eol;
@@ -344,7 +340,7 @@ static void read_owner(int dfd, struct jobcg_metrics_cg *cg)
 	if (n <= 0)
 		return;
 	v[n] = 0;
-	if (parse_uint_pair(v, ':', &u, &g)) {
+	if (parse_owner(v, &u, &g) == 0) {
 		cg->have_owner = true;
 		cg->uid = (uid_t)u;
 	}
@@ -360,9 +356,9 @@ static int collect_job(struct collector *c, int rootfd, const char *parent, int 
 	size_t at = c->m->n_cgs;
 	int r;
 
-	format_buf(name, sizeof(name), "job_%u", id);
-	format_buf(path, sizeof(path), "%s/%s%s%s", jobcg_ctx_root(c->ctx), parent,
-		   *parent ? "/" : "", name);
+	snprintf(name, sizeof(name), "job_%u", id);
+	snprintf(path, sizeof(path), "%s/%s%s%s", jobcg_ctx_root(c->ctx), parent,
+		 *parent ? "/" : "", name);
 	dfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : (count_error(c, path, negative_errno()), 0);
@@ -410,7 +406,7 @@ static int collect_job(struct collector *c, int rootfd, const char *parent, int 
 		tree_parse_step_dirname(*s, st->step);
 		st->have_owner = job->have_owner;
 		st->uid = job->uid;
-		format_buf(spath, sizeof(spath), "%s/%s", path, *s);
+		snprintf(spath, sizeof(spath), "%s/%s", path, *s);
 		if (read_cgroup(c, sfd, spath, step_ctl, st) == -ENOENT)
 			continue;
 		c->m->n_cgs++;
@@ -828,7 +824,7 @@ static void put_user(struct fmt *f, const struct jobcg_metrics_cg *cg)
 	if (f->opts->user_name)
 		name = f->opts->user_name(cg->uid, f->opts->userdata);
 	if (!name) {
-		format_buf(num, sizeof(num), "%u", (unsigned)cg->uid);
+		snprintf(num, sizeof(num), "%u", (unsigned)cg->uid);
 		name = num;
 	}
 	put_label(&f->o, "user", name, false);
@@ -838,7 +834,7 @@ static void cg_labels(struct fmt *f, const struct jobcg_metrics_cg *cg)
 {
 	char job[16];
 
-	format_buf(job, sizeof(job), "%u", cg->job);
+	snprintf(job, sizeof(job), "%u", cg->job);
 	put_n(&f->o, "{", 1);
 	put_label(&f->o, "job", job, true);
 	put_label(&f->o, "step", cg->step, false);
@@ -891,8 +887,8 @@ static void put_value(struct out *o, uint64_t v, enum unit u)
 	if (u == LIMIT && v == UINT64_MAX)
 		put(o, "+Inf");
 	else if (u == USEC) {
-		format_buf(b, sizeof(b), "%llu.%06llu", (unsigned long long)(v / 1000000),
-			   (unsigned long long)(v % 1000000));
+		snprintf(b, sizeof(b), "%llu.%06llu", (unsigned long long)(v / 1000000),
+			 (unsigned long long)(v % 1000000));
 		put(o, b);
 	} else
 		put_u64(o, v);
@@ -902,7 +898,7 @@ static void gpu_labels(struct fmt *f, const struct jobcg_metrics_gpu *g)
 {
 	char idx[16];
 
-	format_buf(idx, sizeof(idx), "%u", g->index);
+	snprintf(idx, sizeof(idx), "%u", g->index);
 	put_n(&f->o, "{", 1);
 	put_label(&f->o, "gpu", idx, true);
 	put_label(&f->o, "uuid", g->uuid, false);
@@ -964,7 +960,7 @@ JOBCG_EXPORT int jobcg_metrics_format(const struct jobcg_metrics *m,
 				continue;
 			put(&f.o, "jobcg_gpu_info");
 			gpu_labels(&f, gpu);
-			format_buf(b, sizeof(b), "%u", cg->job);
+			snprintf(b, sizeof(b), "%u", cg->job);
 			put_label(&f.o, "job", b, false);
 			put_label(&f.o, "step", cg->step, false);
 			put_user(&f, cg);

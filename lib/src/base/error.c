@@ -28,7 +28,7 @@ void jobcg_log(enum jobcg_log_level level, const char *fmt, ...)
 	if (!log_fn || level > log_max)
 		return;
 	va_start(ap, fmt);
-	format_vbuf(buf, sizeof(buf), fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	log_fn(level, buf, log_userdata);
 }
@@ -44,10 +44,10 @@ static int error_vset(int err, const char *file, unsigned line, unsigned column,
 	if (err == 0)
 		err = -EINVAL;
 	last_error.code = err;
-	format_buf(last_error.file, sizeof(last_error.file), "%s", file ? file : "");
+	snprintf(last_error.file, sizeof(last_error.file), "%s", file ? file : "");
 	last_error.line = line;
 	last_error.column = column;
-	format_vbuf(last_error.message, sizeof(last_error.message), fmt, ap);
+	vsnprintf(last_error.message, sizeof(last_error.message), fmt, ap);
 	log_debug("error: %s", last_error.message);
 	return err;
 }
@@ -77,13 +77,13 @@ void jobcg_error_prefix(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	format_vbuf(prefix, sizeof(prefix), fmt, ap);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	memcpy(old, last_error.message, sizeof(old));
 	if (old[0])
-		format_buf(last_error.message, sizeof(last_error.message), "%s: %s", prefix, old);
+		snprintf(last_error.message, sizeof(last_error.message), "%s: %s", prefix, old);
 	else
-		format_buf(last_error.message, sizeof(last_error.message), "%s", prefix);
+		snprintf(last_error.message, sizeof(last_error.message), "%s", prefix);
 }
 
 void jobcg_error_restore(const struct jobcg_error *saved)
@@ -128,14 +128,14 @@ JOBCG_EXPORT char *jobcg_error_format(int code, char *buf, unsigned long size)
 	if (!size)
 		return buf;
 	if (!record_explains(code))
-		format_buf(buf, size, "%s", strerror(-code));
+		snprintf(buf, size, "%s", strerror(-code));
 	else if (e->file[0] && e->line && e->column)
-		format_buf(buf, size, "%s:%u:%u: %s", e->file, e->line, e->column, e->message);
+		snprintf(buf, size, "%s:%u:%u: %s", e->file, e->line, e->column, e->message);
 	else if (e->file[0] && e->line)
-		format_buf(buf, size, "%s:%u: %s", e->file, e->line, e->message);
+		snprintf(buf, size, "%s:%u: %s", e->file, e->line, e->message);
 	else if (e->file[0])
-		format_buf(buf, size, "%s: %s", e->file, e->message);
+		snprintf(buf, size, "%s: %s", e->file, e->message);
 	else
-		format_buf(buf, size, "%s", e->message);
+		snprintf(buf, size, "%s", e->message);
 	return buf;
 }

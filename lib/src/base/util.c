@@ -192,23 +192,81 @@ bool process_is_static(void)
 	return getauxval(AT_BASE) == 0;
 }
 
-bool parse_uint_pair(const char *s, char sep, unsigned *ret_a, unsigned *ret_b)
+char *strdup_vprintf(const char *fmt, va_list ap)
 {
-	unsigned long a, b;
-	char *end;
+	char *s;
 
-	if (!s || !isdigit((unsigned char)s[0]))
-		return false;
-	errno = 0;
-	a = strtoul(s, &end, 10);
-	if (errno || a > UINT_MAX || *end != sep || !isdigit((unsigned char)end[1]))
-		return false;
-	b = strtoul(end + 1, &end, 10);
-	if (errno || b > UINT_MAX)
-		return false;
-	*ret_a = (unsigned)a;
-	*ret_b = (unsigned)b;
-	return true;
+	return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
+char *strdup_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = strdup_vprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+int parse_u64_prefix(const char *s, uint64_t max, uint64_t *ret, const char **ret_end)
+{
+	uint64_t v = 0;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++)
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v) || v > max)
+			return -ERANGE;
+	*ret = v;
+	if (ret_end)
+		*ret_end = s;
+	return 0;
+}
+
+int parse_u64(const char *s, uint64_t max, uint64_t *ret)
+{
+	const char *end;
+	uint64_t v;
+	int r = parse_u64_prefix(s, max, &v, &end);
+
+	if (r < 0)
+		return r;
+	if (*end)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int parse_uint(const char *s, unsigned max, unsigned *ret)
+{
+	uint64_t v;
+	int r = parse_u64(s, max, &v);
+
+	if (r < 0)
+		return r;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+int parse_owner(const char *s, unsigned *ret_uid, unsigned *ret_gid)
+{
+	uint64_t u, g;
+	const char *end;
+	int r = parse_u64_prefix(s, UINT_MAX, &u, &end);
+
+	if (r < 0)
+		return r;
+	if (*end != ':')
+		return -EINVAL;
+	r = parse_u64_prefix(end + 1, UINT_MAX, &g, NULL);
+	if (r < 0)
+		return r;
+	*ret_uid = (unsigned)u;
+	*ret_gid = (unsigned)g;
+	return 0;
 }
 
 const char *env_secure(const char *name)
@@ -308,7 +366,7 @@ static int dir_fd_safe(int fd, const char *dir, const char *shown, bool last, co
 	char where[PATH_MAX + 32] = "";
 
 	if (!last)
-		format_buf(where, sizeof(where), " (on the way, %s)", shown);
+		snprintf(where, sizeof(where), " (on the way, %s)", shown);
 	if (fstat(fd, &st) < 0)
 		return error_set(negative_errno(), "%s %s%s: cannot stat: %s", what, dir, where,
 				 strerror(errno));

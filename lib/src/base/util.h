@@ -95,17 +95,9 @@ int strv_push(char ***v, char *s); /* takes ownership of s, even on failure */
 bool strv_contains(char *const *v, const char *s);
 char **strv_split(const char *s, const char *separators); /* NULL on ENOMEM */
 
-/*
- * printf into a new string (NULL on ENOMEM), and snprintf (the same return value). Their
- * output is printf's; the common conversions (%s, %.*s, %c, %d, %i, %u, %x with l, ll or z,
- * the last four also zero-padded to a width: %05u, %0*lu) are done without glibc's engine,
- * which a fresh process pays to fault in (format.c).
- */
+/* vasprintf() into a returned string: NULL on ENOMEM. */
 char *strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *strdup_vprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
-int format_buf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int format_vbuf(char *buf, size_t size, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
 
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);
@@ -113,12 +105,19 @@ uint64_t now_usec(void);
 uint64_t realtime_usec(void);
 
 /*
- * "A<sep>B..." (the kernel's "6.1.0-...", an owner "1000:100") as two unsigned numbers; what
- * follows B is not looked at. false unless both are digits that fit. Not sscanf(): in every
- * fresh process its engine is code to fault in (and, under emulation, to translate) for two
- * numbers on each launch.
+ * The number parsers: unsigned decimal, digits only (no sign, space, base prefix or empty
+ * string), at most @max. 0, or -EINVAL when @s is not such a number and -ERANGE when it is
+ * above @max; *ret is untouched on failure.
+ *
+ * parse_u64() and parse_uint() take the whole string. parse_u64_prefix() takes the number @s
+ * starts with and leaves what follows it in *ret_end (when not NULL), for "6.1.0-56" or
+ * "1000:100": the caller says what may follow.
  */
-bool parse_uint_pair(const char *s, char sep, unsigned *ret_a, unsigned *ret_b);
+int parse_u64(const char *s, uint64_t max, uint64_t *ret);
+int parse_uint(const char *s, unsigned max, unsigned *ret);
+int parse_u64_prefix(const char *s, uint64_t max, uint64_t *ret, const char **ret_end);
+/* "UID:GID" (a job's trusted.jobcg.owner); what follows GID is not looked at. */
+int parse_owner(const char *s, unsigned *ret_uid, unsigned *ret_gid);
 
 /* True in a statically linked process (no dynamic loader: getauxval(AT_BASE) is 0), which
  * must not dlopen() libraries that need a libc of their own (libsystemd). */

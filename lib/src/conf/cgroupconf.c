@@ -10,7 +10,7 @@
 
 #include "confload.h"
 #include "confparse.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "jobcg/sysinfo.h"
 #include "log.h"
 #include "util.h"
@@ -142,7 +142,7 @@ static int check_cpulist(const char *v, char **ret, const char **why)
 		/* The caller formats a new error record: the message must not live in it. */
 		static __thread char msg[256];
 
-		format_buf(msg, sizeof(msg), "%s", jobcg_last_error()->message);
+		snprintf(msg, sizeof(msg), "%s", jobcg_last_error()->message);
 		*why = msg;
 		return r;
 	}
@@ -219,7 +219,7 @@ void confload_warn(struct confload *l, const char *file, unsigned line, const ch
 	char *s;
 
 	va_start(ap, fmt);
-	format_vbuf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (file && line)
 		s = strdup_printf("%s:%u: %s", file, line, msg);
@@ -308,15 +308,12 @@ static int parse_percent(const char *v, double *ret)
 /* Unsigned decimal with an optional k/K (x1024), as Slurm's integer keys. */
 static int parse_uint_k(const char *v, uint64_t max, uint64_t *ret)
 {
-	uint64_t x = 0;
-	const char *p = v;
+	const char *p;
+	uint64_t x;
+	int r = parse_u64_prefix(v, UINT64_MAX, &x, &p);
 
-	if (!isdigit((unsigned char)*p))
-		return -EINVAL;
-	for (; isdigit((unsigned char)*p); p++)
-		if (__builtin_mul_overflow(x, 10, &x) ||
-		    __builtin_add_overflow(x, (uint64_t)(*p - '0'), &x))
-			return -ERANGE;
+	if (r < 0)
+		return r;
 	if (*p == 'k' || *p == 'K') {
 		if (__builtin_mul_overflow(x, 1024, &x))
 			return -ERANGE;
@@ -448,12 +445,12 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 			}
 		/* "a or b", "a, b or c" */
 		for (size_t i = 0; k->names[i]; i++)
-			format_buf(expected + strlen(expected), sizeof(expected) - strlen(expected),
-				   "%s%s",
-				   i == 0	     ? ""
-				   : k->names[i + 1] ? ", "
-						     : " or ",
-				   k->names[i]);
+			snprintf(expected + strlen(expected), sizeof(expected) - strlen(expected),
+				 "%s%s",
+				 i == 0		   ? ""
+				 : k->names[i + 1] ? ", "
+						   : " or ",
+				 k->names[i]);
 		return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
 				    "%s: expected %s, found '%s'", k->name, expected, v);
 	}

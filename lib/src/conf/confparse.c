@@ -99,8 +99,8 @@ static void add_include_context(const char *file, unsigned line)
 
 	if (!e->code || streq(e->file, file))
 		return;
-	format_buf(efile, sizeof(efile), "%s", e->file);
-	format_buf(msg, sizeof(msg), "%s (included from %s:%u)", e->message, file, line);
+	snprintf(efile, sizeof(efile), "%s", e->file);
+	snprintf(msg, sizeof(msg), "%s (included from %s:%u)", e->message, file, line);
 	error_set_at(e->code, efile, e->line, e->column, "%s", msg);
 }
 
@@ -561,9 +561,9 @@ int conf_reraise(int r, const char *file, const struct conf_pair *pr, const char
 	unsigned col = pr->vcol + (e->column ? e->column - 1 : 0);
 	va_list ap;
 
-	format_buf(msg, sizeof(msg), "%s", e->message);
+	snprintf(msg, sizeof(msg), "%s", e->message);
 	va_start(ap, fmt);
-	format_vbuf(prefix, sizeof(prefix), fmt, ap);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	return error_set_at(r, file, pr->vline, col, "%s: %s", prefix, msg);
 }

@@ -13,7 +13,7 @@
 
 #include "confload.h"
 #include "confparse.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "log.h"
 #include "util.h"
 

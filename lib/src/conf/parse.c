@@ -2,7 +2,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "log.h"
 #include "util.h"
 
@@ -31,8 +31,7 @@ static int read_u64(const char *s, const char **p, uint64_t *ret)
 	return n;
 }
 
-JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned flags,
-				  uint64_t *ret)
+int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned flags, uint64_t *ret)
 {
 	static const char units[] = "kmgtp";
 	const char *p = s, *suffix;
@@ -94,7 +93,7 @@ static void bit_set_range(uint64_t *bits, unsigned lo, unsigned hi)
 		bits[i / 64] |= UINT64_C(1) << (i % 64);
 }
 
-JOBCG_EXPORT int jobcg_parse_cpulist(const char *s, uint64_t **ret, size_t *ret_words)
+int jobcg_parse_cpulist(const char *s, uint64_t **ret, size_t *ret_words)
 {
 	_cleanup_free_ uint64_t *bits = NULL;
 	const char *p = s;
@@ -170,7 +169,7 @@ static bool bit_test(const uint64_t *bits, size_t i)
 	return (bits[i / 64] >> (i % 64)) & 1;
 }
 
-JOBCG_EXPORT int jobcg_format_cpulist(const uint64_t *bits, size_t words, char **ret)
+int jobcg_format_cpulist(const uint64_t *bits, size_t words, char **ret)
 {
 	size_t n = words * 64, cap = 16, len = 0;
 	_cleanup_free_ char *out = malloc(cap);
@@ -190,9 +189,9 @@ JOBCG_EXPORT int jobcg_format_cpulist(const uint64_t *bits, size_t words, char *
 		for (j = i; j + 1 < n && bit_test(bits, j + 1); j++)
 			;
 		if (j == i)
-			k = format_buf(tmp, sizeof(tmp), "%s%zu", len ? "," : "", i);
+			k = snprintf(tmp, sizeof(tmp), "%s%zu", len ? "," : "", i);
 		else
-			k = format_buf(tmp, sizeof(tmp), "%s%zu-%zu", len ? "," : "", i, j);
+			k = snprintf(tmp, sizeof(tmp), "%s%zu-%zu", len ? "," : "", i, j);
 		if (len + (size_t)k + 1 > cap) {
 			char *no;
 
@@ -403,9 +402,9 @@ static int hl_item_foreach(struct hl_item *it, size_t *budget, int (*fn)(const c
 				memcpy(buf + len, g->lit, g->litlen);
 				len += g->litlen;
 			} else {
-				len += (size_t)format_buf(buf + len, it->maxlen + 1 - len,
-							  "%0*" PRIu64, g->ranges[g->ri].width,
-							  g->cur);
+				len +=
+				    (size_t)snprintf(buf + len, it->maxlen + 1 - len, "%0*" PRIu64,
+						     g->ranges[g->ri].width, g->cur);
 			}
 		}
 		buf[len] = '\0';
@@ -512,7 +511,7 @@ static int hl_collect_fn(const char *name, void *ud)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_hostlist_expand(const char *s, size_t max, char ***ret)
+int jobcg_hostlist_expand(const char *s, size_t max, char ***ret)
 {
 	struct hl_collect c = {};
 	int r;
@@ -595,7 +594,7 @@ static int hl_match_item(struct hl_item *it, void *ud)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_hostlist_contains(const char *s, const char *name)
+int jobcg_hostlist_contains(const char *s, const char *name)
 {
 	struct hl_match m = {.name = name, .len = name ? strlen(name) : 0};
 	_cleanup_free_ bool *a = NULL, *b = NULL;

@@ -105,7 +105,7 @@ JOBCG_EXPORT int jobcg_pid_uid(pid_t pid, uid_t *ret)
 
 	if (pid <= 0)
 		return error_set(-EINVAL, "invalid pid %d", (int)pid);
-	format_buf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	r = read_full_file_at(AT_FDCWD, path, 1 << 16, &text, NULL);
 	if (r == -ENOENT)
 		return error_set(-ESRCH, "no process %d", (int)pid);
@@ -126,7 +126,7 @@ static int pid_cgroup(struct jobcg_ctx *ctx, pid_t pid, char **ret)
 
 	if (pid <= 0)
 		return error_set(-EINVAL, "invalid pid %d", (int)pid);
-	format_buf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	r = read_full_file_at(AT_FDCWD, path, 1 << 16, &text, NULL);
 	if (r == -ENOENT || r == -ESRCH)
 		return error_set(-ESRCH, "no process %d", (int)pid);

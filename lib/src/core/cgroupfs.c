@@ -86,8 +86,8 @@ int cgfs_read_optional(const char *dir, const char *file, char **ret)
 int cgfs_read_u64(const char *dir, const char *file, uint64_t *ret)
 {
 	_cleanup_free_ char *s = NULL;
-	char *t, *end;
-	unsigned long long v;
+	char *t;
+	uint64_t v;
 	int r;
 
 	r = cgfs_read(dir, file, &s);
@@ -98,9 +98,7 @@ int cgfs_read_u64(const char *dir, const char *file, uint64_t *ret)
 		*ret = UINT64_MAX;
 		return 0;
 	}
-	errno = 0;
-	v = strtoull(t, &end, 10);
-	if (errno || end == t || *end || *t == '-')
+	if (parse_u64(t, UINT64_MAX, &v) < 0)
 		return error_set(-EINVAL, "%s/%s: expected a number, got '%s'", dir, file, t);
 	*ret = v;
 	return 0;
@@ -129,32 +127,6 @@ int cgfs_mkdir(const char *dir, bool exist_ok)
 	if (errno == EEXIST && exist_ok)
 		return 1;
 	return error_set(negative_errno(), "cannot create cgroup %s: %s", dir, strerror(errno));
-}
-
-int cgfs_mkdir_p(const char *base, const char *rel)
-{
-	_cleanup_strv_free_ char **parts = strv_split(rel, "/");
-	_cleanup_free_ char *cur = strdup(base);
-
-	if (!parts || !cur)
-		return -ENOMEM;
-	for (char **p = parts; *p; p++) {
-		char *next;
-		int r;
-
-		if (streq(*p, "..") || streq(*p, "."))
-			return error_set(-EINVAL, "cgroup path '%s' must not contain '.' or '..'",
-					 rel);
-		next = cgfs_path(cur, *p);
-		if (!next)
-			return -ENOMEM;
-		free(cur);
-		cur = next;
-		r = cgfs_mkdir(cur, true);
-		if (r < 0)
-			return r;
-	}
-	return 0;
 }
 
 static void sleep_ms(unsigned ms)
@@ -331,14 +303,11 @@ int cgfs_parse_keyed(const char *text, const char *key, uint64_t *ret)
 
 		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
 			const char *v = p + klen + 1;
-			char *end;
-			unsigned long long n;
+			const char *end;
+			uint64_t n;
 
-			if (*v < '0' || *v > '9')
-				return -EINVAL;
-			errno = 0;
-			n = strtoull(v, &end, 10);
-			if (errno || (*end && *end != '\n' && *end != ' '))
+			if (parse_u64_prefix(v, UINT64_MAX, &n, &end) < 0 ||
+			    (*end && *end != '\n' && *end != ' '))
 				return -EINVAL;
 			*ret = n;
 			return 0;
@@ -429,17 +398,16 @@ int cgfs_parse_pids(const char *text, pid_t **pids, size_t *n)
 	const char *p = text;
 
 	while (*p) {
-		char *end;
-		long v;
+		const char *end;
+		uint64_t v;
 		pid_t *np;
 
 		if (*p == '\n') {
 			p++;
 			continue;
 		}
-		errno = 0;
-		v = strtol(p, &end, 10);
-		if (errno || end == p || v <= 0 || v > INT32_MAX || (*end && *end != '\n'))
+		if (parse_u64_prefix(p, INT32_MAX, &v, &end) < 0 || v == 0 ||
+		    (*end && *end != '\n'))
 			return error_set(-EINVAL, "bad pid line in cgroup.procs");
 		np = realloc(*pids, (*n + 1) * sizeof(pid_t));
 		if (!np)
@@ -506,7 +474,7 @@ int cgfs_move_pid(const char *dir, pid_t pid)
 {
 	char buf[32];
 
-	format_buf(buf, sizeof(buf), "%d", (int)pid);
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
 	return cgfs_write(dir, "cgroup.procs", buf);
 }
 

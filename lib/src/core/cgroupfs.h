@@ -26,8 +26,6 @@ int cgfs_write(const char *dir, const char *file, const char *value);
 
 /* mkdir @dir (parent must exist); 0 if made, 1 if it existed and @exist_ok. */
 int cgfs_mkdir(const char *dir, bool exist_ok);
-/* mkdir -p of @rel below @base (each component made if missing). */
-int cgfs_mkdir_p(const char *base, const char *rel);
 /* rmdir with a bounded retry while the kernel says EBUSY (processes still exiting). 0 if gone. */
 int cgfs_rmdir(const char *dir);
 /* Remove @dir and every cgroup below it, bottom-up, each with cgfs_rmdir(). */

@@ -7,9 +7,9 @@
 
 #include "cgroupfs.h"
 #include "context_internal.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "discover.h"
-#include "jobcg/spec.h"
+#include "spec.h"
 #include "log.h"
 #include "scope_choose.h"
 #include "util.h"
@@ -135,7 +135,7 @@ static char *lock_holder(int fd)
 				for (size_t i = 0; i + 1 < n; i++)
 					if (c[i] == '\0')
 						c[i] = ' ';
-				format_buf(cmd, sizeof(cmd), " (%s)", c);
+				snprintf(cmd, sizeof(cmd), " (%s)", c);
 			}
 		}
 		return strdup_printf("pid %d%s", pid, cmd);
@@ -278,7 +278,7 @@ static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
 		uint64_t cur = 0;
 
 		if (c->mem_spec_limit) {
-			format_buf(buf, sizeof(buf), "%llu", (unsigned long long)c->mem_spec_limit);
+			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)c->mem_spec_limit);
 			r = cgfs_write(sys, "memory.max", buf);
 			if (r < 0)
 				return r;

@@ -186,9 +186,11 @@ int discover_root_rel(const struct jobcg_config *conf, char **ret)
 
 bool discover_kernel_at_least(const char *release, unsigned maj, unsigned min)
 {
-	unsigned a = 0, b = 0;
+	uint64_t a, b;
+	const char *end;
 
-	if (!parse_uint_pair(release, '.', &a, &b))
+	if (parse_u64_prefix(release, UINT32_MAX, &a, &end) < 0 || *end != '.' ||
+	    parse_u64_prefix(end + 1, UINT32_MAX, &b, NULL) < 0)
 		return false;
 	return a > maj || (a == maj && b >= min);
 }

@@ -11,10 +11,10 @@
 #include "log.h"
 #include "testhook.h"
 #include "jobcg/jobgres.h"
-#include "jobcg/memlimit.h"
-#include "jobcg/parse.h"
-#include "jobcg/spec.h"
+#include "memlimit.h"
+#include "parse.h"
 #include "resv_internal.h"
+#include "spec.h"
 #include "tree.h"
 #include "util.h"
 
@@ -143,9 +143,9 @@ static int write_mem_value(const char *dir, const char *file, uint64_t v)
 	char buf[32];
 
 	if (v == JOBCG_MEM_UNLIMITED)
-		format_buf(buf, sizeof(buf), "max");
+		snprintf(buf, sizeof(buf), "max");
 	else
-		format_buf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
 	return cgfs_write(dir, file, buf);
 }
 
@@ -316,11 +316,11 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 			continue;
 		} else if (d->bit == JOBCG_LIMIT_CPU_WEIGHT) {
 			file = "cpu.weight";
-			format_buf(buf, sizeof(buf), "%llu", (unsigned long long)l->cpu_weight);
+			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->cpu_weight);
 			value = buf;
 		} else {
 			file = "pids.max";
-			format_buf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
+			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
 			value = buf;
 		}
 		r = cgfs_write(job_dir, file, value);
@@ -450,20 +450,20 @@ static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct j
 	int r;
 
 	/* The owner a scheduler names (--uid/--gid), else whoever created the job. */
-	format_buf(buf, sizeof(buf), "%u:%u",
-		   l && l->have_owner ? (unsigned)l->uid : (unsigned)getuid(),
-		   l && l->have_owner ? (unsigned)l->gid : (unsigned)getgid());
+	snprintf(buf, sizeof(buf), "%u:%u",
+		 l && l->have_owner ? (unsigned)l->uid : (unsigned)getuid(),
+		 l && l->have_owner ? (unsigned)l->gid : (unsigned)getgid());
 	if ((r = set_meta(dir, "owner", buf)) < 0)
 		return r;
 	if (l && l->cpus && *l->cpus && (r = set_meta(dir, "cpus", l->cpus)) < 0)
 		return r;
 	if (l && l->mem_bytes) {
-		format_buf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
 		if ((r = set_meta(dir, "mem", buf)) < 0)
 			return r;
 	}
 	if (l && l->pids_max) {
-		format_buf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->pids_max);
 		if ((r = set_meta(dir, "pids", buf)) < 0)
 			return r;
 	}
@@ -540,7 +540,7 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 	}
 	/* Last: the mark that the job is complete (gc sweeps job dirs without it). */
 	test_pause("job-create-before-mark");
-	format_buf(buf, sizeof(buf), "%lld", (long long)time(NULL));
+	snprintf(buf, sizeof(buf), "%lld", (long long)time(NULL));
 	if (meta && (r = set_meta(dir, "created", buf)) < 0)
 		goto undo;
 	log_info("created job %u at %s", job_id, dir);
@@ -819,7 +819,7 @@ static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, const char *jdir
 	}
 	if (next > 4294967294ull) /* Slurm's step ids are 32-bit; the top values are special */
 		return error_set(-ERANGE, "job %u has used up its step numbers", job_id);
-	format_buf(ret, JOBCG_STEP_ID_MAX, "%llu", next);
+	snprintf(ret, JOBCG_STEP_ID_MAX, "%llu", next);
 	return 0;
 }
 
@@ -829,7 +829,7 @@ static void note_step_id(struct jobcg_ctx *ctx, const char *jdir, const char *si
 
 	if (!ctx->info->xattr.supported || !isdigit((unsigned char)*sid))
 		return;
-	format_buf(buf, sizeof(buf), "%llu", strtoull(sid, NULL, 10) + 1);
+	snprintf(buf, sizeof(buf), "%llu", strtoull(sid, NULL, 10) + 1);
 	/* Best effort: without it the next pick still starts past the highest step present. */
 	if (set_meta(jdir, "next_step", buf) < 0)
 		log_debug("cannot record the next step number of %s", jdir);
@@ -961,7 +961,7 @@ static int step_limits_apply(struct jobcg_ctx *ctx, uint32_t job_id, const char 
 				return r;
 		} else
 			strcat(skipped, *skipped ? ",mem" : "mem");
-		format_buf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)l->mem_bytes);
 		if (meta && (r = set_meta(sdir, "mem", buf)) < 0)
 			return r;
 	}
@@ -1057,7 +1057,7 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		}
 	}
 	if (step_id)
-		format_buf(sid, sizeof(sid), "%s", step_id);
+		snprintf(sid, sizeof(sid), "%s", step_id);
 	else if ((r = pick_step_id(ctx, job_id, jdir, sid)) < 0)
 		goto out;
 	if (limits && (r = step_limits_check(ctx, job_id, jdir, limits)) < 0)

@@ -264,17 +264,13 @@ JOBCG_EXPORT int jobcg_task_list(struct jobcg_ctx *ctx, uint32_t job_id, const c
 	if (!tasks)
 		return -ENOMEM;
 	for (char **k = kids; *k; k++) {
-		char *end;
-		long v;
+		uint64_t v;
 
 		if (streq(*k, "task_special")) {
 			tasks[n++] = JOBCG_TASK_SPECIAL;
 			continue;
 		}
-		if (!startswith(*k, "task_") || (*k)[5] < '0' || (*k)[5] > '9')
-			continue;
-		v = strtol(*k + 5, &end, 10);
-		if (!*end && v >= 0 && v <= JOBCG_TASK_MAX)
+		if (startswith(*k, "task_") && parse_u64(*k + 5, JOBCG_TASK_MAX, &v) == 0)
 			tasks[n++] = (int)v;
 	}
 	qsort(tasks, n, sizeof(int), cmp_int);

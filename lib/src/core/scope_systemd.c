@@ -84,10 +84,10 @@ int scope_slice_path(const char *slice, char **ret)
 	for (const char *p = prefix; *p; p++) {
 		if (*p != '-')
 			continue;
-		len += (size_t)format_buf(path + len, cap - len, "%.*s.slice/", (int)(p - prefix),
-					  prefix);
+		len += (size_t)snprintf(path + len, cap - len, "%.*s.slice/", (int)(p - prefix),
+					prefix);
 	}
-	format_buf(path + len, cap - len, "%s", slice);
+	snprintf(path + len, cap - len, "%s", slice);
 	*ret = TAKE_PTR(path);
 	return 0;
 }
@@ -352,7 +352,7 @@ static int write_pid(const char *dir, pid_t pid)
 
 	if (!procs)
 		return -ENOMEM;
-	format_buf(buf, sizeof(buf), "%d", (int)pid);
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
 	r = write_string_at(AT_FDCWD, procs, buf);
 	if (r < 0)
 		return error_set(r, "cannot move pid %d into %s: %s", (int)pid, dir, strerror(-r));
@@ -577,7 +577,7 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 	if (sdbus.bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0)
 		return 0;
 	if (w->job && streq(path, w->job) && !w->result[0])
-		format_buf(w->result, sizeof(w->result), "%s", *result ? result : "?");
+		snprintf(w->result, sizeof(w->result), "%s", *result ? result : "?");
 	return 0;
 }
 

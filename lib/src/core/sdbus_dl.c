@@ -89,7 +89,7 @@ static void load_once(void)
 {
 	load_result = sdbus_load_from(SDBUS_SONAME, &sdbus);
 	if (load_result < 0)
-		format_buf(load_error, sizeof(load_error), "%s", jobcg_last_error()->message);
+		snprintf(load_error, sizeof(load_error), "%s", jobcg_last_error()->message);
 }
 
 int sdbus_load(void)

@@ -10,7 +10,7 @@
 #include "log.h"
 #include "tree.h"
 #include "util.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/job.h"
 
 /* Is the calling process in @root or below? Killing the tree would kill it. */

@@ -13,19 +13,17 @@
 
 static const char *const named_steps[] = {"batch", "extern", "interactive"};
 
+/* A number as jobcg writes it: parse_u64() without leading zeros, so one id has one name. */
 static int parse_u64_strict(const char *s, unsigned long long max, unsigned long long *ret)
 {
-	unsigned long long v = 0;
+	uint64_t v;
+	int r;
 
-	if (!s || !*s || (s[0] == '0' && s[1]))
+	if (!s || (s[0] == '0' && s[1]))
 		return -EINVAL;
-	for (const char *p = s; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		if (v > (max - (unsigned)(*p - '0')) / 10)
-			return -ERANGE;
-		v = v * 10 + (unsigned)(*p - '0');
-	}
+	r = parse_u64(s, max, &v);
+	if (r < 0)
+		return r;
 	*ret = v;
 	return 0;
 }
@@ -79,7 +77,7 @@ JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret)
 			    "invalid target '%s': step must be a number, batch, extern or "
 			    "interactive",
 			    s);
-		format_buf(t.step, sizeof(t.step), "%s", step);
+		snprintf(t.step, sizeof(t.step), "%s", step);
 	}
 	if (task) {
 		unsigned long long v;
@@ -100,13 +98,13 @@ JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret)
 JOBCG_EXPORT char *jobcg_target_format(const struct jobcg_target *t, char *buf, unsigned long size)
 {
 	if (!t->step[0])
-		format_buf(buf, size, "%u", t->job);
+		snprintf(buf, size, "%u", t->job);
 	else if (t->task == JOBCG_TASK_ALL)
-		format_buf(buf, size, "%u.%s", t->job, t->step);
+		snprintf(buf, size, "%u.%s", t->job, t->step);
 	else if (t->task == JOBCG_TASK_SPECIAL)
-		format_buf(buf, size, "%u.%s.special", t->job, t->step);
+		snprintf(buf, size, "%u.%s.special", t->job, t->step);
 	else
-		format_buf(buf, size, "%u.%s.%d", t->job, t->step, t->task);
+		snprintf(buf, size, "%u.%s.%d", t->job, t->step, t->task);
 	return buf;
 }
 
@@ -163,7 +161,7 @@ int tree_parse_step_dirname(const char *name, char *ret)
 {
 	if (!startswith(name, "step_") || !jobcg_step_id_valid(name + 5))
 		return -EINVAL;
-	format_buf(ret, JOBCG_STEP_ID_MAX, "%s", name + 5);
+	snprintf(ret, JOBCG_STEP_ID_MAX, "%s", name + 5);
 	return 0;
 }
 
@@ -243,7 +241,7 @@ char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job)
 
 		if (de->d_type != DT_DIR || tree_parse_resv_dirname(de->d_name, &name) < 0)
 			continue;
-		format_buf(rel, sizeof(rel), "%s/job_%u", de->d_name, job);
+		snprintf(rel, sizeof(rel), "%s/job_%u", de->d_name, job);
 		if (faccessat(dirfd(d), rel, F_OK, 0) == 0)
 			found = strdup_printf("%s/%s", jobcg_ctx_root(ctx), rel);
 	}
@@ -454,7 +452,7 @@ static int starttime_of(pid_t pid, unsigned long long *ret)
 	char path[64];
 	int r;
 
-	format_buf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	r = read_full_file_at(AT_FDCWD, path, 4096, &s, NULL);
 	if (r < 0)
 		return r;

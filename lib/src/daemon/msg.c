@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <sys/socket.h>
 
-#include "jobcg/msg.h"
+#include "msg.h"
 #include "log.h"
 #include "util.h"
 
@@ -21,7 +21,7 @@ static bool key_valid(const char *k, size_t n)
 	return true;
 }
 
-JOBCG_EXPORT int jobcg_msg_add(struct jobcg_msg *m, const char *key, const char *fmt, ...)
+int jobcg_msg_add(struct jobcg_msg *m, const char *key, const char *fmt, ...)
 {
 	size_t kl = strlen(key), need;
 	va_list ap;
@@ -30,7 +30,7 @@ JOBCG_EXPORT int jobcg_msg_add(struct jobcg_msg *m, const char *key, const char 
 	if (!key_valid(key, kl))
 		return error_set(-EINVAL, "message key '%s' is not [a-z0-9_]{1,32}", key);
 	va_start(ap, fmt);
-	vl = format_vbuf(NULL, 0, fmt, ap);
+	vl = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
 	if (vl < 0)
 		return -EINVAL;
@@ -52,7 +52,7 @@ JOBCG_EXPORT int jobcg_msg_add(struct jobcg_msg *m, const char *key, const char 
 	memcpy(m->buf + m->len, key, kl);
 	m->buf[m->len + kl] = '=';
 	va_start(ap, fmt);
-	format_vbuf(m->buf + m->len + kl + 1, (size_t)vl + 1, fmt, ap);
+	vsnprintf(m->buf + m->len + kl + 1, (size_t)vl + 1, fmt, ap);
 	va_end(ap);
 	if (strlen(m->buf + m->len + kl + 1) != (size_t)vl)
 		return error_set(-EINVAL, "message field '%s': the value holds a NUL byte", key);
@@ -60,7 +60,7 @@ JOBCG_EXPORT int jobcg_msg_add(struct jobcg_msg *m, const char *key, const char 
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_msg_parse(const char *buf, size_t len, struct jobcg_msg *ret)
+int jobcg_msg_parse(const char *buf, size_t len, struct jobcg_msg *ret)
 {
 	size_t nfield = 0;
 	char *copy;
@@ -92,7 +92,7 @@ JOBCG_EXPORT int jobcg_msg_parse(const char *buf, size_t len, struct jobcg_msg *
 	return 0;
 }
 
-JOBCG_EXPORT const char *jobcg_msg_next(const struct jobcg_msg *m, const char *key, size_t *pos)
+const char *jobcg_msg_next(const struct jobcg_msg *m, const char *key, size_t *pos)
 {
 	size_t kl = strlen(key);
 
@@ -106,15 +106,14 @@ JOBCG_EXPORT const char *jobcg_msg_next(const struct jobcg_msg *m, const char *k
 	return NULL;
 }
 
-JOBCG_EXPORT const char *jobcg_msg_get(const struct jobcg_msg *m, const char *key)
+const char *jobcg_msg_get(const struct jobcg_msg *m, const char *key)
 {
 	size_t pos = 0;
 
 	return jobcg_msg_next(m, key, &pos);
 }
 
-JOBCG_EXPORT int jobcg_msg_get_u64(const struct jobcg_msg *m, const char *key, uint64_t max,
-				   uint64_t *ret)
+int jobcg_msg_get_u64(const struct jobcg_msg *m, const char *key, uint64_t max, uint64_t *ret)
 {
 	const char *v = jobcg_msg_get(m, key);
 	uint64_t n = 0;
@@ -137,14 +136,14 @@ bad:
 			 (unsigned long long)max);
 }
 
-JOBCG_EXPORT void jobcg_msg_free(struct jobcg_msg *m)
+void jobcg_msg_free(struct jobcg_msg *m)
 {
 	free(m->buf);
 	*m = (struct jobcg_msg){};
 }
 
-JOBCG_EXPORT int jobcg_msg_send_some(int fd, const struct jobcg_msg *m, const int *fds,
-				     unsigned nfds, size_t *off)
+int jobcg_msg_send_some(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds,
+			size_t *off)
 {
 	uint8_t hdr[4] = {(uint8_t)m->len, (uint8_t)(m->len >> 8), (uint8_t)(m->len >> 16),
 			  (uint8_t)(m->len >> 24)};
@@ -195,7 +194,7 @@ JOBCG_EXPORT int jobcg_msg_send_some(int fd, const struct jobcg_msg *m, const in
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds)
+int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds)
 {
 	size_t off = 0;
 	int r = jobcg_msg_send_some(fd, m, fds, nfds, &off);
@@ -206,7 +205,7 @@ JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fd
 	return r;
 }
 
-JOBCG_EXPORT void jobcg_msg_rx_free(struct jobcg_msg_rx *rx)
+void jobcg_msg_rx_free(struct jobcg_msg_rx *rx)
 {
 	for (unsigned i = 0; i < rx->nfds; i++)
 		close(rx->fds[i]);
@@ -269,9 +268,8 @@ static int rx_room(struct jobcg_msg_rx *rx, char **ret, size_t *ret_len)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_msg_recv_some(int fd, struct jobcg_msg_rx *rx, size_t max,
-				     struct jobcg_msg *ret, int *fds, unsigned max_fds,
-				     unsigned *ret_nfds)
+int jobcg_msg_recv_some(int fd, struct jobcg_msg_rx *rx, size_t max, struct jobcg_msg *ret,
+			int *fds, unsigned max_fds, unsigned *ret_nfds)
 {
 	int r;
 
@@ -347,8 +345,7 @@ fail:
 	return r;
 }
 
-JOBCG_EXPORT int jobcg_msg_recv(int fd, struct jobcg_msg *ret, int *fds, unsigned max_fds,
-				unsigned *ret_nfds)
+int jobcg_msg_recv(int fd, struct jobcg_msg *ret, int *fds, unsigned max_fds, unsigned *ret_nfds)
 {
 	struct jobcg_msg_rx rx = {};
 	int r = jobcg_msg_recv_some(fd, &rx, JOBCG_MSG_MAX, ret, fds, max_fds, ret_nfds);

@@ -686,7 +686,7 @@ static int load_kallsyms(struct ksym **ret, size_t *ret_n, uint64_t *ret_base)
 			cap = nc;
 		}
 		syms[n].addr = a;
-		format_buf(syms[n].name, sizeof(syms[n].name), "%s", name);
+		snprintf(syms[n].name, sizeof(syms[n].name), "%s", name);
 		n++;
 	}
 	if (base == 0)
@@ -752,11 +752,11 @@ int bpftext_resolve_calls(struct bpf_insn *insns, size_t n)
 			if (!unresolved) {
 				first_at = k;
 				if (name)
-					format_buf(first, sizeof(first), "%s", name);
+					snprintf(first, sizeof(first), "%s", name);
 				else
-					format_buf(first, sizeof(first),
-						   "the kernel function at __bpf_call_base%+d",
-						   i->imm);
+					snprintf(first, sizeof(first),
+						 "the kernel function at __bpf_call_base%+d",
+						 i->imm);
 			}
 			i->imm = CALL_UNKNOWN;
 			unresolved++;

@@ -482,20 +482,20 @@ static void spec(char *buf, size_t size, char type, uint64_t majlo, uint64_t maj
 {
 	char a[32], b[32];
 	if (majlo == 0 && majhi == UINT32_MAX)
-		format_buf(a, sizeof(a), "*");
+		snprintf(a, sizeof(a), "*");
 	else if (majlo == majhi)
-		format_buf(a, sizeof(a), "%llu", (unsigned long long)majlo);
+		snprintf(a, sizeof(a), "%llu", (unsigned long long)majlo);
 	else
-		format_buf(a, sizeof(a), "%llu-%llu", (unsigned long long)majlo,
-			   (unsigned long long)majhi);
+		snprintf(a, sizeof(a), "%llu-%llu", (unsigned long long)majlo,
+			 (unsigned long long)majhi);
 	if (minlo == 0 && minhi == UINT32_MAX)
-		format_buf(b, sizeof(b), "*");
+		snprintf(b, sizeof(b), "*");
 	else if (minlo == minhi)
-		format_buf(b, sizeof(b), "%llu", (unsigned long long)minlo);
+		snprintf(b, sizeof(b), "%llu", (unsigned long long)minlo);
 	else
-		format_buf(b, sizeof(b), "%llu-%llu", (unsigned long long)minlo,
-			   (unsigned long long)minhi);
-	format_buf(buf, size, "%c %s:%s", type, a, b);
+		snprintf(b, sizeof(b), "%llu-%llu", (unsigned long long)minlo,
+			 (unsigned long long)minhi);
+	snprintf(buf, size, "%c %s:%s", type, a, b);
 }
 
 /* Notes for behaviour the access letters cannot express. */

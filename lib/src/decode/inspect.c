@@ -145,7 +145,7 @@ JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret)
 		char dev[256], dir[PATH_MAX], type[64];
 		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
 		    streq(type, "cgroup2")) {
-			format_buf(mount, sizeof(mount), "%s", dir);
+			snprintf(mount, sizeof(mount), "%s", dir);
 			*ret = mount;
 			return 0;
 		}
@@ -170,7 +170,7 @@ static void v1_devices_mount(char *buf, size_t size)
 		for (char *save = NULL, *t = strtok_r(opts, ",", &save); t;
 		     t = strtok_r(NULL, ",", &save))
 			if (streq(t, "devices")) {
-				format_buf(buf, size, "%s", mp);
+				snprintf(buf, size, "%s", mp);
 				return;
 			}
 	}
@@ -187,14 +187,14 @@ static char *v1_detail(const char *path)
 	v1_devices_mount(mount, sizeof(mount));
 	if (!mount[0])
 		return NULL;
-	format_buf(p, sizeof(p), "%s/cgroup.procs", path);
+	snprintf(p, sizeof(p), "%s/cgroup.procs", path);
 	if (read_full_file_at(AT_FDCWD, p, 4096, &pidline, NULL) < 0 || !pidline[0])
 		return strdup_printf(
 		    "a cgroup v1 devices controller is mounted at %s: its devices.list rules apply "
 		    "as well (no process here to find its v1 cgroup)",
 		    mount);
 	int pid = atoi(pidline);
-	format_buf(p, sizeof(p), "/proc/%d/cgroup", pid);
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
 	f = fopen(p, "re");
 	while (f && fgets(line, sizeof(line), f)) {
 		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
@@ -206,14 +206,14 @@ static char *v1_detail(const char *path)
 		     t = strtok_r(NULL, ",", &save))
 			devices |= streq(t, "devices");
 		if (devices) {
-			format_buf(v1path, sizeof(v1path), "%s", c2 + 1);
+			snprintf(v1path, sizeof(v1path), "%s", c2 + 1);
 			v1path[strcspn(v1path, "\n")] = 0;
 			break;
 		}
 	}
 	if (streq(v1path, "/"))
 		v1path[0] = 0;
-	format_buf(p, sizeof(p), "%s%s/devices.list", mount, v1path);
+	snprintf(p, sizeof(p), "%s%s/devices.list", mount, v1path);
 	if (read_full_file_at(AT_FDCWD, p, 65536, &list, NULL) < 0)
 		return strdup_printf("a cgroup v1 devices controller is mounted at %s: its "
 				     "devices.list rules apply as well",
@@ -818,7 +818,7 @@ static int cg_ancestor_ids(const char *path, const char *mount, uint64_t **ret, 
 	anc = calloc((size_t)depth + 1, sizeof(uint64_t));
 	if (!anc)
 		return -ENOMEM;
-	format_buf(buf, sizeof(buf), "%s", mount);
+	snprintf(buf, sizeof(buf), "%s", mount);
 	if (stat(buf, &st) < 0)
 		return error_set(negative_errno(), "cannot stat %s", buf);
 	anc[0] = st.st_ino;
@@ -829,7 +829,7 @@ static int cg_ancestor_ids(const char *path, const char *mount, uint64_t **ret, 
 		const char *end = strchr(p, '/');
 		size_t l = end ? (size_t)(end - p) : strlen(p);
 		size_t bl = strlen(buf);
-		format_buf(buf + bl, sizeof(buf) - bl, "/%.*s", (int)l, p);
+		snprintf(buf + bl, sizeof(buf) - bl, "/%.*s", (int)l, p);
 		if (stat(buf, &st) < 0)
 			return error_set(negative_errno(), "cannot stat %s", buf);
 		anc[level] = st.st_ino; /* a cgroup v2 directory's inode is its id */
@@ -847,7 +847,7 @@ static int find_attachments(struct inspect_priv *ip, const char *mount)
 	size_t ml = strlen(mount);
 	size_t left = ip->pub.n_progs;
 
-	format_buf(buf, sizeof(buf), "%s", ip->pub.path);
+	snprintf(buf, sizeof(buf), "%s", ip->pub.path);
 	for (int guard = 0; left > 0 && guard < 4096; guard++) {
 		_cleanup_close_ int fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		_cleanup_free_ uint32_t *ids = NULL;
@@ -1325,7 +1325,7 @@ static int decode_live(const struct bpf_insn *insns, size_t n, const char *cgrou
 		if (r < 0)
 			return r;
 		char procs[PATH_MAX + 16];
-		format_buf(procs, sizeof(procs), "%s/cgroup.procs", real);
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", real);
 		if (access(procs, F_OK) < 0)
 			return error_set(-ENOENT, "%s is not a cgroup (no cgroup.procs)", real);
 		r = cg_ancestor_ids(real, mount, &anc, &depth);

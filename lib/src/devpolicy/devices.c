@@ -18,7 +18,7 @@
 #include "bpfsys.h"
 #include "devpolicy.h"
 #include "devprog.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "log.h"
 #include "tree.h"
 #include "util.h"
@@ -47,7 +47,7 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-JOBCG_EXPORT void jobcg_devpolicy_free(struct jobcg_devpolicy *p)
+void jobcg_devpolicy_free(struct jobcg_devpolicy *p)
 {
 	if (!p)
 		return;
@@ -66,7 +66,7 @@ static inline void devpolicy_freep(struct jobcg_devpolicy **p)
 	jobcg_devpolicy_free(*p);
 }
 
-JOBCG_EXPORT int jobcg_cgroup_id(const char *path, uint64_t *ret)
+int jobcg_cgroup_id(const char *path, uint64_t *ret)
 {
 	struct {
 		struct file_handle fh;
@@ -531,9 +531,9 @@ static int drop_guard(int root_fd)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgroup_path,
-				      const struct jobcg_devrule *managed, size_t n_managed,
-				      struct jobcg_devpolicy **ret)
+int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgroup_path,
+			 const struct jobcg_devrule *managed, size_t n_managed,
+			 struct jobcg_devpolicy **ret)
 {
 	_cleanup_(devpolicy_freep) struct jobcg_devpolicy *p = NULL;
 	_cleanup_close_ int root_fd = -1, lock_fd = -1;
@@ -637,9 +637,8 @@ fail:
 	return e;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf,
-					     const char *root_cgroup_path,
-					     struct jobcg_devpolicy **ret)
+int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf, const char *root_cgroup_path,
+				struct jobcg_devpolicy **ret)
 {
 	_cleanup_(devpolicy_freep) struct jobcg_devpolicy *p = NULL;
 	int e;
@@ -687,22 +686,22 @@ int devpolicy_node_ident(const struct jobcg_devpolicy *p, struct devpolicy_node_
 	return 0;
 }
 
-JOBCG_EXPORT enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_devpolicy *p)
+enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_devpolicy *p)
 {
 	return p->mode;
 }
 
-JOBCG_EXPORT const char *jobcg_devpolicy_fallback_reason(const struct jobcg_devpolicy *p)
+const char *jobcg_devpolicy_fallback_reason(const struct jobcg_devpolicy *p)
 {
 	return p->fallback_reason;
 }
 
-JOBCG_EXPORT const char *jobcg_devpolicy_root(const struct jobcg_devpolicy *p)
+const char *jobcg_devpolicy_root(const struct jobcg_devpolicy *p)
 {
 	return p->root;
 }
 
-JOBCG_EXPORT const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p)
+const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p)
 {
 	return p->mode == JOBCG_DEVPROG_NODE ? p->pin_dir : NULL;
 }
@@ -1116,8 +1115,8 @@ static bool grant_level_ok(const struct jobcg_devpolicy *p, const char *canon, u
 	       rel == DEVPROG_LEVEL_TASK + shift;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
-				       const struct jobcg_devrule *allowed, size_t n)
+int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
+			  const struct jobcg_devrule *allowed, size_t n)
 {
 	_cleanup_free_ char *canon = NULL;
 	unsigned rel;
@@ -1239,14 +1238,14 @@ void devpolicy_ticket_done(struct devpolicy_ticket *t)
 	*t = (struct devpolicy_ticket){0};
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id)
+int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id)
 {
 	if (!p || p->mode != JOBCG_DEVPROG_NODE)
 		return error_set(-EBADF, "device policy not open in node mode");
 	return node_revoke(p, NULL, cgroup_id);
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *cgroup_path)
+int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *cgroup_path)
 {
 	_cleanup_free_ char *canon = NULL;
 	unsigned rel;
@@ -1409,7 +1408,7 @@ bool devpolicy_node_mode(const struct jobcg_devpolicy *p)
 	return p && p->mode == JOBCG_DEVPROG_NODE;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_removed)
+int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_removed)
 {
 	_cleanup_free_ uint64_t *ids = NULL;
 	_cleanup_close_ int mnt_fd = -1;
@@ -1542,7 +1541,7 @@ static const struct idpath *walk_find(const struct walk *w, uint64_t id)
 	return NULL;
 }
 
-JOBCG_EXPORT void jobcg_devgrants_free(struct jobcg_devgrant *g, size_t n)
+void jobcg_devgrants_free(struct jobcg_devgrant *g, size_t n)
 {
 	if (!g)
 		return;
@@ -1689,8 +1688,7 @@ static int list_linear(struct jobcg_devpolicy *p, struct walk *w, struct jobcg_d
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_list(struct jobcg_devpolicy *p, struct jobcg_devgrant **ret,
-				      size_t *ret_n)
+int jobcg_devpolicy_list(struct jobcg_devpolicy *p, struct jobcg_devgrant **ret, size_t *ret_n)
 {
 	struct jobcg_devgrant *v = NULL;
 	struct walk w = {0};
@@ -1745,8 +1743,7 @@ bool devpolicy_manages_any(const struct jobcg_devpolicy *p)
 	return false;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg_devrule **ret,
-					 size_t *ret_n)
+int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg_devrule **ret, size_t *ret_n)
 {
 	_cleanup_free_ struct jobcg_devrule *v = NULL;
 	size_t n = 0;
@@ -1784,7 +1781,7 @@ JOBCG_EXPORT int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p)
+int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p)
 {
 	int e = 0;
 
@@ -1807,8 +1804,8 @@ JOBCG_EXPORT int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p)
 	return e;
 }
 
-JOBCG_EXPORT int jobcg_devpolicy_managed_from_config(const struct jobcg_config *conf,
-						     struct jobcg_devrule **ret, size_t *ret_n)
+int jobcg_devpolicy_managed_from_config(const struct jobcg_config *conf, struct jobcg_devrule **ret,
+					size_t *ret_n)
 {
 	_cleanup_free_ struct jobcg_devrule *v = NULL;
 	size_t n = 0, total = 0;
@@ -1837,129 +1834,4 @@ JOBCG_EXPORT int jobcg_devpolicy_managed_from_config(const struct jobcg_config *
 	*ret = TAKE_PTR(v);
 	*ret_n = n;
 	return 0;
-}
-
-/* Device names. */
-struct devname {
-	char type;
-	uint32_t major, minor;
-	char *path;
-};
-
-struct jobcg_devnames {
-	struct devname *v;
-	size_t n, cap;
-};
-
-#define DEVNAMES_MAX 65536u
-
-JOBCG_EXPORT void jobcg_devnames_free(struct jobcg_devnames *d)
-{
-	if (!d)
-		return;
-	for (size_t i = 0; i < d->n; i++)
-		free(d->v[i].path);
-	free(d->v);
-	free(d);
-}
-
-static int devnames_push(struct jobcg_devnames *d, const struct stat *st, char *path)
-{
-	if (d->n >= DEVNAMES_MAX) {
-		free(path);
-		return -E2BIG;
-	}
-	if (d->n == d->cap) {
-		size_t nc = d->cap ? d->cap * 2 : 256;
-		struct devname *nv = realloc(d->v, nc * sizeof(*nv));
-		if (!nv) {
-			free(path);
-			return -ENOMEM;
-		}
-		d->v = nv;
-		d->cap = nc;
-	}
-	d->v[d->n++] = (struct devname){S_ISCHR(st->st_mode) ? 'c' : 'b', major(st->st_rdev),
-					minor(st->st_rdev), path};
-	return 0;
-}
-
-static void scan_dev(struct jobcg_devnames *d, const char *dir, int depth)
-{
-	DIR *dd;
-	struct dirent *de;
-
-	if (depth > 3 || !(dd = opendir(dir)))
-		return;
-	while ((de = readdir(dd)) && d->n < DEVNAMES_MAX) {
-		_cleanup_free_ char *path = NULL;
-		struct stat st;
-
-		if (de->d_name[0] == '.')
-			continue;
-		path = strdup_printf("%s/%s", dir, de->d_name);
-		if (!path || lstat(path, &st) < 0)
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			scan_dev(d, path, depth + 1);
-			continue;
-		}
-		if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) &&
-		    devnames_push(d, &st, TAKE_PTR(path)) < 0)
-			break;
-	}
-	closedir(dd);
-}
-
-JOBCG_EXPORT int jobcg_devnames_new(struct jobcg_devnames **ret)
-{
-	struct jobcg_devnames *d = calloc(1, sizeof(*d));
-
-	if (!d)
-		return -ENOMEM;
-	*ret = d;
-	return 0;
-}
-
-JOBCG_EXPORT int jobcg_devnames_add(struct jobcg_devnames *d, const char *path)
-{
-	struct stat st;
-	char *copy;
-
-	if (!d || !path)
-		return -EINVAL;
-	if (stat(path, &st) < 0)
-		return negative_errno();
-	if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
-		return -ENODEV;
-	copy = strdup(path);
-	if (!copy)
-		return -ENOMEM;
-	return devnames_push(d, &st, copy);
-}
-
-JOBCG_EXPORT int jobcg_devnames_scan(const char *dir, struct jobcg_devnames **ret)
-{
-	struct jobcg_devnames *d = calloc(1, sizeof(*d));
-
-	if (!d)
-		return -ENOMEM;
-	scan_dev(d, dir ? dir : "/dev", 0);
-	*ret = d;
-	return 0;
-}
-
-JOBCG_EXPORT const char *jobcg_devnames_find(const struct jobcg_devnames *d, char type,
-					     uint32_t major, uint32_t minor)
-{
-	const char *best = NULL;
-
-	if (!d)
-		return NULL;
-	/* Prefer the shortest name: /dev/nvidia0 over /dev/char/195:0. */
-	for (size_t i = 0; i < d->n; i++)
-		if (d->v[i].type == type && d->v[i].major == major && d->v[i].minor == minor &&
-		    (!best || strlen(d->v[i].path) < strlen(best)))
-			best = d->v[i].path;
-	return best;
 }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "jobcg/devices.h"
+#include "devices.h"
 
 /*
  * Whether a policy opened earlier still holds the maps pinned now (always true in linear mode):

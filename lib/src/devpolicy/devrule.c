@@ -11,28 +11,25 @@
 /* Parse a major or minor number or "*" at *p; advances *p. */
 static int parse_num(const char *s, const char **p, uint32_t *ret)
 {
-	const char *q = *p;
-	uint64_t v = 0;
+	const char *q = *p, *end;
+	uint64_t v;
+	int r;
 
 	if (*q == '*') {
 		*ret = JOBCG_DEV_ANY;
 		*p = q + 1;
 		return 0;
 	}
-	if (!isdigit((unsigned char)*q))
+	/* Linux device numbers: 12-bit major, 20-bit minor; anything 2^32-1 and up is no device. */
+	r = parse_u64_prefix(q, JOBCG_DEV_ANY - 1, &v, &end);
+	if (r == -ERANGE)
+		return error_set_at(-EINVAL, "", 0, (unsigned)(q - s) + 1,
+				    "device rule '%s': number too large", s);
+	if (r < 0)
 		return error_set_at(-EINVAL, "", 0, (unsigned)(q - s) + 1,
 				    "device rule '%s': expected a number or '*'", s);
-	while (isdigit((unsigned char)*q)) {
-		v = v * 10 + (uint64_t)(*q - '0');
-		/* Linux device numbers: 12-bit major, 20-bit minor; anything 2^32-1 and up is no
-		 * device. */
-		if (v >= JOBCG_DEV_ANY)
-			return error_set_at(-EINVAL, "", 0, (unsigned)(*p - s) + 1,
-					    "device rule '%s': number too large", s);
-		q++;
-	}
 	*ret = (uint32_t)v;
-	*p = q;
+	*p = end;
 	return 0;
 }
 
@@ -144,9 +141,9 @@ JOBCG_EXPORT char *jobcg_devaccess_format(unsigned access, char *buf)
 static void format_num(uint32_t v, char *buf, size_t size)
 {
 	if (v == JOBCG_DEV_ANY)
-		format_buf(buf, size, "*");
+		snprintf(buf, size, "*");
 	else
-		format_buf(buf, size, "%u", v);
+		snprintf(buf, size, "%u", v);
 }
 
 JOBCG_EXPORT char *jobcg_devrule_format(const struct jobcg_devrule *r, char *buf, size_t size)
@@ -157,7 +154,7 @@ JOBCG_EXPORT char *jobcg_devrule_format(const struct jobcg_devrule *r, char *buf
 		return buf;
 	format_num(r->major, maj, sizeof(maj));
 	format_num(r->minor, min, sizeof(min));
-	format_buf(buf, size, "%s%c %s:%s %s", r->allow ? "" : "deny ", r->type ? r->type : '?',
-		   maj, min, jobcg_devaccess_format(r->access & JOBCG_DEV_ACC_ALL, acc));
+	snprintf(buf, size, "%s%c %s:%s %s", r->allow ? "" : "deny ", r->type ? r->type : '?', maj,
+		 min, jobcg_devaccess_format(r->access & JOBCG_DEV_ACC_ALL, acc));
 	return buf;
 }

@@ -13,7 +13,7 @@
 #include <sys/sysmacros.h>
 
 #include "gpudetect.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "log.h"
 #include "util.h"
 
@@ -48,13 +48,10 @@ int gpuscan_numbered(const struct gpuscan *s, const char *dir, const char *prefi
 	if (!d)
 		return -errno;
 	while ((de = readdir(d)) && n < max) {
-		char *end;
-		unsigned long x;
+		uint64_t x;
 
-		if (!startswith(de->d_name, prefix) || !isdigit((unsigned char)de->d_name[plen]))
-			continue;
-		x = strtoul(de->d_name + plen, &end, 10);
-		if (*end || x > UINT32_MAX)
+		if (!startswith(de->d_name, prefix) ||
+		    parse_u64(de->d_name + plen, UINT32_MAX, &x) < 0)
 			continue;
 		if (!v && !(v = calloc(max, sizeof(*v)))) {
 			closedir(d);
@@ -265,7 +262,7 @@ void gpu_pci_normalise(char *pci, size_t size)
 	unsigned dom, bus, dev, fn;
 
 	if (sscanf(pci, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
-		format_buf(pci, size, "%04x:%02x:%02x.%x", dom & 0xffff, bus, dev, fn);
+		snprintf(pci, size, "%04x:%02x:%02x.%x", dom & 0xffff, bus, dev, fn);
 	for (char *p = pci; *p; p++)
 		*p = (char)tolower((unsigned char)*p);
 }
@@ -371,7 +368,7 @@ static const struct {
     {"intel", "oneapi", gpudetect_intel},
 };
 
-JOBCG_EXPORT void jobcg_gpus_free(struct jobcg_gpus *g)
+void jobcg_gpus_free(struct jobcg_gpus *g)
 {
 	if (!g)
 		return;
@@ -396,7 +393,7 @@ static int run_backend(struct gpuscan *s, size_t b)
 	return backends[b].fn(s);
 }
 
-JOBCG_EXPORT int jobcg_gpus_detect(const char *backend, struct jobcg_gpus **ret)
+int jobcg_gpus_detect(const char *backend, struct jobcg_gpus **ret)
 {
 	struct jobcg_gpus *g = calloc(1, sizeof(*g));
 	/* Only what is read changes, never what is granted: grants come from gres.conf. Still
@@ -456,7 +453,7 @@ JOBCG_EXPORT int jobcg_gpus_detect(const char *backend, struct jobcg_gpus **ret)
 	return 0;
 }
 
-JOBCG_EXPORT const char *jobcg_gpus_backend_for(const struct jobcg_gres_conf *conf)
+const char *jobcg_gpus_backend_for(const struct jobcg_gres_conf *conf)
 {
 	const char *ad = conf->node_autodetect ? conf->node_autodetect : conf->autodetect;
 
@@ -489,7 +486,7 @@ static int files_text(const struct jobcg_gpu_file *v, size_t n, char **ret)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret)
+int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret)
 {
 	_cleanup_free_ char *out = strdup_printf("# gres.conf lines from jobcg gpus (%s)\n",
 						 g->backends ? g->backends : "none");
@@ -564,7 +561,7 @@ static int resolve_files(const struct jobcg_gres_record *r, const char *root,
 
 		v[i] = r->files[i];
 		if (v[i].type ||
-		    format_buf(p, sizeof(p), "%s%s", root ? root : "", v[i].path) >= (int)sizeof(p))
+		    snprintf(p, sizeof(p), "%s%s", root ? root : "", v[i].path) >= (int)sizeof(p))
 			continue;
 		if (stat(p, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
 			v[i].type = S_ISCHR(st.st_mode) ? 'c' : 'b';
@@ -737,8 +734,7 @@ static int compare(const struct jobcg_gpus *g, size_t nrecords,
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct jobcg_gres_conf *conf,
-				    char ***ret)
+int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct jobcg_gres_conf *conf, char ***ret)
 {
 	_cleanup_free_ int *match = calloc(conf->nrecords + 1, sizeof(int)); /* record -> row */
 	_cleanup_free_ struct jobcg_gres_record *recs = calloc(conf->nrecords + 1, sizeof(*recs));
@@ -763,7 +759,7 @@ JOBCG_EXPORT int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct job
 
 static int dir_of(const char *path, unsigned up, char *buf, size_t size)
 {
-	if (format_buf(buf, size, "%s", path) >= (int)size)
+	if (snprintf(buf, size, "%s", path) >= (int)size)
 		return -ENAMETOOLONG;
 	for (unsigned i = 0; i < up; i++) {
 		char *slash = strrchr(buf, '/');
@@ -784,7 +780,7 @@ static int companion(const char *proc_devices, const char *dir, const char *name
 	char p[PATH_MAX];
 	struct stat st;
 
-	if (format_buf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
+	if (snprintf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
 		return 0;
 	if (stat(p, &st) < 0 || !S_ISCHR(st.st_mode))
 		return 0;
@@ -803,7 +799,7 @@ static bool sysfs_says_not_amd(unsigned minor)
 	_cleanup_free_ char *vendor = NULL;
 	char p[64];
 
-	format_buf(p, sizeof(p), "/sys/dev/char/%u:%u/device/vendor", DRM_MAJOR, minor);
+	snprintf(p, sizeof(p), "/sys/dev/char/%u:%u/device/vendor", DRM_MAJOR, minor);
 	/* Stand-in render nodes have no sysfs entry: the kfd beside them decides. */
 	if (read_one_line_at(AT_FDCWD, p, &vendor) < 0)
 		return false;

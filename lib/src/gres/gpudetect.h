@@ -4,7 +4,7 @@
 #include <stdbool.h>
 
 #include "jobcg/config.h"
-#include "jobcg/gpus.h"
+#include "gpus.h"
 
 #define NVIDIA_GPU_MAJOR 195
 #define DRM_MAJOR	 226

@@ -38,7 +38,7 @@ static char *render_pci(const struct gpuscan *s, unsigned minor)
 
 	if (!p)
 		return NULL;
-	format_buf(buf, sizeof(buf), "%.*s", (int)strcspn(p + 14, "\n"), p + 14);
+	snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(p + 14, "\n"), p + 14);
 	gpu_pci_normalise(buf, sizeof(buf));
 	return strdup(buf);
 }
@@ -52,7 +52,7 @@ static int render_file(struct gpuscan *s, struct jobcg_gpu *gpu, unsigned minor,
 	r = gpuscan_chr_major(s, "drm", &major);
 	if (r == -ENOMEM)
 		return r;
-	format_buf(dev, sizeof(dev), "/dev/dri/renderD%u", minor);
+	snprintf(dev, sizeof(dev), "/dev/dri/renderD%u", minor);
 	r = gpuscan_check_node(s, dev, major, minor, why);
 	if (r < 0)
 		return r;

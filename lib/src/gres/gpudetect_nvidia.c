@@ -44,17 +44,7 @@ static char *field(const char *text, const char *key)
 
 static bool parse_unsigned(const char *s, unsigned *ret)
 {
-	char *end;
-	unsigned long v;
-
-	if (!s || !isdigit((unsigned char)*s))
-		return false;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v > 1u << 20)
-		return false;
-	*ret = (unsigned)v;
-	return true;
+	return s && parse_uint(s, 1u << 20, ret) == 0;
 }
 
 /* The DeviceFileMinor of a capability access file; warns naming it when it has none. */
@@ -106,8 +96,8 @@ static int cap_file(struct gpuscan *s, const struct parent *p, const char *acces
 			return r < 0 ? r : -EBADMSG;
 		}
 	}
-	format_buf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%u", m);
-	format_buf(src, sizeof(src), "%s%s says DeviceFileMinor: %u", s->root, access, m);
+	snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%u", m);
+	snprintf(src, sizeof(src), "%s%s says DeviceFileMinor: %u", s->root, access, m);
 	r = gpuscan_check_node(s, path, (unsigned)p->caps_major, m, src);
 	if (r < 0)
 		return r;
@@ -136,7 +126,7 @@ static int one_instance(struct gpuscan *s, const struct parent *p, unsigned gi, 
 	inst.uuid = strdup_printf("MIG-%s/%u/%u", p->uuid, gi, ci);
 	inst.pci = strdup(p->pci);
 	inst.cpus = p->cpus ? strdup(p->cpus) : NULL;
-	format_buf(dev, sizeof(dev), "/dev/nvidia%u", p->minor);
+	snprintf(dev, sizeof(dev), "/dev/nvidia%u", p->minor);
 	if (!inst.model || !inst.type || !inst.uuid || !inst.pci || (p->cpus && !inst.cpus) ||
 	    (r = gpu_file_push(&inst.files, &inst.nfiles, dev, NVIDIA_GPU_MAJOR, p->minor)) < 0 ||
 	    (r = gpuscan_nvidia_companions(s, &inst)) < 0) {
@@ -237,7 +227,7 @@ static int one_gpu(struct gpuscan *s, const char *bus)
 		return -ENOMEM;
 	}
 	gpu_pci_normalise(gpu.pci, strlen(gpu.pci) + 1);
-	format_buf(dev, sizeof(dev), "/dev/nvidia%u", p.minor);
+	snprintf(dev, sizeof(dev), "/dev/nvidia%u", p.minor);
 	src = strdup_printf("%s%s says Device Minor: %u", s->root, info, p.minor);
 	if (!src) {
 		gpu_done(&gpu);

@@ -161,7 +161,7 @@ static int mig_instance(struct gpuscan *s, struct nvml *n, nvml_dev mig, unsigne
 	inst.uuid = strdup(uuid);
 	inst.pci = strdup(parent->pci);
 	inst.cpus = parent->cpus ? strdup(parent->cpus) : NULL;
-	format_buf(dev, sizeof(dev), "/dev/nvidia%u", minor);
+	snprintf(dev, sizeof(dev), "/dev/nvidia%u", minor);
 	if (!inst.model || !inst.type || !inst.uuid || !inst.pci || (parent->cpus && !inst.cpus) ||
 	    gpu_file_push(&inst.files, &inst.nfiles, dev, NVIDIA_GPU_MAJOR, minor) < 0 ||
 	    gpuscan_nvidia_companions(s, &inst) < 0) {
@@ -182,9 +182,9 @@ static int mig_instance(struct gpuscan *s, struct nvml *n, nvml_dev mig, unsigne
 			r = r < 0 ? r : -ENOENT;
 			break;
 		}
-		format_buf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", m);
-		format_buf(src, sizeof(src), "mig-minors gives it to gpu%u/gi%u (%s)", minor,
-			   inst.gi, uuid);
+		snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", m);
+		snprintf(src, sizeof(src), "mig-minors gives it to gpu%u/gi%u (%s)", minor, inst.gi,
+			 uuid);
 		r = gpuscan_check_node(s, path, (unsigned)caps_major, (unsigned)m, src);
 		if (r >= 0)
 			r = gpu_file_push(&inst.files, &inst.nfiles, path, (unsigned)caps_major,
@@ -224,8 +224,8 @@ static int one_gpu(struct gpuscan *s, struct nvml *n, unsigned i, const struct m
 	else if (e != NVML_OK)
 		return nvml_fail(n, e, "nvmlDeviceGetMigMode");
 	pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
-	format_buf(dev, sizeof(dev), "/dev/nvidia%u", minor);
-	format_buf(src, sizeof(src), "NVML gives GPU %u (%s) minor %u", i, uuid, minor);
+	snprintf(dev, sizeof(dev), "/dev/nvidia%u", minor);
+	snprintf(src, sizeof(src), "NVML gives GPU %u (%s) minor %u", i, uuid, minor);
 	r = gpuscan_check_node(s, dev, NVIDIA_GPU_MAJOR, minor, src);
 	if (r < 0)
 		return r == -ENOMEM ? r : 0;

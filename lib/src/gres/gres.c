@@ -8,6 +8,7 @@
 #include <sys/xattr.h>
 
 #include "gpudetect.h"
+#include "gresxattr.h"
 #include "jobcg/gres.h"
 #include "log.h"
 #include "util.h"
@@ -451,7 +452,7 @@ static int link_score(const struct jobcg_gres_node *n, const struct jobcg_gres_d
 
 static void describe(const struct jobcg_gres_req_item *it, char *buf, size_t size)
 {
-	format_buf(buf, size, "%s%s%s", it->name, it->type ? ":" : "", it->type ? it->type : "");
+	snprintf(buf, size, "%s%s%s", it->name, it->type ? ":" : "", it->type ? it->type : "");
 }
 
 static unsigned count_matching(const struct jobcg_gres_node *n,
@@ -588,19 +589,13 @@ JOBCG_EXPORT void jobcg_gpu_bind_done(struct jobcg_gpu_bind *b)
 	*b = (struct jobcg_gpu_bind){};
 }
 
-static int parse_uint(const char *s, const char *what, unsigned max, unsigned *ret)
+static int parse_bind_number(const char *s, const char *what, unsigned max, unsigned *ret)
 {
-	char *end;
-	unsigned long v;
-
 	if (*s < '0' || *s > '9')
 		return error_set(-EINVAL, "--gpu-bind: %s '%s' is not a number", what, s);
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v > max)
+	if (parse_uint(s, max, ret) < 0)
 		return error_set(-EINVAL, "--gpu-bind: %s '%s' is not a number up to %u", what, s,
 				 max);
-	*ret = (unsigned)v;
 	return 0;
 }
 
@@ -617,8 +612,9 @@ JOBCG_EXPORT int jobcg_gpu_bind_parse(const char *s, struct jobcg_gpu_bind *ret)
 		bool single = startswith(s, "single:");
 
 		b.mode = single ? JOBCG_GPU_BIND_SINGLE : JOBCG_GPU_BIND_PER_TASK;
-		r = parse_uint(strchr(s, ':') + 1, single ? "tasks per GPU" : "GPUs per task",
-			       JOBCG_GRES_MAX, &b.n);
+		r = parse_bind_number(strchr(s, ':') + 1,
+				      single ? "tasks per GPU" : "GPUs per task", JOBCG_GRES_MAX,
+				      &b.n);
 		if (r < 0)
 			return r;
 		if (b.n == 0)
@@ -642,14 +638,14 @@ JOBCG_EXPORT int jobcg_gpu_bind_parse(const char *s, struct jobcg_gpu_bind *ret)
 
 			if (star) {
 				*star = 0;
-				r = parse_uint(star + 1, "repeat count", 1024, &rep);
+				r = parse_bind_number(star + 1, "repeat count", 1024, &rep);
 				if (r < 0)
 					return r;
 				if (rep == 0)
 					return error_set(-EINVAL, "--gpu-bind %s: repeat count 0",
 							 s);
 			}
-			r = parse_uint(v[i], "GPU id", JOBCG_GRES_MAX - 1, &id);
+			r = parse_bind_number(v[i], "GPU id", JOBCG_GRES_MAX - 1, &id);
 			if (r < 0)
 				return r;
 			if (nmap + rep > 4096)
@@ -805,7 +801,7 @@ JOBCG_EXPORT int jobcg_gres_env(const struct jobcg_gres_node *n, const struct jo
 		} else {
 			rank = d->index;
 		}
-		format_buf(num, sizeof(num), "%u", rank);
+		snprintf(num, sizeof(num), "%u", rank);
 		for (int e = 0; e < ENV_MAX && r >= 0; e++) {
 			const char *item = num;
 
@@ -960,7 +956,7 @@ JOBCG_EXPORT int jobcg_gres_set_format_name(const struct jobcg_gres_node *n,
 
 		if (!jobcg_gres_set_has(s, (unsigned)i) || !streq(n->dev[i].rec->name, name))
 			continue;
-		format_buf(num, sizeof(num), "%u", n->dev[i].index);
+		snprintf(num, sizeof(num), "%u", n->dev[i].index);
 		if (append(&out, num) < 0)
 			return -ENOMEM;
 	}
@@ -1022,26 +1018,22 @@ static int set_parse(const struct jobcg_gres_node *n, const char *s, bool lenien
 		if (!idx)
 			return -ENOMEM;
 		for (size_t i = 0; idx[i]; i++) {
-			char *end;
-			unsigned long v;
+			unsigned v;
 			int pos;
 
-			errno = 0;
-			v = strtoul(idx[i], &end, 10);
-			if (errno || *end || idx[i][0] < '0' || idx[i][0] > '9' ||
-			    v >= JOBCG_GRES_MAX)
+			if (parse_uint(idx[i], JOBCG_GRES_MAX - 1, &v) < 0)
 				return error_set(-EINVAL, "gres set '%s': bad index '%s'", s,
 						 idx[i]);
 			pos = jobcg_gres_node_find(n, groups[g], (unsigned)v);
 			if (pos < 0) {
 				if (lenient) {
 					log_warning(
-					    "gres set '%s': %s %lu is not in gres.conf any more", s,
+					    "gres set '%s': %s %u is not in gres.conf any more", s,
 					    groups[g], v);
 					continue;
 				}
-				return error_set(-ENOENT, "gres set '%s': no %s %lu in gres.conf",
-						 s, groups[g], v);
+				return error_set(-ENOENT, "gres set '%s': no %s %u in gres.conf", s,
+						 groups[g], v);
 			}
 			jobcg_gres_set_add(&set, (unsigned)pos);
 		}
@@ -1056,8 +1048,8 @@ JOBCG_EXPORT int jobcg_gres_set_parse(const struct jobcg_gres_node *n, const cha
 	return set_parse(n, s, false, ret);
 }
 
-JOBCG_EXPORT int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd,
-					const char *xattr, const struct jobcg_gres_set *s)
+int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
+			   const struct jobcg_gres_set *s)
 {
 	_cleanup_free_ char *v = NULL;
 	int r = jobcg_gres_set_format(n, s, &v);
@@ -1082,8 +1074,8 @@ static int xattr_get(int dirfd, const char *name, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd,
-				       const char *xattr, struct jobcg_gres_set *ret)
+int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
+			  struct jobcg_gres_set *ret)
 {
 	_cleanup_free_ char *v = NULL;
 	const char *name = xattr ? xattr : JOBCG_GRES_XATTR;
@@ -1102,7 +1094,7 @@ JOBCG_EXPORT int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirf
 		char why[1024];
 
 		/* Stored state, not a request: the caller's input is not what is wrong. */
-		format_buf(why, sizeof(why), "%s", jobcg_last_error()->message);
+		snprintf(why, sizeof(why), "%s", jobcg_last_error()->message);
 		return error_set(-EBADMSG,
 				 "%s holds '%s', which this node's devices do not match: %s", name,
 				 v, why);
@@ -1176,9 +1168,8 @@ static int scan_dir(const struct jobcg_gres_node *n, int fd, const char *rel, un
 	return r;
 }
 
-JOBCG_EXPORT int jobcg_gres_scan(const struct jobcg_gres_node *n, int rootfd, const char *xattr,
-				 jobcg_gres_scan_fn fn, void *userdata,
-				 struct jobcg_gres_set *ret_used)
+int jobcg_gres_scan(const struct jobcg_gres_node *n, int rootfd, const char *xattr,
+		    jobcg_gres_scan_fn fn, void *userdata, struct jobcg_gres_set *ret_used)
 {
 	struct jobcg_gres_set used = {};
 	int r = scan_dir(n, rootfd, "", 0, xattr ? xattr : JOBCG_GRES_XATTR, fn, userdata, &used);

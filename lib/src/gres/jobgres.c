@@ -6,10 +6,12 @@
 
 #include "context_internal.h"
 #include "devpolicy.h"
+#include "gresxattr.h"
 #include "job_hooks.h"
-#include "jobcg/devices.h"
+#include "devices.h"
 #include "jobcg/jobgres.h"
-#include "jobcg/parse.h"
+#include "jobgres_internal.h"
+#include "parse.h"
 #include "log.h"
 #include "resv_internal.h"
 #include "testhook.h"
@@ -446,6 +448,11 @@ JOBCG_EXPORT void jobcg_step_gres_free(struct jobcg_step_gres *g)
 	free(g->task_env);
 	free(g->devices);
 	free(g);
+}
+
+JOBCG_EXPORT char **const *jobcg_step_gres_task_env(const struct jobcg_step_gres *g)
+{
+	return g ? g->task_env : NULL;
 }
 
 /* Devices held by the other steps of a job that asked for theirs. */

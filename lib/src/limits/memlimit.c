@@ -2,8 +2,8 @@
 #include <fcntl.h>
 #include <math.h>
 
-#include "jobcg/memlimit.h"
-#include "jobcg/spec.h"
+#include "memlimit.h"
+#include "spec.h"
 #include "log.h"
 #include "util.h"
 
@@ -24,8 +24,8 @@ static uint64_t to_bytes(double v)
 	return (uint64_t)v;
 }
 
-JOBCG_EXPORT int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *c, uint64_t job_mem,
-					  uint64_t node_ram, struct jobcg_mem_limits *ret)
+int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *c, uint64_t job_mem, uint64_t node_ram,
+			     struct jobcg_mem_limits *ret)
 {
 	double ram = (double)node_ram, mem, min_space, max_ram, max_memsw, hard, soft, memsw;
 	uint64_t max, high, memsw_b;
@@ -74,7 +74,7 @@ JOBCG_EXPORT int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *c, uin
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_node_ram(uint64_t *ret)
+int jobcg_node_ram(uint64_t *ret)
 {
 	_cleanup_free_ char *text = NULL;
 	unsigned long long kb;

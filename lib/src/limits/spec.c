@@ -2,8 +2,8 @@
  * functions. */
 #include <fcntl.h>
 
-#include "jobcg/parse.h"
-#include "jobcg/spec.h"
+#include "parse.h"
+#include "spec.h"
 #include "log.h"
 #include "util.h"
 
@@ -73,8 +73,7 @@ static int format(const uint64_t *b, char **ret)
 	return jobcg_format_cpulist(b, WORDS, ret);
 }
 
-JOBCG_EXPORT int jobcg_spec_cpus(const struct jobcg_cgroup_conf *conf, const char *online,
-				 char **ret)
+int jobcg_spec_cpus(const struct jobcg_cgroup_conf *conf, const char *online, char **ret)
 {
 	uint64_t on[WORDS], res[WORDS];
 	int r;
@@ -84,8 +83,7 @@ JOBCG_EXPORT int jobcg_spec_cpus(const struct jobcg_cgroup_conf *conf, const cha
 	return format(res, ret);
 }
 
-JOBCG_EXPORT int jobcg_spec_job_cpus(const struct jobcg_cgroup_conf *conf, const char *online,
-				     char **ret)
+int jobcg_spec_job_cpus(const struct jobcg_cgroup_conf *conf, const char *online, char **ret)
 {
 	uint64_t on[WORDS], res[WORDS];
 	int r;
@@ -97,8 +95,8 @@ JOBCG_EXPORT int jobcg_spec_job_cpus(const struct jobcg_cgroup_conf *conf, const
 	return format(on, ret);
 }
 
-JOBCG_EXPORT int jobcg_spec_check_cpus(const struct jobcg_cgroup_conf *conf, const char *online,
-				       const char *cpus)
+int jobcg_spec_check_cpus(const struct jobcg_cgroup_conf *conf, const char *online,
+			  const char *cpus)
 {
 	uint64_t on[WORDS], res[WORDS], want[WORDS];
 	_cleanup_free_ char *bad = NULL;
@@ -121,8 +119,7 @@ JOBCG_EXPORT int jobcg_spec_check_cpus(const struct jobcg_cgroup_conf *conf, con
 			 conf->spec_cpus ? "SpecCPUs" : "CoreSpecCount");
 }
 
-JOBCG_EXPORT int jobcg_spec_job_ram(const struct jobcg_cgroup_conf *conf, uint64_t node_ram,
-				    uint64_t *ret)
+int jobcg_spec_job_ram(const struct jobcg_cgroup_conf *conf, uint64_t node_ram, uint64_t *ret)
 {
 	if (conf->mem_spec_limit >= node_ram)
 		return error_set(-EINVAL,
@@ -134,7 +131,7 @@ JOBCG_EXPORT int jobcg_spec_job_ram(const struct jobcg_cgroup_conf *conf, uint64
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_online_cpus(char **ret)
+int jobcg_online_cpus(char **ret)
 {
 	char *s = NULL;
 	int r = read_one_line_at(AT_FDCWD, "/sys/devices/system/cpu/online", &s);

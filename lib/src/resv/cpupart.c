@@ -20,7 +20,7 @@
 
 #include "cgroupfs.h"
 #include "cpupart.h"
-#include "jobcg/parse.h"
+#include "parse.h"
 #include "log.h"
 #include "sdbus_dl.h"
 #include "util.h"
@@ -794,7 +794,7 @@ static int unit_memory_min(const char *unit, uint64_t bytes)
 		pid_t pid;
 		int st;
 
-		format_buf(val, sizeof(val), "MemoryMin=%llu", (unsigned long long)bytes);
+		snprintf(val, sizeof(val), "MemoryMin=%llu", (unsigned long long)bytes);
 		r = posix_spawn(&pid, exe, NULL, NULL, argv, (char *[]){NULL});
 		if (r)
 			return error_set(-r, "cannot run %s to set %s of %s: %s", exe, val, unit,
@@ -895,7 +895,7 @@ static int ancestors_min(struct jobcg_ctx *ctx, const char *dir, bool raise)
 		} else {
 			char val[32];
 
-			format_buf(val, sizeof(val), "%llu", (unsigned long long)need);
+			snprintf(val, sizeof(val), "%llu", (unsigned long long)need);
 			if ((r = cgfs_write(lv, "memory.min", val)) < 0)
 				return r;
 		}
@@ -908,7 +908,7 @@ int memresv_apply(struct jobcg_ctx *ctx, const char *dir, uint64_t bytes)
 	char val[32];
 	int r;
 
-	format_buf(val, sizeof(val), "%llu", (unsigned long long)bytes);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)bytes);
 	r = cgfs_write(dir, "memory.min", val);
 	if (r < 0)
 		return r;

@@ -13,12 +13,13 @@
 #include "cpupart.h"
 #include "devpolicy.h"
 #include "devprog.h"
-#include "jobcg/devices.h"
-#include "jobcg/memlimit.h"
-#include "jobcg/parse.h"
-#include "jobcg/spec.h"
+#include "devices.h"
+#include "gresxattr.h"
+#include "memlimit.h"
+#include "parse.h"
 #include "log.h"
 #include "resv_internal.h"
+#include "spec.h"
 #include "testhook.h"
 #include "tree.h"
 #include "util.h"
@@ -620,7 +621,7 @@ static int spec_write(const char *dir, const struct jobcg_resv_spec *s, const ch
 	if (!cpus_empty(s->cpus) && (r = cgfs_xattr_set(dir, X_CPUS, s->cpus)) < 0)
 		return r;
 	if (s->mem_bytes) {
-		format_buf(buf, sizeof(buf), "%" PRIu64, s->mem_bytes);
+		snprintf(buf, sizeof(buf), "%" PRIu64, s->mem_bytes);
 		if ((r = cgfs_xattr_set(dir, X_MEM, buf)) < 0)
 			return r;
 	}
@@ -773,7 +774,7 @@ static int create_locked(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
 		mem_done = true;
 	}
 	test_pause("resv-create-before-mark");
-	format_buf(buf, sizeof(buf), "%lld", (long long)time(NULL));
+	snprintf(buf, sizeof(buf), "%lld", (long long)time(NULL));
 	if ((r = cgfs_xattr_set(dir, X_CREATED, buf)) < 0)
 		goto undo;
 	log_info("created reservation %s at %s (devices '%s', CPUs '%s', memory %" PRIu64 ")",

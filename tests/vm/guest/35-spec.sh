@@ -2,10 +2,6 @@
 # keeper) gets the reserved CPU and memory, jobs get the rest and can never name a reserved CPU.
 # Every check is made without the keys too, so a reservation that is silently not applied fails.
 . "$VMT_GUEST/lib.sh"
-if ! has_cmd run || ! jobcg config 2>/dev/null | grep -q '^SpecCPUs'; then
-	skip "resource specialisation tests" "this jobcg has no SpecCPUs key yet"
-	done_testing
-fi
 root=/sys/fs/cgroup/system.slice/jobcg.scope
 conf="$VMT_TMP/specconf"
 mkdir -p "$conf/spec" "$conf/count"

@@ -1,10 +1,6 @@
 # jobcg adopt: a login session's process goes into its user's newest job (pam_slurm_adopt),
 # directly and through the documented pam_exec line; a user without a job is refused.
 . "$VMT_GUEST/lib.sh"
-if ! has_cmd adopt; then
-	skip "jobcg adopt" "this jobcg has no 'adopt' command yet"
-	done_testing
-fi
 cg=/sys/fs/cgroup/system.slice/jobcg.scope
 jobcg init > /dev/null 2>&1
 id alice > /dev/null 2>&1 || useradd -M -s /bin/sh alice

@@ -3,16 +3,6 @@
 # is denied the stand-in GPU its job was not granted, and dies with `jobcg release`; with
 # pam_systemd left in sshd's session stack `jobcg check` fails and the login is refused.
 . "$VMT_GUEST/lib.sh"
-if ! has_opt adopt --service; then
-	skip "adopt over ssh" "this jobcg's adopt has no --service"
-	done_testing
-fi
-for c in sshd ssh ssh-keygen; do
-	if ! command -v $c > /dev/null; then
-		skip "adopt over ssh" "no $c in the image (tests/vm/packages)"
-		done_testing
-	fi
-done
 jobcg=$VMT_SHARE/bin/jobcg
 t=$VMT_TMP/ssh
 mkdir -p "$t"

@@ -26,8 +26,4 @@ skip() {
 	if [ "${JOBCG_MUST_WORK:-0}" = 1 ]; then not_ok "$1 (JOBCG_MUST_WORK: skipped: $2)"
 	else echo "ok - $1 # SKIP $2"; fi
 }
-# has_cmd NAME: true when the jobcg binary in this share has that subcommand.
-has_cmd() { jobcg --help 2>/dev/null | grep -qE "^  $1 "; }
 done_testing() { exit $vmt_fail; }
-# has_opt CMD OPT: true when `jobcg CMD --help` mentions OPT.
-has_opt() { jobcg "$1" --help 2>/dev/null | grep -q -- "$2"; }

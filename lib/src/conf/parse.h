@@ -1,5 +1,5 @@
-/* jobcg: value parsers shared by the configuration files and the CLI (sizes, CPU lists, hostlists).
- */
+/* jobcg internal: value parsers shared by the configuration files and the CLI (sizes, CPU lists,
+ * hostlists). */
 #pragma once
 
 #include <stdbool.h>
@@ -31,8 +31,7 @@ enum {
  * suffixes and values above UINT64_MAX are refused with -EINVAL / -ERANGE; the error record's
  * column (1-based, in @s) points at the offending character. *ret untouched on failure.
  */
-JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned flags,
-				  uint64_t *ret);
+int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned flags, uint64_t *ret);
 
 /**
  * Parse a CPU list such as "0-3,8,10-11" into a bitmap (bit i of word i / 64 = CPU i).
@@ -41,10 +40,10 @@ JOBCG_EXPORT int jobcg_parse_size(const char *s, uint64_t default_unit, unsigned
  * -EINVAL (-ERANGE beyond the bound) with the column set in the error record. The empty string
  * is refused: an empty set is never what a user meant.
  */
-JOBCG_EXPORT int jobcg_parse_cpulist(const char *s, uint64_t **ret, size_t *ret_words);
+int jobcg_parse_cpulist(const char *s, uint64_t **ret, size_t *ret_words);
 
 /** Format a CPU bitmap as a list with ranges ("0-3,8"; "" for the empty set). */
-JOBCG_EXPORT int jobcg_format_cpulist(const uint64_t *bits, size_t words, char **ret);
+int jobcg_format_cpulist(const uint64_t *bits, size_t words, char **ret);
 
 /**
  * Expand a Slurm hostlist: comma-separated names, each with any number of bracket groups
@@ -54,7 +53,7 @@ JOBCG_EXPORT int jobcg_format_cpulist(const uint64_t *bits, size_t words, char *
  * a reversed range, an empty name and more than @max names (0: JOBCG_HOSTLIST_MAX) with -EINVAL
  * / -E2BIG, the column set in the error record. *ret is a NULL-terminated string vector.
  */
-JOBCG_EXPORT int jobcg_hostlist_expand(const char *s, size_t max, char ***ret);
+int jobcg_hostlist_expand(const char *s, size_t max, char ***ret);
 
 /**
  * Whether hostlist @s names @name: 1 yes, 0 no, or a negative errno (-EINVAL, -ERANGE, with
@@ -62,7 +61,7 @@ JOBCG_EXPORT int jobcg_hostlist_expand(const char *s, size_t max, char ***ret);
  * parse. The name is matched against the ranges without expanding them, so the work is linear
  * in the lengths of @s and @name however many names @s stands for ("x[0-999][0-999]").
  */
-JOBCG_EXPORT int jobcg_hostlist_contains(const char *s, const char *name);
+int jobcg_hostlist_contains(const char *s, const char *name);
 
 #ifdef __cplusplus
 }

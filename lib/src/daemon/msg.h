@@ -1,4 +1,5 @@
-/* jobcg: the messages `jobcg daemon` and its clients exchange over a unix stream socket. */
+/* jobcg internal (the CLI and the daemon): the messages `jobcg daemon` and its clients exchange
+ * over a unix stream socket. */
 #pragma once
 
 #include <stdarg.h>
@@ -29,26 +30,25 @@ struct jobcg_msg {
 
 /** Append field @key=printf(@fmt...). 0, -EINVAL for a bad key or a value holding a NUL byte
  * (error set), -ENOMEM, or -E2BIG past JOBCG_MSG_MAX. */
-JOBCG_EXPORT int jobcg_msg_add(struct jobcg_msg *m, const char *key, const char *fmt, ...)
+int jobcg_msg_add(struct jobcg_msg *m, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /**
  * Check that @len bytes at @buf are well-formed fields and copy them into *ret (freed first
  * with jobcg_msg_free()). -EINVAL names the offending field by number.
  */
-JOBCG_EXPORT int jobcg_msg_parse(const char *buf, size_t len, struct jobcg_msg *ret);
+int jobcg_msg_parse(const char *buf, size_t len, struct jobcg_msg *ret);
 /** Value of the first field @key, NULL if there is none. */
-JOBCG_EXPORT const char *jobcg_msg_get(const struct jobcg_msg *m, const char *key);
+const char *jobcg_msg_get(const struct jobcg_msg *m, const char *key);
 /** Iterate the values of every field @key: start with *pos = 0; NULL at the end. */
-JOBCG_EXPORT const char *jobcg_msg_next(const struct jobcg_msg *m, const char *key, size_t *pos);
+const char *jobcg_msg_next(const struct jobcg_msg *m, const char *key, size_t *pos);
 /** Field @key as a decimal number 0..@max (no sign, no spaces). -ENOENT if absent, -EINVAL
  * (error set, naming the key) if malformed or above @max. */
-JOBCG_EXPORT int jobcg_msg_get_u64(const struct jobcg_msg *m, const char *key, uint64_t max,
-				   uint64_t *ret);
-JOBCG_EXPORT void jobcg_msg_free(struct jobcg_msg *m);
+int jobcg_msg_get_u64(const struct jobcg_msg *m, const char *key, uint64_t max, uint64_t *ret);
+void jobcg_msg_free(struct jobcg_msg *m);
 
 /** Send @m as one frame on stream socket @fd with @nfds descriptors (-ETIMEDOUT when the
  * socket's SO_SNDTIMEO ran out). */
-JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds);
+int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds);
 /**
  * Receive one frame from @fd into *ret, with up to @max_fds descriptors into @fds (O_CLOEXEC;
  * *ret_nfds how many; more than @max_fds is an error and all are closed). -ECONNRESET when the
@@ -56,8 +56,7 @@ JOBCG_EXPORT int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fd
  * malformed frame, -ETIMEDOUT when the socket's SO_RCVTIMEO ran out. On error no descriptor is
  * left open.
  */
-JOBCG_EXPORT int jobcg_msg_recv(int fd, struct jobcg_msg *ret, int *fds, unsigned max_fds,
-				unsigned *ret_nfds);
+int jobcg_msg_recv(int fd, struct jobcg_msg *ret, int *fds, unsigned max_fds, unsigned *ret_nfds);
 
 /*
  * The same frames on a non-blocking socket, a piece at a time, for a server that must not wait
@@ -82,18 +81,17 @@ struct jobcg_msg_rx {
  * set and @rx emptied (its descriptors closed): -ECONNRESET (the peer closed), -EPROTO (a frame
  * too big, malformed, or with more than @max_fds descriptors), or the socket's -errno.
  */
-JOBCG_EXPORT int jobcg_msg_recv_some(int fd, struct jobcg_msg_rx *rx, size_t max,
-				     struct jobcg_msg *ret, int *fds, unsigned max_fds,
-				     unsigned *ret_nfds);
+int jobcg_msg_recv_some(int fd, struct jobcg_msg_rx *rx, size_t max, struct jobcg_msg *ret,
+			int *fds, unsigned max_fds, unsigned *ret_nfds);
 /** Forget a frame being received: free its bytes, close its descriptors. */
-JOBCG_EXPORT void jobcg_msg_rx_free(struct jobcg_msg_rx *rx);
+void jobcg_msg_rx_free(struct jobcg_msg_rx *rx);
 /**
  * Send what @fd takes of @m's frame, from *@off (0 to start; the descriptors go with the first
  * byte). 0 once all of it is sent; -EAGAIN when @fd is full (*@off says how far it got: call
  * again, with the same @m and @fds, when @fd is writable); else -errno with the error set.
  */
-JOBCG_EXPORT int jobcg_msg_send_some(int fd, const struct jobcg_msg *m, const int *fds,
-				     unsigned nfds, size_t *off);
+int jobcg_msg_send_some(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds,
+			size_t *off);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
-/* jobcg: Slurm's memory limit formulas (task/cgroup) as pure functions of cgroup.conf values. */
+/* jobcg internal: Slurm's memory limit formulas (task/cgroup) as pure functions of cgroup.conf
+ * values. */
 #pragma once
 
 #include <stdbool.h>
@@ -32,11 +33,11 @@ struct jobcg_mem_limits {
  * Percentages may be INFINITY (UNLIMITED); results beyond 2^64 are JOBCG_MEM_UNLIMITED.
  * -EINVAL for @node_ram 0 or negative percentages.
  */
-JOBCG_EXPORT int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *conf, uint64_t job_mem,
-					  uint64_t node_ram, struct jobcg_mem_limits *ret);
+int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *conf, uint64_t job_mem,
+			     uint64_t node_ram, struct jobcg_mem_limits *ret);
 
 /** Physical RAM of this node in bytes (MemTotal of /proc/meminfo). */
-JOBCG_EXPORT int jobcg_node_ram(uint64_t *ret);
+int jobcg_node_ram(uint64_t *ret);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
-/* jobcg: device access control for job, step and task cgroups through eBPF device programs. */
+/* jobcg internal: device access control for job, step and task cgroups through eBPF device
+ * programs. */
 #pragma once
 
 #include <stddef.h>
@@ -54,9 +55,9 @@ struct jobcg_devgrant {
  * at the root. Returns 0, or -errno with the error record set; nothing is left half-created.
  * Free with jobcg_devpolicy_free() (which leaves kernel state in place).
  */
-JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgroup_path,
-				      const struct jobcg_devrule *managed, size_t n_managed,
-				      struct jobcg_devpolicy **ret);
+int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgroup_path,
+			 const struct jobcg_devrule *managed, size_t n_managed,
+			 struct jobcg_devpolicy **ret);
 
 /**
  * Open the node-mode state pinned for that root as it is: never creates, loads or attaches a
@@ -65,21 +66,20 @@ JOBCG_EXPORT int jobcg_devpolicy_open(const struct jobcg_config *conf, const cha
  * -ENOENT when nothing is pinned for that root (then only linear programs can be in use: open
  * with jobcg_devpolicy_open() in linear mode to list or revoke those).
  */
-JOBCG_EXPORT int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf,
-					     const char *root_cgroup_path,
-					     struct jobcg_devpolicy **ret);
+int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf, const char *root_cgroup_path,
+				struct jobcg_devpolicy **ret);
 
 /** The mode in effect (JOBCG_DEVPROG_NODE or JOBCG_DEVPROG_LINEAR). */
-JOBCG_EXPORT enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_devpolicy *p);
+enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_devpolicy *p);
 
 /** Why node mode fell back to linear mode, or NULL. Valid while @p lives. */
-JOBCG_EXPORT const char *jobcg_devpolicy_fallback_reason(const struct jobcg_devpolicy *p);
+const char *jobcg_devpolicy_fallback_reason(const struct jobcg_devpolicy *p);
 
 /** The canonical absolute path of the root. */
-JOBCG_EXPORT const char *jobcg_devpolicy_root(const struct jobcg_devpolicy *p);
+const char *jobcg_devpolicy_root(const struct jobcg_devpolicy *p);
 
 /** Node mode: the bpffs directory holding the pins ("prog", "jobcg_managed", "jobcg_policy"). */
-JOBCG_EXPORT const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p);
+const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p);
 
 /**
  * Constrain the cgroup at @cgroup_path (absolute, below the root): managed devices not granted
@@ -90,66 +90,51 @@ JOBCG_EXPORT const char *jobcg_devpolicy_pin_dir(const struct jobcg_devpolicy *p
  * than either grant. On error the cgroup may be left constrained with part of the new grant:
  * callers revoke and fail the launch.
  */
-JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
-				       const struct jobcg_devrule *allowed, size_t n);
+int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
+			  const struct jobcg_devrule *allowed, size_t n);
 
 /**
  * Remove every entry for that cgroup (node mode) and detach and release its jobcg_linear
  * programs (linear mode, or left from it). Call before rmdir. Not an error when there is
  * nothing to remove.
  */
-JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *cgroup_path);
+int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *cgroup_path);
 
 /** Node mode: remove the entries of a cgroup id (for cgroups already removed). */
-JOBCG_EXPORT int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id);
+int jobcg_devpolicy_revoke_id(struct jobcg_devpolicy *p, uint64_t cgroup_id);
 
 /**
  * Node mode: remove the entries of cgroups that no longer exist (asked of the kernel by id, so
  * cgroups created meanwhile are safe). *ret_removed (may be NULL) gets how many were removed.
  */
-JOBCG_EXPORT int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_removed);
+int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_removed);
 
 /**
  * List constrained cgroups with their grants, sorted by path (unresolved ids last). Node mode
  * reads the policy map; linear mode walks the tree below the root and reads back jobcg_linear
  * programs. Free with jobcg_devgrants_free().
  */
-JOBCG_EXPORT int jobcg_devpolicy_list(struct jobcg_devpolicy *p, struct jobcg_devgrant **ret,
-				      size_t *ret_n);
-JOBCG_EXPORT void jobcg_devgrants_free(struct jobcg_devgrant *g, size_t n);
+int jobcg_devpolicy_list(struct jobcg_devpolicy *p, struct jobcg_devgrant **ret, size_t *ret_n);
+void jobcg_devgrants_free(struct jobcg_devgrant *g, size_t n);
 
 /** The managed rules in effect (node mode: read from the managed map). Caller frees *ret. */
-JOBCG_EXPORT int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg_devrule **ret,
-					 size_t *ret_n);
+int jobcg_devpolicy_managed(struct jobcg_devpolicy *p, struct jobcg_devrule **ret, size_t *ret_n);
 
 /**
  * Node mode: detach the node program from the root, remove the pins and the pin directory, then
  * free @p. Existing grants stop being enforced. Linear mode: only frees @p.
  */
-JOBCG_EXPORT int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p);
+int jobcg_devpolicy_destroy(struct jobcg_devpolicy *p);
 
 /** Release @p (NULL ok); kernel state stays as it is. */
-JOBCG_EXPORT void jobcg_devpolicy_free(struct jobcg_devpolicy *p);
+void jobcg_devpolicy_free(struct jobcg_devpolicy *p);
 
 /** The managed rules of a configuration: every stat()ed gres.conf file, "c M:m rwm". */
-JOBCG_EXPORT int jobcg_devpolicy_managed_from_config(const struct jobcg_config *conf,
-						     struct jobcg_devrule **ret, size_t *ret_n);
+int jobcg_devpolicy_managed_from_config(const struct jobcg_config *conf, struct jobcg_devrule **ret,
+					size_t *ret_n);
 
 /** The id of a cgroup v2 directory (the kernel's cgroup id, i.e. its inode number). */
-JOBCG_EXPORT int jobcg_cgroup_id(const char *path, uint64_t *ret);
-
-/* Device node names found under /dev, to print "c 195:1" as /dev/nvidia1. */
-struct jobcg_devnames;
-/** Scan @dir (NULL: /dev) and three levels below for char and block nodes (at most 65536). */
-JOBCG_EXPORT int jobcg_devnames_scan(const char *dir, struct jobcg_devnames **ret);
-/** An empty table, for jobcg_devnames_add(). */
-JOBCG_EXPORT int jobcg_devnames_new(struct jobcg_devnames **ret);
-/** Add @path if it is a char or block device node (0), else -ENODEV/-errno. */
-JOBCG_EXPORT int jobcg_devnames_add(struct jobcg_devnames *d, const char *path);
-/** The shortest path known for that device, or NULL. @type 'c' or 'b'. */
-JOBCG_EXPORT const char *jobcg_devnames_find(const struct jobcg_devnames *d, char type,
-					     uint32_t major, uint32_t minor);
-JOBCG_EXPORT void jobcg_devnames_free(struct jobcg_devnames *d);
+int jobcg_cgroup_id(const char *path, uint64_t *ret);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
-/* jobcg: GPUs and NVIDIA MIG instances found on this node, and how they compare with gres.conf. */
+/* jobcg internal: GPUs and NVIDIA MIG instances found on this node, and how they compare with
+ * gres.conf. */
 #pragma once
 
 #include <stdbool.h>
@@ -70,21 +71,21 @@ struct jobcg_gpus {
  * Errors: -EINVAL unknown backend, -ELIBACC NVML cannot be loaded (the error names the
  * library), -ELIBEXEC NVML asked in a statically linked process, -EIO an NVML call failed.
  */
-JOBCG_EXPORT int jobcg_gpus_detect(const char *backend, struct jobcg_gpus **ret);
-JOBCG_EXPORT void jobcg_gpus_free(struct jobcg_gpus *g);
+int jobcg_gpus_detect(const char *backend, struct jobcg_gpus **ret);
+void jobcg_gpus_free(struct jobcg_gpus *g);
 
 /**
  * The backend gres.conf's AutoDetect= selects ("nvml" -> "nvml", "rsmi" -> "amd", ...), or
  * NULL when it sets none ("off" gives "off").
  */
-JOBCG_EXPORT const char *jobcg_gpus_backend_for(const struct jobcg_gres_conf *conf);
+const char *jobcg_gpus_backend_for(const struct jobcg_gres_conf *conf);
 
 /**
  * The gres.conf lines for @g: one per GPU not in MIG mode (File=) and one per MIG instance
  * (MultipleFiles=parent,GI cap,CI cap), each with Type= and Cores= where known, prefixed by
  * "NodeName=@nodename " when @nodename is not NULL. *ret is one malloc'ed string.
  */
-JOBCG_EXPORT int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret);
+int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret);
 
 /**
  * Compare @g with the gpu records of @conf. Files a record names that were not stat()ed
@@ -93,8 +94,7 @@ JOBCG_EXPORT int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *no
  * a different major:minor, Type, Cores or file list, a different order), NULL-terminated,
  * empty when they agree. Free each string, then the array.
  */
-JOBCG_EXPORT int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct jobcg_gres_conf *conf,
-				    char ***ret);
+int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct jobcg_gres_conf *conf, char ***ret);
 
 #ifdef __cplusplus
 }

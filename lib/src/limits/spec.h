@@ -1,4 +1,5 @@
-/* jobcg: resource specialisation: CPUs and memory kept for the system, never given to jobs. */
+/* jobcg internal: resource specialisation: CPUs and memory kept for the system, never given to
+ * jobs. */
 #pragma once
 
 #include <stdint.h>
@@ -16,26 +17,23 @@ extern "C" {
  * online CPUs (as Slurm picks specialised cores). -EINVAL when SpecCPUs names an offline CPU or
  * the reservation would leave no CPU for jobs.
  */
-JOBCG_EXPORT int jobcg_spec_cpus(const struct jobcg_cgroup_conf *conf, const char *online,
-				 char **ret);
+int jobcg_spec_cpus(const struct jobcg_cgroup_conf *conf, const char *online, char **ret);
 
 /** The CPUs a job gets by default: @online minus the reserved ones (@online when none). */
-JOBCG_EXPORT int jobcg_spec_job_cpus(const struct jobcg_cgroup_conf *conf, const char *online,
-				     char **ret);
+int jobcg_spec_job_cpus(const struct jobcg_cgroup_conf *conf, const char *online, char **ret);
 
 /**
  * 0 when the CPU list @cpus (as --cpus) names no reserved CPU, else -EPERM with an error naming
  * --cpus, the reserved CPUs it names and the cgroup.conf key.
  */
-JOBCG_EXPORT int jobcg_spec_check_cpus(const struct jobcg_cgroup_conf *conf, const char *online,
-				       const char *cpus);
+int jobcg_spec_check_cpus(const struct jobcg_cgroup_conf *conf, const char *online,
+			  const char *cpus);
 
 /** The node's RAM jobs may be given: @node_ram minus MemSpecLimit (-EINVAL if nothing is left). */
-JOBCG_EXPORT int jobcg_spec_job_ram(const struct jobcg_cgroup_conf *conf, uint64_t node_ram,
-				    uint64_t *ret);
+int jobcg_spec_job_ram(const struct jobcg_cgroup_conf *conf, uint64_t node_ram, uint64_t *ret);
 
 /** The online CPUs of this node (/sys/devices/system/cpu/online), a list such as "0-3". */
-JOBCG_EXPORT int jobcg_online_cpus(char **ret);
+int jobcg_online_cpus(char **ret);
 
 #ifdef __cplusplus
 }

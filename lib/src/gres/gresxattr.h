@@ -1,0 +1,30 @@
+/* jobcg internal: the devices of a job or step, kept as an extended attribute on its cgroup
+ * directory, and the walk that derives the node's held devices from them. */
+#pragma once
+
+#include "jobcg/gres.h"
+
+/* The extended attribute holding a job's or step's devices on its cgroup directory. */
+#define JOBCG_GRES_XATTR "trusted.jobcg.gres"
+
+/** Store @s on directory @dirfd under @xattr (NULL: JOBCG_GRES_XATTR). */
+int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
+			   const struct jobcg_gres_set *s);
+/** Read it back; -ENODATA when the directory holds none, -EBADMSG when what it holds names
+ * devices this node does not have (gres.conf changed under a live job). */
+int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
+			  struct jobcg_gres_set *ret);
+
+/* Called by jobcg_gres_scan() for each directory holding the attribute. */
+typedef int (*jobcg_gres_scan_fn)(const char *relpath, unsigned depth,
+				  const struct jobcg_gres_set *s, void *userdata);
+
+/**
+ * Walk the tree below @rootfd (at most 8 levels, not following symlinks) and return in
+ * *ret_used the union of every directory's devices: the devices held on this node, derived from
+ * the cgroup tree itself. Call it under the node lock. @fn (may be NULL) sees each directory;
+ * a nonzero return stops the walk and is returned. Attributes that do not parse (gres.conf
+ * changed under a running job) are logged; their unknown entries count as nothing.
+ */
+int jobcg_gres_scan(const struct jobcg_gres_node *n, int rootfd, const char *xattr,
+		    jobcg_gres_scan_fn fn, void *userdata, struct jobcg_gres_set *ret_used);
