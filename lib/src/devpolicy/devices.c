@@ -531,6 +531,57 @@ static int drop_guard(int root_fd)
 	return 0;
 }
 
+/*
+ * An upgrade that changes the layout leaves the earlier jobcg's node program attached at the
+ * root, pinned under root-<id>-v<N> with N < DEVPROG_LAYOUT_VERSION. Multi-attached beside
+ * ours, it would still judge every open by a map nobody writes any more, denying every new
+ * grant. It goes, with its pins; a program found in no such pin directory is not ours to
+ * remove. Grants made under the old layout go with it: drain a node before such an upgrade.
+ */
+static int drop_old_layouts(const struct jobcg_devpolicy *p, int root_fd)
+{
+	_cleanup_free_ char *base = strdup(p->pin_dir);
+	char *slash = base ? strrchr(base, '/') : NULL;
+	int e;
+
+	if (!slash)
+		return base ? 0 : -ENOMEM;
+	*slash = 0;
+	for (int v = 1; v < DEVPROG_LAYOUT_VERSION; v++) {
+		_cleanup_free_ char *dir =
+		    strdup_printf("%s/root-%" PRIu64 "-v%d", base, p->root_id, v);
+		_cleanup_free_ char *prog =
+		    dir ? strdup_printf("%s/%s", dir, DEVPROG_PIN_PROG) : NULL;
+		_cleanup_close_ int fd = -1;
+		static const char *const names[] = {DEVPROG_PIN_PROG, DEVPROG_PIN_MANAGED,
+						    DEVPROG_PIN_POLICY};
+
+		if (!prog)
+			return -ENOMEM;
+		if (access(dir, F_OK) < 0)
+			continue;
+		if (bpfsys_get_pinned(prog, &fd) == 0) {
+			e = bpfsys_detach(fd, root_fd);
+			if (e == 0)
+				log_warning(
+				    "detached the node program of jobcg's device layout v%d "
+				    "from %s: jobs granted under it lose their devices",
+				    v, p->root);
+			else if (e == -ENOENT)
+				jobcg_error_clear(); /* pinned but no longer attached */
+			else
+				return e;
+		}
+		for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+			_cleanup_free_ char *pin = strdup_printf("%s/%s", dir, names[i]);
+			if (pin)
+				(void)unlink(pin);
+		}
+		(void)rmdir(dir);
+	}
+	return 0;
+}
+
 int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgroup_path,
 			 const struct jobcg_devrule *managed, size_t n_managed,
 			 struct jobcg_devpolicy **ret)
@@ -622,7 +673,7 @@ int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgrou
 	if ((e = prog_attached_at(root_fd, p->prog_fd, &attached)) < 0)
 		goto fail;
 	if (!attached) {
-		if ((e = drop_guard(root_fd)) < 0 ||
+		if ((e = drop_guard(root_fd)) < 0 || (e = drop_old_layouts(p, root_fd)) < 0 ||
 		    (e = bpfsys_attach(p->prog_fd, root_fd, -1)) < 0)
 			goto fail;
 		log_info("attached %s at %s", DEVPROG_NODE_NAME, p->root);
