@@ -1,0 +1,252 @@
+/* jobcg: device sets as text, kept in xattrs on job and step cgroups, and the walk that
+ * derives the devices the node's jobs hold. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include "gpudetect.h"
+#include "gresxattr.h"
+#include "gres_internal.h"
+#include "jobcg/gres.h"
+#include "log.h"
+#include "util.h"
+
+JOBCG_EXPORT int jobcg_gres_set_format_name(const struct jobcg_gres_node *n,
+					    const struct jobcg_gres_set *s, const char *name,
+					    char **ret)
+{
+	_cleanup_free_ char *out = NULL;
+
+	for (size_t i = 0; i < n->ndev; i++) {
+		char num[16];
+
+		if (!jobcg_gres_set_has(s, (unsigned)i) || !streq(n->dev[i].rec->name, name))
+			continue;
+		snprintf(num, sizeof(num), "%u", n->dev[i].index);
+		if (gres_append(&out, num) < 0)
+			return -ENOMEM;
+	}
+	if (!out && !(out = strdup("")))
+		return -ENOMEM;
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_gres_set_format(const struct jobcg_gres_node *n,
+				       const struct jobcg_gres_set *s, char **ret)
+{
+	_cleanup_free_ char *out = strdup("");
+
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < n->ndev; i++) {
+		const char *name = n->dev[i].rec->name;
+		_cleanup_free_ char *idx = NULL;
+		bool seen = false;
+		char *t;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = streq(n->dev[j].rec->name, name);
+		if (seen)
+			continue;
+		if (jobcg_gres_set_format_name(n, s, name, &idx) < 0)
+			return -ENOMEM;
+		if (!*idx)
+			continue;
+		t = strdup_printf("%s%s%s:%s", out, *out ? ";" : "", name, idx);
+		if (!t)
+			return -ENOMEM;
+		free(out);
+		out = t;
+	}
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+/* Parse "gpu:0,2;nic:1". With @lenient, unknown names and indices are skipped with a warning. */
+static int set_parse(const struct jobcg_gres_node *n, const char *s, bool lenient,
+		     struct jobcg_gres_set *ret)
+{
+	_cleanup_strv_free_ char **groups = strv_split(s, ";");
+	struct jobcg_gres_set set = {};
+
+	if (!groups)
+		return -ENOMEM;
+	for (size_t g = 0; groups[g]; g++) {
+		char *colon = strchr(groups[g], ':');
+		_cleanup_strv_free_ char **idx = NULL;
+
+		if (!colon || colon == groups[g] || !colon[1])
+			return error_set(-EINVAL, "gres set '%s': '%s' is not NAME:INDEX[,INDEX]",
+					 s, groups[g]);
+		*colon = 0;
+		idx = strv_split(colon + 1, ",");
+		if (!idx)
+			return -ENOMEM;
+		for (size_t i = 0; idx[i]; i++) {
+			unsigned v;
+			int pos;
+
+			if (parse_uint(idx[i], JOBCG_GRES_MAX - 1, &v) < 0)
+				return error_set(-EINVAL, "gres set '%s': bad index '%s'", s,
+						 idx[i]);
+			pos = jobcg_gres_node_find(n, groups[g], (unsigned)v);
+			if (pos < 0) {
+				if (lenient) {
+					log_warning(
+					    "gres set '%s': %s %u is not in gres.conf any more", s,
+					    groups[g], v);
+					continue;
+				}
+				return error_set(-ENOENT, "gres set '%s': no %s %u in gres.conf", s,
+						 groups[g], v);
+			}
+			jobcg_gres_set_add(&set, (unsigned)pos);
+		}
+	}
+	*ret = set;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_gres_set_parse(const struct jobcg_gres_node *n, const char *s,
+				      struct jobcg_gres_set *ret)
+{
+	return set_parse(n, s, false, ret);
+}
+
+int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
+			   const struct jobcg_gres_set *s)
+{
+	_cleanup_free_ char *v = NULL;
+	int r = jobcg_gres_set_format(n, s, &v);
+
+	if (r < 0)
+		return r;
+	if (fsetxattr(dirfd, xattr ? xattr : JOBCG_GRES_XATTR, v, strlen(v), 0) < 0)
+		return error_set(negative_errno(), "cannot set %s: %s",
+				 xattr ? xattr : JOBCG_GRES_XATTR, strerror(errno));
+	return 0;
+}
+
+static int xattr_get(int dirfd, const char *name, char **ret)
+{
+	char buf[8192];
+	ssize_t l = fgetxattr(dirfd, name, buf, sizeof(buf) - 1);
+
+	if (l < 0)
+		return negative_errno();
+	buf[l] = 0;
+	*ret = strdup(buf);
+	return *ret ? 0 : -ENOMEM;
+}
+
+int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
+			  struct jobcg_gres_set *ret)
+{
+	_cleanup_free_ char *v = NULL;
+	const char *name = xattr ? xattr : JOBCG_GRES_XATTR;
+	int r = xattr_get(dirfd, name, &v);
+
+	if (r == -ENODATA)
+		return r;
+	if (r < 0)
+		return error_set(r, "cannot read %s: %s", name, strerror(-r));
+	if (!*v) {
+		*ret = (struct jobcg_gres_set){};
+		return 0;
+	}
+	r = jobcg_gres_set_parse(n, v, ret);
+	if (r == -EINVAL) {
+		char why[1024];
+
+		/* Stored state, not a request: the caller's input is not what is wrong. */
+		snprintf(why, sizeof(why), "%s", jobcg_last_error()->message);
+		return error_set(-EBADMSG,
+				 "%s holds '%s', which this node's devices do not match: %s", name,
+				 v, why);
+	}
+	return r;
+}
+
+#define SCAN_MAX_DEPTH 8
+
+static int scan_dir(const struct jobcg_gres_node *n, int fd, const char *rel, unsigned depth,
+		    const char *xattr, jobcg_gres_scan_fn fn, void *userdata,
+		    struct jobcg_gres_set *used)
+{
+	_cleanup_free_ char *v = NULL;
+	DIR *d;
+	struct dirent *de;
+	int r, dfd;
+
+	r = xattr_get(fd, xattr, &v);
+	if (r >= 0) {
+		struct jobcg_gres_set s = {};
+
+		if (*v && set_parse(n, v, true, &s) < 0)
+			log_warning("%s: %s='%s' does not parse, ignored", *rel ? rel : ".", xattr,
+				    v);
+		for (size_t i = 0; i < ELEMENTSOF(s.w); i++)
+			used->w[i] |= s.w[i];
+		if (fn && (r = fn(rel, depth, &s, userdata)) != 0)
+			return r;
+	} else if (r != -ENODATA && r != -EOPNOTSUPP) {
+		return error_set(r, "%s: cannot read %s: %s", *rel ? rel : ".", xattr,
+				 strerror(-r));
+	}
+	if (depth >= SCAN_MAX_DEPTH)
+		return 0;
+
+	/* A new open file description: a dup() would share (and move) the caller's offset. */
+	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return negative_errno();
+	d = fdopendir(dfd);
+	if (!d) {
+		r = negative_errno();
+		close(dfd);
+		return r;
+	}
+	r = 0;
+	while (r == 0 && (de = readdir(d))) {
+		_cleanup_close_ int cfd = -1;
+		_cleanup_free_ char *crel = NULL;
+
+		if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0) {
+			/* A job removed while we look is simply gone. */
+			if (errno == ENOENT)
+				continue;
+			r = error_set(negative_errno(), "cannot open %s/%s: %s", *rel ? rel : ".",
+				      de->d_name, strerror(errno));
+			break;
+		}
+		crel = *rel ? strdup_printf("%s/%s", rel, de->d_name) : strdup(de->d_name);
+		if (!crel) {
+			r = -ENOMEM;
+			break;
+		}
+		r = scan_dir(n, cfd, crel, depth + 1, xattr, fn, userdata, used);
+	}
+	closedir(d);
+	return r;
+}
+
+int jobcg_gres_scan(const struct jobcg_gres_node *n, int rootfd, const char *xattr,
+		    jobcg_gres_scan_fn fn, void *userdata, struct jobcg_gres_set *ret_used)
+{
+	struct jobcg_gres_set used = {};
+	int r = scan_dir(n, rootfd, "", 0, xattr ? xattr : JOBCG_GRES_XATTR, fn, userdata, &used);
+
+	if (r != 0)
+		return r;
+	if (ret_used)
+		*ret_used = used;
+	return 0;
+}

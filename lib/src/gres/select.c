@@ -1,0 +1,177 @@
+/* jobcg: choosing devices for a request among the free ones (type, cores, links). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include "gpudetect.h"
+#include "gresxattr.h"
+#include "gres_internal.h"
+#include "jobcg/gres.h"
+#include "log.h"
+#include "util.h"
+
+static bool record_matches(const struct jobcg_gres_record *r, const struct jobcg_gres_req_item *it)
+{
+	return streq(r->name, it->name) && (!it->type || gres_same_type(r->type, it->type));
+}
+
+static bool cores_match(const struct jobcg_gres_record *r, const uint64_t *cpus, size_t cpus_words)
+{
+	if (!cpus || !r->cores)
+		return true;
+	for (size_t i = 0; i < r->cores_words && i < cpus_words; i++)
+		if (r->cores[i] & cpus[i])
+			return true;
+	return false;
+}
+
+/* Links from device @d to the devices of the same name already in @chosen. */
+static int link_score(const struct jobcg_gres_node *n, const struct jobcg_gres_device *d,
+		      const struct jobcg_gres_set *chosen)
+{
+	int score = 0;
+
+	for (size_t i = 0; i < n->ndev; i++) {
+		const struct jobcg_gres_device *o = &n->dev[i];
+
+		if (o == d || !jobcg_gres_set_has(chosen, o->pos) ||
+		    !streq(o->rec->name, d->rec->name))
+			continue;
+		if (o->index < d->rec->nlinks && d->rec->links[o->index] > 0)
+			score += d->rec->links[o->index];
+	}
+	return score;
+}
+
+static void describe(const struct jobcg_gres_req_item *it, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s%s%s", it->name, it->type ? ":" : "", it->type ? it->type : "");
+}
+
+static unsigned count_matching(const struct jobcg_gres_node *n,
+			       const struct jobcg_gres_req_item *it,
+			       const struct jobcg_gres_set *in)
+{
+	unsigned c = 0;
+
+	for (size_t i = 0; i < n->ndev; i++)
+		if (record_matches(n->dev[i].rec, it) &&
+		    (!in || jobcg_gres_set_has(in, (unsigned)i)))
+			c++;
+	return c;
+}
+
+static int select_item(const struct jobcg_gres_node *n, const struct jobcg_gres_req_item *it,
+		       const struct jobcg_gres_set *avail, const uint64_t *cpus, size_t cpus_words,
+		       struct jobcg_gres_set *chosen, int short_err)
+{
+	unsigned configured = count_matching(n, it, NULL), usable = 0;
+	char what[256];
+
+	describe(it, what, sizeof(what));
+	if (it->count == 0)
+		return 0;
+	if (configured == 0)
+		return error_set(-ENOENT, "%s: none configured on this node", what);
+	for (size_t i = 0; i < n->ndev; i++)
+		if (record_matches(n->dev[i].rec, it) && jobcg_gres_set_has(avail, (unsigned)i) &&
+		    !jobcg_gres_set_has(chosen, (unsigned)i))
+			usable++;
+	if (usable < it->count)
+		return error_set(short_err, "%s: %u asked, only %u free (%u configured)", what,
+				 it->count, usable, configured);
+
+	for (unsigned k = 0; k < it->count; k++) {
+		const struct jobcg_gres_device *best = NULL;
+		bool best_aff = false;
+		int best_links = -1;
+
+		for (size_t i = 0; i < n->ndev; i++) {
+			const struct jobcg_gres_device *d = &n->dev[i];
+			bool aff;
+			int links;
+
+			if (!record_matches(d->rec, it) || !jobcg_gres_set_has(avail, d->pos) ||
+			    jobcg_gres_set_has(chosen, d->pos))
+				continue;
+			aff = cores_match(d->rec, cpus, cpus_words);
+			links = link_score(n, d, chosen);
+			/* Devices come in position order, so ties keep the lowest index. */
+			if (!best || (aff && !best_aff) ||
+			    (aff == best_aff && links > best_links)) {
+				best = d;
+				best_aff = aff;
+				best_links = links;
+			}
+		}
+		jobcg_gres_set_add(chosen, best->pos);
+	}
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_gres_select(const struct jobcg_gres_node *n,
+				   const struct jobcg_gres_request *req,
+				   const struct jobcg_gres_set *avail, const uint64_t *cpus,
+				   size_t cpus_words, struct jobcg_gres_set *ret)
+{
+	struct jobcg_gres_set chosen = {};
+
+	/* Typed items first, so "gpu:a100:1,gpu:1" does not let the untyped one take the a100. */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < req->nitems; i++) {
+			const struct jobcg_gres_req_item *it = &req->items[i];
+			int r;
+
+			if ((pass == 0) != (it->type != NULL))
+				continue;
+			r = select_item(n, it, avail, cpus, cpus_words, &chosen, -ENOSPC);
+			if (r < 0)
+				return r;
+		}
+	*ret = chosen;
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_gres_select_step(const struct jobcg_gres_node *n,
+					const struct jobcg_gres_request *req,
+					const struct jobcg_gres_set *job,
+					const struct jobcg_gres_set *avail, const uint64_t *cpus,
+					size_t cpus_words, struct jobcg_gres_set *ret)
+{
+	struct jobcg_gres_set free_in_job = *job, chosen = {};
+
+	if (avail)
+		for (size_t i = 0; i < ELEMENTSOF(free_in_job.w); i++)
+			free_in_job.w[i] &= avail->w[i];
+
+	/* A step never gets more than its job: refuse before looking at what is free. */
+	for (size_t i = 0; i < req->nitems; i++) {
+		const struct jobcg_gres_req_item *it = &req->items[i];
+		unsigned have = count_matching(n, it, job);
+		char what[256];
+
+		describe(it, what, sizeof(what));
+		if (it->count > have)
+			return error_set(-E2BIG, "step asks for %u %s but its job has %u",
+					 it->count, what, have);
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < req->nitems; i++) {
+			const struct jobcg_gres_req_item *it = &req->items[i];
+			int r;
+
+			if ((pass == 0) != (it->type != NULL))
+				continue;
+			r = select_item(n, it, &free_in_job, cpus, cpus_words, &chosen, -EBUSY);
+			if (r < 0) {
+				jobcg_error_prefix("step");
+				return r;
+			}
+		}
+	*ret = chosen;
+	return 0;
+}
