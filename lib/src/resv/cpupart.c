@@ -241,14 +241,31 @@ int cpupart_probe(struct jobcg_ctx *ctx, const char *dir, enum cpupart_kind *ret
 			return 0;
 		}
 	}
-	reason = strdup_printf(
-	    "this kernel has no remote cpuset partitions (no cpuset.cpus.exclusive: Linux < 6.7), "
-	    "and a partition then needs every ancestor up to the root cgroup to be a partition "
-	    "root; %s is not one (its cpuset.cpus.partition reads '%s'). To reserve CPUs, run "
-	    "jobcg's tree as a direct child of the root cgroup (CgroupSlice=-.slice, or the mkdir "
-	    "backend with JobcgRoot at the top) or use Linux >= 6.7; devices and memory can "
-	    "still be reserved here",
-	    parent + strlen(mount), pstate ? pstate : "no cpuset");
+	if (strv_length(levels) == 2 && ctx->info->root && streq(parent, ctx->info->root))
+		reason =
+		    strdup_printf("this kernel has no remote cpuset partitions (no "
+				  "cpuset.cpus.exclusive: Linux < "
+				  "6.7), so a partition needs its parent to be a partition root, "
+				  "and jobcg's tree "
+				  "root %s is not one (its cpuset.cpus.partition reads '%s'). Make "
+				  "it one (the CPUs "
+				  "jobs may use into its cpuset.cpus, then 'root' into its "
+				  "cpuset.cpus.partition) "
+				  "or use Linux >= 6.7; devices and memory can still be reserved",
+				  parent, pstate ? pstate : "no cpuset");
+	else
+		reason = strdup_printf(
+		    "this kernel has no remote cpuset partitions (no cpuset.cpus.exclusive: Linux "
+		    "< "
+		    "6.7), and a partition then needs every ancestor up to the root cgroup to be a "
+		    "partition root; %s is not one (its cpuset.cpus.partition reads '%s'). To "
+		    "reserve CPUs, run jobcg's tree as a direct child of the root cgroup "
+		    "(CgroupSlice=-.slice, or the mkdir backend with JobcgRoot at the top) and "
+		    "make "
+		    "its root a partition root, or use Linux >= 6.7; devices and memory can still "
+		    "be "
+		    "reserved here",
+		    parent + strlen(mount), pstate ? pstate : "no cpuset");
 unsupported:
 	if (!reason)
 		return -ENOMEM;
