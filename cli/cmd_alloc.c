@@ -8,12 +8,19 @@
 static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
-	    {"cpus", required_argument, NULL, 'c'},  {"mem", required_argument, NULL, 'm'},
-	    {"pids", required_argument, NULL, 'p'},  {"cpu-weight", required_argument, NULL, 'W'},
-	    {"best-effort", no_argument, NULL, 'B'}, {"json", no_argument, NULL, 'j'},
-	    {"user", required_argument, NULL, 'u'},  {"uid", required_argument, NULL, 'u'},
-	    {"gid", required_argument, NULL, 'g'},   {"gres", required_argument, NULL, 'G'},
-	    {"help", no_argument, NULL, 'h'},	     {},
+	    {"cpus", required_argument, NULL, 'c'},
+	    {"mem", required_argument, NULL, 'm'},
+	    {"pids", required_argument, NULL, 'p'},
+	    {"cpu-weight", required_argument, NULL, 'W'},
+	    {"best-effort", no_argument, NULL, 'B'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"user", required_argument, NULL, 'u'},
+	    {"uid", required_argument, NULL, 'u'},
+	    {"gid", required_argument, NULL, 'g'},
+	    {"gres", required_argument, NULL, 'G'},
+	    {"reservation", required_argument, NULL, 'R'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct cli_limits cl = {};
 	struct jobcg_config *conf = NULL;
@@ -60,7 +67,7 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			    "[--gres gpu[:TYPE]:N[,...]]\n"
 			    "                   [--cpu-weight W] [--uid USER] [--gid GROUP] "
 			    "[--best-effort]\n"
-			    "                   [--json]\n\n"
+			    "                   [--reservation NAME] [--json]\n\n"
 			    "Create job JOB with its limits; it stays until 'jobcg release JOB'.\n"
 			    "Limits this host cannot enforce are refused unless --best-effort.\n"
 			    "--gres picks free devices of gres.conf (those whose Cores match "
@@ -70,7 +77,11 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			    "whose\n"
 			    "logins 'jobcg adopt' puts into the job, with the user's primary "
 			    "group\n"
-			    "unless --gid names one (default: the caller).\n");
+			    "unless --gid names one (default: the caller).\n"
+			    "--reservation makes the job inside reservation NAME (jobcg resv): "
+			    "its\n"
+			    "owner must be one of its users; --gres draws from its devices "
+			    "only.\n");
 			return 0;
 		default:
 			return cli_unknown_option("alloc");

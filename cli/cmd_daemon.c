@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "metrics_http.h"
+#include "resv_watch.h"
 #include "run.h"
 
 /* Descriptors kept for the work of a step (configuration, cgroups, BPF objects, helpers), and
@@ -36,7 +37,7 @@ static void on_stop(int sig)
 static void usage(void)
 {
 	printf("Usage: jobcg daemon [--socket PATH] [--max-clients N]\n"
-	       "                    [--metrics-listen ADDRESS:PORT]\n\n"
+	       "                    [--metrics-listen ADDRESS:PORT] [--resv-period S]\n\n"
 	       "Do the cgroup work of 'jobcg run' for the clients that connect to PATH\n"
 	       "($JOBCG_DAEMON_SOCKET, default " RUN_DAEMON_SOCKET_DEFAULT "), so that 'jobcg\n"
 	       "run' itself neither loads the configuration nor runs the code that makes a step.\n"
@@ -54,7 +55,11 @@ static void usage(void)
 	       "  --metrics-listen ADDRESS:PORT\n"
 	       "                     also serve GET /metrics over HTTP there (a numeric\n"
 	       "                     address: 127.0.0.1:9810), from a child process (see\n"
-	       "                     jobcg metrics)\n",
+	       "                     jobcg metrics)\n"
+	       "  --resv-period S    verify every reservation every S seconds (default 10,\n"
+	       "                     0: never), and at once when the kernel notifies a change\n"
+	       "                     of a partition; repair what is degraded and log it\n"
+	       "                     (jobcg-resv(1))\n",
 	       CLIENTS_DEFAULT);
 }
 
@@ -359,11 +364,13 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	    {"socket", required_argument, NULL, 's'},
 	    {"max-clients", required_argument, NULL, 'm'},
 	    {"metrics-listen", required_argument, NULL, 'M'},
+	    {"resv-period", required_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
 	const char *path = run_daemon_socket(), *metrics_addr = NULL;
-	pid_t metrics_pid = 0;
+	pid_t metrics_pid = 0, watch_pid = 0;
+	unsigned resv_period = 10;
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	/* SA_RESTART: a stop mid-step must not fail the calls under way; ppoll() still wakes. */
@@ -389,6 +396,11 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 			break;
 		case 'M':
 			metrics_addr = optarg;
+			break;
+		case 'P':
+			if (cli_parse_uint("--resv-period", optarg, 86400, &resv_period) < 0)
+				return cli_usage_error("daemon",
+						       "--resv-period '%s': need 0..86400", optarg);
 			break;
 		case 'h':
 			usage();
@@ -418,11 +430,17 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		metrics_server_stop(metrics_pid);
 		return r;
 	}
+	if (resv_period && (r = resv_watch_start(g, resv_period, &watch_pid)) != 0) {
+		close(l.fd);
+		metrics_server_stop(metrics_pid);
+		return r;
+	}
 	l.spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (stat(path, &st) < 0 || run_daemon_save_self(g->verbose) < 0 || l.spare < 0 ||
 	    conns_grow(&cs) < 0) {
 		close(l.fd);
 		metrics_server_stop(metrics_pid);
+		resv_watch_stop(watch_pid);
 		return cli_fail("%s: %s", path, strerror(errno));
 	}
 	sigaction(SIGTERM, &sa, NULL);
@@ -504,6 +522,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	free(cs.c);
 	free(cs.p);
 	metrics_server_stop(metrics_pid);
+	resv_watch_stop(watch_pid);
 	fprintf(stderr,
 		"jobcg: daemon stopped by signal %d: %lu connection(s), %lu step(s), %lu refused "
 		"(busy)\n",

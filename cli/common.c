@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "jobcg/resv.h"
 #include "jobcg/gres.h"
 #include "jobcg/error.h"
 #include "jobcg/parse.h"
@@ -162,6 +163,12 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 		out->l.gres = arg;
 		return 1;
 	}
+	case 'R':
+		if (!jobcg_resv_name_valid(arg))
+			return -cli_usage_error(
+			    cmd, "--reservation '%s': need a name [a-z0-9][a-z0-9_-]{0,31}", arg);
+		out->l.reservation = arg;
+		return 1;
 	}
 	return 0;
 }

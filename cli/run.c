@@ -40,6 +40,7 @@ void run_usage(void)
 	    "  --no-daemon     do the cgroup work in this process even when 'jobcg daemon'\n"
 	    "                  listens on $JOBCG_DAEMON_SOCKET (default " RUN_DAEMON_SOCKET_DEFAULT
 	    ")\n"
+	    "  --reservation NAME  make the new job inside reservation NAME (jobcg resv)\n"
 	    "  --gres REQ      the step's devices, a subset of its job's (default: all of them,\n"
 	    "                  shared); for a new job, the job's devices too\n"
 	    "  --gpu-bind B    bind each task to its GPUs: none (default), single:N (N tasks\n"
@@ -65,6 +66,7 @@ int run_parse(int argc, char **argv, struct run_args *a)
 	    {"gres", required_argument, NULL, 'G'},
 	    {"gpu-bind", required_argument, NULL, 'b'},
 	    {"cpu-weight", required_argument, NULL, 'W'},
+	    {"reservation", required_argument, NULL, 'R'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -76,6 +78,10 @@ int run_parse(int argc, char **argv, struct run_args *a)
 		r = cli_limits_option("run", c, optarg, &a->cl);
 		if (r < 0)
 			return -r;
+		/* A reservation admits its users' jobs: the job is made by this process, as the
+		 * caller, not by a daemon acting for it. */
+		if (c == 'R')
+			a->no_daemon = true;
 		if (r > 0)
 			continue;
 		switch (c) {

@@ -61,5 +61,13 @@ int main(void)
 	    0, "a logind session scope is no job");
 	is_int(adopt_job_of_path("/cg/jobcg", "/cg/jobcg/job_x1", &id), 0, "job_x1 is no job");
 	is_int(adopt_job_of_path("/cg/jobcg", "/cg/jobcg/job_0", &id), 0, "job_0 is no job");
+	is_int(adopt_job_of_path("/cg/jobcg", "/cg/jobcg/resv_gpu-pool/job_43/step_0/user/task_0",
+				 &id),
+	       1, "a task of a job inside a reservation is in a job");
+	is_int(id, 43, "...job 43");
+	is_int(adopt_job_of_path("/cg/jobcg", "/cg/jobcg/resv_gpu-pool", &id), 0,
+	       "the reservation itself is no job");
+	is_int(adopt_job_of_path("/cg/jobcg", "/cg/jobcg/resv_Bad/job_43", &id), 0,
+	       "below a directory that is no reservation: no job");
 	return tap_done();
 }

@@ -189,6 +189,12 @@ JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n,
 				     const struct jobcg_gres_set *set, struct jobcg_devrule **ret,
 				     size_t *ret_n);
 
+/** The device files of @set alone, without the companions jobcg_gres_devrules() adds (what a
+ * reservation takes out of the shared pool; the companions stay shared). */
+JOBCG_EXPORT int jobcg_gres_file_devrules(const struct jobcg_gres_node *n,
+					  const struct jobcg_gres_set *set,
+					  struct jobcg_devrule **ret, size_t *ret_n);
+
 /** Format a set as "gpu:0,2;nic:1" (names in gres.conf order, "" for the empty set). */
 JOBCG_EXPORT int jobcg_gres_set_format(const struct jobcg_gres_node *n,
 				       const struct jobcg_gres_set *s, char **ret);

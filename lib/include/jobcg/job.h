@@ -68,6 +68,10 @@ struct jobcg_limits {
 	bool have_owner; /* uid/gid below are the job's owner (recorded, and in accounting) */
 	uid_t uid;
 	gid_t gid;
+	/* Reservation the job is made in (resv_<name>/job_<id>; jobcg/resv.h), NULL = none: its
+	 * owner must be one of its users, it must be VALID, and --gres draws only from its devices.
+	 */
+	const char *reservation;
 };
 
 /* Bits for jobcg_limits_check(). */

@@ -66,6 +66,17 @@ struct jobcg_metrics_gpu {
 	bool held;	  /* some job or step cgroup may open it */
 };
 
+/* A reservation (jobcg/resv.h) as read without the node lock. */
+struct jobcg_metrics_resv {
+	char *name;
+	char *devices; /* "gpu:0,1", "" for none */
+	char *cpus;    /* "" for none */
+	uint64_t mem_bytes;
+	bool isolated;
+	unsigned jobs;
+	bool valid; /* jobcg_resv_verify() said VALID */
+};
+
 struct jobcg_metrics {
 	uint64_t realtime_usec;	      /* when the reading was taken */
 	uint64_t duration_usec;	      /* how long it took */
@@ -80,6 +91,8 @@ struct jobcg_metrics {
 	unsigned reserved_cpus;	     /* SpecCPUs / CoreSpecCount */
 	uint64_t reserved_mem_bytes; /* MemSpecLimit, 0 = none */
 	unsigned errors; /* files or programs that could not be read (not absent ones) */
+	struct jobcg_metrics_resv *resvs; /* reservations by name */
+	size_t n_resvs;
 };
 
 /**

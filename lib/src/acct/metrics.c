@@ -13,6 +13,7 @@
 #include "jobcg/inspect.h"
 #include "jobcg/metrics.h"
 #include "log.h"
+#include "resv_internal.h"
 #include "tree.h"
 #include "util.h"
 
@@ -319,7 +320,7 @@ static void read_owner(int dfd, struct jobcg_metrics_cg *cg)
 	}
 }
 
-static int collect_job(struct collector *c, int rootfd, uint32_t id)
+static int collect_job(struct collector *c, int rootfd, const char *parent, uint32_t id)
 {
 	char name[32], path[PATH_MAX];
 	_cleanup_close_ int dfd = -1;
@@ -329,7 +330,8 @@ static int collect_job(struct collector *c, int rootfd, uint32_t id)
 	int r;
 
 	format_buf(name, sizeof(name), "job_%u", id);
-	format_buf(path, sizeof(path), "%s/%s", jobcg_ctx_root(c->ctx), name);
+	format_buf(path, sizeof(path), "%s/%s%s%s", jobcg_ctx_root(c->ctx), parent,
+		   *parent ? "/" : "", name);
 	dfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : (count_error(c, path, negative_errno()), 0);
@@ -503,10 +505,89 @@ static unsigned cpulist_count(const char *s)
 	return n;
 }
 
+static bool is_resv_dir(const char *name)
+{
+	const char *n;
+	return tree_parse_resv_dirname(name, &n) == 0;
+}
+
+/* Reservations, their jobs (after the top-level ones) and their state. */
+static int collect_resvs(struct collector *c, int rootfd)
+{
+	_cleanup_strv_free_ char **resvs = NULL;
+	int r;
+
+	if (rootfd < 0)
+		return 0;
+	r = subdirs(rootfd, is_resv_dir, &resvs);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		count_error(c, jobcg_ctx_root(c->ctx), r);
+		return 0;
+	}
+	qsort(resvs, strv_length(resvs), sizeof(char *), cmp_step);
+	c->m->resvs = calloc(strv_length(resvs) + 1, sizeof(*c->m->resvs));
+	if (!c->m->resvs)
+		return -ENOMEM;
+	for (char **k = resvs; *k; k++) {
+		_cleanup_close_ int rfd = openat(rootfd, *k, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		_cleanup_strv_free_ char **jobs = NULL;
+		struct jobcg_metrics_resv *mr = &c->m->resvs[c->m->n_resvs];
+		struct jobcg_resv_info *info = NULL;
+		struct jobcg_resv_status *st = NULL;
+		const char *name = *k + strlen(TREE_RESV_PREFIX);
+
+		if (rfd < 0 || jobcg_resv_info_get(c->ctx, name, &info) < 0) {
+			jobcg_error_clear();
+			continue; /* deleted meanwhile */
+		}
+		mr->name = strdup(name);
+		mr->devices = TAKE_PTR(info->devices);
+		mr->cpus = TAKE_PTR(info->cpus);
+		mr->mem_bytes = info->mem_bytes;
+		mr->isolated = info->isolated;
+		mr->jobs = (unsigned)info->n_jobs;
+		if (c->node && *mr->devices) {
+			struct jobcg_gres_set set;
+
+			if (jobcg_gres_set_parse(c->node, mr->devices, &set) == 0)
+				for (size_t g = 0; g < c->m->n_gpus; g++)
+					if (jobcg_gres_set_has(&set, c->m->gpus[g].pos))
+						c->m->gpus[g].allocated = true;
+		}
+		jobcg_resv_info_free(info);
+		c->m->n_resvs++;
+		if (!mr->name)
+			return -ENOMEM;
+		if (resv_verify_unlocked(c->ctx, name, &st) == 0)
+			mr->valid = st->valid;
+		else
+			jobcg_error_clear();
+		jobcg_resv_status_free(st);
+		if (subdirs(rfd, is_job_dir, &jobs) < 0)
+			continue;
+		for (char **j = jobs; *j; j++) {
+			uint32_t id;
+
+			if (tree_parse_job_dirname(*j, &id) == 0 &&
+			    (r = collect_job(c, rfd, *k, id)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 JOBCG_EXPORT void jobcg_metrics_free(struct jobcg_metrics *m)
 {
 	if (!m)
 		return;
+	for (size_t i = 0; i < m->n_resvs; i++) {
+		free(m->resvs[i].name);
+		free(m->resvs[i].devices);
+		free(m->resvs[i].cpus);
+	}
+	free(m->resvs);
 	for (size_t g = 0; g < m->n_gpus; g++) {
 		free(m->gpus[g].type);
 		free(m->gpus[g].device);
@@ -566,10 +647,13 @@ JOBCG_EXPORT int jobcg_metrics_collect(struct jobcg_ctx *ctx, struct jobcg_metri
 			nids++;
 	qsort(ids, nids, sizeof(*ids), cmp_u32);
 	for (size_t k = 0; k < nids; k++) {
-		r = collect_job(&c, rootfd, ids[k]);
+		r = collect_job(&c, rootfd, "", ids[k]);
 		if (r < 0)
 			goto out;
 	}
+	r = collect_resvs(&c, rootfd);
+	if (r < 0)
+		goto out;
 	for (size_t g = 0; g < c.m->n_gpus; g++)
 		if (!c.m->gpus[g].allocated)
 			c.m->gpus_free++;
@@ -839,11 +923,51 @@ JOBCG_EXPORT int jobcg_metrics_format(const struct jobcg_metrics *m,
 			put(&f.o, ",job=\"\",step=\"\",user=\"\"} 1\n");
 		}
 	}
+	if (m->n_resvs) {
+		family(&f.o, "jobcg_reservation_info", "gauge",
+		       "A reservation and what it holds (jobcg resv).");
+		for (size_t i = 0; i < m->n_resvs; i++) {
+			const struct jobcg_metrics_resv *r = &m->resvs[i];
+
+			put(&f.o, "jobcg_reservation_info{");
+			put_label(&f.o, "reservation", r->name, true);
+			put_label(&f.o, "devices", r->devices, false);
+			put_label(&f.o, "cpus", r->cpus, false);
+			put_label(&f.o, "isolated", r->isolated ? "1" : "0", false);
+			put(&f.o, "} 1\n");
+		}
+		family(&f.o, "jobcg_reservation_valid", "gauge",
+		       "1 when the kernel holds the reservation as made (VALID), 0 when DEGRADED.");
+		for (size_t i = 0; i < m->n_resvs; i++) {
+			put(&f.o, "jobcg_reservation_valid{");
+			put_label(&f.o, "reservation", m->resvs[i].name, true);
+			put(&f.o, "} ");
+			put_u64(&f.o, m->resvs[i].valid);
+			put_n(&f.o, "\n", 1);
+		}
+		family(&f.o, "jobcg_reservation_jobs", "gauge", "Jobs inside a reservation.");
+		for (size_t i = 0; i < m->n_resvs; i++) {
+			put(&f.o, "jobcg_reservation_jobs{");
+			put_label(&f.o, "reservation", m->resvs[i].name, true);
+			put(&f.o, "} ");
+			put_u64(&f.o, m->resvs[i].jobs);
+			put_n(&f.o, "\n", 1);
+		}
+		family(&f.o, "jobcg_reservation_memory_bytes", "gauge",
+		       "Memory a reservation protects (memory.min), 0 for none.");
+		for (size_t i = 0; i < m->n_resvs; i++) {
+			put(&f.o, "jobcg_reservation_memory_bytes{");
+			put_label(&f.o, "reservation", m->resvs[i].name, true);
+			put(&f.o, "} ");
+			put_u64(&f.o, m->resvs[i].mem_bytes);
+			put_n(&f.o, "\n", 1);
+		}
+	}
 	simple(&f.o, "jobcg_jobs", "gauge", "Jobs in the tree.", m->n_jobs);
 	simple(&f.o, "jobcg_steps", "gauge", "Steps in the tree.", m->n_steps);
 	simple(&f.o, "jobcg_gpus", "gauge", "GPUs configured in gres.conf.", m->n_gpus);
-	simple(&f.o, "jobcg_gpus_free", "gauge", "Configured GPUs recorded on no job.",
-	       m->gpus_free);
+	simple(&f.o, "jobcg_gpus_free", "gauge",
+	       "Configured GPUs recorded on no job and no reservation.", m->gpus_free);
 	simple(&f.o, "jobcg_devices_constrained", "gauge",
 	       "1 when devices are constrained (ConstrainDevices=yes and devices in gres.conf).",
 	       m->constrain_devices);

@@ -11,6 +11,7 @@
 #include "jobcg/adopt.h"
 #include "jobcg/job.h"
 #include "log.h"
+#include "resv_internal.h"
 #include "procs.h"
 #include "testhook.h"
 #include "tree.h"
@@ -68,8 +69,8 @@ int adopt_parse_proc_cgroup(const char *text, char **ret)
 int adopt_job_of_path(const char *root, const char *path, uint32_t *ret)
 {
 	size_t n = strlen(root);
-	char name[32];
-	const char *rest;
+	char name[48];
+	const char *rest, *resv;
 	size_t len;
 	uint32_t id;
 
@@ -81,6 +82,15 @@ int adopt_job_of_path(const char *root, const char *path, uint32_t *ret)
 		return 0;
 	memcpy(name, rest, len);
 	name[len] = '\0';
+	if (tree_parse_resv_dirname(name, &resv) == 0 && rest[len] == '/') {
+		/* A job inside a reservation: resv_<name>/job_<id>. */
+		rest += len + 1;
+		len = strcspn(rest, "/");
+		if (len >= sizeof(name))
+			return 0;
+		memcpy(name, rest, len);
+		name[len] = '\0';
+	}
 	if (tree_parse_job_dirname(name, &id) < 0)
 		return 0;
 	*ret = id;
@@ -237,6 +247,9 @@ static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
 	if (r < 0)
 		return r;
 	r = job_accepts_procs_locked(ctx, job_id);
+	if (r < 0)
+		return r;
+	r = resv_user_check(ctx, job_id, uid);
 	if (r < 0)
 		return r;
 	sdir = tree_step_dir(ctx, job_id, "extern");

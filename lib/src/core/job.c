@@ -14,6 +14,7 @@
 #include "jobcg/memlimit.h"
 #include "jobcg/parse.h"
 #include "jobcg/spec.h"
+#include "resv_internal.h"
 #include "tree.h"
 #include "util.h"
 
@@ -149,6 +150,26 @@ static int write_mem_value(const char *dir, const char *file, uint64_t v)
 }
 
 /*
+ * Admission for reservations' memory: memory.min protects, it does not set aside. A job outside
+ * every reservation is capped as if the node's RAM were smaller by what they keep, so that the
+ * jobs outside can never take it.
+ */
+static int outside_resv_ram(struct jobcg_ctx *ctx, const char *dir, uint64_t *ram)
+{
+	_cleanup_free_ char *resv = tree_job_resv(ctx, dir);
+	uint64_t held;
+
+	if (resv || !(held = resv_mem_total(ctx)))
+		return 0;
+	if (held >= *ram)
+		return error_set(-EINVAL, "reservations keep %llu MiB of the node's %llu MiB",
+				 (unsigned long long)(held >> 20),
+				 (unsigned long long)(*ram >> 20));
+	*ram -= held;
+	return 0;
+}
+
+/*
  * memory.max / memory.high / memory.swap.max by Slurm's formulas (memlimit.h). An explicit
  * memory request is a limit even with ConstrainRAMSpace=no; swap only with ConstrainSwapSpace.
  */
@@ -159,6 +180,9 @@ static int mem_limits_write(struct jobcg_ctx *ctx, const char *dir, uint64_t mem
 	int r;
 
 	r = jobcg_node_ram(&ram);
+	if (r < 0)
+		return r;
+	r = outside_resv_ram(ctx, dir, &ram);
 	if (r < 0)
 		return r;
 	r = jobcg_mem_limits_compute(&ctx->conf->cgroup, mem, ram, &m);
@@ -195,10 +219,19 @@ static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 	    {JOBCG_LIMIT_MEM, JOBCG_CTRL_MEMORY, "spec_mem",
 	     "the memory reserved for the system (MemSpecLimit)"},
 	};
+	_cleanup_free_ char *resv_cpus = NULL;
 	int r;
 
+	/* Reservations' CPUs: a job outside never has one in its cpuset.cpus (a sibling's
+	 * overlapping cpuset.cpus invalidates a partition), one inside gets its reservation's. */
+	if (!(req & JOBCG_LIMIT_CPUS) && (ctx->info->usable & (1u << JOBCG_CTRL_CPUSET)) &&
+	    (r = resv_job_cpus(ctx, l ? l->reservation : NULL, NULL, &resv_cpus)) < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
-		bool on = parts[i].bit == JOBCG_LIMIT_CPUS ? cpu_spec(c) : c->mem_spec_limit > 0;
+		bool on =
+		    parts[i].bit == JOBCG_LIMIT_CPUS
+			? cpu_spec(c) || resv_cpus
+			: c->mem_spec_limit > 0 || (!(l && l->reservation) && resv_mem_total(ctx));
 
 		/* A job's own --cpus/--mem was checked or capped already. */
 		if (!on || (req & parts[i].bit))
@@ -226,10 +259,13 @@ static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 		} else {
 			_cleanup_free_ char *online = NULL, *cpus = NULL;
 
-			if ((r = jobcg_online_cpus(&online)) < 0 ||
-			    (r = jobcg_spec_job_cpus(c, online, &cpus)) < 0)
+			if (resv_cpus)
+				r = cgfs_write(job_dir, "cpuset.cpus", resv_cpus);
+			else if ((r = jobcg_online_cpus(&online)) < 0 ||
+				 (r = jobcg_spec_job_cpus(c, online, &cpus)) < 0)
 				return r;
-			r = cgfs_write(job_dir, "cpuset.cpus", cpus);
+			else
+				r = cgfs_write(job_dir, "cpuset.cpus", cpus);
 		}
 		if (r < 0)
 			return r;
@@ -339,10 +375,33 @@ static int job_ids(struct jobcg_ctx *ctx, uint32_t **ret, size_t *ret_n)
 	if (!ids)
 		return -ENOMEM;
 	for (char **k = kids; *k; k++) {
-		uint32_t id;
+		_cleanup_strv_free_ char **inner = NULL;
+		_cleanup_free_ char *rdir = NULL;
+		const char *rname;
+		uint32_t id, *more;
 
-		if (tree_parse_job_dirname(*k, &id) == 0)
+		if (tree_parse_job_dirname(*k, &id) == 0) {
 			ids[n++] = id;
+			continue;
+		}
+		/* The jobs inside a reservation are the node's jobs too. */
+		if (tree_parse_resv_dirname(*k, &rname) < 0)
+			continue;
+		if (!(rdir = cgfs_path(jobcg_ctx_root(ctx), *k)))
+			return -ENOMEM;
+		r = cgfs_children(rdir, &inner);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return r;
+		more =
+		    realloc(ids, (strv_length(kids) + n + strv_length(inner) + 1) * sizeof(*ids));
+		if (!more)
+			return -ENOMEM;
+		ids = more;
+		for (char **j = inner; *j; j++)
+			if (tree_parse_job_dirname(*j, &id) == 0)
+				ids[n++] = id;
 	}
 	for (size_t i = 1; i < n; i++) /* insertion sort: names sort as strings, ids as numbers */
 		for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
@@ -425,7 +484,7 @@ static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct j
 static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 			     const struct jobcg_limits *limits, unsigned flags, uint32_t *ret)
 {
-	_cleanup_free_ char *dir = NULL;
+	_cleanup_free_ char *dir = NULL, *resv_cpus = NULL;
 	size_t attached = 0;
 	bool meta = ctx->info->xattr.supported;
 	char buf[32];
@@ -442,6 +501,21 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 	dir = tree_job_dir(ctx, job_id);
 	if (!dir)
 		return -ENOMEM;
+	/* An id names one job on the node, wherever it lives. */
+	if (access(dir, F_OK) == 0)
+		return error_set(-EEXIST, "job %u already exists (%s)", job_id, dir);
+	if (limits && limits->cpus && *limits->cpus &&
+	    (r = resv_job_cpus(ctx, limits->reservation, limits->cpus, &resv_cpus)) < 0)
+		return r;
+	if (limits && limits->reservation) {
+		_cleanup_free_ char *rdir = NULL;
+
+		if ((r = resv_admit(ctx, limits->reservation, limits, &rdir)) < 0)
+			return r;
+		free(dir);
+		if (!(dir = strdup_printf("%s/job_%u", rdir, job_id)))
+			return -ENOMEM;
+	}
 	r = cgfs_mkdir(dir, false);
 	if (r == -EEXIST)
 		return error_set(-EEXIST, "job %u already exists (%s)", job_id, dir);
@@ -1204,6 +1278,10 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 		if (r < 0 && !first_err)
 			first_err = r; /* keep sweeping the others; report the first failure */
 	}
+	/* Reservations half made or half deleted, and reservation entries nothing holds. */
+	r = resv_gc(ctx, NULL);
+	if (r < 0 && !first_err)
+		first_err = r;
 	/* Last: device policy entries of cgroups removed above or by a killed jobcg. */
 	r = jobcg_devices_gc(ctx, NULL);
 	if (r < 0 && !first_err)

@@ -1,5 +1,6 @@
 /* jobcg: the tree's names (job_<id>/step_<sid>/user/task_<n>), targets, and making/removing dirs.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 
@@ -133,12 +134,15 @@ JOBCG_EXPORT char *jobcg_target_relpath(const struct jobcg_target *t)
 JOBCG_EXPORT int jobcg_target_path(const struct jobcg_ctx *ctx, const struct jobcg_target *t,
 				   char **ret)
 {
-	_cleanup_free_ char *rel = jobcg_target_relpath(t);
+	_cleanup_free_ char *rel = jobcg_target_relpath(t), *jdir = tree_job_dir(ctx, t->job);
+	const char *below;
 	char *p;
 
-	if (!rel)
+	if (!rel || !jdir)
 		return -ENOMEM;
-	p = cgfs_path(jobcg_ctx_root(ctx), rel);
+	/* The job's directory may be inside a reservation: what follows "job_<id>" is kept. */
+	below = strchr(rel, '/');
+	p = below ? strdup_printf("%s%s", jdir, below) : TAKE_PTR(jdir);
 	if (!p)
 		return -ENOMEM;
 	*ret = p;
@@ -163,14 +167,112 @@ int tree_parse_step_dirname(const char *name, char *ret)
 	return 0;
 }
 
+bool tree_resv_name_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n < 1 || n > TREE_RESV_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      (i > 0 && (c == '_' || c == '-'))))
+			return false;
+	}
+	return true;
+}
+
+int tree_parse_resv_dirname(const char *name, const char **ret)
+{
+	if (!startswith(name, TREE_RESV_PREFIX) ||
+	    !tree_resv_name_valid(name + strlen(TREE_RESV_PREFIX)))
+		return -EINVAL;
+	*ret = name + strlen(TREE_RESV_PREFIX);
+	return 0;
+}
+
+char *tree_resv_dir(const struct jobcg_ctx *ctx, const char *name)
+{
+	return strdup_printf("%s/" TREE_RESV_PREFIX "%s", jobcg_ctx_root(ctx), name);
+}
+
+int tree_resv_names(const struct jobcg_ctx *ctx, char ***ret)
+{
+	_cleanup_strv_free_ char **kids = NULL, **names = calloc(1, sizeof(char *));
+	int r;
+
+	if (!names)
+		return -ENOMEM;
+	r = cgfs_children(jobcg_ctx_root(ctx), &kids);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	for (char **k = kids; k && *k; k++) {
+		const char *name;
+
+		if (tree_parse_resv_dirname(*k, &name) == 0 &&
+		    (r = strv_push(&names, strdup(name))) < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(names);
+	return 0;
+}
+
+/*
+ * A job lives at <root>/job_<id> or, inside a reservation, at <root>/resv_<name>/job_<id>; an id
+ * is in one place only (creation checks under the node lock). The usual case costs one access();
+ * a job that is not at the top costs one read of the root's entries.
+ */
 char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job)
 {
-	return strdup_printf("%s/job_%u", jobcg_ctx_root(ctx), job);
+	char *top = strdup_printf("%s/job_%u", jobcg_ctx_root(ctx), job);
+	_cleanup_close_ int rootfd = -1;
+	DIR *d;
+	struct dirent *de;
+	char *found = NULL;
+
+	if (!top || access(top, F_OK) == 0)
+		return top;
+	rootfd = open(jobcg_ctx_root(ctx), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0 || !(d = fdopendir(rootfd)))
+		return top;
+	rootfd = -1; /* owned by d now */
+	while (!found && (de = readdir(d))) {
+		char rel[TREE_RESV_NAME_MAX + 32];
+		const char *name;
+
+		if (de->d_type != DT_DIR || tree_parse_resv_dirname(de->d_name, &name) < 0)
+			continue;
+		format_buf(rel, sizeof(rel), "%s/job_%u", de->d_name, job);
+		if (faccessat(dirfd(d), rel, F_OK, 0) == 0)
+			found = strdup_printf("%s/%s", jobcg_ctx_root(ctx), rel);
+	}
+	closedir(d);
+	if (!found)
+		return top;
+	free(top);
+	return found;
+}
+
+char *tree_job_resv(const struct jobcg_ctx *ctx, const char *job_dir)
+{
+	const char *root = jobcg_ctx_root(ctx), *name;
+	size_t rl = strlen(root);
+	_cleanup_free_ char *first = NULL;
+
+	if (strncmp(job_dir, root, rl) != 0 || job_dir[rl] != '/')
+		return NULL;
+	first = strndup(job_dir + rl + 1, strcspn(job_dir + rl + 1, "/"));
+	if (!first || tree_parse_resv_dirname(first, &name) < 0)
+		return NULL;
+	return strdup(name);
 }
 
 char *tree_step_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step)
 {
-	return strdup_printf("%s/job_%u/step_%s", jobcg_ctx_root(ctx), job, step);
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job);
+
+	return jdir ? strdup_printf("%s/step_%s", jdir, step) : NULL;
 }
 
 char *tree_task_subdir(const char *sdir, int task)

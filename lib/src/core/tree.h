@@ -14,7 +14,21 @@ int tree_parse_job_dirname(const char *name, uint32_t *ret);
 /* "step_<sid>" -> sid (JOBCG_STEP_ID_MAX buffer); -EINVAL for other names. */
 int tree_parse_step_dirname(const char *name, char *ret);
 /* Absolute directories; NULL on ENOMEM. */
+/* A reservation's directory is <root>/resv_<name>; a job inside it <root>/resv_<name>/job_<id>. */
+#define TREE_RESV_PREFIX   "resv_"
+#define TREE_RESV_NAME_MAX 32
+/* [a-z0-9][a-z0-9_-]{0,31} */
+bool tree_resv_name_valid(const char *name);
+/* "resv_<name>" -> name (pointing into NAME); -EINVAL for other names. */
+int tree_parse_resv_dirname(const char *name, const char **ret);
+char *tree_resv_dir(const struct jobcg_ctx *ctx, const char *name);
+/* Names of the reservation directories present (complete or not), NULL-terminated. */
+int tree_resv_names(const struct jobcg_ctx *ctx, char ***ret);
+/* The job's directory wherever it is (top level or inside a reservation); the top-level path when
+ * the job exists nowhere (where a job without a reservation is made). NULL on ENOMEM. */
 char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job);
+/* The reservation holding the job directory JOB_DIR (malloc'd name), NULL when none. */
+char *tree_job_resv(const struct jobcg_ctx *ctx, const char *job_dir);
 char *tree_step_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step);
 char *tree_task_dir(const struct jobcg_ctx *ctx, uint32_t job, const char *step, int task);
 /* A task's directory below its step's (@sdir may be any path to it, /proc/self/fd/N too). */

@@ -20,6 +20,7 @@
 #include "devprog.h"
 #include "jobcg/devices.h"
 #include "log.h"
+#include "tree.h"
 #include "util.h"
 
 #define TREE_DEPTH_MAX	8	/* root/job/step/user/task is 4; leave room */
@@ -943,8 +944,8 @@ static int policy_keys_of_cgroup(int policy_fd, const char *canon, uint64_t id,
 	return e <= 0 ? e : policy_keys_of(policy_fd, id, ret, ret_n);
 }
 
-static int node_grant(struct jobcg_devpolicy *p, const char *canon, uint64_t id, unsigned rel_level,
-		      const struct jobcg_devrule *allowed, size_t n)
+static int node_grant(struct jobcg_devpolicy *p, const char *canon, uint64_t id,
+		      unsigned marker_value, const struct jobcg_devrule *allowed, size_t n)
 {
 	_cleanup_free_ struct devprog_policy_key *keys = NULL, *old = NULL;
 	_cleanup_free_ uint32_t *acc = NULL;
@@ -982,7 +983,7 @@ static int node_grant(struct jobcg_devpolicy *p, const char *canon, uint64_t id,
 		if (e < 0)
 			goto fail;
 	}
-	v.access = rel_level;
+	v.access = marker_value;
 	e = bpf_map_update_elem(p->policy_fd, &marker, &v, BPF_ANY);
 	if (e < 0)
 		goto fail;
@@ -1087,6 +1088,15 @@ static int linear_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
 	return e;
 }
 
+/* Job, step and task levels (1, 2, 4), one deeper below a reservation's directory. */
+static bool grant_level_ok(const struct jobcg_devpolicy *p, const char *canon, unsigned rel)
+{
+	unsigned shift = startswith(canon + strlen(p->root), "/" TREE_RESV_PREFIX) ? 1 : 0;
+
+	return rel == DEVPROG_LEVEL_JOB + shift || rel == DEVPROG_LEVEL_STEP + shift ||
+	       rel == DEVPROG_LEVEL_TASK + shift;
+}
+
 JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cgroup_path,
 				       const struct jobcg_devrule *allowed, size_t n)
 {
@@ -1103,11 +1113,13 @@ JOBCG_EXPORT int jobcg_devpolicy_grant(struct jobcg_devpolicy *p, const char *cg
 		return e;
 	if (p->mode == JOBCG_DEVPROG_LINEAR)
 		return linear_grant(p, canon, allowed, n);
-	if (rel != DEVPROG_LEVEL_JOB && rel != DEVPROG_LEVEL_STEP && rel != DEVPROG_LEVEL_TASK)
-		return error_set(-EINVAL,
-				 "cgroup %s is %u levels below the root: the node program only "
-				 "constrains job (1), step (2) and task (4) levels",
-				 canon, rel);
+	if (!grant_level_ok(p, canon, rel))
+		return error_set(
+		    -EINVAL,
+		    "cgroup %s is %u levels below the root: the node program only "
+		    "constrains job (1), step (2) and task (4) levels, one deeper inside "
+		    "a reservation",
+		    canon, rel);
 	if ((e = node_grant(p, canon, id, rel, allowed, n)) < 0)
 		return e;
 	/* A cgroup granted in linear mode before a switch to node mode would keep its old grant. */
@@ -1230,6 +1242,152 @@ JOBCG_EXPORT int jobcg_devpolicy_revoke(struct jobcg_devpolicy *p, const char *c
 		return e;
 	/* Also in node mode: programs left from a run in linear mode must not outlive the job. */
 	return detach_linear(canon);
+}
+
+int devpolicy_grant_bound(struct jobcg_devpolicy *p, const char *cgroup_path,
+			  const struct jobcg_devrule *allowed, size_t n)
+{
+	_cleanup_free_ char *canon = NULL;
+	unsigned rel;
+	uint64_t id;
+	int e;
+
+	if (p->mode != JOBCG_DEVPROG_NODE)
+		return 0; /* linear programs bound nothing above a job */
+	if ((e = check_rules(allowed, n, true)) < 0 ||
+	    (e = resolve_member(p, cgroup_path, &canon, &id, &rel)) < 0)
+		return e;
+	if (rel != DEVPROG_LEVEL_RESV)
+		return error_set(-EINVAL, "cgroup %s is not a reservation's level", canon);
+	return node_grant(p, canon, id, rel | DEVPROG_MARKER_BOUND, allowed, n);
+}
+
+static int reserve_keys(const struct jobcg_devrule *rules, size_t n, uint64_t id,
+			struct devprog_policy_key **ret, size_t *ret_n)
+{
+	_cleanup_free_ struct devprog_policy_key *keys = calloc(2 * n + 1, sizeof(*keys));
+	size_t nk = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct devprog_managed_key k[2];
+		size_t c = devprog_rule_keys(&rules[i], k);
+
+		for (size_t j = 0; j < c; j++) {
+			if (k[j].major == DEVPROG_ANY || k[j].minor == DEVPROG_ANY)
+				return error_set(-EINVAL,
+						 "a reserved device must be one device, not a "
+						 "wildcard rule");
+			keys[nk++] = (struct devprog_policy_key){id, k[j].type, k[j].major,
+								 k[j].minor, DEVPROG_PAD_RESERVED};
+		}
+	}
+	*ret = TAKE_PTR(keys);
+	*ret_n = nk;
+	return 0;
+}
+
+int devpolicy_reserve(struct jobcg_devpolicy *p, const char *resv_path,
+		      const struct jobcg_devrule *rules, size_t n)
+{
+	_cleanup_free_ struct devprog_policy_key *own = NULL, *flags = NULL;
+	_cleanup_free_ char *canon = NULL;
+	struct devprog_policy_value v = {JOBCG_DEV_ACC_ALL};
+	size_t no = 0, nf = 0;
+	unsigned rel;
+	uint64_t id;
+	int e;
+
+	if (p->mode != JOBCG_DEVPROG_NODE || n == 0)
+		return 0;
+	if ((e = resolve_member(p, resv_path, &canon, &id, &rel)) < 0)
+		return e;
+	if (rel != DEVPROG_LEVEL_RESV)
+		return error_set(-EINVAL, "cgroup %s is not a reservation's level", canon);
+	if ((e = reserve_keys(rules, n, id, &own, &no)) < 0 ||
+	    (e = reserve_keys(rules, n, 0, &flags, &nf)) < 0)
+		return e;
+	/* Owner entries first: once a device is flagged reserved, its reservation already has it.
+	 */
+	for (size_t i = 0; i < no; i++)
+		if (bpf_map_update_elem(p->policy_fd, &own[i], &v, BPF_ANY) < 0)
+			goto fail;
+	for (size_t i = 0; i < nf; i++)
+		if (bpf_map_update_elem(p->policy_fd, &flags[i], &v, BPF_ANY) < 0)
+			goto fail;
+	return 0;
+fail:
+	e = negative_errno();
+	(void)devpolicy_unreserve(p, id, rules, n);
+	return error_set(e, "cannot update %s: %s", DEVPROG_POLICY_NAME, strerror(-e));
+}
+
+int devpolicy_unreserve(struct jobcg_devpolicy *p, uint64_t resv_id,
+			const struct jobcg_devrule *rules, size_t n)
+{
+	_cleanup_free_ struct devprog_policy_key *own = NULL, *flags = NULL;
+	size_t no = 0, nf = 0;
+	int e;
+
+	if (p->mode != JOBCG_DEVPROG_NODE || n == 0)
+		return 0;
+	if ((e = reserve_keys(rules, n, resv_id, &own, &no)) < 0 ||
+	    (e = reserve_keys(rules, n, 0, &flags, &nf)) < 0)
+		return e;
+	/* The flag first: never a moment where the device is flagged without its owner. */
+	for (size_t i = 0; i < nf; i++)
+		if (bpf_map_delete_elem(p->policy_fd, &flags[i]) < 0 && errno != ENOENT)
+			return error_set(negative_errno(), "cannot delete from %s: %s",
+					 DEVPROG_POLICY_NAME, strerror(errno));
+	for (size_t i = 0; resv_id && i < no; i++)
+		if (bpf_map_delete_elem(p->policy_fd, &own[i]) < 0 && errno != ENOENT)
+			return error_set(negative_errno(), "cannot delete from %s: %s",
+					 DEVPROG_POLICY_NAME, strerror(errno));
+	return 0;
+}
+
+int devpolicy_reserved_list(struct jobcg_devpolicy *p, struct devpolicy_reserved **ret,
+			    size_t *ret_n)
+{
+	_cleanup_free_ struct devpolicy_reserved *v = NULL;
+	struct devprog_policy_key key, next;
+	size_t n = 0, cap = 0, seen = 0;
+	bool first = true;
+
+	if (p->mode != JOBCG_DEVPROG_NODE) {
+		*ret = NULL;
+		*ret_n = 0;
+		return 0;
+	}
+	while (bpf_map_get_next_key(p->policy_fd, first ? NULL : &key, &next) == 0) {
+		first = false;
+		key = next;
+		if (++seen > POLICY_SCAN_MAX)
+			return error_set(-EAGAIN, "policy map kept changing while being read");
+		if (next.pad != DEVPROG_PAD_RESERVED)
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			struct devpolicy_reserved *nv = realloc(v, nc * sizeof(*nv));
+
+			if (!nv)
+				return -ENOMEM;
+			v = nv;
+			cap = nc;
+		}
+		v[n++] = (struct devpolicy_reserved){next.cgroup_id,
+						     next.type == BPF_DEVCG_DEV_BLOCK ? 'b' : 'c',
+						     next.major, next.minor};
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
+bool devpolicy_node_mode(const struct jobcg_devpolicy *p)
+{
+	return p && p->mode == JOBCG_DEVPROG_NODE;
 }
 
 JOBCG_EXPORT int jobcg_devpolicy_gc(struct jobcg_devpolicy *p, size_t *ret_removed)
@@ -1434,10 +1592,12 @@ static int list_node(struct jobcg_devpolicy *p, struct walk *w, struct jobcg_dev
 			return error_set(-EAGAIN, "policy map kept changing while being read");
 		if (bpf_map_lookup_elem(p->policy_fd, &next, &val) < 0)
 			continue;
+		if (next.pad != 0)
+			continue; /* reservation entries: devpolicy_reserved_list() */
 		if ((e = grants_add(v, n, cap, next.cgroup_id, &g)) < 0)
 			return e;
 		if (next.type == 0) {
-			g->level = (int)val.access;
+			g->level = (int)(val.access & ~DEVPROG_MARKER_BOUND);
 			continue;
 		}
 		struct jobcg_devrule *nr = realloc(g->rules, (g->n_rules + 1) * sizeof(*nr));

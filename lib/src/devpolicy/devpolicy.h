@@ -43,3 +43,28 @@ int devpolicy_ticket_take(struct jobcg_devpolicy *p, const char *cgroup_path,
 			  struct devpolicy_ticket *ret);
 int devpolicy_ticket_redeem(struct jobcg_devpolicy *p, struct devpolicy_ticket *t);
 void devpolicy_ticket_done(struct devpolicy_ticket *t);
+
+/*
+ * Reservations (node mode; in linear mode these do nothing and the list is empty).
+ * grant_bound: a grant at a reservation's level (1) that bounds every cgroup below it without
+ * counting as a grant of its own (devprog.h, DEVPROG_MARKER_BOUND), so that a half-made job
+ * inside a reservation still opens nothing.
+ * reserve: RULES (exact devices) usable only below RESV_PATH, whatever grants say elsewhere.
+ * unreserve: the reverse, by the reservation cgroup's id (0: only the "reserved" flags, when
+ * the cgroup is gone and gc found its id no longer); missing entries are fine.
+ * reserved_list: every reservation entry of the map (owner 0: the "reserved" flag).
+ */
+int devpolicy_grant_bound(struct jobcg_devpolicy *p, const char *cgroup_path,
+			  const struct jobcg_devrule *allowed, size_t n);
+int devpolicy_reserve(struct jobcg_devpolicy *p, const char *resv_path,
+		      const struct jobcg_devrule *rules, size_t n);
+int devpolicy_unreserve(struct jobcg_devpolicy *p, uint64_t resv_id,
+			const struct jobcg_devrule *rules, size_t n);
+struct devpolicy_reserved {
+	uint64_t owner;
+	char type;
+	uint32_t major, minor;
+};
+int devpolicy_reserved_list(struct jobcg_devpolicy *p, struct devpolicy_reserved **ret,
+			    size_t *ret_n);
+bool devpolicy_node_mode(const struct jobcg_devpolicy *p);

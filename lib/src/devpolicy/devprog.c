@@ -207,9 +207,8 @@ static int emit_lookup(struct devprog_buf *b, int map_ref, int key_off)
 int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, uint64_t root_id,
 		       struct devprog_buf *ret)
 {
-	static const int levels[] = {DEVPROG_LEVEL_JOB, DEVPROG_LEVEL_STEP, DEVPROG_LEVEL_TASK};
 	struct devprog_buf b = {0};
-	struct fixups to_managed = {0}, to_deny = {0}, to_next = {0};
+	struct fixups to_managed = {0}, to_deny = {0}, to_next = {0}, to_free = {0};
 	int e = 0;
 
 	if (root_level > 1000)
@@ -268,9 +267,32 @@ int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, uin
 	}
 	E(emit(&b, ST_DW(BPF_REG_10, MARKED, 0)));
 
-	for (size_t l = 0; l < ELEMENTSOF(levels); l++) {
+	/*
+	 * A reserved device ({0, dev, pad 1} present) is only for cgroups below the reservation
+	 * that holds it: {ancestor at root+1, dev, pad 1}. Whatever grants say: a stale or forged
+	 * grant outside the reservation does not open it.
+	 */
+	E(emit(&b, ST_DW(BPF_REG_10, PKEY, 0)));
+	E(emit(&b, STX_W(BPF_REG_10, BPF_REG_7, PKEY + 8)));
+	E(emit(&b, LDX_W(BPF_REG_1, BPF_REG_6, 4)));
+	E(emit(&b, STX_W(BPF_REG_10, BPF_REG_1, PKEY + 12)));
+	E(emit(&b, LDX_W(BPF_REG_1, BPF_REG_6, 8)));
+	E(emit(&b, STX_W(BPF_REG_10, BPF_REG_1, PKEY + 16)));
+	E(emit(&b, ST_W(BPF_REG_10, PKEY + 20, DEVPROG_PAD_RESERVED)));
+	E(emit_lookup(&b, policy_ref, PKEY));
+	E(emit_jump(&b, &to_free, JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
+	E(emit(&b, LDX_DW(BPF_REG_1, BPF_REG_10, ROOTLVL)));
+	E(emit(&b, ALU64_IMM(BPF_ADD, BPF_REG_1, DEVPROG_LEVEL_RESV)));
+	E(emit(&b, CALL(BPF_FUNC_get_current_ancestor_cgroup_id)));
+	E(emit_jump(&b, &to_deny, JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
+	E(emit(&b, STX_DW(BPF_REG_10, BPF_REG_0, PKEY)));
+	E(emit_lookup(&b, policy_ref, PKEY));
+	E(emit_jump(&b, &to_deny, JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
+	resolve(&b, &to_free);
+
+	for (int level = 1; level <= DEVPROG_LEVELS; level++) {
 		E(emit(&b, LDX_DW(BPF_REG_1, BPF_REG_10, ROOTLVL)));
-		E(emit(&b, ALU64_IMM(BPF_ADD, BPF_REG_1, levels[l])));
+		E(emit(&b, ALU64_IMM(BPF_ADD, BPF_REG_1, level)));
 		E(emit(&b, CALL(BPF_FUNC_get_current_ancestor_cgroup_id)));
 		/* 0: the process's cgroup is not that deep, so this level does not apply. */
 		E(emit_jump(&b, &to_next, JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
@@ -281,6 +303,10 @@ int devprog_build_node(int managed_ref, int policy_ref, unsigned root_level, uin
 		E(emit(&b, ST_W(BPF_REG_10, PKEY + 20, 0)));
 		E(emit_lookup(&b, policy_ref, PKEY));
 		E(emit_jump(&b, &to_next, JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
+		/* A bounding marker (a reservation's) narrows but grants nothing by itself. */
+		E(emit(&b, LDX_W(BPF_REG_1, BPF_REG_0, 0)));
+		E(emit(&b, ALU32_IMM(BPF_AND, BPF_REG_1, (int32_t)DEVPROG_MARKER_BOUND)));
+		E(emit(&b, JMP_IMM(BPF_JNE, BPF_REG_1, 0, 1)));
 		E(emit(&b, ST_DW(BPF_REG_10, MARKED, 1)));
 		E(emit(&b, MOV64_IMM(BPF_REG_9, 0)));
 		E(emit(&b, STX_W(BPF_REG_10, BPF_REG_7, PKEY + 8)));

@@ -29,12 +29,17 @@
  *   - marker entry {cgroup_id, type 0, major 0, minor 0}: this cgroup is constrained; the value's
  *     access field holds the cgroup's level relative to the root (1 job, 2 step, 4 task);
  *   - grant entry {cgroup_id, type, major|*, minor|*}: access bits granted to that cgroup.
- * The program first finds the root's absolute level (see devprog_build_node()), then, for each
- * of the levels root+1 (job), root+2 (step), root+4 (task: job/step/
- * user/task_N), takes bpf_get_current_ancestor_cgroup_id(level); if that cgroup has a marker,
+ *   - reservation entries (pad DEVPROG_PAD_RESERVED, exact devices only): {0, dev} says dev is
+ *     reserved, {id of a reservation's cgroup (level 1), dev} to which reservation.
+ * The program first finds the root's absolute level (see devprog_build_node()). A reserved
+ * device is denied unless the ancestor at root+1 is the reservation holding it. Then, for each
+ * of the levels root+1 .. root+DEVPROG_LEVELS (job at 1, step at 2, task at 4: job/step/
+ * user/task_N; inside a reservation one deeper, the reservation itself at 1 with a bounding
+ * marker), takes bpf_get_current_ancestor_cgroup_id(level); if that cgroup has a marker,
  * the union of its grant entries matching the device (three lookups) must contain every
  * requested access bit, else the access is denied. A level without a marker adds no
- * constraint of its own, but a cgroup below the root none of whose levels has a marker (the
+ * constraint of its own, but a cgroup below the root none of whose levels has a marker other
+ * than a bounding one (the
  * root itself, system/, a job whose grant is missing or already revoked, a directory made by
  * hand) is denied every managed device: the program fails closed. Cgroups at other levels
  * (step/jobcg, step/user) are constrained through their job and step.
@@ -63,17 +68,26 @@
 #define DEVPROG_PIN_MANAGED  DEVPROG_MANAGED_NAME
 #define DEVPROG_PIN_POLICY   DEVPROG_POLICY_NAME
 /* Bumped whenever the program or the map layout changes: pins of another version are not reused. */
-#define DEVPROG_LAYOUT_VERSION 2
-#define DEVPROG_PIN_VERSION    "layout-v2"
+#define DEVPROG_LAYOUT_VERSION 3
+#define DEVPROG_PIN_VERSION    "layout-v3"
 
 #define DEVPROG_MANAGED_MAX 65536u   /* max_entries of jobcg_managed */
 #define DEVPROG_POLICY_MAX  1048576u /* max_entries of jobcg_policy (no prealloc) */
 #define DEVPROG_RULES_MAX   4096u    /* rules per grant / managed list we accept */
 
-/* Levels below the root at which the node program looks for a marker. */
+/* Levels below the root at which jobcg grants: a job, its steps and tasks (job/step/user/task_N);
+ * inside a reservation each one level deeper (resv_<name>/job/...). */
 #define DEVPROG_LEVEL_JOB  1
 #define DEVPROG_LEVEL_STEP 2
 #define DEVPROG_LEVEL_TASK 4
+#define DEVPROG_LEVEL_RESV 1 /* a reservation's directory */
+/* The node program looks for a marker at every level root+1 .. root+DEVPROG_LEVELS. */
+#define DEVPROG_LEVELS 5
+/* In a marker's value: the level bounds what is below it (a reservation's device set) but does
+ * not by itself count as a grant for the fail-closed rule. */
+#define DEVPROG_MARKER_BOUND 0x100u
+/* pad of reservation entries: {0, dev} "dev is reserved", {reservation cgroup id, dev} "to it". */
+#define DEVPROG_PAD_RESERVED 1
 
 struct devprog_managed_key {
 	uint32_t type;

@@ -891,9 +891,8 @@ static int companion_add(void *ud, unsigned major, unsigned minor)
 	return rules_add(ud, 'c', major, minor);
 }
 
-JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n,
-				     const struct jobcg_gres_set *set, struct jobcg_devrule **ret,
-				     size_t *ret_n)
+static int devrules(const struct jobcg_gres_node *n, const struct jobcg_gres_set *set,
+		    bool companions, struct jobcg_devrule **ret, size_t *ret_n)
 {
 	struct rules rs = {};
 	int k;
@@ -921,7 +920,7 @@ JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n,
 		/* What the GPU's runtime opens beside it (nvidiactl, nvidia-uvm, kfd): in the
 		 * grant of every job holding such a GPU, and with @set NULL in the managed set,
 		 * so that jobs without one are denied them. */
-		k = gres_companions(r, companion_add, &rs);
+		k = companions ? gres_companions(r, companion_add, &rs) : 0;
 		if (k < 0) {
 			free(rs.v);
 			return k;
@@ -932,6 +931,20 @@ JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n,
 	*ret = rs.v;
 	*ret_n = rs.n;
 	return 0;
+}
+
+JOBCG_EXPORT int jobcg_gres_devrules(const struct jobcg_gres_node *n,
+				     const struct jobcg_gres_set *set, struct jobcg_devrule **ret,
+				     size_t *ret_n)
+{
+	return devrules(n, set, true, ret, ret_n);
+}
+
+JOBCG_EXPORT int jobcg_gres_file_devrules(const struct jobcg_gres_node *n,
+					  const struct jobcg_gres_set *set,
+					  struct jobcg_devrule **ret, size_t *ret_n)
+{
+	return devrules(n, set, false, ret, ret_n);
 }
 
 /* ---- persisted sets ---- */

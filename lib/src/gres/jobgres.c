@@ -11,6 +11,7 @@
 #include "jobcg/jobgres.h"
 #include "jobcg/parse.h"
 #include "log.h"
+#include "resv_internal.h"
 #include "testhook.h"
 #include "tree.h"
 #include "util.h"
@@ -110,6 +111,22 @@ static int unconstrain(struct jobcg_ctx *ctx)
 	return 0;
 }
 
+int gres_node_open(const struct jobcg_ctx *ctx, struct jobcg_gres_node **ret)
+{
+	return node_open(ctx, ret);
+}
+
+bool gres_constrained(const struct jobcg_ctx *ctx, const struct jobcg_gres_node *n)
+{
+	return constrained(ctx, n);
+}
+
+int gres_ctx_policy(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, bool pinned_only,
+		    struct jobcg_devpolicy **ret)
+{
+	return ctx_policy(ctx, n, pinned_only, ret);
+}
+
 static int grant(struct jobcg_devpolicy *p, const struct jobcg_gres_node *n, const char *dir,
 		 const struct jobcg_gres_set *s)
 {
@@ -129,6 +146,18 @@ static int open_dir(const char *path, int *ret)
 	if (fd < 0)
 		return error_set(negative_errno(), "cannot open %s: %s", path, strerror(errno));
 	*ret = fd;
+	return 0;
+}
+
+/* Devices held below a reservation's directory (its own attribute is what it reserves). */
+static int below_fn(const char *relpath, unsigned depth, const struct jobcg_gres_set *s,
+		    void *userdata)
+{
+	struct jobcg_gres_set *used = userdata;
+
+	(void)relpath;
+	for (size_t i = 0; depth > 0 && i < ELEMENTSOF(used->w); i++)
+		used->w[i] |= s->w[i];
 	return 0;
 }
 
@@ -157,18 +186,41 @@ static int gres_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 		}
 		if (l->cpus && *l->cpus && jobcg_parse_cpulist(l->cpus, &cpus, &cpu_words) < 0)
 			cpus = NULL; /* the limits hook already refused a bad list; no preference */
-		if ((r = open_dir(jobcg_ctx_root(ctx), &rootfd)) < 0)
-			return r;
-		/* The free devices are derived from the tree itself, under the node lock. */
-		r = jobcg_gres_scan(n, rootfd, NULL, NULL, NULL, &used);
+		_cleanup_free_ char *resv = tree_job_resv(ctx, job_dir);
+
+		/* The free devices are derived from the tree itself, under the node lock. A
+		 * reservation's directory holds its devices like a job: outside it they are taken;
+		 * inside, they are all there is, less what its other jobs hold. */
+		if (resv) {
+			_cleanup_free_ char *rdir = tree_resv_dir(ctx, resv);
+
+			if (!rdir)
+				return -ENOMEM;
+			if ((r = open_dir(rdir, &rootfd)) < 0)
+				return r;
+			r = jobcg_gres_xattr_read(n, rootfd, NULL, &avail);
+			if (r == -ENODATA)
+				avail = (struct jobcg_gres_set){};
+			else if (r < 0)
+				return r;
+			used = (struct jobcg_gres_set){};
+			r = jobcg_gres_scan(n, rootfd, NULL, below_fn, &used, NULL);
+		} else {
+			if ((r = open_dir(jobcg_ctx_root(ctx), &rootfd)) < 0)
+				return r;
+			r = jobcg_gres_scan(n, rootfd, NULL, NULL, NULL, &used);
+			jobcg_gres_node_all(n, NULL, &avail);
+		}
 		if (r < 0)
 			return r;
-		jobcg_gres_node_all(n, NULL, &avail);
 		for (size_t i = 0; i < ELEMENTSOF(avail.w); i++)
 			avail.w[i] &= ~used.w[i];
 		r = jobcg_gres_select(n, req, &avail, cpus, cpu_words, &set);
-		if (r < 0)
+		if (r < 0) {
+			if (resv)
+				jobcg_error_prefix("reservation %s", resv);
 			return r;
+		}
 		if ((r = open_dir(job_dir, &jfd)) < 0)
 			return r;
 		/* Stored before the grant: a crash in between leaves devices claimed, never shared.
@@ -721,7 +773,12 @@ static int claim_scan_fn(const char *relpath, unsigned depth, const struct jobcg
 	struct claim_scan *c = userdata;
 	size_t n = strlen(c->own);
 
+	size_t l = strlen(relpath);
+
 	if (strncmp(relpath, c->own, n) == 0 && (relpath[n] == '\0' || relpath[n] == '/'))
+		return 0;
+	/* The reservation the job is in holds its devices for its jobs. */
+	if (depth > 0 && strncmp(c->own, relpath, l) == 0 && c->own[l] == '/')
 		return 0;
 	for (size_t i = 0; i < ELEMENTSOF(s->w); i++)
 		if (s->w[i] & c->want->w[i]) {
@@ -735,14 +792,19 @@ static int claim_scan_fn(const char *relpath, unsigned depth, const struct jobcg
 static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *devices)
 {
 	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
-	_cleanup_free_ char *jdir = tree_job_dir(ctx, job), *own = strdup_printf("job_%u", job);
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job), *own = NULL;
 	_cleanup_close_ int rootfd = -1, jfd = -1;
 	struct jobcg_devpolicy *p = NULL;
 	struct jobcg_gres_set want, have, used, both;
-	struct claim_scan c = {.own = own, .want = &want};
+	struct claim_scan c = {.want = &want};
 	int r;
 
-	if (!jdir || !own)
+	if (!jdir)
+		return -ENOMEM;
+	/* Relative to the root: "job_<id>", or "resv_<name>/job_<id>" inside a reservation. */
+	own = strdup(jdir + strlen(jobcg_ctx_root(ctx)) + 1);
+	c.own = own;
+	if (!own)
 		return -ENOMEM;
 	r = node_open(ctx, &n);
 	if (r < 0)

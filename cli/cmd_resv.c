@@ -1,0 +1,380 @@
+/* jobcg resv: reservations (create, list, show, verify [--repair], delete), each with --json. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "jobcg/parse.h"
+#include "jobcg/resv.h"
+
+static const char usage[] =
+    "Usage: jobcg resv create NAME [--devices gpu:0,2 | --gres gpu:N] [--cpus LIST]\n"
+    "                         [--mem SIZE] [--isolated] [--users U1,U2] [--json]\n"
+    "       jobcg resv list [--json]\n"
+    "       jobcg resv show NAME [--json]\n"
+    "       jobcg resv verify [NAME] [--repair] [--json]\n"
+    "       jobcg resv delete NAME [--json]\n\n"
+    "A reservation keeps devices, CPUs and memory for the jobs placed in it\n"
+    "('jobcg alloc/run --reservation NAME'): its devices leave the shared pool\n"
+    "(denied in the kernel to every cgroup outside it), its CPUs become a cpuset\n"
+    "partition, its memory is protected with memory.min. verify reads the kernel's\n"
+    "view back: VALID, or DEGRADED with the kernel's words (exit status 1);\n"
+    "--repair heals what it can and verifies again. See jobcg-resv(1).\n";
+
+static void json_add_str(struct json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
+}
+
+static struct json_object *info_json(const struct jobcg_resv_info *i)
+{
+	struct json_object *o = json_object_new_object(), *users = json_object_new_array(),
+			   *jobs = json_object_new_array();
+
+	json_add_str(o, "name", i->name);
+	json_add_str(o, "path", i->path);
+	json_add_str(o, "devices", i->devices);
+	json_add_str(o, "cpus", i->cpus);
+	json_object_object_add(o, "mem_bytes", json_object_new_uint64(i->mem_bytes));
+	json_object_object_add(o, "isolated", json_object_new_boolean(i->isolated));
+	for (size_t k = 0; k < i->n_users; k++)
+		json_object_array_add(users, json_object_new_uint64(i->users[k]));
+	json_object_object_add(o, "users", users);
+	for (size_t k = 0; k < i->n_jobs; k++)
+		json_object_array_add(jobs, json_object_new_uint64(i->jobs[k]));
+	json_object_object_add(o, "jobs", jobs);
+	json_object_object_add(o, "created", json_object_new_int64(i->created_sec));
+	json_add_str(o, "state",
+		     !i->created_sec ? "incomplete"
+		     : i->removing   ? "removing"
+				     : "ready");
+	return o;
+}
+
+static void info_text(const struct jobcg_resv_info *i)
+{
+	printf("reservation %s%s\n", i->name,
+	       !i->created_sec ? " (incomplete: 'jobcg gc' removes it)"
+	       : i->removing   ? " (being deleted: 'jobcg gc' finishes it)"
+			       : "");
+	printf("  path: %s\n", i->path);
+	printf("  devices: %s\n", *i->devices ? i->devices : "none");
+	printf("  cpus: %s%s\n", *i->cpus ? i->cpus : "none",
+	       *i->cpus && i->isolated ? " (isolated)" : "");
+	if (i->mem_bytes)
+		printf("  memory: %" PRIu64 " bytes (memory.min)\n", i->mem_bytes);
+	else
+		printf("  memory: none\n");
+	printf("  users: ");
+	if (!i->n_users)
+		printf("anyone");
+	for (size_t k = 0; k < i->n_users; k++)
+		printf("%s%u", k ? "," : "", (unsigned)i->users[k]);
+	printf("\n  jobs:");
+	if (!i->n_jobs)
+		printf(" none");
+	for (size_t k = 0; k < i->n_jobs; k++)
+		printf(" %u", i->jobs[k]);
+	printf("\n");
+}
+
+/* --users U1,U2: names or numbers, resolved here (the library stores uids). */
+static int parse_users(const char *arg, uid_t **ret, size_t *ret_n)
+{
+	char *copy = strdup(arg), *save = NULL;
+	uid_t *v = calloc(strlen(arg) / 2 + 2, sizeof(uid_t));
+	size_t n = 0;
+	int r = 0;
+
+	if (!copy || !v) {
+		free(copy);
+		free(v);
+		return cli_usage_error("resv", "out of memory");
+	}
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		gid_t gid;
+
+		r = cli_lookup_user(tok, &v[n], &gid);
+		if (r == -ENOENT || r == -EINVAL) {
+			r = cli_usage_error("resv", "--users: no such user '%s'", tok);
+			break;
+		}
+		if (r < 0) {
+			r = 1;
+			break;
+		}
+		n++;
+	}
+	free(copy);
+	if (r == 0 && n == 0)
+		r = cli_usage_error("resv", "--users '%s': no user named", arg);
+	if (r) {
+		free(v);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+static int do_create(struct jobcg_ctx *ctx, int argc, char **argv, bool *json)
+{
+	static const struct option opts[] = {
+	    {"devices", required_argument, NULL, 'd'}, {"gres", required_argument, NULL, 'G'},
+	    {"cpus", required_argument, NULL, 'c'},    {"mem", required_argument, NULL, 'm'},
+	    {"isolated", no_argument, NULL, 'I'},      {"users", required_argument, NULL, 'u'},
+	    {"json", no_argument, NULL, 'j'},	       {},
+	};
+	struct jobcg_resv_spec s = {};
+	uid_t *users = NULL;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			s.devices = optarg;
+			break;
+		case 'G': {
+			struct jobcg_gres_request *req = NULL;
+
+			if (jobcg_gres_request_parse(optarg, &req) < 0)
+				return cli_usage_error("resv", "--gres: %s",
+						       jobcg_last_error()->message);
+			jobcg_gres_request_free(req);
+			s.gres = optarg;
+			break;
+		}
+		case 'c': {
+			uint64_t *bits = NULL;
+			size_t words = 0;
+
+			if (jobcg_parse_cpulist(optarg, &bits, &words) < 0)
+				return cli_usage_error("resv", "--cpus '%s': %s", optarg,
+						       jobcg_last_error()->message);
+			free(bits);
+			s.cpus = optarg;
+			break;
+		}
+		case 'm':
+			if (jobcg_parse_size(optarg, 1u << 20, 0, &s.mem_bytes) < 0 ||
+			    s.mem_bytes == 0)
+				return cli_usage_error("resv", "--mem '%s': need a size like 4G",
+						       optarg);
+			break;
+		case 'I':
+			s.isolated = true;
+			break;
+		case 'u':
+			free(users);
+			users = NULL;
+			if ((r = parse_users(optarg, &users, &s.n_users)))
+				return r;
+			s.users = users;
+			break;
+		case 'j':
+			*json = true;
+			break;
+		default:
+			free(users);
+			return cli_unknown_option("resv create");
+		}
+	}
+	if (optind + 1 != argc) {
+		free(users);
+		return cli_usage_error("resv", "create needs exactly one NAME");
+	}
+	s.name = argv[optind];
+	r = jobcg_resv_create(ctx, &s);
+	free(users);
+	if (r < 0) {
+		cli_print_error(NULL);
+		return 1;
+	}
+	{
+		struct jobcg_resv_info *i = NULL;
+
+		if (jobcg_resv_info_get(ctx, s.name, &i) < 0) {
+			cli_print_error(NULL);
+			return 1;
+		}
+		if (*json)
+			cli_json_print(stdout, info_json(i));
+		else
+			printf("reservation %s created%s%s\n", s.name, *i->devices ? " with " : "",
+			       i->devices);
+		jobcg_resv_info_free(i);
+	}
+	return 0;
+}
+
+static int show_one(struct jobcg_ctx *ctx, const char *name, bool json, struct json_object *arr)
+{
+	struct jobcg_resv_info *i = NULL;
+
+	if (jobcg_resv_info_get(ctx, name, &i) < 0) {
+		cli_print_error(NULL);
+		return 1;
+	}
+	if (arr)
+		json_object_array_add(arr, info_json(i));
+	else if (json)
+		cli_json_print(stdout, info_json(i));
+	else
+		info_text(i);
+	jobcg_resv_info_free(i);
+	return 0;
+}
+
+static int verify_one(struct jobcg_ctx *ctx, const char *name, unsigned flags, bool json,
+		      struct json_object *arr)
+{
+	struct jobcg_resv_status *st = NULL;
+	int rc;
+
+	if (jobcg_resv_verify(ctx, name, flags, &st) < 0) {
+		cli_print_error(NULL);
+		return 2;
+	}
+	rc = st->valid ? 0 : 1;
+	if (json) {
+		struct json_object *o = json_object_new_object(), *p = json_object_new_array();
+
+		json_add_str(o, "name", name);
+		json_add_str(o, "state", st->valid ? "VALID" : "DEGRADED");
+		for (char **q = st->problems; q && *q; q++)
+			json_object_array_add(p, json_object_new_string(*q));
+		json_object_object_add(o, "problems", p);
+		json_add_str(o, "partition", st->partition);
+		json_add_str(o, "effective", st->effective);
+		json_add_str(o, "note", st->note);
+		json_object_object_add(o, "repaired", json_object_new_boolean(st->repaired));
+		json_object_array_add(arr, o);
+	} else {
+		printf("%s: %s%s\n", name, st->valid ? "VALID" : "DEGRADED",
+		       st->repaired ? (st->valid ? " (repaired)" : " (repair failed)") : "");
+		for (char **q = st->problems; q && *q; q++)
+			printf("  %s\n", *q);
+		if (st->partition)
+			printf("  cpuset.cpus.partition: %s\n", st->partition);
+		if (st->effective)
+			printf("  cpuset.cpus.effective: %s\n", st->effective);
+		if (st->note)
+			printf("  note: %s\n", st->note);
+	}
+	jobcg_resv_status_free(st);
+	return rc;
+}
+
+/* Arguments of list/show/verify/delete: NAME? plus --json (and --repair for verify). */
+static int simple_args(int argc, char **argv, const char *verb, bool repair_ok, bool *json,
+		       bool *repair, const char **name)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'}, {"repair", no_argument, NULL, 'r'}, {}};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'j')
+			*json = true;
+		else if (c == 'r' && repair_ok)
+			*repair = true;
+		else
+			return cli_unknown_option("resv");
+	}
+	if (optind < argc - 1)
+		return cli_usage_error("resv", "%s: too many arguments", verb);
+	*name = optind < argc ? argv[optind] : NULL;
+	return -1;
+}
+
+static int cmd_resv(int argc, char **argv, const struct cli_global *g)
+{
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	const char *verb, *name = NULL;
+	bool json = false, repair = false;
+	int r;
+
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	verb = argv[1];
+	if (!!strcmp(verb, "create") && !!strcmp(verb, "list") && !!strcmp(verb, "show") &&
+	    !!strcmp(verb, "verify") && !!strcmp(verb, "delete"))
+		return cli_usage_error("resv",
+				       "unknown verb '%s' (create, list, show, verify, "
+				       "delete)",
+				       verb);
+	if (!!strcmp(verb, "create")) {
+		r = simple_args(argc - 1, argv + 1, verb, !strcmp(verb, "verify"), &json, &repair,
+				&name);
+		if (r >= 0)
+			return r;
+		if ((!strcmp(verb, "show") || !strcmp(verb, "delete")) && !name)
+			return cli_usage_error("resv", "%s needs a NAME", verb);
+		if (!strcmp(verb, "list") && name)
+			return cli_usage_error("resv", "list takes no NAME");
+		if (name && !jobcg_resv_name_valid(name))
+			return cli_usage_error("resv",
+					       "invalid reservation name '%s': need "
+					       "[a-z0-9][a-z0-9_-]{0,31}",
+					       name);
+	}
+	r = cli_ctx_open(g, 0, &conf, &ctx);
+	if (r)
+		return r;
+	if (!strcmp(verb, "create")) {
+		r = do_create(ctx, argc - 1, argv + 1, &json);
+	} else if (!strcmp(verb, "show")) {
+		r = show_one(ctx, name, json, NULL);
+	} else if (!strcmp(verb, "delete")) {
+		if (jobcg_resv_delete(ctx, name) < 0) {
+			cli_print_error(NULL);
+			r = 1;
+		} else {
+			if (json) {
+				struct json_object *o = json_object_new_object();
+
+				json_add_str(o, "deleted", name);
+				cli_json_print(stdout, o);
+			} else
+				printf("reservation %s deleted\n", name);
+			r = 0;
+		}
+	} else {
+		char **names = NULL;
+		struct json_object *arr = json ? json_object_new_array() : NULL;
+
+		r = 0;
+		if (name) {
+			names = calloc(2, sizeof(char *));
+			if (names)
+				names[0] = strdup(name);
+		} else if (jobcg_resv_list(ctx, &names) < 0) {
+			cli_print_error(NULL);
+			r = 2;
+		}
+		for (char **k = names; r != 2 && k && *k; k++) {
+			int one =
+			    !strcmp(verb, "list")
+				? show_one(ctx, *k, json, arr)
+				: verify_one(ctx, *k, repair ? JOBCG_RESV_REPAIR : 0, json, arr);
+
+			if (one > r)
+				r = one;
+		}
+		if (!json && names && !names[0])
+			printf("no reservations\n");
+		if (arr)
+			cli_json_print(stdout, arr);
+		jobcg_strv_free(names);
+	}
+	cli_ctx_close(conf, ctx);
+	return r;
+}
+CLI_COMMAND(resv, cmd_resv, "reservations: devices, CPUs and memory kept for some jobs");

@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""jobcg kernel test: reservations, the device part, with stand-in GPUs (mknod c 195 N) and the
+node device program. Reserved GPUs are denied (EPERM) to jobs outside the reservation, even with
+a forged grant in the policy map, and open inside; allocation outside is refused when only
+reserved GPUs are free; 40 concurrent allocations inside and outside never overlap; the rules
+refuse with clear errors and leave nothing behind; only the listed users' jobs enter; verify
+reads the policy map back (DEGRADED when an entry is gone, --repair puts it back); a SIGKILL at
+each step of create and delete, then gc, leaves tree, policy map and state in agreement."""
+import ctypes
+import glob
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pytap  # noqa: E402
+from pytap import ok, diag  # noqa: E402
+
+EPERM = 1
+NGPU = 4
+
+PROBE = r"""
+import errno, os, sys
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+try:
+    os.close(os.open(sys.argv[2], os.O_RDONLY))
+    sys.exit(0)
+except OSError as e:
+    sys.exit(0 if e.errno in (errno.ENXIO, errno.ENODEV) else e.errno)
+"""
+
+# The bpf(2) syscall, for what a test must do behind jobcg's back (forge or delete entries).
+SYS_BPF = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
+BPF_MAP_UPDATE_ELEM, BPF_MAP_DELETE_ELEM, BPF_OBJ_GET = 2, 3, 7
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def bpf(cmd, attr):
+    buf = ctypes.create_string_buffer(attr, 128)
+    r = libc.syscall(SYS_BPF, cmd, buf, 128)
+    if r < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return r
+
+
+def map_open(path):
+    p = ctypes.create_string_buffer(path.encode())
+    return bpf(BPF_OBJ_GET, struct.pack("=QII", ctypes.addressof(p), 0, 0))
+
+
+def map_key(cgid, major, minor, pad):
+    return ctypes.create_string_buffer(struct.pack("=QIIII", cgid, 2, major, minor, pad), 24)
+
+
+def map_update(fd, key, access=7):
+    val = ctypes.create_string_buffer(struct.pack("=I", access), 4)
+    bpf(BPF_MAP_UPDATE_ELEM, struct.pack("=IIQQQ", fd, 0, ctypes.addressof(key),
+                                         ctypes.addressof(val), 0))
+
+
+def map_delete(fd, key):
+    bpf(BPF_MAP_DELETE_ELEM, struct.pack("=IIQ", fd, 0, ctypes.addressof(key)))
+
+
+class Env(pytap.KernelEnv):
+    def setup(self):
+        self.gpus = os.path.join(self.tmp, "gpus")
+        os.mkdir(self.gpus)
+        for i in range(NGPU):
+            os.mknod(os.path.join(self.gpus, f"nvidia{i}"), 0o20666, os.makedev(195, i))
+        with open(os.path.join(self.conf, "gres.conf"), "w") as f:
+            f.write(f"Name=gpu Type=a100 File={self.gpus}/nvidia[0-{NGPU - 1}]\n")
+        with open(os.path.join(self.conf, "cgroup.conf"), "w") as f:
+            f.write("ConstrainDevices=yes\nDeviceProgram=node\nNodeLockTimeout=120\n")
+
+    def probe(self, rel, i):
+        procs = os.path.join(self.root, rel, "cgroup.procs")
+        r = subprocess.run([sys.executable, "-c", PROBE, procs,
+                            os.path.join(self.gpus, f"nvidia{i}")], timeout=30)
+        return r.returncode
+
+    def task(self, jobrel):
+        rel = f"{jobrel}/step_0/user/task_0"
+        os.makedirs(os.path.join(self.root, rel), exist_ok=True)
+        return rel
+
+    def untask(self, jobrel):
+        for d in ("step_0/user/task_0", "step_0/user", "step_0"):
+            try:
+                os.rmdir(os.path.join(self.root, jobrel, d))
+            except FileNotFoundError:
+                pass
+
+    def gres(self, job):
+        r = self.run("show", str(job), "--json")
+        if r.returncode != 0:
+            return None
+        return json.loads(r.stdout).get("gres")
+
+    def policy_map(self):
+        pins = glob.glob(os.path.join(self.env["JOBCG_BPF_PIN_DIR"], "root-*", "jobcg_policy"))
+        return map_open(pins[0]) if pins else None
+
+    def resv_dirs(self):
+        return sorted(d for d in os.listdir(self.root) if d.startswith("resv_"))
+
+
+def gpus_of(s):
+    """'gpu:0,2' -> {0, 2}"""
+    if not s:
+        return set()
+    return {int(x) for x in s.split(":", 1)[1].split(",") if x}
+
+
+def alloc_gpus(e, job, *extra):
+    r = e.run("alloc", str(job), "--json", *extra)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    return gpus_of(json.loads(r.stdout).get("gres")), ""
+
+
+def check_pool(e):
+    r = e.run("resv", "create", "r1", "--devices", "gpu:0,1", "--json")
+    ok(r.returncode == 0, f"resv create r1 --devices gpu:0,1 ({r.stderr.strip()})")
+    info = json.loads(r.stdout) if r.returncode == 0 else {}
+    ok(info.get("devices") == "gpu:0,1" and info.get("state") == "ready",
+       f"show: devices gpu:0,1, ready ({info})")
+    inside, err = alloc_gpus(e, 10, "--reservation", "r1", "--gres", "gpu:1")
+    ok(inside is not None and inside <= {0, 1} and len(inside) == 1,
+       f"a job inside draws from the reservation ({inside} {err})")
+    ok(os.path.isdir(os.path.join(e.root, "resv_r1", "job_10")),
+       "the job lives at resv_r1/job_10")
+    outside, err = alloc_gpus(e, 11, "--gres", "gpu:2")
+    ok(outside == {2, 3}, f"a job outside gets only unreserved GPUs ({outside} {err})")
+    got, err = alloc_gpus(e, 12, "--gres", "gpu:1")
+    ok(got is None and "gpu" in err,
+       f"outside: refused when only reserved GPUs are free ({err})")
+    ok(not os.path.exists(os.path.join(e.root, "job_12")), "... and job 12 is not left behind")
+    got, err = alloc_gpus(e, 12, "--reservation", "r1", "--gres", "gpu:2")
+    ok(got is None and "reservation r1" in err,
+       f"inside: no more than the reservation has free ({err})")
+
+    r = e.run("list", "--json")
+    ok(r.returncode == 0 and "10" in r.stdout and "11" in r.stdout,
+       f"jobcg list shows the job inside the reservation too ({r.stdout.strip()[:300]})")
+    r = e.run("run", "--reservation", "r1", "--gres", "gpu:1", "--", "cat", "/proc/self/cgroup")
+    ok(r.returncode == 0 and "/resv_r1/job_" in r.stdout,
+       f"jobcg run --reservation: the step runs inside resv_r1 ({r.stdout.strip()} {r.stderr.strip()})")
+
+    # The kernel: outside EPERM on reserved GPUs, inside its own opens.
+    t11, t10 = e.task("job_11"), e.task("resv_r1/job_10")
+    got = [e.probe(t11, i) for i in range(NGPU)]
+    ok(got == [EPERM, EPERM, 0, 0], f"job 11 (outside) opens 2,3, EPERM on 0,1 ({got})")
+    got = [e.probe(t10, i) for i in range(NGPU)]
+    want = [0 if i in (inside or set()) else EPERM for i in range(NGPU)]
+    ok(got == want, f"job 10 (inside) opens exactly its GPU ({got}, want {want})")
+
+    # A forged grant of a reserved GPU to a job outside: the reservation guard still denies.
+    fd = e.policy_map()
+    ok(fd is not None, "the node program's policy map is pinned")
+    if fd is not None:
+        cgid = os.stat(os.path.join(e.root, "job_11")).st_ino
+        forged = map_key(cgid, 195, 0, 0)
+        map_update(fd, forged)
+        got = e.probe(t11, 0)
+        ok(got == EPERM, f"a forged grant of reserved GPU 0 to job 11: still EPERM ({got})")
+        map_delete(fd, forged)
+        # Unreserved GPU 2 forged into job 10 inside: bounded by the reservation's devices.
+        cgid10 = os.stat(os.path.join(e.root, "resv_r1", "job_10")).st_ino
+        forged = map_key(cgid10, 195, 2, 0)
+        map_update(fd, forged)
+        got = e.probe(t10, 2)
+        ok(got == EPERM, f"a forged grant of GPU 2 inside the reservation: EPERM ({got})")
+        map_delete(fd, forged)
+
+        # verify reads the map back; --repair writes what is missing.
+        r = e.run("resv", "verify", "r1")
+        ok(r.returncode == 0 and "VALID" in r.stdout, f"verify r1: VALID ({r.stdout.strip()})")
+        flag = map_key(0, 195, 1, 1)
+        map_delete(fd, flag)
+        r = e.run("resv", "verify", "r1")
+        ok(r.returncode == 1 and "DEGRADED" in r.stdout and "195:1" in r.stdout,
+           f"entry deleted behind jobcg's back: DEGRADED naming c 195:1 ({r.stdout.strip()})")
+        got, err = alloc_gpus(e, 13, "--reservation", "r1")
+        ok(got is None and "DEGRADED" in err, f"a DEGRADED reservation admits no job ({err})")
+        r = e.run("resv", "verify", "r1", "--repair", "--json")
+        st = json.loads(r.stdout)[0] if r.returncode in (0, 1) else {}
+        ok(r.returncode == 0 and st.get("state") == "VALID" and st.get("repaired"),
+           f"verify --repair: VALID again ({st})")
+        os.close(fd)
+
+    # Metrics: the reservation, its state, and its job among the node's jobs.
+    r = e.run("metrics")
+    ok(r.returncode == 0 and 'jobcg_reservation_valid{reservation="r1"} 1' in r.stdout,
+       "metrics: jobcg_reservation_valid{reservation=\"r1\"} 1")
+    ok('jobcg_reservation_info{reservation="r1",devices="gpu:0,1"' in r.stdout,
+       "metrics: jobcg_reservation_info names its devices")
+    ok('jobcg_reservation_jobs{reservation="r1"} 1' in r.stdout, "metrics: one job inside")
+    ok('job="10"' in r.stdout, "metrics: job 10, inside the reservation, is read")
+    promtool = shutil.which("promtool")
+    if promtool:
+        p = subprocess.run([promtool, "check", "metrics"], input=r.stdout, text=True,
+                           capture_output=True)
+        ok(p.returncode == 0, f"promtool accepts it ({(p.stdout + p.stderr).strip()[:300]})")
+
+    # Outside the reservation, a directory holding one of its GPUs: DEGRADED.
+    hand = os.path.join(e.root, "handmade")
+    os.mkdir(hand)
+    os.setxattr(hand, "trusted.jobcg.gres", b"gpu:1")
+    r = e.run("resv", "verify", "--json")
+    st = json.loads(r.stdout) if r.stdout.strip() else []
+    ok(r.returncode == 1 and st and "handmade" in " ".join(st[0]["problems"]),
+       f"a cgroup outside holding gpu:1: DEGRADED naming it ({st})")
+    os.rmdir(hand)
+
+    # Users and deletion.
+    r = e.run("resv", "create", "r2", "--devices", "gpu:3", "--users", "nobody")
+    ok(r.returncode != 0 and "job 11" in r.stderr,
+       f"devices held by a running job: refused naming it ({r.stderr.strip()})")
+    e.untask("job_11")
+    e.run("release", "11")
+    r = e.run("resv", "create", "r2", "--devices", "gpu:3", "--users", "nobody")
+    ok(r.returncode == 0, f"resv create r2 --users nobody ({r.stderr.strip()})")
+    got, err = alloc_gpus(e, 14, "--reservation", "r2")
+    ok(got is None and "may not place jobs" in err, f"root's job refused in r2 ({err})")
+    got, err = alloc_gpus(e, 14, "--reservation", "r2", "--uid", "nobody", "--gres", "gpu:1")
+    ok(got == {3}, f"nobody's job enters r2 and gets gpu 3 ({got} {err})")
+    r = e.run("resv", "delete", "r1")
+    ok(r.returncode != 0 and "job 10" in r.stderr,
+       f"delete of a reservation with a job inside: refused naming it ({r.stderr.strip()})")
+    e.untask("resv_r1/job_10")
+    e.run("release", "10")
+    e.run("release", "14")
+    for name in ("r1", "r2"):
+        r = e.run("resv", "delete", name)
+        ok(r.returncode == 0, f"resv delete {name} ({r.stderr.strip()})")
+    got, err = alloc_gpus(e, 15, "--gres", "gpu:4")
+    ok(got == {0, 1, 2, 3}, f"after delete every GPU is back in the pool ({got} {err})")
+    t = e.task("job_15")
+    got = [e.probe(t, i) for i in range(NGPU)]
+    ok(got == [0] * NGPU, f"... and opens in the kernel ({got})")
+    e.untask("job_15")
+    e.run("release", "15")
+
+
+def check_rules(e):
+    cases = [
+        (["resv", "create", "Bad"], "invalid reservation name"),
+        (["resv", "create", "r3"], "would hold nothing"),
+        (["resv", "create", "r3", "--devices", "gpu:9"], "not devices"),
+        (["resv", "create", "r3", "--devices", "gpu:0", "--gres", "gpu:1"], "give one"),
+        (["resv", "create", "r3", "--cpus", "0"], "--cpus"),
+        (["resv", "create", "r3", "--gres", "gpu:5"], "gres"),
+        (["resv", "create", "r3", "--isolated", "--devices", "gpu:0"], "--isolated needs"),
+    ]
+    for args, words in cases:
+        r = e.run(*args)
+        ok(r.returncode != 0 and words in r.stderr,
+           f"{' '.join(args[1:])}: refused with '{words}' ({r.stderr.strip()})")
+    r = e.run("resv", "create", "r4", "--devices", "gpu:0,1")
+    ok(r.returncode == 0, f"resv create r4 ({r.stderr.strip()})")
+    r = e.run("resv", "create", "r5", "--devices", "gpu:1,2")
+    ok(r.returncode != 0 and "already reserved by reservation r4" in r.stderr,
+       f"overlap refused naming r4 ({r.stderr.strip()})")
+    r = e.run("resv", "create", "r4", "--devices", "gpu:3")
+    ok(r.returncode != 0 and "already exists" in r.stderr, f"same name refused ({r.stderr.strip()})")
+    ok(e.resv_dirs() == ["resv_r4"], f"nothing half-applied: only resv_r4 ({e.resv_dirs()})")
+    got, err = alloc_gpus(e, 20, "--gres", "gpu:2")
+    ok(got == {2, 3}, f"a refused create took nothing: GPUs 2,3 still free ({got} {err})")
+    e.run("release", "20")
+    r = e.run("resv", "delete", "r4")
+    ok(r.returncode == 0, f"delete r4 ({r.stderr.strip()})")
+
+
+def check_concurrent(e):
+    r = e.run("resv", "create", "rc", "--devices", "gpu:0,1")
+    ok(r.returncode == 0, f"resv create rc ({r.stderr.strip()})")
+
+    def one(i):
+        extra = ["--reservation", "rc"] if i % 2 else []
+        return i, alloc_gpus(e, 100 + i, "--gres", "gpu:1", *extra)[0]
+
+    with ThreadPoolExecutor(max_workers=40) as ex:
+        res = list(ex.map(one, range(40)))
+    inside = [g for i, g in res if i % 2 and g is not None]
+    outside = [g for i, g in res if not i % 2 and g is not None]
+    ok(len(inside) == 2 and set().union(*inside) == {0, 1},
+       f"40 concurrent: exactly 2 jobs inside, on GPUs 0 and 1 ({inside})")
+    ok(len(outside) == 2 and set().union(*outside) == {2, 3},
+       f"... exactly 2 outside, on GPUs 2 and 3 ({outside})")
+    for i, g in res:
+        if g is not None:
+            e.run("release", str(100 + i))
+    r = e.run("list", "--json")
+    ok(r.returncode == 0 and json.loads(r.stdout) in ([], {"jobs": []}) or "[]" in r.stdout,
+       f"all released ({r.stdout.strip()[:200]})")
+    e.run("resv", "delete", "rc")
+
+
+def agree(e, m):
+    """After gc: no reservation directory, no entry that reserves a GPU (all open from a job
+    that holds all four), `resv list` empty."""
+    r = e.run("gc")
+    ok(r.returncode == 0, f"{m}: gc ({r.stderr.strip()})")
+    ok(e.resv_dirs() == [], f"{m}: no reservation directory left ({e.resv_dirs()})")
+    r = e.run("resv", "list", "--json")
+    ok(r.returncode == 0 and json.loads(r.stdout) == [], f"{m}: resv list is empty ({r.stdout.strip()})")
+    got, err = alloc_gpus(e, 30, "--gres", "gpu:4")
+    ok(got == {0, 1, 2, 3}, f"{m}: every GPU allocatable again ({got} {err})")
+    if got:
+        t = e.task("job_30")
+        opened = [e.probe(t, i) for i in range(NGPU)]
+        ok(opened == [0] * NGPU, f"{m}: and opens: no reservation entry left in the map "
+           f"({opened})")
+        e.untask("job_30")
+    e.run("release", "30")
+
+
+def check_crashes(e):
+    if os.environ.get("JOBCG_TEST_HOOKS") != "1":
+        ok(os.environ.get("JOBCG_MUST_WORK") != "1", "crash points compiled in "
+           "(meson -Dtest_hooks=true)")
+        return
+    for point in ("resv-create-after-mkdir", "resv-create-before-reserve",
+                  "resv-create-before-cpus", "resv-create-before-mark"):
+        env = dict(e.env, JOBCG_TEST_CRASH=point)
+        r = e.run("resv", "create", "rx", "--devices", "gpu:0,1", env=env)
+        ok(r.returncode == -9, f"{point}: killed there (rc {r.returncode})")
+        r = e.run("alloc", "31", "--reservation", "rx")
+        ok(r.returncode != 0 and "not completely created" in r.stderr,
+           f"{point}: the half-made reservation admits no job ({r.stderr.strip()})")
+        agree(e, point)
+    for point in ("resv-delete-after-mark", "resv-delete-before-rmdir"):
+        r = e.run("resv", "create", "ry", "--devices", "gpu:2,3")
+        ok(r.returncode == 0, f"{point}: create ry ({r.stderr.strip()})")
+        env = dict(e.env, JOBCG_TEST_CRASH=point)
+        r = e.run("resv", "delete", "ry", env=env)
+        ok(r.returncode == -9, f"{point}: killed there (rc {r.returncode})")
+        r = e.run("alloc", "32", "--reservation", "ry")
+        ok(r.returncode != 0 and "being deleted" in r.stderr,
+           f"{point}: the half-deleted reservation admits no job ({r.stderr.strip()})")
+        agree(e, point)
+
+
+def check_gc_sweep(e):
+    """A reservation directory removed behind jobcg's back leaves its entries in the policy map
+    (its GPUs open to nobody); gc drops them."""
+    r = e.run("resv", "create", "rz", "--devices", "gpu:0")
+    ok(r.returncode == 0, f"create rz ({r.stderr.strip()})")
+    os.rmdir(os.path.join(e.root, "resv_rz"))
+    got, err = alloc_gpus(e, 40, "--gres", "gpu:4")
+    ok(got == {0, 1, 2, 3}, f"rz's directory gone: gpu 0 allocatable ({got} {err})")
+    t = e.task("job_40")
+    ok(e.probe(t, 0) == EPERM, "... but still reserved in the kernel: EPERM")
+    r = e.run("gc")
+    ok(r.returncode == 0, f"gc ({r.stderr.strip()})")
+    ok(e.probe(t, 0) == 0, "after gc the stale reservation entry is gone: gpu 0 opens")
+    e.untask("job_40")
+    e.run("release", "40")
+
+
+def check_daemon(e):
+    """jobcg daemon re-verifies periodically and repairs: a reservation entry deleted behind
+    jobcg's back is written again within the period, and the daemon says so."""
+    r = e.run("resv", "create", "rd", "--devices", "gpu:0")
+    ok(r.returncode == 0, f"create rd ({r.stderr.strip()})")
+    sockdir = os.path.join(e.tmp, "daemon")
+    os.mkdir(sockdir, 0o700)
+    log = open(os.path.join(e.tmp, "daemon.log"), "w+")
+    d = subprocess.Popen([e.jobcg, "daemon", "--socket", os.path.join(sockdir, "sock"),
+                          "--resv-period", "1"], env=e.env, stdout=log, stderr=log)
+    try:
+        time.sleep(1.5)
+        fd = e.policy_map()
+        map_delete(fd, map_key(0, 195, 0, 1))
+        os.close(fd)
+        end, valid = time.monotonic() + 10, False
+        while time.monotonic() < end and not valid:
+            time.sleep(0.3)
+            valid = e.run("resv", "verify", "rd").returncode == 0
+        ok(valid, "the daemon repaired rd within its period")
+    finally:
+        d.terminate()
+        d.wait(timeout=30)
+    log.seek(0)
+    text = log.read()
+    log.close()
+    ok("reservation rd is DEGRADED" in text and "repaired: VALID" in text and "195:0" in text,
+       f"... and logged what it found ({text.strip()[-400:]})")
+    r = e.run("resv", "delete", "rd")
+    ok(r.returncode == 0, f"delete rd ({r.stderr.strip()})")
+
+
+def body(e):
+    if SYS_BPF is None:
+        ok(True, "# SKIP bpf syscall number unknown on this machine")
+        return
+    e.setup()
+    r = e.run("alloc", "1", "--gres", "gpu:1")
+    if r.returncode != 0:
+        ok(os.environ.get("JOBCG_MUST_WORK") != "1",
+           f"# SKIP devices cannot be constrained here ({r.stderr.strip()})")
+        return
+    e.run("release", "1")
+    check_rules(e)
+    check_pool(e)
+    check_concurrent(e)
+    check_gc_sweep(e)
+    check_daemon(e)
+    check_crashes(e)
+
+
+if __name__ == "__main__":
+    sys.exit(pytap.kernel_main("resv", body, env_class=Env))
