@@ -9,7 +9,10 @@ if ! has_cmd resv; then
 	done_testing
 fi
 root=/sys/fs/cgroup/system.slice/jobcg.scope
-jobcg init > /dev/null 2>&1
+# cpuset down to the tree: EnableControllers (the guest's root cgroup has only memory and pids
+# unless an earlier script enabled more, e.g. when tests/vm/run --only picks this one).
+mkdir -p "$VMT_TMP/resvconf" && printf 'SystemdTimeout=30000\nEnableControllers=yes\n' > "$VMT_TMP/resvconf/cgroup.conf"
+jobcg --config-dir "$VMT_TMP/resvconf" init > /dev/null 2>&1
 n=$(grep -c '^processor' /proc/cpuinfo)
 cpus_in() { jobcg run "$@" -- sh -c 'grep Cpus_allowed_list /proc/self/status' | awk '{print $2}'; }
 range() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }

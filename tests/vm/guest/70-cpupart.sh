@@ -19,7 +19,11 @@ major=${kver%%.*}; rest=${kver#*.}; minor=${rest%%[!0-9]*}
 remote_kernel=0
 [ "$major" -gt 6 ] || { [ "$major" = 6 ] && [ "$minor" -ge 7 ]; } && remote_kernel=1
 diag "Linux $kver, $ncpu CPUs, remote partitions expected: $remote_kernel"
-jobcg init > /dev/null 2>&1 || { not_ok "jobcg init"; done_testing; }
+# The tree must have cpuset: EnableControllers makes jobcg enable it down every ancestor (the
+# Debian guest's root cgroup has only memory and pids, unless an earlier script enabled more).
+conf=$VMT_TMP/cpupartconf
+mkdir -p "$conf" && printf 'SystemdTimeout=30000\nEnableControllers=yes\n' > "$conf/cgroup.conf"
+jobcg --config-dir "$conf" init > /dev/null 2>&1 || { not_ok "jobcg init"; done_testing; }
 grep -qw cpuset "$cg/cgroup.subtree_control" || echo +cpuset > "$cg/cgroup.subtree_control"
 all=$(cat $cg/cpuset.cpus.effective)
 is "all $ncpu CPUs are in the root cgroup to start with" "$all" "0-$((ncpu - 1))"
