@@ -193,13 +193,28 @@ int cpupart_probe(struct jobcg_ctx *ctx, const char *dir, enum cpupart_kind *ret
 	_cleanup_strv_free_ char **levels = NULL;
 	const char *mount = mount_of(ctx);
 	char *reason = NULL;
-	bool invalid;
+	bool invalid, exists;
 	int r;
 
 	r = cpupart_levels(mount, dir, &levels);
 	if (r < 0)
 		return error_set(r, "%s is not a cgroup below the cgroup v2 mount %s", dir, mount);
-	r = read_value(dir, "cpuset.cpus.partition", true, &part);
+	parent = parent_of(dir);
+	if (!parent)
+		return -ENOMEM;
+	/* DIR may not exist yet (a reservation is probed before anything is made): then what its
+	 * parent would give a child tells. */
+	exists = access(dir, F_OK) == 0;
+	if (exists)
+		r = read_value(dir, "cpuset.cpus.partition", true, &part);
+	else {
+		_cleanup_free_ char *sub = NULL;
+
+		r = read_value(parent, "cgroup.subtree_control", false, &sub);
+		if (r < 0)
+			return r;
+		r = cgfs_parse_controllers(sub) & (1u << JOBCG_CTRL_CPUSET) ? 0 : -ENOENT;
+	}
 	if (r == -ENOENT) {
 		reason = strdup_printf("the cpuset controller is not enabled for %s (its parent's "
 				       "cgroup.subtree_control lacks cpuset, or cpuset is bound to "
@@ -211,18 +226,18 @@ int cpupart_probe(struct jobcg_ctx *ctx, const char *dir, enum cpupart_kind *ret
 	if (r < 0)
 		return r;
 	/* Remote partitions (Linux >= 6.7) come with this file: known by the file, not by the
-	 * kernel's version, since distributions backport. */
-	r = read_value(dir, "cpuset.cpus.exclusive", true, &excl);
-	if (r == 0) {
-		*ret_kind = CPUPART_REMOTE;
-		*ret_reason = NULL;
-		return 0;
+	 * kernel's version, since distributions backport. (Below the root cgroup, which lacks
+	 * it, a local partition is as good.) */
+	if (exists || strv_length(levels) > 1) {
+		r = read_value(exists ? dir : parent, "cpuset.cpus.exclusive", true, &excl);
+		if (r == 0) {
+			*ret_kind = CPUPART_REMOTE;
+			*ret_reason = NULL;
+			return 0;
+		}
+		if (r != -ENOENT)
+			return r;
 	}
-	if (r != -ENOENT)
-		return r;
-	parent = parent_of(dir);
-	if (!parent)
-		return -ENOMEM;
 	if (strv_length(levels) == 1) {
 		*ret_kind = CPUPART_LOCAL;
 		*ret_reason = NULL;

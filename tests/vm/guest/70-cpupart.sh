@@ -45,9 +45,11 @@ out=$($vc probe "$root/vmt-resv" 2>&1)
 if [ $remote_kernel = 1 ]; then
 	is "Linux $kver: a remote partition inside system.slice/jobcg.scope" "$out" "remote"
 	D=$root/vmt-resv S=$root/vmt-sib
+	is "...and the same for one not made yet (from its parent)" "$($vc probe $root/vmt-none 2>&1)" "remote"
 else
 	like "Linux $kver: a partition inside system.slice is refused" "$out" "^unsupported: "
 	like "...saying why, in words a user can act on" "$out" "Linux < 6.7.*root cgroup.*/system.slice/jobcg.scope is not one.*direct child of the root cgroup"
+	like "...and the same for one not made yet (from its parent)" "$($vc probe $root/vmt-none 2>&1)" "^unsupported: .*Linux < 6.7"
 	out=$($vc apply "$root/vmt-resv" 2-3 2>&1); rc=$?
 	check "...apply refuses it too (rc $rc)" test $rc = 1
 	like "...with the explanation" "$out" "cannot reserve CPUs 2-3: .*Linux < 6.7"
