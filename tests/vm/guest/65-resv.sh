@@ -13,7 +13,6 @@ root=/sys/fs/cgroup/system.slice/jobcg.scope
 # unless an earlier script enabled more, e.g. when tests/vm/run --only picks this one).
 mkdir -p "$VMT_TMP/resvconf" && printf 'SystemdTimeout=30000\nEnableControllers=yes\n' > "$VMT_TMP/resvconf/cgroup.conf"
 jobcg --config-dir "$VMT_TMP/resvconf" init > /dev/null 2>&1
-diag "cpuset down to the tree: $(for d in /sys/fs/cgroup /sys/fs/cgroup/system.slice $root; do printf '%s: [%s] ' "$d" "$(cat $d/cgroup.subtree_control)"; done)"
 n=$(grep -c '^processor' /proc/cpuinfo)
 cpus_in() { jobcg run "$@" -- sh -c 'grep Cpus_allowed_list /proc/self/status' | awk '{print $2}'; }
 range() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
