@@ -193,13 +193,28 @@ int cpupart_probe(struct jobcg_ctx *ctx, const char *dir, enum cpupart_kind *ret
 	_cleanup_strv_free_ char **levels = NULL;
 	const char *mount = mount_of(ctx);
 	char *reason = NULL;
-	bool invalid;
+	bool invalid, exists;
 	int r;
 
 	r = cpupart_levels(mount, dir, &levels);
 	if (r < 0)
 		return error_set(r, "%s is not a cgroup below the cgroup v2 mount %s", dir, mount);
-	r = read_value(dir, "cpuset.cpus.partition", true, &part);
+	parent = parent_of(dir);
+	if (!parent)
+		return -ENOMEM;
+	/* DIR may not exist yet (a reservation is probed before anything is made): then what its
+	 * parent would give a child tells. */
+	exists = access(dir, F_OK) == 0;
+	if (exists)
+		r = read_value(dir, "cpuset.cpus.partition", true, &part);
+	else {
+		_cleanup_free_ char *sub = NULL;
+
+		r = read_value(parent, "cgroup.subtree_control", false, &sub);
+		if (r < 0)
+			return r;
+		r = cgfs_parse_controllers(sub) & (1u << JOBCG_CTRL_CPUSET) ? 0 : -ENOENT;
+	}
 	if (r == -ENOENT) {
 		reason = strdup_printf("the cpuset controller is not enabled for %s (its parent's "
 				       "cgroup.subtree_control lacks cpuset, or cpuset is bound to "
@@ -211,18 +226,18 @@ int cpupart_probe(struct jobcg_ctx *ctx, const char *dir, enum cpupart_kind *ret
 	if (r < 0)
 		return r;
 	/* Remote partitions (Linux >= 6.7) come with this file: known by the file, not by the
-	 * kernel's version, since distributions backport. */
-	r = read_value(dir, "cpuset.cpus.exclusive", true, &excl);
-	if (r == 0) {
-		*ret_kind = CPUPART_REMOTE;
-		*ret_reason = NULL;
-		return 0;
+	 * kernel's version, since distributions backport. (Below the root cgroup, which lacks
+	 * it, a local partition is as good.) */
+	if (exists || strv_length(levels) > 1) {
+		r = read_value(exists ? dir : parent, "cpuset.cpus.exclusive", true, &excl);
+		if (r == 0) {
+			*ret_kind = CPUPART_REMOTE;
+			*ret_reason = NULL;
+			return 0;
+		}
+		if (r != -ENOENT)
+			return r;
 	}
-	if (r != -ENOENT)
-		return r;
-	parent = parent_of(dir);
-	if (!parent)
-		return -ENOMEM;
 	if (strv_length(levels) == 1) {
 		*ret_kind = CPUPART_LOCAL;
 		*ret_reason = NULL;
@@ -241,14 +256,25 @@ int cpupart_probe(struct jobcg_ctx *ctx, const char *dir, enum cpupart_kind *ret
 			return 0;
 		}
 	}
-	reason = strdup_printf(
-	    "this kernel has no remote cpuset partitions (no cpuset.cpus.exclusive: Linux < 6.7), "
-	    "and a partition then needs every ancestor up to the root cgroup to be a partition "
-	    "root; %s is not one (its cpuset.cpus.partition reads '%s'). To reserve CPUs, run "
-	    "jobcg's tree as a direct child of the root cgroup (CgroupSlice=-.slice, or the mkdir "
-	    "backend with JobcgRoot at the top) or use Linux >= 6.7; devices and memory can "
-	    "still be reserved here",
-	    parent + strlen(mount), pstate ? pstate : "no cpuset");
+	if (strv_length(levels) == 2 && ctx->info->root && streq(parent, ctx->info->root))
+		reason = strdup_printf(
+		    "this kernel has no remote cpuset partitions (no cpuset.cpus.exclusive: "
+		    "Linux < 6.7), so a partition needs its parent to be a partition root, and "
+		    "jobcg's tree root %s is not one (its cpuset.cpus.partition reads '%s'). "
+		    "Make it one (the CPUs jobs may use into its cpuset.cpus, then 'root' into its "
+		    "cpuset.cpus.partition) or use Linux >= 6.7; devices and memory can still be "
+		    "reserved",
+		    parent, pstate ? pstate : "no cpuset");
+	else
+		reason = strdup_printf(
+		    "this kernel has no remote cpuset partitions (no cpuset.cpus.exclusive: "
+		    "Linux < 6.7), and a partition then needs every ancestor up to the root cgroup "
+		    "to be a partition root; %s is not one (its cpuset.cpus.partition reads '%s'). "
+		    "To reserve CPUs, run jobcg's tree as a direct child of the root cgroup "
+		    "(CgroupSlice=-.slice, or the mkdir backend with JobcgRoot at the top) and "
+		    "make its root a partition root, or use Linux >= 6.7; devices and memory can "
+		    "still be reserved here",
+		    parent + strlen(mount), pstate ? pstate : "no cpuset");
 unsupported:
 	if (!reason)
 		return -ENOMEM;
@@ -259,14 +285,42 @@ unsupported:
 
 /* ---- apply, release --------------------------------------------------------------------- */
 
-/* What apply changed, to be put back exactly on failure. */
+/* What apply changed, to be put back exactly on failure: the files it wrote, in order. */
 struct undo {
-	char **dirs; /* levels whose cpuset.cpus.exclusive was written, top-down */
-	char **old;  /* their previous values */
+	char **dirs, **files, **old;
 	size_t n;
 	char *old_cpus; /* DIR's cpuset.cpus before, when written */
 	char *old_part; /* DIR's cpuset.cpus.partition mode before, when written */
 };
+
+/* Remember that DIR/FILE held OLD (taken over, even on failure). */
+static int undo_add(struct undo *u, const char *dir, const char *file, char *old)
+{
+	char **d, **f, **o;
+
+	if (!u) {
+		free(old);
+		return 0;
+	}
+	d = realloc(u->dirs, (u->n + 1) * sizeof(char *));
+	if (d)
+		u->dirs = d;
+	f = realloc(u->files, (u->n + 1) * sizeof(char *));
+	if (f)
+		u->files = f;
+	o = realloc(u->old, (u->n + 1) * sizeof(char *));
+	if (o)
+		u->old = o;
+	if (!d || !f || !o) {
+		free(old);
+		return -ENOMEM;
+	}
+	u->dirs[u->n] = strdup(dir);
+	u->files[u->n] = (char *)file; /* string literals only */
+	u->old[u->n] = old;
+	u->n++;
+	return u->dirs[u->n - 1] ? 0 : -ENOMEM;
+}
 
 static void undo_run(struct undo *u, const char *dir)
 {
@@ -276,9 +330,10 @@ static void undo_run(struct undo *u, const char *dir)
 		log_warning("undo: %s", jobcg_last_error()->message);
 	if (u->old_cpus && write_cpus(dir, "cpuset.cpus", u->old_cpus) < 0)
 		log_warning("undo: %s", jobcg_last_error()->message);
-	/* Bottom-up: a parent's exclusive set must keep covering its children's. */
+	/* Last written first: exclusive sets bottom-up (a parent's must keep covering its
+	 * children's), then the claims trimmed before them. */
 	for (size_t i = u->n; i-- > 0;)
-		if (write_cpus(u->dirs[i], "cpuset.cpus.exclusive", u->old[i]) < 0)
+		if (u->dirs[i] && write_cpus(u->dirs[i], u->files[i], u->old[i]) < 0)
 			log_warning("undo: %s", jobcg_last_error()->message);
 	jobcg_error_restore(&saved);
 }
@@ -290,10 +345,14 @@ static void undo_free(struct undo *u)
 		free(u->old[i]);
 	}
 	free(u->dirs);
+	free(u->files);
 	free(u->old);
 	free(u->old_cpus);
 	free(u->old_part);
 }
+
+static int conflicts(struct jobcg_ctx *ctx, char **levels, const char *cpus, bool fix,
+		     struct undo *u, char **text, bool *foreign);
 
 /* Add CPUS to cpuset.cpus.exclusive on every level, top-down (a child's exclusive set must lie
  * within its parent's), recording old values in U when it is not NULL. */
@@ -316,23 +375,8 @@ static int exclusive_add(char **levels, const char *cpus, struct undo *u)
 					   cpus, levels[i]);
 			return r;
 		}
-		if (u) {
-			char **d = realloc(u->dirs, (u->n + 1) * sizeof(char *));
-			char **o;
-
-			if (!d)
-				return -ENOMEM;
-			u->dirs = d;
-			o = realloc(u->old, (u->n + 1) * sizeof(char *));
-			if (!o)
-				return -ENOMEM;
-			u->old = o;
-			u->dirs[u->n] = strdup(levels[i]);
-			u->old[u->n] = TAKE_PTR(old);
-			u->n++;
-			if (!u->dirs[u->n - 1])
-				return -ENOMEM;
-		}
+		if ((r = undo_add(u, levels[i], "cpuset.cpus.exclusive", TAKE_PTR(old))) < 0)
+			return r;
 	}
 	return 0;
 }
@@ -359,6 +403,29 @@ int cpupart_apply(struct jobcg_ctx *ctx, const char *dir, const char *cpus, bool
 	if ((r = cpupart_levels(mount_of(ctx), dir, &levels)) < 0)
 		return r;
 
+	/* jobcg's own cgroups beside the partition give the CPUs back first (the reservation
+	 * layer has refused running jobs bound to them; what is left is the keeper's leaf after
+	 * SpecCPUs, or a stale cgroup), since 6.12 refuses the exclusive set and 6.1 invalidates
+	 * the partition while a sibling claims them. Another's claim fails the apply, named. */
+	{
+		_cleanup_free_ char *claims = strdup("");
+		bool foreign = false;
+
+		if (!claims) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		if ((r = conflicts(ctx, levels, norm, true, &u, &claims, &foreign)) < 0)
+			goto fail;
+		if (*claims) {
+			r = error_set(
+			    -EBUSY,
+			    "cannot reserve CPUs %s at %s: claimed beside it by %s (free them "
+			    "there first)",
+			    norm, dir, claims);
+			goto fail;
+		}
+	}
 	if (kind == CPUPART_REMOTE) {
 		r = exclusive_add(levels, norm, &u);
 		if (r < 0)
@@ -520,8 +587,8 @@ static int leaks_below(const char *top, const char *skip, const char *cpus, cons
  * the CPUs back (a reservation's CPUs are no job's to keep); the others are only named, in
  * *TEXT ("<cgroup> <file> <cpus>; ..."), and *FOREIGN says there were some.
  */
-static int conflicts(struct jobcg_ctx *ctx, char **levels, const char *cpus, bool fix, char **text,
-		     bool *foreign)
+static int conflicts(struct jobcg_ctx *ctx, char **levels, const char *cpus, bool fix,
+		     struct undo *u, char **text, bool *foreign)
 {
 	const char *mount = mount_of(ctx), *root = ctx->info->root;
 	size_t n = strv_length(levels);
@@ -562,6 +629,8 @@ static int conflicts(struct jobcg_ctx *ctx, char **levels, const char *cpus, boo
 					    0)
 						return r;
 					if (write_cpus(z, file, left) == 0) {
+						if ((r = undo_add(u, z, file, TAKE_PTR(val))) < 0)
+							return r;
 						log_notice(
 						    "took reserved CPU %s back from %s %s (now "
 						    "'%s')",
@@ -635,7 +704,7 @@ int cpupart_verify(struct jobcg_ctx *ctx, const char *dir, const char *cpus, boo
 		if (!claims)
 			return -ENOMEM;
 		if (cpupart_levels(mount, dir, &levels) == 0 &&
-		    conflicts(ctx, levels, norm, false, &claims, &foreign) < 0)
+		    conflicts(ctx, levels, norm, false, NULL, &claims, &foreign) < 0)
 			jobcg_error_clear();
 		problem = strdup_printf(
 		    "partition %s reads '%s' (wanted '%s')%s%s", dir + strlen(mount), part, want,
@@ -688,7 +757,7 @@ int cpupart_repair(struct jobcg_ctx *ctx, const char *dir, const char *cpus, boo
 
 		if (!claims)
 			return -ENOMEM;
-		if ((r = conflicts(ctx, levels, norm, true, &claims, &foreign)) < 0)
+		if ((r = conflicts(ctx, levels, norm, true, NULL, &claims, &foreign)) < 0)
 			return r;
 		if (foreign) {
 			r = cpupart_verify(ctx, dir, norm, isolated, &st);

@@ -19,7 +19,11 @@ major=${kver%%.*}; rest=${kver#*.}; minor=${rest%%[!0-9]*}
 remote_kernel=0
 [ "$major" -gt 6 ] || { [ "$major" = 6 ] && [ "$minor" -ge 7 ]; } && remote_kernel=1
 diag "Linux $kver, $ncpu CPUs, remote partitions expected: $remote_kernel"
-jobcg init > /dev/null 2>&1 || { not_ok "jobcg init"; done_testing; }
+# The tree must have cpuset: EnableControllers makes jobcg enable it down every ancestor (the
+# Debian guest's root cgroup has only memory and pids, unless an earlier script enabled more).
+conf=$VMT_TMP/cpupartconf
+mkdir -p "$conf" && printf 'SystemdTimeout=30000\nEnableControllers=yes\n' > "$conf/cgroup.conf"
+jobcg --config-dir "$conf" init > /dev/null 2>&1 || { not_ok "jobcg init"; done_testing; }
 grep -qw cpuset "$cg/cgroup.subtree_control" || echo +cpuset > "$cg/cgroup.subtree_control"
 all=$(cat $cg/cpuset.cpus.effective)
 is "all $ncpu CPUs are in the root cgroup to start with" "$all" "0-$((ncpu - 1))"
@@ -41,9 +45,11 @@ out=$($vc probe "$root/vmt-resv" 2>&1)
 if [ $remote_kernel = 1 ]; then
 	is "Linux $kver: a remote partition inside system.slice/jobcg.scope" "$out" "remote"
 	D=$root/vmt-resv S=$root/vmt-sib
+	is "...and the same for one not made yet (from its parent)" "$($vc probe $root/vmt-none 2>&1)" "remote"
 else
 	like "Linux $kver: a partition inside system.slice is refused" "$out" "^unsupported: "
 	like "...saying why, in words a user can act on" "$out" "Linux < 6.7.*root cgroup.*/system.slice/jobcg.scope is not one.*direct child of the root cgroup"
+	like "...and the same for one not made yet (from its parent)" "$($vc probe $root/vmt-none 2>&1)" "^unsupported: .*Linux < 6.7"
 	out=$($vc apply "$root/vmt-resv" 2-3 2>&1); rc=$?
 	check "...apply refuses it too (rc $rc)" test $rc = 1
 	like "...with the explanation" "$out" "cannot reserve CPUs 2-3: .*Linux < 6.7"
