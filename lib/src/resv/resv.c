@@ -1316,7 +1316,6 @@ uint64_t resv_mem_total(struct jobcg_ctx *ctx)
 static int gc_entries(struct jobcg_ctx *ctx, unsigned *removed)
 {
 	_cleanup_free_ struct devpolicy_reserved *v = NULL;
-	_cleanup_close_ int mnt = -1;
 	struct jobcg_devpolicy *p = NULL;
 	size_t nv = 0;
 	int r = gres_ctx_policy(ctx, NULL, true, &p);
