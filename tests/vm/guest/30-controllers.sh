@@ -60,9 +60,7 @@ like "...caused outside the job ('node'), not by the job's limit" "$out" '"oom":
 
 # --- metrics of an OOM-killed step: valid exposition text, the kill counted ---
 # The step's shell outlives its OOM-killed child and reads the node from inside the live step.
-if ! has_cmd metrics; then
-	skip "metrics of an OOM-killed step" "this jobcg has no 'metrics' command"
-elif ! command -v promtool > /dev/null; then
+if ! command -v promtool > /dev/null; then
 	skip "metrics of an OOM-killed step" "promtool not in the image (package prometheus)"
 elif jobcg alloc 63 --mem 64M > /dev/null; then
 	prom="$VMT_TMP/oom.prom"

@@ -4,10 +4,6 @@
 # (Cpus_allowed_list, taskset, --cpus refused), a sibling's overlapping write seen by verify and
 # healed by --repair and by the daemon on its own, memory.min with the cap of the jobs outside.
 . "$VMT_GUEST/lib.sh"
-if ! has_cmd resv; then
-	skip "reservation tests" "this jobcg has no resv command"
-	done_testing
-fi
 root=/sys/fs/cgroup/system.slice/jobcg.scope
 # cpuset down to the tree, as a node that reserves CPUs has it: at the top, and through
 # system.slice by EnableControllers=yes.
