@@ -21,6 +21,7 @@
 static char mount_path[PATH_MAX];
 static char test_root[PATH_MAX];
 static char tmp_dir[PATH_MAX];
+static char pin_dir[PATH_MAX];
 
 static int find_cgroup2(void)
 {
@@ -119,6 +120,8 @@ static void cleanup(void)
 		fprintf(stderr, "# warning: could not remove %s\n", test_root);
 	if (tmp_dir[0])
 		nftw(tmp_dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	if (pin_dir[0])
+		nftw(pin_dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 const char *ktest_setup(const char *name)
@@ -152,6 +155,17 @@ const char *ktest_tmpdir(void)
 			atexit(cleanup);
 	}
 	return tmp_dir;
+}
+
+char *ktest_pin_dir(const char *name)
+{
+	if (!pin_dir[0]) {
+		snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/jobcg-test-%s-%d-%ld", name,
+			 (int)getpid(), (long)time(NULL));
+		if (!test_root[0] && !tmp_dir[0])
+			atexit(cleanup);
+	}
+	return pin_dir;
 }
 
 const char *ktest_gpu_conf(unsigned n, const char *type, const char *pins,

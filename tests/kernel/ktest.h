@@ -21,6 +21,10 @@ int ktest_remove_tree(const char *path);
 /* Unique scratch directory under /tmp, removed at exit (recursively). */
 const char *ktest_tmpdir(void);
 
+/* A unique BPF pin directory path, /sys/fs/bpf/jobcg-test-<name>-<pid>-<time> (not created:
+ * jobcg makes it), removed at exit with whatever is pinned in it. */
+char *ktest_pin_dir(const char *name);
+
 /*
  * A configuration directory (<tmpdir>/conf, static storage) for @n stand-in GPUs: character
  * devices 195:i named <tmpdir>/nvidia<i>, listed in gres.conf (with Type=@type unless NULL),

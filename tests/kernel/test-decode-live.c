@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
-#include <ftw.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,19 +23,7 @@
 #include "tap.h"
 
 static char job[PATH_MAX], step[PATH_MAX], snapcg[PATH_MAX];
-static char pin_base[256];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)remove(path);
-	return 0;
-}
-
-static void remove_pins(void)
-{
-	if (pin_base[0])
-		nftw(pin_base, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
+static char *pin_base; /* ktest_pin_dir(): static storage */
 
 static int load(const char *name, const struct prog *p)
 {
@@ -277,9 +264,7 @@ static char *run_cli(const char *args)
 int main(void)
 {
 	const char *root = ktest_setup("decode-live");
-	snprintf(pin_base, sizeof(pin_base), "/sys/fs/bpf/jobcg-test-decode-%d-%ld", (int)getpid(),
-		 (long)time(NULL));
-	atexit(remove_pins);
+	pin_base = ktest_pin_dir("decode");
 	int jobfd = -1, stepfd = -1, snapfd = -1, pa = -1, pb = -1, ps = -1, map = -1;
 	static struct prog a, b, s;
 	struct jobcg_cginspect *in = NULL;

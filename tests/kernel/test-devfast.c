@@ -4,7 +4,6 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,19 +26,7 @@
 #define N_ELEMS(a)  (sizeof(a) / sizeof((a)[0]))
 
 static const char *root, *tmp;
-static char pin_base[256];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)remove(path);
-	return 0;
-}
-
-static void remove_pins(void)
-{
-	if (pin_base[0])
-		nftw(pin_base, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
+static char *pin_base; /* ktest_pin_dir(): static storage */
 
 static void path_of(char *buf, size_t size, const char *rel)
 {
@@ -244,9 +231,7 @@ int main(void)
 
 	root = ktest_setup("devfast");
 	tmp = ktest_tmpdir();
-	snprintf(pin_base, sizeof(pin_base), "/sys/fs/bpf/jobcg-test-devfast-%d-%ld", (int)getpid(),
-		 (long)time(NULL));
-	atexit(remove_pins);
+	pin_base = ktest_pin_dir("devfast");
 	for (unsigned i = 0; i < N_GPUS; i++) {
 		dev_path(buf, sizeof(buf), GPU_MAJOR, i);
 		if (mknod(buf, S_IFCHR | 0666, makedev(GPU_MAJOR, i)) < 0)

@@ -4,7 +4,6 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,19 +24,7 @@
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *root, *tmp;
-static char pin_base[256];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)remove(path);
-	return 0;
-}
-
-static void remove_pins(void)
-{
-	if (pin_base[0])
-		nftw(pin_base, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
+static char *pin_base; /* ktest_pin_dir(): static storage */
 
 /* 1 when a child in cgroup @dir may open @dev, 0 on EPERM, -1 otherwise. */
 static int opens(const char *dir, const char *dev)
@@ -104,9 +91,7 @@ int main(void)
 
 	root = ktest_setup("devupgrade");
 	tmp = ktest_tmpdir();
-	snprintf(pin_base, sizeof(pin_base), "/sys/fs/bpf/jobcg-test-devupgrade-%d-%ld",
-		 (int)getpid(), (long)time(NULL));
-	atexit(remove_pins);
+	pin_base = ktest_pin_dir("devupgrade");
 	snprintf(dev, sizeof(dev), "%s/nvidia0", tmp);
 	if (mknod(dev, S_IFCHR | 0666, makedev(GPU_MAJOR, 0)) < 0)
 		tap_plan_skip_all("mknod not permitted");
