@@ -81,6 +81,15 @@ int main(void)
 	is_int(discover_root_rel(&conf, &s), 0, "default root");
 	is_str(s, "system.slice/jobcg.scope", "default root is <slice>/<scope>");
 	free(s);
+	conf.cgroup.slice = "-.slice";
+	is_int(discover_root_rel(&conf, &s), 0, "root slice");
+	is_str(s, "jobcg.scope", "the root slice -.slice is the root cgroup");
+	free(s);
+	conf.cgroup.slice = "hpc-jobs.slice";
+	is_int(discover_root_rel(&conf, &s), 0, "nested slice");
+	is_str(s, "hpc.slice/hpc-jobs.slice/jobcg.scope", "a-b.slice lives in a.slice");
+	free(s);
+	conf.cgroup.slice = "system.slice";
 	conf.cgroup.tree_root = "/test/sub/";
 	is_int(discover_root_rel(&conf, &s), 0, "configured root");
 	is_str(s, "test/sub", "leading and trailing slashes dropped");

@@ -11,6 +11,7 @@
 #include "confload.h"
 #include "confparse.h"
 #include "parse.h"
+#include "scope_systemd.h"
 #include "jobcg/sysinfo.h"
 #include "log.h"
 #include "util.h"
@@ -557,9 +558,13 @@ static int entry_text(const struct jobcg_cgroup_conf *cg, const struct key_def *
 		break;
 	case K_STRING:
 		*kind = JOBCG_CONFIG_STRING;
-		if (k->off == OFF(tree_root) && !cg->tree_root)
-			s = strdup_printf("%s/%s", cg->slice, cg->scope_name);
-		else if (!*(char *const *)field) {
+		if (k->off == OFF(tree_root) && !cg->tree_root) {
+			/* Where systemd puts the scope (nested slices, -.slice the root). */
+			if (scope_expected_root(cg->slice, cg->scope_name, &s) < 0) {
+				jobcg_error_clear();
+				s = strdup_printf("%s/%s", cg->slice, cg->scope_name);
+			}
+		} else if (!*(char *const *)field) {
 			*ret = NULL;
 			return 0;
 		} else

@@ -13,6 +13,7 @@
 #include "cgroupfs.h"
 #include "context_internal.h"
 #include "discover.h"
+#include "scope_systemd.h"
 #include "log.h"
 #include "scope_choose.h"
 #include "util.h"
@@ -167,9 +168,16 @@ int discover_root_rel(const struct jobcg_config *conf, char **ret)
 		while (*root == '/')
 			root++;
 		s = strip_slashes(root);
-	} else
-		s = strdup_printf("%s/%s", c->slice && *c->slice ? c->slice : "system.slice",
-				  c->scope_name && *c->scope_name ? c->scope_name : "jobcg.scope");
+	} else {
+		/* Where systemd puts the scope: nested slices ("a-b.slice" is in "a.slice"), and
+		 * "-.slice", the root slice, is the root cgroup itself. */
+		int r = scope_expected_root(c->slice && *c->slice ? c->slice : "system.slice",
+					    c->scope_name && *c->scope_name ? c->scope_name
+									    : "jobcg.scope",
+					    &s);
+		if (r < 0)
+			return r;
+	}
 	if (!s)
 		return -ENOMEM;
 	if (!*s || streq(s, "/") || strstr(s, "..") || strstr(s, "//")) {
