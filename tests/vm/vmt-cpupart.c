@@ -71,6 +71,7 @@ int main(int argc, char **argv)
 		printf("%s%s%s\n",
 		       kind == CPUPART_REMOTE  ? "remote"
 		       : kind == CPUPART_LOCAL ? "local"
+		       : kind == CPUPART_TREE  ? "tree"
 					       : "unsupported",
 		       reason ? ": " : "", reason ? reason : "");
 		free(reason);

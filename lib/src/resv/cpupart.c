@@ -16,6 +16,7 @@
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cgroupfs.h"
@@ -23,6 +24,7 @@
 #include "parse.h"
 #include "log.h"
 #include "sdbus_dl.h"
+#include "spec.h"
 #include "util.h"
 
 #define WORDS (JOBCG_CPU_MAX / 64)
@@ -183,6 +185,14 @@ static const char *mount_of(struct jobcg_ctx *ctx)
 	return ctx->info->mount;
 }
 
+/* The tree root as a partition root (Linux < 6.7), at the end of this file. */
+#define X_TREEPART "trusted.jobcg.treepart"
+static bool spec_configured(struct jobcg_ctx *ctx);
+static int tree_make(struct jobcg_ctx *ctx, bool *ret_made);
+static int tree_unmake(struct jobcg_ctx *ctx, bool force);
+static int tree_problem(struct jobcg_ctx *ctx, const char *dir, char **ret);
+static bool systemd_backend(struct jobcg_ctx *ctx);
+
 /* ---- probe ------------------------------------------------------------------------------ */
 
 int cpupart_probe(struct jobcg_ctx *ctx, const char *dir, enum cpupart_kind *ret_kind,
@@ -256,13 +266,22 @@ int cpupart_probe(struct jobcg_ctx *ctx, const char *dir, enum cpupart_kind *ret
 			return 0;
 		}
 	}
+	if (strv_length(levels) == 2 && ctx->info->root && streq(parent, ctx->info->root) &&
+	    spec_configured(ctx)) {
+		/* jobcg's tree directly below the root cgroup: apply makes its root a partition
+		 * root of the CPUs jobs may use, SpecCPUs staying with the rest of the node. */
+		*ret_kind = CPUPART_TREE;
+		*ret_reason = NULL;
+		return 0;
+	}
 	if (strv_length(levels) == 2 && ctx->info->root && streq(parent, ctx->info->root))
 		reason = strdup_printf(
 		    "this kernel has no remote cpuset partitions (no cpuset.cpus.exclusive: "
-		    "Linux < 6.7), so a partition needs its parent to be a partition root, and "
-		    "jobcg's tree root %s is not one (its cpuset.cpus.partition reads '%s'). "
-		    "Make it one (the CPUs jobs may use into its cpuset.cpus, then 'root' into its "
-		    "cpuset.cpus.partition) or use Linux >= 6.7; devices and memory can still be "
+		    "Linux < 6.7), so a partition needs its parent, jobcg's tree root %s, to be a "
+		    "partition root too (it reads '%s'). jobcg makes it one of the CPUs jobs may "
+		    "use, which takes them from every process outside its tree, only when "
+		    "cgroup.conf says which CPUs the rest of the node keeps: set SpecCPUs (or "
+		    "CoreSpecCount), or use Linux >= 6.7; devices and memory can still be "
 		    "reserved",
 		    parent, pstate ? pstate : "no cpuset");
 	else
@@ -389,6 +408,7 @@ int cpupart_apply(struct jobcg_ctx *ctx, const char *dir, const char *cpus, bool
 	struct cpupart_state st = {0};
 	struct undo u = {0};
 	enum cpupart_kind kind;
+	bool tree_made = false;
 	int r;
 
 	if ((r = cpulist_combine(cpus, CPULIST_UNION, "", &norm)) < 0)
@@ -401,6 +421,8 @@ int cpupart_apply(struct jobcg_ctx *ctx, const char *dir, const char *cpus, bool
 	if (kind == CPUPART_UNSUPPORTED)
 		return error_set(-EOPNOTSUPP, "cannot reserve CPUs %s: %s", norm, reason);
 	if ((r = cpupart_levels(mount_of(ctx), dir, &levels)) < 0)
+		return r;
+	if (kind == CPUPART_TREE && (r = tree_make(ctx, &tree_made)) < 0)
 		return r;
 
 	/* jobcg's own cgroups beside the partition give the CPUs back first (the reservation
@@ -470,6 +492,13 @@ int cpupart_apply(struct jobcg_ctx *ctx, const char *dir, const char *cpus, bool
 	return 0;
 fail:
 	undo_run(&u, dir);
+	if (tree_made) {
+		struct jobcg_error saved = *jobcg_last_error();
+
+		if (tree_unmake(ctx, false) < 0)
+			log_warning("undo: %s", jobcg_last_error()->message);
+		jobcg_error_restore(&saved);
+	}
 	cpupart_state_clear(&st);
 	undo_free(&u);
 	return r;
@@ -517,6 +546,10 @@ int cpupart_release(struct jobcg_ctx *ctx, const char *dir, const char *cpus)
 		if (r < 0)
 			first = first ?: r;
 	}
+	/* The tree root jobcg made a partition for this one goes back when none is left. */
+	if (strv_length(levels) == 2 && ctx->info->root && streq(levels[0], ctx->info->root) &&
+	    (r = tree_unmake(ctx, false)) < 0)
+		first = first ?: r;
 	return first;
 }
 
@@ -696,7 +729,11 @@ int cpupart_verify(struct jobcg_ctx *ctx, const char *dir, const char *cpus, boo
 			return r;
 	}
 
-	if (!streq(mode, want) || invalid) {
+	if ((r = tree_problem(ctx, dir, &problem)) < 0)
+		return r;
+	if (problem)
+		; /* the tree root's own state explains the rest */
+	else if (!streq(mode, want) || invalid) {
 		_cleanup_strv_free_ char **levels = NULL;
 		_cleanup_free_ char *claims = strdup("");
 		bool foreign = false;
@@ -777,6 +814,17 @@ int cpupart_repair(struct jobcg_ctx *ctx, const char *dir, const char *cpus, boo
 					 st.problem ? st.problem : "out of memory");
 		}
 	}
+	/* A tree root jobcg made a partition (Linux < 6.7) is made one again first: the
+	 * reservation below cannot be valid while its parent is not. */
+	{
+		_cleanup_free_ char *tp = NULL;
+		bool made;
+
+		if ((r = tree_problem(ctx, dir, &tp)) < 0)
+			return r;
+		if (tp && (r = tree_make(ctx, &made)) < 0)
+			return r;
+	}
 	/* An ancestor's exclusive set cut is put back first (remote partitions only). */
 	if (read_value(dir, "cpuset.cpus.exclusive", true, &excl) == 0 &&
 	    (r = exclusive_add(levels, norm, NULL)) < 0)
@@ -840,10 +888,43 @@ static bool systemd_backend(struct jobcg_ctx *ctx)
 	return name && streq(name, "systemd");
 }
 
-/* systemd's MemoryMin of UNIT (runtime only: a reservation lives as long as jobcg says). A
+/* Append one value of D-Bus type SIG (inside its variant) to M. */
+typedef int (*unit_value_fn)(sd_bus_message *m, const void *arg);
+
+static int append_u64(sd_bus_message *m, const void *arg)
+{
+	return sdbus.bus_message_append(m, "t", *(const uint64_t *)arg);
+}
+
+/* A CPU list as systemd's AllowedCPUs wants it: a bitmask, CPU 0 in the lowest bit of byte 0. */
+static int append_cpumask(sd_bus_message *m, const void *arg)
+{
+	uint64_t bits[WORDS];
+	size_t n = 0;
+	int r = cpus_load(arg, bits);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < WORDS * 8; i++)
+		if ((bits[i / 8] >> (8 * (i % 8))) & 0xff)
+			n = i + 1;
+	if ((r = sdbus.bus_message_open_container(m, 'a', "y")) < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if ((r = sdbus.bus_message_append(m, "y",
+						  (uint8_t)((bits[i / 8] >> (8 * (i % 8))) & 0xff))) < 0)
+			return r;
+	return sdbus.bus_message_close_container(m);
+}
+
+/*
+ * Set systemd property KEY of UNIT, runtime only (a reservation lives as long as jobcg says):
+ * TEXT is the value as `systemctl set-property` takes it, APPEND writes it as D-Bus type SIG. A
  * dynamically linked jobcg asks over D-Bus itself; a static one, which must not load libsystemd,
- * has systemctl ask. */
-static int unit_memory_min(const char *unit, uint64_t bytes)
+ * has systemctl ask.
+ */
+static int unit_property(const char *unit, const char *key, const char *text, const char *sig,
+			 unit_value_fn append, const void *arg)
 {
 	sd_bus_error err = SD_BUS_ERROR_NULL;
 	sd_bus_message *m = NULL, *reply = NULL;
@@ -851,7 +932,7 @@ static int unit_memory_min(const char *unit, uint64_t bytes)
 	int r;
 
 	if (process_is_static()) {
-		char val[64];
+		_cleanup_free_ char *val = strdup_printf("%s=%s", key, text);
 		char *argv[] = {(char *)"systemctl",
 				(char *)"set-property",
 				(char *)"--runtime",
@@ -863,7 +944,8 @@ static int unit_memory_min(const char *unit, uint64_t bytes)
 		pid_t pid;
 		int st;
 
-		snprintf(val, sizeof(val), "MemoryMin=%llu", (unsigned long long)bytes);
+		if (!val)
+			return -ENOMEM;
 		r = posix_spawn(&pid, exe, NULL, NULL, argv, (char *[]){NULL});
 		if (r)
 			return error_set(-r, "cannot run %s to set %s of %s: %s", exe, val, unit,
@@ -881,30 +963,47 @@ static int unit_memory_min(const char *unit, uint64_t bytes)
 		return r;
 	r = sdbus.bus_open_system(&bus);
 	if (r < 0)
-		return error_set(
-		    r, "cannot connect to the D-Bus system bus to set MemoryMin of %s: %s", unit,
-		    strerror(-r));
+		return error_set(r, "cannot connect to the D-Bus system bus to set %s of %s: %s",
+				 key, unit, strerror(-r));
 	r = sdbus.bus_message_new_method_call(
 	    bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
 	    "org.freedesktop.systemd1.Manager", "SetUnitProperties");
 	if (r >= 0)
 		r = sdbus.bus_message_append(m, "sb", unit, 1);
 	if (r >= 0)
-		r = sdbus.bus_message_append(m, "a(sv)", 1, "MemoryMin", "t", bytes);
+		r = sdbus.bus_message_open_container(m, 'a', "(sv)");
+	if (r >= 0)
+		r = sdbus.bus_message_open_container(m, 'r', "sv");
+	if (r >= 0)
+		r = sdbus.bus_message_append(m, "s", key);
+	if (r >= 0)
+		r = sdbus.bus_message_open_container(m, 'v', sig);
+	if (r >= 0)
+		r = append(m, arg);
+	for (int i = 0; i < 3 && r >= 0; i++)
+		r = sdbus.bus_message_close_container(m);
 	if (r < 0) {
 		error_set(r, "systemd: cannot build SetUnitProperties: %s", strerror(-r));
 		goto out;
 	}
 	r = sdbus.bus_call(bus, m, 30 * 1000000ULL, &err, &reply);
 	if (r < 0)
-		error_set(r, "systemd SetUnitProperties(%s, MemoryMin=%llu): %s", unit,
-			  (unsigned long long)bytes, err.message ? err.message : strerror(-r));
+		error_set(r, "systemd SetUnitProperties(%s, %s=%s): %s", unit, key, text,
+			  err.message ? err.message : strerror(-r));
 out:
 	sdbus.bus_error_free(&err);
 	sdbus.bus_message_unref(reply);
 	sdbus.bus_message_unref(m);
 	sdbus.bus_flush_close_unref(bus);
 	return r;
+}
+
+static int unit_memory_min(const char *unit, uint64_t bytes)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%llu", (unsigned long long)bytes);
+	return unit_property(unit, "MemoryMin", text, "t", append_u64, &bytes);
 }
 
 /*
@@ -1038,4 +1137,205 @@ int memresv_verify(struct jobcg_ctx *ctx, const char *dir, uint64_t bytes, char 
 	}
 	*ret_problem = NULL;
 	return 0;
+}
+
+/* ---- the tree root as a partition root (Linux < 6.7) ------------------------------------ */
+
+static bool spec_configured(struct jobcg_ctx *ctx)
+{
+	const struct jobcg_cgroup_conf *c = ctx->conf ? &ctx->conf->cgroup : NULL;
+
+	return c && ((c->spec_cpus && *c->spec_cpus) || c->core_spec_count);
+}
+
+/* The tree root's cpuset.cpus: written by systemd under its backend (AllowedCPUs, which it would
+ * otherwise write back over ours when it next realizes the scope), else directly. */
+static int tree_set_cpus(struct jobcg_ctx *ctx, const char *cpus)
+{
+	const char *root = ctx->info->root;
+	uint64_t end;
+	int r;
+
+	if (!systemd_backend(ctx))
+		return write_cpus(root, "cpuset.cpus", cpus);
+	r = unit_property(strrchr(root, '/') + 1, "AllowedCPUs", cpus, "ay", append_cpumask, cpus);
+	if (r < 0)
+		return r;
+	/* systemd writes the file when it realizes the unit, after it has answered. */
+	for (end = now_usec() + 5 * 1000000ULL;;) {
+		_cleanup_free_ char *cur = NULL;
+
+		if ((r = read_value(root, "cpuset.cpus", false, &cur)) < 0)
+			return r;
+		if (cpulist_equal(cur, cpus) == 1)
+			return 0;
+		if (now_usec() > end)
+			return error_set(-EIO, "systemd accepted AllowedCPUs=%s but %s/cpuset.cpus "
+					       "reads '%s'",
+					 cpus, root, cur);
+		usleep(10000);
+	}
+}
+
+/*
+ * The tree root's cpuset.cpus back to no restriction: empty, as before tree_make, where the
+ * kernel allows it. It refuses to empty the list of a cgroup with processes below it (ENOSPC),
+ * so it gets every online CPU then (systemd's AllowedCPUs too, since systemd's own write of an
+ * empty list would meet the same refusal): jobs must not stay on the CPUs of an old SpecCPUs.
+ */
+static int tree_cpus_restore(struct jobcg_ctx *ctx)
+{
+	_cleanup_free_ char *online = NULL;
+	int r;
+
+	if (!systemd_backend(ctx)) {
+		r = write_cpus(ctx->info->root, "cpuset.cpus", "");
+		if (r != -ENOSPC)
+			return r;
+		jobcg_error_clear();
+	}
+	if ((r = jobcg_online_cpus(&online)) < 0)
+		return r;
+	return tree_set_cpus(ctx, online);
+}
+
+/*
+ * Make jobcg's tree root, a direct child of the root cgroup, a partition root of the CPUs jobs
+ * may use (online minus SpecCPUs/CoreSpecCount): on Linux < 6.7 a reservation's partition below
+ * it needs that. Those CPUs leave every process outside the tree, which is why it needs the
+ * administrator's SpecCPUs, and why release undoes it once no reservation needs it. Read back
+ * like every partition; the mark X_TREEPART says jobcg made it. *RET_MADE: made by this call.
+ */
+static int tree_make(struct jobcg_ctx *ctx, bool *ret_made)
+{
+	const char *root = ctx->info->root, *mount = mount_of(ctx);
+	_cleanup_free_ char *state = NULL, *mode = NULL, *why = NULL, *online = NULL;
+	_cleanup_free_ char *cpus = NULL, *claims = strdup(""), *after = NULL;
+	_cleanup_strv_free_ char **levels = NULL;
+	bool invalid = false, foreign = false;
+	int r;
+
+	*ret_made = false;
+	if (!claims)
+		return -ENOMEM;
+	if ((r = read_value(root, "cpuset.cpus.partition", false, &state)) < 0 ||
+	    (r = cpupart_parse_state(state, &mode, &invalid, &why)) < 0)
+		return r;
+	if (!invalid && (streq(mode, "root") || streq(mode, "isolated")))
+		return 0;
+	if ((r = jobcg_online_cpus(&online)) < 0 ||
+	    (r = jobcg_spec_job_cpus(&ctx->conf->cgroup, online, &cpus)) < 0)
+		return r;
+	if ((r = cpupart_levels(mount, root, &levels)) < 0)
+		return error_set(r, "%s is not a cgroup below %s", root, mount);
+	if (strv_length(levels) != 1)
+		return error_set(-EOPNOTSUPP, "jobcg's tree root %s is not a direct child of the "
+					      "root cgroup: it cannot be a partition root on Linux < 6.7",
+				 root);
+	if ((r = conflicts(ctx, levels, cpus, false, NULL, &claims, &foreign)) < 0)
+		return r;
+	if (*claims)
+		return error_set(-EBUSY,
+				 "cannot make jobcg's tree root %s a partition of CPUs %s (on Linux "
+				 "< 6.7 a reservation's CPUs need it): claimed beside it by %s (free "
+				 "them there first)",
+				 root, cpus, claims);
+	if ((r = tree_set_cpus(ctx, cpus)) < 0)
+		return r;
+	/* 6.1 leaves an invalid partition invalid when "root" is written again. */
+	if (invalid)
+		(void)cgfs_write(root, "cpuset.cpus.partition", "member");
+	if ((r = cgfs_write(root, "cpuset.cpus.partition", "root")) < 0 ||
+	    (r = read_value(root, "cpuset.cpus.partition", false, &after)) < 0)
+		goto undo;
+	if (!streq(after, "root")) {
+		r = error_set(-EBUSY,
+			      "the kernel did not make jobcg's tree root %s a partition of CPUs %s: "
+			      "its cpuset.cpus.partition reads '%s'",
+			      root, cpus, after);
+		goto undo;
+	}
+	if ((r = cgfs_xattr_set(root, X_TREEPART, cpus)) < 0)
+		goto undo;
+	log_notice("made jobcg's tree root %s a partition root of CPUs %s (Linux < 6.7: a "
+		   "reservation's CPUs need every ancestor to be one); the rest of the node keeps "
+		   "the others",
+		   root, cpus);
+	*ret_made = true;
+	return 0;
+undo : {
+	struct jobcg_error saved = *jobcg_last_error();
+
+	if (cgfs_write(root, "cpuset.cpus.partition", "member") < 0 || tree_cpus_restore(ctx) < 0)
+		log_warning("undo: %s", jobcg_last_error()->message);
+	jobcg_error_restore(&saved);
+	return r;
+}
+}
+
+/* Undo tree_make once no child of the tree root is a partition any more (FORCE: regardless).
+ * A partition root jobcg did not make (no mark) is the administrator's and stays. */
+static int tree_unmake(struct jobcg_ctx *ctx, bool force)
+{
+	const char *root = ctx->info->root;
+	_cleanup_strv_free_ char **kids = NULL;
+	_cleanup_free_ char *mark = NULL;
+	int r;
+
+	if (!root || cgfs_xattr_get(root, X_TREEPART, &mark) < 0) {
+		jobcg_error_clear();
+		return 0;
+	}
+	if (!force) {
+		if ((r = cgfs_children(root, &kids)) < 0)
+			return r;
+		for (size_t i = 0; kids[i]; i++) {
+			_cleanup_free_ char *p = strdup_printf("%s/%s", root, kids[i]);
+			_cleanup_free_ char *part = NULL;
+
+			if (!p)
+				return -ENOMEM;
+			if (read_value(p, "cpuset.cpus.partition", true, &part) == 0 &&
+			    !startswith(part, "member"))
+				return 0; /* still needed */
+			jobcg_error_clear();
+		}
+	}
+	if ((r = cgfs_write(root, "cpuset.cpus.partition", "member")) < 0 ||
+	    (r = tree_cpus_restore(ctx)) < 0)
+		return r;
+	if (removexattr(root, X_TREEPART) < 0 && errno != ENODATA)
+		return error_set(-errno, "cannot remove %s from %s: %s", X_TREEPART, root,
+				 strerror(errno));
+	log_notice("jobcg's tree root %s is no partition root any more (no CPU reservation left)",
+		   root);
+	return 0;
+}
+
+/* When DIR's parent is a tree root jobcg made a partition root: *RET says what is wrong with it
+ * (malloc'd), NULL when it is a valid partition root or not jobcg's to check. */
+static int tree_problem(struct jobcg_ctx *ctx, const char *dir, char **ret)
+{
+	const char *root = ctx->info->root;
+	_cleanup_free_ char *parent = parent_of(dir), *mark = NULL, *state = NULL;
+	_cleanup_free_ char *mode = NULL, *why = NULL;
+	bool invalid = false;
+	int r;
+
+	*ret = NULL;
+	if (!parent)
+		return -ENOMEM;
+	if (!root || !streq(parent, root) || cgfs_xattr_get(root, X_TREEPART, &mark) < 0) {
+		jobcg_error_clear();
+		return 0;
+	}
+	if ((r = read_value(root, "cpuset.cpus.partition", false, &state)) < 0 ||
+	    (r = cpupart_parse_state(state, &mode, &invalid, &why)) < 0)
+		return r;
+	if (!invalid && streq(mode, "root"))
+		return 0;
+	*ret = strdup_printf("jobcg's tree root %s reads '%s' (on Linux < 6.7 it must be a valid "
+			     "partition root of CPUs %s for the reservation's CPUs)",
+			     root + strlen(mount_of(ctx)), state, mark);
+	return *ret ? 0 : -ENOMEM;
 }

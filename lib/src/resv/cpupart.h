@@ -14,6 +14,10 @@ enum cpupart_kind {
 	CPUPART_UNSUPPORTED, /* no partition possible here; the reason says why */
 	CPUPART_LOCAL,	     /* every ancestor up to the root cgroup is (or is) a partition root */
 	CPUPART_REMOTE,	     /* cpuset.cpus.exclusive exists (Linux >= 6.7): any depth */
+	CPUPART_TREE,	     /* LOCAL once apply has made jobcg's tree root, a direct child of
+			      * the root cgroup, a partition root of the CPUs jobs may use (Linux
+			      * < 6.7, SpecCPUs or CoreSpecCount set); release undoes that when
+			      * no reservation needs it any more */
 };
 
 /*

@@ -1,6 +1,8 @@
+# vmtest-timeout: 420
 # Reservations through the CLI (jobcg resv, docs/reservations.md) in jobcg's tree under systemd:
 # CPUs as a partition where the kernel can make one (remote partitions, 6.7+; on 6.1 the tree
-# in system.slice is refused with the reason and nothing is made), jobs inside and outside
+# in system.slice is refused with the reason and nothing is made, and a tree in -.slice has its
+# root made a partition root first, SpecCPUs kept for the rest of the node), jobs inside and outside
 # (Cpus_allowed_list, taskset, --cpus refused), a sibling's overlapping write seen by verify and
 # healed by --repair and by the daemon on its own, memory.min with the cap of the jobs outside.
 . "$VMT_GUEST/lib.sh"
@@ -26,6 +28,83 @@ elif [ ! -e "$root/cpuset.cpus.exclusive" ]; then
 	check "6.1, tree in system.slice: resv create --cpus refused (rc $rc)" test $rc -ne 0
 	like "...with the reason" "$out" "no CPU partition can be made here: .*Linux < 6.7"
 	check "...and nothing made" test ! -e "$root/resv_r1"
+
+	# 6.1 with jobcg's tree directly below the root cgroup (a scope in -.slice): jobcg makes
+	# the tree root a partition root of the jobs' CPUs, the reservation one inside it.
+	top="$VMT_TMP/topconf"
+	T=/sys/fs/cgroup/jobcg-top.scope
+	mkdir -p "$top"
+	printf 'SystemdTimeout=30000\nEnableControllers=yes\nCgroupSlice=-.slice\nJobcgScope=jobcg-top.scope\nStateDir=%s\n' \
+		"$VMT_TMP/topstate" > "$top/cgroup.conf"
+	J() { JOBCG_CONF_DIR="$top" jobcg "$@"; }
+	top_cpus() { J run "$@" -- sh -c 'grep Cpus_allowed_list /proc/self/status' | awk '{print $2}'; }
+	J init > /dev/null 2>&1
+	check "6.1: jobcg's tree at the top ($T)" test -d "$T"
+	out=$(J resv create r1 --cpus 2-3 2>&1); rc=$?
+	check "...without SpecCPUs: resv create --cpus refused (rc $rc)" test $rc -ne 0
+	like "...saying what the administrator must decide" "$out" "set SpecCPUs"
+	check "...nothing made" test ! -e "$T/resv_r1"
+	is "...the tree root left alone" "$(cat $T/cpuset.cpus.partition)" member
+	echo SpecCPUs=0 >> "$top/cgroup.conf"
+	J init > /dev/null 2>&1
+	out=$(J resv create r1 --cpus 2-3 2>&1); rc=$?
+	is "with SpecCPUs=0: resv create r1 --cpus 2-3" "$rc" 0 || diag "$out"
+	is "...the tree root is a partition root" "$(cat $T/cpuset.cpus.partition)" root
+	is "...of the jobs' CPUs" "$(cat $T/cpuset.cpus)" "1-$((n - 1))"
+	is "...r1 a partition inside it" "$(cat $T/resv_r1/cpuset.cpus.partition)" root
+	is "...the rest of the node keeps CPU 0 (the root cgroup's effective set)" \
+		"$(cat /sys/fs/cgroup/cpuset.cpus.effective)" 0
+	out=$(J resv verify r1 2>&1); rc=$?
+	is "verify r1: VALID (rc $rc)" "$(echo "$out" | head -n1)" "r1: VALID" || diag "$out"
+	outside=1; [ $n -gt 4 ] && outside="1,$(range 4 $((n - 1)))"
+	is "a job outside runs on CPU $outside" "$(top_cpus)" "$outside"
+	out=$(J run -- taskset -c 2 true 2>&1); rc=$?
+	check "...taskset -c 2 inside a job outside fails (rc $rc)" test $rc -ne 0
+	is "a job inside gets 2-3" "$(top_cpus --reservation r1)" "2-3"
+	# A cgroup beside the tree that claims one of its CPUs: 6.1 accepts the write and
+	# invalidates the tree root, and r1 with it.
+	S=/sys/fs/cgroup/vmt-top-intruder
+	mkdir "$S" && echo 1 > "$S/cpuset.cpus"
+	out=$(J resv verify r1 2>&1); rc=$?
+	is "a cgroup beside the tree claims CPU 1: verify exits 1" "$rc" 1
+	like "...naming the tree root's state" "$out" "tree root /jobcg-top.scope reads 'root invalid"
+	diag "$out"
+	out=$(J resv verify r1 --repair 2>&1); rc=$?
+	check "...--repair refuses while the claim stands (rc $rc)" test $rc -ne 0
+	like "...naming the claim" "$out" "vmt-top-intruder cpuset.cpus 1"
+	rmdir "$S"
+	out=$(J resv verify r1 --repair 2>&1); rc=$?
+	is "...once it is gone, --repair: VALID again" "$rc" 0 || diag "$out"
+	is "...the tree root a partition root again" "$(cat $T/cpuset.cpus.partition)" root
+	is "...r1 too" "$(cat $T/resv_r1/cpuset.cpus.partition)" root
+	# A cgroup of jobcg's tree beside r1 claiming CPU 3: healed by the daemon on its own.
+	S="$T/vmt-intruder"
+	mkdir "$S"
+	mkdir -p -m 0700 "$VMT_TMP/topd"
+	J daemon --socket "$VMT_TMP/topd/sock" --resv-period 3 > "$VMT_TMP/topd.log" 2>&1 &
+	dpid=$!
+	sleep 2
+	echo 3 > "$S/cpuset.cpus"
+	healed=no
+	for i in $(seq 1 30); do
+		sleep 1
+		if J resv verify r1 > /dev/null 2>&1; then healed=yes; break; fi
+	done
+	is "a cgroup of the tree beside r1 claims CPU 3: the daemon repaired r1 on its own" "$healed" yes
+	is "...the intruder no longer has CPU 3" "$(cat $S/cpuset.cpus.effective)" 1
+	# The daemon is notified at once and heals before a reader could look: its log tells.
+	like "...having seen r1 invalid, in the kernel's words" "$(cat $VMT_TMP/topd.log)" \
+		"reservation r1: CPUs: partition /jobcg-top.scope/resv_r1 reads 'root invalid \(Cpu list in cpuset.cpus not exclusive\)'"
+	kill $dpid; wait $dpid 2> /dev/null
+	diag "$(cat $VMT_TMP/topd.log)"
+	rmdir "$S"
+	check "delete r1" J resv delete r1
+	is "...the tree root is a member again" "$(cat $T/cpuset.cpus.partition)" member
+	is "...the root cgroup has every CPU back" "$(cat /sys/fs/cgroup/cpuset.cpus.effective)" "$all"
+	is "...a job outside runs on every CPU but SpecCPUs" "$(top_cpus)" "1-$((n - 1))"
+	out=$(J teardown 2>&1); rc=$?
+	is "teardown of the tree at the top" "$rc" 0 || diag "$out"
+	check "...gone" test ! -e "$T"
 else
 	out=$(jobcg resv create r1 --cpus 2-3 2>&1); rc=$?
 	is "resv create r1 --cpus 2-3" "$rc" 0 || diag "$out"
