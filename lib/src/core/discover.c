@@ -171,10 +171,9 @@ int discover_root_rel(const struct jobcg_config *conf, char **ret)
 	} else {
 		/* Where systemd puts the scope: nested slices ("a-b.slice" is in "a.slice"), and
 		 * "-.slice", the root slice, is the root cgroup itself. */
-		int r = scope_expected_root(c->slice && *c->slice ? c->slice : "system.slice",
-					    c->scope_name && *c->scope_name ? c->scope_name
-									    : "jobcg.scope",
-					    &s);
+		int r = scope_expected_root(
+		    c->slice && *c->slice ? c->slice : "system.slice",
+		    c->scope_name && *c->scope_name ? c->scope_name : "jobcg.scope", &s);
 		if (r < 0)
 			return r;
 	}

@@ -911,8 +911,8 @@ static int append_cpumask(sd_bus_message *m, const void *arg)
 	if ((r = sdbus.bus_message_open_container(m, 'a', "y")) < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
-		if ((r = sdbus.bus_message_append(m, "y",
-						  (uint8_t)((bits[i / 8] >> (8 * (i % 8))) & 0xff))) < 0)
+		if ((r = sdbus.bus_message_append(
+			 m, "y", (uint8_t)((bits[i / 8] >> (8 * (i % 8))) & 0xff))) < 0)
 			return r;
 	return sdbus.bus_message_close_container(m);
 }
@@ -1170,8 +1170,9 @@ static int tree_set_cpus(struct jobcg_ctx *ctx, const char *cpus)
 		if (cpulist_equal(cur, cpus) == 1)
 			return 0;
 		if (now_usec() > end)
-			return error_set(-EIO, "systemd accepted AllowedCPUs=%s but %s/cpuset.cpus "
-					       "reads '%s'",
+			return error_set(-EIO,
+					 "systemd accepted AllowedCPUs=%s but %s/cpuset.cpus "
+					 "reads '%s'",
 					 cpus, root, cur);
 		usleep(10000);
 	}
@@ -1229,17 +1230,19 @@ static int tree_make(struct jobcg_ctx *ctx, bool *ret_made)
 	if ((r = cpupart_levels(mount, root, &levels)) < 0)
 		return error_set(r, "%s is not a cgroup below %s", root, mount);
 	if (strv_length(levels) != 1)
-		return error_set(-EOPNOTSUPP, "jobcg's tree root %s is not a direct child of the "
-					      "root cgroup: it cannot be a partition root on Linux < 6.7",
+		return error_set(-EOPNOTSUPP,
+				 "jobcg's tree root %s is not a direct child of the "
+				 "root cgroup: it cannot be a partition root on Linux < 6.7",
 				 root);
 	if ((r = conflicts(ctx, levels, cpus, false, NULL, &claims, &foreign)) < 0)
 		return r;
 	if (*claims)
-		return error_set(-EBUSY,
-				 "cannot make jobcg's tree root %s a partition of CPUs %s (on Linux "
-				 "< 6.7 a reservation's CPUs need it): claimed beside it by %s (free "
-				 "them there first)",
-				 root, cpus, claims);
+		return error_set(
+		    -EBUSY,
+		    "cannot make jobcg's tree root %s a partition of CPUs %s (on Linux "
+		    "< 6.7 a reservation's CPUs need it): claimed beside it by %s (free "
+		    "them there first)",
+		    root, cpus, claims);
 	if ((r = tree_set_cpus(ctx, cpus)) < 0)
 		return r;
 	/* 6.1 leaves an invalid partition invalid when "root" is written again. */
@@ -1249,10 +1252,11 @@ static int tree_make(struct jobcg_ctx *ctx, bool *ret_made)
 	    (r = read_value(root, "cpuset.cpus.partition", false, &after)) < 0)
 		goto undo;
 	if (!streq(after, "root")) {
-		r = error_set(-EBUSY,
-			      "the kernel did not make jobcg's tree root %s a partition of CPUs %s: "
-			      "its cpuset.cpus.partition reads '%s'",
-			      root, cpus, after);
+		r = error_set(
+		    -EBUSY,
+		    "the kernel did not make jobcg's tree root %s a partition of CPUs %s: "
+		    "its cpuset.cpus.partition reads '%s'",
+		    root, cpus, after);
 		goto undo;
 	}
 	if ((r = cgfs_xattr_set(root, X_TREEPART, cpus)) < 0)
