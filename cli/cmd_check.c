@@ -5,7 +5,7 @@
 
 #include "common.h"
 #include "jobcg/adopt.h"
-#include "gpus.h"
+#include "gpudetect.h"
 #include "jobcg/gres.h"
 #include "spec.h"
 #include "jobcg/sysinfo.h"

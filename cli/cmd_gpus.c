@@ -5,7 +5,7 @@
 
 #include "common.h"
 #include "jobcg-build.h"
-#include "gpus.h"
+#include "gpudetect.h"
 
 static void help(void)
 {

@@ -1,6 +1,6 @@
 /* Unit tests: parsing of cgroup file contents and /proc/self/mounts (discovery). */
 #include "cgroupfs.h"
-#include "discover.h"
+#include "sysinfo_internal.h"
 #include "jobcg/acct.h"
 #include "jobcg/job.h"
 #include "tap.h"

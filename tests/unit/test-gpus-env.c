@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "gpudetect.h"
+#include "gpudetect_internal.h"
 #include "jobcg/gres.h"
 #include "tap.h"
 #include "util.h"

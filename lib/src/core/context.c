@@ -8,7 +8,7 @@
 #include "cgroupfs.h"
 #include "context_internal.h"
 #include "devices.h"
-#include "discover.h"
+#include "sysinfo_internal.h"
 #include "spec.h"
 #include "log.h"
 #include "scope_choose.h"

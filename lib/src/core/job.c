@@ -6,7 +6,7 @@
 
 #include "acctlog_internal.h"
 #include "cgroupfs.h"
-#include "discover.h"
+#include "sysinfo_internal.h"
 #include "job_hooks.h"
 #include "log.h"
 #include "testhook.h"

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "gpudetect.h"
+#include "gpudetect_internal.h"
 #include "parse.h"
 #include "log.h"
 #include "util.h"

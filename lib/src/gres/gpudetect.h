@@ -1,87 +1,101 @@
-/* jobcg internal: what the GPU detection backends share, and the companion devices of a GPU. */
+/* jobcg internal: GPUs and NVIDIA MIG instances found on this node, and how they compare with
+ * gres.conf. */
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "jobcg/config.h"
-#include "gpus.h"
+#include "jobcg/error.h"
 
-#define NVIDIA_GPU_MAJOR 195
-#define DRM_MAJOR	 226
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-/* One detection run: where files are read from, and the list being built. */
-struct gpuscan {
-	const char *root; /* "" or $JOBCG_SYSROOT, without a trailing '/' */
-	struct jobcg_gpus *g;
-	size_t cap;
+enum jobcg_gpu_vendor {
+	JOBCG_GPU_NVIDIA = 1,
+	JOBCG_GPU_AMD,
+	JOBCG_GPU_INTEL,
 };
 
-/* @path ("/proc/...") under the scan's root; NULL on ENOMEM. */
-char *gpuscan_path(const struct gpuscan *s, const char *path);
-/* Read a small file under the root; -ENOENT when it is not there. */
-int gpuscan_read(const struct gpuscan *s, const char *path, char **ret);
-/* The numbers of the entries of @dir under the root named @prefix and a number (at most
- * @max of them), sorted; -errno when @dir cannot be read. */
-int gpuscan_numbered(const struct gpuscan *s, const char *dir, const char *prefix, size_t max,
-		     unsigned **ret, size_t *ret_n);
-/* The major of character device driver @name in the root's /proc/devices; -ENOENT if none. */
-int gpuscan_chr_major(const struct gpuscan *s, const char *name, unsigned *ret);
-/* Record a warning (also logged). Returns 0, or -ENOMEM. */
-int gpuscan_warn(struct gpuscan *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/*
- * Check that @path (as the node names it) is character device @major:@minor under the root.
- * Returns 0 when it is; else warns naming the file and what @source ("<file>: Device Minor: 1")
- * says, and returns -ENOENT (absent) or -ENODEV (another device). -ENOMEM.
- */
-int gpuscan_check_node(struct gpuscan *s, const char *path, unsigned major, unsigned minor,
-		       const char *source);
-/* Append a file to a vector (path copied). */
-int gpu_file_push(struct jobcg_gpu_file **v, size_t *n, const char *path, unsigned major,
-		  unsigned minor);
-/* Take @gpu (moved; zeroed) into the list, numbering it. */
-int gpuscan_add(struct gpuscan *s, struct jobcg_gpu *gpu);
-void gpu_done(struct jobcg_gpu *gpu);
-/* CPUs local to PCI device @pci, NULL when sysfs does not say. */
-char *gpuscan_local_cpus(const struct gpuscan *s, const char *pci);
-/* A Type= from a model name: lower case, runs of blanks and ',' ':' as one '_'. */
-char *gpu_type_from_model(const char *model);
-/* The NVIDIA companion devices found beside /dev/nvidiaN under the root. */
-int gpuscan_nvidia_companions(struct gpuscan *s, struct jobcg_gpu *gpu);
-/* Normalise a PCI bus id to "0000:3b:00.0" (NVML writes "00000000:3B:00.0"); in place. */
-void gpu_pci_normalise(char *pci, size_t size);
-
-/* /proc/driver/nvidia-caps/mig-minors: which cap minor belongs to which GPU, GI and CI. */
-struct mig_minor {
-	unsigned gpu, gi, minor;
-	int ci; /* -1: the GI's own access file */
+/* One device file as a job on the node opens it (never prefixed with JOBCG_SYSROOT). */
+struct jobcg_gpu_file {
+	char *path;
+	unsigned major, minor; /* character device; checked against the node's /dev */
 };
-int mig_minors_load(const char *path, struct mig_minor **ret, size_t *ret_n);
-/* The cap minor of @gpu/@gi/@ci (-1: the GI's), or -ENOENT. */
-int mig_minor_find(const struct mig_minor *v, size_t n, unsigned gpu, unsigned gi, int ci);
-
-int gpudetect_nvidia(struct gpuscan *s);
-int gpudetect_nvml(struct gpuscan *s);
-int gpudetect_amd(struct gpuscan *s);
-int gpudetect_intel(struct gpuscan *s);
-/* NVML's own UUID ("MIG-...") of instance @gi/@ci of the GPU with minor @minor. */
-int nvml_mig_uuid(unsigned minor, unsigned gi, unsigned ci, char **ret);
 
 /*
- * The devices a job holding record @r also needs (JOBCG_GRES_FLAG_NO_COMPANIONS: none): for an
- * NVIDIA GPU file (c 195:N), nvidiactl, nvidia-uvm, nvidia-uvm-tools and nvidia-modeset from the
- * same directory; for an AMD render node (c 226:N, N >= 128), kfd from the directory above. Only
- * character devices whose numbers the running driver confirms (/proc/devices, where it lists
- * them) are given. @add is called for each; its negative return stops and is returned.
+ * One row: a whole GPU, or one MIG instance of an NVIDIA GPU in MIG mode. A GPU in MIG mode
+ * is listed (mig_mode) before its instances but is not a device of its own: gres.conf names
+ * its instances instead.
  */
-int gres_companions(const struct jobcg_gres_record *r,
-		    int (*add)(void *ud, unsigned major, unsigned minor), void *ud);
+struct jobcg_gpu {
+	unsigned index; /* row number, in detection order */
+	enum jobcg_gpu_vendor vendor;
+	char *model; /* as the driver names it ("NVIDIA A100-SXM4-40GB"), never NULL */
+	char *type;  /* a gres.conf Type= derived from model (and MIG profile), never NULL */
+	char *uuid;  /* "GPU-...", "MIG-..." or NULL when the source gives none */
+	char *pci;   /* PCI bus id "0000:3b:00.0" (the parent's for a MIG instance) */
+	char *cpus;  /* CPUs local to the device ("0-15,32-47"), NULL when unknown */
+	struct jobcg_gpu_file *files; /* what a gres.conf line names: File= or MultipleFiles= */
+	size_t nfiles;
+	/* Opened by the runtime beside any of this vendor's GPUs (nvidiactl, nvidia-uvm, kfd),
+	 * as found on the node; jobcg grants them with the GPU (jobcg-gres.conf(5)). */
+	struct jobcg_gpu_file *companions;
+	size_t ncompanions;
+	bool mig_mode; /* an NVIDIA GPU in MIG mode (its instances follow it) */
+	bool mig;      /* this row is a MIG instance */
+	int parent;    /* MIG: the row of its GPU; else -1 */
+	unsigned gi, ci;
+	char *profile; /* MIG profile ("1g.10gb"), NULL when the source does not tell (nvidia) */
+};
+
+struct jobcg_gpus {
+	struct jobcg_gpu *gpus;
+	size_t ngpus;
+	char *backends; /* the backends that ran, "nvidia,amd,intel" */
+	char *sysroot;	/* $JOBCG_SYSROOT the files were read under, NULL for / */
+	/* Each GPU or instance left out, or fact that could not be checked, as one sentence
+	 * naming the file ("<file>: ..."); NULL when none. Also logged as warnings. */
+	char **warnings;
+};
 
 /*
- * The CUDA_VISIBLE_DEVICES name of the MIG instance record @r names (its GPU's file and its CI
- * cap file), from the driver's files under @proc ("/proc"): "MIG-GPU-<uuid>/<gi>/<ci>", or
- * with NVML (@use_nvml, a dynamically linked process) the instance's own "MIG-<uuid>".
- * -ENOENT when @r is not a MIG instance or the files do not tell.
+ * Detect the node's GPUs with @backend: "nvidia" (the NVIDIA driver's /proc files), "nvml"
+ * (libnvidia-ml.so.1, loaded at run time), "amd" or Slurm's "rsmi" (sysfs and the kfd
+ * topology, no library), "intel" or Slurm's "oneapi" (sysfs), "all" or NULL (nvidia, amd and
+ * intel: the backends that need no library), or "off" (nothing). Slurm's "nrt" is refused
+ * (-EOPNOTSUPP). Files are read under $JOBCG_SYSROOT when it is set and the process is not
+ * set-uid (secure_getenv). Missing driver files mean no GPU of that vendor, not an error;
+ * files that exist but are wrong leave their GPU out with a warning naming the file.
+ * Errors: -EINVAL unknown backend, -ELIBACC NVML cannot be loaded (the error names the
+ * library), -ELIBEXEC NVML asked in a statically linked process, -EIO an NVML call failed.
  */
-int gres_mig_uuid(const struct jobcg_gres_record *r, const char *proc, bool use_nvml, char **ret);
-/* True when @r names an NVIDIA MIG capability file (/dev/nvidia-caps/nvidia-capN). */
-bool gres_record_is_mig(const struct jobcg_gres_record *r);
+int jobcg_gpus_detect(const char *backend, struct jobcg_gpus **ret);
+void jobcg_gpus_free(struct jobcg_gpus *g);
+
+/**
+ * The backend gres.conf's AutoDetect= selects ("nvml" -> "nvml", "rsmi" -> "amd", ...), or
+ * NULL when it sets none ("off" gives "off").
+ */
+const char *jobcg_gpus_backend_for(const struct jobcg_gres_conf *conf);
+
+/**
+ * The gres.conf lines for @g: one per GPU not in MIG mode (File=) and one per MIG instance
+ * (MultipleFiles=parent,GI cap,CI cap), each with Type= and Cores= where known, prefixed by
+ * "NodeName=@nodename " when @nodename is not NULL. *ret is one malloc'ed string.
+ */
+int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret);
+
+/**
+ * Compare @g with the gpu records of @conf. Files a record names that were not stat()ed
+ * (JOBCG_CONFIG_NO_STAT) are looked at under @g's sysroot.
+ * *ret lists every difference as a sentence (a GPU gres.conf lacks, a record no GPU matches,
+ * a different major:minor, Type, Cores or file list, a different order), NULL-terminated,
+ * empty when they agree. Free each string, then the array.
+ */
+int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct jobcg_gres_conf *conf, char ***ret);
+
+#ifdef __cplusplus
+}
+#endif

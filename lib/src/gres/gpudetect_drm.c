@@ -8,7 +8,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 
-#include "gpudetect.h"
+#include "gpudetect_internal.h"
 #include "log.h"
 #include "util.h"
 

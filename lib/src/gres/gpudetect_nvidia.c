@@ -7,7 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 
-#include "gpudetect.h"
+#include "gpudetect_internal.h"
 #include "log.h"
 #include "util.h"
 

@@ -8,7 +8,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
-#include "gpudetect.h"
+#include "gpudetect_internal.h"
 #include "gresxattr.h"
 #include "gres_internal.h"
 #include "jobcg/gres.h"

@@ -1,4 +1,4 @@
-/* jobcg internal: pure helpers of host discovery (unit tested from strings). */
+/* jobcg internal: pure helpers of host discovery in sysinfo.c (unit tested from strings). */
 #pragma once
 
 #include "jobcg/sysinfo.h"

@@ -12,7 +12,7 @@
 
 #include "cgroupfs.h"
 #include "context_internal.h"
-#include "discover.h"
+#include "sysinfo_internal.h"
 #include "scope_systemd.h"
 #include "log.h"
 #include "scope_choose.h"
