@@ -2,7 +2,10 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 #include "cgroupfs.h"
 #include "log.h"
@@ -499,4 +502,46 @@ bool tree_runner_alive(const char *runner)
 	if (starttime_of(pid, &have) < 0)
 		return false;
 	return have == want;
+}
+
+JOBCG_EXPORT int jobcg_runner_wait(const char *runner, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_usec() + (uint64_t)timeout_ms * 1000;
+	_cleanup_close_ int fd = -EBADF;
+	unsigned long long st;
+	int pid, r;
+	char end;
+
+	if (!runner || sscanf(runner, "%d:%llu%c", &pid, &st, &end) != 2 || pid <= 0)
+		return error_set(-EINVAL, "'%s': not a runner (PID:STARTTIME)", runner ? runner : "");
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
+	/* Checked once the pidfd is open: it then refers to that process, not a later one with
+	 * its pid, and tells its exit however soon that comes. */
+	for (;;) {
+		uint64_t now = now_usec();
+		int wait_ms;
+
+		if (!tree_runner_alive(runner))
+			return 0;
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		wait_ms = deadline == UINT64_MAX ? -1 : (int)((deadline - now + 999) / 1000);
+		if (fd < 0) {
+			/* No pidfd (before Linux 5.3): look again in a second. */
+			struct timespec ts = {.tv_sec = 1};
+
+			if (wait_ms >= 0 && wait_ms < 1000)
+				ts = (struct timespec){.tv_nsec = (long)wait_ms * 1000000};
+			(void)nanosleep(&ts, NULL);
+			continue;
+		}
+		r = poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, wait_ms);
+		if (r > 0)
+			return 0; /* it exited (a zombie until reaped, which is gone enough) */
+		if (r < 0 && errno != EINTR)
+			return error_set(negative_errno(), "waiting for %s: %s", runner,
+					 strerror(errno));
+	}
 }
