@@ -13,7 +13,7 @@
 static void log_to_syslog(enum jobcg_log_level level, const char *msg, void *userdata)
 {
 	(void)userdata;
-	syslog(level <= JOBCG_LOG_ERR	     ? LOG_ERR
+	syslog(level <= JOBCG_LOG_ERR	    ? LOG_ERR
 	       : level <= JOBCG_LOG_WARNING ? LOG_WARNING
 	       : level <= JOBCG_LOG_NOTICE  ? LOG_NOTICE
 					    : LOG_INFO,
@@ -22,17 +22,18 @@ static void log_to_syslog(enum jobcg_log_level level, const char *msg, void *use
 
 static void step_watch_help(FILE *f)
 {
-	fprintf(f,
-		"Usage: jobcg step-watch [--node NAME] [--step-dir DIR] [--remove-idle-job]\n"
-		"                        JOB.STEP PID:STARTTIME\n\n"
-		"Internal: wait until the step's runner (PID:STARTTIME, as the step records it)\n"
-		"exits; if the step is still there, its runner died without ending it: kill what\n"
-		"is left, revoke its devices, record it NODE_FAIL and remove it, as 'jobcg gc'\n"
-		"would. jobcg_spank.so runs this for every Slurm step; you never need to.\n"
-		"  --node NAME        the node name for gres.conf's NodeName= lines\n"
-		"  --step-dir DIR     the step's cgroup: when it is gone the runner ended the step\n"
-		"                     and nothing is loaded\n"
-		"  --remove-idle-job  then remove the job if no step is left in it (no job record)\n");
+	fprintf(
+	    f,
+	    "Usage: jobcg step-watch [--node NAME] [--step-dir DIR] [--remove-idle-job]\n"
+	    "                        JOB.STEP PID:STARTTIME\n\n"
+	    "Internal: wait until the step's runner (PID:STARTTIME, as the step records it)\n"
+	    "exits; if the step is still there, its runner died without ending it: kill what\n"
+	    "is left, revoke its devices, record it NODE_FAIL and remove it, as 'jobcg gc'\n"
+	    "would. jobcg_spank.so runs this for every Slurm step; you never need to.\n"
+	    "  --node NAME        the node name for gres.conf's NodeName= lines\n"
+	    "  --step-dir DIR     the step's cgroup: when it is gone the runner ended the step\n"
+	    "                     and nothing is loaded\n"
+	    "  --remove-idle-job  then remove the job if no step is left in it (no job record)\n");
 }
 
 static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
@@ -97,8 +98,8 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 		       "its devices revoked, recorded NODE_FAIL, removed",
 		       t.job, t.step, runner);
 		if (remove_job) {
-			r = jobcg_job_remove(ctx, t.job,
-					     JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD);
+			r = jobcg_job_remove(
+			    ctx, t.job, JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD);
 			if (r == 0)
 				syslog(LOG_NOTICE, "job %u removed: no step left in it", t.job);
 			else if (r == -EBUSY || r == -ENOENT || r == -EINPROGRESS)

@@ -292,10 +292,18 @@ static int watch_start(const char *node)
 	const char *dir = st.conf->config_dir ? st.conf->config_dir : "/etc/jobcg";
 	/* slurmstepd's environment is the job's: none of it reaches jobcg. */
 	char *envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-	char *argv[] = {(char *)exe,		   (char *)"--config-dir", (char *)dir,
-			(char *)"step-watch",	   (char *)"--node",	   (char *)node,
-			(char *)"--step-dir",	   sdir,		   (char *)"--remove-idle-job",
-			target,			   me,			   NULL};
+	char *argv[] = {(char *)exe,
+			(char *)"--config-dir",
+			(char *)dir,
+			(char *)"step-watch",
+			(char *)"--node",
+			(char *)node,
+			(char *)"--step-dir",
+			sdir,
+			(char *)"--remove-idle-job",
+			target,
+			me,
+			NULL};
 
 	if (!me || !sdir || !target)
 		return -ENOMEM;
@@ -622,7 +630,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 					 JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD);
 
 		if (k == 0)
-			slurm_verbose("jobcg: job %u removed (no step left in it) in %" PRIu64 " us",
+			slurm_verbose("jobcg: job %u removed (no step left in it) in %" PRIu64
+				      " us",
 				      st.job, monotonic_us() - t0);
 		else if (k != -EBUSY && k != -ENOENT && k != -EINPROGRESS && r == 0)
 			r = fail(st.job, st.life.step[0] ? st.life.step : NULL, k,

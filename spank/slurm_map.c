@@ -283,9 +283,9 @@ int jspank_args_parse(int argc, char *const argv[], struct jspank_args *ret)
 		/* slurmstepd's PATH is not the admin's: a relative name would be a guess. */
 		if (slot == &a.jobcg && *v != '/') {
 			jspank_args_done(&a);
-			return error_set(-EINVAL,
-					 "plugstack.conf argument '%s': jobcg= needs an absolute path",
-					 argv[i]);
+			return error_set(
+			    -EINVAL, "plugstack.conf argument '%s': jobcg= needs an absolute path",
+			    argv[i]);
 		}
 		free(*slot);
 		if (!(*slot = strdup(v))) {

@@ -122,15 +122,16 @@ static int runner_start(const char *root, uint32_t job, bool make_job, bool end_
 		struct jobcg_config *conf = NULL;
 		struct jobcg_ctx *ctx = NULL;
 		char *sleep_argv[] = {"sleep", "1000", NULL};
-		char *esc_argv[] = {"sh", "-c",
-				    "setsid sleep 1001 < /dev/null > /dev/null 2>&1 & exec sleep 1002",
-				    NULL};
+		char *esc_argv[] = {
+		    "sh", "-c", "setsid sleep 1001 < /dev/null > /dev/null 2>&1 & exec sleep 1002",
+		    NULL};
 		pid_t task, sh;
 
 		close(ready[0]);
 		close(go[1]);
 		/* A context of its own: the parent's lock descriptor is not to be shared. */
-		if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 || jobcg_ctx_open(conf, 0, &ctx) < 0 ||
+		if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 ||
+		    jobcg_ctx_open(conf, 0, &ctx) < 0 ||
 		    (make_job && jobcg_job_create(ctx, job, NULL, 0, NULL) < 0) ||
 		    jobcg_step_create(ctx, job, "0", 0, NULL) < 0 ||
 		    jobcg_task_spawn(ctx, job, "0", 0, sleep_argv, NULL, &task) < 0 ||
@@ -184,7 +185,7 @@ static void kill_left(const struct runner *r)
 
 static pid_t watch_start(const char *sdir, const char *target, const char *runner)
 {
-	char *args[] = {"step-watch", "--step-dir", (char *)sdir, "--remove-idle-job",
+	char *args[] = {"step-watch",	"--step-dir",	(char *)sdir, "--remove-idle-job",
 			(char *)target, (char *)runner, NULL};
 
 	return kcli_start(args, NULL, NULL);
@@ -333,7 +334,8 @@ static void test_watch_normal_end(struct jobcg_ctx *ctx, const struct jobcg_conf
 	is_int(st, 0, "step-watch exits 0 once the runner is gone");
 	ok(mono_ms() - t0 < 3000, "promptly (%llu ms after the runner was told to end)",
 	   (unsigned long long)(mono_ms() - t0));
-	ok(kcli_exists("%s/job_34", root), "and does nothing: the job stays (the runner's to remove)");
+	ok(kcli_exists("%s/job_34", root),
+	   "and does nothing: the job stays (the runner's to remove)");
 	c = records(conf, "34");
 	is_int(c.node_fail, 0, "no NODE_FAIL record");
 	if (w > 0 && st == -1) {

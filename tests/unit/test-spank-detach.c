@@ -33,7 +33,8 @@ static int report(const char *out)
 	d = opendir("/proc/self/fd");
 	fprintf(f, "fds");
 	while (d && (e = readdir(d)))
-		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d) && atoi(e->d_name) != fileno(f))
+		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d) &&
+		    atoi(e->d_name) != fileno(f))
 			fprintf(f, " %s", e->d_name);
 	if (d)
 		closedir(d);
@@ -125,7 +126,8 @@ int main(int argc, char **argv)
 		char env[64] = "";
 
 		if (s)
-			sscanf(s, "usr1_blocked %d term_ignored %d env %63s", &blocked, &ignored, env);
+			sscanf(s, "usr1_blocked %d term_ignored %d env %63s", &blocked, &ignored,
+			       env);
 		ok(blocked == 0 && ignored == 0,
 		   "no signal blocked or ignored (SIGUSR1 blocked %d, SIGTERM ignored %d)", blocked,
 		   ignored);

@@ -513,7 +513,8 @@ JOBCG_EXPORT int jobcg_runner_wait(const char *runner, int timeout_ms)
 	char end;
 
 	if (!runner || sscanf(runner, "%d:%llu%c", &pid, &st, &end) != 2 || pid <= 0)
-		return error_set(-EINVAL, "'%s': not a runner (PID:STARTTIME)", runner ? runner : "");
+		return error_set(-EINVAL, "'%s': not a runner (PID:STARTTIME)",
+				 runner ? runner : "");
 #ifdef SYS_pidfd_open
 	fd = (int)syscall(SYS_pidfd_open, pid, 0);
 #endif
