@@ -347,6 +347,67 @@ static void test_watch_normal_end(struct jobcg_ctx *ctx, const struct jobcg_conf
 	is_int(jobcg_job_remove(ctx, 34, 0), 0, "remove job 34");
 }
 
+/*
+ * What jobcg_spank.so does per step, in two processes at once on one job: make the job if it is
+ * not there, create a step (again when the job was removed meanwhile), end the step and remove
+ * the job if nothing uses it. The other's removal must never take a step of this one's: each
+ * finds its step in place until it ends it itself. Returns the rounds that went wrong.
+ */
+static int step_rounds(const char *root, const char *sid, unsigned rounds)
+{
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	char sdir[PATH_MAX];
+	int bad = 0;
+
+	if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 || jobcg_ctx_open(conf, 0, &ctx) < 0)
+		return (int)rounds;
+	snprintf(sdir, sizeof(sdir), "%s/job_36/step_%s", root, sid);
+	for (unsigned i = 0; i < rounds; i++) {
+		int r, tries = 0;
+
+		do {
+			r = jobcg_job_create(ctx, 36, NULL, 0, NULL);
+			if (r == 0 || r == -EEXIST)
+				r = jobcg_step_create(ctx, 36, sid, 0, NULL);
+		} while ((r == -ENOENT || r == -ESHUTDOWN) && ++tries < 100);
+		if (r < 0) {
+			tap_diag("%s: round %u: creating the step: %s", sid, i,
+				 jobcg_error_message(r));
+			bad++;
+			continue;
+		}
+		if (access(sdir, F_OK) < 0 || jobcg_step_remove(ctx, 36, sid, 0) < 0) {
+			tap_diag("%s: round %u: the step was gone before its end", sid, i);
+			bad++;
+		}
+		r = jobcg_job_remove(ctx, 36,
+				     JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD);
+		if (r < 0 && r != -EBUSY && r != -ENOENT) {
+			tap_diag("%s: round %u: removing the job: %s", sid, i,
+				 jobcg_error_message(r));
+			bad++;
+		}
+	}
+	jobcg_ctx_free(ctx);
+	jobcg_config_free(conf);
+	return bad;
+}
+
+static void test_concurrent(const char *root)
+{
+	pid_t pid = fork();
+	int st = 0, bad;
+
+	if (pid == 0)
+		_exit(step_rounds(root, "1", 150) > 0);
+	bad = step_rounds(root, "0", 150);
+	waitpid(pid, &st, 0);
+	is_int(bad, 0, "150 rounds of step, end, job removal: no step of one lost to the other's");
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nor the other's (150 rounds beside it)");
+	ok(!kcli_exists("%s/job_36", root), "the last to end removed the job");
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("step-watch", "jobcg");
@@ -365,6 +426,7 @@ int main(void)
 	test_remove_if_unused(ctx, conf, root);
 	test_reap_and_watch(ctx, conf, root);
 	test_watch_normal_end(ctx, conf, root);
+	test_concurrent(root);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);
