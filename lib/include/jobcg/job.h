@@ -149,8 +149,9 @@ JOBCG_EXPORT int jobcg_step_reap(struct jobcg_ctx *ctx, uint32_t job_id, const c
 /**
  * Wait until the process @runner ("PID:STARTTIME", STARTTIME field 22 of /proc/PID/stat, as
  * steps record their runner) has exited: at once when it is not running (that pid runs
- * another process, or none). A pidfd (Linux 5.3) tells the exit as it happens; without one the
- * process is looked at once a second. @timeout_ms -1 waits for as long as it takes.
+ * another process, or none, or it exited and only its parent has not reaped it yet). A pidfd
+ * (Linux 5.3) tells the exit as it happens; without one the process is looked at once a
+ * second. @timeout_ms -1 waits for as long as it takes.
  * 0 once it is gone, -ETIMEDOUT, -EINVAL for a malformed @runner.
  */
 JOBCG_EXPORT int jobcg_runner_wait(const char *runner, int timeout_ms);

@@ -449,9 +449,11 @@ int tree_parse_starttime(const char *stat, unsigned long long *ret)
 	return 0;
 }
 
-static int starttime_of(pid_t pid, unsigned long long *ret)
+/* @pid's start time, and whether it is a zombie (state Z or X) when @ret_zombie is given. */
+static int starttime_of_z(pid_t pid, unsigned long long *ret, bool *ret_zombie)
 {
 	_cleanup_free_ char *s = NULL;
+	const char *p;
 	char path[64];
 	int r;
 
@@ -459,7 +461,31 @@ static int starttime_of(pid_t pid, unsigned long long *ret)
 	r = read_full_file_at(AT_FDCWD, path, 4096, &s, NULL);
 	if (r < 0)
 		return r;
-	return tree_parse_starttime(s, ret);
+	r = tree_parse_starttime(s, ret);
+	if (r >= 0 && ret_zombie) {
+		p = strrchr(s, ')');
+		*ret_zombie = p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	}
+	return r;
+}
+
+static int starttime_of(pid_t pid, unsigned long long *ret)
+{
+	return starttime_of_z(pid, ret, NULL);
+}
+
+/* How many threads @pid has (/proc/PID/status), 0 when that cannot be read. */
+static unsigned threads_of(pid_t pid)
+{
+	_cleanup_free_ char *s = NULL;
+	char path[64];
+	const char *t;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_full_file_at(AT_FDCWD, path, 65536, &s, NULL) < 0 ||
+	    !(t = strstr(s, "\nThreads:")))
+		return 0;
+	return (unsigned)strtoul(t + 9, NULL, 10);
 }
 
 /* Set by a daemon acting for a client: the client is what gc must watch, not the daemon. */
@@ -495,13 +521,16 @@ char *tree_runner_self(void)
 bool tree_runner_alive(const char *runner)
 {
 	unsigned long long want, have;
+	bool zombie = false;
 	int pid;
 
 	if (sscanf(runner, "%d:%llu", &pid, &want) != 2 || pid <= 0)
 		return false;
-	if (starttime_of(pid, &have) < 0)
+	if (starttime_of_z(pid, &have, &zombie) < 0 || have != want)
 		return false;
-	return have == want;
+	/* Exited, only not reaped yet by its parent: it ends no step any more. A zombie leader
+	 * whose other threads still run (it called pthread_exit()) shows more than one. */
+	return !zombie || threads_of(pid) > 1;
 }
 
 JOBCG_EXPORT int jobcg_runner_wait(const char *runner, int timeout_ms)
