@@ -1,14 +1,19 @@
 /* jobcg_spank.so: a SPANK plugin that puts every step of every Slurm job into jobcg's cgroup tree
  * on its node (job_<id>/step_<sid>/user/task_<n>), with the step's CPUs, memory and GPUs, and
- * takes it out again: accounting record, devices revoked, cgroups removed. See docs/slurm.md.
+ * takes it out again: accounting record, devices revoked, cgroups removed, and the job with
+ * its last step on the node. See docs/slurm.md.
  *
- * Hooks, all in slurmstepd unless said (Slurm 22.05's order):
- *   init            (root, once per step)   job created if absent, the step begun
+ * Hooks, all in slurmstepd (Slurm 22.05's order):
+ *   init            (root, once per step)   job created if absent, the step begun, its watcher
+ *                                           started (`jobcg step-watch`, detached)
  *   task_post_fork  (root, per task)        the task moved into task_<local id>
  *   task_init       (the task, as the user) its GPU variables renumbered as jobcg does
  *   task_exit       (root, per task)        after the last one: the step's cgroup killed
- *   exit            (root)                  the step ended: record, revoke, remove
- *   job_epilog      (slurmd's epilog, root) the job removed on this node
+ *   exit            (root)                  the step ended: record, revoke, remove; then the
+ *                                           job removed if no other step of it is left
+ * No slurm_spank_job_epilog: with that symbol slurmd starts a slurmstepd for every job's
+ * epilog, which cost far more than all of jobcg's work (docs/slurm.md). The watcher ends a
+ * step whose slurmstepd was killed, which the epilog's job removal used to.
  * Any failure before a task runs returns an error: loaded as `required`, the step fails. */
 #include <inttypes.h>
 #include <sched.h>
@@ -16,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "detach.h"
+#include "jobcg-build.h"
 #include "jobcg/acct.h"
 #include "jobcg/config.h"
 #include "jobcg/context.h"
@@ -26,6 +33,7 @@
 #include "jobcg/steplife.h"
 #include "log.h"
 #include "slurm_map.h"
+#include "tree.h"
 #include "util.h"
 
 #pragma GCC visibility push(default)
@@ -33,13 +41,16 @@ SPANK_PLUGIN(jobcg, 1);
 #pragma GCC visibility pop
 
 #define KILL_TIMEOUT_MS 10000
+/* How long a step waits for another step's removal of its job before it makes the job again. */
+#define JOB_RETRY_MS 1000
 
 /* One slurmstepd serves one step: its state lives here from init to exit. */
 static struct {
 	struct jspank_args args;
 	struct jobcg_config *conf;
 	struct jobcg_ctx *ctx;
-	bool begun; /* life is a begun step */
+	uint32_t job; /* the job, once this step made it or found it: removed in exit if unused */
+	bool begun;   /* life is a begun step */
 	struct jobcg_step_life life;
 	int *status; /* wait status per local task */
 	unsigned exited;
@@ -263,6 +274,42 @@ static uint64_t monotonic_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+/*
+ * The backstop for a slurmstepd that dies without ending its step (kill -9, a crash): linuxproc
+ * then loses the step's processes and nothing of Slurm's ends them. `jobcg step-watch`, detached
+ * from slurmstepd (not its descendant: linuxproc neither waits for it nor kills it), waits on
+ * slurmstepd's exit; on a normal end it finds the step removed and exits at once, otherwise it
+ * ends the step as lost (NODE_FAIL) and removes the job if no step of it is left. It runs in
+ * slurmstepd's cgroup, which no job's cgroup.kill reaches, not in the tree's system/ leaf,
+ * whose processes tell a systemd scope's keeper is alive.
+ */
+static int watch_start(const char *node)
+{
+	_cleanup_free_ char *me = tree_runner_self(),
+			    *sdir = tree_step_dir(st.ctx, st.life.job, st.life.step),
+			    *target = strdup_printf("%u.%s", st.life.job, st.life.step);
+	const char *exe = st.args.jobcg ? st.args.jobcg : JOBCG_BINDIR "/jobcg";
+	const char *dir = st.conf->config_dir ? st.conf->config_dir : "/etc/jobcg";
+	/* slurmstepd's environment is the job's: none of it reaches jobcg. */
+	char *envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+	char *argv[] = {(char *)exe,
+			(char *)"--config-dir",
+			(char *)dir,
+			(char *)"step-watch",
+			(char *)"--node",
+			(char *)node,
+			(char *)"--step-dir",
+			sdir,
+			(char *)"--remove-idle-job",
+			target,
+			me,
+			NULL};
+
+	if (!me || !sdir || !target)
+		return -ENOMEM;
+	return jspank_spawn_detached(argv, envp);
+}
+
 static int step_begin(spank_t sp)
 {
 	struct jspank_topology topo = {};
@@ -273,6 +320,7 @@ static int step_begin(spank_t sp)
 	struct jobcg_step_limits sl = {};
 	struct jobcg_target tj = {.task = JOBCG_TASK_ALL};
 	struct jobcg_step_gres *g = NULL;
+	const char *what = NULL;
 	int r;
 
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
@@ -300,19 +348,44 @@ static int step_begin(spank_t sp)
 		return fail(job, step, r, "mapping Slurm's GPUs onto jobcg's gres.conf");
 	if (*gpus && (r = step_gpu_bind(sp, step, &bind)) < 0)
 		return fail(job, step, r, "binding the tasks to their GPUs (--gpu-bind)");
-	if ((r = job_ensure(sp, job, job_cpus, job_mem)) < 0)
-		return fail(job, step, r, "creating the job");
-	/* Slurm allocated them: the job holds them from now on, whichever step named them first. */
-	if (*gpus && (r = jobcg_job_gres_claim(st.ctx, job, gpus)) < 0)
-		return fail(job, step, r, "giving the job Slurm's GPUs");
 	sl.cpus = step_cpus && !(job_cpus && streq(step_cpus, job_cpus)) ? step_cpus : NULL;
 	/* The step's own memory.max even when it is the job's: its OOM kills are its own. */
 	sl.mem_bytes = step_mem << 20;
-	r = jobcg_step_create_limited(st.ctx, job, step, 0, &sl, st.life.step);
+	/*
+	 * The last step of the job on this node removes the job when it ends (exit), under the
+	 * node lock, and only while no step is in it: a step created first keeps the job; one
+	 * that comes after finds no job (-ENOENT) and makes it again, or finds it being removed
+	 * (-ESHUTDOWN) for a moment and tries again.
+	 */
+	for (unsigned waited = 0;; waited += 10) {
+		what = "creating the job";
+		r = job_ensure(sp, job, job_cpus, job_mem);
+		if (r >= 0) {
+			st.job = job;
+			/* Slurm allocated them: the job holds them from now on, whichever step
+			 * named them first. */
+			what = "giving the job Slurm's GPUs";
+			r = *gpus ? jobcg_job_gres_claim(st.ctx, job, gpus) : 0;
+		}
+		if (r >= 0) {
+			what = "creating the step";
+			r = jobcg_step_create_limited(st.ctx, job, step, 0, &sl, st.life.step);
+		}
+		if ((r != -ENOENT && r != -ESHUTDOWN) || waited >= JOB_RETRY_MS)
+			break;
+		(void)usleep(10 * 1000);
+	}
 	if (r < 0)
-		return fail(job, step, r, "creating the step");
+		return fail(job, step, r, what);
 	st.life.job = job;
 	st.life.ntasks = ntasks ? ntasks : 1;
+	/* Right after the step exists: from here on a killed slurmstepd leaves nothing behind. */
+	if ((r = watch_start(node)) < 0) {
+		(void)fail(job, step, r,
+			   "starting its watcher (plugstack.conf's jobcg= names the jobcg to run)");
+		(void)jobcg_step_remove(st.ctx, job, step, 0);
+		return -1;
+	}
 	/* Granted before any task exists: no task ever runs with more than its share. */
 	r = jobcg_step_gres_setup_exact(st.ctx, job, step, gpus, bind, st.life.ntasks, &g);
 	if (r < 0) {
@@ -548,6 +621,23 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 			r = fail(st.life.job, st.life.step, r, "ending the step");
 		st.begun = false;
 	}
+	if (st.job && st.ctx) {
+		uint64_t t0 = monotonic_us();
+		/* Its last step on this node: the job goes, devices and all. No job record: the
+		 * next step may make it again (salloc, then sruns one after another), and the
+		 * steps' records are the truth of it here (docs/slurm.md). */
+		int k = jobcg_job_remove(st.ctx, st.job,
+					 JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD);
+
+		if (k == 0)
+			slurm_verbose("jobcg: job %u removed (no step left in it) in %" PRIu64
+				      " us",
+				      st.job, monotonic_us() - t0);
+		else if (k != -EBUSY && k != -ENOENT && k != -EINPROGRESS && r == 0)
+			r = fail(st.job, st.life.step[0] ? st.life.step : NULL, k,
+				 "removing the job after its last step");
+		st.job = 0;
+	}
 	free(st.status);
 	st.status = NULL;
 	jobcg_gres_node_free(st.gres_node);
@@ -562,39 +652,6 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	st.conf = NULL;
 	jspank_args_done(&st.args);
 	return r;
-}
-
-int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
-{
-	uint64_t t0 = monotonic_us(), t1;
-	uint32_t job = 0;
-	char node[256];
-	int r;
-
-	/* The epilog's environment has the id too, should the item not be served here. */
-	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS &&
-	    (!getenv("SLURM_JOB_ID") || jobcg_job_id_parse(getenv("SLURM_JOB_ID"), &job) < 0)) {
-		slurm_error("jobcg: epilog: Slurm did not give the job id");
-		return -1;
-	}
-	/* slurmstepd's epilog mode calls no init first: the arguments are read here. */
-	jspank_args_done(&st.args);
-	if ((r = jspank_args_parse(ac, av, &st.args)) < 0)
-		return fail(job, "(epilog)", r, "reading plugstack.conf's arguments");
-	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_NOTICE);
-	if ((r = open_ctx(sp, node, sizeof(node))) < 0)
-		return fail(job, "(epilog)", r, "loading jobcg's configuration");
-	t1 = monotonic_us();
-	/* The backstop: whatever a killed slurmstepd left, processes and device grants. */
-	r = jobcg_job_remove(st.ctx, job, 0);
-	if (r < 0 && r != -ENOENT)
-		return fail(job, "(epilog)", r, "removing the job");
-	/* Its own share of the epilog's cost, apart from slurmstepd's start (docs/slurm.md). */
-	slurm_verbose("jobcg: job %u %s on %s (%s) in %" PRIu64 " us (configuration %" PRIu64
-		      " us)",
-		      job, r < 0 ? "was not" : "removed", node, jobcg_ctx_root(st.ctx),
-		      monotonic_us() - t0, t1 - t0);
-	return 0;
 }
 
 #pragma GCC visibility pop

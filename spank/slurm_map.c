@@ -271,12 +271,21 @@ int jspank_args_parse(int argc, char *const argv[], struct jspank_args *ret)
 			slot = &a.conf, v = argv[i] + 5;
 		else if (startswith(argv[i], "slurm_gres="))
 			slot = &a.slurm_gres, v = argv[i] + 11;
+		else if (startswith(argv[i], "jobcg="))
+			slot = &a.jobcg, v = argv[i] + 6;
 		if (!slot || !*v) {
 			jspank_args_done(&a);
 			return error_set(-EINVAL,
-					 "plugstack.conf argument '%s': expected conf=DIR or "
-					 "slurm_gres=PATH|none",
+					 "plugstack.conf argument '%s': expected conf=DIR, "
+					 "slurm_gres=PATH|none or jobcg=PATH",
 					 argv[i]);
+		}
+		/* slurmstepd's PATH is not the admin's: a relative name would be a guess. */
+		if (slot == &a.jobcg && *v != '/') {
+			jspank_args_done(&a);
+			return error_set(
+			    -EINVAL, "plugstack.conf argument '%s': jobcg= needs an absolute path",
+			    argv[i]);
 		}
 		free(*slot);
 		if (!(*slot = strdup(v))) {
@@ -292,6 +301,7 @@ void jspank_args_done(struct jspank_args *a)
 {
 	free(a->conf);
 	free(a->slurm_gres);
+	free(a->jobcg);
 	*a = (struct jspank_args){};
 }
 

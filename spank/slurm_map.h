@@ -65,9 +65,11 @@ int jspank_gpu_bind(const char *bind, const char *step_gpus, char **ret);
 struct jspank_args {
 	char *conf;	  /* conf=DIR: jobcg's config dir, %n = Slurm's node name (NULL: default) */
 	char *slurm_gres; /* slurm_gres=PATH|none: Slurm's gres.conf to compare with */
+	char *jobcg;	  /* jobcg=PATH: the jobcg that watches each step (NULL: the installed) */
 };
 
-/** Parse plugstack.conf arguments. -EINVAL naming the argument for an unknown one. */
+/** Parse plugstack.conf arguments. -EINVAL naming the argument for an unknown one, or for a
+ * jobcg= path that is not absolute. */
 int jspank_args_parse(int argc, char *const argv[], struct jspank_args *ret);
 void jspank_args_done(struct jspank_args *a);
 

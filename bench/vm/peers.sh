@@ -241,7 +241,8 @@ srun_step
 # The same slurmctld, four slurmd on this guest as nodes n1 and n2 (plugstack.conf with the
 # plugin) and n3 and n4 (without), all configured as docs/slurm.md says (linuxproc,
 # task/affinity, no cgroup constraints of Slurm's); each srun is a job of its own (allocation,
-# step, epilog), one node or two, the four subjects interleaved.
+# step, and with the plugin the job's removal with its step and the step's watcher), one node
+# or two, the four subjects interleaved.
 spank_step() {
 	so="$VMT_SHARE/bin/jobcg_spank.so"
 	if [ ! -f "$so" ] || ! command -v slurmd > /dev/null; then
@@ -299,7 +300,8 @@ spank_step() {
 	conf > /etc/slurm/slurm.conf
 	echo 'CgroupPlugin=cgroup/v2' > /etc/slurm/cgroup.conf
 	echo 'Name=gpu File=/dev/nvidia[0-1]' > /etc/slurm/gres.conf
-	for n in 1 2; do echo "required $so conf=$c/n$n" > "$sp/plugstack-n$n.conf"; done
+	# jobcg=: each step's watcher runs this jobcg (from the guest's disk), not an installed one.
+	for n in 1 2; do echo "required $so conf=$c/n$n jobcg=$JDIR/jobcg" > "$sp/plugstack-n$n.conf"; done
 	for n in 3 4; do : > "$sp/plugstack-n$n.conf"; done
 	# Beside slurm.conf: slurmd reads gres.conf and cgroup.conf from its slurm.conf's directory.
 	for n in 1 2 3 4; do

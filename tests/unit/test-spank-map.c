@@ -225,17 +225,22 @@ static void test_gpu_bind(void)
 static void test_args(void)
 {
 	struct jspank_args a = {};
-	char *good[] = {(char *)"conf=/etc/jobcg/%n", (char *)"slurm_gres=none"};
+	char *good[] = {(char *)"conf=/etc/jobcg/%n", (char *)"slurm_gres=none",
+			(char *)"jobcg=/opt/jobcg/bin/jobcg"};
 	char *bad[] = {(char *)"conf=/x", (char *)"confx=/y"};
+	char *relative[] = {(char *)"conf=/x", (char *)"jobcg=jobcg"};
 	char *e;
 
-	ok(jspank_args_parse(2, good, &a) == 0 && streq(a.conf, "/etc/jobcg/%n") &&
-	       streq(a.slurm_gres, "none"),
-	   "conf= and slurm_gres= parse");
+	ok(jspank_args_parse(3, good, &a) == 0 && streq(a.conf, "/etc/jobcg/%n") &&
+	       streq(a.slurm_gres, "none") && streq(a.jobcg, "/opt/jobcg/bin/jobcg"),
+	   "conf=, slurm_gres= and jobcg= parse");
 	jspank_args_done(&a);
 	ok(jspank_args_parse(2, bad, &a) == -EINVAL && !a.conf &&
 	       strstr(jobcg_last_error()->message, "confx=/y"),
 	   "an unknown argument is refused naming it, nothing kept");
+	ok(jspank_args_parse(2, relative, &a) == -EINVAL && !a.conf && !a.jobcg &&
+	       strstr(jobcg_last_error()->message, "'jobcg=jobcg': jobcg= needs an absolute path"),
+	   "jobcg= without an absolute path is refused (slurmstepd's PATH is no guide)");
 	ok(jspank_args_parse(0, NULL, &a) == 0 && !a.conf, "no arguments: defaults");
 	e = jspank_expand("/etc/jobcg/%n/x%%", "n2");
 	ok(e && streq(e, "/etc/jobcg/n2/x%"), "%%n is the node name, %%%% a percent sign");

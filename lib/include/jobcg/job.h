@@ -112,6 +112,16 @@ enum {
 	/* The job's work failed (the one step of an ephemeral job exited non-zero, or its
 	 * command could not be started): its record says FAILED with exit code 1. */
 	JOBCG_JOB_REMOVE_FAILED = 1u << 1,
+	/* Only a job nothing uses: no step directory and no process in it, checked under the
+	 * same hold of the node lock as the removal, so a step being created waits for the
+	 * removal and then finds no job (-ENOENT), or comes first and keeps the job. -EBUSY,
+	 * the job untouched, otherwise. For a launcher that removes a job with its last step. */
+	JOBCG_JOB_REMOVE_IF_UNUSED = 1u << 2,
+	/* Write no job record: the caller removes a job whose steps have their records and
+	 * which may be made again by its next step (the plugin for Slurm, whose steps of one
+	 * job can follow one another with none in between): a job record each time would give
+	 * one Slurm job several job records that each tell part of it. */
+	JOBCG_JOB_REMOVE_NO_RECORD = 1u << 3,
 };
 
 /**
@@ -122,6 +132,29 @@ enum {
  * failure the job stays marked "removing" with everything it holds, and gc finishes it.
  */
 JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags);
+
+/**
+ * End step @job_id.@step_id as lost when the process that began it (its runner, recorded with
+ * it) died without ending it: kill what is left in it (cgroup.kill, bounded wait), revoke its
+ * device grants, remove it and append its record (NODE_FAIL: nobody saw how its tasks ended),
+ * as jobcg_gc() does for such a step, for this one step and at once. @runner, when not NULL,
+ * must be the runner the step recorded ("PID:STARTTIME", jobcg_runner_wait()): a step begun
+ * by another process is left alone. *@ret_reaped (may be NULL) says whether the step was
+ * removed; false without error when there is nothing to do (no such job or step, a step
+ * without a runner, or one whose runner lives). On failure the step stays, for gc.
+ */
+JOBCG_EXPORT int jobcg_step_reap(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				 const char *runner, bool *ret_reaped);
+
+/**
+ * Wait until the process @runner ("PID:STARTTIME", STARTTIME field 22 of /proc/PID/stat, as
+ * steps record their runner) has exited: at once when it is not running (that pid runs
+ * another process, or none, or it exited and only its parent has not reaped it yet). A pidfd
+ * (Linux 5.3) tells the exit as it happens; without one the process is looked at once a
+ * second. @timeout_ms -1 waits for as long as it takes.
+ * 0 once it is gone, -ETIMEDOUT, -EINVAL for a malformed @runner.
+ */
+JOBCG_EXPORT int jobcg_runner_wait(const char *runner, int timeout_ms);
 
 /** Sorted job ids present under the tree root. An absent root gives 0 jobs. */
 JOBCG_EXPORT int jobcg_job_list(struct jobcg_ctx *ctx, uint32_t **ret_ids, size_t *ret_n);

@@ -658,7 +658,7 @@ static bool removal_in_progress(const char *mark)
  * OUTCOME: what to record; from gc, taken from the mark when a dead remover left one.
  */
 static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
-			     bool from_gc)
+			     bool from_gc, bool record)
 {
 	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id), *prev = NULL, *mark = NULL;
 	void *states[ELEMENTSOF(job_hooks)] = {NULL};
@@ -694,7 +694,7 @@ static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcom
 	if (outcome == OUT_COMPLETED && populated)
 		outcome = OUT_CANCELLED; /* processes were still running */
 	/* Read while the directory exists; written only once it is gone, so never twice. */
-	have_rec = meta && jobcg_acct_read_dir(dir, &a) == 0 &&
+	have_rec = meta && record && jobcg_acct_read_dir(dir, &a) == 0 &&
 		   acct_log_prepare(ctx, job_id, NULL, 0,
 				    outcome == OUT_LOST	    ? -1
 				    : outcome == OUT_FAILED ? 1
@@ -710,7 +710,7 @@ static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcom
 	r = cgfs_remove_tree(dir);
 	if (r < 0)
 		goto keep;
-	if (meta) {
+	if (meta && record) {
 		struct jobcg_error saved = *jobcg_last_error();
 
 		if (!have_rec || acct_log_commit(ctx, &rec) < 0)
@@ -732,17 +732,41 @@ keep:
 	return r;
 }
 
+/* Does job ID have a step, or a process of its own? Under the node lock. -EBUSY if so. */
+static int job_unused_locked(struct jobcg_ctx *ctx, uint32_t job_id)
+{
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id);
+	_cleanup_strv_free_ char **steps = NULL;
+	bool populated = false;
+	int r;
+
+	if (!dir)
+		return -ENOMEM;
+	r = jobcg_step_list(ctx, job_id, &steps);
+	if (r < 0)
+		return r;
+	if (steps[0])
+		return error_set(-EBUSY, "job %u has step %s", job_id, steps[0]);
+	r = cgfs_events(dir, &populated, NULL);
+	if (r == -ENOENT)
+		return error_set(-ENOENT, "no job %u (%s)", job_id, dir);
+	if (r < 0)
+		return r;
+	return populated ? error_set(-EBUSY, "job %u has processes outside its steps", job_id) : 0;
+}
+
 JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags)
 {
 	int r = jobcg_ctx_lock(ctx);
 
 	if (r < 0)
 		return r;
-	r = job_remove_locked(ctx, job_id,
-			      flags & JOBCG_JOB_REMOVE_CANCELLED ? OUT_CANCELLED
-			      : flags & JOBCG_JOB_REMOVE_FAILED	 ? OUT_FAILED
-								 : OUT_COMPLETED,
-			      false);
+	if (!(flags & JOBCG_JOB_REMOVE_IF_UNUSED) || (r = job_unused_locked(ctx, job_id)) >= 0)
+		r = job_remove_locked(ctx, job_id,
+				      flags & JOBCG_JOB_REMOVE_CANCELLED ? OUT_CANCELLED
+				      : flags & JOBCG_JOB_REMOVE_FAILED	 ? OUT_FAILED
+									 : OUT_COMPLETED,
+				      false, !(flags & JOBCG_JOB_REMOVE_NO_RECORD));
 	jobcg_ctx_unlock(ctx);
 	return r;
 }
@@ -1222,7 +1246,47 @@ fail:
 	return r;
 }
 
-/* Remove the steps of job ID whose runner died, each recorded (NODE_FAIL) once it is gone. */
+/*
+ * Remove step SID (directory SDIR) of job ID, whose runner died: kill what is left, read its
+ * accounting, with @revoke revoke its device grants, remove it, then record it (NODE_FAIL),
+ * once it is gone so never twice. Under the node lock. 1 when removed, 0 when someone else
+ * removed it meanwhile.
+ */
+static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const char *sid,
+				   const char *sdir, bool revoke)
+{
+	struct jobcg_acct a = {};
+	struct acct_pending rec = {};
+	bool have_rec;
+	int r;
+
+	r = kill_outside_lock(ctx, sdir);
+	if (r < 0)
+		return r;
+	if (access(sdir, F_OK) < 0)
+		return 0;
+	/* its runner died: how the step ended was not seen (NODE_FAIL) */
+	have_rec = jobcg_acct_read_dir(sdir, &a) == 0 &&
+		   acct_log_prepare(ctx, id, sid, 0, -1, 0, 0, false, &a, &rec) == 0;
+	/* Before the directories go: the grants are found through them. A step's own GPUs
+	 * return to its job with its directory, whose xattrs held them. */
+	if (revoke && (r = jobcg_step_gres_release(ctx, id, sid)) < 0)
+		log_warning("step %u.%s: devices not revoked (jobcg gc revokes them): %s", id, sid,
+			    jobcg_last_error()->message);
+	r = cgfs_remove_tree(sdir);
+	if (r < 0) {
+		acct_pending_done(&rec);
+		return r;
+	}
+	if (!have_rec || acct_log_commit(ctx, &rec) < 0)
+		log_warning("step %u.%s: accounting record not written: %s", id, sid,
+			    jobcg_last_error()->message);
+	acct_pending_done(&rec);
+	return 1;
+}
+
+/* Remove the steps of job ID whose runner died, each recorded (NODE_FAIL) once it is gone. Their
+ * grants go with jobcg_devices_gc() at the end of gc. */
 static int gc_steps(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 {
 	_cleanup_strv_free_ char **steps = NULL;
@@ -1232,37 +1296,48 @@ static int gc_steps(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *s
 		return r == -ENOENT ? 0 : r;
 	for (char **s = steps; *s; s++) {
 		_cleanup_free_ char *sdir = tree_step_dir(ctx, id, *s);
-		struct jobcg_acct a = {};
-		struct acct_pending rec = {};
-		bool have_rec;
 
 		if (!sdir)
 			return -ENOMEM;
 		if (!step_is_stray(sdir))
 			continue;
 		log_info("gc: removing stray step %u.%s", id, *s);
-		r = kill_outside_lock(ctx, sdir);
+		r = lost_step_remove_locked(ctx, id, *s, sdir, false);
 		if (r < 0)
 			return r;
-		if (access(sdir, F_OK) < 0)
-			continue; /* removed meanwhile by someone else */
-		/* Read now, written once the step is gone: a step left behind is recorded by the
-		 * gc that removes it, never twice. */
-		/* its runner died: how the step ended was not seen (NODE_FAIL) */
-		have_rec = jobcg_acct_read_dir(sdir, &a) == 0 &&
-			   acct_log_prepare(ctx, id, *s, 0, -1, 0, 0, false, &a, &rec) == 0;
-		r = cgfs_remove_tree(sdir);
-		if (r < 0) {
-			acct_pending_done(&rec);
-			return r;
-		}
-		if (!have_rec || acct_log_commit(ctx, &rec) < 0)
-			log_warning("step %u.%s: accounting record not written: %s", id, *s,
-				    jobcg_last_error()->message);
-		acct_pending_done(&rec);
-		st->steps_removed++;
+		st->steps_removed += (unsigned)r;
 	}
 	return 0;
+}
+
+JOBCG_EXPORT int jobcg_step_reap(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				 const char *runner, bool *ret_reaped)
+{
+	_cleanup_free_ char *sdir = NULL, *have = NULL;
+	int r;
+
+	if (!jobcg_step_id_valid(step_id))
+		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
+	sdir = tree_step_dir(ctx, job_id, step_id);
+	if (!sdir)
+		return -ENOMEM;
+	r = jobcg_ctx_lock(ctx);
+	if (r < 0)
+		return r;
+	/* Under the lock: a runner that ends its step normally has removed it before it exits,
+	 * and nobody else removes a step whose runner lives. */
+	if (access(sdir, F_OK) < 0 || get_meta(sdir, "runner", &have) < 0 ||
+	    (runner && !streq(have, runner)) || tree_runner_alive(have)) {
+		r = 0;
+		goto out;
+	}
+	log_info("step %u.%s: its runner %s died without ending it", job_id, step_id, have);
+	r = lost_step_remove_locked(ctx, job_id, step_id, sdir, true);
+out:
+	jobcg_ctx_unlock(ctx);
+	if (r >= 0 && ret_reaped)
+		*ret_reaped = r > 0;
+	return r < 0 ? r : 0;
 }
 
 static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
@@ -1292,7 +1367,7 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		log_info("gc: removing stray job %u", id);
 		r = gc_steps(ctx, id, st);
 		if (r >= 0)
-			r = job_remove_locked(ctx, id, OUT_LOST, true);
+			r = job_remove_locked(ctx, id, OUT_LOST, true, true);
 		if (r < 0)
 			return r;
 		st->jobs_removed++;

@@ -2,7 +2,10 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 #include "cgroupfs.h"
 #include "log.h"
@@ -446,9 +449,11 @@ int tree_parse_starttime(const char *stat, unsigned long long *ret)
 	return 0;
 }
 
-static int starttime_of(pid_t pid, unsigned long long *ret)
+/* @pid's start time, and whether it is a zombie (state Z or X) when @ret_zombie is given. */
+static int starttime_of_z(pid_t pid, unsigned long long *ret, bool *ret_zombie)
 {
 	_cleanup_free_ char *s = NULL;
+	const char *p;
 	char path[64];
 	int r;
 
@@ -456,7 +461,31 @@ static int starttime_of(pid_t pid, unsigned long long *ret)
 	r = read_full_file_at(AT_FDCWD, path, 4096, &s, NULL);
 	if (r < 0)
 		return r;
-	return tree_parse_starttime(s, ret);
+	r = tree_parse_starttime(s, ret);
+	if (r >= 0 && ret_zombie) {
+		p = strrchr(s, ')');
+		*ret_zombie = p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	}
+	return r;
+}
+
+static int starttime_of(pid_t pid, unsigned long long *ret)
+{
+	return starttime_of_z(pid, ret, NULL);
+}
+
+/* How many threads @pid has (/proc/PID/status), 0 when that cannot be read. */
+static unsigned threads_of(pid_t pid)
+{
+	_cleanup_free_ char *s = NULL;
+	char path[64];
+	const char *t;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_full_file_at(AT_FDCWD, path, 65536, &s, NULL) < 0 ||
+	    !(t = strstr(s, "\nThreads:")))
+		return 0;
+	return (unsigned)strtoul(t + 9, NULL, 10);
 }
 
 /* Set by a daemon acting for a client: the client is what gc must watch, not the daemon. */
@@ -492,11 +521,57 @@ char *tree_runner_self(void)
 bool tree_runner_alive(const char *runner)
 {
 	unsigned long long want, have;
+	bool zombie = false;
 	int pid;
 
 	if (sscanf(runner, "%d:%llu", &pid, &want) != 2 || pid <= 0)
 		return false;
-	if (starttime_of(pid, &have) < 0)
+	if (starttime_of_z(pid, &have, &zombie) < 0 || have != want)
 		return false;
-	return have == want;
+	/* Exited, only not reaped yet by its parent: it ends no step any more. A zombie leader
+	 * whose other threads still run (it called pthread_exit()) shows more than one. */
+	return !zombie || threads_of(pid) > 1;
+}
+
+JOBCG_EXPORT int jobcg_runner_wait(const char *runner, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_usec() + (uint64_t)timeout_ms * 1000;
+	_cleanup_close_ int fd = -EBADF;
+	unsigned long long st;
+	int pid, r;
+	char end;
+
+	if (!runner || sscanf(runner, "%d:%llu%c", &pid, &st, &end) != 2 || pid <= 0)
+		return error_set(-EINVAL, "'%s': not a runner (PID:STARTTIME)",
+				 runner ? runner : "");
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
+	/* Checked once the pidfd is open: it then refers to that process, not a later one with
+	 * its pid, and tells its exit however soon that comes. */
+	for (;;) {
+		uint64_t now = now_usec();
+		int wait_ms;
+
+		if (!tree_runner_alive(runner))
+			return 0;
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		wait_ms = deadline == UINT64_MAX ? -1 : (int)((deadline - now + 999) / 1000);
+		if (fd < 0) {
+			/* No pidfd (before Linux 5.3): look again in a second. */
+			struct timespec ts = {.tv_sec = 1};
+
+			if (wait_ms >= 0 && wait_ms < 1000)
+				ts = (struct timespec){.tv_nsec = (long)wait_ms * 1000000};
+			(void)nanosleep(&ts, NULL);
+			continue;
+		}
+		r = poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, wait_ms);
+		if (r > 0)
+			return 0; /* it exited (a zombie until reaped, which is gone enough) */
+		if (r < 0 && errno != EINTR)
+			return error_set(negative_errno(), "waiting for %s: %s", runner,
+					 strerror(errno));
+	}
 }

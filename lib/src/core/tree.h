@@ -49,7 +49,8 @@ int tree_kill_and_remove_step(const char *sdir);
 
 /* "pid:starttime" identifying the calling process (survives pid reuse checks). */
 char *tree_runner_self(void);
-/* Is the process described by a tree_runner_self() string still alive? */
+/* Is the process described by a tree_runner_self() string still alive? An exited process that
+ * its parent has not reaped yet (a zombie with no thread left) is not. */
 bool tree_runner_alive(const char *runner);
 /* Field 22 (starttime) of /proc/<pid>/stat text; -EINVAL if malformed. */
 int tree_parse_starttime(const char *stat, unsigned long long *ret);

@@ -18,14 +18,19 @@ mkdir -p "$sd/ctld" "$sd/d-n1" "$sd/d-n2" /etc/slurm
 keep_logs() { mkdir -p "$VMT_SHARE/out/slurm" && cp "$sd"/*.log "$VMT_SHARE/out/slurm/" 2> /dev/null; }
 trap keep_logs EXIT
 trap 'keep_logs; exit 1' TERM INT
-# What the queue and the nodes say, and slurmd's jobcg and epilog lines: on any failure.
+# What the queue and the nodes say, and slurmd's jobcg lines: on any failure.
 slurm_state() {
 	diag "$(squeue 2>&1; sinfo -N -o '%N %t %E' 2>&1)"
-	diag "$(grep -hE 'jobcg|pilog|error' "$sd"/slurmd-n*.log 2> /dev/null | tail -n 25)"
+	diag "$(grep -hE 'jobcg|error' "$sd"/slurmd-n*.log 2> /dev/null | tail -n 25)"
 }
 # On the guest's disk like an installed plugin (an exec'd or mapped file on 9p is slow).
 mkdir -p /usr/local/lib/jobcg && cp "$SO" /usr/local/lib/jobcg/jobcg_spank.so
 PLUGIN=/usr/local/lib/jobcg/jobcg_spank.so
+# The jobcg each step's watcher runs (plugstack.conf's jobcg=), on the disk too.
+cp "$(command -v jobcg)" /usr/local/lib/jobcg/jobcg
+jd="$(dirname "$(command -v jobcg)")/jobcg-dynamic"
+[ ! -f "$jd" ] || cp "$jd" /usr/local/lib/jobcg/
+PLUGARGS="jobcg=/usr/local/lib/jobcg/jobcg"
 
 # Slurm resolves names with getaddrinfo(AI_ADDRCONFIG): without a non-loopback IPv4 address
 # (this VM has no NIC) its own host name does not resolve. A documentation address, never routed.
@@ -86,7 +91,7 @@ common() {
 	EOF
 }
 { common; echo "PlugStackConfig=/etc/slurm/plugstack.conf"; } > /etc/slurm/slurm.conf
-echo "required $PLUGIN conf=/etc/jobcg/%n" > /etc/slurm/plugstack.conf
+echo "required $PLUGIN conf=/etc/jobcg/%n $PLUGARGS" > /etc/slurm/plugstack.conf
 for n in 1 2; do
 	{
 		common
@@ -96,7 +101,7 @@ for n in 1 2; do
 		echo "SlurmdDebug=debug"
 		echo "PlugStackConfig=/etc/slurm/plugstack-n$n.conf"
 	} > /etc/slurm/n$n.conf
-	echo "required $PLUGIN conf=/etc/jobcg/n$n" > /etc/slurm/plugstack-n$n.conf
+	echo "required $PLUGIN conf=/etc/jobcg/n$n $PLUGARGS" > /etc/slurm/plugstack-n$n.conf
 done
 cat > /etc/slurm/gres.conf <<-EOF
 NodeName=n1 Name=gpu File=/dev/nvidia[0-1]
@@ -135,8 +140,8 @@ S="timeout -k 5 60 srun --mem=100M"
 # n1's jobcg tree root as /proc/self/cgroup shows it (CgroupSlice/JobcgScope).
 root1=/system.slice/jobcg-n1.scope
 
-# settle: every job has ended, its epilog included (a job is COMPLETING until then), and no node
-# was drained; a drained node is named and resumed so that the next check can run.
+# settle: every job has ended (a job is COMPLETING until its steps are done), and no node was
+# drained; a drained node is named and resumed so that the next check can run.
 settle() {
 	_i=0
 	while [ -n "$(squeue -h 2> /dev/null)" ] && [ $_i -lt 60 ]; do sleep 1; _i=$((_i + 1)); done
@@ -148,10 +153,10 @@ settle() {
 	fi
 }
 # plugin_off N / plugin_on N: the node's plugstack.conf without / with the plugin. slurmstepd
-# (steps, and the epilog's `slurmstepd spank epilog`) reads it each time: no restart, but the
-# epilog of the last job must have run under the file that job ran with.
+# reads it for each step: no restart (the plugin has no epilog hook, which slurmd would notice
+# only at its start).
 plugin_off() { settle; for n in "$@"; do : > /etc/slurm/plugstack-n$n.conf; done; }
-plugin_on() { settle; for n in "$@"; do echo "required $PLUGIN conf=/etc/jobcg/n$n" > /etc/slurm/plugstack-n$n.conf; done; }
+plugin_on() { settle; for n in "$@"; do echo "required $PLUGIN conf=/etc/jobcg/n$n $PLUGARGS" > /etc/slurm/plugstack-n$n.conf; done; }
 
 # --- 1. srun -N2 -n2 --gres=gpu:1 -----------------------------------------------------------
 check1() {
@@ -220,19 +225,24 @@ check3() {
 	for want in '"step":"batch".*"exit_code":2,' '"step":"0".*"exit_code":0,' '"step":"1".*"exit_code":3,'; do
 		echo "$recs" | grep -qE "\"type\":\"step\".*$want" || return 1
 	done
+	# One record per Slurm step, and no job record: the plugin removes the job with its last
+	# step and records none for it (the steps of a job may come one after another).
+	n=$(echo "$recs" | grep -c '"type":"step"') nj=$(echo "$recs" | grep -c '"type":"job"')
+	echo "step records: $n, job records: $nj"
+	[ "$n" = 3 ] && [ "$nj" = 0 ]
 }
 plugin_off 1
 if out=$(check3); then not_ok "3 (without the plugin): the check must fail"; diag "$out"
 else ok "3 (without the plugin): no jobcg records"; fi
 plugin_on 1
 if out=$(check3); then
-	ok "3: sbatch with two srun steps: jobcg acct has batch (2), 0 (0) and 1 (3)"; diag "$out"
+	ok "3: sbatch with two srun steps: jobcg acct has batch (2), 0 (0) and 1 (3), one record each, no job record"; diag "$out"
 else
 	not_ok "3: sbatch's steps batch, 0 and 1 in jobcg's accounting with their exit codes"
 	diag "$out"; diag "$(cat "$sd/c3.out" 2>&1)"; slurm_state
 fi
 settle
-is "after the jobs ended, n1's tree has no job left (the epilog removed them)" \
+is "after the jobs ended, n1's tree has no job left (each went with its last step)" \
 	"$(ls -d /sys/fs/cgroup/system.slice/jobcg-n1.scope/job_* 2> /dev/null)" ""
 
 # --- 6. fail closed: jobcg's configuration broken on n1 ---------------------------------------
@@ -307,20 +317,37 @@ check9() {
 	a=$(timeout 120 salloc --no-shell -w n1 -n1 --mem=100M --gres=gpu:1 2>&1)
 	J=$(echo "$a" | sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p')
 	[ -n "$J" ] || { echo "salloc --no-shell: $a"; return 1; }
-	out=$(timeout -k 5 120 srun --jobid="$J" --overlap sh -c "$probe" 2>&1)
+	# The step waits for c9.go, so that jobcg's tools look while it runs.
+	rm -f "$sd/c9.go"
+	timeout -k 5 120 srun --jobid="$J" --overlap sh -c "$probe; i=0; while [ ! -e $sd/c9.go ] && [ \$i -lt 60 ]; do sleep 1; i=\$((i + 1)); done" > "$sd/c9" 2>&1 &
+	sp=$!
+	i=0
+	until grep -q 'cg=' "$sd/c9" || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
 	l=$(j1 list 2>&1)
 	w=$(j1 who-has /dev/nvidia0 2>&1; j1 who-has /dev/nvidia1 2>&1)
+	touch "$sd/c9.go"
+	wait $sp
+	out=$(cat "$sd/c9")
+	# Its only step on n1 ended: the job leaves the node (slurmstepd's exit hook, which may
+	# run just after srun returned), though Slurm's allocation stays. The next step makes it
+	# again.
+	i=0
+	while [ -d "/sys/fs/cgroup$root1/job_$J" ] && [ $i -lt 10 ]; do sleep 1; i=$((i + 1)); done
+	gone=$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)
+	out2=$(timeout -k 5 120 srun --jobid="$J" --overlap sh -c "$probe" 2>&1)
 	scancel "$J"
-	printf 'job %s\nsrun: %s\njobcg list: %s\nwho-has: %s\n' "$J" "$out" "$l" "$w"
+	printf 'job %s\nsrun: %s\njobcg list: %s\nwho-has: %s\nbetween the steps: %s\nsecond srun: %s\n' \
+		"$J" "$out" "$l" "$w" "${gone:-no job_$J}" "$out2"
 	echo "$out" | grep -qE "cg=$root1/job_$J/step_[0-9]+/user/task_0 " &&
-		echo "$l" | grep -qE "^ *$J .*gpu:[01]" && echo "$w" | grep -q "job_$J"
+		echo "$l" | grep -qE "^ *$J .*gpu:[01]" && echo "$w" | grep -q "job_$J" &&
+		[ -z "$gone" ] && echo "$out2" | grep -qE "cg=$root1/job_$J/step_[0-9]+/user/task_0 "
 }
 plugin_off 1
 if out=$(check9); then not_ok "9 (without the plugin): the check must fail"; diag "$out"
 else ok "9 (without the plugin): the step is not in jobcg's tree, jobcg knows no job"; diag "$out"; fi
 plugin_on 1
 if out=$(check9); then
-	ok "9: srun --jobid --overlap runs in that job's tree; jobcg list and who-has show the Slurm job and its GPU"
+	ok "9: srun --jobid --overlap runs in that job's tree; jobcg list and who-has show the Slurm job and its GPU; between two steps the job leaves the node, the next step makes it again"
 	diag "$out"
 else
 	not_ok "9: srun --jobid --overlap lands in the running job"; diag "$out"; slurm_state
@@ -370,43 +397,52 @@ else
 	not_ok "4: scancel of a job whose task daemonised"; diag "$out"; slurm_state
 fi
 
-# --- 5. kill -9 of a slurmstepd: the epilog removes the job, nothing remains ----------------
-# check5 TAG: the task is `sleep TAG`. With its slurmstepd killed, linuxproc cannot reach it:
-# only the plugin's epilog (job removal: cgroup.kill) ends it. Killed by pid afterwards if alive.
+# --- 5. kill -9 of a slurmstepd: its watcher ends the step, nothing remains -----------------
+# check5 TAG: the task is `sleep TAG`, with a daemonised escapee `sleep TAG+1`. With its
+# slurmstepd killed linuxproc cannot reach either: only the plugin's watcher (`jobcg
+# step-watch`, waiting on slurmstepd's exit) ends them, at once, while Slurm's job still runs.
+# Killed by pid afterwards if alive.
 check5() {
+	e=$(($1 + 1))
 	# shellcheck disable=SC2016 # expanded in the step
-	timeout -k 5 120 srun -w n1 -n1 --mem=50M sh -c "echo started job=\$SLURM_JOB_ID; exec sleep $1" > "$sd/c5" 2>&1 &
+	timeout -k 5 120 srun -w n1 -n1 --mem=50M sh -c "(setsid sleep $e < /dev/null &); echo started job=\$SLURM_JOB_ID; exec sleep $1" > "$sd/c5" 2>&1 &
 	sp=$!
 	i=0
 	until grep -q started "$sd/c5" || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
 	J=$(sed -n 's/^started job=//p' "$sd/c5")
 	pid=$(pgrep -f "slurmstepd: \[$J\.0\]")
-	task=$(pgrep -f "^sleep $1\$")
-	[ -n "$J" ] && [ -n "$pid" ] && [ -n "$task" ] ||
-		{ echo "no step $J.0 with its slurmstepd ($pid) and task ($task): $(cat "$sd/c5")"; kill $sp; return 1; }
+	task=$(pgrep -f "^sleep $1\$") esc=$(pgrep -f "^sleep $e\$")
+	[ -n "$J" ] && [ -n "$pid" ] && [ -n "$task" ] && [ -n "$esc" ] ||
+		{ echo "no step $J.0 with its slurmstepd ($pid), task ($task) and escapee ($esc): $(cat "$sd/c5")"; kill $sp; return 1; }
+	watcher=$(pgrep -f "step-watch .* $J\.0 ")
+	t0=$(date +%s)
 	kill -9 $pid
-	# Its task lives on (linuxproc cannot reach it without slurmstepd) until the job ends.
-	sleep 2
-	before=$(pgrep -f "^sleep $1\$" | wc -l)
+	i=0
+	while [ $i -lt 10 ] && { pgrep -f "^sleep ($1|$e)\$" > /dev/null || [ -d "/sys/fs/cgroup$root1/job_$J" ]; }; do
+		sleep 1; i=$((i + 1))
+	done
+	took=$(( $(date +%s) - t0 ))
+	alive=$(pgrep -f "^sleep ($1|$e)\$" | wc -l)
+	cg=$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)
+	grants=$(j1 policy 2>&1 | grep -c "job_$J")
+	rec=$(grep "\"job\":$J," /run/jobcg-n1/acct.jsonl 2> /dev/null | grep '"step":"0"' | grep -o '"state":"[A-Z_]*"')
+	# Leave nothing behind: the task and escapee by pid, then Slurm's job.
+	[ "$alive" = 0 ] || kill $task $esc 2> /dev/null
 	scancel "$J"
 	wait $sp
 	settle
-	after=$(pgrep -f "^sleep $1\$" | wc -l)
-	[ "$after" = 0 ] || kill $task
-	cg=$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)
-	grants=$(j1 policy 2>&1 | grep -c "job_$J")
-	echo "job $J: task alive after slurmstepd's kill: $before; after scancel and the epilog: $after; cgroup left: '$cg'; grants left: $grants"
-	[ "$before" = 1 ] && [ "$after" = 0 ] && [ -z "$cg" ] && [ "$grants" = 0 ]
+	echo "job $J: slurmstepd $pid killed, its watcher was pid ${watcher:-none}; after ${took}s: task and escapee alive: $alive; cgroup left: '$cg'; grants left: $grants; record of $J.0: ${rec:-none}"
+	[ "$alive" = 0 ] && [ -z "$cg" ] && [ "$grants" = 0 ] && [ "$rec" = '"state":"NODE_FAIL"' ]
 }
 plugin_off 1
 if out=$(check5 1018); then not_ok "5 (without the plugin): the check must fail"; diag "$out"
-else ok "5 (without the plugin): the task of a killed slurmstepd outlives its job"; diag "$out"; fi
+else ok "5 (without the plugin): the task of a killed slurmstepd and its escapee live on"; diag "$out"; fi
 plugin_on 1
-if out=$(check5 1019); then
-	ok "5: kill -9 of slurmstepd: the task lives on until the job ends, then the epilog kills it and removes job, cgroup and grants"
+if out=$(check5 1020); then
+	ok "5: kill -9 of slurmstepd: within seconds its watcher kills the task and its escapee, records NODE_FAIL, removes job, cgroup and grants"
 	diag "$out"
 else
-	not_ok "5: kill -9 of slurmstepd: the epilog removes the job"; diag "$out"; slurm_state
+	not_ok "5: kill -9 of slurmstepd: the watcher ends the step and removes the job"; diag "$out"; slurm_state
 fi
 
 # --- 10. --gpu-bind: each task only its GPU ---------------------------------------------------

@@ -1,0 +1,123 @@
+/*
+ * jobcg step-watch: internal. Waits for a step's runner to exit and, if it died without ending
+ * its step, ends the step as lost (jobcg_step_reap()) and, asked to, removes its job once no
+ * step is left. jobcg_spank.so starts one per Slurm step, detached, as the backstop for a
+ * killed slurmstepd (docs/slurm.md); its output goes nowhere, so it reports to syslog.
+ */
+#include <getopt.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static void log_to_syslog(enum jobcg_log_level level, const char *msg, void *userdata)
+{
+	(void)userdata;
+	syslog(level <= JOBCG_LOG_ERR	    ? LOG_ERR
+	       : level <= JOBCG_LOG_WARNING ? LOG_WARNING
+	       : level <= JOBCG_LOG_NOTICE  ? LOG_NOTICE
+					    : LOG_INFO,
+	       "%s", msg);
+}
+
+static void step_watch_help(FILE *f)
+{
+	fprintf(
+	    f,
+	    "Usage: jobcg step-watch [--node NAME] [--step-dir DIR] [--remove-idle-job]\n"
+	    "                        JOB.STEP PID:STARTTIME\n\n"
+	    "Internal: wait until the step's runner (PID:STARTTIME, as the step records it)\n"
+	    "exits; if the step is still there, its runner died without ending it: kill what\n"
+	    "is left, revoke its devices, record it NODE_FAIL and remove it, as 'jobcg gc'\n"
+	    "would. jobcg_spank.so runs this for every Slurm step; you never need to.\n"
+	    "  --node NAME        the node name for gres.conf's NodeName= lines\n"
+	    "  --step-dir DIR     the step's cgroup: when it is gone the runner ended the step\n"
+	    "                     and nothing is loaded\n"
+	    "  --remove-idle-job  then remove the job if no step is left in it (no job record)\n");
+}
+
+static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
+{
+	static const struct option opts[] = {
+	    {"node", required_argument, NULL, 'n'},
+	    {"step-dir", required_argument, NULL, 'd'},
+	    {"remove-idle-job", no_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	const char *node = NULL, *step_dir = NULL, *runner;
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	struct jobcg_target t = {};
+	bool remove_job = false, reaped = false;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			node = optarg;
+			break;
+		case 'd':
+			step_dir = optarg;
+			break;
+		case 'r':
+			remove_job = true;
+			break;
+		case 'h':
+			step_watch_help(stdout);
+			return 0;
+		default:
+			return cli_unknown_option("step-watch");
+		}
+	}
+	if (argc - optind != 2)
+		return cli_usage_error("step-watch", "need JOB.STEP and PID:STARTTIME");
+	r = jobcg_target_parse(argv[optind], &t);
+	if (r < 0 || !t.step[0] || t.task != JOBCG_TASK_ALL)
+		return cli_usage_error("step-watch", "'%s': need JOB.STEP", argv[optind]);
+	runner = argv[optind + 1];
+	r = jobcg_runner_wait(runner, -1);
+	if (r < 0) {
+		cli_print_error(r, "step-watch");
+		return 2;
+	}
+	/* The common case, every step that ended normally: its runner removed it. */
+	if (step_dir && access(step_dir, F_OK) < 0 && errno == ENOENT)
+		return 0;
+	openlog("jobcg-step-watch", LOG_PID, LOG_DAEMON);
+	jobcg_set_log(log_to_syslog, NULL, JOBCG_LOG_INFO);
+	r = jobcg_config_load(g->config_dir, node, JOBCG_CONFIG_NO_ENTRIES, &conf);
+	if (r >= 0)
+		r = jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx);
+	if (r >= 0)
+		r = jobcg_step_reap(ctx, t.job, t.step, runner, &reaped);
+	if (r >= 0 && reaped) {
+		syslog(LOG_WARNING,
+		       "step %u.%s: its runner %s died without ending it: its processes killed, "
+		       "its devices revoked, recorded NODE_FAIL, removed",
+		       t.job, t.step, runner);
+		if (remove_job) {
+			r = jobcg_job_remove(
+			    ctx, t.job, JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD);
+			if (r == 0)
+				syslog(LOG_NOTICE, "job %u removed: no step left in it", t.job);
+			else if (r == -EBUSY || r == -ENOENT || r == -EINPROGRESS)
+				r = 0; /* other steps keep it, or it is gone already */
+		}
+	}
+	if (r < 0) {
+		char buf[1024];
+
+		syslog(LOG_ERR, "step %u.%s: %s", t.job, t.step,
+		       jobcg_error_format(r, buf, sizeof(buf)));
+		cli_print_error(r, "step-watch");
+	}
+	jobcg_ctx_free(ctx);
+	jobcg_config_free(conf);
+	return r < 0 ? 1 : 0;
+}
+/* The command name has a dash, which clang-format would space out. */
+/* clang-format off */
+CLI_COMMAND(step-watch, cmd_step_watch, "internal: end a step whose runner died (jobcg_spank.so)");
+/* clang-format on */

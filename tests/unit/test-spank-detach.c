@@ -1,0 +1,147 @@
+/* Unit test: jspank_spawn_detached() (spank/detach.c), how jobcg_spank.so starts a step's
+ * watcher: a grandchild nobody but init waits for, in its own session, with nothing of its
+ * starter's descriptors, signal mask or ignored signals, and execve()'s errors reported. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "detach.h"
+#include "jobcg/error.h"
+#include "tap.h"
+
+/* The spawned side: what the watcher would find of its start, into @out. */
+static int report(const char *out)
+{
+	char tmp[PATH_MAX], target[PATH_MAX];
+	struct sigaction term;
+	sigset_t mask;
+	struct dirent *e;
+	FILE *f;
+	DIR *d;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", out);
+	f = fopen(tmp, "we");
+	if (!f)
+		return 1;
+	fprintf(f, "self %d ppid %d sid %d\n", (int)getpid(), (int)getppid(), (int)getsid(0));
+	d = opendir("/proc/self/fd");
+	fprintf(f, "fds");
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d) &&
+		    atoi(e->d_name) != fileno(f))
+			fprintf(f, " %s", e->d_name);
+	if (d)
+		closedir(d);
+	fprintf(f, "\n");
+	for (int fd = 0; fd < 3; fd++) {
+		char link[64];
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = 0;
+		fprintf(f, "fd%d %s\n", fd, target);
+	}
+	sigprocmask(SIG_SETMASK, NULL, &mask);
+	sigaction(SIGTERM, NULL, &term);
+	fprintf(f, "usr1_blocked %d term_ignored %d env %s\n", sigismember(&mask, SIGUSR1),
+		term.sa_handler == SIG_IGN, getenv("DETACH_TEST") ? getenv("DETACH_TEST") : "-");
+	fclose(f);
+	return rename(tmp, out) < 0;
+}
+
+static char *slurp_wait(const char *path, unsigned ms)
+{
+	for (unsigned i = 0; i < ms / 20; i++) {
+		FILE *f = fopen(path, "re");
+
+		if (f) {
+			static char buf[4096];
+			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+
+			fclose(f);
+			buf[n] = 0;
+			return buf;
+		}
+		nanosleep(&(struct timespec){.tv_nsec = 20 * 1000000}, NULL);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	char dir[] = "/tmp/jobcg-detach-XXXXXX", out[PATH_MAX], self[PATH_MAX];
+	char *envp[] = {(char *)"DETACH_TEST=clean", NULL};
+	char *const missing[] = {(char *)"/nonexistent/jobcg", NULL};
+	char *const relative[] = {(char *)"jobcg", NULL};
+	char *text, line_fd0[PATH_MAX + 8];
+	int self_pid = 0, ppid = 0, sid = 0, blocked = -1, ignored = -1, leak;
+	sigset_t usr1;
+	ssize_t n;
+	int r;
+
+	if (argc == 3 && strcmp(argv[1], "report") == 0)
+		return report(argv[2]);
+	if (!mkdtemp(dir))
+		return 1;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = 0;
+	snprintf(out, sizeof(out), "%s/report", dir);
+
+	/* What slurmstepd may have that the watcher must not: an inheritable descriptor, a
+	 * blocked signal, an ignored one, its environment. */
+	leak = open("/dev/zero", O_RDONLY);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	signal(SIGTERM, SIG_IGN);
+	setenv("DETACH_TEST", "leaked", 1);
+	{
+		char *const args[] = {self, (char *)"report", out, NULL};
+
+		r = jspank_spawn_detached(args, envp);
+		ok(r == 0, "the program starts (%s)", r < 0 ? jobcg_error_message(r) : "ok");
+	}
+	text = slurp_wait(out, 10000);
+	ok(text != NULL, "it runs and reports");
+	if (!text)
+		text = (char *)"";
+	tap_diag("%s", text);
+	sscanf(text, "self %d ppid %d sid %d", &self_pid, &ppid, &sid);
+	ok(self_pid > 0 && ppid != getpid(), "not a child of its starter (parent %d, starter %d)",
+	   ppid, (int)getpid());
+	ok(self_pid > 0 && sid == self_pid, "a session of its own");
+	ok(strstr(text, "\nfds 0 1 2\n") != NULL,
+	   "only stdin, stdout and stderr open (the starter's descriptor %d is not)", leak);
+	snprintf(line_fd0, sizeof(line_fd0), "fd0 /dev/null\nfd1 /dev/null\nfd2 /dev/null\n");
+	ok(strstr(text, line_fd0) != NULL, "stdin, stdout and stderr are /dev/null");
+	{
+		const char *s = strstr(text, "usr1_blocked");
+		char env[64] = "";
+
+		if (s)
+			sscanf(s, "usr1_blocked %d term_ignored %d env %63s", &blocked, &ignored,
+			       env);
+		ok(blocked == 0 && ignored == 0,
+		   "no signal blocked or ignored (SIGUSR1 blocked %d, SIGTERM ignored %d)", blocked,
+		   ignored);
+		ok(strcmp(env, "clean") == 0, "the environment given, not the starter's (%s)", env);
+	}
+
+	r = jspank_spawn_detached(missing, envp);
+	ok(r == -ENOENT && strstr(jobcg_last_error()->message, "/nonexistent/jobcg"),
+	   "a program that cannot be executed: -ENOENT naming it (%s)", jobcg_error_message(r));
+	r = jspank_spawn_detached(relative, envp);
+	ok(r == -EINVAL, "a relative path is refused");
+
+	close(leak);
+	unlink(out);
+	rmdir(dir);
+	return tap_done();
+}
