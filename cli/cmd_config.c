@@ -1,4 +1,5 @@
 /* jobcg config: print the effective configuration, where each value came from, and the warnings. */
+#include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdlib.h>
@@ -184,9 +185,11 @@ static struct json_object *entry_json(const struct jobcg_config_entry *e)
 		return json_object_new_boolean(strcmp(e->value, "yes") == 0);
 	case JOBCG_CONFIG_NUMBER: {
 		char *end;
-		long long ll = strtoll(e->value, &end, 10);
+		long long ll;
 
-		if (!*end)
+		errno = 0;
+		ll = strtoll(e->value, &end, 10);
+		if (end != e->value && !*end && !errno)
 			return json_object_new_int64(ll);
 		double d = strtod(e->value, &end);
 		if (!*end)

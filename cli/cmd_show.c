@@ -3,6 +3,7 @@
 
 #include "common.h"
 #include "jobcg/jobgres.h"
+#include "util.h"
 
 /* cmd_list.c */
 struct json_object *cli_job_json(const struct jobcg_job_info *i);
@@ -19,6 +20,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 	struct jobcg_job_info *ji = NULL;
 	struct jobcg_acct acct;
 	char *path = NULL, *gres = NULL, *cpus = NULL, *mem = NULL, *skipped = NULL;
+	uint64_t mem_bytes = 0;
 	int r = 1;
 
 	if ((r = jobcg_target_events(ctx, t, &populated, &frozen)) < 0 ||
@@ -37,6 +39,12 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 	(void)jobcg_step_xattr_get(ctx, t->job, t->step, "cpus", &cpus);
 	(void)jobcg_step_xattr_get(ctx, t->job, t->step, "mem", &mem);
 	(void)jobcg_step_xattr_get(ctx, t->job, t->step, "skipped", &skipped);
+	/* jobcg wrote it as a number: anything else was edited or corrupted, and shown as
+	 * unlimited or as its leading digits it would mislead. */
+	if (mem && parse_u64(mem, UINT64_MAX, &mem_bytes) < 0) {
+		r = cli_fail("%s: trusted.jobcg.mem '%s' is not a number", path, mem);
+		goto out;
+	}
 	if (json) {
 		struct json_object *o = json_object_new_object(), *ta = json_object_new_array(),
 				   *pa = json_object_new_array();
@@ -57,8 +65,8 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		json_object_object_add(o, "pids", pa);
 		json_object_object_add(o, "gres", gres ? json_object_new_string(gres) : NULL);
 		json_object_object_add(o, "cpus", cpus ? json_object_new_string(cpus) : NULL);
-		json_object_object_add(
-		    o, "mem_bytes", mem ? json_object_new_uint64(strtoull(mem, NULL, 10)) : NULL);
+		json_object_object_add(o, "mem_bytes",
+				       mem ? json_object_new_uint64(mem_bytes) : NULL);
 		json_object_object_add(o, "skipped",
 				       skipped ? json_object_new_string(skipped) : NULL);
 		json_object_object_add(o, "acct", cli_json_acct(&acct));

@@ -17,6 +17,7 @@
 #include "jobcg/context.h"
 #include "devices.h"
 #include "jobcg/inspect.h"
+#include "util.h"
 
 #define MAX_DEPTH      64
 #define MAX_CGROUPS    200000
@@ -145,21 +146,30 @@ static void visit(struct walk *w, const char *path)
 		json_object_object_add(o, "access", json_object_new_string(acc));
 		json_object_object_add(o, "uncertain", json_object_new_boolean(opaque));
 		json_object_object_add(o, "programs", json_object_new_int64((int64_t)nprogs));
-		char *jend = NULL;
-		unsigned long jid = job[0] ? strtoul(job, &jend, 10) : 0;
+		uint64_t jid;
 
 		/* a number as everywhere else; a job_ directory jobcg did not name as it is */
 		json_object_object_add(o, "job",
-				       !job[0]	? NULL
-				       : !*jend ? json_object_new_uint64(jid)
-						: json_object_new_string(job));
+				       !job[0] ? NULL
+				       : parse_u64(job, UINT32_MAX, &jid) == 0
+					   ? json_object_new_uint64(jid)
+					   : json_object_new_string(job));
 		json_object_object_add(o, "step", step[0] ? json_object_new_string(step) : NULL);
 		struct json_object *pa = json_object_new_array();
 		char *save = NULL;
 		for (char *t = pids ? strtok_r(pids, " ", &save) : NULL; t;
 		     t = strtok_r(NULL, " ", &save))
-			if (strcmp(t, "...") != 0)
-				json_object_array_add(pa, json_object_new_int(atoi(t)));
+			if (strcmp(t, "...") != 0) {
+				uint64_t pid;
+
+				if (parse_u64(t, INT32_MAX, &pid) == 0)
+					json_object_array_add(pa, json_object_new_int((int)pid));
+				else
+					fprintf(
+					    stderr,
+					    "jobcg: warning: %s/cgroup.procs: '%s' is not a pid\n",
+					    path, t);
+			}
 		json_object_object_add(o, "pids", pa);
 		json_object_array_add(w->arr, o);
 	} else {

@@ -46,8 +46,15 @@ static void check_all(struct jobcg_ctx *ctx, int ifd, const char *why)
 		struct jobcg_resv_info *i = NULL;
 		struct jobcg_resv_status *st = NULL;
 
-		if (jobcg_resv_info_get(ctx, *k, &i) < 0)
+		int r = jobcg_resv_info_get(ctx, *k, &i);
+
+		if (r == -ENOENT)
 			continue; /* deleted meanwhile */
+		if (r < 0) {
+			fprintf(stderr, "jobcg: daemon: reservation %s: %s\n", *k,
+				jobcg_last_error()->message);
+			continue;
+		}
 		if (i->created_sec && !i->removing && ifd >= 0 && *i->cpus)
 			watch_files(ifd, i);
 		if (!i->created_sec || i->removing) {

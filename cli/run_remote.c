@@ -37,6 +37,7 @@
 #include "jobcg/gres.h"
 #include "msg.h"
 #include "run.h"
+#include "util.h"
 
 extern char **environ;
 
@@ -212,16 +213,18 @@ static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, stru
 		return -ENOMEM;
 	*ret_env = env;
 	while ((v = jobcg_msg_next(m, "env", &pos))) {
-		char *end, **l;
-		const char *eq;
-		unsigned long t = strtoul(v, &end, 10);
+		const char *end, *eq;
+		char **l;
+		uint64_t t;
 		size_t n = 0;
 
-		if (end == v || *end != ':' || t >= a->ntasks || !(eq = strchr(end + 1, '=')))
+		if (parse_u64_prefix(v, UINT64_MAX, &t, &end) < 0 || *end != ':' ||
+		    t >= a->ntasks || !(eq = strchr(end + 1, '=')))
 			return -EPROTO;
 		if (!task_env_allowed(end + 1, (size_t)(eq - end - 1))) {
-			snprintf(why, size, "it would set %.*s in task %lu's environment",
-				 (int)(eq - end - 1 > 64 ? 64 : eq - end - 1), end + 1, t);
+			snprintf(why, size, "it would set %.*s in task %llu's environment",
+				 (int)(eq - end - 1 > 64 ? 64 : eq - end - 1), end + 1,
+				 (unsigned long long)t);
 			return -EPERM;
 		}
 		for (l = env[t]; l && l[n]; n++)

@@ -1,6 +1,7 @@
 /* Kernel test: accounting at step end: what the host has is read, what it lacks is unavailable. */
 #include <json-c/json.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "jobcg/acct.h"
 #include "jobcg/acctlog.h"
@@ -37,6 +38,22 @@ static int collect(const struct jobcg_acct_record *r, void *u)
 	if (r->kind == JOBCG_ACCT_JOB && id == 31 && r->state == JOBCG_ACCT_COMPLETED &&
 	    r->uid == 0 && r->start_usec > 0)
 		c->job31 = true;
+	return 0;
+}
+
+struct startcheck {
+	bool seen;
+	uint64_t start_usec;
+};
+
+static int find_job34(const struct jobcg_acct_record *r, void *u)
+{
+	struct startcheck *c = u;
+
+	if (r->kind == JOBCG_ACCT_JOB && strcmp(r->job_id, "34") == 0) {
+		c->seen = true;
+		c->start_usec = r->start_usec;
+	}
 	return 0;
 }
 
@@ -157,6 +174,28 @@ int main(void)
 		ok(!c.job9157, "no record of the refused run's job 9157");
 		ok(c.noexec_step,
 		   "the missing command's step is recorded FAILED with exit code 127");
+		free(path);
+	}
+	/* A trusted.jobcg.created that is not a number: the record is still written, its start
+	 * unknown (0), not 12 seconds after 1970, and the CLI warns naming the cgroup. */
+	{
+		struct startcheck c = {};
+		char jd[PATH_MAX], *path = NULL, *args[] = {"release", "34", NULL};
+
+		snprintf(jd, sizeof(jd), "%s/job_34", root);
+		is_int(kcli(NULL, "alloc", "34", NULL), 0, "job 34");
+		ok(setxattr(jd, "trusted.jobcg.created", "12x", 3, 0) == 0,
+		   "job 34: trusted.jobcg.created set to '12x' by hand");
+		err = NULL;
+		rc = kcli_run(args, NULL, &err);
+		is_int(rc, 0, "release 34 still succeeds (the job has ended)");
+		ok(err && strstr(err, "job_34: trusted.jobcg.created '12x' is not a number"),
+		   "and warns naming the cgroup and attribute");
+		free(err);
+		is_int(jobcg_acctlog_path(conf, &path), 0, "log path");
+		is_int(jobcg_acctlog_read(path, NULL, find_job34, &c), 0, "read the log again");
+		ok(c.seen && c.start_usec == 0, "job 34's record is written, start unknown (%llu)",
+		   (unsigned long long)c.start_usec);
 		free(path);
 	}
 	/* AccountingSync= reaches 'jobcg run'. fsync() of a FIFO fails with EINVAL where a write

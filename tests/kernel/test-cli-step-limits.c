@@ -137,6 +137,34 @@ int main(void)
 		json_object_put(o);
 		free(out);
 	}
+	/* A step's trusted.jobcg.mem that is not a number: show fails naming it, not "12". */
+	{
+		char sd[PATH_MAX];
+		char *args[] = {"run",
+				"--job",
+				"5",
+				"--step",
+				"8",
+				"--mem",
+				"100M",
+				(char *)be,
+				"--",
+				"sh",
+				"-c",
+				"python3 -c 'import os, sys; os.setxattr(sys.argv[1], "
+				"\"trusted.jobcg.mem\", b\"12x\")' \"$0\" && exec \"$1\" show 5.8",
+				sd,
+				(char *)kcli_binary(),
+				NULL};
+
+		snprintf(sd, sizeof(sd), "%s/job_5/step_8", root);
+		rc = kcli_run(args, NULL, &err);
+		is_int(rc, 1, "show 5.8 with trusted.jobcg.mem '12x' fails");
+		ok(err && strstr(err, "job_5/step_8: trusted.jobcg.mem '12x' is not a number"),
+		   "naming the cgroup and the attribute");
+		free(err);
+		err = NULL;
+	}
 	is_int(steps_of(root, "5"), 0, "the step is gone after it ended");
 
 	/* A job without --cpus has all the node's CPUs: CPU 0 is within, one past the last is not.

@@ -288,6 +288,45 @@ def check_rules(e):
     ok(r.returncode == 0, f"delete r4 ({r.stderr.strip()})")
 
 
+def check_malformed(e):
+    """A trusted.jobcg.* value that is not what jobcg wrote: an error naming the cgroup and the
+    attribute, never a silent 0; metrics keep going and show the reservation as not valid."""
+    r = e.run("resv", "create", "r6", "--devices", "gpu:0")
+    ok(r.returncode == 0, f"resv create r6 ({r.stderr.strip()})")
+    got, err = alloc_gpus(e, 21, "--reservation", "r6", "--gres", "gpu:1")
+    ok(got == {0}, f"job 21 enters r6 ({got} {err})")
+    d = os.path.join(e.root, "resv_r6")
+    created = os.getxattr(d, "trusted.jobcg.created")
+    for attr, bad in (("trusted.jobcg.mem", b"12x"), ("trusted.jobcg.mem", b""),
+                      ("trusted.jobcg.mem", b"-1"), ("trusted.jobcg.created", b"abc"),
+                      ("trusted.jobcg.created", b"99999999999999999999")):
+        want = f"resv_r6: {attr} '{bad.decode()}' is not a number"
+        os.setxattr(d, attr, bad)
+        r = e.run("resv", "list")
+        ok(r.returncode != 0 and want in r.stderr,
+           f"{attr}={bad!r}: resv list fails naming it ({r.stderr.strip()})")
+        r = e.run("alloc", "22", "--reservation", "r6")
+        ok(r.returncode != 0 and want in r.stderr,
+           f"{attr}={bad!r}: a job is refused entry naming it ({r.stderr.strip()})")
+        e.run("release", "22")
+        r = e.run("metrics")
+        ok(r.returncode == 0 and 'jobcg_reservation_valid{reservation="r6"} 0' in r.stdout
+           and 'job="21"' in r.stdout and want in r.stderr,
+           f"{attr}={bad!r}: metrics warn, show r6 not valid, still read its job "
+           f"({r.stderr.strip()})")
+        r = e.run("resv", "delete", "r6")
+        ok(r.returncode != 0 and want in r.stderr and os.path.isdir(d),
+           f"{attr}={bad!r}: delete refused naming it, nothing removed ({r.stderr.strip()})")
+        if attr == "trusted.jobcg.mem":
+            os.removexattr(d, attr)
+        else:
+            os.setxattr(d, attr, created)
+    e.untask("resv_r6/job_21")
+    e.run("release", "21")
+    r = e.run("resv", "delete", "r6")
+    ok(r.returncode == 0, f"repaired by hand, r6 deletes ({r.stderr.strip()})")
+
+
 def check_concurrent(e):
     r = e.run("resv", "create", "rc", "--devices", "gpu:0,1")
     ok(r.returncode == 0, f"resv create rc ({r.stderr.strip()})")
@@ -419,6 +458,7 @@ def body(e):
         return
     e.run("release", "1")
     check_rules(e)
+    check_malformed(e)
     check_pool(e)
     check_concurrent(e)
     check_gc_sweep(e)

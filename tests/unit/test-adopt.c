@@ -36,6 +36,13 @@ int main(void)
 	is_int(u, 1000, "the real uid is the first field");
 	is_int(adopt_parse_status_uid("Name:\tx\n", &u), -EINVAL, "no Uid line");
 	is_int(adopt_parse_status_uid("Uid:\tabc\n", &u), -EINVAL, "garbage uid");
+	u = 7;
+	is_int(adopt_parse_status_uid("Uid:\t12x\t0\t0\t0\n", &u), -EINVAL, "'12x' is not a uid");
+	is_int(adopt_parse_status_uid("Uid:\t+5\t0\t0\t0\n", &u), -EINVAL, "nor is '+5'");
+	is_int(adopt_parse_status_uid("Uid:\t4294967295\n", &u), -EINVAL, "nor (uid_t)-1");
+	is_int(u, 7, "output untouched on failure");
+	is_int(adopt_parse_status_uid("Uid:\t0", &u), 0, "a Uid line at the very end");
+	is_int(u, 0, "reads 0");
 
 	is_int(adopt_parse_proc_cgroup("12:devices:/x\n0::/user.slice/session-3.scope\n", &s), 0,
 	       "the v2 line of a hybrid /proc/PID/cgroup");

@@ -228,6 +228,23 @@ def check_bad(t):
     r, j = t.gpus(root, "--backend", "amd")
     ok(r.returncode == 1 and j["gpus"] == [] and any(f"{root}/dev/kfd" in w for w in j["warnings"]),
        "AMD without /dev/kfd: left out, named")
+    # A kfd property that is not a number is not read as its leading digits.
+    for line, bad in (("drm_render_minor 128", "drm_render_minor 128x"),
+                      ("unique_id 11259375", "unique_id 0x11259375")):
+        root = t.tree()
+        props = os.path.join(root, "sys/class/kfd/kfd/topology/nodes/1/properties")
+        with open(props) as f:
+            text = f.read()
+        with open(props, "w") as f:
+            f.write(text.replace(line, bad))
+        r, j = t.gpus(root, "--backend", "amd")
+        named = any(f"{props}: '{bad}' is not a number" in w for w in j["warnings"])
+        if bad.startswith("drm"):
+            ok(r.returncode == 1 and j["gpus"] == [] and named,
+               f"kfd '{bad}': GPU left out, the file named ({j['warnings']})")
+        else:
+            ok(r.returncode == 1 and len(j["gpus"]) == 1 and j["gpus"][0]["uuid"] is None and
+               named, f"kfd '{bad}': no UUID, the file named ({j['warnings']}, {j['gpus']})")
 
 
 def main():

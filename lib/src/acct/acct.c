@@ -206,6 +206,22 @@ void acct_pending_done(struct acct_pending *p)
 	*p = (struct acct_pending){0};
 }
 
+/*
+ * A start time jobcg wrote (@unit microseconds per count), 0 when it is not a number: the
+ * record is still written (the job has ended; losing its record is worse), with a warning
+ * naming the cgroup and attribute, and the next source tried.
+ */
+static uint64_t start_xattr(const char *dir, const char *name, const char *value, uint64_t unit)
+{
+	uint64_t v;
+
+	if (parse_u64(value, UINT64_MAX / unit, &v) < 0) {
+		log_warning("%s: %s '%s' is not a number: start time unknown", dir, name, value);
+		return 0;
+	}
+	return v * unit;
+}
+
 int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 		     uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
 		     bool cancelled, const struct jobcg_acct *a, struct acct_pending *ret)
@@ -247,12 +263,12 @@ int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id
 			p.gres = NULL;
 		if (!start_usec && sdir &&
 		    cgfs_xattr_get(sdir, "trusted.jobcg.started", &started) == 0)
-			p.rec.start_usec = strtoull(started, NULL, 10);
+			p.rec.start_usec = start_xattr(sdir, "trusted.jobcg.started", started, 1);
 	}
 	/* A job's start, or the last resort for a step made before steps kept theirs: never 0,
 	 * which would read as a step that began in 1970. */
 	if (!p.rec.start_usec && cgfs_xattr_get(jdir, "trusted.jobcg.created", &created) == 0)
-		p.rec.start_usec = strtoull(created, NULL, 10) * 1000000u;
+		p.rec.start_usec = start_xattr(jdir, "trusted.jobcg.created", created, 1000000);
 	if (p.gres || cgfs_xattr_get(jdir, "trusted.jobcg.gres", &p.gres) == 0) {
 		if (p.gres && *p.gres)
 			p.rec.gres = p.gres;

@@ -95,14 +95,10 @@ static bool add_u64_or_null(struct json_object *o, const char *k, uint64_t v, bo
  * before json-c wrote the line hold the same bytes (tests/unit/test-acctlog.c keeps such lines).
  */
 
-/* Is @s a job id written as "%u" writes it (no sign, no leading zero)? */
-static bool job_id_canonical(const char *s)
+/* Is @s a job id written as "%u" writes it (no sign, no leading zero)? Its value in *ret. */
+static bool job_id_canonical(const char *s, uint64_t *ret)
 {
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 10 || s[0] == '0' || strspn(s, "0123456789") != n)
-		return false;
-	return strtoull(s, NULL, 10) <= UINT32_MAX - 1;
+	return s[0] != '0' && parse_u64(s, UINT32_MAX - 1, ret) == 0;
 }
 
 static int format_record(const struct jobcg_acct_record *r, const char *state, char **ret,
@@ -112,6 +108,7 @@ static int format_record(const struct jobcg_acct_record *r, const char *state, c
 	unsigned na = r->unavailable;
 	const char *text;
 	size_t len;
+	uint64_t job;
 	bool ok;
 	char *line;
 
@@ -121,8 +118,8 @@ static int format_record(const struct jobcg_acct_record *r, const char *state, c
 	     /* A number, as every other JSON jobcg prints has it; an id that is not one of
 	      * jobcg's (a caller's own scheme) stays a string. */
 	     add(o, "job",
-		 job_id_canonical(r->job_id) ? json_object_new_uint64(strtoull(r->job_id, NULL, 10))
-					     : json_object_new_string(r->job_id)) &&
+		 job_id_canonical(r->job_id, &job) ? json_object_new_uint64(job)
+						   : json_object_new_string(r->job_id)) &&
 	     (!r->step_id || add(o, "step", json_object_new_string(r->step_id))) &&
 	     add(o, "uid", json_object_new_uint64(r->uid)) &&
 	     add(o, "gid", json_object_new_uint64(r->gid)) &&

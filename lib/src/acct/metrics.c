@@ -584,11 +584,30 @@ static int collect_resvs(struct collector *c, int rootfd)
 		struct jobcg_resv_status *st = NULL;
 		const char *name = *k + strlen(TREE_RESV_PREFIX);
 
-		if (rfd < 0 || jobcg_resv_info_get(c->ctx, name, &info) < 0) {
+		if (rfd < 0)
+			continue; /* deleted meanwhile */
+		r = jobcg_resv_info_get(c->ctx, name, &info);
+		if (r == -ENOMEM)
+			return r;
+		if (r == -ENOENT) {
 			jobcg_error_clear();
 			continue; /* deleted meanwhile */
 		}
 		mr->name = strdup(name);
+		if (r < 0) {
+			/* Its recorded state does not read (trusted.* edited or corrupted): shown
+			 * without devices, CPUs or memory and not valid, its jobs still counted. */
+			log_warning("metrics: reservation %s unreadable: %s", name,
+				    jobcg_last_error()->message);
+			jobcg_error_clear();
+			count_error(c, name, r);
+			mr->devices = strdup("");
+			mr->cpus = strdup("");
+			c->m->n_resvs++;
+			if (!mr->name || !mr->devices || !mr->cpus)
+				return -ENOMEM;
+			goto jobs;
+		}
 		mr->devices = TAKE_PTR(info->devices);
 		mr->cpus = TAKE_PTR(info->cpus);
 		mr->mem_bytes = info->mem_bytes;
@@ -611,6 +630,7 @@ static int collect_resvs(struct collector *c, int rootfd)
 		else
 			jobcg_error_clear();
 		jobcg_resv_status_free(st);
+	jobs:
 		if (subdirs(rfd, is_job_dir, &jobs) < 0)
 			continue;
 		int job_ctl = jobs[0] ? child_controllers(c, rfd) : -1;

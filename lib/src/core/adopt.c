@@ -34,14 +34,16 @@ long adopt_choose(const struct adopt_candidate *c, size_t n, uid_t uid)
 int adopt_parse_status_uid(const char *status, uid_t *ret)
 {
 	for (const char *p = status; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		unsigned long v;
-		char *end;
+		const char *end;
+		uint64_t v;
 
 		if (!startswith(p, "Uid:"))
 			continue;
 		p += 4;
-		v = strtoul(p, &end, 10);
-		if (end == p || v > (uid_t)-2)
+		p += strspn(p, " \t");
+		/* "Uid:\tREAL\tEFFECTIVE\t...": the real uid, followed by a blank or the end. */
+		if (parse_u64_prefix(p, (uid_t)-2, &v, &end) < 0 ||
+		    (*end && *end != '\t' && *end != ' ' && *end != '\n'))
 			return -EINVAL;
 		*ret = (uid_t)v;
 		return 0;

@@ -393,15 +393,16 @@ static int park_in_system(const char *root, pid_t keeper)
 	if (r < 0)
 		return error_set(r, "cannot read %s: %s", procs, strerror(-r));
 	for (char *s = text, *e; *s; s = e) {
-		long pid = strtol(s, &e, 10);
+		uint64_t pid;
 
-		if (e == s)
-			break;
-		if (pid > 0) {
-			r = write_pid(sys, (pid_t)pid);
-			if (r < 0 && r != -ESRCH)
-				return r;
-		}
+		e = s + strcspn(s, "\n");
+		if (*e)
+			*e++ = 0;
+		if (parse_u64(s, INT32_MAX, &pid) < 0 || pid == 0)
+			return error_set(-EBADMSG, "%s: '%s' is not a pid", procs, s);
+		r = write_pid(sys, (pid_t)pid);
+		if (r < 0 && r != -ESRCH)
+			return r;
 	}
 	return 0;
 }

@@ -193,7 +193,14 @@ static char *v1_detail(const char *path)
 		    "a cgroup v1 devices controller is mounted at %s: its devices.list rules apply "
 		    "as well (no process here to find its v1 cgroup)",
 		    mount);
-	int pid = atoi(pidline);
+	uint64_t v;
+	const char *end;
+	if (parse_u64_prefix(pidline, INT32_MAX, &v, &end) < 0 || (*end && *end != '\n') || !v)
+		return strdup_printf(
+		    "a cgroup v1 devices controller is mounted at %s: its devices.list rules apply "
+		    "as well (%s starts with '%.20s', not a pid)",
+		    mount, p, pidline);
+	int pid = (int)v;
 	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
 	f = fopen(p, "re");
 	while (f && fgets(line, sizeof(line), f)) {
@@ -272,9 +279,10 @@ static int perm_error(int r, const char *what)
 static int sysctl_int(const char *path)
 {
 	_cleanup_free_ char *s = NULL;
-	if (read_one_line_at(AT_FDCWD, path, &s) < 0)
+	unsigned v;
+	if (read_one_line_at(AT_FDCWD, path, &s) < 0 || parse_uint(s, INT32_MAX, &v) < 0)
 		return -1;
-	return atoi(s);
+	return (int)v;
 }
 
 static int key_cmp_size;
@@ -572,9 +580,12 @@ static int resolve_calls(struct centry *e)
 	}
 	if (r < 0) {
 		int kr = sysctl_int("/proc/sys/kernel/kptr_restrict");
+		char krs[16] = "unreadable";
+		if (kr >= 0)
+			snprintf(krs, sizeof(krs), "%d", kr);
 		e->opaque = strdup_printf("its helper calls cannot be identified: %s "
-					  "(kernel.kptr_restrict=%d)",
-					  jobcg_last_error()->message, kr);
+					  "(kernel.kptr_restrict=%s)",
+					  jobcg_last_error()->message, krs);
 		return e->opaque ? 0 : -ENOMEM;
 	}
 	e->cg_dependent = insn_calls(e, BPF_FUNC_get_current_cgroup_id) ||

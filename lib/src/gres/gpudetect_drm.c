@@ -59,16 +59,30 @@ static int render_file(struct gpuscan *s, struct jobcg_gpu *gpu, unsigned minor,
 	return gpu_file_push(&gpu->files, &gpu->nfiles, dev, major, minor);
 }
 
-static uint64_t prop(const char *text, const char *key, bool *found)
+/* The "KEY VALUE" line of a kfd properties file; a value that is not a number counts as
+ * absent, with a warning naming the file. */
+static uint64_t prop(struct gpuscan *s, const char *file, const char *text, const char *key,
+		     bool *found)
 {
 	size_t klen = strlen(key);
 
+	*found = false;
 	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
 		if (startswith(p, key) && p[klen] == ' ') {
+			const char *end;
+			uint64_t v;
+
+			if (parse_u64_prefix(p + klen + 1, UINT64_MAX, &v, &end) < 0 ||
+			    (*end && *end != '\n')) {
+				int n = (int)strcspn(p, "\n");
+
+				(void)gpuscan_warn(s, "%s%s: '%.*s' is not a number", s->root, file,
+						   n > 80 ? 80 : n, p);
+				return 0;
+			}
 			*found = true;
-			return strtoull(p + klen + 1, NULL, 10);
+			return v;
 		}
-	*found = false;
 	return 0;
 }
 
@@ -89,10 +103,10 @@ static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 		return r;
 	if (r < 0)
 		return gpuscan_warn(s, "%s%s: %s: kfd node left out", s->root, pp, strerror(-r));
-	simd = prop(text, "simd_count", &has_simd);
+	simd = prop(s, pp, text, "simd_count", &has_simd);
 	if (!has_simd || simd == 0)
 		return 0; /* a CPU node */
-	minor = prop(text, "drm_render_minor", &has_minor);
+	minor = prop(s, pp, text, "drm_render_minor", &has_minor);
 	if (!has_minor || minor < 128 || minor > 255)
 		return gpuscan_warn(s, "%s%s: no valid 'drm_render_minor' line: GPU left out",
 				    s->root, pp);
@@ -121,9 +135,9 @@ static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 	if (r < 0 || (r = gpu_file_push(&gpu.companions, &gpu.ncompanions, "/dev/kfd",
 					(unsigned)kfd_major, 0)) < 0)
 		goto out;
-	uid = prop(text, "unique_id", &has_uid);
-	loc = prop(text, "location_id", &has_loc);
-	dom = prop(text, "domain", &has_dom);
+	uid = prop(s, pp, text, "unique_id", &has_uid);
+	loc = prop(s, pp, text, "location_id", &has_loc);
+	dom = prop(s, pp, text, "domain", &has_dom);
 	gpu.pci = render_pci(s, (unsigned)minor);
 	if (!gpu.pci && has_loc)
 		gpu.pci = strdup_printf("%04x:%02x:%02x.%x", (unsigned)(has_dom ? dom & 0xffff : 0),

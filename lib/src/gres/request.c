@@ -57,7 +57,7 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 	const char *p = s, *end = s + len;
 	const char *name, *type = NULL;
 	size_t name_len, type_len = 0;
-	unsigned long count = 1;
+	unsigned count = 1;
 
 	/* The caller names the request; an item of several is named here. */
 	if (len != strlen(whole))
@@ -102,10 +102,9 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 						    item);
 			memcpy(buf, last, last_len);
 			buf[last_len] = 0;
-			count = strtoul(buf, NULL, 10);
-			if (count > JOBCG_GRES_MAX)
+			if (parse_uint(buf, JOBCG_GRES_MAX, &count) < 0)
 				return error_set_at(-EINVAL, NULL, 0, last_col,
-						    "%scount %lu exceeds %d", item, count,
+						    "%scount %s exceeds %d", item, buf,
 						    JOBCG_GRES_MAX);
 			if (np == 3) {
 				type = parts[1];
@@ -125,7 +124,7 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 	}
 	ret->name = strndup(name, name_len);
 	ret->type = type ? strndup(type, type_len) : NULL;
-	ret->count = (unsigned)count;
+	ret->count = count;
 	if (!ret->name || (type && !ret->type)) {
 		free(ret->name);
 		free(ret->type);

@@ -273,6 +273,18 @@ static int users_parse(const char *s, uid_t **ret, size_t *ret_n)
 	return 0;
 }
 
+/* trusted.jobcg.mem as spec_write() wrote it, absent: none. */
+static int mem_parse(const char *dir, const char *mem, uint64_t *ret)
+{
+	if (!mem) {
+		*ret = 0;
+		return 0;
+	}
+	if (parse_u64(mem, UINT64_MAX, ret) < 0)
+		return error_set(-EBADMSG, "%s: " X_MEM " '%s' is not a number", dir, mem);
+	return 0;
+}
+
 static int resv_jobs(const char *dir, uint32_t **ret, size_t *ret_n)
 {
 	_cleanup_strv_free_ char **kids = NULL;
@@ -342,13 +354,21 @@ static int info_read(struct jobcg_ctx *ctx, const char *name, struct jobcg_resv_
 		return r;
 	if ((!i->devices && !(i->devices = strdup(""))) || (!i->cpus && !(i->cpus = strdup(""))))
 		return -ENOMEM;
-	i->mem_bytes = mem ? strtoull(mem, NULL, 10) : 0;
+	if ((r = mem_parse(i->path, mem, &i->mem_bytes)) < 0)
+		return r;
 	i->isolated = iso && streq(iso, "1");
 	if (users_parse(users, &i->users, &i->n_users) < 0)
-		return error_set(-EBADMSG, "reservation %s: users '%s' do not parse", name, users);
-	i->created_sec = created ? strtoll(created, NULL, 10) : 0;
-	if (created && !i->created_sec)
-		i->created_sec = 1;
+		return error_set(-EBADMSG, "%s: " X_USERS " '%s' is not a list of user ids",
+				 i->path, users);
+	if (created) {
+		uint64_t c;
+
+		if (parse_u64(created, INT64_MAX, &c) < 0)
+			return error_set(-EBADMSG, "%s: " X_CREATED " '%s' is not a number",
+					 i->path, created);
+		/* 0 means "not completely created": a mark that says 0 is still a mark. */
+		i->created_sec = c ? (int64_t)c : 1;
+	}
 	i->removing = removing != NULL;
 	if ((r = resv_jobs(i->path, &i->jobs, &i->n_jobs)) < 0)
 		return r;
@@ -1296,18 +1316,44 @@ int resv_job_cpus(struct jobcg_ctx *ctx, const char *resv, const char *want, cha
 	return 0;
 }
 
-uint64_t resv_mem_total(struct jobcg_ctx *ctx)
+int resv_mem_held(struct jobcg_ctx *ctx, uint64_t *ret)
 {
 	_cleanup_strv_free_ char **names = NULL;
 	uint64_t sum = 0;
+	int r;
 
-	if (tree_resv_names(ctx, &names) < 0)
+	if (tree_resv_names(ctx, &names) < 0) {
+		*ret = 0;
 		return 0;
+	}
 	for (char **k = names; *k; k++) {
 		_cleanup_free_ char *dir = tree_resv_dir(ctx, *k), *mem = NULL;
+		uint64_t v;
 
-		if (dir && xget(dir, X_MEM, &mem) == 0 && mem)
-			sum += strtoull(mem, NULL, 10);
+		if (!dir)
+			return -ENOMEM;
+		if ((r = xget(dir, X_MEM, &mem)) == -ENOENT) /* deleted meanwhile */
+			continue;
+		if (r < 0)
+			return r;
+		if ((r = mem_parse(dir, mem, &v)) < 0)
+			return r;
+		sum = v > UINT64_MAX - sum ? UINT64_MAX : sum + v;
+	}
+	*ret = sum;
+	return 0;
+}
+
+uint64_t resv_mem_total(struct jobcg_ctx *ctx)
+{
+	uint64_t sum;
+
+	/* Its callers cannot return the error yet: a reservation whose size is unknown keeps
+	 * everything, so that no job outside takes what it protects. */
+	if (resv_mem_held(ctx, &sum) < 0) {
+		log_error("%s: jobs outside reservations get no memory",
+			  jobcg_last_error()->message);
+		return UINT64_MAX;
 	}
 	return sum;
 }
