@@ -1,5 +1,6 @@
 /* jobcg_spank.so: Slurm's step ids, abstract cores, GPU indices and plugin arguments in jobcg's
  * terms (see slurm_map.h). */
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -44,8 +45,12 @@ static int read_uint(int dirfd, const char *path, long *ret)
 	if (l <= 0)
 		return l < 0 ? -errno : -EINVAL;
 	buf[l] = 0;
+	/* Signed: sysfs says -1 for a package or die id the firmware does not give. */
+	errno = 0;
 	*ret = strtol(buf, &end, 10);
-	return end == buf ? -EINVAL : 0;
+	if (errno || end == buf || (*end && strcmp(end, "\n") != 0))
+		return -EINVAL;
+	return 0;
 }
 
 struct core_key {
@@ -187,6 +192,25 @@ int jspank_gpus_map(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
 }
 
 /* Position of node GPU @idx among the step's GPUs (@bits, @words), or -1. */
+/* A GPU id at the start of S: decimal digits, or 0x and hex digits; at most UINT32_MAX. */
+static int parse_gpu_id(const char *s, uint64_t *ret, const char **ret_end)
+{
+	char *end;
+	unsigned long long v;
+
+	if ((s[0] != '0' || (s[1] != 'x' && s[1] != 'X')))
+		return parse_u64_prefix(s, UINT32_MAX, ret, ret_end);
+	if (!isxdigit((unsigned char)s[2]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s + 2, &end, 16);
+	if (errno || v > UINT32_MAX)
+		return -ERANGE;
+	*ret = v;
+	*ret_end = end;
+	return 0;
+}
+
 static int step_pos(const uint64_t *bits, size_t words, unsigned long idx)
 {
 	int pos = 0;
@@ -229,29 +253,29 @@ int jspank_gpu_bind(const char *bind, const char *step_gpus, char **ret)
 		return -ENOMEM;
 	len = (size_t)sprintf(out, "map_gpu:");
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		unsigned long idx, rep = 1;
+		const char *end = tok;
+		uint64_t idx = 0, rep = 1;
 		int pos;
 
-		errno = 0;
-		idx = strtoul(tok, &end, 0);
-		if (*end == '*') {
-			rep = strtoul(end + 1, &end, 10);
-			if (rep == 0)
-				end = tok;
-		}
-		if (errno || end == tok || *end || *tok == '-')
+		/* An id is decimal ("010" is GPU 10, not 8) or 0x-prefixed hex, as Slurm's map
+		 * lists take them; "ID*N" repeats it N times. */
+		bool bad = parse_gpu_id(tok, &idx, &end) < 0;
+		if (!bad && *end == '*')
+			bad = parse_u64(end + 1, UINT32_MAX, &rep) < 0 || rep == 0;
+		else if (!bad && *end)
+			bad = true;
+		if (bad)
 			return error_set(-EINVAL, "--gpu-bind=%s: '%s' is not a GPU index", bind,
 					 tok);
 		pos = step_pos(bits, words, idx);
 		if (pos < 0)
 			return error_set(-EINVAL,
-					 "--gpu-bind=%s names GPU %lu, which this step does not "
+					 "--gpu-bind=%s names GPU %llu, which this step does not "
 					 "hold here (SLURM_STEP_GPUS=%s)",
-					 bind, idx, step_gpus ? step_gpus : "");
+					 bind, (unsigned long long)idx, step_gpus ? step_gpus : "");
 		len += (size_t)sprintf(out + len, "%s%d", len > 8 ? "," : "", pos);
 		if (rep > 1)
-			len += (size_t)sprintf(out + len, "*%lu", rep);
+			len += (size_t)sprintf(out + len, "*%llu", (unsigned long long)rep);
 	}
 	if (len == 8)
 		return error_set(-EINVAL, "--gpu-bind=%s: an empty map", bind);

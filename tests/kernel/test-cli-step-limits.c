@@ -3,6 +3,7 @@
  * without --best-effort, nothing is left behind, and what a step got shows in `jobcg show`. */
 #include <json-c/json.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "kcli.h"
 
@@ -179,6 +180,34 @@ int main(void)
 	ok(err && strstr(err, "not a subset of job 6's CPUs"), "naming the job's CPUs");
 	free(err);
 	is_int(steps_of(root, "6"), 0, "no step left in job 6");
+
+	/* A job's own numbers in trusted.jobcg.* that do not parse are named and ignored, never
+	 * read as whatever their first digits say. */
+	{
+		char jd[PATH_MAX];
+		char *args[] = {(char *)"show", (char *)"6", (char *)"--json", NULL};
+		char *shown = NULL;
+
+		snprintf(jd, sizeof(jd), "%s/job_6", root);
+		ok(setxattr(jd, "trusted.jobcg.mem", "12x", 3, 0) == 0 &&
+		       setxattr(jd, "trusted.jobcg.runner", "7abc", 4, 0) == 0,
+		   "job 6's mem and runner attributes corrupted");
+		err = NULL;
+		rc = kcli_run(args, &shown, &err);
+		is_int(rc, 0, "show 6 still works");
+		ok(err && strstr(err, "job_6: trusted.jobcg.mem '12x' is not a number"),
+		   "naming the cgroup and the mem attribute");
+		ok(err && strstr(err, "job_6: trusted.jobcg.runner '7abc' is not PID:STARTTIME"),
+		   "and the runner attribute");
+		ok(shown && !strstr(shown, "\"mem_bytes\":12") &&
+		       !strstr(shown, "\"mem_bytes\": 12"),
+		   "the memory is not read as 12 bytes");
+		free(shown);
+		free(err);
+		err = NULL;
+		(void)removexattr(jd, "trusted.jobcg.mem");
+		(void)removexattr(jd, "trusted.jobcg.runner");
+	}
 
 	/* With SpecCPUs=1 a job without --cpus has every CPU but 1 (cgroup.conf, resource
 	 * specialisation): a step naming CPU 1 asks for what the job does not have, and the rest

@@ -189,6 +189,8 @@ static void test_gpu_bind(void)
 	    {"map_gpu:3,2", "2-3", "map_gpu:1,0"},
 	    {"map_gpu:3*2,2", "1,3,2", "map_gpu:2*2,1"},
 	    {"map_gpu:0x3", "3", "map_gpu:0"},
+	    /* Decimal, never octal: "010" is GPU 10. */
+	    {"map_gpu:010,9", "9-10", "map_gpu:1,0"},
 	};
 	static const struct {
 		const char *bind, *step, *says;
@@ -198,6 +200,12 @@ static void test_gpu_bind(void)
 	    {"map_gpu:a", "0", "'a' is not a GPU index"},
 	    {"map_gpu:-1", "0", "'-1' is not a GPU index"},
 	    {"map_gpu:0*0", "0", "'0*0' is not a GPU index"},
+	    {"map_gpu:1x", "1", "'1x' is not a GPU index"},
+	    {"map_gpu:+1", "1", "'+1' is not a GPU index"},
+	    {"map_gpu:1*2x", "1", "'1*2x' is not a GPU index"},
+	    {"map_gpu:1*-2", "1", "'1*-2' is not a GPU index"},
+	    {"map_gpu:0x", "0", "'0x' is not a GPU index"},
+	    {"map_gpu:99999999999", "0", "'99999999999' is not a GPU index"},
 	    {"map_gpu:", "0", "an empty map"},
 	    {"sometimes", "0", "only single:N"},
 	};

@@ -129,13 +129,24 @@ JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, con
 	return get_meta(dir, key, ret);
 }
 
+/* A number jobcg wrote into trusted.jobcg.KEY of DIR, 0 when absent. One that does not parse
+ * (corrupted, or written by hand) is logged, naming the cgroup and attribute, and read as
+ * absent: callers fall back on what the kernel says (memory.max) or show nothing. */
 static uint64_t meta_u64(const char *dir, const char *key)
 {
 	_cleanup_free_ char *s = NULL;
+	uint64_t v = 0;
 
-	if (get_meta(dir, key, &s) < 0)
+	if (get_meta(dir, key, &s) < 0) {
+		jobcg_error_clear();
 		return 0;
-	return strtoull(s, NULL, 10);
+	}
+	if (parse_u64(s, UINT64_MAX, &v) < 0) {
+		log_warning("%s: " XATTR_PREFIX "%s '%s' is not a number: ignored", dir, key, s);
+		jobcg_error_clear();
+		return 0;
+	}
+	return v;
 }
 
 static int write_mem_value(const char *dir, const char *file, uint64_t v)
@@ -157,9 +168,14 @@ static int write_mem_value(const char *dir, const char *file, uint64_t v)
 static int outside_resv_ram(struct jobcg_ctx *ctx, const char *dir, uint64_t *ram)
 {
 	_cleanup_free_ char *resv = tree_job_resv(ctx, dir);
-	uint64_t held;
+	uint64_t held = 0;
+	int r;
 
-	if (resv || !(held = resv_mem_total(ctx)))
+	if (resv)
+		return 0;
+	if ((r = resv_mem_held(ctx, &held)) < 0)
+		return r;
+	if (!held)
 		return 0;
 	if (held >= *ram)
 		return error_set(-EINVAL, "reservations keep %llu MiB of the node's %llu MiB",
@@ -220,6 +236,7 @@ static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 	     "the memory reserved for the system (MemSpecLimit)"},
 	};
 	_cleanup_free_ char *resv_cpus = NULL;
+	uint64_t resv_mem = 0;
 	int r;
 
 	/* Reservations' CPUs: a job outside never has one in its cpuset.cpus (a sibling's
@@ -227,11 +244,12 @@ static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 	if (!(req & JOBCG_LIMIT_CPUS) && (ctx->info->usable & (1u << JOBCG_CTRL_CPUSET)) &&
 	    (r = resv_job_cpus(ctx, l ? l->reservation : NULL, NULL, &resv_cpus)) < 0)
 		return r;
+	/* What reservations keep caps a job outside them (a reservation of unknown size fails). */
+	if (!(l && l->reservation) && (r = resv_mem_held(ctx, &resv_mem)) < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
-		bool on =
-		    parts[i].bit == JOBCG_LIMIT_CPUS
-			? cpu_spec(c) || resv_cpus
-			: c->mem_spec_limit > 0 || (!(l && l->reservation) && resv_mem_total(ctx));
+		bool on = parts[i].bit == JOBCG_LIMIT_CPUS ? cpu_spec(c) || resv_cpus
+							   : c->mem_spec_limit > 0 || resv_mem;
 
 		/* A job's own --cpus/--mem was checked or capped already. */
 		if (!on || (req & parts[i].bit))
@@ -777,7 +795,11 @@ static int cmp_step(const void *a, const void *b)
 	bool nx = isdigit((unsigned char)*x), ny = isdigit((unsigned char)*y);
 
 	if (nx && ny) {
-		unsigned long long u = strtoull(x, NULL, 10), v = strtoull(y, NULL, 10);
+		/* Numbers jobcg_step_id_valid() let through (at most STEP_NUM_MAX). */
+		uint64_t u = 0, v = 0;
+
+		(void)parse_u64(x, UINT64_MAX, &u);
+		(void)parse_u64(y, UINT64_MAX, &v);
 		return u < v ? -1 : u > v;
 	}
 	if (nx != ny)
@@ -827,20 +849,24 @@ static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, const char *jdir
 	r = jobcg_step_list(ctx, job_id, &steps);
 	if (r < 0)
 		return r;
-	for (char **s = steps; *s; s++)
-		if (isdigit((unsigned char)**s)) {
-			unsigned long long v = strtoull(*s, NULL, 10);
+	for (char **s = steps; *s; s++) {
+		uint64_t v;
 
-			if (v + 1 > next)
-				next = v + 1;
-		}
+		/* The listed names passed jobcg_step_id_valid(): numbers or batch/extern/... */
+		if (parse_u64(*s, UINT32_MAX, &v) == 0 && v + 1 > next)
+			next = v + 1;
+	}
 	if (ctx->info->xattr.supported && get_meta(jdir, "next_step", &counter) == 0) {
-		char *end;
-		unsigned long long c = strtoull(counter, &end, 10);
+		uint64_t c;
 
-		if (*end == '\0' && end != counter && c > next)
+		if (parse_u64(counter, UINT32_MAX, &c) < 0)
+			log_warning("%s: " XATTR_PREFIX "next_step '%s' is not a step number: "
+				    "counting from the steps present",
+				    jdir, counter);
+		else if (c > next)
 			next = c;
 	}
+	jobcg_error_clear();
 	if (next > 4294967294ull) /* Slurm's step ids are 32-bit; the top values are special */
 		return error_set(-ERANGE, "job %u has used up its step numbers", job_id);
 	snprintf(ret, JOBCG_STEP_ID_MAX, "%llu", next);
@@ -851,9 +877,13 @@ static void note_step_id(struct jobcg_ctx *ctx, const char *jdir, const char *si
 {
 	char buf[32];
 
-	if (!ctx->info->xattr.supported || !isdigit((unsigned char)*sid))
-		return;
-	snprintf(buf, sizeof(buf), "%llu", strtoull(sid, NULL, 10) + 1);
+	uint64_t v;
+
+	if (!ctx->info->xattr.supported || parse_u64(sid, UINT32_MAX, &v) < 0) {
+		jobcg_error_clear();
+		return; /* a named step (batch, extern...) counts nothing */
+	}
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v + 1);
 	/* Best effort: without it the next pick still starts past the highest step present. */
 	if (set_meta(jdir, "next_step", buf) < 0)
 		log_debug("cannot record the next step number of %s", jdir);
@@ -1206,8 +1236,18 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 	}
 	i->created_sec = meta_u64(i->path, "created");
 	i->ephemeral = get_meta(i->path, "ephemeral", &eph) == 0 && streq(eph, "1");
-	if (get_meta(i->path, "runner", &runner) == 0)
-		i->runner = (pid_t)atoi(runner);
+	if (get_meta(i->path, "runner", &runner) == 0) {
+		/* "PID:STARTTIME", as tree_runner_self() writes it. */
+		uint64_t pid = 0;
+		const char *end = runner;
+
+		if (parse_u64_prefix(runner, INT32_MAX, &pid, &end) < 0 || (*end && *end != ':'))
+			log_warning("%s: " XATTR_PREFIX "runner '%s' is not PID:STARTTIME", i->path,
+				    runner);
+		else
+			i->runner = (pid_t)pid;
+		jobcg_error_clear();
+	}
 	(void)get_meta(i->path, "cpus", &i->cpus);
 	i->mem_bytes = meta_u64(i->path, "mem");
 	i->pids_max = meta_u64(i->path, "pids");

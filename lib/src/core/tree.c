@@ -1,5 +1,6 @@
 /* jobcg: the tree's names (job_<id>/step_<sid>/user/task_<n>), targets, and making/removing dirs.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -443,7 +444,8 @@ int tree_parse_starttime(const char *stat, unsigned long long *ret)
 	}
 	errno = 0;
 	v = strtoull(p, &end, 10);
-	if (errno || end == p)
+	if (errno || end == p || !isdigit((unsigned char)*p) ||
+	    (*end && *end != ' ' && *end != '\n'))
 		return -EINVAL;
 	*ret = v;
 	return 0;

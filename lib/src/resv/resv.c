@@ -1344,20 +1344,6 @@ int resv_mem_held(struct jobcg_ctx *ctx, uint64_t *ret)
 	return 0;
 }
 
-uint64_t resv_mem_total(struct jobcg_ctx *ctx)
-{
-	uint64_t sum;
-
-	/* Its callers cannot return the error yet: a reservation whose size is unknown keeps
-	 * everything, so that no job outside takes what it protects. */
-	if (resv_mem_held(ctx, &sum) < 0) {
-		log_error("%s: jobs outside reservations get no memory",
-			  jobcg_last_error()->message);
-		return UINT64_MAX;
-	}
-	return sum;
-}
-
 /* Reservation entries of the policy map that no reservation cgroup holds any more. */
 static int gc_entries(struct jobcg_ctx *ctx, unsigned *removed)
 {

@@ -39,8 +39,6 @@ int resv_job_cpus(struct jobcg_ctx *ctx, const char *resv, const char *want, cha
 /* Sum of the memory all reservations keep (what jobs outside must leave), 0 if none;
  * -EBADMSG naming the cgroup when a reservation's trusted.jobcg.mem is not a number. */
 int resv_mem_held(struct jobcg_ctx *ctx, uint64_t *ret);
-/* The same for callers that cannot fail: on error it logs and says UINT64_MAX (all of it). */
-uint64_t resv_mem_total(struct jobcg_ctx *ctx);
 
 /* jobgres.c's device policy and gres.conf, for the reservation code. */
 int gres_node_open(const struct jobcg_ctx *ctx, struct jobcg_gres_node **ret);
