@@ -1155,8 +1155,9 @@ out:
 	return r;
 }
 
-JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
-				   unsigned flags)
+/* The directory of step JOB_ID.STEP_ID in *RET_SDIR, with the node lock taken. */
+static int step_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+			   char **ret_sdir)
 {
 	_cleanup_free_ char *sdir = NULL;
 	int r;
@@ -1166,7 +1167,18 @@ JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const
 	sdir = tree_step_dir(ctx, job_id, step_id);
 	if (!sdir)
 		return -ENOMEM;
-	r = jobcg_ctx_lock(ctx);
+	if ((r = jobcg_ctx_lock(ctx)) < 0)
+		return r;
+	*ret_sdir = TAKE_PTR(sdir);
+	return 0;
+}
+
+JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				   unsigned flags)
+{
+	_cleanup_free_ char *sdir = NULL;
+	int r = step_dir_locked(ctx, job_id, step_id, &sdir);
+
 	if (r < 0)
 		return r;
 	if (access(sdir, F_OK) < 0)
@@ -1354,14 +1366,8 @@ JOBCG_EXPORT int jobcg_step_reap(struct jobcg_ctx *ctx, uint32_t job_id, const c
 				 const char *runner, bool *ret_reaped)
 {
 	_cleanup_free_ char *sdir = NULL, *have = NULL;
-	int r;
+	int r = step_dir_locked(ctx, job_id, step_id, &sdir);
 
-	if (!jobcg_step_id_valid(step_id))
-		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
-	sdir = tree_step_dir(ctx, job_id, step_id);
-	if (!sdir)
-		return -ENOMEM;
-	r = jobcg_ctx_lock(ctx);
 	if (r < 0)
 		return r;
 	/* Under the lock: a runner that ends its step normally has removed it before it exits,

@@ -20,6 +20,23 @@ n=$(grep -c '^processor' /proc/cpuinfo)
 cpus_in() { jobcg run "$@" -- sh -c 'grep Cpus_allowed_list /proc/self/status' | awk '{print $2}'; }
 range() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
 all=$(range 0 $((n - 1)))
+# daemon_heals CLI DIR CPU: CLI's daemon runs (--resv-period 3, socket in DIR, log in DIR.log)
+# while the cgroup $S writes CPU into its cpuset.cpus; says "yes" once r1 verifies VALID again
+# within 30 s, else "no".
+daemon_heals() {
+	mkdir -p -m 0700 "$2"
+	$1 daemon --socket "$2/sock" --resv-period 3 > "$2.log" 2>&1 &
+	dpid=$!
+	sleep 2
+	echo "$3" > "$S/cpuset.cpus"
+	healed=no
+	for i in $(seq 1 30); do
+		sleep 1
+		if $1 resv verify r1 > /dev/null 2>&1; then healed=yes; break; fi
+	done
+	kill $dpid; wait $dpid 2> /dev/null
+	echo $healed
+}
 
 if [ $n -lt 4 ]; then
 	skip "CPU reservations" "need 4 vCPUs, have $n"
@@ -80,22 +97,12 @@ elif [ ! -e "$root/cpuset.cpus.exclusive" ]; then
 	# A cgroup of jobcg's tree beside r1 claiming CPU 3: healed by the daemon on its own.
 	S="$T/vmt-intruder"
 	mkdir "$S"
-	mkdir -p -m 0700 "$VMT_TMP/topd"
-	J daemon --socket "$VMT_TMP/topd/sock" --resv-period 3 > "$VMT_TMP/topd.log" 2>&1 &
-	dpid=$!
-	sleep 2
-	echo 3 > "$S/cpuset.cpus"
-	healed=no
-	for i in $(seq 1 30); do
-		sleep 1
-		if J resv verify r1 > /dev/null 2>&1; then healed=yes; break; fi
-	done
-	is "a cgroup of the tree beside r1 claims CPU 3: the daemon repaired r1 on its own" "$healed" yes
+	is "a cgroup of the tree beside r1 claims CPU 3: the daemon repaired r1 on its own" \
+		"$(daemon_heals J "$VMT_TMP/topd" 3)" yes
 	is "...the intruder no longer has CPU 3" "$(cat $S/cpuset.cpus.effective)" 1
 	# The daemon is notified at once and heals before a reader could look: its log tells.
 	like "...having seen r1 invalid, in the kernel's words" "$(cat $VMT_TMP/topd.log)" \
 		"reservation r1: CPUs: partition /jobcg-top.scope/resv_r1 reads 'root invalid \(Cpu list in cpuset.cpus not exclusive\)'"
-	kill $dpid; wait $dpid 2> /dev/null
 	diag "$(cat $VMT_TMP/topd.log)"
 	rmdir "$S"
 	check "delete r1" J resv delete r1
@@ -142,20 +149,8 @@ else
 	is "...the intruder no longer runs on CPU 3" "$(cat $S/cpuset.cpus.effective)" "0-1"
 
 	# The daemon heals it on its own within its period.
-	sock="$VMT_TMP/resvd"
-	mkdir -p -m 0700 "$sock"
-	jobcg daemon --socket "$sock/sock" --resv-period 3 > "$VMT_TMP/resvd.log" 2>&1 &
-	dpid=$!
-	sleep 2
-	echo 3 > "$S/cpuset.cpus"
-	healed=no
-	for i in $(seq 1 30); do
-		sleep 1
-		if jobcg resv verify r1 > /dev/null 2>&1; then healed=yes; break; fi
-	done
-	is "the daemon repaired r1 on its own" "$healed" yes
+	is "the daemon repaired r1 on its own" "$(daemon_heals jobcg "$VMT_TMP/resvd" 3)" yes
 	like "...and logged what it found" "$(cat $VMT_TMP/resvd.log)" "reservation r1 is DEGRADED"
-	kill $dpid; wait $dpid 2> /dev/null
 	diag "$(cat $VMT_TMP/resvd.log)"
 	rmdir "$S"
 	check "delete r1" jobcg resv delete r1
