@@ -321,6 +321,7 @@ static int step_begin(spank_t sp)
 	struct jobcg_target tj = {.task = JOBCG_TASK_ALL};
 	struct jobcg_step_gres *g = NULL;
 	const char *what = NULL;
+	uint64_t t_begin = monotonic_us(), t_conf = 0, t_watch = 0;
 	int r;
 
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
@@ -334,6 +335,7 @@ static int step_begin(spank_t sp)
 		return fail(job, NULL, r, "naming the step");
 	if ((r = open_ctx(sp, node, sizeof(node))) < 0)
 		return fail(job, step, r, "loading jobcg's configuration");
+	t_conf = monotonic_us();
 	(void)spank_get_item(sp, S_JOB_ALLOC_MEM, &job_mem);
 	(void)spank_get_item(sp, S_STEP_ALLOC_MEM, &step_mem);
 	r = jspank_topology_load("/sys/devices/system/cpu", &topo);
@@ -380,7 +382,10 @@ static int step_begin(spank_t sp)
 	st.life.job = job;
 	st.life.ntasks = ntasks ? ntasks : 1;
 	/* Right after the step exists: from here on a killed slurmstepd leaves nothing behind. */
-	if ((r = watch_start(node)) < 0) {
+	t_watch = monotonic_us();
+	r = watch_start(node);
+	t_watch = monotonic_us() - t_watch;
+	if (r < 0) {
 		(void)fail(job, step, r,
 			   "starting its watcher (plugstack.conf's jobcg= names the jobcg to run)");
 		(void)jobcg_step_remove(st.ctx, job, step, 0);
@@ -413,10 +418,13 @@ static int step_begin(spank_t sp)
 		return fail(job, step, error_set(-ENOMEM, "out of memory"), "starting");
 	}
 	st.begun = true;
+	/* What the step's start costs slurmstepd, for slurmd's log (docs/slurm.md). */
 	slurm_verbose("jobcg: job %u step %s begun on %s: cpus %s, mem %" PRIu64
-		      "M, devices '%s', gpu-bind %s",
+		      "M, devices '%s', gpu-bind %s, in %" PRIu64 " us (configuration %" PRIu64
+		      " us, watcher %" PRIu64 " us)",
 		      job, step, node, step_cpus ? step_cpus : "(job's)", step_mem, gpus,
-		      st.gpu_bind ? st.gpu_bind : "none");
+		      st.gpu_bind ? st.gpu_bind : "none", monotonic_us() - t_begin,
+		      t_conf - t_begin, t_watch);
 	return 0;
 }
 
@@ -612,6 +620,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	int r = 0;
 
 	if (st.begun) {
+		uint64_t t0 = monotonic_us();
+
 		res.ntasks = st.exited ? st.life.ntasks : 0;
 		res.task_status = st.exited ? st.status : NULL;
 		res.exit_code = jspank_exit_code(st.status, res.ntasks);
@@ -619,6 +629,11 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		 * NODE_FAIL only when tasks were started and nobody saw them end. */
 		if ((r = jobcg_step_end(st.ctx, &st.life, &res, 0, NULL)) < 0)
 			r = fail(st.life.job, st.life.step, r, "ending the step");
+		else
+			slurm_verbose(
+			    "jobcg: job %u step %s ended (record, revoke, remove) in %" PRIu64
+			    " us",
+			    st.life.job, st.life.step, monotonic_us() - t0);
 		st.begun = false;
 	}
 	if (st.job && st.ctx) {
