@@ -157,6 +157,16 @@ settle() {
 # only at its start).
 plugin_off() { settle; for n in "$@"; do : > /etc/slurm/plugstack-n$n.conf; done; }
 plugin_on() { settle; for n in "$@"; do echo "required $PLUGIN conf=/etc/jobcg/n$n $PLUGARGS" > /etc/slurm/plugstack-n$n.conf; done; }
+# must_fail_without "N..." TAG WHAT CHECK [ARGS]: with the plugin off on nodes N, CHECK must
+# fail (every check must); WHAT says what its failure shows. The plugin is back on afterwards.
+must_fail_without() {
+	nodes=$1 tag=$2 what=$3
+	shift 3
+	plugin_off $nodes
+	if out=$("$@"); then not_ok "$tag (without the plugin): the check must fail"; diag "$out"
+	else ok "$tag (without the plugin): $what"; diag "$out"; fi
+	plugin_on $nodes
+}
 
 # --- 1. srun -N2 -n2 --gres=gpu:1 -----------------------------------------------------------
 check1() {
@@ -171,14 +181,7 @@ check1() {
 	echo "$out"
 	return $ok1
 }
-plugin_off 1 2
-if out=$(check1); then
-	not_ok "1 (without the plugin): the check must fail"; diag "$out"
-else
-	ok "1 (without the plugin): tasks are not in jobcg's tree and open both GPUs"
-	diag "$out"
-fi
-plugin_on 1 2
+must_fail_without "1 2" 1 "tasks are not in jobcg's tree and open both GPUs" check1
 if out=$(check1); then
 	ok "1: srun -N2 -n2 --gres=gpu:1: each task in job_<id>/step_0/user/task_0 on its node, its GPU opens, the other is EPERM, CUDA_VISIBLE_DEVICES=0"
 	diag "$out"
@@ -204,10 +207,7 @@ check2() {
 	pa=$(echo "$A" | grep -o 'nvidia[01]=EPERM' | wc -l) pb=$(echo "$B" | grep -o 'nvidia[01]=EPERM' | wc -l)
 	[ "$pa" = 1 ] && [ "$pb" = 1 ] && [ -n "$ga" ] && [ -n "$gb" ] && [ "$ga" != "$gb" ]
 }
-plugin_off 1
-if out=$(check2); then not_ok "2 (without the plugin): the check must fail"; diag "$out"
-else ok "2 (without the plugin): two jobs' GPUs are not kept apart"; fi
-plugin_on 1
+must_fail_without 1 2 "two jobs' GPUs are not kept apart" check2
 if out=$(check2); then
 	ok "2: two jobs on n1 at once with --gres=gpu:1 each: disjoint GPUs, each denied the other's"; diag "$out"
 else
@@ -231,10 +231,7 @@ check3() {
 	echo "step records: $n, job records: $nj"
 	[ "$n" = 3 ] && [ "$nj" = 0 ]
 }
-plugin_off 1
-if out=$(check3); then not_ok "3 (without the plugin): the check must fail"; diag "$out"
-else ok "3 (without the plugin): no jobcg records"; fi
-plugin_on 1
+must_fail_without 1 3 "no jobcg records" check3
 if out=$(check3); then
 	ok "3: sbatch with two srun steps: jobcg acct has batch (2), 0 (0) and 1 (3), one record each, no job record"; diag "$out"
 else
@@ -255,10 +252,7 @@ check6() {
 }
 cp /etc/jobcg/n1/cgroup.conf "$sd/cgroup.conf.good"
 echo "NoSuchKeyEver=1" >> /etc/jobcg/n1/cgroup.conf
-plugin_off 1
-if out=$(check6); then not_ok "6 (without the plugin): the check must fail"; diag "$out"
-else ok "6 (without the plugin): the task runs whatever jobcg's configuration says"; fi
-plugin_on 1
+must_fail_without 1 6 "the task runs whatever jobcg's configuration says" check6
 if out=$(check6); then
 	ok "6: with jobcg's configuration broken the task does not run, srun fails, slurmd's log says why"
 	diag "$out"; diag "$(grep 'jobcg: job' "$sd/slurmd-n1.log" | tail -n 2)"
@@ -279,10 +273,7 @@ check7() {
 	echo "$out" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 .*cpus=1 " &&
 		echo "$out" | grep -qE "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 .*cpus=0 "
 }
-plugin_off 1
-if out=$(check7); then not_ok "7 (without the plugin): the check must fail"; diag "$out"
-else ok "7 (without the plugin): Slurm binds the tasks, but they are not in jobcg's task cgroups"; diag "$out"; fi
-plugin_on 1
+must_fail_without 1 7 "Slurm binds the tasks, but they are not in jobcg's task cgroups" check7
 if out=$(check7); then
 	ok "7: --cpu-bind=map_cpu:1,0: task 0 on CPU 1, task 1 on CPU 0, each in its jobcg task cgroup"; diag "$out"
 else
@@ -301,10 +292,7 @@ check8() {
 	echo "record: $rec" | cut -c1-200
 	echo "$out" | grep -q '^step.max=67108864$' && echo "$rec" | grep -q '"state":"OUT_OF_MEMORY"'
 }
-plugin_off 1
-if out=$(check8); then not_ok "8 (without the plugin): the check must fail"; diag "$out"
-else ok "8 (without the plugin): no memory.max of jobcg's, no OUT_OF_MEMORY record"; diag "$out"; fi
-plugin_on 1
+must_fail_without 1 8 "no memory.max of jobcg's, no OUT_OF_MEMORY record" check8
 if out=$(check8); then
 	ok "8: --mem=64M: the step's memory.max is 64M, jobcg's record of the step says OUT_OF_MEMORY"; diag "$out"
 else
@@ -342,10 +330,7 @@ check9() {
 		echo "$l" | grep -qE "^ *$J .*gpu:[01]" && echo "$w" | grep -q "job_$J" &&
 		[ -z "$gone" ] && echo "$out2" | grep -qE "cg=$root1/job_$J/step_[0-9]+/user/task_0 "
 }
-plugin_off 1
-if out=$(check9); then not_ok "9 (without the plugin): the check must fail"; diag "$out"
-else ok "9 (without the plugin): the step is not in jobcg's tree, jobcg knows no job"; diag "$out"; fi
-plugin_on 1
+must_fail_without 1 9 "the step is not in jobcg's tree, jobcg knows no job" check9
 if out=$(check9); then
 	ok "9: srun --jobid --overlap runs in that job's tree; jobcg list and who-has show the Slurm job and its GPU; between two steps the job leaves the node, the next step makes it again"
 	diag "$out"
@@ -387,10 +372,7 @@ check4() {
 	[ "$back" != no ] && [ "$alive" = 0 ] && [ -z "$cg" ] && [ "$grants" = 0 ]
 }
 settle
-plugin_off 1
-if out=$(check4 1016); then not_ok "4 (without the plugin): the check must fail"; diag "$out"
-else ok "4 (without the plugin): the daemonised task survives scancel"; diag "$out"; fi
-plugin_on 1
+must_fail_without 1 4 "the daemonised task survives scancel" check4 1016
 if out=$(check4 1017); then
 	ok "4: scancel: the escapee dies, srun returns within 15 s, job cgroup and device grants are gone"; diag "$out"
 else
@@ -434,10 +416,7 @@ check5() {
 	echo "job $J: slurmstepd $pid killed, its watcher was pid ${watcher:-none}; after ${took}s: task and escapee alive: $alive; cgroup left: '$cg'; grants left: $grants; record of $J.0: ${rec:-none}"
 	[ "$alive" = 0 ] && [ -z "$cg" ] && [ "$grants" = 0 ] && [ "$rec" = '"state":"NODE_FAIL"' ]
 }
-plugin_off 1
-if out=$(check5 1018); then not_ok "5 (without the plugin): the check must fail"; diag "$out"
-else ok "5 (without the plugin): the task of a killed slurmstepd and its escapee live on"; diag "$out"; fi
-plugin_on 1
+must_fail_without 1 5 "the task of a killed slurmstepd and its escapee live on" check5 1018
 if out=$(check5 1020); then
 	ok "5: kill -9 of slurmstepd: within seconds its watcher kills the task and its escapee, records NODE_FAIL, removes job, cgroup and grants"
 	diag "$out"
@@ -460,10 +439,7 @@ check10() {
 		echo "$out" | grep -qE "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 cuda=0 .* nvidia0=EPERM nvidia1=ENXIO\$"
 }
 settle
-plugin_off 1
-if out=$(check10); then not_ok "10 (without the plugin): the check must fail"; diag "$out"
-else ok "10 (without the plugin): --gpu-bind sets the environment only, each task opens both GPUs"; diag "$out"; fi
-plugin_on 1
+must_fail_without 1 10 "--gpu-bind sets the environment only, each task opens both GPUs" check10
 if out=$(check10); then
 	ok "10: SLURM_GPU_BIND=map_gpu:0,1 srun -n2 --gres=gpu:2: task 0 opens only nvidia0, task 1 only nvidia1, each CUDA_VISIBLE_DEVICES=0"; diag "$out"
 else
