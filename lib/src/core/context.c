@@ -242,7 +242,7 @@ int ctx_lock_resume(struct jobcg_ctx *ctx, bool suspended)
 static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
 {
 	const struct jobcg_cgroup_conf *c = &ctx->conf->cgroup;
-	bool cpus_on = (c->spec_cpus && *c->spec_cpus) || c->core_spec_count;
+	bool cpus_on = jobcg_spec_cpus_configured(c);
 	unsigned usable = ctx->info->usable;
 	char buf[32];
 	int r;

@@ -212,11 +212,6 @@ static int mem_limits_write(struct jobcg_ctx *ctx, const char *dir, uint64_t mem
 	return 0;
 }
 
-static bool cpu_spec(const struct jobcg_cgroup_conf *c)
-{
-	return (c->spec_cpus && *c->spec_cpus) || c->core_spec_count;
-}
-
 /*
  * Resource specialisation: a job that names no CPUs gets every CPU but the reserved ones, one
  * that names no memory is still capped at the node's RAM minus MemSpecLimit. Not enforceable
@@ -248,8 +243,9 @@ static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 	if (!(l && l->reservation) && (r = resv_mem_held(ctx, &resv_mem)) < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
-		bool on = parts[i].bit == JOBCG_LIMIT_CPUS ? cpu_spec(c) || resv_cpus
-							   : c->mem_spec_limit > 0 || resv_mem;
+		bool on = parts[i].bit == JOBCG_LIMIT_CPUS
+			      ? jobcg_spec_cpus_configured(c) || resv_cpus
+			      : c->mem_spec_limit > 0 || resv_mem;
 
 		/* A job's own --cpus/--mem was checked or capped already. */
 		if (!on || (req & parts[i].bit))
@@ -585,7 +581,8 @@ JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 	if (job_id == UINT32_MAX)
 		return error_set(-EINVAL, "invalid job id %u", job_id);
 	/* Before anything is made: a reserved CPU is never a job's, enforceable here or not. */
-	if (limits && limits->cpus && *limits->cpus && cpu_spec(&ctx->conf->cgroup)) {
+	if (limits && limits->cpus && *limits->cpus &&
+	    jobcg_spec_cpus_configured(&ctx->conf->cgroup)) {
 		_cleanup_free_ char *online = NULL;
 
 		if ((r = jobcg_online_cpus(&online)) < 0 ||

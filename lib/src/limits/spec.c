@@ -83,6 +83,11 @@ int jobcg_spec_cpus(const struct jobcg_cgroup_conf *conf, const char *online, ch
 	return format(res, ret);
 }
 
+bool jobcg_spec_cpus_configured(const struct jobcg_cgroup_conf *conf)
+{
+	return conf && ((conf->spec_cpus && *conf->spec_cpus) || conf->core_spec_count);
+}
+
 int jobcg_spec_job_cpus(const struct jobcg_cgroup_conf *conf, const char *online, char **ret)
 {
 	uint64_t on[WORDS], res[WORDS];

@@ -19,6 +19,9 @@ extern "C" {
  */
 int jobcg_spec_cpus(const struct jobcg_cgroup_conf *conf, const char *online, char **ret);
 
+/** Whether cgroup.conf keeps CPUs for the system (SpecCPUs or CoreSpecCount). */
+bool jobcg_spec_cpus_configured(const struct jobcg_cgroup_conf *conf);
+
 /** The CPUs a job gets by default: @online minus the reserved ones (@online when none). */
 int jobcg_spec_job_cpus(const struct jobcg_cgroup_conf *conf, const char *online, char **ret);
 

@@ -187,7 +187,6 @@ static const char *mount_of(struct jobcg_ctx *ctx)
 
 /* The tree root as a partition root (Linux < 6.7), at the end of this file. */
 #define X_TREEPART "trusted.jobcg.treepart"
-static bool spec_configured(struct jobcg_ctx *ctx);
 static int tree_make(struct jobcg_ctx *ctx, bool *ret_made);
 static int tree_unmake(struct jobcg_ctx *ctx, bool force);
 static int tree_problem(struct jobcg_ctx *ctx, const char *dir, char **ret);
@@ -267,7 +266,7 @@ int cpupart_probe(struct jobcg_ctx *ctx, const char *dir, enum cpupart_kind *ret
 		}
 	}
 	if (strv_length(levels) == 2 && ctx->info->root && streq(parent, ctx->info->root) &&
-	    spec_configured(ctx)) {
+	    jobcg_spec_cpus_configured(ctx->conf ? &ctx->conf->cgroup : NULL)) {
 		/* jobcg's tree directly below the root cgroup: apply makes its root a partition
 		 * root of the CPUs jobs may use, SpecCPUs staying with the rest of the node. */
 		*ret_kind = CPUPART_TREE;
@@ -998,36 +997,54 @@ out:
 	return r;
 }
 
-static int unit_memory_min(const char *unit, uint64_t bytes)
+static int same_u64(const char *got, const char *want)
 {
-	char text[32];
+	uint64_t a, b;
 
-	snprintf(text, sizeof(text), "%llu", (unsigned long long)bytes);
-	return unit_property(unit, "MemoryMin", text, "t", append_u64, &bytes);
+	return parse_u64(got, UINT64_MAX, &a) == 0 && parse_u64(want, UINT64_MAX, &b) == 0 &&
+	       a == b;
+}
+
+static int same_cpus(const char *got, const char *want)
+{
+	return cpulist_equal(got, want) == 1;
 }
 
 /*
- * systemd writes a unit's memory.min when it next realizes the unit's cgroup, after it has
- * answered: wait (bounded) until the file says so, since nothing signals it.
+ * systemd writes a unit's file (memory.min for MemoryMin, cpuset.cpus for AllowedCPUs) when it
+ * next realizes the unit's cgroup, after it has answered: wait (bounded) until DIR/FILE holds
+ * WANT as SAME compares them, since nothing signals it.
  */
-static int wait_memory_min(const char *dir, uint64_t want)
+static int wait_systemd_wrote(const char *dir, const char *file, const char *key, const char *want,
+			      int (*same)(const char *got, const char *want))
 {
-	uint64_t end = now_usec() + 5 * 1000000ULL, v = 0;
+	uint64_t end = now_usec() + 5 * 1000000ULL;
 	int r;
 
 	for (;;) {
-		r = cgfs_read_u64(dir, "memory.min", &v);
-		if (r < 0)
+		_cleanup_free_ char *got = NULL;
+
+		if ((r = read_value(dir, file, false, &got)) < 0)
 			return r;
-		if (v == want)
+		if (same(got, want))
 			return 0;
+		jobcg_error_clear();
 		if (now_usec() > end)
-			return error_set(-EIO,
-					 "systemd accepted MemoryMin=%llu but %s/memory.min reads "
-					 "%llu",
-					 (unsigned long long)want, dir, (unsigned long long)v);
+			return error_set(-EIO, "systemd accepted %s=%s but %s/%s reads '%s'", key,
+					 want, dir, file, got);
 		usleep(10000);
 	}
+}
+
+/* systemd's MemoryMin of the unit whose cgroup is DIR, once the file says so. */
+static int unit_memory_min(const char *dir, uint64_t bytes)
+{
+	char text[32];
+	int r;
+
+	snprintf(text, sizeof(text), "%llu", (unsigned long long)bytes);
+	r = unit_property(strrchr(dir, '/') + 1, "MemoryMin", text, "t", append_u64, &bytes);
+	return r < 0 ? r : wait_systemd_wrote(dir, "memory.min", "MemoryMin", text, same_u64);
 }
 
 /* Set every level above DIR to what its children need: raise (apply) or lower (release), never
@@ -1055,10 +1072,7 @@ static int ancestors_min(struct jobcg_ctx *ctx, const char *dir, bool raise)
 		if (raise ? need <= cur : need >= cur)
 			continue;
 		if (sd && at_or_above_root) {
-			const char *unit = strrchr(lv, '/') + 1;
-
-			if ((r = unit_memory_min(unit, need)) < 0 ||
-			    (r = wait_memory_min(lv, need)) < 0)
+			if ((r = unit_memory_min(lv, need)) < 0)
 				return r;
 		} else {
 			char val[32];
@@ -1141,41 +1155,17 @@ int memresv_verify(struct jobcg_ctx *ctx, const char *dir, uint64_t bytes, char 
 
 /* ---- the tree root as a partition root (Linux < 6.7) ------------------------------------ */
 
-static bool spec_configured(struct jobcg_ctx *ctx)
-{
-	const struct jobcg_cgroup_conf *c = ctx->conf ? &ctx->conf->cgroup : NULL;
-
-	return c && ((c->spec_cpus && *c->spec_cpus) || c->core_spec_count);
-}
-
 /* The tree root's cpuset.cpus: written by systemd under its backend (AllowedCPUs, which it would
  * otherwise write back over ours when it next realizes the scope), else directly. */
 static int tree_set_cpus(struct jobcg_ctx *ctx, const char *cpus)
 {
 	const char *root = ctx->info->root;
-	uint64_t end;
 	int r;
 
 	if (!systemd_backend(ctx))
 		return write_cpus(root, "cpuset.cpus", cpus);
 	r = unit_property(strrchr(root, '/') + 1, "AllowedCPUs", cpus, "ay", append_cpumask, cpus);
-	if (r < 0)
-		return r;
-	/* systemd writes the file when it realizes the unit, after it has answered. */
-	for (end = now_usec() + 5 * 1000000ULL;;) {
-		_cleanup_free_ char *cur = NULL;
-
-		if ((r = read_value(root, "cpuset.cpus", false, &cur)) < 0)
-			return r;
-		if (cpulist_equal(cur, cpus) == 1)
-			return 0;
-		if (now_usec() > end)
-			return error_set(-EIO,
-					 "systemd accepted AllowedCPUs=%s but %s/cpuset.cpus "
-					 "reads '%s'",
-					 cpus, root, cur);
-		usleep(10000);
-	}
+	return r < 0 ? r : wait_systemd_wrote(root, "cpuset.cpus", "AllowedCPUs", cpus, same_cpus);
 }
 
 /*
