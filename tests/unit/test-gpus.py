@@ -247,13 +247,53 @@ def check_bad(t):
                named, f"kfd '{bad}': no UUID, the file named ({j['warnings']}, {j['gpus']})")
 
 
+REAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpunodes")
+
+
+def real_tree(t, name):
+    """A copy of tests/gpunodes/NAME (driver files read off a real node) with its device nodes."""
+    root = os.path.join(t.tmp, "real-" + name)
+    subprocess.run(["cp", "-r", os.path.join(REAL, name), root], check=True)
+    with open(os.path.join(root, "dev-nodes")) as f:
+        for line in f:
+            kind, major, minor, path = line.split()
+            fx.node(root, path, int(major), int(minor))
+    return root
+
+
+def check_real(t):
+    # What nvidia-smi said on that node (tests/gpunodes/h200/README).
+    root = real_tree(t, "h200")
+    for b in ("nvidia", "all"):
+        r, j = t.gpus(root, "--backend", b)
+        g = j["gpus"]
+        ok(r.returncode == 0 and j["warnings"] == [] and len(g) == 1,
+           f"H200 node, {b}: one GPU, no warning ({r.stderr.strip()}, {j['warnings']})")
+        if len(g) != 1:
+            continue
+        g = g[0]
+        ok(g["uuid"] == "GPU-0e31e5ef-0c2d-f606-3b38-3af0f5de0deb" and g["pci"] == "0000:00:06.0"
+           and g["model"] == "NVIDIA H200" and g["cpus"] == "0-15" and not g["mig_mode"],
+           f"H200 node, {b}: nvidia-smi's UUID, bus id, model; local CPUs 0-15 ({g})")
+        ok(g["files"] == [{"path": "/dev/nvidia0", "device": "195:0"}] and
+           g["companions"] == [{"path": "/dev/nvidiactl", "device": "195:255"},
+                               {"path": "/dev/nvidia-uvm", "device": "238:0"},
+                               {"path": "/dev/nvidia-uvm-tools", "device": "238:1"}],
+           f"H200 node, {b}: /dev/nvidia0 and its companions with the node's numbers "
+           f"({g['files']}, {g['companions']})")
+    r = t.run(root, "gpus", "--gres-conf")
+    ok(r.returncode == 0 and r.stdout.splitlines()[1:] ==
+       ["Name=gpu Type=nvidia_h200 File=/dev/nvidia0 Cores=0-15"],
+       f"H200 node: the gres.conf line jobcg wrote on that node ({r.stdout!r})")
+
+
 def main():
     if os.geteuid() != 0:
         print("1..0 # SKIP the fixture's device nodes need mknod (root)")
         return 0
     t = T()
     try:
-        for f in (check_all, check_nvml, check_compare, check_bad):
+        for f in (check_all, check_nvml, check_compare, check_bad, check_real):
             pytap.run_checks(f, t)
     finally:
         subprocess.run(["rm", "-rf", t.tmp])
