@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "detach.h"
+#include "spawn.h"
 #include "log.h"
 #include "util.h"
 
@@ -62,19 +63,14 @@ static _Noreturn void grandchild(char *const argv[], char *const envp[], int dev
 	_exit(127);
 }
 
-int jspank_spawn_detached(char *const argv[], char *const envp[])
+static int spawn_forked(char *const argv[], char *const envp[], int devnull)
 {
-	_cleanup_close_ int devnull = -EBADF, rd = -EBADF, wr = -EBADF;
+	_cleanup_close_ int rd = -EBADF, wr = -EBADF;
 	long max_fd = sysconf(_SC_OPEN_MAX);
 	int p[2], status, err = 0;
 	ssize_t n;
 	pid_t pid;
 
-	if (!argv[0] || argv[0][0] != '/')
-		return error_set(-EINVAL, "'%s': not an absolute path", argv[0] ? argv[0] : "");
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0)
-		return error_set(negative_errno(), "/dev/null: %s", strerror(errno));
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return error_set(negative_errno(), "pipe: %s", strerror(errno));
 	rd = p[0];
@@ -108,4 +104,27 @@ int jspank_spawn_detached(char *const argv[], char *const envp[])
 	if (n == (ssize_t)sizeof(err))
 		return error_set(-err, "%s: %s", argv[0], strerror(err));
 	return 0;
+}
+
+int jspank_spawn_detached_how(char *const argv[], char *const envp[], bool fork_only)
+{
+	_cleanup_close_ int devnull = -EBADF;
+	int r;
+
+	if (!argv[0] || argv[0][0] != '/')
+		return error_set(-EINVAL, "'%s': not an absolute path", argv[0] ? argv[0] : "");
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0)
+		return error_set(negative_errno(), "/dev/null: %s", strerror(errno));
+	/* The cheap way: no copy of slurmstepd's page tables, and a sibling of it from the start
+	 * (under TCG the two forks were most of the watcher's start). Forking twice where this
+	 * kernel or architecture cannot. */
+	if (!fork_only && (r = spawn_detached(argv[0], argv, envp, devnull)) != -ENOSYS)
+		return r;
+	return spawn_forked(argv, envp, devnull);
+}
+
+int jspank_spawn_detached(char *const argv[], char *const envp[])
+{
+	return jspank_spawn_detached_how(argv, envp, false);
 }

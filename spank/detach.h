@@ -2,14 +2,19 @@
  * unit-tested. */
 #pragma once
 
+#include <stdbool.h>
+
 /**
- * Start @argv[0] (an absolute path) with @argv and @envp as a grandchild of the caller, which
- * init (or the nearest subreaper) adopts at once: no descendant of the caller, so a
- * proctrack that follows the caller's process tree neither waits for it nor kills it. It runs
- * in a session of its own, stdin, stdout and stderr on /dev/null, every other descriptor
- * closed, signals unblocked and at their defaults. Made for a multi-threaded caller: between
- * fork() and execve() only async-signal-safe calls. Returns once the program is executing
- * (its intermediate parent reaped): 0, or -errno naming the program when it could not be
- * started (execve()'s error included).
+ * Start @argv[0] (an absolute path) with @argv and @envp as a child of the caller's parent
+ * (slurmstepd's is init: slurmd forks it twice), or, where the kernel cannot do that (before
+ * Linux 5.11, not x86-64), as a grandchild that init (or the nearest subreaper) adopts at
+ * once: no descendant of the caller either way, so a proctrack that follows the caller's
+ * process tree neither waits for it nor kills it. It runs in a session of its own, stdin,
+ * stdout and stderr on /dev/null, every other descriptor closed, signals unblocked and at
+ * their defaults. Made for a multi-threaded caller: between the clone or fork and execve()
+ * only async-signal-safe calls. Returns once the program is executing: 0, or -errno naming
+ * the program when it could not be started (execve()'s error included).
  */
 int jspank_spawn_detached(char *const argv[], char *const envp[]);
+/* The same, forking twice when @fork_only even where the cheap way works: for its test. */
+int jspank_spawn_detached_how(char *const argv[], char *const envp[], bool fork_only);

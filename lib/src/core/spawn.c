@@ -1,4 +1,5 @@
-/* jobcg: starting tasks straight into their cgroup (clone3 CLONE_INTO_CGROUP) and running a step.
+/* jobcg: starting tasks straight into their cgroup (clone3 CLONE_INTO_CGROUP), running a step, and
+ * starting a detached program (spawn.h).
  */
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "cgroupfs.h"
+#include "spawn.h"
 #include "log.h"
 #include "tree.h"
 #include "util.h"
@@ -16,6 +18,10 @@
 extern char **environ;
 
 #define STEP_END_KILL_TIMEOUT_MS 10000
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
 
 /* environ (or @base) with JOBCG_JOB_ID, JOBCG_STEP_ID, JOBCG_TASK_ID replaced. */
 /* Is variable NAME=... of @e set by one of @extra? */
@@ -174,6 +180,88 @@ static pid_t vfork_into(int cgroup_fd, struct vchild *c, int *ret_err)
 #else
 	*ret_err = ENOSYS;
 	return -1;
+#endif
+}
+
+/*
+ * spawn_detached() (spawn.h): the same vfork-style clone3, with CLONE_PARENT, so that the
+ * program is its starter's sibling from the first instruction on, never its descendant.
+ */
+struct dchild {
+	const char *path;
+	char *const *argv, *const *envp;
+	const sigset_t *none;
+	int devnull;
+	int err;	     /* written by the child when it failed */
+	bool no_close_range; /* and when that was close_range's CLOSE_RANGE_CLOEXEC (5.11) */
+};
+
+__attribute__((no_sanitize("address", "undefined"))) static int dchild_main(void *p)
+{
+	struct dchild *c = p;
+
+	/* The kernel's struct sigaction: SIG_DFL, no flags, nothing masked. */
+	const struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} dfl = {};
+
+	/* CLONE_CLEAR_SIGHAND resets handlers, but ignored signals stay ignored across execve(). */
+	for (int s = 1; s < _NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			(void)syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof(dfl.mask));
+	/* Its own session: a signal to the starter's process group or terminal misses it. */
+	if (syscall(SYS_setsid) < 0)
+		goto fail;
+	for (int fd = 0; fd < 3; fd++) {
+		long r = fd == c->devnull ? syscall(SYS_fcntl, fd, F_SETFD, 0)
+					  : syscall(SYS_dup3, c->devnull, fd, 0);
+		if (r < 0)
+			goto fail;
+	}
+	/* Nothing of the starter's (for slurmstepd: the step's output, which srun waits on). */
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+		c->no_close_range = true;
+		goto fail;
+	}
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, c->none, NULL, (size_t)(_NSIG / 8));
+	(void)syscall(SYS_execve, c->path, c->argv, c->envp);
+fail:
+	c->err = errno;
+	return 127;
+}
+
+int spawn_detached(const char *path, char *const argv[], char *const envp[], int devnull)
+{
+#if defined(__x86_64__) && defined(SYS_close_range)
+	_Alignas(16) char stack[VCHILD_STACK];
+	/* CLONE_PARENT takes the starter's exit signal: clone3 wants 0 here. */
+	struct clone_args a = {
+	    .flags = CLONE_PARENT | CLONE_VM | CLONE_VFORK | CLONE_CLEAR_SIGHAND,
+	    .stack = (uint64_t)(uintptr_t)stack,
+	    .stack_size = sizeof(stack),
+	};
+	struct dchild c = {.path = path, .argv = argv, .envp = envp, .devnull = devnull};
+	sigset_t all, old, none;
+	long pid;
+
+	sigemptyset(&none);
+	c.none = &none;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone3_call(&a, dchild_main, &c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return (int)pid == -EINVAL ? -ENOSYS : (int)pid; /* CLONE_CLEAR_SIGHAND: 5.5 */
+	if (c.err && c.no_close_range)
+		return -ENOSYS;
+	if (c.err)
+		return error_set(-c.err, "%s: %s", path, strerror(c.err));
+	return 0;
+#else
+	return -ENOSYS;
 #endif
 }
 
