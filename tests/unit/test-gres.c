@@ -495,9 +495,20 @@ static void test_xattr(void)
 			fsetxattr(j2, xa, "gpu:3;gpu:9", 11, 0);
 			close(j2);
 		}
+		/* A job inside a reservation is read too; its steps are not walked either. */
+		mkdirat(fd, "resv_r1", 0755);
+		mkdirat(fd, "resv_r1/job_3", 0755);
+		{
+			int j3 = openat(fd, "resv_r1/job_3", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+			fsetxattr(j3, xa, "gpu:1", 5, 0);
+			close(j3);
+		}
 		is_int(jobcg_gres_scan(n, fd, xa, scan_cb, &count, &used), 0, "scan the tree");
-		is_int(count, 3, "three directories hold the attribute");
-		is_str(fmt(n, &used), "gpu:0,2,3;nic:0", "used = union; unknown gpu 9 ignored");
+		is_int(count, 3,
+		       "the three jobs' attributes are read, not the step's (a part of its "
+		       "job's)");
+		is_str(fmt(n, &used), "gpu:0,1,2,3;nic:0", "used = union; unknown gpu 9 ignored");
 	}
 	close(sfd);
 	close(jfd);
@@ -507,6 +518,10 @@ static void test_xattr(void)
 	snprintf(path, sizeof(path), "%s/job_1", dir);
 	rmdir(path);
 	snprintf(path, sizeof(path), "%s/job_2", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/resv_r1/job_3", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/resv_r1", dir);
 	rmdir(path);
 	rmdir(dir);
 	jobcg_gres_node_free(n);

@@ -198,7 +198,14 @@ static int scan_dir(const struct jobcg_gres_node *n, int fd, const char *rel, un
 		return error_set(r, "%s: cannot read %s: %s", *rel ? rel : ".", xattr,
 				 strerror(-r));
 	}
-	if (depth >= SCAN_MAX_DEPTH)
+	/*
+	 * Devices are held by jobs and reservations; a step's and a task's are always a part of
+	 * their job's (jobgres.c derives them from it), so below a job there is nothing to add.
+	 * Only the root and reservations (whose jobs live inside them) are walked: one directory
+	 * per job instead of every step, user and task leaf of every job, under the node lock.
+	 */
+	if (depth >= SCAN_MAX_DEPTH ||
+	    (depth > 0 && !startswith(strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel, "resv_")))
 		return 0;
 
 	/* A new open file description: a dup() would share (and move) the caller's offset. */

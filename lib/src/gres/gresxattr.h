@@ -20,9 +20,10 @@ typedef int (*jobcg_gres_scan_fn)(const char *relpath, unsigned depth,
 				  const struct jobcg_gres_set *s, void *userdata);
 
 /**
- * Walk the tree below @rootfd (at most 8 levels, not following symlinks) and return in
- * *ret_used the union of every directory's devices: the devices held on this node, derived from
- * the cgroup tree itself. Call it under the node lock. @fn (may be NULL) sees each directory;
+ * Walk the tree below @rootfd (its directories, and those of reservations inside it, not
+ * following symlinks) and return in *ret_used the union of their devices: the devices held on
+ * this node, derived from the cgroup tree itself. Steps and tasks are not read: what they hold
+ * is a part of their job's. Call it under the node lock. @fn (may be NULL) sees each directory;
  * a nonzero return stops the walk and is returned. Attributes that do not parse (gres.conf
  * changed under a running job) are logged; their unknown entries count as nothing.
  */
