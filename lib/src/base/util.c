@@ -271,9 +271,12 @@ int parse_owner(const char *s, unsigned *ret_uid, unsigned *ret_gid)
 
 const char *env_secure(const char *name)
 {
-	if (getuid() != geteuid() || getgid() != getegid())
+	const char *v = secure_getenv(name);
+
+	/* The ids only where it is set: most lookups find nothing and ask the kernel nothing. */
+	if (!v || getuid() != geteuid() || getgid() != getegid())
 		return NULL;
-	return secure_getenv(name);
+	return v;
 }
 
 static bool owner_trusted(uid_t u, uid_t exe_owner)
