@@ -232,30 +232,57 @@ static int cpus_of(spank_t sp, spank_item_t item, const struct jspank_topology *
 	return jspank_cores_to_cpus(t, cores, ret);
 }
 
-/* The job on this node: made by its first step here, with Slurm's allocation on this node. */
+/*
+ * Is jobcg's job @job Slurm's job of uid @uid? Its owner ("UID:GID", as job creation writes
+ * it) tells: -ENOENT when there is no such job, -EEXIST naming a stale job of another user.
+ */
+static int job_is_slurms(uint32_t job, uid_t uid)
+{
+	_cleanup_free_ char *owner = NULL;
+	uint64_t u = 0;
+	const char *end;
+	int r = jobcg_job_xattr_get(st.ctx, job, "owner", &owner);
+
+	if (r == -EOPNOTSUPP) { /* no xattrs here: no owner to compare */
+		_cleanup_free_ char *dir = tree_job_dir(st.ctx, job);
+
+		if (!dir)
+			return -ENOMEM;
+		return access(dir, F_OK) == 0 ? 0 : error_set(-ENOENT, "no job %u", job);
+	}
+	if (r == -ENODATA)
+		return 0; /* made by hand or by an older jobcg: nothing to compare */
+	if (r < 0)
+		return r;
+	if (parse_u64_prefix(owner, UINT32_MAX, &u, &end) < 0 || *end != ':')
+		return error_set(-EBADMSG, "jobcg's job %u: owner '%s' is not UID:GID", job, owner);
+	if ((uid_t)u != uid)
+		return error_set(-EEXIST,
+				 "jobcg's job %u belongs to uid %u, Slurm's to uid %u: a stale "
+				 "job of that id is left on this node ('jobcg release %u')",
+				 job, (unsigned)u, (unsigned)uid, job);
+	return 0;
+}
+
+/*
+ * The job on this node: made by its first step here, with Slurm's allocation on this node.
+ * Looked up first: every later step of the job (batch, extern and each srun start together or
+ * one after another) finds it with one read, without the node lock a creation takes.
+ */
 static int job_ensure(spank_t sp, uint32_t job, const char *cpus, uint64_t mem_mb)
 {
 	struct jobcg_limits l = {.cpus = cpus, .mem_bytes = mem_mb << 20, .have_owner = true};
-	struct jobcg_job_info *info = NULL;
 	int r;
 
 	if (spank_get_item(sp, S_JOB_UID, &l.uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_GID, &l.gid) != ESPANK_SUCCESS)
 		return error_set(-EIO, "Slurm did not give the job's uid and gid");
+	r = job_is_slurms(job, l.uid);
+	if (r != -ENOENT)
+		return r;
 	r = jobcg_job_create(st.ctx, job, &l, 0, NULL);
-	if (r != -EEXIST)
-		return r;
-	/* Made by another step of this job (batch and extern start together), or stale. */
-	r = jobcg_job_info_get(st.ctx, job, &info);
-	if (r < 0)
-		return r;
-	if (info->have_owner && info->uid != l.uid)
-		r = error_set(-EEXIST,
-			      "jobcg's job %u belongs to uid %u, Slurm's to uid %u: a stale "
-			      "job of that id is left on this node ('jobcg release %u')",
-			      job, (unsigned)info->uid, (unsigned)l.uid, job);
-	jobcg_job_info_free(info);
-	return r;
+	/* Made by another step of this job meanwhile, or stale. */
+	return r == -EEXIST ? job_is_slurms(job, l.uid) : r;
 }
 
 static uint64_t realtime_us(void)
@@ -321,7 +348,9 @@ static int step_begin(spank_t sp)
 	struct jobcg_target tj = {.task = JOBCG_TASK_ALL};
 	struct jobcg_step_gres *g = NULL;
 	const char *what = NULL;
-	uint64_t t_begin = monotonic_us(), t_conf = 0, t_watch = 0;
+	/* Where the step's start goes, for slurmd's log: microseconds per phase. */
+	uint64_t t_begin = monotonic_us(), t_conf = 0, t_map = 0, t_job = 0, t_step = 0,
+		 t_watch = 0, t_grant = 0, t0;
 	int r;
 
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
@@ -335,7 +364,8 @@ static int step_begin(spank_t sp)
 		return fail(job, NULL, r, "naming the step");
 	if ((r = open_ctx(sp, node, sizeof(node))) < 0)
 		return fail(job, step, r, "loading jobcg's configuration");
-	t_conf = monotonic_us();
+	t_conf = monotonic_us() - t_begin;
+	t0 = monotonic_us();
 	(void)spank_get_item(sp, S_JOB_ALLOC_MEM, &job_mem);
 	(void)spank_get_item(sp, S_STEP_ALLOC_MEM, &step_mem);
 	r = jspank_topology_load("/sys/devices/system/cpu", &topo);
@@ -353,6 +383,7 @@ static int step_begin(spank_t sp)
 	sl.cpus = step_cpus && !(job_cpus && streq(step_cpus, job_cpus)) ? step_cpus : NULL;
 	/* The step's own memory.max even when it is the job's: its OOM kills are its own. */
 	sl.mem_bytes = step_mem << 20;
+	t_map = monotonic_us() - t0;
 	/*
 	 * The last step of the job on this node removes the job when it ends (exit), under the
 	 * node lock, and only while no step is in it: a step created first keeps the job; one
@@ -361,6 +392,7 @@ static int step_begin(spank_t sp)
 	 */
 	for (unsigned waited = 0;; waited += 10) {
 		what = "creating the job";
+		t0 = monotonic_us();
 		r = job_ensure(sp, job, job_cpus, job_mem);
 		if (r >= 0) {
 			st.job = job;
@@ -369,9 +401,12 @@ static int step_begin(spank_t sp)
 			what = "giving the job Slurm's GPUs";
 			r = *gpus ? jobcg_job_gres_claim(st.ctx, job, gpus) : 0;
 		}
+		t_job += monotonic_us() - t0;
 		if (r >= 0) {
 			what = "creating the step";
+			t0 = monotonic_us();
 			r = jobcg_step_create_limited(st.ctx, job, step, 0, &sl, st.life.step);
+			t_step += monotonic_us() - t0;
 		}
 		if ((r != -ENOENT && r != -ESHUTDOWN) || waited >= JOB_RETRY_MS)
 			break;
@@ -392,7 +427,9 @@ static int step_begin(spank_t sp)
 		return -1;
 	}
 	/* Granted before any task exists: no task ever runs with more than its share. */
+	t0 = monotonic_us();
 	r = jobcg_step_gres_setup_exact(st.ctx, job, step, gpus, bind, st.life.ntasks, &g);
+	t_grant = monotonic_us() - t0;
 	if (r < 0) {
 		(void)fail(job, step, r, "granting the step its devices");
 		(void)jobcg_step_remove(st.ctx, job, step, 0);
@@ -421,10 +458,11 @@ static int step_begin(spank_t sp)
 	/* What the step's start costs slurmstepd, for slurmd's log (docs/slurm.md). */
 	slurm_verbose("jobcg: job %u step %s begun on %s: cpus %s, mem %" PRIu64
 		      "M, devices '%s', gpu-bind %s, in %" PRIu64 " us (configuration %" PRIu64
-		      " us, watcher %" PRIu64 " us)",
+		      ", Slurm's allocation mapped %" PRIu64 ", job %" PRIu64 ", step %" PRIu64
+		      ", watcher %" PRIu64 ", grants %" PRIu64 " us)",
 		      job, step, node, step_cpus ? step_cpus : "(job's)", step_mem, gpus,
-		      st.gpu_bind ? st.gpu_bind : "none", monotonic_us() - t_begin,
-		      t_conf - t_begin, t_watch);
+		      st.gpu_bind ? st.gpu_bind : "none", monotonic_us() - t_begin, t_conf, t_map,
+		      t_job, t_step, t_watch, t_grant);
 	return 0;
 }
 
@@ -597,6 +635,7 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 {
 	struct jobcg_target t = {.job = st.life.job, .task = JOBCG_TASK_ALL};
 	int task = -1, status = 0, r;
+	uint64_t t0;
 
 	if (!spank_remote(sp) || !st.begun)
 		return 0;
@@ -609,8 +648,12 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 	/* linuxproc follows only the process tree: what escaped it (setsid) dies with the step,
 	 * and with it the step's stdout that srun waits on. */
 	memcpy(t.step, st.life.step, sizeof(t.step));
+	t0 = monotonic_us();
 	if ((r = jobcg_kill(st.ctx, &t, KILL_TIMEOUT_MS)) < 0)
 		return fail(st.life.job, st.life.step, r, "killing what is left of the step");
+	/* Slurm tells srun the task ended only after this: its cost is srun's. */
+	slurm_verbose("jobcg: job %u step %s: what was left of it killed in %" PRIu64 " us",
+		      st.life.job, st.life.step, monotonic_us() - t0);
 	return 0;
 }
 
