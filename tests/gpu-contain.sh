@@ -160,6 +160,15 @@ echo "$out" | sed 's/^/who-has: /'
 echo "$out" | grep -q "job_1" && ! echo "$out" | grep -q "job_2"
 check $? "jobcg who-has $gpu names job 1, not job 2"
 
+# What operators scrape: the GPU's series names job 1 with the driver's UUID, never job 2.
+uuid=$(sed -n 's/^GPU UUID:[[:space:]]*//p' /proc/driver/nvidia/gpus/*/information 2>/dev/null |
+	head -1)
+out=$("$JOBCG" metrics 2>&1)
+echo "$out" | grep '^jobcg_gpu' | sed 's/^/metrics: /'
+echo "$out" | grep -q "^jobcg_gpu_info{gpu=\"0\",uuid=\"$uuid\",.*device=\"$gpu\",job=\"1\"" &&
+	! echo "$out" | grep -q '^jobcg_gpu_info{.*job="2"'
+check $? "jobcg metrics: job 1 may open the GPU (UUID '$uuid'), job 2 may not"
+
 "$JOBCG" release 1 >/dev/null 2>&1
 check $? "release 1"
 "$JOBCG" release 2 >/dev/null 2>&1
