@@ -122,7 +122,7 @@ int main(void)
 	ok(waitpid(runner, &st, 0) == runner, "the step's jobcg run ended");
 	ok(!kcli_exists("%s", root), "the tree root is gone");
 	if (have_pins)
-		is_int(entries(pins), 0, "no pins left");
+		is_int(entries(pins), -1, "no pins left, nor their directory (BpfPinDir)");
 	snprintf(p, sizeof(p), "%s/jobcg.lock", state);
 	ok(access(p, F_OK) < 0 && errno == ENOENT, "the lock file is gone");
 	{

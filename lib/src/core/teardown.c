@@ -167,6 +167,15 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 		jobcg_error_prefix("device policy of %s", root);
 		goto out;
 	}
+	/* The pin directory too, once nothing of another tree (BpfPinDir may be shared) is in it:
+	 * a side-by-side install or a test root leaves nothing behind in the bpf filesystem. */
+	{
+		const char *pins = jobcg_ctx_config(ctx)->cgroup.bpf_pin_dir;
+
+		if (pins && rmdir(pins) < 0 && errno != ENOENT && errno != ENOTEMPTY &&
+		    errno != EEXIST)
+			log_warning("cannot remove %s: %s", pins, strerror(errno));
+	}
 	/* system/ (a scope's keeper) and whatever a forced teardown found there. */
 	r = tree_kill_and_remove(root);
 	if (r < 0 && access(root, F_OK) == 0) {
