@@ -360,172 +360,187 @@ static void test_gres_files(void)
 	jobcg_config_free(c);
 }
 
-static void key_is(const struct jobcg_config *c, const char *key, const char *want, unsigned line)
+/* What Slurm gets from one shared cgroup.conf: its keys (value, and line where it matters),
+ * the warnings, and what a file needs checked beyond its keys. */
+struct key_want {
+	const char *key, *value; /* value NULL: the key is unset */
+	unsigned line;		 /* 0: any */
+};
+
+struct cg_case {
+	const char *name;
+	struct key_want keys[11];
+	size_t ignored, total; /* obsolete keys warned "is ignored"; warnings in all */
+	const char *warned;    /* a warning that must be there @nwarned times */
+	size_t nwarned;
+	bool (*fields)(const struct jobcg_config *c); /* the parsed struct, where it says more */
+	const char *fields_what;
+};
+
+static bool swap_both(const struct jobcg_config *c)
 {
-	const struct jobcg_config_entry *e = jobcg_config_entry(c, key);
+	return c->cgroup.constrain_cores && c->cgroup.constrain_swap_space;
+}
+
+static bool swap_10(const struct jobcg_config *c)
+{
+	return c->cgroup.allowed_swap_space == 10.0;
+}
+
+static bool maxram_99(const struct jobcg_config *c)
+{
+	return c->cgroup.max_ram_percent == 99.0 && c->cgroup.signal_children_processes;
+}
+
+static const struct cg_case cg_cases[] = {
+    {"01-schedmd-man-master-example",
+     {{"ConstrainCores", "yes"},
+      {"ConstrainDevices", "yes"},
+      {"ConstrainRAMSpace", "yes"},
+      {"ConstrainSwapSpace", "yes"},
+      {"CgroupMountpoint", NULL}},
+     0,
+     0,
+     .fields = swap_both,
+     .fields_what = "struct fields set"},
+    {"02-schedmd-etc-example-slurm-2.2",
+     {{"ConstrainRAMSpace", "yes"},
+      {"AllowedRAMSpace", "100"},
+      {"ConstrainSwapSpace", "yes"},
+      {"AllowedSwapSpace", "10"},
+      {"ConstrainCores", "yes"}},
+     5,
+     5,
+     .fields = swap_10,
+     .fields_what = "AllowedSwapSpace is 10 percent"},
+    {"03-fgci-ansible-role-releaseagentdir",
+     {{"ConstrainCores", "yes"}, {"ConstrainRAMSpace", "no"}},
+     2,
+     2},
+    {"04-npacore-warewulf-bright-generated-duplicates",
+     {{"CgroupMountpoint", "/sys/fs/cgroup"},
+      {"ConstrainCores", "yes", 22},
+      {"ConstrainRAMSpace", "yes", 26},
+      {"ConstrainSwapSpace", "no"},
+      {"ConstrainDevices", "no"},
+      {"AllowedRAMSpace", "100"},
+      {"AllowedSwapSpace", "0"},
+      {"MaxRAMPercent", "100"},
+      {"MaxSwapPercent", "100"},
+      {"MinRAMSpace", "30"}},
+     5,
+     7,
+     "more than once",
+     2},
+    {"05-alicemirror-picluster-allowed-devices-file",
+     {{"CgroupMountpoint", "/sys/fs/cgroup"},
+      {"ConstrainCores", "no"},
+      {"ConstrainRAMSpace", "yes"},
+      {"AllowedRAMSpace", "100"},
+      {"MinRAMSpace", "30"}},
+     4,
+     4,
+     "AllowedDevicesFile",
+     1},
+    {"06-marshallgarey-multicluster-c1",
+     {{"ConstrainRAMSpace", "yes"}, {"ConstrainDevices", "yes"}},
+     1,
+     1},
+    /* AllowedKmemSpace=yes is warned about, its value not checked. */
+    {"07-nebius-soperator-v2-custom-kmem",
+     {{"CgroupMountpoint", "/sys/fs/cgroup"},
+      {"CgroupPlugin", "cgroup/v2"},
+      {"EnableControllers", "yes"},
+      {"IgnoreSystemd", "yes"},
+      {"ConstrainCores", "no"},
+      {"ConstrainSwapSpace", "no"}},
+     1,
+     1,
+     "AllowedKmemSpace",
+     1},
+    /* One warning that is not an obsolete key: jobcg says it uses v2 anyway. */
+    {"08-ubccr-hpc-toolset-v1-no-final-newline",
+     {{"CgroupPlugin", "cgroup/v1"}, {"AllowedSwapSpace", "5"}, {"ConstrainSwapSpace", "yes"}},
+     0,
+     1},
+    {"09-deepsquare-taskaffinity-allowedram130",
+     {{"AllowedRAMSpace", "130"}, {"ConstrainDevices", "yes"}},
+     2,
+     2},
+    {"10-nviets-nixos-inline-comment",
+     {{"CgroupMountpoint", "/sys/fs/cgroup"},
+      {"ConstrainRAMSpace", "yes"},
+      {"ConstrainSwapSpace", "yes"}},
+     2,
+     2},
+    {"11-pkuhpc-cranesched-autodetect",
+     {{"CgroupPlugin", "autodetect"}, {"ConstrainSwapSpace", "yes"}},
+     0,
+     0},
+    {"12-slac-iri-cgroup-v1", {{"CgroupPlugin", "cgroup/v1"}, {"ConstrainDevices", "yes"}}, 0, 1},
+    {"13-someone-slurm-conf-leading-blank-kmem",
+     {{"CgroupMountpoint", "/sys/fs/cgroup", 2}, {"ConstrainRAMSpace", "no"}},
+     3,
+     4},
+    {"14-jtronge-bee-dev-mountpoint-quoted",
+     {{"CgroupMountpoint", "/cgroup"}, {"MaxSwapPercent", "100"}, {"MinRAMSpace", "30"}},
+     2,
+     2},
+    {"15-nstda-commented-obsolete-no-final-newline",
+     {{"CgroupMountpoint", "/sys/fs/cgroup"}},
+     1,
+     1},
+    {"16-dagster-slurm-container-comment-tail",
+     {{"ConstrainCores", "no"}, {"ConstrainDevices", "no"}},
+     1,
+     1},
+    {"17-schedmd-slurm-gcp-tpl",
+     {{"ConstrainRAMSpace", "yes"}, {"ConstrainSwapSpace", "no"}, {"ConstrainDevices", "yes"}},
+     1,
+     1},
+    {"18-aws-hyperpod-signalchildren-maxram",
+     {{"SignalChildrenProcesses", "yes"}, {"MaxRAMPercent", "99"}, {"CgroupPlugin", "autodetect"}},
+     0,
+     0,
+     .fields = maxram_99,
+     .fields_what = "struct fields"},
+};
+
+static void key_is(const struct jobcg_config *c, const struct key_want *k)
+{
+	const struct jobcg_config_entry *e = jobcg_config_entry(c, k->key);
 	char name[256];
 
-	snprintf(name, sizeof(name), "  %s = %s", key, want ? want : "(unset)");
-	if (!want) {
+	snprintf(name, sizeof(name), "  %s = %s", k->key, k->value ? k->value : "(unset)");
+	if (!k->value) {
 		ok(e && !e->value, "%s", name);
 		return;
 	}
-	if (!ok(e && e->value && streq(e->value, want) && (!line || e->origin.line == line), "%s%s",
-		name, line ? " (from its line)" : ""))
+	if (!ok(e && e->value && streq(e->value, k->value) &&
+		    (!k->line || e->origin.line == k->line),
+		"%s%s", name, k->line ? " (from its line)" : ""))
 		tap_diag("  got %s at line %u", e && e->value ? e->value : "(null)",
 			 e ? e->origin.line : 0);
 }
 
-static void cg_warn(const struct jobcg_config *c, size_t ignored, size_t total)
-{
-	is_int(count_warnings(c, "is ignored"), ignored, "  obsolete keys warned");
-	is_int(strv_length(c->warnings), total, "  warnings in all");
-}
-
 static void test_cgroup_files(void)
 {
-	struct jobcg_config *c;
+	for (size_t i = 0; i < ELEMENTSOF(cg_cases); i++) {
+		const struct cg_case *t = &cg_cases[i];
+		struct jobcg_config *c = load("cgroup", t->name, "h");
 
-	if ((c = load("cgroup", "01-schedmd-man-master-example", "h"))) {
-		key_is(c, "ConstrainCores", "yes", 0);
-		key_is(c, "ConstrainDevices", "yes", 0);
-		key_is(c, "ConstrainRAMSpace", "yes", 0);
-		key_is(c, "ConstrainSwapSpace", "yes", 0);
-		key_is(c, "CgroupMountpoint", NULL, 0);
-		cg_warn(c, 0, 0);
-		ok(c->cgroup.constrain_cores && c->cgroup.constrain_swap_space,
-		   "  struct fields set");
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "02-schedmd-etc-example-slurm-2.2", "h"))) {
-		key_is(c, "ConstrainRAMSpace", "yes", 0);
-		key_is(c, "AllowedRAMSpace", "100", 0);
-		key_is(c, "ConstrainSwapSpace", "yes", 0);
-		key_is(c, "AllowedSwapSpace", "10", 0);
-		key_is(c, "ConstrainCores", "yes", 0);
-		cg_warn(c, 5, 5);
-		ok(c->cgroup.allowed_swap_space == 10.0, "  AllowedSwapSpace is 10 percent");
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "03-fgci-ansible-role-releaseagentdir", "h"))) {
-		key_is(c, "ConstrainCores", "yes", 0);
-		key_is(c, "ConstrainRAMSpace", "no", 0);
-		cg_warn(c, 2, 2);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "04-npacore-warewulf-bright-generated-duplicates", "h"))) {
-		key_is(c, "CgroupMountpoint", "/sys/fs/cgroup", 0);
-		key_is(c, "ConstrainCores", "yes", 22);
-		key_is(c, "ConstrainRAMSpace", "yes", 26);
-		key_is(c, "ConstrainSwapSpace", "no", 0);
-		key_is(c, "ConstrainDevices", "no", 0);
-		key_is(c, "AllowedRAMSpace", "100", 0);
-		key_is(c, "AllowedSwapSpace", "0", 0);
-		key_is(c, "MaxRAMPercent", "100", 0);
-		key_is(c, "MaxSwapPercent", "100", 0);
-		key_is(c, "MinRAMSpace", "30", 0);
-		is_int(count_warnings(c, "more than once"), 2, "  two duplicate-key warnings");
-		cg_warn(c, 5, 7);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "05-alicemirror-picluster-allowed-devices-file", "h"))) {
-		key_is(c, "CgroupMountpoint", "/sys/fs/cgroup", 0);
-		key_is(c, "ConstrainCores", "no", 0);
-		key_is(c, "ConstrainRAMSpace", "yes", 0);
-		key_is(c, "AllowedRAMSpace", "100", 0);
-		key_is(c, "MinRAMSpace", "30", 0);
-		is_int(count_warnings(c, "AllowedDevicesFile"), 1, "  AllowedDevicesFile warned");
-		cg_warn(c, 4, 4);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "06-marshallgarey-multicluster-c1", "h"))) {
-		key_is(c, "ConstrainRAMSpace", "yes", 0);
-		key_is(c, "ConstrainDevices", "yes", 0);
-		cg_warn(c, 1, 1);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "07-nebius-soperator-v2-custom-kmem", "h"))) {
-		key_is(c, "CgroupMountpoint", "/sys/fs/cgroup", 0);
-		key_is(c, "CgroupPlugin", "cgroup/v2", 0);
-		key_is(c, "EnableControllers", "yes", 0);
-		key_is(c, "IgnoreSystemd", "yes", 0);
-		key_is(c, "ConstrainCores", "no", 0);
-		key_is(c, "ConstrainSwapSpace", "no", 0);
-		is_int(count_warnings(c, "AllowedKmemSpace"), 1,
-		       "  AllowedKmemSpace=yes warned, value not checked");
-		cg_warn(c, 1, 1);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "08-ubccr-hpc-toolset-v1-no-final-newline", "h"))) {
-		key_is(c, "CgroupPlugin", "cgroup/v1", 0);
-		key_is(c, "AllowedSwapSpace", "5", 0);
-		key_is(c, "ConstrainSwapSpace", "yes", 0);
-		cg_warn(c, 0, 1); /* jobcg says it uses v2 anyway */
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "09-deepsquare-taskaffinity-allowedram130", "h"))) {
-		key_is(c, "AllowedRAMSpace", "130", 0);
-		key_is(c, "ConstrainDevices", "yes", 0);
-		cg_warn(c, 2, 2);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "10-nviets-nixos-inline-comment", "h"))) {
-		key_is(c, "CgroupMountpoint", "/sys/fs/cgroup", 0);
-		key_is(c, "ConstrainRAMSpace", "yes", 0);
-		key_is(c, "ConstrainSwapSpace", "yes", 0);
-		cg_warn(c, 2, 2);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "11-pkuhpc-cranesched-autodetect", "h"))) {
-		key_is(c, "CgroupPlugin", "autodetect", 0);
-		key_is(c, "ConstrainSwapSpace", "yes", 0);
-		cg_warn(c, 0, 0);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "12-slac-iri-cgroup-v1", "h"))) {
-		key_is(c, "CgroupPlugin", "cgroup/v1", 0);
-		key_is(c, "ConstrainDevices", "yes", 0);
-		cg_warn(c, 0, 1);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "13-someone-slurm-conf-leading-blank-kmem", "h"))) {
-		key_is(c, "CgroupMountpoint", "/sys/fs/cgroup", 2);
-		key_is(c, "ConstrainRAMSpace", "no", 0);
-		cg_warn(c, 3, 4);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "14-jtronge-bee-dev-mountpoint-quoted", "h"))) {
-		key_is(c, "CgroupMountpoint", "/cgroup", 0);
-		key_is(c, "MaxSwapPercent", "100", 0);
-		key_is(c, "MinRAMSpace", "30", 0);
-		cg_warn(c, 2, 2);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "15-nstda-commented-obsolete-no-final-newline", "h"))) {
-		key_is(c, "CgroupMountpoint", "/sys/fs/cgroup", 0);
-		cg_warn(c, 1, 1);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "16-dagster-slurm-container-comment-tail", "h"))) {
-		key_is(c, "ConstrainCores", "no", 0);
-		key_is(c, "ConstrainDevices", "no", 0);
-		cg_warn(c, 1, 1);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "17-schedmd-slurm-gcp-tpl", "h"))) {
-		key_is(c, "ConstrainRAMSpace", "yes", 0);
-		key_is(c, "ConstrainSwapSpace", "no", 0);
-		key_is(c, "ConstrainDevices", "yes", 0);
-		cg_warn(c, 1, 1);
-		jobcg_config_free(c);
-	}
-	if ((c = load("cgroup", "18-aws-hyperpod-signalchildren-maxram", "h"))) {
-		key_is(c, "SignalChildrenProcesses", "yes", 0);
-		key_is(c, "MaxRAMPercent", "99", 0);
-		key_is(c, "CgroupPlugin", "autodetect", 0);
-		ok(c->cgroup.max_ram_percent == 99.0 && c->cgroup.signal_children_processes,
-		   "  struct fields");
-		cg_warn(c, 0, 0);
+		if (!c)
+			continue;
+		for (const struct key_want *k = t->keys;
+		     k < t->keys + ELEMENTSOF(t->keys) && k->key; k++)
+			key_is(c, k);
+		if (t->warned)
+			ok(count_warnings(c, t->warned) == t->nwarned, "  %s warned %zu time(s)",
+			   t->warned, t->nwarned);
+		is_int(count_warnings(c, "is ignored"), t->ignored, "  obsolete keys warned");
+		is_int(strv_length(c->warnings), t->total, "  warnings in all");
+		if (t->fields)
+			ok(t->fields(c), "  %s", t->fields_what);
 		jobcg_config_free(c);
 	}
 }
