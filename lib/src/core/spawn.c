@@ -253,8 +253,12 @@ int spawn_detached(const char *path, char *const argv[], char *const envp[], int
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid = clone3_call(&a, dchild_main, &c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* EINVAL: no CLONE_CLEAR_SIGHAND (before 5.5); EPERM: a seccomp filter refusing clone3
+	 * (some container profiles do, expecting the fallback to fork). */
+	if (pid == -EINVAL || pid == -EPERM || pid == -ENOSYS)
+		return -ENOSYS;
 	if (pid < 0)
-		return (int)pid == -EINVAL ? -ENOSYS : (int)pid; /* CLONE_CLEAR_SIGHAND: 5.5 */
+		return (int)pid;
 	if (c.err && c.no_close_range)
 		return -ENOSYS;
 	if (c.err)
