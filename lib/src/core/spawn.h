@@ -9,7 +9,7 @@
  * suits a multi-threaded caller. Returns once the program executes: 0; -errno naming @path
  * when the start failed (execve()'s error included); -ENOSYS where this kernel, its seccomp
  * filter or the architecture cannot (clone3 with CLONE_CLEAR_SIGHAND is Linux 5.5,
- * close_range's CLOEXEC 5.11), with nothing started. Never call it from PID 1 of a namespace
- * (CLONE_PARENT is refused).
+ * close_range's CLOEXEC 5.11), with nothing started, and so for PID 1 of a namespace, which
+ * CLONE_PARENT is refused to.
  */
 int spawn_detached(const char *path, char *const argv[], char *const envp[], int devnull);
