@@ -230,11 +230,12 @@ int gpufile_kfd_property(const char *text, size_t size, const char *key, uint64_
 	struct gpufile_line l;
 
 	while (next_line(&p, end, &l)) {
-		const char *s = l.p + klen + 1, *e = l.p + l.len;
+		const char *s, *e = l.p + l.len;
 		uint64_t v;
 
 		if (!line_starts(&l, key, klen) || l.len == klen || l.p[klen] != ' ')
 			continue;
+		s = l.p + klen + 1;
 		/* "simd_count 0": the value whole, not its leading digits ("12abc"). */
 		if (number(&s, e, UINT64_MAX, &v) < 0 || s != e) {
 			if (bad_line)
