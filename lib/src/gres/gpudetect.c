@@ -76,26 +76,6 @@ int gpuscan_read(const struct gpuscan *s, const char *path, char **ret)
 	return read_full_file_at(AT_FDCWD, p, DRIVER_FILE_MAX, ret, NULL);
 }
 
-static int chr_major_in(const char *text, const char *name, unsigned *ret)
-{
-	const char *p = strstr(text, "Character devices:");
-	const char *end = p ? strstr(p, "Block devices:") : NULL;
-
-	while (p && *p && (!end || p < end)) {
-		unsigned major;
-		char drv[64];
-
-		if (sscanf(p, " %u %63s", &major, drv) == 2 && streq(drv, name)) {
-			*ret = major;
-			return 0;
-		}
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return -ENOENT;
-}
-
 int gpuscan_chr_major(const struct gpuscan *s, const char *name, unsigned *ret)
 {
 	_cleanup_free_ char *text = NULL;
@@ -103,7 +83,7 @@ int gpuscan_chr_major(const struct gpuscan *s, const char *name, unsigned *ret)
 
 	if (r < 0)
 		return r == -ENOMEM ? r : -ENOENT;
-	return chr_major_in(text, name, ret);
+	return gpufile_chr_major(text, strlen(text), name, ret);
 }
 
 int gpuscan_warn(struct gpuscan *s, const char *fmt, ...)
@@ -310,41 +290,11 @@ int gpuscan_nvidia_companions(struct gpuscan *s, struct jobcg_gpu *gpu)
 int mig_minors_load(const char *path, struct mig_minor **ret, size_t *ret_n)
 {
 	_cleanup_free_ char *text = NULL;
-	_cleanup_free_ struct mig_minor *v = NULL;
-	size_t n = 0, cap = 0;
 	int r = read_full_file_at(AT_FDCWD, path, 1 << 20, &text, NULL);
 
 	if (r < 0)
 		return r;
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		struct mig_minor m = {.ci = -1};
-		unsigned ci;
-		int end = 0;
-
-		/* "gpu0/gi1/access 21", "gpu0/gi1/ci0/access 22"; "config 1" and "monitor 2"
-		 * are not an instance's. */
-		if (sscanf(line, "gpu%u/gi%u/ci%u/access %u%n", &m.gpu, &m.gi, &ci, &m.minor,
-			   &end) == 4)
-			m.ci = (int)ci;
-		else if (sscanf(line, "gpu%u/gi%u/access %u%n", &m.gpu, &m.gi, &m.minor, &end) != 3)
-			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct mig_minor *t;
-
-			if (ncap > 1 << 20)
-				break;
-			t = realloc(v, ncap * sizeof(*t));
-			if (!t)
-				return -ENOMEM;
-			v = t;
-			cap = ncap;
-		}
-		v[n++] = m;
-	}
-	*ret = TAKE_PTR(v);
-	*ret_n = n;
-	return 0;
+	return gpufile_mig_minors(text, strlen(text), ret, ret_n);
 }
 
 int mig_minor_find(const struct mig_minor *v, size_t n, unsigned gpu, unsigned gi, int ci)
@@ -784,7 +734,8 @@ static int companion(const char *proc_devices, const char *dir, const char *name
 		return 0;
 	if (stat(p, &st) < 0 || !S_ISCHR(st.st_mode))
 		return 0;
-	if (driver && (!proc_devices || chr_major_in(proc_devices, driver, &major) < 0))
+	if (driver && (!proc_devices ||
+		       gpufile_chr_major(proc_devices, strlen(proc_devices), driver, &major) < 0))
 		major = major(st.st_rdev);
 	if (major(st.st_rdev) != major || minor(st.st_rdev) != minor) {
 		log_warning("%s is c %u:%u, not the driver's c %u:%u: not granted with the GPU", p,
@@ -879,20 +830,27 @@ static int parent_uuid(const char *proc, unsigned minor, char **ret)
 		return -ENOMEM;
 	while (d && r == -ENOENT && (de = readdir(d))) {
 		_cleanup_free_ char *p = NULL, *text = NULL;
-		const char *m, *u;
+		char *uuid = NULL;
 		unsigned got;
-		char uuid[128];
+		int k;
 
 		if (de->d_name[0] == '.')
 			continue;
 		p = strdup_printf("%s/%s/information", dir, de->d_name);
-		if (!p)
+		if (!p) {
 			r = -ENOMEM;
-		else if (read_full_file_at(AT_FDCWD, p, DRIVER_FILE_MAX, &text, NULL) >= 0 &&
-			 (m = strstr(text, "Device Minor:")) && (u = strstr(text, "GPU UUID:")) &&
-			 sscanf(m, "Device Minor: %u", &got) == 1 && got == minor &&
-			 sscanf(u, "GPU UUID: %127s", uuid) == 1)
-			r = (*ret = strdup(uuid)) ? 0 : -ENOMEM;
+			break;
+		}
+		if (read_full_file_at(AT_FDCWD, p, DRIVER_FILE_MAX, &text, NULL) < 0)
+			continue;
+		k = gpufile_nvidia_minor_uuid(text, strlen(text), &got, &uuid);
+		if (k == -ENOMEM)
+			r = k;
+		else if (k == 0 && got == minor) {
+			*ret = uuid;
+			r = 0;
+		} else
+			free(uuid);
 	}
 	if (d)
 		closedir(d);

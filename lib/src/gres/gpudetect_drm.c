@@ -64,26 +64,15 @@ static int render_file(struct gpuscan *s, struct jobcg_gpu *gpu, unsigned minor,
 static uint64_t prop(struct gpuscan *s, const char *file, const char *text, const char *key,
 		     bool *found)
 {
-	size_t klen = strlen(key);
+	struct gpufile_line bad;
+	uint64_t v;
+	int r = gpufile_kfd_property(text, strlen(text), key, &v, &bad);
 
-	*found = false;
-	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (startswith(p, key) && p[klen] == ' ') {
-			const char *end;
-			uint64_t v;
-
-			if (parse_u64_prefix(p + klen + 1, UINT64_MAX, &v, &end) < 0 ||
-			    (*end && *end != '\n')) {
-				int n = (int)strcspn(p, "\n");
-
-				(void)gpuscan_warn(s, "%s%s: '%.*s' is not a number", s->root, file,
-						   n > 80 ? 80 : n, p);
-				return 0;
-			}
-			*found = true;
-			return v;
-		}
-	return 0;
+	*found = r >= 0;
+	if (r == -EBADMSG)
+		(void)gpuscan_warn(s, "%s%s: '%.*s' is not a number", s->root, file,
+				   bad.len > 80 ? 80 : (int)bad.len, bad.p);
+	return r >= 0 ? v : 0;
 }
 
 static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)

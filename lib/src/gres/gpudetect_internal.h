@@ -5,6 +5,7 @@
 
 #include "jobcg/config.h"
 #include "gpudetect.h"
+#include "gpufiles.h"
 
 #define NVIDIA_GPU_MAJOR 195
 #define DRM_MAJOR	 226
@@ -50,11 +51,7 @@ int gpuscan_nvidia_companions(struct gpuscan *s, struct jobcg_gpu *gpu);
 /* Normalise a PCI bus id to "0000:3b:00.0" (NVML writes "00000000:3B:00.0"); in place. */
 void gpu_pci_normalise(char *pci, size_t size);
 
-/* /proc/driver/nvidia-caps/mig-minors: which cap minor belongs to which GPU, GI and CI. */
-struct mig_minor {
-	unsigned gpu, gi, minor;
-	int ci; /* -1: the GI's own access file */
-};
+/* Read and parse /proc/driver/nvidia-caps/mig-minors (gpufile_mig_minors()). */
 int mig_minors_load(const char *path, struct mig_minor **ret, size_t *ret_n);
 /* The cap minor of @gpu/@gi/@ci (-1: the GI's), or -ENOENT. */
 int mig_minor_find(const struct mig_minor *v, size_t n, unsigned gpu, unsigned gi, int ci);

@@ -3,7 +3,6 @@
  * /proc/driver/nvidia/gpus/<pci>/information, the MIG capability files under
  * /proc/driver/nvidia/capabilities/gpu<minor>/mig and /proc/driver/nvidia-caps/mig-minors.
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 
@@ -18,39 +17,10 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* "Key: value" of a driver file, stripped; NULL when the line is not there. */
-static char *field(const char *text, const char *key)
-{
-	const char *p = text;
-	size_t klen = strlen(key);
-
-	while (p && *p) {
-		if (startswith(p, key) && p[klen] == ':') {
-			const char *v = p + klen + 1, *e = strchr(v, '\n');
-			char *out = strndup(v, e ? (size_t)(e - v) : strlen(v)), *t;
-
-			if (!out)
-				return NULL;
-			t = strstrip(out);
-			memmove(out, t, strlen(t) + 1);
-			return out;
-		}
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return NULL;
-}
-
-static bool parse_unsigned(const char *s, unsigned *ret)
-{
-	return s && parse_uint(s, 1u << 20, ret) == 0;
-}
-
 /* The DeviceFileMinor of a capability access file; warns naming it when it has none. */
 static int access_minor(struct gpuscan *s, const char *path, unsigned *ret)
 {
-	_cleanup_free_ char *text = NULL, *v = NULL;
+	_cleanup_free_ char *text = NULL;
 	int r = gpuscan_read(s, path, &text);
 
 	if (r == -ENOMEM)
@@ -59,8 +29,10 @@ static int access_minor(struct gpuscan *s, const char *path, unsigned *ret)
 		r = gpuscan_warn(s, "%s%s: %s: MIG instance left out", s->root, path, strerror(-r));
 		return r < 0 ? r : -ENOENT;
 	}
-	v = field(text, "DeviceFileMinor");
-	if (!parse_unsigned(v, ret)) {
+	r = gpufile_field_unsigned(text, strlen(text), "DeviceFileMinor", GPUFILE_MINOR_MAX, ret);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
 		r = gpuscan_warn(s, "%s%s: no 'DeviceFileMinor: N' line: MIG instance left out",
 				 s->root, path);
 		return r < 0 ? r : -EBADMSG;
@@ -193,12 +165,13 @@ static int instances(struct gpuscan *s, struct parent *p, const unsigned *gis, s
 static int one_gpu(struct gpuscan *s, const char *bus)
 {
 	_cleanup_free_ char *info = strdup_printf("/proc/driver/nvidia/gpus/%s/information", bus);
-	_cleanup_free_ char *text = NULL, *minor_s = NULL, *capdir = NULL, *src = NULL;
+	_cleanup_free_ char *text = NULL, *capdir = NULL, *src = NULL;
 	_cleanup_free_ unsigned *gis = NULL;
 	struct jobcg_gpu gpu = {.vendor = JOBCG_GPU_NVIDIA, .parent = -1};
 	struct parent p = {.caps_major = -1};
-	size_t ngi = 0;
-	char dev[32];
+	const char *what;
+	size_t ngi = 0, n;
+	char dev[32], pcibuf[64];
 	int r;
 
 	if (!info)
@@ -209,24 +182,36 @@ static int one_gpu(struct gpuscan *s, const char *bus)
 	if (r < 0)
 		return gpuscan_warn(s, "%s%s: %s: GPU %s left out", s->root, info, strerror(-r),
 				    bus);
-	gpu.model = field(text, "Model");
-	gpu.uuid = field(text, "GPU UUID");
-	gpu.pci = field(text, "Bus Location");
-	minor_s = field(text, "Device Minor");
-	if (!gpu.model || !gpu.uuid || !*gpu.uuid || !parse_unsigned(minor_s, &p.minor)) {
-		const char *what = !gpu.model		     ? "Model"
-				   : !gpu.uuid || !*gpu.uuid ? "GPU UUID"
-							     : "Device Minor";
-
+	/* The first line missing or not valid is the one the warning names. */
+	n = strlen(text);
+	r = gpufile_field(text, n, what = "Model", &gpu.model);
+	if (r >= 0)
+		r = gpufile_field(text, n, what = "GPU UUID", &gpu.uuid);
+	if (r >= 0 && !*gpu.uuid)
+		r = -EBADMSG;
+	if (r >= 0)
+		r = gpufile_field_unsigned(text, n, what = "Device Minor", GPUFILE_MINOR_MAX,
+					   &p.minor);
+	/* Without "Bus Location:", the directory's name is the bus id. */
+	if (r >= 0 && gpufile_field(text, n, "Bus Location", &gpu.pci) == -ENOMEM)
+		r = -ENOMEM;
+	if (r == -ENOMEM) {
+		gpu_done(&gpu);
+		return r;
+	}
+	if (r < 0) {
 		gpu_done(&gpu);
 		return gpuscan_warn(s, "%s%s: no valid '%s:' line (truncated?): GPU %s left out",
 				    s->root, info, what, bus);
 	}
-	if (!gpu.pci && !(gpu.pci = strdup(bus))) {
+	/* Normalised in room for the long form: "0:3b:0.0" grows to "0000:3b:00.0". */
+	snprintf(pcibuf, sizeof(pcibuf), "%s", gpu.pci ? gpu.pci : bus);
+	gpu_pci_normalise(pcibuf, sizeof(pcibuf));
+	free(gpu.pci);
+	if (!(gpu.pci = strdup(pcibuf))) {
 		gpu_done(&gpu);
 		return -ENOMEM;
 	}
-	gpu_pci_normalise(gpu.pci, strlen(gpu.pci) + 1);
 	snprintf(dev, sizeof(dev), "/dev/nvidia%u", p.minor);
 	src = strdup_printf("%s%s says Device Minor: %u", s->root, info, p.minor);
 	if (!src) {

@@ -161,10 +161,9 @@ JOBCG_EXPORT int jobcg_gres_node_load_uuids(struct jobcg_gres_node *n, const cha
 	if (!d)
 		return errno == ENOENT ? 0 : error_set(negative_errno(), "cannot open %s", dir);
 	while ((de = readdir(d))) {
-		_cleanup_free_ char *path = NULL, *text = NULL;
-		char *minor_s, *uuid_s;
+		_cleanup_free_ char *path = NULL, *text = NULL, *uuid = NULL;
 		unsigned minor;
-		char uuid[128];
+		int k;
 
 		if (de->d_name[0] == '.')
 			continue;
@@ -175,10 +174,12 @@ JOBCG_EXPORT int jobcg_gres_node_load_uuids(struct jobcg_gres_node *n, const cha
 		}
 		if (read_full_file_at(AT_FDCWD, path, 65536, &text, NULL) < 0)
 			continue;
-		minor_s = strstr(text, "Device Minor:");
-		uuid_s = strstr(text, "GPU UUID:");
-		if (!minor_s || !uuid_s || sscanf(minor_s, "Device Minor: %u", &minor) != 1 ||
-		    sscanf(uuid_s, "GPU UUID: %127s", uuid) != 1)
+		k = gpufile_nvidia_minor_uuid(text, strlen(text), &minor, &uuid);
+		if (k == -ENOMEM) {
+			closedir(d);
+			return k;
+		}
+		if (k < 0)
 			continue;
 		for (size_t i = 0; i < n->ndev; i++) {
 			const struct jobcg_gres_record *r = n->dev[i].rec;

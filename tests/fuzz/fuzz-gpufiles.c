@@ -1,0 +1,124 @@
+/*
+ * libFuzzer target: the parsers of the GPU drivers' files (lib/src/gres/gpufiles.c), the code
+ * detection runs. Input: a selector byte, then the file's text; the selector % 5 picks the
+ * file: 0 an NVIDIA GPU's information (then its model as a Type= and its bus id normalised),
+ * 1 a capability access file, 2 nvidia-caps/mig-minors, 3 /proc/devices, 4 a kfd node's
+ * properties. The text is copied without a terminating NUL, so that ASan sees any read past
+ * the length the parsers are given.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpudetect_internal.h"
+#include "gpufiles.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void information(const char *text, size_t n)
+{
+	char *model = NULL, *pci = NULL, *uuid = NULL;
+	unsigned minor;
+
+	if (gpufile_field(text, n, "Model", &model) == 0) {
+		char *type = gpu_type_from_model(model);
+
+		if (type && (!*type || strpbrk(type, " \t,:=")))
+			abort(); /* a Type= is one word */
+		free(type);
+	}
+	if (gpufile_field(text, n, "Bus Location", &pci) == 0) {
+		char buf[64];
+
+		snprintf(buf, sizeof(buf), "%s", pci);
+		gpu_pci_normalise(buf, sizeof(buf));
+	}
+	if (gpufile_nvidia_minor_uuid(text, n, &minor, &uuid) == 0 &&
+	    (minor > GPUFILE_MINOR_MAX || !*uuid || strlen(uuid) > GPUFILE_UUID_MAX))
+		abort();
+	free(model);
+	free(pci);
+	free(uuid);
+}
+
+static void mig_minors(const char *text, size_t n)
+{
+	struct mig_minor *v = NULL;
+	size_t nv = 0;
+
+	if (gpufile_mig_minors(text, n, &v, &nv) < 0)
+		return;
+	/* Every line read can be looked up: the first with its GPU, GI and CI answers. */
+	for (size_t i = 0; i < nv; i++)
+		if (v[i].ci < -1 || mig_minor_find(v, nv, v[i].gpu, v[i].gi, v[i].ci) < 0)
+			abort();
+	free(v);
+}
+
+static void proc_devices(const char *text, size_t n)
+{
+	static const char *const names[] = {"nvidia", "nvidia-caps", "nvidia-uvm", "kfd", "drm"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		unsigned major;
+
+		if (gpufile_chr_major(text, n, names[i], &major) == 0 && major > 4095)
+			abort();
+	}
+}
+
+static void kfd_properties(const char *text, size_t n)
+{
+	static const char *const keys[] = {"simd_count", "drm_render_minor", "unique_id",
+					   "location_id", "domain"};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		struct gpufile_line bad;
+		uint64_t v;
+
+		/* The line quoted in the warning lies inside the text. */
+		if (gpufile_kfd_property(text, n, keys[i], &v, &bad) == -EBADMSG &&
+		    (bad.p < text || bad.p + bad.len > text + n || memchr(bad.p, '\n', bad.len)))
+			abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	unsigned access_minor;
+	size_t n;
+	char *text;
+
+	if (size < 1 || size > 65536)
+		return 0;
+	n = size - 1;
+	text = malloc(n ? n : 1);
+	if (!text)
+		return 0;
+	memcpy(text, data + 1, n);
+	switch (data[0] % 5) {
+	case 0:
+		information(text, n);
+		break;
+	case 1:
+		if (gpufile_field_unsigned(text, n, "DeviceFileMinor", GPUFILE_MINOR_MAX,
+					   &access_minor) == 0 &&
+		    access_minor > GPUFILE_MINOR_MAX)
+			abort();
+		break;
+	case 2:
+		mig_minors(text, n);
+		break;
+	case 3:
+		proc_devices(text, n);
+		break;
+	default:
+		kfd_properties(text, n);
+		break;
+	}
+	free(text);
+	return 0;
+}
