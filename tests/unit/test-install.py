@@ -2,9 +2,10 @@
 """Unit test: what `meson install` gives programs that link jobcg (docs/library.md). Installs the
 build's `devel` parts into a temporary DESTDIR, then checks that the archive exports only
 jobcg_* symbols, that every public header compiles on its own as C11 (with POSIX) and as C++11,
-that the configuration's layout is not in them (opaque), and that examples/step-agent.c compiles and links with nothing but `pkg-config libjobcg` and
-runs. Usage: test-install.py CC SANITIZE (CC: the C compiler's command line as one string;
-SANITIZE: meson's b_sanitize, "none" or a list)."""
+that the configuration's layout is not in them (opaque), and that examples/step-agent.c
+compiles and links with nothing but `pkg-config libjobcg` and runs. Usage: test-install.py CC
+SANITIZE (CC: the C compiler's command line as one string; SANITIZE: meson's b_sanitize, "none"
+or a list)."""
 import os
 import re
 import shlex
