@@ -16,7 +16,7 @@ extern "C" {
 /* Where a configuration value came from, for `jobcg config`. */
 struct jobcg_origin {
 	const char *file; /* NULL: built-in default; "env:NAME" for the environment; else a path
-			     owned by the jobcg_config (its files vector) */
+			     owned by the jobcg_config */
 	unsigned line;
 };
 
