@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "devices.h"
 
 #define DEV	 "/dev/null" /* a device with a driver, so open() succeeds as it would for a GPU */

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "jobcg/context.h"
 #include "devices.h"
 #include "jobcg/job.h"

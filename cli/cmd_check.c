@@ -429,8 +429,7 @@ static int slurm_gres_check(const struct jobcg_config *conf, const char *path,
 					 JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV |
 					     JOBCG_CONFIG_NO_ENTRIES,
 					 &sconf) < 0 ||
-		 jobcg_gres_node_new(&sconf->gres, &sn) < 0 ||
-		 jobcg_gres_node_new(&conf->gres, &jn) < 0 ||
+		 jobcg_gres_node_new(sconf, &sn) < 0 || jobcg_gres_node_new(conf, &jn) < 0 ||
 		 jobcg_gres_slurm_compare(jn, jpath, sn, path, &diffs) < 0)
 		snprintf(err, sizeof(err), "%s", jobcg_last_error()->message);
 	if (json) {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "parse.h"
 
 static const struct {

@@ -1,5 +1,6 @@
 /* jobcg run: run a command as a step (in an ephemeral job unless --job names one), pass its status.
  * The cgroup work is done here (cli/run.c), or by `jobcg daemon` when asked to and one listens. */
+#include "config_internal.h"
 #include "run.h"
 
 /* @conf: the configuration if already loaded (taken over), else NULL. */

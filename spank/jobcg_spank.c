@@ -174,7 +174,7 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 		value[0] = 0;
 	if (!*value)
 		return (*ret = strdup("")) ? 0 : -ENOMEM;
-	r = jobcg_gres_node_new(&st.conf->gres, &jn);
+	r = jobcg_gres_node_new(st.conf, &jn);
 	if (r < 0)
 		return r;
 	if (!streq(spath, "none") && access(spath, F_OK) == 0) {
@@ -186,7 +186,7 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 					   "comparison)");
 			return r;
 		}
-		r = jobcg_gres_node_new(&sconf->gres, &sn);
+		r = jobcg_gres_node_new(sconf, &sn);
 		if (r < 0)
 			return r;
 	} else if (st.args.slurm_gres && !streq(spath, "none")) {
@@ -440,7 +440,7 @@ static int step_begin(spank_t sp)
 		char v[4096];
 
 		/* Best effort: without it task_init keeps jobcg's per-step variables. */
-		if (jobcg_gres_node_new(&st.conf->gres, &st.gres_node) == 0 &&
+		if (jobcg_gres_node_new(st.conf, &st.gres_node) == 0 &&
 		    jobcg_gres_set_parse(st.gres_node, gpus, &st.step_set) == 0 &&
 		    spank_getenv(sp, "SLURM_STEP_GPUS", v, sizeof(v)) == ESPANK_SUCCESS)
 			st.slurm_step_gpus = strdup(v);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gres_internal.h"
 #include "jobcg/gres.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -36,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data, size);
 	s[size] = 0;
-	if (jobcg_gres_node_new(&conf, &n) < 0)
+	if (gres_node_new(&conf, &n) < 0)
 		abort();
 	jobcg_gres_node_all(n, NULL, &all);
 	if (jobcg_gres_request_parse(s, &req) == 0) {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "confload.h"
-#include "jobcg/config.h"
+#include "config_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

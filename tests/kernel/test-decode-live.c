@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "devgen.h"
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "devices.h"
 #include "jobcg/inspect.h"
 #include "ktest.h"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "inspect_internal.h"
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "devices.h"
 #include "jobcg/inspect.h"
 #include "ktest.h"

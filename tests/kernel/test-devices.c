@@ -16,7 +16,7 @@
 
 #include "bpfsys.h"
 #include "devprog.h"
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "devices.h"
 #include "jobcg/error.h"
 #include "ktest.h"

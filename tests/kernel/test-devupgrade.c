@@ -16,7 +16,7 @@
 
 #include "devices.h"
 #include "devprog.h"
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "ktest.h"
 #include "tap.h"
 

@@ -8,6 +8,7 @@
 #include <sys/xattr.h>
 
 #include "gresxattr.h"
+#include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "ktest.h"
 #include "log.h"
@@ -77,7 +78,7 @@ int main(void)
 						     .nfiles = 1,
 						     .count = 1,
 						     .index = (unsigned)i};
-	if (jobcg_gres_node_new(&conf, &n) < 0)
+	if (gres_node_new(&conf, &n) < 0)
 		abort();
 	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ok(rootfd >= 0, "open the test cgroup");

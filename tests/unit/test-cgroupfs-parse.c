@@ -1,4 +1,5 @@
 /* Unit tests: parsing of cgroup file contents and /proc/self/mounts (discovery). */
+#include "config_internal.h"
 #include "cgroupfs.h"
 #include "sysinfo_internal.h"
 #include "jobcg/acct.h"

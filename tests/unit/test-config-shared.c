@@ -4,7 +4,7 @@
  */
 #include <limits.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "parse.h"
 #include "log.h"
 #include "tap.h"

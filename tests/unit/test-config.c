@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "log.h"
 #include "tap.h"
 #include "util.h"

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "gpudetect_internal.h"
+#include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "tap.h"
 #include "util.h"
@@ -81,7 +82,7 @@ int main(void)
 
 	ok(gres_record_is_mig(&recs[1]) && !gres_record_is_mig(&recs[0]),
 	   "a record naming an nvidia-cap file is a MIG instance");
-	if (jobcg_gres_node_new(&conf, &n) < 0)
+	if (gres_node_new(&conf, &n) < 0)
 		return 1;
 	ok(jobcg_gres_node_load_uuids(n, gpus) >= 1, "UUIDs learnt");
 	is_str(jobcg_gres_node_device(n, 0)->uuid, "GPU-0000", "the whole GPU: its UUID");
@@ -92,7 +93,7 @@ int main(void)
 
 	/* mig-minors does not know the cap: no UUID rather than the parent GPU's. */
 	put("driver/nvidia-caps/mig-minors", "config 1\nmonitor 2\n");
-	if (jobcg_gres_node_new(&conf, &n) < 0)
+	if (gres_node_new(&conf, &n) < 0)
 		return 1;
 	jobcg_gres_node_load_uuids(n, gpus);
 	ok(jobcg_gres_node_device(n, 1)->uuid == NULL,

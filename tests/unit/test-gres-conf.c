@@ -1,7 +1,7 @@
 /* Unit tests for GRES state built from real gres.conf files (parsed by the config loader). */
 #include <sys/stat.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "jobcg/gres.h"
 #include "log.h"
 #include "tap.h"
@@ -82,7 +82,7 @@ int main(void)
 	ok(c != NULL, "gres.conf with ranges, NodeName and Count-only loads");
 	if (!c)
 		return tap_done();
-	is_int(jobcg_gres_node_new(&c->gres, &n), 0, "node state from the records");
+	is_int(jobcg_gres_node_new(c, &n), 0, "node state from the records");
 	is_int(jobcg_gres_node_count(n), 5,
 	       "4 GPUs of this host + 1 nic (node9 and Count-only out)");
 	is_int(pick(n, "gpu:2", 1ULL << 9, &s), 0, "two GPUs for CPU 9");
@@ -97,7 +97,7 @@ int main(void)
 	/* Flags: env_nvidia only, and Links preference. */
 	c = load("Name=gpu File=/dev/nvidia[0-2] Flags=env_nvidia\n");
 	ok(c != NULL, "Flags=env_nvidia loads");
-	if (c && jobcg_gres_node_new(&c->gres, &n) == 0) {
+	if (c && jobcg_gres_node_new(c, &n) == 0) {
 		struct jobcg_gres_set job = {};
 		struct jobcg_gres_env_in in = {.job = &job, .step = &job, .constrained = true};
 		char **env = NULL;
@@ -116,7 +116,7 @@ int main(void)
 		 "Name=gpu File=/dev/nvidia1 Links=0,-1,0\n"
 		 "Name=gpu File=/dev/nvidia2 Links=2,0,-1\n");
 	ok(c != NULL, "Links load");
-	if (c && jobcg_gres_node_new(&c->gres, &n) == 0) {
+	if (c && jobcg_gres_node_new(c, &n) == 0) {
 		is_int(pick(n, "gpu:2", 0, &s), 0, "two linked GPUs");
 		is_str(fmt(n, &s), "gpu:0,2", "prefers the pair joined by Links");
 		jobcg_gres_node_free(n);
@@ -127,7 +127,7 @@ int main(void)
 	    "Name=gpu Type=a100_1g.5gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21\n"
 	    "Name=gpu Type=a100_1g.5gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap22\n");
 	ok(c != NULL, "MultipleFiles (MIG) loads");
-	if (c && jobcg_gres_node_new(&c->gres, &n) == 0) {
+	if (c && jobcg_gres_node_new(c, &n) == 0) {
 		struct jobcg_devrule *rules = NULL;
 		size_t nr = 0;
 

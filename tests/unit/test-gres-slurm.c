@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "jobcg/gres.h"
 #include "tap.h"
 #include "util.h"
@@ -41,7 +41,7 @@ static struct jobcg_gres_node *node_of(const char *rel, const char *text, const 
 	snprintf(path, sizeof(path), "%s/%s", tmp, rel);
 	if (jobcg_config_load_files(NULL, path, host, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV,
 				    conf) < 0 ||
-	    jobcg_gres_node_new(&(*conf)->gres, &n) < 0)
+	    jobcg_gres_node_new(*conf, &n) < 0)
 		tap_diag("cannot load %s: %s", path, jobcg_last_error()->message);
 	return n;
 }

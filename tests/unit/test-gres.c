@@ -4,6 +4,7 @@
 #include <sys/xattr.h>
 
 #include "gresxattr.h"
+#include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "log.h"
 #include "tap.h"
@@ -49,7 +50,7 @@ static struct jobcg_gres_node *node_new(unsigned gpu_flags)
 	struct jobcg_gres_node *n = NULL;
 
 	build_conf(gpu_flags);
-	if (jobcg_gres_node_new(&conf, &n) < 0)
+	if (gres_node_new(&conf, &n) < 0)
 		abort();
 	return n;
 }
@@ -419,7 +420,7 @@ static void test_devrules(void)
 	recs[1].files = mig_files;
 	recs[1].nfiles = 2;
 	recs[0].files = mig_files + 1; /* pretend gpu 0 also lists nvidiactl only */
-	if (jobcg_gres_node_new(&conf, &n) < 0)
+	if (gres_node_new(&conf, &n) < 0)
 		abort();
 	jobcg_gres_set_add(&s, 1);
 	is_int(jobcg_gres_devrules(n, &s, &rules, &nr), 0, "rules for gpu 1");
@@ -540,14 +541,14 @@ static void test_too_many(void)
 						     .nfiles = 1,
 						     .count = 1,
 						     .index = (unsigned)i};
-	is_int(jobcg_gres_node_new(&c, &n), -E2BIG, "more than JOBCG_GRES_MAX devices refused");
+	is_int(gres_node_new(&c, &n), -E2BIG, "more than JOBCG_GRES_MAX devices refused");
 	ok(n == NULL, "nothing returned");
 	many[1].index = 0;
 	c.nrecords = 4;
-	is_int(jobcg_gres_node_new(&c, &n), -EINVAL, "two devices with the same index refused");
+	is_int(gres_node_new(&c, &n), -EINVAL, "two devices with the same index refused");
 	many[1].index = 1;
 	c.nrecords = JOBCG_GRES_MAX;
-	is_int(jobcg_gres_node_new(&c, &n), 0, "exactly JOBCG_GRES_MAX devices is fine");
+	is_int(gres_node_new(&c, &n), 0, "exactly JOBCG_GRES_MAX devices is fine");
 	is_int(jobcg_gres_node_find(n, "gpu", JOBCG_GRES_MAX - 1), JOBCG_GRES_MAX - 1,
 	       "last one found");
 	jobcg_gres_node_free(n);

@@ -2,10 +2,12 @@
 """Unit test: what `meson install` gives programs that link jobcg (docs/library.md). Installs the
 build's `devel` parts into a temporary DESTDIR, then checks that the archive exports only
 jobcg_* symbols, that every public header compiles on its own as C11 (with POSIX) and as C++11,
-and that examples/step-agent.c compiles and links with nothing but `pkg-config libjobcg` and
-runs. Usage: test-install.py CC SANITIZE (CC: the C compiler's command line as one string;
-SANITIZE: meson's b_sanitize, "none" or a list)."""
+that the configuration's layout is not in them (opaque), and that examples/step-agent.c
+compiles and links with nothing but `pkg-config libjobcg` and runs. Usage: test-install.py CC
+SANITIZE (CC: the C compiler's command line as one string; SANITIZE: meson's b_sanitize, "none"
+or a list)."""
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -85,6 +87,36 @@ def checks(cc, san, build, src, dest):
        + (" and C++11" if cxx else " (no C++ compiler here)"))
     for b in bad:
         diag(b)
+
+    # The configuration and its gres.conf records are opaque to a program that links jobcg
+    # (lib/src/conf/config_internal.h has their layout): reaching into either must not compile,
+    # while the accessors do.
+    opaque = {
+        "struct jobcg_config": "int f(const struct jobcg_config *c) "
+                               "{ return c->cgroup.constrain_cores; }",
+        "struct jobcg_config's size": "struct jobcg_config conf;",
+        "struct jobcg_gres_record": "const char *f(const struct jobcg_gres_device *d) "
+                                    "{ return d->rec->name; }",
+    }
+    leaked = []
+    for what, code in opaque.items():
+        r = run([*cc, "-std=gnu11", "-fsyntax-only", "-I", incdir, "-x", "c", "-"],
+                input=f"#include <jobcg/gres.h>\n{code}\n")
+        # gcc: "undefined type", "storage size ... isn't known"; clang: "incomplete type"
+        if r.returncode == 0 or not re.search(r"incomplete|undefined type|storage size",
+                                              r.stderr):
+            leaked.append(f"{what}: {r.stderr.strip() or 'compiles'}")
+    r = run([*cc, "-std=gnu11", "-Wall", "-Werror", "-fsyntax-only", "-I", incdir, "-x", "c", "-"],
+            input="#include <jobcg/gres.h>\n"
+                  "const char *f(const struct jobcg_config *c, struct jobcg_gres_node **n);\n"
+                  "const char *f(const struct jobcg_config *c, struct jobcg_gres_node **n)\n"
+                  "{ const struct jobcg_config_entry *e = jobcg_config_entry(c, \"StateDir\");\n"
+                  "  return jobcg_gres_node_new(c, n) < 0 || !e ? NULL : e->value; }\n")
+    if r.returncode:
+        leaked.append(f"the accessors do not compile: {r.stderr.strip()}")
+    ok(not leaked, "the configuration and gres.conf records are opaque in the installed headers")
+    for x in leaked:
+        diag(x)
 
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(pc), PKG_CONFIG_SYSROOT_DIR=dest)
     r = run(["pkg-config", "--cflags", "--libs", "libjobcg"], env=env)

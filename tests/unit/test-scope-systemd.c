@@ -2,6 +2,7 @@
  * the run-time loading of libsystemd it depends on. */
 #include <stdlib.h>
 
+#include "config_internal.h"
 #include "scope.h"
 #include "scope_systemd.h"
 #include "sdbus_dl.h"

@@ -107,7 +107,7 @@ static struct jobcg_gres_node *node_from(const char *rel, const char *text, cons
 	snprintf(path, sizeof(path), "%s/%s", tmp, rel);
 	if (jobcg_config_load_files(NULL, path, host, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV,
 				    ret_conf) < 0 ||
-	    jobcg_gres_node_new(&(*ret_conf)->gres, &n) < 0)
+	    jobcg_gres_node_new(*ret_conf, &n) < 0)
 		tap_diag("cannot load %s: %s", path, jobcg_last_error()->message);
 	return n;
 }

@@ -5,7 +5,7 @@
  */
 #include <limits.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "memlimit.h"
 #include "spec.h"
 #include "log.h"

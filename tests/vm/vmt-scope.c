@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "log.h"
 #include "scope.h"
 #include "scope_systemd.h"

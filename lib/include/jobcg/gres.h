@@ -42,6 +42,9 @@ JOBCG_EXPORT unsigned jobcg_gres_set_count(const struct jobcg_gres_set *s);
 JOBCG_EXPORT bool jobcg_gres_set_subset(const struct jobcg_gres_set *a,
 					const struct jobcg_gres_set *b);
 
+/* A gres.conf record (opaque: the configuration's, lib/src/conf/config_internal.h). */
+struct jobcg_gres_record;
+
 /* One device (one gres.conf record after range expansion). */
 struct jobcg_gres_device {
 	unsigned pos;			     /* position over all devices of the node */
@@ -53,12 +56,11 @@ struct jobcg_gres_device {
 struct jobcg_gres_node;
 
 /**
- * Build the node's device table from @conf (which must outlive the node state). Records with no
- * device file (Count= only) cannot be given out by device and are left out with a debug message.
- * Returns -E2BIG when there are more than JOBCG_GRES_MAX devices.
+ * Build the node's device table from @conf's gres.conf (@conf must outlive the node state).
+ * Records with no device file (Count= only) cannot be given out by device and are left out with
+ * a debug message. Returns -E2BIG when there are more than JOBCG_GRES_MAX devices.
  */
-JOBCG_EXPORT int jobcg_gres_node_new(const struct jobcg_gres_conf *conf,
-				     struct jobcg_gres_node **ret);
+JOBCG_EXPORT int jobcg_gres_node_new(const struct jobcg_config *conf, struct jobcg_gres_node **ret);
 JOBCG_EXPORT void jobcg_gres_node_free(struct jobcg_gres_node *n);
 JOBCG_EXPORT size_t jobcg_gres_node_count(const struct jobcg_gres_node *n);
 /** Device at position @pos, or NULL when out of range. */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "config_internal.h"
 #include "jobcg/acctlog.h"
 #include "log.h"
 #include "util.h"

@@ -458,7 +458,7 @@ static int load_gpus(struct collector *c)
 
 	if (!proc || !*proc)
 		proc = "/proc/driver/nvidia/gpus";
-	r = jobcg_gres_node_new(&conf->gres, &c->node);
+	r = jobcg_gres_node_new(conf, &c->node);
 	if (r < 0)
 		return r;
 	(void)jobcg_gres_node_load_uuids(c->node, proc);

@@ -6,7 +6,7 @@
 
 #include "confload.h"
 #include "jobcg-build.h"
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "log.h"
 #include "util.h"
 

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 
 #define CGROUP_MAX_KEYS 64
 

@@ -1,6 +1,7 @@
 /* jobcg internal: the context object shared by tree, job, procs, spawn and acct. */
 #pragma once
 
+#include "config_internal.h"
 #include "jobcg/context.h"
 #include "jobcg/job.h"
 #include "scope.h"

@@ -1,6 +1,7 @@
 /* jobcg: choosing where the delegated tree root comes from (systemd scope or plain mkdir). */
 #include <sys/stat.h>
 
+#include "config_internal.h"
 #include "log.h"
 #include "scope.h"
 #include "scope_choose.h"

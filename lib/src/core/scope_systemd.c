@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "config_internal.h"
 #include "jobcg-build.h"
 #include "log.h"
 #include "scope.h"

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "jobcg/devrule.h"
 #include "jobcg/error.h"
 

@@ -4,12 +4,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config_internal.h"
 #include "jobcg/gres.h"
 
 struct jobcg_gres_node {
 	struct jobcg_gres_device *dev;
 	size_t ndev;
 };
+
+/* jobcg_gres_node_new() from gres.conf records alone (the tests build them by hand). */
+int gres_node_new(const struct jobcg_gres_conf *conf, struct jobcg_gres_node **ret);
 
 /* Append ",item" (or "item") to a growing string; -ENOMEM. */
 int gres_append(char **s, const char *item);

@@ -34,7 +34,7 @@ static void request_freep(struct jobcg_gres_request **r)
 
 static int node_open(const struct jobcg_ctx *ctx, struct jobcg_gres_node **ret)
 {
-	int r = jobcg_gres_node_new(&ctx->conf->gres, ret);
+	int r = jobcg_gres_node_new(ctx->conf, ret);
 
 	if (r >= 0)
 		(void)jobcg_gres_node_load_uuids(*ret, NULL);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config_internal.h"
 #include "jobcg/gres.h"
 #include "log.h"
 #include "util.h"

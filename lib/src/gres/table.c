@@ -33,8 +33,7 @@ JOBCG_EXPORT bool jobcg_gres_set_subset(const struct jobcg_gres_set *a,
 	return true;
 }
 
-JOBCG_EXPORT int jobcg_gres_node_new(const struct jobcg_gres_conf *conf,
-				     struct jobcg_gres_node **ret)
+int gres_node_new(const struct jobcg_gres_conf *conf, struct jobcg_gres_node **ret)
 {
 	struct jobcg_gres_node *n = calloc(1, sizeof(*n));
 	size_t ndev = 0;
@@ -82,6 +81,11 @@ JOBCG_EXPORT int jobcg_gres_node_new(const struct jobcg_gres_conf *conf,
 	}
 	*ret = n;
 	return 0;
+}
+
+JOBCG_EXPORT int jobcg_gres_node_new(const struct jobcg_config *conf, struct jobcg_gres_node **ret)
+{
+	return gres_node_new(conf ? &conf->gres : NULL, ret);
 }
 
 JOBCG_EXPORT void jobcg_gres_node_free(struct jobcg_gres_node *n)

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "jobcg/error.h"
 
 #ifdef __cplusplus

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "jobcg/config.h"
+#include "config_internal.h"
 #include "jobcg/error.h"
 
 #ifdef __cplusplus
