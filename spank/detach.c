@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "detach.h"
-#include "spawn.h"
+#include "spawn_internal.h"
 #include "log.h"
 #include "util.h"
 

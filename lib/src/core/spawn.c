@@ -1,5 +1,5 @@
 /* jobcg: starting tasks straight into their cgroup (clone3 CLONE_INTO_CGROUP), running a step, and
- * starting a detached program (spawn.h).
+ * starting a detached program (spawn_internal.h).
  */
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 
 #include "cgroupfs.h"
-#include "spawn.h"
+#include "spawn_internal.h"
 #include "log.h"
 #include "tree.h"
 #include "util.h"
@@ -184,7 +184,7 @@ static pid_t vfork_into(int cgroup_fd, struct vchild *c, int *ret_err)
 }
 
 /*
- * spawn_detached() (spawn.h): the same vfork-style clone3, with CLONE_PARENT, so that the
+ * spawn_detached() (spawn_internal.h): the same vfork-style clone3, with CLONE_PARENT, so that the
  * program is its starter's sibling from the first instruction on, never its descendant.
  */
 struct dchild {

@@ -1,4 +1,5 @@
-/* jobcg internal: starting a program that is no descendant of its starter (spawn.c). */
+/* jobcg internal: starting a program that is no descendant of its starter (spawn.c). Not
+ * spawn.h: this folder is on the include path, where it would hide <spawn.h>. */
 #pragma once
 
 /*
