@@ -757,22 +757,48 @@ static bool sysfs_says_not_amd(unsigned minor)
 	return !strcaseeq(strstrip(vendor), "0x1002");
 }
 
-int gres_companions(const struct jobcg_gres_record *r,
+/* Whether @kind's companions in @dir were given already in this pass (and remember them). */
+static int seen_dir(struct gres_companions_seen *seen, char kind, const char *dir)
+{
+	_cleanup_free_ char *key = strdup_printf("%c:%s", kind, dir);
+	char **t;
+
+	if (!key)
+		return -ENOMEM;
+	for (size_t i = 0; i < seen->ndirs; i++)
+		if (streq(seen->dirs[i], key))
+			return 1;
+	t = realloc(seen->dirs, (seen->ndirs + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	seen->dirs = t;
+	seen->dirs[seen->ndirs++] = TAKE_PTR(key);
+	return 0;
+}
+
+void gres_companions_done(struct gres_companions_seen *seen)
+{
+	for (size_t i = 0; i < seen->ndirs; i++)
+		free(seen->dirs[i]);
+	free(seen->dirs);
+	free(seen->proc_devices);
+	*seen = (struct gres_companions_seen){};
+}
+
+int gres_companions(const struct jobcg_gres_record *r, struct gres_companions_seen *seen,
 		    int (*add)(void *ud, unsigned major, unsigned minor), void *ud)
 {
-	_cleanup_free_ char *proc_devices = NULL;
-	bool loaded = false;
-
 	if (r->flags & JOBCG_GRES_FLAG_NO_COMPANIONS)
 		return 0;
 	for (size_t i = 0; i < r->nfiles; i++) {
 		const struct jobcg_gres_file *f = &r->files[i];
+		bool nvidia = f->major == NVIDIA_GPU_MAJOR;
 		char dir[PATH_MAX];
 		int k = 0;
 
 		if (f->type != 'c')
 			continue;
-		if (f->major == NVIDIA_GPU_MAJOR && f->minor < 254) {
+		if (nvidia && f->minor < 254) {
 			if (dir_of(f->path, 1, dir, sizeof(dir)) < 0)
 				continue;
 		} else if (f->major == DRM_MAJOR && f->minor >= 128 && f->minor < 256) {
@@ -781,23 +807,32 @@ int gres_companions(const struct jobcg_gres_record *r,
 				continue;
 		} else
 			continue;
-		if (!loaded) {
-			if (read_full_file_at(AT_FDCWD, "/proc/devices", 65536, &proc_devices,
+		k = seen_dir(seen, nvidia ? 'n' : 'a', dir);
+		if (k != 0) {
+			if (k < 0)
+				return k;
+			continue;
+		}
+		if (!seen->loaded) {
+			if (read_full_file_at(AT_FDCWD, "/proc/devices", 65536, &seen->proc_devices,
 					      NULL) == -ENOMEM)
 				return -ENOMEM;
-			loaded = true;
+			seen->loaded = true;
 		}
-		if (f->major == NVIDIA_GPU_MAJOR) {
-			if ((k = companion(proc_devices, dir, "nvidiactl", NULL, NVIDIA_GPU_MAJOR,
-					   255, add, ud)) < 0 ||
-			    (k = companion(proc_devices, dir, "nvidia-modeset", NULL,
-					   NVIDIA_GPU_MAJOR, 254, add, ud)) < 0 ||
-			    (k = companion(proc_devices, dir, "nvidia-uvm", "nvidia-uvm", 0, 0, add,
+		if (nvidia) {
+			const char *pd = seen->proc_devices;
+
+			if ((k = companion(pd, dir, "nvidiactl", NULL, NVIDIA_GPU_MAJOR, 255, add,
 					   ud)) < 0 ||
-			    (k = companion(proc_devices, dir, "nvidia-uvm-tools", "nvidia-uvm", 0,
-					   1, add, ud)) < 0)
+			    (k = companion(pd, dir, "nvidia-modeset", NULL, NVIDIA_GPU_MAJOR, 254,
+					   add, ud)) < 0 ||
+			    (k = companion(pd, dir, "nvidia-uvm", "nvidia-uvm", 0, 0, add, ud)) <
+				0 ||
+			    (k = companion(pd, dir, "nvidia-uvm-tools", "nvidia-uvm", 0, 1, add,
+					   ud)) < 0)
 				return k;
-		} else if ((k = companion(proc_devices, dir, "kfd", "kfd", 0, 0, add, ud)) < 0)
+		} else if ((k = companion(seen->proc_devices, dir, "kfd", "kfd", 0, 0, add, ud)) <
+			   0)
 			return k;
 	}
 	return 0;

@@ -69,9 +69,19 @@ int nvml_mig_uuid(unsigned minor, unsigned gi, unsigned ci, char **ret);
  * same directory; for an AMD render node (c 226:N, N >= 128), kfd from the directory above. Only
  * character devices whose numbers the running driver confirms (/proc/devices, where it lists
  * them) are given. @add is called for each; its negative return stops and is returned.
+ * @seen, zeroed by the caller and shared by the records of one pass, remembers /proc/devices
+ * and the directories already looked at (every GPU of a node shares its companions); release
+ * it with gres_companions_done().
  */
-int gres_companions(const struct jobcg_gres_record *r,
+struct gres_companions_seen {
+	char *proc_devices;
+	bool loaded;
+	char **dirs; /* "<kind>:<dir>" already given */
+	size_t ndirs;
+};
+int gres_companions(const struct jobcg_gres_record *r, struct gres_companions_seen *seen,
 		    int (*add)(void *ud, unsigned major, unsigned minor), void *ud);
+void gres_companions_done(struct gres_companions_seen *seen);
 
 /*
  * The CUDA_VISIBLE_DEVICES name of the MIG instance record @r names (its GPU's file and its CI

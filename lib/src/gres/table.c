@@ -268,6 +268,7 @@ static int companion_add(void *ud, unsigned major, unsigned minor)
 static int devrules(const struct jobcg_gres_node *n, const struct jobcg_gres_set *set,
 		    bool companions, struct jobcg_devrule **ret, size_t *ret_n)
 {
+	struct gres_companions_seen seen = {};
 	struct rules rs = {};
 	int k;
 
@@ -281,6 +282,7 @@ static int devrules(const struct jobcg_gres_node *n, const struct jobcg_gres_set
 
 			if (file->type != 'c' && file->type != 'b') {
 				free(rs.v);
+				gres_companions_done(&seen);
 				return error_set_at(-ENODEV, r->origin.file, r->origin.line, 0,
 						    "gres %s: %s is not a known device node (not "
 						    "stat()ed or not a device)",
@@ -288,18 +290,21 @@ static int devrules(const struct jobcg_gres_node *n, const struct jobcg_gres_set
 			}
 			if (rules_add(&rs, file->type, file->major, file->minor) < 0) {
 				free(rs.v);
+				gres_companions_done(&seen);
 				return -ENOMEM;
 			}
 		}
 		/* What the GPU's runtime opens beside it (nvidiactl, nvidia-uvm, kfd): in the
 		 * grant of every job holding such a GPU, and with @set NULL in the managed set,
 		 * so that jobs without one are denied them. */
-		k = companions ? gres_companions(r, companion_add, &rs) : 0;
+		k = companions ? gres_companions(r, &seen, companion_add, &rs) : 0;
 		if (k < 0) {
 			free(rs.v);
+			gres_companions_done(&seen);
 			return k;
 		}
 	}
+	gres_companions_done(&seen);
 	if (!rs.v && !(rs.v = calloc(1, sizeof(*rs.v))))
 		return -ENOMEM;
 	*ret = rs.v;
