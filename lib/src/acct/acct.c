@@ -3,6 +3,7 @@
 
 #include "acctlog_internal.h"
 #include "cgroupfs.h"
+#include "context_internal.h"
 #include "jobcg/acct.h"
 #include "jobcg/acctlog.h"
 #include "tree.h"
@@ -294,6 +295,14 @@ int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id
 	return 0;
 }
 
+/* @a and @b are files of one directory (by name: the paths as configured). */
+static bool same_dir(const char *a, const char *b)
+{
+	const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+
+	return sa && sb && sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
+}
+
 int acct_log_commit(struct jobcg_ctx *ctx, const struct acct_pending *p)
 {
 	_cleanup_free_ char *path = NULL;
@@ -311,7 +320,15 @@ int acct_log_commit(struct jobcg_ctx *ctx, const struct acct_pending *p)
 	if (p->rec.kind == JOBCG_ACCT_JOB || !conf ||
 	    conf->cgroup.acct_sync == JOBCG_ACCT_SYNC_STEP)
 		flags |= JOBCG_ACCTLOG_SYNC;
-	return jobcg_acctlog_write(path, &p->rec, flags);
+	/* The log beside the node lock: its directory is checked once per context, not per
+	 * record. */
+	if (same_dir(path, jobcg_ctx_lock_path(ctx))) {
+		r = ctx_state_dir_ready(ctx);
+		if (r < 0)
+			return r;
+		return acctlog_write(path, &p->rec, flags, true);
+	}
+	return acctlog_write(path, &p->rec, flags, false);
 }
 
 int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,

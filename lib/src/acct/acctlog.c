@@ -12,6 +12,7 @@
 #include "config_internal.h"
 #include "jobcg/acctlog.h"
 #include "log.h"
+#include "acctlog_internal.h"
 #include "util.h"
 
 static const char *const state_names[_JOBCG_ACCT_STATE_MAX] = {
@@ -171,6 +172,14 @@ static int write_all(int fd, const char *buf, size_t len)
 JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_record *r,
 				     unsigned flags)
 {
+	if (flags & ~JOBCG_ACCTLOG_SYNC)
+		return error_set(-EINVAL, "unknown accounting log flags 0x%x", flags);
+	return acctlog_write(path, r, flags, false);
+}
+
+int acctlog_write(const char *path, const struct jobcg_acct_record *r, unsigned flags,
+		  bool dir_checked)
+{
 	_cleanup_free_ char *line = NULL;
 	_cleanup_close_ int fd = -1;
 	const char *state = jobcg_acct_state_name(r->state);
@@ -178,14 +187,12 @@ JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_r
 	size_t len;
 	int k;
 
-	if (flags & ~JOBCG_ACCTLOG_SYNC)
-		return error_set(-EINVAL, "unknown accounting log flags 0x%x", flags);
 	if (!r->job_id || !state)
 		return error_set(-EINVAL, "accounting record without job id or with a bad state");
 	if ((k = format_record(r, state, &line, &len)) < 0)
 		return k;
 
-	if ((k = state_dir_prepare(path)) < 0)
+	if (!dir_checked && (k = state_dir_prepare(path)) < 0)
 		return k;
 	for (unsigned tries = 0;; tries++) {
 		struct stat now;

@@ -4,6 +4,13 @@
 #include "jobcg/acct.h"
 #include "jobcg/acctlog.h"
 
+/*
+ * jobcg_acctlog_write() for the library: @dir_checked when the log's directory already passed
+ * state_dir_prepare() (ctx_state_dir_ready() of a context whose lock lives beside it).
+ */
+int acctlog_write(const char *path, const struct jobcg_acct_record *r, unsigned flags,
+		  bool dir_checked);
+
 /* One record; @step_id NULL for the job's. @exit_code -1 and no signal: end not seen. */
 int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 		    uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,

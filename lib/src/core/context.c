@@ -81,7 +81,12 @@ JOBCG_EXPORT const struct jobcg_config *jobcg_ctx_config(const struct jobcg_ctx 
 
 JOBCG_EXPORT const struct jobcg_sysinfo *jobcg_ctx_sysinfo(const struct jobcg_ctx *ctx)
 {
-	return ctx->info;
+	return discover_complete(ctx->conf, ctx->info);
+}
+
+char *ctx_limitation(const struct jobcg_ctx *ctx, unsigned ctrl, const char *what)
+{
+	return discover_limitation(discover_complete(ctx->conf, ctx->info), ctrl, what);
 }
 
 JOBCG_EXPORT const char *jobcg_ctx_mount(const struct jobcg_ctx *ctx)
@@ -179,6 +184,19 @@ static int lock_wait(struct jobcg_ctx *ctx, int fd)
 	}
 }
 
+int ctx_state_dir_ready(struct jobcg_ctx *ctx)
+{
+	int r;
+
+	if (ctx->state_dir_ok)
+		return 0;
+	r = state_dir_prepare(ctx->lock_path);
+	if (r < 0)
+		return r;
+	ctx->state_dir_ok = true;
+	return 0;
+}
+
 JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 {
 	int fd, r;
@@ -187,14 +205,9 @@ JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 		ctx->lock_depth++;
 		return 0;
 	}
-	/* Made where missing, and refused when someone else could swap or hold the lock file;
-	 * checked once per context (a step takes the lock several times). */
-	if (!ctx->state_dir_ok) {
-		r = state_dir_prepare(ctx->lock_path);
-		if (r < 0)
-			return r;
-		ctx->state_dir_ok = true;
-	}
+	r = ctx_state_dir_ready(ctx);
+	if (r < 0)
+		return r;
 	fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return error_set(negative_errno(), "cannot open lock file %s: %s", ctx->lock_path,
@@ -268,9 +281,9 @@ static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
 					    jobcg_last_error()->message);
 		}
 	} else if (cpus_on) {
-		_cleanup_free_ char *why = discover_limitation(
-		    ctx->info, JOBCG_CTRL_CPUSET,
-		    "the CPUs reserved for the system (SpecCPUs/CoreSpecCount)");
+		_cleanup_free_ char *why =
+		    ctx_limitation(ctx, JOBCG_CTRL_CPUSET,
+				   "the CPUs reserved for the system (SpecCPUs/CoreSpecCount)");
 
 		log_warning("%s", why ? why : "the CPU reservation cannot be enforced");
 	}
@@ -287,9 +300,8 @@ static int spec_system_apply(struct jobcg_ctx *ctx, const char *sys)
 			log_warning("lifting the memory reservation of %s: %s", sys,
 				    jobcg_last_error()->message);
 	} else if (c->mem_spec_limit) {
-		_cleanup_free_ char *why =
-		    discover_limitation(ctx->info, JOBCG_CTRL_MEMORY,
-					"the memory reserved for the system (MemSpecLimit)");
+		_cleanup_free_ char *why = ctx_limitation(
+		    ctx, JOBCG_CTRL_MEMORY, "the memory reserved for the system (MemSpecLimit)");
 
 		log_warning("%s", why ? why : "the memory reservation cannot be enforced");
 	}

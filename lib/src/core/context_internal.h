@@ -27,6 +27,16 @@ struct jobcg_ctx {
 unsigned ctx_wanted_controllers(const struct jobcg_config *conf);
 
 /*
+ * The state directory (the lock's, and the accounting log's beside it) made where missing and
+ * refused when someone else could swap or hold its files; checked once per context (a step
+ * takes the lock several times and writes a record).
+ */
+int ctx_state_dir_ready(struct jobcg_ctx *ctx);
+
+/* Why controller @ctrl does not reach jobs, for @what ("memory limits (memory.max)"). */
+char *ctx_limitation(const struct jobcg_ctx *ctx, unsigned ctrl, const char *what);
+
+/*
  * Waiting for processes to die must not hold the node lock. When CTX holds it once (depth 1),
  * suspend drops it and returns true; resume(ctx, true) takes it again (it can fail: timeout).
  * A nested holder (depth > 1) keeps it: suspend returns false and resume does nothing.

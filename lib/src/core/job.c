@@ -29,7 +29,7 @@ struct limit_desc {
 	unsigned bit;
 	unsigned ctrl;
 	const char *key;  /* xattr key and skipped-list name */
-	const char *what; /* for discover_limitation() */
+	const char *what; /* for ctx_limitation() */
 };
 
 static const struct limit_desc limit_descs[] = {
@@ -69,7 +69,7 @@ JOBCG_EXPORT unsigned jobcg_limits_check(const struct jobcg_ctx *ctx,
 			continue;
 		bad |= d->bit;
 		if (ret_reasons)
-			(void)strv_push(&reasons, discover_limitation(ctx->info, d->ctrl, d->what));
+			(void)strv_push(&reasons, ctx_limitation(ctx, d->ctrl, d->what));
 	}
 	if (ret_reasons)
 		*ret_reasons = reasons;
@@ -252,7 +252,7 @@ static int spec_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 			continue;
 		if (!(ctx->info->usable & (1u << parts[i].ctrl))) {
 			_cleanup_free_ char *why =
-			    discover_limitation(ctx->info, parts[i].ctrl, parts[i].what);
+			    ctx_limitation(ctx, parts[i].ctrl, parts[i].what);
 			char *ns;
 
 			if (!l || !l->best_effort)
@@ -305,7 +305,7 @@ static int limits_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job
 		if (!(req & d->bit))
 			continue;
 		if (!(ctx->info->usable & (1u << d->ctrl))) {
-			_cleanup_free_ char *why = discover_limitation(ctx->info, d->ctrl, d->what);
+			_cleanup_free_ char *why = ctx_limitation(ctx, d->ctrl, d->what);
 			char *ns;
 
 			if (!l->best_effort)
@@ -944,9 +944,9 @@ static int step_limits_check(struct jobcg_ctx *ctx, uint32_t job_id, const char 
 	if (bad && !l->best_effort) {
 		unsigned ctrl = (bad & JOBCG_LIMIT_CPUS) ? JOBCG_CTRL_CPUSET : JOBCG_CTRL_MEMORY;
 		_cleanup_free_ char *why =
-		    discover_limitation(ctx->info, ctrl,
-					ctrl == JOBCG_CTRL_CPUSET ? "CPU binding (cpuset.cpus)"
-								  : "memory limits (memory.max)");
+		    ctx_limitation(ctx, ctrl,
+				   ctrl == JOBCG_CTRL_CPUSET ? "CPU binding (cpuset.cpus)"
+							     : "memory limits (memory.max)");
 
 		return error_set(-EOPNOTSUPP, "%s: %s",
 				 ctrl == JOBCG_CTRL_CPUSET ? "--cpus" : "--mem",

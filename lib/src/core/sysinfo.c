@@ -202,10 +202,29 @@ bool discover_kernel_at_least(const char *release, unsigned maj, unsigned min)
 	return a > maj || (a == maj && b >= min);
 }
 
+/*
+ * What a context's probe leaves for later: the facts only reports need (kernel, controllers
+ * of the mount root, what v1 holds, freeze/kill/memory.peak, limitations, write access, systemd)
+ * are found the first time someone asks (jobcg_ctx_sysinfo(), a limitation's wording), not by
+ * every command.
+ */
+struct sysinfo_priv {
+	struct jobcg_sysinfo pub; /* first: the public pointer is the private one */
+	char *deepest;		  /* deepest existing directory on the way to the root */
+	bool quick;		  /* layout from statfs(), no mount table read */
+	bool complete;
+};
+
+static struct sysinfo_priv *priv(struct jobcg_sysinfo *s)
+{
+	return (struct sysinfo_priv *)s;
+}
+
 JOBCG_EXPORT void jobcg_sysinfo_free(struct jobcg_sysinfo *s)
 {
 	if (!s)
 		return;
+	free(priv(s)->deepest);
 	free(s->mount);
 	free(s->kernel);
 	free(s->root_rel);
@@ -273,6 +292,18 @@ static char *sample_child(const struct jobcg_sysinfo *s, const char *deepest)
 	return cgfs_path(s->mount, kids[0]);
 }
 
+/* Job metadata lives in xattrs: every job operation needs to know, so every context asks. */
+static int probe_xattr(struct jobcg_sysinfo *s)
+{
+	const char *where = s->root_exists ? s->root : s->mount;
+	char v[8];
+
+	if (getxattr(where, "trusted.jobcg.probe", v, sizeof(v)) >= 0 || errno == ENODATA ||
+	    errno == ERANGE)
+		return feature(&s->xattr, true, "trusted.* xattrs on %s", where);
+	return feature(&s->xattr, false, "xattrs on %s: %s", where, strerror(errno));
+}
+
 static int probe_files(struct jobcg_sysinfo *s, const char *deepest, bool probe_bpf)
 {
 	_cleanup_free_ char *child = sample_child(s, deepest);
@@ -332,19 +363,6 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest, bool probe_
 	}
 	if (r < 0)
 		return r;
-
-	{
-		const char *where = s->root_exists ? s->root : s->mount;
-		char v[8];
-
-		if (getxattr(where, "trusted.jobcg.probe", v, sizeof(v)) >= 0 || errno == ENODATA ||
-		    errno == ERANGE)
-			r = feature(&s->xattr, true, "trusted.* xattrs on %s", where);
-		else
-			r = feature(&s->xattr, false, "xattrs on %s: %s", where, strerror(errno));
-		if (r < 0)
-			return r;
-	}
 
 	if (!probe_bpf)
 		return feature(&s->bpf_device, false, "not probed (jobcg check probes it)");
@@ -475,19 +493,19 @@ static bool quick_layout(const struct jobcg_config *conf, enum jobcg_layout *ret
 	return false;
 }
 
-static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_sysinfo **ret)
+/* What every context needs before it touches the tree: mount, root, usable controllers, xattrs. */
+static int probe_core(const struct jobcg_config *conf, bool full, struct jobcg_sysinfo **ret)
 {
-	struct jobcg_sysinfo *s = calloc(1, sizeof(*s));
-	_cleanup_free_ char *mounts = NULL, *deepest = NULL;
-	struct utsname u;
+	struct sysinfo_priv *p = calloc(1, sizeof(*p));
+	struct jobcg_sysinfo *s = &p->pub;
+	_cleanup_free_ char *mounts = NULL;
 	unsigned v;
-	bool quick;
 	int r;
 
-	if (!s)
+	if (!p)
 		return -ENOMEM;
-	quick = !probe_bpf && quick_layout(conf, &s->layout);
-	if (quick) {
+	p->quick = !full && quick_layout(conf, &s->layout);
+	if (p->quick) {
 		s->mount = strdup(s->layout == JOBCG_LAYOUT_UNIFIED ? "/sys/fs/cgroup"
 								    : "/sys/fs/cgroup/unified");
 		if (!s->mount) {
@@ -502,86 +520,120 @@ static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_s
 			goto fail;
 		s->v1_bound = discover_v1_controllers(mounts);
 	}
-	s->kernel = strdup(uname(&u) == 0 ? u.release : "unknown");
 	r = discover_root_rel(conf, &s->root_rel);
 	if (r < 0)
 		goto fail;
 	s->root = cgfs_path(s->mount, s->root_rel);
-	if (!s->kernel || !s->root) {
+	if (!s->root) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = cgfs_controllers(s->mount, "cgroup.controllers", &s->available);
-	if (r < 0)
-		goto fail;
-	if (cgfs_controllers(s->mount, "cgroup.subtree_control", &s->enabled_top) < 0)
-		s->enabled_top = 0;
-	/* Only a controller missing from v2 can be bound to v1: worth asking only then. */
-	if (quick && (ctx_wanted_controllers(conf) & ~s->available) &&
-	    (r = v1_bound_quick(&s->v1_bound)) < 0)
-		goto fail;
 	s->root_exists = is_dir(s->root);
 	/* The walk is for a root yet to be made; an existing one is its own deepest. */
-	deepest = s->root_exists ? strdup(s->root) : deepest_existing(s);
-	if (!deepest) {
+	p->deepest = s->root_exists ? strdup(s->root) : deepest_existing(s);
+	if (!p->deepest) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	if (cgfs_controllers(deepest, "cgroup.controllers", &v) < 0)
+	if (cgfs_controllers(p->deepest, "cgroup.controllers", &v) < 0)
 		v = 0;
 	/* The tree root's cgroup.controllers is what it can hand to jobs. Until the root exists,
 	 * the mkdir backend would enable what the deepest existing ancestor offers on the way. */
 	s->usable = v & (s->root_exists ? ~0u : ctx_wanted_controllers(conf));
-	/* One lstat() of /run/systemd/system answers both (it was asked three times). */
-	s->systemd = scope_systemd_running();
-	s->backend = scope_backend_name_for(conf, s->systemd);
-
-	r = probe_files(s, deepest, probe_bpf);
+	r = probe_xattr(s);
 	if (r < 0)
 		goto fail;
-	if ((r = add_limitation(s, JOBCG_CTRL_CPUSET, "CPU binding (cpuset.cpus)")) < 0 ||
-	    (r = add_limitation(s, JOBCG_CTRL_MEMORY, "memory limits (memory.max)")) < 0 ||
-	    (r = add_limitation(s, JOBCG_CTRL_PIDS, "process count limits (pids.max)")) < 0)
-		goto fail;
-	/* Resource specialisation is listed only when configured: it is a promise made to the
-	 * admin that this host may not keep. */
-	if ((conf->cgroup.spec_cpus || conf->cgroup.core_spec_count) &&
-	    (r = add_limitation(s, JOBCG_CTRL_CPUSET,
-				"the CPUs reserved for the system (SpecCPUs/CoreSpecCount)")) < 0)
-		goto fail;
-	if (conf->cgroup.mem_spec_limit &&
-	    (r = add_limitation(s, JOBCG_CTRL_MEMORY,
-				"the memory reserved for the system (MemSpecLimit)")) < 0)
-		goto fail;
-	if (!(s->usable & (1u << JOBCG_CTRL_MEMORY)) &&
-	    (r = strv_push(&s->limitations,
-			   strdup("memory accounting (memory.current, memory.peak, memory.stat, "
-				  "memory.events) is unavailable"))) < 0)
-		goto fail;
-	if (probe_bpf && !s->bpf_device.supported &&
-	    (r = strv_push(&s->limitations, strdup_printf("device access cannot be constrained: %s",
-							  s->bpf_device.detail))) < 0)
-		goto fail;
-	if (!s->freeze.supported &&
-	    (r = strv_push(&s->limitations, strdup("jobs cannot be frozen (no cgroup.freeze)"))) <
-		0)
-		goto fail;
-	if (!s->xattr.supported &&
-	    (r = strv_push(&s->limitations,
-			   strdup("job metadata (owner, limits) cannot be stored as xattrs"))) < 0)
-		goto fail;
-
-	if (access(deepest, W_OK) < 0) {
-		s->can_run = false;
-		s->cannot_run_reason = strdup_printf(
-		    "no write access to %s: run as root or delegate that cgroup", deepest);
-	} else
-		s->can_run = true;
 	*ret = s;
 	return 0;
 fail:
 	jobcg_sysinfo_free(s);
 	return r;
+}
+
+/* The rest of jobcg_sysinfo: what reports and the wording of limitations need. */
+static int probe_rest(const struct jobcg_config *conf, struct jobcg_sysinfo *s, bool probe_bpf)
+{
+	struct sysinfo_priv *p = priv(s);
+	struct utsname u;
+	int r;
+
+	if (p->complete)
+		return 0;
+	s->kernel = strdup(uname(&u) == 0 ? u.release : "unknown");
+	if (!s->kernel)
+		return -ENOMEM;
+	r = cgfs_controllers(s->mount, "cgroup.controllers", &s->available);
+	if (r < 0)
+		return r;
+	if (cgfs_controllers(s->mount, "cgroup.subtree_control", &s->enabled_top) < 0)
+		s->enabled_top = 0;
+	/* Only a controller missing from v2 can be bound to v1: worth asking only then. */
+	if (p->quick && (ctx_wanted_controllers(conf) & ~s->available) &&
+	    (r = v1_bound_quick(&s->v1_bound)) < 0)
+		return r;
+	/* One lstat() of /run/systemd/system answers both (it was asked three times). */
+	s->systemd = scope_systemd_running();
+	s->backend = scope_backend_name_for(conf, s->systemd);
+
+	r = probe_files(s, p->deepest, probe_bpf);
+	if (r < 0)
+		return r;
+	if ((r = add_limitation(s, JOBCG_CTRL_CPUSET, "CPU binding (cpuset.cpus)")) < 0 ||
+	    (r = add_limitation(s, JOBCG_CTRL_MEMORY, "memory limits (memory.max)")) < 0 ||
+	    (r = add_limitation(s, JOBCG_CTRL_PIDS, "process count limits (pids.max)")) < 0)
+		return r;
+	/* Resource specialisation is listed only when configured: it is a promise made to the
+	 * admin that this host may not keep. */
+	if ((conf->cgroup.spec_cpus || conf->cgroup.core_spec_count) &&
+	    (r = add_limitation(s, JOBCG_CTRL_CPUSET,
+				"the CPUs reserved for the system (SpecCPUs/CoreSpecCount)")) < 0)
+		return r;
+	if (conf->cgroup.mem_spec_limit &&
+	    (r = add_limitation(s, JOBCG_CTRL_MEMORY,
+				"the memory reserved for the system (MemSpecLimit)")) < 0)
+		return r;
+	if (!(s->usable & (1u << JOBCG_CTRL_MEMORY)) &&
+	    (r = strv_push(&s->limitations,
+			   strdup("memory accounting (memory.current, memory.peak, memory.stat, "
+				  "memory.events) is unavailable"))) < 0)
+		return r;
+	if (probe_bpf && !s->bpf_device.supported &&
+	    (r = strv_push(&s->limitations, strdup_printf("device access cannot be constrained: %s",
+							  s->bpf_device.detail))) < 0)
+		return r;
+	if (!s->freeze.supported &&
+	    (r = strv_push(&s->limitations, strdup("jobs cannot be frozen (no cgroup.freeze)"))) <
+		0)
+		return r;
+	if (!s->xattr.supported &&
+	    (r = strv_push(&s->limitations,
+			   strdup("job metadata (owner, limits) cannot be stored as xattrs"))) < 0)
+		return r;
+
+	if (access(p->deepest, W_OK) < 0) {
+		s->can_run = false;
+		s->cannot_run_reason = strdup_printf(
+		    "no write access to %s: run as root or delegate that cgroup", p->deepest);
+	} else
+		s->can_run = true;
+	p->complete = true;
+	return 0;
+}
+
+static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_sysinfo **ret)
+{
+	struct jobcg_sysinfo *s = NULL;
+	int r = probe_core(conf, true, &s);
+
+	if (r < 0)
+		return r;
+	r = probe_rest(conf, s, probe_bpf);
+	if (r < 0) {
+		jobcg_sysinfo_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
 }
 
 JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct jobcg_sysinfo **ret)
@@ -591,5 +643,22 @@ JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct job
 
 int discover_probe_for_ctx(const struct jobcg_config *conf, struct jobcg_sysinfo **ret)
 {
-	return probe(conf, false, ret);
+	return probe_core(conf, false, ret);
+}
+
+const struct jobcg_sysinfo *discover_complete(const struct jobcg_config *conf,
+					      struct jobcg_sysinfo *s)
+{
+	struct sysinfo_priv *p = priv(s);
+	int r;
+
+	if (p->complete)
+		return s;
+	r = probe_rest(conf, s, false);
+	if (r < 0) {
+		/* What was found stays; the rest reads as unknown (not supported, not bound). */
+		log_warning("probing the host: %s", strerror(-r));
+		p->complete = true;
+	}
+	return s;
 }

@@ -24,8 +24,16 @@ bool discover_kernel_at_least(const char *release, unsigned maj, unsigned min);
 char *discover_limitation(const struct jobcg_sysinfo *s, unsigned ctrl, const char *what);
 /*
  * jobcg_sysinfo_probe() for jobcg_ctx_open(): the same, except that no test BPF program is
- * loaded (about 140 us, a seventh of a whole fork+exec+wait, on every jobcg command). The
+ * ever loaded (about 140 us, a seventh of a whole fork+exec+wait, on every jobcg command). The
  * device code learns the same when it loads its own program; bpf_device says "not probed"
  * and is not listed among the limitations. `jobcg check` uses the full probe.
  */
 int discover_probe_for_ctx(const struct jobcg_config *conf, struct jobcg_sysinfo **ret);
+/*
+ * A context's probe finds only what job operations need (mount, root, usable controllers,
+ * xattrs). The rest of @s (kernel, the mount root's controllers, what v1 holds, features,
+ * limitations, write access, systemd) is probed the first time this is called, best effort:
+ * what cannot be read stays unknown, with a warning logged. Returns @s.
+ */
+const struct jobcg_sysinfo *discover_complete(const struct jobcg_config *conf,
+					      struct jobcg_sysinfo *s);

@@ -882,7 +882,7 @@ static int children_min(const char *dir, const char *override, uint64_t value, u
 
 static bool systemd_backend(struct jobcg_ctx *ctx)
 {
-	const char *name = ctx->backend ? ctx->backend->name : ctx->info->backend;
+	const char *name = jobcg_ctx_backend(ctx);
 
 	return name && streq(name, "systemd");
 }
