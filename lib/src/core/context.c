@@ -46,8 +46,14 @@ JOBCG_EXPORT int jobcg_ctx_open(const struct jobcg_config *conf, unsigned flags,
 	c->flags = flags;
 	c->lock_fd = -1;
 	c->want = ctx_wanted_controllers(conf);
+	c->jobdir = calloc(1, sizeof(*c->jobdir));
+	if (!c->jobdir) {
+		free(c);
+		return -ENOMEM;
+	}
 	r = discover_probe_for_ctx(conf, &c->info);
 	if (r < 0) {
+		free(c->jobdir);
 		free(c);
 		return r;
 	}
@@ -71,7 +77,18 @@ JOBCG_EXPORT void jobcg_ctx_free(struct jobcg_ctx *ctx)
 	jobcg_sysinfo_free(ctx->info);
 	jobcg_devpolicy_free(ctx->devpolicy);
 	free(ctx->lock_path);
+	if (ctx->jobdir)
+		free(ctx->jobdir->dir);
+	free(ctx->jobdir);
 	free(ctx);
+}
+
+void ctx_jobdir_forget(const struct jobcg_ctx *ctx, uint32_t job)
+{
+	if (ctx->jobdir->dir && ctx->jobdir->job == job) {
+		free(ctx->jobdir->dir);
+		ctx->jobdir->dir = NULL;
+	}
 }
 
 JOBCG_EXPORT const struct jobcg_config *jobcg_ctx_config(const struct jobcg_ctx *ctx)

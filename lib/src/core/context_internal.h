@@ -6,6 +6,19 @@
 #include "jobcg/job.h"
 #include "scope.h"
 
+/*
+ * Where the last job looked up lives (tree_job_dir()): a step's start and end ask for their
+ * job's directory a dozen times, each an access() of the whole cgroup path. A job never moves
+ * (cgroupfs renames nothing across parents) and an id is in one place only, so the answer holds
+ * until the job is removed; it is kept for a second at most, so that a job removed and made
+ * again elsewhere by another process meanwhile is found again soon.
+ */
+struct ctx_jobdir {
+	uint32_t job;
+	char *dir;
+	uint64_t at_usec; /* CLOCK_MONOTONIC */
+};
+
 struct jobcg_ctx {
 	const struct jobcg_config *conf; /* borrowed */
 	unsigned flags;
@@ -21,6 +34,7 @@ struct jobcg_ctx {
 	 * the managed set, else only its pins, which is all a revoke needs. */
 	struct jobcg_devpolicy *devpolicy;
 	bool devpolicy_full;
+	struct ctx_jobdir *jobdir; /* allocated with the context: lookups take a const one */
 };
 
 /* Controllers jobcg wants in its tree: cpuset cpu memory pids + EnableExtraControllers. */
@@ -32,6 +46,9 @@ unsigned ctx_wanted_controllers(const struct jobcg_config *conf);
  * takes the lock several times and writes a record).
  */
 int ctx_state_dir_ready(struct jobcg_ctx *ctx);
+
+/* The job's directory is no longer where tree_job_dir() last found it (it was removed). */
+void ctx_jobdir_forget(const struct jobcg_ctx *ctx, uint32_t job);
 
 /* Why controller @ctrl does not reach jobs, for @what ("memory limits (memory.max)"). */
 char *ctx_limitation(const struct jobcg_ctx *ctx, unsigned ctrl, const char *what);

@@ -672,8 +672,8 @@ static bool removal_in_progress(const char *mark)
  * them) and without a record; gc finishes it later, once, with the outcome the mark names.
  * OUTCOME: what to record; from gc, taken from the mark when a dead remover left one.
  */
-static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
-			     bool from_gc, bool record)
+static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
+				 bool from_gc, bool record)
 {
 	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id), *prev = NULL, *mark = NULL;
 	void *states[ELEMENTSOF(job_hooks)] = {NULL};
@@ -768,6 +768,16 @@ static int job_unused_locked(struct jobcg_ctx *ctx, uint32_t job_id)
 	if (r < 0)
 		return r;
 	return populated ? error_set(-EBUSY, "job %u has processes outside its steps", job_id) : 0;
+}
+
+/* Whatever the outcome, the job's directory may be gone: it is looked up again next time. */
+static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
+			     bool from_gc, bool record)
+{
+	int r = job_remove_dir_locked(ctx, job_id, outcome, from_gc, record);
+
+	ctx_jobdir_forget(ctx, job_id);
+	return r;
 }
 
 JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags)

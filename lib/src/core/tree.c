@@ -223,9 +223,10 @@ int tree_resv_names(const struct jobcg_ctx *ctx, char ***ret)
 /*
  * A job lives at <root>/job_<id> or, inside a reservation, at <root>/resv_<name>/job_<id>; an id
  * is in one place only (creation checks under the node lock). The usual case costs one access();
- * a job that is not at the top costs one read of the root's entries.
+ * a job that is not at the top costs one read of the root's entries. What was found is
+ * remembered for a moment (struct ctx_jobdir).
  */
-char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job)
+static char *job_dir_find(const struct jobcg_ctx *ctx, uint32_t job, bool *ret_exists)
 {
 	char *top = strdup_printf("%s/job_%u", jobcg_ctx_root(ctx), job);
 	_cleanup_close_ int rootfd = -1;
@@ -233,8 +234,13 @@ char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job)
 	struct dirent *de;
 	char *found = NULL;
 
-	if (!top || access(top, F_OK) == 0)
+	*ret_exists = false;
+	if (!top)
+		return NULL;
+	if (access(top, F_OK) == 0) {
+		*ret_exists = true;
 		return top;
+	}
 	rootfd = open(jobcg_ctx_root(ctx), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0 || !(d = fdopendir(rootfd)))
 		return top;
@@ -252,8 +258,33 @@ char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job)
 	closedir(d);
 	if (!found)
 		return top;
+	*ret_exists = true;
 	free(top);
 	return found;
+}
+
+#define JOBDIR_KEEP_USEC 1000000
+
+char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job)
+{
+	struct ctx_jobdir *m = ctx->jobdir;
+	uint64_t now = now_usec();
+	char *dir, *keep;
+	bool exists;
+
+	if (m->dir && m->job == job && now - m->at_usec < JOBDIR_KEEP_USEC)
+		return strdup(m->dir);
+	dir = job_dir_find(ctx, job, &exists);
+	if (!dir || !exists) {
+		ctx_jobdir_forget(ctx, job);
+		return dir;
+	}
+	keep = strdup(dir);
+	if (keep) {
+		free(m->dir);
+		*m = (struct ctx_jobdir){.job = job, .dir = keep, .at_usec = now};
+	}
+	return dir;
 }
 
 char *tree_job_resv(const struct jobcg_ctx *ctx, const char *job_dir)
