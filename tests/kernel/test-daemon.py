@@ -711,33 +711,8 @@ def body(e):
     # A daemon that answers nonsense (a step id no daemon would give): the client starts
     # nothing, tells the daemon so that it can end the step, and says what happened.
     fake = os.path.join(e.tmp, "fake.sock")
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(fake)
-    srv.listen(1)
-    srv.settimeout(30)
-    got = {}
-
-    def serve():
-        try:
-            c, _ = srv.accept()
-        except OSError:
-            return
-        with c:
-            c.settimeout(30)
-            _, fds, _, _ = socket.recv_fds(c, 65536, 8)
-            for f in fds:
-                os.close(f)
-            body = b"op=spawn\0job=5\0step=bogus\0ntasks=1\0ephemeral=0\0start_usec=1\0"
-            dfd = os.open(e.tmp, os.O_RDONLY | os.O_DIRECTORY)
-            socket.send_fds(c, [struct.pack("<I", len(body)) + body], [dfd])
-            os.close(dfd)
-            try:
-                got["status"] = c.recv(4096)
-            except OSError:
-                got["status"] = b""
-
-    t = threading.Thread(target=serve)
-    t.start()
+    srv, t, got = fake_root_daemon(
+        e, fake, b"op=spawn\0job=5\0step=bogus\0ntasks=1\0ephemeral=0\0start_usec=1\0", e.tmp)
     marker = os.path.join(e.tmp, "ran")
     r = e.run("run", "--job", "5", "--", "touch", marker,
               env=dict(e.env, JOBCG_DAEMON_SOCKET=fake))
