@@ -43,21 +43,6 @@ static inline const char *kcli_binary(void)
 	snprintf(path, sizeof(path), "%s/cli/jobcg", b ? b : ".");
 	return path;
 }
-
-/* tap_diag() every line of @text (TAP needs the '#' on each line). */
-static inline void kcli_diag_lines(const char *prefix, const char *text)
-{
-	const char *p = text;
-
-	while (p && *p) {
-		const char *eol = strchr(p, '\n');
-		int len = eol ? (int)(eol - p) : (int)strlen(p);
-
-		tap_diag("%s%.*s", prefix, len, p);
-		p = eol ? eol + 1 : NULL;
-	}
-}
-
 /* Read all of @fd into a malloc()ed string. */
 static inline char *kcli_slurp(int fd)
 {
@@ -137,7 +122,7 @@ static inline int kcli_run(char *const args[], char **out, char **err)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (e && *e)
-		kcli_diag_lines("jobcg stderr: ", e);
+		ktest_diag_lines("jobcg stderr: ", e);
 	if (out)
 		*out = o;
 	else

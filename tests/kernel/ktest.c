@@ -202,3 +202,31 @@ const char *ktest_gpu_conf(unsigned n, const char *type, const char *pins,
 	fclose(f);
 	return dir;
 }
+
+void ktest_diag_lines(const char *prefix, const char *text)
+{
+	for (const char *p = text; p && *p;) {
+		const char *eol = strchr(p, '\n');
+		int len = eol ? (int)(eol - p) : (int)strlen(p);
+
+		tap_diag("%s%.*s", prefix, len, p);
+		p = eol ? eol + 1 : NULL;
+	}
+}
+
+char *ktest_capture(const char *cmd, size_t *ret_len)
+{
+	static char out[1 << 20];
+	FILE *f = popen(cmd, "re");
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	if (pclose(f) != 0)
+		return NULL;
+	if (ret_len)
+		*ret_len = n;
+	return out;
+}

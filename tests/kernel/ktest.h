@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /*
  * Skip the whole test (exit 77) unless running as root with a cgroup v2 mount. Then create
@@ -33,3 +34,10 @@ char *ktest_pin_dir(const char *name);
  */
 const char *ktest_gpu_conf(unsigned n, const char *type, const char *pins,
 			   char (*ret_devs)[PATH_MAX]);
+
+/* tap_diag() every line of @text after @prefix (TAP needs the '#' on each line). */
+void ktest_diag_lines(const char *prefix, const char *text);
+
+/* Run the shell command @cmd and return its stdout (static storage, up to 1 MiB, overwritten by
+ * the next call; its length to @ret_len unless NULL), or NULL when it could not run or failed. */
+char *ktest_capture(const char *cmd, size_t *ret_len);
