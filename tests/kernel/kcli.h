@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -177,4 +178,24 @@ static inline int kcli_count_dirs(const char *dir)
 		n = -1;
 	pclose(f);
 	return n;
+}
+
+/* Whether `jobcg check --json` lists @ctrl among the controllers jobs can use here. */
+static inline bool kcli_usable(const char *ctrl)
+{
+	char *out = NULL;
+	struct json_object *o, *a;
+	bool found = false;
+
+	if (kcli(&out, "check", "--json", NULL) != 0 || !out)
+		return false;
+	o = json_tokener_parse(out);
+	free(out);
+	if (o && json_object_object_get_ex(o, "controllers_usable", &a))
+		for (size_t i = 0; i < json_object_array_length(a); i++)
+			if (strcmp(json_object_get_string(json_object_array_get_idx(a, i)), ctrl) ==
+			    0)
+				found = true;
+	json_object_put(o);
+	return found;
 }
