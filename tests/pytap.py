@@ -64,6 +64,23 @@ def kernel_skip():
     return False
 
 
+# Run by KernelEnv.open_in in a process of its own: joins the cgroup (argv[1], its cgroup.procs),
+# then opens each further argument and prints what it got.
+_OPEN_IN = r"""
+import errno, os, sys
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+out = []
+for p in sys.argv[2:]:
+    try:
+        os.close(os.open(p, os.O_RDONLY))
+        out.append(0)
+    except OSError as e:
+        out.append(0 if e.errno in (errno.ENXIO, errno.ENODEV) else e.errno)
+print(" ".join(map(str, out)))
+"""
+
+
 class KernelEnv:
     """JOBCG_ROOT (a uniquely named subtree of the v2 mount), JOBCG_STATE_DIR, JOBCG_CONF_DIR
     (an empty configuration directory, `conf`) and JOBCG_BPF_PIN_DIR of the test's own, and
@@ -87,6 +104,30 @@ class KernelEnv:
     def run(self, *args, env=None, **kw):
         return subprocess.run([self.jobcg, *args], env=env or self.env, capture_output=True,
                               text=True, timeout=120, **kw)
+
+    def stand_in_gpus(self, n, cgroup_conf):
+        """@n stand-in GPUs, character nodes 195:i with no driver behind them, in <tmp>/gpus
+        (self.gpus) and gres.conf (Type=a100); cgroup.conf holds @cgroup_conf."""
+        self.gpus = os.path.join(self.tmp, "gpus")
+        os.mkdir(self.gpus)
+        for i in range(n):
+            os.mknod(os.path.join(self.gpus, f"nvidia{i}"), 0o20666, os.makedev(195, i))
+        with open(os.path.join(self.conf, "gres.conf"), "w") as f:
+            f.write(f"Name=gpu Type=a100 File={self.gpus}/nvidia[0-{n - 1}]\n")
+        with open(os.path.join(self.conf, "cgroup.conf"), "w") as f:
+            f.write(cgroup_conf)
+
+    def open_in(self, rel, *paths):
+        """What a process in the cgroup ROOT/@rel gets opening each of @paths for reading: 0
+        where the device check let it through (ENXIO or ENODEV from a node without a driver),
+        else the errno (EPERM: refused); all -1 when it could not join the cgroup."""
+        procs = os.path.join(self.root, rel, "cgroup.procs")
+        r = subprocess.run([sys.executable, "-c", _OPEN_IN, procs, *paths],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            diag(f"no process joined {procs}: {r.stderr.strip()}")
+            return [-1] * len(paths)
+        return [int(x) for x in r.stdout.split()]
 
     def records(self):
         """The accounting log's records (<StateDir>/acct.jsonl), oldest first."""

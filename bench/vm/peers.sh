@@ -265,39 +265,8 @@ spank_step() {
 		check "jobcg init for n$n's tree" env -u JOBCG_STATE_DIR -u JOBCG_BPF_PIN_DIR \
 			JOBCG_CONF_DIR="$c/n$n" jobcg init || return 1
 	done
-	topo=$(slurmd -C | head -n 1 | sed -e 's/NodeName=[^ ]* //' -e 's/RealMemory=[0-9]*//')
-	h=$(hostname)
-	conf() {
-		cat <<-EOF
-		ClusterName=jobcgbench
-		SlurmctldHost=$h
-		SlurmUser=root
-		AuthType=auth/munge
-		StateSaveLocation=$sp/ctld
-		SlurmctldPidFile=$sp/slurmctld.pid
-		SlurmctldLogFile=$sp/slurmctld.log
-		ProctrackType=proctrack/linuxproc
-		TaskPlugin=task/affinity
-		JobAcctGatherType=jobacct_gather/linux
-		SelectType=select/cons_tres
-		SelectTypeParameters=CR_Core_Memory
-		GresTypes=gpu
-		SlurmdTimeout=300
-		SlurmctldTimeout=300
-		MessageTimeout=60
-		ReturnToService=2
-		AccountingStorageType=accounting_storage/none
-		JobCompType=jobcomp/none
-		MpiDefault=none
-		DebugFlags=NO_CONF_HASH
-		NodeName=n1 NodeHostname=$h NodeAddr=$h Port=17001 $topo RealMemory=400 Gres=gpu:2 State=UNKNOWN
-		NodeName=n2 NodeHostname=$h NodeAddr=$h Port=17002 $topo RealMemory=400 Gres=gpu:2 State=UNKNOWN
-		NodeName=n3 NodeHostname=$h NodeAddr=$h Port=17003 $topo RealMemory=400 Gres=gpu:2 State=UNKNOWN
-		NodeName=n4 NodeHostname=$h NodeAddr=$h Port=17004 $topo RealMemory=400 Gres=gpu:2 State=UNKNOWN
-		PartitionName=bench Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP
-		EOF
-	}
-	conf > /etc/slurm/slurm.conf
+	common=$(slurm_conf jobcgbench "$sp" 4 400 bench)
+	echo "$common" > /etc/slurm/slurm.conf
 	echo 'CgroupPlugin=cgroup/v2' > /etc/slurm/cgroup.conf
 	echo 'Name=gpu File=/dev/nvidia[0-1]' > /etc/slurm/gres.conf
 	# jobcg=: each step's watcher runs this jobcg (from the guest's disk), not an installed one.
@@ -305,7 +274,7 @@ spank_step() {
 	for n in 3 4; do : > "$sp/plugstack-n$n.conf"; done
 	# Beside slurm.conf: slurmd reads gres.conf and cgroup.conf from its slurm.conf's directory.
 	for n in 1 2 3 4; do
-		{ conf; printf 'SlurmdSpoolDir=%s\nSlurmdPidFile=%s\nSlurmdLogFile=%s\nPlugStackConfig=%s\n' \
+		{ echo "$common"; printf 'SlurmdSpoolDir=%s\nSlurmdPidFile=%s\nSlurmdLogFile=%s\nPlugStackConfig=%s\n' \
 			"$sp/d-n$n" "$sp/slurmd-n$n.pid" "$sp/slurmd-n$n.log" "$sp/plugstack-n$n.conf"; } > "/etc/slurm/bench-n$n.conf"
 	done
 	check "slurmctld restarts with four nodes" systemctl restart slurmctld.service || return 1

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -43,21 +44,6 @@ static inline const char *kcli_binary(void)
 	snprintf(path, sizeof(path), "%s/cli/jobcg", b ? b : ".");
 	return path;
 }
-
-/* tap_diag() every line of @text (TAP needs the '#' on each line). */
-static inline void kcli_diag_lines(const char *prefix, const char *text)
-{
-	const char *p = text;
-
-	while (p && *p) {
-		const char *eol = strchr(p, '\n');
-		int len = eol ? (int)(eol - p) : (int)strlen(p);
-
-		tap_diag("%s%.*s", prefix, len, p);
-		p = eol ? eol + 1 : NULL;
-	}
-}
-
 /* Read all of @fd into a malloc()ed string. */
 static inline char *kcli_slurp(int fd)
 {
@@ -137,7 +123,7 @@ static inline int kcli_run(char *const args[], char **out, char **err)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (e && *e)
-		kcli_diag_lines("jobcg stderr: ", e);
+		ktest_diag_lines("jobcg stderr: ", e);
 	if (out)
 		*out = o;
 	else
@@ -192,4 +178,24 @@ static inline int kcli_count_dirs(const char *dir)
 		n = -1;
 	pclose(f);
 	return n;
+}
+
+/* Whether `jobcg check --json` lists @ctrl among the controllers jobs can use here. */
+static inline bool kcli_usable(const char *ctrl)
+{
+	char *out = NULL;
+	struct json_object *o, *a;
+	bool found = false;
+
+	if (kcli(&out, "check", "--json", NULL) != 0 || !out)
+		return false;
+	o = json_tokener_parse(out);
+	free(out);
+	if (o && json_object_object_get_ex(o, "controllers_usable", &a))
+		for (size_t i = 0; i < json_object_array_length(a); i++)
+			if (strcmp(json_object_get_string(json_object_array_get_idx(a, i)), ctrl) ==
+			    0)
+				found = true;
+	json_object_put(o);
+	return found;
 }

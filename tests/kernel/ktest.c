@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <ftw.h>
@@ -201,4 +202,76 @@ const char *ktest_gpu_conf(unsigned n, const char *type, const char *pins,
 	fprintf(f, "ConstrainDevices=yes\nBpfPinDir=%s\n", pins);
 	fclose(f);
 	return dir;
+}
+
+void ktest_diag_lines(const char *prefix, const char *text)
+{
+	for (const char *p = text; p && *p;) {
+		const char *eol = strchr(p, '\n');
+		int len = eol ? (int)(eol - p) : (int)strlen(p);
+
+		tap_diag("%s%.*s", prefix, len, p);
+		p = eol ? eol + 1 : NULL;
+	}
+}
+
+char *ktest_capture(const char *cmd, size_t *ret_len)
+{
+	static char out[1 << 20];
+	FILE *f = popen(cmd, "re");
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	if (pclose(f) != 0)
+		return NULL;
+	if (ret_len)
+		*ret_len = n;
+	return out;
+}
+
+/* Fork a child in cgroup @dir that runs open(@dev, @flags), or mknod(@dev, @rdev) and unlink
+ * when @flags is -1; the child exits with the errno it saw (0 for none), 255 if it could not
+ * join @dir. */
+static int in_cgroup(const char *dir, const char *dev, int flags, dev_t rdev)
+{
+	char procs[PATH_MAX + 16];
+	int status;
+	pid_t pid;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(procs, O_WRONLY | O_CLOEXEC), e;
+
+		if (fd < 0 || write(fd, "0", 1) != 1)
+			_exit(255);
+		close(fd);
+		if (flags == -1) {
+			e = mknod(dev, S_IFCHR | 0600, rdev) < 0 ? errno : 0;
+			if (e == 0)
+				unlink(dev);
+		} else {
+			fd = open(dev, flags | O_CLOEXEC);
+			e = fd >= 0 || errno == ENXIO || errno == ENODEV ? 0 : errno;
+		}
+		_exit(e > 0 && e < 255 ? e : e ? 254 : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) == 255)
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+int ktest_open_in(const char *dir, const char *dev, int flags)
+{
+	return in_cgroup(dir, dev, flags, 0);
+}
+
+int ktest_mknod_in(const char *dir, const char *path, dev_t rdev)
+{
+	return in_cgroup(dir, path, -1, rdev);
 }

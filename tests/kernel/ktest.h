@@ -3,6 +3,8 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 /*
  * Skip the whole test (exit 77) unless running as root with a cgroup v2 mount. Then create
@@ -33,3 +35,19 @@ char *ktest_pin_dir(const char *name);
  */
 const char *ktest_gpu_conf(unsigned n, const char *type, const char *pins,
 			   char (*ret_devs)[PATH_MAX]);
+
+/* tap_diag() every line of @text after @prefix (TAP needs the '#' on each line). */
+void ktest_diag_lines(const char *prefix, const char *text);
+
+/* Run the shell command @cmd and return its stdout (static storage, up to 1 MiB, overwritten by
+ * the next call; its length to @ret_len unless NULL), or NULL when it could not run or failed. */
+char *ktest_capture(const char *cmd, size_t *ret_len);
+
+/*
+ * A child moves itself into cgroup @dir and opens @dev with @flags (ktest_open_in), or makes a
+ * character node @rdev at @path and removes it again (ktest_mknod_in). 0 when it got past the
+ * device check (ENXIO and ENODEV from a node without a driver count: the check let it through),
+ * else the errno it saw (EPERM: the check refused), or -1 when no child joined @dir and finished.
+ */
+int ktest_open_in(const char *dir, const char *dev, int flags);
+int ktest_mknod_in(const char *dir, const char *path, dev_t rdev);

@@ -224,7 +224,7 @@ int main(void)
 		is_int(rc, 0, "run --job 33 with the default AccountingSync");
 		ok(err && !strstr(err, "fsync"), "no fsync of the step's record by default");
 		if (err && strstr(err, "fsync"))
-			kcli_diag_lines("  stderr: ", err);
+			ktest_diag_lines("  stderr: ", err);
 		free(err);
 		f = fopen(cf, "w");
 		ok(f && fputs("AccountingSync=step\n", f) >= 0 && fclose(f) == 0,

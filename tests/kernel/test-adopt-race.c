@@ -183,7 +183,7 @@ static int finish(pid_t pid, int err_fd, char **err)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (e && *e)
-		kcli_diag_lines("jobcg stderr: ", e);
+		ktest_diag_lines("jobcg stderr: ", e);
 	if (err)
 		*err = e;
 	else
@@ -370,7 +370,7 @@ static int pam_run(const char *service, const char *type, const char *user, cons
 	close(fd[0]);
 	waitpid(pid, &st, 0);
 	if (*out)
-		kcli_diag_lines("  ", out);
+		ktest_diag_lines("  ", out);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

@@ -436,34 +436,7 @@ static int kernel_bits(const char *cg, size_t di)
 	return WEXITSTATUS(st);
 }
 
-static char *capture(const char *cmd, size_t *ret_len)
-{
-	static char out[1 << 20];
-	FILE *f = popen(cmd, "re");
-	size_t n;
-
-	if (!f)
-		return NULL;
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = 0;
-	if (pclose(f) != 0)
-		return NULL;
-	*ret_len = n;
-	return out;
-}
-
 static int bad_total;
-
-/* tap_diag() each line: TAP needs the '#' on every line of multi-line output. */
-static void diag_lines(const char *text)
-{
-	for (const char *p = text; p && *p;) {
-		const char *eol = strchr(p, '\n');
-		int len = eol ? (int)(eol - p) : (int)strlen(p);
-		tap_diag("%.*s", len, p);
-		p = eol ? eol + 1 : NULL;
-	}
-}
 
 /* Compare one decode with the kernel's answers; print the first disagreements. */
 static unsigned compare(const char *label, const char *form, const int *kb,
@@ -568,7 +541,7 @@ static void check_program(const char *top, const char *label, const struct gen *
 
 	size_t len = 0;
 	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u", info.id);
-	char *text = capture(cmd, &len);
+	char *text = ktest_capture(cmd, &len);
 	struct jobcg_decoded *d = NULL;
 	r = text ? decode_dump(text, len, "bpftool", &d) : -EIO;
 	if (ok(r == 0, "%s: bpftool text decodes (%s)", label,
@@ -577,7 +550,7 @@ static void check_program(const char *top, const char *label, const struct gen *
 		bad_total += (int)bad;
 		ok(bad == 0, "%s: bpftool text decode agrees with the kernel", label);
 	} else if (text)
-		diag_lines(text);
+		ktest_diag_lines("", text);
 	jobcg_decoded_free(d);
 	d = NULL;
 
@@ -616,7 +589,7 @@ static void check_program(const char *top, const char *label, const struct gen *
 		char args[PATH_MAX + 64];
 		snprintf(args, sizeof(args), "%s%s%s", forms[k][0], k < 2 ? cg : raw, forms[k][1]);
 		snprintf(cmd, sizeof(cmd), "%s/cli/jobcg %s", b ? b : ".", args);
-		text = capture(cmd, &len);
+		text = ktest_capture(cmd, &len);
 		bool is_json = strstr(args, "--json") != NULL;
 		struct json_object *jo = is_json && text ? json_tokener_parse(text) : NULL;
 		if (is_json)
@@ -624,7 +597,7 @@ static void check_program(const char *top, const char *label, const struct gen *
 		json_object_put(jo);
 		if (ok(text && len > 0, "%s: jobcg %s exits 0", label, args) && k == 0 &&
 		    getenv("AUDIT_SHOW"))
-			diag_lines(text);
+			ktest_diag_lines("", text);
 	}
 	if (getenv("AUDIT_SAVE")) { /* keep the dumps for checks by hand */
 		snprintf(cmd, sizeof(cmd), "cp %s %s.txt %s/", raw, raw, getenv("AUDIT_SAVE"));
@@ -714,20 +687,20 @@ static void check_stacked(const char *top, struct gen *g)
 	size_t len = 0;
 	snprintf(cmd, sizeof(cmd), "%s/cli/jobcg who-has %s --root %s", b ? b : ".",
 		 nodes[20] /* c 195:1 */, top);
-	char *t = capture(cmd, &len);
+	char *t = ktest_capture(cmd, &len);
 	snprintf(out, sizeof(out), "%s", t ? t : "");
-	diag_lines(out);
+	ktest_diag_lines("", out);
 	char pidstr[32];
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	ok(t && strstr(out, "job_77") && strstr(out, pidstr),
 	   "who-has c 195:1 names job_77 and pid %d", (int)pid);
 	snprintf(cmd, sizeof(cmd), "%s/cli/jobcg who-has %s --root %s", b ? b : ".",
 		 nodes[19] /* c 195:0 */, top);
-	t = capture(cmd, &len);
+	t = ktest_capture(cmd, &len);
 	ok(t && !strstr(t, "job_77"), "who-has c 195:0 does not name job_77");
 	snprintf(cmd, sizeof(cmd), "%s/cli/jobcg who-has --json %s --root %s", b ? b : ".",
 		 nodes[20], top);
-	t = capture(cmd, &len);
+	t = ktest_capture(cmd, &len);
 	struct json_object *jo = t ? json_tokener_parse(t) : NULL;
 	ok(jo && strstr(t, "\"job\":77,") && strstr(t, pidstr),
 	   "who-has --json is valid JSON with job 77");

@@ -139,7 +139,7 @@ int main(void)
 	rc = kcli(&out, "check", NULL);
 	is_int(rc, 0, "jobcg check exits 0 (jobs can run)");
 	if (out)
-		kcli_diag_lines("", out);
+		ktest_diag_lines("", out);
 	ok(out && strstr(out, mnt), "text names the v2 mount %s", mnt);
 	ok(out && strstr(out, layout_text), "text says the layout is %s", layout_name);
 	if (v1_mounted("memory"))

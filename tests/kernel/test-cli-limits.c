@@ -4,25 +4,6 @@
 
 #include "kcli.h"
 
-static bool usable(const char *ctrl)
-{
-	char *out = NULL;
-	struct json_object *o, *a;
-	bool found = false;
-
-	if (kcli(&out, "check", "--json", NULL) != 0 || !out)
-		return false;
-	o = json_tokener_parse(out);
-	free(out);
-	if (o && json_object_object_get_ex(o, "controllers_usable", &a))
-		for (size_t i = 0; i < json_object_array_length(a); i++)
-			if (strcmp(json_object_get_string(json_object_array_get_idx(a, i)), ctrl) ==
-			    0)
-				found = true;
-	json_object_put(o);
-	return found;
-}
-
 static char *read_file(const char *path)
 {
 	FILE *f = fopen(path, "re");
@@ -46,8 +27,8 @@ int main(void)
 	int rc;
 
 	is_int(kcli(NULL, "init", NULL), 0, "init");
-	mem_ok = usable("memory");
-	pids_ok = usable("pids");
+	mem_ok = kcli_usable("memory");
+	pids_ok = kcli_usable("pids");
 	tap_diag("memory %s, pids %s", mem_ok ? "usable" : "not usable",
 		 pids_ok ? "usable" : "not usable");
 	{

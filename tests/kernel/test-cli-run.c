@@ -32,7 +32,7 @@ int main(void)
 	ok(out && ends_with_task_path(out, rel, "job_[0-9]+/step_0/user/task_0"),
 	   "task runs in <root>/job_<id>/step_0/user/task_0 (clone3)");
 	if (out)
-		kcli_diag_lines("", out);
+		ktest_diag_lines("", out);
 	free(out);
 
 	rc = kcli(&out, "run", "--no-clone3", "--", "cat", "/proc/self/cgroup", NULL);

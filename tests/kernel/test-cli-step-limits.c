@@ -7,25 +7,6 @@
 
 #include "kcli.h"
 
-static bool usable(const char *ctrl)
-{
-	char *out = NULL;
-	struct json_object *o, *a;
-	bool found = false;
-
-	if (kcli(&out, "check", "--json", NULL) != 0 || !out)
-		return false;
-	o = json_tokener_parse(out);
-	free(out);
-	if (o && json_object_object_get_ex(o, "controllers_usable", &a))
-		for (size_t i = 0; i < json_object_array_length(a); i++)
-			if (strcmp(json_object_get_string(json_object_array_get_idx(a, i)), ctrl) ==
-			    0)
-				found = true;
-	json_object_put(o);
-	return found;
-}
-
 /* Steps of job @job: the step_* directories under its cgroup. */
 static int steps_of(const char *root, const char *job)
 {
@@ -58,8 +39,8 @@ int main(void)
 	int rc;
 
 	is_int(kcli(NULL, "init", NULL), 0, "init");
-	cpuset_ok = usable("cpuset");
-	mem_ok = usable("memory");
+	cpuset_ok = kcli_usable("cpuset");
+	mem_ok = kcli_usable("memory");
 	tap_diag("cpuset %s, memory %s", cpuset_ok ? "usable" : "not usable",
 		 mem_ok ? "usable" : "not usable");
 	/* Best effort only where something cannot be enforced (else a no-op option in its place):

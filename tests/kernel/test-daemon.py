@@ -379,6 +379,20 @@ def connection_cap(e):
     d.wait(60)
 
 
+def idle_connections(d, sock, n=30):
+    """@n connections to daemon @d at @sock that say nothing, and the CPU seconds the daemon
+    spends in the 2 s after they are made (a daemon that spins on them shows here)."""
+    idle = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock)
+        idle.append(s)
+    time.sleep(0.5)
+    c0 = cpu_seconds(d.pid)
+    time.sleep(2)
+    return idle, cpu_seconds(d.pid) - c0
+
+
 def fd_limits(e):
     """The open-file limit raised to the hard one; out of descriptors, no busy loop."""
     sock = os.path.join(e.tmp, "nofile.sock")
@@ -394,15 +408,7 @@ def fd_limits(e):
     # As found: RLIMIT_NOFILE=17 and 30 idle connections.
     env = dict(e.env, JOBCG_DAEMON_SOCKET=sock)
     d = e.start_daemon(sock, nofile=(17, 17))
-    idle = []
-    for _ in range(30):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(sock)
-        idle.append(s)
-    time.sleep(0.5)
-    c0 = cpu_seconds(d.pid)
-    time.sleep(2)
-    used = cpu_seconds(d.pid) - c0
+    idle, used = idle_connections(d, sock)
     r, took = timed_run(e, "run", "--", "true", env=env)
     ok(used < 0.1, f"RLIMIT_NOFILE 17 and 30 idle connections: the daemon used {used:.2f} s "
        "of CPU in 2 s (less than 0.1 s)")
@@ -419,15 +425,7 @@ def fd_limits(e):
     n = fd_count(d.pid)
     soft, hard = resource.prlimit(d.pid, resource.RLIMIT_NOFILE)
     resource.prlimit(d.pid, resource.RLIMIT_NOFILE, (n, hard))
-    idle = []
-    for _ in range(30):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(sock)
-        idle.append(s)
-    time.sleep(0.5)
-    c0 = cpu_seconds(d.pid)
-    time.sleep(2)
-    used = cpu_seconds(d.pid) - c0
+    idle, used = idle_connections(d, sock)
     r, took = timed_run(e, "run", "--", "true", env=env)
     answers = [recv_frame(s, 2) for s in idle[:5]]
     ok(used < 0.1, f"out of descriptors with 30 connections waiting: the daemon used "
@@ -711,33 +709,8 @@ def body(e):
     # A daemon that answers nonsense (a step id no daemon would give): the client starts
     # nothing, tells the daemon so that it can end the step, and says what happened.
     fake = os.path.join(e.tmp, "fake.sock")
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(fake)
-    srv.listen(1)
-    srv.settimeout(30)
-    got = {}
-
-    def serve():
-        try:
-            c, _ = srv.accept()
-        except OSError:
-            return
-        with c:
-            c.settimeout(30)
-            _, fds, _, _ = socket.recv_fds(c, 65536, 8)
-            for f in fds:
-                os.close(f)
-            body = b"op=spawn\0job=5\0step=bogus\0ntasks=1\0ephemeral=0\0start_usec=1\0"
-            dfd = os.open(e.tmp, os.O_RDONLY | os.O_DIRECTORY)
-            socket.send_fds(c, [struct.pack("<I", len(body)) + body], [dfd])
-            os.close(dfd)
-            try:
-                got["status"] = c.recv(4096)
-            except OSError:
-                got["status"] = b""
-
-    t = threading.Thread(target=serve)
-    t.start()
+    srv, t, got = fake_root_daemon(
+        e, fake, b"op=spawn\0job=5\0step=bogus\0ntasks=1\0ephemeral=0\0start_usec=1\0", e.tmp)
     marker = os.path.join(e.tmp, "ran")
     r = e.run("run", "--job", "5", "--", "touch", marker,
               env=dict(e.env, JOBCG_DAEMON_SOCKET=fake))

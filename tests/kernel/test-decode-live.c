@@ -98,17 +98,6 @@ static void compare_with_kernel(const char *cg, const struct jobcg_cginspect *in
 
 static char *run_cli(const char *args);
 
-/* tap_diag() each line: TAP needs the '#' on every line of multi-line output. */
-static void diag_lines(const char *text)
-{
-	for (const char *p = text; p && *p;) {
-		const char *eol = strchr(p, '\n');
-		int len = eol ? (int)(eol - p) : (int)strlen(p);
-		tap_diag("%.*s", len, p);
-		p = eol ? eol + 1 : NULL;
-	}
-}
-
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -123,22 +112,17 @@ static uint32_t prog_id(int fd)
 	return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
 }
 
-/* Run a shell command, capture stdout (static buffer). */
-static char *capture(const char *cmd, size_t *ret_len)
+/* On how many character devices 0-199:0-11 and accesses @a and @b differ. */
+static unsigned decoded_differ(const struct jobcg_decoded *a, const struct jobcg_decoded *b)
 {
-	static char out[1 << 20];
-	FILE *f = popen(cmd, "re");
-	size_t n;
+	unsigned n = 0;
 
-	if (!f)
-		return NULL;
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = 0;
-	if (pclose(f) != 0)
-		return NULL;
-	if (ret_len)
-		*ret_len = n;
-	return out;
+	for (uint32_t ma = 0; ma < 200; ma++)
+		for (uint32_t mi = 0; mi < 12; mi++)
+			for (unsigned acc = 0; acc <= 6; acc++)
+				n += jobcg_decoded_allows(a, 'c', ma, mi, acc) !=
+				     jobcg_decoded_allows(b, 'c', ma, mi, acc);
+	return n;
 }
 
 /*
@@ -158,7 +142,7 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		return;
 	}
 	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u", id);
-	char *text = capture(cmd, &len);
+	char *text = ktest_capture(cmd, &len);
 	if (!ok(text != NULL, "%s: bpftool prints the program", label))
 		return;
 	int r = jobcg_decode_data(text, len, "bpftool", NULL, &d);
@@ -167,31 +151,21 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		   jobcg_last_error()->message);
 	} else if (ok(r == 0, "%s: bpftool text decodes (%s)", label,
 		      r ? jobcg_last_error()->message : "ok")) {
-		unsigned bad = 0;
-		for (uint32_t ma = 0; ma < 200; ma++)
-			for (uint32_t mi = 0; mi < 12; mi++)
-				for (unsigned acc = 0; acc <= 6; acc++)
-					bad += jobcg_decoded_allows(d, 'c', ma, mi, acc) !=
-					       jobcg_decoded_allows(live, 'c', ma, mi, acc);
-		ok(bad == 0, "%s: bpftool text decodes like the live program", label);
+		ok(decoded_differ(d, live) == 0, "%s: bpftool text decodes like the live program",
+		   label);
 		jobcg_decoded_free(d);
 		d = NULL;
 	}
 	if (r != 0 && !has_maps)
-		diag_lines(text);
+		ktest_diag_lines("", text);
 	if (!has_maps) {
 		snprintf(cmd, sizeof(cmd), "bpftool -j prog dump xlated id %u", id);
-		char *js = capture(cmd, &len);
+		char *js = ktest_capture(cmd, &len);
 		r = js ? jobcg_decode_data(js, len, "bpftool-json", NULL, &d) : -EIO;
 		if (ok(r == 0, "%s: bpftool -j output decodes (%s)", label,
 		       r ? jobcg_last_error()->message : "ok")) {
-			unsigned bad = 0;
-			for (uint32_t ma = 0; ma < 200; ma++)
-				for (uint32_t mi = 0; mi < 12; mi++)
-					for (unsigned acc = 0; acc <= 6; acc++)
-						bad += jobcg_decoded_allows(d, 'c', ma, mi, acc) !=
-						       jobcg_decoded_allows(live, 'c', ma, mi, acc);
-			ok(bad == 0, "%s: bpftool -j output decodes like the live program", label);
+			ok(decoded_differ(d, live) == 0,
+			   "%s: bpftool -j output decodes like the live program", label);
 			jobcg_decoded_free(d);
 			d = NULL;
 		}
@@ -211,11 +185,11 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		       strstr(out, "c 195:* rwm\n"),
 		   "%s: jobcg decode of bpftool text reads the live map", label);
 		if (out && !strstr(out, "c 195:* rwm"))
-			diag_lines(out);
+			ktest_diag_lines("", out);
 	}
 	snprintf(file, sizeof(file), "%s/prog-%u.bin", ktest_tmpdir(), id);
 	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u file %s", id, file);
-	if (!ok(capture(cmd, NULL) != NULL, "%s: bpftool writes raw instructions", label))
+	if (!ok(ktest_capture(cmd, NULL) != NULL, "%s: bpftool writes raw instructions", label))
 		return;
 	FILE *f = fopen(file, "re");
 	static char raw[1 << 16];
@@ -228,13 +202,8 @@ static void compare_bpftool(int fd, const struct jobcg_decoded *live, const char
 		   jobcg_last_error()->message);
 	else if (ok(r == 0, "%s: raw file decodes (%s)", label,
 		    r ? jobcg_last_error()->message : "ok")) {
-		unsigned bad = 0;
-		for (uint32_t ma = 0; ma < 200; ma++)
-			for (uint32_t mi = 0; mi < 12; mi++)
-				for (unsigned acc = 0; acc <= 6; acc++)
-					bad += jobcg_decoded_allows(d, 'c', ma, mi, acc) !=
-					       jobcg_decoded_allows(live, 'c', ma, mi, acc);
-		ok(bad == 0, "%s: raw file decodes like the live program", label);
+		ok(decoded_differ(d, live) == 0, "%s: raw file decodes like the live program",
+		   label);
 		jobcg_decoded_free(d);
 	}
 }
@@ -412,7 +381,7 @@ int main(void)
 	ok(out && !strstr(out, step) && strstr(out, snapcg) && strstr(out, "# "),
 	   "who-has c 195:1: not the job's step (Slurm denies), the snap cgroup yes");
 	if (out)
-		diag_lines(out);
+		ktest_diag_lines("", out);
 	snprintf(args, sizeof(args), "who-has --json --root %s /dev/zero", root);
 	out = run_cli(args);
 	j = out ? json_tokener_parse(out) : NULL;
@@ -571,7 +540,7 @@ int main(void)
 		ok(out && strstr(out, "c 1:5 r ") && strstr(out, "c 1:7 -"),
 		   "%s: jobcg devices shows the grant", mname);
 		if (out && !strstr(out, "c 1:5 r "))
-			diag_lines(out);
+			ktest_diag_lines("", out);
 		jobcg_devpolicy_revoke(pol, jjob);
 		if (mode == 0)
 			jobcg_devpolicy_destroy(pol);

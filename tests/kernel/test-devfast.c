@@ -53,28 +53,13 @@ static void dev_path(char *buf, size_t size, unsigned major_, unsigned minor_)
 /* What the kernel decides: a child in cgroup @rel opens the node; 1 allowed, 0 denied. */
 static int kernel_allows(const char *rel, unsigned major_, unsigned minor_, int flags)
 {
-	char procs[4096], dev[4096];
-	int status;
-	pid_t pid;
+	char cg[4096], dev[4096];
+	int r;
 
-	path_of(procs, sizeof(procs), rel);
-	strcat(procs, "/cgroup.procs");
+	path_of(cg, sizeof(cg), rel);
 	dev_path(dev, sizeof(dev), major_, minor_);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open(procs, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, "0", 1) != 1)
-			_exit(100);
-		close(fd);
-		fd = open(dev, flags | O_CLOEXEC);
-		/* ENXIO/ENODEV: the device check passed and no driver answered. */
-		_exit(fd >= 0 || errno == ENXIO || errno == ENODEV ? 0 : errno == EPERM ? 1 : 102);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status) == 0 ? 1 : WEXITSTATUS(status) == 1 ? 0 : -1;
+	r = ktest_open_in(cg, dev, flags);
+	return r == 0 ? 1 : r == EPERM ? 0 : -1;
 }
 
 static int grant(struct jobcg_devpolicy *p, const char *rel, const char *const *rules, size_t n)

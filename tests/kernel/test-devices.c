@@ -93,38 +93,14 @@ static void dev_path(char *buf, size_t size, unsigned major_, unsigned minor_)
  */
 static int try_in(const char *rel, unsigned major_, unsigned minor_, int flags)
 {
-	char procs[4096], dev[4096];
-	int status;
-	pid_t pid;
+	char cg[4096], dev[4096], node[4200];
 
-	path_of(procs, sizeof(procs), rel);
-	strcat(procs, "/cgroup.procs");
+	path_of(cg, sizeof(cg), rel);
 	dev_path(dev, sizeof(dev), major_, minor_);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open(procs, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, "0", 1) != 1)
-			_exit(100);
-		close(fd);
-		if (flags == -1) {
-			char node[4200];
-			snprintf(node, sizeof(node), "%s.mk%d", dev, (int)getpid());
-			if (mknod(node, S_IFCHR | 0600, makedev(major_, minor_)) < 0)
-				_exit(errno == EPERM ? EPERM : 101);
-			unlink(node);
-			_exit(0);
-		}
-		fd = open(dev, flags | O_CLOEXEC);
-		if (fd >= 0)
-			_exit(0);
-		/* ENXIO/ENODEV: the device check passed and no driver answered. */
-		_exit(errno == ENXIO || errno == ENODEV ? 0 : errno == EPERM ? EPERM : 102);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
+	if (flags != -1)
+		return ktest_open_in(cg, dev, flags);
+	snprintf(node, sizeof(node), "%s.mk%d", dev, (int)getpid());
+	return ktest_mknod_in(cg, node, makedev(major_, minor_));
 }
 
 static struct jobcg_devrule rule(const char *s)

@@ -18,30 +18,10 @@ from pytap import ok, diag  # noqa: E402
 EPERM, ENXIO = 1, 6
 NGPU = 4
 
-# Joins the cgroup given by its cgroup.procs path, then opens the device: exit 0 when the
-# device check passed (ENXIO: no driver behind a stand-in node), else the errno.
-PROBE = r"""
-import errno, os, sys
-with open(sys.argv[1], "w") as f:
-    f.write(str(os.getpid()))
-try:
-    os.close(os.open(sys.argv[2], os.O_RDONLY))
-    sys.exit(0)
-except OSError as e:
-    sys.exit(0 if e.errno in (errno.ENXIO, errno.ENODEV) else e.errno)
-"""
-
-
 class Env(pytap.KernelEnv):
     def setup(self, mode):
-        self.gpus = os.path.join(self.tmp, "gpus")
-        os.mkdir(self.gpus)
-        for i in range(NGPU):
-            os.mknod(os.path.join(self.gpus, f"nvidia{i}"), 0o20666, os.makedev(195, i))
-        with open(os.path.join(self.conf, "gres.conf"), "w") as f:
-            f.write(f"Name=gpu Type=a100 File={self.gpus}/nvidia[0-{NGPU - 1}]\n")
-        with open(os.path.join(self.conf, "cgroup.conf"), "w") as f:
-            f.write(f"ConstrainDevices=yes\nDeviceProgram={mode}\nNodeLockTimeout=700\n")
+        self.stand_in_gpus(
+            NGPU, f"ConstrainDevices=yes\nDeviceProgram={mode}\nNodeLockTimeout=700\n")
         self.pause = os.path.join(self.tmp, "pause")
         os.mkdir(self.pause)
         self.mode = mode
@@ -51,9 +31,7 @@ class Env(pytap.KernelEnv):
 
     def probe(self, rel, i):
         """errno of opening GPU i from the cgroup ROOT/REL (0: allowed)."""
-        procs = os.path.join(self.root, rel, "cgroup.procs")
-        r = subprocess.run([sys.executable, "-c", PROBE, procs, self.gpu(i)], timeout=30)
-        return r.returncode
+        return self.open_in(rel, self.gpu(i))[0]
 
     def paused(self, point):
         env = dict(self.env, JOBCG_TEST_PAUSE=point, JOBCG_TEST_PAUSE_DIR=self.pause)
@@ -111,9 +89,8 @@ def check_ungranted(e, m):
     ok(r.returncode != 0 and "not completely created" in r.stderr,
        f"{m}: no step in a job without the created mark ({r.stderr.strip()})")
     # /dev/null-like devices are not managed: still allowed in an ungranted cgroup.
-    procs = os.path.join(e.root, "handmade", "cgroup.procs")
-    r = subprocess.run([sys.executable, "-c", PROBE, procs, "/dev/null"], timeout=30)
-    ok(r.returncode == 0, f"{m}: an unmanaged device (/dev/null) still opens")
+    ok(e.open_in("handmade", "/dev/null") == [0],
+       f"{m}: an unmanaged device (/dev/null) still opens")
     for d in ("job_77/step_0/user/task_0", "job_77/step_0/user", "job_77/step_0", "job_77",
               "handmade"):
         os.rmdir(os.path.join(e.root, d))

@@ -103,7 +103,7 @@ int main(void)
 		       strstr(out, "\"orphaned_steps\":[\n      \"1\"\n    ]"),
 		   "JSON: orphaned job and step");
 		if (out)
-			kcli_diag_lines("", out);
+			ktest_diag_lines("", out);
 		free(out);
 		is_int(kcli(&out, "show", "21", NULL), 0, "jobcg show 21");
 		ok(out && strstr(out, "  created: 20") && !strstr(out, "unix time"),
@@ -118,7 +118,7 @@ int main(void)
 	ok(out && strstr(out, "\"steps_removed\":2"), "two steps removed (21.1, 22.0)");
 	ok(out && strstr(out, "\"kept\":2"), "two jobs kept");
 	if (out)
-		kcli_diag_lines("", out);
+		ktest_diag_lines("", out);
 	free(out);
 	{
 		int s = 0;

@@ -6,7 +6,6 @@ instance's caps or another GPU; every job holding an NVIDIA GPU opens nvidiactl 
 nvidia-uvm, a job without one does not; an AMD GPU comes with /dev/kfd; `jobcg who-has` on a
 cap device names its job. In both device program modes."""
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -18,23 +17,6 @@ EPERM = 1
 MIG = "gpu:nvidia_a100-sxm4-40gb_mig:1"
 WHOLE = "gpu:nvidia_a100-sxm4-40gb:1"
 AMD = "gpu:amd_gpu_0x740f:1"
-
-# Joins the cgroup (its cgroup.procs), then opens each device: prints 0 where the device
-# check let it through (ENXIO/ENODEV: no driver behind a stand-in node), else the errno.
-PROBE = r"""
-import errno, os, sys
-with open(sys.argv[1], "w") as f:
-    f.write(str(os.getpid()))
-out = []
-for p in sys.argv[2:]:
-    try:
-        os.close(os.open(p, os.O_RDONLY))
-        out.append(0)
-    except OSError as e:
-        out.append(0 if e.errno in (errno.ENXIO, errno.ENODEV) else e.errno)
-print(" ".join(map(str, out)))
-"""
-
 
 class Env(pytap.KernelEnv):
     def setup(self, mode):
@@ -53,11 +35,7 @@ class Env(pytap.KernelEnv):
     def probe(self, job, names):
         rel = f"job_{job}/step_0/user/task_0"
         os.makedirs(os.path.join(self.root, rel), exist_ok=True)
-        procs = os.path.join(self.root, rel, "cgroup.procs")
-        r = subprocess.run([sys.executable, "-c", PROBE, procs,
-                            *[self.dev(n) for n in names]],
-                           capture_output=True, text=True, timeout=30)
-        return [int(x) for x in r.stdout.split()] if r.returncode == 0 else r.stderr
+        return self.open_in(rel, *[self.dev(n) for n in names])
 
 
 def check(e, m):

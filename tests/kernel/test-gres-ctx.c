@@ -15,28 +15,6 @@
 
 static char dev[3][PATH_MAX];
 
-/* 0 when a child in cgroup DIR gets past the device check opening DEV (ENXIO: no driver). */
-static int open_in(const char *dir, const char *devpath)
-{
-	char procs[PATH_MAX + 16];
-	int st;
-	pid_t pid;
-
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(procs, O_WRONLY | O_CLOEXEC);
-
-		if (fd < 0 || write(fd, "0", 1) != 1)
-			_exit(100);
-		fd = open(devpath, O_RDWR | O_CLOEXEC);
-		_exit(fd >= 0 || errno == ENXIO ? 0 : errno == EPERM ? EPERM : 101);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
-}
-
 /* Grants of the pinned policy at path REL below the tree (through a fresh handle). */
 static int grants_at(const struct jobcg_config *conf, const char *root, const char *rel)
 {
@@ -99,7 +77,8 @@ int main(void)
 		is_int(jobcg_job_create(ctx, 1, &l2, 0, NULL), 0, "job 1 with gpu:2");
 		/* gpu:0,1 (the lowest free): the third GPU is not the job's */
 		snprintf(jdir, sizeof(jdir), "%s/job_1", root);
-		is_int(open_in(jdir, dev[2]), EPERM, "job 1 is denied the GPU it does not hold");
+		is_int(ktest_open_in(jdir, dev[2], O_RDWR), EPERM,
+		       "job 1 is denied the GPU it does not hold");
 
 		/* A step with its own subset: granted, and its release revokes it. */
 		is_int(jobcg_step_create(ctx, 1, "0", 0, NULL), 0, "step 1.0");
@@ -111,7 +90,7 @@ int main(void)
 			mine_other = 1 - atoi(sg->devices + 4);
 		snprintf(sdir, sizeof(sdir), "%s/step_0", jdir);
 		if (mine_other >= 0)
-			is_int(open_in(sdir, dev[mine_other]), EPERM,
+			is_int(ktest_open_in(sdir, dev[mine_other], O_RDWR), EPERM,
 			       "step 1.0 is denied its job's other GPU");
 		else
 			ok(false, "step 1.0's device is known (%s)", sg ? sg->devices : "none");
@@ -127,9 +106,11 @@ int main(void)
 		       "step 1.1 shares the job's GPUs");
 		is_int(grants_at(conf, root, "job_1/step_1"), 0, "no grant of its own in the map");
 		snprintf(sdir, sizeof(sdir), "%s/step_1", jdir);
-		is_int(open_in(sdir, dev[0]), 0, "step 1.1 opens the job's first GPU");
-		is_int(open_in(sdir, dev[1]), 0, "and its second");
-		is_int(open_in(sdir, dev[2]), EPERM, "and is denied the third: the job's grant");
+		is_int(ktest_open_in(sdir, dev[0], O_RDWR), 0,
+		       "step 1.1 opens the job's first GPU");
+		is_int(ktest_open_in(sdir, dev[1], O_RDWR), 0, "and its second");
+		is_int(ktest_open_in(sdir, dev[2], O_RDWR), EPERM,
+		       "and is denied the third: the job's grant");
 		is_int(jobcg_step_gres_release(ctx, 1, "1"), 0,
 		       "step 1.1 released (nothing to do)");
 		jobcg_step_gres_free(sg);
@@ -149,8 +130,8 @@ int main(void)
 	snprintf(jdir, sizeof(jdir), "%s/job_2", root);
 	is_int(grants_at(conf, root, "job_2"), 1, "job 2's grant is in the map pinned now");
 	if (g >= 0) {
-		is_int(open_in(jdir, dev[g]), 0, "job 2 opens its GPU");
-		is_int(open_in(jdir, dev[1 - g]), EPERM,
+		is_int(ktest_open_in(jdir, dev[g], O_RDWR), 0, "job 2 opens its GPU");
+		is_int(ktest_open_in(jdir, dev[1 - g], O_RDWR), EPERM,
 		       "job 2 is denied the other one: enforced by the new program");
 	} else
 		ok(false, "job 2 got a GPU");

@@ -17,28 +17,6 @@
 
 static char dev[3][PATH_MAX];
 
-/* 0 when a child in cgroup DIR gets past the device check opening DEV (ENXIO: no driver). */
-static int open_in(const char *dir, const char *devpath)
-{
-	char procs[PATH_MAX + 16];
-	int st;
-	pid_t pid;
-
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(procs, O_WRONLY | O_CLOEXEC);
-
-		if (fd < 0 || write(fd, "0", 1) != 1)
-			_exit(100);
-		fd = open(devpath, O_RDWR | O_CLOEXEC);
-		_exit(fd >= 0 || errno == ENXIO ? 0 : errno == EPERM ? EPERM : 101);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
-}
-
 static void is_gres(struct jobcg_ctx *ctx, uint32_t job, const char *step, const char *want,
 		    const char *what)
 {
@@ -70,11 +48,11 @@ int main(void)
 	is_int(jobcg_job_create(ctx, 1, NULL, 0, NULL), 0, "job 1 without GPUs");
 	is_int(jobcg_job_gres_claim(ctx, 1, "gpu:2"), 0, "job 1 claims gpu:2 by index");
 	is_gres(ctx, 1, NULL, "gpu:2", "job 1 holds exactly the named GPU, not the lowest free");
-	is_int(open_in(jdir, dev[2]), 0, "job 1 opens GPU 2");
-	is_int(open_in(jdir, dev[0]), EPERM, "job 1 is denied GPU 0");
+	is_int(ktest_open_in(jdir, dev[2], O_RDWR), 0, "job 1 opens GPU 2");
+	is_int(ktest_open_in(jdir, dev[0], O_RDWR), EPERM, "job 1 is denied GPU 0");
 	is_int(jobcg_job_gres_claim(ctx, 1, "gpu:0"), 0, "job 1 claims gpu:0 as well");
 	is_gres(ctx, 1, NULL, "gpu:0,2", "the job keeps the union");
-	is_int(open_in(jdir, dev[0]), 0, "job 1 now opens GPU 0");
+	is_int(ktest_open_in(jdir, dev[0], O_RDWR), 0, "job 1 now opens GPU 0");
 	is_int(jobcg_job_gres_claim(ctx, 1, "gpu:2"), 0, "claiming what it has changes nothing");
 
 	is_int(jobcg_job_create(ctx, 2, NULL, 0, NULL), 0, "job 2 without GPUs");
@@ -90,8 +68,8 @@ int main(void)
 	       "step 1.0 gets exactly gpu:2 of its job's two");
 	ok(sg && sg->devices && strcmp(sg->devices, "gpu:2") == 0, "its devices say gpu:2");
 	snprintf(sdir, sizeof(sdir), "%s/step_0", jdir);
-	is_int(open_in(sdir, dev[2]), 0, "step 1.0 opens GPU 2");
-	is_int(open_in(sdir, dev[0]), EPERM, "step 1.0 is denied its job's GPU 0");
+	is_int(ktest_open_in(sdir, dev[2], O_RDWR), 0, "step 1.0 opens GPU 2");
+	is_int(ktest_open_in(sdir, dev[0], O_RDWR), EPERM, "step 1.0 is denied its job's GPU 0");
 	jobcg_step_gres_free(sg);
 	sg = NULL;
 	is_int(jobcg_step_create(ctx, 1, "1", 0, NULL), 0, "step 1.1");
@@ -102,7 +80,7 @@ int main(void)
 	is_int(jobcg_step_gres_setup_exact(ctx, 1, "1", "", NULL, 1, &sg), 0,
 	       "step 1.1 with no GPUs");
 	snprintf(sdir, sizeof(sdir), "%s/step_1", jdir);
-	is_int(open_in(sdir, dev[2]), EPERM, "step 1.1 is denied every GPU");
+	is_int(ktest_open_in(sdir, dev[2], O_RDWR), EPERM, "step 1.1 is denied every GPU");
 	jobcg_step_gres_free(sg);
 
 	is_int(jobcg_step_gres_release(ctx, 1, "0"), 0, "step 1.0 released");

@@ -34,14 +34,7 @@ PROM_BOUND = 40  # Prometheus sees a change within this
 class Env(KernelEnv):
     def __init__(self, name):
         super().__init__(name)
-        self.gpus = os.path.join(self.tmp, "gpus")
-        os.mkdir(self.gpus)
-        for i in range(NGPU):
-            os.mknod(os.path.join(self.gpus, f"nvidia{i}"), 0o20666, os.makedev(195, i))
-        with open(os.path.join(self.conf, "gres.conf"), "w") as f:
-            f.write(f"Name=gpu Type=a100 File={self.gpus}/nvidia[0-{NGPU - 1}]\n")
-        with open(os.path.join(self.conf, "cgroup.conf"), "w") as f:
-            f.write("ConstrainDevices=yes\n")
+        self.stand_in_gpus(NGPU, "ConstrainDevices=yes\n")
         # NVIDIA's proc files, as the driver writes them, for GPU 0 only.
         proc = os.path.join(self.tmp, "nvproc")
         os.makedirs(os.path.join(proc, "0000:3b:00.0"))

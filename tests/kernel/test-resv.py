@@ -24,17 +24,6 @@ from pytap import ok, diag  # noqa: E402
 EPERM = 1
 NGPU = 4
 
-PROBE = r"""
-import errno, os, sys
-with open(sys.argv[1], "w") as f:
-    f.write(str(os.getpid()))
-try:
-    os.close(os.open(sys.argv[2], os.O_RDONLY))
-    sys.exit(0)
-except OSError as e:
-    sys.exit(0 if e.errno in (errno.ENXIO, errno.ENODEV) else e.errno)
-"""
-
 # The bpf(2) syscall, for what a test must do behind jobcg's back (forge or delete entries).
 SYS_BPF = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
 BPF_MAP_UPDATE_ELEM, BPF_MAP_DELETE_ELEM, BPF_OBJ_GET = 2, 3, 7
@@ -70,20 +59,10 @@ def map_delete(fd, key):
 
 class Env(pytap.KernelEnv):
     def setup(self):
-        self.gpus = os.path.join(self.tmp, "gpus")
-        os.mkdir(self.gpus)
-        for i in range(NGPU):
-            os.mknod(os.path.join(self.gpus, f"nvidia{i}"), 0o20666, os.makedev(195, i))
-        with open(os.path.join(self.conf, "gres.conf"), "w") as f:
-            f.write(f"Name=gpu Type=a100 File={self.gpus}/nvidia[0-{NGPU - 1}]\n")
-        with open(os.path.join(self.conf, "cgroup.conf"), "w") as f:
-            f.write("ConstrainDevices=yes\nDeviceProgram=node\nNodeLockTimeout=120\n")
+        self.stand_in_gpus(NGPU, "ConstrainDevices=yes\nDeviceProgram=node\nNodeLockTimeout=120\n")
 
     def probe(self, rel, i):
-        procs = os.path.join(self.root, rel, "cgroup.procs")
-        r = subprocess.run([sys.executable, "-c", PROBE, procs,
-                            os.path.join(self.gpus, f"nvidia{i}")], timeout=30)
-        return r.returncode
+        return self.open_in(rel, os.path.join(self.gpus, f"nvidia{i}"))[0]
 
     def task(self, jobrel):
         rel = f"{jobrel}/step_0/user/task_0"

@@ -111,7 +111,7 @@ int main(void)
 
 	is_int(kcli(&out, "teardown", "--force", "--json", NULL), 0, "teardown --force");
 	if (out)
-		kcli_diag_lines("", out);
+		ktest_diag_lines("", out);
 	ok(out && strstr(out, "\"jobs_removed\":2") && strstr(out, "\"steps_removed\":1") &&
 	       strstr(out, "\"root_removed\":true"),
 	   "two jobs and the stray step removed");

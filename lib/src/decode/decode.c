@@ -236,6 +236,19 @@ static int run_one(struct explore *e, int type, uint32_t major, uint32_t minor, 
 	return 0;
 }
 
+/* Round @round of finding the values the program tells apart: the cells of @p, replacing those
+ * of the last round; -E2BIG once @what has kept changing for MAX_ROUNDS rounds. */
+static int round_cells(const struct pts *p, int round, const char *what, struct range **cells,
+		       size_t *ncells)
+{
+	if (round >= MAX_ROUNDS)
+		return error_set(-E2BIG, "%s of the program did not settle after %d rounds", what,
+				 MAX_ROUNDS);
+	free(*cells);
+	*cells = NULL;
+	return pts_cells(p, cells, ncells);
+}
+
 /* Explore one major cell: learn its minor cells and their allow masks. */
 static int explore_major(struct explore *e, int type, uint32_t major, struct pts *majors_found,
 			 struct mcell *ret)
@@ -256,15 +269,7 @@ static int explore_major(struct explore *e, int type, uint32_t major, struct pts
 	for (int round = 0;; round++) {
 		size_t before = minors.n;
 
-		if (round >= MAX_ROUNDS) {
-			r = error_set(-E2BIG,
-				      "constants of the program did not settle after %d rounds",
-				      MAX_ROUNDS);
-			goto out;
-		}
-		free(cells);
-		cells = NULL;
-		r = pts_cells(&minors, &cells, &ncells);
+		r = round_cells(&minors, round, "constants", &cells, &ncells);
 		if (r < 0)
 			goto out;
 		free(ret->n);
@@ -313,15 +318,7 @@ static int explore_type(struct explore *e, int type, struct part *ret)
 	for (int round = 0;; round++) {
 		struct mcell *nmc;
 
-		if (round >= MAX_ROUNDS) {
-			r = error_set(-E2BIG,
-				      "major numbers of the program did not settle after %d rounds",
-				      MAX_ROUNDS);
-			goto out;
-		}
-		free(cells);
-		cells = NULL;
-		r = pts_cells(&majors, &cells, &ncells);
+		r = round_cells(&majors, round, "major numbers", &cells, &ncells);
 		if (r < 0)
 			goto out;
 		nmc = calloc(ncells, sizeof(*nmc));

@@ -11,7 +11,6 @@ if [ ! -f "$SO" ]; then
 	skip "Slurm checks" "no jobcg_spank.so in this build (libslurm-dev's spank.h missing)"
 	done_testing
 fi
-h=$(hostname)
 sd=/run/slurm-test
 mkdir -p "$sd/ctld" "$sd/d-n1" "$sd/d-n2" /etc/slurm
 # Slurm's logs come back with the share's out/ (VM_KEEP_SHARE=1), whatever ends this script.
@@ -60,41 +59,13 @@ done
 j1() { JOBCG_CONF_DIR=/etc/jobcg/n1 jobcg "$@"; }
 
 # --- Slurm: the controller and two nodes; each slurmd its own slurm.conf for its paths ------
-topo=$(slurmd -C | head -n 1 | sed -e 's/NodeName=[^ ]* //' -e 's/RealMemory=[0-9]*//')
-common() {
-	cat <<-EOF
-	ClusterName=jobcgtest
-	SlurmctldHost=$h
-	SlurmUser=root
-	AuthType=auth/munge
-	StateSaveLocation=$sd/ctld
-	SlurmctldPidFile=$sd/slurmctld.pid
-	SlurmctldLogFile=$sd/slurmctld.log
-	ProctrackType=proctrack/linuxproc
-	TaskPlugin=task/affinity
-	JobAcctGatherType=jobacct_gather/linux
-	SelectType=select/cons_tres
-	SelectTypeParameters=CR_Core_Memory
-	GresTypes=gpu
-	SlurmdTimeout=300
-	SlurmctldTimeout=300
-	MessageTimeout=60
-	KillWait=5
-	ReturnToService=2
-	AccountingStorageType=accounting_storage/none
-	JobCompType=jobcomp/none
-	MpiDefault=none
-	DebugFlags=NO_CONF_HASH
-	NodeName=n1 NodeHostname=$h NodeAddr=$h Port=17001 $topo RealMemory=600 Gres=gpu:2 State=UNKNOWN
-	NodeName=n2 NodeHostname=$h NodeAddr=$h Port=17002 $topo RealMemory=600 Gres=gpu:2 State=UNKNOWN
-	PartitionName=test Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
-	EOF
-}
-{ common; echo "PlugStackConfig=/etc/slurm/plugstack.conf"; } > /etc/slurm/slurm.conf
+# This suite's own key: KillWait=5, a cancelled step's SIGKILL 5 s after its SIGTERM, not 30.
+common=$(slurm_conf jobcgtest "$sd" 2 600 test KillWait=5)
+{ echo "$common"; echo "PlugStackConfig=/etc/slurm/plugstack.conf"; } > /etc/slurm/slurm.conf
 echo "required $PLUGIN conf=/etc/jobcg/%n $PLUGARGS" > /etc/slurm/plugstack.conf
 for n in 1 2; do
 	{
-		common
+		echo "$common"
 		echo "SlurmdSpoolDir=$sd/d-n$n"
 		echo "SlurmdPidFile=$sd/slurmd-n$n.pid"
 		echo "SlurmdLogFile=$sd/slurmd-n$n.log"
