@@ -366,16 +366,22 @@ static int step_begin(spank_t sp)
 		return fail(job, step, r, "loading jobcg's configuration");
 	t_conf = monotonic_us() - t_begin;
 	t0 = monotonic_us();
-	(void)spank_get_item(sp, S_JOB_ALLOC_MEM, &job_mem);
-	(void)spank_get_item(sp, S_STEP_ALLOC_MEM, &step_mem);
-	r = jspank_topology_load("/sys/devices/system/cpu", &topo);
-	if (r >= 0)
-		r = cpus_of(sp, S_JOB_ALLOC_CORES, &topo, &job_cpus);
-	if (r >= 0)
-		r = cpus_of(sp, S_STEP_ALLOC_CORES, &topo, &step_cpus);
-	jspank_topology_done(&topo);
-	if (r < 0)
-		return fail(job, step, r, "mapping Slurm's cores to this node's CPUs");
+	/* As Slurm's task/cgroup: the allocation's memory and cores are limits only where
+	 * jobcg's cgroup.conf constrains them (the topology is not even read otherwise). */
+	if (st.conf->cgroup.constrain_ram_space) {
+		(void)spank_get_item(sp, S_JOB_ALLOC_MEM, &job_mem);
+		(void)spank_get_item(sp, S_STEP_ALLOC_MEM, &step_mem);
+	}
+	if (st.conf->cgroup.constrain_cores) {
+		r = jspank_topology_load("/sys/devices/system/cpu", &topo);
+		if (r >= 0)
+			r = cpus_of(sp, S_JOB_ALLOC_CORES, &topo, &job_cpus);
+		if (r >= 0)
+			r = cpus_of(sp, S_STEP_ALLOC_CORES, &topo, &step_cpus);
+		jspank_topology_done(&topo);
+		if (r < 0)
+			return fail(job, step, r, "mapping Slurm's cores to this node's CPUs");
+	}
 	if ((r = step_gpus(sp, step, node, &gpus)) < 0)
 		return fail(job, step, r, "mapping Slurm's GPUs onto jobcg's gres.conf");
 	if (*gpus && (r = step_gpu_bind(sp, step, &bind)) < 0)

@@ -270,6 +270,26 @@ else
 	not_ok "8: --mem=64M: memory.max of the step and OUT_OF_MEMORY"; diag "$out"; slurm_state
 fi
 
+# --- 8b. ConstrainCores=no, ConstrainRAMSpace=no in jobcg's cgroup.conf ---------------------
+# As with Slurm's task/cgroup, the allocation's cores and memory are then no limits: the task is
+# in jobcg's tree (its devices still contained), without cpuset.cpus or memory.max of its own.
+check8b() {
+	# shellcheck disable=SC2016 # expanded by the sh in the step
+	out=$(timeout -k 5 120 srun -w n1 -n1 -c1 --mem=64M sh -c 't=$(cut -d: -f3 /proc/self/cgroup); s=/sys/fs/cgroup${t%/user/*}; j=${s%/step_*}; echo cg=$t; echo step.max=$(cat $s/memory.max) job.max=$(cat $j/memory.max) step.cpus=[$(cat $s/cpuset.cpus)] job.cpus=[$(cat $j/cpuset.cpus)]' 2>&1)
+	echo "$out"
+	echo "$out" | grep -qE "^cg=$root1/job_[0-9]+/step_0/user/task_0\$" &&
+		echo "$out" | grep -q '^step.max=max job.max=max step.cpus=\[\] job.cpus=\[\]$'
+}
+sed -e 's/^ConstrainCores=yes/ConstrainCores=no/' -e 's/^ConstrainRAMSpace=yes/ConstrainRAMSpace=no/' \
+	"$sd/cgroup.conf.good" > /etc/jobcg/n1/cgroup.conf
+must_fail_without 1 8b "the task is not in jobcg's tree" check8b
+if out=$(check8b); then
+	ok "8b: ConstrainCores=no, ConstrainRAMSpace=no: the task in jobcg's tree, no cpuset.cpus or memory.max from Slurm's allocation"; diag "$out"
+else
+	not_ok "8b: Slurm's cores and memory are limits only where jobcg's cgroup.conf constrains them"; diag "$out"; slurm_state
+fi
+cp "$sd/cgroup.conf.good" /etc/jobcg/n1/cgroup.conf
+
 # --- 9. srun --jobid --overlap into a running job lands in that job -------------------------
 # And jobcg's own tools see the Slurm job while it lives (the step left, the job stays).
 check9() {
