@@ -337,6 +337,19 @@ static int watch_start(const char *node)
 	return jspank_spawn_detached(argv, envp);
 }
 
+/* The node's cores, through a cache beside the node lock (its directory checked as the lock's). */
+static int topology_load(struct jspank_topology *ret)
+{
+	const char *lock = jobcg_ctx_lock_path(st.ctx), *slash = strrchr(lock, '/');
+	_cleanup_free_ char *cache = NULL;
+
+	if (!slash || ctx_state_dir_ready(st.ctx) < 0 ||
+	    !(cache = strdup_printf("%.*s/cpu-topology", (int)(slash - lock), lock)))
+		return jspank_topology_load("/sys/devices/system/cpu", ret);
+	return jspank_topology_load_cached("/sys/devices/system/cpu", cache,
+					   "/proc/sys/kernel/random/boot_id", ret);
+}
+
 static int step_begin(spank_t sp)
 {
 	struct jspank_topology topo = {};
@@ -373,7 +386,7 @@ static int step_begin(spank_t sp)
 		(void)spank_get_item(sp, S_STEP_ALLOC_MEM, &step_mem);
 	}
 	if (st.conf->cgroup.constrain_cores) {
-		r = jspank_topology_load("/sys/devices/system/cpu", &topo);
+		r = topology_load(&topo);
 		if (r >= 0)
 			r = cpus_of(sp, S_JOB_ALLOC_CORES, &topo, &job_cpus);
 		if (r >= 0)

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "parse.h"
@@ -71,10 +72,47 @@ static int key_cmp(const void *a, const void *b)
 	return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
 }
 
-int jspank_topology_load(const char *cpu_dir, struct jspank_topology *ret)
+/* Cores in Slurm's order from (package, die, core, cpu) keys, sorted in place. */
+static int topology_from_keys(struct core_key *keys, size_t n, struct jspank_topology *ret)
+{
+	struct jspank_topology t = {};
+
+	qsort(keys, n, sizeof(*keys), key_cmp);
+	t.cpus = calloc(n, sizeof(*t.cpus));
+	if (!t.cpus)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && keys[i].cpu == keys[i - 1].cpu) {
+			free(t.cpus);
+			return -EINVAL; /* one CPU twice: only a forged cache says so */
+		}
+		if (i == 0 || keys[i].pkg != keys[i - 1].pkg || keys[i].die != keys[i - 1].die ||
+		    keys[i].core != keys[i - 1].core)
+			t.ncores++;
+		t.cpus[t.ncores - 1][keys[i].cpu / 64] |= UINT64_C(1) << (keys[i].cpu % 64);
+	}
+	*ret = t;
+	return 0;
+}
+
+static int keys_push(struct core_key **keys, size_t *n, size_t *cap, const struct core_key *k)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 64;
+		struct core_key *nk = realloc(*keys, ncap * sizeof(*nk));
+
+		if (!nk)
+			return -ENOMEM;
+		*keys = nk;
+		*cap = ncap;
+	}
+	(*keys)[(*n)++] = *k;
+	return 0;
+}
+
+static int scan_keys(const char *cpu_dir, struct core_key **ret, size_t *ret_n)
 {
 	_cleanup_free_ struct core_key *keys = NULL;
-	struct jspank_topology t = {};
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *d = opendir(cpu_dir);
@@ -99,33 +137,185 @@ int jspank_topology_load(const char *cpu_dir, struct jspank_topology *ret)
 		if (read_uint(dirfd(d), path, &k.die) < 0)
 			k.die = 0; /* kernels before 5.2 */
 		k.cpu = (unsigned)cpu;
-		if (n == cap) {
-			struct core_key *nk =
-			    realloc(keys, (cap = cap ? 2 * cap : 64) * sizeof(*nk));
-
-			if (!nk) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			keys = nk;
+		if (keys_push(&keys, &n, &cap, &k) < 0) {
+			closedir(d);
+			return -ENOMEM;
 		}
-		keys[n++] = k;
 	}
 	closedir(d);
 	if (n == 0)
 		return error_set(-ENOENT, "%s: no CPU with a topology", cpu_dir);
-	qsort(keys, n, sizeof(*keys), key_cmp);
-	t.cpus = calloc(n, sizeof(*t.cpus));
-	if (!t.cpus)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (i == 0 || keys[i].pkg != keys[i - 1].pkg || keys[i].die != keys[i - 1].die ||
-		    keys[i].core != keys[i - 1].core)
-			t.ncores++;
-		t.cpus[t.ncores - 1][keys[i].cpu / 64] |= UINT64_C(1) << (keys[i].cpu % 64);
-	}
-	*ret = t;
+	*ret = TAKE_PTR(keys);
+	*ret_n = n;
 	return 0;
+}
+
+int jspank_topology_load(const char *cpu_dir, struct jspank_topology *ret)
+{
+	_cleanup_free_ struct core_key *keys = NULL;
+	size_t n = 0;
+	int r = scan_keys(cpu_dir, &keys, &n);
+
+	return r < 0 ? r : topology_from_keys(keys, n, ret);
+}
+
+#define TOPO_CACHE_MAGIC "jobcg-cpu-topology 1"
+
+/* "KEY VALUE\n" at *@p, VALUE being @want exactly; moves *@p past the line. */
+static bool cache_line_is(const char **p, const char *end, const char *key, const char *want)
+{
+	size_t kl = strlen(key), wl = strlen(want);
+	const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+
+	if (!nl || (size_t)(nl - *p) != kl + 1 + wl || memcmp(*p, key, kl) != 0 ||
+	    (*p)[kl] != ' ' || memcmp(*p + kl + 1, want, wl) != 0)
+		return false;
+	*p = nl + 1;
+	return true;
+}
+
+static bool cache_long(const char **p, const char *end, long min, long max, char sep, long *ret)
+{
+	bool neg = false;
+	long v = 0;
+	const char *q = *p;
+
+	if (q < end && *q == '-') {
+		neg = true;
+		q++;
+	}
+	if (q >= end || !isdigit((unsigned char)*q))
+		return false;
+	for (; q < end && isdigit((unsigned char)*q); q++) {
+		if (v > (max + 1) / 10)
+			return false;
+		v = v * 10 + (*q - '0');
+	}
+	if (neg)
+		v = -v;
+	if (v < min || v > max || q >= end || *q != sep)
+		return false;
+	*p = q + 1;
+	*ret = v;
+	return true;
+}
+
+int jspank_topology_parse_cache(const char *text, size_t len, const char *boot, const char *online,
+				struct jspank_topology *ret)
+{
+	_cleanup_free_ struct core_key *keys = NULL;
+	const char *p = text, *end = text + len;
+	size_t n = 0, cap = 0;
+	const size_t ml = strlen(TOPO_CACHE_MAGIC);
+
+	if (len < ml + 1 || memcmp(p, TOPO_CACHE_MAGIC "\n", ml + 1) != 0)
+		return -EINVAL;
+	p += ml + 1;
+	if (!cache_line_is(&p, end, "boot", boot) || !cache_line_is(&p, end, "online", online))
+		return -EINVAL;
+	while (p < end) {
+		struct core_key k;
+		long cpu;
+
+		/* sysfs says -1 for an id the firmware does not give. */
+		if (!cache_long(&p, end, 0, JOBCG_CPU_MAX - 1, ' ', &cpu) ||
+		    !cache_long(&p, end, -1, INT32_MAX, ' ', &k.pkg) ||
+		    !cache_long(&p, end, -1, INT32_MAX, ' ', &k.die) ||
+		    !cache_long(&p, end, -1, INT32_MAX, '\n', &k.core))
+			return -EINVAL;
+		k.cpu = (unsigned)cpu;
+		if (keys_push(&keys, &n, &cap, &k) < 0)
+			return -ENOMEM;
+	}
+	if (n == 0)
+		return -EINVAL;
+	return topology_from_keys(keys, n, ret);
+}
+
+/* The cache's text for @keys: what jspank_topology_parse_cache() reads back. */
+static char *cache_format(const char *boot, const char *online, const struct core_key *keys,
+			  size_t n)
+{
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "%s\nboot %s\nonline %s\n", TOPO_CACHE_MAGIC, boot, online);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%u %ld %ld %ld\n", keys[i].cpu, keys[i].pkg, keys[i].die, keys[i].core);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Replaced whole (a new file renamed over it), so that a reader never sees half of one. */
+static void cache_write(const char *cache, const char *text)
+{
+	_cleanup_free_ char *tmp = strdup_printf("%s.%d.tmp", cache, (int)getpid());
+	_cleanup_close_ int fd = -1;
+	size_t len = strlen(text);
+
+	if (!tmp)
+		return;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, text, len) != (ssize_t)len || rename(tmp, cache) < 0) {
+		log_debug("cannot write the CPU topology cache %s: %s", cache, strerror(errno));
+		(void)unlink(tmp);
+	}
+}
+
+/* The cache's text, if it is a regular file of ours that nobody else can write. */
+static int cache_read(const char *cache, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(cache, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
+		return -EPERM;
+	return read_full_fd(fd, 1u << 20, ret, ret_len);
+}
+
+int jspank_topology_load_cached(const char *cpu_dir, const char *cache, const char *boot_id_path,
+				struct jspank_topology *ret)
+{
+	_cleanup_free_ char *online = NULL, *boot = NULL, *text = NULL, *p = NULL;
+	_cleanup_free_ struct core_key *keys = NULL;
+	size_t len = 0, n = 0;
+	int r;
+
+	p = strdup_printf("%s/online", cpu_dir);
+	if (!p)
+		return -ENOMEM;
+	/* Without a key for it, no cache: the topology as it is now. */
+	if (read_one_line_at(AT_FDCWD, p, &online) < 0 ||
+	    read_one_line_at(AT_FDCWD, boot_id_path, &boot) < 0 || !*online || !*boot ||
+	    strchr(online, '\n') || strchr(boot, '\n'))
+		return jspank_topology_load(cpu_dir, ret);
+	if (cache_read(cache, &text, &len) >= 0) {
+		r = jspank_topology_parse_cache(text, len, boot, online, ret);
+		if (r != -EINVAL)
+			return r;
+	}
+	r = scan_keys(cpu_dir, &keys, &n);
+	if (r < 0)
+		return r;
+	{
+		_cleanup_free_ char *fresh = cache_format(boot, online, keys, n);
+
+		if (fresh)
+			cache_write(cache, fresh);
+	}
+	return topology_from_keys(keys, n, ret);
 }
 
 void jspank_topology_done(struct jspank_topology *t)

@@ -34,6 +34,25 @@ int jspank_topology_load(const char *cpu_dir, struct jspank_topology *ret);
 void jspank_topology_done(struct jspank_topology *t);
 
 /**
+ * jspank_topology_load() through the file @cache, written by the first step after boot: a node
+ * with 256 CPUs otherwise reads 768 sysfs files at every step's start. The file is used only
+ * when it names this boot (@boot_id_path's text, /proc/sys/kernel/random/boot_id) and the CPUs
+ * online now (@cpu_dir/online), is owned by this process's user and writable by nobody else;
+ * anything else, unreadable or malformed, is read again from @cpu_dir and the file replaced
+ * (best effort: a cache that cannot be written only costs the next step the sysfs walk).
+ */
+int jspank_topology_load_cached(const char *cpu_dir, const char *cache, const char *boot_id_path,
+				struct jspank_topology *ret);
+
+/**
+ * The topology cache's text (@text, @len bytes) for boot @boot with CPUs @online: the
+ * topology it records, -EINVAL when it is for another boot or CPU set, or malformed, -ENOMEM.
+ * Exposed for the unit test and the fuzz target.
+ */
+int jspank_topology_parse_cache(const char *text, size_t len, const char *boot, const char *online,
+				struct jspank_topology *ret);
+
+/**
  * The OS CPU list ("0-1,4") of Slurm's abstract core list @cores (S_STEP_ALLOC_CORES, "0-1"):
  * each core's hardware threads. -EINVAL naming the core when it is beyond this node's cores.
  */

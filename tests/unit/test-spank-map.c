@@ -97,6 +97,115 @@ static void test_cores(void)
 	ok(jspank_topology_load(dir, &t) < 0, "no such directory: an error");
 }
 
+static char *cpus_of_core(const struct jspank_topology *t, const char *core)
+{
+	char *cpus = NULL;
+
+	return jspank_cores_to_cpus(t, core, &cpus) == 0 ? cpus : strdup("-");
+}
+
+/* The topology cache: written by the first load of a boot, read instead of sysfs afterwards,
+ * ignored for another boot, another set of online CPUs, or anything malformed. Runs after
+ * test_cores() (its fake sysfs). */
+static void test_topology_cache(void)
+{
+	char dir[512], cache[512], boot[512], *text = NULL, *c = NULL;
+	struct jspank_topology t = {};
+	size_t len = 0;
+	struct stat st;
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s/cpu", tmp);
+	snprintf(cache, sizeof(cache), "%s/cpu-topology", tmp);
+	snprintf(boot, sizeof(boot), "%s/boot_id", tmp);
+	put("boot_id", "6f1c1d2e-boot-one\n");
+
+	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "first load: from sysfs");
+	c = cpus_of_core(&t, "2");
+	ok(t.ncores == 4 && streq(c, "2,6"), "the same 4 cores as without a cache (core 2 is %s)",
+	   c);
+	free(c);
+	jspank_topology_done(&t);
+	ok(stat(cache, &st) == 0 && (st.st_mode & 0777) == 0644, "the cache was written, 0644");
+
+	/* sysfs changes under the cache (a test's trick: the real one does not within a boot):
+	 * the cache answers while boot and online CPUs are the same. */
+	topo_cpu(2, 1, 9);
+	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "second load");
+	c = cpus_of_core(&t, "2");
+	ok(t.ncores == 4 && streq(c, "2,6"), "answered by the cache, not sysfs (core 2 is %s)", c);
+	free(c);
+	jspank_topology_done(&t);
+
+	put("boot_id", "0a0b0c0d-boot-two\n");
+	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "after a reboot");
+	c = cpus_of_core(&t, "2");
+	ok(t.ncores == 4 && streq(c, "6"),
+	   "another boot: sysfs again (cpu2 now on core 9, core 8 keeps cpu6: core 2 is %s)", c);
+	free(c);
+	jspank_topology_done(&t);
+	ok(read_full_file_at(AT_FDCWD, cache, 1 << 20, &text, &len) == 0 &&
+	       strstr(text, "boot 0a0b0c0d-boot-two\n"),
+	   "and the cache rewritten for that boot");
+	free(text), text = NULL;
+
+	topo_cpu(2, 1, 8);
+	put("cpu/online", "0-8\n");
+	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "other CPUs online");
+	ok(t.ncores == 4, "another CPU set: sysfs again (4 cores, got %zu)", t.ncores);
+	jspank_topology_done(&t);
+
+	put("cpu-topology", "jobcg-cpu-topology 1\nboot 0a0b0c0d-boot-two\nonline 0-8\n0 0 0 x\n");
+	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "a malformed cache");
+	ok(t.ncores == 4, "is read from sysfs again (%zu cores)", t.ncores);
+	jspank_topology_done(&t);
+	ok(read_full_file_at(AT_FDCWD, cache, 1 << 20, &text, &len) == 0 && !strstr(text, " x\n"),
+	   "and replaced");
+	free(text), text = NULL;
+
+	/* Another user's, or writable by others: not trusted, whatever it says. */
+	put("cpu-topology", "jobcg-cpu-topology 1\nboot 0a0b0c0d-boot-two\nonline 0-8\n"
+			    "0 0 0 0\n1 0 0 0\n2 0 0 0\n3 0 0 0\n4 0 0 0\n5 0 0 0\n6 0 0 0\n"
+			    "7 0 0 0\n");
+	(void)chmod(cache, 0666);
+	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "a world-writable cache");
+	ok(t.ncores == 4, "is not believed (%zu cores, the forged file says 1)", t.ncores);
+	jspank_topology_done(&t);
+	put("cpu-topology", "jobcg-cpu-topology 1\nboot 0a0b0c0d-boot-two\nonline 0-8\n"
+			    "0 0 0 0\n1 0 0 0\n2 0 0 0\n3 0 0 0\n4 0 0 0\n5 0 0 0\n6 0 0 0\n"
+			    "7 0 0 0\n");
+	(void)chmod(cache, 0644);
+	if (geteuid() == 0 && chown(cache, 65534, 65534) == 0) {
+		is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0,
+		       "another user's cache");
+		ok(t.ncores == 4, "is not believed either (%zu cores)", t.ncores);
+		jspank_topology_done(&t);
+	} else
+		tap_skip("another user's cache: not root");
+
+	/* The parser alone. */
+	static const char good[] = "jobcg-cpu-topology 1\nboot b\nonline 0-1\n1 0 0 0\n0 0 -1 0\n";
+	static const char *const bad[] = {
+	    "",
+	    "jobcg-cpu-topology 2\nboot b\nonline 0-1\n0 0 0 0\n",
+	    "jobcg-cpu-topology 1\nboot c\nonline 0-1\n0 0 0 0\n",
+	    "jobcg-cpu-topology 1\nboot b\nonline 0-2\n0 0 0 0\n",
+	    "jobcg-cpu-topology 1\nboot b\nonline 0-1\n",
+	    "jobcg-cpu-topology 1\nboot b\nonline 0-1\n0 0 0 0",
+	    "jobcg-cpu-topology 1\nboot b\nonline 0-1\n0 0 0 0\n0 0 0 1\n",
+	    "jobcg-cpu-topology 1\nboot b\nonline 0-1\n99999 0 0 0\n",
+	    "jobcg-cpu-topology 1\nboot b\nonline 0-1\n0 -2 0 0\n",
+	    "jobcg-cpu-topology 1\nboot b\nonline 0-1\n0 99999999999999999999 0 0\n",
+	    "jobcg-cpu-topology 1\nboot b\nonline 0-1\n0 0 0 0 0\n",
+	};
+	r = jspank_topology_parse_cache(good, strlen(good), "b", "0-1", &t);
+	ok(r == 0 && t.ncores == 2, "a well-formed cache parses (%zu cores)", t.ncores);
+	jspank_topology_done(&t);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ok(jspank_topology_parse_cache(bad[i], strlen(bad[i]), "b", "0-1", &t) == -EINVAL,
+		   "malformed or foreign cache %zu is refused", i);
+}
+
 static struct jobcg_gres_node *node_from(const char *rel, const char *text, const char *host,
 					 struct jobcg_config **ret_conf)
 {
@@ -272,6 +381,7 @@ int main(void)
 		return 1;
 	test_step_names();
 	test_cores();
+	test_topology_cache();
 	test_gpus();
 	test_gpu_bind();
 	test_args();
