@@ -8,6 +8,7 @@
 #include "cgroupfs.h"
 #include "context_internal.h"
 #include "devices.h"
+#include "jobcg/jobgres.h"
 #include "sysinfo_internal.h"
 #include "spec.h"
 #include "log.h"
@@ -47,13 +48,17 @@ JOBCG_EXPORT int jobcg_ctx_open(const struct jobcg_config *conf, unsigned flags,
 	c->lock_fd = -1;
 	c->want = ctx_wanted_controllers(conf);
 	c->jobdir = calloc(1, sizeof(*c->jobdir));
-	if (!c->jobdir) {
+	c->uuids = calloc(1, sizeof(*c->uuids));
+	if (!c->jobdir || !c->uuids) {
+		free(c->jobdir);
+		free(c->uuids);
 		free(c);
 		return -ENOMEM;
 	}
 	r = discover_probe_for_ctx(conf, &c->info);
 	if (r < 0) {
 		free(c->jobdir);
+		free(c->uuids);
 		free(c);
 		return r;
 	}
@@ -80,6 +85,9 @@ JOBCG_EXPORT void jobcg_ctx_free(struct jobcg_ctx *ctx)
 	if (ctx->jobdir)
 		free(ctx->jobdir->dir);
 	free(ctx->jobdir);
+	if (ctx->uuids)
+		jobcg_gres_node_free(ctx->uuids->node);
+	free(ctx->uuids);
 	free(ctx);
 }
 

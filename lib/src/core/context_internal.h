@@ -19,6 +19,16 @@ struct ctx_jobdir {
 	uint64_t at_usec; /* CLOCK_MONOTONIC */
 };
 
+/*
+ * The driver's GPU UUIDs (/proc/driver/nvidia/gpus/<bus>/information: a directory read and one
+ * file per GPU), read once per context: a step's start and end build the node's device table
+ * four times, and a GPU's UUID does not change while a process runs.
+ */
+struct ctx_gpu_uuids {
+	bool loaded;
+	struct jobcg_gres_node *node; /* with the UUIDs found, or NULL */
+};
+
 struct jobcg_ctx {
 	const struct jobcg_config *conf; /* borrowed */
 	unsigned flags;
@@ -34,7 +44,8 @@ struct jobcg_ctx {
 	 * the managed set, else only its pins, which is all a revoke needs. */
 	struct jobcg_devpolicy *devpolicy;
 	bool devpolicy_full;
-	struct ctx_jobdir *jobdir; /* allocated with the context: lookups take a const one */
+	struct ctx_jobdir *jobdir;   /* allocated with the context: lookups take a const one */
+	struct ctx_gpu_uuids *uuids; /* the same */
 };
 
 /* Controllers jobcg wants in its tree: cpuset cpu memory pids + EnableExtraControllers. */

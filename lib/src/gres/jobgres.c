@@ -34,11 +34,31 @@ static void request_freep(struct jobcg_gres_request **r)
 
 static int node_open(const struct jobcg_ctx *ctx, struct jobcg_gres_node **ret)
 {
-	int r = jobcg_gres_node_new(ctx->conf, ret);
+	struct ctx_gpu_uuids *u = ctx->uuids;
+	struct jobcg_gres_node *n = NULL;
+	int r = jobcg_gres_node_new(ctx->conf, &n);
 
-	if (r >= 0)
-		(void)jobcg_gres_node_load_uuids(*ret, NULL);
-	return r;
+	if (r < 0)
+		return r;
+	/* The UUIDs as the driver gave them the first time; best effort, as ever. */
+	if (!u->loaded) {
+		if (jobcg_gres_node_new(ctx->conf, &u->node) >= 0 &&
+		    jobcg_gres_node_load_uuids(u->node, NULL) < 0) {
+			jobcg_gres_node_free(u->node);
+			u->node = NULL;
+		}
+		u->loaded = true;
+	}
+	for (size_t i = 0; u->node && i < jobcg_gres_node_count(n); i++) {
+		const char *uuid = jobcg_gres_node_device(u->node, (unsigned)i)->uuid;
+
+		if (uuid && (r = jobcg_gres_node_set_uuid(n, (unsigned)i, uuid)) < 0) {
+			jobcg_gres_node_free(n);
+			return r;
+		}
+	}
+	*ret = n;
+	return 0;
 }
 
 static bool constrained(const struct jobcg_ctx *ctx, const struct jobcg_gres_node *n)
