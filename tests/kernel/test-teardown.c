@@ -109,6 +109,14 @@ int main(void)
 	free(out);
 	free(err);
 
+	/* What the Slurm plugin keeps beside the lock goes with it. */
+	snprintf(p, sizeof(p), "%s/cpu-topology", state);
+	{
+		FILE *f = fopen(p, "we");
+
+		ok(f && fputs("jobcg-cpu-topology 1\n", f) >= 0 && fclose(f) == 0,
+		   "a CPU topology cache beside the lock");
+	}
 	is_int(kcli(&out, "teardown", "--force", "--json", NULL), 0, "teardown --force");
 	if (out)
 		ktest_diag_lines("", out);
@@ -125,6 +133,8 @@ int main(void)
 		is_int(entries(pins), -1, "no pins left, nor their directory (BpfPinDir)");
 	snprintf(p, sizeof(p), "%s/jobcg.lock", state);
 	ok(access(p, F_OK) < 0 && errno == ENOENT, "the lock file is gone");
+	snprintf(p, sizeof(p), "%s/cpu-topology", state);
+	ok(access(p, F_OK) < 0 && errno == ENOENT, "and the CPU topology cache");
 	{
 		struct want w = {};
 

@@ -1,5 +1,6 @@
 /* jobcg: removing a whole tree (a test root, a side-by-side install): its jobs, each with its
- * record, the device policy pinned for it, its directories and its node lock file. */
+ * record, the device policy pinned for it, its directories, its node lock file and the Slurm
+ * plugin's CPU topology cache. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -183,8 +184,17 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 		goto out;
 	}
 	st.root_removed = true;
-	/* The lock file goes while held: whoever waits on it finds a tree that is gone. The
-	 * accounting log stays: it is the node's history, not the tree's state. */
+	/* The lock file goes while held: whoever waits on it finds a tree that is gone, and so
+	 * does the Slurm plugin's CPU topology cache beside it. The accounting log stays: it is
+	 * the node's history, not the tree's state. */
+	{
+		const char *slash = strrchr(lock, '/');
+		_cleanup_free_ char *topo =
+		    slash ? strdup_printf("%.*s/cpu-topology", (int)(slash - lock), lock) : NULL;
+
+		if (topo && unlink(topo) < 0 && errno != ENOENT)
+			log_warning("cannot remove %s: %s", topo, strerror(errno));
+	}
 	if (unlink(lock) < 0 && errno != ENOENT)
 		log_warning("cannot remove %s: %s", lock, strerror(errno));
 	r = 0;
