@@ -340,11 +340,10 @@ static int watch_start(const char *node)
 /* The node's cores, through a cache beside the node lock (its directory checked as the lock's). */
 static int topology_load(struct jspank_topology *ret)
 {
-	const char *lock = jobcg_ctx_lock_path(st.ctx), *slash = strrchr(lock, '/');
 	_cleanup_free_ char *cache = NULL;
 
-	if (!slash || ctx_state_dir_ready(st.ctx) < 0 ||
-	    !(cache = strdup_printf("%.*s/cpu-topology", (int)(slash - lock), lock)))
+	if (ctx_state_dir_ready(st.ctx) < 0 ||
+	    !(cache = ctx_state_file(st.ctx, CTX_CPU_TOPOLOGY_FILE)))
 		return jspank_topology_load("/sys/devices/system/cpu", ret);
 	return jspank_topology_load_cached("/sys/devices/system/cpu", cache,
 					   "/proc/sys/kernel/random/boot_id", ret);

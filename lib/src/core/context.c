@@ -47,18 +47,14 @@ JOBCG_EXPORT int jobcg_ctx_open(const struct jobcg_config *conf, unsigned flags,
 	c->flags = flags;
 	c->lock_fd = -1;
 	c->want = ctx_wanted_controllers(conf);
-	c->jobdir = calloc(1, sizeof(*c->jobdir));
-	c->uuids = calloc(1, sizeof(*c->uuids));
-	if (!c->jobdir || !c->uuids) {
-		free(c->jobdir);
-		free(c->uuids);
+	c->memo = calloc(1, sizeof(*c->memo));
+	if (!c->memo) {
 		free(c);
 		return -ENOMEM;
 	}
 	r = discover_probe_for_ctx(conf, &c->info);
 	if (r < 0) {
-		free(c->jobdir);
-		free(c->uuids);
+		free(c->memo);
 		free(c);
 		return r;
 	}
@@ -82,21 +78,29 @@ JOBCG_EXPORT void jobcg_ctx_free(struct jobcg_ctx *ctx)
 	jobcg_sysinfo_free(ctx->info);
 	jobcg_devpolicy_free(ctx->devpolicy);
 	free(ctx->lock_path);
-	if (ctx->jobdir)
-		free(ctx->jobdir->dir);
-	free(ctx->jobdir);
-	if (ctx->uuids)
-		jobcg_gres_node_free(ctx->uuids->node);
-	free(ctx->uuids);
+	if (ctx->memo) {
+		free(ctx->memo->jobdir.dir);
+		jobcg_gres_node_free(ctx->memo->uuids.node);
+	}
+	free(ctx->memo);
 	free(ctx);
 }
 
 void ctx_jobdir_forget(const struct jobcg_ctx *ctx, uint32_t job)
 {
-	if (ctx->jobdir->dir && ctx->jobdir->job == job) {
-		free(ctx->jobdir->dir);
-		ctx->jobdir->dir = NULL;
+	struct ctx_jobdir *m = &ctx->memo->jobdir;
+
+	if (m->dir && m->job == job) {
+		free(m->dir);
+		m->dir = NULL;
 	}
+}
+
+char *ctx_state_file(const struct jobcg_ctx *ctx, const char *name)
+{
+	const char *slash = strrchr(ctx->lock_path, '/');
+
+	return strdup_printf("%.*s/%s", (int)(slash - ctx->lock_path), ctx->lock_path, name);
 }
 
 JOBCG_EXPORT const struct jobcg_config *jobcg_ctx_config(const struct jobcg_ctx *ctx)

@@ -44,8 +44,11 @@ struct jobcg_ctx {
 	 * the managed set, else only its pins, which is all a revoke needs. */
 	struct jobcg_devpolicy *devpolicy;
 	bool devpolicy_full;
-	struct ctx_jobdir *jobdir;   /* allocated with the context: lookups take a const one */
-	struct ctx_gpu_uuids *uuids; /* the same */
+	/* What lookups remember: allocated with the context, since they take a const one. */
+	struct ctx_memo {
+		struct ctx_jobdir jobdir;
+		struct ctx_gpu_uuids uuids;
+	} * memo;
 };
 
 /* Controllers jobcg wants in its tree: cpuset cpu memory pids + EnableExtraControllers. */
@@ -57,6 +60,13 @@ unsigned ctx_wanted_controllers(const struct jobcg_config *conf);
  * takes the lock several times and writes a record).
  */
 int ctx_state_dir_ready(struct jobcg_ctx *ctx);
+
+/* The Slurm plugin's CPU topology cache, kept in the state directory (jobcg teardown removes
+ * it with the lock). */
+#define CTX_CPU_TOPOLOGY_FILE "cpu-topology"
+
+/* @name in the state directory, beside the node lock (NULL: out of memory). */
+char *ctx_state_file(const struct jobcg_ctx *ctx, const char *name);
 
 /* The job's directory is no longer where tree_job_dir() last found it (it was removed). */
 void ctx_jobdir_forget(const struct jobcg_ctx *ctx, uint32_t job);

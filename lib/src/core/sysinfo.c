@@ -557,8 +557,6 @@ static int probe_rest(const struct jobcg_config *conf, struct jobcg_sysinfo *s, 
 	struct utsname u;
 	int r;
 
-	if (p->complete)
-		return 0;
 	s->kernel = strdup(uname(&u) == 0 ? u.release : "unknown");
 	if (!s->kernel)
 		return -ENOMEM;

@@ -188,9 +188,7 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 	 * does the Slurm plugin's CPU topology cache beside it. The accounting log stays: it is
 	 * the node's history, not the tree's state. */
 	{
-		const char *slash = strrchr(lock, '/');
-		_cleanup_free_ char *topo =
-		    slash ? strdup_printf("%.*s/cpu-topology", (int)(slash - lock), lock) : NULL;
+		_cleanup_free_ char *topo = ctx_state_file(ctx, CTX_CPU_TOPOLOGY_FILE);
 
 		if (topo && unlink(topo) < 0 && errno != ENOENT)
 			log_warning("cannot remove %s: %s", topo, strerror(errno));

@@ -267,7 +267,7 @@ static char *job_dir_find(const struct jobcg_ctx *ctx, uint32_t job, bool *ret_e
 
 char *tree_job_dir(const struct jobcg_ctx *ctx, uint32_t job)
 {
-	struct ctx_jobdir *m = ctx->jobdir;
+	struct ctx_jobdir *m = &ctx->memo->jobdir;
 	uint64_t now = now_usec();
 	char *dir, *keep;
 	bool exists;

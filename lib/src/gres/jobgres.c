@@ -34,7 +34,7 @@ static void request_freep(struct jobcg_gres_request **r)
 
 static int node_open(const struct jobcg_ctx *ctx, struct jobcg_gres_node **ret)
 {
-	struct ctx_gpu_uuids *u = ctx->uuids;
+	struct ctx_gpu_uuids *u = &ctx->memo->uuids;
 	struct jobcg_gres_node *n = NULL;
 	int r = jobcg_gres_node_new(ctx->conf, &n);
 
