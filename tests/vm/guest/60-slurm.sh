@@ -451,6 +451,33 @@ else
 	not_ok "10b: srun --gpu-bind keeps Slurm's per-task CUDA_VISIBLE_DEVICES"; diag "$out"; slurm_state
 fi
 
+# --- 11. GPU variables a user exports give no GPU ---------------------------------------------
+# The plugin takes a step's GPUs from SLURM_STEP_GPUS (SLURM_JOB_GPUS for the batch step), which
+# Slurm's gpu GRES plugin sets or clears for every step whatever the submitter's environment
+# held (docs/slurm.md, "Limits"). A user who exports them gets no GPU without --gres, and only
+# the one Slurm gave with --gres=gpu:1; so does a batch script submitted with them.
+check11() {
+	forged="SLURM_STEP_GPUS=0,1 SLURM_JOB_GPUS=0,1"
+	a=$(env $forged $S -w n1 -n1 sh -c "$probe" 2>&1)
+	b=$(env $forged $S -w n1 -n1 --gres=gpu:1 sh -c "$probe" 2>&1)
+	rm -f "$sd/c11.out"
+	c=$(env $forged timeout -k 5 180 sbatch --wait --export=ALL -w n1 -n1 --mem=100M \
+		-o "$sd/c11.out" --wrap "$probe" 2>&1)
+	c="$c
+$(cat "$sd/c11.out" 2>&1)"
+	printf 'srun, no --gres: %s\nsrun --gres=gpu:1: %s\nsbatch, no --gres: %s\n' "$a" "$b" "$c"
+	echo "$a" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 .* nvidia0=EPERM nvidia1=EPERM\$" &&
+		echo "$b" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 .* (nvidia0=ENXIO nvidia1=EPERM|nvidia0=EPERM nvidia1=ENXIO)\$" &&
+		echo "$c" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_batch/user/task_0 .* nvidia0=EPERM nvidia1=EPERM\$"
+}
+settle
+must_fail_without 1 11 "the exported variables' GPUs open" check11
+if out=$(check11); then
+	ok "11: SLURM_STEP_GPUS=0,1 SLURM_JOB_GPUS=0,1 exported: srun without --gres opens no GPU, with --gres=gpu:1 one, a batch script none"; diag "$out"
+else
+	not_ok "11: GPU variables in the submitter's environment give no GPU"; diag "$out"; slurm_state
+fi
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
