@@ -381,7 +381,6 @@ int jspank_gpus_map(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
 	return jobcg_gres_set_format(jobcg, &set, ret);
 }
 
-/* Position of node GPU @idx among the step's GPUs (@bits, @words), or -1. */
 /* A GPU id at the start of S: decimal digits, or 0x and hex digits; at most UINT32_MAX. */
 static int parse_gpu_id(const char *s, uint64_t *ret, const char **ret_end)
 {
@@ -401,6 +400,7 @@ static int parse_gpu_id(const char *s, uint64_t *ret, const char **ret_end)
 	return 0;
 }
 
+/* Position of node GPU @idx among the step's GPUs (@bits, @words), or -1. */
 static int step_pos(const uint64_t *bits, size_t words, unsigned long idx)
 {
 	int pos = 0;
@@ -410,6 +410,23 @@ static int step_pos(const uint64_t *bits, size_t words, unsigned long idx)
 	for (size_t i = 0; i < idx; i++)
 		pos += bits[i / 64] >> (i % 64) & 1;
 	return pos;
+}
+
+/*
+ * *out, taken into *ret where the library's parser takes it too (its limits: a repeat count, a
+ * map's length; its message names --gpu-bind): a binding the step cannot use is refused here,
+ * before any cgroup exists.
+ */
+static int bind_checked(char **out, char **ret)
+{
+	struct jobcg_gpu_bind parsed = {};
+	int r = jobcg_gpu_bind_parse(*out, &parsed);
+
+	if (r < 0)
+		return r;
+	jobcg_gpu_bind_done(&parsed);
+	*ret = TAKE_PTR(*out);
+	return 0;
 }
 
 int jspank_gpu_bind(const char *bind, const char *step_gpus, char **ret)
@@ -427,8 +444,15 @@ int jspank_gpu_bind(const char *bind, const char *step_gpus, char **ret)
 		b += b[7] ? 8 : 7;
 	if (!*b || strcasecmp(b, "none") == 0 || strcasecmp(b, "closest") == 0)
 		return 0;
-	if (strncasecmp(b, "single:", 7) == 0 || strncasecmp(b, "per_task:", 9) == 0)
-		return (*ret = strdup(b)) ? 0 : -ENOMEM;
+	if (strncasecmp(b, "single:", 7) == 0 || strncasecmp(b, "per_task:", 9) == 0) {
+		/* Slurm takes the type in any case, the library in lower case. */
+		bool single = strncasecmp(b, "single:", 7) == 0;
+
+		out = strdup_printf("%s:%s", single ? "single" : "per_task", b + (single ? 7 : 9));
+		if (!out)
+			return -ENOMEM;
+		return bind_checked(&out, ret);
+	}
 	if (strncasecmp(b, "map_gpu:", 8) != 0)
 		return error_set(-EINVAL,
 				 "--gpu-bind=%s: jobcg binds only single:N, per_task:N and "
@@ -469,8 +493,7 @@ int jspank_gpu_bind(const char *bind, const char *step_gpus, char **ret)
 	}
 	if (len == 8)
 		return error_set(-EINVAL, "--gpu-bind=%s: an empty map", bind);
-	*ret = TAKE_PTR(out);
-	return 0;
+	return bind_checked(&out, ret);
 }
 
 int jspank_args_parse(int argc, char *const argv[], struct jspank_args *ret)

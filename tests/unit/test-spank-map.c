@@ -292,6 +292,9 @@ static void test_gpu_bind(void)
 	    {"verbose,closest", "0,1", NULL},
 	    {"single:2", "0,1", "single:2"},
 	    {"verbose,per_task:1", "0,1", "per_task:1"},
+	    /* Slurm takes the type in any case; the library only in lower case. */
+	    {"SINGLE:2", "0,1", "single:2"},
+	    {"Per_Task:3", "0-3", "per_task:3"},
 	    {"map_gpu:0,1", "0,1", "map_gpu:0,1"},
 	    {"map_gpu:1,0", "0,1", "map_gpu:1,0"},
 	    /* Node indices: the step holds GPUs 2 and 3, which are its positions 0 and 1. */
@@ -317,6 +320,12 @@ static void test_gpu_bind(void)
 	    {"map_gpu:99999999999", "0", "'99999999999' is not a GPU index"},
 	    {"map_gpu:", "0", "an empty map"},
 	    {"sometimes", "0", "only single:N"},
+	    /* Refused before any cgroup exists. */
+	    {"single:)1", "1", "--gpu-bind: tasks per GPU ')1' is not a number"},
+	    {"per_task:0", "0", "--gpu-bind per_task:0: N must be at least 1"},
+	    {"verbose,single:", "0", "--gpu-bind: tasks per GPU '' is not a number"},
+	    /* The library's limits: a repeat count up to 1024. */
+	    {"map_gpu:0*2731", "0", "repeat count"},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(good); i++) {

@@ -1,0 +1,126 @@
+/* libFuzzer target: what the Slurm plugin parses from a step's environment and plugstack.conf
+ * (spank/slurm_map.c). SLURM_GPU_BIND and the GPU lists reach a root slurmstepd from the user's
+ * srun or sbatch; the arguments come from plugstack.conf.
+ * Input: line 1 the binding, line 2 the step's GPU list (SLURM_STEP_GPUS), line 3 plugin
+ * arguments separated by spaces. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gres_internal.h"
+#include "jobcg/gres.h"
+#include "slurm_map.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The next line of *p (cut at '\n'), "" past the end. */
+static char *next_line(char **p)
+{
+	char *s = *p, *nl;
+
+	if (!s)
+		return (char *)"";
+	nl = strchr(s, '\n');
+	if (nl) {
+		*nl = 0;
+		*p = nl + 1;
+	} else {
+		*p = NULL;
+	}
+	return s;
+}
+
+/* The plugin hands SLURM_STEP_GPUS over as the step's GPUs: whatever maps must name node GPUs
+ * only, and read back the same. */
+static void check_map(const struct jobcg_gres_node *n, const char *gpus)
+{
+	struct jobcg_gres_set set, all;
+	char *mapped = NULL;
+
+	if (jspank_gpus_map(n, "jobcg-gres.conf", NULL, NULL, "SLURM_STEP_GPUS", gpus, &mapped) < 0)
+		return;
+	jobcg_gres_node_all(n, NULL, &all);
+	if (jobcg_gres_set_parse(n, mapped, &set) < 0 || !jobcg_gres_set_subset(&set, &all))
+		abort();
+	free(mapped);
+}
+
+/* A binding the plugin accepts is handed to the library's parser: it must take it, and give
+ * each task only GPUs of the step. */
+static void check_bind(const struct jobcg_gres_node *n, const char *bind, const char *gpus)
+{
+	struct jobcg_gres_set step = {}, t;
+	struct jobcg_gpu_bind b = {};
+	char *out = NULL, *mapped = NULL;
+
+	if (jspank_gpu_bind(bind, gpus, &out) < 0 || !out)
+		return;
+	if (jobcg_gpu_bind_parse(out, &b) < 0)
+		abort();
+	if (jspank_gpus_map(n, "jobcg-gres.conf", NULL, NULL, "SLURM_STEP_GPUS", gpus, &mapped) ==
+		0 &&
+	    jobcg_gres_set_parse(n, mapped, &step) == 0)
+		for (unsigned i = 0; i < 4; i++)
+			if (jobcg_gpu_bind_task(n, &b, &step, i, 4, &t) == 0 &&
+			    !jobcg_gres_set_subset(&t, &step))
+				abort();
+	jobcg_gpu_bind_done(&b);
+	free(mapped);
+	free(out);
+}
+
+static void check_args(char *line)
+{
+	char *argv[16], *save = NULL;
+	struct jspank_args a = {};
+	int argc = 0;
+
+	for (char *tok = strtok_r(line, " ", &save); tok && argc < 16;
+	     tok = strtok_r(NULL, " ", &save))
+		argv[argc++] = tok;
+	if (jspank_args_parse(argc, argv, &a) == 0) {
+		char *c = a.conf ? jspank_expand(a.conf, "n1") : NULL;
+
+		free(c);
+		if (a.jobcg && a.jobcg[0] != '/')
+			abort(); /* only absolute paths are run as root */
+		jspank_args_done(&a);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct jobcg_gres_file f[4] = {{(char *)"/dev/nvidia0", 'c', 195, 0},
+					      {(char *)"/dev/nvidia1", 'c', 195, 1},
+					      {(char *)"/dev/nvidia2", 'c', 195, 2},
+					      {(char *)"/dev/nvidia3", 'c', 195, 3}};
+	static struct jobcg_gres_record r[4] = {
+	    {.name = (char *)"gpu", .files = &f[0], .nfiles = 1, .index = 0},
+	    {.name = (char *)"gpu", .files = &f[1], .nfiles = 1, .index = 1},
+	    {.name = (char *)"gpu", .files = &f[2], .nfiles = 1, .index = 2},
+	    {.name = (char *)"gpu", .files = &f[3], .nfiles = 1, .index = 3},
+	};
+	static const struct jobcg_gres_conf conf = {.records = r, .nrecords = 4};
+	struct jobcg_gres_node *n = NULL;
+	char *buf, *p, *bind, *gpus, *args;
+
+	if (size > 4096)
+		return 0;
+	buf = malloc(size + 1);
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
+	buf[size] = 0;
+	p = buf;
+	bind = next_line(&p);
+	gpus = next_line(&p);
+	args = next_line(&p);
+	if (gres_node_new(&conf, &n) < 0)
+		abort();
+	check_map(n, gpus);
+	check_bind(n, bind, gpus);
+	check_args(args);
+	jobcg_gres_node_free(n);
+	free(buf);
+	return 0;
+}
