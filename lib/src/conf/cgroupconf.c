@@ -499,31 +499,12 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 	for (size_t i = 0; i < ELEMENTSOF(ignored); i++)
 		cands[n++] = ignored[i].name;
 	cands[n] = NULL;
-	const char *sugg = conf_suggest(pr->key, cands);
-	if (sugg)
-		return error_set_at(-EINVAL, st->file, pr->line, pr->col,
-				    "unknown cgroup.conf key '%s' (did you mean '%s'?)", pr->key,
-				    sugg);
-	return error_set_at(-EINVAL, st->file, pr->line, pr->col,
-			    "unknown cgroup.conf key '%s' (see jobcg-cgroup.conf(5) for the keys)",
-			    pr->key);
+	return conf_unknown_key(st, pr, "cgroup.conf", cands);
 }
 
 int cgconf_parse(struct confload *l, const char *path, const char *buf, size_t len)
 {
-	struct conf_parser p = {
-	    .fn = on_stmt,
-	    .userdata = l,
-	    .no_include = l->no_include,
-	    .files = &l->c->files,
-	};
-	int r;
-
-	if (!buf) {
-		r = conf_parse_file(&p, path);
-		return r > 0 ? 0 : r; /* missing: the defaults */
-	}
-	return conf_parse_buffer(&p, path, buf, len);
+	return confload_parse(l, path, buf, len, on_stmt); /* missing: the defaults */
 }
 
 static char *format_percent(double d)

@@ -10,6 +10,23 @@
 #include "log.h"
 #include "util.h"
 
+int confload_parse(struct confload *l, const char *path, const char *buf, size_t len,
+		   conf_stmt_fn fn)
+{
+	struct conf_parser p = {
+	    .fn = fn,
+	    .userdata = l,
+	    .no_include = l->no_include,
+	    .files = &l->c->files,
+	};
+	int r;
+
+	if (buf)
+		return conf_parse_buffer(&p, path, buf, len);
+	r = conf_parse_file(&p, path);
+	return r > 0 ? 0 : r;
+}
+
 JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c)
 {
 	if (!c)

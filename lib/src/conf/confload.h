@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "config_internal.h"
+#include "confparse.h"
 
 #define CGROUP_MAX_KEYS 64
 
@@ -19,6 +20,11 @@ struct confload {
 /* Record a warning "file:line: text" in c->warnings and log it. */
 void confload_warn(struct confload *l, const char *file, unsigned line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Parse @path (@buf NULL; a missing file is no error) or the buffer @buf, calling @fn with
+ * @l for each statement; every file read is listed in the configuration's files. */
+int confload_parse(struct confload *l, const char *path, const char *buf, size_t len,
+		   conf_stmt_fn fn);
 
 /* cgroupconf.c */
 int cgconf_defaults(struct jobcg_cgroup_conf *cg);

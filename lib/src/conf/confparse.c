@@ -554,6 +554,20 @@ const char *conf_suggest(const char *word, const char *const *candidates)
 	return bestd <= limit ? best : NULL;
 }
 
+int conf_unknown_key(const struct conf_stmt *st, const struct conf_pair *pr, const char *what,
+		     const char *const *candidates)
+{
+	const char *sugg = conf_suggest(pr->key, candidates);
+
+	if (sugg)
+		return error_set_at(-EINVAL, st->file, pr->line, pr->col,
+				    "unknown %s key '%s' (did you mean '%s'?)", what, pr->key,
+				    sugg);
+	return error_set_at(-EINVAL, st->file, pr->line, pr->col,
+			    "unknown %s key '%s' (see jobcg-%s(5) for the keys)", what, pr->key,
+			    what);
+}
+
 int conf_reraise(int r, const char *file, const struct conf_pair *pr, const char *fmt, ...)
 {
 	const struct jobcg_error *e = jobcg_last_error();

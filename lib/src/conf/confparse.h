@@ -53,6 +53,12 @@ int conf_parse_buffer(const struct conf_parser *p, const char *name, const char 
 unsigned conf_edit_distance(const char *a, const char *b);
 /** The closest of @candidates (NULL-terminated) to @word when close enough, else NULL. */
 const char *conf_suggest(const char *word, const char *const *candidates);
+/**
+ * -EINVAL for the key of @pr, which is none of @candidates (NULL-terminated), in a @what file
+ * ("cgroup.conf"): the nearest candidate suggested where one is close, else the man page named.
+ */
+int conf_unknown_key(const struct conf_stmt *st, const struct conf_pair *pr, const char *what,
+		     const char *const *candidates);
 /** Re-raise the error record left by a value parser (column relative to the value) at @pr. */
 int conf_reraise(int r, const char *file, const struct conf_pair *pr, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -623,21 +623,11 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 				k = gkeys[j].key;
 		if (k == _G_MAX) {
 			const char *cands[ELEMENTSOF(gkeys) + 1];
-			const char *sugg;
 
 			for (size_t j = 0; j < ELEMENTSOF(gkeys); j++)
 				cands[j] = gkeys[j].name;
 			cands[ELEMENTSOF(gkeys)] = NULL;
-			sugg = conf_suggest(pr->key, cands);
-			if (sugg)
-				r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
-						 "unknown gres.conf key '%s' (did you mean '%s'?)",
-						 pr->key, sugg);
-			else
-				r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
-						 "unknown gres.conf key '%s' (see "
-						 "jobcg-gres.conf(5) for the keys)",
-						 pr->key);
+			r = conf_unknown_key(st, pr, "gres.conf", cands);
 			goto out;
 		}
 		if (i == 0) {
@@ -752,21 +742,9 @@ out:
 
 int gres_conf_parse(struct confload *l, const char *path, const char *buf, size_t len)
 {
-	struct conf_parser p = {
-	    .fn = on_stmt,
-	    .userdata = l,
-	    .no_include = l->no_include,
-	    .files = &l->c->files,
-	};
-	int r;
-
 	if (!state(l))
 		return -ENOMEM;
-	if (!buf) {
-		r = conf_parse_file(&p, path);
-		return r > 0 ? 0 : r;
-	}
-	return conf_parse_buffer(&p, path, buf, len);
+	return confload_parse(l, path, buf, len, on_stmt);
 }
 
 /* Records of one name ordered by device (major:minor once stat()ed, else path). */
