@@ -138,6 +138,21 @@ must_fail_without() {
 	else ok "$tag (without the plugin): $what"; diag "$out"; fi
 	plugin_on $nodes
 }
+# with_plugin TAG OK NOT_OK CHECK [ARGS]: with the plugin on, CHECK must pass; OK and NOT_OK
+# say what it showed. Its output goes to the TAP log either way.
+with_plugin() {
+	tag=$1 yes=$2 no=$3
+	shift 3
+	if out=$("$@"); then ok "$tag: $yes"; diag "$out"
+	else not_ok "$tag: $no"; diag "$out"; slurm_state; fi
+}
+# both_ways NODES TAG WITHOUT OK NOT_OK CHECK: must_fail_without, then with_plugin.
+both_ways() {
+	nodes=$1 tag=$2 without=$3 yes=$4 no=$5
+	shift 5
+	must_fail_without "$nodes" "$tag" "$without" "$@"
+	with_plugin "$tag" "$yes" "$no" "$@"
+}
 
 # --- 1. srun -N2 -n2 --gres=gpu:1 -----------------------------------------------------------
 check1() {
@@ -152,14 +167,9 @@ check1() {
 	echo "$out"
 	return $ok1
 }
-must_fail_without "1 2" 1 "tasks are not in jobcg's tree and open both GPUs" check1
-if out=$(check1); then
-	ok "1: srun -N2 -n2 --gres=gpu:1: each task in job_<id>/step_0/user/task_0 on its node, its GPU opens, the other is EPERM, CUDA_VISIBLE_DEVICES=0"
-	diag "$out"
-else
-	not_ok "1: srun -N2 -n2 --gres=gpu:1 in jobcg's tree with one GPU per node"
-	diag "$out"; slurm_state
-fi
+both_ways "1 2" 1 "tasks are not in jobcg's tree and open both GPUs" \
+	"srun -N2 -n2 --gres=gpu:1: each task in job_<id>/step_0/user/task_0 on its node, its GPU opens, the other is EPERM, CUDA_VISIBLE_DEVICES=0" \
+	"srun -N2 -n2 --gres=gpu:1 in jobcg's tree with one GPU per node" check1
 
 # --- 2. two jobs on n1 at once, one GPU each ------------------------------------------------
 check2() {
@@ -178,12 +188,9 @@ check2() {
 	pa=$(echo "$A" | grep -o 'nvidia[01]=EPERM' | wc -l) pb=$(echo "$B" | grep -o 'nvidia[01]=EPERM' | wc -l)
 	[ "$pa" = 1 ] && [ "$pb" = 1 ] && [ -n "$ga" ] && [ -n "$gb" ] && [ "$ga" != "$gb" ]
 }
-must_fail_without 1 2 "two jobs' GPUs are not kept apart" check2
-if out=$(check2); then
-	ok "2: two jobs on n1 at once with --gres=gpu:1 each: disjoint GPUs, each denied the other's"; diag "$out"
-else
-	not_ok "2: two jobs on n1 at once hold disjoint GPUs"; diag "$out"; slurm_state
-fi
+both_ways 1 2 "two jobs' GPUs are not kept apart" \
+	"two jobs on n1 at once with --gres=gpu:1 each: disjoint GPUs, each denied the other's" \
+	"two jobs on n1 at once hold disjoint GPUs" check2
 
 # --- 3. sbatch with two srun steps: batch, 0 and 1 in jobcg's accounting ---------------------
 check3() {
@@ -194,7 +201,7 @@ check3() {
 	recs=$(grep "\"job\":$J," /run/jobcg-n1/acct.jsonl 2> /dev/null)
 	echo "$recs" | cut -c1-160
 	for want in '"step":"batch".*"exit_code":2,' '"step":"0".*"exit_code":0,' '"step":"1".*"exit_code":3,'; do
-		echo "$recs" | grep -qE "\"type\":\"step\".*$want" || return 1
+		echo "$recs" | grep -qE "\"type\":\"step\".*$want" || { cat "$sd/c3.out" 2>&1; return 1; }
 	done
 	# One record per Slurm step, and no job record: the plugin removes the job with its last
 	# step and records none for it (the steps of a job may come one after another).
@@ -202,13 +209,9 @@ check3() {
 	echo "step records: $n, job records: $nj"
 	[ "$n" = 3 ] && [ "$nj" = 0 ]
 }
-must_fail_without 1 3 "no jobcg records" check3
-if out=$(check3); then
-	ok "3: sbatch with two srun steps: jobcg acct has batch (2), 0 (0) and 1 (3), one record each, no job record"; diag "$out"
-else
-	not_ok "3: sbatch's steps batch, 0 and 1 in jobcg's accounting with their exit codes"
-	diag "$out"; diag "$(cat "$sd/c3.out" 2>&1)"; slurm_state
-fi
+both_ways 1 3 "no jobcg records" \
+	"sbatch with two srun steps: jobcg acct has batch (2), 0 (0) and 1 (3), one record each, no job record" \
+	"sbatch's steps batch, 0 and 1 in jobcg's accounting with their exit codes" check3
 settle
 is "after the jobs ended, n1's tree has no job left (each went with its last step)" \
 	"$(ls -d /sys/fs/cgroup/system.slice/jobcg-n1.scope/job_* 2> /dev/null)" ""
@@ -218,18 +221,15 @@ check6() {
 	rm -f "$sd/c6.ran"
 	out=$($S -w n1 -n1 touch "$sd/c6.ran" 2>&1); rc=$?
 	echo "srun rc=$rc: $out"
+	grep 'jobcg: job' "$sd/slurmd-n1.log" | tail -n 2
 	[ $rc -ne 0 ] && [ ! -e "$sd/c6.ran" ] &&
 		grep -q "jobcg: job [0-9]* step 0: loading jobcg's configuration: .*NoSuchKeyEver" "$sd/slurmd-n1.log"
 }
 cp /etc/jobcg/n1/cgroup.conf "$sd/cgroup.conf.good"
 echo "NoSuchKeyEver=1" >> /etc/jobcg/n1/cgroup.conf
-must_fail_without 1 6 "the task runs whatever jobcg's configuration says" check6
-if out=$(check6); then
-	ok "6: with jobcg's configuration broken the task does not run, srun fails, slurmd's log says why"
-	diag "$out"; diag "$(grep 'jobcg: job' "$sd/slurmd-n1.log" | tail -n 2)"
-else
-	not_ok "6: fail closed"; diag "$out"; slurm_state
-fi
+both_ways 1 6 "the task runs whatever jobcg's configuration says" \
+	"with jobcg's configuration broken the task does not run, srun fails, slurmd's log says why" \
+	"fail closed" check6
 cp "$sd/cgroup.conf.good" /etc/jobcg/n1/cgroup.conf
 
 settle
@@ -244,12 +244,9 @@ check7() {
 	echo "$out" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 .*cpus=1 " &&
 		echo "$out" | grep -qE "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 .*cpus=0 "
 }
-must_fail_without 1 7 "Slurm binds the tasks, but they are not in jobcg's task cgroups" check7
-if out=$(check7); then
-	ok "7: --cpu-bind=map_cpu:1,0: task 0 on CPU 1, task 1 on CPU 0, each in its jobcg task cgroup"; diag "$out"
-else
-	not_ok "7: --cpu-bind=map_cpu:1,0 kept inside jobcg's task cgroups"; diag "$out"; slurm_state
-fi
+both_ways 1 7 "Slurm binds the tasks, but they are not in jobcg's task cgroups" \
+	"--cpu-bind=map_cpu:1,0: task 0 on CPU 1, task 1 on CPU 0, each in its jobcg task cgroup" \
+	"--cpu-bind=map_cpu:1,0 kept inside jobcg's task cgroups" check7
 
 # --- 8. --mem=64M and a memory hog: the step's memory.max, OUT_OF_MEMORY in jobcg's record ---
 # Without the plugin nothing limits the hog (Slurm constrains no memory here) and jobcg has no
@@ -263,12 +260,9 @@ check8() {
 	echo "record: $rec" | cut -c1-200
 	echo "$out" | grep -q '^step.max=67108864$' && echo "$rec" | grep -q '"state":"OUT_OF_MEMORY"'
 }
-must_fail_without 1 8 "no memory.max of jobcg's, no OUT_OF_MEMORY record" check8
-if out=$(check8); then
-	ok "8: --mem=64M: the step's memory.max is 64M, jobcg's record of the step says OUT_OF_MEMORY"; diag "$out"
-else
-	not_ok "8: --mem=64M: memory.max of the step and OUT_OF_MEMORY"; diag "$out"; slurm_state
-fi
+both_ways 1 8 "no memory.max of jobcg's, no OUT_OF_MEMORY record" \
+	"--mem=64M: the step's memory.max is 64M, jobcg's record of the step says OUT_OF_MEMORY" \
+	"--mem=64M: memory.max of the step and OUT_OF_MEMORY" check8
 
 # --- 8b. ConstrainCores=no, ConstrainRAMSpace=no in jobcg's cgroup.conf ---------------------
 # As with Slurm's task/cgroup, the allocation's cores and memory are then no limits: the task is
@@ -282,12 +276,9 @@ check8b() {
 }
 sed -e 's/^ConstrainCores=yes/ConstrainCores=no/' -e 's/^ConstrainRAMSpace=yes/ConstrainRAMSpace=no/' \
 	"$sd/cgroup.conf.good" > /etc/jobcg/n1/cgroup.conf
-must_fail_without 1 8b "the task is not in jobcg's tree" check8b
-if out=$(check8b); then
-	ok "8b: ConstrainCores=no, ConstrainRAMSpace=no: the task in jobcg's tree, no cpuset.cpus or memory.max from Slurm's allocation"; diag "$out"
-else
-	not_ok "8b: Slurm's cores and memory are limits only where jobcg's cgroup.conf constrains them"; diag "$out"; slurm_state
-fi
+both_ways 1 8b "the task is not in jobcg's tree" \
+	"ConstrainCores=no, ConstrainRAMSpace=no: the task in jobcg's tree, no cpuset.cpus or memory.max from Slurm's allocation" \
+	"Slurm's cores and memory are limits only where jobcg's cgroup.conf constrains them" check8b
 cp "$sd/cgroup.conf.good" /etc/jobcg/n1/cgroup.conf
 
 # --- 9. srun --jobid --overlap into a running job lands in that job -------------------------
@@ -321,13 +312,9 @@ check9() {
 		echo "$l" | grep -qE "^ *$J .*gpu:[01]" && echo "$w" | grep -q "job_$J" &&
 		[ -z "$gone" ] && echo "$out2" | grep -qE "cg=$root1/job_$J/step_[0-9]+/user/task_0 "
 }
-must_fail_without 1 9 "the step is not in jobcg's tree, jobcg knows no job" check9
-if out=$(check9); then
-	ok "9: srun --jobid --overlap runs in that job's tree; jobcg list and who-has show the Slurm job and its GPU; between two steps the job leaves the node, the next step makes it again"
-	diag "$out"
-else
-	not_ok "9: srun --jobid --overlap lands in the running job"; diag "$out"; slurm_state
-fi
+both_ways 1 9 "the step is not in jobcg's tree, jobcg knows no job" \
+	"srun --jobid --overlap runs in that job's tree; jobcg list and who-has show the Slurm job and its GPU; between two steps the job leaves the node, the next step makes it again" \
+	"srun --jobid --overlap lands in the running job" check9
 
 # --- 4. scancel of a job whose task daemonised ----------------------------------------------
 # check4 TAG: the escapee is `sleep TAG`, unique per run, daemonised the usual way: a new
@@ -364,11 +351,8 @@ check4() {
 }
 settle
 must_fail_without 1 4 "the daemonised task survives scancel" check4 1016
-if out=$(check4 1017); then
-	ok "4: scancel: the escapee dies, srun returns within 15 s, job cgroup and device grants are gone"; diag "$out"
-else
-	not_ok "4: scancel of a job whose task daemonised"; diag "$out"; slurm_state
-fi
+with_plugin 4 "scancel: the escapee dies, srun returns within 15 s, job cgroup and device grants are gone" \
+	"scancel of a job whose task daemonised" check4 1017
 
 # --- 5. kill -9 of a slurmstepd: its watcher ends the step, nothing remains -----------------
 # check5 TAG: the task is `sleep TAG`, with a daemonised escapee `sleep TAG+1`. With its
@@ -408,12 +392,8 @@ check5() {
 	[ "$alive" = 0 ] && [ -z "$cg" ] && [ "$grants" = 0 ] && [ "$rec" = '"state":"NODE_FAIL"' ]
 }
 must_fail_without 1 5 "the task of a killed slurmstepd and its escapee live on" check5 1018
-if out=$(check5 1020); then
-	ok "5: kill -9 of slurmstepd: within seconds its watcher kills the task and its escapee, records NODE_FAIL, removes job, cgroup and grants"
-	diag "$out"
-else
-	not_ok "5: kill -9 of slurmstepd: the watcher ends the step and removes the job"; diag "$out"; slurm_state
-fi
+with_plugin 5 "kill -9 of slurmstepd: within seconds its watcher kills the task and its escapee, records NODE_FAIL, removes job, cgroup and grants" \
+	"kill -9 of slurmstepd: the watcher ends the step and removes the job" check5 1020
 
 # --- 10. --gpu-bind: each task only its GPU ---------------------------------------------------
 # Slurm 22.05 binds a task's GPUs (--gpu-bind) in the task itself, after the last hook in which
@@ -430,12 +410,9 @@ check10() {
 		echo "$out" | grep -qE "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 cuda=0 .* nvidia0=EPERM nvidia1=ENXIO\$"
 }
 settle
-must_fail_without 1 10 "--gpu-bind sets the environment only, each task opens both GPUs" check10
-if out=$(check10); then
-	ok "10: SLURM_GPU_BIND=map_gpu:0,1 srun -n2 --gres=gpu:2: task 0 opens only nvidia0, task 1 only nvidia1, each CUDA_VISIBLE_DEVICES=0"; diag "$out"
-else
-	not_ok "10: --gpu-bind from the step's environment gives each task only its GPU"; diag "$out"; slurm_state
-fi
+both_ways 1 10 "--gpu-bind sets the environment only, each task opens both GPUs" \
+	"SLURM_GPU_BIND=map_gpu:0,1 srun -n2 --gres=gpu:2: task 0 opens only nvidia0, task 1 only nvidia1, each CUDA_VISIBLE_DEVICES=0" \
+	"--gpu-bind from the step's environment gives each task only its GPU" check10
 # srun --gpu-bind on the command line: the binding is Slurm's alone, the task's cgroup has the
 # step's GPUs, and its variables must still say what Slurm bound, numbered within those
 # (before, the plugin replaced them with the whole step's: cuda=0,1 for both tasks).
@@ -445,11 +422,8 @@ check10b() {
 	echo "$out" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 cuda=1 " &&
 		echo "$out" | grep -qE "^n1 task1 cg=$root1/job_[0-9]+/step_0/user/task_1 cuda=0 "
 }
-if out=$(check10b); then
-	ok "10b: srun --gpu-bind=map_gpu:1,0: each task in its jobcg cgroup keeps Slurm's binding in CUDA_VISIBLE_DEVICES (1, 0)"; diag "$out"
-else
-	not_ok "10b: srun --gpu-bind keeps Slurm's per-task CUDA_VISIBLE_DEVICES"; diag "$out"; slurm_state
-fi
+with_plugin 10b "srun --gpu-bind=map_gpu:1,0: each task in its jobcg cgroup keeps Slurm's binding in CUDA_VISIBLE_DEVICES (1, 0)" \
+	"srun --gpu-bind keeps Slurm's per-task CUDA_VISIBLE_DEVICES" check10b
 
 # --- 11. GPU variables a user exports give no GPU ---------------------------------------------
 # The plugin takes a step's GPUs from SLURM_STEP_GPUS (SLURM_JOB_GPUS for the batch step), which
@@ -471,12 +445,9 @@ $(cat "$sd/c11.out" 2>&1)"
 		echo "$c" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_batch/user/task_0 .* nvidia0=EPERM nvidia1=EPERM\$"
 }
 settle
-must_fail_without 1 11 "the exported variables' GPUs open" check11
-if out=$(check11); then
-	ok "11: SLURM_STEP_GPUS=0,1 SLURM_JOB_GPUS=0,1 exported: srun without --gres opens no GPU, with --gres=gpu:1 one, a batch script none"; diag "$out"
-else
-	not_ok "11: GPU variables in the submitter's environment give no GPU"; diag "$out"; slurm_state
-fi
+both_ways 1 11 "the exported variables' GPUs open" \
+	"SLURM_STEP_GPUS=0,1 SLURM_JOB_GPUS=0,1 exported: srun without --gres opens no GPU, with --gres=gpu:1 one, a batch script none" \
+	"GPU variables in the submitter's environment give no GPU" check11
 
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
