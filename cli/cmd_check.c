@@ -303,8 +303,9 @@ static void usage(void)
 	       "  --json               the same as JSON\n"
 	       "  --pam-dir DIR        read sshd's PAM stack from DIR (default: /etc/pam.d)\n"
 	       "  --slurm-gres FILE    compare Slurm's gres.conf FILE with jobcg's, GPU by GPU\n"
-	       "                       (default: /etc/slurm/gres.conf where Slurm's\n"
-	       "                       plugstack.conf loads jobcg_spank.so; none: do not)\n");
+	       "                       (default: where Slurm's plugstack.conf in /etc/slurm or\n"
+	       "                       /run/slurm/conf loads jobcg_spank.so, its slurm_gres=\n"
+	       "                       file, else gres.conf beside it; none: do not)\n");
 }
 
 /*
@@ -355,8 +356,9 @@ static int gpus_check(const struct jobcg_config *conf, struct json_object *json)
 	return r;
 }
 
-/* Does a line of @path name jobcg_spank.so outside a comment? */
-static bool file_loads_plugin(const char *path)
+/* Does a line of @path name jobcg_spank.so outside a comment? Its slurm_gres= argument, if
+ * any, goes to @arg. */
+static bool file_loads_plugin(const char *path, char arg[PATH_MAX])
 {
 	char line[4096];
 	bool found = false;
@@ -365,18 +367,23 @@ static bool file_loads_plugin(const char *path)
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f)) {
-		char *hash = strchr(line, '#');
+		char *hash = strchr(line, '#'), *so, *tok, *save = NULL;
 
 		if (hash)
 			*hash = '\0';
-		found = strstr(line, "jobcg_spank.so") != NULL;
+		if (!(so = strstr(line, "jobcg_spank.so")))
+			continue;
+		found = true;
+		for (tok = strtok_r(so, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save))
+			if (strncmp(tok, "slurm_gres=", 11) == 0)
+				snprintf(arg, PATH_MAX, "%s", tok + 11);
 	}
 	fclose(f);
 	return found;
 }
 
 /* Slurm's plugstack.conf in @dir, or a file of plugstack.conf.d/, loads jobcg_spank.so. */
-static bool slurm_loads_plugin(const char *dir)
+static bool slurm_loads_plugin(const char *dir, char arg[PATH_MAX])
 {
 	char path[PATH_MAX];
 	struct dirent *de;
@@ -384,14 +391,14 @@ static bool slurm_loads_plugin(const char *dir)
 	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/plugstack.conf", dir);
-	found = file_loads_plugin(path);
+	found = file_loads_plugin(path, arg);
 	snprintf(path, sizeof(path), "%s/plugstack.conf.d", dir);
 	d = opendir(path);
 	while (!found && d && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/plugstack.conf.d/%s", dir, de->d_name);
-		found = file_loads_plugin(path);
+		found = file_loads_plugin(path, arg);
 	}
 	if (d)
 		closedir(d);
@@ -399,38 +406,81 @@ static bool slurm_loads_plugin(const char *dir)
 }
 
 /*
+ * The Slurm gres.conf the plugin compares with, where a plugstack.conf of Slurm's loads it:
+ * its slurm_gres= argument, else the first gres.conf of jobcg_slurm_conf_dirs. 0 with *ret
+ * NULL when no plugstack.conf loads the plugin or it says slurm_gres=none; -ENOENT when it
+ * loads it and there is no such file (its steps with GPUs fail).
+ */
+static int plugin_slurm_gres(char buf[PATH_MAX], const char **ret)
+{
+	char arg[PATH_MAX] = "";
+	bool loaded = false;
+
+	*ret = NULL;
+	for (size_t i = 0; !loaded && jobcg_slurm_conf_dirs[i]; i++)
+		loaded = slurm_loads_plugin(jobcg_slurm_conf_dirs[i], arg);
+	if (!loaded || strcmp(arg, "none") == 0)
+		return 0;
+	if (*arg) {
+		snprintf(buf, PATH_MAX, "%s", arg);
+		*ret = buf;
+		return 0;
+	}
+	for (size_t i = 0; jobcg_slurm_conf_dirs[i]; i++) {
+		snprintf(buf, PATH_MAX, "%s/gres.conf", jobcg_slurm_conf_dirs[i]);
+		if (access(buf, F_OK) == 0) {
+			*ret = buf;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/*
  * Slurm's gres.conf against jobcg's, GPU index by index (what jobcg_spank.so checks for each
- * step's GPUs, here for all of them before any job runs). @path NULL: /etc/slurm/gres.conf if
- * Slurm's plugstack.conf loads the plugin, else nothing. Returns 1 when they differ or Slurm's
- * file cannot be read, else 0.
+ * step's GPUs, here for all of them before any job runs). @path NULL: the file the plugin
+ * compares with where a plugstack.conf of Slurm's loads it, else nothing. Returns 1 when they
+ * differ or Slurm's file cannot be read or found, else 0.
  */
 static int slurm_gres_check(const struct jobcg_config *conf, const char *path,
 			    struct json_object *json)
 {
 	struct jobcg_gres_node *jn = NULL, *sn = NULL;
 	struct jobcg_config *sconf = NULL;
-	char jpath[PATH_MAX], err[PATH_MAX + 256] = "";
+	char jpath[PATH_MAX], err[PATH_MAX + 256] = "", found[PATH_MAX];
 	char **diffs = NULL;
 	int r = 0;
 
 	if (path && !strcmp(path, "none"))
 		return 0;
-	if (!path) {
-		if (!slurm_loads_plugin("/etc/slurm") || access("/etc/slurm/gres.conf", F_OK) < 0)
+	if (!path && plugin_slurm_gres(found, &path) < 0) {
+		/* No GPU in jobcg's gres.conf: no step has one to map. */
+		if (jobcg_gres_node_new(conf, &jn) == 0 && jobcg_gres_node_count(jn) == 0) {
+			jobcg_gres_node_free(jn);
 			return 0;
-		path = "/etc/slurm/gres.conf";
+		}
+		snprintf(
+		    err, sizeof(err),
+		    "jobcg_spank.so is loaded, but Slurm's gres.conf is not in %s or %s: its "
+		    "steps with GPUs fail; name the file with slurm_gres=PATH in plugstack.conf",
+		    jobcg_slurm_conf_dirs[0], jobcg_slurm_conf_dirs[1]);
+		snprintf(found, sizeof(found), "%s/gres.conf", jobcg_slurm_conf_dirs[0]);
+		path = found;
 	}
+	if (!path)
+		return 0;
 	snprintf(jpath, sizeof(jpath), "%s/gres.conf", conf->config_dir ? conf->config_dir : ".");
 	/* A missing file is an error here, not the empty gres.conf a missing one of jobcg's is.
 	 * Slurm's syntax is jobcg's: its NodeName= lines are picked for this node's name. */
-	if (access(path, R_OK) < 0)
+	if (!*err && access(path, R_OK) < 0)
 		snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
-	else if (jobcg_config_load_files(NULL, path, conf->hostname,
-					 JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV |
-					     JOBCG_CONFIG_NO_ENTRIES,
-					 &sconf) < 0 ||
-		 jobcg_gres_node_new(sconf, &sn) < 0 || jobcg_gres_node_new(conf, &jn) < 0 ||
-		 jobcg_gres_slurm_compare(jn, jpath, sn, path, &diffs) < 0)
+	else if (!*err &&
+		 (jobcg_config_load_files(NULL, path, conf->hostname,
+					  JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV |
+					      JOBCG_CONFIG_NO_ENTRIES,
+					  &sconf) < 0 ||
+		  jobcg_gres_node_new(sconf, &sn) < 0 || jobcg_gres_node_new(conf, &jn) < 0 ||
+		  jobcg_gres_slurm_compare(jn, jpath, sn, path, &diffs) < 0))
 		snprintf(err, sizeof(err), "%s", jobcg_last_error()->message);
 	if (json) {
 		struct json_object *o = json_object_new_object(), *d = json_object_new_array();

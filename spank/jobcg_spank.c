@@ -16,6 +16,7 @@
  * step whose slurmstepd was killed, which the epilog's job removal used to.
  * Any failure before a task runs returns an error: loaded as `required`, the step fails. */
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
 #include <slurm/spank.h>
 #include <time.h>
@@ -165,8 +166,8 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 	_cleanup_free_ char *jpath = NULL;
 	const char *var = streq(step, "batch") || streq(step, "interactive") ? "SLURM_JOB_GPUS"
 									     : "SLURM_STEP_GPUS";
-	const char *spath = st.args.slurm_gres ? st.args.slurm_gres : "/etc/slurm/gres.conf";
-	char value[4096];
+	const char *spath = st.args.slurm_gres;
+	char value[4096], found[PATH_MAX];
 	int r;
 
 	/* The extern step holds no GRES in Slurm; a step without the variable has no GPUs. */
@@ -177,7 +178,22 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 	r = jobcg_gres_node_new(st.conf, &jn);
 	if (r < 0)
 		return r;
-	if (!streq(spath, "none") && access(spath, F_OK) == 0) {
+	/* Without the comparison a gres.conf of Slurm's in another order would hand the step
+	 * another job's GPU: a file that cannot be found is an error, not a skipped check. */
+	for (size_t i = 0; !spath && jobcg_slurm_conf_dirs[i]; i++) {
+		snprintf(found, sizeof(found), "%s/gres.conf", jobcg_slurm_conf_dirs[i]);
+		if (access(found, F_OK) == 0)
+			spath = found;
+	}
+	if (!spath)
+		return error_set(-ENOENT,
+				 "Slurm's gres.conf is not in %s or %s: name it with "
+				 "slurm_gres=PATH in plugstack.conf (slurm_gres=none skips the "
+				 "comparison)",
+				 jobcg_slurm_conf_dirs[0], jobcg_slurm_conf_dirs[1]);
+	if (!streq(spath, "none")) {
+		if (access(spath, F_OK) < 0)
+			return error_set(-ENOENT, "slurm_gres=%s: no such file", spath);
 		r = jobcg_config_load_files(
 		    NULL, spath, node,
 		    JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV | JOBCG_CONFIG_NO_ENTRIES, &sconf);
@@ -189,8 +205,6 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 		r = jobcg_gres_node_new(sconf, &sn);
 		if (r < 0)
 			return r;
-	} else if (st.args.slurm_gres && !streq(spath, "none")) {
-		return error_set(-ENOENT, "slurm_gres=%s: no such file", spath);
 	}
 	jpath = strdup_printf("%s/gres.conf", st.conf->config_dir ? st.conf->config_dir : "?");
 	if (!jpath)

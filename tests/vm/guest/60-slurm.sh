@@ -449,6 +449,31 @@ both_ways 1 11 "the exported variables' GPUs open" \
 	"SLURM_STEP_GPUS=0,1 SLURM_JOB_GPUS=0,1 exported: srun without --gres opens no GPU, with --gres=gpu:1 one, a batch script none" \
 	"GPU variables in the submitter's environment give no GPU" check11
 
+# --- 12. Slurm's gres.conf not found: steps with GPUs fail, jobcg check says so ---------------
+# The comparison with Slurm's gres.conf is what keeps Slurm's GPU indices on the devices Slurm
+# meant: when the plugin finds the file neither in /etc/slurm nor in /run/slurm/conf (configless)
+# and plugstack.conf names none, a step with GPUs fails and one without runs. `jobcg check`
+# finds the file the same way. slurmd read its gres.conf at its start: moving it away now
+# changes only what the plugin and jobcg check find. (Not a containment check: plugin only.)
+check12() {
+	c1=$(JOBCG_NODENAME=n1 j1 check 2>&1 | grep "^Slurm's gres.conf:")
+	mv /etc/slurm/gres.conf "$sd/slurm-gres.conf.away"
+	a=$($S -w n1 -n1 --gres=gpu:1 true 2>&1); arc=$?
+	b=$($S -w n1 -n1 true 2>&1); brc=$?
+	c2=$(JOBCG_NODENAME=n1 j1 check 2>&1 | grep "^Slurm's gres.conf:")
+	mv "$sd/slurm-gres.conf.away" /etc/slurm/gres.conf
+	log=$(grep "mapping Slurm's GPUs onto jobcg's gres.conf" "$sd/slurmd-n1.log" | tail -n 1)
+	printf 'check, file there: %s\nsrun --gres=gpu:1: rc %s %s\nsrun: rc %s %s\ncheck, file gone: %s\nslurmd: %s\n' \
+		"$c1" "$arc" "$a" "$brc" "$b" "$c2" "$log"
+	echo "$c1" | grep -q "/etc/slurm/gres.conf lists this node's 2 GPU(s)" &&
+		[ "$arc" -ne 0 ] && [ "$brc" -eq 0 ] &&
+		echo "$log" | grep -q "not in /etc/slurm or /run/slurm/conf: name it with slurm_gres=PATH" &&
+		echo "$c2" | grep -q "jobcg_spank.so is loaded, but Slurm's gres.conf is not in /etc/slurm or /run/slurm/conf"
+}
+settle
+with_plugin 12 "Slurm's gres.conf moved away: a step with a GPU fails naming slurm_gres=, one without runs, jobcg check says why (and found the file in /etc/slurm before)" \
+	"the plugin and jobcg check refuse to go without Slurm's gres.conf" check12
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
