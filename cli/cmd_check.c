@@ -6,6 +6,7 @@
 #include "common.h"
 #include "jobcg/adopt.h"
 #include "gpudetect.h"
+#include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "spec.h"
 #include "jobcg/sysinfo.h"
@@ -172,7 +173,7 @@ static void pam_text(const struct pam_check *pc)
 
 static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserved,
 		       struct json_object *pam, struct json_object *gpus,
-		       struct json_object *slurm_gres)
+		       struct json_object *slurm_gres, struct json_object *gres_types)
 {
 	struct json_object *o = json_object_new_object(), *lim = json_object_new_array();
 
@@ -200,6 +201,8 @@ static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserv
 		json_object_object_add(o, "gpus", json_object_get(gpus));
 	if (slurm_gres)
 		json_object_object_add(o, "slurm_gres", json_object_get(slurm_gres));
+	if (gres_types)
+		json_object_object_add(o, "slurm_gres_types", json_object_get(gres_types));
 	json_object_object_add(o, "cannot_enforce", lim);
 	json_object_object_add(o, "can_run", json_object_new_boolean(s->can_run));
 	if (!s->can_run)
@@ -298,8 +301,9 @@ static void usage(void)
 	       "cannot enforce on this host, and what sshd's PAM stack does with logins that\n"
 	       "'jobcg adopt --pam' adopts; with AutoDetect= in gres.conf, how the GPUs found\n"
 	       "differ from gres.conf; under Slurm, whether Slurm's gres.conf lists this node's\n"
-	       "GPUs as jobcg's does. Exit status 0 only if jobs can run, adopted ssh logins\n"
-	       "stay in their jobs (no pam_systemd in sshd's session stack) and the GPUs agree.\n\n"
+	       "GPUs as jobcg's does and slurm.conf's GresTypes= lists gpu. Exit status 0 only if\n"
+	       "jobs can run, adopted ssh logins stay in their jobs (no pam_systemd in sshd's\n"
+	       "session stack), the GPUs agree and Slurm sets the steps' GPU variables.\n\n"
 	       "  --json               the same as JSON\n"
 	       "  --pam-dir DIR        read sshd's PAM stack from DIR (default: /etc/pam.d)\n"
 	       "  --slurm-gres FILE    compare Slurm's gres.conf FILE with jobcg's, GPU by GPU\n"
@@ -405,6 +409,16 @@ static bool slurm_loads_plugin(const char *dir, char arg[PATH_MAX])
 	return found;
 }
 
+/* The first of jobcg_slurm_conf_dirs whose plugstack.conf loads jobcg_spank.so, or NULL; its
+ * slurm_gres= argument to @arg. */
+static const char *plugin_dir(char arg[PATH_MAX])
+{
+	for (size_t i = 0; jobcg_slurm_conf_dirs[i]; i++)
+		if (slurm_loads_plugin(jobcg_slurm_conf_dirs[i], arg))
+			return jobcg_slurm_conf_dirs[i];
+	return NULL;
+}
+
 /*
  * The Slurm gres.conf the plugin compares with, where a plugstack.conf of Slurm's loads it:
  * its slurm_gres= argument, else the first gres.conf of jobcg_slurm_conf_dirs. 0 with *ret
@@ -414,12 +428,9 @@ static bool slurm_loads_plugin(const char *dir, char arg[PATH_MAX])
 static int plugin_slurm_gres(char buf[PATH_MAX], const char **ret)
 {
 	char arg[PATH_MAX] = "";
-	bool loaded = false;
 
 	*ret = NULL;
-	for (size_t i = 0; !loaded && jobcg_slurm_conf_dirs[i]; i++)
-		loaded = slurm_loads_plugin(jobcg_slurm_conf_dirs[i], arg);
-	if (!loaded || strcmp(arg, "none") == 0)
+	if (!plugin_dir(arg) || strcmp(arg, "none") == 0)
 		return 0;
 	if (*arg) {
 		snprintf(buf, PATH_MAX, "%s", arg);
@@ -434,6 +445,51 @@ static int plugin_slurm_gres(char buf[PATH_MAX], const char **ret)
 		}
 	}
 	return -ENOENT;
+}
+
+/*
+ * The plugin takes a step's GPUs from SLURM_STEP_GPUS, which only Slurm's gpu GRES plugin sets
+ * or clears: without gpu in slurm.conf's GresTypes= a user's srun passes its own value through
+ * and the plugin would grant what it names. Where a plugstack.conf of Slurm's loads the plugin
+ * and jobcg's gres.conf has GPUs, the slurm.conf beside it must list gpu. Returns 1 when it
+ * does not, else 0 (a slurm.conf that cannot be read is said, not counted).
+ */
+static int gres_types_check(const struct jobcg_config *conf, struct json_object *json)
+{
+	struct jobcg_gres_node *jn = NULL;
+	char arg[PATH_MAX], path[PATH_MAX], err[PATH_MAX + 256] = "";
+	const char *dir = plugin_dir(arg);
+	bool gpus, gpu = false;
+	int r;
+
+	if (!dir || jobcg_gres_node_new(conf, &jn) < 0)
+		return 0;
+	gpus = jobcg_gres_node_count(jn) > 0;
+	jobcg_gres_node_free(jn);
+	if (!gpus)
+		return 0;
+	snprintf(path, sizeof(path), "%s/slurm.conf", dir);
+	if ((r = slurm_conf_gres_gpu(path, &gpu)) < 0)
+		jobcg_error_format(r, err, sizeof(err)); /* file:line: what */
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "file", json_object_new_string(path));
+		json_object_object_add(o, "gpu", *err ? NULL : json_object_new_boolean(gpu));
+		json_object_object_add(o, "error", *err ? json_object_new_string(err) : NULL);
+		json_object_object_add(json, "slurm_gres_types", o);
+	} else if (*err) {
+		printf("%-22s not checked: %s\n", "Slurm's GresTypes:", err);
+	} else if (gpu) {
+		printf("%-22s %s lists gpu: Slurm sets or clears each step's GPU variables\n",
+		       "Slurm's GresTypes:", path);
+	} else {
+		printf("%-22s %s does not list gpu in GresTypes=: Slurm leaves SLURM_STEP_GPUS "
+		       "as a user's srun set it, and jobcg_spank.so would grant the GPUs it names; "
+		       "add GresTypes=gpu\n",
+		       "Slurm's GresTypes:", path);
+	}
+	return !*err && !gpu;
 }
 
 /*
@@ -570,15 +626,18 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 
 		r = gpus_check(conf, gj);
 		rs = slurm_gres_check(conf, slurm_gres, gj);
+		rs |= gres_types_check(conf, gj);
 		print_json(s, reserved_json(conf), pam_json(&pc),
 			   json_object_object_get(gj, "gpus"),
-			   json_object_object_get(gj, "slurm_gres"));
+			   json_object_object_get(gj, "slurm_gres"),
+			   json_object_object_get(gj, "slurm_gres_types"));
 		json_object_put(gj);
 	} else {
 		print_text(s, conf);
 		pam_text(&pc);
 		r = gpus_check(conf, NULL);
 		rs = slurm_gres_check(conf, slurm_gres, NULL);
+		rs |= gres_types_check(conf, NULL);
 	}
 	r = s->can_run && !pc.escapes && !r && !rs ? 0 : 1;
 	jobcg_pam_scan_free(pc.scan);

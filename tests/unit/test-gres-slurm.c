@@ -1,11 +1,13 @@
 /* Slurm's gres.conf against jobcg's, GPU index by index (lib/src/gres/slurmgres.c), and
- * `jobcg check --slurm-gres` reporting each disagreement with both files and lines. */
+ * `jobcg check --slurm-gres` reporting each disagreement with both files and lines; whether
+ * slurm.conf lists gpu in GresTypes=. */
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "config_internal.h"
+#include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "tap.h"
 #include "util.h"
@@ -209,12 +211,52 @@ static void test_cli(void)
 	free(out);
 }
 
+/* GresTypes= as Slurm reads slurm.conf: any case, a list, Include files, the latest line. */
+static void test_gres_types(void)
+{
+	static const struct {
+		const char *text;
+		int want; /* 1 gpu listed, 0 not, -1 an error */
+	} cases[] = {
+	    {"ClusterName=c\nGresTypes=gpu\nNodeName=n[1-2] CPUs=2 Gres=gpu:2\n", 1},
+	    {"gresTYPES = mps,GPU,nic\n", 1},
+	    {"GresTypes=gpus,mps\n", 0},
+	    {"ClusterName=c\n", 0},
+	    {"GresTypes=gpu\nGresTypes=nic\n", 0},
+	    {"ClusterName=c\nInclude gres-types.conf\n", 1},
+	    {"GresTypes=gpu\nInclude no-such.conf\n", -1},
+	    {"ClusterName=c\nGresTypes=\"gpu\n", -1},
+	};
+	char path[PATH_MAX];
+
+	put("gres-types.conf", "GresTypes=gpu\n");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool gpu = false;
+		int r;
+
+		put("slurm.conf", cases[i].text);
+		snprintf(path, sizeof(path), "%s/slurm.conf", tmp);
+		r = slurm_conf_gres_gpu(path, &gpu);
+		ok(cases[i].want < 0 ? r < 0 && strstr(jobcg_last_error()->file, "slurm.conf") &&
+					   jobcg_last_error()->line == 2
+				     : r == 0 && gpu == (cases[i].want == 1),
+		   "slurm.conf case %zu: %s (r %d, gpu %d%s%s)", i,
+		   cases[i].want < 0 ? "an error naming the file and line"
+		   : cases[i].want   ? "gpu listed"
+				     : "gpu not listed",
+		   r, gpu, r < 0 ? ": " : "", r < 0 ? jobcg_last_error()->message : "");
+	}
+	snprintf(path, sizeof(path), "%s/no-such-slurm.conf", tmp);
+	ok(slurm_conf_gres_gpu(path, &(bool){false}) == -ENOENT, "no slurm.conf: -ENOENT");
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmp))
 		tap_plan_skip_all("mkdtemp failed");
 	test_compare();
 	test_cli();
+	test_gres_types();
 	{
 		char cmd[PATH_MAX];
 

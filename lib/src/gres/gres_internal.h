@@ -19,3 +19,7 @@ int gres_node_new(const struct jobcg_gres_conf *conf, struct jobcg_gres_node **r
 int gres_append(char **s, const char *item);
 /* GRES types compare without case; NULL only matches NULL. */
 bool gres_same_type(const char *a, const char *b);
+
+/* Does Slurm's slurm.conf @path (Include files followed) list gpu in GresTypes=, the latest
+ * one? 0 and *ret, or a negative errno with the error record naming the file and line. */
+int slurm_conf_gres_gpu(const char *path, bool *ret);

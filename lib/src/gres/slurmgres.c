@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "config_internal.h"
+#include "confparse.h"
+#include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "log.h"
 #include "util.h"
@@ -106,5 +108,39 @@ JOBCG_EXPORT int jobcg_gres_slurm_compare(const struct jobcg_gres_node *jobcg,
 			return r;
 	}
 	*ret = TAKE_PTR(diffs);
+	return 0;
+}
+
+static int on_slurm_stmt(const struct conf_stmt *st, void *userdata)
+{
+	bool *gpu = userdata;
+
+	for (size_t i = 0; i < st->npairs; i++) {
+		_cleanup_free_ char *v = NULL;
+		char *save = NULL;
+
+		if (!strcaseeq(st->pairs[i].key, "GresTypes"))
+			continue;
+		if (!(v = strdup(st->pairs[i].value)))
+			return -ENOMEM;
+		*gpu = false;
+		for (char *t = strtok_r(v, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save))
+			if (strcaseeq(t, "gpu"))
+				*gpu = true;
+	}
+	return 0;
+}
+
+int slurm_conf_gres_gpu(const char *path, bool *ret)
+{
+	bool gpu = false;
+	struct conf_parser p = {.fn = on_slurm_stmt, .userdata = &gpu};
+	int r = conf_parse_file(&p, path);
+
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return error_set(-ENOENT, "%s: no such file", path);
+	*ret = gpu;
 	return 0;
 }

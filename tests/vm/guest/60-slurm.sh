@@ -474,6 +474,26 @@ settle
 with_plugin 12 "Slurm's gres.conf moved away: a step with a GPU fails naming slurm_gres=, one without runs, jobcg check says why (and found the file in /etc/slurm before)" \
 	"the plugin and jobcg check refuse to go without Slurm's gres.conf" check12
 
+# --- 13. jobcg check: GresTypes=gpu in the slurm.conf beside the plugstack.conf ----------------
+# Only Slurm's gpu GRES plugin sets or clears SLURM_STEP_GPUS (check 11); without gpu in
+# GresTypes= a user's value would reach the plugin. slurmctld read slurm.conf at its start:
+# rewriting it for a moment changes only what jobcg check reads.
+check13() {
+	a=$(JOBCG_NODENAME=n1 j1 check 2>&1 | grep "^Slurm's GresTypes:")
+	cp /etc/slurm/slurm.conf "$sd/slurm.conf.keep"
+	grep -v '^GresTypes=' "$sd/slurm.conf.keep" > /etc/slurm/slurm.conf
+	b=$(JOBCG_NODENAME=n1 j1 check 2>&1 | grep "^Slurm's GresTypes:")
+	brc=$(JOBCG_NODENAME=n1 j1 check --json > "$sd/c13.json" 2>&1; echo $?)
+	cp "$sd/slurm.conf.keep" /etc/slurm/slurm.conf
+	j=$(tr -d ' \n\t' < "$sd/c13.json" | grep -o '"slurm_gres_types":{[^}]*}')
+	printf 'with GresTypes=gpu: %s\nwithout: %s (rc %s)\njson: %s\n' "$a" "$b" "$brc" "$j"
+	echo "$a" | grep -q "/etc/slurm/slurm.conf lists gpu" &&
+		echo "$b" | grep -q "does not list gpu in GresTypes=" && [ "$brc" -ne 0 ] &&
+		[ "$j" = '"slurm_gres_types":{"file":"/etc/slurm/slurm.conf","gpu":false,"error":null}' ]
+}
+with_plugin 13 "jobcg check finds GresTypes=gpu in the slurm.conf beside the plugstack.conf that loads the plugin, and fails without it" \
+	"jobcg check says whether Slurm's GresTypes lists gpu" check13
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
