@@ -409,19 +409,19 @@ static bool slurm_loads_plugin(const char *dir, char arg[PATH_MAX])
 	return found;
 }
 
-/* The first of jobcg_slurm_conf_dirs whose plugstack.conf loads jobcg_spank.so, or NULL; its
+/* The first of slurm_conf_dirs whose plugstack.conf loads jobcg_spank.so, or NULL; its
  * slurm_gres= argument to @arg. */
 static const char *plugin_dir(char arg[PATH_MAX])
 {
-	for (size_t i = 0; jobcg_slurm_conf_dirs[i]; i++)
-		if (slurm_loads_plugin(jobcg_slurm_conf_dirs[i], arg))
-			return jobcg_slurm_conf_dirs[i];
+	for (size_t i = 0; slurm_conf_dirs[i]; i++)
+		if (slurm_loads_plugin(slurm_conf_dirs[i], arg))
+			return slurm_conf_dirs[i];
 	return NULL;
 }
 
 /*
  * The Slurm gres.conf the plugin compares with, where a plugstack.conf of Slurm's loads it:
- * its slurm_gres= argument, else the first gres.conf of jobcg_slurm_conf_dirs. 0 with *ret
+ * its slurm_gres= argument, else the first gres.conf of slurm_conf_dirs. 0 with *ret
  * NULL when no plugstack.conf loads the plugin or it says slurm_gres=none; -ENOENT when it
  * loads it and there is no such file (its steps with GPUs fail).
  */
@@ -437,8 +437,8 @@ static int plugin_slurm_gres(char buf[PATH_MAX], const char **ret)
 		*ret = buf;
 		return 0;
 	}
-	for (size_t i = 0; jobcg_slurm_conf_dirs[i]; i++) {
-		snprintf(buf, PATH_MAX, "%s/gres.conf", jobcg_slurm_conf_dirs[i]);
+	for (size_t i = 0; slurm_conf_dirs[i]; i++) {
+		snprintf(buf, PATH_MAX, "%s/gres.conf", slurm_conf_dirs[i]);
 		if (access(buf, F_OK) == 0) {
 			*ret = buf;
 			return 0;
@@ -519,8 +519,8 @@ static int slurm_gres_check(const struct jobcg_config *conf, const char *path,
 		    err, sizeof(err),
 		    "jobcg_spank.so is loaded, but Slurm's gres.conf is not in %s or %s: its "
 		    "steps with GPUs fail; name the file with slurm_gres=PATH in plugstack.conf",
-		    jobcg_slurm_conf_dirs[0], jobcg_slurm_conf_dirs[1]);
-		snprintf(found, sizeof(found), "%s/gres.conf", jobcg_slurm_conf_dirs[0]);
+		    slurm_conf_dirs[0], slurm_conf_dirs[1]);
+		snprintf(found, sizeof(found), "%s/gres.conf", slurm_conf_dirs[0]);
 		path = found;
 	}
 	if (!path)

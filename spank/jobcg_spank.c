@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "detach.h"
+#include "gres_internal.h"
 #include "jobcg-build.h"
 #include "jobcg/acct.h"
 #include "jobcg/config.h"
@@ -180,8 +181,8 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 		return r;
 	/* Without the comparison a gres.conf of Slurm's in another order would hand the step
 	 * another job's GPU: a file that cannot be found is an error, not a skipped check. */
-	for (size_t i = 0; !spath && jobcg_slurm_conf_dirs[i]; i++) {
-		snprintf(found, sizeof(found), "%s/gres.conf", jobcg_slurm_conf_dirs[i]);
+	for (size_t i = 0; !spath && slurm_conf_dirs[i]; i++) {
+		snprintf(found, sizeof(found), "%s/gres.conf", slurm_conf_dirs[i]);
 		if (access(found, F_OK) == 0)
 			spath = found;
 	}
@@ -190,7 +191,7 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 				 "Slurm's gres.conf is not in %s or %s: name it with "
 				 "slurm_gres=PATH in plugstack.conf (slurm_gres=none skips the "
 				 "comparison)",
-				 jobcg_slurm_conf_dirs[0], jobcg_slurm_conf_dirs[1]);
+				 slurm_conf_dirs[0], slurm_conf_dirs[1]);
 	if (!streq(spath, "none")) {
 		if (access(spath, F_OK) < 0)
 			return error_set(-ENOENT, "slurm_gres=%s: no such file", spath);

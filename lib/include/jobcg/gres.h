@@ -132,13 +132,6 @@ JOBCG_EXPORT int jobcg_gres_select_step(const struct jobcg_gres_node *n,
  * indices in its file's order, jobcg maps index N onto its own gpu N; both must be one file.
  */
 
-/*
- * Where a node's Slurm configuration is, in the order looked in (NULL-terminated):
- * /etc/slurm (Slurm's packages), then /run/slurm/conf (configless mode: the link slurmd makes
- * to its cached copy of slurmctld's files).
- */
-JOBCG_EXPORT extern const char *const jobcg_slurm_conf_dirs[];
-
 /**
  * The position in @jobcg (read from @jobcg_conf) of GPU @index as Slurm numbers it: jobcg's gpu
  * @index, which must have the same device file as gpu @index of @slurm (Slurm's gres.conf, read

@@ -20,6 +20,13 @@ int gres_append(char **s, const char *item);
 /* GRES types compare without case; NULL only matches NULL. */
 bool gres_same_type(const char *a, const char *b);
 
+/*
+ * Where a node's Slurm configuration is, in the order looked in (NULL-terminated):
+ * /etc/slurm (Slurm's packages), then /run/slurm/conf (configless mode: the link slurmd makes
+ * to its cached copy of slurmctld's files).
+ */
+extern const char *const slurm_conf_dirs[];
+
 /* Does Slurm's slurm.conf @path (Include files followed) list gpu in GresTypes=, the latest
  * one? 0 and *ret, or a negative errno with the error record naming the file and line. */
 int slurm_conf_gres_gpu(const char *path, bool *ret);

@@ -11,7 +11,7 @@
 #include "log.h"
 #include "util.h"
 
-JOBCG_EXPORT const char *const jobcg_slurm_conf_dirs[] = {"/etc/slurm", "/run/slurm/conf", NULL};
+const char *const slurm_conf_dirs[] = {"/etc/slurm", "/run/slurm/conf", NULL};
 
 static const struct jobcg_gres_device *gpu(const struct jobcg_gres_node *n, unsigned index)
 {
