@@ -4,19 +4,18 @@
 #include <string.h>
 
 #include "parse.h"
+#include "fuzz-input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *s = malloc(size + 1), *text = NULL;
+	char *s = fuzz_cstring(data, size, 0), *text = NULL;
 	uint64_t *bits = NULL, *again = NULL;
 	size_t words = 0, words2 = 0;
 
 	if (!s)
 		return 0;
-	memcpy(s, data, size);
-	s[size] = '\0';
 	if (jobcg_parse_cpulist(s, &bits, &words) == 0) {
 		if (words == 0 || words > JOBCG_CPU_MAX / 64)
 			abort();

@@ -7,6 +7,7 @@
 #include "bpfvm.h"
 #include "devprog.h"
 #include "jobcg/devrule.h"
+#include "fuzz-input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -16,13 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = 0;
 	char *s, *save = NULL;
 
-	if (size > 4096)
-		return 0;
-	s = malloc(size + 1);
+	s = fuzz_cstring(data, size, 4096);
 	if (!s)
 		return 0;
-	memcpy(s, data, size);
-	s[size] = 0;
 	for (char *line = strtok_r(s, "\n", &save); line && n < 16;
 	     line = strtok_r(NULL, "\n", &save)) {
 		struct jobcg_devrule r, back;

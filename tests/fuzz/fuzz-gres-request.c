@@ -6,6 +6,7 @@
 
 #include "gres_internal.h"
 #include "jobcg/gres.h"
+#include "fuzz-input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,13 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct jobcg_gpu_bind b = {};
 	char *s;
 
-	if (size > 4096)
-		return 0;
-	s = malloc(size + 1);
+	s = fuzz_cstring(data, size, 4096);
 	if (!s)
 		return 0;
-	memcpy(s, data, size);
-	s[size] = 0;
 	if (gres_node_new(&conf, &n) < 0)
 		abort();
 	jobcg_gres_node_all(n, NULL, &all);

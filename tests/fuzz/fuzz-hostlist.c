@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "parse.h"
+#include "fuzz-input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -46,13 +47,11 @@ static void check_near(const char *s, char **v, const char *name, size_t k)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *s = malloc(size + 1), **v = NULL;
+	char *s = fuzz_cstring(data, size, 0), **v = NULL;
 	int r;
 
 	if (!s)
 		return 0;
-	memcpy(s, data, size);
-	s[size] = '\0';
 	r = jobcg_hostlist_expand(s, 4096, &v);
 	if (r == 0) {
 		size_t n = 0;

@@ -10,6 +10,7 @@
 #include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "slurm_map.h"
+#include "fuzz-input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -104,13 +105,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct jobcg_gres_node *n = NULL;
 	char *buf, *p, *bind, *gpus, *args;
 
-	if (size > 4096)
-		return 0;
-	buf = malloc(size + 1);
+	buf = fuzz_cstring(data, size, 4096);
 	if (!buf)
 		return 0;
-	memcpy(buf, data, size);
-	buf[size] = 0;
 	p = buf;
 	bind = next_line(&p);
 	gpus = next_line(&p);
