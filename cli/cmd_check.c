@@ -409,6 +409,19 @@ static bool slurm_loads_plugin(const char *dir, char arg[PATH_MAX])
 	return found;
 }
 
+/* Whether jobcg's gres.conf gives this node GPUs (what a Slurm step's GPUs map onto). */
+static bool has_gpus(const struct jobcg_config *conf)
+{
+	struct jobcg_gres_node *n = NULL;
+	struct jobcg_gres_set all;
+
+	if (jobcg_gres_node_new(conf, &n) < 0)
+		return true; /* unreadable: the checks that follow say so */
+	jobcg_gres_node_all(n, "gpu", &all);
+	jobcg_gres_node_free(n);
+	return jobcg_gres_set_count(&all) > 0;
+}
+
 /* The first of slurm_conf_dirs whose plugstack.conf loads jobcg_spank.so, or NULL; its
  * slurm_gres= argument to @arg. */
 static const char *plugin_dir(char arg[PATH_MAX])
@@ -456,17 +469,12 @@ static int plugin_slurm_gres(char buf[PATH_MAX], const char **ret)
  */
 static int gres_types_check(const struct jobcg_config *conf, struct json_object *json)
 {
-	struct jobcg_gres_node *jn = NULL;
-	char arg[PATH_MAX], path[PATH_MAX], err[PATH_MAX + 256] = "";
+	char arg[PATH_MAX] = "", path[PATH_MAX], err[PATH_MAX + 256] = "";
 	const char *dir = plugin_dir(arg);
-	bool gpus, gpu = false;
+	bool gpu = false;
 	int r;
 
-	if (!dir || jobcg_gres_node_new(conf, &jn) < 0)
-		return 0;
-	gpus = jobcg_gres_node_count(jn) > 0;
-	jobcg_gres_node_free(jn);
-	if (!gpus)
+	if (!dir || !has_gpus(conf))
 		return 0;
 	snprintf(path, sizeof(path), "%s/slurm.conf", dir);
 	if ((r = slurm_conf_gres_gpu(path, &gpu)) < 0)
@@ -510,11 +518,8 @@ static int slurm_gres_check(const struct jobcg_config *conf, const char *path,
 	if (path && !strcmp(path, "none"))
 		return 0;
 	if (!path && plugin_slurm_gres(found, &path) < 0) {
-		/* No GPU in jobcg's gres.conf: no step has one to map. */
-		if (jobcg_gres_node_new(conf, &jn) == 0 && jobcg_gres_node_count(jn) == 0) {
-			jobcg_gres_node_free(jn);
-			return 0;
-		}
+		if (!has_gpus(conf))
+			return 0; /* no step has a GPU to map */
 		snprintf(
 		    err, sizeof(err),
 		    "jobcg_spank.so is loaded, but Slurm's gres.conf is not in %s or %s: its "
