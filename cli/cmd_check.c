@@ -450,14 +450,10 @@ static int plugin_slurm_gres(char buf[PATH_MAX], const char **ret)
 		*ret = buf;
 		return 0;
 	}
-	for (size_t i = 0; slurm_conf_dirs[i]; i++) {
-		snprintf(buf, PATH_MAX, "%s/gres.conf", slurm_conf_dirs[i]);
-		if (access(buf, F_OK) == 0) {
-			*ret = buf;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	if (slurm_conf_find("gres.conf", buf) < 0)
+		return -ENOENT;
+	*ret = buf;
+	return 0;
 }
 
 /*

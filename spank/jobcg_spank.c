@@ -181,11 +181,8 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 		return r;
 	/* Without the comparison a gres.conf of Slurm's in another order would hand the step
 	 * another job's GPU: a file that cannot be found is an error, not a skipped check. */
-	for (size_t i = 0; !spath && slurm_conf_dirs[i]; i++) {
-		snprintf(found, sizeof(found), "%s/gres.conf", slurm_conf_dirs[i]);
-		if (access(found, F_OK) == 0)
-			spath = found;
-	}
+	if (!spath && slurm_conf_find("gres.conf", found) == 0)
+		spath = found;
 	if (!spath)
 		return error_set(-ENOENT,
 				 "Slurm's gres.conf is not in %s or %s: name it with "

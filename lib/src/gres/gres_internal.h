@@ -1,6 +1,7 @@
 /* jobcg internal: the node's GRES table, shared by the files of gres/ that read its devices. */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -26,6 +27,8 @@ bool gres_same_type(const char *a, const char *b);
  * to its cached copy of slurmctld's files).
  */
 extern const char *const slurm_conf_dirs[];
+/* The first <dir>/@name of slurm_conf_dirs that exists, in @buf: 0, else -ENOENT. */
+int slurm_conf_find(const char *name, char buf[PATH_MAX]);
 
 /* Does Slurm's slurm.conf @path (Include files followed) list gpu in GresTypes=, the latest
  * one? 0 and *ret, or a negative errno with the error record naming the file and line. */

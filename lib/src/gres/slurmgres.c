@@ -3,6 +3,7 @@
  * device file for every index (jobcg_spank.so per step, `jobcg check --slurm-gres` per node). */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config_internal.h"
 #include "confparse.h"
@@ -12,6 +13,16 @@
 #include "util.h"
 
 const char *const slurm_conf_dirs[] = {"/etc/slurm", "/run/slurm/conf", NULL};
+
+int slurm_conf_find(const char *name, char buf[PATH_MAX])
+{
+	for (size_t i = 0; slurm_conf_dirs[i]; i++) {
+		snprintf(buf, PATH_MAX, "%s/%s", slurm_conf_dirs[i], name);
+		if (access(buf, F_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
 
 static const struct jobcg_gres_device *gpu(const struct jobcg_gres_node *n, unsigned index)
 {
