@@ -32,41 +32,39 @@ static char *next_line(char **p)
 }
 
 /* The plugin hands SLURM_STEP_GPUS over as the step's GPUs: whatever maps must name node GPUs
- * only, and read back the same. */
-static void check_map(const struct jobcg_gres_node *n, const char *gpus)
+ * only, and read back the same. *ret (the step's set) and true when it mapped. */
+static bool check_map(const struct jobcg_gres_node *n, const char *gpus, struct jobcg_gres_set *ret)
 {
-	struct jobcg_gres_set set, all;
+	struct jobcg_gres_set all;
 	char *mapped = NULL;
 
 	if (jspank_gpus_map(n, "jobcg-gres.conf", NULL, NULL, "SLURM_STEP_GPUS", gpus, &mapped) < 0)
-		return;
+		return false;
 	jobcg_gres_node_all(n, NULL, &all);
-	if (jobcg_gres_set_parse(n, mapped, &set) < 0 || !jobcg_gres_set_subset(&set, &all))
+	if (jobcg_gres_set_parse(n, mapped, ret) < 0 || !jobcg_gres_set_subset(ret, &all))
 		abort();
 	free(mapped);
+	return true;
 }
 
 /* A binding the plugin accepts is handed to the library's parser: it must take it, and give
- * each task only GPUs of the step. */
-static void check_bind(const struct jobcg_gres_node *n, const char *bind, const char *gpus)
+ * each task only GPUs of the step (@step, NULL when the step's GPUs did not map). */
+static void check_bind(const struct jobcg_gres_node *n, const char *bind, const char *gpus,
+		       const struct jobcg_gres_set *step)
 {
-	struct jobcg_gres_set step = {}, t;
+	struct jobcg_gres_set t;
 	struct jobcg_gpu_bind b = {};
-	char *out = NULL, *mapped = NULL;
+	char *out = NULL;
 
 	if (jspank_gpu_bind(bind, gpus, &out) < 0 || !out)
 		return;
 	if (jobcg_gpu_bind_parse(out, &b) < 0)
 		abort();
-	if (jspank_gpus_map(n, "jobcg-gres.conf", NULL, NULL, "SLURM_STEP_GPUS", gpus, &mapped) ==
-		0 &&
-	    jobcg_gres_set_parse(n, mapped, &step) == 0)
-		for (unsigned i = 0; i < 4; i++)
-			if (jobcg_gpu_bind_task(n, &b, &step, i, 4, &t) == 0 &&
-			    !jobcg_gres_set_subset(&t, &step))
-				abort();
+	for (unsigned i = 0; step && i < 4; i++)
+		if (jobcg_gpu_bind_task(n, &b, step, i, 4, &t) == 0 &&
+		    !jobcg_gres_set_subset(&t, step))
+			abort();
 	jobcg_gpu_bind_done(&b);
-	free(mapped);
 	free(out);
 }
 
@@ -103,7 +101,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	};
 	static const struct jobcg_gres_conf conf = {.records = r, .nrecords = 4};
 	struct jobcg_gres_node *n = NULL;
+	struct jobcg_gres_set step = {};
 	char *buf, *p, *bind, *gpus, *args;
+	bool mapped;
 
 	buf = fuzz_cstring(data, size, 4096);
 	if (!buf)
@@ -114,8 +114,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	args = next_line(&p);
 	if (gres_node_new(&conf, &n) < 0)
 		abort();
-	check_map(n, gpus);
-	check_bind(n, bind, gpus);
+	mapped = check_map(n, gpus, &step);
+	check_bind(n, bind, gpus, mapped ? &step : NULL);
 	check_args(args);
 	jobcg_gres_node_free(n);
 	free(buf);
