@@ -422,14 +422,20 @@ static bool has_gpus(const struct jobcg_config *conf)
 	return jobcg_gres_set_count(&all) > 0;
 }
 
-/* The first of slurm_conf_dirs whose plugstack.conf loads jobcg_spank.so, or NULL; its
- * slurm_gres= argument to @arg. */
-static const char *plugin_dir(char arg[PATH_MAX])
+/* Where Slurm loads jobcg_spank.so on this node, read once for the checks that need it. */
+struct slurm_plugin {
+	const char *dir; /* the first of slurm_conf_dirs whose plugstack.conf loads it, or NULL */
+	char arg[PATH_MAX]; /* its slurm_gres= argument, "" when none */
+	bool gpus;	    /* where it is loaded: jobcg's gres.conf gives this node GPUs */
+};
+
+static void plugin_find(const struct jobcg_config *conf, struct slurm_plugin *p)
 {
-	for (size_t i = 0; slurm_conf_dirs[i]; i++)
-		if (slurm_loads_plugin(slurm_conf_dirs[i], arg))
-			return slurm_conf_dirs[i];
-	return NULL;
+	*p = (struct slurm_plugin){};
+	for (size_t i = 0; !p->dir && slurm_conf_dirs[i]; i++)
+		if (slurm_loads_plugin(slurm_conf_dirs[i], p->arg))
+			p->dir = slurm_conf_dirs[i];
+	p->gpus = p->dir && has_gpus(conf);
 }
 
 /*
@@ -438,15 +444,13 @@ static const char *plugin_dir(char arg[PATH_MAX])
  * NULL when no plugstack.conf loads the plugin or it says slurm_gres=none; -ENOENT when it
  * loads it and there is no such file (its steps with GPUs fail).
  */
-static int plugin_slurm_gres(char buf[PATH_MAX], const char **ret)
+static int plugin_slurm_gres(const struct slurm_plugin *p, char buf[PATH_MAX], const char **ret)
 {
-	char arg[PATH_MAX] = "";
-
 	*ret = NULL;
-	if (!plugin_dir(arg) || strcmp(arg, "none") == 0)
+	if (!p->dir || strcmp(p->arg, "none") == 0)
 		return 0;
-	if (*arg) {
-		snprintf(buf, PATH_MAX, "%s", arg);
+	if (*p->arg) {
+		snprintf(buf, PATH_MAX, "%s", p->arg);
 		*ret = buf;
 		return 0;
 	}
@@ -463,16 +467,15 @@ static int plugin_slurm_gres(char buf[PATH_MAX], const char **ret)
  * and jobcg's gres.conf has GPUs, the slurm.conf beside it must list gpu. Returns 1 when it
  * does not, else 0 (a slurm.conf that cannot be read is said, not counted).
  */
-static int gres_types_check(const struct jobcg_config *conf, struct json_object *json)
+static int gres_types_check(const struct slurm_plugin *p, struct json_object *json)
 {
-	char arg[PATH_MAX] = "", path[PATH_MAX], err[PATH_MAX + 256] = "";
-	const char *dir = plugin_dir(arg);
+	char path[PATH_MAX], err[PATH_MAX + 256] = "";
 	bool gpu = false;
 	int r;
 
-	if (!dir || !has_gpus(conf))
+	if (!p->dir || !p->gpus)
 		return 0;
-	snprintf(path, sizeof(path), "%s/slurm.conf", dir);
+	snprintf(path, sizeof(path), "%s/slurm.conf", p->dir);
 	if ((r = slurm_conf_gres_gpu(path, &gpu)) < 0)
 		jobcg_error_format(r, err, sizeof(err)); /* file:line: what */
 	if (json) {
@@ -502,8 +505,8 @@ static int gres_types_check(const struct jobcg_config *conf, struct json_object 
  * compares with where a plugstack.conf of Slurm's loads it, else nothing. Returns 1 when they
  * differ or Slurm's file cannot be read or found, else 0.
  */
-static int slurm_gres_check(const struct jobcg_config *conf, const char *path,
-			    struct json_object *json)
+static int slurm_gres_check(const struct jobcg_config *conf, const struct slurm_plugin *plugin,
+			    const char *path, struct json_object *json)
 {
 	struct jobcg_gres_node *jn = NULL, *sn = NULL;
 	struct jobcg_config *sconf = NULL;
@@ -513,8 +516,8 @@ static int slurm_gres_check(const struct jobcg_config *conf, const char *path,
 
 	if (path && !strcmp(path, "none"))
 		return 0;
-	if (!path && plugin_slurm_gres(found, &path) < 0) {
-		if (!has_gpus(conf))
+	if (!path && plugin_slurm_gres(plugin, found, &path) < 0) {
+		if (!plugin->gpus)
 			return 0; /* no step has a GPU to map */
 		snprintf(
 		    err, sizeof(err),
@@ -584,6 +587,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_config *conf = NULL;
 	struct jobcg_sysinfo *s = NULL;
 	struct pam_check pc = {};
+	struct slurm_plugin plugin;
 	const char *pam_dir = NULL, *slurm_gres = NULL;
 	bool json = false;
 	int c, r, rs;
@@ -622,12 +626,13 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		return 1;
 	}
 	pam_check(pam_dir, &pc);
+	plugin_find(conf, &plugin);
 	if (json) {
 		struct json_object *gj = json_object_new_object();
 
 		r = gpus_check(conf, gj);
-		rs = slurm_gres_check(conf, slurm_gres, gj);
-		rs |= gres_types_check(conf, gj);
+		rs = slurm_gres_check(conf, &plugin, slurm_gres, gj);
+		rs |= gres_types_check(&plugin, gj);
 		print_json(s, reserved_json(conf), pam_json(&pc),
 			   json_object_object_get(gj, "gpus"),
 			   json_object_object_get(gj, "slurm_gres"),
@@ -637,8 +642,8 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		print_text(s, conf);
 		pam_text(&pc);
 		r = gpus_check(conf, NULL);
-		rs = slurm_gres_check(conf, slurm_gres, NULL);
-		rs |= gres_types_check(conf, NULL);
+		rs = slurm_gres_check(conf, &plugin, slurm_gres, NULL);
+		rs |= gres_types_check(&plugin, NULL);
 	}
 	r = s->can_run && !pc.escapes && !r && !rs ? 0 : 1;
 	jobcg_pam_scan_free(pc.scan);
