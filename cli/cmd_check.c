@@ -307,9 +307,10 @@ static void usage(void)
 	       "  --json               the same as JSON\n"
 	       "  --pam-dir DIR        read sshd's PAM stack from DIR (default: /etc/pam.d)\n"
 	       "  --slurm-gres FILE    compare Slurm's gres.conf FILE with jobcg's, GPU by GPU\n"
-	       "                       (default: where Slurm's plugstack.conf in /etc/slurm or\n"
-	       "                       /run/slurm/conf loads jobcg_spank.so, its slurm_gres=\n"
-	       "                       file, else gres.conf beside it; none: do not)\n");
+	       "                       (default: where Slurm's plugstack.conf in SLURM_CONF's\n"
+	       "                       directory, else /etc/slurm or /run/slurm/conf, loads\n"
+	       "                       jobcg_spank.so, its slurm_gres= file, else gres.conf\n"
+	       "                       beside it; none: do not)\n");
 }
 
 /*
@@ -424,23 +425,27 @@ static bool has_gpus(const struct jobcg_config *conf)
 
 /* Where Slurm loads jobcg_spank.so on this node, read once for the checks that need it. */
 struct slurm_plugin {
-	const char *dir; /* the first of slurm_conf_dirs whose plugstack.conf loads it, or NULL */
-	char arg[PATH_MAX]; /* its slurm_gres= argument, "" when none */
-	bool gpus;	    /* where it is loaded: jobcg's gres.conf gives this node GPUs */
+	struct slurm_dirs dirs; /* where Slurm's files are, as Slurm's commands here look */
+	const char *dir;	/* the first of @dirs whose plugstack.conf loads it, or NULL */
+	char arg[PATH_MAX];	/* its slurm_gres= argument, "" when none */
+	bool gpus;		/* where it is loaded: jobcg's gres.conf gives this node GPUs */
 };
 
 static void plugin_find(const struct jobcg_config *conf, struct slurm_plugin *p)
 {
 	*p = (struct slurm_plugin){};
-	for (size_t i = 0; !p->dir && slurm_conf_dirs[i]; i++)
-		if (slurm_loads_plugin(slurm_conf_dirs[i], p->arg))
-			p->dir = slurm_conf_dirs[i];
+	/* The administrator's SLURM_CONF, as Slurm's commands take it; the plugin takes slurmd's
+	 * (the same file where this shell's Slurm commands work). */
+	slurm_dirs_init(&p->dirs, getenv("SLURM_CONF"));
+	for (size_t i = 0; !p->dir && i < p->dirs.n; i++)
+		if (slurm_loads_plugin(p->dirs.dir[i], p->arg))
+			p->dir = p->dirs.dir[i];
 	p->gpus = p->dir && has_gpus(conf);
 }
 
 /*
  * The Slurm gres.conf the plugin compares with, where a plugstack.conf of Slurm's loads it:
- * its slurm_gres= argument, else the first gres.conf of slurm_conf_dirs. 0 with *ret
+ * its slurm_gres= argument, else the gres.conf beside that plugstack.conf. 0 with *ret
  * NULL when no plugstack.conf loads the plugin or it says slurm_gres=none; -ENOENT when it
  * loads it and there is no such file (its steps with GPUs fail).
  */
@@ -454,7 +459,9 @@ static int plugin_slurm_gres(const struct slurm_plugin *p, char buf[PATH_MAX], c
 		*ret = buf;
 		return 0;
 	}
-	if (slurm_conf_find("gres.conf", buf) < 0)
+	/* Beside slurm.conf, as Slurm reads it (and the plugin, from slurmd's SLURM_CONF). */
+	snprintf(buf, PATH_MAX, "%s/gres.conf", p->dir);
+	if (access(buf, F_OK) < 0)
 		return -ENOENT;
 	*ret = buf;
 	return 0;
@@ -517,14 +524,16 @@ static int slurm_gres_check(const struct jobcg_config *conf, const struct slurm_
 	if (path && !strcmp(path, "none"))
 		return 0;
 	if (!path && plugin_slurm_gres(plugin, found, &path) < 0) {
+		char where[PATH_MAX + 128];
+
 		if (!plugin->gpus)
 			return 0; /* no step has a GPU to map */
 		snprintf(
 		    err, sizeof(err),
-		    "jobcg_spank.so is loaded, but Slurm's gres.conf is not in %s or %s: its "
+		    "jobcg_spank.so is loaded, but Slurm's gres.conf is not in %s: its "
 		    "steps with GPUs fail; name the file with slurm_gres=PATH in plugstack.conf",
-		    slurm_conf_dirs[0], slurm_conf_dirs[1]);
-		snprintf(found, sizeof(found), "%s/gres.conf", slurm_conf_dirs[0]);
+		    slurm_dirs_describe(&plugin->dirs, where, sizeof(where)));
+		snprintf(found, sizeof(found), "%s/gres.conf", plugin->dir);
 		path = found;
 	}
 	if (!path)

@@ -180,15 +180,22 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 	if (r < 0)
 		return r;
 	/* Without the comparison a gres.conf of Slurm's in another order would hand the step
-	 * another job's GPU: a file that cannot be found is an error, not a skipped check. */
-	if (!spath && slurm_conf_find("gres.conf", found) == 0)
+	 * another job's GPU: a file that cannot be found is an error, not a skipped check. The
+	 * environment is slurmstepd's own (slurmd's), not the job's: its SLURM_CONF names the
+	 * slurm.conf slurmd reads, and Slurm reads gres.conf beside it. */
+	if (!spath) {
+		struct slurm_dirs dirs;
+		char where[PATH_MAX + 128];
+
+		slurm_dirs_init(&dirs, getenv("SLURM_CONF"));
+		if (slurm_dirs_find(&dirs, "gres.conf", found) < 0)
+			return error_set(-ENOENT,
+					 "Slurm's gres.conf is not in %s: name it with "
+					 "slurm_gres=PATH in plugstack.conf (slurm_gres=none skips "
+					 "the comparison)",
+					 slurm_dirs_describe(&dirs, where, sizeof(where)));
 		spath = found;
-	if (!spath)
-		return error_set(-ENOENT,
-				 "Slurm's gres.conf is not in %s or %s: name it with "
-				 "slurm_gres=PATH in plugstack.conf (slurm_gres=none skips the "
-				 "comparison)",
-				 slurm_conf_dirs[0], slurm_conf_dirs[1]);
+	}
 	if (!streq(spath, "none")) {
 		if (access(spath, F_OK) < 0)
 			return error_set(-ENOENT, "slurm_gres=%s: no such file", spath);

@@ -138,15 +138,18 @@ static void test_compare(void)
 }
 
 /* Run `jobcg --config-dir tmp/cli check ARGS` as node n1: its output and exit status. */
-static char *check(const char *args, int *rc)
+/* `jobcg check ARGS` for node n1 with the environment's SLURM_CONF set to @slurm_conf, or
+ * removed when it is NULL (the host's Slurm, if any, is not this test's). */
+static char *check_in(const char *slurm_conf, const char *args, int *rc)
 {
-	char cmd[PATH_MAX * 2], *out = calloc(1, 65536);
+	char cmd[PATH_MAX * 3], *out = calloc(1, 65536);
 	size_t len = 0, n;
 	FILE *p;
 
 	snprintf(cmd, sizeof(cmd),
-		 "JOBCG_NODENAME=n1 '%s/cli/jobcg' --config-dir '%s/cli' check %s 2>&1",
-		 getenv("JOBCG_BUILD_ROOT"), tmp, args);
+		 "%s%s%s JOBCG_NODENAME=n1 '%s/cli/jobcg' --config-dir '%s/cli' check %s 2>&1",
+		 slurm_conf ? "SLURM_CONF='" : "env -u SLURM_CONF", slurm_conf ? slurm_conf : "",
+		 slurm_conf ? "'" : "", getenv("JOBCG_BUILD_ROOT"), tmp, args);
 	p = popen(cmd, "re");
 	if (!p || !out)
 		abort();
@@ -154,6 +157,11 @@ static char *check(const char *args, int *rc)
 		len += n;
 	*rc = WEXITSTATUS(pclose(p));
 	return out;
+}
+
+static char *check(const char *args, int *rc)
+{
+	return check_in(NULL, args, rc);
 }
 
 static void test_cli(void)
@@ -209,6 +217,73 @@ static void test_cli(void)
 	out = check("--slurm-gres none", &rc);
 	ok(!strstr(out, "Slurm's gres.conf:"), "--slurm-gres none: not compared");
 	free(out);
+
+	/* Slurm's files found through SLURM_CONF, as Slurm's commands find them: the
+	 * plugstack.conf beside it loads the plugin, and its gres.conf lists the GPUs swapped. */
+	char sc[PATH_MAX], want[PATH_MAX + 64];
+
+	put("scli/slurm.conf", "ClusterName=c\nGresTypes=gpu\n");
+	put("scli/plugstack.conf", "required /usr/lib/jobcg_spank.so conf=/etc/jobcg\n");
+	put("scli/gres.conf", "NodeName=n1 Name=gpu File=/dev/zero\n"
+			      "NodeName=n1 Name=gpu File=/dev/null\n");
+	snprintf(sc, sizeof(sc), "%s/scli/slurm.conf", tmp);
+	out = check_in(sc, "", &rc);
+	snprintf(want, sizeof(want), "%s/scli/gres.conf differs from jobcg's gres.conf", tmp);
+	ok(rc == 1 && strstr(out, want) && strstr(out, "scli/slurm.conf lists gpu"),
+	   "SLURM_CONF: the gres.conf and slurm.conf beside it are checked (rc %d)", rc);
+	if (!strstr(out, want))
+		tap_diag("%s", out);
+	free(out);
+
+	snprintf(sc, sizeof(sc), "%s/scli/gres.conf", tmp);
+	(void)unlink(sc);
+	snprintf(sc, sizeof(sc), "%s/scli/slurm.conf", tmp);
+	out = check_in(sc, "", &rc);
+	snprintf(want, sizeof(want), "is not in %s/scli (the directory of SLURM_CONF=%s)", tmp, sc);
+	ok(rc == 1 && strstr(out, want), "SLURM_CONF: no gres.conf beside it: exit 1, said where");
+	if (!strstr(out, want))
+		tap_diag("%s", out);
+	free(out);
+}
+
+/* Where Slurm's files are: SLURM_CONF's directory alone when set, else the two defaults. */
+static void test_dirs(void)
+{
+	char path[PATH_MAX], found[PATH_MAX], where[PATH_MAX + 128], big[PATH_MAX + 16];
+	struct slurm_dirs d;
+
+	slurm_dirs_init(&d, NULL);
+	ok(d.n == 2 && streq(d.dir[0], "/etc/slurm") && streq(d.dir[1], "/run/slurm/conf") &&
+	       streq(slurm_dirs_describe(&d, where, sizeof(where)),
+		     "/etc/slurm or /run/slurm/conf"),
+	   "SLURM_CONF unset: /etc/slurm, then /run/slurm/conf (%s)", where);
+	slurm_dirs_init(&d, "");
+	ok(d.n == 2, "SLURM_CONF empty: the defaults");
+	slurm_dirs_init(&d, "/etc/slurm-llnl/n1.conf");
+	ok(d.n == 1 && streq(d.dir[0], "/etc/slurm-llnl") &&
+	       streq(slurm_dirs_describe(&d, where, sizeof(where)),
+		     "/etc/slurm-llnl (the directory of SLURM_CONF=/etc/slurm-llnl/n1.conf)"),
+	   "SLURM_CONF set: its directory alone (%s)", where);
+	slurm_dirs_init(&d, "/slurm.conf");
+	ok(d.n == 1 && streq(d.dir[0], "/"), "SLURM_CONF in /: the root directory");
+	slurm_dirs_init(&d, "etc/slurm.conf");
+	ok(d.n == 0 && slurm_dirs_find(&d, "gres.conf", found) == -ENOENT &&
+	       strstr(slurm_dirs_describe(&d, where, sizeof(where)), "not an absolute path"),
+	   "a relative SLURM_CONF: no directory, said why (%s)", where);
+	memset(big, 'a', sizeof(big) - 1);
+	big[0] = '/';
+	big[sizeof(big) - 12] = '/';
+	big[sizeof(big) - 1] = 0;
+	slurm_dirs_init(&d, big);
+	ok(d.n == 0, "a SLURM_CONF whose directory is longer than PATH_MAX: no directory");
+
+	put("sc/slurm.conf", "ClusterName=c\n");
+	put("sc/gres.conf", "Name=gpu File=/dev/null\n");
+	snprintf(path, sizeof(path), "%s/sc/slurm.conf", tmp);
+	slurm_dirs_init(&d, path);
+	ok(slurm_dirs_find(&d, "gres.conf", found) == 0 && strstr(found, "/sc/gres.conf") &&
+	       slurm_dirs_find(&d, "cgroup.conf", found) == -ENOENT,
+	   "a file beside SLURM_CONF is found, a missing one is not");
 }
 
 /* GresTypes= as Slurm reads slurm.conf: any case, a list, Include files, the latest line. */
@@ -255,6 +330,7 @@ int main(void)
 	if (!mkdtemp(tmp))
 		tap_plan_skip_all("mkdtemp failed");
 	test_compare();
+	test_dirs();
 	test_cli();
 	test_gres_types();
 	{

@@ -22,13 +22,27 @@ int gres_append(char **s, const char *item);
 bool gres_same_type(const char *a, const char *b);
 
 /*
- * Where a node's Slurm configuration is, in the order looked in (NULL-terminated):
- * /etc/slurm (Slurm's packages), then /run/slurm/conf (configless mode: the link slurmd makes
- * to its cached copy of slurmctld's files).
+ * Where a node's Slurm configuration is, in the order Slurm looks: the directory of
+ * SLURM_CONF alone when it is set (slurmd exports the slurm.conf it reads, from -f, its
+ * configless cache or the default, to every slurmstepd; Slurm's commands honour it too, and
+ * Slurm reads gres.conf beside slurm.conf), else /etc/slurm (Slurm's packages), then
+ * /run/slurm/conf (configless mode: the link slurmd makes to its cached copy of slurmctld's
+ * files). A SLURM_CONF that is not an absolute path gives no directory: it says nothing
+ * certain about where slurmd's files are.
  */
-extern const char *const slurm_conf_dirs[];
-/* The first <dir>/@name of slurm_conf_dirs that exists, in @buf: 0, else -ENOENT. */
-int slurm_conf_find(const char *name, char buf[PATH_MAX]);
+struct slurm_dirs {
+	const char *dir[2];
+	size_t n;
+	const char *slurm_conf; /* the SLURM_CONF that chose them, NULL for the defaults */
+	char buf[PATH_MAX];
+};
+/* @slurm_conf: SLURM_CONF's value, NULL or "" when unset. */
+void slurm_dirs_init(struct slurm_dirs *d, const char *slurm_conf);
+/* The first <dir>/@name of @d that exists, in @buf: 0, else -ENOENT. */
+int slurm_dirs_find(const struct slurm_dirs *d, const char *name, char buf[PATH_MAX]);
+/* Where @d looked, for messages: "/etc/slurm or /run/slurm/conf", "/x (SLURM_CONF's
+ * directory)", or why nowhere. */
+const char *slurm_dirs_describe(const struct slurm_dirs *d, char *buf, size_t size);
 
 /* Does Slurm's slurm.conf @path (Include files followed) list gpu in GresTypes=, the latest
  * one? 0 and *ret, or a negative errno with the error record naming the file and line. */

@@ -12,16 +12,49 @@
 #include "log.h"
 #include "util.h"
 
-const char *const slurm_conf_dirs[] = {"/etc/slurm", "/run/slurm/conf", NULL};
-
-int slurm_conf_find(const char *name, char buf[PATH_MAX])
+void slurm_dirs_init(struct slurm_dirs *d, const char *slurm_conf)
 {
-	for (size_t i = 0; slurm_conf_dirs[i]; i++) {
-		snprintf(buf, PATH_MAX, "%s/%s", slurm_conf_dirs[i], name);
+	const char *slash = slurm_conf ? strrchr(slurm_conf, '/') : NULL;
+
+	*d = (struct slurm_dirs){};
+	if (!slurm_conf || !*slurm_conf) {
+		d->dir[0] = "/etc/slurm";
+		d->dir[1] = "/run/slurm/conf";
+		d->n = 2;
+		return;
+	}
+	d->slurm_conf = slurm_conf;
+	if (slurm_conf[0] != '/' || (size_t)(slash - slurm_conf) >= sizeof(d->buf))
+		return;
+	if (slash == slurm_conf)
+		strcpy(d->buf, "/");
+	else
+		snprintf(d->buf, sizeof(d->buf), "%.*s", (int)(slash - slurm_conf), slurm_conf);
+	d->dir[0] = d->buf;
+	d->n = 1;
+}
+
+int slurm_dirs_find(const struct slurm_dirs *d, const char *name, char buf[PATH_MAX])
+{
+	for (size_t i = 0; i < d->n; i++) {
+		snprintf(buf, PATH_MAX, "%s/%s", streq(d->dir[i], "/") ? "" : d->dir[i], name);
 		if (access(buf, F_OK) == 0)
 			return 0;
 	}
 	return -ENOENT;
+}
+
+const char *slurm_dirs_describe(const struct slurm_dirs *d, char *buf, size_t size)
+{
+	if (d->n == 2)
+		snprintf(buf, size, "%s or %s", d->dir[0], d->dir[1]);
+	else if (d->n == 1)
+		snprintf(buf, size, "%s (the directory of SLURM_CONF=%s)", d->dir[0],
+			 d->slurm_conf);
+	else
+		snprintf(buf, size, "any directory: SLURM_CONF=%s is not an absolute path",
+			 d->slurm_conf);
+	return buf;
 }
 
 static const struct jobcg_gres_device *gpu(const struct jobcg_gres_node *n, unsigned index)

@@ -60,7 +60,8 @@ j1() { JOBCG_CONF_DIR=/etc/jobcg/n1 jobcg "$@"; }
 
 # --- Slurm: the controller and two nodes; each slurmd its own slurm.conf for its paths ------
 # This suite's own key: KillWait=5, a cancelled step's SIGKILL 5 s after its SIGTERM, not 30.
-common=$(slurm_conf jobcgtest "$sd" 2 600 test KillWait=5)
+# enable_configless: check 14 restarts n2 fetching its configuration from slurmctld.
+common=$(slurm_conf jobcgtest "$sd" 2 600 test KillWait=5 SlurmctldParameters=enable_configless)
 { echo "$common"; echo "PlugStackConfig=/etc/slurm/plugstack.conf"; } > /etc/slurm/slurm.conf
 echo "required $PLUGIN conf=/etc/jobcg/%n $PLUGARGS" > /etc/slurm/plugstack.conf
 for n in 1 2; do
@@ -451,9 +452,9 @@ both_ways 1 11 "the exported variables' GPUs open" \
 
 # --- 12. Slurm's gres.conf not found: steps with GPUs fail, jobcg check says so ---------------
 # The comparison with Slurm's gres.conf is what keeps Slurm's GPU indices on the devices Slurm
-# meant: when the plugin finds the file neither in /etc/slurm nor in /run/slurm/conf (configless)
-# and plugstack.conf names none, a step with GPUs fails and one without runs. `jobcg check`
-# finds the file the same way. slurmd read its gres.conf at its start: moving it away now
+# meant: when the plugin does not find the file beside the slurm.conf slurmd reads (SLURM_CONF,
+# here n1's -f /etc/slurm/n1.conf) and plugstack.conf names none, a step with GPUs fails and one
+# without runs. `jobcg check`, with no SLURM_CONF, looks in /etc/slurm and /run/slurm/conf. slurmd read its gres.conf at its start: moving it away now
 # changes only what the plugin and jobcg check find. (Not a containment check: plugin only.)
 check12() {
 	c1=$(JOBCG_NODENAME=n1 j1 check 2>&1 | grep "^Slurm's gres.conf:")
@@ -467,7 +468,7 @@ check12() {
 		"$c1" "$arc" "$a" "$brc" "$b" "$c2" "$log"
 	echo "$c1" | grep -q "/etc/slurm/gres.conf lists this node's 2 GPU(s)" &&
 		[ "$arc" -ne 0 ] && [ "$brc" -eq 0 ] &&
-		echo "$log" | grep -q "not in /etc/slurm or /run/slurm/conf: name it with slurm_gres=PATH" &&
+		echo "$log" | grep -q "not in /etc/slurm (the directory of SLURM_CONF=/etc/slurm/n1.conf): name it with slurm_gres=PATH" &&
 		echo "$c2" | grep -q "jobcg_spank.so is loaded, but Slurm's gres.conf is not in /etc/slurm or /run/slurm/conf"
 }
 settle
@@ -493,6 +494,53 @@ check13() {
 }
 with_plugin 13 "jobcg check finds GresTypes=gpu in the slurm.conf beside the plugstack.conf that loads the plugin, and fails without it" \
 	"jobcg check says whether Slurm's GresTypes lists gpu" check13
+
+# --- 14. a configless node: the plugin compares with the gres.conf slurmd fetched ------------
+# slurmd exports the slurm.conf it reads as SLURM_CONF to each slurmstepd (-f, its configless
+# cache or the default), and Slurm reads gres.conf beside it: the plugin compares with that file,
+# whatever /etc/slurm holds. n2 restarts configless (--conf-server: slurmctld sends its files,
+# slurmd keeps them in <SlurmdSpoolDir>/conf-cache, linked from /run/slurm/conf). Then
+# /etc/slurm/gres.conf lists n2's GPUs swapped: a step with a GPU still runs on its GPU (the
+# cache agrees with jobcg's); then the cache's copy is swapped instead: the step fails naming it.
+n2_restart() { # n2_restart ARGS...: n2's slurmd stopped, started again with ARGS, idle
+	p=$(pgrep -f "^slurmd -N n2( |\$)" | head -n 1)
+	[ -z "$p" ] || kill "$p"
+	_i=0
+	while [ -n "$p" ] && kill -0 "$p" 2> /dev/null && [ $_i -lt 30 ]; do sleep 1; _i=$((_i + 1)); done
+	slurmd -N n2 "$@" || return 1
+	_i=0
+	until [ "$(sinfo -h -o %t -n n2 2> /dev/null)" = idle ] || [ $_i -ge 150 ]; do
+		sleep 1; _i=$((_i + 1))
+	done
+	[ $_i -lt 150 ]
+}
+check14() {
+	swapped="NodeName=n1 Name=gpu File=/dev/nvidia[0-1]
+NodeName=n2 Name=gpu File=/dev/nvidia3
+NodeName=n2 Name=gpu File=/dev/nvidia2"
+	n2_restart --conf-server "$(hostname)" -L "$sd/slurmd-n2c.log" ||
+		{ echo "configless slurmd n2 did not come up"; tail -n 20 "$sd/slurmd-n2c.log"; return 1; }
+	cache=$(readlink -f /run/slurm/conf)
+	cp /etc/slurm/gres.conf "$sd/gres.conf.keep"
+	echo "$swapped" > /etc/slurm/gres.conf
+	a=$($S -w n2 -n1 --gres=gpu:1 sh -c "$probe" 2>&1); arc=$?
+	cp "$sd/gres.conf.keep" /etc/slurm/gres.conf
+	cp "$cache/gres.conf" "$sd/cache-gres.conf.keep"
+	echo "$swapped" > "$cache/gres.conf"
+	b=$($S -w n2 -n1 --gres=gpu:1 sh -c "$probe" 2>&1); brc=$?
+	cp "$sd/cache-gres.conf.keep" "$cache/gres.conf"
+	log=$(grep "mapping Slurm's GPUs onto jobcg's gres.conf" "$sd/slurmd-n2c.log" | tail -n 1)
+	n2_restart -f /etc/slurm/n2.conf || echo "n2 did not come back with its own slurm.conf"
+	rm -f /run/slurm/conf
+	printf 'cache: %s\n/etc/slurm swapped: rc %s %s\ncache swapped: rc %s %s\nslurmd: %s\n' \
+		"$cache" "$arc" "$a" "$brc" "$b" "$log"
+	[ -n "$cache" ] && [ -f "$cache/slurm.conf" ] && [ "$arc" -eq 0 ] &&
+		echo "$a" | grep -qE "^n2 task0 cg=/system.slice/jobcg-n2.scope/job_[0-9]+/step_0/user/task_0 cuda=0 .* (nvidia2=ENXIO nvidia3=EPERM|nvidia2=EPERM nvidia3=ENXIO)\$" &&
+		[ "$brc" -ne 0 ] && echo "$log" | grep -qF "in Slurm's gres.conf ($cache/gres.conf:"
+}
+settle
+with_plugin 14 "configless n2: the plugin compares with the gres.conf slurmd fetched (a GPU step runs with /etc/slurm's swapped, fails with the cache's swapped, naming it)" \
+	"the plugin compares with the gres.conf of the slurm.conf slurmd reads" check14
 
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
