@@ -86,55 +86,33 @@ static int fail(uint32_t job, const char *step, int r, const char *what)
 	return -1;
 }
 
-/* The @id-th name of Slurm's hostlist @list into @buf. */
-static bool nth_node(const char *list, uint32_t id, char *buf, size_t size)
-{
-	_cleanup_strv_free_ char **names = NULL;
-	size_t n = 0;
-
-	if (jobcg_hostlist_expand(list, 0, &names) < 0)
-		return false;
-	while (names[n])
-		n++;
-	if (id >= n || strlen(names[id]) >= size)
-		return false;
-	strcpy(buf, names[id]);
-	return true;
-}
-
 /*
  * Slurm's name for this node: two slurmd on one host are two nodes with two jobcg trees, and
- * gres.conf's NodeName= lines are Slurm's names. slurmstepd puts it in its own environment and
- * the prolog's; the step's node list at this node's index says it too.
+ * gres.conf's NodeName= lines are Slurm's names. slurmstepd puts it in its own environment at
+ * its start (slurmd in a prolog's). Never the job's environment (spank_getenv): until the task's
+ * exec that is srun's, whose SLURMD_NODENAME is a user's, or the batch node's when a batch
+ * script's srun starts a step on another node; nor its node lists, which a user's srun passes
+ * on too. Without it, the host's name, Slurm's default node name.
  */
-static void node_name(spank_t sp, char *buf, size_t size)
+static void node_name(char *buf, size_t size)
 {
-	char list[8192];
 	const char *e = getenv("SLURMD_NODENAME");
-	uint32_t id = 0;
 
-	if (spank_remote(sp) && spank_getenv(sp, "SLURMD_NODENAME", buf, (int)size) == 0 && *buf)
-		return;
 	if (e && *e && strlen(e) < size) {
 		strcpy(buf, e);
 		return;
 	}
-	if (spank_remote(sp) && spank_get_item(sp, S_JOB_NODEID, &id) == ESPANK_SUCCESS &&
-	    (spank_getenv(sp, "SLURM_STEP_NODELIST", list, sizeof(list)) == 0 ||
-	     spank_getenv(sp, "SLURM_JOB_NODELIST", list, sizeof(list)) == 0) &&
-	    nth_node(list, id, buf, size))
-		return;
 	if (gethostname(buf, size) < 0)
 		buf[0] = 0;
 	buf[size - 1] = 0;
 }
 
-static int open_ctx(spank_t sp, char *node, size_t node_size)
+static int open_ctx(char *node, size_t node_size)
 {
 	_cleanup_free_ char *dir = NULL;
 	int r;
 
-	node_name(sp, node, node_size);
+	node_name(node, node_size);
 	if (st.args.conf && !(dir = jspank_expand(st.args.conf, node)))
 		return error_set(-EINVAL, "conf=%s: bad %% sequence (only %%n and %%%% are known)",
 				 st.args.conf);
@@ -393,7 +371,7 @@ static int step_begin(spank_t sp)
 	}
 	if ((r = jspank_step_name(step_id, step)) < 0)
 		return fail(job, NULL, r, "naming the step");
-	if ((r = open_ctx(sp, node, sizeof(node))) < 0)
+	if ((r = open_ctx(node, sizeof(node))) < 0)
 		return fail(job, step, r, "loading jobcg's configuration");
 	t_conf = monotonic_us() - t_begin;
 	t0 = monotonic_us();

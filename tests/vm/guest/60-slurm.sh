@@ -542,6 +542,30 @@ settle
 with_plugin 14 "configless n2: the plugin compares with the gres.conf slurmd fetched (a GPU step runs with /etc/slurm's swapped, fails with the cache's swapped, naming it)" \
 	"the plugin compares with the gres.conf of the slurm.conf slurmd reads" check14
 
+# --- 15. the node's name is slurmstepd's, never the step's environment's ----------------------
+# Until a task's exec a step's environment is srun's: its SLURMD_NODENAME is what a user exported,
+# or the batch node's when a batch script's srun starts a step on another node. The plugin's node
+# (conf=/etc/jobcg/%n, gres.conf's NodeName= lines) is slurmstepd's own: n2's steps in n2's tree
+# with n2's GPUs, whatever srun's environment says.
+check15() {
+	echo "$probe" > "$sd/probe.sh"
+	a=$(SLURMD_NODENAME=n1 $S -w n2 -n1 --gres=gpu:1 sh "$sd/probe.sh" 2>&1)
+	rm -f "$sd/c15.out"
+	b=$(timeout -k 5 180 sbatch --wait -N2 -n2 --mem=100M --gres=gpu:1 -o "$sd/c15.out" \
+		--wrap "srun -n2 sh $sd/probe.sh" 2>&1)
+	b="$b
+$(cat "$sd/c15.out" 2>&1)"
+	printf 'srun with SLURMD_NODENAME=n1 exported, on n2: %s\nsbatch -N2, its srun: %s\n' "$a" "$b"
+	gpu2='cuda=0 .* (nvidia2=ENXIO nvidia3=EPERM|nvidia2=EPERM nvidia3=ENXIO)$'
+	echo "$a" | grep -qE "^n2 task0 cg=/system.slice/jobcg-n2.scope/job_[0-9]+/step_0/user/task_0 $gpu2" &&
+		echo "$b" | grep -qE "^n2 task0 cg=/system.slice/jobcg-n2.scope/job_[0-9]+/step_0/user/task_0 $gpu2" &&
+		echo "$b" | grep -qE "^n1 task0 cg=$root1/job_[0-9]+/step_0/user/task_0 cuda=0 .* (nvidia0=ENXIO nvidia1=EPERM|nvidia0=EPERM nvidia1=ENXIO)\$"
+}
+settle
+both_ways "1 2" 15 "the tasks are not in jobcg's trees" \
+	"SLURMD_NODENAME=n1 exported to srun -w n2, and sbatch -N2 (batch on n1) starting srun on both: n2's task in n2's tree with n2's GPU" \
+	"each step in its own node's tree, whatever srun's environment names" check15
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
