@@ -1,5 +1,6 @@
 /* jobcg check: what this host's cgroup v2 offers jobcg, and whether jobs can run here. */
 #include <dirent.h>
+#include <glob.h>
 #include <getopt.h>
 #include <stdarg.h>
 
@@ -307,10 +308,10 @@ static void usage(void)
 	       "  --json               the same as JSON\n"
 	       "  --pam-dir DIR        read sshd's PAM stack from DIR (default: /etc/pam.d)\n"
 	       "  --slurm-gres FILE    compare Slurm's gres.conf FILE with jobcg's, GPU by GPU\n"
-	       "                       (default: where Slurm's plugstack.conf in SLURM_CONF's\n"
-	       "                       directory, else /etc/slurm or /run/slurm/conf, loads\n"
-	       "                       jobcg_spank.so, its slurm_gres= file, else gres.conf\n"
-	       "                       beside it; none: do not)\n");
+	       "                       (default: where the plugin stack of Slurm's slurm.conf\n"
+	       "                       in SLURM_CONF's directory, else /etc/slurm or\n"
+	       "                       /run/slurm/conf, loads jobcg_spank.so, its slurm_gres=\n"
+	       "                       file, else gres.conf beside slurm.conf; none: do not)\n");
 }
 
 /*
@@ -361,9 +362,12 @@ static int gpus_check(const struct jobcg_config *conf, struct json_object *json)
 	return r;
 }
 
-/* Does a line of @path name jobcg_spank.so outside a comment? Its slurm_gres= argument, if
- * any, goes to @arg. */
-static bool file_loads_plugin(const char *path, char arg[PATH_MAX])
+/*
+ * Does Slurm's plugstack file @path load jobcg_spank.so, on a line of its own outside a comment
+ * or in a file one of its `include GLOB` lines names (relative to @path's directory, as Slurm
+ * resolves them)? Its slurm_gres= argument, if any, goes to @arg.
+ */
+static bool plugstack_loads_plugin(const char *path, char arg[PATH_MAX], int depth)
 {
 	char line[4096];
 	bool found = false;
@@ -372,41 +376,41 @@ static bool file_loads_plugin(const char *path, char arg[PATH_MAX])
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f)) {
-		char *hash = strchr(line, '#'), *so, *tok, *save = NULL;
+		char *hash = strchr(line, '#'), *tok, *save = NULL;
 
 		if (hash)
 			*hash = '\0';
-		if (!(so = strstr(line, "jobcg_spank.so")))
+		tok = strtok_r(line, " \t\n", &save);
+		if (tok && strcasecmp(tok, "include") == 0 && depth < 8) {
+			char *pat = strtok_r(NULL, "\n", &save), dir[PATH_MAX], full[PATH_MAX * 2];
+			glob_t g;
+
+			pat = pat ? pat + strspn(pat, " \t") : NULL;
+			if (!pat || !*pat)
+				continue;
+			pat[strcspn(pat, " \t")] = '\0';
+			snprintf(dir, sizeof(dir), "%s", path);
+			*(strrchr(dir, '/') ? strrchr(dir, '/') : dir) = '\0';
+			snprintf(full, sizeof(full), "%s%s%s", *pat == '/' ? "" : dir,
+				 *pat == '/' || !*dir ? "" : "/", pat);
+			if (glob(full, 0, NULL, &g) != 0)
+				continue;
+			for (size_t k = 0; !found && k < g.gl_pathc; k++)
+				found = plugstack_loads_plugin(g.gl_pathv[k], arg, depth + 1);
+			globfree(&g);
+			continue;
+		}
+		while (tok && !strstr(tok, "jobcg_spank.so"))
+			tok = strtok_r(NULL, " \t\n", &save);
+		if (!tok)
 			continue;
 		found = true;
-		for (tok = strtok_r(so, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save))
+		for (tok = strtok_r(NULL, " \t\n", &save); tok;
+		     tok = strtok_r(NULL, " \t\n", &save))
 			if (strncmp(tok, "slurm_gres=", 11) == 0)
 				snprintf(arg, PATH_MAX, "%s", tok + 11);
 	}
 	fclose(f);
-	return found;
-}
-
-/* Slurm's plugstack.conf in @dir, or a file of plugstack.conf.d/, loads jobcg_spank.so. */
-static bool slurm_loads_plugin(const char *dir, char arg[PATH_MAX])
-{
-	char path[PATH_MAX];
-	struct dirent *de;
-	bool found;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "%s/plugstack.conf", dir);
-	found = file_loads_plugin(path, arg);
-	snprintf(path, sizeof(path), "%s/plugstack.conf.d", dir);
-	d = opendir(path);
-	while (!found && d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/plugstack.conf.d/%s", dir, de->d_name);
-		found = file_loads_plugin(path, arg);
-	}
-	if (d)
-		closedir(d);
 	return found;
 }
 
@@ -426,10 +430,25 @@ static bool has_gpus(const struct jobcg_config *conf)
 /* Where Slurm loads jobcg_spank.so on this node, read once for the checks that need it. */
 struct slurm_plugin {
 	struct slurm_dirs dirs; /* where Slurm's files are, as Slurm's commands here look */
-	const char *dir;	/* the first of @dirs whose plugstack.conf loads it, or NULL */
+	const char *dir;	/* the first of @dirs whose plugin stack loads it, or NULL */
 	char arg[PATH_MAX];	/* its slurm_gres= argument, "" when none */
 	bool gpus;		/* where it is loaded: jobcg's gres.conf gives this node GPUs */
+	struct slurm_conf_facts facts;	 /* @dir's slurm.conf, when read */
+	char conf_error[PATH_MAX + 256]; /* why it was not: file:line: what */
 };
+
+/* The plugin stack of Slurm's configuration in @dir: slurm.conf's PlugStackConfig=, else
+ * plugstack.conf beside it. @f: what was read of @dir's slurm.conf. Slurm opens a relative
+ * PlugStackConfig= from its daemon's working directory; @dir is the one it can mean here. */
+static void plugstack_path(const char *dir, const struct slurm_conf_facts *f, char buf[PATH_MAX])
+{
+	const char *ps = f->plugstack;
+
+	if (ps && *ps == '/')
+		snprintf(buf, PATH_MAX, "%s", ps);
+	else
+		snprintf(buf, PATH_MAX, "%s/%s", dir, ps ? ps : "plugstack.conf");
+}
 
 static void plugin_find(const struct jobcg_config *conf, struct slurm_plugin *p)
 {
@@ -437,16 +456,30 @@ static void plugin_find(const struct jobcg_config *conf, struct slurm_plugin *p)
 	/* The administrator's SLURM_CONF, as Slurm's commands take it; the plugin takes slurmd's
 	 * (the same file where this shell's Slurm commands work). */
 	slurm_dirs_init(&p->dirs, getenv("SLURM_CONF"));
-	for (size_t i = 0; !p->dir && i < p->dirs.n; i++)
-		if (slurm_loads_plugin(p->dirs.dir[i], p->arg))
+	for (size_t i = 0; !p->dir && i < p->dirs.n; i++) {
+		struct slurm_conf_facts f = {};
+		char path[PATH_MAX], err[sizeof(p->conf_error)] = "";
+		int r;
+
+		snprintf(path, sizeof(path), "%s/slurm.conf", p->dirs.dir[i]);
+		if ((r = slurm_conf_read(path, &f)) < 0)
+			jobcg_error_format(r, err, sizeof(err)); /* file:line: what */
+		plugstack_path(p->dirs.dir[i], &f, path);
+		if (plugstack_loads_plugin(path, p->arg, 0)) {
 			p->dir = p->dirs.dir[i];
+			p->facts = f;
+			snprintf(p->conf_error, sizeof(p->conf_error), "%s", err);
+		} else {
+			slurm_conf_facts_done(&f);
+		}
+	}
 	p->gpus = p->dir && has_gpus(conf);
 }
 
 /*
- * The Slurm gres.conf the plugin compares with, where a plugstack.conf of Slurm's loads it:
- * its slurm_gres= argument, else the gres.conf beside that plugstack.conf. 0 with *ret
- * NULL when no plugstack.conf loads the plugin or it says slurm_gres=none; -ENOENT when it
+ * The Slurm gres.conf the plugin compares with, where Slurm's plugin stack loads it: its
+ * slurm_gres= argument, else the gres.conf beside slurm.conf. 0 with *ret NULL when no
+ * plugin stack of Slurm's loads the plugin or it says slurm_gres=none; -ENOENT when it
  * loads it and there is no such file (its steps with GPUs fail).
  */
 static int plugin_slurm_gres(const struct slurm_plugin *p, char buf[PATH_MAX], const char **ret)
@@ -470,21 +503,19 @@ static int plugin_slurm_gres(const struct slurm_plugin *p, char buf[PATH_MAX], c
 /*
  * The plugin takes a step's GPUs from SLURM_STEP_GPUS, which only Slurm's gpu GRES plugin sets
  * or clears: without gpu in slurm.conf's GresTypes= a user's srun passes its own value through
- * and the plugin would grant what it names. Where a plugstack.conf of Slurm's loads the plugin
- * and jobcg's gres.conf has GPUs, the slurm.conf beside it must list gpu. Returns 1 when it
+ * and the plugin would grant what it names. Where Slurm's plugin stack loads the plugin
+ * and jobcg's gres.conf has GPUs, that slurm.conf must list gpu. Returns 1 when it
  * does not, else 0 (a slurm.conf that cannot be read is said, not counted).
  */
 static int gres_types_check(const struct slurm_plugin *p, struct json_object *json)
 {
-	char path[PATH_MAX], err[PATH_MAX + 256] = "";
-	bool gpu = false;
-	int r;
+	char path[PATH_MAX];
+	const char *err = p->conf_error;
+	bool gpu = p->facts.gres_gpu;
 
 	if (!p->dir || !p->gpus)
 		return 0;
 	snprintf(path, sizeof(path), "%s/slurm.conf", p->dir);
-	if ((r = slurm_conf_gres_gpu(path, &gpu)) < 0)
-		jobcg_error_format(r, err, sizeof(err)); /* file:line: what */
 	if (json) {
 		struct json_object *o = json_object_new_object();
 
@@ -509,7 +540,7 @@ static int gres_types_check(const struct slurm_plugin *p, struct json_object *js
 /*
  * Slurm's gres.conf against jobcg's, GPU index by index (what jobcg_spank.so checks for each
  * step's GPUs, here for all of them before any job runs). @path NULL: the file the plugin
- * compares with where a plugstack.conf of Slurm's loads it, else nothing. Returns 1 when they
+ * compares with where Slurm's plugin stack loads it, else nothing. Returns 1 when they
  * differ or Slurm's file cannot be read or found, else 0.
  */
 static int slurm_gres_check(const struct jobcg_config *conf, const struct slurm_plugin *plugin,
@@ -656,6 +687,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 	}
 	r = s->can_run && !pc.escapes && !r && !rs ? 0 : 1;
 	jobcg_pam_scan_free(pc.scan);
+	slurm_conf_facts_done(&plugin.facts);
 	free(pc.error);
 	free(pc.escape);
 	free(pc.note);

@@ -235,6 +235,28 @@ static void test_cli(void)
 		tap_diag("%s", out);
 	free(out);
 
+	/* Where slurm.conf's PlugStackConfig= (relative to its directory) includes, through a glob,
+	 * the file that loads the plugin with its slurm_gres=: that file is compared. The
+	 * plugstack.conf beside slurm.conf is not Slurm's then. */
+	put("sinc/slurm.conf", "ClusterName=c\nGresTypes=gpu\nPlugStackConfig=stack/main.conf\n");
+	put("sinc/plugstack.conf", "required /usr/lib/jobcg_spank.so slurm_gres=/nonexistent\n");
+	put("sinc/stack/main.conf", "# the site's plugins\ninclude  stack.d/*.conf   # each\n");
+	put("sinc/stack/stack.d/10-other.conf", "optional /usr/lib/other.so\n");
+	snprintf(want, sizeof(want),
+		 "required\t/usr/lib/jobcg_spank.so  conf=/etc/jobcg "
+		 "slurm_gres=%s/slurm-bad.conf\n",
+		 tmp);
+	put("sinc/stack/stack.d/20-jobcg.conf", want);
+	snprintf(sc, sizeof(sc), "%s/sinc/slurm.conf", tmp);
+	out = check_in(sc, "", &rc);
+	ok(rc == 1 && strstr(out, "/slurm-bad.conf differs from jobcg's gres.conf") &&
+	       strstr(out, "sinc/slurm.conf lists gpu"),
+	   "PlugStackConfig= and its include: the plugin's slurm_gres= file is compared (rc %d)",
+	   rc);
+	if (!strstr(out, "slurm-bad.conf differs"))
+		tap_diag("%s", out);
+	free(out);
+
 	snprintf(sc, sizeof(sc), "%s/scli/gres.conf", tmp);
 	(void)unlink(sc);
 	snprintf(sc, sizeof(sc), "%s/scli/slurm.conf", tmp);
@@ -306,12 +328,15 @@ static void test_gres_types(void)
 
 	put("gres-types.conf", "GresTypes=gpu\n");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		bool gpu = false;
+		struct slurm_conf_facts f = {};
+		bool gpu;
 		int r;
 
 		put("slurm.conf", cases[i].text);
 		snprintf(path, sizeof(path), "%s/slurm.conf", tmp);
-		r = slurm_conf_gres_gpu(path, &gpu);
+		r = slurm_conf_read(path, &f);
+		gpu = f.gres_gpu;
+		slurm_conf_facts_done(&f);
 		ok(cases[i].want < 0 ? r < 0 && strstr(jobcg_last_error()->file, "slurm.conf") &&
 					   jobcg_last_error()->line == 2
 				     : r == 0 && gpu == (cases[i].want == 1),
@@ -322,7 +347,21 @@ static void test_gres_types(void)
 		   r, gpu, r < 0 ? ": " : "", r < 0 ? jobcg_last_error()->message : "");
 	}
 	snprintf(path, sizeof(path), "%s/no-such-slurm.conf", tmp);
-	ok(slurm_conf_gres_gpu(path, &(bool){false}) == -ENOENT, "no slurm.conf: -ENOENT");
+	ok(slurm_conf_read(path, &(struct slurm_conf_facts){}) == -ENOENT,
+	   "no slurm.conf: -ENOENT");
+
+	/* PlugStackConfig=: the latest, any case, from an Include too. */
+	struct slurm_conf_facts f = {};
+
+	put("ps.conf", "PlugStackConfig=/a/plugstack.conf\n");
+	put("slurm.conf", "ClusterName=c\nPLUGSTACKCONFIG=/b/x.conf\nInclude ps.conf\n");
+	snprintf(path, sizeof(path), "%s/slurm.conf", tmp);
+	ok(slurm_conf_read(path, &f) == 0 && f.plugstack && streq(f.plugstack, "/a/plugstack.conf"),
+	   "PlugStackConfig=: the latest line, from an Include (%s)", f.plugstack);
+	slurm_conf_facts_done(&f);
+	put("slurm.conf", "ClusterName=c\n");
+	ok(slurm_conf_read(path, &f) == 0 && !f.plugstack, "no PlugStackConfig=: none");
+	slurm_conf_facts_done(&f);
 }
 
 int main(void)

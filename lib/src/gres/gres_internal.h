@@ -44,6 +44,13 @@ int slurm_dirs_find(const struct slurm_dirs *d, const char *name, char buf[PATH_
  * directory)", or why nowhere. */
 const char *slurm_dirs_describe(const struct slurm_dirs *d, char *buf, size_t size);
 
-/* Does Slurm's slurm.conf @path (Include files followed) list gpu in GresTypes=, the latest
- * one? 0 and *ret, or a negative errno with the error record naming the file and line. */
-int slurm_conf_gres_gpu(const char *path, bool *ret);
+/* What jobcg reads of a slurm.conf, Include files followed, the latest line of a key winning
+ * as in Slurm. */
+struct slurm_conf_facts {
+	bool gres_gpu;	 /* GresTypes= lists gpu */
+	char *plugstack; /* PlugStackConfig=, NULL when not set */
+};
+/* Slurm's slurm.conf @path: 0 and *ret (free with slurm_conf_facts_done()), or a negative errno
+ * with the error record naming the file and line (-ENOENT: no such file). */
+int slurm_conf_read(const char *path, struct slurm_conf_facts *ret);
+void slurm_conf_facts_done(struct slurm_conf_facts *f);

@@ -157,34 +157,50 @@ JOBCG_EXPORT int jobcg_gres_slurm_compare(const struct jobcg_gres_node *jobcg,
 
 static int on_slurm_stmt(const struct conf_stmt *st, void *userdata)
 {
-	bool *gpu = userdata;
+	struct slurm_conf_facts *f = userdata;
 
 	for (size_t i = 0; i < st->npairs; i++) {
+		const char *key = st->pairs[i].key, *value = st->pairs[i].value;
 		_cleanup_free_ char *v = NULL;
 		char *save = NULL;
 
-		if (!strcaseeq(st->pairs[i].key, "GresTypes"))
+		if (strcaseeq(key, "PlugStackConfig")) {
+			free(f->plugstack);
+			f->plugstack = *value ? strdup(value) : NULL;
+			if (*value && !f->plugstack)
+				return -ENOMEM;
 			continue;
-		if (!(v = strdup(st->pairs[i].value)))
+		}
+		if (!strcaseeq(key, "GresTypes"))
+			continue;
+		if (!(v = strdup(value)))
 			return -ENOMEM;
-		*gpu = false;
+		f->gres_gpu = false;
 		for (char *t = strtok_r(v, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save))
 			if (strcaseeq(t, "gpu"))
-				*gpu = true;
+				f->gres_gpu = true;
 	}
 	return 0;
 }
 
-int slurm_conf_gres_gpu(const char *path, bool *ret)
+void slurm_conf_facts_done(struct slurm_conf_facts *f)
 {
-	bool gpu = false;
-	struct conf_parser p = {.fn = on_slurm_stmt, .userdata = &gpu};
+	free(f->plugstack);
+	f->plugstack = NULL;
+}
+
+int slurm_conf_read(const char *path, struct slurm_conf_facts *ret)
+{
+	struct slurm_conf_facts f = {};
+	struct conf_parser p = {.fn = on_slurm_stmt, .userdata = &f};
 	int r = conf_parse_file(&p, path);
 
-	if (r < 0)
-		return r;
 	if (r > 0)
-		return error_set(-ENOENT, "%s: no such file", path);
-	*ret = gpu;
+		r = error_set(-ENOENT, "%s: no such file", path);
+	if (r < 0) {
+		slurm_conf_facts_done(&f);
+		return r;
+	}
+	*ret = f;
 	return 0;
 }
