@@ -172,9 +172,9 @@ static void pam_text(const struct pam_check *pc)
 		printf("note: PAM: %s\n", *n);
 }
 
+/* @checks: the GPU and Slurm checks' objects ("gpus", "slurm_gres", ...), each added as is. */
 static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserved,
-		       struct json_object *pam, struct json_object *gpus,
-		       struct json_object *slurm_gres, struct json_object *gres_types)
+		       struct json_object *pam, struct json_object *checks)
 {
 	struct json_object *o = json_object_new_object(), *lim = json_object_new_array();
 
@@ -198,12 +198,8 @@ static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserv
 		json_object_array_add(lim, json_object_new_string(*l));
 	json_object_object_add(o, "reserved", reserved);
 	json_object_object_add(o, "ssh_pam", pam);
-	if (gpus)
-		json_object_object_add(o, "gpus", json_object_get(gpus));
-	if (slurm_gres)
-		json_object_object_add(o, "slurm_gres", json_object_get(slurm_gres));
-	if (gres_types)
-		json_object_object_add(o, "slurm_gres_types", json_object_get(gres_types));
+	json_object_object_foreach(checks, key, val)
+	    json_object_object_add(o, key, json_object_get(val));
 	json_object_object_add(o, "cannot_enforce", lim);
 	json_object_object_add(o, "can_run", json_object_new_boolean(s->can_run));
 	if (!s->can_run)
@@ -537,6 +533,74 @@ static int gres_types_check(const struct slurm_plugin *p, struct json_object *js
 	return !*err && !gpu;
 }
 
+/* Does Slurm's plugin list @list ("task/affinity,task/cgroup") name @plugin ("cgroup" for
+ * task/cgroup), with or without its type prefix? */
+static bool plugin_listed(const char *list, const char *type, const char *plugin)
+{
+	char buf[1024], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *t = strtok_r(buf, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save)) {
+		size_t n = strlen(type);
+
+		if (strncasecmp(t, type, n) == 0 && t[n] == '/')
+			t += n + 1;
+		if (strcasecmp(t, plugin) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Slurm's own cgroup plugins and jobcg cannot both own the tasks: task/cgroup moves each task
+ * after jobcg_spank.so placed it (the plugin then fails the task: its limits would not apply),
+ * and proctrack/cgroup signals only what is in Slurm's cgroups, so scancel stops killing the
+ * tasks. Where Slurm's plugin stack loads the plugin, its slurm.conf must name neither
+ * (proctrack/cgroup is Slurm's default). Returns 1 when it does, else 0 (a slurm.conf that
+ * cannot be read is said by the GresTypes check, not counted here).
+ */
+static int slurm_plugins_check(const struct slurm_plugin *p, struct json_object *json)
+{
+	const char *proctrack = p->facts.proctrack ? p->facts.proctrack : "proctrack/cgroup";
+	const char *task = p->facts.task_plugin ? p->facts.task_plugin : "task/none";
+	bool bad_proctrack = plugin_listed(proctrack, "proctrack", "cgroup"),
+	     bad_task = plugin_listed(task, "task", "cgroup");
+	char path[PATH_MAX];
+
+	if (!p->dir || *p->conf_error)
+		return 0;
+	snprintf(path, sizeof(path), "%s/slurm.conf", p->dir);
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "file", json_object_new_string(path));
+		json_object_object_add(o, "proctrack", json_object_new_string(proctrack));
+		json_object_object_add(o, "task_plugin", json_object_new_string(task));
+		json_object_object_add(o, "conflict",
+				       json_object_new_boolean(bad_proctrack || bad_task));
+		json_object_object_add(json, "slurm_plugins", o);
+	} else if (!bad_proctrack && !bad_task) {
+		printf("%-22s %s: ProctrackType=%s, TaskPlugin=%s leave the tasks' cgroups to "
+		       "jobcg\n",
+		       "Slurm's plugins:", path, proctrack, task);
+	} else {
+		printf(
+		    "%-22s %s:%s%s%s%s jobcg_spank.so needs ProctrackType=proctrack/linuxproc and "
+		    "TaskPlugin=task/affinity\n",
+		    "Slurm's plugins:", path, bad_proctrack ? " ProctrackType=" : "",
+		    bad_proctrack ? proctrack : "",
+		    bad_proctrack ? (p->facts.proctrack ? " (scancel would kill only what is in "
+							  "Slurm's cgroups);"
+							: " (Slurm's default: scancel would kill "
+							  "only what is in Slurm's cgroups);")
+				  : "",
+		    bad_task ? " TaskPlugin= lists task/cgroup (it moves each task out of "
+			       "jobcg's cgroup, and the plugin fails the task);"
+			     : "");
+	}
+	return bad_proctrack || bad_task;
+}
+
 /*
  * Slurm's gres.conf against jobcg's, GPU index by index (what jobcg_spank.so checks for each
  * step's GPUs, here for all of them before any job runs). @path NULL: the file the plugin
@@ -673,10 +737,8 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		r = gpus_check(conf, gj);
 		rs = slurm_gres_check(conf, &plugin, slurm_gres, gj);
 		rs |= gres_types_check(&plugin, gj);
-		print_json(s, reserved_json(conf), pam_json(&pc),
-			   json_object_object_get(gj, "gpus"),
-			   json_object_object_get(gj, "slurm_gres"),
-			   json_object_object_get(gj, "slurm_gres_types"));
+		rs |= slurm_plugins_check(&plugin, gj);
+		print_json(s, reserved_json(conf), pam_json(&pc), gj);
 		json_object_put(gj);
 	} else {
 		print_text(s, conf);
@@ -684,6 +746,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		r = gpus_check(conf, NULL);
 		rs = slurm_gres_check(conf, &plugin, slurm_gres, NULL);
 		rs |= gres_types_check(&plugin, NULL);
+		rs |= slurm_plugins_check(&plugin, NULL);
 	}
 	r = s->can_run && !pc.escapes && !r && !rs ? 0 : 1;
 	jobcg_pam_scan_free(pc.scan);

@@ -15,6 +15,7 @@
  * epilog, which cost far more than all of jobcg's work (docs/slurm.md). The watcher ends a
  * step whose slurmstepd was killed, which the epilog's job removal used to.
  * Any failure before a task runs returns an error: loaded as `required`, the step fails. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
@@ -615,6 +616,45 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	return 0;
 }
 
+/*
+ * Is this task, about to exec, still where task_post_fork put it? Slurm's own cgroup plugins
+ * (TaskPlugin=task/cgroup, and any plugin of the stack after this one) move a task after that
+ * hook, and jobcg's limits and device grants would then silently not apply to it: the task
+ * fails instead, naming where it is.
+ */
+static int task_still_placed(int task)
+{
+	struct jobcg_target t = {.job = st.life.job, .task = task};
+	_cleanup_free_ char *want = NULL, *text = NULL;
+	char where[PATH_MAX];
+	size_t len = 0;
+	int r;
+
+	memcpy(t.step, st.life.step, sizeof(t.step));
+	if ((r = jobcg_target_path(st.ctx, &t, &want)) < 0)
+		return fail(st.life.job, st.life.step, r, "checking the task's cgroup");
+	r = read_full_file_at(AT_FDCWD, "/proc/self/cgroup", 1 << 16, &text, &len);
+	if (r >= 0)
+		r = jspank_in_cgroup(text, len, jobcg_ctx_mount(st.ctx), want, where,
+				     sizeof(where));
+	if (r < 0)
+		return fail(
+		    st.life.job, st.life.step,
+		    error_set(r, "cannot tell this task's cgroup v2 from /proc/self/cgroup"),
+		    "checking the task's cgroup");
+	if (r == 0)
+		return fail(
+		    st.life.job, st.life.step,
+		    error_set(-EPERM,
+			      "task %d is in %s, not in its jobcg cgroup %s: moved after "
+			      "jobcg_spank.so placed it (Slurm's TaskPlugin=task/cgroup or "
+			      "ProctrackType=proctrack/cgroup? jobcg needs task/affinity and "
+			      "proctrack/linuxproc)",
+			      task, where, want),
+		    "checking the task's cgroup");
+	return 0;
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	_cleanup_strv_free_ char **bound_env = NULL;
@@ -628,7 +668,16 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	if (!spank_remote(sp) || !st.begun)
 		return 0;
 	if (spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || task < 0 ||
-	    (unsigned)task >= st.life.ntasks || !jobcg_step_gres_task_env(st.life.gres))
+	    (unsigned)task >= st.life.ntasks) {
+		slurm_spank_log("jobcg: job %u step %s: Slurm did not give the task's id",
+				st.life.job, st.life.step);
+		return -1;
+	}
+	if (task_still_placed(task) < 0) {
+		slurm_spank_log("%s", st.why);
+		return -1;
+	}
+	if (!jobcg_step_gres_task_env(st.life.gres))
 		return 0;
 	env = jobcg_step_gres_task_env(st.life.gres)[task];
 	if (!env || !env[0])

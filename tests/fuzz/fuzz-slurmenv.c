@@ -2,7 +2,9 @@
  * (spank/slurm_map.c). SLURM_GPU_BIND and the GPU lists reach a root slurmstepd from the user's
  * srun or sbatch; the arguments come from plugstack.conf.
  * Input: line 1 the binding, line 2 the step's GPU list (SLURM_STEP_GPUS), line 3 plugin
- * arguments separated by spaces. */
+ * arguments separated by spaces; the whole input, as is, is also the task's /proc/self/cgroup,
+ * which the plugin reads before the task's exec. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,18 @@ static void check_args(char *line)
 	}
 }
 
+/* A task said to be in its cgroup is in exactly that one, as the file wrote it. */
+static void check_in_cgroup(const uint8_t *data, size_t size)
+{
+	static const char mount[] = "/sys/fs/cgroup", want[] = "/sys/fs/cgroup/j/job_1/task_0";
+	char where[64];
+	int r = jspank_in_cgroup((const char *)data, size, mount, want, where, sizeof(where));
+
+	if ((r != -EINVAL && r != 0 && r != 1) ||
+	    (r == 1 && strcmp(where, want + sizeof(mount) - 1) != 0))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct jobcg_gres_file f[4] = {{(char *)"/dev/nvidia0", 'c', 195, 0},
@@ -105,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *buf, *p, *bind, *gpus, *args;
 	bool mapped;
 
+	check_in_cgroup(data, size);
 	buf = fuzz_cstring(data, size, 4096);
 	if (!buf)
 		return 0;

@@ -257,6 +257,44 @@ static void test_cli(void)
 		tap_diag("%s", out);
 	free(out);
 
+	/* Slurm's own cgroup plugins beside jobcg's: named, exit 1; proctrack/cgroup is Slurm's
+	 * default. The agreeing gres.conf keeps the other checks quiet. */
+	static const struct {
+		const char *keys, *want;
+		int rc;
+	} plugins[] = {
+	    {"ProctrackType=proctrack/linuxproc\nTaskPlugin=task/affinity\n",
+	     "ProctrackType=proctrack/linuxproc, TaskPlugin=task/affinity leave the tasks' cgroups "
+	     "to jobcg",
+	     0},
+	    {"TaskPlugin=task/affinity\n", "ProctrackType=proctrack/cgroup (Slurm's default", 1},
+	    {"ProctrackType=proctrack/linuxproc\nTaskPlugin=affinity,CGROUP\n",
+	     "TaskPlugin= lists task/cgroup (it moves each task out of jobcg's cgroup", 1},
+	};
+	put("sp/plugstack.conf", "required /usr/lib/jobcg_spank.so\n");
+	put("sp/gres.conf", "NodeName=n1 Name=gpu File=/dev/null\n"
+			    "NodeName=n1 Name=gpu File=/dev/zero\n");
+	snprintf(sc, sizeof(sc), "%s/sp/slurm.conf", tmp);
+	for (size_t i = 0; i < sizeof(plugins) / sizeof(plugins[0]); i++) {
+		char text[512];
+
+		snprintf(text, sizeof(text), "ClusterName=c\nGresTypes=gpu\n%s", plugins[i].keys);
+		put("sp/slurm.conf", text);
+		out = check_in(sc, "", &rc);
+		/* Exit 0 also needs this host's other checks (sshd's PAM stack...) to pass. */
+		ok((plugins[i].rc ? rc == 1 : !strstr(out, "jobcg_spank.so needs")) &&
+		       strstr(out, plugins[i].want),
+		   "Slurm's plugins, case %zu: %s, said so (rc %d)", i,
+		   plugins[i].rc ? "exit 1" : "no conflict", rc);
+		if (!strstr(out, plugins[i].want))
+			tap_diag("%s", out);
+		free(out);
+	}
+	out = check_in(sc, "--json", &rc);
+	ok(strstr(out, "\"slurm_plugins\"") && strstr(out, "\"conflict\":true"),
+	   "--json: slurm_plugins with the conflict");
+	free(out);
+
 	snprintf(sc, sizeof(sc), "%s/scli/gres.conf", tmp);
 	(void)unlink(sc);
 	snprintf(sc, sizeof(sc), "%s/scli/slurm.conf", tmp);

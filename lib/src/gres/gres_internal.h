@@ -47,8 +47,10 @@ const char *slurm_dirs_describe(const struct slurm_dirs *d, char *buf, size_t si
 /* What jobcg reads of a slurm.conf, Include files followed, the latest line of a key winning
  * as in Slurm. */
 struct slurm_conf_facts {
-	bool gres_gpu;	 /* GresTypes= lists gpu */
-	char *plugstack; /* PlugStackConfig=, NULL when not set */
+	bool gres_gpu;	   /* GresTypes= lists gpu */
+	char *plugstack;   /* PlugStackConfig=, NULL when not set */
+	char *proctrack;   /* ProctrackType=, NULL when not set */
+	char *task_plugin; /* TaskPlugin=, NULL when not set */
 };
 /* Slurm's slurm.conf @path: 0 and *ret (free with slurm_conf_facts_done()), or a negative errno
  * with the error record naming the file and line (-ENOENT: no such file). */

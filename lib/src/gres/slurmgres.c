@@ -164,10 +164,15 @@ static int on_slurm_stmt(const struct conf_stmt *st, void *userdata)
 		_cleanup_free_ char *v = NULL;
 		char *save = NULL;
 
-		if (strcaseeq(key, "PlugStackConfig")) {
-			free(f->plugstack);
-			f->plugstack = *value ? strdup(value) : NULL;
-			if (*value && !f->plugstack)
+		char **str = strcaseeq(key, "PlugStackConfig") ? &f->plugstack
+			     : strcaseeq(key, "ProctrackType") ? &f->proctrack
+			     : strcaseeq(key, "TaskPlugin")    ? &f->task_plugin
+							       : NULL;
+
+		if (str) {
+			free(*str);
+			*str = *value ? strdup(value) : NULL;
+			if (*value && !*str)
 				return -ENOMEM;
 			continue;
 		}
@@ -186,7 +191,9 @@ static int on_slurm_stmt(const struct conf_stmt *st, void *userdata)
 void slurm_conf_facts_done(struct slurm_conf_facts *f)
 {
 	free(f->plugstack);
-	f->plugstack = NULL;
+	free(f->proctrack);
+	free(f->task_plugin);
+	*f = (struct slurm_conf_facts){};
 }
 
 int slurm_conf_read(const char *path, struct slurm_conf_facts *ret)

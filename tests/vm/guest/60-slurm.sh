@@ -566,6 +566,33 @@ both_ways "1 2" 15 "the tasks are not in jobcg's trees" \
 	"SLURMD_NODENAME=n1 exported to srun -w n2, and sbatch -N2 (batch on n1) starting srun on both: n2's task in n2's tree with n2's GPU" \
 	"each step in its own node's tree, whatever srun's environment names" check15
 
+# --- 16. a task moved after the plugin placed it fails before its exec -----------------------
+# Slurm's task/cgroup, or any plugin later in the stack, moves a task after jobcg's
+# task_post_fork: jobcg's limits and device grants would then silently not apply to it. A
+# stand-in plugin after jobcg's (tests/vm/vmt-spank-mover.c) moves each task into
+# /sys/fs/cgroup/vmt-mover: the task must not run, and the reason names where it was. Without
+# jobcg's plugin only the mover is loaded, and the moved task runs.
+mkdir -p /sys/fs/cgroup/vmt-mover
+cp "$VMT_SHARE/bin/vmt-spank-mover.so" /usr/local/lib/jobcg/
+mover="required /usr/local/lib/jobcg/vmt-spank-mover.so /sys/fs/cgroup/vmt-mover"
+check16() {
+	out=$($S -w n1 -n1 sh -c 'echo ran; cat /proc/self/cgroup' 2>&1); rc=$?
+	log=$(grep "checking the task's cgroup" "$sd/slurmd-n1.log" | tail -n 1)
+	printf 'rc %s: %s\nslurmd: %s\n' "$rc" "$out" "$log"
+	[ "$rc" -ne 0 ] && ! echo "$out" | grep -q '^ran' &&
+		echo "$out$log" | grep -q "task 0 is in /vmt-mover, not in its jobcg cgroup /sys/fs/cgroup$root1/job_[0-9]*/step_0/user/task_0"
+}
+settle
+echo "$mover" > /etc/slurm/plugstack-n1.conf
+if out=$(check16); then not_ok "16 (without the plugin): the check must fail"; diag "$out"
+else ok "16 (without the plugin): the moved task runs"; diag "$out"; fi
+settle
+printf 'required %s conf=/etc/jobcg/n1 %s\n%s\n' "$PLUGIN" "$PLUGARGS" "$mover" > /etc/slurm/plugstack-n1.conf
+with_plugin 16 "a task another plugin moves after jobcg placed it fails before its exec, naming where it is" \
+	"a task moved out of its jobcg cgroup does not run" check16
+plugin_on 1
+rmdir /sys/fs/cgroup/vmt-mover
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
