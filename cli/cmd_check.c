@@ -372,39 +372,31 @@ static bool plugstack_loads_plugin(const char *path, char arg[PATH_MAX], int dep
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f)) {
-		char *hash = strchr(line, '#'), *tok, *save = NULL;
+		const char *a;
+		char dir[PATH_MAX], full[PATH_MAX * 2];
+		glob_t g;
 
-		if (hash)
-			*hash = '\0';
-		tok = strtok_r(line, " \t\n", &save);
-		if (tok && strcasecmp(tok, "include") == 0 && depth < 8) {
-			char *pat = strtok_r(NULL, "\n", &save), dir[PATH_MAX], full[PATH_MAX * 2];
-			glob_t g;
-
-			pat = pat ? pat + strspn(pat, " \t") : NULL;
-			if (!pat || !*pat)
-				continue;
-			pat[strcspn(pat, " \t")] = '\0';
+		switch (slurm_plugstack_line(line, &a)) {
+		case SLURM_PLUGSTACK_JOBCG:
+			snprintf(arg, PATH_MAX, "%s", a);
+			found = true;
+			break;
+		case SLURM_PLUGSTACK_INCLUDE:
+			if (depth >= 8)
+				break;
 			snprintf(dir, sizeof(dir), "%s", path);
 			*(strrchr(dir, '/') ? strrchr(dir, '/') : dir) = '\0';
-			snprintf(full, sizeof(full), "%s%s%s", *pat == '/' ? "" : dir,
-				 *pat == '/' || !*dir ? "" : "/", pat);
+			snprintf(full, sizeof(full), "%s%s%s", *a == '/' ? "" : dir,
+				 *a == '/' || !*dir ? "" : "/", a);
 			if (glob(full, 0, NULL, &g) != 0)
-				continue;
+				break;
 			for (size_t k = 0; !found && k < g.gl_pathc; k++)
 				found = plugstack_loads_plugin(g.gl_pathv[k], arg, depth + 1);
 			globfree(&g);
-			continue;
+			break;
+		case SLURM_PLUGSTACK_OTHER:
+			break;
 		}
-		while (tok && !strstr(tok, "jobcg_spank.so"))
-			tok = strtok_r(NULL, " \t\n", &save);
-		if (!tok)
-			continue;
-		found = true;
-		for (tok = strtok_r(NULL, " \t\n", &save); tok;
-		     tok = strtok_r(NULL, " \t\n", &save))
-			if (strncmp(tok, "slurm_gres=", 11) == 0)
-				snprintf(arg, PATH_MAX, "%s", tok + 11);
 	}
 	fclose(f);
 	return found;

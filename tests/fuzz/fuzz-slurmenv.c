@@ -2,8 +2,9 @@
  * (spank/slurm_map.c). SLURM_GPU_BIND and the GPU lists reach a root slurmstepd from the user's
  * srun or sbatch; the arguments come from plugstack.conf.
  * Input: line 1 the binding, line 2 the step's GPU list (SLURM_STEP_GPUS), line 3 plugin
- * arguments separated by spaces; the whole input, as is, is also the task's /proc/self/cgroup,
- * which the plugin reads before the task's exec. */
+ * arguments separated by spaces, line 4 a line of Slurm's plugstack.conf (jobcg check reads
+ * them); the whole input, as is, is also the task's /proc/self/cgroup, which the plugin reads
+ * before the task's exec. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -89,6 +90,19 @@ static void check_args(char *line)
 	}
 }
 
+/* What a plugstack.conf line gives points into the line, and an include names a glob. */
+static void check_plugstack(char *line)
+{
+	size_t len = strlen(line);
+	const char *a = NULL;
+	enum slurm_plugstack_line k = slurm_plugstack_line(line, &a);
+
+	if (!a || (*a && (a < line || a >= line + len)) || (k == SLURM_PLUGSTACK_INCLUDE && !*a) ||
+	    (k != SLURM_PLUGSTACK_OTHER && k != SLURM_PLUGSTACK_INCLUDE &&
+	     k != SLURM_PLUGSTACK_JOBCG))
+		abort();
+}
+
 /* A task said to be in its cgroup is in exactly that one, as the file wrote it. */
 static void check_in_cgroup(const uint8_t *data, size_t size)
 {
@@ -116,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const struct jobcg_gres_conf conf = {.records = r, .nrecords = 4};
 	struct jobcg_gres_node *n = NULL;
 	struct jobcg_gres_set step = {};
-	char *buf, *p, *bind, *gpus, *args;
+	char *buf, *p, *bind, *gpus, *args, *plugstack;
 	bool mapped;
 
 	check_in_cgroup(data, size);
@@ -127,11 +141,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bind = next_line(&p);
 	gpus = next_line(&p);
 	args = next_line(&p);
+	plugstack = next_line(&p);
 	if (gres_node_new(&conf, &n) < 0)
 		abort();
 	mapped = check_map(n, gpus, &step);
 	check_bind(n, bind, gpus, mapped ? &step : NULL);
 	check_args(args);
+	check_plugstack(plugstack);
 	jobcg_gres_node_free(n);
 	free(buf);
 	return 0;

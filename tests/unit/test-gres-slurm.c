@@ -346,6 +346,38 @@ static void test_dirs(void)
 	   "a file beside SLURM_CONF is found, a missing one is not");
 }
 
+/* Lines of Slurm's plugstack.conf. */
+static void test_plugstack_lines(void)
+{
+	static const struct {
+		const char *line;
+		enum slurm_plugstack_line kind;
+		const char *arg;
+	} cases[] = {
+	    {"required /usr/lib/slurm/jobcg_spank.so conf=/etc/jobcg slurm_gres=/x/g.conf\n",
+	     SLURM_PLUGSTACK_JOBCG, "/x/g.conf"},
+	    {"optional\tjobcg_spank.so\r\n", SLURM_PLUGSTACK_JOBCG, ""},
+	    {"required other.so slurm_gres=/y # jobcg_spank.so\n", SLURM_PLUGSTACK_OTHER, ""},
+	    {"# required jobcg_spank.so\n", SLURM_PLUGSTACK_OTHER, ""},
+	    {"include /etc/slurm/plugstack.conf.d/*  # all\n", SLURM_PLUGSTACK_INCLUDE,
+	     "/etc/slurm/plugstack.conf.d/*"},
+	    {"INCLUDE rel/*.conf", SLURM_PLUGSTACK_INCLUDE, "rel/*.conf"},
+	    {"include\n", SLURM_PLUGSTACK_OTHER, ""},
+	    {"", SLURM_PLUGSTACK_OTHER, ""},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char line[256];
+		const char *arg = NULL;
+		enum slurm_plugstack_line k;
+
+		snprintf(line, sizeof(line), "%s", cases[i].line);
+		k = slurm_plugstack_line(line, &arg);
+		ok(k == cases[i].kind && arg && streq(arg, cases[i].arg),
+		   "plugstack.conf line %zu: kind %d, '%s'", i, (int)k, arg ? arg : "(null)");
+	}
+}
+
 /* GresTypes= as Slurm reads slurm.conf: any case, a list, Include files, the latest line. */
 static void test_gres_types(void)
 {
@@ -408,6 +440,7 @@ int main(void)
 		tap_plan_skip_all("mkdtemp failed");
 	test_compare();
 	test_dirs();
+	test_plugstack_lines();
 	test_cli();
 	test_gres_types();
 	{

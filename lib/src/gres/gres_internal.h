@@ -56,3 +56,14 @@ struct slurm_conf_facts {
  * with the error record naming the file and line (-ENOENT: no such file). */
 int slurm_conf_read(const char *path, struct slurm_conf_facts *ret);
 void slurm_conf_facts_done(struct slurm_conf_facts *f);
+
+/* One line of Slurm's plugstack.conf, as Slurm reads it: `include GLOB`, a plugin line naming
+ * jobcg_spank.so, or anything else. */
+enum slurm_plugstack_line {
+	SLURM_PLUGSTACK_OTHER,
+	SLURM_PLUGSTACK_INCLUDE, /* *ret_arg: the glob */
+	SLURM_PLUGSTACK_JOBCG,	 /* *ret_arg: its slurm_gres= argument, "" when none */
+};
+/* @line (NUL-terminated, cut in place; its '#' comment dropped). *ret_arg points into @line or
+ * is "". */
+enum slurm_plugstack_line slurm_plugstack_line(char *line, const char **ret_arg);

@@ -211,3 +211,30 @@ int slurm_conf_read(const char *path, struct slurm_conf_facts *ret)
 	*ret = f;
 	return 0;
 }
+
+enum slurm_plugstack_line slurm_plugstack_line(char *line, const char **ret_arg)
+{
+	char *hash = strchr(line, '#'), *tok, *save = NULL;
+
+	*ret_arg = "";
+	if (hash)
+		*hash = '\0';
+	tok = strtok_r(line, " \t\r\n", &save);
+	if (tok && strcaseeq(tok, "include")) {
+		char *pat = strtok_r(NULL, " \t\r\n", &save);
+
+		if (!pat)
+			return SLURM_PLUGSTACK_OTHER;
+		*ret_arg = pat;
+		return SLURM_PLUGSTACK_INCLUDE;
+	}
+	/* required|optional PATH ARGS...: the path names the plugin, wherever it is. */
+	while (tok && !strstr(tok, "jobcg_spank.so"))
+		tok = strtok_r(NULL, " \t\r\n", &save);
+	if (!tok)
+		return SLURM_PLUGSTACK_OTHER;
+	while ((tok = strtok_r(NULL, " \t\r\n", &save)))
+		if (startswith(tok, "slurm_gres="))
+			*ret_arg = tok + 11;
+	return SLURM_PLUGSTACK_JOBCG;
+}
