@@ -1,5 +1,4 @@
 /* jobcg check: what this host's cgroup v2 offers jobcg, and whether jobs can run here. */
-#include <dirent.h>
 #include <glob.h>
 #include <getopt.h>
 #include <stdarg.h>
