@@ -517,12 +517,17 @@ int jspank_args_parse(int argc, char *const argv[], struct jspank_args *ret)
 					 "slurm_gres=PATH|none or jobcg=PATH",
 					 argv[i]);
 		}
-		/* slurmstepd's PATH is not the admin's: a relative name would be a guess. */
-		if (slot == &a.jobcg && *v != '/') {
+		/* slurmstepd's PATH and working directory are not the admin's: a relative name
+		 * would be a guess. */
+		if (*v != '/' && !(slot == &a.slurm_gres && streq(v, "none"))) {
+			const char *key = slot == &a.conf	  ? "conf="
+					  : slot == &a.slurm_gres ? "slurm_gres="
+								  : "jobcg=";
+
 			jspank_args_done(&a);
-			return error_set(
-			    -EINVAL, "plugstack.conf argument '%s': jobcg= needs an absolute path",
-			    argv[i]);
+			return error_set(-EINVAL,
+					 "plugstack.conf argument '%s': %s needs an absolute path",
+					 argv[i], key);
 		}
 		free(*slot);
 		if (!(*slot = strdup(v))) {

@@ -84,8 +84,10 @@ static void check_args(char *line)
 		char *c = a.conf ? jspank_expand(a.conf, "n1") : NULL;
 
 		free(c);
-		if (a.jobcg && a.jobcg[0] != '/')
-			abort(); /* only absolute paths are run as root */
+		/* only absolute paths: slurmstepd's PATH and directory are no guide */
+		if ((a.jobcg && a.jobcg[0] != '/') || (a.conf && a.conf[0] != '/') ||
+		    (a.slurm_gres && a.slurm_gres[0] != '/' && strcmp(a.slurm_gres, "none") != 0))
+			abort();
 		jspank_args_done(&a);
 	}
 }

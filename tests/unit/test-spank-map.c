@@ -367,6 +367,17 @@ static void test_args(void)
 	ok(jspank_args_parse(2, relative, &a) == -EINVAL && !a.conf && !a.jobcg &&
 	       strstr(jobcg_last_error()->message, "'jobcg=jobcg': jobcg= needs an absolute path"),
 	   "jobcg= without an absolute path is refused (slurmstepd's PATH is no guide)");
+	{
+		char *rel_conf[] = {(char *)"conf=etc/jobcg"},
+		     *rel_gres[] = {(char *)"slurm_gres=g"};
+
+		ok(jspank_args_parse(1, rel_conf, &a) == -EINVAL && !a.conf &&
+		       strstr(jobcg_last_error()->message, "conf= needs an absolute path"),
+		   "conf= without an absolute path is refused (slurmstepd's working directory)");
+		ok(jspank_args_parse(1, rel_gres, &a) == -EINVAL && !a.slurm_gres &&
+		       strstr(jobcg_last_error()->message, "slurm_gres= needs an absolute path"),
+		   "slurm_gres= neither none nor an absolute path is refused");
+	}
 	ok(jspank_args_parse(0, NULL, &a) == 0 && !a.conf, "no arguments: defaults");
 	e = jspank_expand("/etc/jobcg/%n/x%%", "n2");
 	ok(e && streq(e, "/etc/jobcg/n2/x%"), "%%n is the node name, %%%% a percent sign");
