@@ -524,6 +524,9 @@ NodeName=n2 Name=gpu File=/dev/nvidia2"
 	cp /etc/slurm/gres.conf "$sd/gres.conf.keep"
 	echo "$swapped" > /etc/slurm/gres.conf
 	a=$($S -w n2 -n1 --gres=gpu:1 sh -c "$probe" 2>&1); arc=$?
+	# jobcg check with SLURM_CONF naming the cache, as Slurm's commands take it, compares so too.
+	j=$(SLURM_CONF="$cache/slurm.conf" JOBCG_NODENAME=n2 JOBCG_CONF_DIR=/etc/jobcg/n2 jobcg check 2>&1 |
+		grep "^Slurm's gres.conf:")
 	cp "$sd/gres.conf.keep" /etc/slurm/gres.conf
 	cp "$cache/gres.conf" "$sd/cache-gres.conf.keep"
 	echo "$swapped" > "$cache/gres.conf"
@@ -532,14 +535,15 @@ NodeName=n2 Name=gpu File=/dev/nvidia2"
 	log=$(grep "mapping Slurm's GPUs onto jobcg's gres.conf" "$sd/slurmd-n2c.log" | tail -n 1)
 	n2_restart -f /etc/slurm/n2.conf || echo "n2 did not come back with its own slurm.conf"
 	rm -f /run/slurm/conf
-	printf 'cache: %s\n/etc/slurm swapped: rc %s %s\ncache swapped: rc %s %s\nslurmd: %s\n' \
-		"$cache" "$arc" "$a" "$brc" "$b" "$log"
+	printf 'cache: %s\n/etc/slurm swapped: rc %s %s\njobcg check, SLURM_CONF in the cache: %s\ncache swapped: rc %s %s\nslurmd: %s\n' \
+		"$cache" "$arc" "$a" "$j" "$brc" "$b" "$log"
 	[ -n "$cache" ] && [ -f "$cache/slurm.conf" ] && [ "$arc" -eq 0 ] &&
+		echo "$j" | grep -qF "$cache/gres.conf lists this node's 2 GPU(s)" &&
 		echo "$a" | grep -qE "^n2 task0 cg=/system.slice/jobcg-n2.scope/job_[0-9]+/step_0/user/task_0 cuda=0 .* (nvidia2=ENXIO nvidia3=EPERM|nvidia2=EPERM nvidia3=ENXIO)\$" &&
 		[ "$brc" -ne 0 ] && echo "$log" | grep -qF "in Slurm's gres.conf ($cache/gres.conf:"
 }
 settle
-with_plugin 14 "configless n2: the plugin compares with the gres.conf slurmd fetched (a GPU step runs with /etc/slurm's swapped, fails with the cache's swapped, naming it)" \
+with_plugin 14 "configless n2: the plugin compares with the gres.conf slurmd fetched (a GPU step runs with /etc/slurm's swapped, fails with the cache's swapped, naming it), and jobcg check with SLURM_CONF in the cache too" \
 	"the plugin compares with the gres.conf of the slurm.conf slurmd reads" check14
 
 # --- 15. the node's name is slurmstepd's, never the step's environment's ----------------------
