@@ -15,7 +15,6 @@
  * epilog, which cost far more than all of jobcg's work (docs/slurm.md). The watcher ends a
  * step whose slurmstepd was killed, which the epilog's job removal used to.
  * Any failure before a task runs returns an error: loaded as `required`, the step fails. */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
@@ -27,6 +26,7 @@
 #include "gres_internal.h"
 #include "jobcg-build.h"
 #include "jobcg/acct.h"
+#include "jobcg/adopt.h"
 #include "jobcg/config.h"
 #include "jobcg/context.h"
 #include "jobcg/gres.h"
@@ -625,26 +625,19 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 static int task_still_placed(int task)
 {
 	struct jobcg_target t = {.job = st.life.job, .task = task};
-	_cleanup_free_ char *want = NULL, *text = NULL;
-	char where[PATH_MAX];
-	size_t len = 0;
+	_cleanup_free_ char *want = NULL, *cg = NULL;
+	const char *mount = jobcg_ctx_mount(st.ctx), *where;
 	int r;
 
 	memcpy(t.step, st.life.step, sizeof(t.step));
-	if ((r = jobcg_target_path(st.ctx, &t, &want)) < 0)
+	if ((r = jobcg_target_path(st.ctx, &t, &want)) < 0 ||
+	    (r = jobcg_pid_job(st.ctx, getpid(), NULL, &cg)) < 0)
 		return fail(st.life.job, st.life.step, r, "checking the task's cgroup");
-	r = read_full_file_at(AT_FDCWD, "/proc/self/cgroup", 1 << 16, &text, &len);
-	if (r >= 0)
-		r = jspank_in_cgroup(text, len, jobcg_ctx_mount(st.ctx), want, where,
-				     sizeof(where));
-	if (r < 0)
-		return fail(
-		    st.life.job, st.life.step,
-		    error_set(r, "cannot tell this task's cgroup v2 from /proc/self/cgroup"),
-		    "checking the task's cgroup");
-	if (r == 0)
-		return fail(
-		    st.life.job, st.life.step,
+	if (streq(cg, want))
+		return 0;
+	/* As /proc/self/cgroup says it: relative to the mount. */
+	where = startswith(cg, mount) && cg[strlen(mount)] ? cg + strlen(mount) : "/";
+	return fail(st.life.job, st.life.step,
 		    error_set(-EPERM,
 			      "task %d is in %s, not in its jobcg cgroup %s: moved after "
 			      "jobcg_spank.so placed it (Slurm's TaskPlugin=task/cgroup or "
@@ -652,7 +645,6 @@ static int task_still_placed(int task)
 			      "proctrack/linuxproc)",
 			      task, where, want),
 		    "checking the task's cgroup");
-	return 0;
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)

@@ -590,35 +590,3 @@ int jspank_exit_code(const int *status, unsigned n)
 	}
 	return code;
 }
-
-int jspank_in_cgroup(const char *text, size_t len, const char *mount, const char *want, char *where,
-		     size_t size)
-{
-	size_t mlen = strlen(mount);
-	const char *end = text + len, *line = text;
-
-	/* The mount as jobcg_ctx_mount() gives it, without a trailing slash but for "/". */
-	while (mlen > 1 && mount[mlen - 1] == '/')
-		mlen--;
-	if (strncmp(want, mount, mlen) != 0 || (mlen > 1 && want[mlen] != '/' && want[mlen] != 0))
-		return -EINVAL;
-	while (line < end) {
-		const char *nl = memchr(line, '\n', (size_t)(end - line)), *path;
-		size_t n = (size_t)((nl ? nl : end) - line), plen;
-
-		if (n >= 3 && memcmp(line, "0::", 3) == 0) {
-			/* @want relative to the mount, as the file writes it ("/" for the mount).
-			 */
-			const char *rel = mlen == 1 ? want : want + mlen;
-
-			if (!*rel)
-				rel = "/";
-			path = line + 3;
-			plen = n - 3;
-			snprintf(where, size, "%.*s", (int)plen, path);
-			return strlen(rel) == plen && memcmp(rel, path, plen) == 0;
-		}
-		line += n + 1;
-	}
-	return -EINVAL;
-}

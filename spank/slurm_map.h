@@ -100,12 +100,3 @@ char *jspank_expand(const char *tmpl, const char *node);
  * statuses, or 128+N for the first task killed by signal N.
  */
 int jspank_exit_code(const int *status, unsigned n);
-
-/**
- * Is the process whose /proc/PID/cgroup reads @text (@len bytes) in the cgroup directory @want,
- * an absolute path under the cgroup v2 mount @mount? 1 yes; 0 no, with the cgroup it is in
- * (relative to the mount, as the file says it) in @where; -EINVAL when @text has no cgroup v2
- * line ("0::PATH").
- */
-int jspank_in_cgroup(const char *text, size_t len, const char *mount, const char *want, char *where,
-		     size_t size);

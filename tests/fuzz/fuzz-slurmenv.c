@@ -3,13 +3,14 @@
  * srun or sbatch; the arguments come from plugstack.conf.
  * Input: line 1 the binding, line 2 the step's GPU list (SLURM_STEP_GPUS), line 3 plugin
  * arguments separated by spaces, line 4 a line of Slurm's plugstack.conf (jobcg check reads
- * them); the whole input, as is, is also the task's /proc/self/cgroup, which the plugin reads
- * before the task's exec. */
+ * them); the whole input is also the task's /proc/self/cgroup, which the plugin reads before
+ * the task's exec. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "adopt_internal.h"
 #include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "slurm_map.h"
@@ -105,16 +106,17 @@ static void check_plugstack(char *line)
 		abort();
 }
 
-/* A task said to be in its cgroup is in exactly that one, as the file wrote it. */
-static void check_in_cgroup(const uint8_t *data, size_t size)
+/* The plugin finds a task's cgroup from its /proc/self/cgroup (jobcg_pid_job()): a path it
+ * gives is one absolute cgroup path, a single line. */
+static void check_proc_cgroup(const char *text)
 {
-	static const char mount[] = "/sys/fs/cgroup", want[] = "/sys/fs/cgroup/j/job_1/task_0";
-	char where[64];
-	int r = jspank_in_cgroup((const char *)data, size, mount, want, where, sizeof(where));
+	char *path = NULL;
+	int r = adopt_parse_proc_cgroup(text, &path);
 
-	if ((r != -EINVAL && r != 0 && r != 1) ||
-	    (r == 1 && strcmp(where, want + sizeof(mount) - 1) != 0))
+	if ((r != 0 && r != -EINVAL && r != -ENOMEM) ||
+	    (r == 0 && (path[0] != '/' || strchr(path, '\n'))))
 		abort();
+	free(path);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -135,10 +137,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *buf, *p, *bind, *gpus, *args, *plugstack;
 	bool mapped;
 
-	check_in_cgroup(data, size);
 	buf = fuzz_cstring(data, size, 4096);
 	if (!buf)
 		return 0;
+	check_proc_cgroup(buf);
 	p = buf;
 	bind = next_line(&p);
 	gpus = next_line(&p);

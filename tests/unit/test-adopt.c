@@ -53,6 +53,11 @@ int main(void)
 	is_str(s, "/", "...is /");
 	free(s);
 	is_int(adopt_parse_proc_cgroup("1:name=systemd:/x\n", &s), -EINVAL, "no v2 line");
+	s = NULL;
+	is_int(adopt_parse_proc_cgroup("12:memory:/slurm\n0::/a/task_1", &s), 0,
+	       "a v2 line without its newline, last");
+	is_str(s, "/a/task_1", "...its whole path");
+	free(s);
 
 	is_int(
 	    adopt_job_of_path("/cg/jobcg", "/cg/jobcg/job_42/step_extern/user/task_special", &id),

@@ -395,39 +395,6 @@ static void test_exit_code(void)
 	is_int(jspank_exit_code(NULL, 0), 0, "no task: 0");
 }
 
-static void test_in_cgroup(void)
-{
-	static const char v2[] = "0::/system.slice/jobcg-n1.scope/job_7/step_0/user/task_1\n";
-	static const char hybrid[] = "12:memory:/slurm/uid_0/job_7\n"
-				     "1:name=systemd:/system.slice/slurmd.service\n"
-				     "0::/system.slice/jobcg-n1.scope/job_7/step_0/user/task_1";
-	static const char moved[] = "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_1\n";
-	const char *want = "/sys/fs/cgroup/system.slice/jobcg-n1.scope/job_7/step_0/user/task_1";
-	char where[256];
-
-	is_int(jspank_in_cgroup(v2, strlen(v2), "/sys/fs/cgroup", want, where, sizeof(where)), 1,
-	       "in its task cgroup");
-	is_int(
-	    jspank_in_cgroup(hybrid, strlen(hybrid), "/sys/fs/cgroup/", want, where, sizeof(where)),
-	    1, "hybrid layout: the v2 line counts, the mount's trailing slash does not");
-	is_int(jspank_in_cgroup(moved, strlen(moved), "/sys/fs/cgroup", want, where, sizeof(where)),
-	       0, "moved by Slurm's plugins: no");
-	is_str(where, "/system.slice/slurmstepd.scope/job_7/step_0/user/task_1",
-	       "where it is instead, as the file says it");
-	is_int(jspank_in_cgroup(v2, strlen(v2) - 9, "/sys/fs/cgroup", want, where, sizeof(where)),
-	       0, "a parent cgroup is not the task's");
-	is_int(
-	    jspank_in_cgroup("0::/\n", 4, "/sys/fs/cgroup", "/sys/fs/cgroup", where, sizeof(where)),
-	    1, "the mount's root");
-	is_int(jspank_in_cgroup("0::/a\n", 6, "/", "/a", where, sizeof(where)), 1,
-	       "a v2 mount at /");
-	is_int(jspank_in_cgroup("12:memory:/x\n", 13, "/sys/fs/cgroup", want, where, sizeof(where)),
-	       -EINVAL, "no v2 line: -EINVAL");
-	is_int(
-	    jspank_in_cgroup(v2, strlen(v2), "/sys/fs/cgroup/unified", want, where, sizeof(where)),
-	    -EINVAL, "a cgroup outside the mount: -EINVAL");
-}
-
 int main(void)
 {
 	if (!mkdtemp(tmp))
@@ -439,7 +406,6 @@ int main(void)
 	test_gpu_bind();
 	test_args();
 	test_exit_code();
-	test_in_cgroup();
 	{
 		char cmd[128];
 
