@@ -149,6 +149,34 @@ int main(void)
 
 	/* A directory that is not jobcg's makes a root suspect: refused unless forced. */
 	is_int(kcli(NULL, "init", NULL), 0, "jobcg init makes the tree again");
+
+	/* Never a tree the caller runs in: this test, then its jobcg, moved into the tree's
+	 * system/ leaf, and back to where it was. */
+	{
+		char here[PATH_MAX] = "", procs[PATH_MAX * 2], line[PATH_MAX];
+		char *args[] = {"teardown", "--force", NULL};
+		FILE *f = fopen("/proc/self/cgroup", "re");
+
+		while (f && fgets(line, sizeof(line), f))
+			if (strncmp(line, "0::", 3) == 0)
+				snprintf(here, sizeof(here), "%s%s", ktest_cgroup_mount(),
+					 strcmp(line + 3, "/\n") == 0 ? "" : line + 3);
+		if (f)
+			fclose(f);
+		here[strcspn(here, "\n")] = 0;
+		snprintf(procs, sizeof(procs), "%s/system/cgroup.procs", root);
+		f = fopen(procs, "we");
+		ok(*here && f && fprintf(f, "%d\n", (int)getpid()) > 0 && fclose(f) == 0,
+		   "this test moved into the tree's system/ leaf");
+		r = kcli_run(args, NULL, &err);
+		ok(r == 1 && err && strstr(err, "runs inside") && kcli_exists("%s", root),
+		   "teardown --force refuses the tree its caller runs in, and removes nothing");
+		free(err);
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", here);
+		f = fopen(procs, "we");
+		ok(f && fprintf(f, "%d\n", (int)getpid()) > 0 && fclose(f) == 0,
+		   "and back where it was (%s)", here);
+	}
 	snprintf(p, sizeof(p), "%s/other", root);
 	ok(mkdir(p, 0755) == 0, "a foreign directory in the root");
 	{

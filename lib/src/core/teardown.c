@@ -2,7 +2,6 @@
  * record, the device policy pinned for it, its directories, its node lock file and the Slurm
  * plugin's CPU topology cache. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,25 +11,19 @@
 #include "tree.h"
 #include "util.h"
 #include "devices.h"
+#include "jobcg/adopt.h"
 #include "jobcg/job.h"
 
-/* Is the calling process in @root or below? Killing the tree would kill it. */
-static bool self_inside(const char *mount, const char *root)
+/* Is the calling process in @ctx's tree root or below? Killing the tree would kill it. */
+static bool self_inside(struct jobcg_ctx *ctx)
 {
-	_cleanup_free_ char *text = NULL, *mine = NULL;
-	size_t len = 0, n = strlen(root);
-	char *p;
+	_cleanup_free_ char *mine = NULL;
+	const char *root = jobcg_ctx_root(ctx);
+	size_t n = strlen(root);
 
-	if (read_full_file_at(AT_FDCWD, "/proc/self/cgroup", 1 << 16, &text, &len) < 0)
+	if (jobcg_pid_job(ctx, getpid(), NULL, &mine) < 0)
 		return false;
-	/* the v2 line: "0::/path" */
-	p = strstr(text, "0::");
-	if (!p || (p != text && p[-1] != '\n'))
-		return false;
-	p += 3;
-	p[strcspn(p, "\n")] = 0;
-	mine = strdup_printf("%s%s", mount, streq(p, "/") ? "" : p);
-	return mine && strncmp(mine, root, n) == 0 && (mine[n] == 0 || mine[n] == '/');
+	return strncmp(mine, root, n) == 0 && (mine[n] == 0 || mine[n] == '/');
 }
 
 /* Refuse a root that is not a jobcg tree: only system/ and job_<id> directories may be in it
@@ -44,7 +37,7 @@ static int check_root(struct jobcg_ctx *ctx, bool force)
 	if (streq(root, mount))
 		return error_set(-EPERM, "the tree root is the cgroup mount %s itself: not removed",
 				 mount);
-	if (self_inside(mount, root))
+	if (self_inside(ctx))
 		return error_set(
 		    -EPERM, "this process runs inside %s: not removing the tree it is in", root);
 	if (force)
