@@ -420,7 +420,8 @@ struct slurm_plugin {
 	const char *dir;	/* the first of @dirs whose plugin stack loads it, or NULL */
 	char arg[PATH_MAX];	/* its slurm_gres= argument, "" when none */
 	bool gpus;		/* where it is loaded: jobcg's gres.conf gives this node GPUs */
-	struct slurm_conf_facts facts;	 /* @dir's slurm.conf, when read */
+	char conf[PATH_MAX];	/* @dir's slurm.conf */
+	struct slurm_conf_facts facts;	 /* what was read of it */
 	char conf_error[PATH_MAX + 256]; /* why it was not: file:line: what */
 };
 
@@ -448,8 +449,8 @@ static void plugin_find(const struct jobcg_config *conf, struct slurm_plugin *p)
 		char path[PATH_MAX], err[sizeof(p->conf_error)] = "";
 		int r;
 
-		snprintf(path, sizeof(path), "%s/slurm.conf", p->dirs.dir[i]);
-		if ((r = slurm_conf_read(path, &f)) < 0)
+		snprintf(p->conf, sizeof(p->conf), "%s/slurm.conf", p->dirs.dir[i]);
+		if ((r = slurm_conf_read(p->conf, &f)) < 0)
 			jobcg_error_format(r, err, sizeof(err)); /* file:line: what */
 		plugstack_path(p->dirs.dir[i], &f, path);
 		if (plugstack_loads_plugin(path, p->arg, 0)) {
@@ -496,17 +497,15 @@ static int plugin_slurm_gres(const struct slurm_plugin *p, char buf[PATH_MAX], c
  */
 static int gres_types_check(const struct slurm_plugin *p, struct json_object *json)
 {
-	char path[PATH_MAX];
 	const char *err = p->conf_error;
 	bool gpu = p->facts.gres_gpu;
 
 	if (!p->dir || !p->gpus)
 		return 0;
-	snprintf(path, sizeof(path), "%s/slurm.conf", p->dir);
 	if (json) {
 		struct json_object *o = json_object_new_object();
 
-		json_object_object_add(o, "file", json_object_new_string(path));
+		json_object_object_add(o, "file", json_object_new_string(p->conf));
 		json_object_object_add(o, "gpu", *err ? NULL : json_object_new_boolean(gpu));
 		json_object_object_add(o, "error", *err ? json_object_new_string(err) : NULL);
 		json_object_object_add(json, "slurm_gres_types", o);
@@ -514,12 +513,12 @@ static int gres_types_check(const struct slurm_plugin *p, struct json_object *js
 		printf("%-22s not checked: %s\n", "Slurm's GresTypes:", err);
 	} else if (gpu) {
 		printf("%-22s %s lists gpu: Slurm sets or clears each step's GPU variables\n",
-		       "Slurm's GresTypes:", path);
+		       "Slurm's GresTypes:", p->conf);
 	} else {
 		printf("%-22s %s does not list gpu in GresTypes=: Slurm leaves SLURM_STEP_GPUS "
 		       "as a user's srun set it, and jobcg_spank.so would grant the GPUs it names; "
 		       "add GresTypes=gpu\n",
-		       "Slurm's GresTypes:", path);
+		       "Slurm's GresTypes:", p->conf);
 	}
 	return !*err && !gpu;
 }
@@ -530,10 +529,10 @@ static bool plugin_listed(const char *list, const char *type, const char *plugin
 {
 	char buf[1024], *save = NULL;
 
+	size_t n = strlen(type);
+
 	snprintf(buf, sizeof(buf), "%s", list);
 	for (char *t = strtok_r(buf, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save)) {
-		size_t n = strlen(type);
-
 		if (strncasecmp(t, type, n) == 0 && t[n] == '/')
 			t += n + 1;
 		if (strcasecmp(t, plugin) == 0)
@@ -556,15 +555,13 @@ static int slurm_plugins_check(const struct slurm_plugin *p, struct json_object 
 	const char *task = p->facts.task_plugin ? p->facts.task_plugin : "task/none";
 	bool bad_proctrack = plugin_listed(proctrack, "proctrack", "cgroup"),
 	     bad_task = plugin_listed(task, "task", "cgroup");
-	char path[PATH_MAX];
 
 	if (!p->dir || *p->conf_error)
 		return 0;
-	snprintf(path, sizeof(path), "%s/slurm.conf", p->dir);
 	if (json) {
 		struct json_object *o = json_object_new_object();
 
-		json_object_object_add(o, "file", json_object_new_string(path));
+		json_object_object_add(o, "file", json_object_new_string(p->conf));
 		json_object_object_add(o, "proctrack", json_object_new_string(proctrack));
 		json_object_object_add(o, "task_plugin", json_object_new_string(task));
 		json_object_object_add(o, "conflict",
@@ -573,21 +570,18 @@ static int slurm_plugins_check(const struct slurm_plugin *p, struct json_object 
 	} else if (!bad_proctrack && !bad_task) {
 		printf("%-22s %s: ProctrackType=%s, TaskPlugin=%s leave the tasks' cgroups to "
 		       "jobcg\n",
-		       "Slurm's plugins:", path, proctrack, task);
+		       "Slurm's plugins:", p->conf, proctrack, task);
 	} else {
-		printf(
-		    "%-22s %s:%s%s%s%s jobcg_spank.so needs ProctrackType=proctrack/linuxproc and "
-		    "TaskPlugin=task/affinity\n",
-		    "Slurm's plugins:", path, bad_proctrack ? " ProctrackType=" : "",
-		    bad_proctrack ? proctrack : "",
-		    bad_proctrack ? (p->facts.proctrack ? " (scancel would kill only what is in "
-							  "Slurm's cgroups);"
-							: " (Slurm's default: scancel would kill "
-							  "only what is in Slurm's cgroups);")
-				  : "",
-		    bad_task ? " TaskPlugin= lists task/cgroup (it moves each task out of "
-			       "jobcg's cgroup, and the plugin fails the task);"
-			     : "");
+		printf("%-22s %s:", "Slurm's plugins:", p->conf);
+		if (bad_proctrack)
+			printf(" ProctrackType=%s (%sscancel would kill only what is in Slurm's "
+			       "cgroups);",
+			       proctrack, p->facts.proctrack ? "" : "Slurm's default: ");
+		if (bad_task)
+			printf(" TaskPlugin= lists task/cgroup (it moves each task out of jobcg's "
+			       "cgroup, and the plugin fails the task);");
+		printf(" jobcg_spank.so needs ProctrackType=proctrack/linuxproc and "
+		       "TaskPlugin=task/affinity\n");
 	}
 	return bad_proctrack || bad_task;
 }
