@@ -597,6 +597,47 @@ with_plugin 16 "a task another plugin moves after jobcg placed it fails before i
 plugin_on 1
 rmdir /sys/fs/cgroup/vmt-mover
 
+# --- 17. a burst: eight steps of one job and three jobs of one step each, all at once -------
+# What a job array or a parallel pipeline does to a node: steps of one job begun and ended side by
+# side (each under the node lock, the job kept while any is in it), and whole jobs made and
+# removed with their only step at the same moment. Every step must land in its own step cgroup
+# of its job, be recorded once, and leave nothing behind.
+check17() {
+	rm -f "$sd"/c17.*
+	cat > "$sd/c17.sh" <<-EOF
+	#!/bin/sh
+	for i in 1 2 3 4 5 6 7 8; do
+		(srun --overlap -n1 --mem=20M sh -c 'echo "c17 \$(cut -d: -f3 /proc/self/cgroup)"'; echo "rc=\$?") > "$sd/c17.\$i" 2>&1 &
+	done
+	wait
+	EOF
+	# shellcheck disable=SC2016 # expanded by the sh in the step
+	for i in 1 2 3; do
+		(timeout -k 5 180 srun -w n2 -n1 --mem=100M sh -c 'echo "c17 $(cut -d: -f3 /proc/self/cgroup)"'; echo "rc=$?") > "$sd/c17.n2-$i" 2>&1 &
+	done
+	out=$(timeout -k 5 300 sbatch --wait -w n1 -n1 --mem=300M -o "$sd/c17.out" "$sd/c17.sh" 2>&1)
+	wait
+	J=$(echo "$out" | sed -n 's/.*Submitted batch job \([0-9]*\).*/\1/p')
+	head -n 3 "$sd"/c17.[0-9] "$sd"/c17.n2-* 2>&1
+	[ -n "$J" ] || { echo "$out"; return 1; }
+	# n1: eight different step cgroups of job J, every srun exit 0, a record per step (the
+	# batch step's too).
+	n=$(cat "$sd"/c17.[0-9] | grep -E "^c17 $root1/job_$J/step_[0-9]+/user/task_0$" | sort -u | wc -l)
+	n0=$(cat "$sd"/c17.[0-9] | grep -c '^rc=0$')
+	recs=$(grep -c "\"type\":\"step\",\"job\":$J," /run/jobcg-n1/acct.jsonl 2> /dev/null)
+	# n2: three jobs, each its step 0 in its own job.
+	m=$(cat "$sd"/c17.n2-* | grep -E '^c17 /system.slice/jobcg-n2.scope/job_[0-9]+/step_0/user/task_0$' | sort -u | wc -l)
+	m0=$(cat "$sd"/c17.n2-* | grep -c '^rc=0$')
+	echo "n1: job $J, $n step cgroups, $n0 sruns exit 0, $recs step records; n2: $m jobs, $m0 sruns exit 0"
+	[ "$n" = 8 ] && [ "$n0" = 8 ] && [ "$recs" = 9 ] && [ "$m" = 3 ] && [ "$m0" = 3 ]
+}
+both_ways "1 2" 17 "the steps are not in jobcg's tree" \
+	"eight steps of one job on n1 and three jobs on n2 at once: each step in its own cgroup, exit 0, one record per step" \
+	"a burst of concurrent steps and jobs all contained and recorded" check17
+settle
+is "after the burst, neither node's tree has a job left" \
+	"$(ls -d /sys/fs/cgroup/system.slice/jobcg-n[12].scope/job_* 2> /dev/null)" ""
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
