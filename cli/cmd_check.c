@@ -193,6 +193,7 @@ static void print_json(const struct jobcg_sysinfo *s, struct json_object *reserv
 	json_object_object_add(o, "kill", feature_json(&s->kill));
 	json_object_object_add(o, "memory_peak", feature_json(&s->memory_peak));
 	json_object_object_add(o, "xattr", feature_json(&s->xattr));
+	json_object_object_add(o, "favordynmods", feature_json(&s->favordynmods));
 	for (char **l = s->limitations; l && *l; l++)
 		json_object_array_add(lim, json_object_new_string(*l));
 	json_object_object_add(o, "reserved", reserved);
@@ -277,6 +278,7 @@ static void print_text(const struct jobcg_sysinfo *s, const struct jobcg_config 
 	print_feature("cgroup.kill:", &s->kill);
 	print_feature("memory.peak:", &s->memory_peak);
 	print_feature("xattrs:", &s->xattr);
+	print_feature("favordynmods:", &s->favordynmods);
 	print_reserved_text(conf);
 	if (s->limitations && s->limitations[0]) {
 		printf("cannot be enforced here:\n");

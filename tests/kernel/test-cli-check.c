@@ -122,6 +122,29 @@ static void pam_checks(void)
 	free(out);
 }
 
+/* Whether the cgroup2 mount at @dir lists @opt among its options (the last such mount). */
+static bool mount_has_option(const char *dir, const char *opt)
+{
+	FILE *f = fopen("/proc/self/mounts", "re");
+	char line[4096], d[PATH_MAX], type[64], opts[2048];
+	bool has = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %4095s %63s %2047s", d, type, opts) == 3 &&
+		    strcmp(d, dir) == 0 && strcmp(type, "cgroup2") == 0) {
+			char *save = NULL;
+
+			has = false;
+			for (char *o = strtok_r(opts, ",", &save); o;
+			     o = strtok_r(NULL, ",", &save))
+				has |= strcmp(o, opt) == 0;
+		}
+	fclose(f);
+	return has;
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("cli-check", "jobcg");
@@ -185,6 +208,16 @@ int main(void)
 		       json_object_object_get_ex(f, "supported", &sup) &&
 		       json_object_get_boolean(sup) == kcli_exists("%s/cgroup.kill", top),
 		   "kill support matches cgroup.kill in a child cgroup");
+	}
+	{
+		/* favordynmods as the mount table has it, read here without jobcg. */
+		bool want = mount_has_option(mnt, "favordynmods");
+		struct json_object *f, *sup;
+
+		ok(json_object_object_get_ex(o, "favordynmods", &f) &&
+		       json_object_object_get_ex(f, "supported", &sup) &&
+		       json_object_get_boolean(sup) == want,
+		   "favordynmods is %s, as %s's mount options say", want ? "on" : "off", mnt);
 	}
 	ok(json_object_object_get_ex(o, "can_run", &v) && json_object_get_boolean(v),
 	   "can_run true");

@@ -63,6 +63,12 @@ struct jobcg_sysinfo {
 	struct jobcg_feature kill;	  /* cgroup.kill */
 	struct jobcg_feature memory_peak; /* memory.peak */
 	struct jobcg_feature xattr;	  /* trusted.* xattrs on cgroup directories */
+	/* The mount's favordynmods option (Linux 6.0+): without it a process moved between
+	 * cgroups (every task of a Slurm step, by jobcg_spank.so) first waits for an RCU grace
+	 * period, milliseconds. Looked up with the mount table: by jobcg_sysinfo_probe(), not
+	 * in a context's sysinfo on a host whose layout statfs() told (then not supported,
+	 * the detail saying so). */
+	struct jobcg_feature favordynmods;
 	char **limitations;	 /* NULL-terminated sentences: what cannot be enforced and why */
 	bool can_run;		 /* jobs can be created and run (maybe without some limits) */
 	char *cannot_run_reason; /* when !can_run */

@@ -149,6 +149,34 @@ int discover_mount(const char *mounts, const char *configured, char **ret_mount,
 	return 0;
 }
 
+struct mount_opt {
+	const char *dir, *opt;
+	int found; /* -1: no such cgroup2 mount */
+};
+
+static int find_opt(const char *dir, const char *type, char *opts, void *u)
+{
+	struct mount_opt *m = u;
+	char *save = NULL;
+
+	if (!streq(type, "cgroup2") || !streq(dir, m->dir))
+		return 0;
+	m->found = 0;
+	for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
+		if (streq(o, m->opt))
+			m->found = 1;
+	return 0; /* the last mount on a path is the one in effect */
+}
+
+/* 1 when the cgroup2 mount at @dir has option @opt, 0 when not, -1 when @dir is no such
+ * mount. */
+static int mount_option(const char *mounts, const char *dir, const char *opt)
+{
+	struct mount_opt m = {.dir = dir, .opt = opt, .found = -1};
+
+	return each_mount(mounts, find_opt, &m) < 0 ? -1 : m.found;
+}
+
 unsigned discover_v1_controllers(const char *mounts)
 {
 	struct mount_scan s = {};
@@ -212,6 +240,7 @@ struct sysinfo_priv {
 	struct jobcg_sysinfo pub; /* first: the public pointer is the private one */
 	char *deepest;		  /* deepest existing directory on the way to the root */
 	bool quick;		  /* layout from statfs(), no mount table read */
+	int favordynmods;	  /* the mount's option: 1 set, 0 not, -1 not looked up */
 	bool complete;
 };
 
@@ -234,6 +263,7 @@ JOBCG_EXPORT void jobcg_sysinfo_free(struct jobcg_sysinfo *s)
 	free(s->kill.detail);
 	free(s->memory_peak.detail);
 	free(s->xattr.detail);
+	free(s->favordynmods.detail);
 	strv_free(s->limitations);
 	free(s->cannot_run_reason);
 	free(s);
@@ -504,6 +534,7 @@ static int probe_core(const struct jobcg_config *conf, bool full, struct jobcg_s
 
 	if (!p)
 		return -ENOMEM;
+	p->favordynmods = -1;
 	p->quick = !full && quick_layout(conf, &s->layout);
 	if (p->quick) {
 		s->mount = strdup(s->layout == JOBCG_LAYOUT_UNIFIED ? "/sys/fs/cgroup"
@@ -519,6 +550,7 @@ static int probe_core(const struct jobcg_config *conf, bool full, struct jobcg_s
 		if (r < 0)
 			goto fail;
 		s->v1_bound = discover_v1_controllers(mounts);
+		p->favordynmods = mount_option(mounts, s->mount, "favordynmods");
 	}
 	r = discover_root_rel(conf, &s->root_rel);
 	if (r < 0)
@@ -574,6 +606,23 @@ static int probe_rest(const struct jobcg_config *conf, struct jobcg_sysinfo *s, 
 	s->backend = scope_backend_name_for(conf, s->systemd);
 
 	r = probe_files(s, p->deepest, probe_bpf);
+	if (r < 0)
+		return r;
+	if (p->favordynmods < 0)
+		r = feature(&s->favordynmods, false,
+			    "not looked up (jobcg check reads the mount table)");
+	else if (p->favordynmods)
+		r = feature(&s->favordynmods, true, "%s is mounted with favordynmods", s->mount);
+	else if (!discover_kernel_at_least(s->kernel, 6, 0))
+		r = feature(&s->favordynmods, false, "kernel %s has no favordynmods (Linux 6.0+)",
+			    s->kernel);
+	else
+		r = feature(
+		    &s->favordynmods, false,
+		    "%s is mounted without favordynmods: moving a process into a job (each "
+		    "task of a Slurm step) first waits for an RCU grace period, milliseconds; "
+		    "mount -o remount,favordynmods %s",
+		    s->mount, s->mount);
 	if (r < 0)
 		return r;
 	if ((r = add_limitation(s, JOBCG_CTRL_CPUSET, "CPU binding (cpuset.cpus)")) < 0 ||
