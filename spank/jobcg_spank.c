@@ -595,6 +595,7 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	int task = -1, r;
 	cpu_set_t mask;
 	bool have_mask;
+	uint64_t t0;
 
 	if (st.failed)
 		return 0; /* it exits in task_init, before its exec */
@@ -608,8 +609,13 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	}
 	/* Before 6.2 a move into a cpuset cgroup resets the binding task/affinity made. */
 	have_mask = sched_getaffinity(pid, sizeof(mask), &mask) == 0;
+	t0 = monotonic_us();
 	if ((r = jobcg_task_add_pid(st.ctx, st.life.job, st.life.step, task, pid)) < 0)
 		return fail(st.life.job, st.life.step, r, "moving the task into its cgroup");
+	/* Mostly the kernel's RCU grace period before the first move after a quiet spell, where
+	 * cgroup2 is mounted without favordynmods (docs/slurm.md, "On a real host"). */
+	slurm_verbose("jobcg: job %u step %s task %d moved into its cgroup in %" PRIu64 " us",
+		      st.life.job, st.life.step, task, monotonic_us() - t0);
 	if (have_mask && sched_setaffinity(pid, sizeof(mask), &mask) < 0)
 		slurm_info("jobcg: job %u step %s task %d: cannot restore its CPU binding: %s",
 			   st.life.job, st.life.step, task, strerror(errno));
