@@ -530,7 +530,6 @@ static int gres_types_check(const struct slurm_plugin *p, struct json_object *js
 static bool plugin_listed(const char *list, const char *type, const char *plugin)
 {
 	char buf[1024], *save = NULL;
-
 	size_t n = strlen(type);
 
 	snprintf(buf, sizeof(buf), "%s", list);

@@ -25,27 +25,33 @@ static bool array_has(struct json_object *o, const char *key, const char *val)
 	return false;
 }
 
-static bool v1_mounted(const char *ctrl)
+/* Whether a mount of file system @type (at @dir, or anywhere when NULL) lists option @opt, as
+ * /proc/self/mounts says, read here without jobcg. A v1 controller is such an option of a
+ * "cgroup" mount; cgroup2's options are its one hierarchy's, the same on every mount of it. */
+static bool mount_has_option(const char *type, const char *dir, const char *opt)
 {
 	FILE *f = fopen("/proc/self/mounts", "re");
-	char line[1024];
+	char line[4096];
 	bool found = false;
 
 	while (f && fgets(line, sizeof(line), f)) {
-		char dev[256], dir[256], type[64], opts[512];
+		char d[PATH_MAX], t[64], opts[2048], *save = NULL;
 
-		if (sscanf(line, "%255s %255s %63s %511s", dev, dir, type, opts) == 4 &&
-		    strcmp(type, "cgroup") == 0) {
-			char *save = NULL;
-			for (char *t = strtok_r(opts, ",", &save); t;
-			     t = strtok_r(NULL, ",", &save))
-				if (strcmp(t, ctrl) == 0)
-					found = true;
-		}
+		if (sscanf(line, "%*s %4095s %63s %2047s", d, t, opts) != 3 ||
+		    strcmp(t, type) != 0 || (dir && strcmp(d, dir) != 0))
+			continue;
+		for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
+			if (strcmp(o, opt) == 0)
+				found = true;
 	}
 	if (f)
 		fclose(f);
 	return found;
+}
+
+static bool v1_mounted(const char *ctrl)
+{
+	return mount_has_option("cgroup", NULL, ctrl);
 }
 
 static void put(const char *dir, const char *name, const char *text)
@@ -122,29 +128,6 @@ static void pam_checks(void)
 	free(out);
 }
 
-/* Whether the cgroup2 mount at @dir lists @opt among its options (the last such mount). */
-static bool mount_has_option(const char *dir, const char *opt)
-{
-	FILE *f = fopen("/proc/self/mounts", "re");
-	char line[4096], d[PATH_MAX], type[64], opts[2048];
-	bool has = false;
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%*s %4095s %63s %2047s", d, type, opts) == 3 &&
-		    strcmp(d, dir) == 0 && strcmp(type, "cgroup2") == 0) {
-			char *save = NULL;
-
-			has = false;
-			for (char *o = strtok_r(opts, ",", &save); o;
-			     o = strtok_r(NULL, ",", &save))
-				has |= strcmp(o, opt) == 0;
-		}
-	fclose(f);
-	return has;
-}
-
 int main(void)
 {
 	const char *root = kcli_setup("cli-check", "jobcg");
@@ -211,7 +194,7 @@ int main(void)
 	}
 	{
 		/* favordynmods as the mount table has it, read here without jobcg. */
-		bool want = mount_has_option(mnt, "favordynmods");
+		bool want = mount_has_option("cgroup2", mnt, "favordynmods");
 		struct json_object *f, *sup;
 
 		ok(json_object_object_get_ex(o, "favordynmods", &f) &&
