@@ -165,13 +165,23 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 							 conf->gres.records[i].files[j].path);
 	(void)jobcg_devnames_scan(dev_dir, &names.dev);
 
-	bool node = jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE;
+	bool node = jobcg_devpolicy_mode(p) == JOBCG_DEVPROG_NODE, attached = true;
+	if ((e = jobcg_devpolicy_attached(p, &attached)) < 0) {
+		cli_print_error(e, "policy");
+		goto out;
+	}
+	if (!attached)
+		fprintf(stderr,
+			"jobcg: warning: %s is pinned but not attached at %s: no device is "
+			"denied to any cgroup there ('jobcg gc' attaches it again)\n",
+			"jobcg_node", jobcg_devpolicy_root(p));
 	if (json) {
 		json_object *o = json_object_new_object(), *a;
 		json_object_object_add(o, "root", json_object_new_string(jobcg_devpolicy_root(p)));
 		json_object_object_add(o, "mode", json_object_new_string(node ? "node" : "linear"));
 		json_object_object_add(
 		    o, "pin_dir", node ? json_object_new_string(jobcg_devpolicy_pin_dir(p)) : NULL);
+		json_object_object_add(o, "attached", json_object_new_boolean(attached));
 		a = json_object_new_array();
 		for (size_t i = 0; i < n_managed; i++)
 			json_object_array_add(a, rule_json(&managed[i], &names));
@@ -202,8 +212,8 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		char dev[48], acc[4];
 		printf("root: %s\n", jobcg_devpolicy_root(p));
 		if (node)
-			printf("mode: node (jobcg_node, maps pinned in %s)\n",
-			       jobcg_devpolicy_pin_dir(p));
+			printf("mode: node (jobcg_node, maps pinned in %s)%s\n",
+			       jobcg_devpolicy_pin_dir(p), attached ? "" : ", NOT ATTACHED");
 		else
 			printf("mode: linear (one jobcg_linear program per constrained cgroup)\n");
 		if (node) {

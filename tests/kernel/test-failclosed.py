@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """jobcg kernel test: containment fails closed. With stand-in GPUs and ConstrainDevices=yes, in
 both device modes: a cgroup under the root that holds no grant (made by hand, a creation killed
-half way, system/) opens no managed device; a release that cannot remove the job keeps its
+half way, system/) opens no managed device, from `jobcg init` on; a node program that lost its
+attachment is reported by policy and attached again by gc, and gc removes the entries of a grant
+killed before its marker; a release that cannot remove the job keeps its
 grant and writes no record, and gc finishes it with exactly one; a release waits for processes
 without the node lock; a lock held too long fails with its holder's name. Races are made
 deterministic with the pause points of lib/src/base/testhook.h."""
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -63,6 +66,71 @@ class Env(pytap.KernelEnv):
 
 def mkcg(e, rel):
     os.makedirs(os.path.join(e.root, rel), exist_ok=True)
+
+
+def check_init_alone(e, m):
+    """Before any job: the tree that `jobcg init` makes fails closed from its first moment."""
+    r = e.run("init")
+    ok(r.returncode == 0, f"{m}: jobcg init ({r.stderr.strip()})")
+    got = [e.probe("system", i) for i in range(NGPU)]
+    ok(got == [EPERM] * NGPU, f"{m}: after init alone, system/ gets EPERM on every GPU ({got})")
+    mkcg(e, "early")
+    got = [e.probe("early", i) for i in range(NGPU)]
+    ok(got == [EPERM] * NGPU, f"{m}: ... and so does a directory made by hand ({got})")
+    os.rmdir(os.path.join(e.root, "early"))
+
+
+def policy_json(e):
+    r = e.run("policy", "--json")
+    try:
+        return json.loads(r.stdout), r
+    except ValueError:
+        return {}, r
+
+
+def check_detached(e, m):
+    """A node program pinned but not attached (a jobcg killed as it attached it): policy says
+    so, and gc attaches it again."""
+    pins = [d for d in os.listdir(e.env["JOBCG_BPF_PIN_DIR"]) if d.startswith("root-")]
+    ok(len(pins) == 1, f"{m}: one node program pinned ({pins})")
+    prog = os.path.join(e.env["JOBCG_BPF_PIN_DIR"], pins[0], "prog")
+    r = subprocess.run(["bpftool", "cgroup", "detach", e.root, "device", "pinned", prog],
+                       capture_output=True, text=True)
+    ok(r.returncode == 0, f"{m}: bpftool detaches it from the root ({r.stderr.strip()})")
+    mkcg(e, "loose")
+    got = [e.probe("loose", i) for i in range(NGPU)]
+    ok(got == [0] * NGPU, f"{m}: detached, nothing is denied ({got})")
+    pol, r = policy_json(e)
+    ok(pol.get("attached") is False and "not attached" in r.stderr,
+       f"{m}: policy --json says attached: false, and warns ({r.stderr.strip()})")
+    r = e.run("policy")
+    ok("NOT ATTACHED" in r.stdout, f"{m}: policy's mode line says NOT ATTACHED")
+    r = e.run("gc")
+    ok(r.returncode == 0 and "attached it again" in r.stderr,
+       f"{m}: gc attaches it again, with a warning ({r.stderr.strip()})")
+    got = [e.probe("loose", i) for i in range(NGPU)]
+    ok(got == [EPERM] * NGPU, f"{m}: then the directory gets EPERM again ({got})")
+    pol, r = policy_json(e)
+    ok(pol.get("attached") is True, f"{m}: policy --json: attached: true")
+    os.rmdir(os.path.join(e.root, "loose"))
+
+
+def check_markerless(e, m):
+    """A grant killed after its entries and before its marker: gc removes those entries."""
+    env = dict(e.env, JOBCG_TEST_CRASH="grant-before-marker")
+    r = e.run("alloc", "30", "--gres", "gpu:1", env=env)
+    ok(r.returncode == -9, f"{m}: alloc 30 killed before its grant's marker (rc {r.returncode})")
+    pol, _ = policy_json(e)
+    held = [g for g in pol.get("grants", []) if (g.get("path") or "").endswith("job_30")]
+    ok(len(held) == 1, f"{m}: the policy map holds job 30's entries without a marker")
+    got = [e.probe("job_30", i) for i in range(NGPU)]
+    ok(got == [EPERM] * NGPU, f"{m}: without its marker they grant nothing ({got})")
+    r = e.run("gc")
+    ok(r.returncode == 0 and not os.path.exists(os.path.join(e.root, "job_30")),
+       f"{m}: gc removes the job ({r.stderr.strip()})")
+    pol, _ = policy_json(e)
+    gone = [g for g in pol.get("grants", []) if not g.get("path")]
+    ok(gone == [], f"{m}: and the entries of its cgroup, now gone ({gone})")
 
 
 def check_ungranted(e, m):
@@ -235,9 +303,12 @@ def body(e):
             if x is not e:
                 envs.append(x)
             x.setup(mode)
+            check_init_alone(x, mode)
             check_ungranted(x, mode)
             check_half_created(x, mode)
             check_failed_release(x, mode)
+        check_detached(e, "node")
+        check_markerless(e, "node")
         check_unlocked_wait(e, "node")
         check_lock_timeout(e, "node")
         check_unconstrained(e, "node")

@@ -8,6 +8,7 @@
 #include "cgroupfs.h"
 #include "context_internal.h"
 #include "devices.h"
+#include "job_hooks.h"
 #include "jobcg/jobgres.h"
 #include "sysinfo_internal.h"
 #include "spec.h"
@@ -390,6 +391,9 @@ JOBCG_EXPORT int jobcg_ctx_ensure_tree(struct jobcg_ctx *ctx)
 	if (r < 0)
 		return r;
 	s->root_exists = true;
+	r = gres_tree_policy(ctx);
+	if (r < 0)
+		return r;
 	ctx->tree_ready = true;
 	return 0;
 }

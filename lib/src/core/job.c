@@ -1445,6 +1445,10 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 	r = jobcg_ctx_lock(ctx);
 	if (r < 0)
 		return r;
+	/* First: a tree whose device program lost its attachment (a jobcg killed while setting
+	 * it up) lets every cgroup in it open every device until it is attached again. */
+	if (cgfs_is_cgroup2(jobcg_ctx_root(ctx)) && (r = gres_tree_policy(ctx)) < 0)
+		goto out;
 	r = job_ids(ctx, &ids, &n);
 	if (r < 0)
 		goto out;

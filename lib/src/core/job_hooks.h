@@ -32,3 +32,12 @@ struct job_hook {
 /* GPUs: select under the node lock, store trusted.jobcg.gres, grant the device policy (jobgres.c).
  */
 extern const struct job_hook gres_job_hook;
+
+/*
+ * The device policy in force at the tree's root before any job can exist below it (jobgres.c):
+ * with ConstrainDevices=yes and devices in gres.conf, the node program (or linear mode's guard)
+ * is set up and attached, so that a cgroup with no grant (system/, a job interrupted before its
+ * grant, a directory made by hand) never gets a managed device, and an attachment lost to a
+ * crash is made again. Nothing to do otherwise. Called under the node lock.
+ */
+int gres_tree_policy(struct jobcg_ctx *ctx);

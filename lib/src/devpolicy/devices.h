@@ -69,6 +69,14 @@ int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgrou
 int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf, const char *root_cgroup_path,
 				struct jobcg_devpolicy **ret);
 
+/**
+ * Whether node mode's program is attached at the root (*ret). An open with
+ * jobcg_devpolicy_open() attaches it; one with jobcg_devpolicy_open_pinned() leaves it as it
+ * is, so that `jobcg policy` can say when it is not, which leaves every device open. Linear mode:
+ * always true (its programs are per cgroup). 0 or -errno.
+ */
+int jobcg_devpolicy_attached(const struct jobcg_devpolicy *p, bool *ret);
+
 /** The mode in effect (JOBCG_DEVPROG_NODE or JOBCG_DEVPROG_LINEAR). */
 enum jobcg_device_program jobcg_devpolicy_mode(const struct jobcg_devpolicy *p);
 

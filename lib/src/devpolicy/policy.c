@@ -662,7 +662,12 @@ int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgrou
 		if ((e = drop_guard(root_fd)) < 0 || (e = drop_old_layouts(p, root_fd)) < 0 ||
 		    (e = bpfsys_attach(p->prog_fd, root_fd, -1)) < 0)
 			goto fail;
-		log_info("attached %s at %s", DEVPROG_NODE_NAME, p->root);
+		if (created)
+			log_info("attached %s at %s", DEVPROG_NODE_NAME, p->root);
+		else
+			log_warning("%s was pinned in %s but not attached at %s (a setup "
+				    "interrupted?): attached it again",
+				    DEVPROG_NODE_NAME, p->pin_dir, p->root);
 	}
 	*ret = TAKE_PTR(p);
 	return 0;
@@ -689,6 +694,25 @@ int jobcg_devpolicy_open_pinned(const struct jobcg_config *conf, const char *roo
 	if (e < 0)
 		return e;
 	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+int jobcg_devpolicy_attached(const struct jobcg_devpolicy *p, bool *ret)
+{
+	_cleanup_close_ int root_fd = -1;
+	bool attached = false;
+	int e;
+
+	if (p->mode != JOBCG_DEVPROG_NODE) {
+		*ret = true;
+		return 0;
+	}
+	root_fd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0)
+		return error_set(negative_errno(), "cannot open %s: %s", p->root, strerror(errno));
+	if ((e = prog_attached_at(root_fd, p->prog_fd, &attached)) < 0)
+		return e;
+	*ret = attached;
 	return 0;
 }
 

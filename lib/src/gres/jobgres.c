@@ -133,6 +133,21 @@ static int unconstrain(struct jobcg_ctx *ctx)
 	return 0;
 }
 
+int gres_tree_policy(struct jobcg_ctx *ctx)
+{
+	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
+	struct jobcg_devpolicy *p = NULL;
+	int r;
+
+	if (!ctx->conf->cgroup.constrain_devices)
+		return 0;
+	if ((r = node_open(ctx, &n)) < 0)
+		return r;
+	if (!constrained(ctx, n))
+		return 0;
+	return ctx_policy(ctx, n, false, &p);
+}
+
 int gres_node_open(const struct jobcg_ctx *ctx, struct jobcg_gres_node **ret)
 {
 	return node_open(ctx, ret);
