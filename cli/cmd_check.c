@@ -4,6 +4,7 @@
 #include <stdarg.h>
 
 #include "common.h"
+#include "devices.h"
 #include "jobcg/adopt.h"
 #include "gpudetect.h"
 #include "gres_internal.h"
@@ -525,6 +526,72 @@ static int gres_types_check(const struct slurm_plugin *p, struct json_object *js
 	return !*err && !gpu;
 }
 
+/*
+ * Whether the tree fails closed: with ConstrainDevices=yes and devices in gres.conf, the node
+ * program pinned for the tree root must be attached there, or every cgroup below it opens
+ * every managed device. Read only (the pins as they are). Returns 1 when a tree exists whose
+ * program is missing or not attached, else 0.
+ */
+static int devprog_check(const struct jobcg_config *conf, const struct jobcg_sysinfo *s,
+			 struct json_object *json)
+{
+	struct jobcg_devpolicy *p = NULL;
+	const char *state, *detail;
+	char buf[PATH_MAX + 128];
+	bool attached = false;
+	int bad = 0, e;
+
+	if (secure_getenv("JOBCG_SYSROOT")) {
+		state = "not checked";
+		detail = "a tree replayed under JOBCG_SYSROOT has no device program";
+	} else if (!conf->cgroup.constrain_devices || conf->gres.nrecords == 0) {
+		state = "not used";
+		detail = "ConstrainDevices=no or no device in gres.conf";
+	} else if (!s->root_exists) {
+		state = "none yet";
+		detail = "'jobcg init' or the first job creation attaches it with the tree";
+	} else if (conf->cgroup.device_program == JOBCG_DEVPROG_LINEAR) {
+		state = "linear";
+		detail = "DeviceProgram=linear: jobcg_guard at the root, a program per job";
+	} else if ((e = jobcg_devpolicy_open_pinned(conf, s->root, &p)) == -ENOENT) {
+		state = "missing";
+		snprintf(buf, sizeof(buf),
+			 "no node program pinned for %s: no managed device is denied below it; "
+			 "'jobcg gc' sets it up",
+			 s->root);
+		detail = buf;
+		bad = 1;
+	} else if (e < 0 || (e = jobcg_devpolicy_attached(p, &attached)) < 0) {
+		state = "unknown";
+		snprintf(buf, sizeof(buf), "%s", jobcg_last_error()->message);
+		detail = buf;
+	} else if (!attached) {
+		state = "not attached";
+		snprintf(buf, sizeof(buf),
+			 "jobcg_node is pinned in %s but not attached at %s: no managed device is "
+			 "denied below it; 'jobcg gc' attaches it again",
+			 jobcg_devpolicy_pin_dir(p), s->root);
+		detail = buf;
+		bad = 1;
+	} else {
+		state = "attached";
+		snprintf(buf, sizeof(buf), "jobcg_node at %s, maps pinned in %s", s->root,
+			 jobcg_devpolicy_pin_dir(p));
+		detail = buf;
+	}
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "state", json_object_new_string(state));
+		json_object_object_add(o, "detail", json_object_new_string(detail));
+		json_object_object_add(json, "device_program", o);
+	} else {
+		printf("%-22s %s (%s)\n", "device program:", state, detail);
+	}
+	jobcg_devpolicy_free(p);
+	return bad;
+}
+
 /* Does Slurm's plugin list @list ("task/affinity,task/cgroup") name @plugin ("cgroup" for
  * task/cgroup), with or without its type prefix? */
 static bool plugin_listed(const char *list, const char *type, const char *plugin)
@@ -724,13 +791,15 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		rs = slurm_gres_check(conf, &plugin, slurm_gres, gj);
 		rs |= gres_types_check(&plugin, gj);
 		rs |= slurm_plugins_check(&plugin, gj);
+		rs |= devprog_check(conf, s, gj);
 		print_json(s, reserved_json(conf), pam_json(&pc), gj);
 		json_object_put(gj);
 	} else {
 		print_text(s, conf);
+		rs = devprog_check(conf, s, NULL);
 		pam_text(&pc);
 		r = gpus_check(conf, NULL);
-		rs = slurm_gres_check(conf, &plugin, slurm_gres, NULL);
+		rs |= slurm_gres_check(conf, &plugin, slurm_gres, NULL);
 		rs |= gres_types_check(&plugin, NULL);
 		rs |= slurm_plugins_check(&plugin, NULL);
 	}

@@ -105,6 +105,13 @@ def check_detached(e, m):
        f"{m}: policy --json says attached: false, and warns ({r.stderr.strip()})")
     r = e.run("policy")
     ok("NOT ATTACHED" in r.stdout, f"{m}: policy's mode line says NOT ATTACHED")
+    r = e.run("check", "--json")
+    try:
+        state = json.loads(r.stdout).get("device_program", {}).get("state")
+    except ValueError:
+        state = None
+    ok(r.returncode == 1 and state == "not attached",
+       f"{m}: check --json says not attached and exits 1 (rc {r.returncode}, {state})")
     r = e.run("gc")
     ok(r.returncode == 0 and "attached it again" in r.stderr,
        f"{m}: gc attaches it again, with a warning ({r.stderr.strip()})")
@@ -112,6 +119,12 @@ def check_detached(e, m):
     ok(got == [EPERM] * NGPU, f"{m}: then the directory gets EPERM again ({got})")
     pol, r = policy_json(e)
     ok(pol.get("attached") is True, f"{m}: policy --json: attached: true")
+    r = e.run("check", "--json")
+    try:
+        state = json.loads(r.stdout).get("device_program", {}).get("state")
+    except ValueError:
+        state = None
+    ok(state == "attached", f"{m}: check --json: attached ({state})")
     os.rmdir(os.path.join(e.root, "loose"))
 
 
