@@ -36,9 +36,14 @@ void cli_print_error(int r, const char *what);
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Usage error for a subcommand: prints message and a hint, returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The usage error for an option getopt did not know; a negative number ("-1" given as a job
- * id) gets its own message, since getopt's "invalid option -- '1'" does not say that. */
-int cli_unknown_option(const char *cmd);
+/*
+ * The usage error for what getopt_long() refused (it printed nothing: opterr is 0), called on
+ * its '?' with the @argc, @argv and @optstring it was given: an unknown option, a known one
+ * without its value ("option '--devices' needs an argument") or with one it does not take,
+ * each named as typed; a negative number ("-1" given as a job id) gets its own message, since
+ * getopt's "invalid option -- '1'" does not say that.
+ */
+int cli_option_error(const char *cmd, int argc, char *const *argv, const char *optstring);
 /* Load the configuration honouring --config-dir; prints the error and returns non-zero on failure.
  */
 int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_config **ret);

@@ -164,7 +164,7 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 			acct_help(stdout);
 			return 0;
 		default:
-			return cli_unknown_option("acct");
+			return cli_option_error("acct", argc, argv, "h");
 		}
 	}
 	if (optind < argc)

@@ -203,6 +203,11 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 			pam = true;
 			break;
 		case 'S':
+			/* strtok_r() skips empty names: "" or "," would name none, and sshd
+			 * would be taken without being asked for */
+			if (!optarg[strspn(optarg, ",")])
+				return cli_usage_error(
+				    "adopt", "--service '%s': no PAM service named", optarg);
 			for (char *save = NULL, *s = strtok_r(optarg, ",", &save); s;
 			     s = strtok_r(NULL, ",", &save)) {
 				if (!*s || strchr(s, '/'))
@@ -229,7 +234,7 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 			usage();
 			return 0;
 		default:
-			return cli_unknown_option("adopt");
+			return cli_option_error("adopt", argc, argv, "h");
 		}
 	}
 	if (!pam && (nservices || pam_dir))

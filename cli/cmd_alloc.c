@@ -86,7 +86,7 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			    "only.\n");
 			return 0;
 		default:
-			return cli_unknown_option("alloc");
+			return cli_option_error("alloc", argc, argv, "h");
 		}
 	}
 	if (optind + 1 != argc)

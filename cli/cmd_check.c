@@ -756,16 +756,18 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 			json = true;
 			break;
 		case 'D':
-			pam_dir = optarg;
-			break;
 		case 'S':
-			slurm_gres = optarg;
+			/* "" is no file: it must not stand for the default one */
+			if (!*optarg)
+				return cli_usage_error("check", "%s: empty path",
+						       c == 'D' ? "--pam-dir" : "--slurm-gres");
+			*(c == 'D' ? &pam_dir : &slurm_gres) = optarg;
 			break;
 		case 'h':
 			usage();
 			return 0;
 		default:
-			return cli_unknown_option("check");
+			return cli_option_error("check", argc, argv, "h");
 		}
 	}
 	if (optind < argc)

@@ -332,7 +332,6 @@ static int cmd_config(int argc, char **argv, const struct cli_global *g)
 	int opt, r;
 
 	optind = 1;
-	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
@@ -350,7 +349,7 @@ static int cmd_config(int argc, char **argv, const struct cli_global *g)
 			usage(stdout);
 			return 0;
 		default:
-			return cli_usage_error("config", "unknown option '%s'", argv[optind - 1]);
+			return cli_option_error("config", argc, argv, "+h");
 		}
 	}
 	if (optind < argc)

@@ -385,6 +385,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
+			if (!*optarg)
+				return cli_usage_error("daemon", "--socket: empty path");
 			path = optarg;
 			break;
 		case 'm':
@@ -395,6 +397,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 						       optarg, CLIENTS_MAX);
 			break;
 		case 'M':
+			if (!*optarg)
+				return cli_usage_error("daemon", "--metrics-listen: empty address");
 			metrics_addr = optarg;
 			break;
 		case 'P':
@@ -406,7 +410,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 			usage();
 			return 0;
 		default:
-			return cli_unknown_option("daemon");
+			return cli_option_error("daemon", argc, argv, "+h");
 		}
 	}
 	if (optind < argc)

@@ -131,13 +131,15 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 			json = true;
 			break;
 		case 'c':
+			if (!*optarg)
+				return cli_usage_error("decode", "--cgroup: empty argument");
 			cgroup = optarg;
 			break;
 		case 'h':
 			help();
 			return 0;
 		default:
-			return cli_unknown_option("decode");
+			return cli_option_error("decode", argc, argv, "h");
 		}
 	}
 	if (optind < argc)

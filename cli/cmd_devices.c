@@ -77,11 +77,13 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 			help();
 			return 0;
 		default:
-			return cli_unknown_option("devices");
+			return cli_option_error("devices", argc, argv, "h");
 		}
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error("devices", "expected one PATH or JOB[.STEP]");
+	if (!*argv[optind])
+		return cli_usage_error("devices", "PATH or JOB[.STEP]: empty argument");
 	r = resolve_cgroup_arg(argv[optind], path, sizeof(path));
 	if (r < 0) {
 		cli_print_error(r, "devices");

@@ -171,7 +171,7 @@ static int cmd_gpus(int argc, char **argv, const struct cli_global *g)
 	const char *backend = NULL, *node = NULL;
 	struct jobcg_config *conf = NULL;
 	struct jobcg_gpus *gpus = NULL;
-	bool json = false, gres = false;
+	bool json = false, gres = false, named;
 	int c, r;
 
 	optind = 1;
@@ -187,13 +187,15 @@ static int cmd_gpus(int argc, char **argv, const struct cli_global *g)
 			backend = optarg;
 			break;
 		case 'n':
+			if (!*optarg)
+				return cli_usage_error("gpus", "--node: empty name");
 			node = optarg;
 			break;
 		case 'h':
 			help();
 			return 0;
 		default:
-			return cli_unknown_option("gpus");
+			return cli_option_error("gpus", argc, argv, "h");
 		}
 	}
 	if (optind < argc)
@@ -202,6 +204,7 @@ static int cmd_gpus(int argc, char **argv, const struct cli_global *g)
 		return cli_usage_error("gpus", "--json and --gres-conf exclude each other");
 	if (node && !gres)
 		return cli_usage_error("gpus", "--node only goes with --gres-conf");
+	named = backend != NULL;
 	if (!backend) {
 		/* gres.conf only chooses the backend here: its device files need not exist. */
 		r = cli_load_config(g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES, &conf);
@@ -215,6 +218,13 @@ static int cmd_gpus(int argc, char **argv, const struct cli_global *g)
 	jobcg_config_free(conf);
 	if (r == -ELIBEXEC)
 		return run_twin(argc, argv, g);
+	/* -EINVAL is an unknown backend name: a usage error when it was --backend's */
+	if (r == -EINVAL && named) {
+		char buf[512];
+
+		return cli_usage_error("gpus", "--backend: %s",
+				       jobcg_error_format(r, buf, sizeof(buf)));
+	}
 	if (r < 0) {
 		cli_print_error(r, "GPU detection");
 		return 1;

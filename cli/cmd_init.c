@@ -22,7 +22,7 @@ static int cmd_init(int argc, char **argv, const struct cli_global *g)
 			       "and enable the controllers for jobs. Safe to run again.\n");
 			return 0;
 		}
-		return cli_unknown_option("init");
+		return cli_option_error("init", argc, argv, "h");
 	}
 	if (optind != argc)
 		return cli_usage_error("init", "unexpected argument '%s'", argv[optind]);

@@ -92,16 +92,17 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 			listen_addr = optarg;
 			break;
 		case 'f':
-			r = cli_parse_uint("--listen-fd", optarg, INT_MAX, &listen_fd);
-			if (r)
-				return r;
+			if (cli_parse_uint("--listen-fd", optarg, INT_MAX, &listen_fd) < 0)
+				return cli_usage_error(
+				    "metrics", "--listen-fd '%s': need a file descriptor number",
+				    optarg);
 			have_fd = true;
 			break;
 		case 'h':
 			help();
 			return 0;
 		default:
-			return cli_unknown_option("metrics");
+			return cli_option_error("metrics", argc, argv, "h");
 		}
 	}
 	if (optind < argc)

@@ -108,24 +108,28 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 	char root[4096];
 	int c, e, rc = 1;
 
-	optind = 0;
-	opterr = 0; /* our own message names the option */
+	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
 		case 'r':
+			/* "" would be the cgroup v2 mount itself, which no one means */
+			if (!*optarg)
+				return cli_usage_error("policy", "--root: empty path");
 			root_opt = optarg;
 			break;
 		case 'd':
+			if (!*optarg)
+				return cli_usage_error("policy", "--dev-dir: empty path");
 			dev_dir = optarg;
 			break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			return cli_usage_error("policy", "unknown option '%s'", argv[optind - 1]);
+			return cli_option_error("policy", argc, argv, "h");
 		}
 	}
 	if (optind < argc)

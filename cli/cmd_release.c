@@ -36,7 +36,7 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 						       optarg);
 			continue;
 		}
-		return cli_unknown_option("release");
+		return cli_option_error("release", argc, argv, "h");
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error("release", "need exactly one job id");

@@ -22,6 +22,8 @@ static const char usage[] =
     "view back: VALID, or DEGRADED with the kernel's words (exit status 1);\n"
     "--repair heals what it can and verifies again. See jobcg-resv(1).\n";
 
+#define RESV_NAME_FORM "[a-z0-9][a-z0-9_-]{0,31}"
+
 static void json_add_str(struct json_object *o, const char *k, const char *v)
 {
 	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
@@ -118,21 +120,27 @@ static int parse_users(const char *arg, uid_t **ret, size_t *ret_n)
 	return 0;
 }
 
-static int do_create(struct jobcg_ctx *ctx, int argc, char **argv, bool *json)
+/* The arguments of create, checked before anything is opened or made: -1 to go on, else the
+ * exit code (printed). *ret->users is allocated. */
+static int create_args(int argc, char **argv, struct jobcg_resv_spec *ret, bool *json)
 {
-	int e;
 	static const struct option opts[] = {
-	    {"devices", required_argument, NULL, 'd'}, {"gres", required_argument, NULL, 'G'},
-	    {"cpus", required_argument, NULL, 'c'},    {"mem", required_argument, NULL, 'm'},
-	    {"isolated", no_argument, NULL, 'I'},      {"users", required_argument, NULL, 'u'},
-	    {"json", no_argument, NULL, 'j'},	       {},
+	    {"devices", required_argument, NULL, 'd'},
+	    {"gres", required_argument, NULL, 'G'},
+	    {"cpus", required_argument, NULL, 'c'},
+	    {"mem", required_argument, NULL, 'm'},
+	    {"isolated", no_argument, NULL, 'I'},
+	    {"users", required_argument, NULL, 'u'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	struct jobcg_resv_spec s = {};
 	uid_t *users = NULL;
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			s.devices = optarg;
@@ -177,18 +185,34 @@ static int do_create(struct jobcg_ctx *ctx, int argc, char **argv, bool *json)
 		case 'j':
 			*json = true;
 			break;
+		case 'h':
+			free(users);
+			fputs(usage, stdout);
+			return 0;
 		default:
 			free(users);
-			return cli_unknown_option("resv create");
+			return cli_option_error("resv create", argc, argv, "h");
 		}
 	}
 	if (optind + 1 != argc) {
 		free(users);
 		return cli_usage_error("resv", "create needs exactly one NAME");
 	}
+	if (!jobcg_resv_name_valid(argv[optind])) {
+		free(users);
+		return cli_usage_error("resv", "invalid reservation name '%s': need %s",
+				       argv[optind], RESV_NAME_FORM);
+	}
 	s.name = argv[optind];
-	r = jobcg_resv_create(ctx, &s);
-	free(users);
+	*ret = s;
+	return -1;
+}
+
+static int do_create(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s, bool json)
+{
+	int r, e;
+
+	r = jobcg_resv_create(ctx, s);
 	if (r < 0) {
 		cli_print_error(r, NULL);
 		return 1;
@@ -196,14 +220,14 @@ static int do_create(struct jobcg_ctx *ctx, int argc, char **argv, bool *json)
 	{
 		struct jobcg_resv_info *i = NULL;
 
-		if ((e = jobcg_resv_info_get(ctx, s.name, &i)) < 0) {
+		if ((e = jobcg_resv_info_get(ctx, s->name, &i)) < 0) {
 			cli_print_error(e, NULL);
 			return 1;
 		}
-		if (*json)
+		if (json)
 			cli_json_print(stdout, info_json(i));
 		else
-			printf("reservation %s created%s%s\n", s.name, *i->devices ? " with " : "",
+			printf("reservation %s created%s%s\n", s->name, *i->devices ? " with " : "",
 			       i->devices);
 		jobcg_resv_info_free(i);
 	}
@@ -217,7 +241,7 @@ static int show_one(struct jobcg_ctx *ctx, const char *name, bool json, struct j
 
 	if ((e = jobcg_resv_info_get(ctx, name, &i)) < 0) {
 		cli_print_error(e, NULL);
-		return 1;
+		return -1;
 	}
 	if (arr)
 		json_object_array_add(arr, info_json(i));
@@ -237,7 +261,7 @@ static int verify_one(struct jobcg_ctx *ctx, const char *name, unsigned flags, b
 
 	if ((e = jobcg_resv_verify(ctx, name, flags, &st)) < 0) {
 		cli_print_error(e, NULL);
-		return 2;
+		return -1;
 	}
 	rc = st->valid ? 0 : 1;
 	if (json) {
@@ -273,18 +297,27 @@ static int verify_one(struct jobcg_ctx *ctx, const char *name, unsigned flags, b
 static int simple_args(int argc, char **argv, const char *verb, bool repair_ok, bool *json,
 		       bool *repair, const char **name)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'}, {"repair", no_argument, NULL, 'r'}, {}};
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+					     {"repair", no_argument, NULL, 'r'},
+					     {"help", no_argument, NULL, 'h'},
+					     {}};
+	char cmd[32];
 	int c;
 
+	snprintf(cmd, sizeof(cmd), "resv %s", verb);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'j')
 			*json = true;
 		else if (c == 'r' && repair_ok)
 			*repair = true;
+		else if (c == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		} else if (c == 'r')
+			return cli_usage_error(cmd, "--repair goes with verify only");
 		else
-			return cli_unknown_option("resv");
+			return cli_option_error(cmd, argc, argv, "h");
 	}
 	if (optind < argc - 1)
 		return cli_usage_error("resv", "%s: too many arguments", verb);
@@ -297,6 +330,7 @@ static int cmd_resv(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	const char *verb, *name = NULL;
+	struct jobcg_resv_spec spec = {};
 	bool json = false, repair = false;
 	int r, e;
 
@@ -312,7 +346,11 @@ static int cmd_resv(int argc, char **argv, const struct cli_global *g)
 				       "unknown verb '%s' (create, list, show, verify, "
 				       "delete)",
 				       verb);
-	if (!!strcmp(verb, "create")) {
+	if (!strcmp(verb, "create")) {
+		r = create_args(argc - 1, argv + 1, &spec, &json);
+		if (r >= 0)
+			return r;
+	} else {
 		r = simple_args(argc - 1, argv + 1, verb, !strcmp(verb, "verify"), &json, &repair,
 				&name);
 		if (r >= 0)
@@ -322,18 +360,19 @@ static int cmd_resv(int argc, char **argv, const struct cli_global *g)
 		if (!strcmp(verb, "list") && name)
 			return cli_usage_error("resv", "list takes no NAME");
 		if (name && !jobcg_resv_name_valid(name))
-			return cli_usage_error("resv",
-					       "invalid reservation name '%s': need "
-					       "[a-z0-9][a-z0-9_-]{0,31}",
-					       name);
+			return cli_usage_error("resv", "invalid reservation name '%s': need %s",
+					       name, RESV_NAME_FORM);
 	}
 	r = cli_ctx_open(g, 0, &conf, &ctx);
-	if (r)
+	if (r) {
+		free((uid_t *)spec.users);
 		return r;
+	}
 	if (!strcmp(verb, "create")) {
-		r = do_create(ctx, argc - 1, argv + 1, &json);
+		r = do_create(ctx, &spec, json);
+		free((uid_t *)spec.users);
 	} else if (!strcmp(verb, "show")) {
-		r = show_one(ctx, name, json, NULL);
+		r = show_one(ctx, name, json, NULL) < 0 ? 1 : 0;
 	} else if (!strcmp(verb, "delete")) {
 		if ((e = jobcg_resv_delete(ctx, name)) < 0) {
 			cli_print_error(e, NULL);
@@ -351,29 +390,36 @@ static int cmd_resv(int argc, char **argv, const struct cli_global *g)
 	} else {
 		char **names = NULL;
 		struct json_object *arr = json ? json_object_new_array() : NULL;
+		bool failed = false;
 
 		r = 0;
 		if (name) {
 			names = calloc(2, sizeof(char *));
-			if (names)
-				names[0] = strdup(name);
+			if (!names || !(names[0] = strdup(name)))
+				failed = cli_fail("out of memory");
 		} else if ((e = jobcg_resv_list(ctx, &names)) < 0) {
 			cli_print_error(e, NULL);
-			r = 2;
+			failed = true;
 		}
-		for (char **k = names; r != 2 && k && *k; k++) {
+		for (char **k = names; k && *k; k++) {
 			int one =
 			    !strcmp(verb, "list")
 				? show_one(ctx, *k, json, arr)
 				: verify_one(ctx, *k, repair ? JOBCG_RESV_REPAIR : 0, json, arr);
 
-			if (one > r)
+			if (one < 0)
+				failed = true;
+			else if (one > r)
 				r = one;
 		}
-		if (!json && names && !names[0])
+		if (failed)
+			r = 1; /* the error said; no list that lacks what could not be read */
+		else if (!json && names && !names[0])
 			printf("no reservations\n");
-		if (arr)
+		if (arr && !failed)
 			cli_json_print(stdout, arr);
+		else if (arr)
+			json_object_put(arr);
 		jobcg_strv_free(names);
 	}
 	cli_ctx_close(conf, ctx);

@@ -28,6 +28,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 	    (r = jobcg_pids(ctx, t, &pids, &np)) < 0 || (r = jobcg_acct_read(ctx, t, &acct)) < 0 ||
 	    (r = jobcg_target_path(ctx, t, &path)) < 0) {
 		cli_print_error(r, NULL);
+		r = 1; /* an exit code, never the errno */
 		goto out;
 	}
 	if (jobcg_job_info_get(ctx, t->job, &ji) == 0) {

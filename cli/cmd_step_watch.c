@@ -56,10 +56,12 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
-			node = optarg;
-			break;
 		case 'd':
-			step_dir = optarg;
+			/* an empty --step-dir would be "gone", and the step taken for ended */
+			if (!*optarg)
+				return cli_usage_error("step-watch", "%s: empty value",
+						       c == 'n' ? "--node" : "--step-dir");
+			*(c == 'n' ? &node : &step_dir) = optarg;
 			break;
 		case 'r':
 			remove_job = true;
@@ -68,7 +70,7 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 			step_watch_help(stdout);
 			return 0;
 		default:
-			return cli_unknown_option("step-watch");
+			return cli_option_error("step-watch", argc, argv, "h");
 		}
 	}
 	if (argc - optind != 2)

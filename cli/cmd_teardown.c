@@ -42,7 +42,7 @@ static int cmd_teardown(int argc, char **argv, const struct cli_global *g)
 			teardown_help(stdout);
 			return 0;
 		default:
-			return cli_unknown_option("teardown");
+			return cli_option_error("teardown", argc, argv, "h");
 		}
 	}
 	if (optind < argc)

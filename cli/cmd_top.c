@@ -286,11 +286,10 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 			batch = true;
 			break;
 		case 'n':
-			r = cli_parse_uint("-n", optarg, 1000000000, &iterations);
-			if (r)
-				return r;
-			if (!iterations)
-				return cli_usage_error("top", "-n: at least 1 iteration");
+			if (cli_parse_uint("-n", optarg, 1000000000, &iterations) < 0 ||
+			    !iterations)
+				return cli_usage_error(
+				    "top", "-n '%s': need a number 1..1000000000", optarg);
 			break;
 		case 'd': {
 			char *end;
@@ -321,7 +320,7 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 			help();
 			return 0;
 		default:
-			return cli_unknown_option("top");
+			return cli_option_error("top", argc, argv, "bn:d:o:h");
 		}
 	}
 	if (optind < argc)

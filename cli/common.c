@@ -280,7 +280,7 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 				    ret_exit,
 				    cli_usage_error(cmd, "give the signal with -s (-s %c...)",
 						    optopt));
-			return cli_answered(ret_exit, cli_unknown_option(cmd));
+			return cli_answered(ret_exit, cli_option_error(cmd, argc, argv, "hs:"));
 		}
 	}
 	if (optind + 1 != argc)
@@ -340,7 +340,7 @@ int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help,
 			fputs(help, stdout);
 			return cli_answered(ret_exit, 0);
 		default:
-			return cli_answered(ret_exit, cli_unknown_option(cmd));
+			return cli_answered(ret_exit, cli_option_error(cmd, argc, argv, "h"));
 		}
 	}
 	if (optind < argc)

@@ -217,6 +217,9 @@ int resolve_cgroup_arg(const char *arg, char *buf, size_t size)
 	const char *dot = strchr(arg, '.');
 	int r;
 
+	/* not the mount itself: that is what "" would name below */
+	if (!*arg)
+		return -EINVAL;
 	if (arg[0] == '/') {
 		snprintf(buf, size, "%s", arg);
 		return 0;

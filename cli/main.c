@@ -105,36 +105,39 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
-/* The subcommand's arguments, for naming what getopt refused (getopt itself prints nothing:
- * opterr is 0, so that one message, jobcg's, says what is wrong). */
-static char **cmd_argv;
-static int cmd_argc;
-
-int cli_unknown_option(const char *cmd)
+int cli_option_error(const char *cmd, int argc, char *const *argv, const char *optstring)
 {
-	const char *arg =
-	    cmd_argv && optind > 0 && optind <= cmd_argc ? cmd_argv[optind - 1] : NULL;
+	const char *cur = optind < argc ? argv[optind] : NULL, *arg;
+	const char *known = optopt > 0 && optopt != ':' ? strchr(optstring, optopt) : NULL;
 
-	if (optopt >= '0' && optopt <= '9')
+	/* "-1" or "-12": a job id, step or count given negative, not options */
+	if (optopt >= '0' && optopt <= '9' && !known)
 		return cli_usage_error(cmd, "a negative number is not an id (job ids are "
 					    "1..4294967294, steps and tasks count from 0)");
-	if (arg && strncmp(arg, "--", 2) == 0) {
+	/* getopt stays on an element whose later letters are still to come ("-xb"): only an
+	 * unknown letter stops there, since a known one would take the rest as its value. */
+	if (optopt > 0 && cur && cur[0] == '-' && cur[1] && cur[1] != '-') {
+		const char *at = strchr(cur + 1, optopt);
+
+		if (at && at[1])
+			return cli_usage_error(cmd, "unknown option '-%c' (in '%s')", optopt, cur);
+	}
+	arg = optind > 0 && optind <= argc ? argv[optind - 1] : NULL;
+	if (arg && strncmp(arg, "--", 2) == 0 && arg[2]) {
 		int n = (int)strcspn(arg, "=");
 
-		/* getopt names the option in optopt only when it knows it */
+		/* getopt_long names the option in optopt only when it knows it */
 		if (!optopt)
 			return cli_usage_error(cmd, "unknown option '%.*s'", n, arg);
 		if (arg[n] == '=')
 			return cli_usage_error(cmd, "option '%.*s' takes no argument", n, arg);
 		return cli_usage_error(cmd, "option '%s' needs an argument", arg);
 	}
-	if (optopt && optind < cmd_argc)
+	if (known && known[1] == ':')
+		return cli_usage_error(cmd, "option '-%c' needs an argument", optopt);
+	if (optopt > 0)
 		return cli_usage_error(cmd, "unknown option '-%c'", optopt);
-	/* the last argument: getopt answers the same for "-x" unknown and "-n" without its
-	 * value */
-	if (optopt)
-		return cli_usage_error(cmd, "option '-%c' is unknown or needs an argument", optopt);
-	return cli_usage_error(cmd, "unknown option");
+	return cli_usage_error(cmd, "unknown option '%s'", arg ? arg : "?");
 }
 
 int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_config **ret)
@@ -175,15 +178,17 @@ static int run_main(int argc, char **argv, char **rest)
 
 		if (!end_of_opts && strcmp(a, "--") == 0)
 			end_of_opts = true;
-		else if (!end_of_opts && strcmp(a, "--config-dir") == 0) {
-			if (i + 1 >= argc) {
+		else if (!end_of_opts &&
+			 (strcmp(a, "--config-dir") == 0 || strncmp(a, "--config-dir=", 13) == 0)) {
+			const char *dir = a[12] == '=' ? a + 13 : i + 1 < argc ? argv[++i] : NULL;
+
+			/* "" is no directory: it must not fall back to /etc/jobcg, past
+			 * $JOBCG_CONF_DIR */
+			if (!dir || !*dir) {
 				fprintf(stderr, "jobcg: --config-dir needs a directory\n");
 				return 2;
 			}
-			g.config_dir = argv[++i];
-			continue;
-		} else if (!end_of_opts && strncmp(a, "--config-dir=", 13) == 0) {
-			g.config_dir = a + 13;
+			g.config_dir = dir;
 			continue;
 		} else if (!end_of_opts && !name &&
 			   (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0)) {
@@ -225,12 +230,19 @@ static int run_main(int argc, char **argv, char **rest)
 		rest[1] = (char *)"--help";
 		nrest = 2;
 	}
-	opterr = 0; /* cli_unknown_option() says it, once */
-	cmd_argv = rest;
-	cmd_argc = nrest;
+	opterr = 0; /* cli_option_error() says it, once */
 	for (const struct cli_command *c = __start_jobcg_cmds; c < __stop_jobcg_cmds; c++)
-		if (strcmp(c->name, name) == 0)
-			return c->run(nrest, rest, &g);
+		if (strcmp(c->name, name) == 0) {
+			int r = c->run(nrest, rest, &g);
+
+			/* An exit status, never a -errno (which would leave as 234, 254...): one
+			 * that slipped through still fails, and says why. */
+			if (r < 0) {
+				cli_print_error(r, name);
+				r = 1;
+			}
+			return r;
+		}
 	fprintf(stderr, "jobcg: unknown command '%s'\n", name);
 	usage(stderr);
 	return 2;

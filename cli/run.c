@@ -142,7 +142,7 @@ int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 			run_usage();
 			return cli_answered(ret_exit, 0);
 		default:
-			return cli_answered(ret_exit, cli_unknown_option("run"));
+			return cli_answered(ret_exit, cli_option_error("run", argc, argv, "+hn:"));
 		}
 	}
 	if (optind >= argc)

@@ -107,8 +107,8 @@ def check_all(t):
     r = t.run(root, "gpus", "--backend", "nrt")
     ok(r.returncode == 1 and "nrt" in r.stderr, f"nrt is refused ({r.stderr.strip()})")
     r = t.run(root, "gpus", "--backend", "cuda")
-    ok(r.returncode == 1 and "unknown GPU detection backend 'cuda'" in r.stderr,
-       "an unknown backend is an error")
+    ok(r.returncode == 2 and "--backend: unknown GPU detection backend 'cuda'" in r.stderr,
+       "an unknown --backend is a usage error naming it")
 
 
 def check_nvml(t):

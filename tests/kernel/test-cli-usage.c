@@ -1,0 +1,125 @@
+/* Kernel test: the exit status and message of bad command lines, one table for every command:
+ * 2 with the argument or option named for a usage error, 1 for a failure, never a -errno
+ * (234, 254), never a silent default for an empty value, nothing half printed. */
+#include <sys/stat.h>
+
+#include "kcli.h"
+
+#define MAXARGS 8
+
+struct row {
+	const char *args[MAXARGS]; /* "@top": the test's own cgroup subtree */
+	int exit;
+	const char *err; /* in stderr (NULL: not checked) */
+	const char *out; /* in stdout; "" for nothing at all on stdout, NULL: not checked */
+};
+
+static const struct row rows[] = {
+    /* numbers: a usage error naming the option, not cli_parse_uint()'s -EINVAL as status */
+    {{"top", "-n", "abc"}, 2, "jobcg top: -n 'abc'", ""},
+    {{"top", "-n", "-1"}, 2, "jobcg top: -n '-1'", ""},
+    {{"top", "-n", "0"}, 2, "jobcg top: -n '0'", ""},
+    {{"metrics", "--listen-fd", "-1"}, 2, "jobcg metrics: --listen-fd '-1'", ""},
+    {{"metrics", "--listen-fd", "3x"}, 2, "--listen-fd '3x'", ""},
+    /* a missing step fails (1) as a missing job does */
+    {{"show", "99.0"}, 1, "no step 99.0", ""},
+    {{"show", "99.batch"}, 1, "no step 99.batch", ""},
+    {{"show", "99.0", "--json"}, 1, "no step 99.0", ""},
+    {{"show", "99"}, 1, "no job 99", ""},
+    /* device numbers: digits only, within the kernel's 12-bit major and 20-bit minor */
+    {{"who-has", "c -1:0", "--json"}, 2, "jobcg who-has: 'c -1:0'", ""},
+    {{"who-has", "c 4294967296:0"}, 2, "'c 4294967296:0'", ""},
+    {{"who-has", "c 99999999999:0"}, 2, "'c 99999999999:0'", ""},
+    {{"who-has", "c 4096:0"}, 2, "MAJOR 0..4095", ""},
+    {{"who-has", "b 1:1048576"}, 2, "MINOR 0..1048575", ""},
+    {{"who-has", "c 1:-1"}, 2, "'c 1:-1'", ""},
+    {{"who-has", "c +1:3"}, 2, "'c +1:3'", ""},
+    {{"who-has", "c 1:3x"}, 2, "'c 1:3x'", ""},
+    {{"who-has", "c 1: 3"}, 2, "'c 1: 3'", ""},
+    {{"who-has", "c 1:3", "--root", "@top"}, 0, NULL, "may open c 1:3"},
+    {{"who-has", "c 4095:1048575", "--root", "@top"}, 0, NULL, "may open c 4095:1048575"},
+    /* --help for every resv verb; option errors name the option as given, under the verb */
+    {{"resv", "create", "--help"}, 0, NULL, "Usage: jobcg resv create"},
+    {{"resv", "list", "--help"}, 0, NULL, "Usage: jobcg resv"},
+    {{"resv", "show", "--help"}, 0, NULL, "Usage: jobcg resv"},
+    {{"resv", "verify", "--help"}, 0, NULL, "Usage: jobcg resv"},
+    {{"resv", "delete", "-h"}, 0, NULL, "Usage: jobcg resv"},
+    {{"resv", "list", "--bogus"}, 2, "jobcg resv list: unknown option '--bogus'", ""},
+    {{"resv", "create", "r9", "--devices"},
+     2,
+     "jobcg resv create: option '--devices' needs an argument",
+     ""},
+    {{"resv", "verify", "--repair=yes"}, 2, "option '--repair' takes no argument", ""},
+    {{"resv", "show", "r1", "--repair"}, 2, "--repair goes with verify only", ""},
+    {{"config", "--host"}, 2, "jobcg config: option '--host' needs an argument", ""},
+    {{"config", "--json=1"}, 2, "jobcg config: option '--json' takes no argument", ""},
+    {{"policy", "--bogus"}, 2, "jobcg policy: unknown option '--bogus'", ""},
+    {{"alloc", "1", "--mem"}, 2, "jobcg alloc: option '--mem' needs an argument", ""},
+    {{"freeze", "--timeout"}, 2, "jobcg freeze: option '--timeout' needs an argument", ""},
+    {{"who-has", "--root"}, 2, "jobcg who-has: option '--root' needs an argument", ""},
+    {{"gc", "--bogus=1"}, 2, "jobcg gc: unknown option '--bogus'", ""},
+    {{"top", "-n"}, 2, "jobcg top: option '-n' needs an argument", ""},
+    {{"run", "-n"}, 2, "jobcg run: option '-n' needs an argument", ""},
+    {{"signal", "-s"}, 2, "jobcg signal: option '-s' needs an argument", ""},
+    {{"top", "-x"}, 2, "jobcg top: unknown option '-x'", ""},
+    {{"top", "-bx"}, 2, "jobcg top: unknown option '-x'", ""},
+    {{"top", "-xb"}, 2, "jobcg top: unknown option '-x'", ""},
+    {{"alloc", "-12"}, 2, "a negative number is not an id", ""},
+    /* usage errors are 2, failures 1, and a failure prints no partial JSON */
+    {{"resv", "create", "BAD", "--devices", "gpu:0"}, 2, "invalid reservation name 'BAD'", ""},
+    {{"gpus", "--backend", "bogus"}, 2, "jobcg gpus: --backend: unknown GPU detection", ""},
+    {{"resv", "verify", "nosuch"}, 1, "no reservation nosuch", ""},
+    {{"resv", "verify", "nosuch", "--json"}, 1, "no reservation nosuch", ""},
+    {{"resv", "show", "nosuch", "--json"}, 1, "no reservation nosuch", ""},
+    /* an empty value is refused, not taken for the default */
+    {{"--config-dir", "", "config"}, 2, "--config-dir needs a directory", ""},
+    {{"--config-dir=", "config"}, 2, "--config-dir needs a directory", ""},
+    {{"devices", ""}, 2, "jobcg devices: PATH or JOB[.STEP]: empty", ""},
+    {{"decode", "--cgroup", ""}, 2, "jobcg decode: --cgroup: empty", ""},
+    {{"policy", "--root", ""}, 2, "jobcg policy: --root: empty", ""},
+    {{"daemon", "--socket", ""}, 2, "jobcg daemon: --socket: empty", ""},
+    {{"daemon", "--metrics-listen", ""}, 2, "jobcg daemon: --metrics-listen: empty", ""},
+    {{"who-has", "--root", "", "c 1:3"}, 2, "jobcg who-has: --root: empty", ""},
+    {{"check", "--pam-dir", ""}, 2, "jobcg check: --pam-dir: empty", ""},
+    {{"check", "--slurm-gres", ""}, 2, "jobcg check: --slurm-gres: empty", ""},
+    {{"gpus", "--gres-conf", "--node", ""}, 2, "jobcg gpus: --node: empty", ""},
+    {{"adopt", "--pam", "--service", ","}, 2, "jobcg adopt: --service ','", ""},
+    {{"step-watch", "--step-dir", "", "1.0", "1:1"}, 2, "jobcg step-watch: --step-dir: empty", ""},
+};
+
+int main(void)
+{
+	const char *root = kcli_setup("cli-usage", "jobcg");
+	char top[PATH_MAX], conf[PATH_MAX];
+
+	snprintf(top, sizeof(top), "%.*s", (int)(strrchr(root, '/') - root), root);
+	/* No node configuration of this host's, and no daemon: a usage error must come before
+	 * either would matter. */
+	snprintf(conf, sizeof(conf), "%s/conf", ktest_tmpdir());
+	mkdir(conf, 0755);
+	setenv("JOBCG_CONF_DIR", conf, 1);
+	setenv("JOBCG_DAEMON_SOCKET", "", 1);
+	setenv("JOBCG_BPF_PIN_DIR", ktest_pin_dir("cli-usage"), 1);
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct row *w = &rows[i];
+		char *args[MAXARGS + 1] = {0}, line[256] = "", *out = NULL, *err = NULL;
+		int rc;
+
+		for (size_t k = 0; k < MAXARGS && w->args[k]; k++) {
+			args[k] = strcmp(w->args[k], "@top") == 0 ? top : (char *)w->args[k];
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s'%s'",
+				 k ? " " : "", w->args[k]);
+		}
+		rc = kcli_run(args, &out, &err);
+		ok(rc == w->exit && (!w->err || (err && strstr(err, w->err))) &&
+		       (!w->out || (out && (*w->out ? strstr(out, w->out) != NULL : !*out))),
+		   "jobcg %s: exit %d%s%s", line, w->exit, w->err ? ", says " : "",
+		   w->err ? w->err : "");
+		if (rc != w->exit || (w->out && !*w->out && out && *out))
+			tap_diag("  got exit %d, stdout '%.80s'", rc, out ? out : "");
+		free(out);
+		free(err);
+	}
+	return tap_done();
+}
