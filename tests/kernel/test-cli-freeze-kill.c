@@ -33,6 +33,77 @@ static bool events_has(const char *dir, const char *line)
 	return strstr(buf, line) != NULL;
 }
 
+static bool file_is(const char *dir, const char *name, const char *want)
+{
+	char p[PATH_MAX], buf[64] = "";
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "re");
+	if (!f)
+		return false;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return strcmp(buf, want) == 0;
+}
+
+/* A freeze that does not complete within --timeout fails and is undone; --timeout 0 asks and
+ * does not wait. Busy tasks on few CPUs take longer than 1 ms to stop, each its turn. */
+static void freeze_timeout(const char *root)
+{
+	char job[PATH_MAX], *err = NULL;
+	char *busy[] = {
+	    "run", "--job", "6", "--ntasks", "16", "--", "sh", "-c", "while :; do :; done", NULL};
+	int st = 0, i, rc = 0, tries;
+	pid_t runner;
+
+	snprintf(job, sizeof(job), "%s/job_6", root);
+	is_int(kcli(NULL, "alloc", "6", NULL), 0, "alloc 6");
+	runner = kcli_start(busy, NULL, NULL);
+	for (i = 0; i < 500 && !events_has(job, "populated 1"); i++)
+		msleep(10);
+	msleep(200); /* every task started and spinning */
+	for (tries = 0; tries < 20; tries++) {
+		char *args[] = {"freeze", "--timeout", "1", "6", NULL};
+
+		free(err);
+		rc = kcli_run(args, NULL, &err);
+		if (rc != 0)
+			break;
+		kcli(NULL, "thaw", "6", NULL); /* in time: again */
+	}
+	if (rc == 0)
+		tap_skip("every freeze completed within 1 ms here: none to undo");
+	else {
+		ok(rc == 1 && err && strstr(err, "not frozen within 1 ms: thawed again"),
+		   "freeze --timeout 1 that did not complete fails and says it was undone");
+		ok(file_is(job, "cgroup.freeze", "0"), "  the job's cgroup.freeze is 0 again");
+		for (i = 0; i < 300 && !events_has(job, "frozen 0"); i++)
+			msleep(10);
+		ok(events_has(job, "frozen 0"), "  and the job is not frozen");
+	}
+	free(err);
+	err = NULL;
+
+	is_int(kcli(NULL, "freeze", "--timeout", "0", "6", NULL), 0,
+	       "freeze --timeout 0 asks and succeeds without waiting");
+	ok(file_is(job, "cgroup.freeze", "1"), "  cgroup.freeze is 1");
+	for (i = 0; i < 500 && !events_has(job, "frozen 1"); i++)
+		msleep(10);
+	ok(events_has(job, "frozen 1"), "  and the job freezes");
+	is_int(kcli(NULL, "thaw", "--timeout", "0", "6", NULL), 0, "thaw --timeout 0");
+	for (i = 0; i < 500 && !events_has(job, "frozen 0"); i++)
+		msleep(10);
+	ok(events_has(job, "frozen 0"), "  the job thaws");
+	is_int(kcli(NULL, "kill", "--timeout", "0", "6", NULL), 0,
+	       "kill --timeout 0 sends the kill without waiting");
+	while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+		;
+	is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL, "  its runner exits 137");
+	is_int(kcli(NULL, "release", "6", NULL), 0, "release 6");
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("cli-freeze", "jobcg");
@@ -106,6 +177,7 @@ int main(void)
 	is_int(kcli(NULL, "freeze", "5", NULL), 1, "freeze of a missing job fails");
 	is_int(kcli(NULL, "freeze", "x5", NULL), 2,
 	       "freeze of a malformed target is a usage error");
+	freeze_timeout(root);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	return tap_done();
 }

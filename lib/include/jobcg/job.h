@@ -294,7 +294,9 @@ JOBCG_EXPORT int jobcg_signal(struct jobcg_ctx *ctx, const struct jobcg_target *
  * Freeze / thaw a target through cgroup.freeze and wait (inotify on cgroup.events, no polling
  * loop) until it reports "frozen 1" / "frozen 0", at most @timeout_ms. Thaw also thaws the
  * cgroups below the target that were frozen on their own (a step frozen, then its job thawed).
- * -ETIMEDOUT on expiry, -EOPNOTSUPP when the kernel has no cgroup.freeze.
+ * -ETIMEDOUT on expiry, -EOPNOTSUPP when the kernel has no cgroup.freeze. A freeze that timed
+ * out is undone (the target's cgroup.freeze set back to 0, unless it was 1 before the call):
+ * nothing stays half frozen. @timeout_ms 0: request it and return 0 without waiting.
  */
 JOBCG_EXPORT int jobcg_freeze(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 			      unsigned timeout_ms);
@@ -302,7 +304,8 @@ JOBCG_EXPORT int jobcg_thaw(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 			    unsigned timeout_ms);
 /**
  * SIGKILL every process of a target with cgroup.kill (falling back to signalling each pid on
- * kernels without it) and wait until cgroup.events says "populated 0", at most @timeout_ms.
+ * kernels without it) and wait until cgroup.events says "populated 0", at most @timeout_ms
+ * (0: do not wait).
  */
 JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 			    unsigned timeout_ms);

@@ -88,10 +88,27 @@ static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool 
 	if (r < 0)
 		return r;
 	if (freeze) {
+		char buf[64];
+		uint64_t was = 0;
+
+		(void)cgfs_read_u64(dir, "cgroup.freeze", &was);
 		r = cgfs_freeze(dir, true);
-		if (r < 0)
+		if (r < 0 || timeout_ms == 0)
 			return r;
-		return cgfs_wait_events(dir, "frozen", 1, timeout_ms);
+		r = cgfs_wait_events(dir, "frozen", 1, timeout_ms);
+		if (r != -ETIMEDOUT || was == 1)
+			return r;
+		/* A failed freeze must not leave the target half frozen, its processes stopped
+		 * at random points while the caller believes nothing happened; a freeze someone
+		 * else asked for earlier (was 1) is not ours to undo. */
+		if ((r = cgfs_freeze(dir, false)) < 0)
+			return error_set(r,
+					 "target %s not frozen within %u ms, and thawing it "
+					 "again failed: %s",
+					 jobcg_target_format(t, buf, sizeof(buf)), timeout_ms,
+					 strerror(-r));
+		return error_set(-ETIMEDOUT, "target %s not frozen within %u ms: thawed again",
+				 jobcg_target_format(t, buf, sizeof(buf)), timeout_ms);
 	}
 	/* A step frozen on its own stays frozen when only its job is thawed: thawing a target
 	 * thaws everything below it that was frozen explicitly. */
@@ -104,6 +121,8 @@ static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool 
 	for (char **d = dirs; d && *d; d++)
 		if ((r = cgfs_freeze(*d, false)) < 0 && r != -ENOENT)
 			return r;
+	if (timeout_ms == 0)
+		return 0;
 	for (char **d = dirs; d && *d; d++) {
 		uint64_t now = now_usec();
 		unsigned left = now < deadline ? (unsigned)((deadline - now) / 1000) : 0;
@@ -135,7 +154,9 @@ JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 
 	if (r < 0)
 		return r;
-	return tree_kill(dir, timeout_ms);
+	r = tree_kill(dir, timeout_ms);
+	/* 0: the kill is sent, and not waited for */
+	return r == -ETIMEDOUT && timeout_ms == 0 ? 0 : r;
 }
 
 int job_accepts_procs_locked(struct jobcg_ctx *ctx, uint32_t job_id)
