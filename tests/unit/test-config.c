@@ -641,6 +641,90 @@ out:
 	rmdir(devdir);
 }
 
+/* Read as root, a configuration file another user owns or can write is refused unread, an
+ * included one at its Include line; a dangling symbolic link is an error, a missing file not. */
+static void test_owner(void)
+{
+	static const struct {
+		const char *file;
+		mode_t mode;
+		uid_t uid;
+		unsigned line, col;
+		const char *needle;
+	} cases[] = {
+	    {"cgroup.conf", 0666, 0, 0, 0, "writable by its group or by others (mode 0666)"},
+	    {"cgroup.conf", 0664, 0, 0, 0, "writable by its group or by others (mode 0664)"},
+	    {"gres.conf", 0644, 65534, 0, 0, "owned by uid 65534, not by root"},
+	    {"inc.conf", 0620, 0, 1, 9, "included file '"},
+	    {"inc.conf", 0644, 65534, 1, 9, "owned by uid 65534, not by root"},
+	};
+	char path[PATH_MAX + 16], link[PATH_MAX + 16];
+	struct jobcg_config *c = NULL;
+	const struct jobcg_error *e = jobcg_last_error();
+	int r;
+
+	if (geteuid() != 0) {
+		tap_skip("not root: ownership of configuration files is checked only as root");
+		return;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		bool inc = streq(cases[i].file, "inc.conf");
+		const char *shown = inc ? "cgroup.conf" : cases[i].file;
+
+		rm("cgroup.conf");
+		rm("gres.conf");
+		rm("inc.conf");
+		put("cgroup.conf", inc ? "Include inc.conf\n" : "ConstrainCores=yes\n", (size_t)-1);
+		put("gres.conf", "Name=gpu Count=1\n", (size_t)-1);
+		if (inc)
+			put("inc.conf", "ConstrainCores=yes\n", (size_t)-1);
+		snprintf(path, sizeof(path), "%s/%s", tmp, cases[i].file);
+		if (chmod(path, cases[i].mode) < 0 || chown(path, cases[i].uid, 0) < 0)
+			abort();
+		jobcg_error_clear();
+		r = jobcg_config_load(tmp, "h", JOBCG_CONFIG_NO_ENV, &c);
+		ok(r == -EPERM && !c && strstr(e->file, shown) && e->line == cases[i].line &&
+		       e->column == cases[i].col && strstr(e->message, cases[i].needle) &&
+		       (!inc || strstr(e->message, "inc.conf' is")),
+		   "%s mode %04o uid %u refused as root (%s:%u:%u: %s)", cases[i].file,
+		   (unsigned)cases[i].mode, (unsigned)cases[i].uid, e->file, e->line, e->column,
+		   e->message);
+		jobcg_config_free(c);
+		c = NULL;
+	}
+	rm("inc.conf");
+
+	/* root's and writable by root alone: read */
+	put("cgroup.conf", "ConstrainCores=yes\n", (size_t)-1);
+	snprintf(path, sizeof(path), "%s/cgroup.conf", tmp);
+	if (chmod(path, 0600) < 0)
+		abort();
+	jobcg_error_clear();
+	r = jobcg_config_load(tmp, "h", JOBCG_CONFIG_NO_ENV, &c);
+	ok(r == 0 && c && c->cgroup.constrain_cores, "cgroup.conf mode 0600 owned by root is read");
+	jobcg_config_free(c);
+	c = NULL;
+
+	/* a dangling link is named; a missing file gives the defaults */
+	rm("cgroup.conf");
+	snprintf(link, sizeof(link), "%s/nowhere.conf", tmp);
+	if (symlink(link, path) < 0)
+		abort();
+	jobcg_error_clear();
+	r = jobcg_config_load(tmp, "h", JOBCG_CONFIG_NO_ENV, &c);
+	ok(r == -ENOENT && !c && strstr(e->file, "cgroup.conf") &&
+	       strstr(e->message, "a symbolic link to '") && strstr(e->message, "nowhere.conf"),
+	   "cgroup.conf a dangling link is an error (%s: %s)", e->file, e->message);
+	jobcg_config_free(c);
+	c = NULL;
+	rm("cgroup.conf");
+	jobcg_error_clear();
+	r = jobcg_config_load(tmp, "h", JOBCG_CONFIG_NO_ENV, &c);
+	ok(r == 0 && c && !c->cgroup.constrain_cores, "missing cgroup.conf gives the defaults");
+	jobcg_config_free(c);
+	rm("gres.conf");
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmp))
@@ -651,6 +735,7 @@ int main(void)
 	test_gres_errors();
 	test_gres_good();
 	test_gres_stat();
+	test_owner();
 	rm("cgroup.conf");
 	rm("gres.conf");
 	rmdir(tmp);

@@ -18,6 +18,7 @@ int confload_parse(struct confload *l, const char *path, const char *buf, size_t
 	    .userdata = l,
 	    .no_include = l->no_include,
 	    .files = &l->c->files,
+	    .own_config = true,
 	};
 	int r;
 

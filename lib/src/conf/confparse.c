@@ -7,6 +7,7 @@
  */
 #include <ctype.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -421,6 +422,48 @@ static const char *file_type_name(mode_t m)
 	}
 }
 
+/* 0 for a @path that open() did not find because nothing is there; a dangling symbolic link is
+ * an error naming it instead: the administrator meant a file to be read, and silent defaults
+ * would hide that it is not. */
+static int dangling_link(const char *path)
+{
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode))
+		return 0;
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return error_set_at(-ENOENT, path, 0, 0,
+				    "a symbolic link whose target does not exist");
+	target[n] = '\0';
+	return error_set_at(-ENOENT, path, 0, 0, "a symbolic link to '%s', which does not exist",
+			    target);
+}
+
+/* Read as root, a file another user can change would let that user choose what root's jobcg
+ * does (the devices a job may open, the state directory, the limits): refused unread. */
+static int check_trusted(const struct stat *st, const char *path, const char *from_file,
+			 unsigned from_line, unsigned from_col)
+{
+	static const char why[] =
+	    "jobcg runs as root and reads no configuration that another user can change";
+	char what[PATH_MAX + 32] = "";
+
+	if (st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;
+	if (from_file)
+		snprintf(what, sizeof(what), "included file '%s' is ", path);
+	if (st->st_uid != 0)
+		return error_set_at(-EPERM, from_file ? from_file : path, from_line, from_col,
+				    "%sowned by uid %u, not by root: %s", what,
+				    (unsigned)st->st_uid, why);
+	return error_set_at(-EPERM, from_file ? from_file : path, from_line, from_col,
+			    "%swritable by its group or by others (mode %04o): %s", what,
+			    (unsigned)(st->st_mode & 07777), why);
+}
+
 static int parse_file_at(struct ctx *c, const char *path, const char *from_file, unsigned from_line,
 			 unsigned from_col)
 {
@@ -438,8 +481,11 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		r = negative_errno();
-		if (r == -ENOENT && !from_file)
+		if (r == -ENOENT && !from_file) {
+			if (c->p->own_config && (r = dangling_link(path)) < 0)
+				return r;
 			return 1; /* top-level file missing: the caller uses defaults */
+		}
 		if (from_file)
 			return error_set_at(r, from_file, from_line, from_col,
 					    "cannot read included file '%s': %s", path,
@@ -457,6 +503,9 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 		return error_set_at(-EINVAL, path, 0, 0, "%s, not a regular file",
 				    file_type_name(st.st_mode));
 	}
+	if (c->p->own_config && geteuid() == 0 &&
+	    (r = check_trusted(&st, path, from_file, from_line, from_col)) < 0)
+		return r;
 	if (c->total + (uint64_t)st.st_size > CONF_MAX_TOTAL_SIZE)
 		return error_set_at(-EFBIG, from_file ? from_file : path, from_line, from_col,
 				    "the configuration and its includes exceed %u bytes",

@@ -30,6 +30,10 @@ struct conf_parser {
 	void *userdata;
 	bool no_include; /* "Include" is an error (fuzzing: never open files) */
 	char ***files;	 /* when set, every file read is appended (paths as shown) */
+	/* jobcg's own configuration: a top-level file that is a dangling symbolic link is an
+	 * error (not a missing file), and with effective uid 0 every file read, includes too,
+	 * must be owned by root and writable by no one else. */
+	bool own_config;
 };
 
 /* Largest configuration file read (including each included file). */
