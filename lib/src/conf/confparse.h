@@ -50,7 +50,8 @@ struct conf_parser {
  */
 int conf_parse_file(const struct conf_parser *p, const char *path);
 
-/** Parse a buffer (may hold NUL bytes: as with fgets, a NUL ends that line's text). */
+/** Parse a buffer; a NUL byte in it is an error at its line and column (a corrupt or binary
+ * file: Slurm's fgets() reading would silently drop the rest of that line). */
 int conf_parse_buffer(const struct conf_parser *p, const char *name, const char *buf, size_t len);
 
 /** Case-insensitive Damerau-free edit distance, for did-you-mean suggestions. */
