@@ -226,13 +226,39 @@ static char *reserved_cpus(const struct jobcg_config *conf)
 	return cpus;
 }
 
+/* The error record as file:line: message (where cgroup.conf set the key). */
+static const char *spec_error(void)
+{
+	static char buf[4096];
+
+	return jobcg_error_format(jobcg_last_error()->code, buf, sizeof(buf));
+}
+
+/*
+ * A reservation this node cannot honour (SpecCPUs naming an offline CPU, no CPU or memory left
+ * for jobs) fails every job that applies it: jobs cannot run. Returns 1 then, else 0.
+ */
+static int spec_verdict(const struct jobcg_config *conf, struct jobcg_sysinfo *s)
+{
+	char *why;
+
+	if (jobcg_spec_check_node(&conf->cgroup) >= 0)
+		return 0;
+	if (s->can_run && (why = strdup(spec_error()))) {
+		free(s->cannot_run_reason);
+		s->cannot_run_reason = why;
+		s->can_run = false;
+	}
+	return 1;
+}
+
 static void print_reserved_text(const struct jobcg_config *conf)
 {
 	char *cpus = reserved_cpus(conf);
 	uint64_t mem = conf->cgroup.mem_spec_limit;
 
 	if (!cpus)
-		printf("%-22s error: %s\n", "reserved for system:", jobcg_last_error()->message);
+		printf("%-22s error: %s\n", "reserved for system:", spec_error());
 	else if (!*cpus && !mem)
 		printf("%-22s nothing\n", "reserved for system:");
 	else
@@ -249,8 +275,7 @@ static struct json_object *reserved_json(const struct jobcg_config *conf)
 
 	json_object_object_add(o, "cpus", cpus ? json_object_new_string(cpus) : NULL);
 	if (!cpus)
-		json_object_object_add(o, "error",
-				       json_object_new_string(jobcg_last_error()->message));
+		json_object_object_add(o, "error", json_object_new_string(spec_error()));
 	json_object_object_add(o, "mem_bytes", json_object_new_uint64(conf->cgroup.mem_spec_limit));
 	free(cpus);
 	return o;
@@ -747,7 +772,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 	struct slurm_plugin plugin;
 	const char *pam_dir = NULL, *slurm_gres = NULL;
 	bool json = false;
-	int c, r, rs;
+	int c, r, rs, rspec;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -784,6 +809,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		jobcg_config_free(conf);
 		return 1;
 	}
+	rspec = spec_verdict(conf, s);
 	pam_check(pam_dir, &pc);
 	plugin_find(conf, &plugin);
 	if (json) {
@@ -805,7 +831,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		rs |= gres_types_check(&plugin, NULL);
 		rs |= slurm_plugins_check(&plugin, NULL);
 	}
-	r = s->can_run && !pc.escapes && !r && !rs ? 0 : 1;
+	r = s->can_run && !rspec && !pc.escapes && !r && !rs ? 0 : 1;
 	jobcg_pam_scan_free(pc.scan);
 	slurm_conf_facts_done(&plugin.facts);
 	free(pc.error);

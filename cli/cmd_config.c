@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "config_internal.h"
 #include "parse.h"
+#include "spec.h"
 
 static const struct {
 	unsigned flag;
@@ -28,7 +29,8 @@ static void usage(FILE *f)
 	       "and print the effective configuration with where each value came from, the GRES\n"
 	       "records for this host, and every warning. Exits 1 on any error.\n\n"
 	       "  --json         print JSON\n"
-	       "  --no-stat      do not stat() the gres.conf device files (check a file written\n"
+	       "  --no-stat      do not stat() the gres.conf device files nor compare the\n"
+	       "                 reserved CPUs and memory with this node (check files written\n"
 	       "                 for another node)\n"
 	       "  --host NAME    select gres.conf NodeName= lines as host NAME would\n"
 	       "                 (default: $JOBCG_NODENAME, else the host name)\n"
@@ -357,6 +359,13 @@ static int cmd_config(int argc, char **argv, const struct cli_global *g)
 
 	jobcg_set_log(log_quiet_warnings, NULL, g->verbose ? JOBCG_LOG_DEBUG : JOBCG_LOG_NOTICE);
 	r = jobcg_config_load(g->config_dir, host, flags, &c);
+	/* As the device files are, the reservation is checked against this node unless the
+	 * files were written for another (--no-stat). */
+	if (r >= 0 && !(flags & JOBCG_CONFIG_NO_STAT) &&
+	    (r = jobcg_spec_check_node(&c->cgroup)) < 0) {
+		jobcg_config_free(c);
+		c = NULL;
+	}
 	if (r < 0) {
 		if (json)
 			print_json_error(r);

@@ -128,6 +128,58 @@ static void pam_checks(void)
 	free(out);
 }
 
+/* A reservation this node cannot honour fails every job that applies it: check says jobs cannot
+ * run, naming the key and its line, and exits 1. */
+static void spec_checks(void)
+{
+	static const struct {
+		const char *text, *needle;
+	} cases[] = {
+	    {"ConstrainCores=yes\nCoreSpecCount=4096\n",
+	     "cgroup.conf:2: CoreSpecCount=4096 reserves every online CPU"},
+	    {"ConstrainCores=yes\nSpecCPUs=4095\n",
+	     "cgroup.conf:2: SpecCPUs=4095 names CPU 4095, which is not online"},
+	    {"ConstrainCores=yes\nMemSpecLimit=999999999\n",
+	     "cgroup.conf:2: MemSpecLimit=999999999M is not below the node's RAM"},
+	};
+	char dir[PATH_MAX], *out = NULL, *err = NULL;
+	struct json_object *o, *v;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/specconf", ktest_tmpdir());
+	mkdir(dir, 0755);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *key = strchr(cases[i].text, '\n') + 1;
+		int n = (int)strcspn(key, "\n");
+
+		put(dir, "cgroup.conf", cases[i].text);
+		rc = kcli_run((char *[]){"--config-dir", dir, "check", NULL}, &out, &err);
+		ok(rc == 1 && out && strstr(out, "jobs can run:          no: ") &&
+		       strstr(out, cases[i].needle),
+		   "%.*s: check exits 1 (rc %d), jobs cannot run, naming the line", n, key, rc);
+		if (rc != 1 && out)
+			ktest_diag_lines("", out);
+		free(out);
+		free(err);
+		rc = kcli_run((char *[]){"--config-dir", dir, "check", "--json", NULL}, &out, &err);
+		o = out ? json_tokener_parse(out) : NULL;
+		ok(rc == 1 && o && json_object_object_get_ex(o, "can_run", &v) &&
+		       !json_object_get_boolean(v) &&
+		       json_object_object_get_ex(o, "cannot_run_reason", &v) &&
+		       strstr(json_object_get_string(v), cases[i].needle),
+		   "...--json: can_run false, cannot_run_reason names it (rc %d)", rc);
+		json_object_put(o);
+		free(out);
+		free(err);
+	}
+	put(dir, "cgroup.conf", "CoreSpecCount=0\nMemSpecLimit=1\n");
+	rc = kcli_run((char *[]){"--config-dir", dir, "check", NULL}, &out, &err);
+	ok(out && strstr(out, "jobs can run:          yes"),
+	   "a reservation the node can honour leaves jobs runnable (rc %d)", rc);
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("cli-check", "jobcg");
@@ -213,5 +265,6 @@ int main(void)
 	is_int(kcli_count_dirs(root), 1, "and made nothing more");
 
 	pam_checks();
+	spec_checks();
 	return tap_done();
 }

@@ -211,6 +211,44 @@ static void test_include_fifo(void)
 	unlink(fifo);
 }
 
+/* A reservation this node cannot honour is an error of `jobcg config` naming the key's line,
+ * as a missing device file is; --no-stat (files written for another node) does not look. */
+static void test_spec_host(void)
+{
+	static const struct {
+		const char *text, *needle;
+	} cases[] = {
+	    {"ConstrainCores=yes\nCoreSpecCount=4096\n",
+	     "cgroup.conf:2: CoreSpecCount=4096 reserves every online CPU"},
+	    {"ConstrainCores=yes\nMemSpecLimit=999999999\n",
+	     "cgroup.conf:2: MemSpecLimit=999999999M is not below the node's RAM"},
+	};
+	char *out, *err;
+	int rc;
+
+	put("gres.conf", "");
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		const char *key = strchr(cases[i].text, '\n') + 1;
+
+		put("cgroup.conf", cases[i].text);
+		rc = run((const char *[]){"--config-dir", tmp, "config", NULL}, &out, &err);
+		ok(rc == 1 && strstr(err, cases[i].needle), "%.*s: jobcg config fails (rc %d): %s",
+		   (int)strcspn(key, "\n"), key, rc, err);
+		free(out);
+		free(err);
+		rc = run((const char *[]){"--config-dir", tmp, "config", "--no-stat", NULL}, &out,
+			 &err);
+		ok(rc == 0, "...not with --no-stat (rc %d) %s", rc, err);
+		free(out);
+		free(err);
+	}
+	put("cgroup.conf", "CoreSpecCount=0\nMemSpecLimit=1\n");
+	rc = run((const char *[]){"--config-dir", tmp, "config", NULL}, &out, &err);
+	ok(rc == 0, "a reservation the node can honour passes (rc %d) %s", rc, err);
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	const char *build = getenv("JOBCG_BUILD_ROOT");
@@ -399,6 +437,7 @@ int main(void)
 
 	test_large_hostlists();
 	test_include_fifo();
+	test_spec_host();
 	test_acct_rotated();
 
 	char p[PATH_MAX + 16];

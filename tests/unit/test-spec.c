@@ -176,6 +176,63 @@ static void test_mem(void)
 	is_int(jobcg_mem_limits_compute(&c, 0, 16 * GiB, &m), -EINVAL, "...also by the formulas");
 }
 
+/* What this node cannot honour (offline CPUs, no CPU or memory left for jobs) is found by
+ * jobcg_spec_check(), naming the key and its file:line, for `jobcg check` and `jobcg config`. */
+static void test_check(void)
+{
+	static const struct {
+		const char *text, *needle;
+	} bad[] = {
+	    {"ConstrainCores=yes\nSpecCPUs=99\n", "SpecCPUs=99 names CPU 99, which is not online"},
+	    {"ConstrainCores=yes\nSpecCPUs=0-1\n",
+	     "SpecCPUs=0-1 reserves every online CPU (0-1): no CPU is left for jobs"},
+	    {"ConstrainCores=yes\nCoreSpecCount=2\n",
+	     "CoreSpecCount=2 reserves every online CPU (0-1): no CPU is left for jobs"},
+	    {"ConstrainCores=yes\nCoreSpecCount=99\n",
+	     "CoreSpecCount=99 reserves every online CPU (0-1)"},
+	    {"ConstrainCores=yes\nMemSpecLimit=999999G\n",
+	     "MemSpecLimit=1023998976M is not below the node's RAM (16384 MiB)"},
+	    {"ConstrainCores=yes\nMemSpecLimit=16G\n", "is not below the node's RAM"},
+	};
+	static const char *const good[] = {
+	    "SpecCPUs=1\n",
+	    "CoreSpecCount=1\nMemSpecLimit=2G\n",
+	    "ConstrainCores=yes\n",
+	};
+	const struct jobcg_error *e = jobcg_last_error();
+	struct jobcg_config *c = NULL;
+	char buf[4096];
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		const char *key = strchr(bad[i].text, '\n') + 1;
+		int r;
+
+		if (load(bad[i].text, &c) < 0)
+			abort();
+		jobcg_error_clear();
+		r = jobcg_spec_check(&c->cgroup, "0-1", 16 * GiB);
+		jobcg_error_format(r, buf, sizeof(buf));
+		ok(r == -EINVAL && strstr(e->file, "cgroup.conf") && e->line == 2 &&
+		       strstr(e->message, bad[i].needle),
+		   "'%.*s' cannot be honoured on CPUs 0-1, 16 GiB: %s", (int)strcspn(key, "\n"),
+		   key, buf);
+		/* The half not asked about is not looked at. */
+		is_int(jobcg_spec_check(&c->cgroup, strstr(bad[i].text, "Mem") ? "0-1" : NULL,
+					strstr(bad[i].text, "Mem") ? 0 : 16 * GiB),
+		       0, "...and nothing is checked without the CPUs or RAM it needs");
+		jobcg_config_free(c);
+		c = NULL;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+		if (load(good[i], &c) < 0)
+			abort();
+		ok(jobcg_spec_check(&c->cgroup, "0-1", 16 * GiB) == 0, "'%.*s' can be honoured",
+		   (int)strcspn(good[i], "\n"), good[i]);
+		jobcg_config_free(c);
+		c = NULL;
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmp))
@@ -183,6 +240,7 @@ int main(void)
 	test_config();
 	test_cpus();
 	test_mem();
+	test_check();
 	{
 		char path[PATH_MAX];
 

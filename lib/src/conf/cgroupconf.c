@@ -634,6 +634,13 @@ int cgconf_finish(struct confload *l)
 				    "one of them",
 				    c->cgroup.spec_cpus, c->cgroup.core_spec_count);
 	}
+	for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+		if ((keys[k].off == OFF(spec_cpus) && c->cgroup.spec_cpus) ||
+		    (keys[k].off == OFF(core_spec_count) && c->cgroup.core_spec_count))
+			c->cgroup.spec_cpus_origin = l->cg_origin[k];
+		else if (keys[k].off == OFF(mem_spec_limit))
+			c->cgroup.mem_spec_origin = l->cg_origin[k];
+	}
 	if (l->flags & JOBCG_CONFIG_NO_ENTRIES)
 		return 0;
 	c->entries = calloc(ELEMENTSOF(keys), sizeof(*c->entries));

@@ -55,6 +55,9 @@ struct jobcg_cgroup_conf {
 	char *spec_cpus;	  /* SpecCPUs: normalised CPU list, NULL = none */
 	unsigned core_spec_count; /* CoreSpecCount: the N highest-numbered online CPUs, 0 = none */
 	uint64_t mem_spec_limit;  /* MemSpecLimit in bytes (MiB when bare), 0 = none */
+	/* Where SpecCPUs or CoreSpecCount (whichever is set) and MemSpecLimit were set: what
+	 * this node cannot honour is only known when a command looks at its CPUs and RAM. */
+	struct jobcg_origin spec_cpus_origin, mem_spec_origin;
 };
 
 /* gres.conf Flags bits. */

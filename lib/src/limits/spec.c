@@ -2,6 +2,7 @@
  * functions. */
 #include <fcntl.h>
 
+#include "memlimit.h"
 #include "parse.h"
 #include "spec.h"
 #include "log.h"
@@ -39,9 +40,19 @@ static unsigned count(const uint64_t *b)
 	return n;
 }
 
-/* The reserved set into @res (all zero when none), checked against @on. */
+static int format(const uint64_t *b, char **ret)
+{
+	return jobcg_format_cpulist(b, WORDS, ret);
+}
+
+/* The reserved set into @res (all zero when none), checked against @on. Errors name the key
+ * and where it was set: every command that finds the reservation impossible says the same. */
 static int reserved(const struct jobcg_cgroup_conf *c, const uint64_t *on, uint64_t *res)
 {
+	const struct jobcg_origin *o = &c->spec_cpus_origin;
+	_cleanup_free_ char *online = NULL;
+	char key[32] = "";
+
 	memset(res, 0, WORDS * sizeof(uint64_t));
 	if (c->spec_cpus && *c->spec_cpus) {
 		int r = load(c->spec_cpus, "SpecCPUs", res);
@@ -50,9 +61,10 @@ static int reserved(const struct jobcg_cgroup_conf *c, const uint64_t *on, uint6
 			return r;
 		for (unsigned i = 0; i < JOBCG_CPU_MAX; i++)
 			if (bit(res, i) && !bit(on, i))
-				return error_set(-EINVAL,
-						 "SpecCPUs=%s names CPU %u, which is not online",
-						 c->spec_cpus, i);
+				return error_set_at(-EINVAL, o->file, o->line, 0,
+						    "SpecCPUs=%s names CPU %u, which is not online",
+						    c->spec_cpus, i);
+		snprintf(key, sizeof(key), "SpecCPUs");
 	} else if (c->core_spec_count) {
 		unsigned left = c->core_spec_count;
 
@@ -61,16 +73,19 @@ static int reserved(const struct jobcg_cgroup_conf *c, const uint64_t *on, uint6
 				res[i / 64] |= UINT64_C(1) << (i % 64);
 				left--;
 			}
+		snprintf(key, sizeof(key), "CoreSpecCount=%u", c->core_spec_count);
 	}
-	if (count(res) && count(res) >= count(on))
-		return error_set(-EINVAL, "%s reserves every online CPU: no CPU is left for jobs",
-				 c->spec_cpus ? "SpecCPUs" : "CoreSpecCount");
-	return 0;
-}
+	if (count(res) && count(res) >= count(on)) {
+		int r = format(on, &online);
 
-static int format(const uint64_t *b, char **ret)
-{
-	return jobcg_format_cpulist(b, WORDS, ret);
+		if (r < 0)
+			return r;
+		return error_set_at(
+		    -EINVAL, o->file, o->line, 0,
+		    "%s%s%s reserves every online CPU (%s): no CPU is left for jobs", key,
+		    c->spec_cpus ? "=" : "", c->spec_cpus ? c->spec_cpus : "", online);
+	}
+	return 0;
 }
 
 int jobcg_spec_cpus(const struct jobcg_cgroup_conf *conf, const char *online, char **ret)
@@ -126,14 +141,42 @@ int jobcg_spec_check_cpus(const struct jobcg_cgroup_conf *conf, const char *onli
 
 int jobcg_spec_job_ram(const struct jobcg_cgroup_conf *conf, uint64_t node_ram, uint64_t *ret)
 {
+	const struct jobcg_origin *o = &conf->mem_spec_origin;
+
 	if (conf->mem_spec_limit >= node_ram)
-		return error_set(-EINVAL,
-				 "MemSpecLimit=%lluM is not below the node's RAM (%llu MiB): no "
-				 "memory is left for jobs",
-				 (unsigned long long)(conf->mem_spec_limit >> 20),
-				 (unsigned long long)(node_ram >> 20));
+		return error_set_at(-EINVAL, o->file, o->line, 0,
+				    "MemSpecLimit=%lluM is not below the node's RAM (%llu MiB): no "
+				    "memory is left for jobs",
+				    (unsigned long long)(conf->mem_spec_limit >> 20),
+				    (unsigned long long)(node_ram >> 20));
 	*ret = node_ram - conf->mem_spec_limit;
 	return 0;
+}
+
+int jobcg_spec_check(const struct jobcg_cgroup_conf *conf, const char *online, uint64_t node_ram)
+{
+	uint64_t on[WORDS], res[WORDS], left;
+	int r;
+
+	if (online && jobcg_spec_cpus_configured(conf) &&
+	    ((r = load(online, "online CPUs", on)) < 0 || (r = reserved(conf, on, res)) < 0))
+		return r;
+	if (node_ram && conf->mem_spec_limit && (r = jobcg_spec_job_ram(conf, node_ram, &left)) < 0)
+		return r;
+	return 0;
+}
+
+int jobcg_spec_check_node(const struct jobcg_cgroup_conf *conf)
+{
+	_cleanup_free_ char *online = NULL;
+	bool cpus = jobcg_spec_cpus_configured(conf);
+	uint64_t ram = 0;
+	int r;
+
+	if ((cpus && (r = jobcg_online_cpus(&online)) < 0) ||
+	    (conf->mem_spec_limit && (r = jobcg_node_ram(&ram)) < 0))
+		return r;
+	return jobcg_spec_check(conf, online, ram);
 }
 
 int jobcg_online_cpus(char **ret)

@@ -35,6 +35,17 @@ int jobcg_spec_check_cpus(const struct jobcg_cgroup_conf *conf, const char *onli
 /** The node's RAM jobs may be given: @node_ram minus MemSpecLimit (-EINVAL if nothing is left). */
 int jobcg_spec_job_ram(const struct jobcg_cgroup_conf *conf, uint64_t node_ram, uint64_t *ret);
 
+/**
+ * Whether this node can honour the reservation: -EINVAL, with the error record naming the key
+ * and the file:line that set it, when SpecCPUs names a CPU not in @online, the CPUs reserved
+ * leave none of @online for jobs, or MemSpecLimit is not below @node_ram (bytes). @online NULL
+ * or @node_ram 0 skips that half. The same errors stop job creation where it applies them.
+ */
+int jobcg_spec_check(const struct jobcg_cgroup_conf *conf, const char *online, uint64_t node_ram);
+
+/** jobcg_spec_check() with this node's online CPUs and RAM (read only where a key needs them). */
+int jobcg_spec_check_node(const struct jobcg_cgroup_conf *conf);
+
 /** The online CPUs of this node (/sys/devices/system/cpu/online), a list such as "0-3". */
 int jobcg_online_cpus(char **ret);
 
