@@ -118,6 +118,20 @@ static void test_request(void)
 	is_int(jobcg_gres_request_parse("gpu:0", &r), 0, "gpu:0 is allowed");
 	ok(r && r->items[0].count == 0, "gpu:0 asks for none");
 	jobcg_gres_request_free(r);
+	r = NULL;
+	/* Counts as Slurm reads them: a suffix multiplies (and 0 with one is still none). */
+	is_int(jobcg_gres_request_parse("gpu:a100:0k", &r), 0, "gpu:a100:0k is a count");
+	ok(r && r->items[0].count == 0 && streq(r->items[0].type, "a100"), "...of none");
+	jobcg_gres_request_free(r);
+	r = NULL;
+	is_int(jobcg_gres_request_parse("gpu:1x", &r), 0, "gpu:1x names a type");
+	ok(r && streq(r->items[0].type, "1x") && r->items[0].count == 1, "...type 1x, one");
+	jobcg_gres_request_free(r);
+	r = NULL;
+	/* Two types of one name are two items; a name without a type already means any. */
+	is_int(jobcg_gres_request_parse("gpu:a100:1,gpu:v100:2", &r), 0, "two types of gpu");
+	ok(r && r->nitems == 2, "...two items");
+	jobcg_gres_request_free(r);
 
 	static const struct {
 		const char *s;
@@ -136,6 +150,14 @@ static void test_request(void)
 	    {"7:1", 1},
 	    {"gpu:-1", 5},
 	    {"gpu:a100:+2", 10},
+	    {"gpu:a100:1,gpu:1", 12},
+	    {"gpu:1,gpu:a100:1", 7},
+	    {"gpu:a100:1,gpu:A100:1", 12},
+	    {"gpu:1k", 5},
+	    {"gpu:a100:1KiB", 10},
+	    {"gpu:2kb", 5},
+	    {"gpu:99999999999999999999999", 5},
+	    {"gpu:-1k", 5},
 	};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		r = NULL;
@@ -146,10 +168,27 @@ static void test_request(void)
 			is_int(jobcg_last_error()->column, bad[i].col, "  error column");
 		tap_diag("  %s", jobcg_last_error()->message);
 	}
-	r = NULL;
-	jobcg_gres_request_parse("gpu:-1", &r);
-	ok(strstr(jobcg_last_error()->message, "invalid count '-1'") != NULL,
-	   "gpu:-1 is an invalid count, not a type: %s", jobcg_last_error()->message);
+	static const struct {
+		const char *s, *msg;
+	} why[] = {
+	    {"gpu:-1", "invalid count '-1' (need 0..512)"},
+	    {"gpu:a100:1,gpu:1", "gpu given twice"},
+	    {"gpu:1,gpu:a100:1", "gpu given twice"},
+	    {"gpu:1,gpu:1", "gpu given twice"},
+	    {"gpu:a100:1,gpu:a100:2", "gpu:a100 given twice"},
+	    {"gpu:1k", "count 1k (1024) exceeds 512"},
+	    {"gpu:2kb", "count 2kb (2000) exceeds 512"},
+	    {"gpu:513", "count 513 exceeds 512"},
+	    {"gpu:1g", "count 1g (1073741824) exceeds 512"},
+	    {"gpu:99999999999999999999999", "count 99999999999999999999999 exceeds 512"},
+	};
+	for (size_t i = 0; i < ELEMENTSOF(why); i++) {
+		r = NULL;
+		jobcg_gres_request_parse(why[i].s, &r);
+		ok(!r && strstr(jobcg_last_error()->message, why[i].msg) != NULL, "'%s': %s",
+		   why[i].s, jobcg_last_error()->message);
+		jobcg_gres_request_free(r);
+	}
 }
 
 static int select_s(const struct jobcg_gres_node *n, const char *req,
@@ -179,8 +218,8 @@ static void test_select(void)
 	is_str(fmt(n, &got), "gpu:0,2", "prefers the GPU linked to the first");
 	is_int(select_s(n, "gpu:2", &all, 0x0f, &got), 0, "select two on CPUs 0-3");
 	is_str(fmt(n, &got), "gpu:0,1", "core affinity beats links");
-	is_int(select_s(n, "gpu:v100:1,gpu:1,nic", &all, 0, &got), 0, "typed, untyped and nic");
-	is_str(fmt(n, &got), "gpu:0,2;nic:0", "typed first, then untyped picks by links");
+	is_int(select_s(n, "gpu:v100:1,gpu:a100:1,nic", &all, 0, &got), 0, "two types and nic");
+	is_str(fmt(n, &got), "gpu:0,2;nic:0", "the second type picks by links to the first");
 	is_int(select_s(n, "gpu:A100:2", &all, 0xf0, &got), 0, "type matching ignores case");
 	is_str(fmt(n, &got), "gpu:0,1", "non-affine GPUs still given when the type demands");
 
@@ -199,6 +238,10 @@ static void test_select(void)
 	is_int(select_s(n, "fpga:1", &all, 0, &got), -ENOENT, "unknown name: ENOENT");
 	is_int(select_s(n, "bw:1", &all, 0, &got), -ENOENT,
 	       "count-only gres cannot be given by device");
+	ok(strstr(jobcg_last_error()->message,
+		  "bw: gres.conf gives it Count=100 but no device files (File=) on this node, "
+		  "so jobcg cannot allocate it"),
+	   "...and says why, not 'none configured': %s", jobcg_last_error()->message);
 	is_int(select_s(n, "gpu:0", &all, 0, &got), 0, "gpu:0");
 	is_int(jobcg_gres_set_count(&got), 0, "gpu:0 gives nothing");
 	jobcg_gres_node_free(n);

@@ -11,6 +11,7 @@
 struct jobcg_gres_node {
 	struct jobcg_gres_device *dev;
 	size_t ndev;
+	const struct jobcg_gres_conf *conf; /* made from; its Count-only records have no device */
 };
 
 /* jobcg_gres_node_new() from gres.conf records alone (the tests build them by hand). */

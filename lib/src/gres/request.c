@@ -1,4 +1,4 @@
-/* jobcg: parsing GRES requests (--gres gpu:2, gpu:a100:1,gpu:1). */
+/* jobcg: parsing GRES requests (--gres gpu:2, gpu:a100:1,gpu:v100:2). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -47,6 +47,38 @@ static bool all_digits(const char *s, size_t len)
 	return true;
 }
 
+/*
+ * A count as Slurm reads one (_is_valid_number): digits with an optional suffix, k/m/g/t/p or
+ * kib/mib/... (x1024 per step) or kb/mb/... (x1000). False for a word that is not one, which
+ * names a type. *ret saturates at UINT64_MAX, so a huge count is refused as too many.
+ */
+static bool parse_count(const char *s, size_t len, uint64_t *ret)
+{
+	static const char units[] = "kmgtp";
+	const char *u;
+	uint64_t v = 0, mult = 1, base = 1024;
+	size_t i = 0;
+
+	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+		v = v > (UINT64_MAX - 9) / 10 ? UINT64_MAX : v * 10 + (uint64_t)(s[i] - '0');
+	if (i == 0)
+		return false;
+	if (i < len) {
+		u = s[i] ? strchr(units, s[i] | 0x20) : NULL;
+		if (!u)
+			return false;
+		if (len - i == 2 && (s[i + 1] | 0x20) == 'b')
+			base = 1000;
+		else if (!(len - i == 1 || (len - i == 3 && strncasecmp(s + i + 1, "ib", 2) == 0)))
+			return false;
+		for (const char *k = units; k <= u; k++)
+			mult *= base;
+		v = v > UINT64_MAX / mult ? UINT64_MAX : v * mult;
+	}
+	*ret = v;
+	return true;
+}
+
 /* One "NAME[:TYPE][:COUNT]" item spanning s[0..len), at column col (1-based) of the request. */
 static int parse_item(const char *whole, const char *s, size_t len, struct jobcg_gres_req_item *ret)
 {
@@ -88,24 +120,26 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 		size_t last_len = plen[np - 1];
 		unsigned last_col = col + (unsigned)(last - parts[0]);
 
-		/* "gpu:-1" is a count gone wrong, not a type named "-1". */
-		if (last_len > 1 && (last[0] == '-' || last[0] == '+') &&
-		    all_digits(last + 1, last_len - 1))
-			return error_set_at(-EINVAL, NULL, 0, last_col,
-					    "%sinvalid count '%.*s' (need 1..%d)", item,
-					    (int)last_len, last, JOBCG_GRES_MAX);
-		if (all_digits(last, last_len)) {
-			char buf[32];
+		uint64_t v;
 
-			if (last_len > 9)
-				return error_set_at(-EINVAL, NULL, 0, last_col, "%scount too large",
-						    item);
-			memcpy(buf, last, last_len);
-			buf[last_len] = 0;
-			if (parse_uint(buf, JOBCG_GRES_MAX, &count) < 0)
+		/* "gpu:-1" is a count gone wrong, not a type named "-1". A count of 0 asks for
+		 * none, as in Slurm. */
+		if (last_len > 1 && (last[0] == '-' || last[0] == '+') &&
+		    parse_count(last + 1, last_len - 1, &v))
+			return error_set_at(-EINVAL, NULL, 0, last_col,
+					    "%sinvalid count '%.*s' (need 0..%d)", item,
+					    (int)last_len, last, JOBCG_GRES_MAX);
+		if (parse_count(last, last_len, &v)) {
+			if (v > JOBCG_GRES_MAX && all_digits(last, last_len))
 				return error_set_at(-EINVAL, NULL, 0, last_col,
-						    "%scount %s exceeds %d", item, buf,
-						    JOBCG_GRES_MAX);
+						    "%scount %.*s exceeds %d", item, (int)last_len,
+						    last, JOBCG_GRES_MAX);
+			if (v > JOBCG_GRES_MAX)
+				return error_set_at(
+				    -EINVAL, NULL, 0, last_col, "%scount %.*s (%s%llu) exceeds %d",
+				    item, (int)last_len, last, v == UINT64_MAX ? "more than " : "",
+				    (unsigned long long)v, JOBCG_GRES_MAX);
+			count = (unsigned)v;
 			if (np == 3) {
 				type = parts[1];
 				type_len = plen[1];
@@ -162,12 +196,17 @@ JOBCG_EXPORT int jobcg_gres_request_parse(const char *s, struct jobcg_gres_reque
 			jobcg_gres_request_free(r);
 			return k;
 		}
+		/* As Slurm: a name may come once per type, but an item without a type already
+		 * asks for that name whatever the type, so it is the name given twice. */
 		for (size_t i = 0; i < r->nitems; i++)
 			if (streq(r->items[i].name, item.name) &&
-			    gres_same_type(r->items[i].type, item.type)) {
+			    (!r->items[i].type || !item.type ||
+			     gres_same_type(r->items[i].type, item.type))) {
+				bool typed = r->items[i].type && item.type;
+
 				k = error_set_at(-EINVAL, NULL, 0, (unsigned)(p - s) + 1,
-						 "%s%s%s given twice", item.name,
-						 item.type ? ":" : "", item.type ? item.type : "");
+						 "%s%s%s given twice", item.name, typed ? ":" : "",
+						 typed ? item.type : "");
 				free(item.name);
 				free(item.type);
 				jobcg_gres_request_free(r);

@@ -65,6 +65,28 @@ static unsigned count_matching(const struct jobcg_gres_node *n,
 	return c;
 }
 
+/* No device matches @it: a Count-only record of gres.conf (no File=) may still name it, which
+ * jobcg cannot give out (it grants device files), so that is said rather than "none". */
+static int none_configured(const struct jobcg_gres_node *n, const struct jobcg_gres_req_item *it,
+			   const char *what)
+{
+	for (size_t i = 0; n->conf && i < n->conf->nrecords; i++) {
+		const struct jobcg_gres_record *r = &n->conf->records[i];
+
+		char where[PATH_MAX + 16] = "gres.conf";
+
+		if (r->nfiles || !record_matches(r, it))
+			continue;
+		if (r->origin.file)
+			snprintf(where, sizeof(where), "%s:%u", r->origin.file, r->origin.line);
+		return error_set(-ENOENT,
+				 "%s: %s gives it Count=%llu but no device files (File=) on this "
+				 "node, so jobcg cannot allocate it",
+				 what, where, (unsigned long long)r->count);
+	}
+	return error_set(-ENOENT, "%s: none configured on this node", what);
+}
+
 static int select_item(const struct jobcg_gres_node *n, const struct jobcg_gres_req_item *it,
 		       const struct jobcg_gres_set *avail, const uint64_t *cpus, size_t cpus_words,
 		       struct jobcg_gres_set *chosen, int short_err)
@@ -76,7 +98,7 @@ static int select_item(const struct jobcg_gres_node *n, const struct jobcg_gres_
 	if (it->count == 0)
 		return 0;
 	if (configured == 0)
-		return error_set(-ENOENT, "%s: none configured on this node", what);
+		return none_configured(n, it, what);
 	for (size_t i = 0; i < n->ndev; i++)
 		if (record_matches(n->dev[i].rec, it) && jobcg_gres_set_has(avail, (unsigned)i) &&
 		    !jobcg_gres_set_has(chosen, (unsigned)i))
@@ -120,7 +142,8 @@ JOBCG_EXPORT int jobcg_gres_select(const struct jobcg_gres_node *n,
 {
 	struct jobcg_gres_set chosen = {};
 
-	/* Typed items first, so "gpu:a100:1,gpu:1" does not let the untyped one take the a100. */
+	/* Typed items first, so that an untyped one (a request not parsed from text may mix them)
+	 * does not take a device a typed one needs. */
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < req->nitems; i++) {
 			const struct jobcg_gres_req_item *it = &req->items[i];

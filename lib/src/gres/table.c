@@ -53,6 +53,7 @@ int gres_node_new(const struct jobcg_gres_conf *conf, struct jobcg_gres_node **r
 		free(n);
 		return -ENOMEM;
 	}
+	n->conf = conf;
 	for (size_t i = 0; conf && i < conf->nrecords; i++) {
 		const struct jobcg_gres_record *r = &conf->records[i];
 
