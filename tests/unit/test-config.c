@@ -191,6 +191,10 @@ static void test_cgroup_errors(void)
 	    {"AllowedRAMSpace=abc\n", 0, -EINVAL, 1, 17, "expected a percentage"},
 	    {"AllowedRAMSpace=-5\n", 0, -EINVAL, 1, 17, "expected a percentage"},
 	    {"MaxRAMPercent=99%\n", 0, -EINVAL, 1, 15, "expected a percentage"},
+	    {"AllowedSwapSpace=0x10\n", 0, -EINVAL, 1, 18, "expected a percentage"},
+	    {"MaxSwapPercent=1e2\n", 0, -EINVAL, 1, 16, "expected a percentage"},
+	    {"AllowedRAMSpace=.\n", 0, -EINVAL, 1, 17, "expected a percentage"},
+	    {"AllowedRAMSpace=5.5.5\n", 0, -EINVAL, 1, 17, "expected a percentage"},
 	    {"MinRAMSpace=30M\n", 0, -EINVAL, 1, 13, "whole number"},
 	    {"SystemdTimeout=99999999999\n", 0, -ERANGE, 1, 16, "too large"},
 	    {"ConstrainCores=yes ConstrainDevices=yes\n", 0, -EINVAL, 1, 20,
@@ -282,6 +286,15 @@ static void test_cgroup_good(void)
 		ok(c->cgroup.constrain_cores && c->cgroup.allowed_ram_space == 50,
 		   "...but every value parsed (%d %g)", c->cgroup.constrain_cores,
 		   c->cgroup.allowed_ram_space);
+		jobcg_config_free(c);
+	}
+	c = good(false, "AllowedRAMSpace=.5\nMaxRAMPercent=99.\nAllowedSwapSpace=007.25\n",
+		 (size_t)-1, 0);
+	if (c) {
+		ok(c->cgroup.allowed_ram_space == 0.5 && c->cgroup.max_ram_percent == 99 &&
+		       c->cgroup.allowed_swap_space == 7.25,
+		   "decimal percentages .5, 99. and 007.25 (%g %g %g)", c->cgroup.allowed_ram_space,
+		   c->cgroup.max_ram_percent, c->cgroup.allowed_swap_space);
 		jobcg_config_free(c);
 	}
 	c = good(false, "", 0, 0);
@@ -469,6 +482,12 @@ static void test_gres_errors(void)
 	     22, "exclude each other"},
 	    {"Name=gpu MultipleFiles=/dev/a\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 24,
 	     "two or more"},
+	    {"Name=gpu MultipleFiles=/dev/a,/dev/a\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 24,
+	     "MultipleFiles=/dev/a,/dev/a names '/dev/a' twice"},
+	    {"Name=gpu MultipleFiles=/dev/a0,/dev/b,/dev/a[0-1]\n", JOBCG_CONFIG_NO_STAT, -EINVAL,
+	     1, 24, "names '/dev/a0' twice"},
+	    {"Name=gpu File=/dev/nvidia[0-1],/dev/nvidia1\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 15,
+	     "names '/dev/nvidia1' twice"},
 	    {"Name=gpu MultipleFiles=/dev/a,/dev/b Count=2\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 44,
 	     "must be 1"},
 	    {"Name=gpu File=/dev/null Flags=no_gpu_env,nvidia_gpu_env\n", JOBCG_CONFIG_NO_STAT,

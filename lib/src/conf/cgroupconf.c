@@ -296,7 +296,12 @@ static int parse_percent(const char *v, double *ret)
 		*ret = INFINITY;
 		return 0;
 	}
-	if (!isdigit((unsigned char)v[0]) && !(v[0] == '.' && isdigit((unsigned char)v[1])))
+	/* Decimal digits with an optional fraction: strtod() alone would also take 0x10 (16),
+	 * 1e2 and the like, which no one means by a percentage. */
+	size_t ip = strspn(v, "0123456789"),
+	       fp = v[ip] == '.' ? strspn(v + ip + 1, "0123456789") : 0;
+
+	if (ip + fp == 0 || v[ip + (v[ip] == '.') + fp])
 		return -EINVAL;
 	errno = 0;
 	d = strtod(v, &end);

@@ -315,6 +315,33 @@ static int parse_flags(const struct conf_stmt *st, const struct conf_pair *pr, s
 	return 0;
 }
 
+static int cmp_str_ptr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A file named twice in one File= or MultipleFiles= value is a typo: as one device it would be
+ * counted twice, and a MultipleFiles= device would list it twice. */
+static int refuse_repeated_file(const struct conf_stmt *st, const struct conf_pair *pr,
+				const struct line_vals *v)
+{
+	_cleanup_free_ char **sorted = NULL;
+
+	if (v->nfiles < 2)
+		return 0;
+	sorted = malloc(v->nfiles * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, v->files, v->nfiles * sizeof(*sorted));
+	qsort(sorted, v->nfiles, sizeof(*sorted), cmp_str_ptr);
+	for (size_t i = 1; i < v->nfiles; i++)
+		if (streq(sorted[i - 1], sorted[i]))
+			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+					    "%s=%s names '%s' twice", pr->key, pr->value,
+					    sorted[i]);
+	return 0;
+}
+
 static int expand_files(const struct conf_stmt *st, const struct conf_pair *pr, struct line_vals *v)
 {
 	char **files = NULL;
@@ -337,7 +364,7 @@ static int expand_files(const struct conf_stmt *st, const struct conf_pair *pr, 
 	}
 	v->files = files;
 	v->nfiles = strv_length(files);
-	return 0;
+	return refuse_repeated_file(st, pr, v);
 }
 
 /* Check every value of a line (whatever host it is for). */
