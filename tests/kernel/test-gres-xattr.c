@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 
+#include "cgroupfs.h"
 #include "gresxattr.h"
 #include "gres_internal.h"
 #include "jobcg/gres.h"
@@ -110,6 +111,38 @@ int main(void)
 	is_int(jobcg_gres_scan(n, rootfd, NULL, count_dirs, &dirs, &used), 0,
 	       "scan the same fd again");
 	is_int(dirs, 1, "a second scan sees the same (the caller's fd offset is not consumed)");
+	{
+		/* Values of any size the kernel stores are read whole: well past a page, and the
+		 * largest (XATTR_SIZE_MAX), as a scan and a direct read find them. */
+		size_t big = 9000, max = 65536;
+		char *v = malloc(max + 1), *got = NULL;
+
+		if (!v)
+			abort();
+		memcpy(v, "gpu:3", 5);
+		for (size_t i = 5; i + 2 <= big; i += 2)
+			memcpy(v + i, ",1", 2);
+		v[big - (big - 5) % 2] = 0;
+		ok(fsetxattr(sfd, JOBCG_GRES_XATTR, v, strlen(v), 0) == 0,
+		   "a %zu-byte trusted.jobcg.gres is stored", strlen(v));
+		is_int(jobcg_gres_xattr_read(n, sfd, NULL, &back), 0, "... and read back");
+		ok(jobcg_gres_set_has(&back, 1) && jobcg_gres_set_has(&back, 3) &&
+		       jobcg_gres_set_count(&back) == 2,
+		   "... as GPUs 1 and 3");
+		ok(fsetxattr(jfd, JOBCG_GRES_XATTR, v, strlen(v), 0) == 0, "the job's too");
+		is_int(jobcg_gres_scan(n, rootfd, NULL, NULL, NULL, &used), 0, "a scan reads it");
+		is_int(jobcg_gres_set_count(&used), 2, "... GPUs 1 and 3 in use");
+		memset(v, 'x', max);
+		v[max] = 0;
+		snprintf(path, sizeof(path), "%s/job_1", root);
+		ok(setxattr(path, "trusted.jobcg.big", v, max, 0) == 0, "a %zu-byte value", max);
+		is_int(cgfs_xattr_get(path, "trusted.jobcg.big", &got), 0,
+		       "cgfs_xattr_get reads it");
+		ok(got && strlen(got) == max && memcmp(got, v, max) == 0, "... whole");
+		free(got);
+		free(v);
+		is_int(jobcg_gres_xattr_write(n, jfd, NULL, &s), 0, "the job's set as before");
+	}
 	close(sfd);
 	close(jfd);
 	snprintf(path, sizeof(path), "%s/job_1/step_0", root);

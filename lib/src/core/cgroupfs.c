@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/xattr.h>
+#include <linux/limits.h>
 #include <linux/magic.h>
 #include <time.h>
 
@@ -507,26 +508,48 @@ int cgfs_xattr_set(const char *dir, const char *name, const char *value)
 	return 0;
 }
 
+/* FD >= 0: read through it, else through PATH. The size is asked first (values have no bound
+ * below the kernel's XATTR_SIZE_MAX); one that grows between the two calls is asked again. */
+static int xattr_read(int fd, const char *path, const char *name, char **ret)
+{
+	for (unsigned tries = 0;; tries++) {
+		_cleanup_free_ char *buf = NULL;
+		ssize_t size, n;
+
+		size = fd >= 0 ? fgetxattr(fd, name, NULL, 0) : getxattr(path, name, NULL, 0);
+		if (size < 0)
+			return negative_errno();
+		if (size > XATTR_SIZE_MAX)
+			return -E2BIG;
+		buf = malloc((size_t)size + 1);
+		if (!buf)
+			return -ENOMEM;
+		n = fd >= 0 ? fgetxattr(fd, name, buf, (size_t)size)
+			    : getxattr(path, name, buf, (size_t)size);
+		if (n < 0 && errno == ERANGE && tries < 8)
+			continue;
+		if (n < 0)
+			return negative_errno();
+		buf[n] = '\0';
+		*ret = TAKE_PTR(buf);
+		return 0;
+	}
+}
+
 int cgfs_xattr_get(const char *dir, const char *name, char **ret)
 {
-	char buf[4096];
-	ssize_t n;
-	char *s;
+	int r = xattr_read(-1, dir, name, ret);
 
-	n = getxattr(dir, name, buf, sizeof(buf) - 1);
-	if (n < 0) {
-		int r = negative_errno();
-
-		if (r == -ENODATA || r == -ENOENT)
-			return r;
+	if (r == -ENODATA || r == -ENOENT || r == -ENOMEM)
+		return r;
+	if (r < 0)
 		return error_set(r, "cannot read xattr %s of %s: %s", name, dir, strerror(-r));
-	}
-	buf[n] = '\0';
-	s = strdup(buf);
-	if (!s)
-		return -ENOMEM;
-	*ret = s;
 	return 0;
+}
+
+int cgfs_fxattr_get(int fd, const char *name, char **ret)
+{
+	return xattr_read(fd, NULL, name, ret);
 }
 
 int cgfs_open_dir(const char *dir, int *ret_fd)

@@ -60,9 +60,12 @@ int cgfs_move_pid(const char *dir, pid_t pid);
 int cgfs_kill(const char *dir);
 int cgfs_freeze(const char *dir, bool freeze);
 
-/* trusted.* extended attributes on a cgroup directory. get: -ENODATA when absent. */
+/* trusted.* extended attributes on a cgroup directory. get: -ENODATA when absent; a value of
+ * any size the kernel stores is read whole (NUL-terminated). */
 int cgfs_xattr_set(const char *dir, const char *name, const char *value);
 int cgfs_xattr_get(const char *dir, const char *name, char **ret);
+/* The same through an open directory, without an error record (callers word their own). */
+int cgfs_fxattr_get(int fd, const char *name, char **ret);
 
 /* Open @dir as a directory fd for clone3(CLONE_INTO_CGROUP). */
 int cgfs_open_dir(const char *dir, int *ret_fd);

@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
+#include "cgroupfs.h"
 #include "gpudetect_internal.h"
 #include "gresxattr.h"
 #include "gres_internal.h"
@@ -132,24 +133,12 @@ int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const cha
 	return 0;
 }
 
-static int xattr_get(int dirfd, const char *name, char **ret)
-{
-	char buf[8192];
-	ssize_t l = fgetxattr(dirfd, name, buf, sizeof(buf) - 1);
-
-	if (l < 0)
-		return negative_errno();
-	buf[l] = 0;
-	*ret = strdup(buf);
-	return *ret ? 0 : -ENOMEM;
-}
-
 int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
 			  struct jobcg_gres_set *ret)
 {
 	_cleanup_free_ char *v = NULL;
 	const char *name = xattr ? xattr : JOBCG_GRES_XATTR;
-	int r = xattr_get(dirfd, name, &v);
+	int r = cgfs_fxattr_get(dirfd, name, &v);
 
 	if (r == -ENODATA)
 		return r;
@@ -183,7 +172,7 @@ static int scan_dir(const struct jobcg_gres_node *n, int fd, const char *rel, un
 	struct dirent *de;
 	int r, dfd;
 
-	r = xattr_get(fd, xattr, &v);
+	r = cgfs_fxattr_get(fd, xattr, &v);
 	if (r >= 0) {
 		struct jobcg_gres_set s = {};
 
