@@ -95,7 +95,14 @@ static int parse_users(const char *arg, uid_t **ret, size_t *ret_n)
 		return cli_usage_error("resv", "out of memory");
 	}
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		bool seen = false;
 		gid_t gid;
+
+		/* One lookup per name: each asks getent, and the library drops repeats anyway. */
+		for (char *prev = copy; prev < tok && !seen; prev += strlen(prev) + 1)
+			seen = !strcmp(prev, tok);
+		if (seen)
+			continue;
 
 		r = cli_lookup_user(tok, &v[n], &gid);
 		if (r == -ENOENT || r == -EINVAL) {
@@ -220,9 +227,18 @@ static int do_create(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s, boo
 	{
 		struct jobcg_resv_info *i = NULL;
 
+		/* It exists: a failure to read it back is worth a word, not a failed create. */
 		if ((e = jobcg_resv_info_get(ctx, s->name, &i)) < 0) {
-			cli_print_error(e, NULL);
-			return 1;
+			fprintf(stderr, "jobcg: warning: reservation %s created, but: %s\n",
+				s->name, jobcg_last_error()->message);
+			if (json) {
+				struct json_object *o = json_object_new_object();
+
+				json_add_str(o, "name", s->name);
+				cli_json_print(stdout, o);
+			} else
+				printf("reservation %s created\n", s->name);
+			return 0;
 		}
 		if (json)
 			cli_json_print(stdout, info_json(i));

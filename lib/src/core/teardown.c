@@ -135,9 +135,13 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 
 		/* First what gc would sweep, so that dead runners' steps get their NODE_FAIL
 		 * records, then every job left, released as cancelled. */
+		/* What gc could not sweep (a damaged job or reservation) goes with the tree
+		 * below all the same. */
 		r = jobcg_gc(ctx, 0, &gs);
-		if (r < 0)
-			goto out;
+		if (r < 0) {
+			log_warning("gc before the teardown: %s", jobcg_last_error()->message);
+			jobcg_error_clear();
+		}
 		st.jobs_removed += gs.jobs_removed;
 		st.steps_removed += gs.steps_removed;
 		free(ids);
@@ -150,8 +154,11 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 			if (r == -ENOENT)
 				continue;
 			if (r < 0) {
-				jobcg_error_prefix("job %u", ids[i]);
-				goto out;
+				/* Killed and removed with the tree below, without its record. */
+				log_warning("job %u: %s (removed with the tree)", ids[i],
+					    jobcg_last_error()->message);
+				jobcg_error_clear();
+				continue;
 			}
 			st.jobs_removed++;
 		}

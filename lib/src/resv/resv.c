@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/limits.h>
 #include <stdarg.h>
 #include <time.h>
 
@@ -331,12 +332,26 @@ static void infop(struct jobcg_resv_info **i)
 	jobcg_resv_info_free(*i);
 }
 
-static int info_read(struct jobcg_ctx *ctx, const char *name, struct jobcg_resv_info **ret)
+/* What a lenient read (delete, gc) could not take from a reservation's xattrs. */
+enum {
+	BAD_DEVICES = 1u << 0,
+	BAD_CPUS = 1u << 1,
+	BAD_MEM = 1u << 2,
+};
+
+/* Strict: the first xattr that cannot be read or does not parse is the error. LENIENT (delete,
+ * gc): each is logged and read as absent (a mark as present), *ret_bad says which parts of the
+ * spec are unknown, so that one damaged value never keeps a reservation from going. */
+static int info_read_opt(struct jobcg_ctx *ctx, const char *name, bool lenient,
+			 struct jobcg_resv_info **ret, unsigned *ret_bad)
 {
+	static const char *const keys[] = {JOBCG_GRES_XATTR, X_CPUS,	X_MEM,	   X_ISOLATED,
+					   X_USERS,	     X_CREATED, X_REMOVING};
 	_cleanup_(infop) struct jobcg_resv_info *i = calloc(1, sizeof(*i));
-	_cleanup_free_ char *mem = NULL, *iso = NULL, *users = NULL, *created = NULL,
-			    *removing = NULL;
-	int r;
+	char *val[ELEMENTSOF(keys)] = {};
+	bool unreadable[ELEMENTSOF(keys)] = {};
+	unsigned bad = 0;
+	int r = 0;
 
 	if (!i)
 		return -ENOMEM;
@@ -346,34 +361,103 @@ static int info_read(struct jobcg_ctx *ctx, const char *name, struct jobcg_resv_
 		return -ENOMEM;
 	if (access(i->path, F_OK) < 0)
 		return error_set(-ENOENT, "no reservation %s", name);
-	if ((r = xget(i->path, JOBCG_GRES_XATTR, &i->devices)) < 0 ||
-	    (r = xget(i->path, X_CPUS, &i->cpus)) < 0 || (r = xget(i->path, X_MEM, &mem)) < 0 ||
-	    (r = xget(i->path, X_ISOLATED, &iso)) < 0 || (r = xget(i->path, X_USERS, &users)) < 0 ||
-	    (r = xget(i->path, X_CREATED, &created)) < 0 ||
-	    (r = xget(i->path, X_REMOVING, &removing)) < 0)
-		return r;
-	if ((!i->devices && !(i->devices = strdup(""))) || (!i->cpus && !(i->cpus = strdup(""))))
-		return -ENOMEM;
-	if ((r = mem_parse(i->path, mem, &i->mem_bytes)) < 0)
-		return r;
-	i->isolated = iso && streq(iso, "1");
-	if (users_parse(users, &i->users, &i->n_users) < 0)
-		return error_set(-EBADMSG, "%s: " X_USERS " '%s' is not a list of user ids",
-				 i->path, users);
-	if (created) {
+	for (size_t k = 0; k < ELEMENTSOF(keys) && r >= 0; k++) {
+		r = xget(i->path, keys[k], &val[k]);
+		if (r < 0 && lenient && r != -ENOENT && r != -ENOMEM) {
+			log_warning("reservation %s: %s", name, jobcg_last_error()->message);
+			jobcg_error_clear();
+			unreadable[k] = true;
+			r = 0;
+		}
+	}
+	if (r < 0)
+		goto out;
+	i->devices = TAKE_PTR(val[0]);
+	i->cpus = TAKE_PTR(val[1]);
+	if ((!i->devices && !(i->devices = strdup(""))) || (!i->cpus && !(i->cpus = strdup("")))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (unreadable[0])
+		bad |= BAD_DEVICES;
+	if (*i->cpus && lenient) {
+		_cleanup_free_ uint64_t *bits = NULL;
+		size_t words = 0;
+
+		if (jobcg_parse_cpulist(i->cpus, &bits, &words) < 0) {
+			log_warning("reservation %s: %s: " X_CPUS " '%s' is not a CPU list", name,
+				    i->path, i->cpus);
+			jobcg_error_clear();
+			i->cpus[0] = '\0';
+			unreadable[1] = true;
+		}
+	}
+	if (unreadable[1]) {
+		_cleanup_free_ char *cur = NULL;
+
+		/* What the partition holds is what its release must give back. */
+		bad |= BAD_CPUS;
+		if (cgfs_read_optional(i->path, "cpuset.cpus", &cur) == 0 && *strstrip(cur)) {
+			free(i->cpus);
+			if (!(i->cpus = strdup(strstrip(cur)))) {
+				r = -ENOMEM;
+				goto out;
+			}
+		}
+		jobcg_error_clear();
+	}
+	if ((r = mem_parse(i->path, val[2], &i->mem_bytes)) < 0) {
+		if (!lenient)
+			goto out;
+		log_warning("reservation %s: %s", name, jobcg_last_error()->message);
+		jobcg_error_clear();
+		unreadable[2] = true;
+		r = 0;
+	}
+	if (unreadable[2])
+		bad |= BAD_MEM;
+	i->isolated = val[3] && streq(val[3], "1");
+	if (users_parse(val[4], &i->users, &i->n_users) < 0) {
+		r = error_set(-EBADMSG, "%s: " X_USERS " '%s' is not a list of user ids", i->path,
+			      val[4]);
+		if (!lenient)
+			goto out;
+		log_warning("reservation %s: %s", name, jobcg_last_error()->message);
+		jobcg_error_clear();
+		r = 0;
+	}
+	if (val[5]) {
 		uint64_t c;
 
-		if (parse_u64(created, INT64_MAX, &c) < 0)
-			return error_set(-EBADMSG, "%s: " X_CREATED " '%s' is not a number",
-					 i->path, created);
+		if (parse_u64(val[5], INT64_MAX, &c) < 0) {
+			r = error_set(-EBADMSG, "%s: " X_CREATED " '%s' is not a number", i->path,
+				      val[5]);
+			if (!lenient)
+				goto out;
+			log_warning("reservation %s: %s", name, jobcg_last_error()->message);
+			jobcg_error_clear();
+			r = 0;
+			c = 1;
+		}
 		/* 0 means "not completely created": a mark that says 0 is still a mark. */
 		i->created_sec = c ? (int64_t)c : 1;
-	}
-	i->removing = removing != NULL;
+	} else if (unreadable[5])
+		i->created_sec = 1;
+	i->removing = val[6] != NULL || unreadable[6];
 	if ((r = resv_jobs(i->path, &i->jobs, &i->n_jobs)) < 0)
-		return r;
+		goto out;
 	*ret = TAKE_PTR(i);
-	return 0;
+	if (ret_bad)
+		*ret_bad = bad;
+out:
+	for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+		free(val[k]);
+	return r;
+}
+
+static int info_read(struct jobcg_ctx *ctx, const char *name, struct jobcg_resv_info **ret)
+{
+	return info_read_opt(ctx, name, false, ret, NULL);
 }
 
 JOBCG_EXPORT int jobcg_resv_info_get(struct jobcg_ctx *ctx, const char *name,
@@ -616,15 +700,14 @@ fail:
 
 static int users_text(const uid_t *u, size_t n, char **ret)
 {
-	char *out = strdup("");
+	/* Linear: a list may hold thousands of users. 11 bytes: a uid and its comma. */
+	char *out = malloc(n * 11 + 1), *p = out;
 
-	for (size_t i = 0; out && i < n; i++) {
-		char *t = strdup_printf("%s%s%u", out, i ? "," : "", (unsigned)u[i]);
-		free(out);
-		out = t;
-	}
 	if (!out)
 		return -ENOMEM;
+	*p = '\0';
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s%u", i ? "," : "", (unsigned)u[i]);
 	*ret = out;
 	return 0;
 }
@@ -820,8 +903,66 @@ out:
 	return r;
 }
 
+static int cmp_uid(const void *a, const void *b)
+{
+	uid_t x = *(const uid_t *)a, y = *(const uid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * SPEC as it is stored: users sorted without repeats, CPUs as their canonical list, so that what
+ * is read back is what was meant however it was written. A value the kernel could not store
+ * (an xattr holds at most XATTR_SIZE_MAX bytes) is refused here, before anything exists.
+ */
+static int spec_normalize(const struct jobcg_resv_spec *spec, struct jobcg_resv_spec *ret,
+			  uid_t **ret_users, char **ret_cpus)
+{
+	_cleanup_free_ uid_t *u = NULL;
+	_cleanup_free_ char *text = NULL, *cpus = NULL;
+	size_t n = 0;
+	int r;
+
+	*ret = *spec;
+	if (spec->n_users) {
+		if (!(u = calloc(spec->n_users, sizeof(*u))))
+			return -ENOMEM;
+		memcpy(u, spec->users, spec->n_users * sizeof(*u));
+		qsort(u, spec->n_users, sizeof(*u), cmp_uid);
+		for (size_t k = 0; k < spec->n_users; k++)
+			if (n == 0 || u[n - 1] != u[k])
+				u[n++] = u[k];
+		if ((r = users_text(u, n, &text)) < 0)
+			return r;
+		if (strlen(text) > XATTR_SIZE_MAX)
+			return error_set(-E2BIG,
+					 "--users: %zu users make a list of %zu bytes, more than "
+					 "the %d a cgroup attribute holds",
+					 n, strlen(text), XATTR_SIZE_MAX);
+		ret->users = u;
+		ret->n_users = n;
+	}
+	if (!cpus_empty(spec->cpus)) {
+		_cleanup_free_ uint64_t *bits = NULL;
+		size_t words = 0;
+
+		if ((r = jobcg_parse_cpulist(spec->cpus, &bits, &words)) < 0)
+			return error_set(r, "--cpus '%s': %s", spec->cpus,
+					 jobcg_last_error()->message);
+		if ((r = jobcg_format_cpulist(bits, words, &cpus)) < 0)
+			return r;
+		ret->cpus = cpus;
+	}
+	*ret_users = TAKE_PTR(u);
+	*ret_cpus = TAKE_PTR(cpus);
+	return 0;
+}
+
 JOBCG_EXPORT int jobcg_resv_create(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *spec)
 {
+	_cleanup_free_ uid_t *users = NULL;
+	_cleanup_free_ char *cpus = NULL;
+	struct jobcg_resv_spec s;
 	int r;
 
 	if (!spec)
@@ -838,24 +979,33 @@ JOBCG_EXPORT int jobcg_resv_create(struct jobcg_ctx *ctx, const struct jobcg_res
 				 spec->name);
 	if (spec->isolated && cpus_empty(spec->cpus))
 		return error_set(-EINVAL, "--isolated needs --cpus");
+	if ((r = spec_normalize(spec, &s, &users, &cpus)) < 0)
+		return r;
 	if ((r = jobcg_ctx_lock(ctx)) < 0)
 		return r;
-	r = create_locked(ctx, spec);
+	r = create_locked(ctx, &s);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }
 
 /* ---- delete ---- */
 
-/* FORCE (gc): a half-made or half-deleted reservation, which no job can have entered. */
+static int gc_entries(struct jobcg_ctx *ctx, unsigned *removed);
+
+/* FORCE (gc): a half-made or half-deleted reservation, which no job can have entered. A spec
+ * value that cannot be read or parsed does not stop the removal (it is logged): what it named is
+ * released from what the kernel holds instead (the partition's cpuset.cpus, memory.min down the
+ * ancestors, the policy map's entries of no reservation). */
 static int remove_locked(struct jobcg_ctx *ctx, const char *name, bool force)
 {
 	_cleanup_(infop) struct jobcg_resv_info *i = NULL;
 	_cleanup_free_ char *me = NULL;
 	struct resv_devs d = {};
+	bool devs_unknown;
+	unsigned bad = 0, swept = 0;
 	int r;
 
-	if ((r = info_read(ctx, name, &i)) < 0)
+	if ((r = info_read_opt(ctx, name, true, &i, &bad)) < 0)
 		return r;
 	if (i->n_jobs) {
 		_cleanup_free_ char *jobs = jobs_text(i->jobs, i->n_jobs);
@@ -870,15 +1020,31 @@ static int remove_locked(struct jobcg_ctx *ctx, const char *name, bool force)
 	if ((r = cgfs_xattr_set(i->path, X_REMOVING, me)) < 0)
 		return r;
 	test_pause("resv-delete-after-mark");
-	if (i->mem_bytes && (r = memresv_release(ctx, i->path, i->mem_bytes)) < 0)
-		return r;
-	if (*i->cpus && (r = cpupart_release(ctx, i->path, i->cpus)) < 0)
-		return r;
+	if (i->mem_bytes || (bad & BAD_MEM)) {
+		r = memresv_release(ctx, i->path, i->mem_bytes);
+		if (r < 0 && !(bad & BAD_MEM))
+			return r;
+		if (r < 0) {
+			log_warning("reservation %s: memory.min: %s", name,
+				    jobcg_last_error()->message);
+			jobcg_error_clear();
+		}
+	}
+	if (*i->cpus && (r = cpupart_release(ctx, i->path, i->cpus)) < 0) {
+		if (!(bad & BAD_CPUS))
+			return r;
+		log_warning("reservation %s: CPU partition: %s", name, jobcg_last_error()->message);
+		jobcg_error_clear();
+	}
 	r = devs_load(ctx, i->devices, &d);
-	if (r < 0 && !force)
-		return r;
-	if (r < 0) /* gres.conf changed: gc's sweep of the map drops what no reservation has */
-		log_warning("reservation %s: %s", name, jobcg_last_error()->message);
+	devs_unknown = r < 0 || (bad & BAD_DEVICES);
+	if (r < 0) {
+		/* gres.conf changed, or the value is damaged: the sweep below drops what no
+		 * reservation holds once this one is gone. */
+		log_warning("reservation %s: %s: " JOBCG_GRES_XATTR ": %s", name, i->path,
+			    jobcg_last_error()->message);
+		jobcg_error_clear();
+	}
 	r = devs_release(ctx, i->path, &d);
 	devs_done(&d);
 	if (r < 0)
@@ -886,6 +1052,11 @@ static int remove_locked(struct jobcg_ctx *ctx, const char *name, bool force)
 	test_pause("resv-delete-before-rmdir");
 	if ((r = cgfs_rmdir(i->path)) < 0)
 		return r;
+	if (devs_unknown && gc_entries(ctx, &swept) < 0) {
+		log_warning("reservation %s: devices may stay out of the pool until 'jobcg gc': %s",
+			    name, jobcg_last_error()->message);
+		jobcg_error_clear();
+	}
 	log_info("deleted reservation %s", name);
 	return 0;
 }
@@ -1410,7 +1581,9 @@ int resv_gc(struct jobcg_ctx *ctx, unsigned *ret_removed)
 	for (char **k = names; *k; k++) {
 		_cleanup_(infop) struct jobcg_resv_info *i = NULL;
 
-		if ((r = info_read(ctx, *k, &i)) < 0) {
+		if ((r = info_read_opt(ctx, *k, true, &i, NULL)) < 0) {
+			if (r == -ENOENT)
+				continue;
 			first = first ? first : r;
 			continue;
 		}
