@@ -99,5 +99,25 @@ int main(void)
 	is_int(kcli(NULL, "release", "8", NULL), 0, "release 8");
 	is_int(kcli(NULL, "release", "8", NULL), 1, "release again fails");
 	is_int(kcli_count_dirs(root), 1, "nothing left behind");
+
+	/* A CPU list is kept as the set it names, however long it was written. */
+	{
+		size_t n = 2100;
+		char *cpus = malloc(2 * n), *q = cpus;
+
+		for (size_t i = 0; cpus && i < n; i++)
+			q += sprintf(q, "%s0", i ? "," : "");
+		is_int(kcli(NULL, "alloc", "91", "--cpus", cpus, "--best-effort", NULL), 0,
+		       "alloc 91 --cpus 0,0,... (4199 bytes), best effort");
+		free(cpus);
+	}
+	is_int(kcli(&out, "show", "--json", "91", NULL), 0, "show 91 --json");
+	o = out ? json_tokener_parse(out) : NULL;
+	free(out);
+	ok(o && json_object_object_get_ex(o, "cpus", &x) &&
+	       strcmp(json_object_get_string(x) ?: "", "0") == 0,
+	   "recorded cpus: 0");
+	json_object_put(o);
+	is_int(kcli(NULL, "release", "91", NULL), 0, "release 91");
 	return tap_done();
 }

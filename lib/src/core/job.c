@@ -572,14 +572,36 @@ undo : {
 	return r;
 }
 
+/* A --cpus list as the kernel would print it ("0,0,0" is "0"): what is written, recorded and
+ * shown is the set asked for, in the fewest bytes. */
+static int cpus_canonical(const char *in, char **ret)
+{
+	_cleanup_free_ uint64_t *bits = NULL;
+	size_t words = 0;
+	int r = jobcg_parse_cpulist(in, &bits, &words);
+
+	if (r < 0)
+		return error_set(r, "--cpus %s: %s", in, jobcg_last_error()->message);
+	return jobcg_format_cpulist(bits, words, ret);
+}
+
 JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 				  const struct jobcg_limits *limits, unsigned flags,
 				  uint32_t *ret_job_id)
 {
+	_cleanup_free_ char *cpus = NULL;
+	struct jobcg_limits canon;
 	int r;
 
 	if (job_id == UINT32_MAX)
 		return error_set(-EINVAL, "invalid job id %u", job_id);
+	if (limits && limits->cpus && *limits->cpus) {
+		if ((r = cpus_canonical(limits->cpus, &cpus)) < 0)
+			return r;
+		canon = *limits;
+		canon.cpus = cpus;
+		limits = &canon;
+	}
 	/* Before anything is made: a reserved CPU is never a job's, enforceable here or not. */
 	if (limits && limits->cpus && *limits->cpus &&
 	    jobcg_spec_cpus_configured(&ctx->conf->cgroup)) {
@@ -1062,12 +1084,21 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 					   const struct jobcg_step_limits *limits,
 					   char *ret_step_id)
 {
-	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *sdir = NULL, *me = NULL;
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *sdir = NULL, *me = NULL,
+			    *cpus = NULL;
+	struct jobcg_step_limits canon;
 	char sid[JOBCG_STEP_ID_MAX];
 	int r;
 
 	if (!jdir)
 		return -ENOMEM;
+	if (limits && limits->cpus && *limits->cpus) {
+		if ((r = cpus_canonical(limits->cpus, &cpus)) < 0)
+			return r;
+		canon = *limits;
+		canon.cpus = cpus;
+		limits = &canon;
+	}
 	if (step_id && !jobcg_step_id_valid(step_id))
 		return error_set(-EINVAL,
 				 "invalid step id '%s': need a number, batch, extern or "
