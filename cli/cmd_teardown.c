@@ -8,9 +8,10 @@ static void teardown_help(FILE *f)
 	fprintf(f, "Usage: jobcg teardown [--force] [--json]\n\n"
 		   "Remove the whole tree (JobcgRoot= / $JOBCG_ROOT), the device program pinned\n"
 		   "for it, its node lock file and the Slurm plugin's CPU topology cache beside\n"
-		   "it. Refused while jobs exist.\n"
+		   "it. Refused while jobs or reservations exist.\n"
 		   "  --force   release every job first (cancelled, with its record; stray steps\n"
-		   "            as jobcg gc records them) and remove what is not jobcg's too\n"
+		   "            as jobcg gc records them), delete every reservation, and remove\n"
+		   "            what is not jobcg's too\n"
 		   "  --json    print what was removed as JSON\n");
 }
 

@@ -1,5 +1,5 @@
 /* Kernel test: jobcg teardown removes a whole tree, its pins and lock file, refusing while jobs
- * live unless forced (then every job and stray step gets its record). */
+ * or reservations live unless forced (then every job and stray step gets its record). */
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -189,6 +189,30 @@ int main(void)
 	ok(kcli_exists("%s/other", root), "  and leaves it");
 	is_int(kcli(NULL, "teardown", "--force", NULL), 0, "teardown --force removes it");
 	ok(!kcli_exists("%s", root), "the tree root is gone");
+
+	/* Reservations are jobcg's: named in the refusal with the jobs inside them, and a forced
+	 * teardown removes them, a damaged one too. */
+	if (have_pins) {
+		char *args[] = {"teardown", NULL};
+
+		is_int(kcli(NULL, "resv", "create", "r5", "--gres", "gpu:1", NULL), 0,
+		       "reservation r5");
+		r = kcli_run(args, NULL, &err);
+		ok(r == 1 && err && strstr(err, "1 reservation in the tree (r5)") &&
+		       !strstr(err, "not jobcg's"),
+		   "teardown refused, naming reservation r5");
+		free(err);
+		is_int(kcli(NULL, "alloc", "30", "--reservation", "r5", NULL), 0, "job 30 in r5");
+		snprintf(p, sizeof(p), "%s/resv_r5", root);
+		ok(setxattr(p, "trusted.jobcg.mem", "12x", 3, 0) == 0, "r5's memory value damaged");
+		r = kcli_run(args, NULL, &err);
+		ok(r == 1 && err && strstr(err, "1 job (30) and 1 reservation (r5)"),
+		   "teardown refused, naming job 30 and reservation r5");
+		free(err);
+		ok(kcli_exists("%s/resv_r5/job_30", root), "  and nothing was removed");
+		is_int(kcli(NULL, "teardown", "--force", NULL), 0, "teardown --force");
+		ok(!kcli_exists("%s", root), "the tree root is gone");
+	}
 	rmdir(pins);
 	return tap_done();
 }

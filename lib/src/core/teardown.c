@@ -13,6 +13,7 @@
 #include "devices.h"
 #include "jobcg/adopt.h"
 #include "jobcg/job.h"
+#include "jobcg/resv.h"
 
 /* Is the calling process in @ctx's tree root or below? Killing the tree would kill it. */
 static bool self_inside(struct jobcg_ctx *ctx)
@@ -26,8 +27,8 @@ static bool self_inside(struct jobcg_ctx *ctx)
 	return strncmp(mine, root, n) == 0 && (mine[n] == 0 || mine[n] == '/');
 }
 
-/* Refuse a root that is not a jobcg tree: only system/ and job_<id> directories may be in it
- * (unless forced), and never the mount itself or a cgroup holding the caller. */
+/* Refuse a root that is not a jobcg tree: only system/, job_<id> and resv_<name> directories
+ * may be in it (unless forced), and never the mount itself or a cgroup holding the caller. */
 static int check_root(struct jobcg_ctx *ctx, bool force)
 {
 	const char *root = jobcg_ctx_root(ctx), *mount = jobcg_ctx_mount(ctx);
@@ -46,9 +47,11 @@ static int check_root(struct jobcg_ctx *ctx, bool force)
 	if (r < 0)
 		return r;
 	for (char **k = kids; *k; k++) {
+		const char *name;
 		uint32_t id;
 
-		if (!streq(*k, "system") && tree_parse_job_dirname(*k, &id) < 0)
+		if (!streq(*k, "system") && tree_parse_job_dirname(*k, &id) < 0 &&
+		    tree_parse_resv_dirname(*k, &name) < 0)
 			return error_set(-ENOTEMPTY,
 					 "%s holds '%s', which is not jobcg's: not a jobcg tree? "
 					 "(a forced teardown removes it too)",
@@ -57,23 +60,46 @@ static int check_root(struct jobcg_ctx *ctx, bool force)
 	return 0;
 }
 
-/* Refuse while jobs live, naming a few of them. */
-static int refuse_jobs(const uint32_t *ids, size_t n)
+/* "a, b, c, ..." of the first few of N job ids (IDS) or names (NAMES) into LIST. */
+static void few(char *list, size_t size, size_t n, const uint32_t *ids, char **names)
 {
-	char list[128] = "";
 	size_t used = 0;
 
 	for (size_t i = 0; i < n && i < 8; i++) {
-		int w = snprintf(list + used, sizeof(list) - used, "%s%u", i ? ", " : "", ids[i]);
+		int w = ids ? snprintf(list + used, size - used, "%s%u", i ? ", " : "", ids[i])
+			    : snprintf(list + used, size - used, "%s%s", i ? ", " : "", names[i]);
 
-		if (w < 0 || (size_t)w >= sizeof(list) - used)
+		if (w < 0 || (size_t)w >= size - used)
 			break;
 		used += (size_t)w;
 	}
+	if (n > 8 && used + 5 < size)
+		strcat(list, ", ...");
+}
+
+/* Refuse while jobs or reservations live, naming a few of each. */
+static int refuse_live(const uint32_t *ids, size_t n, char **resv)
+{
+	size_t nr = strv_length(resv);
+	char jobs[160] = "", resvs[320] = "";
+
+	few(jobs, sizeof(jobs), n, ids, NULL);
+	few(resvs, sizeof(resvs), nr, NULL, resv);
+	if (nr == 0)
+		return error_set(-EBUSY,
+				 "%zu job%s in the tree (%s): release %s first, or force the "
+				 "teardown (the jobs are then released as cancelled)",
+				 n, n == 1 ? "" : "s", jobs, n == 1 ? "it" : "them");
+	if (n == 0)
+		return error_set(-EBUSY,
+				 "%zu reservation%s in the tree (%s): delete %s first ('jobcg resv "
+				 "delete'), or force the teardown",
+				 nr, nr == 1 ? "" : "s", resvs, nr == 1 ? "it" : "them");
 	return error_set(-EBUSY,
-			 "%zu job%s in the tree (%s%s): release %s first, or force the teardown "
-			 "(the jobs are then released as cancelled)",
-			 n, n == 1 ? "" : "s", list, n > 8 ? ", ..." : "", n == 1 ? "it" : "them");
+			 "%zu job%s (%s) and %zu reservation%s (%s) in the tree: release the "
+			 "jobs and delete the reservations first, or force the teardown (the jobs "
+			 "are then released as cancelled)",
+			 n, n == 1 ? "" : "s", jobs, nr, nr == 1 ? "" : "s", resvs);
 }
 
 /* Detach and unpin the node-mode device policy pinned for this root, if any. */
@@ -101,6 +127,7 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 	const char *root = jobcg_ctx_root(ctx);
 	_cleanup_free_ uint32_t *ids = NULL;
 	_cleanup_free_ char *lock = NULL;
+	_cleanup_strv_free_ char **resv = NULL;
 	size_t n = 0;
 	int r;
 
@@ -126,8 +153,11 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 	r = jobcg_job_list(ctx, &ids, &n);
 	if (r < 0)
 		goto out;
-	if (n > 0 && !force) {
-		r = refuse_jobs(ids, n);
+	r = jobcg_resv_list(ctx, &resv);
+	if (r < 0)
+		goto out;
+	if ((n > 0 || resv[0]) && !force) {
+		r = refuse_live(ids, n, resv);
 		goto out;
 	}
 	if (n > 0) {
@@ -163,6 +193,14 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 			st.jobs_removed++;
 		}
 	}
+	/* Deleted as 'jobcg resv delete' does: what they hold outside the tree (memory.min and
+	 * exclusive CPUs of the ancestors) is given back too. */
+	for (char **k = resv; *k; k++)
+		if (jobcg_resv_delete(ctx, *k) < 0) {
+			log_warning("reservation %s: %s (removed with the tree)", *k,
+				    jobcg_last_error()->message);
+			jobcg_error_clear();
+		}
 	r = remove_pins(ctx, &st.pins_removed);
 	if (r < 0) {
 		jobcg_error_prefix("device policy of %s", root);

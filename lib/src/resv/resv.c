@@ -992,6 +992,14 @@ JOBCG_EXPORT int jobcg_resv_create(struct jobcg_ctx *ctx, const struct jobcg_res
 
 static int gc_entries(struct jobcg_ctx *ctx, unsigned *removed);
 
+/* Whether DIR has memory.min (the memory controller enabled for it) to give back. */
+static bool has_memory_min(const char *dir)
+{
+	_cleanup_free_ char *p = cgfs_path(dir, "memory.min");
+
+	return p && access(p, F_OK) == 0;
+}
+
 /* FORCE (gc): a half-made or half-deleted reservation, which no job can have entered. A spec
  * value that cannot be read or parsed does not stop the removal (it is logged): what it named is
  * released from what the kernel holds instead (the partition's cpuset.cpus, memory.min down the
@@ -1020,7 +1028,7 @@ static int remove_locked(struct jobcg_ctx *ctx, const char *name, bool force)
 	if ((r = cgfs_xattr_set(i->path, X_REMOVING, me)) < 0)
 		return r;
 	test_pause("resv-delete-after-mark");
-	if (i->mem_bytes || (bad & BAD_MEM)) {
+	if (i->mem_bytes || ((bad & BAD_MEM) && has_memory_min(i->path))) {
 		r = memresv_release(ctx, i->path, i->mem_bytes);
 		if (r < 0 && !(bad & BAD_MEM))
 			return r;
