@@ -11,8 +11,15 @@
 #include "jobcg/context.h"
 #include "devices.h"
 
-static const char *level_name(int level)
+/* What the cgroup is to jobcg: inside a reservation every level is one deeper. */
+static const char *level_name(const struct jobcg_devgrant *g)
 {
+	int level = g->level;
+
+	if (g->in_reservation && level == 1)
+		return "reservation";
+	if (g->in_reservation && level > 1)
+		level--;
 	switch (level) {
 	case 1:
 		return "job";
@@ -199,7 +206,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 			    gj, "path",
 			    grants[i].path ? json_object_new_string(grants[i].path) : NULL);
 			json_object_object_add(gj, "level",
-					       json_object_new_string(level_name(grants[i].level)));
+					       json_object_new_string(level_name(&grants[i])));
 			if (grants[i].prog_id)
 				json_object_object_add(gj, "prog_id",
 						       json_object_new_int64(grants[i].prog_id));
@@ -233,7 +240,7 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		if (n_grants == 0) {
 			printf("no constrained cgroups\n");
 		} else {
-			printf("%-32s %-5s %-12s %-6s %s\n", "CGROUP", "LEVEL", "DEVICE", "ACCESS",
+			printf("%-32s %-11s %-12s %-6s %s\n", "CGROUP", "LEVEL", "DEVICE", "ACCESS",
 			       "NAME");
 			for (size_t i = 0; i < n_grants; i++) {
 				char idbuf[32];
@@ -244,15 +251,15 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 					path = idbuf;
 				}
 				if (grants[i].n_rules == 0)
-					printf("%-32s %-5s %-12s %-6s %s\n", path,
-					       level_name(grants[i].level), "(none)", "-",
+					printf("%-32s %-11s %-12s %-6s %s\n", path,
+					       level_name(&grants[i]), "(none)", "-",
 					       "every managed device denied");
 				for (size_t j = 0; j < grants[i].n_rules; j++) {
 					const struct jobcg_devrule *r = &grants[i].rules[j];
 					const char *nm = name_of(&names, r);
 					rule_text(r, dev, sizeof(dev), acc);
-					printf("%-32s %-5s %-12s %-6s %s\n", j ? "" : path,
-					       j ? "" : level_name(grants[i].level), dev, acc,
+					printf("%-32s %-11s %-12s %-6s %s\n", j ? "" : path,
+					       j ? "" : level_name(&grants[i]), dev, acc,
 					       nm ? nm : "");
 				}
 			}

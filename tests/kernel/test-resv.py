@@ -10,6 +10,7 @@ import ctypes
 import glob
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -124,6 +125,17 @@ def check_pool(e):
     got, err = alloc_gpus(e, 12, "--reservation", "r1", "--gres", "gpu:2")
     ok(got is None and "reservation r1" in err,
        f"inside: no more than the reservation has free ({err})")
+
+    r = e.run("policy", "--json")
+    levels = {g.get("path"): g.get("level")
+              for g in (json.loads(r.stdout).get("grants", []) if r.returncode == 0 else [])}
+    ok(levels.get("resv_r1") == "reservation" and levels.get("resv_r1/job_10") == "job"
+       and levels.get("job_11") == "job",
+       f"policy: a reservation, the job inside it and the job outside by their levels ({levels})")
+    r = e.run("policy")
+    ok(r.returncode == 0 and re.search(r"^resv_r1 +reservation ", r.stdout, re.M)
+       and re.search(r"^resv_r1/job_10 +job ", r.stdout, re.M),
+       f"policy (text): the same levels ({r.stdout.strip()[-400:]})")
 
     r = e.run("list", "--json")
     ok(r.returncode == 0 and "10" in r.stdout and "11" in r.stdout,

@@ -40,6 +40,8 @@ struct jobcg_devgrant {
 	uint64_t cgroup_id;
 	char *path;		     /* relative to the root ("job_1/step_0"); NULL if not found */
 	int level;		     /* levels below the root (1 job, 2 step, 4 task); -1 unknown */
+	bool in_reservation;	     /* path is resv_<name> (level 1) or below it, where every
+				      * level is one deeper: job 2, step 3, task 5 */
 	uint32_t prog_id;	     /* linear mode: the program's id; 0 in node mode */
 	struct jobcg_devrule *rules; /* allow rules; none = every managed device denied */
 	size_t n_rules;

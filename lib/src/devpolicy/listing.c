@@ -184,6 +184,7 @@ static int list_node(struct jobcg_devpolicy *p, struct walk *w, struct jobcg_dev
 		const struct idpath *ip = walk_find(w, (*v)[i].cgroup_id);
 		if (ip && !((*v)[i].path = strdup(ip->rel)))
 			return -ENOMEM;
+		(*v)[i].in_reservation = ip && startswith(ip->rel, TREE_RESV_PREFIX);
 	}
 	return 0;
 }
@@ -234,6 +235,7 @@ static int list_linear(struct jobcg_devpolicy *p, struct walk *w, struct jobcg_d
 			g->prog_id = id;
 			g->level = w->v[i].level;
 			g->path = strdup(w->v[i].rel);
+			g->in_reservation = startswith(w->v[i].rel, TREE_RESV_PREFIX);
 			if (devprog_parse_linear(insns, cnt, &g->rules, &g->n_rules) < 0)
 				log_warning("program %u on %s is not in jobcg's linear shape", id,
 					    abs);
