@@ -259,11 +259,25 @@ def check_rules(e):
         (["resv", "create", "r3", "--cpus", "0"], "--cpus"),
         (["resv", "create", "r3", "--gres", "gpu:5"], "gres"),
         (["resv", "create", "r3", "--isolated", "--devices", "gpu:0"], "--isolated needs"),
+        (["resv", "create", "r3", "--gres", "gpu:0"], "would hold nothing"),
+        (["resv", "create", "r3", "--devices", "gpu:0,0"], "--devices 'gpu:0,0': gpu 0 named twice"),
+        (["resv", "create", "r3", "--devices", "gpu:1,,2"], "--devices 'gpu:1,,2': empty item"),
+        (["resv", "create", "r3", "--devices", "gpu:1,"], "--devices 'gpu:1,': empty item"),
     ]
     for args, words in cases:
         r = e.run(*args)
         ok(r.returncode != 0 and words in r.stderr,
            f"{' '.join(args[1:])}: refused with '{words}' ({r.stderr.strip()})")
+    ok(e.resv_dirs() == [], f"nothing made by a refused create ({e.resv_dirs()})")
+    r = e.run("resv", "create", "r3", "--mem", "16M")
+    if r.returncode == 0:
+        ok(True, "--mem 16M: memory can be reserved here")
+        e.run("resv", "delete", "r3")
+    else:
+        ok("--mem: no memory can be reserved here" in r.stderr and "cannot write" not in r.stderr
+           and e.resv_dirs() == [],
+           f"--mem without a memory controller: refused saying why, nothing made "
+           f"({r.stderr.strip()})")
     r = e.run("resv", "create", "r4", "--devices", "gpu:0,1")
     ok(r.returncode == 0, f"resv create r4 ({r.stderr.strip()})")
     r = e.run("resv", "create", "r5", "--devices", "gpu:1,2")

@@ -958,6 +958,118 @@ static int spec_normalize(const struct jobcg_resv_spec *spec, struct jobcg_resv_
 	return 0;
 }
 
+/* Two items of a --devices list that name one device ("1" and "01" do). */
+static bool same_index(const char *a, size_t alen, const char *b, size_t blen)
+{
+	char *ea, *eb;
+	unsigned long x, y;
+
+	if (alen == blen && strncmp(a, b, alen) == 0)
+		return true;
+	x = strtoul(a, &ea, 10);
+	y = strtoul(b, &eb, 10);
+	return ea == a + alen && eb == b + blen && ea != a && eb != b && x == y;
+}
+
+/* --devices as written: no empty item, no device named twice (the set would hide both). */
+static int devices_syntax(const char *devices)
+{
+	_cleanup_strv_free_ char **groups = NULL;
+
+	if (!devices || !*devices)
+		return 0;
+	if (!(groups = strv_split(devices, ";")))
+		return -ENOMEM;
+	for (char **g = groups; *g; g++) {
+		const char *colon = strchr(*g, ':'), *p;
+
+		if (!colon || colon == *g)
+			return error_set(-EINVAL, "--devices '%s': '%s' is not NAME:INDEX[,INDEX]",
+					 devices, *g);
+		for (p = colon + 1;; p += strcspn(p, ",") + 1) {
+			size_t len = strcspn(p, ",");
+
+			if (len == 0)
+				return error_set(-EINVAL, "--devices '%s': empty item in '%s'",
+						 devices, *g);
+			for (const char *q = colon + 1; q < p; q += strcspn(q, ",") + 1)
+				if (same_index(q, strcspn(q, ","), p, len))
+					return error_set(
+					    -EINVAL, "--devices '%s': %.*s %.*s named twice",
+					    devices, (int)(colon - *g), *g, (int)len, p);
+			if (!p[len])
+				break;
+		}
+	}
+	return 0;
+}
+
+/* *ret: --gres asks for no device at all (absent, or every count 0). */
+static int gres_none(const char *gres, bool *ret)
+{
+	struct jobcg_gres_request *req = NULL;
+	unsigned total = 0;
+	int r;
+
+	*ret = true;
+	if (!gres || !*gres)
+		return 0;
+	if ((r = jobcg_gres_request_parse(gres, &req)) < 0) {
+		jobcg_error_prefix("--gres");
+		return r;
+	}
+	for (size_t i = 0; i < req->nitems; i++)
+		total += req->items[i].count;
+	jobcg_gres_request_free(req);
+	*ret = total == 0;
+	return 0;
+}
+
+/* --mem needs memory.min, which only a memory controller reaching the tree has. */
+static int mem_usable(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
+{
+	_cleanup_free_ char *why = NULL;
+
+	if (!s->mem_bytes || (ctx->info->usable & (1u << JOBCG_CTRL_MEMORY)))
+		return 0;
+	why = ctx_limitation(ctx, JOBCG_CTRL_MEMORY, "memory reservations (memory.min)");
+	return error_set(-EOPNOTSUPP,
+			 "--mem: no memory can be reserved here: %s (a reservation without --mem "
+			 "still reserves devices and CPUs)",
+			 why ? why : "the memory controller does not reach the tree");
+}
+
+/* --devices that gres.conf lacks, or a --gres asking more than it has at all. */
+static int devices_configured(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
+{
+	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
+	struct jobcg_gres_request *req = NULL;
+	struct jobcg_gres_set set, all;
+	bool none;
+	int r;
+
+	if (!(s->devices && *s->devices) && (gres_none(s->gres, &none) < 0 || none))
+		return 0;
+	if ((r = gres_node_open(ctx, &n)) < 0)
+		return r;
+	if (jobcg_gres_node_count(n) == 0)
+		return error_set(-EINVAL, "devices asked for, but gres.conf names none");
+	if (s->devices && *s->devices) {
+		if ((r = jobcg_gres_set_parse(n, s->devices, &set)) < 0)
+			return error_set(r, "--devices '%s': not devices of this node's gres.conf",
+					 s->devices);
+		return 0;
+	}
+	if ((r = jobcg_gres_request_parse(s->gres, &req)) < 0)
+		return r;
+	jobcg_gres_node_all(n, NULL, &all);
+	r = jobcg_gres_select(n, req, &all, NULL, 0, &set);
+	jobcg_gres_request_free(req);
+	if (r < 0)
+		jobcg_error_prefix("--gres %s", s->gres);
+	return r;
+}
+
 JOBCG_EXPORT int jobcg_resv_create(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *spec)
 {
 	_cleanup_free_ uid_t *users = NULL;
@@ -965,21 +1077,28 @@ JOBCG_EXPORT int jobcg_resv_create(struct jobcg_ctx *ctx, const struct jobcg_res
 	struct jobcg_resv_spec s;
 	int r;
 
+	bool no_devices;
+
 	if (!spec)
 		return error_set(-EINVAL, "no reservation spec");
 	if ((r = name_check(spec->name)) < 0)
 		return r;
 	if (spec->devices && *spec->devices && spec->gres && *spec->gres)
 		return error_set(-EINVAL, "--devices and --gres: give one of them");
-	if (!(spec->devices && *spec->devices) && !(spec->gres && *spec->gres) &&
-	    cpus_empty(spec->cpus) && !spec->mem_bytes)
+	if ((r = devices_syntax(spec->devices)) < 0 || (r = gres_none(spec->gres, &no_devices)) < 0)
+		return r;
+	if (!(spec->devices && *spec->devices) && no_devices && cpus_empty(spec->cpus) &&
+	    !spec->mem_bytes)
 		return error_set(-EINVAL,
 				 "reservation %s would hold nothing: give --devices, "
-				 "--gres, --cpus or --mem",
+				 "--gres (a count above 0), --cpus or --mem",
 				 spec->name);
 	if (spec->isolated && cpus_empty(spec->cpus))
 		return error_set(-EINVAL, "--isolated needs --cpus");
 	if ((r = spec_normalize(spec, &s, &users, &cpus)) < 0)
+		return r;
+	/* What the configuration alone refuses is refused before the tree is made. */
+	if ((r = mem_usable(ctx, &s)) < 0 || (r = devices_configured(ctx, &s)) < 0)
 		return r;
 	if ((r = jobcg_ctx_lock(ctx)) < 0)
 		return r;
