@@ -368,6 +368,22 @@ def check_damaged(e):
         e.run("release", "24")
 
 
+def check_fresh_root(e):
+    """On a node without a tree, what the configuration alone refuses makes no tree."""
+    tag = e.tag + "-fresh"
+    env = dict(e.env, JOBCG_ROOT=tag, JOBCG_BPF_PIN_DIR=e.env["JOBCG_BPF_PIN_DIR"] + "-fresh")
+    fresh = os.path.join(e.mount, tag)
+    for args in (("alloc", "40", "--gres", f"gpu:{NGPU + 1}"),
+                 ("alloc", "40", "--reservation", "nosuch"),
+                 ("resv", "create", "r1", "--gres", f"gpu:{NGPU + 5}"),
+                 ("run", "--gres", f"gpu:{NGPU + 1}", "--", "true")):
+        r = e.run(*args, env=env)
+        ok(r.returncode == 1 and not os.path.exists(fresh),
+           f"{' '.join(args)}: refused, no tree made ({r.stderr.strip()})")
+        if os.path.exists(fresh):
+            e.run("teardown", "--force", env=env)
+
+
 def check_concurrent(e):
     r = e.run("resv", "create", "rc", "--devices", "gpu:0,1")
     ok(r.returncode == 0, f"resv create rc ({r.stderr.strip()})")
@@ -492,6 +508,7 @@ def body(e):
         ok(True, "# SKIP bpf syscall number unknown on this machine")
         return
     e.setup()
+    check_fresh_root(e)
     r = e.run("alloc", "1", "--gres", "gpu:1")
     if r.returncode != 0:
         ok(os.environ.get("JOBCG_MUST_WORK") != "1",

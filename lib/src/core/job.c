@@ -585,6 +585,47 @@ static int cpus_canonical(const char *in, char **ret)
 	return jobcg_format_cpulist(bits, words, ret);
 }
 
+/*
+ * What the configuration alone refuses, checked before the tree is made for it: more devices
+ * than gres.conf has at all, a reservation in a tree that does not exist. The full checks
+ * (devices free now, the reservation's rules) follow under the lock.
+ */
+static int create_precheck(struct jobcg_ctx *ctx, uint32_t job_id, const struct jobcg_limits *l)
+{
+	struct jobcg_gres_node *n = NULL;
+	struct jobcg_gres_request *req = NULL;
+	struct jobcg_gres_set all, got;
+	int r;
+
+	if (!l)
+		return 0;
+	if (l->reservation && access(jobcg_ctx_root(ctx), F_OK) < 0 && errno == ENOENT)
+		return error_set(-ENOENT, "no reservation %s", l->reservation);
+	if (!l->gres || !*l->gres)
+		return 0;
+	/* A bad request or configuration is left to the hook, which words it in full. */
+	if (jobcg_gres_request_parse(l->gres, &req) < 0 || gres_node_open(ctx, &n) < 0 ||
+	    jobcg_gres_node_count(n) == 0) {
+		jobcg_error_clear();
+		r = 0;
+		goto out;
+	}
+	jobcg_gres_node_all(n, NULL, &all);
+	r = jobcg_gres_select(n, req, &all, NULL, 0, &got);
+	if ((r == -ENOSPC || r == -ENOENT) && job_id == JOBCG_JOB_ID_AUTO)
+		jobcg_error_prefix("gres");
+	else if (r == -ENOSPC || r == -ENOENT)
+		jobcg_error_prefix("job %u: gres", job_id);
+	else {
+		jobcg_error_clear();
+		r = 0;
+	}
+out:
+	jobcg_gres_request_free(req);
+	jobcg_gres_node_free(n);
+	return r;
+}
+
 JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 				  const struct jobcg_limits *limits, unsigned flags,
 				  uint32_t *ret_job_id)
@@ -602,6 +643,8 @@ JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 		canon.cpus = cpus;
 		limits = &canon;
 	}
+	if ((r = create_precheck(ctx, job_id, limits)) < 0)
+		return r;
 	/* Before anything is made: a reserved CPU is never a job's, enforceable here or not. */
 	if (limits && limits->cpus && *limits->cpus &&
 	    jobcg_spec_cpus_configured(&ctx->conf->cgroup)) {
