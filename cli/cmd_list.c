@@ -58,6 +58,7 @@ struct json_object *cli_job_json(const struct jobcg_job_info *i)
 	json_object_object_add(o, "populated", json_object_new_boolean(i->populated));
 	json_object_object_add(o, "frozen", json_object_new_boolean(i->frozen));
 	json_object_object_add(o, "orphaned", json_object_new_boolean(i->orphaned));
+	json_object_object_add(o, "releasing", json_object_new_boolean(i->releasing));
 	json_object_object_add(o, "orphaned_steps", strv_json(i->orphaned_steps));
 	return o;
 }
@@ -76,7 +77,11 @@ bool cli_step_orphaned(const struct jobcg_job_info *i, const char *step)
 const char *cli_job_state(const struct jobcg_job_info *i, const char *running);
 const char *cli_job_state(const struct jobcg_job_info *i, const char *running)
 {
-	return i->orphaned ? "orphaned" : i->frozen ? "frozen" : i->populated ? running : "idle";
+	return i->orphaned    ? "orphaned"
+	       : i->releasing ? "releasing"
+	       : i->frozen    ? "frozen"
+	       : i->populated ? running
+			      : "idle";
 }
 
 /* Also used by cmd_show.c: what an orphaned job or step is and what cleans it up. */
@@ -114,7 +119,7 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 	if (json)
 		arr = json_object_new_array();
 	else
-		printf("%-10s %-8s %-9s %-20s %-10s %s\n", "JOB", "STATE", "OWNER", "CREATED",
+		printf("%-10s %-9s %-9s %-20s %-10s %s\n", "JOB", "STATE", "OWNER", "CREATED",
 		       "STEPS", "LIMITS");
 	for (size_t k = 0; k < n; k++) {
 		struct jobcg_job_info *i = NULL;
@@ -171,7 +176,7 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 					 "%sgres=%s", limits[0] ? " " : "", gres);
 			free(gres);
 		}
-		printf("%-10u %-8s %-9s %-20s %-10s %s%s\n", i->id, cli_job_state(i, "busy"), owner,
+		printf("%-10u %-9s %-9s %-20s %-10s %s%s\n", i->id, cli_job_state(i, "busy"), owner,
 		       created, steps[0] ? steps : "-", limits[0] ? limits : "-",
 		       i->ephemeral ? " (ephemeral)" : "");
 		orphans |= i->orphaned;

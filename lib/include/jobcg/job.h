@@ -128,6 +128,8 @@ enum {
  * Remove a job: kill every process in it (cgroup.kill, bounded wait without the node lock),
  * remove the directories bottom-up (bounded EBUSY retry), then append its accounting record
  * and undo the extension hooks (device grants are revoked only once the cgroups are gone).
+ * A step a runner began that is still there gets its record too (CANCELLED while its runner
+ * lives, NODE_FAIL when it died): its runner finds it gone and writes none.
  * -ENOENT if there is no such job; -EINPROGRESS while another live process removes it. On
  * failure the job stays marked "removing" with everything it holds, and gc finishes it.
  */
@@ -182,6 +184,8 @@ struct jobcg_job_info {
 	bool orphaned;
 	/* Steps whose runner is gone (gc removes them), NULL-terminated (never NULL). */
 	char **orphaned_steps;
+	/* A live `jobcg release` (or removal) is ending it: gc leaves it to that process. */
+	bool releasing;
 };
 JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 				    struct jobcg_job_info **ret);

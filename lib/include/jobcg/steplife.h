@@ -76,7 +76,9 @@ struct jobcg_step_outcome {
  * returned): read its accounting, classify any OOM kill, append its record to the accounting
  * log (CANCELLED when the job is being released or jobcg_step_run() forwarded the signal that
  * ended it), revoke its devices, remove it. @res is what jobcg_step_run() gave; NULL when the
- * tasks never ran (nothing is recorded). Every part is tried even when one fails.
+ * tasks never ran (nothing is recorded). Every part is tried even when one fails. The record is
+ * written once the step's directory is gone, under the node lock: a release that took the step
+ * with its job wrote the step's record itself (job_gone, nothing recorded here).
  * Returns 0 once the step is gone (removed, or taken with its released job), and fills @ret
  * (may be NULL); a reading, record or revocation that failed is sent to the log callback as an
  * error and shows in @ret. -errno when the step could not be removed. Frees life->gres.

@@ -270,6 +270,12 @@ int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id
 	 * which would read as a step that began in 1970. */
 	if (!p.rec.start_usec && cgfs_xattr_get(jdir, "trusted.jobcg.created", &created) == 0)
 		p.rec.start_usec = start_xattr(jdir, "trusted.jobcg.created", created, 1000000);
+	/* A job whose creation died before its mark: when its directory was made, else its
+	 * end (a length of 0 rather than one since 1970). */
+	if (!p.rec.start_usec)
+		p.rec.start_usec = tree_dir_made_usec(jdir);
+	if (!p.rec.start_usec || p.rec.start_usec > p.rec.end_usec)
+		p.rec.start_usec = p.rec.end_usec;
 	if (p.gres || cgfs_xattr_get(jdir, "trusted.jobcg.gres", &p.gres) == 0) {
 		if (p.gres && *p.gres)
 			p.rec.gres = p.gres;
@@ -346,9 +352,9 @@ int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 	return r;
 }
 
-JOBCG_EXPORT int jobcg_acct_log_step(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
-				     uint64_t start_usec, const struct jobcg_run_result *res,
-				     const struct jobcg_acct *a, bool cancelled)
+int acct_step_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+		      uint64_t start_usec, const struct jobcg_run_result *res,
+		      const struct jobcg_acct *a, bool cancelled, struct acct_pending *ret)
 {
 	int code = -1, sig = 0;
 
@@ -365,6 +371,20 @@ JOBCG_EXPORT int jobcg_acct_log_step(struct jobcg_ctx *ctx, uint32_t job_id, con
 		if (sig)
 			code = 0;
 	}
-	return acct_log_append(ctx, job_id, step_id, start_usec, code, sig, res ? res->ntasks : 0,
-			       cancelled, a);
+	return acct_log_prepare(ctx, job_id, step_id, start_usec, code, sig, res ? res->ntasks : 0,
+				cancelled, a, ret);
+}
+
+JOBCG_EXPORT int jobcg_acct_log_step(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+				     uint64_t start_usec, const struct jobcg_run_result *res,
+				     const struct jobcg_acct *a, bool cancelled)
+{
+	struct acct_pending p;
+	int r = acct_step_prepare(ctx, job_id, step_id, start_usec, res, a, cancelled, &p);
+
+	if (r < 0)
+		return r;
+	r = acct_log_commit(ctx, &p);
+	acct_pending_done(&p);
+	return r;
 }

@@ -31,3 +31,7 @@ int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id
 		     bool cancelled, const struct jobcg_acct *a, struct acct_pending *ret);
 int acct_log_commit(struct jobcg_ctx *ctx, const struct acct_pending *p);
 void acct_pending_done(struct acct_pending *p);
+/* acct_log_prepare() of a step from what jobcg_step_run() gave (@res NULL: end not seen). */
+int acct_step_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
+		      uint64_t start_usec, const struct jobcg_run_result *res,
+		      const struct jobcg_acct *a, bool cancelled, struct acct_pending *ret);

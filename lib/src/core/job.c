@@ -8,6 +8,7 @@
 #include "cgroupfs.h"
 #include "sysinfo_internal.h"
 #include "job_hooks.h"
+#include "job_internal.h"
 #include "log.h"
 #include "testhook.h"
 #include "jobcg/jobgres.h"
@@ -729,6 +730,110 @@ static bool removal_in_progress(const char *mark)
 	return remover && me && !streq(remover, me) && tree_runner_alive(remover);
 }
 
+/* The refusal of a second remover while MARK's (removal_in_progress()) lives. */
+static int removal_refused(uint32_t job_id, const char *mark)
+{
+	const char *remover;
+	enum outcome o;
+
+	removing_parse(mark, &o, &remover);
+	return error_set(-EINPROGRESS, "job %u is being released by another jobcg (process %.*s)",
+			 job_id, remover ? (int)strcspn(remover, ":") : 1, remover ? remover : "?");
+}
+
+int job_mark_releasing(struct jobcg_ctx *ctx, uint32_t job_id)
+{
+	_cleanup_free_ char *dir = NULL, *prev = NULL, *mark = NULL;
+	int r = jobcg_ctx_lock(ctx);
+
+	if (r < 0)
+		return r;
+	if (!(dir = tree_job_dir(ctx, job_id)))
+		r = -ENOMEM;
+	else if (access(dir, F_OK) < 0)
+		r = error_set(-ENOENT, "no job %u (%s)", job_id, dir);
+	else if (get_meta(dir, "removing", &prev) == 0 && removal_in_progress(prev))
+		r = removal_refused(job_id, prev);
+	else if ((r = removing_mark(OUT_CANCELLED, &mark)) >= 0)
+		r = set_meta(dir, "removing", mark);
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+/* A step's record that a job removal writes once the step's directory is gone. */
+struct step_pending {
+	char *sdir;
+	struct acct_pending rec;
+};
+
+static void steps_pending_free(struct step_pending *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].sdir);
+		acct_pending_done(&v[i].rec);
+	}
+	free(v);
+}
+
+/*
+ * The records of the steps a job's removal takes with it, read after its processes are gone
+ * and while the lock is held until the directories go: each step a runner began (a runner
+ * finding its step gone writes nothing, so this is its only record): CANCELLED when its
+ * runner lives (the job was ended under it), NODE_FAIL when it died. Steps of no runner (the
+ * extern step of logins) and half-made ones have none.
+ */
+static int steps_prepare(struct jobcg_ctx *ctx, uint32_t job_id, struct step_pending **ret,
+			 size_t *ret_n)
+{
+	_cleanup_strv_free_ char **steps = NULL;
+	struct step_pending *v;
+	size_t n = 0;
+	int r = jobcg_step_list(ctx, job_id, &steps);
+
+	if (r < 0)
+		return r;
+	if (!(v = calloc(strv_length(steps) + 1, sizeof(*v))))
+		return -ENOMEM;
+	for (char **s = steps; *s; s++) {
+		_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, *s), *runner = NULL;
+		struct jobcg_acct a = {};
+		bool alive;
+
+		if (!sdir) {
+			steps_pending_free(v, n);
+			return -ENOMEM;
+		}
+		if (get_meta(sdir, "runner", &runner) < 0 || jobcg_acct_read_dir(sdir, &a) < 0) {
+			jobcg_error_clear();
+			continue;
+		}
+		alive = tree_runner_alive(runner);
+		if (acct_log_prepare(ctx, job_id, *s, 0, alive ? 0 : -1, 0, 0, alive, &a,
+				     &v[n].rec) < 0) {
+			log_warning("step %u.%s: accounting record not written: %s", job_id, *s,
+				    jobcg_last_error()->message);
+			continue;
+		}
+		v[n++].sdir = TAKE_PTR(sdir);
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* Write the records of the steps whose directories are gone. */
+static void steps_commit(struct jobcg_ctx *ctx, uint32_t job_id, const struct step_pending *v,
+			 size_t n)
+{
+	struct jobcg_error saved = *jobcg_last_error();
+
+	for (size_t i = 0; i < n; i++)
+		if (access(v[i].sdir, F_OK) < 0 && acct_log_commit(ctx, &v[i].rec) < 0)
+			log_warning("step %u.%s: accounting record not written: %s", job_id,
+				    v[i].rec.sid, jobcg_last_error()->message);
+	jobcg_error_restore(&saved);
+}
+
 /*
  * Remove a job: mark it "removing" (no new step or process may enter from then on), kill its
  * processes (waiting without the lock), read its accounting, remove its directories, and only
@@ -744,6 +849,8 @@ static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum ou
 	void *states[ELEMENTSOF(job_hooks)] = {NULL};
 	struct acct_pending rec = {};
 	struct jobcg_acct a = {};
+	struct step_pending *steps = NULL;
+	size_t nsteps = 0;
 	bool populated = false, have_rec = false, meta = ctx->info->xattr.supported;
 	int r;
 
@@ -756,8 +863,7 @@ static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum ou
 		enum outcome o;
 
 		if (removal_in_progress(prev))
-			return error_set(-EINPROGRESS, "job %u is being removed by %s", job_id,
-					 strchr(prev, ' ') + 1);
+			return removal_refused(job_id, prev);
 		removing_parse(prev, &o, &remover);
 		if (from_gc && remover)
 			outcome = o; /* what the dead remover was recording */
@@ -780,6 +886,8 @@ static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum ou
 				    : outcome == OUT_FAILED ? 1
 							    : 0,
 				    0, 0, outcome == OUT_CANCELLED, &a, &rec) == 0;
+	if (meta && (r = steps_prepare(ctx, job_id, &steps, &nsteps)) < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(job_hooks); i++)
 		if (job_hooks[i]->prepare_release &&
 		    (r = job_hooks[i]->prepare_release(ctx, job_id, dir, &states[i])) < 0) {
@@ -788,6 +896,8 @@ static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum ou
 		}
 	test_pause("remove-before-rmdir");
 	r = cgfs_remove_tree(dir);
+	/* The steps that went, even when the job could not: nobody else records them. */
+	steps_commit(ctx, job_id, steps, nsteps);
 	if (r < 0)
 		goto keep;
 	if (meta && record) {
@@ -799,6 +909,7 @@ static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum ou
 		jobcg_error_restore(&saved);
 	}
 	acct_pending_done(&rec);
+	steps_pending_free(steps, nsteps);
 	for (size_t i = ELEMENTSOF(job_hooks); i-- > 0;)
 		if (job_hooks[i]->release)
 			job_hooks[i]->release(ctx, job_id, states[i]);
@@ -806,6 +917,7 @@ static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum ou
 	return 0;
 keep:
 	acct_pending_done(&rec);
+	steps_pending_free(steps, nsteps);
 	for (size_t i = 0; i < ELEMENTSOF(job_hooks); i++)
 		if (job_hooks[i]->discard)
 			job_hooks[i]->discard(states[i]);
@@ -909,7 +1021,7 @@ JOBCG_EXPORT int jobcg_step_list(struct jobcg_ctx *ctx, uint32_t job_id, char **
  * reused, so that an accounting record's job.step names one step. The job's
  * trusted.jobcg.next_step counts; without it (no xattrs, or a job of an older jobcg) one past
  * the highest number present. Called under the node lock; the counter is written by the caller
- * once the step exists (note_step_id()).
+ * before the step is made (note_step_id()).
  */
 static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, const char *jdir, char *ret)
 {
@@ -955,6 +1067,9 @@ static void note_step_id(struct jobcg_ctx *ctx, const char *jdir, const char *si
 		jobcg_error_clear();
 		return; /* a named step (batch, extern...) counts nothing */
 	}
+	/* An explicit number below the count (--step) never lowers it. */
+	if (meta_u64(jdir, "next_step") > v)
+		return;
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v + 1);
 	/* Best effort: without it the next pick still starts past the highest step present. */
 	if (set_meta(jdir, "next_step", buf) < 0)
@@ -1130,6 +1245,7 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *sdir = NULL, *me = NULL,
 			    *cpus = NULL;
 	struct jobcg_step_limits canon;
+	bool runner = ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER);
 	char sid[JOBCG_STEP_ID_MAX];
 	int r;
 
@@ -1197,37 +1313,39 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		goto out;
 	if (limits && (r = step_limits_check(ctx, job_id, jdir, limits)) < 0)
 		goto out;
+	/* Counted before the step exists: a creation killed half way, whose step gc removes,
+	 * has used its number, which is never handed out again. */
+	note_step_id(ctx, jdir, sid);
 	r = tree_make_step(ctx, jdir, sid);
 	if (r < 0)
 		goto out;
-	if ((ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER)) || limits) {
-		sdir = tree_step_dir(ctx, job_id, sid);
-		if (!me)
-			me = tree_runner_self();
-		if (!sdir || !me)
-			r = -ENOMEM;
-		else if (ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER)) {
-			char started[24];
+	test_pause("step-create-after-mkdir");
+	sdir = tree_step_dir(ctx, job_id, sid);
+	if (!sdir || (runner && !me && !(me = tree_runner_self())))
+		r = -ENOMEM;
+	else if (runner) {
+		char started[24];
 
-			/* When it began, for the record gc writes if its runner dies. */
-			snprintf(started, sizeof(started), "%llu",
-				 (unsigned long long)realtime_usec());
-			r = set_meta(sdir, "runner", me);
-			if (r >= 0)
-				r = set_meta(sdir, "started", started);
-		}
-		if (r >= 0 && limits)
-			r = step_limits_apply(ctx, job_id, sid, jdir, sdir, limits);
-		if (r < 0) {
-			struct jobcg_error saved = *jobcg_last_error();
-
-			if (sdir)
-				(void)cgfs_remove_tree(sdir);
-			jobcg_error_restore(&saved);
-			goto out;
-		}
+		/* When it began, for the record gc writes if its runner dies. */
+		snprintf(started, sizeof(started), "%llu", (unsigned long long)realtime_usec());
+		r = set_meta(sdir, "runner", me);
+		if (r >= 0)
+			r = set_meta(sdir, "started", started);
 	}
-	note_step_id(ctx, jdir, sid);
+	if (r >= 0 && limits)
+		r = step_limits_apply(ctx, job_id, sid, jdir, sdir, limits);
+	/* Last: the mark that the step is complete. Under the lock a step with neither it nor a
+	 * runner is a creation that died half way, which gc removes. */
+	if (r >= 0 && ctx->info->xattr.supported)
+		r = set_meta(sdir, "created", "1");
+	if (r < 0) {
+		struct jobcg_error saved = *jobcg_last_error();
+
+		if (sdir)
+			(void)cgfs_remove_tree(sdir);
+		jobcg_error_restore(&saved);
+		goto out;
+	}
 	log_info("created step %u.%s", job_id, sid);
 	if (ret_step_id)
 		memcpy(ret_step_id, sid, sizeof(sid));
@@ -1262,21 +1380,52 @@ JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const
 
 	if (r < 0)
 		return r;
-	if (access(sdir, F_OK) < 0)
-		r = error_set(-ENOENT, "no step %u.%s (%s)", job_id, step_id, sdir);
-	else if ((r = kill_outside_lock(ctx, sdir)) >= 0)
-		r = tree_kill_and_remove_step(sdir);
+	r = step_remove_locked(ctx, job_id, step_id);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }
 
-static bool step_is_stray(const char *sdir)
+int step_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id)
 {
-	_cleanup_free_ char *runner = NULL;
+	_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, step_id);
+	int r;
 
-	if (get_meta(sdir, "runner", &runner) < 0)
-		return false; /* a step we did not make (or no xattrs): leave it */
-	return !tree_runner_alive(runner);
+	if (!sdir)
+		return -ENOMEM;
+	if (access(sdir, F_OK) < 0)
+		return error_set(-ENOENT, "no step %u.%s (%s)", job_id, step_id, sdir);
+	if ((r = kill_outside_lock(ctx, sdir)) < 0)
+		return r;
+	/* The lock was let go while its processes died: a release may have taken it. */
+	if (access(sdir, F_OK) < 0)
+		return error_set(-ENOENT, "step %u.%s went with its job (%s)", job_id, step_id,
+				 sdir);
+	return tree_kill_and_remove_step(sdir);
+}
+
+/*
+ * A step gc removes: one whose runner died, or one left half made (neither a runner nor the
+ * "created" mark) that holds no process. Under the node lock (@locked) no creation is under
+ * way; without it (list) a step being made right now looks half made for a moment, so only
+ * one older than the creation window is. A step of the job's own (the extern step of logins)
+ * has no runner and stays.
+ */
+static bool step_is_stray(struct jobcg_ctx *ctx, const char *sdir, bool locked)
+{
+	_cleanup_free_ char *runner = NULL, *created = NULL;
+	struct jobcg_error saved = *jobcg_last_error();
+	bool populated = true, stray;
+
+	if (!ctx->info->xattr.supported)
+		return false; /* no marks to tell by: leave it */
+	if (get_meta(sdir, "runner", &runner) == 0)
+		stray = !tree_runner_alive(runner);
+	else
+		stray = get_meta(sdir, "created", &created) < 0 &&
+			cgfs_events(sdir, &populated, NULL) == 0 && !populated &&
+			(locked || tree_half_made_old(sdir));
+	jobcg_error_restore(&saved);
+	return stray;
 }
 
 JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i)
@@ -1296,7 +1445,7 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 {
 	struct jobcg_job_info *i = calloc(1, sizeof(*i));
 	_cleanup_free_ char *owner = NULL, *runner = NULL, *eph = NULL, *be = NULL, *sk = NULL,
-			    *removing = NULL;
+			    *removing = NULL, *created = NULL;
 	size_t norph = 0;
 	int r;
 
@@ -1350,9 +1499,15 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 		goto fail;
 	}
 	/* What gc would sweep (gc_job()), told apart from what merely runs. */
+	if (get_meta(i->path, "removing", &removing) == 0)
+		i->releasing = removal_in_progress(removing);
+	/* A job without the "created" mark is one whose creation died (gc_job()), once no
+	 * creation can be under way any more. */
 	i->orphaned =
-	    (i->ephemeral && runner && !tree_runner_alive(runner)) ||
-	    (get_meta(i->path, "removing", &removing) == 0 && !removal_in_progress(removing));
+	    (i->ephemeral && runner && !tree_runner_alive(runner)) || (removing && !i->releasing) ||
+	    (ctx->info->xattr.supported && get_meta(i->path, "created", &created) == -ENODATA &&
+	     tree_half_made_old(i->path));
+	jobcg_error_clear();
 	i->orphaned_steps = calloc(strv_length(i->steps) + 1, sizeof(char *));
 	if (!i->orphaned_steps) {
 		r = -ENOMEM;
@@ -1365,7 +1520,7 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 			r = -ENOMEM;
 			goto fail;
 		}
-		if (!step_is_stray(sdir))
+		if (!step_is_stray(ctx, sdir, false))
 			continue;
 		if (!(i->orphaned_steps[norph++] = strdup(*s))) {
 			r = -ENOMEM;
@@ -1381,12 +1536,12 @@ fail:
 
 /*
  * Remove step SID (directory SDIR) of job ID, whose runner died: kill what is left, read its
- * accounting, with @revoke revoke its device grants, remove it, then record it (NODE_FAIL),
- * once it is gone so never twice. Under the node lock. 1 when removed, 0 when someone else
- * removed it meanwhile.
+ * accounting, with @revoke revoke its device grants, remove it, then with @record record it
+ * (NODE_FAIL), once it is gone so never twice. Under the node lock. 1 when removed, 0 when
+ * someone else removed it meanwhile.
  */
 static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const char *sid,
-				   const char *sdir, bool revoke)
+				   const char *sdir, bool revoke, bool record)
 {
 	struct jobcg_acct a = {};
 	struct acct_pending rec = {};
@@ -1399,7 +1554,7 @@ static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const cha
 	if (access(sdir, F_OK) < 0)
 		return 0;
 	/* its runner died: how the step ended was not seen (NODE_FAIL) */
-	have_rec = jobcg_acct_read_dir(sdir, &a) == 0 &&
+	have_rec = record && jobcg_acct_read_dir(sdir, &a) == 0 &&
 		   acct_log_prepare(ctx, id, sid, 0, -1, 0, 0, false, &a, &rec) == 0;
 	/* Before the directories go: the grants are found through them. A step's own GPUs
 	 * return to its job with its directory, whose xattrs held them. */
@@ -1411,7 +1566,7 @@ static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const cha
 		acct_pending_done(&rec);
 		return r;
 	}
-	if (!have_rec || acct_log_commit(ctx, &rec) < 0)
+	if (record && (!have_rec || acct_log_commit(ctx, &rec) < 0))
 		log_warning("step %u.%s: accounting record not written: %s", id, sid,
 			    jobcg_last_error()->message);
 	acct_pending_done(&rec);
@@ -1428,14 +1583,18 @@ static int gc_steps(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *s
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	for (char **s = steps; *s; s++) {
-		_cleanup_free_ char *sdir = tree_step_dir(ctx, id, *s);
+		_cleanup_free_ char *sdir = tree_step_dir(ctx, id, *s), *runner = NULL;
+		bool ran;
 
 		if (!sdir)
 			return -ENOMEM;
-		if (!step_is_stray(sdir))
+		if (!step_is_stray(ctx, sdir, true))
 			continue;
 		log_info("gc: removing stray step %u.%s", id, *s);
-		r = lost_step_remove_locked(ctx, id, *s, sdir, false);
+		/* One left half made, without a runner, never ran a task: nothing to record. */
+		ran = get_meta(sdir, "runner", &runner) == 0;
+		jobcg_error_clear();
+		r = lost_step_remove_locked(ctx, id, *s, sdir, false, ran);
 		if (r < 0)
 			return r;
 		st->steps_removed += (unsigned)r;
@@ -1459,7 +1618,7 @@ JOBCG_EXPORT int jobcg_step_reap(struct jobcg_ctx *ctx, uint32_t job_id, const c
 		goto out;
 	}
 	log_info("step %u.%s: its runner %s died without ending it", job_id, step_id, have);
-	r = lost_step_remove_locked(ctx, job_id, step_id, sdir, true);
+	r = lost_step_remove_locked(ctx, job_id, step_id, sdir, true, true);
 out:
 	jobcg_ctx_unlock(ctx);
 	if (r >= 0 && ret_reaped)

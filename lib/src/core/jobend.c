@@ -4,6 +4,7 @@
 #include "cgroupfs.h"
 #include "jobcg/jobend.h"
 #include "jobcg/job.h"
+#include "job_internal.h"
 #include "log.h"
 #include "tree.h"
 #include "util.h"
@@ -23,10 +24,13 @@ JOBCG_EXPORT int jobcg_job_release(struct jobcg_ctx *ctx, uint32_t job, unsigned
 		return r;
 	if (info->populated) {
 		flags |= JOBCG_JOB_REMOVE_CANCELLED;
-		/* Marked first: steps ending now record CANCELLED, and a release killed during the
-		 * grace period is finished by gc. No xattrs (unprivileged): only the record. */
-		if (jobcg_job_xattr_set(ctx, job, "removing", "1") < 0)
-			log_debug("job %u: cannot mark it as being removed", job);
+		/* Marked first, naming this process: steps ending now record CANCELLED, gc and a
+		 * second release leave the job to this one, and a release killed during the grace
+		 * period is finished by gc. No xattrs (unprivileged): only the record. */
+		if (ctx->info->xattr.supported && (r = job_mark_releasing(ctx, job)) < 0) {
+			jobcg_job_info_free(info);
+			return r;
+		}
 		/* A frozen job cannot act on SIGTERM: removal kills it straight away. */
 		if (!info->frozen && grace_ms > 0 && jobcg_signal(ctx, &t, SIGTERM) >= 0 &&
 		    cgfs_wait_events(dir, "populated", 0, grace_ms) == 0)

@@ -3,7 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acctlog_internal.h"
+#include "job_internal.h"
 #include "jobcg/steplife.h"
+#include "testhook.h"
+#include "tree.h"
 #include "log.h"
 #include "util.h"
 
@@ -82,25 +86,44 @@ static void classify_oom(struct jobcg_ctx *ctx, const struct jobcg_step_life *l,
 		     job_after.value[JOBCG_ACCT_OOM_KILL] > 0;
 }
 
+/*
+ * The step is read, recorded and removed in one hold of the node lock, and its record written
+ * only once its directory is gone: a release that takes the step with its job meanwhile
+ * (job_remove) writes the step's record itself, a gc finishing a killed runner's step writes
+ * one only if the directory is still there, so every step gets one record, never two.
+ */
 JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *life,
 				const struct jobcg_run_result *res, unsigned flags,
 				struct jobcg_step_outcome *ret)
 {
 	struct jobcg_target t = {.job = life->job, .task = JOBCG_TASK_ALL};
 	struct jobcg_step_outcome o = {};
-	bool lost = flags & JOBCG_STEP_END_LOST, cancelled = false;
+	struct acct_pending rec = {};
+	_cleanup_free_ char *sdir = tree_step_dir(ctx, life->job, life->step);
+	bool lost = flags & JOBCG_STEP_END_LOST, cancelled = false, have_rec = false;
 	int r;
 
+	if (!sdir)
+		return -ENOMEM;
 	memcpy(t.step, life->step, sizeof(t.step));
 	if (lost)
 		/* Its tasks may still run: the step ends now, as gc would have swept it. */
 		(void)jobcg_kill(ctx, &t, 10000);
+	test_pause("step-end-before-lock");
+	r = jobcg_ctx_lock(ctx);
+	if (r < 0)
+		return r;
+	if (access(sdir, F_OK) < 0) {
+		/* Released while it ran: the release recorded it and revoked its job's grants. */
+		o.job_gone = true;
+		goto done;
+	}
 	if (res || lost) {
 		/* Every task has exited and jobcg_step_run() killed stragglers: final readings. */
-		r = jobcg_acct_read(ctx, &t, &o.acct);
+		r = jobcg_acct_read_dir(sdir, &o.acct);
 		if (r == 0)
 			o.have_acct = true;
-		else if (r != -ENOENT) /* -ENOENT: released, the step went with its job */
+		else
 			log_failure(life, r, "reading its accounting");
 	}
 	if (o.have_acct) {
@@ -109,21 +132,33 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 			cancelled = res->lost_signal != 0 || job_released(ctx, life->job);
 		}
 		/* res NULL (lost): nobody saw an exit status, the record says NODE_FAIL. */
-		r = jobcg_acct_log_step(ctx, life->job, life->step, life->start_usec,
-					lost ? NULL : res, &o.acct, cancelled);
+		r = acct_step_prepare(ctx, life->job, life->step, life->start_usec,
+				      lost ? NULL : res, &o.acct, cancelled, &rec);
 		if (r < 0)
 			log_failure(life, r, "writing its accounting record");
 		else
-			o.recorded = true;
+			have_rec = true;
 	}
 	if ((r = jobcg_step_gres_release(ctx, life->job, life->step)) < 0)
 		log_failure(life, r, "revoking its devices");
+	test_pause("step-end-before-rmdir");
+	r = step_remove_locked(ctx, life->job, life->step);
+	if (r == -ENOENT) {
+		o.job_gone = true;
+		r = 0;
+	} else if (r == 0 && have_rec) {
+		if ((r = acct_log_commit(ctx, &rec)) < 0)
+			log_failure(life, r, "writing its accounting record");
+		else
+			o.recorded = true;
+		r = 0;
+	}
+done:
+	jobcg_ctx_unlock(ctx);
+	acct_pending_done(&rec);
 	jobcg_step_gres_free(life->gres);
 	life->gres = NULL;
-	r = jobcg_step_remove(ctx, life->job, life->step, 0);
-	if (r == -ENOENT)
-		o.job_gone = true;
-	else if (r < 0)
+	if (r < 0)
 		return r;
 	if (ret)
 		*ret = o;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -607,4 +608,22 @@ JOBCG_EXPORT int jobcg_runner_wait(const char *runner, int timeout_ms)
 			return error_set(negative_errno(), "waiting for %s: %s", runner,
 					 strerror(errno));
 	}
+}
+
+uint64_t tree_dir_made_usec(const char *dir)
+{
+	struct stat st;
+
+	/* cgroupfs has no birth time; a directory's mtime moves only when an entry is added to
+	 * it, which for a job or step left half made is at its creation or just after. */
+	if (stat(dir, &st) < 0 || st.st_mtim.tv_sec <= 0)
+		return 0;
+	return (uint64_t)st.st_mtim.tv_sec * 1000000u + (uint64_t)st.st_mtim.tv_nsec / 1000u;
+}
+
+bool tree_half_made_old(const char *dir)
+{
+	uint64_t made = tree_dir_made_usec(dir), now = realtime_usec();
+
+	return made && now > made && now - made >= TREE_CREATE_WINDOW_SEC * 1000000ull;
 }

@@ -8,6 +8,9 @@
 #include "context_internal.h"
 
 #define TREE_KILL_TIMEOUT_MS 10000 /* how long removal waits for killed processes to be gone */
+/* Longer than any creation of a job or step takes: one found without its completion mark by a
+ * reader that does not hold the node lock (list) is taken for a creation that died. */
+#define TREE_CREATE_WINDOW_SEC 10
 
 /* "job_<id>" -> id; -EINVAL for other names. */
 int tree_parse_job_dirname(const char *name, uint32_t *ret);
@@ -54,3 +57,9 @@ char *tree_runner_self(void);
 bool tree_runner_alive(const char *runner);
 /* Field 22 (starttime) of /proc/<pid>/stat text; -EINVAL if malformed. */
 int tree_parse_starttime(const char *stat, unsigned long long *ret);
+
+/* When DIR (a job's or step's) was made, as near as cgroupfs tells (CLOCK_REALTIME
+ * microseconds); 0 when unknown. */
+uint64_t tree_dir_made_usec(const char *dir);
+/* DIR was made more than TREE_CREATE_WINDOW_SEC ago. */
+bool tree_half_made_old(const char *dir);

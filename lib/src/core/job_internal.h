@@ -1,0 +1,22 @@
+/* jobcg internal: what job.c offers jobend.c and steplife.c (a release's mark, a step's removal).
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "context_internal.h"
+
+/*
+ * Mark job @job_id "removing" as cancelled by the calling process, under the node lock: from
+ * then on no step or process may enter it, list shows it releasing, gc leaves it to this
+ * process (and finishes it, CANCELLED, if this process dies), and another remover is refused.
+ * -ENOENT: no such job; -EINPROGRESS: another live process is removing it (error set).
+ */
+int job_mark_releasing(struct jobcg_ctx *ctx, uint32_t job_id);
+
+/*
+ * Under the node lock: kill what is left in step @step_id of job @job_id and remove it. The
+ * lock may be let go while processes die: -ENOENT (error set) when the step was gone, or went
+ * meanwhile (with its job, whose removal wrote its record).
+ */
+int step_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id);

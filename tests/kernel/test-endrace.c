@@ -1,0 +1,367 @@
+/* Kernel test: ends that race or crash (a release and gc, a release and a step's end, jobcg
+ * killed at named points) leave each job and step one accounting record, never reuse a step
+ * number, and leave nothing gc does not find. Needs a build with -Dtest_hooks=true. */
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+
+#include "jobcg/acctlog.h"
+#include "jobcg/context.h"
+#include "jobcg/job.h"
+#include "kcli.h"
+
+static const char *root;
+static char pause_dir[PATH_MAX];
+static char *log_path;
+
+struct count {
+	const char *job, *step; /* step NULL: the job's own record */
+	unsigned n;
+	enum jobcg_acct_state state; /* of the last one */
+	uint64_t start_usec, end_usec;
+};
+
+static int count_fn(const struct jobcg_acct_record *r, void *u)
+{
+	struct count *c = u;
+
+	if (strcmp(r->job_id, c->job) != 0 || (c->step == NULL) != (r->step_id == NULL) ||
+	    (c->step && strcmp(c->step, r->step_id) != 0))
+		return 0;
+	c->n++;
+	c->state = r->state;
+	c->start_usec = r->start_usec;
+	c->end_usec = r->end_usec;
+	return 0;
+}
+
+static struct count records(const char *job, const char *step)
+{
+	struct count c = {.job = job, .step = step};
+
+	if (jobcg_acctlog_read(log_path, job, count_fn, &c) < 0)
+		tap_diag("cannot read %s", log_path);
+	return c;
+}
+
+static bool wait_file(const char *name, unsigned ms)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "%s/%s", pause_dir, name);
+	for (unsigned i = 0; i <= ms / 10; i++) {
+		if (access(p, F_OK) == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void go(const char *point)
+{
+	char p[PATH_MAX + 64];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s.go", pause_dir, point);
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
+static pid_t start_paused(const char *point, char *const args[], int *err_fd)
+{
+	pid_t pid;
+
+	setenv("JOBCG_TEST_PAUSE", point, 1);
+	setenv("JOBCG_TEST_PAUSE_DIR", pause_dir, 1);
+	pid = kcli_start(args, NULL, err_fd);
+	unsetenv("JOBCG_TEST_PAUSE");
+	unsetenv("JOBCG_TEST_PAUSE_DIR");
+	return pid;
+}
+
+static int finish(pid_t pid, int err_fd, char **err)
+{
+	int st = 0;
+	char *e = err_fd >= 0 ? kcli_slurp(err_fd) : NULL;
+
+	if (err_fd >= 0)
+		close(err_fd);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (e && *e)
+		ktest_diag_lines("jobcg stderr: ", e);
+	if (err)
+		*err = e;
+	else
+		free(e);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int crash_at(const char *point, char *const args[])
+{
+	int rc;
+
+	setenv("JOBCG_TEST_CRASH", point, 1);
+	rc = kcli_run(args, NULL, NULL);
+	unsetenv("JOBCG_TEST_CRASH");
+	return rc;
+}
+
+/* How many orphaned steps `list --json` (@out) gives job @job; -1 when it lists no such job. */
+static int orphaned_steps(const char *out, int job)
+{
+	struct json_object *a = out ? json_tokener_parse(out) : NULL, *id, *steps;
+	int n = -1;
+
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		struct json_object *o = json_object_array_get_idx(a, i);
+
+		if (json_object_object_get_ex(o, "job", &id) && json_object_get_int(id) == job &&
+		    json_object_object_get_ex(o, "orphaned_steps", &steps))
+			n = (int)json_object_array_length(steps);
+	}
+	json_object_put(a);
+	return n;
+}
+
+/* Make ROOT/SUB look made a minute ago: past the window list gives a creation. */
+static bool age(const char *sub)
+{
+	char p[PATH_MAX];
+	struct timespec t[2];
+
+	snprintf(p, sizeof(p), "%s/%s", root, sub);
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= 60;
+	t[1] = t[0];
+	return utimensat(AT_FDCWD, p, t, 0) == 0;
+}
+
+/* A release in its grace period is its remover's: list, gc and a second release leave it. */
+static void test_release_vs_gc(void)
+{
+	char *run_args[] = {"run", "--job", "43", "--", "sh", "-c", "trap '' TERM; sleep 60", NULL};
+	char *rel_args[] = {"release", "43", "--grace", "4000", NULL};
+	char p[PATH_MAX], mark[128];
+	char *out = NULL, *err = NULL;
+	pid_t runner, releaser;
+	int efd = -1, rc;
+	bool marked = false;
+	struct count c;
+
+	is_int(kcli(NULL, "alloc", "43", NULL), 0, "alloc 43");
+	runner = kcli_start(run_args, NULL, NULL);
+	snprintf(p, sizeof(p), "%s/job_43/step_0/user/task_0/cgroup.procs", root);
+	for (int i = 0; i < 500; i++) {
+		char *procs = NULL;
+		FILE *f = fopen(p, "re");
+
+		if (f && fscanf(f, "%ms", &procs) == 1) {
+			free(procs);
+			fclose(f);
+			break;
+		}
+		if (f)
+			fclose(f);
+		usleep(10000);
+	}
+	releaser = kcli_start(rel_args, NULL, &efd);
+	snprintf(p, sizeof(p), "%s/job_43", root);
+	for (int i = 0; i < 500 && !marked; i++) {
+		ssize_t n = getxattr(p, "trusted.jobcg.removing", mark, sizeof(mark) - 1);
+
+		marked = n > 0;
+		if (marked)
+			mark[n] = '\0';
+		else
+			usleep(10000);
+	}
+	ok(marked && strncmp(mark, "cancelled ", 10) == 0,
+	   "the release marks the job naming itself and its outcome");
+	is_int(kcli(&out, "list", "--json", NULL), 0, "list while it releases");
+	ok(out && strstr(out, "\"releasing\":true") && !strstr(out, "\"orphaned\":true"),
+	   "list shows the job releasing, not orphaned");
+	free(out);
+	is_int(kcli(&out, "gc", "--json", NULL), 0, "gc while it releases");
+	ok(out && strstr(out, "\"jobs_removed\":0"), "gc leaves the job to its releaser");
+	free(out);
+	ok(kcli_exists("%s/job_43/step_0", root), "the job and its step are still there");
+	{
+		char *args[] = {"release", "43", NULL};
+
+		rc = kcli_run(args, NULL, &err);
+	}
+	is_int(rc, 1, "a second release fails...");
+	ok(err && strstr(err, "job 43 is being released by another jobcg"), "...saying why");
+	free(err);
+	err = NULL;
+	is_int(finish(releaser, efd, &err), 0, "the first release finishes");
+	free(err);
+	finish(runner, -1, NULL);
+	ok(!kcli_exists("%s/job_43", root), "job 43 is gone");
+	c = records("43", NULL);
+	ok(c.n == 1 && c.state == JOBCG_ACCT_CANCELLED, "one job record, CANCELLED (%u)", c.n);
+	c = records("43", "0");
+	ok(c.n == 1 && c.state == JOBCG_ACCT_CANCELLED, "one record of 43.0, CANCELLED (%u)", c.n);
+}
+
+/* The release takes the step with its job before the runner ends it: one record, its
+ * releaser's. */
+static void test_release_vs_step_end(void)
+{
+	char *run_args[] = {"run", "--job", "44", "--", "true", NULL};
+	char *err = NULL;
+	int efd = -1;
+	pid_t runner;
+	struct count c;
+
+	is_int(kcli(NULL, "alloc", "44", NULL), 0, "alloc 44");
+	runner = start_paused("step-end-before-lock", run_args, &efd);
+	ok(wait_file("step-end-before-lock.reached", 20000),
+	   "the runner stops before it ends its step");
+	is_int(kcli(NULL, "release", "44", NULL), 0, "release 44 meanwhile");
+	go("step-end-before-lock");
+	is_int(finish(runner, efd, &err), 0, "the runner finishes");
+	ok(err && !strstr(err, "cannot revoke"), "without a warning about the grant");
+	free(err);
+	c = records("44", "0");
+	ok(c.n == 1 && c.state == JOBCG_ACCT_CANCELLED,
+	   "44.0 has one record, CANCELLED: its job was released under it (%u)", c.n);
+}
+
+/* Killed at its step's end, after the readings: gc records the step, once. */
+static void test_crash_at_step_end(void)
+{
+	char *args[] = {"run", "--job", "45", "--", "sh", "-c", "exit 3", NULL};
+	char *eph[] = {"run", "--", "true", NULL};
+	char *out = NULL;
+	uint32_t *ids = NULL;
+	struct count c;
+
+	is_int(kcli(NULL, "alloc", "45", NULL), 0, "alloc 45");
+	is_int(crash_at("step-end-before-rmdir", args), 128 + SIGKILL,
+	       "run --job 45 killed as it removes its step");
+	is_int(crash_at("step-end-before-rmdir", eph), 128 + SIGKILL,
+	       "an ephemeral run killed there too");
+	is_int(kcli(&out, "gc", NULL), 0, "gc");
+	free(out);
+	c = records("45", "0");
+	is_int(c.n, 1, "45.0 has one record");
+	{
+		struct jobcg_config *conf = NULL;
+		struct jobcg_ctx *ctx = NULL;
+		size_t n = 0;
+
+		if (jobcg_config_load(NULL, NULL, 0, &conf) == 0 &&
+		    jobcg_ctx_open(conf, 0, &ctx) == 0 && jobcg_job_list(ctx, &ids, &n) == 0)
+			is_int((int)n, 1, "gc removed the ephemeral job");
+		jobcg_ctx_free(ctx);
+		jobcg_config_free(conf);
+	}
+	c = records("4000000000", "0");
+	is_int(c.n, 1, "the ephemeral job's step has one record");
+	free(ids);
+	is_int(kcli(NULL, "release", "45", NULL), 0, "release 45");
+}
+
+/* A step creation killed right after its mkdir: list calls it orphaned, gc removes it (no
+ * record: it never ran), and its number is not handed out again. */
+static void test_half_made_step(void)
+{
+	char *args[] = {"run", "--job", "46", "--", "true", NULL};
+	char *out = NULL;
+	struct count c;
+
+	is_int(kcli(NULL, "alloc", "46", NULL), 0, "alloc 46");
+	is_int(crash_at("step-create-after-mkdir", args), 128 + SIGKILL,
+	       "run --job 46 killed as it makes its step");
+	ok(kcli_exists("%s/job_46/step_0", root), "a half-made step 46.0 is left");
+	is_int(kcli(NULL, "alloc", "47", NULL), 0, "alloc 47");
+	{
+		struct jobcg_config *conf = NULL;
+		struct jobcg_ctx *ctx = NULL;
+
+		if (jobcg_config_load(NULL, NULL, 0, &conf) == 0 &&
+		    jobcg_ctx_open(conf, 0, &ctx) == 0)
+			is_int(jobcg_step_create(ctx, 47, "extern", JOBCG_STEP_NO_RUNNER, NULL), 0,
+			       "47.extern: a step of the job's own (no runner)");
+		jobcg_ctx_free(ctx);
+		jobcg_config_free(conf);
+	}
+	ok(age("job_46/step_0") && age("job_47/step_extern"), "both made a minute ago");
+	is_int(kcli(&out, "list", "--json", NULL), 0, "list");
+	is_int(orphaned_steps(out, 46), 1, "46.0 is orphaned");
+	is_int(orphaned_steps(out, 47), 0, "47.extern is not");
+	free(out);
+	is_int(kcli(&out, "gc", "--json", NULL), 0, "gc");
+	ok(out && strstr(out, "\"steps_removed\":1"), "gc removes one step");
+	free(out);
+	ok(!kcli_exists("%s/job_46/step_0", root), "46.0 is gone");
+	ok(kcli_exists("%s/job_47/step_extern", root), "47.extern stays");
+	is_int(kcli(NULL, "run", "--job", "46", "--", "true", NULL), 0, "run --job 46");
+	c = records("46", "0");
+	is_int(c.n, 0, "46.0, which never ran, has no record");
+	c = records("46", "1");
+	ok(c.n == 1 && c.state == JOBCG_ACCT_COMPLETED, "the next step is 46.1");
+	is_int(kcli(NULL, "release", "46", NULL), 0, "release 46");
+	is_int(kcli(NULL, "release", "47", NULL), 0, "release 47");
+}
+
+/* A job creation killed before its mark: list calls it orphaned, as gc treats it, and its
+ * record starts when its directory was made, not in 1970. */
+static void test_half_made_job(void)
+{
+	char *args[] = {"alloc", "48", NULL};
+	char *out = NULL;
+	struct count c;
+	uint64_t now;
+	struct timespec ts;
+
+	is_int(crash_at("job-create-before-mark", args), 128 + SIGKILL,
+	       "alloc 48 killed before its mark");
+	is_int(kcli(&out, "list", NULL), 0, "list");
+	ok(out && strstr(out, "\n48         idle"), "a creation maybe under way is not orphaned");
+	free(out);
+	ok(age("job_48"), "made a minute ago");
+	is_int(kcli(&out, "list", "--json", NULL), 0, "list --json");
+	ok(out && strstr(out, "\"orphaned\":true"), "now it is orphaned");
+	free(out);
+	is_int(kcli(&out, "gc", "--json", NULL), 0, "gc");
+	ok(out && strstr(out, "\"jobs_removed\":1"), "gc removes it");
+	free(out);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000u;
+	c = records("48", NULL);
+	ok(c.n == 1 && c.state == JOBCG_ACCT_NODE_FAIL, "one record, NODE_FAIL");
+	ok(c.start_usec + 120000000u > now && c.start_usec + 30000000u < now &&
+	       c.start_usec <= c.end_usec,
+	   "its start is when its directory was made");
+}
+
+int main(void)
+{
+	struct jobcg_config *conf = NULL;
+
+	root = kcli_setup("endrace", "jobcg");
+	snprintf(pause_dir, sizeof(pause_dir), "%s/pause", ktest_tmpdir());
+	if (mkdir(pause_dir, 0700) < 0 && errno != EEXIST) {
+		printf("Bail out! cannot make %s\n", pause_dir);
+		return 1;
+	}
+	if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 ||
+	    jobcg_acctlog_path(conf, &log_path) < 0) {
+		printf("Bail out! no accounting log path\n");
+		return 1;
+	}
+	jobcg_config_free(conf);
+	test_release_vs_gc();
+	test_release_vs_step_end();
+	test_crash_at_step_end();
+	test_half_made_step();
+	test_half_made_job();
+	(void)kcli(NULL, "gc", NULL);
+	is_int(kcli_count_dirs(root), 1, "only system/ left");
+	free(log_path);
+	return tap_done();
+}
