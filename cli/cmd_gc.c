@@ -12,8 +12,8 @@ static int cmd_gc(int argc, char **argv, const struct cli_global *g)
 	if (cli_json_only_args(
 		argc, argv, "gc",
 		"Usage: jobcg gc [--json]\n\n"
-		"Remove ephemeral jobs and steps whose 'jobcg run' is gone, and job\n"
-		"directories left half made. Allocated jobs stay until released.\n",
+		"Remove ephemeral jobs and steps whose 'jobcg run' is gone, and jobs,\n"
+		"steps and reservations left half made. Allocated jobs stay until released.\n",
 		&json, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
@@ -28,10 +28,11 @@ static int cmd_gc(int argc, char **argv, const struct cli_global *g)
 		json_object_object_add(o, "jobs_removed", json_object_new_int(st.jobs_removed));
 		json_object_object_add(o, "steps_removed", json_object_new_int(st.steps_removed));
 		json_object_object_add(o, "kept", json_object_new_int(st.kept));
+		json_object_object_add(o, "resv_removed", json_object_new_int(st.resv_removed));
 		cli_json_print(stdout, o);
 	} else
-		printf("removed %u job(s) and %u step(s); %u job(s) kept\n", st.jobs_removed,
-		       st.steps_removed, st.kept);
+		printf("removed %u job(s), %u step(s) and %u reservation(s); %u job(s) kept\n",
+		       st.jobs_removed, st.steps_removed, st.resv_removed, st.kept);
 	cli_ctx_close(conf, ctx);
 	return r;
 }

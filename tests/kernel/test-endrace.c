@@ -339,6 +339,23 @@ static void test_half_made_job(void)
 	   "its start is when its directory was made");
 }
 
+/* gc's summary counts the reservations it removes. */
+static void test_gc_counts_resv(void)
+{
+	char p[PATH_MAX], *out = NULL;
+
+	snprintf(p, sizeof(p), "%s/resv_rq", root);
+	ok(mkdir(p, 0755) == 0, "a half-made reservation rq");
+	is_int(kcli(&out, "gc", "--json", NULL), 0, "gc --json");
+	ok(out && strstr(out, "\"resv_removed\":1"), "counts the reservation it removed");
+	free(out);
+	ok(!kcli_exists("%s", p), "rq is gone");
+	ok(mkdir(p, 0755) == 0, "again");
+	is_int(kcli(&out, "gc", NULL), 0, "gc");
+	ok(out && strstr(out, "and 1 reservation(s);"), "the summary says so");
+	free(out);
+}
+
 int main(void)
 {
 	struct jobcg_config *conf = NULL;
@@ -360,6 +377,7 @@ int main(void)
 	test_crash_at_step_end();
 	test_half_made_step();
 	test_half_made_job();
+	test_gc_counts_resv();
 	(void)kcli(NULL, "gc", NULL);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	free(log_path);

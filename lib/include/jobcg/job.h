@@ -357,6 +357,9 @@ struct jobcg_gc_stats {
 	unsigned jobs_removed;
 	unsigned steps_removed;
 	unsigned kept; /* job directories left because they are alive */
+	/* reservations left half made or half deleted, and reservation entries of the device
+	 * policy that no reservation holds any more */
+	unsigned resv_removed;
 };
 /**
  * Sweep stray directories under the node lock: ephemeral jobs and steps whose runner process

@@ -1691,7 +1691,7 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 			first_err = r; /* keep sweeping the others; report the first failure */
 	}
 	/* Reservations half made or half deleted, and reservation entries nothing holds. */
-	r = resv_gc(ctx, NULL);
+	r = resv_gc(ctx, &st.resv_removed);
 	if (r < 0 && !first_err)
 		first_err = r;
 	/* Last: device policy entries of cgroups removed above or by a killed jobcg. */
