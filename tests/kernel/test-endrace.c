@@ -1,6 +1,7 @@
 /* Kernel test: ends that race or crash (a release and gc, a release and a step's end, jobcg
  * killed at named points) leave each job and step one accounting record, never reuse a step
  * number, and leave nothing gc does not find. Needs a build with -Dtest_hooks=true. */
+#include <inttypes.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -356,6 +357,31 @@ static void test_gc_counts_resv(void)
 	free(out);
 }
 
+static int most_fn(const struct jobcg_acct_record *r, void *u)
+{
+	unsigned *most = u; /* [0]: the most step-0 records of one ephemeral job, [1..]: counts */
+	uint64_t id;
+
+	if (r->kind != JOBCG_ACCT_STEP || strcmp(r->step_id, "0") != 0 ||
+	    sscanf(r->job_id, "%" SCNu64, &id) != 1 || id < JOBCG_JOB_ID_EPHEMERAL_BASE ||
+	    id - JOBCG_JOB_ID_EPHEMERAL_BASE >= 16)
+		return 0;
+	if (++most[1 + id - JOBCG_JOB_ID_EPHEMERAL_BASE] > most[0])
+		most[0] = most[1 + id - JOBCG_JOB_ID_EPHEMERAL_BASE];
+	return 0;
+}
+
+/* Ephemeral ids count up: one in the log names one job, even with the tree idle between. */
+static void test_ephemeral_ids(void)
+{
+	unsigned most[17] = {0};
+
+	is_int(kcli(NULL, "run", "--", "true", NULL), 0, "an ephemeral run");
+	is_int(kcli(NULL, "run", "--", "true", NULL), 0, "another, the tree idle between");
+	is_int(jobcg_acctlog_read(log_path, NULL, most_fn, most), 0, "read the log");
+	is_int((int)most[0], 1, "no ephemeral job id has two records of its step 0");
+}
+
 int main(void)
 {
 	struct jobcg_config *conf = NULL;
@@ -378,6 +404,7 @@ int main(void)
 	test_half_made_step();
 	test_half_made_job();
 	test_gc_counts_resv();
+	test_ephemeral_ids();
 	(void)kcli(NULL, "gc", NULL);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	free(log_path);

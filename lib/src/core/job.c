@@ -434,9 +434,28 @@ JOBCG_EXPORT int jobcg_job_list(struct jobcg_ctx *ctx, uint32_t **ret_ids, size_
 	return job_ids(ctx, ret_ids, ret_n);
 }
 
+#define EPHEMERAL_ID_MAX       4294967294u /* UINT32_MAX is no job id */
+#define EPHEMERAL_COUNTER_FILE "ephemeral-next"
+
+static bool id_taken(const uint32_t *ids, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * The id of a new ephemeral job, under the node lock. A counter beside the lock counts up over
+ * time, wrapping within the ephemeral range and skipping ids in use, so that an id in the
+ * accounting log names one job rather than whichever ran when the tree was idle. Where the
+ * counter cannot be kept (no state directory), one past the highest id in use.
+ */
 static int pick_ephemeral_id(struct jobcg_ctx *ctx, uint32_t *ret)
 {
 	_cleanup_free_ uint32_t *ids = NULL;
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -1;
 	size_t n = 0;
 	uint32_t next = JOBCG_JOB_ID_EPHEMERAL_BASE;
 	int r;
@@ -444,15 +463,41 @@ static int pick_ephemeral_id(struct jobcg_ctx *ctx, uint32_t *ret)
 	r = job_ids(ctx, &ids, &n);
 	if (r < 0)
 		return r;
+	if (ctx_state_dir_ready(ctx) >= 0 && (path = ctx_state_file(ctx, EPHEMERAL_COUNTER_FILE)))
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+	jobcg_error_clear();
+	if (fd >= 0) {
+		char buf[32] = "";
+		ssize_t k = pread(fd, buf, sizeof(buf) - 1, 0);
+		uint64_t v;
+
+		if (k > 0 && parse_u64(strstrip(buf), UINT32_MAX, &v) == 0)
+			next = (uint32_t)v;
+		for (size_t i = 0; i <= n; i++) {
+			if (next < JOBCG_JOB_ID_EPHEMERAL_BASE || next > EPHEMERAL_ID_MAX)
+				next = JOBCG_JOB_ID_EPHEMERAL_BASE;
+			if (!id_taken(ids, n, next))
+				break;
+			next++;
+		}
+		snprintf(buf, sizeof(buf), "%u\n",
+			 next >= EPHEMERAL_ID_MAX ? JOBCG_JOB_ID_EPHEMERAL_BASE : next + 1);
+		k = (ssize_t)strlen(buf);
+		/* Best effort: a counter lost counts from the base again, skipping ids in use. */
+		if (pwrite(fd, buf, (size_t)k, 0) != k || ftruncate(fd, k) < 0)
+			log_debug("cannot write %s: %s", path, strerror(errno));
+		jobcg_error_clear();
+		*ret = next;
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (ids[i] >= next)
 			next = ids[i] + 1;
-	if (next > 4294967294u || next < JOBCG_JOB_ID_EPHEMERAL_BASE) {
+	if (next > EPHEMERAL_ID_MAX || next < JOBCG_JOB_ID_EPHEMERAL_BASE) {
 		/* the top is taken: the lowest free id above the base */
 		next = JOBCG_JOB_ID_EPHEMERAL_BASE;
-		for (size_t i = 0; i < n; i++)
-			if (ids[i] == next)
-				next++;
+		while (id_taken(ids, n, next))
+			next++;
 	}
 	*ret = next;
 	return 0;
