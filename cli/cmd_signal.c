@@ -17,7 +17,10 @@ static int cmd_signal(int argc, char **argv, const struct cli_global *g)
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	n = jobcg_signal(ctx, &a.t, a.sig);
+	/* A signal 0 probes; any other, noted first, makes the steps it ends CANCELLED. */
+	n = a.sig > 0 ? jobcg_target_note_signal(ctx, &a.t, a.sig) : 0;
+	if (n >= 0)
+		n = jobcg_signal(ctx, &a.t, a.sig);
 	if (n < 0) {
 		cli_print_error(n, NULL);
 		r = 1;

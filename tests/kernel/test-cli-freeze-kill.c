@@ -104,6 +104,56 @@ static void freeze_timeout(const char *root)
 	is_int(kcli(NULL, "release", "6", NULL), 0, "release 6");
 }
 
+/* Step 1 of job 5 dies of a SIGTERM sent by someone else: FAILED; step 2 of one `jobcg signal`
+ * sent: CANCELLED. */
+static void signal_outcomes(const char *root)
+{
+	const char *who[] = {"someone else's kill", "jobcg signal -s TERM"};
+	char *out = NULL, step[PATH_MAX], name[16];
+	int st, i;
+	pid_t runner;
+
+	for (int k = 0; k < 2; k++) {
+		char *args[] = {"run", "--job", "5", "--", "sleep", "1000", NULL};
+		long pid = 0;
+
+		runner = kcli_start(args, NULL, NULL);
+		snprintf(name, sizeof(name), "5.%d", k + 1);
+		snprintf(step, sizeof(step), "%s/job_5/step_%d", root, k + 1);
+		for (i = 0; i < 500 && !events_has(step, "populated 1"); i++)
+			msleep(10);
+		if (k == 0) {
+			if (kcli(&out, "pids", name, NULL) == 0 && out)
+				pid = strtol(out, NULL, 10);
+			ok(pid > 0 && kill((pid_t)pid, SIGTERM) == 0, "%s: SIGTERM to its task",
+			   who[k]);
+			free(out);
+			out = NULL;
+		} else {
+			is_int(kcli(NULL, "signal", "-s", "TERM", name, NULL), 0,
+			       "jobcg signal -s TERM");
+		}
+		while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+			;
+		kcli(&out, "acct", "--job", "5", NULL);
+		/* the step's line: "5.N" then its state (JOBID STATE EXIT ...) */
+		{
+			char want[64];
+			const char *at;
+
+			snprintf(want, sizeof(want), "\n%-16s %s ", name,
+				 k ? "CANCELLED" : "FAILED");
+			at = out ? strstr(out, want) : NULL;
+			ok(at != NULL, "%s: step %s records %s", who[k], name,
+			   k ? "CANCELLED" : "FAILED");
+			if (!at)
+				tap_diag("acct: %s", out ? out : "(none)");
+		}
+		free(out);
+		out = NULL;
+	}
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("cli-freeze", "jobcg");
@@ -160,6 +210,12 @@ int main(void)
 	is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL, "runner exits 137");
 	ok(!kcli_exists("%s", step), "runner removed the step");
 	ok(kcli_exists("%s/job_5", root), "allocated job 5 stays");
+	rc = kcli(&out, "acct", "--job", "5", "--json", NULL);
+	ok(rc == 0 && out && strstr(out, "CANCELLED") && !strstr(out, "FAILED"),
+	   "as after Slurm's scancel, the step jobcg kill ended is CANCELLED, not FAILED");
+	free(out);
+	out = NULL;
+	signal_outcomes(root);
 
 	/* A frozen job can be killed, and release removes it. */
 	{

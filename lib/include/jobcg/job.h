@@ -295,6 +295,15 @@ JOBCG_EXPORT int jobcg_pids(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 /** Send @sig to every process of a target. Returns the number signalled, or -errno. */
 JOBCG_EXPORT int jobcg_signal(struct jobcg_ctx *ctx, const struct jobcg_target *t, int sig);
 /**
+ * Note on a job or step (a task target notes nothing) that its owner's side is about to send
+ * @sig to it, as Slurm's scancel does: a step whose task then dies of that signal records
+ * CANCELLED rather than FAILED (jobcg_step_end()). `jobcg signal` and `jobcg kill` call it
+ * before sending; a scheduler's own kill of what a step left behind does not. 0 or -errno;
+ * without xattrs on the cgroup file system 0, noting nothing.
+ */
+JOBCG_EXPORT int jobcg_target_note_signal(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+					  int sig);
+/**
  * Freeze / thaw a target through cgroup.freeze and wait (inotify on cgroup.events, no polling
  * loop) until it reports "frozen 1" / "frozen 0", at most @timeout_ms. Thaw also thaws the
  * cgroups below the target that were frozen on their own (a step frozen, then its job thawed).

@@ -1,5 +1,7 @@
 /* jobcg: processes of a job, step or task: list, signal, freeze/thaw (event driven), kill. */
+#include <inttypes.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include "cgroupfs.h"
 #include "log.h"
@@ -48,6 +50,52 @@ JOBCG_EXPORT int jobcg_signal(struct jobcg_ctx *ctx, const struct jobcg_target *
 	if (r < 0)
 		return r;
 	return tree_signal(dir, sig);
+}
+
+JOBCG_EXPORT int jobcg_target_note_signal(struct jobcg_ctx *ctx, const struct jobcg_target *t,
+					  int sig)
+{
+	_cleanup_free_ char *dir = NULL, *old = NULL, *v = NULL;
+	uint64_t mask = 0;
+	int r;
+
+	if (sig < 1 || sig > 64)
+		return error_set(-EINVAL, "invalid signal %d", sig);
+	if (t->task != JOBCG_TASK_ALL || !ctx->info->xattr.supported)
+		return 0;
+	if ((r = target_dir(ctx, t, &dir)) < 0)
+		return r;
+	/* A mask, so that a SIGTERM noted before a SIGKILL still counts. Two notes racing may
+	 * lose one signal: the outcome is then FAILED, as without a note. */
+	if (cgfs_xattr_get(dir, SIGNALLED_XATTR, &old) == 0 &&
+	    parse_u64(old, UINT64_MAX, &mask) < 0)
+		mask = 0;
+	jobcg_error_clear();
+	mask |= UINT64_C(1) << (sig - 1);
+	if (!(v = strdup_printf("%" PRIu64, mask)))
+		return -ENOMEM;
+	return cgfs_xattr_set(dir, SIGNALLED_XATTR, v);
+}
+
+bool target_died_of_noted(const char *job_dir, const char *step_dir, const int *status, unsigned n)
+{
+	const char *dirs[] = {step_dir, job_dir};
+	uint64_t mask = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		_cleanup_free_ char *v = NULL;
+		uint64_t m;
+
+		if (dirs[i] && cgfs_xattr_get(dirs[i], SIGNALLED_XATTR, &v) == 0 &&
+		    parse_u64(v, UINT64_MAX, &m) == 0)
+			mask |= m;
+	}
+	jobcg_error_clear();
+	for (unsigned i = 0; mask && status && i < n; i++)
+		if (WIFSIGNALED(status[i]) && WTERMSIG(status[i]) >= 1 &&
+		    WTERMSIG(status[i]) <= 64 && (mask >> (WTERMSIG(status[i]) - 1) & 1))
+			return true;
+	return false;
 }
 
 /* Collect @dir and the cgroups below it whose own cgroup.freeze is 1. */

@@ -1,6 +1,7 @@
 /* jobcg internal: putting a process into a job, shared by procs.c and adopt.c. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,3 +19,11 @@ int job_accepts_procs_locked(struct jobcg_ctx *ctx, uint32_t job_id);
  */
 int task_add_pid_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id, int task,
 			pid_t pid);
+
+/* Signals jobcg_target_note_signal() noted on a job or step, a mask (bit N-1: signal N). */
+#define SIGNALLED_XATTR "trusted.jobcg.signalled"
+/*
+ * Whether a task whose wait status is among @status[0..n) died of a signal noted on its step
+ * (@step_dir) or job (@job_dir): its step is then CANCELLED, as Slurm's scancel makes it.
+ */
+bool target_died_of_noted(const char *job_dir, const char *step_dir, const int *status, unsigned n);

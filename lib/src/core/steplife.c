@@ -5,6 +5,7 @@
 
 #include "acctlog_internal.h"
 #include "job_internal.h"
+#include "procs.h"
 #include "jobcg/steplife.h"
 #include "testhook.h"
 #include "tree.h"
@@ -63,6 +64,16 @@ static bool job_released(struct jobcg_ctx *ctx, uint32_t job)
 
 	free(v);
 	return r;
+}
+
+/* A task died of a signal that `jobcg kill` or `jobcg signal` sent to its step or job. */
+static bool died_of_noted(struct jobcg_ctx *ctx, uint32_t job, const char *sdir,
+			  const struct jobcg_run_result *res)
+{
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job);
+
+	return ctx->info->xattr.supported &&
+	       target_died_of_noted(jdir, sdir, res->task_status, res->ntasks);
 }
 
 /* The step's OOM kills against the growth of the job's oom counter while it ran. */
@@ -129,7 +140,8 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 	if (o.have_acct) {
 		if (!lost) {
 			classify_oom(ctx, life, &o);
-			cancelled = res->lost_signal != 0 || job_released(ctx, life->job);
+			cancelled = res->lost_signal != 0 || job_released(ctx, life->job) ||
+				    died_of_noted(ctx, life->job, sdir, res);
 		}
 		/* res NULL (lost): nobody saw an exit status, the record says NODE_FAIL. */
 		r = acct_step_prepare(ctx, life->job, life->step, life->start_usec,
