@@ -48,14 +48,21 @@ static bool file_is(const char *dir, const char *name, const char *want)
 	return strcmp(buf, want) == 0;
 }
 
-/* A freeze that does not complete within --timeout fails and is undone; --timeout 0 asks and
- * does not wait. Busy tasks on few CPUs take longer than 1 ms to stop, each its turn. */
+/*
+ * A freeze that does not complete within --timeout fails and is undone; --timeout 0 asks and
+ * does not wait. A task stops for the freezer only when it next runs: the job's tasks are
+ * SCHED_IDLE and a spinning process of ours at normal priority holds every CPU meanwhile, so
+ * they wait far longer than 1 ms for their turn.
+ */
 static void freeze_timeout(const char *root)
 {
 	char job[PATH_MAX], *err = NULL;
-	char *busy[] = {
-	    "run", "--job", "6", "--ntasks", "16", "--", "sh", "-c", "while :; do :; done", NULL};
-	int st = 0, i, rc = 0, tries;
+	char *busy[] = {"run",	"--job", "6", "--ntasks", "4",	"--",
+			"chrt", "-i",	 "0", "sh",	  "-c", "while :; do :; done",
+			NULL};
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	pid_t hogs[64];
+	int st = 0, i, rc = 0, tries, nhogs = 0;
 	pid_t runner;
 
 	snprintf(job, sizeof(job), "%s/job_6", root);
@@ -64,6 +71,14 @@ static void freeze_timeout(const char *root)
 	for (i = 0; i < 500 && !events_has(job, "populated 1"); i++)
 		msleep(10);
 	msleep(200); /* every task started and spinning */
+	for (; nhogs < (ncpu > 0 && ncpu < 32 ? 2 * ncpu : 8); nhogs++) {
+		if ((hogs[nhogs] = fork()) == 0)
+			for (;;)
+				;
+		if (hogs[nhogs] < 0)
+			break;
+	}
+	msleep(100);
 	for (tries = 0; tries < 20; tries++) {
 		char *args[] = {"freeze", "--timeout", "1", "6", NULL};
 
@@ -72,6 +87,11 @@ static void freeze_timeout(const char *root)
 		if (rc != 0)
 			break;
 		kcli(NULL, "thaw", "6", NULL); /* in time: again */
+	}
+	tap_diag("freeze --timeout 1: %d in time before one missed it", tries);
+	for (i = 0; i < nhogs; i++) {
+		kill(hogs[i], SIGKILL);
+		waitpid(hogs[i], NULL, 0);
 	}
 	if (rc == 0)
 		tap_skip("every freeze completed within 1 ms here: none to undo");
