@@ -135,6 +135,78 @@ static inline int kcli_run(char *const args[], char **out, char **err)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/*
+ * Pause points (lib/src/base/testhook.h): jobcg started with JOBCG_TEST_PAUSE=@point and
+ * JOBCG_TEST_PAUSE_DIR=@dir creates @dir/@point.reached there and waits for @dir/@point.go;
+ * with JOBCG_TEST_CRASH=@point it is killed there instead.
+ */
+static inline bool kcli_wait_file(const char *dir, const char *name, unsigned ms)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	for (unsigned i = 0; i <= ms / 10; i++) {
+		if (access(p, F_OK) == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static inline void kcli_pause_go(const char *dir, const char *point)
+{
+	char p[PATH_MAX + 64];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s.go", dir, point);
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
+static inline pid_t kcli_start_paused(const char *dir, const char *point, char *const args[],
+				      int *err_fd)
+{
+	pid_t pid;
+
+	setenv("JOBCG_TEST_PAUSE", point, 1);
+	setenv("JOBCG_TEST_PAUSE_DIR", dir, 1);
+	pid = kcli_start(args, NULL, err_fd);
+	unsetenv("JOBCG_TEST_PAUSE");
+	unsetenv("JOBCG_TEST_PAUSE_DIR");
+	return pid;
+}
+
+/* Wait for a jobcg kcli_start()ed; its exit code as kcli_run() gives it, *err (may be NULL)
+ * what it printed on @err_fd (-1: nothing to read). */
+static inline int kcli_finish(pid_t pid, int err_fd, char **err)
+{
+	int st = 0;
+	char *e = err_fd >= 0 ? kcli_slurp(err_fd) : NULL;
+
+	if (err_fd >= 0)
+		close(err_fd);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (e && *e)
+		ktest_diag_lines("jobcg stderr: ", e);
+	if (err)
+		*err = e;
+	else
+		free(e);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static inline int kcli_crash_at(const char *point, char *const args[])
+{
+	int rc;
+
+	setenv("JOBCG_TEST_CRASH", point, 1);
+	rc = kcli_run(args, NULL, NULL);
+	unsetenv("JOBCG_TEST_CRASH");
+	return rc;
+}
+
 /* kcli_run with a printf-built single-string-per-arg vararg list ending in NULL. */
 static inline int kcli(char **out, ...)
 {

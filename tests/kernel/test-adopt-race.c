@@ -140,67 +140,6 @@ static bool in_job(pid_t pid, unsigned job)
 	       (cg[strlen(want)] == '/' || cg[strlen(want)] == '\0');
 }
 
-static bool wait_file(const char *name, unsigned ms)
-{
-	char p[PATH_MAX + 64];
-
-	snprintf(p, sizeof(p), "%s/%s", pause_dir, name);
-	for (unsigned i = 0; i <= ms / 10; i++) {
-		if (access(p, F_OK) == 0)
-			return true;
-		usleep(10000);
-	}
-	return false;
-}
-
-static void go(const char *point)
-{
-	char p[PATH_MAX + 64];
-
-	snprintf(p, sizeof(p), "%s/%s.go", pause_dir, point);
-	write_file(p, "");
-}
-
-/* Start jobcg with @args, paused at @point. */
-static pid_t start_paused(const char *point, char *const args[], int *err_fd)
-{
-	pid_t pid;
-
-	setenv("JOBCG_TEST_PAUSE", point, 1);
-	setenv("JOBCG_TEST_PAUSE_DIR", pause_dir, 1);
-	pid = kcli_start(args, NULL, err_fd);
-	unsetenv("JOBCG_TEST_PAUSE");
-	unsetenv("JOBCG_TEST_PAUSE_DIR");
-	return pid;
-}
-
-static int finish(pid_t pid, int err_fd, char **err)
-{
-	int st = 0;
-	char *e = kcli_slurp(err_fd);
-
-	close(err_fd);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (e && *e)
-		ktest_diag_lines("jobcg stderr: ", e);
-	if (err)
-		*err = e;
-	else
-		free(e);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static int crash_at(const char *point, char *const args[])
-{
-	int rc;
-
-	setenv("JOBCG_TEST_CRASH", point, 1);
-	rc = kcli_run(args, NULL, NULL);
-	unsetenv("JOBCG_TEST_CRASH");
-	return rc;
-}
-
 static void clear_pause_dir(void)
 {
 	char cmd[PATH_MAX + 32];
@@ -225,18 +164,19 @@ static void test_adopt_vs_release(void)
 	is_int(probe_open(&p, 1), 0,
 	       "the probe answers (outside jobcg's tree no device program applies)");
 	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
-	adopt =
-	    start_paused("adopt-before-move", (char *[]){"adopt", pid, "--job", "5", NULL}, &afd);
-	ok(wait_file("adopt-before-move.reached", 30000),
+	adopt = kcli_start_paused(pause_dir, "adopt-before-move",
+				  (char *[]){"adopt", pid, "--job", "5", NULL}, &afd);
+	ok(kcli_wait_file(pause_dir, "adopt-before-move.reached", 30000),
 	   "adopt stops after making step_extern, before moving the pid");
 	ok(kcli_exists("%s/job_5/step_extern", tree), "...step_extern is there");
-	release = start_paused("remove-before-rmdir", (char *[]){"release", "5", NULL}, &rfd);
+	release = kcli_start_paused(pause_dir, "remove-before-rmdir",
+				    (char *[]){"release", "5", NULL}, &rfd);
 	/* Without one lock over adopt's check and move, the release runs now: it kills the
 	 * job's processes and revokes its grants while the adopt is stopped. */
-	release_ran = wait_file("remove-before-rmdir.reached", 2000);
+	release_ran = kcli_wait_file(pause_dir, "remove-before-rmdir.reached", 2000);
 	ok(!release_ran, "the release waits for the adopt (one hold of the node lock)");
-	go("adopt-before-move");
-	e = finish(adopt, afd, &err);
+	kcli_pause_go(pause_dir, "adopt-before-move");
+	e = kcli_finish(adopt, afd, &err);
 	tap_diag("adopt exit %d", e);
 	e = probe_open(&p, 1);
 	ok(e == EPERM || e == -1,
@@ -244,15 +184,15 @@ static void test_adopt_vs_release(void)
 	   "dead)",
 	   e);
 	if (!release_ran)
-		ok(wait_file("remove-before-rmdir.reached", 30000),
+		ok(kcli_wait_file(pause_dir, "remove-before-rmdir.reached", 30000),
 		   "the release runs once the adopt is done");
 	else
 		ok(true, "(the release already ran)");
 	e = probe_open(&p, 1);
 	ok(e == EPERM || e == -1,
 	   "with its grants revoked, the job's process still cannot open it (errno %d)", e);
-	go("remove-before-rmdir");
-	is_int(finish(release, rfd, NULL), 0, "the release succeeds");
+	kcli_pause_go(pause_dir, "remove-before-rmdir");
+	is_int(kcli_finish(release, rfd, NULL), 0, "the release succeeds");
 	ok(!kcli_exists("%s/job_5", tree), "job 5 is gone");
 	dead = probe_dead(&p, 3000);
 	ok(dead == 1 || (dead == 0 && !in_job(p.pid, 5)),
@@ -280,8 +220,8 @@ static void test_removing_job(void)
 		       "an earlier login adopted into job 6");
 		probe_end(&first);
 	}
-	is_int(crash_at("remove-before-rmdir", (char *[]){"release", "6", NULL}), 128 + SIGKILL,
-	       "release 6 killed before its rmdir");
+	is_int(kcli_crash_at("remove-before-rmdir", (char *[]){"release", "6", NULL}),
+	       128 + SIGKILL, "release 6 killed before its rmdir");
 	ok(kcli_exists("%s/job_6", tree), "job 6's directory is left, marked removing");
 	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
 	ok(kcli_run((char *[]){"adopt", pid, NULL}, NULL, &err) != 0,
@@ -306,8 +246,8 @@ static void test_half_created(void)
 	char pid[16], *err = NULL;
 
 	tap_diag("a job half created");
-	is_int(crash_at("job-create-before-mark",
-			(char *[]){"alloc", "7", "--user", "root", "--gres", "gpu:1", NULL}),
+	is_int(kcli_crash_at("job-create-before-mark",
+			     (char *[]){"alloc", "7", "--user", "root", "--gres", "gpu:1", NULL}),
 	       128 + SIGKILL, "alloc 7 killed before its created mark");
 	ok(kcli_exists("%s/job_7", tree), "job 7's directory is left");
 	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
@@ -484,7 +424,8 @@ int main(void)
 	setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
 
 	/* Pause points exist only in a -Dtest_hooks=true build (scripts/test makes one). */
-	if (crash_at("job-create-before-mark", (char *[]){"alloc", "1", NULL}) != 128 + SIGKILL) {
+	if (kcli_crash_at("job-create-before-mark", (char *[]){"alloc", "1", NULL}) !=
+	    128 + SIGKILL) {
 		kcli(NULL, "release", "1", NULL);
 		tap_plan_skip_all("jobcg was built without -Dtest_hooks=true");
 	}
