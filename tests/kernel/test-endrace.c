@@ -45,70 +45,6 @@ static struct count records(const char *job, const char *step)
 	return c;
 }
 
-static bool wait_file(const char *name, unsigned ms)
-{
-	char p[PATH_MAX + 64];
-
-	snprintf(p, sizeof(p), "%s/%s", pause_dir, name);
-	for (unsigned i = 0; i <= ms / 10; i++) {
-		if (access(p, F_OK) == 0)
-			return true;
-		usleep(10000);
-	}
-	return false;
-}
-
-static void go(const char *point)
-{
-	char p[PATH_MAX + 64];
-	int fd;
-
-	snprintf(p, sizeof(p), "%s/%s.go", pause_dir, point);
-	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
-}
-
-static pid_t start_paused(const char *point, char *const args[], int *err_fd)
-{
-	pid_t pid;
-
-	setenv("JOBCG_TEST_PAUSE", point, 1);
-	setenv("JOBCG_TEST_PAUSE_DIR", pause_dir, 1);
-	pid = kcli_start(args, NULL, err_fd);
-	unsetenv("JOBCG_TEST_PAUSE");
-	unsetenv("JOBCG_TEST_PAUSE_DIR");
-	return pid;
-}
-
-static int finish(pid_t pid, int err_fd, char **err)
-{
-	int st = 0;
-	char *e = err_fd >= 0 ? kcli_slurp(err_fd) : NULL;
-
-	if (err_fd >= 0)
-		close(err_fd);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (e && *e)
-		ktest_diag_lines("jobcg stderr: ", e);
-	if (err)
-		*err = e;
-	else
-		free(e);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static int crash_at(const char *point, char *const args[])
-{
-	int rc;
-
-	setenv("JOBCG_TEST_CRASH", point, 1);
-	rc = kcli_run(args, NULL, NULL);
-	unsetenv("JOBCG_TEST_CRASH");
-	return rc;
-}
-
 /* How many orphaned steps `list --json` (@out) gives job @job; -1 when it lists no such job. */
 static int orphaned_steps(const char *out, int job)
 {
@@ -142,7 +78,8 @@ static bool age(const char *sub)
 /* A release in its grace period is its remover's: list, gc and a second release leave it. */
 static void test_release_vs_gc(void)
 {
-	char *run_args[] = {"run", "--job", "43", "--", "sh", "-c", "trap '' TERM; sleep 60", NULL};
+	char trapped[PATH_MAX + 64], script[PATH_MAX + 128];
+	char *run_args[] = {"run", "--job", "43", "--", "sh", "-c", script, NULL};
 	char *rel_args[] = {"release", "43", "--grace", "4000", NULL};
 	char p[PATH_MAX], mark[128];
 	char *out = NULL, *err = NULL;
@@ -151,22 +88,12 @@ static void test_release_vs_gc(void)
 	bool marked = false;
 	struct count c;
 
+	/* The release's SIGTERM must find the trap set: the task says when it is. */
+	snprintf(trapped, sizeof(trapped), "%s/trapped", pause_dir);
+	snprintf(script, sizeof(script), "trap '' TERM; : > %s; sleep 60", trapped);
 	is_int(kcli(NULL, "alloc", "43", NULL), 0, "alloc 43");
 	runner = kcli_start(run_args, NULL, NULL);
-	snprintf(p, sizeof(p), "%s/job_43/step_0/user/task_0/cgroup.procs", root);
-	for (int i = 0; i < 500; i++) {
-		char *procs = NULL;
-		FILE *f = fopen(p, "re");
-
-		if (f && fscanf(f, "%ms", &procs) == 1) {
-			free(procs);
-			fclose(f);
-			break;
-		}
-		if (f)
-			fclose(f);
-		usleep(10000);
-	}
+	ok(kcli_wait_file(pause_dir, "trapped", 5000), "the step's task ignores SIGTERM");
 	releaser = kcli_start(rel_args, NULL, &efd);
 	snprintf(p, sizeof(p), "%s/job_43", root);
 	for (int i = 0; i < 500 && !marked; i++) {
@@ -197,9 +124,9 @@ static void test_release_vs_gc(void)
 	ok(err && strstr(err, "job 43 is being released by another jobcg"), "...saying why");
 	free(err);
 	err = NULL;
-	is_int(finish(releaser, efd, &err), 0, "the first release finishes");
+	is_int(kcli_finish(releaser, efd, &err), 0, "the first release finishes");
 	free(err);
-	finish(runner, -1, NULL);
+	kcli_finish(runner, -1, NULL);
 	ok(!kcli_exists("%s/job_43", root), "job 43 is gone");
 	c = records("43", NULL);
 	ok(c.n == 1 && c.state == JOBCG_ACCT_CANCELLED, "one job record, CANCELLED (%u)", c.n);
@@ -218,12 +145,12 @@ static void test_release_vs_step_end(void)
 	struct count c;
 
 	is_int(kcli(NULL, "alloc", "44", NULL), 0, "alloc 44");
-	runner = start_paused("step-end-before-lock", run_args, &efd);
-	ok(wait_file("step-end-before-lock.reached", 20000),
+	runner = kcli_start_paused(pause_dir, "step-end-before-lock", run_args, &efd);
+	ok(kcli_wait_file(pause_dir, "step-end-before-lock.reached", 20000),
 	   "the runner stops before it ends its step");
 	is_int(kcli(NULL, "release", "44", NULL), 0, "release 44 meanwhile");
-	go("step-end-before-lock");
-	is_int(finish(runner, efd, &err), 0, "the runner finishes");
+	kcli_pause_go(pause_dir, "step-end-before-lock");
+	is_int(kcli_finish(runner, efd, &err), 0, "the runner finishes");
 	ok(err && !strstr(err, "cannot revoke"), "without a warning about the grant");
 	free(err);
 	c = records("44", "0");
@@ -241,9 +168,9 @@ static void test_crash_at_step_end(void)
 	struct count c;
 
 	is_int(kcli(NULL, "alloc", "45", NULL), 0, "alloc 45");
-	is_int(crash_at("step-end-before-rmdir", args), 128 + SIGKILL,
+	is_int(kcli_crash_at("step-end-before-rmdir", args), 128 + SIGKILL,
 	       "run --job 45 killed as it removes its step");
-	is_int(crash_at("step-end-before-rmdir", eph), 128 + SIGKILL,
+	is_int(kcli_crash_at("step-end-before-rmdir", eph), 128 + SIGKILL,
 	       "an ephemeral run killed there too");
 	is_int(kcli(&out, "gc", NULL), 0, "gc");
 	free(out);
@@ -275,7 +202,7 @@ static void test_half_made_step(void)
 	struct count c;
 
 	is_int(kcli(NULL, "alloc", "46", NULL), 0, "alloc 46");
-	is_int(crash_at("step-create-after-mkdir", args), 128 + SIGKILL,
+	is_int(kcli_crash_at("step-create-after-mkdir", args), 128 + SIGKILL,
 	       "run --job 46 killed as it makes its step");
 	ok(kcli_exists("%s/job_46/step_0", root), "a half-made step 46.0 is left");
 	is_int(kcli(NULL, "alloc", "47", NULL), 0, "alloc 47");
@@ -319,7 +246,7 @@ static void test_half_made_job(void)
 	uint64_t now;
 	struct timespec ts;
 
-	is_int(crash_at("job-create-before-mark", args), 128 + SIGKILL,
+	is_int(kcli_crash_at("job-create-before-mark", args), 128 + SIGKILL,
 	       "alloc 48 killed before its mark");
 	is_int(kcli(&out, "list", NULL), 0, "list");
 	ok(out && strstr(out, "\n48         idle"), "a creation maybe under way is not orphaned");
