@@ -77,25 +77,28 @@ JOBCG_EXPORT int jobcg_target_note_signal(struct jobcg_ctx *ctx, const struct jo
 	return cgfs_xattr_set(dir, SIGNALLED_XATTR, v);
 }
 
-bool target_died_of_noted(const char *job_dir, const char *step_dir, const int *status, unsigned n)
+bool target_died_of_noted(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_dir,
+			  const int *status, unsigned n)
 {
-	const char *dirs[] = {step_dir, job_dir};
-	uint64_t mask = 0;
+	_cleanup_free_ char *jdir = NULL;
+	uint64_t died = 0, noted = 0;
 
-	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+	/* What the tasks died of first: a step that ended on its own reads no mark. */
+	for (unsigned i = 0; status && i < n; i++)
+		if (WIFSIGNALED(status[i]) && WTERMSIG(status[i]) >= 1 && WTERMSIG(status[i]) <= 64)
+			died |= UINT64_C(1) << (WTERMSIG(status[i]) - 1);
+	if (!died || !ctx->info->xattr.supported || !(jdir = tree_job_dir(ctx, job_id)))
+		return false;
+	for (int k = 0; k < 2; k++) {
 		_cleanup_free_ char *v = NULL;
 		uint64_t m;
 
-		if (dirs[i] && cgfs_xattr_get(dirs[i], SIGNALLED_XATTR, &v) == 0 &&
+		if (cgfs_xattr_get(k ? jdir : step_dir, SIGNALLED_XATTR, &v) == 0 &&
 		    parse_u64(v, UINT64_MAX, &m) == 0)
-			mask |= m;
+			noted |= m;
 	}
 	jobcg_error_clear();
-	for (unsigned i = 0; mask && status && i < n; i++)
-		if (WIFSIGNALED(status[i]) && WTERMSIG(status[i]) >= 1 &&
-		    WTERMSIG(status[i]) <= 64 && (mask >> (WTERMSIG(status[i]) - 1) & 1))
-			return true;
-	return false;
+	return (died & noted) != 0;
 }
 
 /* Collect @dir and the cgroups below it whose own cgroup.freeze is 1. */

@@ -24,6 +24,8 @@ int task_add_pid_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step
 #define SIGNALLED_XATTR "trusted.jobcg.signalled"
 /*
  * Whether a task whose wait status is among @status[0..n) died of a signal noted on its step
- * (@step_dir) or job (@job_dir): its step is then CANCELLED, as Slurm's scancel makes it.
+ * (@step_dir) or job: its step is then CANCELLED, as Slurm's scancel makes it. The marks are
+ * read only when a task died of a signal.
  */
-bool target_died_of_noted(const char *job_dir, const char *step_dir, const int *status, unsigned n);
+bool target_died_of_noted(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_dir,
+			  const int *status, unsigned n);

@@ -66,16 +66,6 @@ static bool job_released(struct jobcg_ctx *ctx, uint32_t job)
 	return r;
 }
 
-/* A task died of a signal that `jobcg kill` or `jobcg signal` sent to its step or job. */
-static bool died_of_noted(struct jobcg_ctx *ctx, uint32_t job, const char *sdir,
-			  const struct jobcg_run_result *res)
-{
-	_cleanup_free_ char *jdir = tree_job_dir(ctx, job);
-
-	return ctx->info->xattr.supported &&
-	       target_died_of_noted(jdir, sdir, res->task_status, res->ntasks);
-}
-
 /* The step's OOM kills against the growth of the job's oom counter while it ran. */
 static void classify_oom(struct jobcg_ctx *ctx, const struct jobcg_step_life *l,
 			 struct jobcg_step_outcome *o)
@@ -141,7 +131,8 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 		if (!lost) {
 			classify_oom(ctx, life, &o);
 			cancelled = res->lost_signal != 0 || job_released(ctx, life->job) ||
-				    died_of_noted(ctx, life->job, sdir, res);
+				    target_died_of_noted(ctx, life->job, sdir, res->task_status,
+							 res->ntasks);
 		}
 		/* res NULL (lost): nobody saw an exit status, the record says NODE_FAIL. */
 		r = acct_step_prepare(ctx, life->job, life->step, life->start_usec,
