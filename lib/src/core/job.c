@@ -1102,7 +1102,7 @@ static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, const char *jdir
 	return 0;
 }
 
-static void note_step_id(struct jobcg_ctx *ctx, const char *jdir, const char *sid)
+static void note_step_id(struct jobcg_ctx *ctx, const char *jdir, const char *sid, bool explicit_id)
 {
 	char buf[32];
 
@@ -1112,8 +1112,9 @@ static void note_step_id(struct jobcg_ctx *ctx, const char *jdir, const char *si
 		jobcg_error_clear();
 		return; /* a named step (batch, extern...) counts nothing */
 	}
-	/* An explicit number below the count (--step) never lowers it. */
-	if (meta_u64(jdir, "next_step") > v)
+	/* An explicit number below the count (--step) never lowers it; a picked one is at or
+	 * past the count already (pick_step_id()). */
+	if (explicit_id && meta_u64(jdir, "next_step") > v)
 		return;
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v + 1);
 	/* Best effort: without it the next pick still starts past the highest step present. */
@@ -1360,7 +1361,7 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		goto out;
 	/* Counted before the step exists: a creation killed half way, whose step gc removes,
 	 * has used its number, which is never handed out again. */
-	note_step_id(ctx, jdir, sid);
+	note_step_id(ctx, jdir, sid, step_id != NULL);
 	r = tree_make_step(ctx, jdir, sid);
 	if (r < 0)
 		goto out;
