@@ -6,6 +6,7 @@
 #include "common.h"
 #include "jobcg-build.h"
 #include "gpudetect.h"
+#include "util.h"
 
 static void help(void)
 {
@@ -125,18 +126,26 @@ static void print_text(const struct jobcg_gpus *g)
 /*
  * NVML cannot be loaded into a statically linked process: the dynamically linked twin does
  * the same command (JOBCG_DYNAMIC_EXE, else jobcg-dynamic beside this one, else installed).
+ * JOBCG_DYNAMIC_EXE names a program run as root, so it goes through the same trusted-file
+ * check as the scope helper's (env_program): an untrusted one fails the command, never runs.
  */
 static int run_twin(int argc, char **argv, const struct cli_global *gl)
 {
-	const char *e = getenv("JOBCG_DYNAMIC_EXE");
+	_cleanup_free_ char *e = NULL;
 	char self[PATH_MAX], twin[PATH_MAX + 32];
-	char **args = calloc((size_t)argc + 4, sizeof(char *));
+	char **args;
 	ssize_t n;
 	size_t k = 0;
+	int r = env_program("JOBCG_DYNAMIC_EXE", &e);
 
+	if (r < 0) {
+		cli_print_error(r, "gpus");
+		return 1;
+	}
+	args = calloc((size_t)argc + 4, sizeof(char *));
 	if (!args)
 		return cli_fail("out of memory");
-	if (e && *e)
+	if (e)
 		snprintf(twin, sizeof(twin), "%s", e);
 	else if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
 		self[n] = '\0';
@@ -216,6 +225,13 @@ static int cmd_gpus(int argc, char **argv, const struct cli_global *g)
 	}
 	r = jobcg_gpus_detect(backend, &gpus);
 	jobcg_config_free(conf);
+#ifdef JOBCG_TEST_HOOKS
+	/* Test builds only: a dynamically linked jobcg goes to its twin as a static one does. */
+	if (getenv("JOBCG_TEST_GPUS_TWIN")) {
+		jobcg_gpus_free(gpus);
+		return run_twin(argc, argv, g);
+	}
+#endif
 	if (r == -ELIBEXEC)
 		return run_twin(argc, argv, g);
 	/* -EINVAL is an unknown backend name: a usage error when it was --backend's */

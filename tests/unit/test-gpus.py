@@ -287,13 +287,43 @@ def check_real(t):
        f"H200 node: the gres.conf line jobcg wrote on that node ({r.stdout!r})")
 
 
+def check_twin(t):
+    """JOBCG_DYNAMIC_EXE names a program a static jobcg runs as root for NVML: honoured only
+    for a trusted file (jobcg(1)). The test hook sends this dynamic jobcg the same way."""
+    root = t.tree()
+    d = os.path.join(t.tmp, "twin")
+    os.mkdir(d, 0o755)
+    mark = os.path.join(t.tmp, "twin-ran")
+    twin = os.path.join(d, "twin")
+    with open(twin, "w") as f:
+        f.write(f"#!/bin/sh\necho \"$@\" > {mark}\n")
+    os.chmod(twin, 0o755)
+    env = {"JOBCG_TEST_GPUS_TWIN": "1", "JOBCG_DYNAMIC_EXE": twin}
+    r = t.run(root, "gpus", "--json", env=env)
+    ok(r.returncode == 0 and os.path.exists(mark) and "gpus --json" in open(mark).read(),
+       f"a trusted JOBCG_DYNAMIC_EXE is run with the command ({r.returncode}, {r.stderr!r})")
+    for what, mode, owner in (("other-writable", 0o757, 0), ("group-writable", 0o775, 0),
+                              ("not root's", 0o755, 4242)):
+        if os.path.exists(mark):
+            os.unlink(mark)
+        os.chmod(twin, mode)
+        os.chown(twin, owner, 0)
+        r = t.run(root, "gpus", env=env)
+        ok(r.returncode != 0 and not os.path.exists(mark) and
+           "JOBCG_DYNAMIC_EXE" in r.stderr and twin in r.stderr,
+           f"a JOBCG_DYNAMIC_EXE that is {what} is refused, naming it, and not run "
+           f"({r.returncode}, {r.stderr.strip()!r})")
+    os.chown(twin, 0, 0)
+    os.chmod(twin, 0o755)
+
+
 def main():
     if os.geteuid() != 0:
         print("1..0 # SKIP the fixture's device nodes need mknod (root)")
         return 0
     t = T()
     try:
-        for f in (check_all, check_nvml, check_compare, check_bad, check_real):
+        for f in (check_all, check_nvml, check_compare, check_bad, check_real, check_twin):
             pytap.run_checks(f, t)
     finally:
         subprocess.run(["rm", "-rf", t.tmp])
