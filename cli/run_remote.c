@@ -578,8 +578,24 @@ unsigned long run_daemon_steps(void)
 	return self.steps;
 }
 
-static void client_enter(struct run_conn *c)
+/*
+ * Wear the client's state. Its working directory first: a step made from the daemon's own would
+ * resolve the client's relative paths against it, so when it cannot be entered nothing changes
+ * and the error is returned (@need_cwd), or, to end a step already made, the daemon's own stays
+ * and its log says so.
+ */
+static int client_enter(struct run_conn *c, bool need_cwd)
 {
+	if (fchdir(c->cwd) < 0) {
+		int e = errno;
+
+		if (need_cwd)
+			return -e;
+		fprintf(stderr,
+			"jobcg: daemon: pid %d's working directory: %s: ending its step from "
+			"the daemon's own\n",
+			(int)c->client, strerror(e));
+	}
 	fflush(NULL);
 	for (int i = 0; i < 2; i++) {
 		c->capture[i] = memfd_create(i ? "jobcg-stderr" : "jobcg-stdout", MFD_CLOEXEC);
@@ -589,11 +605,11 @@ static void client_enter(struct run_conn *c)
 					      : self.out,
 			   STDOUT_FILENO + i);
 	}
-	(void)!fchdir(c->cwd);
 	umask(c->umask);
 	environ = c->env;
 	cli_set_verbosity(c->g.verbose);
 	jobcg_set_runner(c->client);
+	return 0;
 }
 
 /* What a memory file holds, up to RUN_OUTPUT_MAX bytes, as a string (NUL bytes made '?'), or
@@ -636,7 +652,9 @@ static void client_leave(struct run_conn *c, struct jobcg_msg *m)
 	fflush(NULL);
 	(void)dup2(self.out, STDOUT_FILENO);
 	(void)dup2(self.err, STDERR_FILENO);
-	(void)!fchdir(self.cwd);
+	if (fchdir(self.cwd) < 0)
+		fprintf(stderr, "jobcg: daemon: cannot go back to its working directory: %s\n",
+			strerror(errno));
 	umask(self.umask);
 	environ = self.env;
 	cli_set_verbosity(self.verbose);
@@ -827,8 +845,8 @@ static int env_build(struct run_conn *c)
 	return 0;
 }
 
-/* Check op=run in c->req and take what it lends. -EPROTO: not ours to serve (the client runs it).
- */
+/* Check op=run in c->req and take what it lends. -EPROTO: not ours to serve, -ENOTDIR: its
+ * working directory is not a directory (the client runs it either way). */
 static int request_parse(struct run_conn *c, const int *fds, unsigned nfds)
 {
 	uint64_t u;
@@ -836,8 +854,14 @@ static int request_parse(struct run_conn *c, const int *fds, unsigned nfds)
 	int argc = 0;
 	const char *v;
 
+	struct stat st;
+
 	if (nfds == 1)
 		c->cwd = fds[0];
+	/* What it lends as its working directory must be one: any other descriptor would leave
+	 * the step in the daemon's. */
+	if (nfds == 1 && (fstat(c->cwd, &st) < 0 || !S_ISDIR(st.st_mode)))
+		return -ENOTDIR;
 	if (nfds != 1 || !field_is(&c->req, "op", "run") ||
 	    jobcg_msg_get_u64(&c->req, "v", 1000, &u) < 0 || u != RUN_PROTOCOL_VERSION)
 		return -EPROTO;
@@ -879,7 +903,7 @@ static void end_lost(struct run_conn *c, struct jobcg_msg *answer)
 
 	if (!c->step)
 		return;
-	client_enter(c);
+	(void)client_enter(c, false);
 	code = run_finish(c->ctx, &c->s, 0, NULL, NULL, true);
 	c->step = false;
 	if (answer)
@@ -890,14 +914,24 @@ static void end_lost(struct run_conn *c, struct jobcg_msg *answer)
 /* A whole request: make the step, and answer op=spawn or op=exit. */
 static void on_request(struct run_conn *c, const int *fds, unsigned nfds, uint64_t now_ms)
 {
-	int argc = request_parse(c, fds, nfds), code;
+	int argc = request_parse(c, fds, nfds), code, r;
+	char why[128];
 
 	if (argc < 0) {
-		(void)exit_msg(&c->tx, 1, true, NULL); /* run it yourself */
+		/* run it yourself */
+		(void)exit_msg(&c->tx, 1, true,
+			       argc == -ENOTDIR ? "the working directory it lent is not a directory"
+						: NULL);
 		phase_to(c, PH_EXIT, now_ms);
 		return;
 	}
-	client_enter(c);
+	if ((r = client_enter(c, true)) < 0) {
+		snprintf(why, sizeof(why), "the daemon cannot enter its working directory: %s",
+			 strerror(-r));
+		(void)exit_msg(&c->tx, 1, true, why);
+		phase_to(c, PH_EXIT, now_ms);
+		return;
+	}
 	/* Past the arguments (--help is answered) and with a context (0), the step made. */
 	if (!run_parse(argc, c->argv, &c->a, &code) &&
 	    (code = cli_ctx_open(&c->g, 0, &c->conf, &c->ctx)) == 0 &&
@@ -924,7 +958,7 @@ static void on_status(struct run_conn *c, const struct jobcg_msg *st, uint64_t n
 	int r, err = 0, code;
 
 	r = status_parse(st, c->s.life.ntasks, &res, &err, err_text, sizeof(err_text));
-	client_enter(c);
+	(void)client_enter(c, false);
 	if (r < 0)
 		code = run_finish(c->ctx, &c->s, 0, NULL, NULL, true);
 	else

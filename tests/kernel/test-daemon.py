@@ -623,6 +623,23 @@ def body(e):
     ok(answer.startswith(b"op=exit\0code=0\0") and b"out=Usage: jobcg run" in answer,
        "run --help sent to the daemon is answered with the usage (for the client to print), "
        "code 0")
+    # The same with a descriptor that is no directory as its working directory: not served in
+    # the daemon's own, but handed back.
+    pipe_r, pipe_w = os.pipe()
+    os.close(pipe_w)
+    for what, fd in (("a regular file", os.open(os.path.join(e.tmp, "notdir"),
+                                                os.O_RDWR | os.O_CREAT, 0o600)),
+                     ("a pipe", pipe_r)):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(e.sock)
+        socket.send_fds(s, [struct.pack("<I", len(req)) + req], [fd])
+        os.close(fd)
+        answer = recv_frame(s)
+        s.close()
+        ok(answer.startswith(b"op=exit\0code=1\0fallback=1\0") and b"not a directory" in answer
+           and b"out=" not in answer,
+           f"a request lending {what} as its working directory is told to run its step itself "
+           f"({answer[:80]!r})")
     r = e.run("run", "--job", "5", "--", "true")
     ok(d.poll() is None and r.returncode == 0, "after garbled messages the daemon still serves")
 
