@@ -58,10 +58,20 @@ static struct json_object *job_json(const char *id)
 	return json_object_new_string(id);
 }
 
+/* Control characters (C0, DEL) as '?': job ids and gres of old logs were written as they came,
+ * and the table goes to a terminal (the step id is checked when read). */
+static char *mask_controls(char *s)
+{
+	for (char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return s;
+}
+
 static int print_one(const struct jobcg_acct_record *r, void *u)
 {
 	struct acct_out *o = u;
-	char elapsed[32], cpu[32], mem[32], oom[32], exit_s[32], id[256];
+	char elapsed[32], cpu[32], mem[32], oom[32], exit_s[32], id[256], gres[256];
 
 	if (o->json) {
 		struct json_object *j = json_object_new_object();
@@ -116,8 +126,10 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 		snprintf(exit_s, sizeof(exit_s), "-");
 	else
 		snprintf(exit_s, sizeof(exit_s), "%d:0", r->exit_code);
-	printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %s\n", id, jobcg_acct_state_name(r->state),
-	       exit_s, elapsed, cpu, mem, oom, r->gres ? r->gres : "-");
+	snprintf(gres, sizeof(gres), "%s", r->gres ? r->gres : "-");
+	printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %s\n", mask_controls(id),
+	       jobcg_acct_state_name(r->state), exit_s, elapsed, cpu, mem, oom,
+	       mask_controls(gres));
 	return 0;
 }
 

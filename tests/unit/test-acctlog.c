@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include "jobcg/acctlog.h"
+#include "jobcg/job.h"
 #include "log.h"
 #include "tap.h"
 #include "util.h"
@@ -366,6 +367,12 @@ static void test_old_lines(void)
 	rmdir(dir);
 }
 
+/* A step id jobcg makes, or none: what the reader returns. */
+static bool strings_ok(const struct jobcg_acct_record *r)
+{
+	return !r->step_id || jobcg_step_id_valid(r->step_id);
+}
+
 /* Every field, each null on and off, the integer extremes and every byte a string can hold
  * (0x01..0xff: controls, '"', '\\', '/', DEL, UTF-8 and bytes that are not UTF-8): written and
  * read back, a record in the reader's range is the same record. */
@@ -377,7 +384,7 @@ static void test_line_format(void)
 	const char *strs[] = {"0",	 "",   all,	     ascii,	   utf8,  "a/b\\c\"d",
 			      "gpu:0,2", "42", "4294967294", "4294967295", "007", "+1"};
 	struct jobcg_acct_record base = sample_step();
-	unsigned n = 0, lines = 0, readable = 0, back = 0;
+	unsigned n = 0, lines = 0, readable = 0, back = 0, refused = 0, skipped = 0;
 
 	base.oom_kills = 1;
 	base.gres = NULL;
@@ -456,9 +463,22 @@ static void test_line_format(void)
 			diag_line("not one line", got);
 		if (i % 5 >= 3)
 			continue;
-		readable++;
 		jobcg_set_log(count_warnings, NULL, JOBCG_LOG_DEBUG);
 		warnings = 0;
+		if (!strings_ok(&r)) {
+			/* Not a step id jobcg makes: skipped, with a warning. */
+			refused++;
+			if (jobcg_acctlog_read(path, NULL, collect, &s) == 0 && s.n == 0 &&
+			    warnings == 1)
+				skipped++;
+			else
+				tap_diag("record %u is not skipped (%u records, %d warnings)", i,
+					 s.n, warnings);
+			jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+			jobcg_acct_record_done(&s.last);
+			continue;
+		}
+		readable++;
 		if (jobcg_acctlog_read(path, NULL, collect, &s) == 0 && s.n == 1 && warnings == 0 &&
 		    same_record(&r, &s.last))
 			back++;
@@ -471,6 +491,48 @@ static void test_line_format(void)
 	is_int(lines, n, "every record is written as one line");
 	ok(readable > 0, "some records are in the reader's range");
 	is_int(back, readable, "every record in the reader's range reads back the same");
+	ok(refused > 0, "some records have a step id jobcg does not make");
+	is_int(skipped, refused, "each of those is skipped with a warning, never returned");
+	unlink(path);
+	rmdir(dir);
+}
+
+/* The line of the report: a step id with a quote, a newline and an escape sequence. Skipped
+ * with a warning naming the line, and the records around it still read. */
+static void test_hostile_strings(void)
+{
+	char dir[] = "/tmp/jobcg-test-accthostile-XXXXXX";
+	char path[256];
+	const char *text =
+	    "{\"type\":\"step\",\"job\":7,\"step\":\"a\\\"b\\nc\\u001b[31mRED\","
+	    "\"state\":\"COMPLETED\",\"uid\":0,\"gid\":0,\"exit_code\":0,\"exit_signal\":0,"
+	    "\"ntasks\":1,\"start_usec\":1,\"end_usec\":2,\"cpu_usec\":0,\"user_usec\":0,"
+	    "\"system_usec\":0,\"mem_peak\":0,\"oom_kills\":0}\n";
+	struct jobcg_acct_record r = sample_step();
+	struct seen s = {};
+	int fd, r_read;
+
+	if (!mkdtemp(dir)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
+	ok(jobcg_acctlog_write(path, &r, 0) == 0, "a good record");
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	ok(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text),
+	   "then a step id with a quote, a newline and an escape sequence");
+	if (fd >= 0)
+		close(fd);
+	ok(jobcg_acctlog_write(path, &r, 0) == 0, "then a good record");
+	jobcg_set_log(count_warnings, NULL, JOBCG_LOG_DEBUG);
+	warnings = 0;
+	r_read = jobcg_acctlog_read(path, NULL, collect, &s);
+	ok(r_read == 0 && s.n == 2 && warnings == 1,
+	   "the bad one is skipped with a warning, the good ones read (%u records, %d warnings)",
+	   s.n, warnings);
+	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+	ok(s.n == 2 && streq(s.last.step_id, r.step_id), "the last one read is the good one");
+	jobcg_acct_record_done(&s.last);
 	unlink(path);
 	rmdir(dir);
 }
@@ -694,6 +756,7 @@ int main(void)
 	test_log();
 	test_old_lines();
 	test_line_format();
+	test_hostile_strings();
 	test_sync_flag();
 	test_rotation();
 	return tap_done();

@@ -186,6 +186,60 @@ static void test_acct_rotated(void)
 	rmdir(state);
 }
 
+/*
+ * A log with a step id holding a quote, a newline and an escape sequence, and an old-style job
+ * id and gres with control characters: jobcg acct's table puts no control character on the
+ * terminal and no line that is not a record's; the bad step record is skipped with a warning.
+ */
+static void test_acct_hostile(void)
+{
+	static const char tail[] =
+	    "\"uid\":0,\"gid\":0,\"exit_code\":0,\"exit_signal\":0,\"ntasks\":1,"
+	    "\"start_usec\":1,\"end_usec\":2,\"cpu_usec\":0,\"user_usec\":0,\"system_usec\":0,"
+	    "\"mem_peak\":0,\"oom_kills\":0}\n";
+	char state[PATH_MAX], log[PATH_MAX + 16], *out = NULL, *err = NULL;
+	size_t lines = 0;
+	FILE *f;
+	int rc;
+
+	snprintf(state, sizeof(state), "%s/state", tmp);
+	snprintf(log, sizeof(log), "%s/acct.jsonl", state);
+	mkdir(state, 0700);
+	f = fopen(log, "we");
+	if (!f) {
+		ok(false, "write %s", log);
+		return;
+	}
+	fprintf(f, "{\"type\":\"step\",\"job\":7,\"step\":\"0\",\"state\":\"COMPLETED\",%s", tail);
+	fprintf(f,
+		"{\"type\":\"step\",\"job\":7,\"step\":\"a\\\"b\\nc\\u001b[31mRED\","
+		"\"state\":\"COMPLETED\",%s",
+		tail);
+	fprintf(
+	    f,
+	    "{\"type\":\"job\",\"job\":\"8\\u001b[2J\\n9\",\"gres\":\"gpu\\r\\u001b]0;x\\u0007\","
+	    "\"state\":\"COMPLETED\",%s",
+	    tail);
+	fclose(f);
+	setenv("JOBCG_STATE_DIR", state, 1);
+	put("cgroup.conf", "");
+	put("gres.conf", "");
+	rc = run((const char *[]){"--config-dir", tmp, "acct", NULL}, &out, &err);
+	unsetenv("JOBCG_STATE_DIR");
+	for (const char *p = out; p && *p; p++)
+		lines += *p == '\n';
+	ok(rc == 0 && out && !strpbrk(out, "\x1b\r\x07") && lines == 3 && strstr(out, "7.0 ") &&
+	       strstr(out, "8?[2J?9"),
+	   "jobcg acct prints a header and two records, no control character: '%s'",
+	   out ? out : "");
+	ok(err && strstr(err, "not an accounting record"),
+	   "and warns of the record with the bad step id: '%s'", err ? err : "");
+	free(out);
+	free(err);
+	unlink(log);
+	rmdir(state);
+}
+
 /* Include of a FIFO fails within 2 s, naming the Include line (it used to wait for a writer). */
 static void test_include_fifo(void)
 {
@@ -439,6 +493,7 @@ int main(void)
 	test_include_fifo();
 	test_spec_host();
 	test_acct_rotated();
+	test_acct_hostile();
 
 	char p[PATH_MAX + 16];
 	const char *names[] = {"cgroup.conf", "gres.conf", "out", "err"};

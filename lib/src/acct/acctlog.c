@@ -11,6 +11,7 @@
 
 #include "config_internal.h"
 #include "jobcg/acctlog.h"
+#include "jobcg/job.h"
 #include "log.h"
 #include "acctlog_internal.h"
 #include "util.h"
@@ -291,7 +292,13 @@ static const char *get_str(struct json_object *o, const char *k)
 	return json_object_get_string(v);
 }
 
-/* Parse one line into @r; false when it is not a complete record. */
+/*
+ * Parse one line into @r; false when it is not a complete record. The step id is checked as
+ * the numbers are: one jobcg makes (jobcg_step_id_valid), since one with a newline or an escape
+ * sequence would forge lines or drive the terminal of whoever reads the log. (Job ids of old
+ * logs were written as strings: those are read as they are, and `jobcg acct` masks what it
+ * prints of them.)
+ */
 static bool parse_record(const char *line, struct jobcg_acct_record *r)
 {
 	struct json_object *o = json_tokener_parse(line);
@@ -316,6 +323,8 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 	state = get_str(o, "state");
 	gres = get_str(o, "gres");
 	if (!type || !job || !state || (!streq(type, "job") && !streq(type, "step")))
+		goto out;
+	if (step && !jobcg_step_id_valid(step))
 		goto out;
 	st = jobcg_acct_state_from_name(state);
 	if (st < 0)
