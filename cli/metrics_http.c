@@ -8,11 +8,13 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -22,12 +24,29 @@
 #include "metrics_http.h"
 
 #define MHD_SONAME "libmicrohttpd.so.12"
-/* Bounds that keep a slow, idle or hostile client from holding up the others. */
+/*
+ * Bounds that keep a slow, idle or hostile client from holding a connection for long, so that
+ * a scrape gets one within about HTTP_DEADLINE_SEC: an idle timeout alone does not, since a
+ * client that drips a header line every few seconds is never idle. Clients that keep opening
+ * new connections still compete with a scraper for the slots; HTTP_PER_IP_MAX keeps one remote
+ * address from taking all of them, but not local users, who share 127.0.0.1 with a local scraper.
+ */
 #define HTTP_CONNECTIONS_MAX  128   /* open connections at once; more are refused */
+#define HTTP_PER_IP_MAX	      64    /* open connections from one address */
 #define HTTP_IDLE_TIMEOUT_SEC 5	    /* a connection that sends nothing for this long is closed */
+#define HTTP_DEADLINE_SEC     5	    /* to send a whole request, or to take a whole answer */
 #define HTTP_REQUEST_MAX      16384 /* memory for one request's line and headers */
 #define HTTP_THREADS	      4	    /* scrapes collected at the same time */
+#define HTTP_LOG_EVERY_SEC    60    /* libmicrohttpd's messages: at most one a minute */
 #define USER_CACHE_MAX	      4096
+
+static uint64_t mono_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec;
+}
 
 /* ---- user names ---- */
 
@@ -172,6 +191,8 @@ static struct {
 	enum MHD_Result (*queue)(struct MHD_Connection *c, unsigned int status,
 				 struct MHD_Response *r);
 	void (*destroy)(struct MHD_Response *r);
+	const union MHD_ConnectionInfo *(*conn_info)(struct MHD_Connection *c,
+						     enum MHD_ConnectionInfoType type, ...);
 } mhd;
 
 static int mhd_load(void)
@@ -186,6 +207,7 @@ static int mhd_load(void)
 	    {"MHD_add_response_header", offsetof(__typeof__(mhd), add_header)},
 	    {"MHD_queue_response", offsetof(__typeof__(mhd), queue)},
 	    {"MHD_destroy_response", offsetof(__typeof__(mhd), destroy)},
+	    {"MHD_get_connection_info", offsetof(__typeof__(mhd), conn_info)},
 	};
 	void *h = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
 
@@ -207,6 +229,127 @@ struct server {
 	const struct cli_global *g;
 	atomic_uint_fast64_t errors; /* collection errors so far: the counter's value */
 };
+
+/* ---- deadlines ---- */
+
+/*
+ * Every open connection with the time its current phase began: waiting for a whole request,
+ * or sending an answer. The main thread shuts down the socket of one whose phase is older than
+ * HTTP_DEADLINE_SEC, and libmicrohttpd then closes it as a client that hung up. A connection
+ * whose request is being collected is exempt: that is this server's time, not the client's.
+ * libmicrohttpd reports a connection closed before it closes its socket, and both go under
+ * watch_lock, so a shutdown never reaches a descriptor already reused.
+ */
+struct watched {
+	struct MHD_Connection *conn; /* NULL: a free slot */
+	int fd;
+	bool busy;
+	uint64_t since; /* CLOCK_MONOTONIC, seconds */
+};
+static struct watched watch[HTTP_CONNECTIONS_MAX + HTTP_THREADS];
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct watched *watch_find(struct MHD_Connection *conn)
+{
+	for (size_t i = 0; i < sizeof(watch) / sizeof(watch[0]); i++)
+		if (watch[i].conn == conn)
+			return &watch[i];
+	return NULL;
+}
+
+static void watch_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+			 enum MHD_ConnectionNotificationCode code)
+{
+	const union MHD_ConnectionInfo *info;
+	struct watched *w;
+
+	(void)cls;
+	(void)socket_context;
+	pthread_mutex_lock(&watch_lock);
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if ((w = watch_find(conn)))
+			*w = (struct watched){.fd = -1};
+	} else if ((info = mhd.conn_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD))) {
+		if ((w = watch_find(NULL)))
+			*w = (struct watched){
+			    .conn = conn, .fd = info->connect_fd, .since = mono_sec()};
+		else
+			/* Not watched, not served: a deadline nobody enforces is none. */
+			(void)shutdown(info->connect_fd, SHUT_RDWR);
+	}
+	pthread_mutex_unlock(&watch_lock);
+}
+
+/* A phase of @conn begins now; @busy: the server's own (a request being collected). */
+static void watch_phase(struct MHD_Connection *conn, bool busy)
+{
+	struct watched *w;
+
+	pthread_mutex_lock(&watch_lock);
+	if ((w = watch_find(conn))) {
+		w->busy = busy;
+		w->since = mono_sec();
+	}
+	pthread_mutex_unlock(&watch_lock);
+}
+
+static void watch_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			    enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)con_cls;
+	(void)toe;
+	watch_phase(conn, false);
+}
+
+static void watch_expire(void)
+{
+	uint64_t now = mono_sec();
+
+	pthread_mutex_lock(&watch_lock);
+	for (size_t i = 0; i < sizeof(watch) / sizeof(watch[0]); i++)
+		if (watch[i].conn && !watch[i].busy && now - watch[i].since >= HTTP_DEADLINE_SEC) {
+			(void)shutdown(watch[i].fd, SHUT_RDWR);
+			/* Once: libmicrohttpd closes it at its next look. */
+			watch[i].busy = true;
+		}
+	pthread_mutex_unlock(&watch_lock);
+}
+
+/*
+ * libmicrohttpd's messages, most of which any client can cause (a malformed request, a refused
+ * connection): at most one every HTTP_LOG_EVERY_SEC, with a count of those left out, so a
+ * client cannot fill the daemon's log.
+ */
+static void log_limited(void *cls, const char *fmt, va_list ap)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static uint64_t next;
+	static unsigned long dropped;
+	uint64_t now = mono_sec();
+	char msg[256];
+
+	(void)cls;
+	pthread_mutex_lock(&lock);
+	if (next && now < next) {
+		dropped++;
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* Some carry what the client sent: no control characters onto the log. */
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = *p == '\n' && !p[1] ? 0 : '?';
+	if (dropped)
+		fprintf(stderr, "jobcg: metrics: libmicrohttpd: %s (%lu more left out)\n", msg,
+			dropped);
+	else
+		fprintf(stderr, "jobcg: metrics: libmicrohttpd: %s\n", msg);
+	dropped = 0;
+	next = now + HTTP_LOG_EVERY_SEC;
+	pthread_mutex_unlock(&lock);
+}
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
 			     char *body, size_t len)
@@ -242,15 +385,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	size_t len = 0;
 	unsigned errors = 0;
 
+	enum MHD_Result r;
+
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n");
 	if (strcmp(url, "/metrics") != 0)
 		return reply_text(conn, MHD_HTTP_NOT_FOUND, "jobcg serves /metrics\n");
+	watch_phase(conn, true);
 	if (metrics_text(s->g, atomic_load(&s->errors), &body, &len, &errors) != 0)
-		return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
-				  "collecting failed: see the server's log\n");
-	atomic_fetch_add(&s->errors, errors);
-	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
+		r = reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+			       "collecting failed: see the server's log\n");
+	else {
+		atomic_fetch_add(&s->errors, errors);
+		r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
+	}
+	/* Then the client has HTTP_DEADLINE_SEC to take the answer. */
+	watch_phase(conn, false);
+	return r;
 }
 
 /*
@@ -336,20 +487,30 @@ int metrics_serve(const struct cli_global *g, int fd)
 	sigaddset(&stop, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	signal(SIGPIPE, SIG_IGN);
-	d = mhd.start(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL,
-		      NULL, handle, &s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-		      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
-		      MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX,
-		      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_SEC,
-		      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_REQUEST_MAX, MHD_OPTION_END);
+	d = mhd.start(
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	    handle, &s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE,
+	    (unsigned)HTTP_THREADS, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_MAX,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_SEC,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_REQUEST_MAX,
+	    MHD_OPTION_NOTIFY_CONNECTION, watch_notify, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+	    watch_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_limited, NULL, MHD_OPTION_END);
 	if (!d) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return cli_fail("metrics: libmicrohttpd could not start on the socket");
 	}
 	if (g->verbose)
 		fprintf(stderr, "jobcg: metrics: serving /metrics (pid %d)\n", (int)getpid());
-	while (sigwait(&stop, &sig) != 0)
-		;
+	/* This thread also enforces the deadlines, looking once a second. */
+	for (;;) {
+		const struct timespec tick = {.tv_sec = 1};
+
+		sig = sigtimedwait(&stop, NULL, &tick);
+		if (sig > 0)
+			break;
+		watch_expire();
+	}
 	mhd.stop(d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return 0;

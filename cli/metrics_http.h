@@ -31,9 +31,11 @@ int metrics_listen(const char *addr, int *ret_fd);
 
 /*
  * Serve GET /metrics on the listening socket @fd until SIGTERM or SIGINT: libmicrohttpd's own
- * threads, with a bound on connections, on each connection's idle time and on a request's
- * size. In a statically linked jobcg, which must not load libraries, execs the dynamic twin
- * (`jobcg-dynamic metrics --listen-fd FD`) instead. Returns the exit code.
+ * threads, with bounds on connections (in all and from one address), on the time a connection
+ * may take to send a whole request or take a whole answer, on its idle time, on a request's
+ * size and on how often clients can make it log. In a statically linked jobcg, which must not
+ * load libraries, execs the dynamic twin (`jobcg-dynamic metrics --listen-fd FD`) instead.
+ * Returns the exit code.
  */
 int metrics_serve(const struct cli_global *g, int fd);
 
