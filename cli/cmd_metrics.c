@@ -110,6 +110,11 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 	if (!!textfile + !!listen_addr + have_fd > 1)
 		return cli_usage_error("metrics",
 				       "--textfile, --listen and --listen-fd exclude each other");
+	if (geteuid() != 0)
+		return cli_fail(
+		    "metrics: needs root: the jobs' owners are in trusted.* extended "
+		    "attributes, which only root can read (a reading by another user would "
+		    "name no owner)");
 	if (have_fd) {
 		struct stat st;
 

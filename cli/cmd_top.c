@@ -325,6 +325,11 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind < argc)
 		return cli_usage_error("top", "unexpected argument '%s'", argv[optind]);
+	if (geteuid() != 0)
+		return cli_fail(
+		    "top: needs root: the jobs' owners are in trusted.* extended "
+		    "attributes, which only root can read (a reading by another user would "
+		    "name no owner)");
 	if (!isatty(STDOUT_FILENO))
 		batch = true;
 	keys = !batch && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0;

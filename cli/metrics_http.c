@@ -39,6 +39,7 @@
 #define HTTP_THREADS	      4	    /* scrapes collected at the same time */
 #define HTTP_LOG_EVERY_SEC    60    /* libmicrohttpd's messages: at most one a minute */
 #define USER_CACHE_MAX	      4096
+#define USER_CACHE_SEC	      60 /* how long a user name (or its absence) is believed */
 
 static uint64_t mono_sec(void)
 {
@@ -50,26 +51,47 @@ static uint64_t mono_sec(void)
 
 /* ---- user names ---- */
 
+/*
+ * uid -> name, found and not found alike, each for USER_CACHE_SEC: a user added, renamed or
+ * removed later (an LDAP account that appears after its first job) is seen within that, while
+ * a server scraped every second does not run getent for every job each time.
+ */
 struct user_entry {
 	uid_t uid;
-	char *name; /* NULL: the passwd database has none */
+	char *name;  /* NULL: the passwd database had none */
+	uint64_t at; /* CLOCK_MONOTONIC seconds of the lookup */
 };
 static struct user_entry *users;
 static size_t n_users;
 static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* A copy in this thread's buffer: cache entries are replaced while other threads format. */
+static const char *user_copy(const char *name)
+{
+	static __thread char buf[LOGIN_NAME_MAX + 1];
+
+	if (!name || strlen(name) >= sizeof(buf))
+		return NULL;
+	return strcpy(buf, name);
+}
+
 const char *metrics_user_name(uid_t uid, void *userdata)
 {
 	char key[16], **f = NULL, *name = NULL;
 	const char *found = NULL;
+	uint64_t now = mono_sec();
+	struct user_entry *e = NULL;
 
+	(void)userdata;
 	pthread_mutex_lock(&users_lock);
-	for (size_t i = 0; i < n_users; i++)
-		if (users[i].uid == uid) {
-			found = users[i].name;
-			pthread_mutex_unlock(&users_lock);
-			return found;
-		}
+	for (size_t i = 0; i < n_users && !e; i++)
+		if (users[i].uid == uid)
+			e = &users[i];
+	if (e && now - e->at < USER_CACHE_SEC) {
+		found = user_copy(e->name);
+		pthread_mutex_unlock(&users_lock);
+		return found;
+	}
 	pthread_mutex_unlock(&users_lock);
 	snprintf(key, sizeof(key), "%u", (unsigned)uid);
 	if (cli_getent("passwd", key, &f) == 0) {
@@ -77,18 +99,28 @@ const char *metrics_user_name(uid_t uid, void *userdata)
 		jobcg_strv_free(f);
 	}
 	pthread_mutex_lock(&users_lock);
-	if (n_users < USER_CACHE_MAX) {
+	e = NULL;
+	for (size_t i = 0; i < n_users && !e; i++)
+		if (users[i].uid == uid)
+			e = &users[i];
+	if (!e && n_users < USER_CACHE_MAX) {
 		struct user_entry *t = realloc(users, (n_users + 1) * sizeof(*t));
 
 		if (t) {
 			users = t;
-			users[n_users++] = (struct user_entry){uid, name};
-			found = name;
-			name = NULL;
+			e = &users[n_users++];
+			*e = (struct user_entry){.uid = uid};
 		}
 	}
+	found = user_copy(name);
+	if (e) {
+		free(e->name);
+		e->name = name;
+		e->at = now;
+		name = NULL;
+	}
 	pthread_mutex_unlock(&users_lock);
-	/* Not cached (cache full or no memory): this one reading uses the number. */
+	/* Not cached (cache full or no memory): this one reading uses the lookup. */
 	free(name);
 	return found;
 }

@@ -19,7 +19,8 @@
 int metrics_text(const struct cli_global *g, uint64_t errors_before, char **ret, size_t *ret_len,
 		 unsigned *ret_errors);
 
-/* A user name for @uid from the passwd database (getent), cached; NULL when it has none. */
+/* A user name for @uid from the passwd database (getent), cached for a minute, found or not;
+ * NULL when it has none. Points to this thread's buffer, valid until its next call. */
 const char *metrics_user_name(uid_t uid, void *userdata);
 
 /*

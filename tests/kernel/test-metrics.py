@@ -5,8 +5,9 @@ jobs, a step and GPUs; the GPUs each job and step may open are those who-has fin
 kernel's programs; series of files this host lacks are absent. A real Prometheus server scrapes
 the daemon and a PromQL query names the job holding a GPU, until that job is released. Idle,
 oversized, 50 concurrent and 140 slow-drip clients do not hold up scrapes or launches, and
-malformed requests do not flood the daemon's log; without Prometheus only these are checked.
-`jobcg top` shows the job and its GPU under tmux and quits on q. Makes its own cgroup subtree, state, configuration,
+malformed requests do not flood the daemon's log; without Prometheus only these and the next
+are checked. `metrics` and `top` refuse another user than root. `jobcg top` shows the job and
+its GPU under tmux and quits on q. Makes its own cgroup subtree, state, configuration,
 ports and Prometheus storage; kills only the processes it started."""
 import json
 import os
@@ -251,8 +252,27 @@ def hostile_clients(e, port, sock, up, dlog):
     ok(up(), "and the server still answers")
 
 
+def as_nobody():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def not_root(e):
+    """The owners are in trusted.* xattrs, which only root reads: another user's reading
+    would name no owner, so `metrics` and `top` refuse it, saying why."""
+    for cmd in (["metrics"], ["top", "-b", "-n", "1"]):
+        r = subprocess.run([e.jobcg, *cmd], env=e.env, capture_output=True, text=True,
+                           timeout=60, preexec_fn=as_nobody)
+        ok(r.returncode == 1 and "needs root" in r.stderr and "trusted.*" in r.stderr
+           and r.stdout == "",
+           f"{' '.join(cmd)} as uid 65534 is refused, saying why ({r.returncode}, "
+           f"{r.stderr.strip()[:200]!r})")
+
+
 def server_only(e):
-    """Without Prometheus: the daemon's server against hostile clients only."""
+    """Without Prometheus: the refusal as another user than root, and the daemon's server
+    against hostile clients."""
     diag("promtool/prometheus not installed (Debian package prometheus): the daemon's server "
          "is checked against hostile clients only")
     port = free_port()
@@ -268,6 +288,7 @@ def server_only(e):
         except OSError:
             return False
     ok(wait_for(up, 20), "jobcg daemon --metrics-listen serves GET /metrics")
+    not_root(e)
     hostile_clients(e, port, sock, up, dlog)
     daemon.terminate()
     daemon.wait(timeout=30)
@@ -437,6 +458,7 @@ def body(e):
     hostile_clients(e, port, sock, up, dlog)
 
     # --- jobcg top ---
+    not_root(e)
     r = e.run("top", "-b", "-n", "1", "-d", "0.2")
     lines = r.stdout.splitlines()
     ok(r.returncode == 0 and lines and lines[0].startswith("jobcg top") and

@@ -331,18 +331,29 @@ static bool is_job_dir(const char *name)
 	return tree_parse_job_dirname(name, &id) == 0;
 }
 
-static void read_owner(int dfd, struct jobcg_metrics_cg *cg)
+/* The owner's record; its absence (ENODATA) is no error, but any other failure is one: it
+ * would show the cgroup as nobody's. (Without CAP_SYS_ADMIN the kernel hides trusted.* as
+ * absent: the CLI refuses to read the node as another user.) */
+static void read_owner(struct collector *c, int dfd, const char *path, struct jobcg_metrics_cg *cg)
 {
 	char v[64];
 	ssize_t n = fgetxattr(dfd, "trusted.jobcg.owner", v, sizeof(v) - 1);
+	int r = n < 0 ? negative_errno() : 0;
+	char what[PATH_MAX + 32];
 	unsigned u, g;
 
-	if (n <= 0)
-		return;
-	v[n] = 0;
-	if (parse_owner(v, &u, &g) == 0) {
-		cg->have_owner = true;
-		cg->uid = (uid_t)u;
+	if (n > 0) {
+		v[n] = 0;
+		if (parse_owner(v, &u, &g) == 0) {
+			cg->have_owner = true;
+			cg->uid = (uid_t)u;
+			return;
+		}
+		r = -EINVAL;
+	}
+	if (r && r != -ENODATA) {
+		snprintf(what, sizeof(what), "%s (trusted.jobcg.owner)", path);
+		count_error(c, what, r);
 	}
 }
 
@@ -366,7 +377,7 @@ static int collect_job(struct collector *c, int rootfd, const char *parent, int 
 	if (r < 0)
 		return r;
 	job->job = id;
-	read_owner(dfd, job);
+	read_owner(c, dfd, path, job);
 	if (read_cgroup(c, dfd, path, job_ctl, job) == -ENOENT)
 		return 0; /* released meanwhile: not in this reading */
 	c->m->n_cgs++;
