@@ -2,6 +2,7 @@
  * PAM, and check from PAM's session phase that the login is still in its job. */
 #include <getopt.h>
 #include <stdarg.h>
+#include <sys/auxv.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -69,20 +70,43 @@ static bool service_listed(char **services, size_t n, const char *service)
 	return false;
 }
 
-/* account phase: refuse when the session stack would take the login out of its job. */
-static int pam_stack_refuses(const char *pam_dir, const char *service, const char *who)
+/*
+ * Is this jobcg linked dynamically? Then the dynamic loader ran before main() with the
+ * environment pam_exec gave us: LD_PRELOAD and its kin, which a user's ~/.pam_environment can
+ * set, had their effect as root before anything here could drop them. A static jobcg (meson's
+ * static_exe, the default) has no loader and is not touched by them.
+ */
+static bool dynamically_linked(void)
+{
+	return getauxval(AT_BASE) != 0;
+}
+
+/* Refuse when the stack would take the login out of its job (account phase), or would let a
+ * user's own environment reach this dynamically linked jobcg (either phase). */
+static int pam_stack_refuses(const char *pam_dir, const char *service, const char *who,
+			     bool account)
 {
 	struct jobcg_pam_scan *scan = NULL;
 	int r;
 
+	if (!account && !dynamically_linked())
+		return 0;
 	if ((r = jobcg_pam_scan(pam_dir, service, &scan)) < 0) {
 		/* PAM itself found a stack to run us from; it may be "other". */
-		say(LOG_WARNING, "cannot check PAM service %s's session stack: %s", service,
+		say(LOG_WARNING, "cannot check PAM service %s's stack: %s", service,
 		    jobcg_error_message(r));
 		return 0;
 	}
 	r = 0;
-	if (scan->pam_systemd)
+	if (scan->user_env && dynamically_linked())
+		r = say(LOG_ERR,
+			"refusing %s's login: pam_env reads users' own ~/.pam_environment in PAM "
+			"service %s's stack (%s), and this jobcg is linked dynamically: a user's "
+			"LD_PRELOAD there would run as root inside it. Run the statically linked "
+			"jobcg from PAM (meson's static_exe, the default), or take user_readenv=1 "
+			"off that line (docs/pam.md)",
+			who, service, scan->user_env);
+	else if (account && scan->pam_systemd)
 		r = say(LOG_ERR,
 			"refusing %s's login: pam_systemd runs in PAM service %s's session stack "
 			"(%s), and systemd-logind would move the login out of its job (no limits, "
@@ -100,7 +124,7 @@ static int pam_account(struct jobcg_ctx *ctx, const char *pam_dir, const char *s
 	uint32_t job = 0;
 	int r;
 
-	if (pam_stack_refuses(pam_dir, service, who))
+	if (pam_stack_refuses(pam_dir, service, who, true))
 		return 1;
 	if ((r = jobcg_adopt_user(ctx, pid, uid, &job)) < 0) {
 		if (r == -ENOENT)
@@ -121,12 +145,15 @@ static int pam_account(struct jobcg_ctx *ctx, const char *pam_dir, const char *s
 }
 
 /* session phase, after the session modules: is the login still in a job? */
-static int pam_session(struct jobcg_ctx *ctx, const char *service, const char *who, pid_t pid)
+static int pam_session(struct jobcg_ctx *ctx, const char *pam_dir, const char *service,
+		       const char *who, pid_t pid)
 {
 	char *cg = NULL;
 	uint32_t job = 0;
 	int r;
 
+	if (pam_stack_refuses(pam_dir, service, who, false))
+		return 1;
 	r = jobcg_pid_job(ctx, pid, &job, &cg);
 	if (r < 0)
 		return say(LOG_ERR, "cannot check %s's login (pid %d): %s", who, (int)pid,
@@ -145,16 +172,59 @@ static int pam_session(struct jobcg_ctx *ctx, const char *service, const char *w
 }
 
 /*
+ * pam_exec's value of @name. It appends PAM's own items after the PAM environment, in which a
+ * user's ~/.pam_environment may have put the same names first: getenv() would return the
+ * user's PAM_TYPE=close_session or PAM_USER=root. The last one is PAM's; @forged is set when
+ * there were more.
+ */
+static const char *pam_item(const char *name, bool *forged)
+{
+	size_t len = strlen(name);
+	const char *v = NULL;
+
+	for (char **e = environ; e && *e; e++)
+		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') {
+			if (v)
+				*forged = true;
+			v = *e + len + 1;
+		}
+	return v;
+}
+
+/* The names of the dynamic loader's variables in the environment ("LD_PRELOAD, ..."), NULL
+ * when there are none (or no memory to say so). */
+static char *loader_variables(void)
+{
+	char *names = NULL, *more;
+
+	for (char **e = environ; e && *e; e++) {
+		int len = (int)strcspn(*e, "=");
+
+		if (strncmp(*e, "LD_", 3) != 0)
+			continue;
+		if (asprintf(&more, "%s%s%.*s", names ? names : "", names ? ", " : "", len, *e) < 0)
+			more = NULL;
+		free(names);
+		if (!(names = more))
+			return NULL;
+	}
+	return names;
+}
+
+/*
  * pam_exec hands its command the PAM environment, which pam_env fills from the user's own
  * ~/.pam_environment on Debian's sshd session stack: none of it may steer a root jobcg (a
  * JOBCG_ROOT or JOBCG_CONF_DIR of the user's choosing). Only PAM's items are kept, as copies;
  * the configuration comes from --config-dir or the default. Test builds keep the JOBCG_*
  * variables their tests point jobcg at.
  */
-static int pam_environment(struct cli_global *pg, char **service, char **type, char **user)
+static int pam_environment(struct cli_global *pg, char **service, char **type, char **user,
+			   char **loader, bool *forged)
 {
-	const char *s = getenv("PAM_SERVICE"), *t = getenv("PAM_TYPE"), *u = getenv("PAM_USER");
+	const char *s = pam_item("PAM_SERVICE", forged), *t = pam_item("PAM_TYPE", forged),
+		   *u = pam_item("PAM_USER", forged);
 
+	*loader = loader_variables();
 	*service = s ? strdup(s) : NULL;
 	*type = t ? strdup(t) : NULL;
 	*user = u ? strdup(u) : NULL;
@@ -183,7 +253,8 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	char *services[MAX_SERVICES];
 	size_t nservices = 0;
 	const char *pam_dir = NULL;
-	char *service = NULL, *type = NULL, *who = NULL;
+	char *service = NULL, *type = NULL, *who = NULL, *loader = NULL;
+	bool forged = false;
 	struct cli_global pg = *g;
 	uint32_t job = 0;
 	bool pam = false;
@@ -248,7 +319,7 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 					       "--pam takes no PID (the process is our parent)");
 		if (job)
 			return cli_usage_error("adopt", "--pam chooses the job: no --job");
-		if (pam_environment(&pg, &service, &type, &who) < 0) {
+		if (pam_environment(&pg, &service, &type, &who, &loader, &forged) < 0) {
 			ret = cli_fail("adopt --pam: out of memory");
 			goto out;
 		}
@@ -272,6 +343,21 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		}
 		openlog("jobcg-adopt", LOG_PID, LOG_AUTHPRIV);
 		to_syslog = true;
+		if (forged)
+			say(LOG_WARNING,
+			    "the PAM environment sets PAM_SERVICE, PAM_TYPE or PAM_USER itself (a "
+			    "user's ~/.pam_environment?): ignored, pam_exec's own values are used");
+		if (loader && dynamically_linked()) {
+			ret = say(LOG_ERR,
+				  "refusing %s's login: the PAM environment sets %s, which the "
+				  "dynamic loader of this jobcg has acted on, as root, before "
+				  "jobcg could drop it. Run the statically linked jobcg from PAM "
+				  "(meson's static_exe, the default) and keep users' "
+				  "~/.pam_environment out of the stack (pam_env's user_readenv=1; "
+				  "docs/pam.md)",
+				  who && *who ? who : "a user", loader);
+			goto out;
+		}
 		if (!who || !*who) {
 			ret = say(LOG_ERR, "PAM_USER is not set");
 			goto out;
@@ -319,7 +405,7 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	if (pam) {
 		ret = strcmp(type, "account") == 0
 			  ? pam_account(ctx, pam_dir, service, who, uid, pid)
-			  : pam_session(ctx, service, who, pid);
+			  : pam_session(ctx, pam_dir, service, who, pid);
 		goto out;
 	}
 	if (job)
@@ -337,6 +423,7 @@ out:
 	free(service);
 	free(type);
 	free(who);
+	free(loader);
 	return ret;
 }
 CLI_COMMAND(adopt, cmd_adopt, "move a login session's process into a job (PAM)");

@@ -1,4 +1,6 @@
 /* jobcg check: what this host's cgroup v2 offers jobcg, and whether jobs can run here. */
+#include <elf.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -79,8 +81,42 @@ struct pam_check {
 	char *error;		     /* why it could not */
 	bool escapes;		     /* adopted logins leave their jobs (exit status 1) */
 	char *escape;		     /* why */
+	bool unsafe;		     /* users' environments reach a dynamic jobcg (exit status 1) */
+	char *unsafe_why;	     /* why */
 	char *note;		     /* weaker than that, said too */
+	char *env_note;		     /* users' environments reach a static jobcg: harmless, said */
 };
+
+/*
+ * Does the ELF file @path ask for a dynamic loader (a PT_INTERP header)? 1 or 0, -errno when
+ * it cannot be read or is not a 64-bit ELF file of this machine's byte order.
+ */
+static int elf_dynamic(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), r = -ENOEXEC;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(ph))
+		goto out;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph))
+			goto out;
+		if (ph.p_type == PT_INTERP) {
+			r = 1;
+			goto out;
+		}
+	}
+	r = 0;
+out:
+	close(fd);
+	return r;
+}
 
 static char *text_of(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *text_of(const char *fmt, ...)
@@ -124,6 +160,35 @@ static void pam_check(const char *pam_dir, struct pam_check *pc)
 				   "account line does: logins are not adopted, and every "
 				   "login but root's is refused (docs/pam.md)",
 				   sc->adopt_session);
+	/* pam_exec runs its command as root with the PAM environment: a dynamic loader acts on
+	 * a user's LD_PRELOAD before jobcg can drop it (jobcg adopt then refuses every login). */
+	if (sc->user_env && sc->adopt_session && sc->adopt_exe) {
+		int d = elf_dynamic(sc->adopt_exe);
+
+		/* Not an ELF program (a script): its interpreter's loader reads LD_PRELOAD. */
+		if (d > 0 || d == -ENOEXEC) {
+			pc->unsafe = true;
+			pc->unsafe_why = text_of(
+			    "pam_env reads users' own ~/.pam_environment (%s) before the session "
+			    "line running %s, which %s: a user's LD_PRELOAD would run as root in "
+			    "it, and 'jobcg adopt --pam' refuses every login there. Name the "
+			    "statically linked jobcg on the PAM lines, or take user_readenv=1 off "
+			    "that line (docs/pam.md)",
+			    sc->user_env, sc->adopt_exe,
+			    d > 0 ? "is linked dynamically" : "is not an ELF program");
+		} else if (d < 0)
+			pc->env_note = text_of(
+			    "pam_env hands users' own ~/.pam_environment (%s) to the session line; "
+			    "whether %s is linked statically, as it must be there, is not known: "
+			    "%s",
+			    sc->user_env, sc->adopt_exe, strerror(-d));
+		else
+			pc->env_note =
+			    text_of("pam_env hands users' own ~/.pam_environment (%s) to the "
+				    "session line; %s is statically linked and drops it: keep it "
+				    "static (docs/pam.md)",
+				    sc->user_env, sc->adopt_exe);
+	}
 }
 
 static struct json_object *pam_json(const struct pam_check *pc)
@@ -141,8 +206,15 @@ static struct json_object *pam_json(const struct pam_check *pc)
 		json_object_object_add(o, "adopt_session", JSTR(sc->adopt_session));
 		json_object_object_add(o, "pam_systemd", JSTR(sc->pam_systemd));
 	}
+	if (sc) {
+		json_object_object_add(o, "user_env", JSTR(sc->user_env));
+		json_object_object_add(o, "adopt_exe", JSTR(sc->adopt_exe));
+	}
 	json_object_object_add(o, "logins_escape", json_object_new_boolean(pc->escapes));
+	json_object_object_add(o, "root_from_user_env", json_object_new_boolean(pc->unsafe));
 	json_object_object_add(o, "warning", JSTR(pc->escape ? pc->escape : pc->note));
+	json_object_object_add(o, "env_warning",
+			       JSTR(pc->unsafe_why ? pc->unsafe_why : pc->env_note));
 #undef JSTR
 	return o;
 }
@@ -168,6 +240,13 @@ static void pam_text(const struct pam_check *pc)
 			pc->escape);
 	} else if (pc->note)
 		printf("note: %s\n", pc->note);
+	if (pc->unsafe) {
+		printf("WARNING: users' environments reach a root jobcg: %s\n", pc->unsafe_why);
+		fprintf(stderr,
+			"jobcg: check: WARNING: users' environments reach a root jobcg: %s\n",
+			pc->unsafe_why);
+	} else if (pc->env_note)
+		printf("note: %s\n", pc->env_note);
 	for (char **n = sc ? sc->notes : NULL; n && *n; n++)
 		printf("note: PAM: %s\n", *n);
 }
@@ -327,7 +406,8 @@ static void usage(void)
 	       "differ from gres.conf; under Slurm, whether Slurm's gres.conf lists this node's\n"
 	       "GPUs as jobcg's does and slurm.conf's GresTypes= lists gpu. Exit status 0 only if\n"
 	       "jobs can run, adopted ssh logins stay in their jobs (no pam_systemd in sshd's\n"
-	       "session stack), the GPUs agree and Slurm sets the steps' GPU variables.\n\n"
+	       "session stack) and no user's environment reaches a dynamically linked jobcg on\n"
+	       "its PAM lines, the GPUs agree and Slurm sets the steps' GPU variables.\n\n"
 	       "  --json               the same as JSON\n"
 	       "  --pam-dir DIR        read sshd's PAM stack from DIR (default: /etc/pam.d)\n"
 	       "  --slurm-gres FILE    compare Slurm's gres.conf FILE with jobcg's, GPU by GPU\n"
@@ -831,12 +911,14 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		rs |= gres_types_check(&plugin, NULL);
 		rs |= slurm_plugins_check(&plugin, NULL);
 	}
-	r = s->can_run && !rspec && !pc.escapes && !r && !rs ? 0 : 1;
+	r = s->can_run && !rspec && !pc.escapes && !pc.unsafe && !r && !rs ? 0 : 1;
 	jobcg_pam_scan_free(pc.scan);
 	slurm_conf_facts_done(&plugin.facts);
 	free(pc.error);
 	free(pc.escape);
 	free(pc.note);
+	free(pc.unsafe_why);
+	free(pc.env_note);
 	jobcg_sysinfo_free(s);
 	jobcg_config_free(conf);
 	return r;

@@ -314,6 +314,134 @@ static int pam_run(const char *service, const char *type, const char *user, cons
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/*
+ * `jobcg adopt --pam` as pam_exec runs it after pam_env read a user's ~/.pam_environment: the
+ * user's variables (@user_env, "NAME=VALUE" each) first, then ours without PAM_*, then PAM's
+ * own items last, as pam_exec appends them. A forked copy of this test stands in for sshd (the
+ * process adopted) and prints its cgroup after. Exit status of adopt; output to @out.
+ */
+static int pam_run_env(const char *const *user_env, const char *service, const char *type,
+		       const char *user, const char *pam_dir, char *out, size_t size)
+{
+	int fd[2], st;
+	size_t len = 0;
+	ssize_t k;
+	pid_t pid;
+
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char *envp[256], items[3][256], line[PATH_MAX + 8];
+		char *argv[] = {(char *)kcli_binary(), "adopt",		"--pam",
+				"--pam-dir",	       (char *)pam_dir, NULL};
+		size_t n = 0;
+		pid_t login;
+		FILE *f;
+
+		dup2(fd[1], 1);
+		dup2(fd[1], 2);
+		for (size_t i = 0; user_env[i] && n < 64; i++)
+			envp[n++] = (char *)user_env[i];
+		for (char **e = environ; *e && n < 240; e++)
+			if (strncmp(*e, "PAM_", 4) != 0)
+				envp[n++] = *e;
+		snprintf(items[0], sizeof(items[0]), "PAM_SERVICE=%s", service);
+		snprintf(items[1], sizeof(items[1]), "PAM_USER=%s", user);
+		snprintf(items[2], sizeof(items[2]), "PAM_TYPE=%s", type);
+		for (int i = 0; i < 3; i++)
+			envp[n++] = items[i];
+		envp[n] = NULL;
+		login = fork();
+		if (login == 0) {
+			execve(argv[0], argv, envp);
+			_exit(127);
+		}
+		if (login < 0 || waitpid(login, &st, 0) < 0)
+			_exit(126);
+		f = fopen("/proc/self/cgroup", "re");
+		while (f && fgets(line, sizeof(line), f))
+			if (strncmp(line, "0::", 3) == 0)
+				fputs(line, stdout);
+		fflush(stdout);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 125);
+	}
+	close(fd[1]);
+	while (len + 1 < size && (k = read(fd[0], out + len, size - len - 1)) > 0)
+		len += (size_t)k;
+	out[len] = '\0';
+	close(fd[0]);
+	waitpid(pid, &st, 0);
+	if (*out)
+		ktest_diag_lines("  ", out);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Does @path ask for a dynamic loader? (An ELF program header PT_INTERP.) */
+static bool linked_dynamically(const char *path)
+{
+	char out[256] = "";
+	char cmd[PATH_MAX + 64];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -lW '%s' 2>/dev/null | grep -c INTERP", path);
+	p = popen(cmd, "re");
+	if (p) {
+		if (!fgets(out, sizeof(out), p))
+			out[0] = '\0';
+		pclose(p);
+	}
+	return atoi(out) > 0;
+}
+
+/* A user's own PAM environment: PAM_* names of the user's choosing, the loader's variables. */
+static void test_pam_user_env(const char *pamd)
+{
+	static const char *const none[] = {NULL};
+	static const char *const close_first[] = {"PAM_TYPE=close_session", NULL};
+	static const char *const root_first[] = {"PAM_USER=root", "PAM_SERVICE=su", NULL};
+	static const char *const loader[] = {"LD_LIBRARY_PATH=/nonexistent-jobcg-test", NULL};
+	char out[8192], path[PATH_MAX + 32];
+	bool dynamic = linked_dynamically(kcli_binary());
+
+	tap_diag("adopt --pam with a user's ~/.pam_environment");
+	is_int(pam_run_env(none, "sshd", "open_session", "nobody", pamd, out, sizeof(out)), 1,
+	       "open_session outside every job is refused");
+	is_int(pam_run_env(close_first, "sshd", "open_session", "nobody", pamd, out, sizeof(out)),
+	       1, "...and still refused when the user's environment says PAM_TYPE=close_session");
+	ok(strstr(out, "outside every job") != NULL, "...for the same reason");
+	ok(strstr(out, "sets PAM_SERVICE, PAM_TYPE or PAM_USER itself") != NULL,
+	   "...warning that the PAM environment set a PAM item");
+	is_int(pam_run_env(root_first, "sshd", "account", "nobody", pamd, out, sizeof(out)), 1,
+	       "account phase, nobody without a job, the user's env saying PAM_USER=root "
+	       "PAM_SERVICE=su: refused");
+	ok(strstr(out, "no job on this node") != NULL, "...as nobody, who has no job");
+
+	is_int(kcli(NULL, "alloc", "9", "--user", "nobody", NULL), 0, "job 9 of nobody");
+	if (!dynamic) {
+		for (int i = 0; i < 5; i++)
+			tap_skip("this jobcg is linked statically: the loader's variables reach "
+				 "nothing");
+		is_int(kcli(NULL, "release", "9", NULL), 0, "release job 9");
+		return;
+	}
+	is_int(pam_run_env(loader, "sshd", "account", "nobody", pamd, out, sizeof(out)), 1,
+	       "a dynamically linked jobcg refuses a login whose PAM environment sets "
+	       "LD_LIBRARY_PATH");
+	ok(strstr(out, "LD_LIBRARY_PATH") && strstr(out, "statically linked"),
+	   "...naming it and the fix");
+	ok(strstr(out, "job_9") == NULL, "...and adopts nothing");
+	snprintf(path, sizeof(path), "%s/sshd", pamd);
+	write_file(path, "account required pam_exec.so quiet /usr/sbin/jobcg adopt --pam\n"
+			 "session required pam_env.so user_readenv=1\n"
+			 "session required pam_exec.so quiet /usr/sbin/jobcg adopt --pam\n");
+	is_int(pam_run_env(none, "sshd", "account", "nobody", pamd, out, sizeof(out)), 1,
+	       "with pam_env user_readenv=1 in the stack a dynamically linked jobcg refuses "
+	       "every login");
+	ok(strstr(out, "user_readenv=1") && strstr(out, "sshd:2"), "...naming the line");
+	is_int(kcli(NULL, "release", "9", NULL), 0, "release job 9");
+}
+
 /* --pam: which services, which phase, which stack. */
 static void test_pam(void)
 {
@@ -378,6 +506,7 @@ static void test_pam(void)
 	ok(strstr(out, "no job on this node") != NULL, "...saying so");
 
 	is_int(kcli(NULL, "adopt", "1", NULL), 2, "pid 1 is never adopted");
+	test_pam_user_env(pamd);
 }
 
 static void run_all(void)

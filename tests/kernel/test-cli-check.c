@@ -126,6 +126,62 @@ static void pam_checks(void)
 	is_int(rc, 0, "pam_systemd without jobcg adopt is no concern of jobcg's");
 	ok(out && strstr(out, "not adopted"), "...logins are not adopted, it says");
 	free(out);
+
+	/* Debian's pam_env line reads users' ~/.pam_environment before the session line. */
+	{
+		char text[3 * PATH_MAX], stat_exe[PATH_MAX];
+
+		snprintf(text, sizeof(text),
+			 "account required pam_exec.so quiet %s adopt --pam\n"
+			 "session required pam_env.so user_readenv=1 envfile=/etc/default/locale\n"
+			 "session required pam_exec.so quiet %s adopt --pam\n",
+			 kcli_binary(), kcli_binary());
+		put(dir, "sshd", text);
+		rc = kcli_run((char *[]){"check", "--pam-dir", dir, NULL}, &out, &err);
+		is_int(rc, 1,
+		       "check fails when users' ~/.pam_environment reaches a dynamically linked "
+		       "jobcg (this test build)");
+		snprintf(want, sizeof(want), "%s/sshd:2", dir);
+		ok(out && strstr(out, "WARNING: users' environments reach a root jobcg") &&
+		       strstr(out, want) && strstr(out, "linked dynamically"),
+		   "...naming the pam_env line and why");
+		ok(err && strstr(err, "WARNING"), "...on stderr as well");
+		free(out);
+		free(err);
+		rc = kcli(&out, "check", "--json", "--pam-dir", dir, NULL);
+		o = out ? json_tokener_parse(out) : NULL;
+		ok(o && json_object_object_get_ex(o, "ssh_pam", &pam) &&
+		       json_object_object_get_ex(pam, "root_from_user_env", &v) &&
+		       json_object_get_boolean(v) &&
+		       json_object_object_get_ex(pam, "user_env", &v) &&
+		       strstr(json_object_get_string(v), want),
+		   "json ssh_pam.root_from_user_env is true, user_env names the line");
+		json_object_put(o);
+		free(out);
+		/* A statically linked program: glibc's ldconfig, named like jobcg. */
+		snprintf(stat_exe, sizeof(stat_exe), "%s/jobcg-static", ktest_tmpdir());
+		if (symlink("/sbin/ldconfig", stat_exe) < 0 && errno != EEXIST)
+			tap_diag("symlink %s: %s", stat_exe, strerror(errno));
+		snprintf(text, sizeof(text),
+			 "account required pam_exec.so quiet %s adopt --pam\n"
+			 "session required pam_env.so user_readenv=1 envfile=/etc/default/locale\n"
+			 "session required pam_exec.so quiet %s adopt --pam\n",
+			 stat_exe, stat_exe);
+		put(dir, "sshd", text);
+		rc = kcli(&out, "check", "--pam-dir", dir, NULL);
+		if (access("/sbin/ldconfig", X_OK) == 0) {
+			is_int(rc, 0, "with a statically linked jobcg on the lines: passes");
+			ok(out && strstr(out, "note: pam_env hands users' own") &&
+			       strstr(out, "statically linked and drops it") &&
+			       !strstr(out, "WARNING"),
+			   "...with a note to keep it static");
+		} else {
+			tap_skip("no /sbin/ldconfig to stand in for a static jobcg");
+			tap_skip("no /sbin/ldconfig to stand in for a static jobcg");
+		}
+		free(out);
+		unlink(stat_exe);
+	}
 }
 
 /* A reservation this node cannot honour fails every job that applies it: check says jobs cannot

@@ -146,6 +146,36 @@ int main(void)
 		unlink(fifo);
 	}
 
+	/* pam_env with user_readenv=1 hands a user's ~/.pam_environment to what runs after it. */
+	put("sshd",
+	    "@include common-auth\n"
+	    "account required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n"
+	    "session    required     pam_env.so # [1]\n"
+	    "session    required     pam_env.so user_readenv=1 envfile=/etc/default/locale\n"
+	    "@include common-session-noninteractive\n"
+	    "session required pam_exec.so quiet /usr/local/bin/jobcg adopt --pam\n");
+	s = scan("sshd");
+	snprintf(want, sizeof(want), "%s/sshd:4", dir);
+	is_str(s ? s->user_env : NULL, want,
+	       "Debian's pam_env line reading the user's file, before the session line, is found");
+	is_str(s ? s->adopt_exe : NULL, "/usr/local/bin/jobcg", "...and the program adopt runs");
+	jobcg_pam_scan_free(s);
+	put("env", "auth optional pam_env.so user_readenv=1\n");
+	s = scan("env");
+	ok(s && s->user_env, "an auth line counts (pam_env sets the environment at setcred)");
+	ok(s && !s->adopt_exe, "no adopt line, no program");
+	jobcg_pam_scan_free(s);
+	put("env", "session required pam_env.so user_readenv=1 user_readenv=0\n"
+		   "session required pam_env.so readenv=1 envfile=/etc/default/locale\n"
+		   "account required pam_env.so user_readenv=1\n"
+		   "session required pam_exec.so /usr/sbin/jobcg adopt --pam\n"
+		   "session required pam_env.so user_readenv=1\n");
+	s = scan("env");
+	ok(s && !s->user_env,
+	   "not: user_readenv=0 last, readenv=1 (the system's files), an account line, a line "
+	   "after the session line");
+	jobcg_pam_scan_free(s);
+
 	s = NULL;
 	is_int(jobcg_pam_scan(dir, "nosuch", &s), -ENOENT, "a missing service file is an error");
 	ok(strstr(jobcg_last_error()->message, "nosuch") != NULL, "...naming the file");

@@ -57,6 +57,10 @@ struct jobcg_pam_scan {
 	char *adopt_session; /* the same for a session line (the check after the session modules) */
 	char *pam_systemd;   /* "FILE:LINE (included from ...)" of the first session line that
 			      * loads pam_systemd.so: logind would move the login out of its job */
+	char *user_env;	     /* the same for the first auth line, or session line before
+			      * adopt_session, running pam_env.so with user_readenv=1: a user's
+			      * ~/.pam_environment reaches the session line, LD_PRELOAD included */
+	char *adopt_exe;     /* the program the first `jobcg adopt --pam` line runs */
 	char **notes;	     /* included files that could not be read (NULL when none) */
 };
 

@@ -28,6 +28,8 @@ JOBCG_EXPORT void jobcg_pam_scan_free(struct jobcg_pam_scan *s)
 	free(s->adopt_account);
 	free(s->adopt_session);
 	free(s->pam_systemd);
+	free(s->user_env);
+	free(s->adopt_exe);
 	strv_free(s->notes);
 	free(s);
 }
@@ -71,23 +73,35 @@ static const char *basename_of(const char *path)
 }
 
 /* pam_exec.so's arguments: its own options, then the command. Is the command `jobcg adopt
- * --pam`? */
-static bool runs_adopt_pam(char **arg, size_t n)
+ * --pam`? Returns the command's path, NULL when it is not. */
+static const char *runs_adopt_pam(char **arg, size_t n)
 {
-	size_t i = 0;
+	size_t i = 0, exe;
 	bool adopt = false;
 
 	while (i < n && arg[i][0] != '/')
 		i++; /* pam_exec's options (quiet, stdout, log=..., type=...) */
 	if (i == n || !startswith(basename_of(arg[i]), "jobcg"))
-		return false;
-	for (i++; i < n; i++) {
+		return NULL;
+	for (exe = i++; i < n; i++) {
 		if (streq(arg[i], "adopt"))
 			adopt = true;
 		else if (adopt && (streq(arg[i], "--pam") || startswith(arg[i], "--pam=")))
-			return true;
+			return arg[exe];
 	}
-	return false;
+	return NULL;
+}
+
+/* pam_env.so's arguments: does it read the user's own file? pam_env takes the last value of
+ * an option it is given twice. */
+static bool reads_user_env(char **arg, size_t n)
+{
+	bool on = false;
+
+	for (size_t i = 0; i < n; i++)
+		if (startswith(arg[i], "user_readenv="))
+			on = !streq(arg[i] + strlen("user_readenv="), "0");
+	return on;
 }
 
 static int where(char **ret, const char *path, unsigned line, const char *from)
@@ -107,7 +121,7 @@ static int scan_line(struct scan *s, char *line, const char *path, unsigned line
 {
 	char *tok[PAM_MAX_TOKENS];
 	size_t n = tokenize(line, tok, PAM_MAX_TOKENS);
-	const char *type;
+	const char *type, *exe;
 	_cleanup_free_ char *here = NULL;
 
 	if (n == 0)
@@ -128,7 +142,14 @@ static int scan_line(struct scan *s, char *line, const char *path, unsigned line
 		return scan_file(s, tok[2], type, depth + 1, here);
 	if (strcaseeq(type, "session") && streq(basename_of(tok[2]), "pam_systemd.so"))
 		return where(&s->res->pam_systemd, path, lineno, from);
-	if (streq(basename_of(tok[2]), "pam_exec.so") && runs_adopt_pam(tok + 3, n - 3)) {
+	/* pam_env sets the environment at pam_setcred (auth lines) and at the session's opening:
+	 * both come before a session line of ours, neither before an account line. */
+	if ((strcaseeq(type, "auth") || (strcaseeq(type, "session") && !s->res->adopt_session)) &&
+	    streq(basename_of(tok[2]), "pam_env.so") && reads_user_env(tok + 3, n - 3))
+		return where(&s->res->user_env, path, lineno, from);
+	if (streq(basename_of(tok[2]), "pam_exec.so") && (exe = runs_adopt_pam(tok + 3, n - 3))) {
+		if (!s->res->adopt_exe && !(s->res->adopt_exe = strdup(exe)))
+			return -ENOMEM;
 		if (strcaseeq(type, "account"))
 			return where(&s->res->adopt_account, path, lineno, from);
 		if (strcaseeq(type, "session"))

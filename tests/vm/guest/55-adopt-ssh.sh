@@ -54,6 +54,8 @@ echo "session required pam_exec.so quiet $jobcg adopt --pam" >> /etc/pam.d/sshd
 out=$(jobcg check 2>&1); rc=$?
 is "jobcg check passes with the documented stack" "$rc" 0 || diag "$out"
 like "...and says ssh logins are adopted and checked" "$out" "adopted into jobs .*checked after the session"
+like "...noting that Debian's pam_env hands users' environments to the (static) jobcg" "$out" \
+	"note: pam_env hands users' own ~/.pam_environment \(/etc/pam.d/sshd:[0-9]+\) to the session line; .* is statically linked"
 
 out=$(ssh_carol 'grep ^0:: /proc/self/cgroup' 2>&1); rc=$?
 is "carol logs in over ssh" "$rc" 0 || diag "$out"
