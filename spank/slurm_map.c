@@ -57,9 +57,11 @@ static int read_uint(int dirfd, const char *path, long *ret)
 struct core_key {
 	long pkg, die, core;
 	unsigned cpu;
+	/* The lowest CPU of the key's package, die and core: hwloc's order, filled in below. */
+	unsigned pkg_first, die_first, core_first;
 };
 
-static int key_cmp(const void *a, const void *b)
+static int id_cmp(const void *a, const void *b)
 {
 	const struct core_key *x = a, *y = b;
 
@@ -72,12 +74,62 @@ static int key_cmp(const void *a, const void *b)
 	return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
 }
 
-/* Cores in Slurm's order from (package, die, core, cpu) keys, sorted in place. */
+static int order_cmp(const void *a, const void *b)
+{
+	const struct core_key *x = a, *y = b;
+
+	if (x->pkg_first != y->pkg_first)
+		return x->pkg_first < y->pkg_first ? -1 : 1;
+	if (x->die_first != y->die_first)
+		return x->die_first < y->die_first ? -1 : 1;
+	if (x->core_first != y->core_first)
+		return x->core_first < y->core_first ? -1 : 1;
+	return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+/*
+ * Cores in Slurm's order from (package, die, core, cpu) keys, sorted in place. Slurm's
+ * abstract core N is hwloc's: packages, then the cores below each, in hwloc's logical order,
+ * which sorts siblings by the lowest CPU they hold, not by the ids the firmware gave them
+ * (core_id 4 holding cpu0 comes first).
+ */
 static int topology_from_keys(struct core_key *keys, size_t n, struct jspank_topology *ret)
 {
 	struct jspank_topology t = {};
 
-	qsort(keys, n, sizeof(*keys), key_cmp);
+	/* Group by ids; each group's first key collects the group's lowest CPU, then every key
+	 * takes its groups' and the keys are sorted by those. */
+	qsort(keys, n, sizeof(*keys), id_cmp);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0, p = 0, d = 0, c = 0; i < n; i++) {
+			struct core_key *k = &keys[i];
+
+			if (i == 0 || k->pkg != keys[p].pkg)
+				p = d = c = i;
+			else if (k->die != keys[d].die)
+				d = c = i;
+			else if (k->core != keys[c].core)
+				c = i;
+			if (pass == 1) {
+				k->pkg_first = keys[p].pkg_first;
+				k->die_first = keys[d].die_first;
+				k->core_first = keys[c].core_first;
+				continue;
+			}
+			if (p == i)
+				k->pkg_first = k->cpu;
+			if (d == i)
+				k->die_first = k->cpu;
+			if (c == i)
+				k->core_first = k->cpu;
+			if (k->cpu < keys[p].pkg_first)
+				keys[p].pkg_first = k->cpu;
+			if (k->cpu < keys[d].die_first)
+				keys[d].die_first = k->cpu;
+			if (k->cpu < keys[c].core_first)
+				keys[c].core_first = k->cpu;
+		}
+	qsort(keys, n, sizeof(*keys), order_cmp);
 	t.cpus = calloc(n, sizeof(*t.cpus));
 	if (!t.cpus)
 		return -ENOMEM;

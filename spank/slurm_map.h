@@ -28,7 +28,8 @@ struct jspank_topology {
 /**
  * Read the cores of @cpu_dir (/sys/devices/system/cpu; offline CPUs have no topology and are
  * left out): each core is (physical_package_id, die_id, core_id), ordered as Slurm's abstract
- * core ids are (task/cgroup converts the same way). -ENOENT when no CPU has a topology.
+ * core ids are: hwloc's logical order, packages, dies and cores each by the lowest CPU they
+ * hold, not by their ids. -ENOENT when no CPU has a topology.
  */
 int jspank_topology_load(const char *cpu_dir, struct jspank_topology *ret);
 void jspank_topology_done(struct jspank_topology *t);

@@ -30,16 +30,21 @@ static void put(const char *rel, const char *text)
 		close(fd);
 }
 
-static void topo_cpu(unsigned cpu, unsigned pkg, unsigned core)
+static void topo_cpu_in(const char *top, unsigned cpu, unsigned pkg, unsigned core)
 {
 	char rel[128], v[16];
 
 	snprintf(v, sizeof(v), "%u\n", pkg);
-	snprintf(rel, sizeof(rel), "cpu/cpu%u/topology/physical_package_id", cpu);
+	snprintf(rel, sizeof(rel), "%s/cpu%u/topology/physical_package_id", top, cpu);
 	put(rel, v);
 	snprintf(v, sizeof(v), "%u\n", core);
-	snprintf(rel, sizeof(rel), "cpu/cpu%u/topology/core_id", cpu);
+	snprintf(rel, sizeof(rel), "%s/cpu%u/topology/core_id", top, cpu);
 	put(rel, v);
+}
+
+static void topo_cpu(unsigned cpu, unsigned pkg, unsigned core)
+{
+	topo_cpu_in("cpu", cpu, pkg, core);
 }
 
 static void test_step_names(void)
@@ -93,6 +98,32 @@ static void test_cores(void)
 	   "a core beyond the node's is refused, naming both (%s)", jobcg_last_error()->message);
 	ok(jspank_cores_to_cpus(&t, "0-x", &cpus) < 0 && !cpus, "a malformed core list is refused");
 	jspank_topology_done(&t);
+
+	/* Firmware ids that do not follow the CPU numbers: Slurm numbers cores as hwloc does,
+	 * by the lowest CPU each package and core holds. Package 1 holds cpu0; on it, core_id 7
+	 * holds cpu0,1 and core_id 2 holds cpu2,3; package 0 holds cpu4-7 with core_id 5 on cpu4,5
+	 * and core_id 3 on cpu6,7. */
+	topo_cpu_in("cpu2", 0, 1, 7), topo_cpu_in("cpu2", 1, 1, 7);
+	topo_cpu_in("cpu2", 2, 1, 2), topo_cpu_in("cpu2", 3, 1, 2);
+	topo_cpu_in("cpu2", 4, 0, 5), topo_cpu_in("cpu2", 5, 0, 5);
+	topo_cpu_in("cpu2", 6, 0, 3), topo_cpu_in("cpu2", 7, 0, 3);
+	snprintf(dir, sizeof(dir), "%s/cpu2", tmp);
+	is_int(jspank_topology_load(dir, &t), 0, "a topology with ids out of CPU order loads");
+	{
+		static const char *const want[] = {"0-1", "2-3", "4-5", "6-7"};
+
+		for (unsigned i = 0; i < 4; i++) {
+			char core[8];
+
+			snprintf(core, sizeof(core), "%u", i);
+			r = jspank_cores_to_cpus(&t, core, &cpus);
+			ok(r == 0 && streq(cpus, want[i]),
+			   "...abstract core %u is CPUs %s, as hwloc orders them (got %s)", i,
+			   want[i], cpus ? cpus : "-");
+			free(cpus), cpus = NULL;
+		}
+	}
+	jspank_topology_done(&t);
 	snprintf(dir, sizeof(dir), "%s/none", tmp);
 	ok(jspank_topology_load(dir, &t) < 0, "no such directory: an error");
 }
@@ -140,8 +171,10 @@ static void test_topology_cache(void)
 	put("boot_id", "0a0b0c0d-boot-two\n");
 	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "after a reboot");
 	c = cpus_of_core(&t, "2");
-	ok(t.ncores == 4 && streq(c, "6"),
-	   "another boot: sysfs again (cpu2 now on core 9, core 8 keeps cpu6: core 2 is %s)", c);
+	ok(t.ncores == 4 && streq(c, "2-3,7"),
+	   "another boot: sysfs again (cpu2 now on core 9 with cpu3,7, the lowest CPUs of socket "
+	   "1: core 2 is %s)",
+	   c);
 	free(c);
 	jspank_topology_done(&t);
 	ok(read_full_file_at(AT_FDCWD, cache, 1 << 20, &text, &len) == 0 &&
