@@ -770,7 +770,7 @@ static int slurm_gres_check(const struct jobcg_config *conf, const struct slurm_
 {
 	struct jobcg_gres_node *jn = NULL, *sn = NULL;
 	struct jobcg_config *sconf = NULL;
-	char jpath[PATH_MAX], err[PATH_MAX + 256] = "", found[PATH_MAX];
+	char jpath[PATH_MAX], err[PATH_MAX + 256] = "", found[PATH_MAX], sconf_path[PATH_MAX];
 	char **diffs = NULL;
 	int r = 0;
 
@@ -796,13 +796,18 @@ static int slurm_gres_check(const struct jobcg_config *conf, const struct slurm_
 	 * Slurm's syntax is jobcg's: its NodeName= lines are picked for this node's name. */
 	if (!*err && access(path, R_OK) < 0)
 		snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
-	else if (!*err &&
-		 (jobcg_config_load_files(NULL, path, conf->hostname,
-					  JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV |
-					      JOBCG_CONFIG_NO_ENTRIES,
-					  &sconf) < 0 ||
-		  jobcg_gres_node_new(sconf, &sn) < 0 || jobcg_gres_node_new(conf, &jn) < 0 ||
-		  jobcg_gres_slurm_compare(jn, jpath, sn, path, &diffs) < 0))
+	/* Slurm numbers GPUs by this node's Gres= in slurm.conf: the one beside the plugin
+	 * stack that loads jobcg, else the one Slurm's commands here read. */
+	else if (!*err && !plugin->dir && slurm_conf_locate(&plugin->dirs, sconf_path) < 0)
+		snprintf(err, sizeof(err), "%s", jobcg_last_error()->message);
+	else if (!*err && (jobcg_config_load_files(NULL, path, conf->hostname,
+						   JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV |
+						       JOBCG_CONFIG_NO_ENTRIES,
+						   &sconf) < 0 ||
+			   slurm_gpu_node_new(sconf, path, plugin->dir ? plugin->conf : sconf_path,
+					      conf->hostname, &sn) < 0 ||
+			   jobcg_gres_node_new(conf, &jn) < 0 ||
+			   jobcg_gres_slurm_compare(jn, jpath, sn, path, &diffs) < 0))
 		snprintf(err, sizeof(err), "%s", jobcg_last_error()->message);
 	if (json) {
 		struct json_object *o = json_object_new_object(), *d = json_object_new_array();

@@ -186,7 +186,14 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 					   "comparison)");
 			return r;
 		}
-		r = jobcg_gres_node_new(sconf, &sn);
+		/* Slurm numbers GPUs by slurm.conf's Gres= types, not gres.conf's line order. */
+		struct slurm_dirs dirs;
+		char sc[PATH_MAX];
+
+		slurm_dirs_init(&dirs, getenv("SLURM_CONF"));
+		r = slurm_conf_locate(&dirs, sc);
+		if (r >= 0)
+			r = slurm_gpu_node_new(sconf, spath, sc, node, &sn);
 		if (r < 0)
 			return r;
 	}

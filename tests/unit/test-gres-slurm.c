@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "config_internal.h"
 #include "gres_internal.h"
@@ -137,6 +138,260 @@ static void test_compare(void)
 	jobcg_config_free(jc), jobcg_config_free(sc), jobcg_config_free(wc), jobcg_config_free(hc);
 }
 
+/*
+ * Slurm's GPU numbers for node @host of Slurm's gres.conf @text when slurm.conf gives the node
+ * Gres=@gres: "0=/dev/x 1=/dev/y", or "error N: message".
+ */
+static char *order(const char *text, const char *host, const char *gres)
+{
+	char path[PATH_MAX], *out = calloc(1, 4096);
+	struct jobcg_config *c = NULL;
+	struct jobcg_gres_node *n = NULL;
+	int r;
+
+	put("order/gres.conf", text);
+	snprintf(path, sizeof(path), "%s/order/gres.conf", tmp);
+	r = jobcg_config_load_files(NULL, path, host, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV,
+				    &c);
+	if (r >= 0)
+		r = slurm_gpu_order(&c->gres, path, gres, "/etc/slurm/slurm.conf", host);
+	if (r >= 0)
+		r = jobcg_gres_node_new(c, &n);
+	if (r < 0) {
+		snprintf(out, 4096, "error %d: %s", r, jobcg_last_error()->message);
+	} else {
+		for (unsigned i = 0; i < jobcg_gres_node_count(n); i++) {
+			int pos = jobcg_gres_node_find(n, "gpu", i);
+
+			if (pos < 0)
+				break;
+			snprintf(out + strlen(out), 4096 - strlen(out), "%s%u=%s", i ? " " : "", i,
+				 jobcg_gres_node_device(n, (unsigned)pos)->rec->files[0].path);
+		}
+	}
+	jobcg_gres_node_free(n);
+	jobcg_config_free(c);
+	return out;
+}
+
+/* slurmd 22.05's numbering (_merge_config, common_node_config_load), not gres.conf's line
+ * order: slurm.conf's Gres= types in order, each type's lines taken up to its count. */
+static void test_slurm_order(void)
+{
+	static const struct {
+		const char *what, *gres_conf, *gres, *want;
+	} cases[] = {
+	    {"untyped: line order", "Name=gpu File=/dev/nvidia1\nName=gpu File=/dev/nvidia0\n",
+	     "gpu:2", "0=/dev/nvidia1 1=/dev/nvidia0"},
+	    {"typed lines under an untyped Gres=: line order",
+	     "Name=gpu Type=tb File=/dev/nvidia1\nName=gpu Type=ta File=/dev/nvidia0\n", "gpu:2",
+	     "0=/dev/nvidia1 1=/dev/nvidia0"},
+	    {"the reviewer's case: ta before tb by Gres=, not by line",
+	     "Name=gpu Type=tb File=/dev/nvidia1\nName=gpu Type=ta File=/dev/nvidia0\n",
+	     "gpu:ta:1,gpu:tb:1", "0=/dev/nvidia0 1=/dev/nvidia1"},
+	    {"several lines of one type, types in any case, sockets and other GRES",
+	     "Name=gpu Type=B File=/dev/nvidia0\nName=gpu Type=a File=/dev/nvidia1\n"
+	     "Name=gpu Type=b File=/dev/nvidia[2-3]\nName=gpu Type=A File=/dev/nvidia4\n",
+	     "mps:100,gpu:a:2(S:0-1),gpu:b:3",
+	     "0=/dev/nvidia1 1=/dev/nvidia4 2=/dev/nvidia0 3=/dev/nvidia2 4=/dev/nvidia3"},
+	    {"a type given twice counts at its first place",
+	     "Name=gpu Type=a File=/dev/nvidia0\nName=gpu Type=b File=/dev/nvidia1\n"
+	     "Name=gpu Type=a File=/dev/nvidia2\n",
+	     "gpu:a:1,gpu:b:1,gpu:a:1", "0=/dev/nvidia0 1=/dev/nvidia2 2=/dev/nvidia1"},
+	    {"truncation: a range cut at the count, later lines of the type left out",
+	     "Name=gpu Type=a File=/dev/nvidia[0-3]\nName=gpu Type=a File=/dev/nvidia4\n"
+	     "Name=gpu Type=b File=/dev/nvidia5\n",
+	     "gpu:b:1,gpu:a:2", "0=/dev/nvidia5 1=/dev/nvidia0 2=/dev/nvidia1"},
+	    {"untyped truncation", "Name=gpu File=/dev/nvidia[0-2]\nName=gpu File=/dev/nvidia3\n",
+	     "gpu:2", "0=/dev/nvidia0 1=/dev/nvidia1"},
+	    {"a type slurm.conf does not give the node is left out; no_consume is no type",
+	     "Name=gpu Type=other File=/dev/nvidia0\nName=gpu Type=tesla File=/dev/nvidia1\n",
+	     "gpu:tesla:no_consume:1", "0=/dev/nvidia1"},
+	    {"Name= lines before NodeName= lines, as slurmd lists them",
+	     "NodeName=n1 Name=gpu File=/dev/nvidia1\nName=gpu File=/dev/nvidia0\n", "gpu:2",
+	     "0=/dev/nvidia0 1=/dev/nvidia1"},
+	    {"a Count-only line takes no index",
+	     "Name=gpu Count=1\nName=gpu File=/dev/nvidia3\nName=gpu File=/dev/nvidia4\n", "gpu:3",
+	     "0=/dev/nvidia3 1=/dev/nvidia4"},
+	    {"a bare gpu is one", "Name=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia1\n",
+	     "gpu,gpu:3", "0=/dev/nvidia0"},
+	    {"no gpu in Gres=: none", "Name=gpu File=/dev/nvidia0\n", "mps:100", ""},
+	    {"AutoDetect=off keeps the rule",
+	     "AutoDetect=off\nName=gpu Type=b File=/dev/nvidia0\nName=gpu Type=a "
+	     "File=/dev/nvidia1\n",
+	     "gpu:a:1,gpu:b:1", "0=/dev/nvidia1 1=/dev/nvidia0"},
+	    {"AutoDetect=nvml: refused, slurmd sorts what NVML reports",
+	     "AutoDetect=nvml\nName=gpu File=/dev/nvidia0\n", "gpu:1",
+	     "error -95: *AutoDetect=nvml"},
+	    {"a node's AutoDetect=rsmi: refused",
+	     "NodeName=n1 AutoDetect=rsmi\nName=gpu File=/dev/dri/renderD128\n", "gpu:1",
+	     "error -95: *AutoDetect=rsmi"},
+	    {"a count that does not parse", "Name=gpu File=/dev/nvidia0\n", "gpu:a:2x",
+	     "error -22: *Gres=gpu:a:2x"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = order(cases[i].gres_conf, "n1", cases[i].gres);
+		const char *star = strchr(cases[i].want, '*');
+		bool good =
+		    star ? strncmp(got, cases[i].want, (size_t)(star - cases[i].want)) == 0 &&
+			       strstr(got, star + 1)
+			 : streq(got, cases[i].want);
+
+		ok(good, "Slurm's order, %s (Gres=%s: %s)", cases[i].what, cases[i].gres, got);
+		free(got);
+	}
+}
+
+/* A node's Gres= in slurm.conf: hostlists, NodeName=DEFAULT, Include. */
+static void test_node_gres(void)
+{
+	static const struct {
+		const char *node, *want; /* NULL: -ENOENT */
+	} cases[] = {
+	    {"n3", "gpu:1"},	{"n6", "gpu:a:2"}, {"x1", "gpu:a:2"}, {"m1", "gpu:b:1"},
+	    {"q07", "gpu:c:4"}, {"z1", ""},	   {"zz", NULL},
+	};
+	char path[PATH_MAX];
+
+	put("ng/nodes.conf", "NodeName=q[01-10] Gres=gpu:c:4 CPUs=8\n");
+	put("ng/slurm.conf", "ClusterName=c\nGresTypes=gpu\n"
+			     "NodeName=DEFAULT CPUs=4 Gres=gpu:1\n"
+			     "NodeName=n[1-4] RealMemory=100\n"
+			     "NodeName=DEFAULT gres=gpu:a:2\n"
+			     "NodeName=n[5-8],x1 State=UNKNOWN\n"
+			     "nodename=m1 CPUs=2 Gres=gpu:b:1\n"
+			     "Include nodes.conf\n"
+			     "NodeName=DEFAULT Gres=\"\"\n"
+			     "NodeName=z1\n"
+			     "PartitionName=p Nodes=ALL\n");
+	snprintf(path, sizeof(path), "%s/ng/slurm.conf", tmp);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *g = NULL;
+		int r = slurm_conf_node_gres(path, cases[i].node, &g);
+
+		ok(cases[i].want
+		       ? r == 0 && streq(g, cases[i].want)
+		       : r == -ENOENT && strstr(jobcg_last_error()->message, "slurm.conf") &&
+			     strstr(jobcg_last_error()->message, cases[i].node),
+		   "node %s: Gres=%s (r %d, %s)", cases[i].node,
+		   cases[i].want ? cases[i].want : "none", r,
+		   r == 0 ? g : jobcg_last_error()->message);
+		free(g);
+	}
+	put("ng/bad.conf", "ClusterName=c\nNodeName=n[1-4 Gres=gpu:1\n");
+	snprintf(path, sizeof(path), "%s/ng/bad.conf", tmp);
+	{
+		char *g = NULL;
+		int r = slurm_conf_node_gres(path, "n1", &g);
+
+		ok(r == -EINVAL && jobcg_last_error()->line == 2,
+		   "a NodeName= that does not parse: an error at its line (%s)",
+		   jobcg_last_error()->message);
+	}
+
+	/* What a big cluster's slurm.conf costs each step with GPUs (logged, not asserted: the
+	 * sanitizers slow this build). */
+	{
+		FILE *f;
+		struct timespec a, b;
+		char *g = NULL;
+		int r;
+
+		snprintf(path, sizeof(path), "%s/ng/big.conf", tmp);
+		f = fopen(path, "we");
+		if (!f)
+			abort();
+		fputs("ClusterName=big\nGresTypes=gpu\nNodeName=DEFAULT CPUs=128 RealMemory=512000 "
+		      "Gres=gpu:a100:4\n",
+		      f);
+		for (int i = 0; i < 9990; i++)
+			fprintf(
+			    f,
+			    "NodeName=r%04d[01-64] Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 "
+			    "Gres=gpu:a100:%d Feature=rack%d\n",
+			    i, 1 + i % 8, i);
+		fputs("NodeName=last Gres=gpu:h100:8\n", f);
+		fclose(f);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		r = slurm_conf_node_gres(path, "last", &g);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		ok(r == 0 && streq(g, "gpu:h100:8"),
+		   "a 10,000-line slurm.conf: the last node's Gres=");
+		tap_diag("10,000-line slurm.conf scanned in %.1f ms",
+			 (double)(b.tv_sec - a.tv_sec) * 1e3 +
+			     (double)(b.tv_nsec - a.tv_nsec) / 1e6);
+		free(g);
+	}
+}
+
+/* The plugin's path end to end: slurm.conf's Gres= orders Slurm's gres.conf, and jobcg's must
+ * list the GPUs in that order; a copy in line order is refused naming both files. */
+static void test_typed_mapping(void)
+{
+	struct jobcg_config *jc = NULL, *jc2 = NULL, *sc = NULL;
+	struct jobcg_gres_node *jn, *jn2, *sn = NULL;
+	char spath[PATH_MAX], cpath[PATH_MAX];
+	char **d = NULL;
+	int r;
+
+	put("tm/slurm.conf", "ClusterName=c\nGresTypes=gpu\nNodeName=n1 Gres=gpu:ta:1,gpu:tb:1\n");
+	put("tm/gres.conf",
+	    "Name=gpu Type=tb File=/dev/nvidia1\nName=gpu Type=ta File=/dev/nvidia0\n");
+	snprintf(spath, sizeof(spath), "%s/tm/gres.conf", tmp);
+	snprintf(cpath, sizeof(cpath), "%s/tm/slurm.conf", tmp);
+	/* jobcg's a copy of Slurm's (line order), and one in Slurm's numbering. */
+	jn = node_of("tmj/gres.conf",
+		     "Name=gpu Type=tb File=/dev/nvidia1\nName=gpu Type=ta File=/dev/nvidia0\n",
+		     "n1", &jc);
+	jn2 = node_of("tmj2/gres.conf",
+		      "Name=gpu Type=ta File=/dev/nvidia0\nName=gpu Type=tb File=/dev/nvidia1\n",
+		      "n1", &jc2);
+	r = jobcg_config_load_files(NULL, spath, "n1", JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV,
+				    &sc);
+	if (r >= 0)
+		r = slurm_gpu_node_new(sc, spath, cpath, "n1", &sn);
+	ok(r == 0, "Slurm's gres.conf ordered by slurm.conf (%s)",
+	   r < 0 ? jobcg_last_error()->message : "ok");
+	if (r < 0 || !jn || !jn2)
+		return;
+	r = jobcg_gres_slurm_gpu(jn, "/etc/jobcg/gres.conf", sn, spath, 0);
+	ok(r == -EINVAL &&
+	       strstr(jobcg_last_error()->message, "GPU 0 is /dev/nvidia0 in Slurm's") &&
+	       strstr(jobcg_last_error()->message, "tm/gres.conf:2") &&
+	       strstr(jobcg_last_error()->message, "/dev/nvidia1 in jobcg's") &&
+	       strstr(jobcg_last_error()->message, "tmj/gres.conf:1"),
+	   "gpu:ta's index 0 against a line-order copy: refused naming both files (%s)",
+	   jobcg_last_error()->message);
+	ok(jobcg_gres_slurm_compare(jn, "J", sn, spath, &d) == 0 && count(d) == 2,
+	   "the line-order copy differs at both GPUs");
+	strv_drop(d), d = NULL;
+	r = jobcg_gres_slurm_gpu(jn2, "J", sn, spath, 0);
+	ok(r >= 0 &&
+	       streq(jobcg_gres_node_device(jn2, (unsigned)r)->rec->files[0].path, "/dev/nvidia0"),
+	   "jobcg's in Slurm's numbering: index 0 is the ta GPU, /dev/nvidia0");
+	ok(jobcg_gres_slurm_compare(jn2, "J", sn, spath, &d) == 0 && count(d) == 0,
+	   "and the two agree");
+	strv_drop(d), d = NULL;
+	jobcg_gres_node_free(sn), sn = NULL;
+	jobcg_config_free(sc), sc = NULL;
+
+	/* No line for this node in slurm.conf: refused, naming slurm.conf. */
+	put("tm/slurm.conf", "ClusterName=c\nNodeName=n9 Gres=gpu:2\n");
+	r = jobcg_config_load_files(NULL, spath, "n1", JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV,
+				    &sc);
+	if (r >= 0)
+		r = slurm_gpu_node_new(sc, spath, cpath, "n1", &sn);
+	ok(r == -ENOENT &&
+	       strstr(jobcg_last_error()->message, "tm/slurm.conf has no NodeName= line") &&
+	       strstr(jobcg_last_error()->message, "Gres="),
+	   "a node slurm.conf does not list: refused (%s)", jobcg_last_error()->message);
+	jobcg_gres_node_free(sn);
+	jobcg_config_free(sc);
+	jobcg_gres_node_free(jn), jobcg_gres_node_free(jn2);
+	jobcg_config_free(jc), jobcg_config_free(jc2);
+}
+
 /* Run `jobcg --config-dir tmp/cli check ARGS` as node n1: its output and exit status. */
 /* `jobcg check ARGS` for node n1 with the environment's SLURM_CONF set to @slurm_conf, or
  * removed when it is NULL (the host's Slurm, if any, is not this test's). */
@@ -183,15 +438,20 @@ static void test_cli(void)
 	put("slurm-bad.conf", "NodeName=n1 Name=gpu File=/dev/zero\n"
 			      "NodeName=n1 Name=gpu File=/dev/null\n");
 
+	/* Slurm numbers GPUs by the node's Gres= in slurm.conf (SLURM_CONF's, no plugin stack). */
+	char cs[PATH_MAX];
+
+	put("cs/slurm.conf", "ClusterName=c\nNodeName=n1 Gres=gpu:2\n");
+	snprintf(cs, sizeof(cs), "%s/cs/slurm.conf", tmp);
 	snprintf(args, sizeof(args), "--slurm-gres %s/slurm-good.conf", tmp);
-	out = check(args, &rc);
+	out = check_in(cs, args, &rc);
 	ok(strstr(out, "slurm-good.conf lists this node's 2 GPU(s) as jobcg's gres.conf does") !=
 	       NULL,
 	   "agreeing files: said so (rc %d)", rc);
 	free(out);
 
 	snprintf(args, sizeof(args), "--slurm-gres %s/slurm-bad.conf", tmp);
-	out = check(args, &rc);
+	out = check_in(cs, args, &rc);
 	ok(rc == 1 && strstr(out, "slurm-bad.conf differs from jobcg's gres.conf") &&
 	       strstr(out, "  - GPU 0 is /dev/zero in Slurm's gres.conf") &&
 	       strstr(out, "slurm-bad.conf:1") && strstr(out, "cli/gres.conf:1") &&
@@ -203,9 +463,46 @@ static void test_cli(void)
 	free(out);
 
 	snprintf(args, sizeof(args), "--json --slurm-gres %s/slurm-bad.conf", tmp);
-	out = check(args, &rc);
+	out = check_in(cs, args, &rc);
 	ok(rc == 1 && strstr(out, "\"slurm_gres\"") && strstr(out, "\"differences\""),
 	   "--json: slurm_gres with its differences");
+	free(out);
+
+	/* The reviewer's case: Slurm's lines tb then ta, slurm.conf's Gres= ta then tb. Slurm's
+	 * GPU 0 is the ta line's /dev/null, as in jobcg's file: they agree. */
+	put("slurm-typed.conf", "NodeName=n1 Name=gpu Type=tb File=/dev/zero\n"
+				"NodeName=n1 Name=gpu Type=ta File=/dev/null\n");
+	put("cs/slurm.conf", "ClusterName=c\nNodeName=n1 Gres=gpu:ta:1,gpu:tb:1\n");
+	snprintf(args, sizeof(args), "--slurm-gres %s/slurm-typed.conf", tmp);
+	out = check_in(cs, args, &rc);
+	ok(strstr(out, "slurm-typed.conf lists this node's 2 GPU(s) as jobcg's gres.conf does") !=
+	       NULL,
+	   "typed: Slurm's numbering by Gres= types matches jobcg's file (rc %d)", rc);
+	if (!strstr(out, "slurm-typed.conf lists"))
+		tap_diag("%s", out);
+	free(out);
+	put("cs/slurm.conf", "ClusterName=c\nNodeName=n1 Gres=gpu:tb:1,gpu:ta:1\n");
+	out = check_in(cs, args, &rc);
+	ok(rc == 1 && strstr(out, "slurm-typed.conf differs from jobcg's gres.conf") &&
+	       strstr(out, "  - GPU 0 is /dev/zero in Slurm's gres.conf") &&
+	       strstr(out, "slurm-typed.conf:1") && strstr(out, "in the order Slurm numbers them"),
+	   "typed, tb first in Gres=: GPU 0 is the tb line's file, refused (rc %d)", rc);
+	if (!strstr(out, "GPU 0 is /dev/zero"))
+		tap_diag("%s", out);
+	free(out);
+	put("slurm-typed.conf", "AutoDetect=nvml\nNodeName=n1 Name=gpu File=/dev/null\n"
+				"NodeName=n1 Name=gpu File=/dev/zero\n");
+	out = check_in(cs, args, &rc);
+	ok(rc == 1 && strstr(out, "slurm-typed.conf cannot be compared") &&
+	       strstr(out, "AutoDetect=nvml"),
+	   "AutoDetect=nvml in Slurm's gres.conf: cannot be compared, said why (rc %d)", rc);
+	free(out);
+	put("cs/slurm.conf", "ClusterName=c\n");
+	snprintf(args, sizeof(args), "--slurm-gres %s/slurm-good.conf", tmp);
+	out = check_in(cs, args, &rc);
+	ok(rc == 1 && strstr(out, "slurm-good.conf cannot be compared") &&
+	       strstr(out, "has no NodeName= line for node n1"),
+	   "slurm.conf without this node: cannot be compared (rc %d)", rc);
 	free(out);
 
 	snprintf(args, sizeof(args), "--slurm-gres %s/no-such.conf", tmp);
@@ -222,7 +519,7 @@ static void test_cli(void)
 	 * plugstack.conf beside it loads the plugin, and its gres.conf lists the GPUs swapped. */
 	char sc[PATH_MAX], want[PATH_MAX + 64];
 
-	put("scli/slurm.conf", "ClusterName=c\nGresTypes=gpu\n");
+	put("scli/slurm.conf", "ClusterName=c\nGresTypes=gpu\nNodeName=n1 Gres=gpu:2\n");
 	put("scli/plugstack.conf", "required /usr/lib/jobcg_spank.so conf=/etc/jobcg\n");
 	put("scli/gres.conf", "NodeName=n1 Name=gpu File=/dev/zero\n"
 			      "NodeName=n1 Name=gpu File=/dev/null\n");
@@ -238,7 +535,8 @@ static void test_cli(void)
 	/* Where slurm.conf's PlugStackConfig= (relative to its directory) includes, through a glob,
 	 * the file that loads the plugin with its slurm_gres=: that file is compared. The
 	 * plugstack.conf beside slurm.conf is not Slurm's then. */
-	put("sinc/slurm.conf", "ClusterName=c\nGresTypes=gpu\nPlugStackConfig=stack/main.conf\n");
+	put("sinc/slurm.conf", "ClusterName=c\nGresTypes=gpu\nPlugStackConfig=stack/"
+			       "main.conf\nNodeName=n1 Gres=gpu:2\n");
 	put("sinc/plugstack.conf", "required /usr/lib/jobcg_spank.so slurm_gres=/nonexistent\n");
 	put("sinc/stack/main.conf", "# the site's plugins\ninclude  stack.d/*.conf   # each\n");
 	put("sinc/stack/stack.d/10-other.conf", "optional /usr/lib/other.so\n");
@@ -278,7 +576,9 @@ static void test_cli(void)
 	for (size_t i = 0; i < sizeof(plugins) / sizeof(plugins[0]); i++) {
 		char text[512];
 
-		snprintf(text, sizeof(text), "ClusterName=c\nGresTypes=gpu\n%s", plugins[i].keys);
+		snprintf(text, sizeof(text),
+			 "ClusterName=c\nGresTypes=gpu\nNodeName=n1 Gres=gpu:2\n%s",
+			 plugins[i].keys);
 		put("sp/slurm.conf", text);
 		out = check_in(sc, "", &rc);
 		/* Exit 0 also needs this host's other checks (sshd's PAM stack...) to pass. */
@@ -443,6 +743,9 @@ int main(void)
 	test_plugstack_lines();
 	test_cli();
 	test_gres_types();
+	test_slurm_order();
+	test_node_gres();
+	test_typed_mapping();
 	{
 		char cmd[PATH_MAX];
 

@@ -107,6 +107,8 @@ struct jobcg_gres_record {
 				       env flags of a name carry over to its next lines */
 	char *autodetect;	    /* AutoDetect= in effect for this record, or NULL */
 	struct jobcg_origin origin; /* file and line of the record */
+	bool node_line;		    /* its line starts with NodeName= (Slurm lists a gres.conf's
+				       Name= lines before its NodeName= lines) */
 	/*
 	 * Stable node-wide index among this host's records of the same name, in gres.conf order
 	 * (includes followed in place): the first gpu record is gpu 0, the next gpu 1, and so on,
@@ -121,6 +123,9 @@ struct jobcg_gres_conf {
 	char *autodetect;      /* global AutoDetect= or NULL (lower case: "nvml", "off", ...) */
 	char *node_autodetect; /* AutoDetect= of this host's NodeName= lines, or NULL */
 };
+
+/* Free one record's members (for a record taken out of its table). */
+void gres_record_done(struct jobcg_gres_record *r);
 
 struct jobcg_config {
 	struct jobcg_cgroup_conf cgroup;

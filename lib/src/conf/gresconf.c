@@ -102,20 +102,23 @@ struct gres_state {
 	struct jobcg_origin node_ad_origin;
 };
 
+void gres_record_done(struct jobcg_gres_record *r)
+{
+	free(r->name);
+	free(r->type);
+	for (size_t f = 0; f < r->nfiles; f++)
+		free(r->files[f].path);
+	free(r->files);
+	free(r->cores);
+	free(r->links);
+	free(r->autodetect);
+	*r = (struct jobcg_gres_record){};
+}
+
 void gres_conf_done(struct jobcg_gres_conf *g)
 {
-	for (size_t i = 0; i < g->nrecords; i++) {
-		struct jobcg_gres_record *r = &g->records[i];
-
-		free(r->name);
-		free(r->type);
-		for (size_t f = 0; f < r->nfiles; f++)
-			free(r->files[f].path);
-		free(r->files);
-		free(r->cores);
-		free(r->links);
-		free(r->autodetect);
-	}
+	for (size_t i = 0; i < g->nrecords; i++)
+		gres_record_done(&g->records[i]);
 	free(g->records);
 	free(g->autodetect);
 	free(g->node_autodetect);
@@ -517,6 +520,7 @@ static int add_record(struct confload *l, const struct conf_stmt *st, const stru
 	rec.flags = flags;
 	rec.index = ne->next_index++;
 	rec.origin = (struct jobcg_origin){st->file, st->line};
+	rec.node_line = v->p[G_NODENAME] != NULL;
 	if (nfiles) {
 		rec.files = calloc(nfiles, sizeof(*rec.files));
 		for (size_t i = 0; rec.files && i < nfiles; i++) {

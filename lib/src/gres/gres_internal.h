@@ -58,6 +58,33 @@ struct slurm_conf_facts {
 int slurm_conf_read(const char *path, struct slurm_conf_facts *ret);
 void slurm_conf_facts_done(struct slurm_conf_facts *f);
 
+/* The slurm.conf Slurm uses with @d: SLURM_CONF itself when absolute, else the first
+ * <dir>/slurm.conf; -ENOENT (error set) when none. */
+int slurm_conf_locate(const struct slurm_dirs *d, char buf[PATH_MAX]);
+
+/* Node @node's Gres= in slurm.conf @path (Include followed; NodeName= hostlists and
+ * NodeName=DEFAULT as Slurm reads them): *ret, "" when the node has none; -ENOENT (error set)
+ * when the file or the node's line is missing, -EINVAL for a NodeName= that does not parse. */
+int slurm_conf_node_gres(const char *path, const char *node, char **ret);
+
+/*
+ * Slurm's gres.conf @g for one node (read with JOBCG_CONFIG_NO_STAT from @gres_path), its gpu
+ * records renumbered the way slurmd 22.05 numbers them (_merge_config, then
+ * common_node_config_load): the gres.conf lines of the node's slurm.conf @node_gres types in
+ * that Gres= order (case-insensitive type match; without types the lines in order), each
+ * type's lines taken until its count, the last one cut short; Name= lines before NodeName=
+ * lines; each device file the next index. Lines slurmd leaves out are dropped. With AutoDetect
+ * other than off slurmd sorts what the driver reports, which jobcg cannot repeat:
+ * -EOPNOTSUPP (error set). -EINVAL for a Gres= that does not parse.
+ */
+int slurm_gpu_order(struct jobcg_gres_conf *g, const char *gres_path, const char *node_gres,
+		    const char *slurm_conf, const char *node);
+
+/* slurm_conf_node_gres() for @node in @slurm_conf, slurm_gpu_order() on @sconf (changed in
+ * place), then its gres table: Slurm's GPU indices as slurmd gives them. */
+int slurm_gpu_node_new(struct jobcg_config *sconf, const char *gres_path, const char *slurm_conf,
+		       const char *node, struct jobcg_gres_node **ret);
+
 /* One line of Slurm's plugstack.conf, as Slurm reads it: `include GLOB`, a plugin line naming
  * jobcg_spank.so, or anything else. */
 enum slurm_plugstack_line {
