@@ -276,7 +276,7 @@ static int on_node_stmt(const struct conf_stmt *st, void *userdata)
 	int r;
 
 	/* Cheap for the thousands of other lines: only NodeName= lines are looked into. */
-	if (s->found || st->npairs == 0 || !strcaseeq(st->pairs[0].key, "NodeName"))
+	if (st->npairs == 0 || !strcaseeq(st->pairs[0].key, "NodeName"))
 		return 0;
 	for (size_t i = 1; i < st->npairs; i++)
 		if (strcaseeq(st->pairs[i].key, "Gres")) {
@@ -308,7 +308,9 @@ static int on_node_stmt(const struct conf_stmt *st, void *userdata)
 		gres = s->dflt;
 	if (gres && !(s->gres = strdup(gres)))
 		return -ENOMEM;
-	return 0;
+	/* Slurm keeps a node's first line (another is an error there): nothing after it matters
+	 * and a step need not parse the rest of a big cluster's file. */
+	return -ECANCELED;
 }
 
 int slurm_conf_node_gres(const char *path, const char *node, char **ret)
@@ -318,6 +320,8 @@ int slurm_conf_node_gres(const char *path, const char *node, char **ret)
 	int r = conf_parse_file(&p, path);
 
 	free(s.dflt);
+	if (r == -ECANCELED && s.found)
+		r = 0;
 	if (r > 0)
 		r = error_set(-ENOENT, "%s: no such file", path);
 	else if (r == 0 && !s.found)
