@@ -336,7 +336,7 @@ int slurm_conf_node_gres(const char *path, const char *node, char **ret)
 
 /* One GPU type of a node's Gres=, in Slurm's order (the first time the type appears). */
 struct gpu_type {
-	char *name; /* NULL: untyped */
+	char *name;
 	uint64_t count;
 };
 
@@ -424,7 +424,9 @@ static int slurm_gres_gpu_types(const char *gres, struct gpu_type **ret, size_t 
 		for (char *s = strlen(tok) > 4 ? tok + 4 : "", *e; *s && r == 0;
 		     s = *e ? e + 1 : e) {
 			e = strchrnul(s, ':');
-			if ((size_t)(e - s) == 10 && strncasecmp(s, "no_consume", 10) == 0)
+			/* strtok_r in Slurm: no empty types. */
+			if (e == s ||
+			    ((size_t)(e - s) == 10 && strncasecmp(s, "no_consume", 10) == 0))
 				continue;
 			r = gpu_type_add(&t, &n, s, (size_t)(e - s), c);
 		}
