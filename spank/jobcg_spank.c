@@ -579,18 +579,31 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	int r = jspank_args_parse(ac, av, &st.args);
 
-	if (r < 0) {
-		slurm_error("jobcg: %s", jobcg_error_message(r));
-		return -1;
+	/* srun, sbatch, salloc: a bad plugstack.conf line stops them at once, before any job. */
+	if (!spank_remote(sp)) {
+		if (r < 0)
+			slurm_error("jobcg: %s", jobcg_error_message(r));
+		return r < 0 ? -1 : 0;
 	}
-	if (!spank_remote(sp))
-		return 0;
 	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_INFO);
 	/*
 	 * Not returned: Slurm reports a failed init as a launch failure, srun exits 0 and a batch
 	 * step drains the node. Each task fails instead, in task_init, before its exec: exit 1,
-	 * the reason on its stderr and in slurmd's log. No user code runs meanwhile.
+	 * the reason on its stderr and in slurmd's log. No user code runs meanwhile. A bad
+	 * argument too: the node's plugstack.conf is the admin's, the step must not run without
+	 * the containment it asked for.
 	 */
+	if (r < 0) {
+		uint32_t job = 0, step_id = 0;
+		char step[JOBCG_STEP_ID_MAX] = "?";
+
+		(void)spank_get_item(sp, S_JOB_ID, &job);
+		if (spank_get_item(sp, S_JOB_STEPID, &step_id) == ESPANK_SUCCESS)
+			(void)jspank_step_name(step_id, step);
+		(void)fail(job, step, r, "reading plugstack.conf's arguments");
+		st.failed = true;
+		return 0;
+	}
 	if (step_begin(sp) < 0)
 		st.failed = true;
 	return 0;

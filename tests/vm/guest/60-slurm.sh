@@ -638,6 +638,28 @@ settle
 is "after the burst, neither node's tree has a job left" \
 	"$(ls -d /sys/fs/cgroup/system.slice/jobcg-n[12].scope/job_* 2> /dev/null)" ""
 
+# --- 18. a bad plugstack.conf argument fails the step closed, never the node ---------------
+# (plugin only) An unknown argument on n1's line: the task does not run, srun fails, slurmd's
+# log names the argument; a batch job fails the same way (exit 1) and the node is not drained
+# (before, init failed: srun exited 0 on a "launch failure" and the batch job drained n1).
+check18() {
+	rm -f "$sd/c18.ran" "$sd/c18.out"
+	out=$($S -w n1 -n1 touch "$sd/c18.ran" 2>&1); rc=$?
+	echo "srun rc=$rc: $out"
+	b=$(timeout -k 5 120 sbatch --wait -w n1 -n1 --mem=100M -o "$sd/c18.out" --wrap "touch $sd/c18.ran" 2>&1); brc=$?
+	drained=$(sinfo -h -N -n n1 -t drain,drained,draining,down -o %N 2> /dev/null)
+	echo "sbatch rc=$brc: $b; drained: '${drained}'"
+	grep 'jobcg: job' "$sd/slurmd-n1.log" | tail -n 2
+	[ $rc -ne 0 ] && [ $brc -ne 0 ] && [ ! -e "$sd/c18.ran" ] && [ -z "$drained" ] &&
+		grep -q "jobcg: job [0-9]* step 0: reading plugstack.conf's arguments: .*'bogus'" "$sd/slurmd-n1.log" &&
+		grep -q "jobcg: job [0-9]* step batch: reading plugstack.conf's arguments: .*'bogus'" "$sd/slurmd-n1.log"
+}
+settle
+echo "required $PLUGIN conf=/etc/jobcg/n1 $PLUGARGS bogus" > /etc/slurm/plugstack-n1.conf
+with_plugin 18 "a bad plugstack.conf argument: srun and sbatch fail, nothing runs, slurmd's log names it, n1 not drained" \
+	"a bad plugstack.conf argument fails the step, not the node" check18
+plugin_on 1
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
