@@ -33,7 +33,8 @@ static void step_watch_help(FILE *f)
 	    "  --node NAME        the node name for gres.conf's NodeName= lines\n"
 	    "  --step-dir DIR     the step's cgroup: when it is gone the runner ended the step\n"
 	    "                     and nothing is loaded\n"
-	    "  --remove-idle-job  then remove the job if no step is left in it (no job record)\n");
+	    "  --remove-idle-job  then remove the job if no step is left in it (no job record;\n"
+	    "                     only a job jobcg_spank.so made)\n");
 }
 
 static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
@@ -100,12 +101,16 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 		       "its devices revoked, recorded NODE_FAIL, removed",
 		       t.job, t.step, runner);
 		if (remove_job) {
-			r = jobcg_job_remove(
-			    ctx, t.job, JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD);
+			/* Only a job the plugin made: never an allocation of jobcg's own. */
+			r = jobcg_job_remove(ctx, t.job,
+					     JOBCG_JOB_REMOVE_IF_UNUSED |
+						 JOBCG_JOB_REMOVE_NO_RECORD |
+						 JOBCG_JOB_REMOVE_IF_SLURM);
 			if (r == 0)
 				syslog(LOG_NOTICE, "job %u removed: no step left in it", t.job);
-			else if (r == -EBUSY || r == -ENOENT || r == -EINPROGRESS)
-				r = 0; /* other steps keep it, or it is gone already */
+			else if (r == -EBUSY || r == -ENOENT || r == -EINPROGRESS || r == -EPERM)
+				r = 0; /* other steps keep it, it is gone already, or not the
+					  plugin's */
 		}
 	}
 	if (r < 0) {

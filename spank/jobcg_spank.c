@@ -238,25 +238,48 @@ static int cpus_of(spank_t sp, spank_item_t item, const struct jspank_topology *
 }
 
 /*
- * Is jobcg's job @job Slurm's job of uid @uid? Its owner ("UID:GID", as job creation writes
- * it) tells: -ENOENT when there is no such job, -EEXIST naming a stale job of another user.
+ * Is jobcg's job @job the one this plugin made for Slurm's job of uid @uid? Only such a job is
+ * adopted, and removed with its last step on the node: its slurm mark (JOBCG_JOB_SLURM) and
+ * its owner ("UID:GID", as job creation writes it) tell. -ENOENT when there is no such job,
+ * -EEXIST naming a job jobcg made otherwise (`jobcg alloc`, by hand, an older jobcg) or a
+ * stale one of another user: the step runs in neither, and takes neither away.
  */
 static int job_is_slurms(uint32_t job, uid_t uid)
 {
-	_cleanup_free_ char *owner = NULL;
+	_cleanup_free_ char *owner = NULL, *mark = NULL;
 	uint64_t u = 0;
 	const char *end;
-	int r = jobcg_job_xattr_get(st.ctx, job, "owner", &owner);
+	int r = jobcg_job_xattr_get(st.ctx, job, "slurm", &mark);
 
-	if (r == -EOPNOTSUPP) { /* no xattrs here: no owner to compare */
+	if (r == -EOPNOTSUPP) { /* no xattrs here: no mark, no owner to compare */
 		_cleanup_free_ char *dir = tree_job_dir(st.ctx, job);
 
 		if (!dir)
 			return -ENOMEM;
 		return access(dir, F_OK) == 0 ? 0 : error_set(-ENOENT, "no job %u", job);
 	}
-	if (r == -ENODATA)
-		return 0; /* made by hand or by an older jobcg: nothing to compare */
+	if (r == -ENODATA) {
+		/* Another step of the job may be making it: the mark is written under the node
+		 * lock, before the job is complete. Under the lock the answer is final. */
+		if ((r = jobcg_ctx_lock(st.ctx)) < 0)
+			return r;
+		free(mark);
+		mark = NULL;
+		r = jobcg_job_xattr_get(st.ctx, job, "slurm", &mark);
+		jobcg_ctx_unlock(st.ctx);
+		if (r == -ENODATA)
+			return error_set(-EEXIST,
+					 "jobcg's job %u was not made by jobcg_spank.so for Slurm's "
+					 "job %u (a 'jobcg alloc', or one made by hand or by an older "
+					 "jobcg): no Slurm step runs in it or removes it; 'jobcg release "
+					 "%u' if it is stale",
+					 job, job, job);
+	}
+	if (r == -ENOENT)
+		return error_set(-ENOENT, "no job %u", job);
+	if (r < 0)
+		return r;
+	r = jobcg_job_xattr_get(st.ctx, job, "owner", &owner);
 	if (r < 0)
 		return r;
 	if (parse_u64_prefix(owner, UINT32_MAX, &u, &end) < 0 || *end != ':')
@@ -285,7 +308,7 @@ static int job_ensure(spank_t sp, uint32_t job, const char *cpus, uint64_t mem_m
 	r = job_is_slurms(job, l.uid);
 	if (r != -ENOENT)
 		return r;
-	r = jobcg_job_create(st.ctx, job, &l, 0, NULL);
+	r = jobcg_job_create(st.ctx, job, &l, JOBCG_JOB_SLURM, NULL);
 	/* Made by another step of this job meanwhile, or stale. */
 	return r == -EEXIST ? job_is_slurms(job, l.uid) : r;
 }
@@ -767,7 +790,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		 * next step may make it again (salloc, then sruns one after another), and the
 		 * steps' records are the truth of it here (docs/slurm.md). */
 		int k = jobcg_job_remove(st.ctx, st.job,
-					 JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD);
+					 JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD |
+					     JOBCG_JOB_REMOVE_IF_SLURM);
 
 		if (k == 0)
 			slurm_verbose("jobcg: job %u removed (no step left in it) in %" PRIu64

@@ -132,7 +132,7 @@ static int runner_start(const char *root, uint32_t job, bool make_job, bool end_
 		/* A context of its own: the parent's lock descriptor is not to be shared. */
 		if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 ||
 		    jobcg_ctx_open(conf, 0, &ctx) < 0 ||
-		    (make_job && jobcg_job_create(ctx, job, NULL, 0, NULL) < 0) ||
+		    (make_job && jobcg_job_create(ctx, job, NULL, JOBCG_JOB_SLURM, NULL) < 0) ||
 		    jobcg_step_create(ctx, job, "0", 0, NULL) < 0 ||
 		    jobcg_task_spawn(ctx, job, "0", 0, sleep_argv, NULL, &task) < 0 ||
 		    jobcg_task_spawn(ctx, job, "0", 1, esc_argv, NULL, &sh) < 0)
@@ -351,6 +351,50 @@ static void test_watch_normal_end(struct jobcg_ctx *ctx, const struct jobcg_conf
 	is_int(jobcg_job_remove(ctx, 34, 0), 0, "remove job 34");
 }
 
+static bool job_has_slurm_mark(const char *root, uint32_t job)
+{
+	char p[PATH_MAX], v[8];
+
+	snprintf(p, sizeof(p), "%s/job_%u", root, job);
+	return getxattr(p, "trusted.jobcg.slurm", v, sizeof(v)) == 1 && v[0] == '1';
+}
+
+/* The plugin's jobs are marked (JOBCG_JOB_SLURM); it and its watcher remove only those. */
+static void test_slurm_mark(struct jobcg_ctx *ctx, const char *root)
+{
+	struct runner rn = {};
+	char sdir[PATH_MAX], runner[64];
+	pid_t w;
+
+	/* An admin's allocation (`jobcg alloc`) a Slurm step's runner died in. */
+	is_int(jobcg_job_create(ctx, 39, NULL, 0, NULL), 0, "job 39, made as 'jobcg alloc' does");
+	ok(!job_has_slurm_mark(root, 39), "it has no trusted.jobcg.slurm");
+	is_int(runner_start(root, 39, false, false, &rn), 0, "a runner makes step 39.0 in it");
+	snprintf(runner, sizeof(runner), "%s", runner_of(root, 39));
+	snprintf(sdir, sizeof(sdir), "%s/job_39/step_0", root);
+	w = watch_start(sdir, "39.0", runner);
+	kill(rn.pid, SIGKILL);
+	is_int(exit_within(w, 10000), 0, "its runner killed, step-watch --remove-idle-job exits 0");
+	waitpid(rn.pid, NULL, 0);
+	ok(!kcli_exists("%s", sdir) && all_gone(&rn, 5000), "the step is ended");
+	ok(kcli_exists("%s/job_39", root), "but the job, not the plugin's, is left alone");
+	is_int(jobcg_job_remove(ctx, 39,
+				JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD |
+				    JOBCG_JOB_REMOVE_IF_SLURM),
+	       -EPERM, "IF_SLURM: such a job is refused (-EPERM)");
+	ok(strstr(jobcg_last_error()->message, "jobcg release 39") != NULL,
+	   "naming 'jobcg release 39' (%s)", jobcg_last_error()->message);
+	ok(kcli_exists("%s/job_39", root), "and untouched");
+	kill_left(&rn);
+	close(rn.go);
+	is_int(jobcg_job_remove(ctx, 39, 0), 0, "remove job 39");
+	is_int(jobcg_job_create(ctx, 40, NULL, JOBCG_JOB_SLURM, NULL), 0,
+	       "job 40, made as the plugin makes its jobs");
+	ok(job_has_slurm_mark(root, 40), "it has trusted.jobcg.slurm");
+	is_int(jobcg_job_remove(ctx, 40, JOBCG_JOB_REMOVE_IF_SLURM | JOBCG_JOB_REMOVE_NO_RECORD),
+	       0, "IF_SLURM removes it");
+}
+
 /*
  * What jobcg_spank.so does per step, in two processes at once on one job: make the job if it is
  * not there, create a step (again when the job was removed meanwhile), end the step and remove
@@ -430,6 +474,7 @@ int main(void)
 	test_remove_if_unused(ctx, conf, root);
 	test_reap_and_watch(ctx, conf, root);
 	test_watch_normal_end(ctx, conf, root);
+	test_slurm_mark(ctx, root);
 	test_concurrent(root);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	jobcg_ctx_free(ctx);

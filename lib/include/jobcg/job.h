@@ -93,6 +93,10 @@ JOBCG_EXPORT void jobcg_strv_free(char **v);
 enum {
 	JOBCG_JOB_EPHEMERAL = 1u << 0, /* made by `jobcg run`: removed by its runner; gc may sweep
 					  it once that runner is gone */
+	/* Made by jobcg_spank.so for a Slurm job (trusted.jobcg.slurm, written before the job is
+	 * marked complete): the plugin adopts and removes only such jobs, never an allocation
+	 * of an admin's that happens to have a Slurm job's id. */
+	JOBCG_JOB_SLURM = 1u << 1,
 };
 
 /**
@@ -122,6 +126,10 @@ enum {
 	 * job can follow one another with none in between): a job record each time would give
 	 * one Slurm job several job records that each tell part of it. */
 	JOBCG_JOB_REMOVE_NO_RECORD = 1u << 3,
+	/* Only a job made with JOBCG_JOB_SLURM, checked under the same hold of the node lock as
+	 * the removal: -EPERM, the job untouched, otherwise (where cgroupfs has no xattrs no job
+	 * has the mark, and this flag checks nothing). */
+	JOBCG_JOB_REMOVE_IF_SLURM = 1u << 4,
 };
 
 /**

@@ -529,6 +529,8 @@ static int write_job_meta(struct jobcg_ctx *ctx, const char *dir, const struct j
 	}
 	if (l && l->best_effort && (r = set_meta(dir, "best_effort", "1")) < 0)
 		return r;
+	if ((flags & JOBCG_JOB_SLURM) && (r = set_meta(dir, "slurm", "1")) < 0)
+		return r;
 	if (flags & JOBCG_JOB_EPHEMERAL) {
 		_cleanup_free_ char *me = tree_runner_self();
 
@@ -992,6 +994,27 @@ static int job_unused_locked(struct jobcg_ctx *ctx, uint32_t job_id)
 	return populated ? error_set(-EBUSY, "job %u has processes outside its steps", job_id) : 0;
 }
 
+/* Was the job made for a Slurm job (JOBCG_JOB_SLURM)? -EPERM naming it otherwise. */
+static int job_slurms_locked(struct jobcg_ctx *ctx, uint32_t job_id)
+{
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id), *mark = NULL;
+	int r;
+
+	if (!dir)
+		return -ENOMEM;
+	if (access(dir, F_OK) < 0)
+		return error_set(-ENOENT, "no job %u (%s)", job_id, dir);
+	if (!ctx->info->xattr.supported)
+		return 0;
+	r = get_meta(dir, "slurm", &mark);
+	if (r == -ENODATA)
+		return error_set(-EPERM,
+				 "job %u was not made by jobcg_spank.so for a Slurm job: left as it "
+				 "is ('jobcg release %u' removes it)",
+				 job_id, job_id);
+	return r < 0 ? r : 0;
+}
+
 /* Whatever the outcome, the job's directory may be gone: it is looked up again next time. */
 static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
 			     bool from_gc, bool record)
@@ -1008,7 +1031,11 @@ JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsign
 
 	if (r < 0)
 		return r;
-	if (!(flags & JOBCG_JOB_REMOVE_IF_UNUSED) || (r = job_unused_locked(ctx, job_id)) >= 0)
+	if (flags & JOBCG_JOB_REMOVE_IF_SLURM)
+		r = job_slurms_locked(ctx, job_id);
+	if (r >= 0 && (flags & JOBCG_JOB_REMOVE_IF_UNUSED))
+		r = job_unused_locked(ctx, job_id);
+	if (r >= 0)
 		r = job_remove_locked(ctx, job_id,
 				      flags & JOBCG_JOB_REMOVE_CANCELLED ? OUT_CANCELLED
 				      : flags & JOBCG_JOB_REMOVE_FAILED	 ? OUT_FAILED

@@ -660,6 +660,33 @@ with_plugin 18 "a bad plugstack.conf argument: srun and sbatch fail, nothing run
 	"a bad plugstack.conf argument fails the step, not the node" check18
 plugin_on 1
 
+# --- 19. an allocation of jobcg's own with a Slurm job's id is neither used nor removed -----
+# (plugin only) `jobcg alloc J --uid root --gres gpu:2` on n1 by an admin, then Slurm's job J
+# (root's, held until then) on n1: its step fails naming 'jobcg release J', runs nothing, and
+# the admin's allocation is still there with its GPUs afterwards (before, the step ran in it and
+# its end removed it).
+check19() {
+	rm -f "$sd/c19.ran" "$sd/c19.out"
+	J=$(sbatch --parsable --hold -w n1 -n1 --mem=100M -o "$sd/c19.out" --wrap "touch $sd/c19.ran" 2>&1)
+	case "$J" in ''|*[!0-9]*) echo "sbatch: $J"; return 1 ;; esac
+	j1 alloc "$J" --uid root --gres gpu:2 || { scancel "$J"; return 1; }
+	scontrol release "$J"
+	i=0
+	while [ -n "$(squeue -h -j "$J" 2> /dev/null)" ] && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
+	left=$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)
+	gres=$(j1 show "$J" 2>&1 | grep -ci 'gpu')
+	echo "job $J: output: $(cat "$sd/c19.out" 2>&1); n1's job_$J left: '$left' (gpu lines in show: $gres)"
+	grep 'jobcg: job' "$sd/slurmd-n1.log" | tail -n 2
+	ok19=0
+	[ ! -e "$sd/c19.ran" ] && [ -n "$left" ] && [ "$gres" -gt 0 ] &&
+		grep -q "jobcg release $J" "$sd/c19.out" && ok19=1
+	j1 release "$J"
+	[ $ok19 = 1 ]
+}
+with_plugin 19 "a 'jobcg alloc' with Slurm's job id: the step fails naming 'jobcg release', the allocation stays" \
+	"a jobcg allocation with a Slurm job's id is neither adopted nor removed" check19
+settle
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
