@@ -4,6 +4,7 @@
  * step is left. jobcg_spank.so starts one per Slurm step, detached, as the backstop for a
  * killed slurmstepd (docs/slurm.md); its output goes nowhere, so it reports to syslog.
  */
+#include <dirent.h>
 #include <getopt.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -20,6 +21,31 @@ static void log_to_syslog(enum jobcg_log_level level, const char *msg, void *use
 	       "%s", msg);
 }
 
+/*
+ * Is the job of the step directory @step_dir (its parent) there with no step_* left in it? A
+ * job whose last step's runner died before removing it: worth loading the configuration for.
+ */
+static bool job_left_idle(const char *step_dir)
+{
+	const char *slash = strrchr(step_dir, '/');
+	char jdir[PATH_MAX];
+	struct dirent *e;
+	bool idle = true;
+	DIR *d;
+
+	if (!slash || slash == step_dir || (size_t)(slash - step_dir) >= sizeof(jdir))
+		return false;
+	memcpy(jdir, step_dir, (size_t)(slash - step_dir));
+	jdir[slash - step_dir] = 0;
+	if (!(d = opendir(jdir)))
+		return false; /* gone: the common case */
+	while (idle && (e = readdir(d)))
+		if (strncmp(e->d_name, "step_", 5) == 0)
+			idle = false;
+	closedir(d);
+	return idle;
+}
+
 static void step_watch_help(FILE *f)
 {
 	fprintf(
@@ -34,7 +60,8 @@ static void step_watch_help(FILE *f)
 	    "  --step-dir DIR     the step's cgroup: when it is gone the runner ended the step\n"
 	    "                     and nothing is loaded\n"
 	    "  --remove-idle-job  then remove the job if no step is left in it (no job record;\n"
-	    "                     only a job jobcg_spank.so made)\n");
+	    "                     only a job jobcg_spank.so made), also when the runner ended\n"
+	    "                     its step but died before removing the job\n");
 }
 
 static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
@@ -50,7 +77,7 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	struct jobcg_target t = {};
-	bool remove_job = false, reaped = false;
+	bool remove_job = false, reaped = false, step_gone;
 	int c, r;
 
 	optind = 1;
@@ -85,33 +112,58 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 		cli_print_error(r, "step-watch");
 		return 2;
 	}
-	/* The common case, every step that ended normally: its runner removed it. */
-	if (step_dir && access(step_dir, F_OK) < 0 && errno == ENOENT)
+	/*
+	 * The common case, every step that ended normally: its runner removed it, and its job
+	 * too when it was the last step, or another step keeps the job. Otherwise (the runner
+	 * died after its step's removal and before the job's, or after making the job and
+	 * before the step: the watcher starts first) a job of no step is left, holding its
+	 * devices, and is removed here. Read without loading anything: the job's directory.
+	 */
+	step_gone = step_dir && access(step_dir, F_OK) < 0 && errno == ENOENT;
+	if (step_gone && (!remove_job || !job_left_idle(step_dir)))
 		return 0;
 	openlog("jobcg-step-watch", LOG_PID, LOG_DAEMON);
 	jobcg_set_log(log_to_syslog, NULL, JOBCG_LOG_INFO);
 	r = jobcg_config_load(g->config_dir, node, JOBCG_CONFIG_NO_ENTRIES, &conf);
 	if (r >= 0)
 		r = jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx);
-	if (r >= 0)
+	if (r >= 0 && !step_gone)
 		r = jobcg_step_reap(ctx, t.job, t.step, runner, &reaped);
-	if (r >= 0 && reaped) {
+	if (r >= 0 && !step_gone && !reaped) {
+		/* A step of no runner: its creation died half way, before recording the runner.
+		 * Only this runner makes this step of this job (one slurmstepd per Slurm step),
+		 * and it is gone: the step is a leftover of it. */
+		char *have = NULL;
+
+		if (jobcg_step_xattr_get(ctx, t.job, t.step, "runner", &have) == -ENODATA) {
+			r = jobcg_step_remove(ctx, t.job, t.step, 0);
+			if (r >= 0)
+				syslog(LOG_WARNING,
+				       "step %u.%s: its runner %s died while making it: removed",
+				       t.job, t.step, runner);
+			step_gone = r >= 0 || r == -ENOENT;
+			if (r == -ENOENT)
+				r = 0;
+		}
+		free(have);
+	}
+	if (r >= 0 && reaped)
 		syslog(LOG_WARNING,
 		       "step %u.%s: its runner %s died without ending it: its processes killed, "
 		       "its devices revoked, recorded NODE_FAIL, removed",
 		       t.job, t.step, runner);
-		if (remove_job) {
-			/* Only a job the plugin made: never an allocation of jobcg's own. */
-			r = jobcg_job_remove(ctx, t.job,
-					     JOBCG_JOB_REMOVE_IF_UNUSED |
-						 JOBCG_JOB_REMOVE_NO_RECORD |
-						 JOBCG_JOB_REMOVE_IF_SLURM);
-			if (r == 0)
-				syslog(LOG_NOTICE, "job %u removed: no step left in it", t.job);
-			else if (r == -EBUSY || r == -ENOENT || r == -EINPROGRESS || r == -EPERM)
-				r = 0; /* other steps keep it, it is gone already, or not the
-					  plugin's */
-		}
+	if (r >= 0 && remove_job && (reaped || step_gone)) {
+		/* Under the node lock, as the plugin's own removal: a step of the job that
+		 * starts meanwhile either keeps it or finds it gone and makes it again. Only
+		 * a job the plugin made: never an allocation of jobcg's own. */
+		r = jobcg_job_remove(ctx, t.job,
+				     JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD |
+					 JOBCG_JOB_REMOVE_IF_SLURM);
+		if (r == 0)
+			syslog(LOG_NOTICE, "job %u removed: no step left in it%s", t.job,
+			       reaped ? "" : " (its runner died before removing it)");
+		else if (r == -EBUSY || r == -ENOENT || r == -EINPROGRESS || r == -EPERM)
+			r = 0; /* other steps keep it, it is gone already, or not the plugin's */
 	}
 	if (r < 0) {
 		char buf[1024];

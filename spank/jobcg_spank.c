@@ -334,15 +334,17 @@ static uint64_t monotonic_us(void)
  * then loses the step's processes and nothing of Slurm's ends them. `jobcg step-watch`, detached
  * from slurmstepd (not its descendant: linuxproc neither waits for it nor kills it), waits on
  * slurmstepd's exit; on a normal end it finds the step removed and exits at once, otherwise it
- * ends the step as lost (NODE_FAIL) and removes the job if no step of it is left. It runs in
+ * ends the step as lost (NODE_FAIL) and removes the job if no step of it is left; a job this
+ * slurmstepd made, or whose last step it removed, and then died with goes too. Started before
+ * anything is made: there is no moment where a killed slurmstepd leaves a job holding its GPUs
+ * with nobody to remove it. It runs in
  * slurmstepd's cgroup, which no job's cgroup.kill reaches, not in the tree's system/ leaf,
  * whose processes tell a systemd scope's keeper is alive.
  */
-static int watch_start(const char *node)
+static int watch_start(const char *node, uint32_t job, const char *step)
 {
-	_cleanup_free_ char *me = tree_runner_self(),
-			    *sdir = tree_step_dir(st.ctx, st.life.job, st.life.step),
-			    *target = strdup_printf("%u.%s", st.life.job, st.life.step);
+	_cleanup_free_ char *me = tree_runner_self(), *sdir = tree_step_dir(st.ctx, job, step),
+			    *target = strdup_printf("%u.%s", job, step);
 	const char *exe = st.args.jobcg ? st.args.jobcg : JOBCG_BINDIR "/jobcg";
 	const char *dir = st.conf->config_dir ? st.conf->config_dir : "/etc/jobcg";
 	/* slurmstepd's environment is the job's: none of it reaches jobcg. */
@@ -430,6 +432,14 @@ static int step_begin(spank_t sp)
 	/* The step's own memory.max even when it is the job's: its OOM kills are its own. */
 	sl.mem_bytes = step_mem << 20;
 	t_map = monotonic_us() - t0;
+	/* Before the job and the step exist: from here on a killed slurmstepd leaves nothing
+	 * behind. */
+	t_watch = monotonic_us();
+	r = watch_start(node, job, step);
+	t_watch = monotonic_us() - t_watch;
+	if (r < 0)
+		return fail(job, step, r,
+			    "starting its watcher (plugstack.conf's jobcg= names the jobcg to run)");
 	/*
 	 * The last step of the job on this node removes the job when it ends (exit), under the
 	 * node lock, and only while no step is in it: a step created first keeps the job; one
@@ -462,16 +472,6 @@ static int step_begin(spank_t sp)
 		return fail(job, step, r, what);
 	st.life.job = job;
 	st.life.ntasks = ntasks ? ntasks : 1;
-	/* Right after the step exists: from here on a killed slurmstepd leaves nothing behind. */
-	t_watch = monotonic_us();
-	r = watch_start(node);
-	t_watch = monotonic_us() - t_watch;
-	if (r < 0) {
-		(void)fail(job, step, r,
-			   "starting its watcher (plugstack.conf's jobcg= names the jobcg to run)");
-		(void)jobcg_step_remove(st.ctx, job, step, 0);
-		return -1;
-	}
 	/* Granted before any task exists: no task ever runs with more than its share. */
 	t0 = monotonic_us();
 	r = jobcg_step_gres_setup_exact(st.ctx, job, step, gpus, bind, st.life.ntasks, &g);

@@ -327,6 +327,8 @@ static void test_watch_normal_end(struct jobcg_ctx *ctx, const struct jobcg_conf
 	int st;
 
 	is_int(runner_start(root, 34, true, true, &rn), 0, "a runner that ends its own step 34.0");
+	/* Another step keeps the job: the watcher removes a job left with no step. */
+	is_int(jobcg_step_create(ctx, 34, "1", 0, NULL), 0, "step 34.1 beside it");
 	snprintf(runner, sizeof(runner), "%s", runner_of(root, 34));
 	snprintf(sdir, sizeof(sdir), "%s/job_34/step_0", root);
 	w = watch_start(sdir, "34.0", runner);
@@ -339,7 +341,7 @@ static void test_watch_normal_end(struct jobcg_ctx *ctx, const struct jobcg_conf
 	ok(mono_ms() - t0 < 3000, "promptly (%llu ms after the runner was told to end)",
 	   (unsigned long long)(mono_ms() - t0));
 	ok(kcli_exists("%s/job_34", root),
-	   "and does nothing: the job stays (the runner's to remove)");
+	   "and does nothing: the job stays (step 34.1 is in it)");
 	c = records(conf, "34");
 	is_int(c.node_fail, 0, "no NODE_FAIL record");
 	if (w > 0 && st == -1) {
@@ -357,6 +359,111 @@ static bool job_has_slurm_mark(const char *root, uint32_t job)
 
 	snprintf(p, sizeof(p), "%s/job_%u", root, job);
 	return getxattr(p, "trusted.jobcg.slurm", v, sizeof(v)) == 1 && v[0] == '1';
+}
+
+/* @pid as a runner: "PID:STARTTIME" (field 22 of its stat), as a step records it. */
+static char *runner_id(pid_t pid)
+{
+	static char v[64];
+	char p[64], buf[1024] = "", *s;
+	unsigned long long start = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(p, "re"))) {
+		(void)!fgets(buf, sizeof(buf), f);
+		fclose(f);
+	}
+	s = strrchr(buf, ')');
+	for (int i = 2; s && i < 22; i++)
+		s = strchr(s + 1, ' ');
+	if (s)
+		start = strtoull(s + 1, NULL, 10);
+	snprintf(v, sizeof(v), "%d:%llu", (int)pid, start);
+	return v;
+}
+
+/*
+ * A slurmstepd killed at the wrong moment, its watcher started first as the plugin does: a
+ * child that makes job @job as the plugin does (JOBCG_JOB_SLURM) and then, with @step_too,
+ * step 0 and removes it again (the last step's end, the job's removal to come), and is killed
+ * there; with @half_made it is killed in the middle of making step 0. Returns whether the watcher exited 0 within 10 s of the kill.
+ */
+static bool killed_between(const char *root, uint32_t job, bool step_too, bool half_made)
+{
+	char sdir[PATH_MAX], target[32], runner[64], c;
+	int ready[2], st = -1;
+	pid_t pid, w;
+
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return false;
+	pid = fork();
+	if (pid == 0) {
+		struct jobcg_config *conf = NULL;
+		struct jobcg_ctx *ctx = NULL;
+
+		if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 ||
+		    jobcg_ctx_open(conf, 0, &ctx) < 0 ||
+		    jobcg_job_create(ctx, job, NULL, JOBCG_JOB_SLURM, NULL) < 0)
+			_exit(1);
+		/* Killed half way through the step's creation (a build with test hooks). */
+		if (half_made)
+			setenv("JOBCG_TEST_CRASH", "step-create-after-mkdir", 1);
+		if ((step_too || half_made) && jobcg_step_create(ctx, job, "0", 0, NULL) < 0)
+			_exit(1);
+		if (step_too && jobcg_step_remove(ctx, job, "0", 0) < 0)
+			_exit(1);
+		(void)!write(ready[1], "x", 1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	snprintf(runner, sizeof(runner), "%s", runner_id(pid));
+	snprintf(sdir, sizeof(sdir), "%s/job_%u/step_0", root, job);
+	snprintf(target, sizeof(target), "%u.0", job);
+	w = watch_start(sdir, target, runner);
+	if (read(ready[0], &c, 1) != 1 && !half_made)
+		tap_diag("the child making job %u failed", job);
+	close(ready[0]);
+	ok(kcli_exists("%s/job_%u", root, job), "job %u made, %s", job,
+	   half_made   ? "its step half made"
+	   : step_too ? "its step made and removed"
+		      : "no step yet");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	st = exit_within(w, 10000);
+	if (st == -1) {
+		kill(w, SIGKILL);
+		waitpid(w, NULL, 0);
+	}
+	return st == 0;
+}
+
+static void test_watch_windows(struct jobcg_ctx *ctx, const struct jobcg_config *conf,
+			       const char *root)
+{
+	struct count c;
+
+	/* The runner's last step removed, it killed before the job's removal. */
+	ok(killed_between(root, 37, true, false), "step-watch exits 0 after the kill");
+	ok(!kcli_exists("%s/job_37", root),
+	   "a runner killed between its last step's removal and the job's: the watcher removes "
+	   "the job");
+	c = records(conf, "37");
+	is_int(c.job_records, 0, "and writes no job record of it (the plugin's steps have theirs)");
+	/* The job made, the runner killed before its step (the watcher starts before both). */
+	ok(killed_between(root, 38, false, false), "step-watch exits 0 after the kill");
+	ok(!kcli_exists("%s/job_38", root),
+	   "a runner killed after making the job, before its step: the watcher removes the job");
+	/* A build with test hooks: killed in the middle of the step's creation. */
+	if (getenv("JOBCG_TEST_HOOKS") && strcmp(getenv("JOBCG_TEST_HOOKS"), "1") == 0) {
+		ok(killed_between(root, 41, false, true), "step-watch exits 0 after the kill");
+		ok(!kcli_exists("%s/job_41", root),
+		   "a runner killed while making its step: the watcher removes the half-made "
+		   "step and the job");
+	} else {
+		tap_skip("a runner killed while making its step: a build without test hooks");
+	}
 }
 
 /* The plugin's jobs are marked (JOBCG_JOB_SLURM); it and its watcher remove only those. */
@@ -475,6 +582,7 @@ int main(void)
 	test_reap_and_watch(ctx, conf, root);
 	test_watch_normal_end(ctx, conf, root);
 	test_slurm_mark(ctx, root);
+	test_watch_windows(ctx, conf, root);
 	test_concurrent(root);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	jobcg_ctx_free(ctx);

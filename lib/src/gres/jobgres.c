@@ -869,8 +869,18 @@ static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *dev
 	r = jobcg_gres_scan(n, rootfd, NULL, claim_scan_fn, &c, &used);
 	if (r < 0)
 		return r;
-	if (r > 0)
+	if (r > 0) {
+		unsigned long holder = 0;
+
+		/* A job left behind (its launcher killed before removing it) holds them until
+		 * someone releases it: say how. */
+		if (sscanf(c.holder, "job_%lu", &holder) == 1)
+			return error_set(-EBUSY,
+					 "devices %s: held by %s (if that job is over: 'jobcg release "
+					 "%lu')",
+					 devices, c.holder, holder);
 		return error_set(-EBUSY, "devices %s: held by %s", devices, c.holder);
+	}
 	for (size_t i = 0; i < ELEMENTSOF(both.w); i++)
 		both.w[i] = have.w[i] | want.w[i];
 	/* Stored before the grant, as in gres_attach(): claimed, never shared. */

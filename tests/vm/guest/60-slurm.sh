@@ -687,6 +687,43 @@ with_plugin 19 "a 'jobcg alloc' with Slurm's job id: the step fails naming 'jobc
 	"a jobcg allocation with a Slurm job's id is neither adopted nor removed" check19
 settle
 
+# --- 20. a slurmstepd killed between its last step's removal and its job's ------------------
+# (plugin only) A step with both of n1's GPUs; its slurmstepd stopped, the step's processes
+# killed and its cgroups removed by hand (what the step's end does before the job's removal),
+# then slurmstepd killed: its watcher must remove the job, GPUs and all, so that the next job
+# with those GPUs runs (before, the watcher saw the step gone and exited: the job stayed and
+# every later step given those GPUs failed, "held by job_N").
+check20() {
+	# shellcheck disable=SC2016 # expanded in the step
+	timeout -k 5 120 srun -w n1 -n1 --mem=50M --gres=gpu:2 sh -c 'echo started job=$SLURM_JOB_ID; exec sleep 1030' > "$sd/c20" 2>&1 &
+	sp=$!
+	i=0
+	until grep -q started "$sd/c20" || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
+	J=$(sed -n 's/^started job=//p' "$sd/c20")
+	pid=$(pgrep -f "slurmstepd: \[$J\.0\]")
+	[ -n "$J" ] && [ -n "$pid" ] || { echo "no step $J.0 ($pid): $(cat "$sd/c20")"; kill $sp; return 1; }
+	kill -STOP "$pid"
+	j1 kill "$J.0"
+	i=0
+	while [ -n "$(cat "/sys/fs/cgroup$root1/job_$J/step_0/cgroup.procs" "/sys/fs/cgroup$root1/job_$J"/step_0/user/task_*/cgroup.procs 2> /dev/null)" ] && [ $i -lt 20 ]; do
+		sleep 0.5; i=$((i + 1))
+	done
+	find "/sys/fs/cgroup$root1/job_$J/step_0" -depth -type d -exec rmdir {} \; 2> /dev/null
+	kill -9 "$pid"
+	i=0
+	while [ -d "/sys/fs/cgroup$root1/job_$J" ] && [ $i -lt 10 ]; do sleep 1; i=$((i + 1)); done
+	cg=$(ls -d "/sys/fs/cgroup$root1/job_$J" 2> /dev/null)
+	scancel "$J"
+	wait $sp
+	settle
+	out=$($S -w n1 -n1 --gres=gpu:2 sh -c "$probe" 2>&1); rc=$?
+	echo "job $J: slurmstepd $pid killed after its step's removal; job left after ${i}s: '$cg'; next job with gpu:2 (rc $rc): $out"
+	[ -z "$cg" ] && [ $rc = 0 ] && echo "$out" | grep -q 'nvidia0=ENXIO nvidia1=ENXIO'
+}
+with_plugin 20 "slurmstepd killed between its last step's removal and its job's: the watcher removes the job, the next job gets its GPUs" \
+	"a job left by a slurmstepd killed at its end is removed with its GPUs" check20
+settle
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
