@@ -5,7 +5,9 @@
  * killed slurmstepd (docs/slurm.md); its output goes nowhere, so it reports to syslog.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -51,7 +53,7 @@ static void step_watch_help(FILE *f)
 	fprintf(
 	    f,
 	    "Usage: jobcg step-watch [--node NAME] [--step-dir DIR] [--remove-idle-job]\n"
-	    "                        JOB.STEP PID:STARTTIME\n\n"
+	    "                        [--ready-fd FD] JOB.STEP PID:STARTTIME\n\n"
 	    "Internal: wait until the step's runner (PID:STARTTIME, as the step records it)\n"
 	    "exits; if the step is still there, its runner died without ending it: kill what\n"
 	    "is left, revoke its devices, record it NODE_FAIL and remove it, as 'jobcg gc'\n"
@@ -61,7 +63,8 @@ static void step_watch_help(FILE *f)
 	    "                     and nothing is loaded\n"
 	    "  --remove-idle-job  then remove the job if no step is left in it (no job record;\n"
 	    "                     only a job jobcg_spank.so made), also when the runner ended\n"
-	    "                     its step but died before removing the job\n");
+	    "                     its step but died before removing the job\n"
+	    "  --ready-fd FD      write one byte to FD, and close it, once watching\n");
 }
 
 static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
@@ -70,6 +73,7 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 	    {"node", required_argument, NULL, 'n'},
 	    {"step-dir", required_argument, NULL, 'd'},
 	    {"remove-idle-job", no_argument, NULL, 'r'},
+	    {"ready-fd", required_argument, NULL, 'f'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -78,6 +82,8 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	struct jobcg_target t = {};
 	bool remove_job = false, reaped = false, step_gone;
+	int ready_fd = -1;
+	unsigned fd = 0;
 	int c, r;
 
 	optind = 1;
@@ -94,6 +100,14 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 		case 'r':
 			remove_job = true;
 			break;
+		case 'f':
+			if (cli_parse_uint("--ready-fd", optarg, INT_MAX, &fd) < 0 || fd < 3 ||
+			    fcntl((int)fd, F_GETFD) < 0)
+				return cli_usage_error("step-watch",
+						       "--ready-fd %s: not an open descriptor above 2",
+						       optarg);
+			ready_fd = (int)fd;
+			break;
 		case 'h':
 			step_watch_help(stdout);
 			return 0;
@@ -107,7 +121,19 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 	if (r < 0 || !t.step[0] || t.task != JOBCG_TASK_ALL)
 		return cli_usage_error("step-watch", "'%s': need JOB.STEP", argv[optind]);
 	runner = argv[optind + 1];
-	r = jobcg_runner_wait(runner, -1);
+	/* Ready once the runner is known to parse: it is watched from here on (its pid and
+	 * start time name it, so a later reuse of its pid is told apart). Gone already is
+	 * ready too: the step is looked at right away. Written before anything else, it costs
+	 * slurmstepd, which waits for it, only the exec and this. */
+	r = jobcg_runner_wait(runner, 0);
+	if (r == -ETIMEDOUT)
+		r = 0;
+	if (r >= 0 && ready_fd >= 0) {
+		(void)!write(ready_fd, "1", 1);
+		close(ready_fd);
+	}
+	if (r >= 0)
+		r = jobcg_runner_wait(runner, -1);
 	if (r < 0) {
 		cli_print_error(r, "step-watch");
 		return 2;

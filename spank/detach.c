@@ -1,6 +1,7 @@
 /* jobcg_spank.so: start a program detached from slurmstepd, a multi-threaded process (see
  * detach.h). */
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -36,7 +37,7 @@ static void report(int fd, int err)
 
 /* After fork() in a multi-threaded process: async-signal-safe calls only, until execve(). */
 static _Noreturn void grandchild(char *const argv[], char *const envp[], int devnull, int errfd,
-				 int max_fd)
+				 int keep_fd, int max_fd)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t none;
@@ -53,6 +54,12 @@ static _Noreturn void grandchild(char *const argv[], char *const envp[], int dev
 		}
 	/* Nothing of slurmstepd's: not the step's output (srun would wait for it), no socket. */
 	cloexec_from_3(max_fd);
+	/* But the one it is to keep, as descriptor 3 (over errfd's number, if that is 3: the
+	 * pipe's end is still open under its own, close-on-exec, until the exec). */
+	if (keep_fd >= 0 && (keep_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(keep_fd, 3)) < 0) {
+		report(errfd, errno);
+		_exit(127);
+	}
 	/* slurmstepd's ignored signals and blocked mask would survive execve(). */
 	for (int s = 1; s < NSIG; s++)
 		(void)sigaction(s, &dfl, NULL);
@@ -63,7 +70,7 @@ static _Noreturn void grandchild(char *const argv[], char *const envp[], int dev
 	_exit(127);
 }
 
-static int spawn_forked(char *const argv[], char *const envp[], int devnull)
+static int spawn_forked(char *const argv[], char *const envp[], int devnull, int keep_fd)
 {
 	_cleanup_close_ int rd = -EBADF, wr = -EBADF;
 	long max_fd = sysconf(_SC_OPEN_MAX);
@@ -85,7 +92,7 @@ static int spawn_forked(char *const argv[], char *const envp[], int devnull)
 		pid_t g = fork();
 
 		if (g == 0)
-			grandchild(argv, envp, devnull, wr, (int)max_fd);
+			grandchild(argv, envp, devnull, wr, keep_fd, (int)max_fd);
 		if (g < 0)
 			report(wr, errno);
 		_exit(g < 0);
@@ -106,7 +113,7 @@ static int spawn_forked(char *const argv[], char *const envp[], int devnull)
 	return 0;
 }
 
-int jspank_spawn_detached_how(char *const argv[], char *const envp[], bool fork_only)
+static int spawn_how(char *const argv[], char *const envp[], int keep_fd, bool fork_only)
 {
 	_cleanup_close_ int devnull = -EBADF;
 	int r;
@@ -119,12 +126,60 @@ int jspank_spawn_detached_how(char *const argv[], char *const envp[], bool fork_
 	/* The cheap way: no copy of slurmstepd's page tables, and a sibling of it from the start
 	 * (under TCG the two forks were most of the watcher's start). Forking twice where this
 	 * kernel or architecture cannot. */
-	if (!fork_only && (r = spawn_detached(argv[0], argv, envp, devnull)) != -ENOSYS)
+	if (!fork_only && (r = spawn_detached(argv[0], argv, envp, devnull, keep_fd)) != -ENOSYS)
 		return r;
-	return spawn_forked(argv, envp, devnull);
+	return spawn_forked(argv, envp, devnull, keep_fd);
+}
+
+int jspank_spawn_detached_how(char *const argv[], char *const envp[], bool fork_only)
+{
+	return spawn_how(argv, envp, -1, fork_only);
 }
 
 int jspank_spawn_detached(char *const argv[], char *const envp[])
 {
-	return jspank_spawn_detached_how(argv, envp, false);
+	return spawn_how(argv, envp, -1, false);
+}
+
+int jspank_spawn_ready_how(char *const argv[], char *const envp[], int timeout_ms, bool fork_only)
+{
+	_cleanup_close_ int rd = -EBADF, wr = -EBADF;
+	char byte;
+	ssize_t n;
+	int p[2], r;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return error_set(negative_errno(), "pipe: %s", strerror(errno));
+	rd = p[0];
+	wr = p[1];
+	r = spawn_how(argv, envp, wr, fork_only);
+	if (r < 0)
+		return r;
+	/* Ours closed: end of file once the program exits or closes its end without a word. */
+	close(wr);
+	wr = -EBADF;
+	for (;;) {
+		r = poll(&(struct pollfd){.fd = rd, .events = POLLIN}, 1, timeout_ms);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			break;
+		if (r == 0)
+			return error_set(-ETIMEDOUT, "%s: not ready within %d ms", argv[0],
+					 timeout_ms);
+	}
+	do
+		n = read(rd, &byte, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1)
+		return 0;
+	if (n < 0)
+		return error_set(negative_errno(), "%s: %s", argv[0], strerror(errno));
+	return error_set(-EPROTO,
+			 "%s started but exited without saying it was ready (not the program "
+			 "meant, or one too old to know its readiness option)",
+			 argv[0]);
+}
+
+int jspank_spawn_ready(char *const argv[], char *const envp[], int timeout_ms)
+{
+	return jspank_spawn_ready_how(argv, envp, timeout_ms, false);
 }

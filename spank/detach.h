@@ -18,3 +18,14 @@
 int jspank_spawn_detached(char *const argv[], char *const envp[]);
 /* The same, forking twice when @fork_only even where the cheap way works: for its test. */
 int jspank_spawn_detached_how(char *const argv[], char *const envp[], bool fork_only);
+
+/**
+ * jspank_spawn_detached(), and then wait up to @timeout_ms for the program to say it is ready:
+ * it gets the write end of a pipe as descriptor 3 (the one descriptor it keeps beside 0-2) and
+ * writes one byte to it. Returns 0 once that byte came; -ETIMEDOUT; -EPROTO when the program
+ * exited or closed it without writing (another program than expected, one too old to know
+ * the option that names descriptor 3); -errno when it could not be started.
+ */
+int jspank_spawn_ready(char *const argv[], char *const envp[], int timeout_ms);
+/* The same, forking twice when @fork_only: for its test. */
+int jspank_spawn_ready_how(char *const argv[], char *const envp[], int timeout_ms, bool fork_only);

@@ -44,6 +44,8 @@ SPANK_PLUGIN(jobcg, 1);
 #pragma GCC visibility pop
 
 #define KILL_TIMEOUT_MS 10000
+/* How long a step waits for its watcher's word that it runs: only a broken one takes long. */
+#define WATCH_READY_MS 10000
 /* How long a step waits for another step's removal of its job before it makes the job again. */
 #define JOB_RETRY_MS 1000
 
@@ -353,6 +355,8 @@ static int watch_start(const char *node, uint32_t job, const char *step)
 			(char *)"--config-dir",
 			(char *)dir,
 			(char *)"step-watch",
+			(char *)"--ready-fd",
+			(char *)"3",
 			(char *)"--node",
 			(char *)node,
 			(char *)"--step-dir",
@@ -364,7 +368,10 @@ static int watch_start(const char *node, uint32_t job, const char *step)
 
 	if (!me || !sdir || !target)
 		return -ENOMEM;
-	return jspank_spawn_detached(argv, envp);
+	/* Its word that it is watching slurmstepd: a watcher that exits at once (a jobcg too
+	 * old for step-watch, jobcg= naming another program) would leave the step unguarded.
+	 * It writes as soon as it has read its arguments: no wait on anything but its exec. */
+	return jspank_spawn_ready(argv, envp, WATCH_READY_MS);
 }
 
 /* The node's cores, through a cache beside the node lock (its directory checked as the lock's). */

@@ -117,6 +117,66 @@ static void check_start(const char *how, bool fork_only, const char *self, const
 	   jobcg_error_message(r));
 }
 
+/*
+ * jspank_spawn_ready(): the program's word on descriptor 3. The real `jobcg step-watch
+ * --ready-fd 3` gives it once it watches its runner (here this test, so it waits until the
+ * test ends and, its --step-dir never made, exits without loading anything).
+ */
+static void check_ready(const char *how, bool fork_only)
+{
+	char *envp[] = {(char *)"PATH=/usr/bin:/bin", NULL};
+	char *const says[] = {(char *)"/bin/sh", (char *)"-c",
+			      (char *)"printf x >&3; exec sleep 0.5", NULL};
+	char *const quiet[] = {(char *)"/bin/false", (char *)"step-watch", NULL};
+	char *const slow[] = {(char *)"/bin/sh", (char *)"-c", (char *)"exec sleep 2", NULL};
+	char runner[64], *text, *tok;
+	unsigned long long start = 0;
+	FILE *f;
+	int r;
+
+	r = jspank_spawn_ready_how(says, envp, 5000, fork_only);
+	ok(r == 0, "%s: a program that writes to descriptor 3 is ready (%s)", how,
+	   r < 0 ? jobcg_error_message(r) : "ok");
+	r = jspank_spawn_ready_how(quiet, envp, 5000, fork_only);
+	ok(r == -EPROTO && strstr(jobcg_last_error()->message, "/bin/false"),
+	   "%s: one that exits without a word (an old jobcg, jobcg=/bin/false): -EPROTO naming "
+	   "it (%s)",
+	   how, jobcg_error_message(r));
+	r = jspank_spawn_ready_how(slow, envp, 200, fork_only);
+	ok(r == -ETIMEDOUT, "%s: one silent past the timeout: -ETIMEDOUT (%d)", how, r);
+	/* This process as a runner: PID:STARTTIME (field 22 of its stat). */
+	f = fopen("/proc/self/stat", "re");
+	text = f ? fgets((char[1024]){0}, 1024, f) : NULL;
+	if (f)
+		fclose(f);
+	tok = text ? strrchr(text, ')') : NULL;
+	for (int i = 2; tok && i < 22; i++)
+		tok = strchr(tok + 1, ' ');
+	if (tok)
+		start = strtoull(tok + 1, NULL, 10);
+	snprintf(runner, sizeof(runner), "%d:%llu", (int)getpid(), start);
+	{
+		char *const watch[] = {(char *)JOBCG_EXE,
+				       (char *)"step-watch",
+				       (char *)"--ready-fd",
+				       (char *)"3",
+				       (char *)"--step-dir",
+				       (char *)"/nonexistent/jobcg-detach/step_0",
+				       (char *)"9.0",
+				       runner,
+				       NULL};
+		char *const bad[] = {(char *)JOBCG_EXE, (char *)"step-watch", (char *)"--ready-fd",
+				     (char *)"3", (char *)"9.0", (char *)"12:x", NULL};
+
+		r = jspank_spawn_ready_how(watch, envp, 10000, fork_only);
+		ok(r == 0, "%s: jobcg step-watch --ready-fd 3 says it watches (%s)", how,
+		   r < 0 ? jobcg_error_message(r) : "ok");
+		r = jspank_spawn_ready_how(bad, envp, 10000, fork_only);
+		ok(r == -EPROTO, "%s: step-watch with a runner it cannot watch says nothing (%d)",
+		   how, r);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/jobcg-detach-XXXXXX", out[PATH_MAX], self[PATH_MAX];
@@ -147,6 +207,8 @@ int main(int argc, char **argv)
 	check_start("clone", false, self, out, leak);
 	check_start("fork", true, self, out, leak);
 	ok(jspank_spawn_detached(relative, envp) == -EINVAL, "a relative path is refused");
+	check_ready("clone", false);
+	check_ready("fork", true);
 
 	close(leak);
 	unlink(out);

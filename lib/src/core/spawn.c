@@ -192,6 +192,7 @@ struct dchild {
 	char *const *argv, *const *envp;
 	const sigset_t *none;
 	int devnull;
+	int keep_fd;	     /* -1, or the descriptor the program gets as 3 */
 	int err;	     /* written by the child when it failed */
 	bool no_close_range; /* and when that was close_range's CLOSE_RANGE_CLOEXEC (5.11) */
 };
@@ -226,6 +227,9 @@ __attribute__((no_sanitize("address", "undefined"))) static int dchild_main(void
 		c->no_close_range = true;
 		goto fail;
 	}
+	if (c->keep_fd >= 0 && (c->keep_fd == 3 ? syscall(SYS_fcntl, 3, F_SETFD, 0)
+						: syscall(SYS_dup3, c->keep_fd, 3, 0)) < 0)
+		goto fail;
 	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, c->none, NULL, (size_t)(_NSIG / 8));
 	(void)syscall(SYS_execve, c->path, c->argv, c->envp);
 fail:
@@ -233,7 +237,8 @@ fail:
 	return 127;
 }
 
-int spawn_detached(const char *path, char *const argv[], char *const envp[], int devnull)
+int spawn_detached(const char *path, char *const argv[], char *const envp[], int devnull,
+		   int keep_fd)
 {
 #if defined(__x86_64__) && defined(SYS_close_range)
 	_Alignas(16) char stack[VCHILD_STACK];
@@ -243,7 +248,8 @@ int spawn_detached(const char *path, char *const argv[], char *const envp[], int
 	    .stack = (uint64_t)(uintptr_t)stack,
 	    .stack_size = sizeof(stack),
 	};
-	struct dchild c = {.path = path, .argv = argv, .envp = envp, .devnull = devnull};
+	struct dchild c = {
+	    .path = path, .argv = argv, .envp = envp, .devnull = devnull, .keep_fd = keep_fd};
 	sigset_t all, old, none;
 	long pid;
 

@@ -11,6 +11,8 @@
  * when the start failed (execve()'s error included); -ENOSYS where this kernel, its seccomp
  * filter or the architecture cannot (clone3 with CLONE_CLEAR_SIGHAND is Linux 5.5,
  * close_range's CLOEXEC 5.11), with nothing started, and so for PID 1 of a namespace, which
- * CLONE_PARENT is refused to.
+ * CLONE_PARENT is refused to. @keep_fd (>= 3), when not -1, is the one descriptor kept: the
+ * program has it as descriptor 3.
  */
-int spawn_detached(const char *path, char *const argv[], char *const envp[], int devnull);
+int spawn_detached(const char *path, char *const argv[], char *const envp[], int devnull,
+		   int keep_fd);

@@ -724,6 +724,24 @@ with_plugin 20 "slurmstepd killed between its last step's removal and its job's:
 	"a job left by a slurmstepd killed at its end is removed with its GPUs" check20
 settle
 
+# --- 21. a watcher that does not confirm it watches fails the step -------------------------
+# (plugin only) jobcg=/bin/false on n1's line: the program starts and exits at once, as an
+# older jobcg without `step-watch --ready-fd` would. The step fails, nothing runs, slurmd's log
+# names the program (before, the step ran with no watcher at all).
+check21() {
+	rm -f "$sd/c21.ran"
+	out=$($S -w n1 -n1 touch "$sd/c21.ran" 2>&1); rc=$?
+	echo "srun rc=$rc: $out"
+	grep 'jobcg: job' "$sd/slurmd-n1.log" | tail -n 2
+	[ $rc -ne 0 ] && [ ! -e "$sd/c21.ran" ] &&
+		grep -q "jobcg: job [0-9]* step 0: starting its watcher .*/bin/false started but exited without saying it was ready" "$sd/slurmd-n1.log"
+}
+settle
+echo "required $PLUGIN conf=/etc/jobcg/n1 jobcg=/bin/false" > /etc/slurm/plugstack-n1.conf
+with_plugin 21 "jobcg=/bin/false: the step fails naming it, nothing runs" \
+	"a watcher that never says it watches fails the step" check21
+plugin_on 1
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
