@@ -51,20 +51,19 @@ static bool job_left_idle(const char *step_dir)
 static void step_watch_help(FILE *f)
 {
 	fprintf(
-	    f,
-	    "Usage: jobcg step-watch [--node NAME] [--step-dir DIR] [--remove-idle-job]\n"
-	    "                        [--ready-fd FD] JOB.STEP PID:STARTTIME\n\n"
-	    "Internal: wait until the step's runner (PID:STARTTIME, as the step records it)\n"
-	    "exits; if the step is still there, its runner died without ending it: kill what\n"
-	    "is left, revoke its devices, record it NODE_FAIL and remove it, as 'jobcg gc'\n"
-	    "would. jobcg_spank.so runs this for every Slurm step; you never need to.\n"
-	    "  --node NAME        the node name for gres.conf's NodeName= lines\n"
-	    "  --step-dir DIR     the step's cgroup: when it is gone the runner ended the step\n"
-	    "                     and nothing is loaded\n"
-	    "  --remove-idle-job  then remove the job if no step is left in it (no job record;\n"
-	    "                     only a job jobcg_spank.so made), also when the runner ended\n"
-	    "                     its step but died before removing the job\n"
-	    "  --ready-fd FD      write one byte to FD, and close it, once watching\n");
+	    f, "Usage: jobcg step-watch [--node NAME] [--step-dir DIR] [--remove-idle-job]\n"
+	       "                        [--ready-fd FD] JOB.STEP PID:STARTTIME\n\n"
+	       "Internal: wait until the step's runner (PID:STARTTIME, as the step records it)\n"
+	       "exits; if the step is still there, its runner died without ending it: kill what\n"
+	       "is left, revoke its devices, record it NODE_FAIL and remove it, as 'jobcg gc'\n"
+	       "would. jobcg_spank.so runs this for every Slurm step; you never need to.\n"
+	       "  --node NAME        the node name for gres.conf's NodeName= lines\n"
+	       "  --step-dir DIR     the step's cgroup: when it is gone the runner ended the step\n"
+	       "                     and nothing is loaded\n"
+	       "  --remove-idle-job  then remove the job if no step is left in it (no job record;\n"
+	       "                     only a job jobcg_spank.so made), also when the runner ended\n"
+	       "                     its step but died before removing the job\n"
+	       "  --ready-fd FD      write one byte to FD, and close it, once watching\n");
 }
 
 static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
@@ -103,9 +102,9 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 		case 'f':
 			if (cli_parse_uint("--ready-fd", optarg, INT_MAX, &fd) < 0 || fd < 3 ||
 			    fcntl((int)fd, F_GETFD) < 0)
-				return cli_usage_error("step-watch",
-						       "--ready-fd %s: not an open descriptor above 2",
-						       optarg);
+				return cli_usage_error(
+				    "step-watch", "--ready-fd %s: not an open descriptor above 2",
+				    optarg);
 			ready_fd = (int)fd;
 			break;
 		case 'h':

@@ -270,12 +270,13 @@ static int job_is_slurms(uint32_t job, uid_t uid)
 		r = jobcg_job_xattr_get(st.ctx, job, "slurm", &mark);
 		jobcg_ctx_unlock(st.ctx);
 		if (r == -ENODATA)
-			return error_set(-EEXIST,
-					 "jobcg's job %u was not made by jobcg_spank.so for Slurm's "
-					 "job %u (a 'jobcg alloc', or one made by hand or by an older "
-					 "jobcg): no Slurm step runs in it or removes it; 'jobcg release "
-					 "%u' if it is stale",
-					 job, job, job);
+			return error_set(
+			    -EEXIST,
+			    "jobcg's job %u was not made by jobcg_spank.so for Slurm's "
+			    "job %u (a 'jobcg alloc', or one made by hand or by an older "
+			    "jobcg): no Slurm step runs in it or removes it; 'jobcg release "
+			    "%u' if it is stale",
+			    job, job, job);
 	}
 	if (r == -ENOENT)
 		return error_set(-ENOENT, "no job %u", job);
@@ -445,8 +446,9 @@ static int step_begin(spank_t sp)
 	r = watch_start(node, job, step);
 	t_watch = monotonic_us() - t_watch;
 	if (r < 0)
-		return fail(job, step, r,
-			    "starting its watcher (plugstack.conf's jobcg= names the jobcg to run)");
+		return fail(
+		    job, step, r,
+		    "starting its watcher (plugstack.conf's jobcg= names the jobcg to run)");
 	/*
 	 * The last step of the job on this node removes the job when it ends (exit), under the
 	 * node lock, and only while no step is in it: a step created first keeps the job; one

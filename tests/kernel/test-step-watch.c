@@ -340,8 +340,7 @@ static void test_watch_normal_end(struct jobcg_ctx *ctx, const struct jobcg_conf
 	is_int(st, 0, "step-watch exits 0 once the runner is gone");
 	ok(mono_ms() - t0 < 3000, "promptly (%llu ms after the runner was told to end)",
 	   (unsigned long long)(mono_ms() - t0));
-	ok(kcli_exists("%s/job_34", root),
-	   "and does nothing: the job stays (step 34.1 is in it)");
+	ok(kcli_exists("%s/job_34", root), "and does nothing: the job stays (step 34.1 is in it)");
 	c = records(conf, "34");
 	is_int(c.node_fail, 0, "no NODE_FAIL record");
 	if (w > 0 && st == -1) {
@@ -387,7 +386,8 @@ static char *runner_id(pid_t pid)
  * A slurmstepd killed at the wrong moment, its watcher started first as the plugin does: a
  * child that makes job @job as the plugin does (JOBCG_JOB_SLURM) and then, with @step_too,
  * step 0 and removes it again (the last step's end, the job's removal to come), and is killed
- * there; with @half_made it is killed in the middle of making step 0. Returns whether the watcher exited 0 within 10 s of the kill.
+ * there; with @half_made it is killed in the middle of making step 0. Returns whether the watcher
+ * exited 0 within 10 s of the kill.
  */
 static bool killed_between(const char *root, uint32_t job, bool step_too, bool half_made)
 {
@@ -426,7 +426,7 @@ static bool killed_between(const char *root, uint32_t job, bool step_too, bool h
 		tap_diag("the child making job %u failed", job);
 	close(ready[0]);
 	ok(kcli_exists("%s/job_%u", root, job), "job %u made, %s", job,
-	   half_made   ? "its step half made"
+	   half_made  ? "its step half made"
 	   : step_too ? "its step made and removed"
 		      : "no step yet");
 	kill(pid, SIGKILL);
@@ -498,8 +498,8 @@ static void test_slurm_mark(struct jobcg_ctx *ctx, const char *root)
 	is_int(jobcg_job_create(ctx, 40, NULL, JOBCG_JOB_SLURM, NULL), 0,
 	       "job 40, made as the plugin makes its jobs");
 	ok(job_has_slurm_mark(root, 40), "it has trusted.jobcg.slurm");
-	is_int(jobcg_job_remove(ctx, 40, JOBCG_JOB_REMOVE_IF_SLURM | JOBCG_JOB_REMOVE_NO_RECORD),
-	       0, "IF_SLURM removes it");
+	is_int(jobcg_job_remove(ctx, 40, JOBCG_JOB_REMOVE_IF_SLURM | JOBCG_JOB_REMOVE_NO_RECORD), 0,
+	       "IF_SLURM removes it");
 }
 
 /*

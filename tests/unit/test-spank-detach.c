@@ -165,8 +165,13 @@ static void check_ready(const char *how, bool fork_only)
 				       (char *)"9.0",
 				       runner,
 				       NULL};
-		char *const bad[] = {(char *)JOBCG_EXE, (char *)"step-watch", (char *)"--ready-fd",
-				     (char *)"3", (char *)"9.0", (char *)"12:x", NULL};
+		char *const bad[] = {(char *)JOBCG_EXE,
+				     (char *)"step-watch",
+				     (char *)"--ready-fd",
+				     (char *)"3",
+				     (char *)"9.0",
+				     (char *)"12:x",
+				     NULL};
 
 		r = jspank_spawn_ready_how(watch, envp, 10000, fork_only);
 		ok(r == 0, "%s: jobcg step-watch --ready-fd 3 says it watches (%s)", how,

@@ -130,8 +130,8 @@ int main(void)
 	step(relative, 1, &ir, &tr);
 	is_int(ir, 0, "a relative conf=, batch step: init lets slurmstepd go on (no drain)");
 	is_int(tr, -1, "a relative conf=, batch step: the script fails before its exec");
-	ok(strstr(task_log, "absolute path") && strstr(task_log, "step batch"),
-	   "and says why: %s", task_log);
+	ok(strstr(task_log, "absolute path") && strstr(task_log, "step batch"), "and says why: %s",
+	   task_log);
 
 	step_id = 3;
 	step(unknown, 2, &ir, &tr);

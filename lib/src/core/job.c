@@ -1008,10 +1008,11 @@ static int job_slurms_locked(struct jobcg_ctx *ctx, uint32_t job_id)
 		return 0;
 	r = get_meta(dir, "slurm", &mark);
 	if (r == -ENODATA)
-		return error_set(-EPERM,
-				 "job %u was not made by jobcg_spank.so for a Slurm job: left as it "
-				 "is ('jobcg release %u' removes it)",
-				 job_id, job_id);
+		return error_set(
+		    -EPERM,
+		    "job %u was not made by jobcg_spank.so for a Slurm job: left as it "
+		    "is ('jobcg release %u' removes it)",
+		    job_id, job_id);
 	return r < 0 ? r : 0;
 }
 

@@ -875,10 +875,11 @@ static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *dev
 		/* A job left behind (its launcher killed before removing it) holds them until
 		 * someone releases it: say how. */
 		if (sscanf(c.holder, "job_%lu", &holder) == 1)
-			return error_set(-EBUSY,
-					 "devices %s: held by %s (if that job is over: 'jobcg release "
-					 "%lu')",
-					 devices, c.holder, holder);
+			return error_set(
+			    -EBUSY,
+			    "devices %s: held by %s (if that job is over: 'jobcg release "
+			    "%lu')",
+			    devices, c.holder, holder);
 		return error_set(-EBUSY, "devices %s: held by %s", devices, c.holder);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(both.w); i++)
