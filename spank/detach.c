@@ -141,11 +141,9 @@ int jspank_spawn_detached(char *const argv[], char *const envp[])
 	return spawn_how(argv, envp, -1, false);
 }
 
-int jspank_spawn_ready_how(char *const argv[], char *const envp[], int timeout_ms, bool fork_only)
+int jspank_spawn_start(char *const argv[], char *const envp[], bool fork_only, int *ret_fd)
 {
 	_cleanup_close_ int rd = -EBADF, wr = -EBADF;
-	char byte;
-	ssize_t n;
 	int p[2], r;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -155,28 +153,45 @@ int jspank_spawn_ready_how(char *const argv[], char *const envp[], int timeout_m
 	r = spawn_how(argv, envp, wr, fork_only);
 	if (r < 0)
 		return r;
-	/* Ours closed: end of file once the program exits or closes its end without a word. */
-	close(wr);
-	wr = -EBADF;
+	/* Ours closed on return: end of file once the program exits or closes its end without a
+	 * word. */
+	*ret_fd = TAKE_FD(rd);
+	return 0;
+}
+
+int jspank_spawn_wait(int fd, const char *name, int timeout_ms)
+{
+	char byte;
+	ssize_t n;
+	int r;
+
 	for (;;) {
-		r = poll(&(struct pollfd){.fd = rd, .events = POLLIN}, 1, timeout_ms);
+		r = poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, timeout_ms);
 		if (r > 0 || (r < 0 && errno != EINTR))
 			break;
 		if (r == 0)
-			return error_set(-ETIMEDOUT, "%s: not ready within %d ms", argv[0],
+			return error_set(-ETIMEDOUT, "%s: not ready within %d ms", name,
 					 timeout_ms);
 	}
 	do
-		n = read(rd, &byte, 1);
+		n = read(fd, &byte, 1);
 	while (n < 0 && errno == EINTR);
 	if (n == 1)
 		return 0;
 	if (n < 0)
-		return error_set(negative_errno(), "%s: %s", argv[0], strerror(errno));
+		return error_set(negative_errno(), "%s: %s", name, strerror(errno));
 	return error_set(-EPROTO,
 			 "%s started but exited without saying it was ready (not the program "
 			 "meant, or one too old to know its readiness option)",
-			 argv[0]);
+			 name);
+}
+
+int jspank_spawn_ready_how(char *const argv[], char *const envp[], int timeout_ms, bool fork_only)
+{
+	_cleanup_close_ int fd = -EBADF;
+	int r = jspank_spawn_start(argv, envp, fork_only, &fd);
+
+	return r < 0 ? r : jspank_spawn_wait(fd, argv[0], timeout_ms);
 }
 
 int jspank_spawn_ready(char *const argv[], char *const envp[], int timeout_ms)

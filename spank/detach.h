@@ -29,3 +29,8 @@ int jspank_spawn_detached_how(char *const argv[], char *const envp[], bool fork_
 int jspank_spawn_ready(char *const argv[], char *const envp[], int timeout_ms);
 /* The same, forking twice when @fork_only: for its test. */
 int jspank_spawn_ready_how(char *const argv[], char *const envp[], int timeout_ms, bool fork_only);
+/* jspank_spawn_ready() in two halves, so that the caller works while the program starts: the
+ * start gives the pipe's read end (*@ret_fd, close it after), the wait reads the byte from it
+ * (@name for the messages). */
+int jspank_spawn_start(char *const argv[], char *const envp[], bool fork_only, int *ret_fd);
+int jspank_spawn_wait(int fd, const char *name, int timeout_ms);

@@ -332,6 +332,11 @@ static uint64_t monotonic_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+static const char *watch_exe(void)
+{
+	return st.args.jobcg ? st.args.jobcg : JOBCG_BINDIR "/jobcg";
+}
+
 /*
  * The backstop for a slurmstepd that dies without ending its step (kill -9, a crash): linuxproc
  * then loses the step's processes and nothing of Slurm's ends them. `jobcg step-watch`, detached
@@ -344,11 +349,11 @@ static uint64_t monotonic_us(void)
  * slurmstepd's cgroup, which no job's cgroup.kill reaches, not in the tree's system/ leaf,
  * whose processes tell a systemd scope's keeper is alive.
  */
-static int watch_start(const char *node, uint32_t job, const char *step)
+static int watch_start(const char *node, uint32_t job, const char *step, int *ret_fd)
 {
 	_cleanup_free_ char *me = tree_runner_self(), *sdir = tree_step_dir(st.ctx, job, step),
 			    *target = strdup_printf("%u.%s", job, step);
-	const char *exe = st.args.jobcg ? st.args.jobcg : JOBCG_BINDIR "/jobcg";
+	const char *exe = watch_exe();
 	const char *dir = st.conf->config_dir ? st.conf->config_dir : "/etc/jobcg";
 	/* slurmstepd's environment is the job's: none of it reaches jobcg. */
 	char *envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
@@ -369,10 +374,10 @@ static int watch_start(const char *node, uint32_t job, const char *step)
 
 	if (!me || !sdir || !target)
 		return -ENOMEM;
-	/* Its word that it is watching slurmstepd: a watcher that exits at once (a jobcg too
-	 * old for step-watch, jobcg= naming another program) would leave the step unguarded.
-	 * It writes as soon as it has read its arguments: no wait on anything but its exec. */
-	return jspank_spawn_ready(argv, envp, WATCH_READY_MS);
+	/* Its word that it is watching slurmstepd (watch_ready) comes while the step is made: a
+	 * watcher that exits at once (a jobcg too old for step-watch, jobcg= naming another
+	 * program) would leave the step unguarded. */
+	return jspank_spawn_start(argv, envp, false, ret_fd);
 }
 
 /* The node's cores, through a cache beside the node lock (its directory checked as the lock's). */
@@ -401,6 +406,7 @@ static int step_begin(spank_t sp)
 	/* Where the step's start goes, for slurmd's log: microseconds per phase. */
 	uint64_t t_begin = monotonic_us(), t_conf = 0, t_map = 0, t_job = 0, t_step = 0,
 		 t_watch = 0, t_grant = 0, t0;
+	_cleanup_close_ int watch_fd = -EBADF;
 	int r;
 
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
@@ -443,7 +449,7 @@ static int step_begin(spank_t sp)
 	/* Before the job and the step exist: from here on a killed slurmstepd leaves nothing
 	 * behind. */
 	t_watch = monotonic_us();
-	r = watch_start(node, job, step);
+	r = watch_start(node, job, step, &watch_fd);
 	t_watch = monotonic_us() - t_watch;
 	if (r < 0)
 		return fail(
@@ -485,8 +491,17 @@ static int step_begin(spank_t sp)
 	t0 = monotonic_us();
 	r = jobcg_step_gres_setup_exact(st.ctx, job, step, gpus, bind, st.life.ntasks, &g);
 	t_grant = monotonic_us() - t0;
+	if (r >= 0) {
+		/* By now the watcher has had the step's making to start in. */
+		what = "starting its watcher (plugstack.conf's jobcg= names the jobcg to run)";
+		t0 = monotonic_us();
+		r = jspank_spawn_wait(watch_fd, watch_exe(), WATCH_READY_MS);
+		t_watch += monotonic_us() - t0;
+	} else
+		what = "granting the step its devices";
 	if (r < 0) {
-		(void)fail(job, step, r, "granting the step its devices");
+		(void)fail(job, step, r, what);
+		jobcg_step_gres_free(g);
 		(void)jobcg_step_remove(st.ctx, job, step, 0);
 		return -1;
 	}
