@@ -354,6 +354,8 @@ static void watch_expire(void)
  * client cannot fill the daemon's log.
  */
 static void log_limited(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void log_limited(void *cls, const char *fmt, va_list ap)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static uint64_t next;

@@ -58,6 +58,8 @@ spank_err_t spank_unsetenv(spank_t sp, const char *var)
 }
 
 static void vlog(char *buf, size_t size, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static void vlog(char *buf, size_t size, const char *fmt, va_list ap)
 {
 	size_t n = strlen(buf);
 
