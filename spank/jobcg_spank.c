@@ -149,7 +149,8 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 	const char *var = streq(step, "batch") || streq(step, "interactive") ? "SLURM_JOB_GPUS"
 									     : "SLURM_STEP_GPUS";
 	const char *spath = st.args.slurm_gres;
-	char value[4096], found[PATH_MAX];
+	char value[4096], found[PATH_MAX], sc[PATH_MAX];
+	struct slurm_dirs dirs;
 	int r;
 
 	/* The extern step holds no GRES in Slurm; a step without the variable has no GPUs. */
@@ -164,11 +165,10 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 	 * another job's GPU: a file that cannot be found is an error, not a skipped check. The
 	 * environment is slurmstepd's own (slurmd's), not the job's: its SLURM_CONF names the
 	 * slurm.conf slurmd reads, and Slurm reads gres.conf beside it. */
+	slurm_dirs_init(&dirs, getenv("SLURM_CONF"));
 	if (!spath) {
-		struct slurm_dirs dirs;
 		char where[PATH_MAX + 128];
 
-		slurm_dirs_init(&dirs, getenv("SLURM_CONF"));
 		if (slurm_dirs_find(&dirs, "gres.conf", found) < 0)
 			return error_set(-ENOENT,
 					 "Slurm's gres.conf is not in %s: name it with "
@@ -189,10 +189,6 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
 			return r;
 		}
 		/* Slurm numbers GPUs by slurm.conf's Gres= types, not gres.conf's line order. */
-		struct slurm_dirs dirs;
-		char sc[PATH_MAX];
-
-		slurm_dirs_init(&dirs, getenv("SLURM_CONF"));
 		r = slurm_conf_locate(&dirs, sc);
 		if (r >= 0)
 			r = slurm_gpu_node_new(sconf, spath, sc, node, &sn);
