@@ -270,12 +270,9 @@ def not_root(e):
            f"{r.stderr.strip()[:200]!r})")
 
 
-def server_only(e):
-    """Without Prometheus: the refusal as another user than root, and the daemon's server
-    against hostile clients."""
-    diag("promtool/prometheus not installed (Debian package prometheus): the daemon's server "
-         "is checked against hostile clients only")
-    port = free_port()
+def start_daemon(e, port):
+    """jobcg daemon serving /metrics on @port, once it answers: (daemon, its socket, its log,
+    the metrics URL, a function telling whether it answers)."""
     sock = os.path.join(e.tmp, "daemon.sock")
     dlog = open(os.path.join(e.tmp, "daemon.log"), "w+")
     daemon = e.spawn([e.jobcg, "daemon", "--socket", sock,
@@ -288,16 +285,35 @@ def server_only(e):
         except OSError:
             return False
     ok(wait_for(up, 20), "jobcg daemon --metrics-listen serves GET /metrics")
-    not_root(e)
-    hostile_clients(e, port, sock, up, dlog)
+    return daemon, sock, dlog, url, up
+
+
+def stop_daemon(daemon, dlog):
+    """Stop it; what it logged."""
     daemon.terminate()
     daemon.wait(timeout=30)
     dlog.seek(0)
-    out = dlog.read()
+    return dlog.read()
+
+
+def ended_cleanly(daemon, out):
     ok(daemon.returncode == 0 and "Sanitizer" not in out,
        f"the daemon and its metrics server end cleanly (rc {daemon.returncode})")
     if "Sanitizer" in out:
         diag(out[-3000:])
+
+
+def server_only(e):
+    """Without Prometheus: the refusal as another user than root, and the daemon's server
+    against hostile clients."""
+    diag("promtool/prometheus not installed (Debian package prometheus): the daemon's server "
+         "is checked against hostile clients only")
+    port = free_port()
+    daemon, sock, dlog, _, up = start_daemon(e, port)
+    not_root(e)
+    hostile_clients(e, port, sock, up, dlog)
+    out = stop_daemon(daemon, dlog)
+    ended_cleanly(daemon, out)
 
 
 def main():
@@ -385,18 +401,7 @@ def body(e):
 
     # --- the daemon serves /metrics; Prometheus scrapes it ---
     port, pport = free_port(), free_port()
-    sock = os.path.join(e.tmp, "daemon.sock")
-    dlog = open(os.path.join(e.tmp, "daemon.log"), "w+")
-    daemon = e.spawn([e.jobcg, "daemon", "--socket", sock,
-                      "--metrics-listen", f"127.0.0.1:{port}"], dlog, env=e.env)
-    url = f"http://127.0.0.1:{port}/metrics"
-
-    def up():
-        try:
-            return http_get(url, 5)[0] == 200
-        except OSError:
-            return False
-    ok(wait_for(up, 20), "jobcg daemon --metrics-listen serves GET /metrics")
+    daemon, sock, dlog, url, up = start_daemon(e, port)
     st, text = http_get(url)
     ok(st == 200 and promtool(text) and any(h[1] == "12" for h in holders(parse(text))),
        "the daemon's scrape is valid and has job 12's GPUs")
@@ -490,16 +495,10 @@ def body(e):
     r = e.run("release", "11")
     ok(r.returncode == 0, "release 11")
     step.wait(timeout=30)
-    daemon.terminate()
-    daemon.wait(timeout=30)
-    dlog.seek(0)
-    out = dlog.read()
+    out = stop_daemon(daemon, dlog)
     ok(not up(), "the metrics server stops with the daemon")
     ok("metrics on http://127.0.0.1" in out, "the daemon says where it serves metrics")
-    ok(daemon.returncode == 0 and "Sanitizer" not in out,
-       f"the daemon and its metrics server end cleanly (rc {daemon.returncode})")
-    if "Sanitizer" in out:
-        diag(out[-3000:])
+    ended_cleanly(daemon, out)
 
 
 if __name__ == "__main__":
