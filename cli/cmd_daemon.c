@@ -34,6 +34,13 @@ static void on_stop(int sig)
 	stop_signal = sig;
 }
 
+/* Only to wake the wait: the loop reaps the reservation watcher itself (waitpid of its pid, so
+ * that no helper the library waits for is taken from it). */
+static void on_child(int sig)
+{
+	(void)sig;
+}
+
 static void usage(void)
 {
 	printf("Usage: jobcg daemon [--socket PATH] [--max-clients N]\n"
@@ -59,7 +66,8 @@ static void usage(void)
 	       "  --resv-period S    verify every reservation every S seconds (default 10,\n"
 	       "                     0: never), and at once when the kernel notifies a change\n"
 	       "                     of a partition; repair what is degraded and log it\n"
-	       "                     (jobcg-resv(1))\n",
+	       "                     (jobcg-resv(1)); a watcher that dies is logged and\n"
+	       "                     started again\n",
 	       CLIENTS_DEFAULT);
 }
 
@@ -369,12 +377,14 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	    {},
 	};
 	const char *path = run_daemon_socket(), *metrics_addr = NULL;
-	pid_t metrics_pid = 0, watch_pid = 0;
+	pid_t metrics_pid = 0;
+	struct resv_watch watch = {};
 	unsigned resv_period = 10;
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	/* SA_RESTART: a stop mid-step must not fail the calls under way; ppoll() still wakes. */
 	struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
+	struct sigaction sa_child = {.sa_handler = on_child, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
 	struct conns cs = {};
 	struct listener l = {.fd = -1, .spare = -1, .max_clients = CLIENTS_DEFAULT};
 	sigset_t stopset, waitmask;
@@ -434,7 +444,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		metrics_server_stop(metrics_pid);
 		return r;
 	}
-	if (resv_period && (r = resv_watch_start(g, resv_period, &watch_pid)) != 0) {
+	if (resv_period && (r = resv_watch_start(&watch, g, resv_period)) != 0) {
 		close(l.fd);
 		metrics_server_stop(metrics_pid);
 		return r;
@@ -444,20 +454,23 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	    conns_grow(&cs) < 0) {
 		close(l.fd);
 		metrics_server_stop(metrics_pid);
-		resv_watch_stop(watch_pid);
+		resv_watch_stop(&watch);
 		return cli_fail("%s: %s", path, strerror(errno));
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGCHLD, &sa_child, NULL);
 	signal(SIGPIPE, SIG_IGN); /* a client gone mid-write is an error, not a death */
 	signal(SIGHUP, SIG_IGN);  /* nothing to reload: each step reads the configuration */
 	fprintf(stderr, "jobcg: daemon listening on %s (pid %d)\n", path, (int)getpid());
 
 	/* SIGTERM and SIGINT are blocked from the check of stop_signal to the wait, which
-	 * unblocks them: none arriving in between is missed. */
+	 * unblocks them: none arriving in between is missed. SIGCHLD likewise from the check
+	 * of the reservation watcher. */
 	sigemptyset(&stopset);
 	sigaddset(&stopset, SIGTERM);
 	sigaddset(&stopset, SIGINT);
+	sigaddset(&stopset, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &stopset, &waitmask);
 	while (sigprocmask(SIG_BLOCK, &stopset, NULL), !stop_signal || cs.n > 0) {
 		/* A stop that came while we worked is acted on now, not at the next event. */
@@ -465,16 +478,18 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		struct timespec left;
 		uint64_t now = run_monotonic_ms();
 		bool resting = l.paused_til > now;
+		/* A dead watcher is reaped, said and started again (not once stopping). */
+		uint64_t due = resv_watch_tend(&watch, now, !stop_signal);
 		int k, e;
 
+		if (resting && (!due || l.paused_til < due))
+			due = l.paused_til;
 		cs.p[0] =
 		    (struct pollfd){.fd = l.fd >= 0 && !resting ? l.fd : -1, .events = POLLIN};
 		for (size_t i = 1; i <= cs.n; i++)
 			cs.p[i].events = run_conn_events(cs.c[i]);
 		k = ppoll(cs.p, cs.n + 1,
-			  stop_signal && l.fd >= 0
-			      ? &at_once
-			      : wait_time(&cs, resting ? l.paused_til : 0, now, &left),
+			  stop_signal && l.fd >= 0 ? &at_once : wait_time(&cs, due, now, &left),
 			  &waitmask);
 		e = errno;
 		/* Unblocked while we work: helpers the library starts must not inherit the mask. */
@@ -526,7 +541,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	free(cs.c);
 	free(cs.p);
 	metrics_server_stop(metrics_pid);
-	resv_watch_stop(watch_pid);
+	resv_watch_stop(&watch);
 	fprintf(stderr,
 		"jobcg: daemon stopped by signal %d: %lu connection(s), %lu step(s), %lu refused "
 		"(busy)\n",

@@ -474,26 +474,81 @@ def check_gc_sweep(e):
     e.run("release", "40")
 
 
+def break_and_wait_repair(e, what):
+    """Delete rd's reservation entry behind jobcg's back; True once rd verifies VALID again
+    (within 10 s)."""
+    fd = e.policy_map()
+    map_delete(fd, map_key(0, 195, 0, 1))
+    os.close(fd)
+    end, valid = time.monotonic() + 10, False
+    while time.monotonic() < end and not valid:
+        time.sleep(0.3)
+        valid = e.run("resv", "verify", "rd").returncode == 0
+    ok(valid, f"the daemon repaired rd within its period ({what})")
+
+
+def watcher_pids(path):
+    """The reservation watchers' pids, in the order the daemon's log at PATH started them."""
+    with open(path) as f:
+        return [int(p) for p in re.findall(r"reservations verified every .*\(pid (\d+)\)",
+                                           f.read())]
+
+
+def wait_log(path, pred, secs=10):
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        with open(path) as f:
+            text = f.read()
+        if pred(text):
+            return text
+        time.sleep(0.2)
+    with open(path) as f:
+        return f.read()
+
+
+def zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return False
+
+
 def check_daemon(e):
     """jobcg daemon re-verifies periodically and repairs: a reservation entry deleted behind
-    jobcg's back is written again within the period, and the daemon says so."""
+    jobcg's back is written again within the period, and the daemon says so. Its watcher
+    killed, the daemon reaps it, says so and starts another, which repairs as the first did."""
     r = e.run("resv", "create", "rd", "--devices", "gpu:0")
     ok(r.returncode == 0, f"create rd ({r.stderr.strip()})")
     sockdir = os.path.join(e.tmp, "daemon")
     os.mkdir(sockdir, 0o700)
-    log = open(os.path.join(e.tmp, "daemon.log"), "w+")
+    path = os.path.join(e.tmp, "daemon.log")
+    log = open(path, "w+")
     d = subprocess.Popen([e.jobcg, "daemon", "--socket", os.path.join(sockdir, "sock"),
                           "--resv-period", "1"], env=e.env, stdout=log, stderr=log)
     try:
         time.sleep(1.5)
-        fd = e.policy_map()
-        map_delete(fd, map_key(0, 195, 0, 1))
-        os.close(fd)
-        end, valid = time.monotonic() + 10, False
-        while time.monotonic() < end and not valid:
-            time.sleep(0.3)
-            valid = e.run("resv", "verify", "rd").returncode == 0
-        ok(valid, "the daemon repaired rd within its period")
+        break_and_wait_repair(e, "first watcher")
+        first = watcher_pids(path)
+        ok(len(first) == 1, f"one watcher started, its pid logged ({first})")
+        os.kill(first[0], 9)
+        text = wait_log(path, lambda t: len(watcher_pids(path)) > 1)
+        ok(f"reservation watcher (pid {first[0]}) was killed by signal 9" in text
+           and "starting the reservation watcher again in 1 s" in text,
+           f"the daemon logs the watcher's death and its restart ({text.strip()[-400:]})")
+        pids = watcher_pids(path)
+        ok(len(pids) == 2 and pids[1] != first[0] and os.path.exists(f"/proc/{pids[1]}"),
+           f"a new watcher runs ({pids})")
+        ok(not zombie(first[0]), "the dead watcher was reaped (no zombie)")
+        ok(d.poll() is None, "the daemon kept running")
+        break_and_wait_repair(e, "the restarted watcher")
+        # Killed again soon after its start: the delay doubles.
+        os.kill(pids[1], 9)
+        text = wait_log(path, lambda t: len(watcher_pids(path)) > 2)
+        ok(f"(pid {pids[1]}) was killed by signal 9" in text
+           and "starting the reservation watcher again in 2 s" in text
+           and len(watcher_pids(path)) == 3,
+           f"dead again at once: started again after 2 s ({text.strip()[-300:]})")
     finally:
         d.terminate()
         d.wait(timeout=30)
