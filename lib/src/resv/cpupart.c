@@ -187,6 +187,8 @@ static const char *mount_of(struct jobcg_ctx *ctx)
 
 /* The tree root as a partition root (Linux < 6.7), at the end of this file. */
 #define X_TREEPART "trusted.jobcg.treepart"
+/* On each ancestor whose memory.min jobcg raised for reservations: by how much (bytes). */
+#define X_MINADDED "trusted.jobcg.min_added"
 static int tree_make(struct jobcg_ctx *ctx, bool *ret_made);
 static int tree_unmake(struct jobcg_ctx *ctx, bool force);
 static int tree_problem(struct jobcg_ctx *ctx, const char *dir, char **ret);
@@ -1047,8 +1049,72 @@ static int unit_memory_min(const char *dir, uint64_t bytes)
 	return r < 0 ? r : wait_systemd_wrote(dir, "memory.min", "MemoryMin", text, same_u64);
 }
 
-/* Set every level above DIR to what its children need: raise (apply) or lower (release), never
- * the other way. Levels at and above the tree root belong to systemd under its backend. */
+void memresv_level_min(uint64_t cur, uint64_t need, uint64_t added, bool raise, uint64_t *ret_min,
+		       uint64_t *ret_added)
+{
+	uint64_t drop;
+
+	/* Lowered by someone else since: jobcg's share is at most what is left. */
+	if (added > cur)
+		added = cur;
+	if (raise) {
+		*ret_min = need > cur ? need : cur;
+		*ret_added = added + (*ret_min - cur);
+		return;
+	}
+	drop = cur > need ? cur - need : 0;
+	if (drop > added)
+		drop = added;
+	*ret_min = cur - drop;
+	*ret_added = added - drop;
+}
+
+/* What jobcg added to LV's memory.min (X_MINADDED), 0 when not recorded or unreadable: what
+ * jobcg cannot account for is never lowered. */
+static uint64_t min_added_get(const char *lv)
+{
+	_cleanup_free_ char *s = NULL;
+	uint64_t v = 0;
+
+	if (cgfs_xattr_get(lv, X_MINADDED, &s) < 0 || parse_u64(s, UINT64_MAX, &v) < 0) {
+		jobcg_error_clear();
+		return 0;
+	}
+	return v;
+}
+
+static int min_added_set(const char *lv, uint64_t v)
+{
+	char val[32];
+
+	if (!v) {
+		if (removexattr(lv, X_MINADDED) < 0 && errno != ENODATA)
+			return error_set(-errno, "cannot remove %s from %s: %s", X_MINADDED, lv,
+					 strerror(errno));
+		return 0;
+	}
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+	return cgfs_xattr_set(lv, X_MINADDED, val);
+}
+
+/* LV's memory.min = V: through systemd (SD) where systemd owns the file. */
+static int level_min_write(const char *lv, bool sd, uint64_t v)
+{
+	char val[32];
+
+	if (sd)
+		return unit_memory_min(lv, v);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+	return cgfs_write(lv, "memory.min", val);
+}
+
+/*
+ * Set every level above DIR to what its children need: raise (apply) or lower (release), never
+ * the other way, and lower by no more than jobcg added there (X_MINADDED), so that a
+ * memory.min or MemoryMin the administrator set stays. The record is written after a raise and
+ * before a lowering: a crash in between leaves protection behind, never takes someone else's.
+ * Levels at and above the tree root belong to systemd under its backend.
+ */
 static int ancestors_min(struct jobcg_ctx *ctx, const char *dir, bool raise)
 {
 	_cleanup_strv_free_ char **levels = NULL;
@@ -1064,22 +1130,25 @@ static int ancestors_min(struct jobcg_ctx *ctx, const char *dir, bool raise)
 		const char *lv = levels[i];
 		bool at_or_above_root =
 		    root && strlen(lv) <= strlen(root) && strncmp(root, lv, strlen(lv)) == 0;
-		uint64_t cur = 0, need = 0;
+		uint64_t cur = 0, need = 0, added, to = 0, to_added = 0;
 
 		if ((r = cgfs_read_u64(lv, "memory.min", &cur)) < 0 ||
 		    (r = children_min(lv, NULL, 0, &need)) < 0)
 			return r;
-		if (raise ? need <= cur : need >= cur)
-			continue;
-		if (sd && at_or_above_root) {
-			if ((r = unit_memory_min(lv, need)) < 0)
-				return r;
-		} else {
-			char val[32];
+		added = min_added_get(lv);
+		memresv_level_min(cur, need, added, raise, &to, &to_added);
+		if (!raise && to_added != added && (r = min_added_set(lv, to_added)) < 0)
+			return r;
+		if (to != cur && (r = level_min_write(lv, sd && at_or_above_root, to)) < 0)
+			return r;
+		if (raise && to_added != added && (r = min_added_set(lv, to_added)) < 0) {
+			struct jobcg_error saved = *jobcg_last_error();
 
-			snprintf(val, sizeof(val), "%llu", (unsigned long long)need);
-			if ((r = cgfs_write(lv, "memory.min", val)) < 0)
-				return r;
+			/* Unrecorded, it could never be given back. */
+			if (to != cur && level_min_write(lv, sd && at_or_above_root, cur) < 0)
+				log_warning("undo: %s", jobcg_last_error()->message);
+			jobcg_error_restore(&saved);
+			return r;
 		}
 	}
 	return 0;

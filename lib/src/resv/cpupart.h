@@ -70,7 +70,8 @@ int cpupart_repair(struct jobcg_ctx *ctx, const char *dir, const char *cpus, boo
  * memory.min = BYTES on DIR, and every ancestor up to and including the tree root raised so it
  * protects at least the sum its reserved children need (protection holds against global reclaim
  * only when every ancestor has it). Under the systemd backend the scope's and its slice's
- * MemoryMin are set through D-Bus, since systemd owns those files. release lowers them again.
+ * MemoryMin are set through D-Bus, since systemd owns those files. release lowers them again,
+ * each by no more than jobcg raised it (recorded on the level, trusted.jobcg.min_added).
  */
 int memresv_apply(struct jobcg_ctx *ctx, const char *dir, uint64_t bytes);
 int memresv_release(struct jobcg_ctx *ctx, const char *dir, uint64_t bytes);
@@ -80,6 +81,15 @@ int memresv_release(struct jobcg_ctx *ctx, const char *dir, uint64_t bytes);
 int memresv_verify(struct jobcg_ctx *ctx, const char *dir, uint64_t bytes, char **ret_problem);
 
 /* Pure helpers of the above (unit tested). */
+
+/*
+ * One ancestor level's memory.min: CUR its value, NEED the sum of its children's, ADDED how much
+ * of CUR jobcg added. RAISE: up to NEED when below, the difference added to jobcg's share.
+ * Else down towards NEED by at most jobcg's share, so that what someone else set stays.
+ * *ret_min: the new value (CUR: nothing to write); *ret_added: jobcg's share of it.
+ */
+void memresv_level_min(uint64_t cur, uint64_t need, uint64_t added, bool raise, uint64_t *ret_min,
+		       uint64_t *ret_added);
 
 enum cpulist_op { CPULIST_UNION, CPULIST_MINUS, CPULIST_INTERSECT };
 /* A op B for CPU lists as cpuset files hold them ("" or "\n" is the empty set), formatted the
