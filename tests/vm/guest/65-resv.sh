@@ -4,7 +4,8 @@
 # in system.slice is refused with the reason and nothing is made, and a tree in -.slice has its
 # root made a partition root first, SpecCPUs kept for the rest of the node), jobs inside and outside
 # (Cpus_allowed_list, taskset, --cpus refused), a sibling's overlapping write seen by verify and
-# healed by --repair and by the daemon on its own, memory.min with the cap of the jobs outside.
+# healed by --repair and by the daemon on its own, memory.min with the cap of the jobs outside,
+# an administrator's MemoryMin above the tree kept.
 . "$VMT_GUEST/lib.sh"
 root=/sys/fs/cgroup/system.slice/jobcg.scope
 # cpuset down to the tree, as a node that reserves CPUs has it: at the top, and through
@@ -160,6 +161,11 @@ fi
 # Memory: memory.min, and the cap of jobs outside.
 ram=$(awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo)
 job_mem_max='cat /sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/../../../memory.max'
+# The administrator's own MemoryMin on system.slice, below the reservation: raised while rm
+# needs more, given back to it (not to what the children need, 0) when rm is deleted.
+slice=/sys/fs/cgroup/system.slice
+systemctl set-property --runtime system.slice MemoryMin=64M
+for _ in $(seq 50); do [ "$(cat $slice/memory.min)" = 67108864 ] && break; sleep 0.1; done
 out=$(jobcg resv create rm --mem 256M 2>&1); rc=$?
 is "resv create rm --mem 256M" "$rc" 0 || diag "$out"
 is "...memory.min on it" "$(cat $root/resv_rm/memory.min 2> /dev/null)" 268435456
@@ -168,5 +174,7 @@ is "...verify VALID" "$rc" 0 || diag "$out"
 is "a job outside without --mem is capped at RAM minus the reservation" \
 	"$(jobcg run -- sh -c "$job_mem_max")" "$((ram - 268435456))"
 check "delete rm" jobcg resv delete rm
+is "...the administrator's MemoryMin on system.slice stays" "$(cat $slice/memory.min)" 67108864
+systemctl set-property --runtime system.slice MemoryMin=0
 is "...a job outside has no cap again" "$(jobcg run -- sh -c "$job_mem_max")" "max"
 done_testing
