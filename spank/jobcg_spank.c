@@ -15,9 +15,12 @@
  * epilog, which cost far more than all of jobcg's work (docs/slurm.md). The watcher ends a
  * step whose slurmstepd was killed, which the epilog's job removal used to.
  * Any failure before a task runs returns an error: loaded as `required`, the step fails. */
+#include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <slurm/spank.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +51,9 @@ SPANK_PLUGIN(jobcg, 1);
 #define WATCH_READY_MS 10000
 /* How long a step waits for another step's removal of its job before it makes the job again. */
 #define JOB_RETRY_MS 1000
+/* How long the extern step's task_post_fork looks for its sleep among slurmstepd's children. */
+#define EXTERN_FIND_MS	    5000
+#define EXTERN_CHILDREN_MAX 256
 
 /* One slurmstepd serves one step: its state lives here from init to exit. */
 static struct {
@@ -64,7 +70,11 @@ static struct {
 	struct jobcg_gres_set step_set;
 	char *slurm_step_gpus; /* the step's SLURM_STEP_GPUS, before Slurm narrows it per task */
 	char *gpu_bind;	       /* jobcg's binding of the tasks, NULL when jobcg binds none */
-	bool failed;	/* init could not contain the step: every task fails before its exec */
+	bool failed; /* init could not contain the step: every task fails before its exec */
+	/* The extern step: slurmstepd's children when init ran, none of them its sleep. */
+	struct jspank_child before[EXTERN_CHILDREN_MAX];
+	size_t nbefore;
+	bool have_before;
 	char why[2560]; /* and why, for slurmd's log and the task's stderr */
 } st;
 
@@ -616,6 +626,178 @@ static int slurm_bound_env(spank_t sp, int task, char ***ret)
 	return 0;
 }
 
+/*
+ * The processes the calling thread forked, with their start times. Slurm 22.05's slurmstepd
+ * forks the extern step's sleep and calls task_post_fork from the same thread
+ * (_spawn_job_container), so that thread's children file names it; where the kernel has no
+ * such file (CONFIG_PROC_CHILDREN), every process whose parent is slurmstepd.
+ */
+static int children_now(struct jspank_child *c, size_t max, size_t *ret_n)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_free_ pid_t *pids = calloc(max, sizeof(*pids));
+	size_t n = 0, m = 0;
+	int r;
+
+	if (!pids)
+		return -ENOMEM;
+	r = read_full_file_at(AT_FDCWD, "/proc/thread-self/children", 1 << 16, &text, NULL);
+	if (r >= 0) {
+		if ((r = jspank_children_parse(text, pids, max, &n)) < 0)
+			return r;
+	} else if (r == -ENOENT) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+
+		if (!d)
+			return error_set(negative_errno(), "/proc: %s", strerror(errno));
+		while ((de = readdir(d))) {
+			_cleanup_free_ char *stat = NULL;
+			unsigned long long start;
+			char path[64];
+			uint64_t pid;
+			pid_t ppid;
+
+			if (parse_u64(de->d_name, INT32_MAX, &pid) < 0)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+			if (read_full_file_at(AT_FDCWD, path, 4096, &stat, NULL) < 0 ||
+			    jspank_stat_parse(stat, &ppid, &start) < 0 || ppid != getpid())
+				continue;
+			if (n == max) {
+				closedir(d);
+				return error_set(-E2BIG, "slurmstepd has more than %zu children",
+						 max);
+			}
+			pids[n++] = (pid_t)pid;
+		}
+		closedir(d);
+	} else
+		return error_set(r, "/proc/thread-self/children: %s", strerror(-r));
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *stat = NULL;
+		char path[64];
+		pid_t ppid;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
+		/* Gone meanwhile: not a process to place. */
+		if (read_full_file_at(AT_FDCWD, path, 4096, &stat, NULL) < 0 ||
+		    jspank_stat_parse(stat, &ppid, &c[m].start) < 0)
+			continue;
+		c[m++].pid = pids[i];
+	}
+	*ret_n = m;
+	return 0;
+}
+
+static bool child_was_there(const struct jspank_child *c)
+{
+	for (size_t i = 0; i < st.nbefore; i++)
+		if (st.before[i].pid == c->pid && st.before[i].start == c->start)
+			return true;
+	return false;
+}
+
+static bool runs_extern_sleep(pid_t pid)
+{
+	_cleanup_free_ char *cmd = NULL;
+	char path[64];
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	return read_full_file_at(AT_FDCWD, path, 4096, &cmd, &len) >= 0 &&
+	       jspank_is_extern_sleep(cmd, len);
+}
+
+/*
+ * The extern step's sleep: Slurm gives task_post_fork neither its pid nor a task (S_TASK_PID
+ * and S_TASK_ID fail; slurmstepd keeps the pid in its own job->pgid, which SPANK does not
+ * show). It is the child slurmstepd forked since init that is in no cgroup of jobcg's tree
+ * yet. Where another plugin left a child of its own meanwhile, the one that runs Slurm's
+ * `sleep 100000000` (a child not yet through its exec is waited for). Neither found: an
+ * error, never a guess.
+ */
+static int extern_sleeper(pid_t *ret)
+{
+	_cleanup_free_ struct jspank_child *now = calloc(EXTERN_CHILDREN_MAX, sizeof(*now));
+	uint64_t deadline = monotonic_us() + EXTERN_FIND_MS * 1000ull;
+	size_t n, ncand, nsleep;
+	pid_t cand = 0, sleeper = 0;
+	int r;
+
+	if (!now)
+		return -ENOMEM;
+	for (;;) {
+		if ((r = children_now(now, EXTERN_CHILDREN_MAX, &n)) < 0)
+			return r;
+		ncand = nsleep = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (st.have_before && child_was_there(&now[i]))
+				continue;
+			/* Another step's task, or a login adopted meanwhile, is placed already. */
+			if (st.ctx && jobcg_pid_job(st.ctx, now[i].pid, NULL, NULL) != 0)
+				continue;
+			ncand++;
+			cand = now[i].pid;
+			if (runs_extern_sleep(now[i].pid)) {
+				nsleep++;
+				sleeper = now[i].pid;
+			}
+		}
+		if (ncand == 1 || nsleep == 1) {
+			*ret = ncand == 1 ? cand : sleeper;
+			return 0;
+		}
+		if (ncand == 0)
+			return error_set(-ESRCH,
+					 "slurmstepd forked no process since the step's init that "
+					 "is outside jobcg's tree: its sleep is not to be found");
+		if (monotonic_us() >= deadline)
+			return error_set(-ENOTUNIQ,
+					 "slurmstepd forked %zu processes since the step's init, "
+					 "%zu of them running 'sleep 100000000': which one is the "
+					 "step's is not known",
+					 ncand, nsleep);
+		(void)usleep(10 * 1000);
+	}
+}
+
+/*
+ * Put the extern step's sleep (PrologFlags=Contain) where `jobcg adopt` puts the step's logins:
+ * the step's user/task_special. Not placed, it would outlive a killed slurmstepd, out of the
+ * reach of the step's removal: a sleep found but not moved is killed (the extern step then
+ * ends, and logins of the job are refused), one not found is reported.
+ */
+static int extern_place(spank_t sp)
+{
+	struct jobcg_target t = {.job = st.life.job, .task = JOBCG_TASK_SPECIAL};
+	_cleanup_free_ char *want = NULL, *cg = NULL;
+	pid_t pid = 0;
+	int r;
+
+	/* A Slurm that gives it (none before 23.02 does) is believed. */
+	if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS || pid <= 0) {
+		if ((r = extern_sleeper(&pid)) < 0)
+			return fail(st.life.job, st.life.step, r,
+				    "finding the extern step's sleep");
+	}
+	memcpy(t.step, st.life.step, sizeof(t.step));
+	r = jobcg_task_add_pid(st.ctx, st.life.job, st.life.step, JOBCG_TASK_SPECIAL, pid);
+	/* Read back: in the step's leaf, not moved away again at once. */
+	if (r >= 0 && (r = jobcg_target_path(st.ctx, &t, &want)) >= 0 &&
+	    (r = jobcg_pid_job(st.ctx, pid, NULL, &cg)) >= 0 && !streq(cg, want))
+		r = error_set(-EXDEV, "pid %d is in %s right after being moved into %s", (int)pid,
+			      cg, want);
+	if (r < 0) {
+		(void)kill(pid, SIGKILL);
+		return fail(st.life.job, st.life.step, r,
+			    "moving the extern step's sleep into its cgroup (killed)");
+	}
+	slurm_verbose("jobcg: job %u step extern: its sleep (pid %d) moved into %s", st.life.job,
+		      (int)pid, want);
+	return 0;
+}
+
 #pragma GCC visibility push(default)
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
@@ -629,6 +811,15 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		return r < 0 ? -1 : 0;
 	}
 	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_INFO);
+	/* Before anything of this step is forked: its sleep is the child that comes after. */
+	{
+		uint32_t sid = 0;
+
+		if (spank_get_item(sp, S_JOB_STEPID, &sid) == ESPANK_SUCCESS &&
+		    sid == JSPANK_EXTERN_CONT)
+			st.have_before =
+			    children_now(st.before, EXTERN_CHILDREN_MAX, &st.nbefore) == 0;
+	}
 	/*
 	 * Not returned: Slurm reports a failed init as a launch failure, srun exits 0 and a batch
 	 * step drains the node. Each task fails instead, in task_init, before its exec: exit 1,
@@ -660,10 +851,23 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	bool have_mask;
 	uint64_t t0;
 
-	if (st.failed)
-		return 0; /* it exits in task_init, before its exec */
+	if (st.failed) {
+		uint32_t sid = 0;
+
+		if (spank_get_item(sp, S_JOB_STEPID, &sid) != ESPANK_SUCCESS ||
+		    sid != JSPANK_EXTERN_CONT)
+			return 0; /* it exits in task_init, before its exec */
+		/* The extern step's sleep has no task_init, and Slurm only logs a failure here:
+		 * it is not left running outside its cgroup. */
+		if (extern_sleeper(&pid) == 0)
+			(void)kill(pid, SIGKILL);
+		return -1;
+	}
 	if (!st.begun)
 		return -1; /* never a task outside its cgroup */
+	/* PrologFlags=Contain: Slurm calls this for the extern step's sleep with task id -1. */
+	if (streq(st.life.step, "extern"))
+		return extern_place(sp);
 	if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || pid <= 0 || task < 0) {
 		return fail(st.life.job, st.life.step,

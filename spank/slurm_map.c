@@ -11,6 +11,7 @@
 #include "parse.h"
 #include "log.h"
 #include "slurm_map.h"
+#include "tree.h"
 #include "util.h"
 
 int jspank_step_name(uint32_t step_id, char *ret)
@@ -641,4 +642,56 @@ int jspank_exit_code(const int *status, unsigned n)
 			code = WEXITSTATUS(status[i]);
 	}
 	return code;
+}
+
+int jspank_children_parse(const char *text, pid_t *pids, size_t max, size_t *ret_n)
+{
+	size_t n = 0;
+
+	for (const char *p = text;;) {
+		uint64_t v;
+		const char *end;
+
+		p += strspn(p, " \n");
+		if (!*p)
+			break;
+		if (parse_u64_prefix(p, INT32_MAX, &v, &end) < 0 || v == 0 ||
+		    (*end && *end != ' ' && *end != '\n'))
+			return error_set(-EINVAL, "not a list of pids: '%.64s'", text);
+		if (n == max)
+			return error_set(-E2BIG, "more than %zu children", max);
+		pids[n++] = (pid_t)v;
+		p = end;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+int jspank_stat_parse(const char *stat, pid_t *ret_ppid, unsigned long long *ret_start)
+{
+	/* "PID (COMM) STATE PPID ...": COMM may hold blanks and parentheses, the last ')' ends
+	 * it. */
+	const char *p = strrchr(stat, ')');
+	unsigned long long start;
+	const char *end;
+	uint64_t ppid;
+
+	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+		return -EINVAL;
+	p += 4;
+	if (parse_u64_prefix(p, INT32_MAX, &ppid, &end) < 0 || *end != ' ')
+		return -EINVAL;
+	if (tree_parse_starttime(stat, &start) < 0)
+		return -EINVAL;
+	*ret_ppid = (pid_t)ppid;
+	*ret_start = start;
+	return 0;
+}
+
+bool jspank_is_extern_sleep(const char *cmdline, size_t len)
+{
+	static const char want[] = "sleep\0"
+				   "100000000";
+
+	return len == sizeof(want) && memcmp(cmdline, want, sizeof(want)) == 0;
 }

@@ -101,3 +101,25 @@ char *jspank_expand(const char *tmpl, const char *node);
  * statuses, or 128+N for the first task killed by signal N.
  */
 int jspank_exit_code(const int *status, unsigned n);
+
+/* A process slurmstepd forked: its pid and start time (/proc/PID/stat field 22), so that a pid
+ * reused by another process is never taken for it. */
+struct jspank_child {
+	pid_t pid;
+	unsigned long long start;
+};
+
+/**
+ * Parse a /proc/PID/task/TID/children file ("12 345 \n"): at most @max pids into @pids, their
+ * count to *ret_n. -EINVAL for anything but decimal pids separated by blanks, -E2BIG for more
+ * than @max.
+ */
+int jspank_children_parse(const char *text, pid_t *pids, size_t max, size_t *ret_n);
+
+/** The parent pid (field 4) and start time (field 22) of /proc/PID/stat text @stat. -EINVAL if
+ * malformed. */
+int jspank_stat_parse(const char *stat, pid_t *ret_ppid, unsigned long long *ret_start);
+
+/** Is @cmdline (@len bytes of /proc/PID/cmdline) exactly "sleep 100000000", the extern step's
+ * process Slurm 22.05 runs (slurmstepd's _spawn_job_container)? */
+bool jspank_is_extern_sleep(const char *cmdline, size_t len);

@@ -428,6 +428,40 @@ static void test_exit_code(void)
 	is_int(jspank_exit_code(NULL, 0), 0, "no task: 0");
 }
 
+/* How the extern step's sleep is found among slurmstepd's children (task_post_fork). */
+static void test_extern_child(void)
+{
+	pid_t pids[3];
+	size_t n = 9;
+	unsigned long long start = 0;
+	pid_t ppid = 0;
+	static const char sleep_cmd[] = "sleep\0"
+					"100000000";
+
+	ok(jspank_children_parse("12 345 \n", pids, 3, &n) == 0 && n == 2 && pids[0] == 12 &&
+	       pids[1] == 345,
+	   "a children file: its pids");
+	ok(jspank_children_parse("", pids, 3, &n) == 0 && n == 0, "no child: none");
+	is_int(jspank_children_parse("1 2 3 4", pids, 3, &n), -E2BIG, "more than asked: refused");
+	is_int(jspank_children_parse("1 x", pids, 3, &n), -EINVAL, "not a pid: refused");
+	is_int(jspank_children_parse("0", pids, 3, &n), -EINVAL, "pid 0: refused");
+	is_int(jspank_children_parse("-4", pids, 3, &n), -EINVAL, "a sign: refused");
+	ok(jspank_stat_parse("77 (sl) e) (p) S 42 77 77 0 -1 4194560 90 0 0 0 0 0 0 0 20 0 1 0 "
+			     "123456 5337088 187 18446744073709551615\n",
+			     &ppid, &start) == 0 &&
+	       ppid == 42 && start == 123456,
+	   "stat: parent and start time, past a command name with ') ('");
+	is_int(jspank_stat_parse("77 (x) S", &ppid, &start), -EINVAL, "a short stat: refused");
+	is_int(jspank_stat_parse("77 x S 1", &ppid, &start), -EINVAL, "no command name: refused");
+	ok(jspank_is_extern_sleep(sleep_cmd, sizeof(sleep_cmd)), "Slurm's sleep 100000000");
+	ok(!jspank_is_extern_sleep(sleep_cmd, sizeof(sleep_cmd) - 1), "without its last NUL: not");
+	ok(!jspank_is_extern_sleep("sleep\0"
+				   "10",
+				   9),
+	   "another sleep: not");
+	ok(!jspank_is_extern_sleep("/usr/sbin/slurmstepd", 21), "slurmstepd before its exec: not");
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmp))
@@ -439,6 +473,7 @@ int main(void)
 	test_gpu_bind();
 	test_args();
 	test_exit_code();
+	test_extern_child();
 	{
 		char cmd[128];
 
