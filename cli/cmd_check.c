@@ -842,6 +842,60 @@ static int slurm_gres_check(const struct jobcg_config *conf, const struct slurm_
 	return r;
 }
 
+/*
+ * Jobs jobcg_spank.so made that no live step holds any more: their slurmstepds and watchers
+ * died without removing them, nothing of Slurm's ever will, and they keep their GPUs, which
+ * every later step needing them is refused. Read only. Returns 1 when there is one, else 0 (a
+ * tree that cannot be read is a matter for the other checks).
+ */
+static int slurm_stale_check(const struct jobcg_config *conf, const struct jobcg_sysinfo *s,
+			     struct json_object *json)
+{
+	struct jobcg_ctx *ctx = NULL;
+	uint32_t *ids = NULL;
+	size_t n = 0, nstale = 0;
+	char list[512] = "";
+	struct json_object *arr = json ? json_object_new_array() : NULL;
+
+	if (!secure_getenv("JOBCG_SYSROOT") && s->root_exists &&
+	    jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx) == 0 &&
+	    jobcg_job_list(ctx, &ids, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			struct jobcg_job_info *info = NULL;
+			size_t len = strlen(list);
+
+			if (jobcg_job_info_get(ctx, ids[i], &info) < 0 || !info->slurm_stale) {
+				jobcg_job_info_free(info);
+				continue;
+			}
+			nstale++;
+			if (arr)
+				json_object_array_add(arr, json_object_new_int64(ids[i]));
+			if (len + 16 < sizeof(list))
+				snprintf(list + len, sizeof(list) - len, "%s%u", len ? ", " : "",
+					 ids[i]);
+			else if (!strstr(list, "..."))
+				strcat(list, ", ...");
+			jobcg_job_info_free(info);
+		}
+	}
+	jobcg_error_clear();
+	free(ids);
+	jobcg_ctx_free(ctx);
+	if (json) {
+		json_object_object_add(json, "stale_slurm_jobs", arr);
+	} else if (nstale) {
+		printf("WARNING: stale Slurm job(s) %s: made by jobcg_spank.so, no step and no "
+		       "process left in them (their slurmstepds died); they keep their GPUs until "
+		       "'jobcg gc' removes them\n",
+		       list);
+		fprintf(stderr,
+			"jobcg: check: WARNING: stale Slurm job(s) %s: 'jobcg gc' removes them\n",
+			list);
+	}
+	return nstale > 0;
+}
+
 static int cmd_check(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
@@ -905,6 +959,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		rs |= gres_types_check(&plugin, gj);
 		rs |= slurm_plugins_check(&plugin, gj);
 		rs |= devprog_check(conf, s, gj);
+		rs |= slurm_stale_check(conf, s, gj);
 		print_json(s, reserved_json(conf), pam_json(&pc), gj);
 		json_object_put(gj);
 	} else {
@@ -915,6 +970,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		rs |= slurm_gres_check(conf, &plugin, slurm_gres, NULL);
 		rs |= gres_types_check(&plugin, NULL);
 		rs |= slurm_plugins_check(&plugin, NULL);
+		rs |= slurm_stale_check(conf, s, NULL);
 	}
 	r = s->can_run && !rspec && !pc.escapes && !pc.unsafe && !r && !rs ? 0 : 1;
 	jobcg_pam_scan_free(pc.scan);

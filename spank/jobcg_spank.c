@@ -304,7 +304,7 @@ static int job_is_slurms(uint32_t job, uid_t uid)
 /*
  * The job on this node: made by its first step here, with Slurm's allocation on this node.
  * Looked up first: every later step of the job (batch, extern and each srun start together or
- * one after another) finds it with one read, without the node lock a creation takes.
+ * one after another) finds it with one read. Called under the node lock (step_begin()).
  */
 static int job_ensure(spank_t sp, uint32_t job, const char *cpus, uint64_t mem_mb)
 {
@@ -470,7 +470,12 @@ static int step_begin(spank_t sp)
 	for (unsigned waited = 0;; waited += 10) {
 		what = "creating the job";
 		t0 = monotonic_us();
-		r = job_ensure(sp, job, job_cpus, job_mem);
+		/* The job, its GPUs and the step in one hold of the node lock (each takes it
+		 * anyway): `jobcg gc`, which removes a job of Slurm's that no step holds, never
+		 * sees this one between its creation and its step's. */
+		r = jobcg_ctx_lock(st.ctx);
+		if (r >= 0)
+			r = job_ensure(sp, job, job_cpus, job_mem);
 		if (r >= 0) {
 			st.job = job;
 			/* Slurm allocated them: the job holds them from now on, whichever step
@@ -485,6 +490,7 @@ static int step_begin(spank_t sp)
 			r = jobcg_step_create_limited(st.ctx, job, step, 0, &sl, st.life.step);
 			t_step += monotonic_us() - t0;
 		}
+		jobcg_ctx_unlock(st.ctx);
 		if ((r != -ENOENT && r != -ESHUTDOWN) || waited >= JOB_RETRY_MS)
 			break;
 		(void)usleep(10 * 1000);

@@ -194,6 +194,12 @@ struct jobcg_job_info {
 	char **orphaned_steps;
 	/* A live `jobcg release` (or removal) is ending it: gc leaves it to that process. */
 	bool releasing;
+	/* Made by jobcg_spank.so for a Slurm job (JOBCG_JOB_SLURM). */
+	bool slurm;
+	/* Such a job that no live step holds any more, made more than a minute ago: its
+	 * slurmstepds and their watchers died without removing it. gc removes it (without a job
+	 * record, as they would have) once its stray steps are gone and no process is left. */
+	bool slurm_stale;
 };
 JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 				    struct jobcg_job_info **ret);
@@ -382,7 +388,9 @@ struct jobcg_gc_stats {
  * Sweep stray directories under the node lock: ephemeral jobs and steps whose runner process
  * is gone (what is left in them is killed; their accounting records say NODE_FAIL) and job
  * directories left half made (no trusted.jobcg.created). Jobs made by jobcg_job_create()
- * without EPHEMERAL live until jobcg_job_remove(); directories that are not job_<id> are left
+ * without EPHEMERAL live until jobcg_job_remove(), except those made with JOBCG_JOB_SLURM:
+ * one left with no step and no process a minute after its creation is removed (no job record),
+ * as its last step's end or watcher would have. Directories that are not job_<id> are left
  * alone. Without xattr support nothing can be judged stray and everything is kept.
  */
 JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc_stats *ret);

@@ -1502,6 +1502,32 @@ static bool step_is_stray(struct jobcg_ctx *ctx, const char *sdir, bool locked)
 	return stray;
 }
 
+/* How long after its creation a job of jobcg_spank.so's may hold no step: the plugin makes the
+ * job and its step in one hold of the node lock, an older one in two, a few milliseconds apart. */
+#define SLURM_JOB_IDLE_GRACE_SEC 60
+
+/*
+ * Is DIR a job jobcg_spank.so made (the slurm mark), complete, not being removed and older than
+ * SLURM_JOB_IDLE_GRACE_SEC? Its steps and processes are the caller's to look at: without any,
+ * such a job is one whose slurmstepds (and watchers) died without removing it, and nothing of
+ * Slurm's ever will. The error record is left as it was.
+ */
+static bool slurm_job_old(struct jobcg_ctx *ctx, const char *dir)
+{
+	_cleanup_free_ char *mark = NULL, *removing = NULL;
+	struct jobcg_error saved = *jobcg_last_error();
+	uint64_t created, now = (uint64_t)time(NULL);
+	bool old;
+
+	if (!ctx->info->xattr.supported)
+		return false;
+	created = meta_u64(dir, "created");
+	old = get_meta(dir, "slurm", &mark) == 0 && get_meta(dir, "removing", &removing) < 0 &&
+	      created && now >= created + SLURM_JOB_IDLE_GRACE_SEC;
+	jobcg_error_restore(&saved);
+	return old;
+}
+
 JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i)
 {
 	if (!i)
@@ -1601,6 +1627,16 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 			goto fail;
 		}
 	}
+	{
+		_cleanup_free_ char *mark = NULL;
+
+		i->slurm = ctx->info->xattr.supported && get_meta(i->path, "slurm", &mark) == 0;
+		jobcg_error_clear();
+	}
+	/* What gc removes after the stray steps (gc_job()): every step stray, and no process
+	 * outside them (not told apart from theirs while they are there). */
+	i->slurm_stale = i->slurm && !i->orphaned && norph == strv_length(i->steps) &&
+			 (norph > 0 || !i->populated) && slurm_job_old(ctx, i->path);
 	*ret = i;
 	return 0;
 fail:
@@ -1738,6 +1774,21 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 	r = gc_steps(ctx, id, st);
 	if (r < 0)
 		return r;
+	if (slurm_job_old(ctx, dir)) {
+		if (job_unused_locked(ctx, id) == 0) {
+			/* What the step's watcher would have done: no job record, the steps
+			 * have theirs. */
+			log_info("gc: removing job %u of jobcg_spank.so's: no step and no process "
+				 "left in it",
+				 id);
+			r = job_remove_locked(ctx, id, OUT_COMPLETED, true, false);
+			if (r < 0)
+				return r;
+			st->jobs_removed++;
+			return 0;
+		}
+		jobcg_error_clear();
+	}
 	st->kept++;
 	return 0;
 }
