@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "config_internal.h"
+#include "confparse.h"
 #include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "tap.h"
@@ -737,6 +738,69 @@ static void test_gres_types(void)
 	slurm_conf_facts_done(&f);
 }
 
+/* Slurm 22.05's include modifiers (parse_config.c): "%c" is ClusterName= in lower case, in
+ * slurm.conf only. */
+static void test_include_modifiers(void)
+{
+	struct jobcg_config *c = NULL;
+	struct slurm_conf_facts f = {};
+	char path[PATH_MAX], *g = NULL, *e = NULL;
+	int r;
+
+	ok(conf_include_expand("a%cb%c", "X%c", &e) == 0 && streq(e, "ax%cbx%c"),
+	   "every %%c expanded, in lower case, the value not looked into again (%s)", e);
+	free(e);
+	e = NULL;
+	ok(conf_include_expand("100%%c%d%", "c1", &e) == 0 && streq(e, "100%c1%d%"),
+	   "other %% sequences left as Slurm leaves them (%s)", e);
+	free(e);
+	e = NULL;
+	ok(conf_include_expand("plain.conf", NULL, &e) == 0 && streq(e, "plain.conf"),
+	   "no %%c: the name as it is");
+	free(e);
+	is_int(conf_include_expand("%c.conf", NULL, &e), -ENOENT, "%%c without a ClusterName");
+
+	put("im/rvslurm_nodes.conf", "NodeName=n1 Gres=gpu:2\n");
+	put("im/rvslurm/types.conf", "GresTypes=gpu\n");
+	put("im/slurm.conf", "ClusterName=RVslurm\nInclude %c_nodes.conf\nInclude %c/types.conf\n");
+	snprintf(path, sizeof(path), "%s/im/slurm.conf", tmp);
+	r = slurm_conf_node_gres(path, "n1", &g);
+	ok(r == 0 && streq(g, "gpu:2"), "Include %%c_nodes.conf: rvslurm_nodes.conf read (%s)",
+	   r == 0 ? g : jobcg_last_error()->message);
+	free(g);
+	g = NULL;
+	r = slurm_conf_read(path, &f);
+	ok(r == 0 && f.gres_gpu, "Include %%c/types.conf: GresTypes=gpu read from it (%s)",
+	   r == 0 ? "" : jobcg_last_error()->message);
+	slurm_conf_facts_done(&f);
+	put("im/nested.conf", "ClusterName=Other\nInclude %c_nodes.conf\n");
+	put("im/other_nodes.conf", "NodeName=n1 Gres=gpu:3\n");
+	put("im/slurm.conf", "ClusterName=rvslurm\nInclude nested.conf\n");
+	r = slurm_conf_node_gres(path, "n1", &g);
+	ok(r == 0 && streq(g, "gpu:3"), "the latest ClusterName=, from an included file (%s)",
+	   r == 0 ? g : jobcg_last_error()->message);
+	free(g);
+	g = NULL;
+	put("im/slurm.conf", "Include %c_nodes.conf\nClusterName=rvslurm\n");
+	r = slurm_conf_node_gres(path, "n1", &g);
+	ok(r == -EINVAL && jobcg_last_error()->line == 1 &&
+	       strstr(jobcg_last_error()->message, "ClusterName"),
+	   "%%c before any ClusterName=: an error at its line, as in Slurm (%s)",
+	   jobcg_last_error()->message);
+	free(g);
+
+	/* Slurm's gres.conf has no ClusterName: Slurm fails on %c there. */
+	put("im/gres.conf", "Name=gpu File=/dev/null\nInclude %c_gres.conf\n");
+	put("im/c_gres.conf", "\n");
+	snprintf(path, sizeof(path), "%s/im/gres.conf", tmp);
+	r = jobcg_config_load_files(
+	    NULL, path, "n1", JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV | JOBCG_CONFIG_NO_ENTRIES,
+	    &c);
+	ok(r == -EINVAL && strstr(jobcg_last_error()->message, "slurm.conf only"),
+	   "gres.conf: Include %%c refused (%s)", jobcg_last_error()->message);
+	jobcg_config_free(c);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmp))
@@ -749,6 +813,7 @@ int main(void)
 	test_slurm_order();
 	test_node_gres();
 	test_typed_mapping();
+	test_include_modifiers();
 	{
 		char cmd[PATH_MAX];
 

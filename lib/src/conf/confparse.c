@@ -38,6 +38,7 @@ struct ctx {
 	struct open_file stack[CONF_MAX_INCLUDE_DEPTH + 1];
 	unsigned depth;
 	uint64_t total; /* bytes read over all files: the same file included many times */
+	char *cluster;	/* slurm.conf: the latest ClusterName= so far (Include's "%c") */
 };
 
 /* Room for @more characters: a line is copied with one check, not one per character. */
@@ -105,6 +106,33 @@ static void add_include_context(const char *file, unsigned line)
 	error_set_at(e->code, efile, e->line, e->column, "%s", msg);
 }
 
+int conf_include_expand(const char *name, const char *cluster, char **ret)
+{
+	size_t n = 0, clen = cluster ? strlen(cluster) : 0, len = strlen(name);
+	char *out, *o;
+
+	for (const char *p = name; (p = strstr(p, "%c")); p += 2)
+		n++;
+	if (n && !cluster)
+		return -ENOENT;
+	if (n && clen > (SIZE_MAX - len - 1) / n)
+		return -ENOMEM;
+	out = o = malloc(len + n * clen + 1);
+	if (!out)
+		return -ENOMEM;
+	for (const char *p = name; *p;) {
+		if (p[0] == '%' && p[1] == 'c') {
+			for (size_t k = 0; k < clen; k++)
+				*o++ = (char)tolower((unsigned char)cluster[k]);
+			p += 2;
+		} else
+			*o++ = *p++;
+	}
+	*o = '\0';
+	*ret = out;
+	return 0;
+}
+
 /* "Include FILE" at the start of a statement; returns 1 when handled, 0 when not an include. */
 static int handle_include(struct ctx *c, const char *file, const struct lbuf *b, size_t i)
 {
@@ -144,6 +172,27 @@ static int handle_include(struct ctx *c, const char *file, const struct lbuf *b,
 		return error_set_at(-EINVAL, file, b->v[start].line, b->v[start].col,
 				    "Include '%s': wildcards are not supported, name one file",
 				    name);
+	if (strstr(name, "%c")) {
+		char *expanded = NULL;
+		int e =
+		    c->p->slurm_conf ? conf_include_expand(name, c->cluster, &expanded) : -EINVAL;
+
+		if (e == -ENOENT)
+			return error_set_at(
+			    -EINVAL, file, b->v[start].line, b->v[start].col,
+			    "Include '%s': %%c is ClusterName=, which no line before "
+			    "this one sets",
+			    name);
+		if (e == -EINVAL)
+			return error_set_at(-EINVAL, file, b->v[start].line, b->v[start].col,
+					    "Include '%s': %%c (ClusterName) is expanded in "
+					    "slurm.conf only; Slurm fails on it here too",
+					    name);
+		if (e < 0)
+			return e;
+		free(name);
+		name = expanded;
+	}
 	if (name[0] == '/')
 		path = strdup(name);
 	else {
@@ -311,6 +360,18 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 	    .pairs = pairs,
 	    .npairs = npairs,
 	};
+	for (size_t k = 0; c->p->slurm_conf && k < npairs; k++) {
+		if (strcaseeq(pairs[k].key, "ClusterName")) {
+			char *v = strdup(pairs[k].value);
+
+			if (!v) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			free(c->cluster);
+			c->cluster = v;
+		}
+	}
 	r = c->p->fn(&st, c->p->userdata);
 fail:
 	pairs_free(pairs, npairs);
@@ -544,15 +605,19 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 int conf_parse_file(const struct conf_parser *p, const char *path)
 {
 	struct ctx c = {.p = p};
+	int r = parse_file_at(&c, path, NULL, 0, 0);
 
-	return parse_file_at(&c, path, NULL, 0, 0);
+	free(c.cluster);
+	return r;
 }
 
 int conf_parse_buffer(const struct conf_parser *p, const char *name, const char *buf, size_t len)
 {
 	struct ctx c = {.p = p};
+	int r = parse_buffer(&c, name, buf, len);
 
-	return parse_buffer(&c, name, buf, len);
+	free(c.cluster);
+	return r;
 }
 
 unsigned conf_edit_distance(const char *a, const char *b)

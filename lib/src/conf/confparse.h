@@ -34,6 +34,11 @@ struct conf_parser {
 	 * error (not a missing file), and with effective uid 0 every file read, includes too,
 	 * must be owned by root and writable by no one else. */
 	bool own_config;
+	/* Slurm's slurm.conf: "%c" in an Include's file name is the ClusterName= set by the
+	 * lines before it, in lower case, as Slurm 22.05's parse_config.c expands it. In any
+	 * other file (gres.conf, cgroup.conf) Slurm has no ClusterName to expand and the
+	 * Include fails: so it does here. */
+	bool slurm_conf;
 };
 
 /* Largest configuration file read (including each included file). */
@@ -53,6 +58,13 @@ int conf_parse_file(const struct conf_parser *p, const char *path);
 /** Parse a buffer; a NUL byte in it is an error at its line and column (a corrupt or binary
  * file: Slurm's fgets() reading would silently drop the rest of that line). */
 int conf_parse_buffer(const struct conf_parser *p, const char *name, const char *buf, size_t len);
+
+/**
+ * An Include's file name @name with Slurm's include modifiers expanded: each "%c" is @cluster
+ * in lower case (the value is not looked into again). -ENOENT when @name has one and @cluster
+ * is NULL; any other '%' is left as it is, as Slurm leaves it. No error record.
+ */
+int conf_include_expand(const char *name, const char *cluster, char **ret);
 
 /** Case-insensitive Damerau-free edit distance, for did-you-mean suggestions. */
 unsigned conf_edit_distance(const char *a, const char *b);

@@ -206,7 +206,7 @@ void slurm_conf_facts_done(struct slurm_conf_facts *f)
 int slurm_conf_read(const char *path, struct slurm_conf_facts *ret)
 {
 	struct slurm_conf_facts f = {};
-	struct conf_parser p = {.fn = on_slurm_stmt, .userdata = &f};
+	struct conf_parser p = {.fn = on_slurm_stmt, .userdata = &f, .slurm_conf = true};
 	int r = conf_parse_file(&p, path);
 
 	if (r > 0)
@@ -316,7 +316,7 @@ static int on_node_stmt(const struct conf_stmt *st, void *userdata)
 int slurm_conf_node_gres(const char *path, const char *node, char **ret)
 {
 	struct node_gres_scan s = {.node = node};
-	struct conf_parser p = {.fn = on_node_stmt, .userdata = &s};
+	struct conf_parser p = {.fn = on_node_stmt, .userdata = &s, .slurm_conf = true};
 	int r = conf_parse_file(&p, path);
 
 	free(s.dflt);
