@@ -885,9 +885,9 @@ static int slurm_stale_check(const struct jobcg_config *conf, const struct jobcg
 	if (json) {
 		json_object_object_add(json, "stale_slurm_jobs", arr);
 	} else if (nstale) {
-		printf("WARNING: stale Slurm job(s) %s: made by jobcg_spank.so, no step and no "
-		       "process left in them (their slurmstepds died); they keep their GPUs until "
-		       "'jobcg gc' removes them\n",
+		printf("WARNING: stale Slurm job(s) %s: made by jobcg_spank.so, no live step left "
+		       "in them (their slurmstepds died); they keep their GPUs until 'jobcg gc' "
+		       "removes them\n",
 		       list);
 		fprintf(stderr,
 			"jobcg: check: WARNING: stale Slurm job(s) %s: 'jobcg gc' removes them\n",
