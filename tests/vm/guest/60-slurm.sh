@@ -742,6 +742,78 @@ with_plugin 21 "jobcg=/bin/false: the step fails naming it, nothing runs" \
 	"a watcher that never says it watches fails the step" check21
 plugin_on 1
 
+# --- 22. PrologFlags=Contain: the extern step's sleep in job_<id>/step_extern ----------------
+# With Contain slurmstepd runs an extern step for every job, whose `sleep 100000000` Slurm
+# hands task_post_fork with task id -1 and no pid. The plugin finds it among slurmstepd's
+# children and moves it where `jobcg adopt` puts the job's logins (step_extern/user/
+# task_special); before, the hook failed for every job ("spank extern task post-fork failed" in
+# slurmd's log) and the sleep stayed in slurmd's cgroup, where no removal of the step reaches
+# it. slurmctld and n1's slurmd read the flag at their start: both restart with it, last in this
+# script so that the checks above keep their jobs without an extern step.
+contain_on() {
+	settle
+	for f in /etc/slurm/slurm.conf /etc/slurm/n1.conf; do echo "PrologFlags=Contain" >> "$f"; done
+	systemctl restart slurmctld.service || return 1
+	p=$(cat "$sd/slurmd-n1.pid" 2> /dev/null)
+	[ -z "$p" ] || kill "$p"
+	_i=0
+	while [ -n "$p" ] && kill -0 "$p" 2> /dev/null && [ $_i -lt 30 ]; do sleep 1; _i=$((_i + 1)); done
+	slurmd -N n1 -f /etc/slurm/n1.conf || return 1
+	_i=0
+	until [ "$(sinfo -h -o %t -n n1 2> /dev/null)" = idle ] || [ $_i -ge 150 ]; do
+		sleep 1; _i=$((_i + 1))
+	done
+	[ $_i -lt 150 ]
+}
+check22() {
+	from=$(($(wc -l < "$sd/slurmd-n1.log") + 1))
+	out=$(timeout -k 5 60 sbatch -w n1 -n1 --mem=100M -o /dev/null --wrap 'sleep 120' 2>&1)
+	J=$(echo "$out" | sed -n 's/.*Submitted batch job \([0-9]*\).*/\1/p')
+	[ -n "$J" ] || { echo "sbatch: $out"; return 1; }
+	want="$root1/job_$J/step_extern/user/task_special"
+	sl="" i=0
+	while [ -z "$sl" ] && [ $i -lt 120 ]; do
+		st=$(pgrep -f "slurmstepd: \[$J\.extern\]" | head -n 1)
+		[ -z "$st" ] || sl=$(pgrep -P "$st" -x sleep | head -n 1)
+		[ -n "$sl" ] || { sleep 0.5; i=$((i + 1)); }
+	done
+	# task_post_fork runs right after slurmstepd forks it: a moment to get there.
+	i=0
+	while [ -n "$sl" ] && [ "$(cut -d: -f3 "/proc/$sl/cgroup" 2> /dev/null)" != "$want" ] &&
+		[ $i -lt 20 ]; do
+		sleep 0.5; i=$((i + 1))
+	done
+	cg=$(cut -d: -f3 "/proc/$sl/cgroup" 2> /dev/null)
+	cmd=$(tr '\0' ' ' < "/proc/$sl/cmdline" 2> /dev/null)
+	# A login of the job's owner, as pam_exec's `jobcg adopt --pam` would place it.
+	sleep 300 > /dev/null 2>&1 &
+	lg=$!
+	ad=$(j1 adopt "$lg" --job "$J" 2>&1)
+	lcg=$(cut -d: -f3 "/proc/$lg/cgroup" 2> /dev/null)
+	scancel "$J"
+	i=0
+	while { kill -0 "$sl" 2> /dev/null || kill -0 "$lg" 2> /dev/null; } && [ $i -lt 30 ]; do
+		sleep 1; i=$((i + 1))
+	done
+	left=$(kill -0 "$sl" 2> /dev/null && echo "sleep $sl")
+	kill -9 "$lg" 2> /dev/null
+	wait "$lg" 2> /dev/null
+	failed=$(sed -n "$from,\$p" "$sd/slurmd-n1.log" | grep -E "post-fork failed|task_post_fork\(\) failed")
+	printf 'job %s: extern sleep %s (%s) in %s (want %s)\nadopt: %s, in %s\nafter scancel: %s\nslurmd: %s\n' \
+		"$J" "$sl" "$cmd" "$cg" "$want" "$ad" "$lcg" "${left:-nothing left}" "${failed:-no post-fork failure}"
+	[ -n "$sl" ] && [ "$cmd" = "sleep 100000000 " ] && [ "$cg" = "$want" ] && [ "$lcg" = "$want" ] &&
+		[ -z "$left" ] && [ -z "$failed" ]
+}
+if contain_on; then
+	both_ways 1 22 "the extern step's sleep is not in jobcg's step_extern" \
+		"PrologFlags=Contain: the extern step's sleep and an adopted login in job_<id>/step_extern/user/task_special, no post-fork failure in slurmd's log, both gone after scancel" \
+		"the extern step's sleep is contained in step_extern" check22
+else
+	not_ok "22: slurmctld and slurmd n1 restart with PrologFlags=Contain"
+	slurm_state
+fi
+settle
+
 # --- what jobcg's own tools see of Slurm's jobs ---------------------------------------------
 diag "$(j1 acct 2>&1 | tail -n 12)"
 diag "$(tail -n 15 $sd/slurmd-n1.log)"
