@@ -101,6 +101,8 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 				       u64_or_null(r->oom_kills, r, JOBCG_ACCTREC_NO_OOM));
 		json_object_object_add(j, "ntasks", json_object_new_int64(r->ntasks));
 		json_object_object_add(j, "gres", r->gres ? json_object_new_string(r->gres) : NULL);
+		if (r->reason)
+			json_object_object_add(j, "reason", json_object_new_string(r->reason));
 		json_object_array_add(o->arr, j);
 		return 0;
 	}

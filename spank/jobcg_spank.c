@@ -29,6 +29,7 @@
 #include "gres_internal.h"
 #include "jobcg-build.h"
 #include "jobcg/acct.h"
+#include "jobcg/acctlog.h"
 #include "jobcg/adopt.h"
 #include "jobcg/config.h"
 #include "jobcg/context.h"
@@ -75,7 +76,9 @@ static struct {
 	struct jspank_child before[EXTERN_CHILDREN_MAX];
 	size_t nbefore;
 	bool have_before;
-	char why[2560]; /* and why, for slurmd's log and the task's stderr */
+	char why[2560];	    /* and why, for slurmd's log and the task's stderr */
+	bool recorded;	    /* the step's record is written: never a second one */
+	uint64_t init_usec; /* when init began: a refused step's record starts then */
 } st;
 
 static void log_to_slurm(enum jobcg_log_level level, const char *msg, void *userdata)
@@ -534,6 +537,7 @@ static int step_begin(spank_t sp)
 	st.status = calloc(st.life.ntasks, sizeof(int));
 	if (!st.status) {
 		(void)jobcg_step_end(st.ctx, &st.life, NULL, 0, NULL);
+		st.recorded = true;
 		return fail(job, step, error_set(-ENOMEM, "out of memory"), "starting");
 	}
 	st.begun = true;
@@ -804,6 +808,49 @@ static int extern_place(spank_t sp)
 	return 0;
 }
 
+/*
+ * The record of a step init refused (st.failed): FAILED, exit code 1, as sacct shows such a
+ * step (each task exits 1 in task_init, before its exec), the reason with it; no usage, none
+ * was read. jobcg's configuration is needed for the log's place: a step refused before it
+ * loaded (a bad plugstack.conf argument, a broken cgroup.conf) is only in slurmd's log.
+ */
+static void refused_record(spank_t sp)
+{
+	struct jobcg_acct_record rec = {
+	    .kind = JOBCG_ACCT_STEP,
+	    .state = JOBCG_ACCT_FAILED,
+	    .exit_code = 1,
+	    .unavailable = JOBCG_ACCTREC_NO_CPU | JOBCG_ACCTREC_NO_MEM_PEAK | JOBCG_ACCTREC_NO_OOM,
+	    .reason = st.why};
+	_cleanup_free_ char *path = NULL, *job_id = NULL;
+	char step[JOBCG_STEP_ID_MAX];
+	uint32_t job = 0, step_id = 0, ntasks = 0;
+	int r;
+
+	if (!st.conf || st.recorded || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS ||
+	    jspank_step_name(step_id, step) < 0)
+		return;
+	(void)spank_get_item(sp, S_JOB_UID, &rec.uid);
+	(void)spank_get_item(sp, S_JOB_GID, &rec.gid);
+	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) == ESPANK_SUCCESS)
+		rec.ntasks = ntasks;
+	rec.start_usec = st.init_usec;
+	rec.end_usec = realtime_us();
+	if (!(job_id = strdup_printf("%u", job)))
+		return;
+	rec.job_id = job_id;
+	rec.step_id = step;
+	st.recorded = true;
+	if ((r = jobcg_acctlog_path(st.conf, &path)) >= 0)
+		r = jobcg_acctlog_write(
+		    path, &rec,
+		    st.conf->cgroup.acct_sync == JOBCG_ACCT_SYNC_STEP ? JOBCG_ACCTLOG_SYNC : 0);
+	if (r < 0)
+		slurm_error("jobcg: job %u step %s: its FAILED record not written: %s", job, step,
+			    jobcg_error_message(r));
+}
+
 #pragma GCC visibility push(default)
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
@@ -817,6 +864,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		return r < 0 ? -1 : 0;
 	}
 	jobcg_set_log(log_to_slurm, NULL, JOBCG_LOG_INFO);
+	st.init_usec = realtime_us();
 	/* Before anything of this step is forked: its sleep is the child that comes after. */
 	{
 		uint32_t sid = 0;
@@ -997,6 +1045,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	struct jobcg_run_result res = {};
 	int r = 0;
 
+	if (spank_remote(sp) && st.failed && !st.begun)
+		refused_record(sp);
 	if (st.begun) {
 		uint64_t t0 = monotonic_us();
 

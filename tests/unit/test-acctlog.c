@@ -28,6 +28,7 @@ static int collect(const struct jobcg_acct_record *r, void *u)
 	s->last.job_id = strdup(r->job_id);
 	s->last.step_id = r->step_id ? strdup(r->step_id) : NULL;
 	s->last.gres = r->gres ? strdup(r->gres) : NULL;
+	s->last.reason = r->reason ? strdup(r->reason) : NULL;
 	snprintf(s->steps + l, sizeof(s->steps) - l, "%s%s.%s", l ? " " : "", r->job_id,
 		 r->step_id ? r->step_id : "job");
 	return 0;
@@ -127,6 +128,28 @@ static void test_log(void)
 	is_int(s.last.exit_signal, 9, "signal kept");
 	is_int(s.last.state, JOBCG_ACCT_OUT_OF_MEMORY, "OUT_OF_MEMORY kept");
 	ok(s.last.gres == NULL, "no gres");
+	ok(s.last.reason == NULL, "no reason");
+
+	/* A step jobcg_spank.so refused: FAILED with why. */
+	r = (struct jobcg_acct_record){.kind = JOBCG_ACCT_STEP,
+				       .job_id = (char *)"43",
+				       .step_id = (char *)"extern",
+				       .state = JOBCG_ACCT_FAILED,
+				       .exit_code = 1,
+				       .reason = (char *)"jobcg: job 43 step extern: \"held\"\n"};
+	{
+		char rpath[PATH_MAX];
+
+		snprintf(rpath, sizeof(rpath), "%s/state/sub/refused.jsonl", dir);
+		is_int(jobcg_acctlog_append(rpath, &r), 0, "append a refused step with its reason");
+		s.n = 0;
+		s.steps[0] = 0;
+		is_int(jobcg_acctlog_read(rpath, "43", collect, &s), 0, "read it back");
+	}
+	ok(s.n == 1 && s.last.reason &&
+	       streq(s.last.reason, "jobcg: job 43 step extern: \"held\"\n"),
+	   "its reason kept, quotes and newline too");
+	is_int(s.last.state, JOBCG_ACCT_FAILED, "FAILED");
 
 	/* A crash mid-write: a torn line at the end, then garbage in the middle. */
 	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);

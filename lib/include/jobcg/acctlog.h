@@ -55,6 +55,9 @@ struct jobcg_acct_record {
 	char *gres; /* "gpu:0,2" or NULL */
 	unsigned ntasks;
 	unsigned unavailable; /* JOBCG_ACCTREC_NO_* */
+	/* Why a step that never ran was refused (jobcg_spank.so's FAILED record of a step it
+	 * could not contain), NULL otherwise. Written only when set. */
+	char *reason;
 };
 
 /** "COMPLETED", "FAILED", ... or NULL for an unknown value. */

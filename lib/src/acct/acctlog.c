@@ -69,7 +69,8 @@ JOBCG_EXPORT void jobcg_acct_record_done(struct jobcg_acct_record *r)
 	free(r->job_id);
 	free(r->step_id);
 	free(r->gres);
-	r->job_id = r->step_id = r->gres = NULL;
+	free(r->reason);
+	r->job_id = r->step_id = r->gres = r->reason = NULL;
 }
 
 /* Adds @v under @k; false on ENOMEM (@v NULL or the key not added), @v put either way. */
@@ -137,7 +138,8 @@ static int format_record(const struct jobcg_acct_record *r, const char *state, c
 	     add_u64_or_null(o, "mem_peak", r->mem_peak, na & JOBCG_ACCTREC_NO_MEM_PEAK) &&
 	     add_u64_or_null(o, "oom_kills", r->oom_kills, na & JOBCG_ACCTREC_NO_OOM) &&
 	     add(o, "ntasks", json_object_new_uint64(r->ntasks)) &&
-	     (!r->gres || add(o, "gres", json_object_new_string(r->gres)));
+	     (!r->gres || add(o, "gres", json_object_new_string(r->gres))) &&
+	     (!r->reason || add(o, "reason", json_object_new_string(r->reason)));
 	text = ok ? json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len) : NULL;
 	line = text ? malloc(len + 2) : NULL;
 	if (line) {
@@ -302,7 +304,7 @@ static const char *get_str(struct json_object *o, const char *k)
 static bool parse_record(const char *line, struct jobcg_acct_record *r)
 {
 	struct json_object *o = json_tokener_parse(line);
-	const char *type, *job, *step, *state, *gres;
+	const char *type, *job, *step, *state, *gres, *reason;
 	int64_t uid, gid, ec, sig, ntasks, jid;
 	char jbuf[24];
 	int st;
@@ -322,6 +324,7 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 	step = get_str(o, "step");
 	state = get_str(o, "state");
 	gres = get_str(o, "gres");
+	reason = get_str(o, "reason");
 	if (!type || !job || !state || (!streq(type, "job") && !streq(type, "step")))
 		goto out;
 	if (step && !jobcg_step_id_valid(step))
@@ -353,7 +356,8 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 	r->job_id = strdup(job);
 	r->step_id = step ? strdup(step) : NULL;
 	r->gres = gres ? strdup(gres) : NULL;
-	ok = r->job_id && (!step || r->step_id) && (!gres || r->gres);
+	r->reason = reason ? strdup(reason) : NULL;
+	ok = r->job_id && (!step || r->step_id) && (!gres || r->gres) && (!reason || r->reason);
 	if (!ok)
 		jobcg_acct_record_done(r);
 out:
