@@ -748,11 +748,12 @@ static void test_include_modifiers(void)
 	int r;
 
 	ok(conf_include_expand("a%cb%c", "X%c", &e) == 0 && streq(e, "ax%cbx%c"),
-	   "every %%c expanded, in lower case, the value not looked into again (%s)", e);
+	   "every %%c expanded, in lower case, the value not looked into again (%s)",
+	   e ? e : "(none)");
 	free(e);
 	e = NULL;
 	ok(conf_include_expand("100%%c%d%", "c1", &e) == 0 && streq(e, "100%c1%d%"),
-	   "other %% sequences left as Slurm leaves them (%s)", e);
+	   "other %% sequences left as Slurm leaves them (%s)", e ? e : "(none)");
 	free(e);
 	e = NULL;
 	ok(conf_include_expand("plain.conf", NULL, &e) == 0 && streq(e, "plain.conf"),
