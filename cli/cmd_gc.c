@@ -13,7 +13,8 @@ static int cmd_gc(int argc, char **argv, const struct cli_global *g)
 		argc, argv, "gc",
 		"Usage: jobcg gc [--json]\n\n"
 		"Remove ephemeral jobs and steps whose 'jobcg run' is gone, and jobs,\n"
-		"steps and reservations left half made. Allocated jobs stay until released.\n",
+		"steps and reservations left half made. Allocated jobs stay until released;\n"
+		"a Slurm job of jobcg_spank.so's with no step and no process left goes.\n",
 		&json, &r))
 		return r;
 	r = cli_ctx_open(g, 0, &conf, &ctx);
