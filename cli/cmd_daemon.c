@@ -34,8 +34,8 @@ static void on_stop(int sig)
 	stop_signal = sig;
 }
 
-/* Only to wake the wait: the loop reaps the reservation watcher itself (waitpid of its pid, so
- * that no helper the library waits for is taken from it). */
+/* Only to wake the wait: the loop reaps its own children itself (waitpid of their pids, so that
+ * no helper the library waits for is taken from it). */
 static void on_child(int sig)
 {
 	(void)sig;
@@ -454,7 +454,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	    conns_grow(&cs) < 0) {
 		close(l.fd);
 		metrics_server_stop(metrics_pid);
-		resv_watch_stop(&watch);
+		supervise_stop(&watch.sup);
 		return cli_fail("%s: %s", path, strerror(errno));
 	}
 	sigaction(SIGTERM, &sa, NULL);
@@ -479,7 +479,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		uint64_t now = run_monotonic_ms();
 		bool resting = l.paused_til > now;
 		/* A dead watcher is reaped, said and started again (not once stopping). */
-		uint64_t due = resv_watch_tend(&watch, now, !stop_signal);
+		uint64_t due = supervise_tend(&watch.sup, now, !stop_signal);
 		int k, e;
 
 		if (resting && (!due || l.paused_til < due))
@@ -541,7 +541,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	free(cs.c);
 	free(cs.p);
 	metrics_server_stop(metrics_pid);
-	resv_watch_stop(&watch);
+	supervise_stop(&watch.sup);
 	fprintf(stderr,
 		"jobcg: daemon stopped by signal %d: %lu connection(s), %lu step(s), %lu refused "
 		"(busy)\n",

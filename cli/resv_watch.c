@@ -9,19 +9,15 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "jobcg/resv.h"
 #include "resv_watch.h"
-#include "run.h"
+#include "supervise.h"
 
 static void watch_files(int ifd, const struct jobcg_resv_info *i)
 {
@@ -129,115 +125,29 @@ static void watch_loop(const struct cli_global *g, unsigned period_s)
 	_exit(1);
 }
 
-static int watch_fork(const struct cli_global *g, unsigned period_s, pid_t *ret_pid)
+/* The supervisor's start: fork the watcher. */
+static int watch_fork(void *arg, pid_t *ret_pid)
 {
+	struct resv_watch *w = arg;
 	pid_t parent = getpid(), pid = fork();
 
 	if (pid < 0)
 		return cli_fail("reservation watcher: fork: %s", strerror(errno));
 	if (pid == 0) {
-		sigset_t none;
-
-		/* It works for the daemon: it ends with it, whatever way the daemon ends. */
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
-			_exit(1);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* Started again mid-service, it would keep the daemon's clients' sockets open, and
-		 * a client would never see its connection end. It opens what it needs itself. */
-		if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
-			for (long fd = 3, n = sysconf(_SC_OPEN_MAX); fd < n; fd++)
-				close((int)fd);
-		watch_loop(g, period_s);
+		/* It opens what it needs itself. */
+		supervise_child_setup(parent, -1);
+		watch_loop(w->g, w->period_s);
 	}
 	fprintf(stderr,
 		"jobcg: reservations verified every %u s and on partition changes (pid %d)\n",
-		period_s, (int)pid);
+		w->period_s, (int)pid);
 	*ret_pid = pid;
 	return 0;
 }
 
 int resv_watch_start(struct resv_watch *w, const struct cli_global *g, unsigned period_s)
 {
-	int r;
-
-	*w = (struct resv_watch){.g = g, .period_s = period_s, .delay_s = 1};
-	if ((r = watch_fork(g, period_s, &w->pid)) != 0)
-		return r;
-	w->started_ms = run_monotonic_ms();
-	return 0;
-}
-
-/* The next start at the current delay from NOW, and the delay after it doubled. */
-static void schedule(struct resv_watch *w, uint64_t now)
-{
-	w->restart_ms = now + (uint64_t)w->delay_s * 1000;
-	w->delay_s =
-	    w->delay_s * 2 > RESV_WATCH_DELAY_MAX_S ? RESV_WATCH_DELAY_MAX_S : w->delay_s * 2;
-}
-
-/* Reap the watcher if it ended and say how. true when it did. */
-static bool reaped(struct resv_watch *w)
-{
-	char how[128];
-	int st = 0;
-	pid_t p;
-
-	while ((p = waitpid(w->pid, &st, WNOHANG)) < 0 && errno == EINTR)
-		;
-	if (p == 0)
-		return false;
-	if (p < 0)
-		snprintf(how, sizeof(how), "is gone (%s)", strerror(errno));
-	else if (WIFSIGNALED(st))
-		snprintf(how, sizeof(how), "was killed by signal %d (%s)", WTERMSIG(st),
-			 strsignal(WTERMSIG(st)));
-	else
-		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(st));
-	fprintf(stderr, "jobcg: daemon: the reservation watcher (pid %d) %s\n", (int)w->pid, how);
-	w->pid = 0;
-	return true;
-}
-
-uint64_t resv_watch_tend(struct resv_watch *w, uint64_t now, bool restart)
-{
-	if (w->pid > 0) {
-		if (!reaped(w))
-			return 0;
-		/* One that ran a while died of something new: soon again. One that dies at once
-		 * (a configuration that no longer loads) is started ever less often. */
-		if (now - w->started_ms >= RESV_WATCH_STEADY_MS)
-			w->delay_s = 1;
-		schedule(w, now);
-		if (restart)
-			fprintf(stderr,
-				"jobcg: daemon: starting the reservation watcher again in %u s\n",
-				(unsigned)((w->restart_ms - now) / 1000));
-	}
-	if (!restart || !w->restart_ms)
-		return 0;
-	if (now < w->restart_ms)
-		return w->restart_ms;
-	w->restart_ms = 0;
-	if (watch_fork(w->g, w->period_s, &w->pid) != 0) {
-		/* Out of processes or memory (said above): tried again later. */
-		w->pid = 0;
-		schedule(w, now);
-		return w->restart_ms;
-	}
-	w->started_ms = now;
-	return 0;
-}
-
-void resv_watch_stop(struct resv_watch *w)
-{
-	if (w->pid <= 0)
-		return;
-	(void)kill(w->pid, SIGTERM);
-	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	w->pid = 0;
+	w->g = g;
+	w->period_s = period_s;
+	return supervise_start(&w->sup, "reservation watcher", watch_fork, w);
 }
