@@ -41,6 +41,12 @@ static void on_child(int sig)
 	(void)sig;
 }
 
+/* The earlier of two times, 0 being none. */
+static uint64_t sooner(uint64_t a, uint64_t b)
+{
+	return a && (!b || a < b) ? a : b;
+}
+
 static void usage(void)
 {
 	printf("Usage: jobcg daemon [--socket PATH] [--max-clients N]\n"
@@ -62,7 +68,8 @@ static void usage(void)
 	       "  --metrics-listen ADDRESS:PORT\n"
 	       "                     also serve GET /metrics over HTTP there (a numeric\n"
 	       "                     address: 127.0.0.1:9810), from a child process (see\n"
-	       "                     jobcg metrics)\n"
+	       "                     jobcg metrics); one that dies is logged and started\n"
+	       "                     again on the same address\n"
 	       "  --resv-period S    verify every reservation every S seconds (default 10,\n"
 	       "                     0: never), and at once when the kernel notifies a change\n"
 	       "                     of a partition; repair what is degraded and log it\n"
@@ -377,7 +384,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	    {},
 	};
 	const char *path = run_daemon_socket(), *metrics_addr = NULL;
-	pid_t metrics_pid = 0;
+	struct metrics_server metrics = {};
 	struct resv_watch watch = {};
 	unsigned resv_period = 10;
 	struct jobcg_config *conf = NULL;
@@ -437,23 +444,23 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	l.max_clients = clients_cap(l.max_clients);
 	/* Bound before the step socket, so that a mistake in the address stops the daemon before
 	 * clients can find it. */
-	if (metrics_addr && (r = metrics_server_start(g, metrics_addr, &metrics_pid)) != 0)
+	if (metrics_addr && (r = metrics_server_start(&metrics, g, metrics_addr)) != 0)
 		return r;
 	r = listen_on(path, &l.fd);
 	if (r) {
-		metrics_server_stop(metrics_pid);
+		supervise_stop(&metrics.sup);
 		return r;
 	}
 	if (resv_period && (r = resv_watch_start(&watch, g, resv_period)) != 0) {
 		close(l.fd);
-		metrics_server_stop(metrics_pid);
+		supervise_stop(&metrics.sup);
 		return r;
 	}
 	l.spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (stat(path, &st) < 0 || run_daemon_save_self(g->verbose) < 0 || l.spare < 0 ||
 	    conns_grow(&cs) < 0) {
 		close(l.fd);
-		metrics_server_stop(metrics_pid);
+		supervise_stop(&metrics.sup);
 		supervise_stop(&watch.sup);
 		return cli_fail("%s: %s", path, strerror(errno));
 	}
@@ -466,7 +473,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 
 	/* SIGTERM and SIGINT are blocked from the check of stop_signal to the wait, which
 	 * unblocks them: none arriving in between is missed. SIGCHLD likewise from the check
-	 * of the reservation watcher. */
+	 * of the children (the reservation watcher, the metrics server). */
 	sigemptyset(&stopset);
 	sigaddset(&stopset, SIGTERM);
 	sigaddset(&stopset, SIGINT);
@@ -478,12 +485,13 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		struct timespec left;
 		uint64_t now = run_monotonic_ms();
 		bool resting = l.paused_til > now;
-		/* A dead watcher is reaped, said and started again (not once stopping). */
-		uint64_t due = supervise_tend(&watch.sup, now, !stop_signal);
+		/* A dead child is reaped, said and started again (not once stopping). */
+		uint64_t due = sooner(supervise_tend(&watch.sup, now, !stop_signal),
+				      supervise_tend(&metrics.sup, now, !stop_signal));
 		int k, e;
 
-		if (resting && (!due || l.paused_til < due))
-			due = l.paused_til;
+		if (resting)
+			due = sooner(due, l.paused_til);
 		cs.p[0] =
 		    (struct pollfd){.fd = l.fd >= 0 && !resting ? l.fd : -1, .events = POLLIN};
 		for (size_t i = 1; i <= cs.n; i++)
@@ -540,7 +548,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		close(l.spare);
 	free(cs.c);
 	free(cs.p);
-	metrics_server_stop(metrics_pid);
+	supervise_stop(&metrics.sup);
 	supervise_stop(&watch.sup);
 	fprintf(stderr,
 		"jobcg: daemon stopped by signal %d: %lu connection(s), %lu step(s), %lu refused "

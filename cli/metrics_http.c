@@ -11,9 +11,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/auxv.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +20,7 @@
 #include "jobcg/inspect.h"
 #include "jobcg/metrics.h"
 #include "metrics_http.h"
+#include "supervise.h"
 
 #define MHD_SONAME "libmicrohttpd.so.12"
 /*
@@ -550,10 +549,13 @@ int metrics_serve(const struct cli_global *g, int fd)
 	return 0;
 }
 
-int metrics_server_start(const struct cli_global *g, const char *addr, pid_t *ret_pid)
+/* The supervisor's start: bind the address (again, for a server started anew) and fork the
+ * server onto it. */
+static int server_fork(void *arg, pid_t *ret_pid)
 {
+	struct metrics_server *m = arg;
 	pid_t parent = getpid(), pid;
-	int fd, r = metrics_listen(addr, &fd);
+	int fd, r = metrics_listen(m->addr, &fd);
 
 	if (r)
 		return r;
@@ -564,29 +566,21 @@ int metrics_server_start(const struct cli_global *g, const char *addr, pid_t *re
 		return cli_fail("metrics: fork: %s", strerror(r));
 	}
 	if (pid == 0) {
-		sigset_t none;
-
-		/* It serves for the daemon: it ends with it, whatever way the daemon ends. */
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
-			_exit(1);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
+		supervise_child_setup(parent, fd);
 		/* A static jobcg goes on to its dynamic twin from there (metrics_serve). */
-		r = exec_server("/proc/self/exe", g, fd);
+		r = exec_server("/proc/self/exe", m->g, fd);
 		fprintf(stderr, "jobcg: metrics: cannot run /proc/self/exe: %s\n", strerror(-r));
 		_exit(127);
 	}
 	close(fd);
-	fprintf(stderr, "jobcg: metrics on http://%s/metrics (pid %d)\n", addr, (int)pid);
+	fprintf(stderr, "jobcg: metrics on http://%s/metrics (pid %d)\n", m->addr, (int)pid);
 	*ret_pid = pid;
 	return 0;
 }
 
-void metrics_server_stop(pid_t pid)
+int metrics_server_start(struct metrics_server *m, const struct cli_global *g, const char *addr)
 {
-	if (pid <= 0)
-		return;
-	(void)kill(pid, SIGTERM);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	m->g = g;
+	m->addr = addr;
+	return supervise_start(&m->sup, "metrics server", server_fork, m);
 }

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "cli.h"
+#include "supervise.h"
 
 /*
  * One reading of the node as Prometheus text: configuration and context opened for it (afresh
@@ -40,12 +41,18 @@ int metrics_listen(const char *addr, int *ret_fd);
  */
 int metrics_serve(const struct cli_global *g, int fd);
 
+struct metrics_server {
+	struct supervised sup; /* the daemon tends it and stops it through this */
+	const struct cli_global *g;
+	const char *addr;
+};
+
 /*
  * For `jobcg daemon --metrics-listen ADDR:PORT`: bind @addr here (so a mistake stops the daemon
  * at start), then serve it in a child process (`jobcg metrics --listen-fd`), so that no scrape,
  * slow client or crash of the HTTP side can hold up a launch. The child dies with its parent.
- * 0 with *ret_pid, or an exit code with the error printed.
+ * Kept running by supervise_tend(&m->sup), which binds @addr again for each new child (a
+ * failure there is logged and tried again later), and stopped by supervise_stop(&m->sup).
+ * 0, or an exit code with the error printed.
  */
-int metrics_server_start(const struct cli_global *g, const char *addr, pid_t *ret_pid);
-/* Stop that child (SIGTERM) and reap it. @pid <= 0: nothing. */
-void metrics_server_stop(pid_t pid);
+int metrics_server_start(struct metrics_server *m, const struct cli_global *g, const char *addr);

@@ -5,10 +5,11 @@ jobs, a step and GPUs; the GPUs each job and step may open are those who-has fin
 kernel's programs; series of files this host lacks are absent. A real Prometheus server scrapes
 the daemon and a PromQL query names the job holding a GPU, until that job is released. Idle,
 oversized, 50 concurrent and 140 slow-drip clients do not hold up scrapes or launches, and
-malformed requests do not flood the daemon's log; without Prometheus only these and the next
-are checked. `metrics` and `top` refuse another user than root. `jobcg top` shows the job and
-its GPU under tmux and quits on q. Makes its own cgroup subtree, state, configuration,
-ports and Prometheus storage; kills only the processes it started."""
+malformed requests do not flood the daemon's log. A metrics server killed is logged and
+started again on the same port, later when that port is taken. Without Prometheus only these
+and the next are checked. `metrics` and `top` refuse another user than root. `jobcg top` shows
+the job and its GPU under tmux and quits on q. Makes its own cgroup subtree, state,
+configuration, ports and Prometheus storage; kills only the processes it started."""
 import json
 import os
 import re
@@ -252,6 +253,80 @@ def hostile_clients(e, port, sock, up, dlog):
     ok(up(), "and the server still answers")
 
 
+def log_text(dlog):
+    with open(dlog.name) as f:
+        return f.read()
+
+
+def server_pids(dlog):
+    """The metrics servers' pids, in the order the daemon's log started them."""
+    return [int(p) for p in re.findall(r"metrics on http://\S+ \(pid (\d+)\)", log_text(dlog))]
+
+
+def wait_log(dlog, pred, secs=10):
+    wait_for(lambda: pred(log_text(dlog)), secs)
+    return log_text(dlog)
+
+
+def zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return False
+
+
+def listen_on(s, port):
+    """Bind and listen @s on 127.0.0.1:@port; False while the port is taken."""
+    try:
+        s.bind(("127.0.0.1", port))
+        s.listen()
+        return True
+    except OSError:
+        return False
+
+
+def killed_server(daemon, dlog, port, up):
+    """kill -9 the daemon's metrics server: the daemon reaps it, says so, and a new one serves
+    the same port within seconds. Killed again at once while something else takes its port,
+    the new bind's failure is logged and tried again after a delay that doubled."""
+    first = server_pids(dlog)
+    ok(len(first) == 1, f"one metrics server started, its pid logged ({first})")
+    if len(first) != 1:
+        return
+    os.kill(first[0], 9)
+    text = wait_log(dlog, lambda t: len(server_pids(dlog)) > 1)
+    ok(f"the metrics server (pid {first[0]}) was killed by signal 9" in text
+       and "starting the metrics server again in 1 s" in text,
+       f"the daemon logs the server's death and its restart ({text.strip()[-400:]})")
+    pids = server_pids(dlog)
+    ok(len(pids) == 2 and pids[1] != first[0] and os.path.exists(f"/proc/{pids[1]}"),
+       f"a new metrics server runs ({pids})")
+    ok(wait_for(up, 10), f"it serves GET /metrics on the same port ({port})")
+    ok(not zombie(first[0]), "the dead server was reaped (no zombie)")
+    ok(daemon.poll() is None, "the daemon kept running")
+    if len(pids) != 2:
+        return
+    os.kill(pids[1], 9)
+    squat = socket.socket()
+    squat.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        # Taken before the daemon binds it again (2 s after the death).
+        ok(wait_for(lambda: listen_on(squat, port), 1), f"port {port} taken meanwhile")
+        text = wait_log(dlog, lambda t: "did not start: trying again in 4 s" in t)
+        ok(f"(pid {pids[1]}) was killed by signal 9" in text
+           and "starting the metrics server again in 2 s" in text
+           and f"cannot listen on 127.0.0.1:{port}" in text
+           and "the metrics server did not start: trying again in 4 s" in text,
+           f"dead again at once, and its port taken: the failed bind is logged and tried "
+           f"again later ({text.strip()[-500:]})")
+    finally:
+        squat.close()
+    ok(wait_for(up, 10) and len(server_pids(dlog)) == 3,
+       f"once the port is free, a new server serves it ({server_pids(dlog)})")
+    ok(not zombie(pids[1]) and daemon.poll() is None, "no zombie, the daemon still runs")
+
+
 def as_nobody():
     os.setgroups([])
     os.setgid(65534)
@@ -312,6 +387,7 @@ def server_only(e):
     daemon, sock, dlog, _, up = start_daemon(e, port)
     not_root(e)
     hostile_clients(e, port, sock, up, dlog)
+    killed_server(daemon, dlog, port, up)
     out = stop_daemon(daemon, dlog)
     ended_cleanly(daemon, out)
 
@@ -461,6 +537,7 @@ def body(e):
         diag(plog.read()[-3000:])
 
     hostile_clients(e, port, sock, up, dlog)
+    killed_server(daemon, dlog, port, up)
 
     # --- jobcg top ---
     not_root(e)
