@@ -520,15 +520,17 @@ int metrics_serve(const struct cli_global *g, int fd)
 	sigaddset(&stop, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	signal(SIGPIPE, SIG_IGN);
-	d = mhd.start(
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-	    handle, &s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE,
-	    (unsigned)HTTP_THREADS, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX,
-	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_MAX,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_SEC,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_REQUEST_MAX,
-	    MHD_OPTION_NOTIFY_CONNECTION, watch_notify, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-	    watch_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_limited, NULL, MHD_OPTION_END);
+	/* The logger first: libmicrohttpd otherwise says so through it, a line at every start
+	 * that would also use up the minute's one message a client can cause. */
+	d = mhd.start(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL,
+		      NULL, handle, &s, MHD_OPTION_EXTERNAL_LOGGER, log_limited, NULL,
+		      MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE,
+		      (unsigned)HTTP_THREADS, MHD_OPTION_CONNECTION_LIMIT,
+		      (unsigned)HTTP_CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		      (unsigned)HTTP_PER_IP_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
+		      (unsigned)HTTP_IDLE_TIMEOUT_SEC, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		      (size_t)HTTP_REQUEST_MAX, MHD_OPTION_NOTIFY_CONNECTION, watch_notify, NULL,
+		      MHD_OPTION_NOTIFY_COMPLETED, watch_completed, NULL, MHD_OPTION_END);
 	if (!d) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return cli_fail("metrics: libmicrohttpd could not start on the socket");

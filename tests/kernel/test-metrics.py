@@ -376,6 +376,8 @@ def ended_cleanly(daemon, out):
        f"the daemon and its metrics server end cleanly (rc {daemon.returncode})")
     if "Sanitizer" in out:
         diag(out[-3000:])
+    ok("EXTERNAL_LOGGER is not the first option" not in out,
+       "libmicrohttpd logs through jobcg's logger from its start (no warning at each start)")
 
 
 def server_only(e):
