@@ -60,16 +60,21 @@ void devpolicy_ticket_done(struct devpolicy_ticket *t);
  * counting as a grant of its own (devprog.h, DEVPROG_MARKER_BOUND), so that a half-made job
  * inside a reservation still opens nothing.
  * reserve: RULES (exact devices) usable only below RESV_PATH, whatever grants say elsewhere.
- * unreserve: the reverse, by the reservation cgroup's id (0: only the "reserved" flags, when
- * the cgroup is gone and gc found its id no longer); missing entries are fine.
+ * unreserve_owner: delete only the {RESV_ID, dev} entries of RULES, never the "reserved" flags,
+ * which another reservation (a live one, or the stale entry of one removed by hand) may share;
+ * a flag left without any owner denies the device everywhere (fails closed).
+ * unreserve_flag: delete only the {0, dev} flags of RULES: call it only for devices that no live
+ * reservation owns any more. Missing entries are fine for both.
  * reserved_list: every reservation entry of the map (owner 0: the "reserved" flag).
  */
 int devpolicy_grant_bound(struct jobcg_devpolicy *p, const char *cgroup_path,
 			  const struct jobcg_devrule *allowed, size_t n);
 int devpolicy_reserve(struct jobcg_devpolicy *p, const char *resv_path,
 		      const struct jobcg_devrule *rules, size_t n);
-int devpolicy_unreserve(struct jobcg_devpolicy *p, uint64_t resv_id,
-			const struct jobcg_devrule *rules, size_t n);
+int devpolicy_unreserve_owner(struct jobcg_devpolicy *p, uint64_t resv_id,
+			      const struct jobcg_devrule *rules, size_t n);
+int devpolicy_unreserve_flag(struct jobcg_devpolicy *p, const struct jobcg_devrule *rules,
+			     size_t n);
 struct devpolicy_reserved {
 	uint64_t owner;
 	char type;

@@ -659,32 +659,46 @@ int devpolicy_reserve(struct jobcg_devpolicy *p, const char *resv_path,
 	return 0;
 fail:
 	e = negative_errno();
-	(void)devpolicy_unreserve(p, id, rules, n);
+	/* Only our own keys: a flag may be another reservation's too. One left without its owner
+	 * denies the device everywhere until the caller drops the flags no reservation owns. */
+	(void)devpolicy_unreserve_owner(p, id, rules, n);
 	return error_set(e, "cannot update %s: %s", DEVPROG_POLICY_NAME, strerror(-e));
 }
 
-int devpolicy_unreserve(struct jobcg_devpolicy *p, uint64_t resv_id,
-			const struct jobcg_devrule *rules, size_t n)
+static int keys_delete(struct jobcg_devpolicy *p, const struct devprog_policy_key *k, size_t n)
 {
-	_cleanup_free_ struct devprog_policy_key *own = NULL, *flags = NULL;
-	size_t no = 0, nf = 0;
+	for (size_t i = 0; i < n; i++)
+		if (bpf_map_delete_elem(p->policy_fd, &k[i]) < 0 && errno != ENOENT)
+			return error_set(negative_errno(), "cannot delete from %s: %s",
+					 DEVPROG_POLICY_NAME, strerror(errno));
+	return 0;
+}
+
+int devpolicy_unreserve_owner(struct jobcg_devpolicy *p, uint64_t resv_id,
+			      const struct jobcg_devrule *rules, size_t n)
+{
+	_cleanup_free_ struct devprog_policy_key *own = NULL;
+	size_t no = 0;
+	int e;
+
+	if (p->mode != JOBCG_DEVPROG_NODE || n == 0 || resv_id == 0)
+		return 0;
+	if ((e = reserve_keys(rules, n, resv_id, &own, &no)) < 0)
+		return e;
+	return keys_delete(p, own, no);
+}
+
+int devpolicy_unreserve_flag(struct jobcg_devpolicy *p, const struct jobcg_devrule *rules, size_t n)
+{
+	_cleanup_free_ struct devprog_policy_key *flags = NULL;
+	size_t nf = 0;
 	int e;
 
 	if (p->mode != JOBCG_DEVPROG_NODE || n == 0)
 		return 0;
-	if ((e = reserve_keys(rules, n, resv_id, &own, &no)) < 0 ||
-	    (e = reserve_keys(rules, n, 0, &flags, &nf)) < 0)
+	if ((e = reserve_keys(rules, n, 0, &flags, &nf)) < 0)
 		return e;
-	/* The flag first: never a moment where the device is flagged without its owner. */
-	for (size_t i = 0; i < nf; i++)
-		if (bpf_map_delete_elem(p->policy_fd, &flags[i]) < 0 && errno != ENOENT)
-			return error_set(negative_errno(), "cannot delete from %s: %s",
-					 DEVPROG_POLICY_NAME, strerror(errno));
-	for (size_t i = 0; resv_id && i < no; i++)
-		if (bpf_map_delete_elem(p->policy_fd, &own[i]) < 0 && errno != ENOENT)
-			return error_set(negative_errno(), "cannot delete from %s: %s",
-					 DEVPROG_POLICY_NAME, strerror(errno));
-	return 0;
+	return keys_delete(p, flags, nf);
 }
 
 int devpolicy_reserved_list(struct jobcg_devpolicy *p, struct devpolicy_reserved **ret,

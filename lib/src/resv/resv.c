@@ -557,7 +557,109 @@ static int devs_apply(struct jobcg_ctx *ctx, const char *dir, struct resv_devs *
 	return devpolicy_reserve(p, dir, d->files, d->nfiles);
 }
 
-/* Undo devs_apply; fine on a half-applied or never-applied reservation. */
+/* The cgroup ids of every reservation directory there is now (under the node lock). */
+static int live_ids(struct jobcg_ctx *ctx, uint64_t **ret, size_t *ret_n)
+{
+	_cleanup_strv_free_ char **names = NULL;
+	_cleanup_free_ uint64_t *ids = NULL;
+	size_t n = 0;
+	int r;
+
+	if ((r = tree_resv_names(ctx, &names)) < 0)
+		return r;
+	if (!(ids = calloc(strv_length(names) + 1, sizeof(*ids))))
+		return -ENOMEM;
+	for (char **k = names; *k; k++) {
+		_cleanup_free_ char *dir = tree_resv_dir(ctx, *k);
+
+		if (!dir)
+			return -ENOMEM;
+		r = jobcg_cgroup_id(dir, &ids[n]);
+		if (r == -ENOENT) {
+			jobcg_error_clear();
+			continue;
+		}
+		if (r < 0)
+			return r;
+		n++;
+	}
+	*ret = TAKE_PTR(ids);
+	*ret_n = n;
+	return 0;
+}
+
+static bool id_in(const uint64_t *ids, size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/* Whether entry V[K] (a flag) has an owner entry in V whose reservation is alive. */
+static bool flag_owned(const struct devpolicy_reserved *v, size_t nv, size_t k,
+		       const uint64_t *live, size_t nlive)
+{
+	for (size_t j = 0; j < nv; j++)
+		if (v[j].owner && v[j].type == v[k].type && v[j].major == v[k].major &&
+		    v[j].minor == v[k].minor && id_in(live, nlive, v[j].owner))
+			return true;
+	return false;
+}
+
+/*
+ * The device guard's entries that no live reservation holds: the owner entries of reservation
+ * cgroups that are gone (removed by hand, or a deletion that died), then the "reserved" flags of
+ * devices left with no live owner. A flag that a live reservation owns is never touched, so a
+ * stale owner of the same device cannot take a live reservation's guard with it. *removed
+ * counts the flags dropped (devices back in the pool).
+ */
+static int gc_entries(struct jobcg_ctx *ctx, unsigned *removed)
+{
+	_cleanup_free_ struct devpolicy_reserved *v = NULL;
+	_cleanup_free_ uint64_t *live = NULL;
+	struct jobcg_devpolicy *p = NULL;
+	size_t nv = 0, nlive = 0;
+	int r = gres_ctx_policy(ctx, NULL, true, &p);
+
+	if (r == -ENOENT) {
+		jobcg_error_clear();
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	if ((r = devpolicy_reserved_list(p, &v, &nv)) < 0 || nv == 0)
+		return r;
+	if ((r = live_ids(ctx, &live, &nlive)) < 0)
+		return r;
+	for (size_t k = 0; k < nv; k++) {
+		struct jobcg_devrule f = {.type = v[k].type,
+					  .major = v[k].major,
+					  .minor = v[k].minor,
+					  .access = JOBCG_DEV_ACC_ALL,
+					  .allow = true};
+
+		if (v[k].owner && !id_in(live, nlive, v[k].owner)) {
+			log_info("device %c %u:%u: dropping the entry of reservation cgroup id "
+				 "%" PRIu64 ", which is gone",
+				 f.type, f.major, f.minor, v[k].owner);
+			if ((r = devpolicy_unreserve_owner(p, v[k].owner, &f, 1)) < 0)
+				return r;
+		} else if (!v[k].owner && !flag_owned(v, nv, k, live, nlive)) {
+			log_info("gc: device %c %u:%u reserved by no reservation: released", f.type,
+				 f.major, f.minor);
+			if ((r = devpolicy_unreserve_flag(p, &f, 1)) < 0)
+				return r;
+			if (removed)
+				(*removed)++;
+		}
+	}
+	return 0;
+}
+
+/* Undo devs_apply; fine on a half-applied or never-applied reservation. Only this reservation's
+ * owner entries go; a device's "reserved" flag goes with them only when no live reservation
+ * owns the device any more (gc_entries). */
 static int devs_release(struct jobcg_ctx *ctx, const char *dir, struct resv_devs *d)
 {
 	struct jobcg_devpolicy *p = NULL;
@@ -572,7 +674,9 @@ static int devs_release(struct jobcg_ctx *ctx, const char *dir, struct resv_devs
 		return r;
 	if (access(dir, F_OK) == 0 && (r = jobcg_cgroup_id(dir, &id)) < 0)
 		return r;
-	if (d->node && (r = devpolicy_unreserve(p, id, d->files, d->nfiles)) < 0)
+	if (d->node && (r = devpolicy_unreserve_owner(p, id, d->files, d->nfiles)) < 0)
+		return r;
+	if (d->node && (r = gc_entries(ctx, NULL)) < 0)
 		return r;
 	if (id && access(dir, F_OK) == 0)
 		return jobcg_devpolicy_revoke(p, dir);
@@ -791,6 +895,39 @@ static uint64_t mem_avail(struct jobcg_ctx *ctx)
 	return cap;
 }
 
+static int verify_once(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i,
+		       struct jobcg_resv_status *st);
+static void statusp(struct jobcg_resv_status **s);
+
+/* What create made verifies VALID (read as if already marked created). */
+static int created_check(struct jobcg_ctx *ctx, const char *name)
+{
+	_cleanup_(infop) struct jobcg_resv_info *i = NULL;
+	_cleanup_(statusp) struct jobcg_resv_status *st = calloc(1, sizeof(*st));
+	_cleanup_free_ char *all = NULL;
+	int r;
+
+	if (!st)
+		return -ENOMEM;
+	if ((r = info_read(ctx, name, &i)) < 0)
+		return r;
+	i->created_sec = 1;
+	if ((r = verify_once(ctx, i, st)) < 0)
+		return r;
+	if (st->valid)
+		return 0;
+	for (char **p = st->problems; p && *p; p++) {
+		char *t = strdup_printf("%s%s%s", all ? all : "", all ? "; " : "", *p);
+
+		if (!t)
+			return -ENOMEM;
+		free(all);
+		all = t;
+	}
+	return error_set(-EIO, "reservation %s would start DEGRADED (%s): nothing was made", name,
+			 all ? all : "?");
+}
+
 static int create_locked(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
 {
 	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
@@ -851,6 +988,10 @@ static int create_locked(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
 		goto out;
 	if ((r = devs_load(ctx, devices, &d)) < 0)
 		goto out;
+	/* The stale entries of a reservation removed behind jobcg's back would share our devices'
+	 * guard (DEGRADED from the start, and a gc that took the guard with them). */
+	if (d.node && (r = gc_entries(ctx, NULL)) < 0)
+		goto out;
 
 	/* Checked: now the kernel. Everything below is undone on failure. */
 	if ((r = cgfs_mkdir(dir, false)) < 0)
@@ -877,6 +1018,10 @@ static int create_locked(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
 		mem_done = true;
 	}
 	test_pause("resv-create-before-mark");
+	/* Read back as verify reads it, before the mark: a reservation that would start DEGRADED
+	 * is not made at all (and a crash here still leaves it half-made, for gc). */
+	if ((r = created_check(ctx, s->name)) < 0)
+		goto undo;
 	snprintf(buf, sizeof(buf), "%lld", (long long)time(NULL));
 	if ((r = cgfs_xattr_set(dir, X_CREATED, buf)) < 0)
 		goto undo;
@@ -1108,8 +1253,6 @@ JOBCG_EXPORT int jobcg_resv_create(struct jobcg_ctx *ctx, const struct jobcg_res
 }
 
 /* ---- delete ---- */
-
-static int gc_entries(struct jobcg_ctx *ctx, unsigned *removed);
 
 /* Whether DIR has memory.min (the memory controller enabled for it) to give back. */
 static bool has_memory_min(const char *dir)
@@ -1413,6 +1556,11 @@ static int repair(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i)
 	}
 	if (i->mem_bytes && memresv_apply(ctx, i->path, i->mem_bytes) < 0)
 		log_warning("reservation %s: memory.min: %s", i->name, jobcg_last_error()->message);
+	/* Stale owners of its devices (a reservation removed by hand) first: rewriting our own
+	 * entries cannot make it VALID while they stand. */
+	if (*i->devices && gc_entries(ctx, NULL) < 0)
+		log_warning("reservation %s: stale device entries: %s", i->name,
+			    jobcg_last_error()->message);
 	if (*i->devices && (r = devs_load(ctx, i->devices, &d)) == 0) {
 		if (devs_apply(ctx, i->path, &d) < 0)
 			log_warning("reservation %s: device policy: %s", i->name,
@@ -1639,61 +1787,6 @@ int resv_mem_held(struct jobcg_ctx *ctx, uint64_t *ret)
 		sum = v > UINT64_MAX - sum ? UINT64_MAX : sum + v;
 	}
 	*ret = sum;
-	return 0;
-}
-
-/* Reservation entries of the policy map that no reservation cgroup holds any more. */
-static int gc_entries(struct jobcg_ctx *ctx, unsigned *removed)
-{
-	_cleanup_free_ struct devpolicy_reserved *v = NULL;
-	struct jobcg_devpolicy *p = NULL;
-	size_t nv = 0;
-	int r = gres_ctx_policy(ctx, NULL, true, &p);
-
-	if (r == -ENOENT) {
-		jobcg_error_clear();
-		return 0;
-	}
-	if (r < 0)
-		return r;
-	if ((r = devpolicy_reserved_list(p, &v, &nv)) < 0 || nv == 0)
-		return r;
-	for (size_t k = 0; k < nv; k++) {
-		struct jobcg_devrule f = {.type = v[k].type,
-					  .major = v[k].major,
-					  .minor = v[k].minor,
-					  .access = JOBCG_DEV_ACC_ALL,
-					  .allow = true};
-		bool owned = false;
-		uint64_t id;
-
-		if (v[k].owner)
-			continue;
-		/* The flag stays while a live reservation cgroup owns the device. */
-		for (size_t j = 0; j < nv && !owned; j++) {
-			_cleanup_strv_free_ char **names = NULL;
-
-			if (!v[j].owner || v[j].type != f.type || v[j].major != f.major ||
-			    v[j].minor != f.minor)
-				continue;
-			if (tree_resv_names(ctx, &names) < 0)
-				return -ENOMEM;
-			for (char **nm = names; *nm && !owned; nm++) {
-				_cleanup_free_ char *dir = tree_resv_dir(ctx, *nm);
-
-				owned = dir && jobcg_cgroup_id(dir, &id) == 0 && id == v[j].owner;
-			}
-			if (!owned && (r = devpolicy_unreserve(p, v[j].owner, &f, 1)) < 0)
-				return r;
-		}
-		if (!owned) {
-			log_info("gc: device %c %u:%u reserved by no reservation: released", f.type,
-				 f.major, f.minor);
-			if ((r = devpolicy_unreserve(p, 0, &f, 1)) < 0)
-				return r;
-			(*removed)++;
-		}
-	}
 	return 0;
 }
 

