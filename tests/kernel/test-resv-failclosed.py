@@ -94,6 +94,44 @@ def check_stale_owner(e):
     R.agree(e, "stale owners")
 
 
+def check_unknown_devices(e):
+    """Defect: a device list naming a GPU gres.conf no longer has counted as holding nothing."""
+    r = e.run("resv", "create", "r1", "--devices", "gpu:0,1")
+    ok(r.returncode == 0, f"create r1 gpu:0,1 ({r.stderr.strip()})")
+    d1 = os.path.join(e.root, "resv_r1")
+    os.setxattr(d1, "trusted.jobcg.gres", b"gpu:0,1,9")
+    r = e.run("resv", "create", "r6", "--devices", "gpu:0")
+    ok(r.returncode != 0 and "already reserved by reservation r1" in r.stderr
+       and "resv_r1" in r.stderr and "trusted.jobcg.gres" in r.stderr,
+       f"r1 names gpu 9, which gres.conf lacks: its gpu 0 still counts, with a warning naming "
+       f"the cgroup ({r.stderr.strip()})")
+    os.setxattr(d1, "trusted.jobcg.gres", b"gpu:0,x")
+    r = e.run("resv", "create", "r6", "--devices", "gpu:2")
+    ok(r.returncode != 0 and "resv_r1" in r.stderr and "trusted.jobcg.gres" in r.stderr,
+       f"r1's list is no list at all: create refused naming it ({r.stderr.strip()})")
+    ok(R.Env.resv_dirs(e) == ["resv_r1"], "nothing made")
+    os.setxattr(d1, "trusted.jobcg.gres", b"gpu:0,1")
+
+    got, err = R.alloc_gpus(e, 60, "--gres", "gpu:1")
+    ok(got is not None and len(got) == 1, f"job 60 gets one GPU ({got} {err})")
+    g = min(got) if got else 2
+    j60 = os.path.join(e.root, "job_60")
+    os.setxattr(j60, "trusted.jobcg.gres", f"gpu:{g},9".encode())
+    r = e.run("resv", "create", "r8", "--devices", f"gpu:{g}")
+    ok(r.returncode != 0 and "held by running job 60" in r.stderr and "job_60" in r.stderr,
+       f"job 60 names gpu 9 too: its gpu {g} is still held ({r.stderr.strip()})")
+    os.setxattr(j60, "trusted.jobcg.gres", b"zz")
+    other = 3 if g != 3 else 2
+    r = e.run("resv", "create", "r8", "--devices", f"gpu:{other}")
+    ok(r.returncode != 0 and "job_60" in r.stderr and "trusted.jobcg.gres" in r.stderr,
+       f"job 60's list is no list: create refused naming it ({r.stderr.strip()})")
+    ok(R.Env.resv_dirs(e) == ["resv_r1"], "nothing made")
+    os.setxattr(j60, "trusted.jobcg.gres", f"gpu:{g}".encode())
+    e.run("release", "60")
+    r = e.run("resv", "delete", "r1")
+    ok(r.returncode == 0, f"delete r1 ({r.stderr.strip()})")
+
+
 def check_created_degraded(e):
     """A reservation that would start DEGRADED (a cgroup outside it holds its device) is undone:
     no directory, no entry in the kernel."""
@@ -119,6 +157,7 @@ def body(e):
            f"# SKIP devices cannot be constrained here ({r.stderr.strip()})")
         return
     e.run("release", "1")
+    check_unknown_devices(e)
     check_created_degraded(e)
     check_stale_owner(e)
 

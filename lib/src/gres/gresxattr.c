@@ -119,6 +119,30 @@ JOBCG_EXPORT int jobcg_gres_set_parse(const struct jobcg_gres_node *n, const cha
 	return set_parse(n, s, false, ret);
 }
 
+int gres_set_parse_known(const struct jobcg_gres_node *n, const char *s, struct jobcg_gres_set *ret,
+			 bool *ret_dropped)
+{
+	struct jobcg_gres_set set = {};
+	int r = set_parse(n, s, false, &set);
+
+	if (r == -ENOENT) {
+		jobcg_error_clear();
+		r = set_parse(n, s, true, &set);
+		*ret_dropped = r >= 0;
+	} else
+		*ret_dropped = false;
+	if (r == -EINVAL) {
+		char why[1024];
+
+		snprintf(why, sizeof(why), "%s", jobcg_last_error()->message);
+		return error_set(-EBADMSG, "'%s' is not a device list: %s", s, why);
+	}
+	if (r < 0)
+		return r;
+	*ret = set;
+	return 0;
+}
+
 int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
 			   const struct jobcg_gres_set *s)
 {

@@ -2,6 +2,8 @@
  * directory, and the walk that derives the node's held devices from them. */
 #pragma once
 
+#include <stdbool.h>
+
 #include "jobcg/gres.h"
 
 /* The extended attribute holding a job's or step's devices on its cgroup directory. */
@@ -14,6 +16,15 @@ int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const cha
  * devices this node does not have (gres.conf changed under a live job). */
 int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
 			  struct jobcg_gres_set *ret);
+
+/**
+ * Parse stored state @s as the tree scan does: a device gres.conf no longer has (a GPU taken out
+ * after a failure) is logged and left out, *ret_dropped set, every device still known kept, so
+ * that what a job or reservation still holds never counts as free. -EBADMSG when @s is not a
+ * device list at all.
+ */
+int gres_set_parse_known(const struct jobcg_gres_node *n, const char *s, struct jobcg_gres_set *ret,
+			 bool *ret_dropped);
 
 /* Called by jobcg_gres_scan() for each directory holding the attribute. */
 typedef int (*jobcg_gres_scan_fn)(const char *relpath, unsigned depth,

@@ -719,6 +719,29 @@ static int strv_append(char ***v, size_t *n, char *s)
 	return 0;
 }
 
+/*
+ * The devices a reservation or job at DIR still holds, from its stored list: fail closed. A
+ * device gres.conf no longer has is left out with a warning, every one still known stays held
+ * (an admin who takes a failed GPU out of gres.conf must not free the others); a value that is
+ * no device list at all is an error naming the cgroup.
+ */
+static int held_parse(const struct jobcg_gres_node *n, const char *dir, const char *val,
+		      struct jobcg_gres_set *ret)
+{
+	bool dropped = false;
+	int r = gres_set_parse_known(n, val, ret, &dropped);
+
+	if (r < 0) {
+		jobcg_error_prefix("%s: " JOBCG_GRES_XATTR, dir);
+		return r;
+	}
+	if (dropped)
+		log_warning("%s: " JOBCG_GRES_XATTR " '%s' names devices gres.conf no longer has: "
+			    "the others still count as held",
+			    dir, val);
+	return 0;
+}
+
 /* What exists now: every reservation (complete or not) and the jobs outside reservations. */
 static int view_read(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, const char *skip,
 		     struct resv_view *ret)
@@ -749,8 +772,8 @@ static int view_read(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, con
 		e->cpus = v.other_cpus[v.n_others];
 		e->name = v.other_names[v.n_others];
 		e->mem_bytes = i->mem_bytes;
-		if (n && *i->devices && jobcg_gres_set_parse(n, i->devices, &e->devices) < 0)
-			log_warning("reservation %s: devices '%s' do not parse", *k, i->devices);
+		if (n && *i->devices && (r = held_parse(n, i->path, i->devices, &e->devices)) < 0)
+			goto fail;
 		v.n_others++;
 	}
 	r = cgfs_children(jobcg_ctx_root(ctx), &kids);
@@ -762,7 +785,6 @@ static int view_read(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, con
 	}
 	for (char **k = kids; kids && *k; k++) {
 		_cleanup_free_ char *jdir = NULL, *cpus = NULL;
-		_cleanup_close_ int fd = -1;
 		struct jobcg_resv_rules_job *j = &v.jobs[v.n_jobs];
 		uint32_t id;
 
@@ -772,11 +794,24 @@ static int view_read(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, con
 			r = -ENOMEM;
 			goto fail;
 		}
-		(void)xget(jdir, X_CPUS, &cpus);
+		/* Unreadable (not absent): refused, since what it holds is unknown. */
+		r = xget(jdir, X_CPUS, &cpus);
+		if (r == -ENOENT) /* released meanwhile */
+			continue;
+		if (r < 0)
+			goto fail;
 		j->id = id;
-		if (n && (fd = open(jdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
-		    jobcg_gres_xattr_read(n, fd, NULL, &j->devices) < 0)
-			j->devices = (struct jobcg_gres_set){};
+		if (n) {
+			_cleanup_free_ char *held = NULL;
+
+			r = xget(jdir, JOBCG_GRES_XATTR, &held);
+			if (r == -ENOENT)
+				continue;
+			if (r < 0)
+				goto fail;
+			if (held && *held && (r = held_parse(n, jdir, held, &j->devices)) < 0)
+				goto fail;
+		}
 		if ((r = strv_append(&v.job_cpus, &v.n_jobs, cpus ? TAKE_PTR(cpus) : strdup(""))) <
 		    0)
 			goto fail;
