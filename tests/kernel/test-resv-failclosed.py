@@ -146,6 +146,36 @@ def check_created_degraded(e):
     R.agree(e, "created DEGRADED")
 
 
+def check_delete_busy(e):
+    """Defect: delete passed its point of no return, then failed on a non-job child."""
+    r = e.run("resv", "create", "r7", "--devices", "gpu:3")
+    ok(r.returncode == 0, f"create r7 ({r.stderr.strip()})")
+    d = os.path.join(e.root, "resv_r7")
+    os.mkdir(os.path.join(d, "foo"))
+    r = e.run("resv", "delete", "r7")
+    ok(r.returncode == 1 and "foo" in r.stderr, f"delete refused naming foo ({r.stderr.strip()})")
+    r = e.run("resv", "show", "r7", "--json")
+    ok(r.returncode == 0 and '"state":"ready"' in r.stdout.replace(" ", ""),
+       f"r7 is still ready, not half deleted ({r.stdout.strip()[:300]})")
+    rc, out = verify(e, "r7")
+    ok(rc == 0, f"and VALID: its guard is intact ({out})")
+    os.rmdir(os.path.join(d, "foo"))
+    p = subprocess.Popen(["sleep", "300"])
+    try:
+        with open(os.path.join(d, "cgroup.procs"), "w") as f:
+            f.write(str(p.pid))
+        r = e.run("resv", "delete", "r7")
+        ok(r.returncode == 1 and str(p.pid) in r.stderr,
+           f"a process in it: delete refused naming pid {p.pid} ({r.stderr.strip()})")
+        rc, out = verify(e, "r7")
+        ok(rc == 0, f"still VALID ({out})")
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    r = e.run("resv", "delete", "r7")
+    ok(r.returncode == 0, f"emptied: delete r7 ({r.stderr.strip()})")
+
+
 def body(e):
     if R.SYS_BPF is None:
         ok(True, "# SKIP bpf syscall number unknown on this machine")
@@ -159,6 +189,7 @@ def body(e):
     e.run("release", "1")
     check_unknown_devices(e)
     check_created_degraded(e)
+    check_delete_busy(e)
     check_stale_owner(e)
 
 

@@ -1297,6 +1297,43 @@ static bool has_memory_min(const char *dir)
 	return p && access(p, F_OK) == 0;
 }
 
+/* What would keep DIR from being removed, other than jobs: a cgroup made by hand below it, or
+ * processes in it. Refused naming them, before anything is changed. */
+static int stay_check(const char *name, const char *dir)
+{
+	_cleanup_strv_free_ char **kids = NULL;
+	_cleanup_free_ pid_t *pids = NULL;
+	_cleanup_free_ char *list = strdup("");
+	size_t np = 0;
+	int r;
+
+	if (!list)
+		return -ENOMEM;
+	if ((r = cgfs_children(dir, &kids)) < 0)
+		return r;
+	if (kids[0])
+		return error_set(-EBUSY,
+				 "reservation %s is not empty: %s/%s is a cgroup that is no job "
+				 "(remove it first)",
+				 name, dir, kids[0]);
+	if ((r = cgfs_pids(dir, false, &pids, &np)) < 0)
+		return r;
+	if (!np)
+		return 0;
+	for (size_t k = 0; k < np && k < 16; k++) {
+		char *t = strdup_printf("%s%s%d", list, k ? " " : "", (int)pids[k]);
+
+		if (!t)
+			return -ENOMEM;
+		free(list);
+		list = t;
+	}
+	return error_set(-EBUSY,
+			 "reservation %s is not empty: process%s %s%s in %s (move them out or end "
+			 "them first)",
+			 name, np > 1 ? "es" : "", list, np > 16 ? " ..." : "", dir);
+}
+
 /* FORCE (gc): a half-made or half-deleted reservation, which no job can have entered. A spec
  * value that cannot be read or parsed does not stop the removal (it is logged): what it named is
  * released from what the kernel holds instead (the partition's cpuset.cpus, memory.min down the
@@ -1319,6 +1356,9 @@ static int remove_locked(struct jobcg_ctx *ctx, const char *name, bool force)
 				 i->n_jobs > 1 ? "s" : "", jobs ? jobs : "?",
 				 force ? "" : " (release them first)");
 	}
+	/* Anything else in it would fail the rmdir at the end, after everything is released. */
+	if ((r = stay_check(name, i->path)) < 0)
+		return r;
 	if (!(me = tree_runner_self()))
 		return -ENOMEM;
 	/* From here no job enters (admission refuses a reservation marked removing). */
