@@ -379,6 +379,14 @@ static int cmd_resv(int argc, char **argv, const struct cli_global *g)
 			return cli_usage_error("resv", "invalid reservation name '%s': need %s",
 					       name, RESV_NAME_FORM);
 	}
+	/* The spec is in trusted.* xattrs, which only root reads: another user would be shown
+	 * every reservation as incomplete, with no devices and no users, as metrics would. */
+	if (geteuid() != 0) {
+		free((uid_t *)spec.users);
+		return cli_fail("resv %s: needs root: reservations are kept in trusted.* extended "
+				"attributes, which only root can read",
+				verb);
+	}
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r) {
 		free((uid_t *)spec.users);

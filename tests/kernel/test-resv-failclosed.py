@@ -176,6 +176,25 @@ def check_delete_busy(e):
     ok(r.returncode == 0, f"emptied: delete r7 ({r.stderr.strip()})")
 
 
+def as_nobody():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def check_not_root(e):
+    r = e.run("resv", "create", "r9", "--devices", "gpu:1")
+    ok(r.returncode == 0, f"create r9 ({r.stderr.strip()})")
+    for args in (["list"], ["show", "r9"], ["verify"], ["list", "--json"]):
+        r = e.run("resv", *args, preexec_fn=as_nobody)
+        ok(r.returncode == 1 and "needs root" in r.stderr and "trusted.*" in r.stderr
+           and r.stdout == "",
+           f"resv {' '.join(args)} as uid 65534: refused, nothing printed "
+           f"({r.returncode} {r.stderr.strip()[:200]!r} {r.stdout[:100]!r})")
+    r = e.run("resv", "delete", "r9")
+    ok(r.returncode == 0, f"delete r9 ({r.stderr.strip()})")
+
+
 def body(e):
     if R.SYS_BPF is None:
         ok(True, "# SKIP bpf syscall number unknown on this machine")
@@ -187,6 +206,7 @@ def body(e):
            f"# SKIP devices cannot be constrained here ({r.stderr.strip()})")
         return
     e.run("release", "1")
+    check_not_root(e)
     check_unknown_devices(e)
     check_created_degraded(e)
     check_delete_busy(e)
