@@ -12,6 +12,7 @@
 #include "devices.h"
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
+#include "jobcg/resv.h"
 #include "jobgres_internal.h"
 #include "kcli.h"
 
@@ -89,6 +90,30 @@ int main(void)
 	is_int(jobcg_job_gres_claim(ctx, 2, "gpu:1,2"), 0,
 	       "job 2 claims gpu:1,2 once job 1 is gone");
 	is_int(jobcg_job_remove(ctx, 2, 0), 0, "job 2 removed");
+
+	/* Inside a reservation a job opens only its reservation's devices: a claim of a pool
+	 * device would take it from the pool for a job that can never open it. */
+	{
+		struct jobcg_resv_spec rs = {.name = "rx", .devices = "gpu:0"};
+		struct jobcg_limits in_rx = {.reservation = "rx"};
+		const char *msg;
+		int r;
+
+		is_int(jobcg_resv_create(ctx, &rs), 0, "reservation rx of gpu:0");
+		is_int(jobcg_job_create(ctx, 3, &in_rx, 0, NULL), 0, "job 3 inside rx");
+		r = jobcg_job_gres_claim(ctx, 3, "gpu:0,1");
+		msg = jobcg_last_error()->message;
+		ok(r == -EPERM && strstr(msg, "gpu:0,1") && strstr(msg, "reservation rx (gpu:0)"),
+		   "job 3 claiming gpu:0,1: refused naming both sets (%d %s)", r, msg);
+		is_int(jobcg_job_create(ctx, 4, NULL, 0, NULL), 0, "job 4 outside");
+		is_int(jobcg_job_gres_claim(ctx, 4, "gpu:1"), 0,
+		       "... and gpu:1 stayed in the pool: job 4 outside claims it");
+		is_int(jobcg_job_gres_claim(ctx, 3, "gpu:0"), 0, "job 3 claims rx's gpu:0");
+		is_gres(ctx, 3, NULL, "gpu:0", "job 3 holds gpu:0");
+		is_int(jobcg_job_remove(ctx, 3, 0), 0, "job 3 removed");
+		is_int(jobcg_job_remove(ctx, 4, 0), 0, "job 4 removed");
+		is_int(jobcg_resv_delete(ctx, "rx"), 0, "reservation rx deleted");
+	}
 
 	{
 		struct jobcg_devpolicy *p = NULL;

@@ -62,8 +62,10 @@ JOBCG_EXPORT int jobcg_devices_gc(struct jobcg_ctx *ctx, unsigned *ret_removed);
  * Add @devices to job @job's devices (under the node lock): stored as trusted.jobcg.gres with
  * those it had, and, with ConstrainDevices=yes, the job cgroup granted the union. Devices the
  * job has already are fine. -EBUSY (the message names the holder, "job_7") when another job
- * holds one of them; -ENOENT/-EINVAL when this node's gres.conf has no such device. On -EBUSY
- * and parse errors nothing changed; a failed grant after the store leaves the devices claimed
+ * holds one of them; -ENOENT/-EINVAL when this node's gres.conf has no such device; -EPERM
+ * (naming both) when the job is inside a reservation and one of them is not the
+ * reservation's (the job could never open it). On -EBUSY, -EPERM and parse errors nothing
+ * changed; a failed grant after the store leaves the devices claimed
  * by the job (never shared), the caller fails its launch.
  */
 JOBCG_EXPORT int jobcg_job_gres_claim(struct jobcg_ctx *ctx, uint32_t job, const char *devices);

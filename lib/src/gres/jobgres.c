@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "cgroupfs.h"
 #include "context_internal.h"
 #include "devpolicy.h"
 #include "gresxattr.h"
@@ -831,6 +832,40 @@ static int claim_scan_fn(const char *relpath, unsigned depth, const struct jobcg
 	return 0;
 }
 
+/* Inside a reservation a job can open only its reservation's devices (the bounding marker):
+ * a claim of any other would take it out of the pool for a job that can never use it. */
+static int claim_in_resv(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, const char *jdir,
+			 const char *devices, const struct jobcg_gres_set *want)
+{
+	_cleanup_free_ char *resv = tree_job_resv(ctx, jdir), *rdir = NULL, *held = NULL,
+			    *names = NULL;
+	struct jobcg_gres_set mine = {};
+	bool dropped = false;
+	int r;
+
+	if (!resv)
+		return 0;
+	if (!(rdir = tree_resv_dir(ctx, resv)))
+		return -ENOMEM;
+	r = cgfs_xattr_get(rdir, JOBCG_GRES_XATTR, &held);
+	if (r == -ENOENT)
+		return error_set(r, "reservation %s is gone (%s)", resv, rdir);
+	if (r < 0 && r != -ENODATA)
+		return r;
+	if (r == 0 && *held && (r = gres_set_parse_known(n, held, &mine, &dropped)) < 0) {
+		jobcg_error_prefix("reservation %s: " JOBCG_GRES_XATTR, resv);
+		return r;
+	}
+	if (jobcg_gres_set_subset(want, &mine))
+		return 0;
+	if (held && jobcg_gres_set_format(n, &mine, &names) < 0)
+		names = NULL;
+	return error_set(-EPERM,
+			 "devices %s: not devices of reservation %s (%s), which %s is in: a job "
+			 "inside a reservation can claim only its reservation's devices",
+			 devices, resv, names && *names ? names : "none", strrchr(jdir, '/') + 1);
+}
+
 static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *devices)
 {
 	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
@@ -863,6 +898,8 @@ static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *dev
 		return r;
 	if (jobcg_gres_set_subset(&want, &have))
 		return 0;
+	if ((r = claim_in_resv(ctx, n, jdir, devices, &want)) < 0)
+		return r;
 	if ((r = open_dir(jobcg_ctx_root(ctx), &rootfd)) < 0)
 		return r;
 	/* Under the node lock: nothing else can take a device between this scan and the store. */
