@@ -150,6 +150,10 @@ static int create_args(int argc, char **argv, struct jobcg_resv_spec *ret, bool 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
+			if (jobcg_resv_devices_syntax(optarg) < 0) {
+				free(users);
+				return cli_usage_error("resv", "%s", jobcg_last_error()->message);
+			}
 			s.devices = optarg;
 			break;
 		case 'G': {

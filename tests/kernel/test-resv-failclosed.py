@@ -195,6 +195,20 @@ def check_not_root(e):
     ok(r.returncode == 0, f"delete r9 ({r.stderr.strip()})")
 
 
+def check_small(e):
+    for arg in ("gpu:3;gpu:3", "gpu:1,3;gpu:03", "gpu:3;;", "gpu:3;", ";gpu:3"):
+        r = e.run("resv", "create", "r14", "--devices", arg)
+        ok(r.returncode == 2 and f"--devices '{arg}'" in r.stderr,
+           f"--devices '{arg}': a usage error naming it ({r.returncode} {r.stderr.strip()})")
+    ok(R.Env.resv_dirs(e) == [], "nothing made")
+    os.mkdir(os.path.join(e.root, "resv_r15"))
+    r = e.run("resv", "create", "r15", "--devices", "gpu:1")
+    ok(r.returncode == 1 and "already exists" in r.stderr and "jobcg gc" in r.stderr,
+       f"a half-made r15: 'already exists' hints at gc ({r.stderr.strip()})")
+    r = e.run("gc")
+    ok(r.returncode == 0 and R.Env.resv_dirs(e) == [], f"gc removes it ({r.stderr.strip()})")
+
+
 def body(e):
     if R.SYS_BPF is None:
         ok(True, "# SKIP bpf syscall number unknown on this machine")
@@ -206,6 +220,7 @@ def body(e):
            f"# SKIP devices cannot be constrained here ({r.stderr.strip()})")
         return
     e.run("release", "1")
+    check_small(e)
     check_not_root(e)
     check_unknown_devices(e)
     check_created_degraded(e)

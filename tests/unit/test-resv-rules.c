@@ -116,5 +116,39 @@ int main(void)
 	       !jobcg_resv_name_valid("0123456789abcdef0123456789abcdef0") &&
 	       !jobcg_resv_name_valid(NULL),
 	   "invalid names: empty, upper case, leading _ or -, '/', '.', 33 characters, NULL");
+
+	/* --devices as written, before gres.conf is read. */
+	{
+		static const char *const good[] = {
+		    NULL, "", "gpu:0", "gpu:0,2", "gpu:0;nic:0", "gpu:1;nic:1,2", "gpu:1;gpu:2"};
+		static const struct {
+			const char *in, *words;
+		} bad[] = {
+		    {"gpu:3;gpu:3", "--devices 'gpu:3;gpu:3': gpu 3 named twice"},
+		    {"gpu:1,3;nic:0;gpu:03", "gpu 03 named twice"},
+		    {"gpu:0,0", "gpu 0 named twice"},
+		    {"gpu:3;;", "--devices 'gpu:3;;': empty group"},
+		    {"gpu:3;", "empty group"},
+		    {";gpu:3", "empty group"},
+		    {"gpu:1,,2", "empty item in 'gpu:1,,2'"},
+		    {"gpu:1,", "empty item"},
+		    {"gpu:", "empty item"},
+		    {"gpu", "'gpu' is not NAME:INDEX[,INDEX]"},
+		    {":1", "is not NAME:INDEX"},
+		};
+
+		for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+			ok(jobcg_resv_devices_syntax(good[i]) == 0, "--devices '%s': accepted (%s)",
+			   good[i] ? good[i] : "(null)",
+			   good[i] ? jobcg_last_error()->message : "");
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			int r = jobcg_resv_devices_syntax(bad[i].in);
+
+			ok(r == -EINVAL && strstr(jobcg_last_error()->message, bad[i].words),
+			   "--devices '%s': refused with '%s' (%d %s)", bad[i].in, bad[i].words, r,
+			   jobcg_last_error()->message);
+			jobcg_error_clear();
+		}
+	}
 	return tap_done();
 }

@@ -35,6 +35,12 @@ struct jobcg_resv_spec {
 /** Whether @name is a valid reservation name. */
 JOBCG_EXPORT bool jobcg_resv_name_valid(const char *name);
 
+/** 0 when @devices (a --devices value, NULL or "" for none) is written as NAME:INDEX[,INDEX]
+ * groups separated by ';', with no empty group or item and no device named twice, within a
+ * group or across groups; -EINVAL naming what is wrong otherwise. Whether gres.conf has the
+ * devices is not looked at. */
+JOBCG_EXPORT int jobcg_resv_devices_syntax(const char *devices);
+
 /**
  * Create a reservation under the node lock: the rules (jobcg_resv_rules_check()) are checked
  * before anything is made, then the directory, its spec, the device policy, the CPU partition

@@ -981,8 +981,20 @@ static int create_locked(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
 					      "which this cgroup file system refuses");
 	if (!(dir = tree_resv_dir(ctx, s->name)))
 		return -ENOMEM;
-	if (access(dir, F_OK) == 0)
+	if (access(dir, F_OK) == 0) {
+		_cleanup_free_ char *created = NULL, *removing = NULL;
+
+		/* Under the node lock: without the mark, or marked removing, its maker died. */
+		(void)xget(dir, X_CREATED, &created);
+		(void)xget(dir, X_REMOVING, &removing);
+		jobcg_error_clear();
+		if (!created || removing)
+			return error_set(-EEXIST,
+					 "reservation %s already exists (%s), %s: 'jobcg gc' "
+					 "removes it",
+					 s->name, dir, removing ? "half deleted" : "half made");
 		return error_set(-EEXIST, "reservation %s already exists (%s)", s->name, dir);
+	}
 	if ((s->devices && *s->devices) || (s->gres && *s->gres)) {
 		if ((r = gres_node_open(ctx, &n)) < 0)
 			return r;
@@ -1151,35 +1163,54 @@ static bool same_index(const char *a, size_t alen, const char *b, size_t blen)
 	return ea == a + alen && eb == b + blen && ea != a && eb != b && x == y;
 }
 
-/* --devices as written: no empty item, no device named twice (the set would hide both). */
-static int devices_syntax(const char *devices)
+/* --devices as written: no empty group or item, no device named twice, in one group or across
+ * groups (the set would hide both). */
+JOBCG_EXPORT int jobcg_resv_devices_syntax(const char *devices)
 {
-	_cleanup_strv_free_ char **groups = NULL;
+	const char *g, *end, *p;
+	size_t len;
 
 	if (!devices || !*devices)
 		return 0;
-	if (!(groups = strv_split(devices, ";")))
-		return -ENOMEM;
-	for (char **g = groups; *g; g++) {
-		const char *colon = strchr(*g, ':'), *p;
+	for (g = devices;; g = end + 1) {
+		size_t glen = strcspn(g, ";"), nlen;
+		const char *colon = memchr(g, ':', glen);
 
-		if (!colon || colon == *g)
-			return error_set(-EINVAL, "--devices '%s': '%s' is not NAME:INDEX[,INDEX]",
-					 devices, *g);
-		for (p = colon + 1;; p += strcspn(p, ",") + 1) {
-			size_t len = strcspn(p, ",");
-
+		end = g + glen;
+		if (glen == 0)
+			return error_set(
+			    -EINVAL, "--devices '%s': empty group (nothing between ';')", devices);
+		if (!colon || colon == g)
+			return error_set(-EINVAL,
+					 "--devices '%s': '%.*s' is not NAME:INDEX[,INDEX]",
+					 devices, (int)glen, g);
+		nlen = (size_t)(colon - g);
+		for (p = colon + 1;; p += len + 1) {
+			len = strcspn(p, ",;");
 			if (len == 0)
-				return error_set(-EINVAL, "--devices '%s': empty item in '%s'",
-						 devices, *g);
-			for (const char *q = colon + 1; q < p; q += strcspn(q, ",") + 1)
-				if (same_index(q, strcspn(q, ","), p, len))
-					return error_set(
-					    -EINVAL, "--devices '%s': %.*s %.*s named twice",
-					    devices, (int)(colon - *g), *g, (int)len, p);
-			if (!p[len])
+				return error_set(-EINVAL, "--devices '%s': empty item in '%.*s'",
+						 devices, (int)glen, g);
+			/* Every earlier item of the same name, in this group or an earlier one. */
+			for (const char *h = devices; h <= g; h += strcspn(h, ";") + 1) {
+				size_t hlen = strcspn(h, ";");
+				const char *hc = memchr(h, ':', hlen),
+					   *stop = h == g ? p : h + hlen;
+
+				if (!hc || (size_t)(hc - h) != nlen || strncmp(h, g, nlen) != 0)
+					continue;
+				for (const char *q = hc + 1; q < stop; q += strcspn(q, ",;") + 1)
+					if (same_index(q, strcspn(q, ",;"), p, len))
+						return error_set(-EINVAL,
+								 "--devices '%s': %.*s %.*s named "
+								 "twice",
+								 devices, (int)nlen, g, (int)len,
+								 p);
+			}
+			if (p[len] != ',')
 				break;
 		}
+		if (!*end)
+			break;
 	}
 	return 0;
 }
@@ -1265,7 +1296,8 @@ JOBCG_EXPORT int jobcg_resv_create(struct jobcg_ctx *ctx, const struct jobcg_res
 		return r;
 	if (spec->devices && *spec->devices && spec->gres && *spec->gres)
 		return error_set(-EINVAL, "--devices and --gres: give one of them");
-	if ((r = devices_syntax(spec->devices)) < 0 || (r = gres_none(spec->gres, &no_devices)) < 0)
+	if ((r = jobcg_resv_devices_syntax(spec->devices)) < 0 ||
+	    (r = gres_none(spec->gres, &no_devices)) < 0)
 		return r;
 	if (!(spec->devices && *spec->devices) && no_devices && cpus_empty(spec->cpus) &&
 	    !spec->mem_bytes)
