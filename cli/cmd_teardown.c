@@ -60,14 +60,15 @@ static int cmd_teardown(int argc, char **argv, const struct cli_global *g)
 		json_object_object_add(o, "root", json_object_new_string(jobcg_ctx_root(ctx)));
 		json_object_object_add(o, "jobs_removed", json_object_new_int(st.jobs_removed));
 		json_object_object_add(o, "steps_removed", json_object_new_int(st.steps_removed));
+		json_object_object_add(o, "resv_removed", json_object_new_int(st.resv_removed));
 		json_object_object_add(o, "pins_removed", json_object_new_boolean(st.pins_removed));
 		json_object_object_add(o, "root_removed", json_object_new_boolean(st.root_removed));
 		cli_json_print(stdout, o);
 	} else if (!st.root_removed)
 		printf("no tree at %s\n", jobcg_ctx_root(ctx));
 	else
-		printf("removed %s: %u job(s) and %u step(s)%s\n", jobcg_ctx_root(ctx),
-		       st.jobs_removed, st.steps_removed,
+		printf("removed %s: %u job(s), %u reservation(s) and %u step(s)%s\n",
+		       jobcg_ctx_root(ctx), st.jobs_removed, st.resv_removed, st.steps_removed,
 		       st.pins_removed ? ", the device program and its pins" : "");
 	cli_ctx_close(conf, ctx);
 	return r;

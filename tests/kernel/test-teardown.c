@@ -210,7 +210,17 @@ int main(void)
 		   "teardown refused, naming job 30 and reservation r5");
 		free(err);
 		ok(kcli_exists("%s/resv_r5/job_30", root), "  and nothing was removed");
-		is_int(kcli(NULL, "teardown", "--force", NULL), 0, "teardown --force");
+		is_int(kcli(&out, "teardown", "--force", "--json", NULL), 0, "teardown --force");
+		ok(out && strstr(out, "\"resv_removed\":1") && strstr(out, "\"jobs_removed\":1"),
+		   "its summary counts reservation r5 and job 30 (%s)", out ? out : "");
+		free(out);
+		ok(!kcli_exists("%s", root), "the tree root is gone");
+		is_int(kcli(NULL, "resv", "create", "r6", "--gres", "gpu:1", NULL), 0,
+		       "reservation r6");
+		is_int(kcli(&out, "teardown", "--force", NULL), 0, "teardown --force (text)");
+		ok(out && strstr(out, "0 job(s), 1 reservation(s) and 0 step(s)"),
+		   "the text summary counts reservation r6 (%s)", out ? out : "");
+		free(out);
 		ok(!kcli_exists("%s", root), "the tree root is gone");
 	}
 	rmdir(pins);

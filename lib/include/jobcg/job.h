@@ -406,6 +406,7 @@ struct jobcg_teardown_stats {
 	unsigned steps_removed; /* stray steps gc swept first */
 	bool pins_removed;	/* the node program detached and its pins removed */
 	bool root_removed;
+	unsigned resv_removed; /* forced: reservations deleted (or removed with the tree) */
 };
 /**
  * Remove the context's whole tree: a test root, a side-by-side install. Under the node lock:

@@ -195,12 +195,13 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 	}
 	/* Deleted as 'jobcg resv delete' does: what they hold outside the tree (memory.min and
 	 * exclusive CPUs of the ancestors) is given back too. */
-	for (char **k = resv; *k; k++)
-		if (jobcg_resv_delete(ctx, *k) < 0) {
+	for (char **k = resv; *k; k++) {
+		r = jobcg_resv_delete(ctx, *k);
+		if (r < 0 && r != -ENOENT) /* ENOENT: gc above finished a half-made one */
 			log_warning("reservation %s: %s (removed with the tree)", *k,
 				    jobcg_last_error()->message);
-			jobcg_error_clear();
-		}
+		jobcg_error_clear();
+	}
 	r = remove_pins(ctx, &st.pins_removed);
 	if (r < 0) {
 		jobcg_error_prefix("device policy of %s", root);
@@ -222,6 +223,7 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 		goto out;
 	}
 	st.root_removed = true;
+	st.resv_removed = (unsigned)strv_length(resv);
 	/* The lock file goes while held: whoever waits on it finds a tree that is gone, and so
 	 * does the Slurm plugin's CPU topology cache beside it. The accounting log stays: it is
 	 * the node's history, not the tree's state. */
