@@ -903,6 +903,16 @@ static int devices_pick(const struct jobcg_gres_node *n, const char *gres,
 	return jobcg_gres_set_format(n, &set, ret);
 }
 
+/* memory.max of the reservation at what it reserves: its jobs together, whatever each one's
+ * own cap, never take more (other reservations' memory, or what jobs outside were left). */
+static int mem_cap(const char *dir, uint64_t bytes)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, bytes);
+	return cgfs_write(dir, "memory.max", buf);
+}
+
 static int cpus_probe(struct jobcg_ctx *ctx, const char *dir)
 {
 	_cleanup_free_ char *reason = NULL;
@@ -1063,6 +1073,8 @@ static int create_locked(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
 		if ((r = memresv_apply(ctx, dir, s->mem_bytes)) < 0)
 			goto undo;
 		mem_done = true;
+		if ((r = mem_cap(dir, s->mem_bytes)) < 0)
+			goto undo;
 	}
 	test_pause("resv-create-before-mark");
 	/* Read back as verify reads it, before the mark: a reservation that would start DEGRADED
@@ -1636,12 +1648,26 @@ static int verify_once(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i,
 	if (i->mem_bytes) {
 		_cleanup_free_ char *why = NULL;
 
+		_cleanup_free_ char *max = NULL;
+		uint64_t cap = 0;
+
 		r = memresv_verify(ctx, i->path, i->mem_bytes, &why);
 		if (r < 0)
 			r = problem(st, "memory: cannot read memory.min: %s",
 				    jobcg_last_error()->message);
 		else if (why)
 			r = problem(st, "memory: %s", why);
+		if (r < 0)
+			return r;
+		if ((r = cgfs_read(i->path, "memory.max", &max)) < 0)
+			r = problem(st, "memory: cannot read memory.max: %s",
+				    jobcg_last_error()->message);
+		else if (parse_u64(strstrip(max), UINT64_MAX, &cap) < 0 ||
+			 cap != (i->mem_bytes & ~((uint64_t)sysconf(_SC_PAGESIZE) - 1)))
+			r = problem(st,
+				    "memory: memory.max is %s, not the %" PRIu64
+				    " reserved (its jobs together could take more)",
+				    strstrip(max), i->mem_bytes);
 		if (r < 0)
 			return r;
 	}
@@ -1663,6 +1689,8 @@ static int repair(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i)
 	}
 	if (i->mem_bytes && memresv_apply(ctx, i->path, i->mem_bytes) < 0)
 		log_warning("reservation %s: memory.min: %s", i->name, jobcg_last_error()->message);
+	if (i->mem_bytes && mem_cap(i->path, i->mem_bytes) < 0)
+		log_warning("reservation %s: memory.max: %s", i->name, jobcg_last_error()->message);
 	/* Stale owners of its devices (a reservation removed by hand) first: rewriting our own
 	 * entries cannot make it VALID while they stand. */
 	if (*i->devices && gc_entries(ctx, NULL) < 0)

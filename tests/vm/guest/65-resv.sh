@@ -169,6 +169,8 @@ for _ in $(seq 50); do [ "$(cat $slice/memory.min)" = 67108864 ] && break; sleep
 out=$(jobcg resv create rm --mem 256M 2>&1); rc=$?
 is "resv create rm --mem 256M" "$rc" 0 || diag "$out"
 is "...memory.min on it" "$(cat $root/resv_rm/memory.min 2> /dev/null)" 268435456
+is "...memory.max on it: its jobs together never take more" \
+	"$(cat $root/resv_rm/memory.max 2> /dev/null)" 268435456
 out=$(jobcg resv verify rm 2>&1); rc=$?
 is "...verify VALID" "$rc" 0 || diag "$out"
 is "a job outside without --mem is capped at RAM minus the reservation" \
