@@ -17,10 +17,11 @@ static const char usage[] =
     "       jobcg resv delete NAME [--json]\n\n"
     "A reservation keeps devices, CPUs and memory for the jobs placed in it\n"
     "('jobcg alloc/run --reservation NAME'): its devices leave the shared pool\n"
-    "(denied in the kernel to every cgroup outside it), its CPUs become a cpuset\n"
-    "partition, its memory is protected with memory.min. verify reads the kernel's\n"
-    "view back: VALID, or DEGRADED with the kernel's words (exit status 1);\n"
-    "--repair heals what it can and verifies again. See jobcg-resv(1).\n";
+    "(denied in the kernel to every cgroup in jobcg's tree outside it), its CPUs\n"
+    "become a cpuset partition, its memory is protected with memory.min and capped\n"
+    "with memory.max. verify reads the kernel's view back: VALID, or DEGRADED with\n"
+    "the kernel's words (exit status 1); --repair heals what it can and verifies\n"
+    "again. Needs root. See jobcg-resv(1).\n";
 
 #define RESV_NAME_FORM "[a-z0-9][a-z0-9_-]{0,31}"
 
