@@ -19,7 +19,8 @@ extern "C" {
 /*
  * A reservation is the cgroup <root>/resv_<name>/ with its spec in trusted.jobcg.* xattrs; its
  * jobs live at resv_<name>/job_<id>. Devices leave the shared pool (the node program denies
- * them to every cgroup outside it), CPUs become a cpuset partition, memory is memory.min.
+ * them to every cgroup of jobcg's tree outside it), CPUs become a cpuset partition, memory is
+ * memory.min (protection) and memory.max (the cap of its jobs together) on it.
  */
 struct jobcg_resv_spec {
 	const char *name;    /* [a-z0-9][a-z0-9_-]{0,31} */
