@@ -31,6 +31,27 @@ char *strstrip(char *s)
 	return s;
 }
 
+char *str_escape_controls(const char *s)
+{
+	size_t n = 0;
+	char *out, *o;
+
+	for (const char *p = s; *p; p++)
+		n += (unsigned char)*p < 0x20 || *p == 0x7f ? 4 : 1;
+	out = o = malloc(n + 1);
+	if (!out)
+		return NULL;
+	for (const char *p = s; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			snprintf(o, 5, "\\x%02x", (unsigned char)*p);
+			o += 4;
+		} else
+			*o++ = *p;
+	}
+	*o = '\0';
+	return out;
+}
+
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len)
 {
 	_cleanup_free_ char *buf = NULL;

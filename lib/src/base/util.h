@@ -78,6 +78,9 @@ static inline int negative_errno(void)
 
 /* Remove leading and trailing white space in place; returns the start. */
 char *strstrip(char *s);
+/* A copy of @s with each control character (C0, DEL) written as "\xNN", for text read from
+ * files that goes to a terminal or into one line; NULL on ENOMEM. */
+char *str_escape_controls(const char *s);
 
 /* Read a whole file (at most @max bytes, else -EFBIG) relative to @dirfd (AT_FDCWD ok).
  * The result is NUL-terminated; *ret_len excludes the NUL (may be NULL). */
