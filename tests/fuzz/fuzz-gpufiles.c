@@ -15,6 +15,7 @@
 
 #include "gpudetect_internal.h"
 #include "gpufiles.h"
+#include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -26,8 +27,16 @@ static void information(const char *text, size_t n)
 	if (gpufile_field(text, n, "Model", &model) == 0) {
 		char *type = gpu_type_from_model(model);
 
-		if (type && (!*type || strpbrk(type, " \t,:=")))
-			abort(); /* a Type= is one word */
+		/* A Type= is one word of the whitelist, and a model printed has no control
+		 * character. */
+		if (type && (!*type || strspn(type, "abcdefghijklmnopqrstuvwxyz0123456789._-") !=
+					   strlen(type)))
+			abort();
+		free(type);
+		type = str_escape_controls(model);
+		for (const char *p = type; p && *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				abort();
 		free(type);
 	}
 	if (gpufile_field(text, n, "Bus Location", &pci) == 0) {
@@ -37,7 +46,8 @@ static void information(const char *text, size_t n)
 		gpu_pci_normalise(buf, sizeof(buf));
 	}
 	if (gpufile_nvidia_minor_uuid(text, n, &minor, &uuid) == 0 &&
-	    (minor > GPUFILE_MINOR_MAX || !*uuid || strlen(uuid) > GPUFILE_UUID_MAX))
+	    (minor > GPUFILE_NVIDIA_MINOR_MAX || !gpufile_uuid_valid(uuid) ||
+	     strpbrk(uuid, " \t\r\n,")))
 		abort();
 	free(model);
 	free(pci);
@@ -46,15 +56,30 @@ static void information(const char *text, size_t n)
 
 static void mig_minors(const char *text, size_t n)
 {
+	struct gpufile_line bad;
 	struct mig_minor *v = NULL;
 	size_t nv = 0;
 
-	if (gpufile_mig_minors(text, n, &v, &nv) < 0)
+	if (gpufile_mig_minors(text, n, &v, &nv, &bad) < 0)
 		return;
-	/* Every line read can be looked up: the first with its GPU, GI and CI answers. */
-	for (size_t i = 0; i < nv; i++)
+	/* The line a warning quotes lies inside the text. */
+	if (bad.no && (bad.p < text || bad.p + bad.len > text + n || memchr(bad.p, '\n', bad.len)))
+		abort();
+	/* Every instance line read can be looked up: the first with its GPU, GI and CI answers,
+	 * and the strict lookup gives that minor or refuses. */
+	for (size_t i = 0; i < nv; i++) {
+		unsigned m;
+		int k;
+
+		if (v[i].ci == MIG_MINOR_OTHER)
+			continue;
 		if (v[i].ci < -1 || mig_minor_find(v, nv, v[i].gpu, v[i].gi, v[i].ci) < 0)
 			abort();
+		k = mig_minor_lookup(v, nv, v[i].gpu, v[i].gi, v[i].ci, &m);
+		if (k != -EEXIST &&
+		    (k != 0 || (int)m != mig_minor_find(v, nv, v[i].gpu, v[i].gi, v[i].ci)))
+			abort();
+	}
 	free(v);
 }
 
@@ -105,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 1:
 		if (gpufile_field_unsigned(text, n, "DeviceFileMinor", GPUFILE_MINOR_MAX,
-					   &access_minor) == 0 &&
+					   &access_minor, NULL) == 0 &&
 		    access_minor > GPUFILE_MINOR_MAX)
 			abort();
 		break;

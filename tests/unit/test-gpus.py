@@ -238,13 +238,175 @@ def check_bad(t):
         with open(props, "w") as f:
             f.write(text.replace(line, bad))
         r, j = t.gpus(root, "--backend", "amd")
-        named = any(f"{props}: '{bad}' is not a number" in w for w in j["warnings"])
+        no = text.splitlines().index(line) + 1
+        named = any(f"{props}:{no}: '{bad}' is not a number" in w for w in j["warnings"])
         if bad.startswith("drm"):
             ok(r.returncode == 1 and j["gpus"] == [] and named,
                f"kfd '{bad}': GPU left out, the file named ({j['warnings']})")
         else:
             ok(r.returncode == 1 and len(j["gpus"]) == 1 and j["gpus"][0]["uuid"] is None and
                named, f"kfd '{bad}': no UUID, the file named ({j['warnings']}, {j['gpus']})")
+
+
+MM = "/proc/driver/nvidia-caps/mig-minors"
+INFO0 = "/proc/driver/nvidia/gpus/0000:3b:00.0/information"
+
+
+def edit(root, path, old, new):
+    p = os.path.join(root, path.lstrip("/"))
+    with open(p) as f:
+        text = f.read()
+    assert old in text, (path, old)
+    with open(p, "w") as f:
+        f.write(text.replace(old, new))
+
+
+def all_files(j):
+    return [f["device"] for x in j["gpus"] if not x["mig_mode"] for f in x["files"][-1:]]
+
+
+def check_mig_minors(t):
+    # Without mig-minors, an access file could name any capability (here config, 1).
+    root = t.tree()
+    os.unlink(os.path.join(root, MM.lstrip("/")))
+    fx.write(root, "/proc/driver/nvidia/capabilities/gpu1/mig/gi1/access", fx.access(1))
+    fx.node(root, "/dev/nvidia-caps/nvidia-cap1", fx.NV_CAPS, 1)
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and len(j["gpus"]) == 2 and
+       any(root + MM in w and "MIG instances of GPU 0000:5e:00.0 left out" in w
+           for w in j["warnings"]),
+       f"no mig-minors: MIG instances left out, the file named ({j['warnings']})")
+    r = t.run(root, "gpus", "--gres-conf", "--backend", "nvidia")
+    ok("nvidia-cap1," not in r.stdout and "nvidia-cap1 " not in r.stdout,
+       "... and the config capability is never in a gres.conf line")
+    # A cap minor on two lines of mig-minors: whose it is cannot be told.
+    root = t.tree()
+    edit(root, MM, "monitor 2\n", "monitor 2\ngpu0/gi9/access 22\n")
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and len(j["gpus"]) == 4 and
+       not any(f["path"].endswith("nvidia-cap22") for x in j["gpus"] for f in x["files"]) and
+       any(root + MM in w and "gpu1/gi2/ci0/access's minor twice" in w
+           for w in j["warnings"]),
+       f"a cap minor on two mig-minors lines: its instance left out ({j['warnings']})")
+    r, j = t.gpus(root, "--backend", "nvml", env=t.nvml_env(fx.NVML))
+    ok(r.returncode == 1 and len(j["gpus"]) == 4 and
+       any("gpu1/gi2/ci0/access's minor twice" in w for w in j["warnings"]),
+       f"nvml: the same ({j['warnings']})")
+    # A line missing: the message names it (not "-2"), in both backends.
+    root = t.tree()
+    edit(root, MM, "gpu1/gi1/ci0/access 13\n", "")
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(any("mig-minors has no gpu1/gi1/ci0/access line: MIG instance left out" in w
+           for w in j["warnings"]) and not any("-2" in w for w in j["warnings"]),
+       f"nvidia: a missing mig-minors line is named ({j['warnings']})")
+    r, j = t.gpus(root, "--backend", "nvml", env=t.nvml_env(fx.NVML))
+    ok(any("has no line for gpu1/gi1/ci0/access: MIG instance" in w for w in j["warnings"]),
+       f"nvml: the missing line is named with its CI ({j['warnings']})")
+    # A malformed line: the file and line named.
+    root = t.tree()
+    edit(root, MM, "gpu1/gi1/ci0/access 13\n", "gpu1/gi1/ci0/access 13x\n")
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and
+       any(f"{root}{MM}:4: 'gpu1/gi1/ci0/access 13x'" in w for w in j["warnings"]),
+       f"a malformed mig-minors line: file:line named ({j['warnings']})")
+
+
+def check_duplicates(t):
+    root = t.tree()
+    other = "/proc/driver/nvidia/gpus/0000:af:00.0/information"
+    fx.write(root, other, fx.information(fx.MODEL, fx.UUID0[:-1] + "9", "0000:af:00.0", 0))
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and all_files(j).count("195:0") == 1 and
+       any(root + other in w and root + INFO0 in w for w in j["warnings"]),
+       f"two information files with one minor: the second refused, both named "
+       f"({j['warnings']})")
+    r = t.run(root, "gpus", "--gres-conf", "--backend", "nvidia")
+    ok(r.stdout.count("File=/dev/nvidia0 ") == 1, "... and one gres.conf line for /dev/nvidia0")
+    root = t.tree()
+    mig = os.path.join(root, "proc/driver/nvidia/capabilities/gpu1/mig")
+    subprocess.run(["cp", "-r", mig + "/gi1", mig + "/gi01"], check=True)
+    subprocess.run(["cp", "-r", mig + "/gi1/ci0", mig + "/gi1/ci00"], check=True)
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 0 and len(j["gpus"]) == 5 and
+       len(set(all_files(j))) == len(all_files(j)),
+       f"gi01, ci00: not instance ids, nothing listed twice ({len(j['gpus'])} rows)")
+    root = t.tree()
+    nodes = os.path.join(root, "sys/class/kfd/kfd/topology/nodes")
+    subprocess.run(["cp", "-r", nodes + "/1", nodes + "/2"], check=True)
+    subprocess.run(["cp", "-r", nodes + "/1", nodes + "/01"], check=True)
+    r, j = t.gpus(root, "--backend", "amd")
+    ok(r.returncode == 1 and len(j["gpus"]) == 1 and
+       any(nodes + "/2/properties" in w and nodes + "/1/properties" in w
+           for w in j["warnings"]),
+       f"two kfd nodes on one render node: the second refused, both named ({j['warnings']})")
+
+
+def check_strings(t):
+    root = t.tree()
+    edit(root, INFO0, fx.MODEL, "NVIDIA A100 #2")
+    r = t.run(root, "gpus", "--gres-conf", "--backend", "nvidia")
+    ok("Name=gpu Type=nvidia_a100_2 File=/dev/nvidia0 Cores=0-3\n" in r.stdout,
+       f"'#' in a model: not in Type= ({r.stdout!r})")
+    root = t.tree()
+    edit(root, INFO0, fx.MODEL, "NVIDIA\x1b[31mA100\x07")
+    r = t.run(root, "gpus", "--backend", "nvidia")
+    ok(r.returncode == 0 and "\x1b" not in r.stdout and "\x07" not in r.stdout and
+       "NVIDIA\\x1b[31mA100\\x07" not in r.stdout and "nvidia_31ma100" in r.stdout,
+       f"control characters in a model never reach the terminal ({r.stdout!r})")
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(j["gpus"] and j["gpus"][0]["model"] == "NVIDIA\\x1b[31mA100\\x07",
+       f"... the model escaped ({j['gpus'][:1]})")
+    root = t.tree()
+    edit(root, INFO0, "Device Minor: \t 0", "Device Minor: \t 0\x1b")
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and "\x1b" not in r.stderr and
+       any(f"{root}{INFO0}:9: not a valid 'Device Minor:' line" in w for w in j["warnings"]),
+       f"a bad value: file:line named, control characters escaped ({j['warnings']})")
+    # Whitespace in a UUID: what the runtime refuses, detection does not list.
+    root = t.tree()
+    edit(root, INFO0, fx.UUID0, "GPU-aa bb")
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and len(j["gpus"]) == 4 and
+       any(f"{root}{INFO0}:3: not a valid 'GPU UUID:' line" in w for w in j["warnings"]),
+       f"'GPU-aa bb': GPU left out, file:line named ({j['warnings']})")
+    r, j = t.gpus(root, "--backend", "nvml",
+                  env=t.nvml_env(fx.NVML.replace(fx.UUID0, "GPU-aa,bb")))
+    ok(len(j["gpus"]) == 4 and any("GPU-aa,bb" in w for w in j["warnings"]),
+       f"nvml: a UUID CUDA_VISIBLE_DEVICES cannot carry, left out ({j['warnings']})")
+    # GPU minors stop at 253: 255 is nvidiactl's.
+    root = t.tree()
+    edit(root, INFO0, "Device Minor: \t 0", "Device Minor: \t 255")
+    fx.node(root, "/dev/nvidia255", 195, 255)
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 1 and "195:255" not in all_files(j) and
+       any(f"{root}{INFO0}:9: not a valid 'Device Minor:' line (GPU minors are 0-253" in w
+           for w in j["warnings"]), f"Device Minor: 255 refused, named ({j['warnings']})")
+    r, j = t.gpus(root, "--backend", "nvml",
+                  env=t.nvml_env(fx.NVML.replace("3B:00.0|0|0", "3B:00.0|255|0")))
+    ok("195:255" not in all_files(j) and any("minor 255" in w for w in j["warnings"]),
+       f"nvml: minor 255 refused ({j['warnings']})")
+    # NVML's short bus id form.
+    root = t.tree()
+    r, j = t.gpus(root, "--backend", "nvml",
+                  env=t.nvml_env(fx.NVML.replace("00000000:3B:00.0", "0:3b:0.0")))
+    ok(j["gpus"] and j["gpus"][0]["pci"] == "0000:3b:00.0" and j["gpus"][0]["cpus"] == "0-3",
+       f"nvml: bus id 0:3b:0.0 normalised whole ({j['gpus'][:1]})")
+    # kfd properties written with CRLF line ends.
+    root = t.tree()
+    props = "/sys/class/kfd/kfd/topology/nodes/1/properties"
+    with open(os.path.join(root, props.lstrip("/"))) as f:
+        text = f.read()
+    fx.write(root, props, text.replace("\n", "\r\n"))
+    r, j = t.gpus(root, "--backend", "amd")
+    ok(r.returncode == 0 and len(j["gpus"]) == 1 and j["gpus"][0]["uuid"] == "GPU-0000000000abcdef",
+       f"kfd properties with CRLF: read as lines ({r.stderr.strip()})")
+    # GPU Excluded: the driver keeps it from NVML and CUDA: left out with a note.
+    root = t.tree()
+    edit(root, INFO0, "GPU Excluded:\t No", "GPU Excluded:\t Yes")
+    r, j = t.gpus(root, "--backend", "nvidia")
+    ok(r.returncode == 0 and j["warnings"] == [] and len(j["gpus"]) == 4 and
+       "GPU Excluded: Yes" in r.stderr and "195:0" not in all_files(j),
+       f"GPU Excluded: Yes: left out with a note, exit 0 ({r.stderr.strip()})")
 
 
 REAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpunodes")
@@ -323,7 +485,8 @@ def main():
         return 0
     t = T()
     try:
-        for f in (check_all, check_nvml, check_compare, check_bad, check_real, check_twin):
+        for f in (check_all, check_nvml, check_compare, check_bad, check_mig_minors,
+                  check_duplicates, check_strings, check_real, check_twin):
             pytap.run_checks(f, t)
     finally:
         subprocess.run(["rm", "-rf", t.tmp])

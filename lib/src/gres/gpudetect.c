@@ -50,7 +50,9 @@ int gpuscan_numbered(const struct gpuscan *s, const char *dir, const char *prefi
 	while ((de = readdir(d)) && n < max) {
 		uint64_t x;
 
+		/* Canonical numbers only: "gi01" or "007" would read as another entry's number. */
 		if (!startswith(de->d_name, prefix) ||
+		    (de->d_name[plen] == '0' && de->d_name[plen + 1]) ||
 		    parse_u64(de->d_name + plen, UINT32_MAX, &x) < 0)
 			continue;
 		if (!v && !(v = calloc(max, sizeof(*v)))) {
@@ -88,12 +90,16 @@ int gpuscan_chr_major(const struct gpuscan *s, const char *name, unsigned *ret)
 
 int gpuscan_warn(struct gpuscan *s, const char *fmt, ...)
 {
-	char *msg;
+	char *msg, *raw;
 	va_list ap;
 
 	va_start(ap, fmt);
-	msg = strdup_vprintf(fmt, ap);
+	raw = strdup_vprintf(fmt, ap);
 	va_end(ap);
+	/* Warnings quote driver files, which may hold anything: no control character reaches
+	 * the terminal. */
+	msg = raw ? str_escape_controls(raw) : NULL;
+	free(raw);
 	if (!msg)
 		return -ENOMEM;
 	log_warning("%s", msg);
@@ -102,6 +108,22 @@ int gpuscan_warn(struct gpuscan *s, const char *fmt, ...)
 		return 0;
 	}
 	return strv_push(&s->g->warnings, msg);
+}
+
+int gpuscan_note(struct gpuscan *s, const char *fmt, ...)
+{
+	_cleanup_free_ char *raw = NULL, *msg = NULL;
+	va_list ap;
+
+	(void)s;
+	va_start(ap, fmt);
+	raw = strdup_vprintf(fmt, ap);
+	va_end(ap);
+	msg = raw ? str_escape_controls(raw) : NULL;
+	if (!msg)
+		return -ENOMEM;
+	log_notice("%s", msg);
+	return 0;
 }
 
 int gpuscan_check_node(struct gpuscan *s, const char *path, unsigned major, unsigned minor,
@@ -163,15 +185,58 @@ void gpu_done(struct jobcg_gpu *gpu)
 	free(gpu->pci);
 	free(gpu->cpus);
 	free(gpu->profile);
+	free(gpu->source);
 	files_free(gpu->files, gpu->nfiles);
 	files_free(gpu->companions, gpu->ncompanions);
 	*gpu = (struct jobcg_gpu){.parent = -1};
 }
 
+/* Whether file @fi of MIG instance @gpu may be file @ei of row @e: its GPU's file, shared with
+ * the GPU and its other instances; its GI's cap file, shared with the GI's other instances. */
+static bool mig_shares(const struct jobcg_gpu *gpu, size_t fi, const struct jobcg_gpu *e, size_t ei,
+		       size_t erow)
+{
+	if (!gpu->mig || fi != ei || fi > 1)
+		return false;
+	if (fi == 0)
+		return erow == (size_t)gpu->parent || (e->mig && e->parent == gpu->parent);
+	return e->mig && e->parent == gpu->parent && e->gi == gpu->gi;
+}
+
+/* The earlier row naming a device of @gpu it may not share, or -1. */
+static int device_taken(const struct jobcg_gpus *g, const struct jobcg_gpu *gpu, size_t *ret_fi)
+{
+	for (size_t k = 0; k < g->ngpus; k++) {
+		const struct jobcg_gpu *e = &g->gpus[k];
+
+		for (size_t fi = 0; fi < gpu->nfiles; fi++)
+			for (size_t ei = 0; ei < e->nfiles; ei++)
+				if (gpu->files[fi].major == e->files[ei].major &&
+				    gpu->files[fi].minor == e->files[ei].minor &&
+				    !mig_shares(gpu, fi, e, ei, k)) {
+					*ret_fi = fi;
+					return (int)k;
+				}
+	}
+	return -1;
+}
+
 int gpuscan_add(struct gpuscan *s, struct jobcg_gpu *gpu)
 {
 	struct jobcg_gpus *g = s->g;
+	size_t fi = 0;
+	int k = device_taken(g, gpu, &fi);
 
+	if (k >= 0) {
+		const struct jobcg_gpu *e = &g->gpus[k];
+		int r = gpuscan_warn(s, "%s gives %s (c %u:%u), which %s gave already: left out",
+				     gpu->source ? gpu->source : "detection", gpu->files[fi].path,
+				     gpu->files[fi].major, gpu->files[fi].minor,
+				     e->source ? e->source : "an earlier row");
+
+		gpu_done(gpu);
+		return r < 0 ? r : -EEXIST;
+	}
 	if (g->ngpus >= GPUS_MAX) {
 		gpu_done(gpu);
 		return error_set(-E2BIG, "more than %d GPUs and MIG instances", GPUS_MAX);
@@ -219,15 +284,19 @@ char *gpu_type_from_model(const char *model)
 
 	if (!t)
 		return NULL;
+	/* A whitelist: gres.conf gives '#', '=', ',' and blanks meanings of their own, and a
+	 * Type= that loses its File= to a comment grants nothing it should. */
 	for (const char *p = model; *p; p++) {
-		if (isspace((unsigned char)*p) || strchr(",:=", *p)) {
+		char c = (char)tolower((unsigned char)*p);
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("._-", c))) {
 			sep = o != t;
 			continue;
 		}
 		if (sep)
 			*o++ = '_';
 		sep = false;
-		*o++ = (char)tolower((unsigned char)*p);
+		*o++ = c;
 	}
 	*o = '\0';
 	if (!*t) {
@@ -287,14 +356,25 @@ int gpuscan_nvidia_companions(struct gpuscan *s, struct jobcg_gpu *gpu)
 	return 0;
 }
 
-int mig_minors_load(const char *path, struct mig_minor **ret, size_t *ret_n)
+int mig_minors_load(const char *path, struct mig_minor **ret, size_t *ret_n, char **ret_bad)
 {
 	_cleanup_free_ char *text = NULL;
+	struct gpufile_line bad = {};
 	int r = read_full_file_at(AT_FDCWD, path, 1 << 20, &text, NULL);
 
 	if (r < 0)
 		return r;
-	return gpufile_mig_minors(text, strlen(text), ret, ret_n);
+	r = gpufile_mig_minors(text, strlen(text), ret, ret_n, &bad);
+	if (r < 0 || !ret_bad)
+		return r;
+	*ret_bad = NULL;
+	if (bad.no && !(*ret_bad = strdup_printf("%s:%u: '%.*s'", path, bad.no,
+						 bad.len > 80 ? 80 : (int)bad.len, bad.p))) {
+		free(*ret);
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int mig_minor_find(const struct mig_minor *v, size_t n, unsigned gpu, unsigned gi, int ci)
@@ -303,6 +383,27 @@ int mig_minor_find(const struct mig_minor *v, size_t n, unsigned gpu, unsigned g
 		if (v[i].gpu == gpu && v[i].gi == gi && v[i].ci == ci)
 			return (int)v[i].minor;
 	return -ENOENT;
+}
+
+int mig_minor_lookup(const struct mig_minor *v, size_t n, unsigned gpu, unsigned gi, int ci,
+		     unsigned *ret)
+{
+	size_t found = n;
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i].ci != MIG_MINOR_OTHER && v[i].gpu == gpu && v[i].gi == gi &&
+		    v[i].ci == ci) {
+			if (found != n)
+				return -EEXIST;
+			found = i;
+		}
+	if (found == n)
+		return -ENOENT;
+	for (size_t i = 0; i < n; i++)
+		if (i != found && v[i].minor == v[found].minor)
+			return -EEXIST;
+	*ret = v[found].minor;
+	return 0;
 }
 
 /* ---- the interface ---- */
@@ -908,7 +1009,7 @@ int gres_mig_uuid(const struct jobcg_gres_record *r, const char *proc, bool use_
 	path = strdup_printf("%s/driver/nvidia-caps/mig-minors", proc);
 	if (!path)
 		return -ENOMEM;
-	r2 = mig_minors_load(path, &mm, &nmm);
+	r2 = mig_minors_load(path, &mm, &nmm, NULL);
 	if (r2 < 0)
 		return r2 == -ENOMEM ? r2 : -ENOENT;
 	for (size_t i = 0; i < r->nfiles; i++) {

@@ -48,6 +48,7 @@ struct jobcg_gpu {
 	int parent;    /* MIG: the row of its GPU; else -1 */
 	unsigned gi, ci;
 	char *profile; /* MIG profile ("1g.10gb"), NULL when the source does not tell (nvidia) */
+	char *source;  /* where the row comes from, for warnings ("<root>/proc/.../information") */
 };
 
 struct jobcg_gpus {

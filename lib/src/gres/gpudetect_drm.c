@@ -40,7 +40,7 @@ static char *render_pci(const struct gpuscan *s, unsigned minor)
 		return NULL;
 	snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(p + 14, "\n"), p + 14);
 	gpu_pci_normalise(buf, sizeof(buf));
-	return strdup(buf);
+	return str_escape_controls(buf);
 }
 
 static int render_file(struct gpuscan *s, struct jobcg_gpu *gpu, unsigned minor, const char *why)
@@ -60,9 +60,9 @@ static int render_file(struct gpuscan *s, struct jobcg_gpu *gpu, unsigned minor,
 }
 
 /* The "KEY VALUE" line of a kfd properties file; a value that is not a number counts as
- * absent, with a warning naming the file. */
+ * absent, with a warning naming the file and line (and @then: what follows from it). */
 static uint64_t prop(struct gpuscan *s, const char *file, const char *text, const char *key,
-		     bool *found)
+		     bool *found, const char *then)
 {
 	struct gpufile_line bad;
 	uint64_t v;
@@ -70,8 +70,8 @@ static uint64_t prop(struct gpuscan *s, const char *file, const char *text, cons
 
 	*found = r >= 0;
 	if (r == -EBADMSG)
-		(void)gpuscan_warn(s, "%s%s: '%.*s' is not a number", s->root, file,
-				   bad.len > 80 ? 80 : (int)bad.len, bad.p);
+		(void)gpuscan_warn(s, "%s%s:%u: '%.*s' is not a number%s", s->root, file, bad.no,
+				   bad.len > 80 ? 80 : (int)bad.len, bad.p, then);
 	return r >= 0 ? v : 0;
 }
 
@@ -79,7 +79,7 @@ static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 {
 	_cleanup_free_ char *pp =
 	    strdup_printf("/sys/class/kfd/kfd/topology/nodes/%u/properties", node);
-	_cleanup_free_ char *text = NULL, *vendor = NULL, *why = NULL, *devid = NULL;
+	_cleanup_free_ char *text = NULL, *vendor = NULL, *why = NULL, *devid = NULL, *raw = NULL;
 	struct jobcg_gpu gpu = {.vendor = JOBCG_GPU_AMD, .parent = -1};
 	bool has_minor, has_simd, has_uid, has_loc, has_dom;
 	uint64_t minor, simd, uid, loc, dom;
@@ -92,21 +92,29 @@ static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 		return r;
 	if (r < 0)
 		return gpuscan_warn(s, "%s%s: %s: kfd node left out", s->root, pp, strerror(-r));
-	simd = prop(s, pp, text, "simd_count", &has_simd);
-	if (!has_simd || simd == 0)
+	simd = prop(s, pp, text, "simd_count", &has_simd, ": kfd node left out");
+	if (!has_simd)
+		return 0; /* a CPU node, or the warning said why not */
+	if (simd == 0)
 		return 0; /* a CPU node */
-	minor = prop(s, pp, text, "drm_render_minor", &has_minor);
+	minor = prop(s, pp, text, "drm_render_minor", &has_minor, "");
 	if (!has_minor || minor < 128 || minor > 255)
 		return gpuscan_warn(s, "%s%s: no valid 'drm_render_minor' line: GPU left out",
 				    s->root, pp);
 	vendor = render_attr(s, (unsigned)minor, "vendor");
-	if (!vendor || !strcaseeq(vendor, VENDOR_AMD))
+	if (!vendor)
+		return gpuscan_warn(s,
+				    "%s%s names render node %" PRIu64 ", whose device "
+				    "%s/sys/class/drm/renderD%" PRIu64
+				    "/device has no vendor file: "
+				    "GPU left out",
+				    s->root, pp, minor, s->root, minor);
+	if (vendor && !strcaseeq(vendor, VENDOR_AMD))
 		return gpuscan_warn(s,
 				    "%s%s names render node %" PRIu64 ", whose "
 				    "%s/sys/class/drm/renderD%" PRIu64 "/device/vendor is %s, "
 				    "not AMD's " VENDOR_AMD ": GPU left out",
-				    s->root, pp, minor, s->root, minor,
-				    vendor ? vendor : "missing");
+				    s->root, pp, minor, s->root, minor, vendor);
 	if (kfd_major < 0)
 		return gpuscan_warn(
 		    s,
@@ -124,9 +132,9 @@ static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 	if (r < 0 || (r = gpu_file_push(&gpu.companions, &gpu.ncompanions, "/dev/kfd",
 					(unsigned)kfd_major, 0)) < 0)
 		goto out;
-	uid = prop(s, pp, text, "unique_id", &has_uid);
-	loc = prop(s, pp, text, "location_id", &has_loc);
-	dom = prop(s, pp, text, "domain", &has_dom);
+	uid = prop(s, pp, text, "unique_id", &has_uid, "");
+	loc = prop(s, pp, text, "location_id", &has_loc, "");
+	dom = prop(s, pp, text, "domain", &has_dom, "");
 	gpu.pci = render_pci(s, (unsigned)minor);
 	if (!gpu.pci && has_loc)
 		gpu.pci = strdup_printf("%04x:%02x:%02x.%x", (unsigned)(has_dom ? dom & 0xffff : 0),
@@ -134,22 +142,25 @@ static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 					(unsigned)loc & 7);
 	if (!gpu.pci)
 		gpu.pci = strdup("unknown");
-	gpu.model = render_attr(s, (unsigned)minor, "product_name");
-	if (!gpu.model || !*gpu.model) {
+	raw = render_attr(s, (unsigned)minor, "product_name");
+	if (!raw || !*raw) {
 		devid = render_attr(s, (unsigned)minor, "device");
-		free(gpu.model);
-		gpu.model = strdup_printf("AMD GPU %s", devid ? devid : "unknown");
+		free(raw);
+		raw = strdup_printf("AMD GPU %s", devid ? devid : "unknown");
 	}
+	gpu.model = raw ? str_escape_controls(raw) : NULL;
+	gpu.source = strdup_printf("%s%s", s->root, pp);
 	/* ROCR_VISIBLE_DEVICES takes "GPU-" and the kfd unique_id in hex. */
 	if (has_uid && uid)
 		gpu.uuid = strdup_printf("GPU-%016" PRIx64, uid);
-	gpu.type = gpu.model ? gpu_type_from_model(gpu.model) : NULL;
+	gpu.type = raw ? gpu_type_from_model(raw) : NULL;
 	gpu.cpus = gpu.pci ? gpuscan_local_cpus(s, gpu.pci) : NULL;
-	if (!gpu.pci || !gpu.model || !gpu.type || (has_uid && uid && !gpu.uuid)) {
+	if (!gpu.pci || !gpu.model || !gpu.type || !gpu.source || (has_uid && uid && !gpu.uuid)) {
 		r = -ENOMEM;
 		goto out;
 	}
-	return gpuscan_add(s, &gpu);
+	r = gpuscan_add(s, &gpu);
+	return r == -EEXIST ? 0 : r;
 out:
 	gpu_done(&gpu);
 	return r == -ENOMEM ? r : 0;
@@ -191,7 +202,7 @@ int gpudetect_intel(struct gpuscan *s)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_free_ char *vendor = render_attr(s, minors[i], "vendor");
-		_cleanup_free_ char *devid = NULL, *why = NULL;
+		_cleanup_free_ char *devid = NULL, *why = NULL, *raw = NULL;
 		struct jobcg_gpu gpu = {.vendor = JOBCG_GPU_INTEL, .parent = -1};
 
 		if (!vendor || !strcaseeq(vendor, VENDOR_INTEL))
@@ -207,17 +218,19 @@ int gpudetect_intel(struct gpuscan *s)
 			continue;
 		}
 		devid = render_attr(s, minors[i], "device");
-		gpu.model = strdup_printf("Intel GPU %s", devid ? devid : "unknown");
+		raw = strdup_printf("Intel GPU %s", devid ? devid : "unknown");
+		gpu.model = raw ? str_escape_controls(raw) : NULL;
+		gpu.source = strdup_printf("%s/sys/class/drm/renderD%u", s->root, minors[i]);
 		gpu.pci = render_pci(s, minors[i]);
 		if (!gpu.pci)
 			gpu.pci = strdup("unknown");
-		gpu.type = gpu.model ? gpu_type_from_model(gpu.model) : NULL;
+		gpu.type = raw ? gpu_type_from_model(raw) : NULL;
 		gpu.cpus = gpu.pci ? gpuscan_local_cpus(s, gpu.pci) : NULL;
-		if (!gpu.model || !gpu.pci || !gpu.type) {
+		if (!gpu.model || !gpu.pci || !gpu.type || !gpu.source) {
 			gpu_done(&gpu);
 			return -ENOMEM;
 		}
-		if ((r = gpuscan_add(s, &gpu)) < 0)
+		if ((r = gpuscan_add(s, &gpu)) < 0 && r != -EEXIST)
 			return r;
 	}
 	return 0;

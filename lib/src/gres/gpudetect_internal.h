@@ -29,6 +29,8 @@ int gpuscan_numbered(const struct gpuscan *s, const char *dir, const char *prefi
 int gpuscan_chr_major(const struct gpuscan *s, const char *name, unsigned *ret);
 /* Record a warning (also logged). Returns 0, or -ENOMEM. */
 int gpuscan_warn(struct gpuscan *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Log a notice: something left out on purpose (not a warning: the exit status stays 0). */
+int gpuscan_note(struct gpuscan *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
  * Check that @path (as the node names it) is character device @major:@minor under the root.
  * Returns 0 when it is; else warns naming the file and what @source ("<file>: Device Minor: 1")
@@ -39,22 +41,34 @@ int gpuscan_check_node(struct gpuscan *s, const char *path, unsigned major, unsi
 /* Append a file to a vector (path copied). */
 int gpu_file_push(struct jobcg_gpu_file **v, size_t *n, const char *path, unsigned major,
 		  unsigned minor);
-/* Take @gpu (moved; zeroed) into the list, numbering it. */
+/*
+ * Take @gpu (moved; zeroed) into the list, numbering it. A row naming a device (major:minor)
+ * an earlier row names already is refused (-EEXIST) with a warning naming both rows' sources,
+ * except what a MIG instance shares with its GPU and the instances of its GI (the GPU's file,
+ * the GI's cap file). -E2BIG past 1024 rows, -ENOMEM.
+ */
 int gpuscan_add(struct gpuscan *s, struct jobcg_gpu *gpu);
 void gpu_done(struct jobcg_gpu *gpu);
 /* CPUs local to PCI device @pci, NULL when sysfs does not say. */
 char *gpuscan_local_cpus(const struct gpuscan *s, const char *pci);
-/* A Type= from a model name: lower case, runs of blanks and ',' ':' as one '_'. */
+/* A Type= from a model name: lower case letters, digits, '.', '-' and '_' kept, every run of
+ * other characters one '_' (none at the ends); "gpu" when nothing is left. */
 char *gpu_type_from_model(const char *model);
 /* The NVIDIA companion devices found beside /dev/nvidiaN under the root. */
 int gpuscan_nvidia_companions(struct gpuscan *s, struct jobcg_gpu *gpu);
 /* Normalise a PCI bus id to "0000:3b:00.0" (NVML writes "00000000:3B:00.0"); in place. */
 void gpu_pci_normalise(char *pci, size_t size);
 
-/* Read and parse /proc/driver/nvidia-caps/mig-minors (gpufile_mig_minors()). */
-int mig_minors_load(const char *path, struct mig_minor **ret, size_t *ret_n);
+/* Read and parse /proc/driver/nvidia-caps/mig-minors (gpufile_mig_minors()); *@ret_bad
+ * (when not NULL) is "<path>:<line>: '<text>'" for the first line that could not be read, or
+ * NULL. */
+int mig_minors_load(const char *path, struct mig_minor **ret, size_t *ret_n, char **ret_bad);
 /* The cap minor of @gpu/@gi/@ci (-1: the GI's), or -ENOENT. */
 int mig_minor_find(const struct mig_minor *v, size_t n, unsigned gpu, unsigned gi, int ci);
+/* The same, -ENOENT when no line names @gpu/@gi/@ci and -EEXIST when two do, or when its minor
+ * is on another line too (two capabilities cannot share a device file). */
+int mig_minor_lookup(const struct mig_minor *v, size_t n, unsigned gpu, unsigned gi, int ci,
+		     unsigned *ret);
 
 int gpudetect_nvidia(struct gpuscan *s);
 int gpudetect_nvml(struct gpuscan *s);

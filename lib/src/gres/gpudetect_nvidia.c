@@ -21,6 +21,7 @@ static int cmp_str(const void *a, const void *b)
 static int access_minor(struct gpuscan *s, const char *path, unsigned *ret)
 {
 	_cleanup_free_ char *text = NULL;
+	unsigned line = 0;
 	int r = gpuscan_read(s, path, &text);
 
 	if (r == -ENOMEM)
@@ -29,9 +30,17 @@ static int access_minor(struct gpuscan *s, const char *path, unsigned *ret)
 		r = gpuscan_warn(s, "%s%s: %s: MIG instance left out", s->root, path, strerror(-r));
 		return r < 0 ? r : -ENOENT;
 	}
-	r = gpufile_field_unsigned(text, strlen(text), "DeviceFileMinor", GPUFILE_MINOR_MAX, ret);
+	r = gpufile_field_unsigned(text, strlen(text), "DeviceFileMinor", GPUFILE_MINOR_MAX, ret,
+				   &line);
 	if (r == -ENOMEM)
 		return r;
+	if (r == -EBADMSG) {
+		r = gpuscan_warn(s,
+				 "%s%s:%u: not a valid 'DeviceFileMinor: N' line: MIG instance "
+				 "left out",
+				 s->root, path, line);
+		return r < 0 ? r : -EBADMSG;
+	}
 	if (r < 0) {
 		r = gpuscan_warn(s, "%s%s: no 'DeviceFileMinor: N' line: MIG instance left out",
 				 s->root, path);
@@ -43,31 +52,45 @@ static int access_minor(struct gpuscan *s, const char *path, unsigned *ret)
 struct parent {
 	unsigned row, minor;
 	const char *model, *type, *uuid, *pci, *cpus;
-	int caps_major; /* -1: /proc/devices has no nvidia-caps */
-	const struct mig_minor *mm;
+	int caps_major;		    /* -1: /proc/devices has no nvidia-caps */
+	const struct mig_minor *mm; /* from mig-minors, which the driver always writes */
 	size_t nmm;
-	bool have_mm;
 };
 
 /* The cap file of minor @m, checked against /dev and against mig-minors. */
 static int cap_file(struct gpuscan *s, const struct parent *p, const char *access, unsigned gi,
 		    int ci, unsigned m, struct jobcg_gpu *inst)
 {
-	char path[64], src[512];
+	char path[64], src[512], what[64];
+	unsigned want = 0;
 	int r;
 
-	if (p->have_mm) {
-		int want = mig_minor_find(p->mm, p->nmm, p->minor, gi, ci);
-
-		if (want != (int)m) {
-			r = gpuscan_warn(s,
-					 "%s%s says DeviceFileMinor: %u, but %s/proc/driver/"
-					 "nvidia-caps/mig-minors %s%d: MIG instance left out",
-					 s->root, access, m, s->root,
-					 want < 0 ? "has no such line, " : "says ", want);
-			return r < 0 ? r : -EBADMSG;
-		}
-	}
+	/* Without mig-minors' word, the access file could name any capability's minor (the
+	 * config cap, another instance's): instances() did not get here. */
+	if (ci < 0)
+		snprintf(what, sizeof(what), "gpu%u/gi%u/access", p->minor, gi);
+	else
+		snprintf(what, sizeof(what), "gpu%u/gi%u/ci%d/access", p->minor, gi, ci);
+	r = mig_minor_lookup(p->mm, p->nmm, p->minor, gi, ci, &want);
+	if (r == -ENOENT)
+		r = gpuscan_warn(s,
+				 "%s%s says DeviceFileMinor: %u, but %s/proc/driver/nvidia-caps/"
+				 "mig-minors has no %s line: MIG instance left out",
+				 s->root, access, m, s->root, what);
+	else if (r == -EEXIST)
+		r = gpuscan_warn(s,
+				 "%s/proc/driver/nvidia-caps/mig-minors gives %s's minor twice, or "
+				 "to another capability too: MIG instance of %s%s left out",
+				 s->root, what, s->root, access);
+	else if (want != m)
+		r = gpuscan_warn(s,
+				 "%s%s says DeviceFileMinor: %u, but %s/proc/driver/nvidia-caps/"
+				 "mig-minors says %s %u: MIG instance left out",
+				 s->root, access, m, s->root, what, want);
+	else
+		r = 1;
+	if (r <= 0)
+		return r < 0 ? r : -EBADMSG;
 	snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%u", m);
 	snprintf(src, sizeof(src), "%s%s says DeviceFileMinor: %u", s->root, access, m);
 	r = gpuscan_check_node(s, path, (unsigned)p->caps_major, m, src);
@@ -96,10 +119,12 @@ static int one_instance(struct gpuscan *s, const struct parent *p, unsigned gi, 
 	/* The driver's files give no profile ("1g.10gb"): only NVML does. */
 	inst.type = strdup_printf("%s_mig", p->type);
 	inst.uuid = strdup_printf("MIG-%s/%u/%u", p->uuid, gi, ci);
+	inst.source = strdup_printf("%s%s", s->root, ci_access);
 	inst.pci = strdup(p->pci);
 	inst.cpus = p->cpus ? strdup(p->cpus) : NULL;
 	snprintf(dev, sizeof(dev), "/dev/nvidia%u", p->minor);
-	if (!inst.model || !inst.type || !inst.uuid || !inst.pci || (p->cpus && !inst.cpus) ||
+	if (!inst.model || !inst.type || !inst.uuid || !inst.source || !inst.pci ||
+	    (p->cpus && !inst.cpus) ||
 	    (r = gpu_file_push(&inst.files, &inst.nfiles, dev, NVIDIA_GPU_MAJOR, p->minor)) < 0 ||
 	    (r = gpuscan_nvidia_companions(s, &inst)) < 0) {
 		gpu_done(&inst);
@@ -110,13 +135,15 @@ static int one_instance(struct gpuscan *s, const struct parent *p, unsigned gi, 
 		gpu_done(&inst);
 		return r == -ENOMEM ? r : 0;
 	}
-	return gpuscan_add(s, &inst);
+	r = gpuscan_add(s, &inst);
+	return r == -EEXIST ? 0 : r;
 }
 
 static int instances(struct gpuscan *s, struct parent *p, const unsigned *gis, size_t ngi)
 {
 	_cleanup_free_ char *mmpath = gpuscan_path(s, "/proc/driver/nvidia-caps/mig-minors");
 	_cleanup_free_ struct mig_minor *mm = NULL;
+	_cleanup_free_ char *bad = NULL;
 	unsigned major;
 	int r;
 
@@ -131,10 +158,15 @@ static int instances(struct gpuscan *s, struct parent *p, const unsigned *gis, s
 				    "of GPU %s left out",
 				    s->root, p->pci);
 	p->caps_major = (int)major;
-	r = mig_minors_load(mmpath, &mm, &p->nmm);
+	r = mig_minors_load(mmpath, &mm, &p->nmm, &bad);
 	if (r == -ENOMEM)
 		return r;
-	p->have_mm = r >= 0;
+	/* As the nvml backend: the access files alone could name any capability's minor. */
+	if (r < 0)
+		return gpuscan_warn(s, "%s: %s: the MIG instances of GPU %s left out", mmpath,
+				    strerror(-r), p->pci);
+	if (bad && (r = gpuscan_warn(s, "%s is not a line mig-minors has: skipped", bad)) < 0)
+		return r;
 	p->mm = mm;
 	for (size_t i = 0; i < ngi; i++) {
 		_cleanup_free_ char *gidir = strdup_printf(
@@ -165,11 +197,13 @@ static int instances(struct gpuscan *s, struct parent *p, const unsigned *gis, s
 static int one_gpu(struct gpuscan *s, const char *bus)
 {
 	_cleanup_free_ char *info = strdup_printf("/proc/driver/nvidia/gpus/%s/information", bus);
-	_cleanup_free_ char *text = NULL, *capdir = NULL, *src = NULL;
+	_cleanup_free_ char *text = NULL, *capdir = NULL, *src = NULL, *excluded = NULL,
+			    *raw = NULL;
 	_cleanup_free_ unsigned *gis = NULL;
 	struct jobcg_gpu gpu = {.vendor = JOBCG_GPU_NVIDIA, .parent = -1};
 	struct parent p = {.caps_major = -1};
 	const char *what;
+	unsigned line = 0;
 	size_t ngi = 0, n;
 	char dev[32], pcibuf[64];
 	int r;
@@ -185,30 +219,57 @@ static int one_gpu(struct gpuscan *s, const char *bus)
 	/* The first line missing or not valid is the one the warning names. */
 	n = strlen(text);
 	r = gpufile_field(text, n, what = "Model", &gpu.model);
+	if (r >= 0 && (r = gpufile_field_at(text, n, what = "GPU UUID", &gpu.uuid, &line)) >= 0 &&
+	    !gpufile_uuid_valid(gpu.uuid))
+		r = -EBADMSG; /* the runtime's test: what it refuses, detection does not list */
 	if (r >= 0)
-		r = gpufile_field(text, n, what = "GPU UUID", &gpu.uuid);
-	if (r >= 0 && !*gpu.uuid)
-		r = -EBADMSG;
-	if (r >= 0)
-		r = gpufile_field_unsigned(text, n, what = "Device Minor", GPUFILE_MINOR_MAX,
-					   &p.minor);
+		r = gpufile_field_unsigned(text, n, what = "Device Minor", GPUFILE_NVIDIA_MINOR_MAX,
+					   &p.minor, &line);
 	/* Without "Bus Location:", the directory's name is the bus id. */
 	if (r >= 0 && gpufile_field(text, n, "Bus Location", &gpu.pci) == -ENOMEM)
+		r = -ENOMEM;
+	if (r >= 0 && gpufile_field(text, n, "GPU Excluded", &excluded) == -ENOMEM)
 		r = -ENOMEM;
 	if (r == -ENOMEM) {
 		gpu_done(&gpu);
 		return r;
 	}
+	if (r == -EBADMSG) {
+		gpu_done(&gpu);
+		return gpuscan_warn(
+		    s, "%s%s:%u: not a valid '%s:' line%s: GPU %s left out", s->root, info, line,
+		    what,
+		    streq(what, "Device Minor")
+			? " (GPU minors are 0-253: 254 and 255 are nvidia-modeset's "
+			  "and nvidiactl's)"
+			: "",
+		    bus);
+	}
 	if (r < 0) {
 		gpu_done(&gpu);
-		return gpuscan_warn(s, "%s%s: no valid '%s:' line (truncated?): GPU %s left out",
-				    s->root, info, what, bus);
+		return gpuscan_warn(s, "%s%s: no '%s:' line (truncated?): GPU %s left out", s->root,
+				    info, what, bus);
+	}
+	/* NVreg_ExcludedGpus: the driver keeps the GPU from use, NVML and CUDA do not list it,
+	 * and its indices would shift against nvidia-smi's. Not a fault: a note. */
+	if (excluded && strcaseeq(excluded, "Yes")) {
+		gpu_done(&gpu);
+		return gpuscan_note(s,
+				    "%s%s: GPU Excluded: Yes: GPU %s left out, as NVML and CUDA "
+				    "leave it out",
+				    s->root, info, bus);
+	}
+	raw = TAKE_PTR(gpu.model);
+	gpu.model = str_escape_controls(raw);
+	if (!gpu.model || !(gpu.source = strdup_printf("%s%s", s->root, info))) {
+		gpu_done(&gpu);
+		return -ENOMEM;
 	}
 	/* Normalised in room for the long form: "0:3b:0.0" grows to "0000:3b:00.0". */
 	snprintf(pcibuf, sizeof(pcibuf), "%s", gpu.pci ? gpu.pci : bus);
 	gpu_pci_normalise(pcibuf, sizeof(pcibuf));
 	free(gpu.pci);
-	if (!(gpu.pci = strdup(pcibuf))) {
+	if (!(gpu.pci = str_escape_controls(pcibuf))) {
 		gpu_done(&gpu);
 		return -ENOMEM;
 	}
@@ -223,7 +284,7 @@ static int one_gpu(struct gpuscan *s, const char *bus)
 		gpu_done(&gpu);
 		return r == -ENOMEM ? r : 0;
 	}
-	gpu.type = gpu_type_from_model(gpu.model);
+	gpu.type = gpu_type_from_model(raw);
 	gpu.cpus = gpuscan_local_cpus(s, gpu.pci);
 	if (!gpu.type ||
 	    (r = gpu_file_push(&gpu.files, &gpu.nfiles, dev, NVIDIA_GPU_MAJOR, p.minor)) < 0 ||
@@ -246,6 +307,8 @@ static int one_gpu(struct gpuscan *s, const char *bus)
 	gpu.mig_mode = ngi > 0;
 	p.row = (unsigned)s->g->ngpus;
 	r = gpuscan_add(s, &gpu);
+	if (r == -EEXIST)
+		return 0; /* its instances are the earlier row's (or nobody's) */
 	if (r < 0 || !ngi)
 		return r;
 	/* The strings stay valid: the row is in the list, and only appended to. */

@@ -154,15 +154,36 @@ static int mig_instance(struct gpuscan *s, struct nvml *n, nvml_dev mig, unsigne
 		return nvml_fail(n, e, "nvmlDeviceGetUUID (MIG)");
 	if ((e = n->name(mig, name, sizeof(name))) != NVML_OK)
 		return nvml_fail(n, e, "nvmlDeviceGetName (MIG)");
+	uuid[sizeof(uuid) - 1] = name[sizeof(name) - 1] = '\0';
+	if (!gpufile_uuid_valid(uuid)) {
+		r = gpuscan_warn(s,
+				 "NVML gives MIG instance GI %u CI %u of GPU %u the UUID '%s', "
+				 "which CUDA_VISIBLE_DEVICES cannot carry: left out",
+				 inst.gi, inst.ci, minor, uuid);
+		return r < 0 ? r : 0;
+	}
 	inst.model = strdup(parent->model);
-	inst.profile = profile_of(name);
-	inst.type = inst.profile ? strdup_printf("%s_%s", parent->type, inst.profile)
-				 : strdup_printf("%s_mig", parent->type);
+	inst.profile = str_escape_controls(name);
+	if (inst.profile) {
+		char *pr = profile_of(inst.profile);
+
+		free(inst.profile);
+		inst.profile = pr;
+	}
+	/* The profile comes from the library as it is: the whitelist makes it a Type= word. */
+	if (inst.profile) {
+		_cleanup_free_ char *t = strdup_printf("%s_%s", parent->type, inst.profile);
+
+		inst.type = t ? gpu_type_from_model(t) : NULL;
+	} else
+		inst.type = strdup_printf("%s_mig", parent->type);
 	inst.uuid = strdup(uuid);
+	inst.source = strdup_printf("NVML's MIG instance %s", uuid);
 	inst.pci = strdup(parent->pci);
 	inst.cpus = parent->cpus ? strdup(parent->cpus) : NULL;
 	snprintf(dev, sizeof(dev), "/dev/nvidia%u", minor);
-	if (!inst.model || !inst.type || !inst.uuid || !inst.pci || (parent->cpus && !inst.cpus) ||
+	if (!inst.model || !inst.type || !inst.uuid || !inst.source || !inst.pci ||
+	    (parent->cpus && !inst.cpus) ||
 	    gpu_file_push(&inst.files, &inst.nfiles, dev, NVIDIA_GPU_MAJOR, minor) < 0 ||
 	    gpuscan_nvidia_companions(s, &inst) < 0) {
 		gpu_done(&inst);
@@ -170,38 +191,45 @@ static int mig_instance(struct gpuscan *s, struct nvml *n, nvml_dev mig, unsigne
 	}
 	for (int k = 0; k < 2 && r >= 0; k++) {
 		int ci = k == 0 ? -1 : (int)inst.ci;
-		int m = mig_minor_find(mm, nmm, minor, inst.gi, ci);
-		char path[64];
+		char path[64], what[64];
+		unsigned m = 0;
 
-		if (m < 0) {
-			r = gpuscan_warn(s,
-					 "%s/proc/driver/nvidia-caps/mig-minors has no line for "
-					 "gpu%u/gi%u%s%.0d/access: MIG instance %s left out",
-					 s->root, minor, inst.gi, ci < 0 ? "" : "/ci",
-					 ci < 0 ? 0 : ci, uuid);
+		if (ci < 0)
+			snprintf(what, sizeof(what), "gpu%u/gi%u/access", minor, inst.gi);
+		else
+			snprintf(what, sizeof(what), "gpu%u/gi%u/ci%d/access", minor, inst.gi, ci);
+		r = mig_minor_lookup(mm, nmm, minor, inst.gi, ci, &m);
+		if (r < 0) {
+			r = gpuscan_warn(
+			    s,
+			    r == -EEXIST ? "%s/proc/driver/nvidia-caps/mig-minors gives %s's minor "
+					   "twice, or to another capability too: MIG instance %s "
+					   "left out"
+					 : "%s/proc/driver/nvidia-caps/mig-minors has no line for "
+					   "%s: MIG instance %s left out",
+			    s->root, what, uuid);
 			r = r < 0 ? r : -ENOENT;
 			break;
 		}
-		snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", m);
-		snprintf(src, sizeof(src), "mig-minors gives it to gpu%u/gi%u (%s)", minor, inst.gi,
-			 uuid);
-		r = gpuscan_check_node(s, path, (unsigned)caps_major, (unsigned)m, src);
+		snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%u", m);
+		snprintf(src, sizeof(src), "mig-minors gives it to %s (%s)", what, uuid);
+		r = gpuscan_check_node(s, path, (unsigned)caps_major, m, src);
 		if (r >= 0)
-			r = gpu_file_push(&inst.files, &inst.nfiles, path, (unsigned)caps_major,
-					  (unsigned)m);
+			r = gpu_file_push(&inst.files, &inst.nfiles, path, (unsigned)caps_major, m);
 	}
 	if (r < 0) {
 		gpu_done(&inst);
 		return r == -ENOMEM ? r : 0;
 	}
-	return gpuscan_add(s, &inst);
+	r = gpuscan_add(s, &inst);
+	return r == -EEXIST ? 0 : r;
 }
 
 static int one_gpu(struct gpuscan *s, struct nvml *n, unsigned i, const struct mig_minor *mm,
-		   size_t nmm, int caps_major)
+		   size_t nmm, int caps_major, const char *mm_error)
 {
 	struct jobcg_gpu gpu = {.vendor = JOBCG_GPU_NVIDIA, .parent = -1};
-	char name[128] = "", uuid[128] = "", dev[32], src[160];
+	char name[128] = "", uuid[128] = "", dev[32], src[160], pcibuf[64];
 	unsigned minor, cur = 0, pend = 0, max = 0, row;
 	struct nvml_pci pci = {};
 	nvml_dev h;
@@ -224,21 +252,34 @@ static int one_gpu(struct gpuscan *s, struct nvml *n, unsigned i, const struct m
 	else if (e != NVML_OK)
 		return nvml_fail(n, e, "nvmlDeviceGetMigMode");
 	pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
+	uuid[sizeof(uuid) - 1] = name[sizeof(name) - 1] = '\0';
+	if (minor > GPUFILE_NVIDIA_MINOR_MAX || !gpufile_uuid_valid(uuid)) {
+		r = gpuscan_warn(s, "NVML gives GPU %u minor %u and UUID '%s': %s: left out", i,
+				 minor, uuid,
+				 minor > GPUFILE_NVIDIA_MINOR_MAX
+				     ? "GPU minors are 0-253 (254 and 255 are nvidia-modeset's and "
+				       "nvidiactl's)"
+				     : "CUDA_VISIBLE_DEVICES cannot carry that UUID");
+		return r;
+	}
 	snprintf(dev, sizeof(dev), "/dev/nvidia%u", minor);
 	snprintf(src, sizeof(src), "NVML gives GPU %u (%s) minor %u", i, uuid, minor);
 	r = gpuscan_check_node(s, dev, NVIDIA_GPU_MAJOR, minor, src);
 	if (r < 0)
 		return r == -ENOMEM ? r : 0;
-	gpu.model = strdup(name);
+	/* Normalised in room for the long form: "0:3b:0.0" grows to "0000:3b:00.0". */
+	snprintf(pcibuf, sizeof(pcibuf), "%s", pci.bus_id);
+	gpu_pci_normalise(pcibuf, sizeof(pcibuf));
+	gpu.model = str_escape_controls(name);
 	gpu.uuid = strdup(uuid);
-	gpu.pci = strdup(pci.bus_id);
+	gpu.pci = str_escape_controls(pcibuf);
 	gpu.type = gpu_type_from_model(name);
+	gpu.source = strdup_printf("NVML's GPU %u (%s)", i, uuid);
 	gpu.mig_mode = cur == 1;
-	if (!gpu.model || !gpu.uuid || !gpu.pci || !gpu.type) {
+	if (!gpu.model || !gpu.uuid || !gpu.pci || !gpu.type || !gpu.source) {
 		gpu_done(&gpu);
 		return -ENOMEM;
 	}
-	gpu_pci_normalise(gpu.pci, strlen(gpu.pci) + 1);
 	gpu.cpus = gpuscan_local_cpus(s, gpu.pci);
 	if (gpu_file_push(&gpu.files, &gpu.nfiles, dev, NVIDIA_GPU_MAJOR, minor) < 0 ||
 	    gpuscan_nvidia_companions(s, &gpu) < 0) {
@@ -247,8 +288,12 @@ static int one_gpu(struct gpuscan *s, struct nvml *n, unsigned i, const struct m
 	}
 	row = (unsigned)s->g->ngpus;
 	r = gpuscan_add(s, &gpu);
+	if (r == -EEXIST)
+		return 0;
 	if (r < 0 || cur != 1)
 		return r;
+	if (mm_error)
+		return gpuscan_warn(s, "%s: the MIG instances of GPU %s left out", mm_error, uuid);
 	if (caps_major < 0)
 		return gpuscan_warn(s,
 				    "%s/proc/devices has no nvidia-caps line: the MIG instances of "
@@ -274,6 +319,7 @@ int gpudetect_nvml(struct gpuscan *s)
 {
 	_cleanup_free_ char *mmpath = gpuscan_path(s, "/proc/driver/nvidia-caps/mig-minors");
 	_cleanup_free_ struct mig_minor *mm = NULL;
+	_cleanup_free_ char *mm_error = NULL, *bad = NULL;
 	struct nvml n = {};
 	size_t nmm = 0;
 	unsigned count = 0, major;
@@ -285,8 +331,16 @@ int gpudetect_nvml(struct gpuscan *s)
 	r = nvml_open(&n);
 	if (r < 0)
 		return r;
-	if ((r = mig_minors_load(mmpath, &mm, &nmm)) == -ENOMEM ||
-	    (r = gpuscan_chr_major(s, "nvidia-caps", &major)) == -ENOMEM)
+	r = mig_minors_load(mmpath, &mm, &nmm, &bad);
+	if (r == -ENOMEM)
+		goto out;
+	if (r < 0 && !(mm_error = strdup_printf("%s: %s", mmpath, strerror(-r)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (bad && (r = gpuscan_warn(s, "%s is not a line mig-minors has: skipped", bad)) < 0)
+		goto out;
+	if ((r = gpuscan_chr_major(s, "nvidia-caps", &major)) == -ENOMEM)
 		goto out;
 	caps_major = r >= 0 ? (int)major : -1;
 	r = 0;
@@ -294,7 +348,7 @@ int gpudetect_nvml(struct gpuscan *s)
 	if (e != NVML_OK)
 		r = nvml_fail(&n, e, "nvmlDeviceGetCount_v2");
 	for (unsigned i = 0; r >= 0 && i < count && i < 1024; i++)
-		r = one_gpu(s, &n, i, mm, nmm, caps_major);
+		r = one_gpu(s, &n, i, mm, nmm, caps_major, mm_error);
 out:
 	nvml_close(&n);
 	return r;
@@ -325,8 +379,13 @@ int nvml_mig_uuid(unsigned minor, unsigned gi, unsigned ci, char **ret)
 
 			if (n.mig_by_index(h, k, &mig) == NVML_OK && n.gi_id(mig, &g) == NVML_OK &&
 			    n.ci_id(mig, &c) == NVML_OK && g == gi && c == ci &&
-			    n.uuid(mig, uuid, sizeof(uuid)) == NVML_OK)
-				r = (*ret = strdup(uuid)) ? 0 : -ENOMEM;
+			    n.uuid(mig, uuid, sizeof(uuid)) == NVML_OK) {
+				uuid[sizeof(uuid) - 1] = '\0';
+				if (!gpufile_uuid_valid(uuid))
+					r = -EBADMSG; /* detection's test: the same answer */
+				else
+					r = (*ret = strdup(uuid)) ? 0 : -ENOMEM;
+			}
 		}
 	}
 	nvml_close(&n);

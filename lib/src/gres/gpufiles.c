@@ -19,17 +19,27 @@
 /* dev_t has 12 bits of major; /proc/devices lists nothing above. */
 #define MAJOR_MAX 4095
 
-/* The next line of [*p, end), up to its '\n' or a NUL; false at the end of the text. */
-static bool next_line(const char **p, const char *end, struct gpufile_line *ret)
+/* The text being read line by line, and the number of the line last read (from 1). */
+struct cursor {
+	const char *p, *end;
+	unsigned no;
+};
+
+/* The next line, up to its '\n' (a '\r' before it is part of the line end: files copied
+ * through another system) or a NUL; false at the end of the text. */
+static bool next_line(struct cursor *c, struct gpufile_line *ret)
 {
 	const char *nl;
 
-	if (*p >= end)
+	if (c->p >= c->end)
 		return false;
-	nl = memchr(*p, '\n', (size_t)(end - *p));
-	ret->p = *p;
-	ret->len = strnlen(*p, (size_t)((nl ? nl : end) - *p));
-	*p = nl ? nl + 1 : end;
+	nl = memchr(c->p, '\n', (size_t)(c->end - c->p));
+	ret->p = c->p;
+	ret->len = strnlen(c->p, (size_t)((nl ? nl : c->end) - c->p));
+	if (ret->len > 0 && ret->p[ret->len - 1] == '\r' && ret->p + ret->len == (nl ? nl : c->end))
+		ret->len--;
+	ret->no = ++c->no;
+	c->p = nl ? nl + 1 : c->end;
 	return true;
 }
 
@@ -73,13 +83,13 @@ static bool literal(const char **p, const char *end, const char *lit)
 	return true;
 }
 
-int gpufile_field(const char *text, size_t size, const char *key, char **ret)
+int gpufile_field_at(const char *text, size_t size, const char *key, char **ret, unsigned *ret_line)
 {
-	const char *p = text, *end = text + size;
+	struct cursor c = {text, text + size, 0};
 	size_t klen = strlen(key);
 	struct gpufile_line l;
 
-	while (next_line(&p, end, &l)) {
+	while (next_line(&c, &l)) {
 		const char *v, *e;
 		char *out;
 
@@ -95,35 +105,62 @@ int gpufile_field(const char *text, size_t size, const char *key, char **ret)
 		if (!out)
 			return -ENOMEM;
 		*ret = out;
+		if (ret_line)
+			*ret_line = l.no;
 		return 0;
 	}
 	return -ENOENT;
 }
 
+int gpufile_field(const char *text, size_t size, const char *key, char **ret)
+{
+	return gpufile_field_at(text, size, key, ret, NULL);
+}
+
 int gpufile_field_unsigned(const char *text, size_t size, const char *key, unsigned max,
-			   unsigned *ret)
+			   unsigned *ret, unsigned *ret_line)
 {
 	_cleanup_free_ char *v = NULL;
-	int r = gpufile_field(text, size, key, &v);
+	unsigned line = 0, x;
+	int r = gpufile_field_at(text, size, key, &v, &line);
 
 	if (r < 0)
 		return r;
-	return parse_uint(v, max, ret) < 0 ? -EBADMSG : 0;
+	if (ret_line)
+		*ret_line = line; /* also for a value that is not valid: the warning names it */
+	if (parse_uint(v, max, &x) < 0)
+		return -EBADMSG;
+	*ret = x;
+	return 0;
+}
+
+bool gpufile_uuid_valid(const char *uuid)
+{
+	size_t n = strlen(uuid);
+
+	/* The driver's form ("GPU-" and 36 hex digits and dashes; NVML's "MIG-..."): it goes
+	 * into CUDA_VISIBLE_DEVICES, a comma-separated list, and onto terminals and metrics
+	 * labels. '/' for the MIG form of drivers before R470 ("MIG-GPU-<uuid>/1/0"). */
+	if (n == 0 || n > GPUFILE_UUID_MAX)
+		return false;
+	for (const char *p = uuid; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '-' && *p != '/')
+			return false;
+	return true;
 }
 
 int gpufile_nvidia_minor_uuid(const char *text, size_t size, unsigned *ret_minor, char **ret_uuid)
 {
 	_cleanup_free_ char *uuid = NULL;
 	unsigned minor;
-	int r = gpufile_field_unsigned(text, size, "Device Minor", GPUFILE_MINOR_MAX, &minor);
+	int r = gpufile_field_unsigned(text, size, "Device Minor", GPUFILE_NVIDIA_MINOR_MAX, &minor,
+				       NULL);
 
 	if (r == 0)
 		r = gpufile_field(text, size, "GPU UUID", &uuid);
 	if (r == -ENOMEM)
 		return r;
-	/* One word, as the driver writes it ("GPU-" and 36 characters): it goes into
-	 * CUDA_VISIBLE_DEVICES. */
-	if (r < 0 || !*uuid || strlen(uuid) > GPUFILE_UUID_MAX || strpbrk(uuid, " \t\r\v\f"))
+	if (r < 0 || !gpufile_uuid_valid(uuid))
 		return -EBADMSG;
 	*ret_minor = minor;
 	*ret_uuid = TAKE_PTR(uuid);
@@ -132,12 +169,12 @@ int gpufile_nvidia_minor_uuid(const char *text, size_t size, unsigned *ret_minor
 
 int gpufile_chr_major(const char *text, size_t size, const char *name, unsigned *ret)
 {
-	const char *p = text, *end = text + size;
+	struct cursor c = {text, text + size, 0};
 	size_t nlen = strlen(name);
 	struct gpufile_line l;
 	bool chr = false;
 
-	while (next_line(&p, end, &l)) {
+	while (next_line(&c, &l)) {
 		const char *s = l.p, *e = l.p + l.len, *w;
 		uint64_t major;
 
@@ -164,48 +201,70 @@ int gpufile_chr_major(const char *text, size_t size, const char *name, unsigned 
 	return -ENOENT;
 }
 
-/* "gpu0/gi1/access 21" or "gpu0/gi1/ci0/access 22"; false for any other line. */
-static bool mig_minor_line(const struct gpufile_line *l, struct mig_minor *ret)
+/* A line of mig-minors: "gpu0/gi1/access 21", "gpu0/gi1/ci0/access 22", or another
+ * capability's "config 1", "monitor 2" (ci MIG_MINOR_OTHER). -EINVAL for a line that is none of
+ * these. */
+static int mig_minor_line(const struct gpufile_line *l, struct mig_minor *ret)
 {
 	const char *s = l->p, *e = l->p + l->len;
-	uint64_t gpu, gi, ci = 0, minor;
-	bool has_ci = false;
+	uint64_t gpu = 0, gi = 0, ci = 0, minor;
+	int kind = -1; /* the GI's */
 
-	if (!literal(&s, e, "gpu") || number(&s, e, INT_MAX, &gpu) < 0 || !literal(&s, e, "/gi") ||
-	    number(&s, e, INT_MAX, &gi) < 0)
-		return false;
-	if (literal(&s, e, "/ci")) {
-		if (number(&s, e, INT_MAX, &ci) < 0)
-			return false;
-		has_ci = true;
+	if (literal(&s, e, "gpu")) {
+		if (number(&s, e, INT_MAX, &gpu) < 0 || !literal(&s, e, "/gi") ||
+		    number(&s, e, INT_MAX, &gi) < 0)
+			return -EINVAL;
+		if (literal(&s, e, "/ci")) {
+			if (number(&s, e, INT_MAX, &ci) < 0)
+				return -EINVAL;
+			kind = (int)ci;
+		}
+		if (!literal(&s, e, "/access"))
+			return -EINVAL;
+	} else {
+		const char *w = s;
+
+		while (s < e && (isalnum((unsigned char)*s) || *s == '-' || *s == '_' || *s == '/'))
+			s++;
+		if (s == w)
+			return -EINVAL;
+		kind = MIG_MINOR_OTHER;
 	}
-	if (!literal(&s, e, "/access") || s == e || (*s != ' ' && *s != '\t'))
-		return false;
+	if (s == e || (*s != ' ' && *s != '\t'))
+		return -EINVAL;
 	s = skip_blanks(s, e);
 	/* INT_MAX: mig_minor_find() returns a minor as an int, negative meaning none. */
 	if (number(&s, e, INT_MAX, &minor) < 0 || skip_blanks(s, e) != e)
-		return false;
+		return -EINVAL;
 	*ret = (struct mig_minor){
 	    .gpu = (unsigned)gpu,
 	    .gi = (unsigned)gi,
 	    .minor = (unsigned)minor,
-	    .ci = has_ci ? (int)ci : -1,
+	    .ci = kind,
 	};
-	return true;
+	return 0;
 }
 
-int gpufile_mig_minors(const char *text, size_t size, struct mig_minor **ret, size_t *ret_n)
+int gpufile_mig_minors(const char *text, size_t size, struct mig_minor **ret, size_t *ret_n,
+		       struct gpufile_line *bad_line)
 {
 	_cleanup_free_ struct mig_minor *v = NULL;
-	const char *p = text, *end = text + size;
+	struct cursor c = {text, text + size, 0};
 	struct gpufile_line l;
 	size_t n = 0, cap = 0;
+	bool bad = false;
 
-	while (n < MIG_MINORS_MAX && next_line(&p, end, &l)) {
+	while (n < MIG_MINORS_MAX && next_line(&c, &l)) {
 		struct mig_minor m;
 
-		if (!mig_minor_line(&l, &m))
+		if (l.len == 0)
 			continue;
+		if (mig_minor_line(&l, &m) < 0) {
+			if (!bad && bad_line)
+				*bad_line = l;
+			bad = true;
+			continue;
+		}
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
 			struct mig_minor *t = realloc(v, ncap * sizeof(*t));
@@ -217,6 +276,8 @@ int gpufile_mig_minors(const char *text, size_t size, struct mig_minor **ret, si
 		}
 		v[n++] = m;
 	}
+	if (bad_line && !bad)
+		*bad_line = (struct gpufile_line){};
 	*ret = TAKE_PTR(v);
 	*ret_n = n;
 	return 0;
@@ -225,11 +286,11 @@ int gpufile_mig_minors(const char *text, size_t size, struct mig_minor **ret, si
 int gpufile_kfd_property(const char *text, size_t size, const char *key, uint64_t *ret,
 			 struct gpufile_line *bad_line)
 {
-	const char *p = text, *end = text + size;
+	struct cursor c = {text, text + size, 0};
 	size_t klen = strlen(key);
 	struct gpufile_line l;
 
-	while (next_line(&p, end, &l)) {
+	while (next_line(&c, &l)) {
 		const char *s, *e = l.p + l.len;
 		uint64_t v;
 
