@@ -82,6 +82,30 @@ def make(root):
     node(root, "/dev/kfd", KFD, 0)
 
 
+def amd_xcp(root, minor=130, kfd_node=2, how="modalias"):
+    """An AMD partition (MI300 in CPX/DPX mode) beside the AMD GPU of make(): kfd node KFD_NODE
+    on render node MINOR, whose device is a platform device of amdgpu_xcp_drv.c with no PCI
+    vendor file, and kfd's location_id of the same PCI device. HOW says what tells it is one:
+    "modalias" (uevent MODALIAS=platform:amdgpu_xcp_1, the name since Linux 6.10), "old"
+    (MODALIAS=platform:amdgpu_xcp, before), "driver" (uevent DRIVER=amdgpu_xcp), "link"
+    (the device link ends in amdgpu_xcp.1), or "none"."""
+    write(root, f"/sys/class/kfd/kfd/topology/nodes/{kfd_node}/properties",
+          "cpu_cores_count 0\nsimd_count 76\nunique_id 11259376\nlocation_id 768\n"
+          f"domain 0\ndrm_render_minor {minor}\n")
+    drm = f"/sys/class/drm/renderD{minor}"
+    uevent = {"modalias": "MODALIAS=platform:amdgpu_xcp_1\n",
+              "old": "MODALIAS=platform:amdgpu_xcp\n",
+              "driver": "DRIVER=amdgpu_xcp\n"}.get(how, "")
+    if how == "link":
+        dev = os.path.join(root, "sys/devices/platform/amdgpu_xcp.1")
+        os.makedirs(os.path.join(root, drm.lstrip("/")), exist_ok=True)
+        os.makedirs(dev, exist_ok=True)
+        os.symlink(dev, os.path.join(root, drm.lstrip("/"), "device"))
+    write(root, drm + "/device/uevent", uevent)
+    write(root, "/sys/bus/pci/devices/0000:03:00.0/device", "0x74a1\n")
+    node(root, f"/dev/dri/renderD{minor}", 226, minor)
+
+
 # What `jobcg gpus --gres-conf` gives for the tree above.
 GRES_CONF = """\
 # gres.conf lines from jobcg gpus (nvidia,amd,intel)

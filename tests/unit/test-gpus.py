@@ -409,6 +409,25 @@ def check_strings(t):
        f"GPU Excluded: Yes: left out with a note, exit 0 ({r.stderr.strip()})")
 
 
+def check_xcp(t):
+    for how in ("modalias", "old", "driver", "link"):
+        root = t.tree()
+        fx.amd_xcp(root, how=how)
+        r, j = t.gpus(root, "--backend", "amd")
+        g = j["gpus"]
+        ok(r.returncode == 0 and len(g) == 2 and
+           g[1]["files"] == [{"path": "/dev/dri/renderD130", "device": "226:130"}] and
+           g[1]["pci"] == "0000:03:00.0" and g[1]["cpus"] == "0-7" and
+           g[1]["model"] == "AMD GPU 0x74a1",
+           f"an amdgpu_xcp partition ({how}): listed, PCI address from kfd ({j})")
+    root = t.tree()
+    fx.amd_xcp(root, how="none")
+    r, j = t.gpus(root, "--backend", "amd")
+    ok(r.returncode == 1 and len(j["gpus"]) == 1 and
+       any("renderD130/device has no vendor file and is not an amdgpu_xcp partition" in w
+           for w in j["warnings"]), f"no vendor, not a partition: said so ({j['warnings']})")
+
+
 REAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpunodes")
 
 
@@ -486,7 +505,7 @@ def main():
     t = T()
     try:
         for f in (check_all, check_nvml, check_compare, check_bad, check_mig_minors,
-                  check_duplicates, check_strings, check_real, check_twin):
+                  check_duplicates, check_strings, check_xcp, check_real, check_twin):
             pytap.run_checks(f, t)
     finally:
         subprocess.run(["rm", "-rf", t.tmp])

@@ -7,6 +7,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <unistd.h>
 
 #include "gpudetect_internal.h"
 #include "log.h"
@@ -15,11 +17,25 @@
 #define VENDOR_AMD   "0x1002"
 #define VENDOR_INTEL "0x8086"
 #define NODES_MAX    1024
+#define XCP_NAME     "amdgpu_xcp"
 
 /* One line of sysfs attribute renderD<minor>/device/<attr>, stripped; NULL if absent. */
 static char *render_attr(const struct gpuscan *s, unsigned minor, const char *attr)
 {
 	_cleanup_free_ char *p = strdup_printf("/sys/class/drm/renderD%u/device/%s", minor, attr);
+	char *text = NULL, *t;
+
+	if (!p || gpuscan_read(s, p, &text) < 0)
+		return NULL;
+	t = strstrip(text);
+	memmove(text, t, strlen(t) + 1);
+	return text;
+}
+
+/* One line of /sys/bus/pci/devices/<pci>/<attr>, stripped; NULL if absent. */
+static char *pci_attr(const struct gpuscan *s, const char *pci, const char *attr)
+{
+	_cleanup_free_ char *p = strdup_printf("/sys/bus/pci/devices/%s/%s", pci, attr);
 	char *text = NULL, *t;
 
 	if (!p || gpuscan_read(s, p, &text) < 0)
@@ -75,13 +91,68 @@ static uint64_t prop(struct gpuscan *s, const char *file, const char *text, cons
 	return r >= 0 ? v : 0;
 }
 
+/* "amdgpu_xcp", "amdgpu_xcp.N" or "amdgpu_xcp_N" (@len bytes at @p): the partition platform
+ * devices' names before and after Linux 6.10 (amdgpu_xcp_drv.c names them itself since). */
+static bool xcp_name(const char *p, size_t len)
+{
+	size_t k = strlen(XCP_NAME);
+
+	if (len < k || strncmp(p, XCP_NAME, k) != 0)
+		return false;
+	if (len == k)
+		return true;
+	if ((p[k] != '.' && p[k] != '_') || len == k + 1)
+		return false;
+	for (size_t i = k + 1; i < len; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+	return true;
+}
+
+/* The last path component of link @rel under the root, or false. */
+static bool link_base_is_xcp(const struct gpuscan *s, const char *rel)
+{
+	_cleanup_free_ char *link = gpuscan_path(s, rel);
+	char target[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	if (!link || (n = readlink(link, target, sizeof(target) - 1)) <= 0)
+		return false;
+	target[n] = '\0';
+	base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	return xcp_name(base, strlen(base));
+}
+
+/* Whether the render node's device is an AMD partition (MI300 CPX/DPX...): a platform device
+ * of amdgpu_xcp, with no PCI vendor file of its own; the kfd node naming it proves the vendor.
+ * Its uevent says MODALIAS=platform:<name> (DRIVER= too, were a driver ever bound to it). */
+static bool render_is_xcp(const struct gpuscan *s, unsigned minor)
+{
+	_cleanup_free_ char *uevent = render_attr(s, minor, "uevent");
+	char rel[64];
+
+	for (const char *p = uevent; p && *p; p += strcspn(p, "\n"), p += *p == '\n') {
+		size_t l = strcspn(p, "\n");
+
+		if ((startswith(p, "DRIVER=") && xcp_name(p + 7, l - 7)) ||
+		    (startswith(p, "MODALIAS=platform:") && xcp_name(p + 18, l - 18)))
+			return true;
+	}
+	snprintf(rel, sizeof(rel), "/sys/class/drm/renderD%u/device", minor);
+	if (link_base_is_xcp(s, rel))
+		return true;
+	snprintf(rel, sizeof(rel), "/sys/class/drm/renderD%u/device/driver", minor);
+	return link_base_is_xcp(s, rel);
+}
+
 static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 {
 	_cleanup_free_ char *pp =
 	    strdup_printf("/sys/class/kfd/kfd/topology/nodes/%u/properties", node);
 	_cleanup_free_ char *text = NULL, *vendor = NULL, *why = NULL, *devid = NULL, *raw = NULL;
 	struct jobcg_gpu gpu = {.vendor = JOBCG_GPU_AMD, .parent = -1};
-	bool has_minor, has_simd, has_uid, has_loc, has_dom;
+	bool has_minor, has_simd, has_uid, has_loc, has_dom, xcp;
 	uint64_t minor, simd, uid, loc, dom;
 	int r;
 
@@ -102,12 +173,12 @@ static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 		return gpuscan_warn(s, "%s%s: no valid 'drm_render_minor' line: GPU left out",
 				    s->root, pp);
 	vendor = render_attr(s, (unsigned)minor, "vendor");
-	if (!vendor)
+	xcp = !vendor && render_is_xcp(s, (unsigned)minor);
+	if (!vendor && !xcp)
 		return gpuscan_warn(s,
 				    "%s%s names render node %" PRIu64 ", whose device "
-				    "%s/sys/class/drm/renderD%" PRIu64
-				    "/device has no vendor file: "
-				    "GPU left out",
+				    "%s/sys/class/drm/renderD%" PRIu64 "/device has no vendor file "
+				    "and is not an amdgpu_xcp partition: GPU left out",
 				    s->root, pp, minor, s->root, minor);
 	if (vendor && !strcaseeq(vendor, VENDOR_AMD))
 		return gpuscan_warn(s,
@@ -135,16 +206,22 @@ static int amd_node(struct gpuscan *s, unsigned node, int kfd_major)
 	uid = prop(s, pp, text, "unique_id", &has_uid, "");
 	loc = prop(s, pp, text, "location_id", &has_loc, "");
 	dom = prop(s, pp, text, "domain", &has_dom, "");
-	gpu.pci = render_pci(s, (unsigned)minor);
+	/* A partition's platform device has no PCI_SLOT_NAME: kfd's location_id tells. */
+	gpu.pci = xcp ? NULL : render_pci(s, (unsigned)minor);
 	if (!gpu.pci && has_loc)
 		gpu.pci = strdup_printf("%04x:%02x:%02x.%x", (unsigned)(has_dom ? dom & 0xffff : 0),
 					(unsigned)(loc >> 8) & 0xff, (unsigned)(loc >> 3) & 0x1f,
 					(unsigned)loc & 7);
 	if (!gpu.pci)
 		gpu.pci = strdup("unknown");
-	raw = render_attr(s, (unsigned)minor, "product_name");
+	/* A partition's platform device has no product_name or device: its PCI device has. */
+	raw = !xcp	? render_attr(s, (unsigned)minor, "product_name")
+	      : gpu.pci ? pci_attr(s, gpu.pci, "product_name")
+			: NULL;
 	if (!raw || !*raw) {
-		devid = render_attr(s, (unsigned)minor, "device");
+		devid = !xcp	  ? render_attr(s, (unsigned)minor, "device")
+			: gpu.pci ? pci_attr(s, gpu.pci, "device")
+				  : NULL;
 		free(raw);
 		raw = strdup_printf("AMD GPU %s", devid ? devid : "unknown");
 	}
