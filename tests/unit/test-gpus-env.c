@@ -2,6 +2,7 @@
  * the environment of a task holding one: the instance's UUID, never its parent GPU's. */
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpudetect_internal.h"
 #include "gres_internal.h"
@@ -99,6 +100,35 @@ int main(void)
 	ok(jobcg_gres_node_device(n, 1)->uuid == NULL,
 	   "unknown instance: no UUID, never its parent GPU's");
 	check_env(n, "0", "... and CUDA_VISIBLE_DEVICES falls back to the index (with a warning)");
+	jobcg_gres_node_free(n);
+
+	/* A proc dir under another name (JOBCG_NVIDIA_PROC_DIR): mig-minors cannot be found
+	 * beside it, and the instance is not named by its parent GPU's UUID either. */
+	put("driver/nvidia-caps/mig-minors", "config 1\nmonitor 2\ngpu1/gi1/access 12\n"
+					     "gpu1/gi1/ci0/access 13\ngpu1/gi1/ci1/access 14\n");
+	char other[600];
+	snprintf(other, sizeof(other), "%s/gpus-elsewhere", dir);
+	if (symlink(gpus, other) < 0 || gres_node_new(&conf, &n) < 0)
+		return 1;
+	ok(jobcg_gres_node_load_uuids(n, other) >= 1, "UUIDs learnt from another directory");
+	is_str(jobcg_gres_node_device(n, 0)->uuid, "GPU-0000", "the whole GPU: its UUID");
+	ok(jobcg_gres_node_device(n, 1)->uuid == NULL,
+	   "the MIG instance: no UUID, never its parent GPU's");
+	jobcg_gres_node_free(n);
+
+	/* Minor 255 is nvidiactl's, and a UUID with a blank cannot go into CUDA_VISIBLE_DEVICES:
+	 * the same test as detection's. */
+	put("driver/nvidia/gpus/0000:3b:00.0/information",
+	    "Model: \t\t NVIDIA A100\nGPU UUID: \t GPU-0000\nDevice Minor: \t 255\n");
+	put("driver/nvidia/gpus/0000:5e:00.0/information",
+	    "Model: \t\t NVIDIA A100\nGPU UUID: \t GPU-aa bb\nDevice Minor: \t 1\n");
+	whole[0].minor = 255;
+	if (gres_node_new(&conf, &n) < 0)
+		return 1;
+	is_int(jobcg_gres_node_load_uuids(n, gpus), 0,
+	       "Device Minor: 255 and 'GPU-aa bb' not read");
+	ok(jobcg_gres_node_device(n, 0)->uuid == NULL && jobcg_gres_node_device(n, 1)->uuid == NULL,
+	   "... no UUID for either record");
 	jobcg_gres_node_free(n);
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

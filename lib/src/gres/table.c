@@ -205,14 +205,20 @@ JOBCG_EXPORT int jobcg_gres_node_load_uuids(struct jobcg_gres_node *n, const cha
 	}
 	closedir(d);
 	/* A MIG instance's record names its parent GPU's file too, and got that GPU's UUID
-	 * above; CUDA needs the instance's own. */
-	for (size_t i = 0; i < n->ndev && (!proc_dir || endswith_gpus(proc_dir)); i++) {
+	 * above; CUDA needs the instance's own. Where mig-minors cannot be found beside
+	 * @proc_dir, none: the parent's would give the job the whole GPU's name. */
+	for (size_t i = 0; i < n->ndev; i++) {
 		const struct jobcg_gres_record *r = n->dev[i].rec;
 		_cleanup_free_ char *proc = NULL, *uuid = NULL;
-		int k;
+		int k = -ENOENT;
 
 		if (!gres_record_is_mig(r))
 			continue;
+		if (proc_dir && !endswith_gpus(proc_dir)) {
+			free((char *)n->dev[i].uuid);
+			n->dev[i].uuid = NULL;
+			continue;
+		}
 		proc = proc_dir ? strndup(proc_dir, strlen(proc_dir) - strlen(GPUS_SUFFIX))
 				: strdup("/proc");
 		if (!proc)
