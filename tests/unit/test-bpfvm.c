@@ -533,10 +533,11 @@ static void test_trace(void)
 	is_int(bpfvm_check(p, NINSNS(p)), 0, "trace program is valid");
 	is_int(bpfvm_run_checked(p, NINSNS(p), &c, NULL, &tr, STEPS, &r0), 0, "traced run");
 	is_int(s.n, 2, "two context-dependent comparisons reported");
-	is_int(s.ta[0], BPFVM_T_MINOR, "first compares the minor");
+	is_int(s.ta[0], BPFVM_T_MINOR | BPFVM_T_EXACT, "first compares the minor, unchanged");
 	is_int(s.b[0], 9, "against the unblinded constant 9");
 	is_int(s.tb[0], 0, "constant side untainted");
-	is_int(s.ta[1], BPFVM_T_MAJOR, "major keeps its taint through a stack spill");
+	is_int(s.ta[1], BPFVM_T_MAJOR | BPFVM_T_EXACT,
+	       "major stays the unchanged field through a stack spill");
 	is_int(s.b[1], 195, "against 195");
 	/* A second run on the reused machine starts from a clean stack. */
 	struct bpf_insn q[] = {LDX(BPF_W, 0, 10, -4), EXIT()};
@@ -544,9 +545,136 @@ static void test_trace(void)
 	is_int(r0, 0, "stack is zero again in the next run");
 }
 
+/* Strict (decoding) runs refuse every flow of the major/minor the decoder cannot partition. */
+static int strict_run(const struct bpf_insn *p, size_t n, const struct bpfvm_env *env,
+		      struct seen *s, uint64_t *r0)
+{
+	struct bpfvm_trace tr = {.compare = on_compare, .userdata = s, .strict = true};
+	struct bpfvm_devctx c = {.access_type = (2u << 16) | 2, .major = 1, .minor = 5};
+	int r = bpfvm_check(p, n);
+	return r < 0 ? r : bpfvm_run_checked(p, n, &c, env, &tr, STEPS, r0);
+}
+
+static uint64_t anc_hook(void *u, int level)
+{
+	(void)u;
+	return (uint64_t)level + 100;
+}
+
+static uint8_t lookup_val[BPFVM_MAP_VALUE_MAX];
+static const void *lookup_hook(void *u, uint64_t ref, const void *key)
+{
+	(void)u;
+	(void)ref;
+	(void)key;
+	return lookup_val;
+}
+
+static void test_strict(void)
+{
+	struct seen s = {0};
+	uint64_t r0 = 0;
+
+	/* T7: the minor's low bit returned as the verdict. */
+	struct bpf_insn t7[] = {LDX(BPF_W, 0, 1, 8), ALU64_IMM(BPF_AND, 0, 1), EXIT()};
+	is_int(strict_run(t7, NINSNS(t7), NULL, &s, &r0), -EOPNOTSUPP,
+	       "T7: r0 computed from the minor is refused in a decoding run");
+	ok(strstr(jobcg_last_error()->message, "major/minor") != NULL, "says why: %s",
+	   jobcg_last_error()->message);
+	is_int(bpfvm_run(t7, NINSNS(t7), &(struct bpfvm_devctx){2, 1, 5}, NULL, STEPS, &r0), 0,
+	       "T7: a plain run answers");
+	is_int(r0, 1, "T7: minor 5 allowed by the plain run");
+	/* r0 computed from type and access only is fine: those are enumerated. */
+	struct bpf_insn acc[] = {LDX(BPF_W, 0, 1, 0), ALU64_IMM(BPF_RSH, 0, 16), EXIT()};
+	is_int(strict_run(acc, NINSNS(acc), NULL, &s, &r0), 0, "r0 from the access is accepted");
+	/* T9: a lookup table on the stack indexed by the minor. */
+	struct bpf_insn t9[] = {
+	    ST(BPF_DW, 10, -16, 0),	ST(BPF_DW, 10, -8, 1),
+	    LDX(BPF_W, 2, 1, 8),	ALU64_IMM(BPF_AND, 2, 1),
+	    ALU64_IMM(BPF_LSH, 2, 3),	MOV64_REG(3, 10),
+	    ALU64_IMM(BPF_ADD, 3, -16), ALU64_REG(BPF_ADD, 3, 2),
+	    LDX(BPF_DW, 0, 3, 0),	EXIT(),
+	};
+	is_int(strict_run(t9, NINSNS(t9), NULL, &s, &r0), -EOPNOTSUPP,
+	       "T9: a load through an address computed from the minor is refused");
+	/* The same with scalar + pointer (dst scalar) keeps the dependency too. */
+	struct bpf_insn t9b[] = {
+	    ST(BPF_DW, 10, -16, 0),    ST(BPF_DW, 10, -8, 1),	 LDX(BPF_W, 2, 1, 8),
+	    ALU64_IMM(BPF_AND, 2, 1),  ALU64_IMM(BPF_LSH, 2, 3), ALU64_IMM(BPF_ADD, 2, -16),
+	    ALU64_REG(BPF_ADD, 2, 10), LDX(BPF_DW, 0, 2, 0),	 EXIT(),
+	};
+	is_int(strict_run(t9b, NINSNS(t9b), NULL, &s, &r0), -EOPNOTSUPP,
+	       "T9: scalar + pointer keeps the dependency");
+	/* T8: the minor passed to a helper. */
+	struct bpf_insn t8[] = {LDX(BPF_W, 1, 1, 8), CALL(BPF_FUNC_get_current_ancestor_cgroup_id),
+				EXIT()};
+	struct bpfvm_env env = {.ancestor_cgroup_id = anc_hook, .map_lookup = lookup_hook};
+	is_int(strict_run(t8, NINSNS(t8), &env, &s, &r0), -EOPNOTSUPP,
+	       "T8: a helper argument computed from the minor is refused");
+	/* A map key with the minor and no key check: refused. */
+	struct bpf_insn key[] = {
+	    LDX(BPF_W, 2, 1, 8), STX(BPF_W, 10, 2, -4),
+	    MOV64_REG(2, 10),	 ALU64_IMM(BPF_ADD, 2, -4),
+	    LD_MAP(1, 3),	 CALL(BPF_FUNC_map_lookup_elem),
+	    MOV64_IMM(0, 1),	 EXIT(),
+	};
+	is_int(strict_run(key, NINSNS(key), &env, &s, &r0), -EOPNOTSUPP,
+	       "a map key built from the minor is refused without a layout check");
+	/* The minor stored into a map value and read back. */
+	struct bpf_insn launder[] = {
+	    MOV64_REG(6, 1),
+	    ST(BPF_W, 10, -4, 0),
+	    LD_MAP(1, 3),
+	    MOV64_REG(2, 10),
+	    ALU64_IMM(BPF_ADD, 2, -4),
+	    CALL(BPF_FUNC_map_lookup_elem),
+	    JMP_IMM(BPF_JEQ, 0, 0, 3),
+	    LDX(BPF_W, 2, 6, 8),
+	    STX(BPF_W, 0, 2, 0),
+	    LDX(BPF_W, 0, 0, 0),
+	    EXIT(),
+	};
+	is_int(strict_run(launder, NINSNS(launder), &env, &s, &r0), -EOPNOTSUPP,
+	       "the minor stored into a map value is refused");
+	/* T5-like arithmetic before a compare: reported without the exact bit. */
+	struct bpf_insn t5[] = {LDX(BPF_W, 2, 1, 8),
+				ALU64_IMM(BPF_ADD, 2, 1),
+				JMP_IMM(BPF_JEQ, 2, 6, 2),
+				MOV64_IMM(0, 0),
+				EXIT(),
+				MOV64_IMM(0, 1),
+				EXIT()};
+	s = (struct seen){0};
+	is_int(strict_run(t5, NINSNS(t5), NULL, &s, &r0), 0, "T5 runs");
+	is_int(s.ta[0], BPFVM_T_MINOR, "minor + 1 is reported as computed, not exact");
+	/* 8-byte spill of the field, zero-extended, and a 32-bit move keep it exact. */
+	struct bpf_insn spill[] = {LDX(BPF_W, 2, 1, 4),
+				   STX(BPF_DW, 10, 2, -8),
+				   LDX(BPF_DW, 3, 10, -8),
+				   INSN(BPF_ALU | BPF_MOV | BPF_X, 4, 3, 0, 0),
+				   JMP_IMM(BPF_JEQ, 4, 1, 0),
+				   MOV64_IMM(0, 0),
+				   EXIT()};
+	s = (struct seen){0};
+	is_int(strict_run(spill, NINSNS(spill), NULL, &s, &r0), 0, "spill program runs");
+	is_int(s.ta[0], BPFVM_T_MAJOR | BPFVM_T_EXACT, "8-byte spill and w = w keep the field");
+	/* A 2-byte store of it is only part of the field. */
+	struct bpf_insn part[] = {LDX(BPF_W, 2, 1, 4),
+				  ST(BPF_W, 10, -4, 0),
+				  STX(BPF_H, 10, 2, -4),
+				  LDX(BPF_W, 3, 10, -4),
+				  JMP_IMM(BPF_JEQ, 3, 1, 0),
+				  MOV64_IMM(0, 0),
+				  EXIT()};
+	s = (struct seen){0};
+	is_int(strict_run(part, NINSNS(part), NULL, &s, &r0), 0, "partial store program runs");
+	is_int(s.ta[0], BPFVM_T_MAJOR, "a truncated copy is not the field");
+}
+
 int main(void)
 {
 	test_trace();
+	test_strict();
 	test_alu();
 	test_jumps();
 	test_context_and_seed_shape();

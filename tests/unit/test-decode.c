@@ -78,6 +78,9 @@ struct checker {
 
 static void check_one(struct checker *c, char type, uint32_t major, uint32_t minor, unsigned acc)
 {
+	/* The kernel's dev_t has 12 bits of major and 20 of minor: nothing else is ever asked. */
+	if (major > 4095 || minor > 0xfffff)
+		return;
 	struct bpfvm_devctx ctx = {
 	    .access_type = (acc << 16) | bpf_type(type), .major = major, .minor = minor};
 	uint64_t r0 = 0;
@@ -465,6 +468,24 @@ static void test_htcondor(void)
 	jobcg_decoded_free(d);
 }
 
+static int snapd_layout(void *u, uint64_t ref, size_t *size, int *maj, int *min)
+{
+	(void)u;
+	if (ref != 12)
+		return -ENOENT;
+	*size = 9, *maj = 1, *min = 5;
+	return 0;
+}
+
+/* A layout that does not match what the program stores: the lookup is not trusted. */
+static int wrong_layout(void *u, uint64_t ref, size_t *size, int *maj, int *min)
+{
+	(void)u;
+	(void)ref;
+	*size = 9, *maj = 5, *min = 1;
+	return 0;
+}
+
 static void test_snapd(void)
 {
 	static struct prog p;
@@ -486,8 +507,17 @@ static void test_snapd(void)
 				       .map_lookup = snapd_lookup,
 				       .userdata = &m,
 				       .hints = hints,
-				       .n_hints = ELEMENTS(hints)};
+				       .n_hints = ELEMENTS(hints),
+				       .key_layout = wrong_layout};
 	struct bpfvm_env venv = {.map_lookup = snapd_lookup, .userdata = &m};
+	is_int(jobcg_decode_program(p.v, p.n, &env, &d), -EOPNOTSUPP,
+	       "snapd map with a key layout the program does not use is opaque");
+	ok(strstr(jobcg_last_error()->message, "not the field itself") != NULL, "says why: %s",
+	   jobcg_last_error()->message);
+	env.key_layout = NULL;
+	is_int(jobcg_decode_program(p.v, p.n, &env, &d), -EOPNOTSUPP,
+	       "snapd map without a known key layout is opaque");
+	env.key_layout = snapd_layout;
 	jobcg_decoded_free(decode_and_check("snapd (map lookups)", &p, NULL,
 					    "c *:* -\n"
 					    "# c *:*: a request with no access bits is denied\n"
@@ -589,6 +619,18 @@ static uint64_t node_anc(void *u, int level)
 	return level >= 0 && level <= w->depth ? w->anc[level] : 0;
 }
 
+static int node_layout(void *u, uint64_t ref, size_t *size, int *maj, int *min)
+{
+	(void)u;
+	if (ref == 11)
+		*size = sizeof(struct devprog_managed_key), *maj = 4, *min = 8;
+	else if (ref == 22)
+		*size = sizeof(struct devprog_policy_key), *maj = 12, *min = 16;
+	else
+		return -ENOENT;
+	return 0;
+}
+
 static void test_node_program(void)
 {
 	static struct nodeworld w;
@@ -632,7 +674,8 @@ static void test_node_program(void)
 				       .map_lookup = node_lookup,
 				       .userdata = &w,
 				       .hints = (const uint32_t(*)[2])hints,
-				       .n_hints = nh};
+				       .n_hints = nh,
+				       .key_layout = node_layout};
 	struct jobcg_decoded *d = NULL;
 	if (is_int(jobcg_decode_program(b.insns, b.n, &env, &d), 0,
 		   "node program decodes for a job's step")) {
@@ -741,6 +784,204 @@ static void test_blowup_and_opaque(void)
 	       "cgroup-dependent program is opaque");
 }
 
+/* ---- the review's cases: never a wrong allow or deny without a flag ---- */
+
+static uint64_t anc_ids(void *u, int level)
+{
+	(void)u;
+	return level < 3 ? 100 + (uint64_t)level : 0;
+}
+
+static uint8_t tbl_one[BPFVM_MAP_VALUE_MAX] = {1};
+static const void *tbl_lookup(void *u, uint64_t ref, const void *key)
+{
+	uint32_t k[3];
+	(void)u;
+	memcpy(k, key, sizeof(k));
+	if (ref == 7) /* array keyed by the minor: A[5] = 1 */
+		return k[0] == 5 ? tbl_one : tbl_one + 1;
+	if (ref == 8) /* hash keyed {major, minor, type}: {1, 5, 2} */
+		return k[0] == 1 && k[1] == 5 && k[2] == 2 ? tbl_one : NULL;
+	return NULL;
+}
+
+/* The jobcg 12-byte key guess ({type, major, minor}) for a map laid out otherwise. */
+static int guess_layout(void *u, uint64_t ref, size_t *size, int *maj, int *min)
+{
+	(void)u;
+	(void)ref;
+	*size = 12, *maj = 4, *min = 8;
+	return 0;
+}
+
+static int decode_rc(const struct bpf_insn *p, size_t n, const struct jobcg_decode_env *env,
+		     struct jobcg_decoded **d)
+{
+	*d = NULL;
+	return jobcg_decode_program(p, n, env, d);
+}
+
+static void test_review_cases(void)
+{
+	struct jobcg_decoded *d = NULL;
+	static const uint32_t t3hints[][2] = {{5, 2}}; /* what a 12-byte guess reads from {1,5,2} */
+	struct jobcg_decode_env env = {.size = sizeof(env),
+				       .ancestor_cgroup_id = anc_ids,
+				       .map_lookup = tbl_lookup,
+				       .key_layout = guess_layout,
+				       .hints = t3hints,
+				       .n_hints = 1};
+
+	/* T1: a signed 32-bit compare of the minor against 0. */
+	struct bpf_insn t1[] = {LDX(BPF_W, 2, 1, 8), JMP32_IMM(BPF_JSGT, 2, 0, 2),
+				MOV64_IMM(0, 0),     EXIT(),
+				MOV64_IMM(0, 1),     EXIT()};
+	if (is_int(decode_rc(t1, NINSNS(t1), NULL, &d), 0, "T1 decodes")) {
+		ok(jobcg_decoded_allows(d, 'c', 1, 5, ACC_R) &&
+		       jobcg_decoded_allows(d, 'c', 1, 0xfffff, ACC_R | ACC_W) &&
+		       !jobcg_decoded_allows(d, 'c', 1, 0, ACC_R) && !jobcg_decoded_approximate(d),
+		   "T1: minors 1.. allowed, 0 denied, exactly (a field is never negative)");
+		is_str(render(d),
+		       "c *:* rwm\n# c *:0 -  (these minors of every major not listed)\n"
+		       "# c *:0: a request with no access bits is denied\n"
+		       "b *:* rwm\n# b *:0 -  (these minors of every major not listed)\n"
+		       "# b *:0: a request with no access bits is denied\n",
+		       "T1: rules");
+		jobcg_decoded_free(d);
+	}
+	/* T7: r0 = minor & 1. */
+	struct bpf_insn t7[] = {LDX(BPF_W, 0, 1, 8), ALU64_IMM(BPF_AND, 0, 1), EXIT()};
+	is_int(decode_rc(t7, NINSNS(t7), NULL, &d), -EOPNOTSUPP,
+	       "T7: verdict from the minor: opaque");
+	ok(strstr(jobcg_last_error()->message, "returns a value computed") != NULL, "T7: %s",
+	   jobcg_last_error()->message);
+	/* T9: a table on the stack indexed by the minor. */
+	struct bpf_insn t9[] = {
+	    ST(BPF_DW, 10, -16, 0),	ST(BPF_DW, 10, -8, 1),
+	    LDX(BPF_W, 2, 1, 8),	ALU64_IMM(BPF_AND, 2, 1),
+	    ALU64_IMM(BPF_LSH, 2, 3),	MOV64_REG(3, 10),
+	    ALU64_IMM(BPF_ADD, 3, -16), ALU64_REG(BPF_ADD, 3, 2),
+	    LDX(BPF_DW, 0, 3, 0),	EXIT(),
+	};
+	is_int(decode_rc(t9, NINSNS(t9), NULL, &d), -EOPNOTSUPP, "T9: stack table: opaque");
+	/* T8: allow if the ancestor at level (minor) exists. */
+	struct bpf_insn t8[] = {LDX(BPF_W, 1, 1, 8), CALL(BPF_FUNC_get_current_ancestor_cgroup_id),
+				EXIT()};
+	is_int(decode_rc(t8, NINSNS(t8), &env, &d), -EOPNOTSUPP,
+	       "T8: minor as helper argument: opaque");
+	/* T2: an array map indexed by the minor. */
+	struct bpf_insn t2[] = {
+	    LDX(BPF_W, 2, 1, 8),
+	    STX(BPF_W, 10, 2, -4),
+	    MOV64_REG(2, 10),
+	    ALU64_IMM(BPF_ADD, 2, -4),
+	    LD_MAP(1, 7),
+	    CALL(BPF_FUNC_map_lookup_elem),
+	    JMP_IMM(BPF_JEQ, 0, 0, 3),
+	    LDX(BPF_B, 0, 0, 0),
+	    JMP_IMM(BPF_JEQ, 0, 0, 1),
+	    EXIT(),
+	    MOV64_IMM(0, 0),
+	    EXIT(),
+	};
+	is_int(decode_rc(t2, NINSNS(t2), &env, &d), -EOPNOTSUPP, "T2: array map by minor: opaque");
+	/* T3: hash key {major, minor, type}, while the 12-byte guess is {type, major, minor}. */
+	struct bpf_insn t3[] = {
+	    LDX(BPF_W, 2, 1, 4),
+	    STX(BPF_W, 10, 2, -12),
+	    LDX(BPF_W, 2, 1, 8),
+	    STX(BPF_W, 10, 2, -8),
+	    LDX(BPF_W, 2, 1, 0),
+	    ALU64_IMM(BPF_AND, 2, 0xffff),
+	    STX(BPF_W, 10, 2, -4),
+	    MOV64_REG(2, 10),
+	    ALU64_IMM(BPF_ADD, 2, -12),
+	    LD_MAP(1, 8),
+	    CALL(BPF_FUNC_map_lookup_elem),
+	    JMP_IMM(BPF_JEQ, 0, 0, 2),
+	    MOV64_IMM(0, 1),
+	    EXIT(),
+	    MOV64_IMM(0, 0),
+	    EXIT(),
+	};
+	is_int(decode_rc(t3, NINSNS(t3), &env, &d), -EOPNOTSUPP,
+	       "T3: key layout other than the one the hints come from: opaque");
+	/* T5: minor + 1 == 6: sampled, flagged approximate for every consumer. */
+	struct bpf_insn t5[] = {LDX(BPF_W, 2, 1, 8),
+				ALU64_IMM(BPF_ADD, 2, 1),
+				JMP_IMM(BPF_JEQ, 2, 6, 2),
+				MOV64_IMM(0, 0),
+				EXIT(),
+				MOV64_IMM(0, 1),
+				EXIT()};
+	if (is_int(decode_rc(t5, NINSNS(t5), NULL, &d), 0, "T5 decodes")) {
+		ok(jobcg_decoded_approximate(d), "T5: approximate, through the accessor");
+		struct jobcg_decoded *list[1] = {d}, *c = NULL;
+		if (is_int(jobcg_decoded_intersect(list, 1, &c), 0, "T5 combines"))
+			ok(jobcg_decoded_approximate(c), "T5: a combination stays approximate");
+		jobcg_decoded_free(c);
+		jobcg_decoded_free(d);
+	}
+	/* Minor 3 of every major except major 7: the listing must say 7:3 is denied. */
+	struct bpf_insn exc[] = {LDX(BPF_W, 4, 1, 4),	    LDX(BPF_W, 5, 1, 8),
+				 JMP_IMM(BPF_JNE, 5, 3, 3), JMP_IMM(BPF_JEQ, 4, 7, 2),
+				 MOV64_IMM(0, 1),	    EXIT(),
+				 MOV64_IMM(0, 0),	    EXIT()};
+	if (is_int(decode_rc(exc, NINSNS(exc), NULL, &d), 0, "exception program decodes")) {
+		const char *txt = render(d);
+		ok(strstr(txt, "c 7:3 -\n") != NULL, "the listing names the exception c 7:3 -:\n%s",
+		   txt);
+		is_int(lines_allow(d, 'c', 7, 3, ACC_R), 0,
+		       "the most specific line for 7:3 denies");
+		is_int(lines_allow(d, 'c', 6, 3, ACC_R), 0,
+		       "6:3 has no line of its own: the every-major note covers it");
+		ok(!jobcg_decoded_allows(d, 'c', 7, 3, ACC_R) &&
+		       jobcg_decoded_allows(d, 'c', 6, 3, ACC_R),
+		   "the decode itself is right");
+		jobcg_decoded_free(d);
+	}
+	/* A program with 400 major and 400 minor constants stops at the step budget. */
+	static struct prog big;
+	big.n = 0;
+	emit(&big, LDX(BPF_W, 4, 1, 4));
+	emit(&big, LDX(BPF_W, 5, 1, 8));
+	for (int k = 0; k < 400; k++) {
+		emit(&big, JMP_IMM(BPF_JEQ, 4, 10 + k, 0));
+		emit(&big, JMP_IMM(BPF_JEQ, 5, 10 + k, 0));
+	}
+	emit(&big, MOV64_IMM(0, 1));
+	emit(&big, EXIT());
+	struct jobcg_decode_env benv = {.size = sizeof(benv), .max_total_steps = 2000000};
+	is_int(decode_rc(big.v, big.n, &benv, &d), -E2BIG, "big program: step budget reached");
+	ok(strstr(jobcg_last_error()->message, "budget") != NULL, "says so: %s",
+	   jobcg_last_error()->message);
+	benv.max_total_steps = 0;
+	benv.max_ms = 300;
+	is_int(decode_rc(big.v, big.n, &benv, &d), -E2BIG, "big program: time budget reached");
+	jobcg_decoded_free(d);
+}
+
+static void test_json_errors(void)
+{
+	struct bpf_insn *insns = NULL;
+	size_t n = 0;
+	const char *missing = "[{\"disasm\": \"(b7) r0 = 1\"}, {\"opcodes\": []}, "
+			      "{\"disasm\": \"(95) exit\"}]";
+	is_int(jobcg_decode_parse(missing, strlen(missing), "j", &insns, &n), -EINVAL,
+	       "JSON: an element without disasm is an error");
+	ok(strstr(jobcg_last_error()->message, "element 1") != NULL, "names it: %s",
+	   jobcg_last_error()->message);
+	const char *trunc = "[{\"disasm\": \"(b7) r0 = 1\"}, {\"disasm\": \"(95) ex";
+	is_int(jobcg_decode_parse(trunc, strlen(trunc), "j", &insns, &n), -EINVAL,
+	       "JSON: truncated input is an error");
+	ok(strstr(jobcg_last_error()->message, "invalid JSON") != NULL, "as JSON: %s",
+	   jobcg_last_error()->message);
+	const char *good = "[{\"disasm\": \"(b7) r0 = 1\"}, {\"disasm\": \"(95) exit\"}]\n";
+	is_int(jobcg_decode_parse(good, strlen(good), "j", &insns, &n), 0, "JSON: a dump parses");
+	is_int(n, 2, "JSON: two instructions");
+	free(insns);
+}
+
 static void test_raw_and_text_errors(void)
 {
 	struct bpf_insn *insns = NULL;
@@ -831,5 +1072,7 @@ int main(void)
 	jobcg_decoded_free(sl);
 	test_blowup_and_opaque();
 	test_raw_and_text_errors();
+	test_review_cases();
+	test_json_errors();
 	return tap_done();
 }

@@ -32,6 +32,19 @@ struct jobcg_decode_env {
 	const uint32_t (*hints)[2];
 	size_t n_hints;
 	uint64_t max_steps; /* per execution; 0 means 100000 */
+	/*
+	 * Where the keys of map @map_ref hold the device: key size and byte offsets of the u32
+	 * major and minor (-1: not in the key); 0, or -errno when unknown. A lookup whose key
+	 * depends on the request is decoded only when the program stored the request's major and
+	 * minor unchanged exactly there (the hints must then list the map's devices); any other
+	 * such lookup makes the program opaque.
+	 */
+	int (*key_layout)(void *userdata, uint64_t map_ref, size_t *ret_key_size,
+			  int *ret_major_off, int *ret_minor_off);
+	/* Budget of the whole decode: instructions over all runs (0: 200 million) and wall
+	 * time in milliseconds (0: 20 s). Exhausted: -E2BIG, with a message saying so. */
+	uint64_t max_total_steps;
+	uint64_t max_ms;
 };
 
 /** One output line: a rule, or a note (printed as "# note"). */
@@ -44,7 +57,8 @@ struct jobcg_decoded_line {
  * Decode one program. The result lists, for character devices then block devices, a default
  * "c *:* ACCESS", then exceptions "c MAJOR:* ACCESS" and "c MAJOR:MINOR ACCESS"; the most
  * specific matching line decides. Notes flag behaviour the rules cannot express (read and write
- * combined, requests with no access bits, ranges, approximations).
+ * combined, requests with no access bits, ranges, approximations). Majors are 0..4095 and minors
+ * 0..1048575, the kernel's ranges; "*" covers the whole range.
  * Errors: -EINVAL malformed program, -EOPNOTSUPP the program needs helpers or maps that
  * @env does not provide (the message says which: "opaque"), -ELOOP step limit, -E2BIG input
  * space too large. The error record says why.
@@ -82,6 +96,14 @@ JOBCG_EXPORT size_t jobcg_decoded_lines(const struct jobcg_decoded *d,
 
 /** Program executions the decode needed (0 for combinations). */
 JOBCG_EXPORT uint64_t jobcg_decoded_runs(const struct jobcg_decoded *d);
+
+/**
+ * Whether the decode is approximate: the program compares values computed from the major or
+ * minor (masks, shifts, offsets, bit tests), so cells between its constants were sampled, not
+ * proven. Its rules and jobcg_decoded_allows() may then be wrong: treat every answer as
+ * uncertain. A combination is approximate when any of its inputs is.
+ */
+JOBCG_EXPORT bool jobcg_decoded_approximate(const struct jobcg_decoded *d);
 
 /** Format a decoded rule as "c 195:3 rw" / "b *:* -". Returns @buf. */
 JOBCG_EXPORT char *jobcg_decoded_rule_format(const struct jobcg_devrule *r, char *buf, size_t size);

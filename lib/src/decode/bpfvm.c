@@ -39,7 +39,9 @@ struct reg {
 	int64_t off;
 	uint8_t kind;
 	uint8_t region;
-	uint8_t taint; /* BPFVM_T_* bits: which context fields this value was computed from */
+	uint8_t taint; /* BPFVM_T_* bits: which context fields this value (for a pointer: its
+			* offset) was computed from */
+	uint8_t exact; /* BPFVM_T_MAJOR or _MINOR: the value is that field, unchanged */
 };
 
 struct frame {
@@ -51,6 +53,8 @@ struct vm {
 	struct reg r[NREGS];
 	uint8_t stack[STACK_FRAME * MAX_FRAMES];
 	uint8_t stack_taint[STACK_FRAME * MAX_FRAMES];
+	uint8_t stack_tag[STACK_FRAME * MAX_FRAMES]; /* BPFVM_TAG() of an unchanged field byte */
+	bool strict; /* decoding: refuse device-dependent flows the decoder cannot follow */
 	/* Stack bytes touched by the previous run: only those need zeroing for the next one. */
 	size_t dirty_lo, dirty_hi;
 	/* A register spilled to an 8-byte stack slot keeps its kind, so it can be reloaded. */
@@ -313,6 +317,13 @@ static uint8_t *resolve(struct vm *vm, size_t pc, const struct reg *base, int64_
 {
 	int64_t a;
 
+	if (vm->strict && (base->taint & BPFVM_T_DEVICE)) {
+		*ret_err = error_set(-EOPNOTSUPP,
+				     "instruction %zu: the %s address depends on the device's "
+				     "major/minor (a table lookup decoding cannot partition)",
+				     pc, kind_name(base->kind));
+		return NULL;
+	}
 	switch (base->kind) {
 	case K_CTX:
 		a = base->off + off;
@@ -379,18 +390,36 @@ static int do_load(struct vm *vm, size_t pc, const struct bpf_insn *i)
 	memcpy(&v, p, len); /* little-endian host assumed, as the kernel's context layout is */
 	if (BPF_MODE(i->code) == BPF_MEMSX)
 		v = sext(v, len * 8);
-	uint8_t t = 0;
+	uint8_t t = base->taint, exact = 0;
 	if (base->kind == K_CTX) {
-		for (int64_t b = base->off + i->off; b < base->off + i->off + len; b++)
+		int64_t a = base->off + i->off;
+		for (int64_t b = a; b < a + len; b++)
 			t |= b < 2   ? BPFVM_T_TYPE
 			     : b < 4 ? BPFVM_T_ACCESS
 			     : b < 8 ? BPFVM_T_MAJOR
 				     : BPFVM_T_MINOR;
+		if (BPF_MODE(i->code) == BPF_MEM && len == 4 && (a == 4 || a == 8))
+			exact = a == 4 ? BPFVM_T_MAJOR : BPFVM_T_MINOR;
 	} else if (base->kind == K_STACK) {
+		size_t a = (size_t)(base->off + i->off);
 		for (unsigned b = 0; b < len; b++)
-			t |= vm->stack_taint[base->off + i->off + b];
+			t |= vm->stack_taint[a + b];
+		/* A field stored whole and read back whole (upper half zero for 8 bytes). */
+		if (BPF_MODE(i->code) == BPF_MEM && (len == 4 || (len == 8 && !(v >> 32)))) {
+			uint8_t f = vm->stack_tag[a] == BPFVM_TAG(BPFVM_T_MAJOR, 0) ? BPFVM_T_MAJOR
+				    : vm->stack_tag[a] == BPFVM_TAG(BPFVM_T_MINOR, 0)
+					? BPFVM_T_MINOR
+					: 0;
+			for (unsigned b = 1; b < 4 && f; b++)
+				if (vm->stack_tag[a + b] != BPFVM_TAG(f, b))
+					f = 0;
+			for (unsigned b = 4; b < len && f; b++)
+				if (vm->stack_taint[a + b] & BPFVM_T_DEVICE)
+					f = 0;
+			exact = f;
+		}
 	}
-	vm->r[i->dst_reg] = (struct reg){.v = v, .taint = t};
+	vm->r[i->dst_reg] = (struct reg){.v = v, .taint = t, .exact = exact};
 	return 0;
 }
 
@@ -405,9 +434,19 @@ static int do_store(struct vm *vm, size_t pc, const struct bpf_insn *i, const st
 	if (!p)
 		return err;
 	spill_clear(vm, base, i->off, len);
+	if (vm->strict && base->kind != K_STACK && src && (src->taint & BPFVM_T_DEVICE))
+		return error_set(-EOPNOTSUPP,
+				 "instruction %zu: stores a value computed from the device's "
+				 "major/minor into a map",
+				 pc);
 	if (base->kind == K_STACK) {
 		size_t a = (size_t)(base->off + i->off);
-		memset(vm->stack_taint + a, src ? src->taint : 0, len);
+		bool ex = src && src->kind == K_SCALAR && src->exact;
+		for (unsigned b = 0; b < len; b++) {
+			/* The upper half of an unchanged 32-bit field is zero, not the field. */
+			vm->stack_taint[a + b] = ex && b >= 4 ? 0 : src ? src->taint : 0;
+			vm->stack_tag[a + b] = ex && b < 4 ? BPFVM_TAG(src->exact, b) : 0;
+		}
 		if (a < vm->dirty_lo)
 			vm->dirty_lo = a;
 		if (a + len > vm->dirty_hi)
@@ -440,11 +479,20 @@ static int do_atomic(struct vm *vm, size_t pc, const struct bpf_insn *i)
 		return err;
 	if (src->kind != K_SCALAR)
 		return error_set(-EINVAL, "instruction %zu: atomic operation on a pointer", pc);
+	if (vm->strict && base->kind != K_STACK && ((src->taint | vm->r[0].taint) & BPFVM_T_DEVICE))
+		return error_set(-EOPNOTSUPP,
+				 "instruction %zu: an atomic operation on a map with a value "
+				 "computed from the device's major/minor",
+				 pc);
 	spill_clear(vm, base, i->off, len);
+	uint8_t mt = 0; /* what the memory held was computed from */
 	if (base->kind == K_STACK) {
 		size_t a = (size_t)(base->off + i->off);
-		for (unsigned b = 0; b < len; b++)
-			vm->stack_taint[a + b] |= src->taint;
+		for (unsigned b = 0; b < len; b++) {
+			mt |= vm->stack_taint[a + b];
+			vm->stack_taint[a + b] |= src->taint | vm->r[0].taint;
+			vm->stack_tag[a + b] = 0;
+		}
 		if (a < vm->dirty_lo)
 			vm->dirty_lo = a;
 		if (a + len > vm->dirty_hi)
@@ -471,7 +519,7 @@ static int do_atomic(struct vm *vm, size_t pc, const struct bpf_insn *i)
 		uint64_t cmp = vm->r[0].v, o = len == 4 ? (uint32_t)old : old;
 		nv = (len == 4 ? (uint32_t)cmp : cmp) == o ? s : old;
 		memcpy(p, &nv, len);
-		vm->r[0] = (struct reg){.v = o};
+		vm->r[0] = (struct reg){.v = o, .taint = (uint8_t)(mt | vm->r[0].taint)};
 		return 0;
 	}
 	default:
@@ -480,7 +528,7 @@ static int do_atomic(struct vm *vm, size_t pc, const struct bpf_insn *i)
 	}
 	memcpy(p, &nv, len);
 	if (i->imm & BPF_FETCH)
-		*src = (struct reg){.v = len == 4 ? (uint32_t)old : old};
+		*src = (struct reg){.v = len == 4 ? (uint32_t)old : old, .taint = mt};
 	return 0;
 }
 
@@ -501,23 +549,28 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 	/* A move from a scalar overwrites whatever dst held, pointer or not. */
 	if ((dst->kind != K_SCALAR && !(op == BPF_MOV && srcr.kind == K_SCALAR)) ||
 	    srcr.kind != K_SCALAR) {
+		/* The offset keeps what it was computed from: a load through it depends on it. */
 		if (op == BPF_MOV && is64 && i->off == 0) {
 			*dst = srcr;
 			return 0;
 		}
 		if (is64 && (op == BPF_ADD || op == BPF_SUB) && srcr.kind == K_SCALAR) {
 			dst->off += op == BPF_ADD ? (int64_t)b : -(int64_t)b;
+			dst->taint |= srcr.taint;
 			return 0;
 		}
 		if (is64 && op == BPF_ADD && dst->kind == K_SCALAR) {
 			int64_t add = (int64_t)a;
+			uint8_t t = dst->taint;
 			*dst = srcr;
 			dst->off += add;
+			dst->taint |= t;
 			return 0;
 		}
 		if (is64 && op == BPF_SUB && dst->kind == srcr.kind && dst->kind != K_SCALAR &&
 		    dst->region == srcr.region) {
-			*dst = (struct reg){.v = (uint64_t)(dst->off - srcr.off)};
+			*dst = (struct reg){.v = (uint64_t)(dst->off - srcr.off),
+					    .taint = (uint8_t)(dst->taint | srcr.taint)};
 			return 0;
 		}
 		return error_set(-EINVAL, "instruction %zu: unsupported arithmetic on a %s pointer",
@@ -596,7 +649,12 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 			res = bswap(dst->v, (unsigned)i->imm);
 		else
 			res = i->imm == 64 ? dst->v : dst->v & ((1ull << i->imm) - 1);
-		*dst = (struct reg){.v = res, .taint = dst->taint};
+		/* to_le of 32 or 64 bits leaves a 32-bit field as it is */
+		*dst = (struct reg){.v = res,
+				    .taint = dst->taint,
+				    .exact = !is64 && BPF_SRC(i->code) == BPF_TO_LE && i->imm >= 32
+						 ? dst->exact
+						 : 0};
 		return 0;
 	default:
 		return error_set(-EINVAL, "instruction %zu: unknown ALU operation 0x%02x", pc,
@@ -604,7 +662,11 @@ static int do_alu(struct vm *vm, size_t pc, const struct bpf_insn *i)
 	}
 	if (!is64)
 		res = (uint32_t)res;
-	*dst = (struct reg){.v = res, .taint = taint};
+	/* Only a plain move keeps a field unchanged (fields are 32 bits: w = w too). */
+	*dst = (struct reg){
+	    .v = res,
+	    .taint = taint,
+	    .exact = op == BPF_MOV && i->off == 0 && BPF_SRC(i->code) == BPF_X ? srcr.exact : 0};
 	return 0;
 }
 
@@ -672,7 +734,7 @@ static int64_t htab_value_offset(const struct bpf_insn *insns, size_t n, size_t 
 }
 
 static int do_call(struct vm *vm, const struct bpf_insn *insns, size_t n, size_t pc,
-		   const struct bpfvm_env *env)
+		   const struct bpfvm_env *env, const struct bpfvm_trace *trace)
 {
 	const struct bpf_insn *i = &insns[pc];
 	struct reg r0 = {0};
@@ -694,6 +756,12 @@ static int do_call(struct vm *vm, const struct bpf_insn *insns, size_t n, size_t
 			    "instruction %zu: calls bpf_get_current_ancestor_cgroup_id (depends on "
 			    "the calling cgroup)",
 			    pc);
+		if (vm->strict && (vm->r[1].taint & BPFVM_T_DEVICE))
+			return error_set(
+			    -EOPNOTSUPP,
+			    "instruction %zu: passes a value computed from the device's "
+			    "major/minor to bpf_get_current_ancestor_cgroup_id",
+			    pc);
 		r0.v = env->ancestor_cgroup_id(env->userdata, (int)vm->r[1].v);
 		break;
 	case BPF_FUNC_trace_printk:
@@ -711,6 +779,34 @@ static int do_call(struct vm *vm, const struct bpf_insn *insns, size_t n, size_t
 		if (map->kind != K_MAP || map->off != 0)
 			return error_set(-EINVAL, "instruction %zu: map lookup without a map in r1",
 					 pc);
+		if (vm->strict && ((map->taint | key->taint) & BPFVM_T_DEVICE))
+			return error_set(-EOPNOTSUPP,
+					 "instruction %zu: the map or key address depends on the "
+					 "device's major/minor",
+					 pc);
+		if (vm->strict && key->kind == K_STACK && key->off >= 0 &&
+		    key->off < (int64_t)sizeof(vm->stack)) {
+			size_t avail = sizeof(vm->stack) - (size_t)key->off;
+			bool tainted = false;
+			for (size_t b = 0; b < avail && b < BPFVM_MAP_KEY_MAX; b++)
+				tainted |= vm->stack_taint[key->off + (int64_t)b] & BPFVM_T_DEVICE;
+			/* Without a layout check the lookup may split the devices anywhere. */
+			if (tainted && !trace->key)
+				return error_set(-EOPNOTSUPP,
+						 "instruction %zu: looks up a map with a key built "
+						 "from the device's major/minor",
+						 pc);
+			if (tainted) {
+				r = trace->key(trace->userdata, map->v, vm->stack_taint + key->off,
+					       vm->stack_tag + key->off,
+					       avail < BPFVM_MAP_KEY_MAX ? avail
+									 : BPFVM_MAP_KEY_MAX);
+				if (r < 0) {
+					jobcg_error_prefix("instruction %zu", pc);
+					return r;
+				}
+			}
+		}
 		if (key->kind == K_STACK) {
 			if (key->off < 0 || key->off >= (int64_t)sizeof(vm->stack))
 				return error_set(-EINVAL,
@@ -781,6 +877,7 @@ static struct vm *vm_get(void)
 	if (vm->dirty_hi > vm->dirty_lo) {
 		memset(vm->stack + vm->dirty_lo, 0, vm->dirty_hi - vm->dirty_lo);
 		memset(vm->stack_taint + vm->dirty_lo, 0, vm->dirty_hi - vm->dirty_lo);
+		memset(vm->stack_tag + vm->dirty_lo, 0, vm->dirty_hi - vm->dirty_lo);
 		for (size_t s = vm->dirty_lo / 8; s <= (vm->dirty_hi - 1) / 8; s++)
 			vm->spilled[s] = false;
 	}
@@ -803,8 +900,8 @@ int bpfvm_run(const struct bpf_insn *insns, size_t n, const struct bpfvm_devctx 
 }
 
 int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm_devctx *ctx,
-		      const struct bpfvm_env *env, const struct bpfvm_trace *trace,
-		      uint64_t max_steps, uint64_t *ret_r0)
+		      const struct bpfvm_env *env, struct bpfvm_trace *trace, uint64_t max_steps,
+		      uint64_t *ret_r0)
 {
 	struct vm *vm;
 	uint64_t steps = 0;
@@ -815,6 +912,7 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 	if (!vm)
 		return -ENOMEM;
 	memcpy(vm->ctx, ctx, sizeof(vm->ctx));
+	vm->strict = trace && trace->strict;
 	vm->r[1] = (struct reg){.kind = K_CTX};
 	vm->r[10] = (struct reg){.kind = K_STACK, .off = STACK_FRAME};
 
@@ -917,6 +1015,16 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 							      pc);
 						goto out;
 					}
+					if (vm->strict && (vm->r[0].taint & BPFVM_T_DEVICE)) {
+						r = error_set(
+						    -EOPNOTSUPP,
+						    "instruction %zu: returns a value computed "
+						    "from "
+						    "the device's major/minor (not through a "
+						    "comparison decoding can follow)",
+						    pc);
+						goto out;
+					}
 					*ret_r0 = vm->r[0].v;
 					r = 0;
 					goto out;
@@ -950,7 +1058,7 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 					    "instruction %zu: calls a kernel function (kfunc)", pc);
 					goto out;
 				}
-				r = do_call(vm, insns, n, pc, env);
+				r = do_call(vm, insns, n, pc, env, trace);
 				break;
 			}
 			if (op == BPF_JA) {
@@ -964,11 +1072,19 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 				uint64_t b = BPF_SRC(i->code) == BPF_X
 						 ? reg_value(&vm->r[i->src_reg])
 						 : (uint64_t)(int64_t)i->imm;
+				const struct reg *sr = &vm->r[i->src_reg];
+				bool x = BPF_SRC(i->code) == BPF_X;
+				uint8_t ta = (uint8_t)(d->taint | (d->kind == K_SCALAR && d->exact
+								       ? BPFVM_T_EXACT
+								       : 0));
 				uint8_t tb =
-				    BPF_SRC(i->code) == BPF_X ? vm->r[i->src_reg].taint : 0;
-				if (trace && trace->compare && (d->taint | tb))
-					trace->compare(trace->userdata, op, cls == BPF_JMP32, a,
-						       d->taint, b, tb);
+				    !x ? 0
+				       : (uint8_t)(sr->taint | (sr->kind == K_SCALAR && sr->exact
+								    ? BPFVM_T_EXACT
+								    : 0));
+				if (trace && trace->compare && (d->taint | (x ? sr->taint : 0)))
+					trace->compare(trace->userdata, op, cls == BPF_JMP32, a, ta,
+						       b, tb);
 				if (jmp_taken(op, a, b, cls == BPF_JMP32)) {
 					pc = (size_t)((int64_t)pc + 1 + i->off);
 					continue;
@@ -985,5 +1101,7 @@ int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm
 		pc++;
 	}
 out:
+	if (trace)
+		trace->steps += steps;
 	return r;
 }

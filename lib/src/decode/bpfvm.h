@@ -68,7 +68,13 @@ enum {
 	BPFVM_T_ACCESS = 2,
 	BPFVM_T_MAJOR = 4,
 	BPFVM_T_MINOR = 8,
+	/* Passed to the compare hook with MAJOR or MINOR: the value is that field unchanged (loaded
+	 * whole and only moved, spilled or filled since), so a constant compared against it splits
+	 * the field's range exactly. Without it the value was computed from the field. */
+	BPFVM_T_EXACT = 0x10,
 };
+
+#define BPFVM_T_DEVICE (BPFVM_T_MAJOR | BPFVM_T_MINOR)
 
 /*
  * Called at every conditional jump where at least one side depends on the context: the jump
@@ -79,9 +85,27 @@ struct bpfvm_trace {
 	void (*compare)(void *userdata, uint8_t op, bool is32, uint64_t a, uint8_t taint_a,
 			uint64_t b, uint8_t taint_b);
 	void *userdata;
+	/*
+	 * Strict (decoding) mode: a run samples one request for a whole cell of requests, so any
+	 * way the major or minor reaches the verdict other than through a compare hook call is
+	 * refused with -EOPNOTSUPP and a message: returned in r0, used in a memory address,
+	 * passed to a helper, stored outside the stack, or in a map key that @key does not
+	 * accept. @key gets the key bytes' taint and tags (0, or BPFVM_TAG(field, byte): byte
+	 * @byte of the unchanged field) and returns 0 when the map's layout is known to put
+	 * exactly those fields where the decoder's hints come from, or -errno with the error set.
+	 */
+	bool strict;
+	int (*key)(void *userdata, uint64_t map_ref, const uint8_t *taint, const uint8_t *tag,
+		   size_t len);
+	/* Instructions executed, added to by every run. */
+	uint64_t steps;
 };
+
+/* Tag of a stack byte holding byte @b (0..3, little-endian) of the unchanged field @f
+ * (BPFVM_T_MAJOR or BPFVM_T_MINOR). */
+#define BPFVM_TAG(f, b) ((uint8_t)(((f) == BPFVM_T_MAJOR ? 1 : 5) + (b)))
 
 /* bpfvm_run() for a program that already passed bpfvm_check(), with an optional trace. */
 int bpfvm_run_checked(const struct bpf_insn *insns, size_t n, const struct bpfvm_devctx *ctx,
-		      const struct bpfvm_env *env, const struct bpfvm_trace *trace,
-		      uint64_t max_steps, uint64_t *ret_r0);
+		      const struct bpfvm_env *env, struct bpfvm_trace *trace, uint64_t max_steps,
+		      uint64_t *ret_r0);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bpftext.h"
 #include "bpfvm.h"
@@ -15,8 +16,16 @@
 
 #define DEFAULT_STEPS 100000
 #define MAX_RUNS      20000000ull /* executions per decode; beyond that the input space is refused */
-#define MAX_ROUNDS    64	  /* rounds of constant discovery */
-#define ENUM_LIMIT    256	  /* a cell this small is listed value by value */
+/* Instructions executed in all runs of one decode, and its wall time: a program with thousands
+ * of distinct devices would otherwise keep who-has or devices busy for hours. */
+#define DEFAULT_TOTAL_STEPS 200000000ull
+#define DEFAULT_MAX_MS	    20000
+/* The kernel's dev_t has 12 bits of major and 20 of minor (MINORBITS in linux/kdev_t.h):
+ * no request outside these ranges reaches a device program. */
+#define MAJOR_MAX  0xfffu
+#define MINOR_MAX  0xfffffu
+#define MAX_ROUNDS 64  /* rounds of constant discovery */
+#define ENUM_LIMIT 256 /* a cell this small is listed value by value */
 /* Minors are listed one by one only in runs this short: a range comparison on minors, repeated
  * for every major it applies to, would otherwise print thousands of lines (one per minor and
  * major); longer runs become one note each. */
@@ -107,7 +116,7 @@ struct range {
 	uint32_t lo, hi;
 };
 
-static int pts_cells(const struct pts *p, struct range **ret, size_t *ret_n)
+static int pts_cells(const struct pts *p, uint32_t max, struct range **ret, size_t *ret_n)
 {
 	struct range *c = malloc((2 * p->n + 1) * sizeof(*c));
 	size_t n = 0;
@@ -115,14 +124,14 @@ static int pts_cells(const struct pts *p, struct range **ret, size_t *ret_n)
 
 	if (!c)
 		return -ENOMEM;
-	for (size_t i = 0; i < p->n; i++) {
+	for (size_t i = 0; i < p->n && p->v[i] <= max; i++) {
 		if (p->v[i] > next)
 			c[n++] = (struct range){(uint32_t)next, p->v[i] - 1};
 		c[n++] = (struct range){p->v[i], p->v[i]};
 		next = (uint64_t)p->v[i] + 1;
 	}
-	if (next <= UINT32_MAX)
-		c[n++] = (struct range){(uint32_t)next, UINT32_MAX};
+	if (next <= max)
+		c[n++] = (struct range){(uint32_t)next, max};
 	*ret = c;
 	*ret_n = n;
 	return 0;
@@ -166,6 +175,8 @@ struct explore {
 	uint64_t max_steps;
 	const struct jobcg_decode_env *denv;
 	uint64_t runs;
+	uint64_t steps, max_total_steps;
+	struct timespec deadline;
 	bool approximate;
 	/* Filled by the trace hook during one run. */
 	struct bpfvm_devctx ctx;
@@ -177,7 +188,7 @@ static void on_compare(void *u, uint8_t op, bool is32, uint64_t a, uint8_t ta, u
 		       uint8_t tb)
 {
 	struct explore *e = u;
-	uint64_t field, konst;
+	uint64_t konst;
 	uint8_t t;
 	int r = 0;
 
@@ -189,30 +200,89 @@ static void on_compare(void *u, uint8_t op, bool is32, uint64_t a, uint8_t ta, u
 		return;
 	}
 	t = ta ? ta : tb;
-	field = ta ? a : b;
 	konst = ta ? b : a;
+	bool exact = t & BPFVM_T_EXACT;
+	t &= (uint8_t)~BPFVM_T_EXACT;
 	if (!(t & (BPFVM_T_MAJOR | BPFVM_T_MINOR)))
 		return;
 	if (t != BPFVM_T_MAJOR && t != BPFVM_T_MINOR) {
 		e->approximate = true; /* mixes fields (e.g. a combined dev_t) */
 		return;
 	}
-	uint32_t raw = t == BPFVM_T_MAJOR ? e->ctx.major : e->ctx.minor;
-	if ((is32 ? (uint32_t)field : field) != raw || op == BPF_JSET)
-		e->approximate = true; /* masked, shifted or bit-tested: cells may not be uniform */
+	/*
+	 * Exact only on the field itself: its values are 0..MAJOR_MAX or 0..MINOR_MAX, never
+	 * negative as 32 or 64 bits, so signed and unsigned orders agree and a cell between two
+	 * constants is uniform. Anything computed from it (masked, shifted, offset) is sampled.
+	 */
+	if (!exact || op == BPF_JSET)
+		e->approximate = true;
 	if (is32)
 		konst = (uint32_t)konst;
-	if (konst > UINT32_MAX)
-		return; /* a 32-bit field never equals it; ordering against it is uniform */
+	if (konst > (t == BPFVM_T_MAJOR ? MAJOR_MAX : MINOR_MAX))
+		return; /* above every value the field can have: ordering against it is uniform */
 	r = pts_add(t == BPFVM_T_MAJOR ? e->majors_found : e->minors_found, (uint32_t)konst);
 	if (r < 0)
 		e->err = r;
 }
 
+/* A lookup whose key depends on the device: trusted only when the program put the unchanged
+ * major (and minor) exactly where the map's layout has them, the places the hints come from. */
+static int on_key(void *u, uint64_t map_ref, const uint8_t *taint, const uint8_t *tag, size_t len)
+{
+	struct explore *e = u;
+	int moff = -1, noff = -1;
+	size_t ksize = 0;
+
+	if (!e->denv || !e->denv->key_layout ||
+	    e->denv->key_layout(e->denv->userdata, map_ref, &ksize, &moff, &noff) < 0 ||
+	    ksize > len)
+		return error_set(-EOPNOTSUPP,
+				 "looks up map %llu with a key built from the device's major/minor "
+				 "in a layout decoding does not know",
+				 (unsigned long long)map_ref);
+	bool have_major = moff >= 0 && (size_t)moff + 4 <= ksize,
+	     have_minor = noff >= 0 && (size_t)noff + 4 <= ksize;
+	for (int b = 0; b < 4; b++) {
+		have_major = have_major && tag[moff + b] == BPFVM_TAG(BPFVM_T_MAJOR, b);
+		have_minor = have_minor && tag[noff + b] == BPFVM_TAG(BPFVM_T_MINOR, b);
+	}
+	for (size_t b = 0; b < ksize; b++) {
+		if (!(taint[b] & BPFVM_T_DEVICE))
+			continue;
+		bool in_major = have_major && b >= (size_t)moff && b < (size_t)moff + 4,
+		     in_minor = have_minor && b >= (size_t)noff && b < (size_t)noff + 4;
+		if (!in_major && !in_minor)
+			return error_set(-EOPNOTSUPP,
+					 "looks up map %llu with key byte %zu computed from the "
+					 "device's major/minor, not the field itself where the "
+					 "map's layout has it",
+					 (unsigned long long)map_ref, b);
+	}
+	/* Minor hints are taken per major: a key with the minor but not the major is not covered.
+	 */
+	if (have_minor && !have_major)
+		return error_set(-EOPNOTSUPP,
+				 "looks up map %llu by minor without the major; its devices cannot "
+				 "be partitioned",
+				 (unsigned long long)map_ref);
+	return 0;
+}
+
+static bool past_deadline(const struct timespec *d)
+{
+	struct timespec now;
+
+	if (!d->tv_sec)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
+}
+
 static int run_one(struct explore *e, int type, uint32_t major, uint32_t minor, unsigned access,
 		   bool *ret_allow)
 {
-	struct bpfvm_trace tr = {on_compare, e};
+	struct bpfvm_trace tr = {
+	    .compare = on_compare, .userdata = e, .strict = true, .key = on_key};
 	uint64_t r0 = 0;
 	int r;
 
@@ -221,9 +291,17 @@ static int run_one(struct explore *e, int type, uint32_t major, uint32_t minor, 
 				 "the program needs more than %llu executions to decode (too many "
 				 "distinct devices)",
 				 (unsigned long long)MAX_RUNS);
+	if (e->steps > e->max_total_steps || ((e->runs & 1023) == 0 && past_deadline(&e->deadline)))
+		return error_set(-E2BIG,
+				 "decoding budget exhausted after %llu runs (%llu instructions%s): "
+				 "too many distinct devices to list; ask about single devices "
+				 "(who-has) instead",
+				 (unsigned long long)e->runs, (unsigned long long)e->steps,
+				 e->steps > e->max_total_steps ? "" : ", time limit");
 	e->ctx = (struct bpfvm_devctx){
 	    .access_type = (access << 16) | type_value[type], .major = major, .minor = minor};
 	r = bpfvm_run_checked(e->insns, e->n, &e->ctx, &e->env, &tr, e->max_steps, &r0);
+	e->steps += tr.steps;
 	if (r < 0) {
 		jobcg_error_prefix("running the program on %c %u:%u access %u", type_char[type],
 				   major, minor, access);
@@ -238,15 +316,15 @@ static int run_one(struct explore *e, int type, uint32_t major, uint32_t minor, 
 
 /* Round @round of finding the values the program tells apart: the cells of @p, replacing those
  * of the last round; -E2BIG once @what has kept changing for MAX_ROUNDS rounds. */
-static int round_cells(const struct pts *p, int round, const char *what, struct range **cells,
-		       size_t *ncells)
+static int round_cells(const struct pts *p, uint32_t max, int round, const char *what,
+		       struct range **cells, size_t *ncells)
 {
 	if (round >= MAX_ROUNDS)
 		return error_set(-E2BIG, "%s of the program did not settle after %d rounds", what,
 				 MAX_ROUNDS);
 	free(*cells);
 	*cells = NULL;
-	return pts_cells(p, cells, ncells);
+	return pts_cells(p, max, cells, ncells);
 }
 
 /* Explore one major cell: learn its minor cells and their allow masks. */
@@ -269,7 +347,7 @@ static int explore_major(struct explore *e, int type, uint32_t major, struct pts
 	for (int round = 0;; round++) {
 		size_t before = minors.n;
 
-		r = round_cells(&minors, round, "constants", &cells, &ncells);
+		r = round_cells(&minors, MINOR_MAX, round, "constants", &cells, &ncells);
 		if (r < 0)
 			goto out;
 		free(ret->n);
@@ -318,7 +396,7 @@ static int explore_type(struct explore *e, int type, struct part *ret)
 	for (int round = 0;; round++) {
 		struct mcell *nmc;
 
-		r = round_cells(&majors, round, "major numbers", &cells, &ncells);
+		r = round_cells(&majors, MAJOR_MAX, round, "major numbers", &cells, &ncells);
 		if (r < 0)
 			goto out;
 		nmc = calloc(ncells, sizeof(*nmc));
@@ -478,14 +556,14 @@ static void spec(char *buf, size_t size, char type, uint64_t majlo, uint64_t maj
 		 uint64_t minhi)
 {
 	char a[32], b[32];
-	if (majlo == 0 && majhi == UINT32_MAX)
+	if (majlo == 0 && majhi >= MAJOR_MAX)
 		snprintf(a, sizeof(a), "*");
 	else if (majlo == majhi)
 		snprintf(a, sizeof(a), "%llu", (unsigned long long)majlo);
 	else
 		snprintf(a, sizeof(a), "%llu-%llu", (unsigned long long)majlo,
 			 (unsigned long long)majhi);
-	if (minlo == 0 && minhi == UINT32_MAX)
+	if (minlo == 0 && minhi >= MINOR_MAX)
 		snprintf(b, sizeof(b), "*");
 	else if (minlo == minhi)
 		snprintf(b, sizeof(b), "%llu", (unsigned long long)minlo);
@@ -556,9 +634,30 @@ static int range_note(struct jobcg_decoded *d, char type, uint32_t majlo, uint32
 	return combo_notes(d, where, allow);
 }
 
-/* Lines for one major value (or a range already found small enough to list). */
+/* Lines for one minor range of one major where it differs from what the reader would take. */
+static int emit_minors(struct jobcg_decoded *d, char type, uint32_t major, uint32_t lo, uint32_t hi,
+		       uint8_t allow)
+{
+	int r;
+
+	if (span(lo, hi) <= MINOR_ENUM_LIMIT) {
+		for (uint64_t v = lo; v <= hi; v++)
+			if ((r = emit_rule(d, type, major, (uint32_t)v, allow)) < 0)
+				return r;
+		return 0;
+	}
+	return range_note(d, type, major, major, lo, hi, allow,
+			  "a range of minors; not listed one by one");
+}
+
+/*
+ * Lines for one major value (or a range already found small enough to list). Without a
+ * "MAJOR:*" line a reader takes the default majors' minor notes ("c *:3 rwm") for this major
+ * too, so every minor where this major differs from them gets its own line ("c 7:3 -"):
+ * the listing never implies an access the program denies, or the reverse.
+ */
 static int emit_major(struct jobcg_decoded *d, char type, uint32_t major, const struct mcell *mc,
-		      uint8_t def)
+		      const struct mcell *dmc, uint8_t def)
 {
 	size_t dn = largest_ncell(mc);
 	uint8_t mdef = mc->n[dn].allow;
@@ -568,15 +667,22 @@ static int emit_major(struct jobcg_decoded *d, char type, uint32_t major, const 
 		return r;
 	for (size_t k = 0; k < mc->nn; k++) {
 		const struct ncell *nc = &mc->n[k];
-		if (nc->allow == mdef)
+		if (mdef != def) {
+			if (nc->allow != mdef &&
+			    (r = emit_minors(d, type, major, nc->lo, nc->hi, nc->allow)) < 0)
+				return r;
 			continue;
-		if (span(nc->lo, nc->hi) <= MINOR_ENUM_LIMIT) {
-			for (uint64_t v = nc->lo; v <= nc->hi; v++)
-				if ((r = emit_rule(d, type, major, (uint32_t)v, nc->allow)) < 0)
-					return r;
-		} else if ((r = range_note(d, type, major, major, nc->lo, nc->hi, nc->allow,
-					   "a range of minors; not listed one by one")) < 0)
-			return r;
+		}
+		/* Split by the default majors' cells: what the reader takes varies with them. */
+		for (uint64_t lo = nc->lo; lo <= nc->hi;) {
+			const struct ncell *dc = find_ncell(dmc, (uint32_t)lo);
+			uint64_t hi = dc && dc->hi < nc->hi ? dc->hi : nc->hi;
+			uint8_t want = dc ? dc->allow : def;
+			if (nc->allow != want && (r = emit_minors(d, type, major, (uint32_t)lo,
+								  (uint32_t)hi, nc->allow)) < 0)
+				return r;
+			lo = hi + 1;
+		}
 	}
 	return 0;
 }
@@ -599,7 +705,7 @@ static int compress(struct jobcg_decoded *d)
 		/* Minor exceptions of the default majors cannot be written as rules. */
 		for (size_t k = 0; k < dmc->nn; k++)
 			if (dmc->n[k].allow != def &&
-			    (r = range_note(d, type, 0, UINT32_MAX, dmc->n[k].lo, dmc->n[k].hi,
+			    (r = range_note(d, type, 0, MAJOR_MAX, dmc->n[k].lo, dmc->n[k].hi,
 					    dmc->n[k].allow,
 					    "these minors of every major not listed")) < 0)
 				return r;
@@ -609,7 +715,8 @@ static int compress(struct jobcg_decoded *d)
 				continue;
 			if (span(mc->lo, mc->hi) <= ENUM_LIMIT) {
 				for (uint64_t v = mc->lo; v <= mc->hi; v++)
-					if ((r = emit_major(d, type, (uint32_t)v, mc, def)) < 0)
+					if ((r = emit_major(d, type, (uint32_t)v, mc, dmc, def)) <
+					    0)
 						return r;
 				continue;
 			}
@@ -617,19 +724,30 @@ static int compress(struct jobcg_decoded *d)
 			 */
 			uint8_t mdef = mc->n[largest_ncell(mc)].allow;
 			if (mdef != def &&
-			    (r = range_note(d, type, mc->lo, mc->hi, 0, UINT32_MAX, mdef,
+			    (r = range_note(d, type, mc->lo, mc->hi, 0, MINOR_MAX, mdef,
 					    "a range of majors; not listed one by one")) < 0)
 				return r;
 			for (size_t k = 0; k < mc->nn; k++) {
 				const struct ncell *nc = &mc->n[k];
-				const struct ncell *dc = find_ncell(dmc, nc->lo);
-				if (nc->allow == mdef ||
-				    (dc && dc->allow == nc->allow && dc->hi >= nc->hi))
+				if (mdef != def) {
+					if (nc->allow != mdef &&
+					    (r = range_note(
+						 d, type, mc->lo, mc->hi, nc->lo, nc->hi, nc->allow,
+						 "a range of majors; not listed one by one")) < 0)
+						return r;
 					continue;
-				if ((r = range_note(
-					 d, type, mc->lo, mc->hi, nc->lo, nc->hi, nc->allow,
-					 "a range of majors; not listed one by one")) < 0)
-					return r;
+				}
+				for (uint64_t lo = nc->lo; lo <= nc->hi;) {
+					const struct ncell *dc = find_ncell(dmc, (uint32_t)lo);
+					uint64_t hi = dc && dc->hi < nc->hi ? dc->hi : nc->hi;
+					if ((dc ? dc->allow : def) != nc->allow &&
+					    (r = range_note(
+						 d, type, mc->lo, mc->hi, (uint32_t)lo,
+						 (uint32_t)hi, nc->allow,
+						 "a range of majors; not listed one by one")) < 0)
+						return r;
+					lo = hi + 1;
+				}
 			}
 		}
 	}
@@ -649,6 +767,7 @@ JOBCG_EXPORT int jobcg_decode_program(const struct bpf_insn *insns, size_t n,
 {
 	struct explore e = {.insns = insns, .n = n, .denv = env};
 	struct jobcg_decoded *d;
+	uint64_t max_ms = 0;
 	int r;
 
 	r = bpfvm_check(insns, n);
@@ -658,11 +777,24 @@ JOBCG_EXPORT int jobcg_decode_program(const struct bpf_insn *insns, size_t n,
 		e.env = (struct bpfvm_env){env->cgroup_id, env->ancestor_cgroup_id, env->map_lookup,
 					   env->userdata};
 		e.max_steps = env->max_steps;
+		e.max_total_steps = env->max_total_steps;
+		max_ms = env->max_ms;
 	} else
 		env = NULL;
 	e.denv = env;
 	if (!e.max_steps)
 		e.max_steps = DEFAULT_STEPS;
+	if (!e.max_total_steps)
+		e.max_total_steps = DEFAULT_TOTAL_STEPS;
+	if (!max_ms)
+		max_ms = DEFAULT_MAX_MS;
+	clock_gettime(CLOCK_MONOTONIC, &e.deadline);
+	e.deadline.tv_sec += (time_t)(max_ms / 1000);
+	e.deadline.tv_nsec += (long)(max_ms % 1000) * 1000000;
+	if (e.deadline.tv_nsec >= 1000000000) {
+		e.deadline.tv_sec++;
+		e.deadline.tv_nsec -= 1000000000;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
@@ -699,18 +831,36 @@ static int json_to_text(const char *data, size_t len, const char *filename, char
 	if (!tok)
 		return -ENOMEM;
 	j = json_tokener_parse_ex(tok, data, (int)(len > INT32_MAX ? INT32_MAX : len));
-	if (!j || !json_object_is_type(j, json_type_array)) {
-		json_tokener_free(tok);
-		json_object_put(j);
-		return error_set(-EINVAL, "%s: not a bpftool JSON instruction dump",
-				 filename ? filename : "<input>");
-	}
+	enum json_tokener_error jerr = json_tokener_get_error(tok);
+	size_t end = json_tokener_get_parse_end(tok);
 	json_tokener_free(tok);
+	if (!j) {
+		const char *why = jerr == json_tokener_continue ? "input ends inside the JSON"
+								: json_tokener_error_desc(jerr);
+		return error_set(-EINVAL, "%s: invalid JSON at byte %zu: %s",
+				 filename ? filename : "<input>", end, why);
+	}
+	while (end < len && isspace((unsigned char)data[end]))
+		end++;
+	if (end < len || !json_object_is_type(j, json_type_array)) {
+		json_object_put(j);
+		return error_set(-EINVAL,
+				 end < len ? "%s: unexpected data after the JSON array at byte %zu"
+					   : "%s: not a bpftool JSON instruction dump (expected an "
+					     "array of {\"disasm\": ...})",
+				 filename ? filename : "<input>", end);
+	}
 	for (size_t k = 0; k < json_object_array_length(j) && r >= 0; k++) {
 		struct json_object *o = json_object_array_get_idx(j, k), *d = NULL;
+		/* Skipping one would renumber every instruction after it and shift jumps. */
 		if (!json_object_object_get_ex(o, "disasm", &d) ||
-		    !json_object_is_type(d, json_type_string))
-			continue;
+		    !json_object_is_type(d, json_type_string)) {
+			r = error_set(-EINVAL,
+				      "%s: JSON element %zu has no \"disasm\" string (instruction "
+				      "%zu)",
+				      filename ? filename : "<input>", k, idx);
+			break;
+		}
 		const char *line = json_object_get_string(d);
 		char *t = realloc(out, olen + strlen(line) + 32);
 		if (!t) {
@@ -730,12 +880,17 @@ static int json_to_text(const char *data, size_t len, const char *filename, char
 	return *ret ? 0 : -ENOMEM;
 }
 
+/* "[" then "{" or "]": bpftool's JSON (a pasted mail starting "[list-name]" is text). */
 static bool looks_json(const char *data, size_t len)
 {
 	size_t i = 0;
 	while (i < len && isspace((unsigned char)data[i]))
 		i++;
-	return i < len && data[i] == '[';
+	if (i >= len || data[i] != '[')
+		return false;
+	for (i++; i < len && isspace((unsigned char)data[i]); i++)
+		;
+	return i >= len || data[i] == '{' || data[i] == ']';
 }
 
 JOBCG_EXPORT int jobcg_decode_parse(const void *data, size_t len, const char *filename,
@@ -744,11 +899,9 @@ JOBCG_EXPORT int jobcg_decode_parse(const void *data, size_t len, const char *fi
 	if (!bpftext_looks_raw(data, len) && looks_json(data, len)) {
 		_cleanup_free_ char *text = NULL;
 		int r = json_to_text(data, len, filename, &text);
-		if (r == -ENOMEM)
+		if (r < 0)
 			return r;
-		/* Not JSON after all (a pasted mail may start with "[list-name]"): read as text. */
-		if (r == 0)
-			return bpftext_parse(text, strlen(text), filename, ret, ret_n);
+		return bpftext_parse(text, strlen(text), filename, ret, ret_n);
 	}
 	if (bpftext_looks_raw(data, len)) {
 		struct bpf_insn *insns = NULL;
@@ -838,6 +991,11 @@ JOBCG_EXPORT uint64_t jobcg_decoded_runs(const struct jobcg_decoded *d)
 	return d->runs;
 }
 
+JOBCG_EXPORT bool jobcg_decoded_approximate(const struct jobcg_decoded *d)
+{
+	return d->approximate;
+}
+
 /* Union of cell start points of all inputs, as a point set of starts. */
 JOBCG_EXPORT int jobcg_decoded_intersect(struct jobcg_decoded *const *list, size_t n,
 					 struct jobcg_decoded **ret)
@@ -864,7 +1022,7 @@ JOBCG_EXPORT int jobcg_decoded_intersect(struct jobcg_decoded *const *list, size
 			struct mcell *mc = &d->t[t].m[i];
 			struct pts mstarts = {0};
 			mc->lo = starts.v[i];
-			mc->hi = i + 1 < starts.n ? starts.v[i + 1] - 1 : UINT32_MAX;
+			mc->hi = i + 1 < starts.n ? starts.v[i + 1] - 1 : MAJOR_MAX;
 			d->t[t].nm = i + 1;
 			for (size_t k = 0; k < n && r >= 0; k++) {
 				const struct mcell *src = find_mcell(&list[k]->t[t], mc->lo);
@@ -879,7 +1037,7 @@ JOBCG_EXPORT int jobcg_decoded_intersect(struct jobcg_decoded *const *list, size
 			for (size_t j = 0; j < mstarts.n && r >= 0; j++) {
 				uint8_t allow = 0xff;
 				mc->n[j].lo = mstarts.v[j];
-				mc->n[j].hi = j + 1 < mstarts.n ? mstarts.v[j + 1] - 1 : UINT32_MAX;
+				mc->n[j].hi = j + 1 < mstarts.n ? mstarts.v[j + 1] - 1 : MINOR_MAX;
 				for (size_t k = 0; k < n; k++)
 					allow &= lookup_mask(list[k], t, mc->lo, mc->n[j].lo);
 				mc->n[j].allow = allow;

@@ -25,6 +25,7 @@
 struct mapsnap {
 	uint32_t id;
 	uint32_t type, key_size, value_size, stride;
+	int off_major, off_minor; /* where the keys hold the device (map_hints()); -1: unknown */
 	size_t n;
 	uint8_t *keys;	 /* n * key_size, sorted by memcmp */
 	uint8_t *values; /* n * stride, zero padded */
@@ -40,11 +41,13 @@ struct centry {
 	size_t nmaps;
 	uint32_t (*hints)[2];
 	size_t nhints;
-	struct jobcg_decoded *decoded; /* when not cgroup dependent */
-	char *opaque;		       /* reason, when not decodable at all */
-	int checked;		       /* bpfvm_check(): 0 not yet, 1 passed, -errno failed */
-	int node;		       /* a trusted node program: 0 not yet known, 1 yes, -1 no */
-	bool unresolved;	       /* helper calls not named yet (centry_complete()) */
+	struct jobcg_decoded *decoded; /* when not cgroup dependent, once decoded */
+	char *undecodable;	       /* reason the whole-space decode failed (runs still work) */
+	bool decode_tried;
+	char *opaque;	 /* reason, when it cannot even be run */
+	int checked;	 /* bpfvm_check(): 0 not yet, 1 passed, -errno failed */
+	int node;	 /* a trusted node program: 0 not yet known, 1 yes, -1 no */
+	bool unresolved; /* helper calls not named yet (centry_complete()) */
 };
 
 struct jobcg_progcache {
@@ -69,6 +72,7 @@ struct inspect_priv {
 	struct jobcg_progcache *own_cache;
 	uint64_t *ancestors; /* ids of levels 0..depth */
 	int depth;
+	bool anc_known; /* level 0 is the real root (cg_levels_real()) */
 };
 
 JOBCG_EXPORT int jobcg_progcache_new(struct jobcg_progcache **ret)
@@ -87,6 +91,7 @@ static void centry_done(struct centry *e)
 	free(e->maps);
 	free(e->hints);
 	jobcg_decoded_free(e->decoded);
+	free(e->undecodable);
 	free(e->opaque);
 }
 
@@ -469,10 +474,19 @@ static int snapshot_map(uint32_t id, struct mapsnap *ret, char **ret_reason)
 	return 0;
 }
 
-/* Devices named in map keys, for the layouts we know (jobcg, snapd). */
-static int map_hints(struct centry *e, const struct mapsnap *m, char **ret_reason)
+/*
+ * Devices named in map keys, for the layouts we know (jobcg, snapd). The layout is only a
+ * candidate: the decoder trusts a lookup by device only when the program stored the major and
+ * minor exactly at these offsets (decode_key_layout()); other maps get no hints, and a lookup
+ * keyed by the device in them makes the decode opaque (running the program stays exact).
+ */
+static int map_hints(struct centry *e, struct mapsnap *m)
 {
 	int off_major, off_minor;
+
+	m->off_major = m->off_minor = -1;
+	if (m->type == BPF_MAP_TYPE_ARRAY)
+		return 0; /* indexed by a number: not a table of devices we can list */
 
 	switch (m->key_size) {
 	case 9: /* snapd: packed {u8 type; u32 major; u32 minor} */
@@ -485,13 +499,10 @@ static int map_hints(struct centry *e, const struct mapsnap *m, char **ret_reaso
 		off_major = 12, off_minor = 16;
 		break;
 	default:
-		if (m->type == BPF_MAP_TYPE_ARRAY)
-			return 0; /* configuration, not a device table */
-		*ret_reason = strdup_printf(
-		    "looks up map %u whose key layout (%u bytes) is not one decoding knows", m->id,
-		    m->key_size);
 		return 0;
 	}
+	m->off_major = off_major;
+	m->off_minor = off_minor;
 	void *t = realloc(e->hints, (e->nhints + m->n) * sizeof(*e->hints));
 	if (!t)
 		return -ENOMEM;
@@ -669,31 +680,47 @@ static int load_maps(struct centry *e)
 		}
 		e->maps = t;
 		e->maps[e->nmaps++] = snap;
-		r = map_hints(e, &snap, &reason);
+		r = map_hints(e, &e->maps[e->nmaps - 1]);
 		if (r < 0)
 			return r;
-		if (reason) {
-			e->opaque = reason;
-			return 0;
-		}
 	}
 	return 0;
 }
 
+static int decode_key_layout(void *u, uint64_t ref, size_t *ret_size, int *ret_major,
+			     int *ret_minor)
+{
+	const struct lookup_ctx *lc = u;
+	for (size_t k = 0; k < lc->e->nmaps; k++) {
+		const struct mapsnap *m = &lc->e->maps[k];
+		if (m->id != ref)
+			continue;
+		if (m->off_major < 0)
+			return -ENOENT;
+		*ret_size = m->key_size;
+		*ret_major = m->off_major;
+		*ret_minor = m->off_minor;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* Decode @e as the cgroup whose ids (levels 0..@depth) are @anc would run it; @anc NULL: as no
- * cgroup in particular (a program asking for one stays opaque). */
-static int decode_entry(const struct centry *e, const uint64_t *anc, int depth,
+ * cgroup in particular (a program asking for one stays opaque). @anc_known false: the levels
+ * are not the kernel's (cg_ancestor_ids()), so a program asking for an ancestor stays opaque. */
+static int decode_entry(const struct centry *e, const uint64_t *anc, int depth, bool anc_known,
 			struct jobcg_decoded **ret, char **ret_reason)
 {
 	struct lookup_ctx lc = {e, anc ? anc[depth] : 0, anc, anc ? depth : -1};
 	struct jobcg_decode_env env = {
 	    .size = sizeof(env),
 	    .cgroup_id = anc ? hook_cgroup_id : NULL,
-	    .ancestor_cgroup_id = anc ? hook_ancestor : NULL,
+	    .ancestor_cgroup_id = anc && anc_known ? hook_ancestor : NULL,
 	    .map_lookup = e->nmaps ? hook_lookup : NULL,
 	    .userdata = &lc,
 	    .hints = (const uint32_t(*)[2])e->hints,
 	    .n_hints = e->nhints,
+	    .key_layout = decode_key_layout,
 	};
 	int r = jobcg_decode_program(e->insns, e->n, &env, ret);
 
@@ -704,8 +731,8 @@ static int decode_entry(const struct centry *e, const uint64_t *anc, int depth,
 	return r;
 }
 
-/* What fetch_prog() left for later: helpers named, and a program that does not depend on the
- * cgroup decoded once. */
+/* What fetch_prog() left for later: helpers named. Decoding the whole space waits until a
+ * listing asks for it (centry_decode()): point questions run the program instead. */
 static int centry_complete(struct centry *e)
 {
 	int r;
@@ -717,12 +744,19 @@ static int centry_complete(struct centry *e)
 		if (r < 0)
 			return r;
 	}
-	if (!e->opaque && !e->cg_dependent) {
-		r = decode_entry(e, NULL, -1, &e->decoded, &e->opaque);
-		if (r < 0)
-			return r;
-	}
 	e->unresolved = false;
+	return 0;
+}
+
+/* A program that does not depend on the cgroup, decoded once for every cgroup that has it. */
+static int centry_decode(struct centry *e)
+{
+	if (e->decode_tried || e->opaque || e->cg_dependent)
+		return 0;
+	int r = decode_entry(e, NULL, -1, false, &e->decoded, &e->undecodable);
+	if (r < 0)
+		return r;
+	e->decode_tried = true;
 	return 0;
 }
 
@@ -812,6 +846,18 @@ static void inspect_free(struct inspect_priv *ip)
 JOBCG_EXPORT void jobcg_cginspect_free(struct jobcg_cginspect *i)
 {
 	inspect_free((struct inspect_priv *)i);
+}
+
+/*
+ * Whether ancestor ids counted from the cgroup2 mount's root are the kernel's levels, as
+ * bpf_get_current_ancestor_cgroup_id(level) counts them from the real root (id 1). Inside a
+ * cgroup namespace, or with a mount of a subtree (mountinfo root other than "/"), the mount's
+ * root is some other cgroup and the real levels above it cannot be seen: answers that depend on
+ * an ancestor's id are then uncertain, never computed from the shifted levels.
+ */
+bool inspect_levels_real(uint64_t root_id)
+{
+	return root_id == 1;
 }
 
 /* Ids of the cgroup at @path and its ancestors (level 0 = the mount root). */
@@ -949,6 +995,7 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 	r = cg_ancestor_ids(ip->pub.path, mount, &ip->ancestors, &ip->depth);
 	if (r < 0)
 		goto fail;
+	ip->anc_known = inspect_levels_real(ip->ancestors[0]);
 	ip->pub.cgroup_id = ip->ancestors[ip->depth];
 	ip->pub.progs = calloc(n ? n : 1, sizeof(*ip->pub.progs));
 	ip->owned = calloc(n ? n : 1, sizeof(*ip->owned));
@@ -982,8 +1029,8 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 			p->opaque_reason = e->opaque;
 		} else if (e->cg_dependent) {
 			char *reason = NULL;
-			r = decode_entry(e, ip->ancestors, ip->depth, &ip->owned[ip->nowned],
-					 &reason);
+			r = decode_entry(e, ip->ancestors, ip->depth, ip->anc_known,
+					 &ip->owned[ip->nowned], &reason);
 			if (r < 0)
 				goto fail;
 			if (reason) {
@@ -994,8 +1041,14 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 				p->opaque_reason = reason;
 			} else
 				p->decoded = ip->owned[ip->nowned++];
-		} else
+		} else {
+			r = centry_decode(e);
+			if (r < 0)
+				goto fail;
 			p->decoded = e->decoded;
+			if (!p->decoded)
+				p->opaque_reason = e->undecodable;
+		}
 		if (p->decoded)
 			list[nlist++] = (struct jobcg_decoded *)p->decoded;
 		if (!p->decoded)
@@ -1024,6 +1077,9 @@ fail:
 JOBCG_EXPORT int jobcg_cginspect_allows(const struct jobcg_cginspect *i, char type, uint32_t major,
 					uint32_t minor, unsigned access)
 {
+	/* Sampled, not proven: neither answer is certain. */
+	if (i->combined && jobcg_decoded_approximate(i->combined))
+		return -1;
 	if (i->combined && !jobcg_decoded_allows(i->combined, type, major, minor, access))
 		return 0;
 	return i->any_opaque ? -1 : 1;
@@ -1184,7 +1240,7 @@ static int try_fast(struct jobcg_progcache *c, const uint32_t *ids, size_t n, co
 	struct centry *e;
 	int r;
 
-	if (!c || !c->n_nodes || n == 0)
+	if (!c || !c->n_nodes || n == 0 || !inspect_levels_real(anc[0]))
 		return 0;
 	for (size_t k = 0; k < c->n_nodes && !t; k++)
 		if (c->nodes[k].prog_id == ids[0])
@@ -1259,6 +1315,18 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 		return fast;
 	if (cache && n > 0)
 		*(fast ? &cache->counts.fast : &cache->counts.interpreted) += 1;
+	/*
+	 * Each program is run for each request, exactly as the kernel would (a decode of the
+	 * whole space may be approximate, and costs far more). Read and write are also asked
+	 * together: open(O_RDWR) makes one request with both bits, which a program may answer
+	 * differently from the two alone.
+	 */
+	_cleanup_free_ unsigned *both = calloc(n_reqs ? n_reqs : 1, sizeof(*both));
+	if (!both)
+		return -ENOMEM;
+	for (size_t d = 0; d < n_reqs; d++)
+		both[d] = (access[d] & JOBCG_DEV_ACC_READ) && (access[d] & JOBCG_DEV_ACC_WRITE);
+	bool levels = n > 0 && inspect_levels_real(anc[0]);
 	for (size_t k = 0; k < n && !fast; k++) {
 		struct centry *e;
 		r = cache_get(cache, ids[k], false, &e);
@@ -1272,30 +1340,26 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 			opaque = true;
 			continue;
 		}
+		/* Checked once per program: the check costs more than a run. */
+		if (!e->checked)
+			e->checked = bpfvm_check(e->insns, e->n) < 0 ? -EINVAL : 1;
+		if (e->checked < 0) {
+			opaque = true;
+			continue;
+		}
+		struct lookup_ctx lc = {e, anc[depth], anc, depth};
+		struct bpfvm_env env = {hook_cgroup_id, levels ? hook_ancestor : NULL,
+					e->nmaps ? hook_lookup : NULL, &lc};
 		for (size_t d = 0; d < n_reqs; d++) {
 			const struct jobcg_devreq *q = &reqs[d];
+			static const unsigned asks[] = {JOBCG_DEV_ACC_MKNOD, JOBCG_DEV_ACC_READ,
+							JOBCG_DEV_ACC_WRITE,
+							JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE};
 
-			if (e->decoded) {
-				for (unsigned bit = 1; bit <= 4; bit <<= 1)
-					if ((access[d] & bit) &&
-					    !jobcg_decoded_allows(e->decoded, q->type, q->major,
-								  q->minor, bit))
-						access[d] &= ~bit;
-				continue;
-			}
-			/* Depends on the cgroup: run it for this one request instead of decoding
-			 * it all. Checked once per program: the check costs more than a run. */
-			if (!e->checked)
-				e->checked = bpfvm_check(e->insns, e->n) < 0 ? -EINVAL : 1;
-			if (e->checked < 0) {
-				opaque = true;
-				continue;
-			}
-			struct lookup_ctx lc = {e, anc[depth], anc, depth};
-			struct bpfvm_env env = {hook_cgroup_id, hook_ancestor,
-						e->nmaps ? hook_lookup : NULL, &lc};
-			for (unsigned bit = 1; bit <= 4; bit <<= 1) {
-				if (!(access[d] & bit))
+			for (size_t a = 0; a < ELEMENTSOF(asks); a++) {
+				unsigned bit = asks[a];
+				bool is_both = a == 3;
+				if (is_both ? !both[d] : !(access[d] & bit))
 					continue; /* not asked, or another program denies it */
 				struct bpfvm_devctx ctx = {
 				    .access_type = (bit << 16) | (q->type == 'c' ? 2u : 1u),
@@ -1308,9 +1372,27 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 					opaque = true;
 					break;
 				}
-				if ((uint32_t)r0 == 0)
-					access[d] &= ~bit;
+				if ((uint32_t)r0 == 0) {
+					if (is_both)
+						both[d] = 0;
+					else
+						access[d] &= ~bit;
+				}
 			}
+		}
+	}
+	/* r and w alone but not together, or together but not alone: neither set of letters
+	 * says it; the bits become the upper bound (r and w) and the answer uncertain. */
+	for (size_t d = 0; d < n_reqs && !fast && n > 0; d++) {
+		unsigned asked =
+		    reqs[d].access ? reqs[d].access & JOBCG_DEV_ACC_ALL : JOBCG_DEV_ACC_ALL;
+		if (!(asked & JOBCG_DEV_ACC_READ) || !(asked & JOBCG_DEV_ACC_WRITE))
+			continue;
+		bool r_and_w =
+		    (access[d] & JOBCG_DEV_ACC_READ) && (access[d] & JOBCG_DEV_ACC_WRITE);
+		if (r_and_w != (bool)both[d]) {
+			access[d] |= JOBCG_DEV_ACC_READ | JOBCG_DEV_ACC_WRITE;
+			opaque = true;
 		}
 	}
 	memcpy(ret_access, access, n_reqs * sizeof(*access));
@@ -1352,7 +1434,7 @@ static int decode_live(const struct bpf_insn *insns, size_t n, const char *cgrou
 	if (r >= 0 && e.opaque)
 		r = error_set(-EOPNOTSUPP, "%s", e.opaque);
 	if (r >= 0) {
-		r = decode_entry(&e, anc, depth, &d, &e.opaque);
+		r = decode_entry(&e, anc, depth, anc && inspect_levels_real(anc[0]), &d, &e.opaque);
 		if (r >= 0 && e.opaque)
 			r = error_set(-EOPNOTSUPP, "%s", e.opaque);
 	}
