@@ -1271,6 +1271,11 @@ static int try_fast(struct jobcg_progcache *c, const uint32_t *ids, size_t n, co
 	return 1;
 }
 
+static void progcache_freep(struct jobcg_progcache **c)
+{
+	jobcg_progcache_free(*c);
+}
+
 JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 					     struct jobcg_progcache *cache,
 					     const struct jobcg_devreq *reqs, size_t n_reqs,
@@ -1278,6 +1283,7 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 					     size_t *ret_nprogs)
 {
 	_cleanup_close_ int own_fd = -1;
+	__attribute__((cleanup(progcache_freep))) struct jobcg_progcache *own_cache = NULL;
 	int fd = dirfd;
 	_cleanup_free_ uint32_t *ids = NULL;
 	_cleanup_free_ uint64_t *anc = NULL;
@@ -1289,6 +1295,13 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 
 	if (!access)
 		return -ENOMEM;
+	if (!cache) {
+		/* One call: the programs are fetched once here and dropped at return. */
+		r = jobcg_progcache_new(&own_cache);
+		if (r < 0)
+			return r;
+		cache = own_cache;
+	}
 	r = jobcg_cgroup2_mount(&mount);
 	if (r < 0)
 		return r;
