@@ -1,4 +1,5 @@
-/* jobcg fuzz target: bpftool xlated text parsing, then decoding what parsed (bounded). */
+/* jobcg fuzz target: bpftool xlated text parsing (and its JSON form, bpftool -j), then decoding
+ * what parsed (bounded). */
 #include <stdint.h>
 
 #include "fuzz-decode.h"
@@ -12,7 +13,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 65536)
 		return 0;
-	if (bpftext_parse((const char *)data, size, "fuzz", &insns, &n) < 0)
+	/* JSON through the public entry (raw input would read /proc/kallsyms there). */
+	if (size > 0 && data[0] == '[') {
+		if (jobcg_decode_parse(data, size, "fuzz", &insns, &n) < 0)
+			return 0;
+	} else if (bpftext_parse((const char *)data, size, "fuzz", &insns, &n) < 0)
 		return 0;
 	fuzz_decode(insns, n);
 	return 0;

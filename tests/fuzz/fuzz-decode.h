@@ -11,7 +11,8 @@
  * and free @insns. */
 static inline void fuzz_decode(struct bpf_insn *insns, size_t n)
 {
-	struct jobcg_decode_env env = {.size = sizeof(env), .max_steps = 2000};
+	struct jobcg_decode_env env = {
+	    .size = sizeof(env), .max_steps = 2000, .max_total_steps = 2000000};
 	struct jobcg_decoded *d = NULL;
 
 	if (n <= 64 && jobcg_decode_program(insns, n, &env, &d) == 0) {

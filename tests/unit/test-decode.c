@@ -11,6 +11,7 @@
 #include "bpfvm.h"
 #include "unit/insn.h"
 #include "devprog.h"
+#include "inspect_internal.h"
 #include "jobcg/decode.h"
 #include "tap.h"
 
@@ -961,6 +962,15 @@ static void test_review_cases(void)
 	jobcg_decoded_free(d);
 }
 
+/* Ancestor levels count from the real root (id 1): a cgroup namespace or a subtree mount shows
+ * another cgroup as the mount's root, whose levels are not the kernel's. */
+static void test_levels(void)
+{
+	ok(inspect_levels_real(1), "a mount of the real root: levels are the kernel's");
+	ok(!inspect_levels_real(4242), "a mount whose root is another cgroup: levels unknown");
+	ok(!inspect_levels_real(0), "no id: levels unknown");
+}
+
 static void test_json_errors(void)
 {
 	struct bpf_insn *insns = NULL;
@@ -1074,5 +1084,6 @@ int main(void)
 	test_raw_and_text_errors();
 	test_review_cases();
 	test_json_errors();
+	test_levels();
 	return tap_done();
 }
