@@ -113,7 +113,9 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 		if (in->combined)
 			json_object_object_add(o, "combined", decode_out_json(in->combined));
 		json_object_object_add(o, "all_allowed", json_object_new_boolean(in->n_progs == 0));
+		bool approx = in->combined && jobcg_decoded_approximate(in->combined);
 		json_object_object_add(o, "complete", json_object_new_boolean(!in->any_opaque));
+		json_object_object_add(o, "approximate", json_object_new_boolean(approx));
 		for (char **n = v1; n && *n; n++)
 			json_object_array_add(notes, json_object_new_string(*n));
 		json_object_object_add(o, "notes", notes);
@@ -153,6 +155,9 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 			decode_out_text(stdout, in->combined, dn);
 		if (in->any_opaque)
 			printf("# incomplete: an opaque program may deny more than shown\n");
+		if (in->combined && jobcg_decoded_approximate(in->combined))
+			printf("# uncertain: the rules are approximate (sampled, not proven); ask "
+			       "'jobcg who-has' about a device for an exact answer\n");
 		for (char **n = v1; n && *n; n++)
 			printf("note: %s\n", *n);
 	}
