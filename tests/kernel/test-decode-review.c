@@ -4,8 +4,10 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -126,6 +128,48 @@ static void check_listing(const char *cg, const char *label, int want_decoded)
 	jobcg_cginspect_free(in);
 }
 
+/* Whether `jobcg who-has --json DEVICE` over @root lists @cg: 1 certain, 2 uncertain, 0 not,
+ * -1 no answer. @ret_access gets its access letters. */
+static int who_has(const char *root, const char *dev, const char *cg, char *ret_access)
+{
+	const char *b = getenv("JOBCG_BUILD_ROOT");
+	char cmd[PATH_MAX * 3];
+	struct json_object *j = NULL, *list = NULL;
+	int found = 0;
+
+	snprintf(cmd, sizeof(cmd), "%s/cli/jobcg who-has --json '%s' --root %s", b ? b : ".", dev,
+		 root);
+	char *out = ktest_capture(cmd, NULL);
+	if (!out || !(j = json_tokener_parse(out)) ||
+	    !json_object_object_get_ex(j, "cgroups", &list)) {
+		json_object_put(j);
+		return -1;
+	}
+	for (size_t k = 0; k < json_object_array_length(list); k++) {
+		struct json_object *o = json_object_array_get_idx(list, k), *v = NULL;
+		if (!json_object_object_get_ex(o, "cgroup", &v) ||
+		    strcmp(json_object_get_string(v), cg) != 0)
+			continue;
+		json_object_object_get_ex(o, "access", &v);
+		snprintf(ret_access, 8, "%s", v ? json_object_get_string(v) : "");
+		json_object_object_get_ex(o, "uncertain", &v);
+		found = v && json_object_get_boolean(v) ? 2 : 1;
+	}
+	json_object_put(j);
+	return found;
+}
+
+/* The command: who-has c 1:5 lists T7's cgroup (rwm, certain); c 1:2 does not. */
+static void check_who_has(const char *root, const char *cg)
+{
+	char acc[8] = "";
+	int r = who_has(root, "c 1:5", cg, acc);
+	ok(r == 1 && !strcmp(acc, "rwm"), "t7: who-has c 1:5 lists it, rwm, certain (%d, %s)", r,
+	   acc);
+	r = who_has(root, "c 1:2", cg, acc);
+	ok(r == 0, "t7: who-has c 1:2 does not list it, as the kernel denies (%d)", r);
+}
+
 struct tcase {
 	const char *name;
 	struct bpf_insn v[16];
@@ -166,6 +210,11 @@ int main(void)
 	     {LDX(BPF_W, 2, 1, 0), ALU64_IMM(BPF_RSH, 2, 16), JMP_IMM(BPF_JEQ, 2, 6, 2),
 	      MOV64_IMM(0, 0), EXIT(), MOV64_IMM(0, 1), EXIT()},
 	     7},
+	    /* T8: allowed when the ancestor at level (minor) exists. */
+	    {"t8",
+	     {LDX(BPF_W, 1, 1, 8), CALL(BPF_FUNC_get_current_ancestor_cgroup_id),
+	      JMP_IMM(BPF_JNE, 0, 0, 2), MOV64_IMM(0, 0), EXIT(), MOV64_IMM(0, 1), EXIT()},
+	     7},
 	    /* T5: minor + 1 == 6 (arithmetic before the compare). */
 	    {"t5",
 	     {LDX(BPF_W, 2, 1, 8), ALU64_IMM(BPF_ADD, 2, 1), JMP_IMM(BPF_JEQ, 2, 6, 2),
@@ -193,8 +242,9 @@ int main(void)
 		close(fd);
 		close(cfd);
 		unsigned unc = check_against_kernel(cg, label);
-		if (!strcmp(cases[c].name, "t7") || !strcmp(cases[c].name, "t1") ||
-		    !strcmp(cases[c].name, "t5"))
+		bool exact_runs = !strcmp(cases[c].name, "t7") || !strcmp(cases[c].name, "t1") ||
+				  !strcmp(cases[c].name, "t5") || !strcmp(cases[c].name, "t8");
+		if (exact_runs)
 			ok(unc == 0,
 			   "%s: per-device answers are all certain (the program is run, %u)", label,
 			   unc);
@@ -203,7 +253,10 @@ int main(void)
 			   "%s: read+write differs from r and w alone: uncertain (%u)", label, unc);
 		/* T7: opaque listing; T1 exact; T5 approximate (uncertain); T4: exact with notes.
 		 */
-		check_listing(cg, label, strcmp(cases[c].name, "t7") != 0);
+		check_listing(cg, label,
+			      strcmp(cases[c].name, "t7") != 0 && strcmp(cases[c].name, "t8") != 0);
+		if (!strcmp(cases[c].name, "t7"))
+			check_who_has(root, cg);
 		if (!strcmp(cases[c].name, "t5")) {
 			struct jobcg_cginspect *in = NULL;
 			if (jobcg_cgroup_inspect(cg, NULL, &in) == 0) {
