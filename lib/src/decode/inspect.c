@@ -725,7 +725,15 @@ static int decode_entry(const struct centry *e, const uint64_t *anc, int depth, 
 	int r = jobcg_decode_program(e->insns, e->n, &env, ret);
 
 	if (r == -EOPNOTSUPP || r == -ELOOP || r == -E2BIG || r == -EINVAL) {
-		*ret_reason = strdup(jobcg_last_error()->message);
+		const char *msg = jobcg_last_error()->message;
+		if (anc && !anc_known && strstr(msg, "ancestor"))
+			*ret_reason = strdup_printf(
+			    "%s: the cgroup v2 mount's root is not the root cgroup (a cgroup "
+			    "namespace or a mount of a subtree), so the kernel's ancestor levels "
+			    "are unknown",
+			    msg);
+		else
+			*ret_reason = strdup(msg);
 		return *ret_reason ? 0 : -ENOMEM;
 	}
 	return r;
