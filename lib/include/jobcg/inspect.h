@@ -65,7 +65,8 @@ JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *
 JOBCG_EXPORT void jobcg_cginspect_free(struct jobcg_cginspect *i);
 
 /**
- * Answer for one request: 1 allowed, 0 denied, -1 unknown (an opaque program could decide).
+ * Answer for one request from the decoded rules: 1 allowed, 0 denied, -1 unknown (an opaque
+ * program could decide, or the combined decode is approximate).
  * Without effective programs everything is allowed (cgroup v2 has no other device control).
  */
 JOBCG_EXPORT int jobcg_cginspect_allows(const struct jobcg_cginspect *i, char type, uint32_t major,
@@ -73,8 +74,11 @@ JOBCG_EXPORT int jobcg_cginspect_allows(const struct jobcg_cginspect *i, char ty
 
 /**
  * For walks over many cgroups (who-has): the access bits (JOBCG_DEV_ACC_*) for one device that
- * every effective program of the cgroup at absolute @path allows, tried bit by bit. When
- * *ret_opaque is set some program could not be run and the bits are an upper bound.
+ * every effective program of the cgroup at absolute @path allows. Each program is run for the
+ * device (no decode, so the answer is exact): m, r and w each alone, and r+w as one request
+ * (what open(O_RDWR) asks). *ret_opaque is set when the answer is uncertain: some program could
+ * not be run, or r+w together is decided differently from r and w alone (both bits are then
+ * set); the bits are then an upper bound.
  */
 JOBCG_EXPORT int jobcg_cgroup_device_access(const char *path, struct jobcg_progcache *cache,
 					    char type, uint32_t major, uint32_t minor,
