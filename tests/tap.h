@@ -25,6 +25,28 @@ static inline bool tap_must_work(void)
 	return e && *e == '1';
 }
 
+/* A test's description is one TAP line: a line break in it (a message or a command's output
+ * quoted there) is written as \n, else the harness reads the rest as unknown output. */
+static inline void tap_vprint_line(const char *fmt, va_list ap)
+{
+	char *text = NULL;
+
+	if (vasprintf(&text, fmt, ap) < 0) {
+		printf("(description lost: out of memory)\n");
+		return;
+	}
+	for (const char *c = text; *c; c++) {
+		if (*c == '\n')
+			fputs("\\n", stdout);
+		else if (*c == '\r')
+			fputs("\\r", stdout);
+		else
+			putchar(*c);
+	}
+	putchar('\n');
+	free(text);
+}
+
 static inline bool tap_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline bool tap_ok(bool cond, const char *fmt, ...)
 {
@@ -33,9 +55,8 @@ static inline bool tap_ok(bool cond, const char *fmt, ...)
 	tap_n++;
 	printf("%sok %d - ", cond ? "" : "not ", tap_n);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	tap_vprint_line(fmt, ap);
 	va_end(ap);
-	printf("\n");
 	fflush(stdout);
 	if (!cond)
 		tap_failed++;
@@ -55,9 +76,8 @@ static inline void tap_skip(const char *fmt, ...)
 		printf("ok %d # SKIP ", tap_n);
 	}
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	tap_vprint_line(fmt, ap);
 	va_end(ap);
-	printf("\n");
 	fflush(stdout);
 }
 
