@@ -264,6 +264,8 @@ static void test_log(void)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/state/sub/acct.jsonl", dir);
 	unlink(path);
+	snprintf(path, sizeof(path), "%s/state/sub/refused.jsonl", dir);
+	unlink(path);
 	snprintf(sub, sizeof(sub), "%s/state/sub", dir);
 	rmdir(sub);
 	snprintf(sub, sizeof(sub), "%s/state", dir);
