@@ -28,6 +28,8 @@ static inline bool tap_must_work(void)
 /* A test's description is one TAP line: a line break in it (a message or a command's output
  * quoted there) is written as \n, else the harness reads the rest as unknown output. */
 static inline void tap_vprint_line(const char *fmt, va_list ap)
+    __attribute__((format(printf, 1, 0)));
+static inline void tap_vprint_line(const char *fmt, va_list ap)
 {
 	char *text = NULL;
 
