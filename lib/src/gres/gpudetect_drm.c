@@ -19,10 +19,10 @@
 #define NODES_MAX    1024
 #define XCP_NAME     "amdgpu_xcp"
 
-/* One line of sysfs attribute renderD<minor>/device/<attr>, stripped; NULL if absent. */
-static char *render_attr(const struct gpuscan *s, unsigned minor, const char *attr)
+/* The sysfs attribute at @path (owned, may be NULL), stripped; NULL if absent. */
+static char *attr_text(const struct gpuscan *s, char *path)
 {
-	_cleanup_free_ char *p = strdup_printf("/sys/class/drm/renderD%u/device/%s", minor, attr);
+	_cleanup_free_ char *p = path;
 	char *text = NULL, *t;
 
 	if (!p || gpuscan_read(s, p, &text) < 0)
@@ -32,17 +32,16 @@ static char *render_attr(const struct gpuscan *s, unsigned minor, const char *at
 	return text;
 }
 
+/* One line of sysfs attribute renderD<minor>/device/<attr>, stripped; NULL if absent. */
+static char *render_attr(const struct gpuscan *s, unsigned minor, const char *attr)
+{
+	return attr_text(s, strdup_printf("/sys/class/drm/renderD%u/device/%s", minor, attr));
+}
+
 /* One line of /sys/bus/pci/devices/<pci>/<attr>, stripped; NULL if absent. */
 static char *pci_attr(const struct gpuscan *s, const char *pci, const char *attr)
 {
-	_cleanup_free_ char *p = strdup_printf("/sys/bus/pci/devices/%s/%s", pci, attr);
-	char *text = NULL, *t;
-
-	if (!p || gpuscan_read(s, p, &text) < 0)
-		return NULL;
-	t = strstrip(text);
-	memmove(text, t, strlen(t) + 1);
-	return text;
+	return attr_text(s, strdup_printf("/sys/bus/pci/devices/%s/%s", pci, attr));
 }
 
 /* PCI_SLOT_NAME of the render node's device, normalised. */
