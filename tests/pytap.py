@@ -64,6 +64,26 @@ def kernel_skip():
     return False
 
 
+def wait_file(path, pred, secs=10):
+    """The text of the file at @path once @pred(text) holds, or after @secs (a daemon's log)."""
+    end = time.monotonic() + secs
+    while True:
+        with open(path) as f:
+            text = f.read()
+        if pred(text) or time.monotonic() >= end:
+            return text
+        time.sleep(0.2)
+
+
+def zombie(pid):
+    """Whether @pid is a child that ended and was not reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return False
+
+
 # Run by KernelEnv.open_in in a process of its own: joins the cgroup (argv[1], its cgroup.procs),
 # then opens each further argument and prints what it got.
 _OPEN_IN = r"""

@@ -263,19 +263,6 @@ def server_pids(dlog):
     return [int(p) for p in re.findall(r"metrics on http://\S+ \(pid (\d+)\)", log_text(dlog))]
 
 
-def wait_log(dlog, pred, secs=10):
-    wait_for(lambda: pred(log_text(dlog)), secs)
-    return log_text(dlog)
-
-
-def zombie(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return False
-
-
 def listen_on(s, port):
     """Bind and listen @s on 127.0.0.1:@port; False while the port is taken."""
     try:
@@ -295,7 +282,7 @@ def killed_server(daemon, dlog, port, up):
     if len(first) != 1:
         return
     os.kill(first[0], 9)
-    text = wait_log(dlog, lambda t: len(server_pids(dlog)) > 1)
+    text = pytap.wait_file(dlog.name, lambda t: len(server_pids(dlog)) > 1)
     ok(f"the metrics server (pid {first[0]}) was killed by signal 9" in text
        and "starting the metrics server again in 1 s" in text,
        f"the daemon logs the server's death and its restart ({text.strip()[-400:]})")
@@ -303,7 +290,7 @@ def killed_server(daemon, dlog, port, up):
     ok(len(pids) == 2 and pids[1] != first[0] and os.path.exists(f"/proc/{pids[1]}"),
        f"a new metrics server runs ({pids})")
     ok(wait_for(up, 10), f"it serves GET /metrics on the same port ({port})")
-    ok(not zombie(first[0]), "the dead server was reaped (no zombie)")
+    ok(not pytap.zombie(first[0]), "the dead server was reaped (no zombie)")
     ok(daemon.poll() is None, "the daemon kept running")
     if len(pids) != 2:
         return
@@ -313,7 +300,7 @@ def killed_server(daemon, dlog, port, up):
     try:
         # Taken before the daemon binds it again (2 s after the death).
         ok(wait_for(lambda: listen_on(squat, port), 1), f"port {port} taken meanwhile")
-        text = wait_log(dlog, lambda t: "did not start: trying again in 4 s" in t)
+        text = pytap.wait_file(dlog.name, lambda t: "did not start: trying again in 4 s" in t)
         ok(f"(pid {pids[1]}) was killed by signal 9" in text
            and "starting the metrics server again in 2 s" in text
            and f"cannot listen on 127.0.0.1:{port}" in text
@@ -324,7 +311,7 @@ def killed_server(daemon, dlog, port, up):
         squat.close()
     ok(wait_for(up, 10) and len(server_pids(dlog)) == 3,
        f"once the port is free, a new server serves it ({server_pids(dlog)})")
-    ok(not zombie(pids[1]) and daemon.poll() is None, "no zombie, the daemon still runs")
+    ok(not pytap.zombie(pids[1]) and daemon.poll() is None, "no zombie, the daemon still runs")
 
 
 def as_nobody():

@@ -214,12 +214,8 @@ def body(e):
         ok(True, "# SKIP bpf syscall number unknown on this machine")
         return
     e.setup()
-    r = e.run("alloc", "1", "--gres", "gpu:1")
-    if r.returncode != 0:
-        ok(os.environ.get("JOBCG_MUST_WORK") != "1",
-           f"# SKIP devices cannot be constrained here ({r.stderr.strip()})")
+    if not R.devices_constrained(e):
         return
-    e.run("release", "1")
     check_small(e)
     check_not_root(e)
     check_unknown_devices(e)

@@ -494,26 +494,6 @@ def watcher_pids(path):
                                            f.read())]
 
 
-def wait_log(path, pred, secs=10):
-    end = time.monotonic() + secs
-    while time.monotonic() < end:
-        with open(path) as f:
-            text = f.read()
-        if pred(text):
-            return text
-        time.sleep(0.2)
-    with open(path) as f:
-        return f.read()
-
-
-def zombie(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return False
-
-
 def check_daemon(e):
     """jobcg daemon re-verifies periodically and repairs: a reservation entry deleted behind
     jobcg's back is written again within the period, and the daemon says so. Its watcher
@@ -532,19 +512,19 @@ def check_daemon(e):
         first = watcher_pids(path)
         ok(len(first) == 1, f"one watcher started, its pid logged ({first})")
         os.kill(first[0], 9)
-        text = wait_log(path, lambda t: len(watcher_pids(path)) > 1)
+        text = pytap.wait_file(path, lambda t: len(watcher_pids(path)) > 1)
         ok(f"reservation watcher (pid {first[0]}) was killed by signal 9" in text
            and "starting the reservation watcher again in 1 s" in text,
            f"the daemon logs the watcher's death and its restart ({text.strip()[-400:]})")
         pids = watcher_pids(path)
         ok(len(pids) == 2 and pids[1] != first[0] and os.path.exists(f"/proc/{pids[1]}"),
            f"a new watcher runs ({pids})")
-        ok(not zombie(first[0]), "the dead watcher was reaped (no zombie)")
+        ok(not pytap.zombie(first[0]), "the dead watcher was reaped (no zombie)")
         ok(d.poll() is None, "the daemon kept running")
         break_and_wait_repair(e, "the restarted watcher")
         # Killed again soon after its start: the delay doubles.
         os.kill(pids[1], 9)
-        text = wait_log(path, lambda t: len(watcher_pids(path)) > 2)
+        text = pytap.wait_file(path, lambda t: len(watcher_pids(path)) > 2)
         ok(f"(pid {pids[1]}) was killed by signal 9" in text
            and "starting the reservation watcher again in 2 s" in text
            and len(watcher_pids(path)) == 3,
@@ -561,18 +541,26 @@ def check_daemon(e):
     ok(r.returncode == 0, f"delete rd ({r.stderr.strip()})")
 
 
+def devices_constrained(e):
+    """Whether jobs' GPUs are enforced here: a job given one (released at once); else a skip
+    line, a failure under JOBCG_MUST_WORK."""
+    r = e.run("alloc", "1", "--gres", "gpu:1")
+    if r.returncode != 0:
+        ok(os.environ.get("JOBCG_MUST_WORK") != "1",
+           f"# SKIP devices cannot be constrained here ({r.stderr.strip()})")
+        return False
+    e.run("release", "1")
+    return True
+
+
 def body(e):
     if SYS_BPF is None:
         ok(True, "# SKIP bpf syscall number unknown on this machine")
         return
     e.setup()
     check_fresh_root(e)
-    r = e.run("alloc", "1", "--gres", "gpu:1")
-    if r.returncode != 0:
-        ok(os.environ.get("JOBCG_MUST_WORK") != "1",
-           f"# SKIP devices cannot be constrained here ({r.stderr.strip()})")
+    if not devices_constrained(e):
         return
-    e.run("release", "1")
     check_rules(e)
     check_malformed(e)
     check_big_values(e)
