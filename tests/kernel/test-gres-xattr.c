@@ -151,6 +151,26 @@ int main(void)
 	ok(rmdir(path) == 0, "removing the job cgroup frees its GPUs");
 	is_int(jobcg_gres_scan(n, rootfd, NULL, NULL, NULL, &used), 0, "scan again");
 	is_int(jobcg_gres_set_count(&used), 0, "nothing in use: the state is the tree");
+	{
+		/* A job whose list does not parse may still hold grants in the kernel: it must
+		 * not read as holding nothing (its GPUs would go to the next job). */
+		struct jobcg_gres_set all;
+		int hfd;
+
+		snprintf(path, sizeof(path), "%s/job_7", root);
+		ok(mkdir(path, 0755) == 0, "a job whose device list is damaged");
+		hfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ok(hfd >= 0 && fsetxattr(hfd, JOBCG_GRES_XATTR, "gpu:0,,zz", 9, 0) == 0,
+		   "trusted.jobcg.gres='gpu:0,,zz'");
+		is_int(jobcg_gres_scan(n, rootfd, NULL, NULL, NULL, &used), 0,
+		       "a scan goes on past it");
+		jobcg_gres_node_all(n, NULL, &all);
+		ok(memcmp(&used, &all, sizeof(all)) == 0 && jobcg_gres_set_count(&used) == 4,
+		   "... counting it as holding every device (fail closed), not none");
+		if (hfd >= 0)
+			close(hfd);
+		ok(rmdir(path) == 0, "removed");
+	}
 
 	/* 50 allocators race for 4 GPUs. */
 	snprintf(lock, sizeof(lock), "%s/lock", ktest_tmpdir());

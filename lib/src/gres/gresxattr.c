@@ -200,9 +200,19 @@ static int scan_dir(const struct jobcg_gres_node *n, int fd, const char *rel, un
 	if (r >= 0) {
 		struct jobcg_gres_set s = {};
 
-		if (*v && set_parse(n, v, true, &s) < 0)
-			log_warning("%s: %s='%s' does not parse, ignored", *rel ? rel : ".", xattr,
-				    v);
+		/*
+		 * A holder whose list no longer parses (written by hand, or by a different
+		 * jobcg) may still have devices granted in the kernel. Counting it as holding
+		 * nothing would hand them to another job: fail closed and count it as holding
+		 * every device of the node until it is released or repaired.
+		 */
+		if (*v && set_parse(n, v, true, &s) < 0) {
+			log_warning("%s: %s='%s' does not parse: counted as holding every device "
+				    "of the node until it is released",
+				    *rel ? rel : ".", xattr, v);
+			jobcg_error_clear();
+			jobcg_gres_node_all(n, NULL, &s);
+		}
 		for (size_t i = 0; i < ELEMENTSOF(s.w); i++)
 			used->w[i] |= s.w[i];
 		if (fn && (r = fn(rel, depth, &s, userdata)) != 0)
