@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -119,21 +120,24 @@ static int pam_stack_refuses(const char *pam_dir, const char *service, const cha
 }
 
 static int pam_account(struct jobcg_ctx *ctx, const char *pam_dir, const char *service,
-		       const char *who, uid_t uid, pid_t pid)
+		       const char *who, uid_t uid, pid_t pid, int pidfd)
 {
 	uint32_t job = 0;
 	int r;
 
 	if (pam_stack_refuses(pam_dir, service, who, true))
 		return 1;
-	if ((r = jobcg_adopt_user(ctx, pid, uid, &job)) < 0) {
+	r = pidfd >= 0 ? jobcg_adopt_user_pidfd(ctx, pidfd, uid, &job)
+		       : jobcg_adopt_user(ctx, pid, uid, &job);
+	if (r < 0) {
 		if (r == -ENOENT)
 			return say(LOG_NOTICE, "user %s has no job on this node: access refused",
 				   who);
 		return say(LOG_ERR, "%s's login (pid %d) not adopted: %s", who, (int)pid,
 			   jobcg_error_message(r));
 	}
-	/* Our parent was alive all along if it still is: the pid moved was that process. */
+	/* Without a pidfd (before Linux 5.3): our parent was alive all along if it still is,
+	 * and the pid moved was that process. */
 	if (getppid() != pid)
 		return say(LOG_ERR,
 			   "%s's login process %d ended while being adopted into job %u: refused",
@@ -241,6 +245,27 @@ static int pam_environment(struct cli_global *pg, char **service, char **type, c
 	return 0;
 }
 
+/* A pidfd for @pid, so that the process moved is the one meant and not a later holder of its
+ * pid; -1 where the kernel has none (before Linux 5.3: the library then checks what it can),
+ * -2 with the error said when there is no such process. */
+static int open_pidfd(pid_t pid)
+{
+	int fd = -1;
+
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	errno = ENOSYS;
+#endif
+	if (fd >= 0 || errno == ENOSYS)
+		return fd;
+	if (errno == EINVAL)
+		cli_fail("adopt: %d is not a process id (a thread's?)", (int)pid);
+	else
+		cli_fail("adopt: process %d: %s", (int)pid, strerror(errno));
+	return -2;
+}
+
 static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
@@ -260,7 +285,7 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	bool pam = false;
 	pid_t pid = 0;
 	uid_t uid = (uid_t)-1;
-	int c, r, ret = 1;
+	int c, r, ret = 1, pidfd = -1;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -377,10 +402,17 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		}
 		uid = pw_uid;
 		pid = getppid();
-		/* Our parent gone, we were reparented: that is not the login's process. */
-		if (pid <= 1) {
+		/* Our parent gone, we were reparented: that is not the login's process. Our
+		 * parent still after the pidfd is open: the pidfd is the login's process, and a
+		 * process that takes its pid once it ends is not moved and left in the job. */
+		if (pid > 1 && (pidfd = open_pidfd(pid)) == -2) {
+			ret =
+			    say(LOG_ERR, "%s's login process %d: cannot follow it", who, (int)pid);
+			goto out;
+		}
+		if (pid <= 1 || getppid() != pid) {
 			ret = say(LOG_ERR, "%s's login process is gone (our parent is pid %d)", who,
-				  (int)pid);
+				  (int)getppid());
 			goto out;
 		}
 	} else {
@@ -394,6 +426,9 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 		if (v == 1)
 			return cli_usage_error("adopt", "PID 1 is never adopted into a job");
 		pid = (pid_t)v;
+		/* Open before anything is read of it: what is checked and moved is this one. */
+		if ((pidfd = open_pidfd(pid)) == -2)
+			return 1;
 	}
 	r = cli_ctx_open(&pg, JOBCG_CTX_NO_CREATE_ROOT, &conf, &ctx);
 	if (r) {
@@ -404,14 +439,17 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	}
 	if (pam) {
 		ret = strcmp(type, "account") == 0
-			  ? pam_account(ctx, pam_dir, service, who, uid, pid)
+			  ? pam_account(ctx, pam_dir, service, who, uid, pid, pidfd)
 			  : pam_session(ctx, pam_dir, service, who, pid);
 		goto out;
 	}
 	if (job)
-		r = jobcg_adopt(ctx, pid, job);
+		r = pidfd >= 0 ? jobcg_adopt_pidfd(ctx, pidfd, job) : jobcg_adopt(ctx, pid, job);
+	/* The uid read after the pidfd was opened, and the library checks the process lived
+	 * on after that: it is this process's user. */
 	else if ((r = jobcg_pid_uid(pid, &uid)) >= 0)
-		r = jobcg_adopt_user(ctx, pid, uid, &job);
+		r = pidfd >= 0 ? jobcg_adopt_user_pidfd(ctx, pidfd, uid, &job)
+			       : jobcg_adopt_user(ctx, pid, uid, &job);
 	if (r < 0) {
 		cli_print_error(r, "adopt");
 		goto out;
@@ -419,6 +457,8 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	printf("adopted pid %d into job %u (step extern)\n", (int)pid, job);
 	ret = 0;
 out:
+	if (pidfd >= 0)
+		close(pidfd);
 	cli_ctx_close(conf, ctx);
 	free(service);
 	free(type);

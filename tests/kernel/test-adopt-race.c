@@ -7,7 +7,9 @@
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -442,6 +444,203 @@ static void test_pam_user_env(const char *pamd)
 	is_int(kcli(NULL, "release", "9", NULL), 0, "release job 9");
 }
 
+/*
+ * A job in a reservation with a user list: a login is checked as its user, not as sshd (root),
+ * which is the process moved; `jobcg adopt PID --job` checks the process's own user.
+ */
+static void test_pam_resv(const char *pamd)
+{
+	char out[8192], args[PATH_MAX + 64], job[PATH_MAX], pid[16], *err = NULL;
+	struct probe p;
+
+	tap_diag("adopt --pam into a job of a reservation with --users");
+	snprintf(args, sizeof(args), "--pam-dir %s", pamd);
+	snprintf(job, sizeof(job), "0::%s/resv_r1/job_10/step_extern/user/task_special",
+		 tree + strlen(ktest_cgroup_mount()));
+	is_int(kcli(NULL, "resv", "create", "r1", "--devices", "gpu:1", "--users", "nobody", NULL),
+	       0, "reservation r1 for nobody");
+	is_int(kcli(NULL, "alloc", "10", "--reservation", "r1", "--user", "nobody", NULL), 0,
+	       "job 10 of nobody in r1");
+	is_int(pam_run("sshd", "account", "nobody", args, out, sizeof(out)), 0,
+	       "nobody's login (from sshd, a root process) is adopted into job 10");
+	ok(strstr(out, job) != NULL, "...its sshd is in job 10");
+	p = probe_start();
+	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
+	ok(kcli_run((char *[]){"adopt", pid, "--job", "10", NULL}, NULL, &err) == 1,
+	   "adopt PID --job 10 of a root process is refused");
+	ok(err && strstr(err, "user 0 may not place jobs in reservation r1"),
+	   "...checking the process's user");
+	ok(!in_job(p.pid, 10), "...and the process is not in job 10");
+	free(err);
+	probe_end(&p);
+	is_int(kcli(NULL, "release", "10", NULL), 0, "release job 10");
+	is_int(kcli(NULL, "resv", "delete", "r1", NULL), 0, "delete r1");
+}
+
+/* What a race in a private pid namespace gave (pidns_race()). */
+struct reuse {
+	bool skipped, reused;
+	int rc;
+	char victim_cg[PATH_MAX], own_cg[PATH_MAX], err[4096];
+};
+
+/*
+ * In a private pid namespace, where this is pid 1 and pids are few: the process to adopt (a
+ * stand-in for sshd, which with @pam runs `jobcg adopt --pam` itself) dies while the adopt is
+ * stopped before its move, and a root process (the victim) is made to take its pid
+ * (ns_last_pid). Then the adopt goes on. Reports on @fd.
+ */
+static void pidns_race(bool pam, const char *pamd, int fd)
+{
+	char errfile[PATH_MAX + 16], pidtext[16];
+	struct reuse r = {.rc = -1};
+	pid_t standin, victim, adopt = -1, w;
+	int st, e, lp;
+
+	snprintf(errfile, sizeof(errfile), "%s/race.err", tmp);
+	/* Our own /proc, of this namespace, not seen outside it: as unshare --mount-proc. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+		r.skipped = true;
+		goto out;
+	}
+	setenv("JOBCG_TEST_PAUSE", "adopt-before-move", 1);
+	setenv("JOBCG_TEST_PAUSE_DIR", pause_dir, 1);
+	standin = fork();
+	if (standin == 0) {
+		if (pam) {
+			e = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+			setenv("PAM_SERVICE", "sshd", 1);
+			setenv("PAM_TYPE", "account", 1);
+			setenv("PAM_USER", "nobody", 1);
+			if (fork() == 0) {
+				dup2(e, 1);
+				dup2(e, 2);
+				execl(kcli_binary(), kcli_binary(), "adopt", "--pam", "--pam-dir",
+				      pamd, (char *)NULL);
+				_exit(127);
+			}
+		}
+		for (;;)
+			pause();
+	}
+	if (!pam) {
+		snprintf(pidtext, sizeof(pidtext), "%d", (int)standin);
+		adopt = fork();
+		if (adopt == 0) {
+			e = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+			dup2(e, 1);
+			dup2(e, 2);
+			execl(kcli_binary(), kcli_binary(), "adopt", pidtext, "--job", "11",
+			      (char *)NULL);
+			_exit(127);
+		}
+	}
+	if (!kcli_wait_file(pause_dir, "adopt-before-move.reached", 30000)) {
+		kill(standin, SIGKILL);
+		goto out;
+	}
+	/* The stand-in ends and is reaped: its pid is free; the adopt is now our child. */
+	kill(standin, SIGKILL);
+	waitpid(standin, NULL, 0);
+	lp = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+	snprintf(pidtext, sizeof(pidtext), "%d", (int)standin - 1);
+	if (lp < 0 || write(lp, pidtext, strlen(pidtext)) < 0) {
+		r.skipped = true;
+		kcli_pause_go(pause_dir, "adopt-before-move");
+		goto out;
+	}
+	close(lp);
+	victim = fork();
+	if (victim == 0) {
+		for (;;)
+			pause();
+	}
+	r.reused = victim == standin;
+	kcli_pause_go(pause_dir, "adopt-before-move");
+	/* The adopt, whichever it is: the victim does not end. */
+	while ((w = waitpid(adopt, &st, 0)) < 0 && errno == EINTR)
+		;
+	if (w > 0)
+		r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	cgroup_of(victim, r.victim_cg, sizeof(r.victim_cg));
+	cgroup_of(getpid(), r.own_cg, sizeof(r.own_cg));
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+out : {
+	FILE *f = fopen(errfile, "re");
+	size_t n = f ? fread(r.err, 1, sizeof(r.err) - 1, f) : 0;
+
+	r.err[n] = '\0';
+	if (f)
+		fclose(f);
+}
+	if (write(fd, &r, sizeof(r)) != sizeof(r))
+		_exit(1);
+}
+
+/* `jobcg adopt` when the process to adopt ends and its pid is reused before the move: the
+ * process that took the pid is not left in the job. */
+static void test_pid_reuse(bool pam, const char *pamd)
+{
+	struct reuse r = {};
+	int fd[2];
+	pid_t child;
+	ssize_t n;
+	char want[PATH_MAX + 32];
+
+	tap_diag("adopt%s: the login process ends and its pid is reused before the move",
+		 pam ? " --pam" : " PID");
+	clear_pause_dir();
+	is_int(kcli(NULL, "alloc", "11", "--user", "nobody", NULL), 0, "job 11 of nobody");
+	if (pipe2(fd, O_CLOEXEC) < 0) {
+		printf("Bail out! pipe: %s\n", strerror(errno));
+		exit(1);
+	}
+	child = fork();
+	if (child == 0) {
+		pid_t init;
+		int st;
+
+		close(fd[0]);
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0) {
+			struct reuse s = {.skipped = true};
+
+			_exit(write(fd[1], &s, sizeof(s)) == sizeof(s) ? 0 : 1);
+		}
+		init = fork();
+		if (init == 0) {
+			pidns_race(pam, pamd, fd[1]);
+			_exit(0);
+		}
+		waitpid(init, &st, 0);
+		_exit(0);
+	}
+	close(fd[1]);
+	n = read(fd[0], &r, sizeof(r));
+	close(fd[0]);
+	waitpid(child, NULL, 0);
+	clear_pause_dir();
+	if (n != sizeof(r) || r.skipped || !r.reused) {
+		for (int i = 0; i < 4; i++)
+			tap_skip("%s", n != sizeof(r) ? "no answer from the pid namespace"
+				       : r.skipped ? "no private pid namespace or ns_last_pid here"
+						   : "the victim did not get the stand-in's pid");
+	} else {
+		if (*r.err)
+			ktest_diag_lines("  jobcg: ", r.err);
+		tap_diag("victim in %s, its parent in %s", r.victim_cg, r.own_cg);
+		ok(r.rc != 0, "the adopt fails (exit %d)", r.rc);
+		ok(strstr(r.err, "ended while being adopted") != NULL,
+		   "...saying the process ended");
+		snprintf(want, sizeof(want), "/job_11/");
+		ok(strstr(r.victim_cg, want) == NULL,
+		   "the process that took the pid (root's) is not left in job 11");
+		is_str(r.victim_cg, r.own_cg, "...it is back where it was");
+	}
+	is_int(kcli(NULL, "release", "11", NULL), 0, "release job 11");
+}
+
 /* --pam: which services, which phase, which stack. */
 static void test_pam(void)
 {
@@ -506,6 +705,9 @@ static void test_pam(void)
 	ok(strstr(out, "no job on this node") != NULL, "...saying so");
 
 	is_int(kcli(NULL, "adopt", "1", NULL), 2, "pid 1 is never adopted");
+	test_pam_resv(pamd);
+	test_pid_reuse(true, pamd);
+	test_pid_reuse(false, pamd);
 	test_pam_user_env(pamd);
 }
 

@@ -27,16 +27,32 @@ JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t
  * to the job (no runner: gc leaves it, `jobcg release` removes it). The job is checked and the
  * process moved in one hold of the node lock, so a concurrent release either finds the process
  * in the job (and kills it) or the adoption is refused; afterwards the process's cgroup is read
- * back. -ENOENT if there is no such job, -EBUSY if it is not completely created, -ESHUTDOWN if
- * it is being released, -ESRCH if there is no such process, -EPERM for pid 1.
+ * back. The process is the one that has @pid when this is called (a pidfd is taken): when it
+ * ends before the move is confirmed, and the pid moved may have been another process's, that
+ * pid is put back in the cgroup it was in and -ESRCH returned. A job in a reservation with a
+ * user list must name the process's (real) user. -ENOENT if there is no such job, -EBUSY if it
+ * is not completely created, -ESHUTDOWN if it is being released, -ESRCH if there is no such
+ * process, -EPERM for pid 1 or a user the job's reservation does not list.
  */
 JOBCG_EXPORT int jobcg_adopt(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id);
 
 /**
+ * jobcg_adopt() of the process @pidfd refers to (pidfd_open(2)): a caller that learnt the pid
+ * earlier (a parent's, by getppid()) opens the pidfd and checks the pid is still the one it
+ * meant, so that the process moved is that one and not a later holder of its pid.
+ */
+JOBCG_EXPORT int jobcg_adopt_pidfd(struct jobcg_ctx *ctx, int pidfd, uint32_t job_id);
+
+/**
  * jobcg_adopt() into the job jobcg_adopt_pick_job() chooses for @uid, chosen and adopted in one
- * hold of the node lock. The job goes to @ret_job (may be NULL).
+ * hold of the node lock. The job goes to @ret_job (may be NULL). A reservation's user list must
+ * name @uid, the user the login is for, whoever runs the process moved (sshd runs as root).
  */
 JOBCG_EXPORT int jobcg_adopt_user(struct jobcg_ctx *ctx, pid_t pid, uid_t uid, uint32_t *ret_job);
+
+/** jobcg_adopt_user() of the process @pidfd refers to, as jobcg_adopt_pidfd(). */
+JOBCG_EXPORT int jobcg_adopt_user_pidfd(struct jobcg_ctx *ctx, int pidfd, uid_t uid,
+					uint32_t *ret_job);
 
 /**
  * Which job process @pid is in, from /proc/<pid>/cgroup: 1 with the job to @ret_job when its

@@ -3,8 +3,12 @@
  * job and put the process into the job's extern step, so that whatever the user starts over ssh
  * is limited and accounted with the job and killed with it.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "adopt_internal.h"
 #include "cgroupfs.h"
@@ -235,10 +239,95 @@ JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t
 	return r;
 }
 
-/* Under the node lock: check the job, make its extern step, move the process, read it back. */
-static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
+/* The pid @pidfd refers to, from its fdinfo. */
+static int pidfd_pid(int pidfd, pid_t *ret)
 {
-	_cleanup_free_ char *sdir = NULL, *tdir = NULL, *now = NULL;
+	_cleanup_free_ char *text = NULL;
+	char path[64];
+	const char *p;
+	int64_t v;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	r = read_full_file_at(AT_FDCWD, path, 1 << 16, &text, NULL);
+	if (r < 0)
+		return error_set(r, "cannot read %s: %s", path, strerror(-r));
+	p = strstr(text, "\nPid:");
+	if (!p || sscanf(p + 5, "%" SCNd64, &v) != 1 || v == 0 || v > INT32_MAX)
+		return error_set(-EBADF, "fd %d is not a pidfd", pidfd);
+	if (v < 0)
+		return error_set(-ESRCH, "the process of pidfd %d has ended", pidfd);
+	*ret = (pid_t)v;
+	return 0;
+}
+
+/*
+ * Does the process @pidfd refers to still hold its pid? A zombie does: its pid is freed only
+ * when it is reaped, so nothing else can have it yet.
+ */
+static bool pidfd_alive(int pidfd)
+{
+#ifdef SYS_pidfd_send_signal
+	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 || errno != ESRCH;
+#else
+	(void)pidfd;
+	return true;
+#endif
+}
+
+/* A pidfd for @pid; -ENOSYS where the kernel has none (before Linux 5.3). */
+static int pid_open(pid_t pid, int *ret)
+{
+	int fd = -1;
+
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	errno = ENOSYS;
+#endif
+	if (fd >= 0) {
+		*ret = fd;
+		return 0;
+	}
+	if (errno == ENOSYS)
+		return -ENOSYS;
+	if (errno == ESRCH)
+		return error_set(-ESRCH, "no process %d", (int)pid);
+	if (errno == EINVAL)
+		return error_set(-EINVAL, "%d is not a process id (a thread's?)", (int)pid);
+	return error_set(negative_errno(), "pidfd_open(%d): %s", (int)pid, strerror(errno));
+}
+
+/*
+ * The process moved was not @pidfd's (it ended and its pid was taken by another, which a
+ * write to cgroup.procs cannot tell): put the pid back where it was read to be, if it is in
+ * the job's task directory @tdir, where we put it.
+ */
+static void adopt_undo(struct jobcg_ctx *ctx, pid_t pid, const char *from, const char *tdir)
+{
+	_cleanup_free_ char *now = NULL;
+	int r;
+
+	if (pid_cgroup(ctx, pid, &now) < 0 || !streq(now, tdir))
+		return;
+	r = cgfs_move_pid(from, pid);
+	if (r < 0)
+		log_error("pid %d, not the process adopted, is left in %s: cannot move it back to "
+			  "%s: %s",
+			  (int)pid, tdir, from, strerror(-r));
+	else
+		log_warning("pid %d, not the process adopted, moved back to %s", (int)pid, from);
+}
+
+/*
+ * Under the node lock: check the job, make its extern step, move the process, read it back.
+ * @pidfd (-1: none) is the process meant: the pid written could be another's once it ended.
+ * @check_uid is the user whom a reservation's user list must name ((uid_t)-1: the process's).
+ */
+static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, int pidfd, uint32_t job_id,
+			uid_t check_uid)
+{
+	_cleanup_free_ char *sdir = NULL, *tdir = NULL, *now = NULL, *from = NULL;
 	uid_t uid;
 	int r;
 
@@ -248,10 +337,13 @@ static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
 	r = jobcg_pid_uid(pid, &uid);
 	if (r < 0)
 		return r;
+	/* Alive after its uid was read: that uid is the process's. */
+	if (pidfd >= 0 && !pidfd_alive(pidfd))
+		return error_set(-ESRCH, "process %d has ended", (int)pid);
 	r = job_accepts_procs_locked(ctx, job_id);
 	if (r < 0)
 		return r;
-	r = resv_user_check(ctx, job_id, uid);
+	r = resv_user_check(ctx, job_id, check_uid == (uid_t)-1 ? uid : check_uid);
 	if (r < 0)
 		return r;
 	sdir = tree_step_dir(ctx, job_id, "extern");
@@ -269,11 +361,21 @@ static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
 	r = job_accepts_procs_locked(ctx, job_id);
 	if (r < 0)
 		return r;
+	r = pid_cgroup(ctx, pid, &from);
+	if (r < 0)
+		return r;
 	r = task_add_pid_locked(ctx, job_id, "extern", JOBCG_TASK_SPECIAL, pid);
 	if (r < 0)
 		return r;
-	/* Read back: the process is where it was put (not a pid that ended and was reused by
-	 * a process that is elsewhere, nor one moved away again at once). */
+	/* The process still holds its pid after the move: the pid moved was its own. Else the
+	 * one moved (if any) is another that took the pid, and goes back. */
+	if (pidfd >= 0 && !pidfd_alive(pidfd)) {
+		adopt_undo(ctx, pid, from, tdir);
+		return error_set(-ESRCH, "process %d ended while being adopted into job %u",
+				 (int)pid, job_id);
+	}
+	/* Read back: the process is where it was put (not one moved away again at once; where
+	 * there is no pidfd, not a pid that ended and was reused by a process elsewhere). */
 	r = pid_cgroup(ctx, pid, &now);
 	if (r < 0)
 		return r;
@@ -285,29 +387,84 @@ static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_adopt(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
+JOBCG_EXPORT int jobcg_adopt_pidfd(struct jobcg_ctx *ctx, int pidfd, uint32_t job_id)
 {
-	int r = jobcg_ctx_lock(ctx);
+	pid_t pid = 0;
+	int r = pidfd_pid(pidfd, &pid);
 
 	if (r < 0)
 		return r;
-	r = adopt_locked(ctx, pid, job_id);
+	if ((r = jobcg_ctx_lock(ctx)) < 0)
+		return r;
+	r = adopt_locked(ctx, pid, pidfd, job_id, (uid_t)-1);
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_adopt_user_pidfd(struct jobcg_ctx *ctx, int pidfd, uid_t uid,
+					uint32_t *ret_job)
+{
+	uint32_t job = 0;
+	pid_t pid = 0;
+	int r = pidfd_pid(pidfd, &pid);
+
+	if (r < 0)
+		return r;
+	if ((r = jobcg_ctx_lock(ctx)) < 0)
+		return r;
+	/* Chosen and joined in one hold: a job picked here cannot start its release before the
+	 * process is in it. The job is @uid's own, and @uid (a login's user, not the sshd
+	 * process moved) is whom a reservation's user list must name. */
+	r = pick_locked(ctx, uid, &job);
+	if (r >= 0)
+		r = adopt_locked(ctx, pid, pidfd, job, uid);
+	jobcg_ctx_unlock(ctx);
+	if (r >= 0 && ret_job)
+		*ret_job = job;
+	return r;
+}
+
+JOBCG_EXPORT int jobcg_adopt(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
+{
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	if (pid == 1)
+		return error_set(-EPERM, "pid 1 is never adopted into a job");
+	if (pid <= 0)
+		return error_set(-EINVAL, "invalid pid %d", (int)pid);
+	r = pid_open(pid, &fd);
+	if (r >= 0)
+		return jobcg_adopt_pidfd(ctx, fd, job_id);
+	if (r != -ENOSYS)
+		return r;
+	if ((r = jobcg_ctx_lock(ctx)) < 0)
+		return r;
+	r = adopt_locked(ctx, pid, -1, job_id, (uid_t)-1);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }
 
 JOBCG_EXPORT int jobcg_adopt_user(struct jobcg_ctx *ctx, pid_t pid, uid_t uid, uint32_t *ret_job)
 {
+	_cleanup_close_ int fd = -EBADF;
 	uint32_t job = 0;
-	int r = jobcg_ctx_lock(ctx);
+	int r;
 
-	if (r < 0)
+	if (pid == 1)
+		return error_set(-EPERM, "pid 1 is never adopted into a job");
+	if (pid <= 0)
+		return error_set(-EINVAL, "invalid pid %d", (int)pid);
+	r = pid_open(pid, &fd);
+	if (r >= 0)
+		return jobcg_adopt_user_pidfd(ctx, fd, uid, ret_job);
+	if (r != -ENOSYS)
 		return r;
-	/* Chosen and joined in one hold: a job picked here cannot start its release before the
-	 * process is in it. */
+	if ((r = jobcg_ctx_lock(ctx)) < 0)
+		return r;
 	r = pick_locked(ctx, uid, &job);
 	if (r >= 0)
-		r = adopt_locked(ctx, pid, job);
+		r = adopt_locked(ctx, pid, -1, job, uid);
 	jobcg_ctx_unlock(ctx);
 	if (r >= 0 && ret_job)
 		*ret_job = job;
