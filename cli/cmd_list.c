@@ -108,6 +108,12 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 			       "(node-wide indices; --json also gives each step's).\n",
 			       &json, &r))
 		return r;
+	/* Another user would see every job "orphaned" with no owner and no GPUs, and be told
+	 * to gc them: what cannot be read is not reported as fact. */
+	if (geteuid() != 0)
+		return cli_fail("list: needs root: the jobs' owners, states and GPUs are in "
+				"trusted.* extended attributes, which only root can read (a "
+				"reading by another user would show every job orphaned)");
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;

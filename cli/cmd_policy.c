@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "devnames.h"
@@ -141,6 +142,12 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind < argc)
 		return cli_usage_error("policy", "unexpected argument '%s'", argv[optind]);
+	/* Another user finds no pinned program and reads no attached one: it would be told
+	 * that no cgroup is constrained. */
+	if (geteuid() != 0)
+		return cli_fail("policy: needs root: the device programs are pinned in bpffs and "
+				"read with bpf(2), which only root can (a reading by another user "
+				"would show no constrained cgroup)");
 	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES, &conf) != 0)
 		return 1;
 	/* The same root as every other command, unless --root names another. */

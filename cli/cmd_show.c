@@ -189,6 +189,11 @@ static int cmd_show(int argc, char **argv, const struct cli_global *g)
 		return r;
 	if (a.t.task != JOBCG_TASK_ALL)
 		return cli_usage_error("show", "give JOB or JOB.STEP, not a task");
+	if (geteuid() != 0)
+		return cli_fail(
+		    "show: needs root: the job's owner, state and GPUs are in trusted.* "
+		    "extended attributes, which only root can read (a reading by "
+		    "another user would show it orphaned)");
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;

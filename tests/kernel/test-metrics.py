@@ -322,14 +322,34 @@ def as_nobody():
 
 def not_root(e):
     """The owners are in trusted.* xattrs, which only root reads: another user's reading
-    would name no owner, so `metrics` and `top` refuse it, saying why."""
-    for cmd in (["metrics"], ["top", "-b", "-n", "1"]):
+    would name no owner, so `metrics` and `top` refuse it, saying why. So do `list` and
+    `show`, which would call every job orphaned, and `policy`, which reads bpffs and bpf(2)
+    and would find no constrained cgroup."""
+    r = e.run("alloc", "31")
+    ok(r.returncode == 0, f"alloc 31 ({r.stderr.strip()})")
+    # The configuration readable to the user, as /etc/jobcg is: what is refused is the
+    # reading of the jobs, not the configuration.
+    mode = os.stat(e.tmp).st_mode & 0o7777
+    os.chmod(e.tmp, 0o755)
+    try:
+        refused(e)
+    finally:
+        os.chmod(e.tmp, mode)
+    r = e.run("release", "31")
+    ok(r.returncode == 0, f"release 31 ({r.stderr.strip()})")
+
+
+def refused(e):
+    for cmd, why in ((["metrics"], "trusted.*"), (["top", "-b", "-n", "1"], "trusted.*"),
+                     (["list"], "trusted.*"), (["list", "--json"], "trusted.*"),
+                     (["show", "31"], "trusted.*"), (["policy"], "bpffs"),
+                     (["policy", "--json"], "bpffs")):
         r = subprocess.run([e.jobcg, *cmd], env=e.env, capture_output=True, text=True,
                            timeout=60, preexec_fn=as_nobody)
-        ok(r.returncode == 1 and "needs root" in r.stderr and "trusted.*" in r.stderr
+        ok(r.returncode == 1 and "needs root" in r.stderr and why in r.stderr
            and r.stdout == "",
            f"{' '.join(cmd)} as uid 65534 is refused, saying why ({r.returncode}, "
-           f"{r.stderr.strip()[:200]!r})")
+           f"{r.stderr.strip()[:200]!r}, {r.stdout[:100]!r})")
 
 
 def start_daemon(e, port):
