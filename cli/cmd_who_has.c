@@ -132,8 +132,12 @@ static void visit(struct walk *w, const char *path)
 	if (r < 0) {
 		if (!w->errors++)
 			w->first_err = r;
-		if (w->errors == 1)
-			cli_print_error(r, path);
+		if (w->errors == 1) {
+			char *shown = str_escape_controls(path);
+
+			cli_print_error(r, shown ? shown : "?");
+			free(shown);
+		}
 		if (r == -EPERM)
 			w->stop = true;
 		return;
@@ -185,9 +189,19 @@ static void visit(struct walk *w, const char *path)
 		json_object_object_add(o, "pids", pa);
 		json_object_array_add(w->arr, o);
 	} else {
-		printf("%-4s %s", acc, path);
+		/* Cgroups below a delegated one (a user's systemd instance) are named by their
+		 * user: control characters in a name are shown escaped, not sent to the terminal.
+		 */
+		char *shown = str_escape_controls(path), *sjob = str_escape_controls(job),
+		     *sstep = str_escape_controls(step);
+
+		printf("%-4s %s", acc, shown ? shown : "?");
 		if (job[0])
-			printf("  job %s%s%s", job, step[0] ? " step " : "", step);
+			printf("  job %s%s%s", sjob ? sjob : "?", step[0] ? " step " : "",
+			       sstep ? sstep : "?");
+		free(shown);
+		free(sjob);
+		free(sstep);
 		if (!nprogs)
 			printf("  (no device program)");
 		if (pids && *pids)

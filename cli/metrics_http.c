@@ -21,6 +21,7 @@
 #include "jobcg/metrics.h"
 #include "metrics_http.h"
 #include "supervise.h"
+#include "util.h"
 
 #define MHD_SONAME "libmicrohttpd.so.12"
 /*
@@ -93,8 +94,10 @@ const char *metrics_user_name(uid_t uid, void *userdata)
 	}
 	pthread_mutex_unlock(&users_lock);
 	snprintf(key, sizeof(key), "%u", (unsigned)uid);
+	/* A name from NSS (LDAP) is nobody's choice here: a control character in it is shown
+	 * escaped, and never reaches the terminal of an administrator running top. */
 	if (cli_getent("passwd", key, &f) == 0) {
-		name = strdup(f[0]);
+		name = str_escape_controls(f[0]);
 		jobcg_strv_free(f);
 	}
 	pthread_mutex_lock(&users_lock);

@@ -352,6 +352,37 @@ def refused(e):
            f"{r.stderr.strip()[:200]!r}, {r.stdout[:100]!r})")
 
 
+def escapes(e):
+    """A user name from NSS (LDAP) and a cgroup name (a user's delegated subtree) are nobody's
+    choice here: control characters in them are shown escaped by `top` and `who-has`, never
+    sent to the terminal."""
+    getent = os.path.join(e.tmp, "getent-esc")
+    with open(getent, "w") as f:
+        f.write("#!/bin/sh\n[ \"$1\" = passwd ] || exit 2\n"
+                "printf 'e\\033]0;x\\007v:x:%s:0::/:/bin/sh\\n' \"$2\"\n")
+    os.chmod(getent, 0o755)
+    r = e.run("alloc", "32")
+    ok(r.returncode == 0, f"alloc 32 ({r.stderr.strip()})")
+    r = subprocess.run([e.jobcg, "top", "-b", "-n", "1", "-d", "0.1"],
+                       env=dict(e.env, JOBCG_TEST_GETENT=getent), capture_output=True,
+                       text=True, timeout=60)
+    row = [x for x in r.stdout.splitlines() if x.startswith("32 ")]
+    ok(r.returncode == 0 and row and "e\\x1b]0;x" in row[0]
+       and not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", r.stdout),
+       f"top shows a user name's control characters escaped ({row!r}, {r.stderr.strip()})")
+    evil = os.path.join(e.root, "x\x1b[2Jy")
+    os.mkdir(evil)
+    try:
+        r = e.run("who-has", "/dev/null", "--root", e.root)
+        ok(r.returncode == 0 and "x\\x1b[2Jy" in r.stdout
+           and not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", r.stdout),
+           f"who-has shows a cgroup name's control characters escaped ({r.stdout[-300:]!r})")
+    finally:
+        os.rmdir(evil)
+    r = e.run("release", "32")
+    ok(r.returncode == 0, f"release 32 ({r.stderr.strip()})")
+
+
 def start_daemon(e, port):
     """jobcg daemon serving /metrics on @port, once it answers: (daemon, its socket, its log,
     the metrics URL, a function telling whether it answers)."""
@@ -395,6 +426,7 @@ def server_only(e):
     port = free_port()
     daemon, sock, dlog, _, up = start_daemon(e, port)
     not_root(e)
+    escapes(e)
     hostile_clients(e, port, sock, up, dlog)
     killed_server(daemon, dlog, port, up)
     out = stop_daemon(daemon, dlog)
@@ -550,6 +582,7 @@ def body(e):
 
     # --- jobcg top ---
     not_root(e)
+    escapes(e)
     r = e.run("top", "-b", "-n", "1", "-d", "0.2")
     lines = r.stdout.splitlines()
     ok(r.returncode == 0 and lines and lines[0].startswith("jobcg top") and
