@@ -28,8 +28,9 @@
  * Bounds that keep a slow, idle or hostile client from holding a connection for long, so that
  * a scrape gets one within about HTTP_DEADLINE_SEC: an idle timeout alone does not, since a
  * client that drips a header line every few seconds is never idle. Clients that keep opening
- * new connections still compete with a scraper for the slots; HTTP_PER_IP_MAX keeps one remote
- * address from taking all of them, but not local users, who share 127.0.0.1 with a local scraper.
+ * new connections still compete with a scraper for the slots; HTTP_PER_IP_MAX keeps one address
+ * from taking all of them, not two (any local user has all of 127.0.0.0/8, a remote host may have
+ * a /64): only binding and firewalling keep such clients off the port (docs/metrics.md).
  */
 #define HTTP_CONNECTIONS_MAX  128   /* open connections at once; more are refused */
 #define HTTP_PER_IP_MAX	      64    /* open connections from one address */
