@@ -32,7 +32,7 @@ JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t
  * pid is put back in the cgroup it was in and -ESRCH returned. A job in a reservation with a
  * user list must name the process's (real) user. -ENOENT if there is no such job, -EBUSY if it
  * is not completely created, -ESHUTDOWN if it is being released, -ESRCH if there is no such
- * process, -EPERM for pid 1 or a user the job's reservation does not list.
+ * process, -EPERM for pid 1, a kernel thread or a user the job's reservation does not list.
  */
 JOBCG_EXPORT int jobcg_adopt(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id);
 

@@ -105,6 +105,7 @@ int adopt_job_of_path(const char *root, const char *path, uint32_t *ret)
 
 JOBCG_EXPORT int jobcg_pid_uid(pid_t pid, uid_t *ret)
 {
+	return_if_null(ret);
 	char path[64];
 	_cleanup_free_ char *text = NULL;
 	int r;
@@ -332,8 +333,9 @@ static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, int pidfd, uint32_t jo
 	int r;
 
 	/* The kernel would move init; a login is never pid 1, and a wrong pid must not be. */
-	if (pid == 1)
-		return error_set(-EPERM, "pid 1 is never adopted into a job");
+	r = pid_movable(pid);
+	if (r < 0)
+		return r;
 	r = jobcg_pid_uid(pid, &uid);
 	if (r < 0)
 		return r;

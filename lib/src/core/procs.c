@@ -1,4 +1,5 @@
 /* jobcg: processes of a job, step or task: list, signal, freeze/thaw (event driven), kill. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -248,6 +249,63 @@ int job_accepts_procs_locked(struct jobcg_ctx *ctx, uint32_t job_id)
 	return 0;
 }
 
+/* PF_KTHREAD of include/linux/sched.h: a stable part of the /proc ABI (ps uses it too). */
+#define PF_KTHREAD 0x00200000UL
+
+int proc_stat_is_kthread(const char *stat)
+{
+	const char *p = stat ? strrchr(stat, ')') : NULL;
+	unsigned long flags;
+	char *end;
+
+	/* "pid (comm) state ppid pgrp session tty_nr tpgid flags ...": comm may hold spaces and
+	 * parentheses, so the fields are counted from its last ')'. */
+	if (!p)
+		return -EINVAL;
+	p++;
+	for (int field = 3; field <= 9; field++) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return -EINVAL;
+		if (field == 9)
+			break;
+		p += strcspn(p, " ");
+	}
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	errno = 0;
+	flags = strtoul(p, &end, 10);
+	if (errno || (*end != ' ' && *end != '\n' && *end))
+		return -EINVAL;
+	return !!(flags & PF_KTHREAD);
+}
+
+int pid_movable(pid_t pid)
+{
+	_cleanup_free_ char *stat = NULL;
+	char path[64];
+	int r;
+
+	if (pid <= 0)
+		return error_set(-EINVAL, "invalid pid %d", (int)pid);
+	if (pid == 1)
+		return error_set(-EPERM, "pid 1 is never put into a job");
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	r = read_full_file_at(AT_FDCWD, path, 4096, &stat, NULL);
+	if (r == -ENOENT || r == -ESRCH)
+		return error_set(-ESRCH, "no process %d", (int)pid);
+	if (r < 0)
+		return error_set(r, "cannot read %s: %s", path, strerror(-r));
+	r = proc_stat_is_kthread(stat);
+	if (r < 0)
+		return error_set(-EINVAL, "cannot parse %s", path);
+	if (r > 0)
+		return error_set(-EPERM, "pid %d is a kernel thread, never put into a job",
+				 (int)pid);
+	return 0;
+}
+
 int task_add_pid_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id, int task,
 			pid_t pid)
 {
@@ -257,8 +315,9 @@ int task_add_pid_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step
 	r = tree_task_dir_checked(ctx, job_id, step_id, task, &dir);
 	if (r < 0)
 		return r;
-	if (pid <= 0)
-		return error_set(-EINVAL, "invalid pid %d", (int)pid);
+	r = pid_movable(pid);
+	if (r < 0)
+		return r;
 	/* Only the task directory is made here: a step is made (and checked) by step creation. */
 	sdir = tree_step_dir(ctx, job_id, step_id);
 	user = sdir ? cgfs_path(sdir, "user") : NULL;

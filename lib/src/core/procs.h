@@ -20,6 +20,18 @@ int job_accepts_procs_locked(struct jobcg_ctx *ctx, uint32_t job_id);
 int task_add_pid_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id, int task,
 			pid_t pid);
 
+/*
+ * Whether /proc/<pid>/stat text @stat is a kernel thread's: 1 (PF_KTHREAD in its flags), 0 (a
+ * user process), -EINVAL when the text does not parse.
+ */
+int proc_stat_is_kthread(const char *stat);
+/*
+ * Whether @pid may be moved into a job at all: -EPERM for pid 1 and kernel threads (never a
+ * client's process; moving them would put the node's own machinery under a job's limits and
+ * its cgroup.kill), -ESRCH when there is no such process, -EINVAL for pid <= 0.
+ */
+int pid_movable(pid_t pid);
+
 /* Signals jobcg_target_note_signal() noted on a job or step, a mask (bit N-1: signal N). */
 #define SIGNALLED_XATTR "trusted.jobcg.signalled"
 /*
