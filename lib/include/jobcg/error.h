@@ -29,15 +29,23 @@ typedef void (*jobcg_log_fn)(enum jobcg_log_level level, const char *msg, void *
 JOBCG_EXPORT void jobcg_set_log(jobcg_log_fn fn, void *userdata, enum jobcg_log_level max_level);
 
 /*
- * Error details. Every library function that fails returns a negative errno; the ones that
- * can say more also fill the calling thread's error record before returning. Parsers set file,
- * line and column (1-based; 0 means unknown).
+ * Arguments. A pointer argument that a function's comment does not allow to be NULL must not
+ * be NULL. The functions that parse a string, read a file or return a result through a ret
+ * pointer refuse NULL there with -EINVAL; accessors and formatters do not check. A flags
+ * argument with a bit the function does not define is refused with -EINVAL before anything is
+ * done.
  *
- * The record is only the last one filled: a function that fails without saying more leaves an
- * earlier failure's record in place (one the library handled itself, or one of an earlier
- * call). So the record is read together with the code the call returned, and it explains that
- * code only when its own code is the same: jobcg_error_message() and jobcg_error_format() take
- * the returned code and fall back to strerror() when the record belongs to another failure.
+ * Error details. Every library function that fails returns a negative errno; the ones that
+ * can say more also fill the calling thread's error record with their own failure before
+ * returning (a lookup by name or key names what it did not find). Parsers set file, line and
+ * column (1-based; 0 means unknown).
+ *
+ * The record is only the last one filled: a function that fails without saying more (out of
+ * memory) leaves an earlier failure's record in place (one the library handled itself, or one
+ * of an earlier call). So the record is read together with the code the call returned, and it
+ * explains that code only when its own code is the same: jobcg_error_message() and
+ * jobcg_error_format() take the returned code and fall back to strerror() when the record
+ * belongs to another failure.
  */
 struct jobcg_error {
 	int code;	    /* the negative errno that was returned */

@@ -32,7 +32,7 @@ JOBCG_EXPORT int jobcg_acct_state_from_name(const char *name)
 	for (int i = 0; i < _JOBCG_ACCT_STATE_MAX; i++)
 		if (name && streq(state_names[i], name))
 			return i;
-	return -EINVAL;
+	return error_set(-EINVAL, "unknown accounting state '%s'", name ? name : "(null)");
 }
 
 JOBCG_EXPORT enum jobcg_acct_state jobcg_acct_state_of(int exit_code, int exit_signal,
@@ -51,6 +51,8 @@ JOBCG_EXPORT enum jobcg_acct_state jobcg_acct_state_of(int exit_code, int exit_s
 
 JOBCG_EXPORT int jobcg_acctlog_path(const struct jobcg_config *conf, char **ret)
 {
+	return_if_null(conf);
+	return_if_null(ret);
 	const char *dir = conf && conf->cgroup.state_dir  ? conf->cgroup.state_dir
 			  : env_secure("JOBCG_STATE_DIR") ? env_secure("JOBCG_STATE_DIR")
 							  : "/var/lib/jobcg";
@@ -175,6 +177,8 @@ static int write_all(int fd, const char *buf, size_t len)
 JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_record *r,
 				     unsigned flags)
 {
+	return_if_null(path);
+	return_if_null(r);
 	if (flags & ~JOBCG_ACCTLOG_SYNC)
 		return error_set(-EINVAL, "unknown accounting log flags 0x%x", flags);
 	return acctlog_write(path, r, flags, false);
@@ -509,6 +513,7 @@ static int read_fd(int fd, const char *path, const char *job_id, jobcg_acctlog_f
 JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_acctlog_fn fn,
 				    void *userdata)
 {
+	return_if_null(path);
 	struct stat st;
 	int fd = -1, r = open_log(path, &fd, &st);
 
@@ -723,6 +728,7 @@ static bool rotated_unchanged(const char *dir, const char *base, const struct ro
 JOBCG_EXPORT int jobcg_acctlog_read_all(const char *path, const char *job_id, jobcg_acctlog_fn fn,
 					void *userdata)
 {
+	return_if_null(path);
 	_cleanup_free_ char *dir = NULL;
 	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
 	struct rotated *v = NULL;

@@ -1,4 +1,5 @@
 /* jobcg: the log callback and the per-thread error record. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -40,14 +41,21 @@ static int error_vset(int err, const char *file, unsigned line, unsigned column,
 static int error_vset(int err, const char *file, unsigned line, unsigned column, const char *fmt,
 		      va_list ap)
 {
+	char msg[sizeof(last_error.message)], where[sizeof(last_error.file)];
+
 	err = err < 0 ? err : -err;
 	if (err == 0)
 		err = -EINVAL;
+	/* Formatted apart first: an argument may be the record itself (its message or file, as
+	 * in "--cpus %s: %s" with the parser's message), and vsnprintf() must not write into
+	 * what it reads. */
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	snprintf(where, sizeof(where), "%s", file ? file : "");
 	last_error.code = err;
-	snprintf(last_error.file, sizeof(last_error.file), "%s", file ? file : "");
+	memcpy(last_error.file, where, sizeof(where));
 	last_error.line = line;
 	last_error.column = column;
-	vsnprintf(last_error.message, sizeof(last_error.message), fmt, ap);
+	memcpy(last_error.message, msg, sizeof(msg));
 	log_debug("error: %s", last_error.message);
 	return err;
 }
@@ -110,6 +118,9 @@ static bool record_explains(int code)
 
 static int normalise(int code)
 {
+	/* INT_MIN has no positive counterpart, and is no errno either. */
+	if (code == INT_MIN)
+		return -EINVAL;
 	code = code > 0 ? -code : code;
 	return code ? code : -EINVAL;
 }

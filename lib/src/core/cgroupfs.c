@@ -34,9 +34,9 @@ JOBCG_EXPORT const char *jobcg_controller_name(enum jobcg_controller c)
 JOBCG_EXPORT int jobcg_controller_from_name(const char *name)
 {
 	for (unsigned i = 0; i < _JOBCG_CTRL_MAX; i++)
-		if (streq(controller_names[i], name))
+		if (name && streq(controller_names[i], name))
 			return (int)i;
-	return -EINVAL;
+	return error_set(-EINVAL, "unknown controller '%s'", name ? name : "(null)");
 }
 
 char *cgfs_path(const char *dir, const char *name)
