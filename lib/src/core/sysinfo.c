@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <sys/xattr.h>
 
+#include "bpfsys.h"
 #include "cgroupfs.h"
 #include "context_internal.h"
 #include "sysinfo_internal.h"
@@ -400,7 +401,10 @@ static int probe_files(struct jobcg_sysinfo *s, const char *deepest, bool probe_
 		/* Loading a program tests the kernel (CONFIG_CGROUP_BPF,
 		 * BPF_PROG_TYPE_CGROUP_DEVICE) and our privilege; attaching needs a cgroup and is
 		 * left to the device code. */
+		libbpf_print_fn_t old = bpfsys_print_begin();
 		int p = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_CGROUP_DEVICE, NULL);
+
+		bpfsys_print_end(old);
 
 		if (p > 0)
 			r = feature(&s->bpf_device, true,
@@ -685,6 +689,8 @@ static int probe(const struct jobcg_config *conf, bool probe_bpf, struct jobcg_s
 
 JOBCG_EXPORT int jobcg_sysinfo_probe(const struct jobcg_config *conf, struct jobcg_sysinfo **ret)
 {
+	return_if_null(conf);
+	return_if_null(ret);
 	return probe(conf, true, ret);
 }
 

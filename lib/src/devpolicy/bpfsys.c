@@ -1,9 +1,12 @@
 /* jobcg: BPF system operations through libbpf (load, attach, pin, query, maps), errors recorded. */
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -17,6 +20,33 @@
 #define BPFFS_DEFAULT "/sys/fs/bpf"
 #define QUERY_MAX     65536u /* programs attached to one cgroup that we are willing to list */
 #define IDS_MAX	      (1u << 20)
+
+static int print_to_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static int print_to_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[4096];
+	size_t n;
+
+	(void)level; /* libbpf's warnings are about what the caller handles: all debug */
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	log_debug("libbpf: %s", buf);
+	return 0;
+}
+
+libbpf_print_fn_t bpfsys_print_begin(void)
+{
+	return libbpf_set_print(print_to_log);
+}
+
+void bpfsys_print_end(libbpf_print_fn_t old)
+{
+	libbpf_set_print(old);
+}
 
 static bool is_bpffs(const char *path)
 {
@@ -245,7 +275,14 @@ int bpfsys_btf_load(const struct bpfsys_struct *structs, size_t n, int *ret_fd, 
 		}
 		ret_ids[i] = (uint32_t)id;
 	}
-	e = btf__load_into_kernel(btf);
+	{
+		/* It prints the kernel's refusal (with its verifier log) where libbpf's default
+		 * would reach stderr; the caller falls back on maps without BTF. */
+		libbpf_print_fn_t old = bpfsys_print_begin();
+
+		e = btf__load_into_kernel(btf);
+		bpfsys_print_end(old);
+	}
 	if (e < 0)
 		goto out;
 	/* The fd belongs to the btf object; keep our own copy beyond btf__free(). */

@@ -1,9 +1,19 @@
 /* jobcg internal: the few BPF system operations jobcg needs (load, attach, pin, query, maps). */
 #pragma once
 
+#include <bpf/libbpf.h>
 #include <linux/bpf.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * libbpf prints through a process-wide function (stderr by default), and the library never
+ * prints: around a libbpf call that can print, bpfsys_print_begin() sends libbpf's messages to
+ * the log callback (debug level) and returns the caller's function, which bpfsys_print_end()
+ * puts back.
+ */
+libbpf_print_fn_t bpfsys_print_begin(void);
+void bpfsys_print_end(libbpf_print_fn_t old);
 
 /* Make sure @dir exists on a bpffs (mounting one at /sys/fs/bpf if none is mounted there). */
 int bpfsys_ensure_pin_dir(const char *dir);
