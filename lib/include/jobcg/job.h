@@ -47,9 +47,13 @@ struct jobcg_target {
 JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret);
 /** Format a target as parsed above into @buf. Returns @buf. */
 JOBCG_EXPORT char *jobcg_target_format(const struct jobcg_target *t, char *buf, unsigned long size);
-/** Cgroup path of a target relative to the tree root ("job_42/step_0/user/task_1"); free() it. */
+/** Cgroup path of a target relative to the tree root ("job_42/step_0/user/task_1"); free() it.
+ * NULL with errno EINVAL (record set) for a target that jobcg_target_parse() would not give, as
+ * one filled by hand may be; NULL with ENOMEM when out of memory. */
 JOBCG_EXPORT char *jobcg_target_relpath(const struct jobcg_target *t);
-/** Absolute cgroup directory of a target; free() it. -ENOMEM only (existence is not checked). */
+/** Absolute cgroup directory of a target; free() it. -EINVAL for a target that
+ * jobcg_target_parse() would not give (every call taking a target checks it so), else -ENOMEM
+ * only (existence is not checked). */
 JOBCG_EXPORT int jobcg_target_path(const struct jobcg_ctx *ctx, const struct jobcg_target *t,
 				   char **ret);
 
@@ -291,7 +295,12 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
  * Move an existing process into a task (JOBCG_TASK_SPECIAL: added to the step but no task) of
  * an existing step, making the task's directory when missing. The job is checked and the
  * process moved in one hold of the node lock: -EBUSY for a job without its created mark,
- * -ESHUTDOWN for one being released, -ENOENT when the job or step does not exist.
+ * -ESHUTDOWN for one being released, -ENOENT when the job or step does not exist, -EPERM for
+ * pid 1 or a kernel thread, -ESRCH when there is no such process.
+ *
+ * Any other process is moved, whoever owns it: the job's limits then apply to it and the
+ * job's or step's end kills it. The caller must have checked that @pid belongs to whoever
+ * asked for the move (its uid from SO_PEERCRED, for example, against the process's).
  */
 JOBCG_EXPORT int jobcg_task_add_pid(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				    int task, pid_t pid);

@@ -1,6 +1,7 @@
 /* jobcg: jobs and steps: create with limits and hooks (rolled back on error), remove, list, gc. */
 #include <ctype.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <time.h>
 
@@ -106,6 +107,22 @@ static int get_meta(const char *dir, const char *key, char **ret)
 	return cgfs_xattr_get(dir, name, ret);
 }
 
+/* get_meta() for the public getters, which set the record on every failure: without it, a
+ * caller's message would be an earlier failure's with the same code. @what names the job or
+ * step ("job 4", "step 4.0"). */
+static int get_meta_told(const char *dir, const char *what, const char *key, char **ret)
+{
+	int r = get_meta(dir, key, ret);
+
+	if (r == -ENOENT)
+		return error_set(r, "no %s", what);
+	if (r == -ENODATA)
+		return error_set(r, "%s has no attribute " XATTR_PREFIX "%s", what, key);
+	if (r == -ENOMEM)
+		return error_set(r, "out of memory");
+	return r;
+}
+
 JOBCG_EXPORT int jobcg_job_xattr_set(struct jobcg_ctx *ctx, uint32_t job_id, const char *key,
 				     const char *value)
 {
@@ -121,13 +138,13 @@ JOBCG_EXPORT int jobcg_job_xattr_set(struct jobcg_ctx *ctx, uint32_t job_id, con
 JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, const char *key,
 				     char **ret)
 {
-	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id);
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id), *what = NULL;
 
 	if (xattr_key_ok(key) < 0)
 		return error_set(-EINVAL, "invalid job xattr key '%s'", key ? key : "");
-	if (!dir)
+	if (!dir || !(what = strdup_printf("job %" PRIu32, job_id)))
 		return -ENOMEM;
-	return get_meta(dir, key, ret);
+	return get_meta_told(dir, what, key, ret);
 }
 
 /* A number jobcg wrote into trusted.jobcg.KEY of DIR, 0 when absent. One that does not parse
@@ -684,6 +701,10 @@ JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 
 	if (job_id == UINT32_MAX)
 		return error_set(-EINVAL, "invalid job id %u", job_id);
+	/* Refused rather than ignored: a bit this version does not know may be a request that
+	 * it would silently not honour. */
+	if (flags & ~(unsigned)(JOBCG_JOB_EPHEMERAL | JOBCG_JOB_SLURM))
+		return error_set(-EINVAL, "unknown job flags 0x%x", flags);
 	if (limits && limits->cpus && *limits->cpus) {
 		if ((r = cpus_canonical(limits->cpus, &cpus)) < 0)
 			return r;
@@ -1028,9 +1049,13 @@ static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcom
 
 JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags)
 {
-	int r = jobcg_ctx_lock(ctx);
+	int r;
 
-	if (r < 0)
+	if (flags & ~(unsigned)(JOBCG_JOB_REMOVE_CANCELLED | JOBCG_JOB_REMOVE_FAILED |
+				JOBCG_JOB_REMOVE_IF_UNUSED | JOBCG_JOB_REMOVE_NO_RECORD |
+				JOBCG_JOB_REMOVE_IF_SLURM))
+		return error_set(-EINVAL, "unknown job removal flags 0x%x", flags);
+	if ((r = jobcg_ctx_lock(ctx)) < 0)
 		return r;
 	if (flags & JOBCG_JOB_REMOVE_IF_SLURM)
 		r = job_slurms_locked(ctx, job_id);
@@ -1293,16 +1318,16 @@ static int step_limits_apply(struct jobcg_ctx *ctx, uint32_t job_id, const char 
 JOBCG_EXPORT int jobcg_step_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				      const char *key, char **ret)
 {
-	_cleanup_free_ char *dir = NULL;
+	_cleanup_free_ char *dir = NULL, *what = NULL;
 
 	if (xattr_key_ok(key) < 0)
 		return error_set(-EINVAL, "invalid step xattr key '%s'", key ? key : "");
 	if (!jobcg_step_id_valid(step_id))
 		return error_set(-EINVAL, "invalid step id '%s'", step_id ? step_id : "");
 	dir = tree_step_dir(ctx, job_id, step_id);
-	if (!dir)
+	if (!dir || !(what = strdup_printf("step %" PRIu32 ".%s", job_id, step_id)))
 		return -ENOMEM;
-	return get_meta(dir, key, ret);
+	return get_meta_told(dir, what, key, ret);
 }
 
 JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
@@ -1323,6 +1348,8 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 	char sid[JOBCG_STEP_ID_MAX];
 	int r;
 
+	if (flags & ~(unsigned)JOBCG_STEP_NO_RUNNER)
+		return error_set(-EINVAL, "unknown step flags 0x%x", flags);
 	if (!jdir)
 		return -ENOMEM;
 	if (limits && limits->cpus && *limits->cpus) {
@@ -1450,8 +1477,11 @@ JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const
 				   unsigned flags)
 {
 	_cleanup_free_ char *sdir = NULL;
-	int r = step_dir_locked(ctx, job_id, step_id, &sdir);
+	int r;
 
+	if (flags)
+		return error_set(-EINVAL, "unknown step removal flags 0x%x", flags);
+	r = step_dir_locked(ctx, job_id, step_id, &sdir);
 	if (r < 0)
 		return r;
 	r = step_remove_locked(ctx, job_id, step_id);
@@ -1543,13 +1573,17 @@ JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i)
 JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 				    struct jobcg_job_info **ret)
 {
-	struct jobcg_job_info *i = calloc(1, sizeof(*i));
+	struct jobcg_job_info *i = NULL;
 	_cleanup_free_ char *owner = NULL, *runner = NULL, *eph = NULL, *be = NULL, *sk = NULL,
 			    *removing = NULL, *created = NULL;
 	size_t norph = 0;
 	int r;
 
-	if (!i)
+	if (!ret)
+		return error_set(-EINVAL, "no place for the job's information");
+	if ((r = tree_ids_valid(job_id, NULL)) < 0)
+		return r;
+	if (!(i = calloc(1, sizeof(*i))))
 		return -ENOMEM;
 	i->id = job_id;
 	i->path = tree_job_dir(ctx, job_id);

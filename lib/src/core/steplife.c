@@ -30,7 +30,12 @@ JOBCG_EXPORT int jobcg_step_begin(struct jobcg_ctx *ctx, uint32_t job,
 
 	if (!req)
 		req = &defaults;
+	if (!ret)
+		return error_set(-EINVAL, "no step life to fill");
 	l.ntasks = req->ntasks ? req->ntasks : 1;
+	/* What jobcg_step_run() would refuse: nothing is made for a step that cannot run. */
+	if (l.ntasks > JOBCG_TASK_MAX + 1)
+		return error_set(-EINVAL, "number of tasks must be 1..%d", JOBCG_TASK_MAX + 1);
 
 	r = jobcg_step_create_limited(ctx, job, req->step_id, 0, req->limits, l.step);
 	if (r < 0)
@@ -97,15 +102,25 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 				const struct jobcg_run_result *res, unsigned flags,
 				struct jobcg_step_outcome *ret)
 {
-	struct jobcg_target t = {.job = life->job, .task = JOBCG_TASK_ALL};
+	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
 	struct jobcg_step_outcome o = {};
 	struct acct_pending rec = {};
-	_cleanup_free_ char *sdir = tree_step_dir(ctx, life->job, life->step);
+	_cleanup_free_ char *sdir = NULL;
 	bool lost = flags & JOBCG_STEP_END_LOST, cancelled = false, have_rec = false;
 	int r;
 
+	if (!life)
+		return error_set(-EINVAL, "no step life");
+	/* The life may be filled by the caller (a daemon's client): its step is a name in the
+	 * tree, checked before it is made a path, within its array. */
+	if (!memchr(life->step, '\0', sizeof(life->step)))
+		return error_set(-EINVAL, "invalid step in the step life: no NUL");
+	if ((r = tree_ids_valid(life->job, life->step)) < 0)
+		return r;
+	sdir = tree_step_dir(ctx, life->job, life->step);
 	if (!sdir)
 		return -ENOMEM;
+	t.job = life->job;
 	memcpy(t.step, life->step, sizeof(t.step));
 	if (lost)
 		/* Its tasks may still run: the step ends now, as gc would have swept it. */

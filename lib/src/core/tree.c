@@ -3,6 +3,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -47,6 +49,7 @@ JOBCG_EXPORT bool jobcg_step_id_valid(const char *s)
 
 JOBCG_EXPORT int jobcg_job_id_parse(const char *s, uint32_t *ret)
 {
+	return_if_null(ret);
 	unsigned long long v;
 
 	if (parse_u64_strict(s, 4294967294ULL, &v) < 0 || v == 0)
@@ -58,6 +61,7 @@ JOBCG_EXPORT int jobcg_job_id_parse(const char *s, uint32_t *ret)
 
 JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret)
 {
+	return_if_null(ret);
 	struct jobcg_target t = {.task = JOBCG_TASK_ALL};
 	_cleanup_free_ char *copy = strdup(s ? s : "");
 	char *step, *task;
@@ -100,16 +104,52 @@ JOBCG_EXPORT int jobcg_target_parse(const char *s, struct jobcg_target *ret)
 	return 0;
 }
 
+int tree_target_valid(const struct jobcg_target *t)
+{
+	char buf[96];
+
+	if (!t)
+		return error_set(-EINVAL, "no target");
+	if (t->job == 0 || t->job == UINT32_MAX)
+		return error_set(-EINVAL, "invalid target: job id %" PRIu32 " is not 1..4294967294",
+				 t->job);
+	/* The struct may be filled by hand: a step without its NUL would be read past. */
+	if (!memchr(t->step, '\0', sizeof(t->step)))
+		return error_set(-EINVAL,
+				 "invalid target: step id of job %" PRIu32
+				 " not terminated within %d bytes",
+				 t->job, JOBCG_STEP_ID_MAX);
+	if (!t->step[0] ? t->task != JOBCG_TASK_ALL
+			: !jobcg_step_id_valid(t->step) ||
+			      (t->task != JOBCG_TASK_ALL && t->task != JOBCG_TASK_SPECIAL &&
+			       (t->task < 0 || t->task > JOBCG_TASK_MAX)))
+		return error_set(-EINVAL, "invalid target %s",
+				 jobcg_target_format(t, buf, sizeof(buf)));
+	return 0;
+}
+
+int tree_ids_valid(uint32_t job, const char *step)
+{
+	if (job == 0 || job == UINT32_MAX)
+		return error_set(-EINVAL, "invalid job id %" PRIu32 ": need 1..4294967294", job);
+	if (step && !jobcg_step_id_valid(step))
+		return error_set(-EINVAL, "invalid step id '%s'", step);
+	return 0;
+}
+
 JOBCG_EXPORT char *jobcg_target_format(const struct jobcg_target *t, char *buf, unsigned long size)
 {
-	if (!t->step[0])
+	/* Bounded: a hand-filled step may lack its NUL. */
+	int n = (int)strnlen(t->step, sizeof(t->step));
+
+	if (!n)
 		snprintf(buf, size, "%u", t->job);
 	else if (t->task == JOBCG_TASK_ALL)
-		snprintf(buf, size, "%u.%s", t->job, t->step);
+		snprintf(buf, size, "%u.%.*s", t->job, n, t->step);
 	else if (t->task == JOBCG_TASK_SPECIAL)
-		snprintf(buf, size, "%u.%s.special", t->job, t->step);
+		snprintf(buf, size, "%u.%.*s.special", t->job, n, t->step);
 	else
-		snprintf(buf, size, "%u.%s.%d", t->job, t->step, t->task);
+		snprintf(buf, size, "%u.%.*s.%d", t->job, n, t->step, t->task);
 	return buf;
 }
 
@@ -124,6 +164,10 @@ JOBCG_EXPORT char *jobcg_target_relpath(const struct jobcg_target *t)
 {
 	_cleanup_free_ char *tn = NULL;
 
+	if (tree_target_valid(t) < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
 	if (!t->step[0])
 		return strdup_printf("job_%u", t->job);
 	if (t->task == JOBCG_TASK_ALL)
@@ -137,10 +181,15 @@ JOBCG_EXPORT char *jobcg_target_relpath(const struct jobcg_target *t)
 JOBCG_EXPORT int jobcg_target_path(const struct jobcg_ctx *ctx, const struct jobcg_target *t,
 				   char **ret)
 {
-	_cleanup_free_ char *rel = jobcg_target_relpath(t), *jdir = tree_job_dir(ctx, t->job);
+	_cleanup_free_ char *rel = NULL, *jdir = NULL;
 	const char *below;
 	char *p;
+	int r = tree_target_valid(t);
 
+	if (r < 0)
+		return r;
+	rel = jobcg_target_relpath(t);
+	jdir = tree_job_dir(ctx, t->job);
 	if (!rel || !jdir)
 		return -ENOMEM;
 	/* The job's directory may be inside a reservation: what follows "job_<id>" is kept. */
@@ -552,13 +601,29 @@ char *tree_runner_self(void)
 	return strdup_printf("%d:%llu", (int)me, st);
 }
 
+/* "PID:STARTTIME" exactly as tree_runner_self() writes it: decimal digits only (sscanf's %llu
+ * would take a sign or spaces). */
+static int runner_parse(const char *runner, int *ret_pid, unsigned long long *ret_start)
+{
+	unsigned long long pid, st;
+	const char *colon = runner ? strchr(runner, ':') : NULL;
+	_cleanup_free_ char *p = colon ? strndup(runner, (size_t)(colon - runner)) : NULL;
+
+	if (!p || parse_u64_strict(p, INT_MAX, &pid) < 0 || pid == 0 ||
+	    !isdigit((unsigned char)colon[1]) || parse_u64_strict(colon + 1, ULLONG_MAX, &st) < 0)
+		return -EINVAL;
+	*ret_pid = (int)pid;
+	*ret_start = st;
+	return 0;
+}
+
 bool tree_runner_alive(const char *runner)
 {
 	unsigned long long want, have;
 	bool zombie = false;
 	int pid;
 
-	if (sscanf(runner, "%d:%llu", &pid, &want) != 2 || pid <= 0)
+	if (runner_parse(runner, &pid, &want) < 0)
 		return false;
 	if (starttime_of_z(pid, &have, &zombie) < 0 || have != want)
 		return false;
@@ -573,9 +638,8 @@ JOBCG_EXPORT int jobcg_runner_wait(const char *runner, int timeout_ms)
 	_cleanup_close_ int fd = -EBADF;
 	unsigned long long st;
 	int pid, r;
-	char end;
 
-	if (!runner || sscanf(runner, "%d:%llu%c", &pid, &st, &end) != 2 || pid <= 0)
+	if (runner_parse(runner, &pid, &st) < 0)
 		return error_set(-EINVAL, "'%s': not a runner (PID:STARTTIME)",
 				 runner ? runner : "");
 #ifdef SYS_pidfd_open

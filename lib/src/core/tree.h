@@ -12,6 +12,13 @@
  * reader that does not hold the node lock (list) is taken for a creation that died. */
 #define TREE_CREATE_WINDOW_SEC 10
 
+/* Whether a target (perhaps filled by hand) names a job, step or task: job 1..4294967294,
+ * step "" or a step id NUL-terminated within its array, task JOBCG_TASK_ALL (any step),
+ * JOBCG_TASK_SPECIAL or 0..JOBCG_TASK_MAX (a step only). 0 or -EINVAL with the record set. */
+int tree_target_valid(const struct jobcg_target *t);
+/* Whether @job is 1..4294967294 and @step (NULL: none, the job itself) a step id, for the calls
+ * that take them apart. 0 or -EINVAL with the record set. */
+int tree_ids_valid(uint32_t job, const char *step);
 /* "job_<id>" -> id; -EINVAL for other names. */
 int tree_parse_job_dirname(const char *name, uint32_t *ret);
 /* "step_<sid>" -> sid (JOBCG_STEP_ID_MAX buffer); -EINVAL for other names. */

@@ -462,8 +462,10 @@ JOBCG_EXPORT int jobcg_gres_get(struct jobcg_ctx *ctx, uint32_t job, const char 
 	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
 	_cleanup_free_ char *dir = step ? tree_step_dir(ctx, job, step) : tree_job_dir(ctx, job);
 	struct jobcg_gres_set s;
-	int r;
+	int r = tree_ids_valid(job, step);
 
+	if (r < 0)
+		return r;
 	if (!dir)
 		return -ENOMEM;
 	r = node_open(ctx, &n);
@@ -719,8 +721,11 @@ JOBCG_EXPORT int jobcg_step_gres_setup(struct jobcg_ctx *ctx, uint32_t job, cons
 				       const char *gres, const char *gpu_bind, unsigned ntasks,
 				       struct jobcg_step_gres **ret)
 {
-	int r = jobcg_ctx_lock(ctx);
+	int r = tree_ids_valid(job, step ? step : "");
 
+	if (r < 0)
+		return r;
+	r = jobcg_ctx_lock(ctx);
 	if (r < 0)
 		return r;
 	r = step_setup_locked(ctx, job, step, gres, NULL, gpu_bind, ntasks, ret);
@@ -733,8 +738,10 @@ JOBCG_EXPORT int jobcg_step_gres_release(struct jobcg_ctx *ctx, uint32_t job, co
 	struct jobcg_devpolicy *p = NULL;
 	_cleanup_free_ char *sdir = tree_step_dir(ctx, job, step);
 	char flag;
-	int r;
+	int r = tree_ids_valid(job, step ? step : "");
 
+	if (r < 0)
+		return r;
 	if (!sdir)
 		return -ENOMEM;
 	if (getxattr(sdir, GRES_GRANTED_XATTR, &flag, 1) < 0 && errno == ENODATA)
@@ -794,6 +801,8 @@ JOBCG_EXPORT int jobcg_step_gres_setup_exact(struct jobcg_ctx *ctx, uint32_t job
 
 	if (!devices)
 		return error_set(-EINVAL, "no step devices given");
+	if ((r = tree_ids_valid(job, step ? step : "")) < 0)
+		return r;
 	r = jobcg_ctx_lock(ctx);
 	if (r < 0)
 		return r;
