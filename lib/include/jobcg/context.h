@@ -59,7 +59,9 @@ JOBCG_EXPORT const char *jobcg_ctx_backend(const struct jobcg_ctx *ctx);
 /**
  * Take / release the exclusive node-wide lock (flock on jobcg_ctx_lock_path()). Nestable within
  * one context. Job/step creation and removal and gc take it themselves; extensions (GRES
- * selection) run inside those calls and need not take it again.
+ * selection) run inside those calls and need not take it again. The lock is held by the process
+ * that took it: a child fork()ed meanwhile does not hold it through its copy of the context, and
+ * the first call of the child's that takes the lock waits for the parent's release.
  */
 JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx);
 JOBCG_EXPORT void jobcg_ctx_unlock(struct jobcg_ctx *ctx);

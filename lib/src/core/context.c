@@ -227,10 +227,23 @@ int ctx_state_dir_ready(struct jobcg_ctx *ctx)
 	return 0;
 }
 
+/* A child fork()ed while its parent held the lock has the parent's descriptor and depth, but
+ * not the lock: the parent may go on changing the tree. The copy is dropped (closing it leaves
+ * the parent's flock alone), so the child takes the lock for itself and waits for it. */
+static void lock_forget_inherited(struct jobcg_ctx *ctx)
+{
+	if (ctx->lock_depth == 0 || ctx->lock_pid == getpid())
+		return;
+	close(ctx->lock_fd);
+	ctx->lock_fd = -1;
+	ctx->lock_depth = 0;
+}
+
 JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 {
 	int fd, r;
 
+	lock_forget_inherited(ctx);
 	if (ctx->lock_depth > 0) {
 		ctx->lock_depth++;
 		return 0;
@@ -249,11 +262,13 @@ JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 	}
 	ctx->lock_fd = fd;
 	ctx->lock_depth = 1;
+	ctx->lock_pid = getpid();
 	return 0;
 }
 
 JOBCG_EXPORT void jobcg_ctx_unlock(struct jobcg_ctx *ctx)
 {
+	lock_forget_inherited(ctx);
 	if (ctx->lock_depth == 0)
 		return;
 	if (--ctx->lock_depth > 0)

@@ -36,6 +36,8 @@ struct jobcg_ctx {
 	char *lock_path;
 	int lock_fd;
 	unsigned lock_depth;
+	/* The process holding the lock: a fork()ed child does not. */
+	pid_t lock_pid;
 	bool state_dir_ok;		     /* the lock's directory passed state_dir_prepare() */
 	const struct scope_backend *backend; /* set once the tree was ensured */
 	bool tree_ready;
