@@ -16,6 +16,7 @@
 #include "decode_out.h"
 #include "jobcg/context.h"
 #include "devices.h"
+#include "inspect_internal.h"
 #include "jobcg/inspect.h"
 #include "util.h"
 

@@ -44,18 +44,6 @@ JOBCG_EXPORT int jobcg_progcache_new(struct jobcg_progcache **ret);
 JOBCG_EXPORT void jobcg_progcache_free(struct jobcg_progcache *c);
 
 /**
- * Let walks with @c decide cgroups whose only effective device program is @p's node program
- * (node mode, as pinned) from its policy map, the way the program decides, instead of running
- * the program once per cgroup and device. The program is still read from the kernel and must
- * match what @p's pins name (its id, its two maps, the root it was built for); a cgroup with
- * any other program on its path, or a program that does not match, is interpreted as before.
- * -ENOENT when @p is not in node mode. @p may be freed afterwards.
- */
-struct jobcg_devpolicy;
-JOBCG_EXPORT int jobcg_progcache_trust_policy(struct jobcg_progcache *c,
-					      const struct jobcg_devpolicy *p);
-
-/**
  * Inspect the cgroup at absolute path @path (a cgroup v2 directory). @cache may be NULL.
  * Errors: -ENOENT not a cgroup, -EPERM not privileged (the message says what is needed).
  * A program that cannot be decoded is not an error: it is reported with its reason.
@@ -95,10 +83,12 @@ struct jobcg_devreq {
 /**
  * jobcg_cgroup_device_access() for @n_reqs devices at once: the cgroup's programs are queried
  * once, so a walk asking about every GPU of the node pays one query per cgroup, not one per
- * GPU. @dirfd is the cgroup directory already open (-1: @path is opened); with a @cache, the
+ * GPU. @dirfd is the cgroup directory already open (-1: @path is opened; @path is needed
+ * either way, for the mount and the ancestors); with a @cache, the
  * ancestors' ids of siblings asked about in a row are looked up once. @ret_access has @n_reqs
  * entries, each holding those of the bits asked that every program allows; *ret_opaque is set
- * when some program could not be run (the bits are then an upper bound).
+ * when some program could not be run (the bits are then an upper bound). -EINVAL for a type
+ * other than 'c' or 'b'.
  */
 JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 					     struct jobcg_progcache *cache,

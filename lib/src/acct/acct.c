@@ -95,6 +95,8 @@ static int check_keyed(const char *file, const char *text)
 
 JOBCG_EXPORT int jobcg_acct_parse(const char *file, const char *text, struct jobcg_acct *acct)
 {
+	return_if_null(text);
+	return_if_null(acct);
 	for (size_t i = 0; i < ELEMENTSOF(acct_files); i++) {
 		const struct acct_file *f = &acct_files[i];
 
@@ -172,6 +174,8 @@ static int read_dir(const char *dir, const char *only, struct jobcg_acct *ret)
 
 JOBCG_EXPORT int jobcg_acct_read_dir(const char *dir, struct jobcg_acct *ret)
 {
+	return_if_null(dir);
+	return_if_null(ret);
 	return read_dir(dir, NULL, ret);
 }
 

@@ -11,6 +11,7 @@
 #include "gresxattr.h"
 #include "jobcg-build.h"
 #include "devices.h"
+#include "inspect_internal.h"
 #include "jobcg/inspect.h"
 #include "jobcg/metrics.h"
 #include "log.h"
@@ -950,6 +951,8 @@ JOBCG_EXPORT int jobcg_metrics_format(const struct jobcg_metrics *m,
 				      const struct jobcg_metrics_format_opts *opts, char **ret,
 				      size_t *ret_len)
 {
+	return_if_null(m);
+	return_if_null(ret);
 	static const struct jobcg_metrics_format_opts none = {.size = sizeof(none)};
 	struct jobcg_metrics_format_opts o = none;
 	struct fmt f = {.opts = &o};

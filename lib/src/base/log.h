@@ -28,5 +28,13 @@ void jobcg_error_restore(const struct jobcg_error *saved);
 /* Prefix the current error message with "prefix: " (for context added by callers). */
 void jobcg_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* At the top of an exported function, for each pointer argument its header does not allow to be
+ * NULL: -EINVAL with the record naming the function and argument (error.h's rule). */
+#define return_if_null(arg)                                                                        \
+	do {                                                                                       \
+		if (!(arg))                                                                        \
+			return jobcg_error_set(-EINVAL, "%s: no %s given", __func__, #arg);        \
+	} while (0)
+
 #define error_set    jobcg_error_set
 #define error_set_at jobcg_error_set_at

@@ -122,6 +122,7 @@ JOBCG_EXPORT int jobcg_config_load_files(const char *cgroup_conf, const char *gr
 					 const char *hostname, unsigned flags,
 					 struct jobcg_config **ret)
 {
+	return_if_null(ret);
 	return load(cgroup_conf, gres_conf, NULL, hostname, flags, NULL, NULL, ret);
 }
 

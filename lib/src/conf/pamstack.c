@@ -255,6 +255,7 @@ int pam_scan_buffer(const char *pam_dir, const char *name, const char *text, siz
 JOBCG_EXPORT int jobcg_pam_scan(const char *pam_dir, const char *service,
 				struct jobcg_pam_scan **ret)
 {
+	return_if_null(ret);
 	struct jobcg_pam_scan *res;
 	struct scan s;
 	int r;

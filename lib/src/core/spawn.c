@@ -435,6 +435,7 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
 				  int task, char *const argv[], const struct jobcg_spawn_opts *opts,
 				  pid_t *ret_pid)
 {
+	return_if_null(ret_pid);
 	_cleanup_free_ char *dir = NULL;
 	int r;
 
@@ -476,6 +477,7 @@ JOBCG_EXPORT int jobcg_step_run_dir(const char *sdir, uint32_t job_id, const cha
 				    const struct jobcg_spawn_opts *opts,
 				    struct jobcg_run_result *ret)
 {
+	return_if_null(sdir);
 	struct jobcg_spawn_opts o = opts ? *opts : (struct jobcg_spawn_opts){};
 	_cleanup_free_ pid_t *pids = NULL;
 	_cleanup_free_ int *status = NULL;

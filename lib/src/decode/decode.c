@@ -765,6 +765,9 @@ JOBCG_EXPORT int jobcg_decode_program(const struct bpf_insn *insns, size_t n,
 				      const struct jobcg_decode_env *env,
 				      struct jobcg_decoded **ret)
 {
+	if (!(insns || !n))
+		return error_set(-EINVAL, "%s: no insns given", __func__);
+	return_if_null(ret);
 	struct explore e = {.insns = insns, .n = n, .denv = env};
 	struct jobcg_decoded *d;
 	uint64_t max_ms = 0;
@@ -896,6 +899,10 @@ static bool looks_json(const char *data, size_t len)
 JOBCG_EXPORT int jobcg_decode_parse(const void *data, size_t len, const char *filename,
 				    struct bpf_insn **ret, size_t *ret_n)
 {
+	if (!(data || !len))
+		return error_set(-EINVAL, "%s: no data given", __func__);
+	return_if_null(ret);
+	return_if_null(ret_n);
 	if (!bpftext_looks_raw(data, len) && looks_json(data, len)) {
 		_cleanup_free_ char *text = NULL;
 		int r = json_to_text(data, len, filename, &text);
@@ -922,6 +929,7 @@ JOBCG_EXPORT int jobcg_decode_parse(const void *data, size_t len, const char *fi
 JOBCG_EXPORT int jobcg_decode_data(const void *data, size_t len, const char *filename,
 				   const struct jobcg_decode_env *env, struct jobcg_decoded **ret)
 {
+	return_if_null(ret);
 	_cleanup_free_ struct bpf_insn *insns = NULL;
 	size_t n = 0;
 	int r = jobcg_decode_parse(data, len, filename, &insns, &n);

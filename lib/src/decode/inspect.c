@@ -77,6 +77,7 @@ struct inspect_priv {
 
 JOBCG_EXPORT int jobcg_progcache_new(struct jobcg_progcache **ret)
 {
+	return_if_null(ret);
 	*ret = calloc(1, sizeof(**ret));
 	return *ret ? 0 : -ENOMEM;
 }
@@ -108,8 +109,7 @@ JOBCG_EXPORT void jobcg_progcache_free(struct jobcg_progcache *c)
 	free(c);
 }
 
-JOBCG_EXPORT int jobcg_progcache_trust_policy(struct jobcg_progcache *c,
-					      const struct jobcg_devpolicy *p)
+int jobcg_progcache_trust_policy(struct jobcg_progcache *c, const struct jobcg_devpolicy *p)
 {
 	struct devpolicy_node_ident id;
 	int r = devpolicy_node_ident(p, &id);
@@ -135,6 +135,7 @@ void progcache_counts(const struct jobcg_progcache *c, struct progcache_counts *
 
 JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret)
 {
+	return_if_null(ret);
 	static char mount[PATH_MAX];
 	_cleanup_fclose_ FILE *f = NULL;
 	char line[4096];
@@ -241,6 +242,7 @@ static char *v1_detail(const char *path)
 
 JOBCG_EXPORT int jobcg_devices_v1_notes(char ***ret)
 {
+	return_if_null(ret);
 	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
 	_cleanup_strv_free_ char **notes = NULL;
 	char line[4096];
@@ -965,6 +967,8 @@ static int cg_resolve(const char *path, char *real, const char **ret_mount)
 JOBCG_EXPORT int jobcg_cgroup_inspect(const char *path, struct jobcg_progcache *cache,
 				      struct jobcg_cginspect **ret)
 {
+	return_if_null(path);
+	return_if_null(ret);
 	struct inspect_priv *ip = NULL;
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint32_t *ids = NULL;
@@ -1303,6 +1307,15 @@ JOBCG_EXPORT int jobcg_cgroup_devices_access(const char *path, int dirfd,
 
 	if (!access)
 		return -ENOMEM;
+	/* @path is needed with a @dirfd too: the mount and the ancestors are found from it. */
+	return_if_null(path);
+	if (!reqs && n_reqs)
+		return error_set(-EINVAL, "%s: no reqs given", __func__);
+	return_if_null(ret_access);
+	for (size_t k = 0; k < n_reqs; k++)
+		if (reqs[k].type != 'c' && reqs[k].type != 'b')
+			return error_set(-EINVAL, "device type '%c' is neither 'c' nor 'b'",
+					 reqs[k].type);
 	if (!cache) {
 		/* One call: the programs are fetched once here and dropped at return. */
 		r = jobcg_progcache_new(&own_cache);
@@ -1431,6 +1444,11 @@ static int decode_live(const struct bpf_insn *insns, size_t n, const char *cgrou
 	struct jobcg_decoded *d = NULL;
 	int depth = -1, r;
 
+	/* As jobcg_decode_program() answers the same input. */
+	if (!insns || !n)
+		return error_set(-EINVAL, "no program to decode");
+	if (!ret)
+		return error_set(-EINVAL, "no place for the decoded program");
 	if (cgroup_path) {
 		char real[PATH_MAX];
 		const char *mount;
@@ -1477,5 +1495,8 @@ JOBCG_EXPORT int jobcg_decode_with_live_maps(const struct bpf_insn *insns, size_
 JOBCG_EXPORT int jobcg_decode_for_cgroup(const struct bpf_insn *insns, size_t n,
 					 const char *cgroup_path, struct jobcg_decoded **ret)
 {
+	/* NULL would be jobcg_decode_with_live_maps(), which the caller did not ask for. */
+	if (!cgroup_path)
+		return error_set(-EINVAL, "no cgroup to decode the program for");
 	return decode_live(insns, n, cgroup_path, ret);
 }

@@ -7,6 +7,18 @@
 
 #include "jobcg/inspect.h"
 
+/*
+ * Let walks with @c decide cgroups whose only effective device program is @p's node program
+ * (node mode, as pinned) from its policy map, the way the program decides, instead of running
+ * the program once per cgroup and device. The program is still read from the kernel and must
+ * match what @p's pins name (its id, its two maps, the root it was built for); a cgroup with
+ * any other program on its path, or a program that does not match, is interpreted as before.
+ * -ENOENT when @p is not in node mode. @p may be freed afterwards. Internal: a policy comes
+ * only from the library's own device code (devices.h).
+ */
+struct jobcg_devpolicy;
+int jobcg_progcache_trust_policy(struct jobcg_progcache *c, const struct jobcg_devpolicy *p);
+
 /* Cgroups jobcg_cgroup_devices_access() decided with this cache: from the trusted node
  * program's maps directly, or by running the effective programs. */
 struct progcache_counts {

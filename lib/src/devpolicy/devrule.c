@@ -35,6 +35,7 @@ static int parse_num(const char *s, const char **p, uint32_t *ret)
 
 JOBCG_EXPORT int jobcg_devrule_parse(const char *s, struct jobcg_devrule *ret)
 {
+	return_if_null(ret);
 	struct jobcg_devrule r = {.major = JOBCG_DEV_ANY,
 				  .minor = JOBCG_DEV_ANY,
 				  .access = JOBCG_DEV_ACC_ALL,

@@ -35,6 +35,7 @@ static int parse_bind_number(const char *s, const char *what, unsigned max, unsi
 
 JOBCG_EXPORT int jobcg_gpu_bind_parse(const char *s, struct jobcg_gpu_bind *ret)
 {
+	return_if_null(ret);
 	struct jobcg_gpu_bind b = {};
 	int r;
 

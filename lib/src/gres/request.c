@@ -169,6 +169,7 @@ static int parse_item(const char *whole, const char *s, size_t len, struct jobcg
 
 JOBCG_EXPORT int jobcg_gres_request_parse(const char *s, struct jobcg_gres_request **ret)
 {
+	return_if_null(ret);
 	struct jobcg_gres_request *r;
 	const char *p = s;
 

@@ -86,6 +86,8 @@ int gres_node_new(const struct jobcg_gres_conf *conf, struct jobcg_gres_node **r
 
 JOBCG_EXPORT int jobcg_gres_node_new(const struct jobcg_config *conf, struct jobcg_gres_node **ret)
 {
+	return_if_null(conf);
+	return_if_null(ret);
 	return gres_node_new(conf ? &conf->gres : NULL, ret);
 }
 

@@ -118,6 +118,7 @@ static char *set_name(const struct jobcg_gres_node *n, const struct jobcg_gres_s
 
 JOBCG_EXPORT int jobcg_resv_rules_check(const struct jobcg_resv_rules *in)
 {
+	return_if_null(in);
 	const struct jobcg_resv_rules_entry *w = &in->want;
 	_cleanup_free_ uint64_t *online = NULL, *left = NULL, *mine = NULL;
 	size_t non = 0, nleft = 0, nmine = 0;
