@@ -2,7 +2,9 @@
 """Unit test: what `meson install` gives programs that link jobcg (docs/library.md). Installs the
 build's `devel` parts into a temporary DESTDIR, then checks that the archive exports only
 jobcg_* symbols, that every public header compiles on its own as C11 (with POSIX) and as C++11,
-that the configuration's layout is not in them (opaque), and that examples/step-agent.c
+that the configuration's layout is not in them (opaque), that every struct they only declare
+can be obtained by a caller, that docs/library.md's function count and header list and
+man/libjobcg.3's header list and EXAMPLE match them, and that examples/step-agent.c
 compiles and links with nothing but `pkg-config libjobcg` and runs. Usage: test-install.py CC
 SANITIZE (CC: the C compiler's command line as one string; SANITIZE: meson's b_sanitize, "none"
 or a list)."""
@@ -71,6 +73,47 @@ def checks(cc, san, build, src, dest):
        f"the archive exports {len(names)} symbols, all jobcg_* (internal ones are local)")
     if others:
         diag(" ".join(others[:40]))
+
+    # docs/library.md states how many functions the archive exports; count them here.
+    funcs = sorted(line.split()[2] for line in r.stdout.splitlines()
+                   if len(line.split()) == 3 and line.split()[1] == "T"
+                   and line.split()[2].startswith("jobcg_"))
+    with open(os.path.join(src, "docs", "library.md")) as f:
+        library_md = f.read()
+    m = re.search(r"exports their (\d+)\s+functions", library_md)
+    ok(m and int(m.group(1)) == len(funcs),
+       f"docs/library.md's function count ({m.group(1) if m else 'none'}) is the archive's"
+       f" ({len(funcs)})")
+    with open(os.path.join(src, "man", "libjobcg.3")) as f:
+        man = f.read()
+    unnamed = [h for h in installed if f"`{h}`" not in library_md or f"jobcg/{h}" not in man]
+    ok(not unnamed, "docs/library.md and man/libjobcg.3 name every installed header")
+    if unnamed:
+        diag(f"not named: {unnamed}")
+    # A struct only declared in the installed headers must reach the caller some way (a ret
+    # pointer, a return value, a field): otherwise a function taking it cannot be called.
+    text = ""
+    for h in installed:
+        with open(os.path.join(os.path.dirname(header), h)) as f:
+            text += f.read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    defined = set(re.findall(r"struct (\w+)\s*\{", text))
+    unreachable = []
+    for name in sorted(set(re.findall(r"struct (jobcg_\w+)", text)) - defined):
+        if not re.search(rf"struct {name}\s*(\*\*|\*\s*(const\s+)?\w+\s*(;|\())", text):
+            unreachable.append(name)
+    ok(not unreachable, "every opaque struct of the installed headers can be obtained by a caller")
+    if unreachable:
+        diag(f"no public way to get: {unreachable}")
+    # The man page's EXAMPLE compiles with its SYNOPSIS's includes alone.
+    incs = re.findall(r"^\.B #include <([^>]+)>", man, re.M)
+    ex = re.search(r"^\.EX\n(.*?)^\.EE", man, re.M | re.S)
+    code = "".join(f"#include <{i}>\n" for i in incs)
+    code += "void f(void);\nvoid f(void)\n{\n" + (ex.group(1) if ex else "") + "}\n"
+    r = run([*cc, "-std=gnu11", "-Wall", "-Werror", "-Wno-unused-result", "-fsyntax-only",
+             "-I", incdir, "-x", "c", "-"], input=code.replace("\\-", "-").replace("\\e", "\\"))
+    if not ok(ex and r.returncode == 0, "man/libjobcg.3's EXAMPLE compiles with its SYNOPSIS"):
+        diag(r.stderr)
 
     bad = []
     cxx = shutil.which("c++")
