@@ -364,16 +364,162 @@ static void test_mkdir_p_safe(void)
 	safe_bad("rel/dir", -EINVAL, "absolute path", "a relative path");
 	snprintf(q, sizeof(q), "%s/a/../a", base);
 	safe_bad(q, -EINVAL, "'..'", "'..' in the path");
+	/* A link of ours in a safe place whose target passes through an open directory: the
+	 * target's directories are walked and checked, not only the last one. */
+	snprintf(p, sizeof(p), "%s/open/sub", base);
+	if (mkdir(p, 0755) < 0)
+		abort();
+	snprintf(p, sizeof(p), "%s/to-open", base);
+	snprintf(q, sizeof(q), "%s/open/sub", base);
+	if (symlink(q, p) < 0)
+		abort();
+	snprintf(q, sizeof(q), "%s/to-open/state", base);
+	safe_bad(q, -EPERM, "/open) is writable", "a link whose target is below an open directory");
 	if (geteuid() == 0) {
 		snprintf(p, sizeof(p), "%s/a/b/c", base);
 		if (chown(p, 4242, 4242) < 0)
 			abort();
 		safe_bad(p, -EPERM, "owned by uid 4242", "a state directory of another user");
-	} else
+
+		/* /tmp/<name> planted by another user as a link to a directory of root's: in a
+		 * sticky world-writable directory anyone may make links, so only root's (or
+		 * ours) are followed, as fs.protected_symlinks=1 would have it. */
+		snprintf(p, sizeof(p), "%s/sticky", base);
+		if (mkdir(p, 0700) < 0 || chmod(p, 01777) < 0)
+			abort();
+		snprintf(p, sizeof(p), "%s/sticky/planted", base);
+		snprintf(q, sizeof(q), "%s/a/b", base);
+		if (symlink(q, p) < 0 || lchown(p, 65534, 65534) < 0)
+			abort();
+		snprintf(q, sizeof(q), "%s/sticky/planted/state", base);
+		safe_bad(q, -EPERM, "planted is a symbolic link owned by uid 65534",
+			 "another user's link in a sticky directory");
+		snprintf(q, sizeof(q), "%s/a/b/state", base);
+		ok(stat(q, &st) < 0 && errno == ENOENT, "...and nothing made in its target");
+		if (lchown(p, 0, 0) < 0)
+			abort();
+		snprintf(q, sizeof(q), "%s/sticky/planted/state", base);
+		is_int(mkdir_p_safe(q, 0755, "state directory"), 0,
+		       "root's link in the same place is followed");
+	} else {
 		tap_skip("not root: no directory of another user");
+		tap_skip("not root: no link of another user");
+		tap_skip("not root: no link of another user");
+		tap_skip("not root: no link of another user");
+	}
 
 	snprintf(q, sizeof(q), "rm -rf '%s'", base);
 	if (system(q) != 0)
+		tap_diag("cannot remove %s", base);
+}
+
+/* open_trusted() of @path must fail with @err and @needle in the message. */
+static void trusted_bad(const char *path, int err, const char *needle, const char *what)
+{
+	int fd = -1, r;
+
+	jobcg_error_clear();
+	r = open_trusted(path, O_RDONLY, "test file", &fd);
+	ok(r == err && fd < 0 && strstr(jobcg_last_error()->message, needle),
+	   "%s: refused (%d '%s'): got %d '%s'", what, err, needle, r, jobcg_last_error()->message);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* What root reads through open_trusted(): the directories on the way and the links followed
+ * are root's (or ours) and writable by no one else. */
+static void test_open_trusted(void)
+{
+	char base[] = "/tmp/jobcg-test-util-XXXXXX";
+	_cleanup_free_ char *f = NULL, *sticky = NULL, *in_sticky = NULL, *sub = NULL, *link = NULL,
+			    *dangling = NULL, *up = NULL;
+	_cleanup_close_ int dfd = -1;
+	char p[PATH_MAX + 64];
+	int fd = -1, r;
+
+	if (!mkdtemp(base))
+		abort();
+	f = mkfile(base, "f", 0644);
+	r = open_trusted(f, O_RDONLY, "test file", &fd);
+	ok(r == 0 && fd >= 0, "a file in a safe directory is opened (%s)",
+	   r ? jobcg_last_error()->message : "ok");
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+	snprintf(p, sizeof(p), "%s/missing", base);
+	is_int(open_trusted(p, O_RDONLY, "test file", &fd), 1, "a missing file: 1");
+
+	sticky = strdup_printf("%s/sticky", base);
+	sub = strdup_printf("%s/sticky/sub", base);
+	if (mkdir(sticky, 0700) < 0 || chmod(sticky, 01777) < 0 || mkdir(sub, 0755) < 0)
+		abort();
+	in_sticky = mkfile(sticky, "f", 0644);
+	trusted_bad(in_sticky, -EPERM, "sticky) is writable by its group or by others (mode 1777)",
+		    "a file in a sticky directory (anyone may make the name first)");
+	snprintf(p, sizeof(p), "%s/sticky/missing", base);
+	trusted_bad(p, -EPERM, "(mode 1777)", "a missing file in a sticky directory");
+	r = open_trusted(sub, O_PATH | O_DIRECTORY, "test directory", &dfd);
+	ok(r == 0 && dfd >= 0, "a directory of root's in a sticky directory is opened (%s)",
+	   r ? jobcg_last_error()->message : "ok");
+	if (dfd >= 0) {
+		_cleanup_free_ char *g = mkfile(sub, "g", 0644);
+
+		r = open_trusted_at(dfd, sub, "g", O_RDONLY, "test file", &fd);
+		ok(r == 0 && fd >= 0, "a name in a checked directory is opened (%s)",
+		   r ? jobcg_last_error()->message : "ok");
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		unlink(g);
+	}
+
+	/* links: root's followed, their targets walked too; a dangling one named */
+	link = strdup_printf("%s/link", base);
+	if (symlink("f", link) < 0)
+		abort();
+	r = open_trusted(link, O_RDONLY, "test file", &fd);
+	ok(r == 0 && fd >= 0, "root's link to a file beside it is followed (%s)",
+	   r ? jobcg_last_error()->message : "ok");
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+	up = strdup_printf("%s/sticky/sub/up", base);
+	if (symlink("../../f", up) < 0)
+		abort();
+	r = open_trusted(up, O_RDONLY, "test file", &fd);
+	ok(r == 0 && fd >= 0,
+	   "a link up through a sticky directory to a safe file is followed (%s)",
+	   r ? jobcg_last_error()->message : "ok");
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+	unlink(up);
+	if (symlink("../f", up) < 0)
+		abort();
+	trusted_bad(up, -EPERM, "(mode 1777)", "a link to a file in a sticky directory");
+	dangling = strdup_printf("%s/dangling", base);
+	if (symlink("nowhere", dangling) < 0)
+		abort();
+	trusted_bad(dangling, -ENOENT, "a symbolic link to 'nowhere', which does not exist",
+		    "a dangling link");
+	if (geteuid() == 0) {
+		if (lchown(link, 65534, 65534) < 0)
+			abort();
+		trusted_bad(link, -EPERM, "a symbolic link owned by uid 65534",
+			    "another user's link in a safe directory");
+		if (chown(base, 65534, 65534) < 0)
+			abort();
+		trusted_bad(f, -EPERM, "is owned by uid 65534",
+			    "a file in another user's directory");
+		if (chown(base, 0, 0) < 0)
+			abort();
+	} else {
+		tap_skip("not root: no link of another user");
+		tap_skip("not root: no directory of another user");
+	}
+
+	snprintf(p, sizeof(p), "rm -rf '%s'", base);
+	if (system(p) != 0)
 		tap_diag("cannot remove %s", base);
 }
 
@@ -387,5 +533,6 @@ int main(void)
 	test_read_file();
 	test_env_program();
 	test_mkdir_p_safe();
+	test_open_trusted();
 	return tap_done();
 }

@@ -382,98 +382,344 @@ int env_program(const char *name, char **ret)
 	return 0;
 }
 
-/* @fd, a directory shown as @shown on the way to @dir: ours or root's, and writable by no one
- * else (sticky root-owned directories above the last one excepted). */
-static int dir_fd_safe(int fd, const char *dir, const char *shown, bool last, const char *what)
-{
-	struct stat st;
-	char where[PATH_MAX + 32] = "";
+/* A walk by descriptor from / to a path root may trust (mkdir_p_safe(), open_trusted()). */
+struct walk {
+	const char *what, *dir; /* in messages: "state directory", the path asked for */
+	char shown[PATH_MAX];	/* where the walk is, links resolved */
+	char target[PATH_MAX];	/* the last link read, its target */
+	unsigned links;		/* links followed so far */
+	bool create;		/* mkdir -p: missing directories are made, with @mode */
+	mode_t mode;
+};
 
-	if (!last)
-		snprintf(where, sizeof(where), " (on the way, %s)", shown);
-	if (fstat(fd, &st) < 0)
-		return error_set(negative_errno(), "%s %s%s: cannot stat: %s", what, dir, where,
-				 strerror(errno));
-	if (st.st_uid != 0 && st.st_uid != geteuid())
-		return error_set(-EPERM, "%s %s%s is owned by uid %u, not by root or uid %u", what,
-				 dir, where, (unsigned)st.st_uid, (unsigned)geteuid());
-	if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
-	    (last || st.st_uid != 0 || !(st.st_mode & S_ISVTX)))
-		return error_set(-EPERM,
-				 "%s %s%s is writable by its group or by others (mode %04o): "
-				 "anyone could replace what jobcg keeps there",
-				 what, dir, where, (unsigned)(st.st_mode & 07777));
+/* How a directory reached is checked: on the way (a sticky root-owned directory such as /tmp
+ * may be world-writable), holding the file asked for, or the directory asked for itself. */
+enum {
+	DIR_ON_WAY = 0,
+	DIR_STRICT = 1 << 0,
+	DIR_SELF = DIR_STRICT | 1 << 1,
+};
+
+#define WALK_MAX_LINKS 40
+
+static int shown_push(struct walk *w, const char *comp)
+{
+	size_t n = strlen(w->shown);
+	bool root = streq(w->shown, "/");
+
+	if (n + strlen(comp) + 2 > sizeof(w->shown))
+		return error_set(-ENAMETOOLONG, "%s %s: the path is too long", w->what, w->dir);
+	snprintf(w->shown + n, sizeof(w->shown) - n, "%s%s", root ? "" : "/", comp);
 	return 0;
 }
 
-int mkdir_p_safe(const char *dir, mode_t mode, const char *what)
+static void shown_pop(struct walk *w)
 {
-	_cleanup_free_ char *p = NULL, *shown = NULL;
-	_cleanup_close_ int fd = -1;
+	char *slash = strrchr(w->shown, '/');
+
+	if (slash == w->shown)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+}
+
+/* @fd, the directory w->shown: ours or root's, and writable by no one else (for DIR_ON_WAY, a
+ * sticky root-owned one excepted: no one but root can rename or replace what is in it). */
+static int dir_fd_safe(int fd, const struct walk *w, unsigned how)
+{
+	struct stat st;
+	char where[PATH_MAX + 32] = "", who[32] = "";
+
+	if ((how & DIR_SELF) != DIR_SELF)
+		snprintf(where, sizeof(where), " (on the way, %s)", w->shown);
+	if (geteuid() != 0)
+		snprintf(who, sizeof(who), " or uid %u", (unsigned)geteuid());
+	if (fstat(fd, &st) < 0)
+		return error_set(negative_errno(), "%s %s%s: cannot stat: %s", w->what, w->dir,
+				 where, strerror(errno));
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return error_set(-EPERM, "%s %s%s is owned by uid %u, not by root%s", w->what,
+				 w->dir, where, (unsigned)st.st_uid, who);
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    ((how & DIR_STRICT) || st.st_uid != 0 || !(st.st_mode & S_ISVTX)))
+		return error_set(-EPERM,
+				 "%s %s%s is writable by its group or by others (mode %04o): "
+				 "anyone could replace what jobcg keeps there",
+				 w->what, w->dir, where, (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+static bool is_link_at(int fd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
+/* The target of the link @name in the directory @fd (w->shown) into w->target, when the link
+ * is root's or ours: a link made by another user, even in a sticky directory such as /tmp, is
+ * not followed (the kernel's fs.protected_symlinks rule, whatever that sysctl says here). */
+static int link_read(struct walk *w, int fd, const char *name)
+{
+	char who[32] = "", link[PATH_MAX + NAME_MAX + 8];
+	struct stat st;
+	ssize_t n;
+
+	if (geteuid() != 0)
+		snprintf(who, sizeof(who), " or uid %u", (unsigned)geteuid());
+	snprintf(link, sizeof(link), "%s%s%s", w->shown, streq(w->shown, "/") ? "" : "/", name);
+	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return error_set(negative_errno(), "%s %s: cannot stat %s: %s", w->what, w->dir,
+				 link, strerror(errno));
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return error_set(-EPERM,
+				 "%s %s: %s%sa symbolic link owned by uid %u, not by root%s (not "
+				 "followed)",
+				 w->what, w->dir, streq(link, w->dir) ? "" : link,
+				 streq(link, w->dir) ? "" : " is ", (unsigned)st.st_uid, who);
+	if (++w->links > WALK_MAX_LINKS)
+		return error_set(-ELOOP, "%s %s: more than %d symbolic links", w->what, w->dir,
+				 WALK_MAX_LINKS);
+	n = readlinkat(fd, name, w->target, sizeof(w->target) - 1);
+	if (n < 0)
+		return error_set(negative_errno(), "%s %s: cannot read the link %s: %s", w->what,
+				 w->dir, link, strerror(errno));
+	w->target[n] = '\0';
+	return 0;
+}
+
+static int walk_dir(struct walk *w, int *fd, const char *path, unsigned how, bool dotdot);
+
+/* Steps from the directory *@fd (w->shown) into its directory @comp, checked as @how says. */
+static int walk_step(struct walk *w, int *fd, const char *comp, unsigned how)
+{
+	int nfd, r;
+
+	if (streq(comp, "..")) {
+		nfd = openat(*fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (nfd < 0)
+			return error_set(negative_errno(), "%s %s: %s/..: %s", w->what, w->dir,
+					 w->shown, strerror(errno));
+		shown_pop(w);
+	} else {
+		nfd = openat(*fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0 && errno == ENOENT && w->create) {
+			if (mkdirat(*fd, comp, w->mode) < 0 && errno != EEXIST) {
+				r = negative_errno();
+				(void)shown_push(w, comp);
+				return error_set(r, "cannot create the %s %s: %s", w->what,
+						 w->shown, strerror(-r));
+			}
+			nfd = openat(*fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (nfd < 0 && (errno == ENOTDIR || errno == ELOOP) && is_link_at(*fd, comp)) {
+			bool create = w->create;
+
+			/* A link's target is what its owner made it: nothing is made there. */
+			r = link_read(w, *fd, comp);
+			if (r < 0)
+				return r;
+			w->create = false;
+			r = walk_dir(w, fd, w->target, how, true);
+			w->create = create;
+			return r;
+		}
+		if (nfd < 0) {
+			r = negative_errno();
+			(void)shown_push(w, comp);
+			return error_set(r, "%s %s: %s", w->what, w->shown, strerror(-r));
+		}
+		r = shown_push(w, comp);
+		if (r < 0) {
+			close(nfd);
+			return r;
+		}
+	}
+	close(*fd);
+	*fd = nfd;
+	return dir_fd_safe(*fd, w, how);
+}
+
+/* Walks *@fd through the directories of @path (from / when it is absolute), the last one
+ * checked as @how says, every other one as on the way. */
+static int walk_dir(struct walk *w, int *fd, const char *path, unsigned how, bool dotdot)
+{
+	_cleanup_free_ char *p = strdup(path);
+	_cleanup_free_ char **comps = calloc(strlen(path) / 2 + 2, sizeof(*comps));
+	char *s, *save = NULL;
 	size_t n = 0;
-	char *s, *comp;
 	int r;
 
-	if (!dir || dir[0] != '/')
-		return error_set(-EINVAL, "%s '%s': need an absolute path", what, dir ? dir : "");
-	p = strdup(dir);
-	shown = calloc(1, strlen(dir) + 2);
-	if (!p || !shown)
+	if (!p || !comps)
 		return -ENOMEM;
-	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return error_set(negative_errno(), "cannot open /: %s", strerror(errno));
-	s = p + strspn(p, "/");
-	r = dir_fd_safe(fd, dir, "/", !*s, what);
-	if (r < 0)
-		return r;
-	while (*s) {
-		size_t len = strcspn(s, "/");
-		bool last;
-		int nfd;
+	for (s = strtok_r(p, "/", &save); s; s = strtok_r(NULL, "/", &save))
+		if (!streq(s, "."))
+			comps[n++] = s;
+	if (path[0] == '/') {
+		int nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
-		comp = s;
-		s += len;
-		if (*s) {
-			*s++ = '\0';
-			s += strspn(s, "/");
-		}
-		last = !*s;
-		if (streq(comp, "."))
-			continue;
-		if (streq(comp, ".."))
-			return error_set(-EINVAL, "%s %s: '..' is not allowed", what, dir);
-		shown[n++] = '/';
-		memcpy(shown + n, comp, len);
-		n += len;
-		shown[n] = '\0';
-		nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (nfd < 0 && errno == ENOENT) {
-			if (mkdirat(fd, comp, mode) < 0 && errno != EEXIST)
-				return error_set(negative_errno(), "cannot create the %s %s: %s",
-						 what, shown, strerror(errno));
-			nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		}
-		if (nfd < 0 && errno == ENOTDIR) {
-			struct stat lst;
-
-			/* A link in a directory that passed was made by root or by us. */
-			if (fstatat(fd, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISLNK(lst.st_mode))
-				nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_CLOEXEC);
-			else
-				errno = ENOTDIR;
-		}
 		if (nfd < 0)
-			return error_set(negative_errno(), "%s %s: %s", what, shown,
-					 strerror(errno));
-		close(fd);
-		fd = nfd;
-		r = dir_fd_safe(fd, dir, shown, last, what);
+			return error_set(negative_errno(), "cannot open /: %s", strerror(errno));
+		close(*fd);
+		*fd = nfd;
+		snprintf(w->shown, sizeof(w->shown), "/");
+		r = dir_fd_safe(*fd, w, n ? DIR_ON_WAY : how);
+		if (r < 0)
+			return r;
+	} else if (!n)
+		return dir_fd_safe(*fd, w, how);
+	for (size_t i = 0; i < n; i++) {
+		if (!dotdot && streq(comps[i], ".."))
+			return error_set(-EINVAL, "%s %s: '..' is not allowed", w->what, w->dir);
+		r = walk_step(w, fd, comps[i], i + 1 == n ? how : DIR_ON_WAY);
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+/* Opens @name in the directory *@fd (w->shown) with @flags, a link followed as link_read()
+ * allows. 1 when nothing is there and no link led there. */
+static int walk_open(struct walk *w, int *fd, const char *name, int flags, int *ret_fd)
+{
+	_cleanup_free_ char *base = NULL, *to = NULL;
+	int r;
+
+	for (;;) {
+		int nfd = openat(*fd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		char *slash;
+
+		if (nfd >= 0) {
+			if (fstat(nfd, &st) < 0) {
+				r = negative_errno();
+				close(nfd);
+				return error_set(r, "%s %s: cannot stat: %s", w->what, w->dir,
+						 strerror(-r));
+			}
+			if (!S_ISLNK(st.st_mode)) { /* else O_PATH opened the link itself */
+				r = 0;
+				/* A directory is held to the rules itself; a file, through the
+				 * directory holding it (a sticky one would let anyone make a
+				 * name there first). */
+				if (S_ISDIR(st.st_mode))
+					r = streq(name, ".") ? 0 : shown_push(w, name);
+				if (r >= 0)
+					r = dir_fd_safe(S_ISDIR(st.st_mode) ? nfd : *fd, w,
+							S_ISDIR(st.st_mode) ? DIR_SELF
+									    : DIR_STRICT);
+				if (r < 0) {
+					close(nfd);
+					return r;
+				}
+				*ret_fd = nfd;
+				return 0;
+			}
+			close(nfd);
+		} else if (errno == ENOENT && !to) {
+			r = dir_fd_safe(*fd, w, DIR_STRICT);
+			return r < 0 ? r : 1;
+		} else if (errno == ENOENT) {
+			return error_set(-ENOENT,
+					 "%s %s: a symbolic link to '%s', which does not exist",
+					 w->what, w->dir, to);
+		} else if ((errno != ELOOP && errno != ENOTDIR) || !is_link_at(*fd, name)) {
+			r = negative_errno();
+			return error_set(r, "%s %s: %s", w->what, w->dir, strerror(-r));
+		}
+		r = link_read(w, *fd, name);
+		if (r < 0)
+			return r;
+		/* The link's directory part, then its last name opened as this one was. */
+		free(base);
+		free(to);
+		slash = strrchr(w->target, '/');
+		base = strdup(slash ? slash + 1 : w->target);
+		to = strdup(w->target);
+		if (!base || !to)
+			return -ENOMEM;
+		if (!*base || streq(base, ".") || streq(base, "..")) {
+			r = walk_dir(w, fd, w->target, DIR_SELF, true);
+			name = ".";
+		} else if (slash) {
+			slash[slash == w->target] = '\0';
+			r = walk_dir(w, fd, w->target, DIR_ON_WAY, true);
+			name = base;
+		} else {
+			r = 0;
+			name = base;
+		}
+		if (r < 0)
+			return r;
+	}
+}
+
+int open_trusted_at(int dirfd, const char *dir, const char *path, int flags, const char *what,
+		    int *ret_fd)
+{
+	_cleanup_free_ char *abs = NULL, *parent = NULL, *shown = NULL;
+	_cleanup_close_ int fd = -1;
+	struct walk w = {.what = what, .dir = path};
+	const char *slash, *name;
+	int r;
+
+	if (path[0] != '/' && dirfd < 0) {
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+
+		if (!cwd)
+			return error_set(negative_errno(), "%s %s: no working directory: %s", what,
+					 path, strerror(errno));
+		abs = strdup_printf("%s/%s", cwd, path);
+		if (!abs)
+			return -ENOMEM;
+		path = abs;
+	}
+	if (path[0] == '/' || dirfd < 0)
+		fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	else
+		fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return error_set(negative_errno(), "%s %s: %s", what, path, strerror(errno));
+	if (path[0] != '/') {
+		shown = strdup_printf("%s/%s", dir, path);
+		if (!shown)
+			return -ENOMEM;
+		w.dir = shown;
+	}
+	snprintf(w.shown, sizeof(w.shown), "%s", path[0] == '/' ? "/" : dir);
+	slash = strrchr(path, '/');
+	name = slash ? slash + 1 : path;
+	if (!*name || streq(name, ".") || streq(name, "..")) {
+		r = walk_dir(&w, &fd, path, DIR_SELF, true);
+		name = ".";
+	} else if (slash) {
+		parent = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+		if (!parent)
+			return -ENOMEM;
+		r = walk_dir(&w, &fd, parent, DIR_ON_WAY, true);
+	} else
+		r = 0; /* @dirfd, checked by the caller */
+	if (r < 0)
+		return r;
+	return walk_open(&w, &fd, name, flags, ret_fd);
+}
+
+int open_trusted(const char *path, int flags, const char *what, int *ret_fd)
+{
+	return open_trusted_at(-1, NULL, path, flags, what, ret_fd);
+}
+
+int mkdir_p_safe(const char *dir, mode_t mode, const char *what)
+{
+	struct walk w = {.what = what, .dir = dir, .create = true, .mode = mode};
+	_cleanup_close_ int fd = -1;
+
+	if (!dir || dir[0] != '/')
+		return error_set(-EINVAL, "%s '%s': need an absolute path", what, dir ? dir : "");
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return error_set(negative_errno(), "cannot open /: %s", strerror(errno));
+	return walk_dir(&w, &fd, dir, DIR_SELF, false);
 }
 
 int state_dir_prepare(const char *file)

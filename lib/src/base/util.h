@@ -149,11 +149,29 @@ int env_program(const char *name, char **ret);
  * directory above it, made with @mode where missing, walked from / by descriptor so that a
  * directory swapped for a link on the way is not followed. Each must be owned by root or by
  * our effective uid and writable by no one else; a directory above @dir may be world-writable
- * when it is root's and sticky (/tmp). A link on the way is followed only where it sits in a
- * directory that passed (an administrator's /var -> /srv/var), and its target is held to the
- * same rules. @what names the directory in errors ("state directory"). 0 or -errno with the
- * error record set.
+ * when it is root's and sticky (/tmp). A link on the way is followed only when root or our
+ * effective uid owns it (in a sticky /tmp anyone could have made it; the kernel's
+ * fs.protected_symlinks rule, whatever that sysctl says), and its target is walked the same
+ * way (nothing is made inside it). @what names the directory in errors ("state directory").
+ * 0 or -errno with the error record set.
  */
 int mkdir_p_safe(const char *dir, mode_t mode, const char *what);
+/*
+ * Opens @path with openat() @flags (O_NOFOLLOW and O_CLOEXEC added) the way mkdir_p_safe()
+ * walks, making nothing: every directory on the way owned by root or our effective uid and
+ * writable by no one else (a sticky root-owned one excepted), the one holding the last name
+ * writable by no one else even when sticky unless that name is a directory, a directory
+ * opened held to that rule itself, and a
+ * link, on the way or the last name, followed only when root or our effective uid owns it,
+ * its target walked the same way. For what root reads and trusts (its configuration, the
+ * device nodes it manages). A relative @path is taken from the directory @dirfd, which the
+ * caller has checked and shows as @dir, or with @dirfd < 0 from the working directory (whose
+ * directories are checked too). 0 and the descriptor in *@ret_fd; 1 when the last name of
+ * @path is not there (no error record: a link to nothing is an error); else -errno with the
+ * error record naming @what ("configuration file") and the directory or link at fault.
+ */
+int open_trusted_at(int dirfd, const char *dir, const char *path, int flags, const char *what,
+		    int *ret_fd);
+int open_trusted(const char *path, int flags, const char *what, int *ret_fd);
 /* mkdir_p_safe() of the directory holding @file, mode 0755: the state directory. */
 int state_dir_prepare(const char *file);
