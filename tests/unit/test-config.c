@@ -660,6 +660,97 @@ out:
 	rmdir(devdir);
 }
 
+/* jobcg_config_load(tmp) as root must fail with -EPERM, @needle in the message. */
+static void dir_bad(const char *needle, const char *what)
+{
+	const struct jobcg_error *e = jobcg_last_error();
+	struct jobcg_config *c = NULL;
+	int r;
+
+	jobcg_error_clear();
+	r = jobcg_config_load(tmp, "h", JOBCG_CONFIG_NO_ENV, &c);
+	ok(r == -EPERM && !c && strstr(e->message, needle), "%s: refused (%d %s:%u:%u: %s)", what,
+	   r, e->file, e->line, e->column, e->message);
+	jobcg_config_free(c);
+}
+
+/*
+ * Read as root, the directories holding the files count as the files do: a user who could
+ * write the configuration directory could rename gres.conf away (the defaults: no device
+ * containment for any job) or swap a file for a link to another of root's.
+ */
+static void test_owner_dirs(void)
+{
+	const struct jobcg_error *e = jobcg_last_error();
+	struct jobcg_config *c = NULL;
+	char inc[PATH_MAX + 16], link[PATH_MAX + 16], real[PATH_MAX + 32];
+	int r;
+
+	put("cgroup.conf", "ConstrainDevices=yes\n", (size_t)-1);
+	put("gres.conf", "Name=gpu Count=1\n", (size_t)-1);
+	if (chown(tmp, 65534, 65534) < 0)
+		abort();
+	dir_bad("owned by uid 65534", "a configuration directory of another user");
+	ok(strstr(e->message, "configuration directory") && strstr(e->message, tmp),
+	   "...the message names the directory");
+	rm("gres.conf");
+	dir_bad("owned by uid 65534", "...and with gres.conf renamed away: no silent defaults");
+	put("gres.conf", "Name=gpu Count=1\n", (size_t)-1);
+	if (chown(tmp, 0, 0) < 0 || chmod(tmp, 0777) < 0)
+		abort();
+	dir_bad("writable by its group or by others (mode 0777)",
+		"a configuration directory anyone can write");
+	if (chmod(tmp, 0700) < 0)
+		abort();
+	jobcg_error_clear();
+	r = jobcg_config_load(tmp, "h", JOBCG_CONFIG_NO_ENV, &c);
+	ok(r == 0 && c && c->gres.nrecords == 1, "root's directory, mode 0700: read (%s)",
+	   r ? e->message : "ok");
+	jobcg_config_free(c);
+	c = NULL;
+
+	/* an Include's directory, refused at the Include line */
+	snprintf(inc, sizeof(inc), "%s/inc", tmp);
+	if (mkdir(inc, 0755) < 0 || chown(inc, 65534, 65534) < 0)
+		abort();
+	put("inc/inc.conf", "ConstrainCores=yes\n", (size_t)-1);
+	put("cgroup.conf", "Include inc/inc.conf\n", (size_t)-1);
+	dir_bad("owned by uid 65534", "an included file in a directory of another user");
+	ok(strstr(e->file, "cgroup.conf") && e->line == 1 && e->column == 9 &&
+	       strstr(e->message, "included file") && strstr(e->message, "/inc"),
+	   "...at the Include line, naming the directory (%s:%u:%u)", e->file, e->line, e->column);
+	put("cgroup.conf", "ConstrainDevices=yes\n", (size_t)-1);
+
+	/* gres.conf a link: root's to a file in a safe place is followed; another user's is not,
+	 * and neither is root's to a file in a directory another user can change */
+	snprintf(link, sizeof(link), "%s/gres.conf", tmp);
+	snprintf(real, sizeof(real), "%s/real.conf", tmp);
+	rm("gres.conf");
+	put("real.conf", "Name=gpu Count=1\nName=nic Count=1\n", (size_t)-1);
+	if (symlink("real.conf", link) < 0)
+		abort();
+	jobcg_error_clear();
+	r = jobcg_config_load(tmp, "h", JOBCG_CONFIG_NO_ENV, &c);
+	ok(r == 0 && c && c->gres.nrecords == 2, "root's link to a file beside it: followed (%s)",
+	   r ? e->message : "ok");
+	jobcg_config_free(c);
+	c = NULL;
+	if (lchown(link, 65534, 65534) < 0)
+		abort();
+	dir_bad("a symbolic link owned by uid 65534", "gres.conf a link of another user");
+	ok(strstr(e->file, "gres.conf") != NULL, "...named as gres.conf (%s)", e->file);
+	rm("gres.conf");
+	put("inc/real.conf", "Name=gpu Count=2\n", (size_t)-1);
+	if (symlink("inc/real.conf", link) < 0)
+		abort();
+	dir_bad("owned by uid 65534", "root's link to a file in a directory of another user");
+	rm("gres.conf");
+	rm("real.conf");
+	rm("inc/real.conf");
+	rm("inc/inc.conf");
+	rmdir(inc);
+}
+
 /* Read as root, a configuration file another user owns or can write is refused unread, an
  * included one at its Include line; a dangling symbolic link is an error, a missing file not. */
 static void test_owner(void)
@@ -741,7 +832,9 @@ static void test_owner(void)
 	r = jobcg_config_load(tmp, "h", JOBCG_CONFIG_NO_ENV, &c);
 	ok(r == 0 && c && !c->cgroup.constrain_cores, "missing cgroup.conf gives the defaults");
 	jobcg_config_free(c);
+	c = NULL;
 	rm("gres.conf");
+	test_owner_dirs();
 }
 
 int main(void)

@@ -2,6 +2,7 @@
  * jobcg: loading the configuration (cgroup.conf then gres.conf) into one immutable struct. All or
  * nothing: on any error the half-built struct is freed and only the error record remains.
  */
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "confload.h"
@@ -19,6 +20,7 @@ int confload_parse(struct confload *l, const char *path, const char *buf, size_t
 	    .no_include = l->no_include,
 	    .files = &l->c->files,
 	    .own_config = true,
+	    .trusted_paths = l->trusted_paths,
 	};
 	int r;
 
@@ -67,13 +69,15 @@ JOBCG_EXPORT const char *jobcg_getenv(const char *name)
 	return env_secure(name);
 }
 
-/* Files are read from paths, or from buffers when @bufs is set (bufs[0..1] with lens). */
+/* Files are read from paths, or from buffers when @bufs is set (bufs[0..1] with lens); with
+ * @trusted, through directories checked as open_trusted() does. */
 static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 		const char *hostname, unsigned flags, const char *const *bufs, const size_t *lens,
-		struct jobcg_config **ret)
+		bool trusted, struct jobcg_config **ret)
 {
 	struct jobcg_config *c = calloc(1, sizeof(*c));
-	struct confload l = {.c = c, .flags = flags, .no_include = bufs != NULL};
+	struct confload l = {
+	    .c = c, .flags = flags, .no_include = bufs != NULL, .trusted_paths = trusted};
 	int r;
 
 	if (!c)
@@ -123,7 +127,7 @@ JOBCG_EXPORT int jobcg_config_load_files(const char *cgroup_conf, const char *gr
 					 struct jobcg_config **ret)
 {
 	return_if_null(ret);
-	return load(cgroup_conf, gres_conf, NULL, hostname, flags, NULL, NULL, ret);
+	return load(cgroup_conf, gres_conf, NULL, hostname, flags, NULL, NULL, false, ret);
 }
 
 int config_load_buffers(const char *cgroup_buf, size_t cgroup_len, const char *gres_buf,
@@ -134,7 +138,8 @@ int config_load_buffers(const char *cgroup_buf, size_t cgroup_len, const char *g
 	size_t lens[2] = {cgroup_len, gres_len};
 
 	return load(cgroup_buf ? "cgroup.conf" : NULL, gres_buf ? "gres.conf" : NULL, NULL,
-		    hostname ? hostname : "node1", flags | JOBCG_CONFIG_NO_ENV, bufs, lens, ret);
+		    hostname ? hostname : "node1", flags | JOBCG_CONFIG_NO_ENV, bufs, lens, false,
+		    ret);
 }
 
 JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname, unsigned flags,
@@ -142,7 +147,7 @@ JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname,
 {
 	_cleanup_free_ char *cg = NULL, *gr = NULL;
 	const char *dir = config_dir;
-	bool explicit = true;
+	bool explicit = true, root = geteuid() == 0;
 	struct stat st;
 
 	if (!dir && !(flags & JOBCG_CONFIG_NO_ENV))
@@ -151,8 +156,26 @@ JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname,
 		dir = JOBCG_SYSCONFDIR;
 		explicit = false;
 	}
-	/* A directory someone named must exist; the built-in one may be absent (defaults). */
-	if (explicit) {
+	/*
+	 * Read as root, a directory that another user can write (or one below such) would let
+	 * that user rename gres.conf away (silent defaults: no device containment) or swap a
+	 * file for a link to another: the directory is checked as the state directory is, and
+	 * the files are opened through checked directories only.
+	 */
+	if (root) {
+		_cleanup_close_ int fd = -1;
+		int r = open_trusted(dir, O_PATH | O_DIRECTORY, "configuration directory", &fd);
+
+		if (r == 1 && !explicit) /* the built-in one absent: the defaults */
+			return load(NULL, NULL, dir, hostname, flags, NULL, NULL, true, ret);
+		if (r == 1)
+			return error_set_at(-ENOENT, dir, 0, 0, "configuration directory: %s",
+					    strerror(ENOENT));
+		if (r < 0)
+			return r;
+	} else if (explicit) {
+		/* A directory someone named must exist; the built-in one may be absent
+		 * (defaults). */
 		if (stat(dir, &st) < 0) {
 			int r = negative_errno();
 
@@ -167,5 +190,5 @@ JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname,
 	gr = strdup_printf("%s/gres.conf", dir);
 	if (!cg || !gr)
 		return -ENOMEM;
-	return load(cg, gr, dir, hostname, flags, NULL, NULL, ret);
+	return load(cg, gr, dir, hostname, flags, NULL, NULL, root, ret);
 }

@@ -13,6 +13,7 @@ struct confload {
 	struct jobcg_config *c; /* being filled; freed by the caller on error */
 	unsigned flags;		/* JOBCG_CONFIG_* */
 	bool no_include;	/* fuzzing: Include is an error */
+	bool trusted_paths;	/* root's configuration directory: see struct conf_parser */
 	struct jobcg_origin cg_origin[CGROUP_MAX_KEYS]; /* per cgroup.conf key, table order */
 	void *gres;					/* gresconf.c's cross-line state */
 };

@@ -525,6 +525,15 @@ static int check_trusted(const struct stat *st, const char *path, const char *fr
 			    (unsigned)(st->st_mode & 07777), why);
 }
 
+/* The error record's message set again at @file:@line:@col. */
+static int error_move_to(int r, const char *file, unsigned line, unsigned col)
+{
+	char msg[sizeof(jobcg_last_error()->message)];
+
+	snprintf(msg, sizeof(msg), "%s", jobcg_last_error()->message);
+	return error_set_at(r, file, line, col, "%s", msg);
+}
+
 static int parse_file_at(struct ctx *c, const char *path, const char *from_file, unsigned from_line,
 			 unsigned from_col)
 {
@@ -539,7 +548,23 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 				    "Include nested more than %d deep", CONF_MAX_INCLUDE_DEPTH);
 	/* O_NONBLOCK: opening a FIFO (or a device that waits for a carrier) must not block
 	 * every command and login that reads the configuration; only a regular file is read. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (c->p->trusted_paths) {
+		r = open_trusted(path, O_RDONLY | O_NOCTTY | O_NONBLOCK,
+				 from_file ? "included file" : "configuration file", &fd);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0 && from_file)
+			return error_move_to(r, from_file, from_line, from_col);
+		if (r < 0)
+			return error_move_to(r, path, 0, 0);
+		if (r == 1 && !from_file)
+			return 1; /* top-level file missing: the caller uses defaults */
+		if (r == 1)
+			return error_set_at(-ENOENT, from_file, from_line, from_col,
+					    "cannot read included file '%s': %s", path,
+					    strerror(ENOENT));
+	} else
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		r = negative_errno();
 		if (r == -ENOENT && !from_file) {

@@ -34,6 +34,11 @@ struct conf_parser {
 	 * error (not a missing file), and with effective uid 0 every file read, includes too,
 	 * must be owned by root and writable by no one else. */
 	bool own_config;
+	/* Root reading its configuration directory: every file, includes too, is opened with
+	 * open_trusted() (directories on the way root's and writable by no one else, links
+	 * followed only when root's), so that no other user can rename a file away or swap in
+	 * another. A missing top-level file still gives 1 (defaults). */
+	bool trusted_paths;
 	/* Slurm's slurm.conf: "%c" in an Include's file name is the ClusterName= set by the
 	 * lines before it, in lower case, as Slurm 22.05's parse_config.c expands it. In any
 	 * other file (gres.conf, cgroup.conf) Slurm has no ClusterName to expand and the
