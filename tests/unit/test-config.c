@@ -612,7 +612,9 @@ static void test_gres_stat(void)
 {
 	char devdir[PATH_MAX], text[2 * PATH_MAX + 256], p0[PATH_MAX + 16], p1[PATH_MAX + 16],
 	    pb[PATH_MAX + 16], preg[PATH_MAX + 16];
+	const struct jobcg_error *e = jobcg_last_error();
 	struct jobcg_config *c = NULL;
+	int err;
 
 	if (geteuid() != 0) {
 		tap_skip("mknod needs root");
@@ -652,6 +654,49 @@ static void test_gres_stat(void)
 	ok(load_text(true, text, strlen(text), "h", 0, &c) == -ENODEV && !c &&
 	       jobcg_last_error()->line == 1 && jobcg_last_error()->column == 15,
 	   "a regular file is not a device (1:15)");
+
+	/* As root, a device file is reached only through what no other user can change: in a
+	 * directory a user could write, that user could swap a GPU's node for a link to any
+	 * device, which jobcg would then manage and grant as that GPU. */
+	snprintf(text, sizeof(text), "Name=gpu File=%s/gpu[0-1]\n", devdir);
+	if (chown(devdir, 65534, 65534) < 0)
+		abort();
+	err = load_text(true, text, strlen(text), "h", 0, &c);
+	ok(err == -EPERM && !c && e->line == 1 && e->column == 15 && strstr(e->message, devdir) &&
+	       strstr(e->message, "owned by uid 65534"),
+	   "device files in a directory of another user: refused at 1:15 (%d %s)", err, e->message);
+	jobcg_config_free(c);
+	c = NULL;
+	err = load_text(true, text, strlen(text), "h", JOBCG_CONFIG_NO_STAT, &c);
+	ok(err == 0 && c, "...not looked at with --no-stat (%s)", err ? e->message : "ok");
+	jobcg_config_free(c);
+	c = NULL;
+	if (chown(devdir, 0, 0) < 0 || chmod(devdir, 0775) < 0)
+		abort();
+	err = load_text(true, text, strlen(text), "h", 0, &c);
+	ok(err == -EPERM && !c && strstr(e->message, "(mode 0775)"),
+	   "device files in a group-writable directory: refused (%s)", e->message);
+	jobcg_config_free(c);
+	c = NULL;
+	if (chmod(devdir, 0755) < 0)
+		abort();
+	unlink(p1);
+	if (symlink("/dev/null", p1) < 0 || lchown(p1, 65534, 65534) < 0)
+		abort();
+	err = load_text(true, text, strlen(text), "h", 0, &c);
+	ok(err == -EPERM && !c && e->line == 1 && strstr(e->message, "gpu1") &&
+	       strstr(e->message, "a symbolic link owned by uid 65534"),
+	   "a device file that is another user's link: refused (%s)", e->message);
+	jobcg_config_free(c);
+	c = NULL;
+	if (lchown(p1, 0, 0) < 0)
+		abort();
+	err = load_text(true, text, strlen(text), "h", 0, &c);
+	ok(err == 0 && c && c->gres.nrecords == 2 && c->gres.records[1].files[0].major == 1 &&
+	       c->gres.records[1].files[0].minor == 3,
+	   "root's link to /dev/null: followed, c 1:3 (%s)", err ? e->message : "ok");
+	jobcg_config_free(c);
+	c = NULL;
 out:
 	unlink(p0);
 	unlink(p1);

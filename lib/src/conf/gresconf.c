@@ -7,6 +7,7 @@
  * (reversed ranges, garbage in Cores=, a Count= suffix it does not know).
  */
 #include <ctype.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -849,11 +850,97 @@ static int refuse_duplicate_files(struct confload *l)
 	return 0;
 }
 
+/* The directories of File= paths checked so far in this load, each held open. */
+struct dev_dirs {
+	char **paths;
+	int *fds;
+	size_t n;
+};
+
+static void dev_dirs_done(struct dev_dirs *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		free(d->paths[i]);
+		close(d->fds[i]);
+	}
+	free(d->paths);
+	free(d->fds);
+}
+
+/*
+ * stat() of the device file @path, named at @pos. As root, through directories that no other
+ * user can change (open_trusted()): in a directory a user can write, that user could swap a
+ * GPU's node for a link to any device, which jobcg would then deny to every job or grant as
+ * that GPU. Each directory is walked once per load (`jobcg run` loads on every launch).
+ */
+static int device_stat(struct dev_dirs *d, const char *path, const struct rec_pos *pos,
+		       struct stat *ret)
+{
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int fd = -1;
+	const char *slash = strrchr(path, '/'), *base;
+	size_t i;
+	int r = 0;
+
+	if (geteuid() != 0 || !slash) {
+		if (stat(path, ret) < 0)
+			r = negative_errno();
+		goto out;
+	}
+	base = slash[1] ? slash + 1 : ".";
+	dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	for (i = 0; i < d->n && !streq(d->paths[i], dir); i++)
+		;
+	if (i == d->n) {
+		char **np = realloc(d->paths, (d->n + 1) * sizeof(*np));
+		int *nf, dfd;
+
+		if (!np)
+			return -ENOMEM;
+		d->paths = np;
+		nf = realloc(d->fds, (d->n + 1) * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		d->fds = nf;
+		r = open_trusted(dir, O_PATH | O_DIRECTORY, "device directory", &dfd);
+		if (r != 0)
+			goto out;
+		d->paths[d->n] = TAKE_PTR(dir);
+		d->fds[d->n] = dfd;
+		d->n++;
+	}
+	r = open_trusted_at(d->fds[i], d->paths[i], base, O_PATH, "device file", &fd);
+	if (r == 0 && fstat(fd, ret) < 0)
+		r = negative_errno();
+out:
+	if (r == -ENOMEM)
+		return r;
+	if (r == 1 || r == -ENOENT || (r < 0 && (geteuid() != 0 || !slash)))
+		return error_set_at(r == 1 ? -ENOENT : r, pos->file, pos->line, pos->col,
+				    "device file %s: %s (check it exists on this node; "
+				    "`jobcg config --no-stat` checks a file written for another "
+				    "node)",
+				    path, strerror(r == 1 ? ENOENT : -r));
+	if (r < 0) {
+		char msg[sizeof(jobcg_last_error()->message)];
+
+		snprintf(msg, sizeof(msg), "%s", jobcg_last_error()->message);
+		return error_set_at(r, pos->file, pos->line, pos->col,
+				    "%s: jobcg runs as root and manages only device files whose "
+				    "path no other user can change",
+				    msg);
+	}
+	return 0;
+}
+
 int gres_conf_finish(struct confload *l)
 {
 	struct jobcg_gres_conf *g = &l->c->gres;
 	struct gres_state *s = l->gres;
 	const char *ad = g->node_autodetect ? g->node_autodetect : g->autodetect;
+	_cleanup_(dev_dirs_done) struct dev_dirs dirs = {};
 	int r;
 
 	for (size_t i = 0; i < g->nrecords; i++) {
@@ -868,16 +955,9 @@ int gres_conf_finish(struct confload *l)
 			const struct rec_pos *pos = s ? &s->pos[i] : &(struct rec_pos){};
 			struct stat st;
 
-			if (stat(gf->path, &st) < 0) {
-				r = negative_errno();
-
-				return error_set_at(
-				    r, pos->file, pos->line, pos->col,
-				    "device file %s: %s (check it exists on this node; "
-				    "`jobcg config --no-stat` checks a file written for another "
-				    "node)",
-				    gf->path, strerror(-r));
-			}
+			r = device_stat(&dirs, gf->path, pos, &st);
+			if (r < 0)
+				return r;
 			if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
 				return error_set_at(-ENODEV, pos->file, pos->line, pos->col,
 						    "%s is not a character or block device",
