@@ -64,13 +64,17 @@ JOBCG_EXPORT const char *jobcg_getenv(const char *name);
  * Missing files give the defaults (an empty gres.conf). @hostname NULL: $JOBCG_NODENAME (unless
  * JOBCG_CONFIG_NO_ENV), else gethostname(); NodeName= lines also match the name up to its first
  * dot. On error returns -errno with the thread's error record naming file, line and column; nothing
- * is returned (no partial configuration). Free with jobcg_config_free().
+ * is returned (no partial configuration). Free with jobcg_config_free(). With effective uid 0 the
+ * directory, every directory above it and those of included files and of gres.conf's device
+ * files must be root's and writable by no one else, and links are followed only when root owns
+ * them (-EPERM naming the directory or link otherwise, even when a file is missing).
  */
 JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname, unsigned flags,
 				   struct jobcg_config **ret);
 /**
  * Same, from explicit paths (either may be NULL: defaults / no gres). Errors name the paths as
- * given.
+ * given. With effective uid 0 the files (not their directories) must be root's and writable by
+ * no one else, and the device files are checked as above.
  */
 JOBCG_EXPORT int jobcg_config_load_files(const char *cgroup_conf, const char *gres_conf,
 					 const char *hostname, unsigned flags,
