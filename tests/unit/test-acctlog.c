@@ -775,6 +775,147 @@ static void test_rotation(void)
 		tap_diag("cannot remove %s", dir);
 }
 
+/* Append @text to @path as it is. */
+static void append_raw(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		tap_diag("cannot append to %s", path);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Lines that hold a record and more, or a negative count, are not records (skipped, warned). */
+static void test_junk_lines(void)
+{
+	char dir[] = "/tmp/jobcg-test-acct-junk-XXXXXX";
+	char path[256], cmd[300], *nl, *p;
+	_cleanup_free_ char *line = NULL;
+	size_t len = 0;
+	int w;
+
+	if (!mkdtemp(dir)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
+	write_job(path, "1");
+	if (read_full_file_at(AT_FDCWD, path, 1 << 16, &line, &len) < 0 ||
+	    !(nl = strchr(line, '\n'))) {
+		ok(false, "read the record back");
+		return;
+	}
+	*nl = '\0';
+	{
+		_cleanup_free_ char *a = strdup_printf("%s{\"x\":1}\n", line),
+				    *b = strdup_printf("%s trailing\n", line),
+				    *c = strdup_printf("%s  \n", line), *d = strdup(line);
+
+		append_raw(path, a);
+		append_raw(path, b);
+		append_raw(path, c); /* blanks after it are not junk */
+		/* "cpu_usec":12345 -> "cpu_usec":-5 */
+		if (d && (p = strstr(d, "\"cpu_usec\":12345"))) {
+			_cleanup_free_ char *neg =
+			    strdup_printf("%.*s\"cpu_usec\":-5%s\n", (int)(p - d), d,
+					  p + strlen("\"cpu_usec\":12345"));
+
+			append_raw(path, neg);
+			tap_diag("negative: %s", neg);
+		} else
+			ok(false, "the sample has cpu_usec 12345");
+	}
+	warnings = 0;
+	jobcg_set_log(count_warnings, NULL, JOBCG_LOG_DEBUG);
+	is_str(read_all_ids(path, NULL), "1 1", "the record, and the one with blanks after it");
+	w = warnings;
+	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+	is_int(w, 3, "junk after a record, or a negative number: a warning each, skipped");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		tap_diag("cannot remove %s", dir);
+}
+
+/*
+ * Files that are not logs jobcg wrote: an entry named like a rotated log that is a directory,
+ * a FIFO, a link or a file others could write is skipped with a warning (the others are read);
+ * a live log like that, or a state directory others can write, is refused, by readers and by
+ * writers.
+ */
+static void test_unsafe_files(void)
+{
+	char dir[] = "/tmp/jobcg-test-acct-unsafe-XXXXXX";
+	char path[256], other[300], p[320], cmd[400];
+	struct jobcg_acct_record r = sample_step();
+	int w;
+
+	if (!mkdtemp(dir)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
+	snprintf(other, sizeof(other), "%s-elsewhere", dir);
+	write_job(path, "1");
+	write_job(other, "9"); /* outside the state directory */
+
+	snprintf(p, sizeof(p), "%s-archive", path);
+	ok(mkdir(p, 0700) == 0, "a directory named like a rotated log");
+	snprintf(p, sizeof(p), "%s.3", path);
+	ok(mkfifo(p, 0600) == 0, "a FIFO named like one");
+	snprintf(p, sizeof(p), "%s-2020", path);
+	ok(symlink(other, p) == 0, "a link named like one, to a log elsewhere");
+	snprintf(p, sizeof(p), "%s.1", path);
+	write_job(p, "8");
+	ok(chmod(p, 0666) == 0, "a rotated log anyone may write");
+	snprintf(p, sizeof(p), "%s.2", path);
+	write_job(p, "7");
+	warnings = 0;
+	jobcg_set_log(count_warnings, NULL, JOBCG_LOG_DEBUG);
+	is_str(read_all_ids(path, NULL), "7 1", "the others are read, oldest first");
+	w = warnings;
+	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+	is_int(w, 4, "with a warning for each entry skipped");
+
+	if (geteuid() == 0) {
+		snprintf(p, sizeof(p), "%s.2", path);
+		ok(chown(p, 65534, 65534) == 0, "a rotated log owned by nobody");
+		warnings = 0;
+		jobcg_set_log(count_warnings, NULL, JOBCG_LOG_DEBUG);
+		is_str(read_all_ids(path, NULL), "1", "is skipped too");
+		jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+		is_int(warnings, 5, "with a warning");
+		ok(chown(path, 65534, 65534) == 0, "the live log owned by nobody");
+		ok(strstr(read_all_ids(path, NULL), "owned by uid 65534"),
+		   "the reader refuses it: %s", read_all_ids(path, NULL));
+		is_int(jobcg_acctlog_write(path, &r, 0), -EPERM, "the writer too");
+		ok(chown(path, 0, 0) == 0, "root's again");
+	} else
+		tap_skip("not root: no file of another user's to make");
+
+	ok(chmod(path, 0666) == 0, "the live log writable by anyone");
+	ok(strstr(read_all_ids(path, NULL), "writable by its group or by others"),
+	   "the reader refuses it: %s", read_all_ids(path, NULL));
+	is_int(jobcg_acctlog_write(path, &r, 0), -EPERM, "the writer too");
+	ok(strstr(jobcg_last_error()->message, "writable by its group or by others"),
+	   "saying so: %s", jobcg_last_error()->message);
+	ok(chmod(path, 0640) == 0, "0640 again");
+	is_int(jobcg_acctlog_write(path, &r, 0), 0, "then it is written");
+
+	ok(rename(path, other) == 0 && symlink(other, path) == 0, "the live log a link");
+	ok(strstr(read_all_ids(path, NULL), "symbolic link"), "the reader refuses it: %s",
+	   read_all_ids(path, NULL));
+
+	ok(chmod(dir, 0777) == 0, "a state directory anyone may write");
+	ok(strstr(read_all_ids(path, NULL), "writable by its group or by others"),
+	   "the reader refuses it, as the writers do: %s", read_all_ids(path, NULL));
+	ok(chmod(dir, 0700) == 0, "0700 again");
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, other);
+	if (system(cmd) != 0)
+		tap_diag("cannot remove %s", dir);
+}
+
 int main(void)
 {
 	test_state();
@@ -784,5 +925,7 @@ int main(void)
 	test_hostile_strings();
 	test_sync_flag();
 	test_rotation();
+	test_junk_lines();
+	test_unsafe_files();
 	return tap_done();
 }

@@ -107,10 +107,10 @@ static bool job_id_canonical(const char *s, uint64_t *ret)
 	return s[0] != '0' && parse_u64(s, UINT32_MAX - 1, ret) == 0;
 }
 
-static int format_record(const struct jobcg_acct_record *r, const char *state, char **ret,
-			 size_t *ret_len)
+int acctlog_format(const struct jobcg_acct_record *r, char **ret, size_t *ret_len)
 {
-	struct json_object *o = json_object_new_object();
+	const char *state = jobcg_acct_state_name(r->state);
+	struct json_object *o;
 	unsigned na = r->unavailable;
 	const char *text;
 	size_t len;
@@ -118,7 +118,9 @@ static int format_record(const struct jobcg_acct_record *r, const char *state, c
 	bool ok;
 	char *line;
 
-	if (!o)
+	if (!r->job_id || !state)
+		return error_set(-EINVAL, "accounting record without job id or with a bad state");
+	if (!(o = json_object_new_object()))
 		return -ENOMEM;
 	ok = add(o, "type", json_object_new_string(r->kind == JOBCG_ACCT_JOB ? "job" : "step")) &&
 	     /* A number, as every other JSON jobcg prints has it; an id that is not one of
@@ -157,6 +159,29 @@ static int format_record(const struct jobcg_acct_record *r, const char *state, c
 	return 0;
 }
 
+/*
+ * A log jobcg appends to or reads (@regular: a regular file): root's or ours, and nobody else may
+ * write it. Anyone who could would add records (charge a job, hide one) that look like jobcg's.
+ */
+static int log_file_safe(const char *path, const struct stat *st, bool regular)
+{
+	if (regular && !S_ISREG(st->st_mode))
+		return error_set(-EINVAL, "%s is not a regular file", path);
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return error_set(
+		    -EPERM,
+		    "%s is owned by uid %u, not by root or uid %u: its records could be "
+		    "anyone's",
+		    path, (unsigned)st->st_uid, (unsigned)geteuid());
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return error_set(
+		    -EPERM,
+		    "%s is writable by its group or by others (mode %04o): its records "
+		    "could be anyone's",
+		    path, (unsigned)(st->st_mode & 07777));
+	return 0;
+}
+
 /* Write all of @buf (regular files normally take it in one go; loop for signals). */
 static int write_all(int fd, const char *buf, size_t len)
 {
@@ -188,16 +213,20 @@ int acctlog_write(const char *path, const struct jobcg_acct_record *r, unsigned 
 		  bool dir_checked)
 {
 	_cleanup_free_ char *line = NULL;
-	_cleanup_close_ int fd = -1;
-	const char *state = jobcg_acct_state_name(r->state);
-	struct stat st;
 	size_t len;
-	int k;
+	int k = acctlog_format(r, &line, &len);
 
-	if (!r->job_id || !state)
-		return error_set(-EINVAL, "accounting record without job id or with a bad state");
-	if ((k = format_record(r, state, &line, &len)) < 0)
+	if (k < 0)
 		return k;
+	return acctlog_write_line(path, line, len, flags, dir_checked);
+}
+
+int acctlog_write_line(const char *path, const char *line, size_t len, unsigned flags,
+		       bool dir_checked)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int k;
 
 	if (!dir_checked && (k = state_dir_prepare(path)) < 0)
 		return k;
@@ -218,6 +247,9 @@ int acctlog_write(const char *path, const struct jobcg_acct_record *r, unsigned 
 		if (fstat(fd, &st) < 0)
 			return error_set(negative_errno(), "cannot stat %s: %s", path,
 					 strerror(errno));
+		/* (its type is the administrator's: a FIFO to a collector is written as a file) */
+		if ((k = log_file_safe(path, &st, false)) < 0)
+			return k;
 		/* Rotated (renamed, perhaps compressed and removed) while we waited for the
 		 * lock: the record belongs in the new log, not in the file that was moved. */
 		if (lstat(path, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino &&
@@ -255,6 +287,9 @@ static bool get_u64(struct json_object *o, const char *k, uint64_t *ret)
 	struct json_object *v;
 
 	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_int))
+		return false;
+	/* json_object_get_uint64() reads a negative number as 0 without a word */
+	if (json_object_get_int64(v) < 0)
 		return false;
 	errno = 0;
 	*ret = json_object_get_uint64(v);
@@ -305,9 +340,36 @@ static const char *get_str(struct json_object *o, const char *k)
  * logs were written as strings: those are read as they are, and `jobcg acct` masks what it
  * prints of them.)
  */
+/* The JSON object that is all of @line (whitespace around it aside), or NULL. */
+static struct json_object *parse_line(const char *line)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *o;
+	size_t len = strlen(line), end;
+
+	if (!tok)
+		return NULL;
+	o = json_tokener_parse_ex(tok, line, (int)len);
+	end = json_tokener_get_parse_end(tok);
+	if (o && json_tokener_get_error(tok) == json_tokener_success) {
+		/* json-c stops after the first value: what follows it ("{...}{...}", "{...} x")
+		 * is not jobcg's, and the line is not a record */
+		end += strspn(line + end, " \t\r");
+		if (end != len) {
+			json_object_put(o);
+			o = NULL;
+		}
+	} else if (o) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
 static bool parse_record(const char *line, struct jobcg_acct_record *r)
 {
-	struct json_object *o = json_tokener_parse(line);
+	struct json_object *o = parse_line(line);
 	const char *type, *job, *step, *state, *gres, *reason;
 	int64_t uid, gid, ec, sig, ntasks, jid;
 	char jbuf[24];
@@ -444,20 +506,27 @@ static int next_line(struct line_reader *r, bool *ret_complete)
 	return 1;
 }
 
-/* Open @path for reading: a regular file, without waiting on a FIFO. -ENOENT is not an error
- * record (a missing log is an empty one). */
+/* Open @path for reading: a regular file (not through a symbolic link, and not one others could
+ * have written: log_file_safe()), without waiting on a FIFO. -ENOENT is not an error record (a
+ * missing log is an empty one). */
 static int open_log(const char *path, int *ret_fd, struct stat *ret_st)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	_cleanup_close_ int fd =
+	    open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+	int r;
 
-	if (fd < 0)
-		return errno == ENOENT ? -ENOENT
-				       : error_set(negative_errno(), "cannot open %s: %s", path,
-						   strerror(errno));
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		if (errno == ELOOP)
+			return error_set(-ELOOP, "%s is a symbolic link, not a log of jobcg's",
+					 path);
+		return error_set(negative_errno(), "cannot open %s: %s", path, strerror(errno));
+	}
 	if (fstat(fd, ret_st) < 0)
 		return error_set(negative_errno(), "cannot stat %s: %s", path, strerror(errno));
-	if (!S_ISREG(ret_st->st_mode))
-		return error_set(-EINVAL, "%s is not a regular file", path);
+	if ((r = log_file_safe(path, ret_st, true)) < 0)
+		return r;
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
@@ -678,19 +747,37 @@ static int rotated_snapshot(const char *dir, const char *base, struct rotated **
 		v[kept++] = v[i];
 	}
 	n = kept;
+	kept = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 
 		r = open_log(v[i].name, &v[i].fd, &st);
 		if (r == -ENOENT) {
 			r = 1; /* renamed away since the listing */
+			for (size_t j = i; j < n; j++)
+				v[kept++] = v[j];
 			break;
 		}
-		if (r < 0)
+		/* Not a log (a directory, a FIFO, a link) or not one only root could have
+		 * written: its name alone does not make its lines records, and it does not hide
+		 * the others. */
+		if (r == -EINVAL || r == -EPERM || r == -ELOOP || r == -EACCES) {
+			log_warning("%s, skipped", jobcg_last_error()->message);
+			jobcg_error_clear();
+			free(v[i].name);
+			r = 0;
+			continue;
+		}
+		if (r < 0) {
+			for (size_t j = i; j < n; j++)
+				v[kept++] = v[j];
 			break;
+		}
 		v[i].dev = st.st_dev;
 		v[i].ino = st.st_ino;
+		v[kept++] = v[i];
 	}
+	n = kept;
 	if (r < 0) {
 		rotated_free(v, n);
 		return r;
@@ -739,6 +826,14 @@ JOBCG_EXPORT int jobcg_acctlog_read_all(const char *path, const char *job_id, jo
 	dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".");
 	if (!dir)
 		return -ENOMEM;
+	/* What the writers ask of the directory (without making it): in one that others can
+	 * write, anyone could have planted the logs read below. */
+	if (path[0] == '/' && (r = state_dir_check(path)) < 0) {
+		if (r != -ENOENT)
+			return r;
+		jobcg_error_clear();
+		return 0; /* no directory, no log: no records */
+	}
 	/*
 	 * Open everything first, the live log last, and check nothing moved meanwhile: reading
 	 * one file after another while logrotate renames them would skip or repeat a file.
@@ -783,4 +878,84 @@ JOBCG_EXPORT int jobcg_acctlog_read_all(const char *path, const char *job_id, jo
 		close(live);
 	rotated_free(v, n);
 	return r;
+}
+
+/* Does the plain log @fd hold @line (without its newline: @len bytes) as a whole line from
+ * offset @from on? */
+static int fd_has_line(int fd, uint64_t from, const char *line, size_t len, bool *ret)
+{
+	struct line_reader lr = {};
+	bool complete;
+	int k;
+
+	if (lseek(fd, (off_t)from, SEEK_SET) < 0)
+		return negative_errno();
+	/* gzdopen reads from where the descriptor stands; its close closes a dup of ours */
+	if (!(lr.gz = gzdopen(fcntl(fd, F_DUPFD_CLOEXEC, 3), "rb")))
+		return -ENOMEM;
+	*ret = false;
+	while ((k = next_line(&lr, &complete)) > 0)
+		if (complete && lr.len == len && memcmp(lr.buf, line, len) == 0) {
+			*ret = true;
+			break;
+		}
+	gzclose(lr.gz);
+	free(lr.buf);
+	return k < 0 ? k : 0;
+}
+
+int acctlog_has_line(const char *path, uint64_t ino, uint64_t from, const char *line, size_t len,
+		     bool *ret)
+{
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int fd = -1;
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	struct stat st;
+	bool found = false;
+	int r;
+
+	if (len > 0 && line[len - 1] == '\n')
+		len--;
+	r = open_log(path, &fd, &st);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	/* The same log as when the record was set aside: only what was appended since counts. */
+	if (fd >= 0 && ino && st.st_ino == ino) {
+		r = fd_has_line(fd, from, line, len, &found);
+		if (r == 0)
+			*ret = found;
+		return r;
+	}
+	/* Rotated since: the record went to the new log or to the old one, wherever that is now
+	 * (a compressed copy is another file, not searched). */
+	if (fd >= 0 && (r = fd_has_line(fd, 0, line, len, &found)) < 0)
+		return r;
+	dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".");
+	if (!dir)
+		return -ENOMEM;
+	if (!found && ino) {
+		_cleanup_(closedirp) DIR *d = opendir(dir);
+		struct dirent *de;
+
+		while (d && !found && (de = readdir(d))) {
+			_cleanup_free_ char *p = NULL;
+			_cleanup_close_ int rfd = -1;
+			struct rotated x;
+			struct stat rst;
+
+			if (!parse_rotated(base, de->d_name, &x) || x.gz)
+				continue;
+			if (!(p = strdup_printf("%s/%s", dir, de->d_name)))
+				return -ENOMEM;
+			if (open_log(p, &rfd, &rst) < 0) {
+				jobcg_error_clear();
+				continue;
+			}
+			if (rst.st_ino == ino &&
+			    (r = fd_has_line(rfd, from, line, len, &found)) < 0)
+				return r;
+		}
+	}
+	*ret = found;
+	return 0;
 }

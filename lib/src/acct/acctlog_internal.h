@@ -10,6 +10,20 @@
  */
 int acctlog_write(const char *path, const struct jobcg_acct_record *r, unsigned flags,
 		  bool dir_checked);
+/* The record's line as the log holds it, newline included (*ret_len bytes). */
+int acctlog_format(const struct jobcg_acct_record *r, char **ret, size_t *ret_len);
+/* acctlog_write() of a line acctlog_format() made. */
+int acctlog_write_line(const char *path, const char *line, size_t len, unsigned flags,
+		       bool dir_checked);
+/*
+ * Is @line (acctlog_format()'s) in the log @path already, appended after the log was inode @ino
+ * of size @from (0 0: there was none)? Searched there, or where a rotation since moved that
+ * file (not compressed yet) and in the new log. For pending records (pending.c): a writer
+ * killed between its append and the removal of its pending entry wrote it already.
+ */
+int acctlog_has_line(const char *path, uint64_t ino, uint64_t from, const char *line, size_t len,
+		     bool *ret);
+
 
 /* One record; @step_id NULL for the job's. @exit_code -1 and no signal: end not seen. */
 int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,

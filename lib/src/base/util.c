@@ -722,6 +722,19 @@ int mkdir_p_safe(const char *dir, mode_t mode, const char *what)
 	return walk_dir(&w, &fd, dir, DIR_SELF, false);
 }
 
+int dir_check_safe(const char *dir, const char *what)
+{
+	struct walk w = {.what = what, .dir = dir};
+	_cleanup_close_ int fd = -1;
+
+	if (!dir || dir[0] != '/')
+		return error_set(-EINVAL, "%s '%s': need an absolute path", what, dir ? dir : "");
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return error_set(negative_errno(), "cannot open /: %s", strerror(errno));
+	return walk_dir(&w, &fd, dir, DIR_SELF, false);
+}
+
 int state_dir_prepare(const char *file)
 {
 	_cleanup_free_ char *dir = strdup(file);
@@ -734,4 +747,18 @@ int state_dir_prepare(const char *file)
 		return error_set(-EINVAL, "state directory of '%s': need an absolute path", file);
 	*slash = '\0';
 	return mkdir_p_safe(dir, 0755, "state directory");
+}
+
+int state_dir_check(const char *file)
+{
+	_cleanup_free_ char *dir = strdup(file);
+	char *slash;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return error_set(-EINVAL, "state directory of '%s': need an absolute path", file);
+	*slash = '\0';
+	return dir_check_safe(dir, "state directory");
 }

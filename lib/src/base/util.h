@@ -173,5 +173,10 @@ int mkdir_p_safe(const char *dir, mode_t mode, const char *what);
 int open_trusted_at(int dirfd, const char *dir, const char *path, int flags, const char *what,
 		    int *ret_fd);
 int open_trusted(const char *path, int flags, const char *what, int *ret_fd);
+/* The same checks of a directory that must already exist (-ENOENT, with the error record,
+ * where a component is missing): for readers, which make nothing. */
+int dir_check_safe(const char *dir, const char *what);
 /* mkdir_p_safe() of the directory holding @file, mode 0755: the state directory. */
 int state_dir_prepare(const char *file);
+/* dir_check_safe() of the directory holding @file. */
+int state_dir_check(const char *file);
