@@ -30,10 +30,17 @@ static int cmd_gc(int argc, char **argv, const struct cli_global *g)
 		json_object_object_add(o, "steps_removed", json_object_new_int(st.steps_removed));
 		json_object_object_add(o, "kept", json_object_new_int(st.kept));
 		json_object_object_add(o, "resv_removed", json_object_new_int(st.resv_removed));
+		json_object_object_add(o, "records_written",
+				       json_object_new_int(st.records_written));
 		cli_json_print(stdout, o);
-	} else
-		printf("removed %u job(s), %u step(s) and %u reservation(s); %u job(s) kept\n",
+	} else {
+		printf("removed %u job(s), %u step(s) and %u reservation(s); %u job(s) kept",
 		       st.jobs_removed, st.steps_removed, st.resv_removed, st.kept);
+		/* records set aside by removers killed before they wrote them */
+		if (st.records_written)
+			printf("; %u pending accounting record(s) written", st.records_written);
+		putchar('\n');
+	}
 	cli_ctx_close(conf, ctx);
 	return r;
 }

@@ -392,6 +392,9 @@ struct jobcg_gc_stats {
 	/* reservations left half made or half deleted, and reservation entries of the device
 	 * policy that no reservation holds any more */
 	unsigned resv_removed;
+	/* accounting records that removers killed after their rmdir had set aside and not
+	 * written (written now) */
+	unsigned records_written;
 };
 /**
  * Sweep stray directories under the node lock: ephemeral jobs and steps whose runner process

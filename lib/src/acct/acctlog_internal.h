@@ -24,7 +24,6 @@ int acctlog_write_line(const char *path, const char *line, size_t len, unsigned 
 int acctlog_has_line(const char *path, uint64_t ino, uint64_t from, const char *line, size_t len,
 		     bool *ret);
 
-
 /* One record; @step_id NULL for the job's. @exit_code -1 and no signal: end not seen. */
 int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 		    uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
@@ -39,13 +38,45 @@ int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 struct acct_pending {
 	struct jobcg_acct_record rec;
 	char *jid, *sid, *gres; /* owned by the record */
+	/* Set by acct_pending_store(): the record's line, and where it waits (an xattr of
+	 * @holder, a job directory, or the file @holder) until acct_log_commit() wrote it. */
+	char *line;
+	size_t len;
+	char *holder, *xattr;
 };
 int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 		     uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
 		     bool cancelled, const struct jobcg_acct *a, struct acct_pending *ret);
-int acct_log_commit(struct jobcg_ctx *ctx, const struct acct_pending *p);
+int acct_log_commit(struct jobcg_ctx *ctx, struct acct_pending *p);
 void acct_pending_done(struct acct_pending *p);
 /* acct_log_prepare() of a step from what jobcg_step_run() gave (@res NULL: end not seen). */
 int acct_step_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 		      uint64_t start_usec, const struct jobcg_run_result *res,
 		      const struct jobcg_acct *a, bool cancelled, struct acct_pending *ret);
+
+/*
+ * Pending records (pending.c). A removal's record is written once the directory is gone, and a
+ * process killed between the two would lose it: before the rmdir the record is set aside where
+ * the next gc finds it, the commit removes it once written. A step's own removal keeps it on its
+ * job's directory (trusted.jobcg.pending.<step>: one setxattr and one removexattr a launch); a
+ * job's removal, which takes that directory too, keeps its own record and its steps' in files of
+ * <StateDir>/pending/. An entry names the directory it waits for (path and inode): one whose
+ * directory still exists is stale (whoever removes that directory records it), one whose
+ * directory is gone is written, unless the log has its line already (the writer was killed after
+ * its append). All of it under the node lock.
+ */
+enum acct_pending_at {
+	ACCT_PENDING_ON_JOB,	  /* a step's record, on its job's directory */
+	ACCT_PENDING_IN_STATE_DIR /* a file in <StateDir>/pending/ */
+};
+/* Set @p aside, waiting for the removal of @dir. Failure only warns (the record is written as
+ * before, without the net): it returns nothing. */
+void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const char *dir,
+			enum acct_pending_at at);
+/* @p's directory was not removed: whoever removes it records it; drop the entry. */
+void acct_pending_discard(struct acct_pending *p);
+/* Write what killed writers left: the entries on job @job_id's directory (before it goes)... */
+int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret_written);
+/* ... and the files of <StateDir>/pending/ (gc). *ret_written (may be NULL) counts the records
+ * written (added to, for the job's). */
+int acct_pending_flush_state_dir(struct jobcg_ctx *ctx, unsigned *ret_written);

@@ -843,28 +843,65 @@ static void steps_pending_free(struct step_pending *v, size_t n)
 	free(v);
 }
 
+/* What ended the steps of a job removal: the signals their records say. */
+struct removal_signals {
+	char **steps;		  /* the job's steps, listed (under its mark) before the kill */
+	bool *killed;		  /* steps[i] had processes when the removal killed them */
+	int grace_sig;		  /* sent before, during a grace period (0: none) */
+	char *const *grace_steps; /* the steps that had processes then */
+};
+
+static void removal_signals_done(struct removal_signals *s)
+{
+	strv_free(s->steps);
+	free(s->killed);
+}
+
+/* The job's steps and which of them the kill about to come ends. */
+static int steps_running(struct jobcg_ctx *ctx, uint32_t job_id, bool job_populated,
+			 struct removal_signals *s)
+{
+	size_t n;
+	int r = jobcg_step_list(ctx, job_id, &s->steps);
+
+	if (r < 0)
+		return r;
+	n = strv_length(s->steps);
+	if (!(s->killed = calloc(n + 1, sizeof(bool))))
+		return -ENOMEM;
+	for (size_t i = 0; job_populated && i < n; i++) {
+		_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, s->steps[i]);
+		bool populated = false;
+
+		if (!sdir)
+			return -ENOMEM;
+		s->killed[i] = cgfs_events(sdir, &populated, NULL) == 0 && populated;
+	}
+	jobcg_error_clear();
+	return 0;
+}
+
 /*
  * The records of the steps a job's removal takes with it, read after its processes are gone
  * and while the lock is held until the directories go: each step a runner began (a runner
  * finding its step gone writes nothing, so this is its only record): CANCELLED when its
  * runner lives (the job was ended under it), NODE_FAIL when it died. Steps of no runner (the
- * extern step of logins) and half-made ones have none.
+ * extern step of logins) and half-made ones have none. A live runner's step says the signal
+ * that ended it (@sig), as that runner would have.
  */
-static int steps_prepare(struct jobcg_ctx *ctx, uint32_t job_id, struct step_pending **ret,
-			 size_t *ret_n)
+static int steps_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const struct removal_signals *sig,
+			 struct step_pending **ret, size_t *ret_n)
 {
-	_cleanup_strv_free_ char **steps = NULL;
 	struct step_pending *v;
 	size_t n = 0;
-	int r = jobcg_step_list(ctx, job_id, &steps);
 
-	if (r < 0)
-		return r;
-	if (!(v = calloc(strv_length(steps) + 1, sizeof(*v))))
+	if (!(v = calloc(strv_length(sig->steps) + 1, sizeof(*v))))
 		return -ENOMEM;
-	for (char **s = steps; *s; s++) {
+	for (size_t i = 0; sig->steps[i]; i++) {
+		char *const *s = &sig->steps[i];
 		_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, *s), *runner = NULL;
 		struct jobcg_acct a = {};
+		int signo = 0;
 		bool alive;
 
 		if (!sdir) {
@@ -876,7 +913,14 @@ static int steps_prepare(struct jobcg_ctx *ctx, uint32_t job_id, struct step_pen
 			continue;
 		}
 		alive = tree_runner_alive(runner);
-		if (acct_log_prepare(ctx, job_id, *s, 0, alive ? 0 : -1, 0, 0, alive, &a,
+		/* The signal its runner would have seen its tasks die of. (A step that ran
+		 * nothing any more had ended before the release: how, only its runner knew.) */
+		if (alive)
+			signo = sig->killed[i] ? SIGKILL
+				: sig->grace_sig && strv_contains(sig->grace_steps, *s)
+				    ? sig->grace_sig
+				    : 0;
+		if (acct_log_prepare(ctx, job_id, *s, 0, alive ? 0 : -1, signo, 0, alive, &a,
 				     &v[n].rec) < 0) {
 			log_warning("step %u.%s: accounting record not written: %s", job_id, *s,
 				    jobcg_last_error()->message);
@@ -884,19 +928,23 @@ static int steps_prepare(struct jobcg_ctx *ctx, uint32_t job_id, struct step_pen
 		}
 		v[n++].sdir = TAKE_PTR(sdir);
 	}
+	/* The job's directory goes with theirs: each waits in a file of the state directory. */
+	for (size_t i = 0; i < n; i++)
+		acct_pending_store(ctx, &v[i].rec, v[i].sdir, ACCT_PENDING_IN_STATE_DIR);
 	*ret = v;
 	*ret_n = n;
 	return 0;
 }
 
 /* Write the records of the steps whose directories are gone. */
-static void steps_commit(struct jobcg_ctx *ctx, uint32_t job_id, const struct step_pending *v,
-			 size_t n)
+static void steps_commit(struct jobcg_ctx *ctx, uint32_t job_id, struct step_pending *v, size_t n)
 {
 	struct jobcg_error saved = *jobcg_last_error();
 
 	for (size_t i = 0; i < n; i++)
-		if (access(v[i].sdir, F_OK) < 0 && acct_log_commit(ctx, &v[i].rec) < 0)
+		if (access(v[i].sdir, F_OK) == 0)
+			acct_pending_discard(&v[i].rec); /* recorded when it goes */
+		else if (acct_log_commit(ctx, &v[i].rec) < 0)
 			log_warning("step %u.%s: accounting record not written: %s", job_id,
 				    v[i].rec.sid, jobcg_last_error()->message);
 	jobcg_error_restore(&saved);
@@ -908,10 +956,12 @@ static void steps_commit(struct jobcg_ctx *ctx, uint32_t job_id, const struct st
  * then write its record and revoke its device grants. A failure anywhere leaves the job marked
  * with everything it held (its grants included: a process still inside never runs without
  * them) and without a record; gc finishes it later, once, with the outcome the mark names.
- * OUTCOME: what to record; from gc, taken from the mark when a dead remover left one.
+ * The records are set aside before the rmdir (acct_pending_store()): a remover killed after it
+ * leaves them to gc. OUTCOME: what to record; from gc, taken from the mark when a dead remover
+ * left one. SIG: the grace period's signal, if any (its steps are filled in here).
  */
-static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
-				 bool from_gc, bool record)
+static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
+				  bool from_gc, bool record, struct removal_signals *sig)
 {
 	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id), *prev = NULL, *mark = NULL;
 	void *states[ELEMENTSOF(job_hooks)] = {NULL};
@@ -940,6 +990,9 @@ static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum ou
 	    ((r = removing_mark(outcome, &mark)) < 0 || (r = set_meta(dir, "removing", mark)) < 0))
 		return r;
 	(void)cgfs_events(dir, &populated, NULL);
+	/* Under the mark no step begins: the list holds every step the removal takes. */
+	if (meta && (r = steps_running(ctx, job_id, populated, sig)) < 0)
+		return r;
 	r = kill_outside_lock(ctx, dir);
 	if (r < 0)
 		return r;
@@ -947,15 +1000,21 @@ static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum ou
 		return error_set(-ENOENT, "job %u was removed meanwhile (%s)", job_id, dir);
 	if (outcome == OUT_COMPLETED && populated)
 		outcome = OUT_CANCELLED; /* processes were still running */
-	/* Read while the directory exists; written only once it is gone, so never twice. */
+	/* What killed step writers left on the directory, before it goes with it. */
+	if (meta && acct_pending_flush_job(ctx, job_id, NULL) < 0)
+		jobcg_error_clear(); /* warned; the removal goes on */
+	/* Read while the directories exist; written only once they are gone, so never twice. The
+	 * steps first: the job's record ends no earlier than theirs. */
+	if (meta && (r = steps_prepare(ctx, job_id, sig, &steps, &nsteps)) < 0)
+		return r;
 	have_rec = meta && record && jobcg_acct_read_dir(dir, &a) == 0 &&
 		   acct_log_prepare(ctx, job_id, NULL, 0,
 				    outcome == OUT_LOST	    ? -1
 				    : outcome == OUT_FAILED ? 1
 							    : 0,
 				    0, 0, outcome == OUT_CANCELLED, &a, &rec) == 0;
-	if (meta && (r = steps_prepare(ctx, job_id, &steps, &nsteps)) < 0)
-		return r;
+	if (have_rec)
+		acct_pending_store(ctx, &rec, dir, ACCT_PENDING_IN_STATE_DIR);
 	for (size_t i = 0; i < ELEMENTSOF(job_hooks); i++)
 		if (job_hooks[i]->prepare_release &&
 		    (r = job_hooks[i]->prepare_release(ctx, job_id, dir, &states[i])) < 0) {
@@ -964,6 +1023,8 @@ static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum ou
 		}
 	test_pause("remove-before-rmdir");
 	r = cgfs_remove_tree(dir);
+	if (r >= 0)
+		test_pause("remove-before-record");
 	/* The steps that went, even when the job could not: nobody else records them. */
 	steps_commit(ctx, job_id, steps, nsteps);
 	if (r < 0)
@@ -984,11 +1045,27 @@ static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum ou
 	log_info("removed job %u", job_id);
 	return 0;
 keep:
+	/* What is still there is recorded by whoever removes it next. */
+	acct_pending_discard(&rec);
+	for (size_t i = 0; i < nsteps; i++)
+		if (access(steps[i].sdir, F_OK) == 0)
+			acct_pending_discard(&steps[i].rec);
 	acct_pending_done(&rec);
 	steps_pending_free(steps, nsteps);
 	for (size_t i = 0; i < ELEMENTSOF(job_hooks); i++)
 		if (job_hooks[i]->discard)
 			job_hooks[i]->discard(states[i]);
+	return r;
+}
+
+/* job_remove_dir_signals() after @grace_sig reached @grace_steps (0, NULL: no grace period). */
+static int job_remove_dir_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
+				 bool from_gc, bool record, int grace_sig, char *const *grace_steps)
+{
+	struct removal_signals sig = {.grace_sig = grace_sig, .grace_steps = grace_steps};
+	int r = job_remove_dir_signals(ctx, job_id, outcome, from_gc, record, &sig);
+
+	removal_signals_done(&sig);
 	return r;
 }
 
@@ -1038,16 +1115,30 @@ static int job_slurms_locked(struct jobcg_ctx *ctx, uint32_t job_id)
 }
 
 /* Whatever the outcome, the job's directory may be gone: it is looked up again next time. */
-static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
-			     bool from_gc, bool record)
+static int job_remove_grace_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
+				   bool from_gc, bool record, int grace_sig,
+				   char *const *grace_steps)
 {
-	int r = job_remove_dir_locked(ctx, job_id, outcome, from_gc, record);
+	int r =
+	    job_remove_dir_locked(ctx, job_id, outcome, from_gc, record, grace_sig, grace_steps);
 
 	ctx_jobdir_forget(ctx, job_id);
 	return r;
 }
 
+static int job_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
+			     bool from_gc, bool record)
+{
+	return job_remove_grace_locked(ctx, job_id, outcome, from_gc, record, 0, NULL);
+}
+
 JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags)
+{
+	return job_remove_after_grace(ctx, job_id, flags, 0, NULL);
+}
+
+int job_remove_after_grace(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags, int grace_sig,
+			   char *const *grace_steps)
 {
 	int r;
 
@@ -1062,11 +1153,12 @@ JOBCG_EXPORT int jobcg_job_remove(struct jobcg_ctx *ctx, uint32_t job_id, unsign
 	if (r >= 0 && (flags & JOBCG_JOB_REMOVE_IF_UNUSED))
 		r = job_unused_locked(ctx, job_id);
 	if (r >= 0)
-		r = job_remove_locked(ctx, job_id,
-				      flags & JOBCG_JOB_REMOVE_CANCELLED ? OUT_CANCELLED
-				      : flags & JOBCG_JOB_REMOVE_FAILED	 ? OUT_FAILED
-									 : OUT_COMPLETED,
-				      false, !(flags & JOBCG_JOB_REMOVE_NO_RECORD));
+		r = job_remove_grace_locked(ctx, job_id,
+					    flags & JOBCG_JOB_REMOVE_CANCELLED ? OUT_CANCELLED
+					    : flags & JOBCG_JOB_REMOVE_FAILED  ? OUT_FAILED
+									       : OUT_COMPLETED,
+					    false, !(flags & JOBCG_JOB_REMOVE_NO_RECORD), grace_sig,
+					    grace_steps);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }
@@ -1705,8 +1797,11 @@ static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const cha
 	if (revoke && (r = jobcg_step_gres_release(ctx, id, sid)) < 0)
 		log_warning("step %u.%s: devices not revoked (jobcg gc revokes them): %s", id, sid,
 			    jobcg_last_error()->message);
+	if (have_rec)
+		acct_pending_store(ctx, &rec, sdir, ACCT_PENDING_ON_JOB);
 	r = cgfs_remove_tree(sdir);
 	if (r < 0) {
+		acct_pending_discard(&rec);
 		acct_pending_done(&rec);
 		return r;
 	}
@@ -1841,10 +1936,20 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 	 * it up) lets every cgroup in it open every device until it is attached again. */
 	if (cgfs_is_cgroup2(jobcg_ctx_root(ctx)) && (r = gres_tree_policy(ctx)) < 0)
 		goto out;
+	/* Records that removers killed after their rmdir still owed, before anything else is
+	 * removed (an entry whose directory is gone is written; gc's own removals below would
+	 * make the stale ones look owed). */
+	r = acct_pending_flush_state_dir(ctx, &st.records_written);
+	if (r < 0 && !first_err)
+		first_err = r;
 	r = job_ids(ctx, &ids, &n);
 	if (r < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
+		if (ctx->info->xattr.supported &&
+		    (r = acct_pending_flush_job(ctx, ids[i], &st.records_written)) < 0 &&
+		    !first_err)
+			first_err = r;
 		r = gc_job(ctx, ids[i], &st);
 		if (r < 0 && !first_err)
 			first_err = r; /* keep sweeping the others; report the first failure */

@@ -20,3 +20,13 @@ int job_mark_releasing(struct jobcg_ctx *ctx, uint32_t job_id);
  * meanwhile (with its job, whose removal wrote its record).
  */
 int step_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id);
+
+/*
+ * jobcg_job_remove() after a grace period: @grace_sig was sent to the job and @grace_steps
+ * (NULL-terminated, may be NULL) were the steps that had processes then. A step recorded by
+ * the removal (its runner lost the race to its end) gets the signal that ended it: SIGKILL if
+ * it still had processes when the removal killed them, else @grace_sig if it had them then,
+ * as its runner would have recorded.
+ */
+int job_remove_after_grace(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags, int grace_sig,
+			   char *const *grace_steps);

@@ -9,13 +9,38 @@
 #include "tree.h"
 #include "util.h"
 
+/* The steps of @i that have processes (NULL: out of memory). */
+static char **running_steps(const struct jobcg_job_info *i)
+{
+	char **v = calloc(strv_length(i->steps) + 1, sizeof(char *));
+	size_t n = 0;
+
+	for (char **s = i->steps; v && *s; s++) {
+		_cleanup_free_ char *sdir = NULL;
+		bool populated = false;
+
+		if (!(sdir = strdup_printf("%s/step_%s", i->path, *s))) {
+			strv_free(v);
+			return NULL;
+		}
+		if (cgfs_events(sdir, &populated, NULL) == 0 && populated &&
+		    !(v[n++] = strdup(*s))) {
+			strv_free(v);
+			return NULL;
+		}
+	}
+	jobcg_error_clear();
+	return v;
+}
+
 JOBCG_EXPORT int jobcg_job_release(struct jobcg_ctx *ctx, uint32_t job, unsigned grace_ms)
 {
 	struct jobcg_job_info *info = NULL;
 	struct jobcg_target t = {.job = job, .task = JOBCG_TASK_ALL};
 	_cleanup_free_ char *dir = tree_job_dir(ctx, job);
+	_cleanup_strv_free_ char **running = NULL;
 	unsigned flags = 0;
-	int r;
+	int r, sig = 0;
 
 	if (!dir)
 		return -ENOMEM;
@@ -31,11 +56,17 @@ JOBCG_EXPORT int jobcg_job_release(struct jobcg_ctx *ctx, uint32_t job, unsigned
 			jobcg_job_info_free(info);
 			return r;
 		}
-		/* A frozen job cannot act on SIGTERM: removal kills it straight away. */
-		if (!info->frozen && grace_ms > 0 && jobcg_signal(ctx, &t, SIGTERM) >= 0 &&
-		    cgfs_wait_events(dir, "populated", 0, grace_ms) == 0)
-			log_info("job %u: ended on SIGTERM", job);
+		/* A frozen job cannot act on SIGTERM: removal kills it straight away. The steps
+		 * SIGTERM reaches are noted: a step the removal records ended on it, unless the
+		 * removal's SIGKILL finds it still running. */
+		if (!info->frozen && grace_ms > 0)
+			running = running_steps(info);
+		if (!info->frozen && grace_ms > 0 && jobcg_signal(ctx, &t, SIGTERM) >= 0) {
+			sig = SIGTERM;
+			if (cgfs_wait_events(dir, "populated", 0, grace_ms) == 0)
+				log_info("job %u: ended on SIGTERM", job);
+		}
 	}
 	jobcg_job_info_free(info);
-	return jobcg_job_remove(ctx, job, flags);
+	return job_remove_after_grace(ctx, job, flags, sig, running);
 }

@@ -160,11 +160,20 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 	if ((r = jobcg_step_gres_release(ctx, life->job, life->step)) < 0)
 		log_failure(life, r, "revoking its devices");
 	test_pause("step-end-before-rmdir");
+	/* Set aside on the job's directory until written: a kill after the rmdir loses nothing
+	 * (gc writes it). */
+	if (have_rec)
+		acct_pending_store(ctx, &rec, sdir, ACCT_PENDING_ON_JOB);
 	r = step_remove_locked(ctx, life->job, life->step);
+	if (r < 0)
+		/* Still there (whoever removes it records it), or taken with its job by a
+		 * release (which recorded it). */
+		acct_pending_discard(&rec);
 	if (r == -ENOENT) {
 		o.job_gone = true;
 		r = 0;
 	} else if (r == 0 && have_rec) {
+		test_pause("step-end-before-record");
 		if ((r = acct_log_commit(ctx, &rec)) < 0)
 			log_failure(life, r, "writing its accounting record");
 		else

@@ -1,0 +1,301 @@
+/* jobcg: pending accounting records, set aside before a removal's rmdir and written after it, so
+ * that a process killed in between loses none (acctlog_internal.h). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "acctlog_internal.h"
+#include "cgroupfs.h"
+#include "context_internal.h"
+#include "log.h"
+#include "tree.h"
+#include "util.h"
+
+#define PENDING_XATTR "trusted.jobcg.pending."
+#define PENDING_DIR   "pending"
+
+/*
+ * An entry: "<dir inode> <log inode> <log size> <dir>\n<line>". The directory it waits for,
+ * by inode too (an id made again is another directory); where the log ended when it was set
+ * aside (the search for a line already written starts there).
+ */
+static char *entry_format(const char *dir, const struct acct_pending *p, const char *log)
+{
+	struct stat d, l = {};
+
+	if (lstat(dir, &d) < 0)
+		return NULL;
+	if (stat(log, &l) < 0)
+		l = (struct stat){};
+	return strdup_printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n%s", (uint64_t)d.st_ino,
+			     (uint64_t)l.st_ino, (uint64_t)l.st_size, dir, p->line);
+}
+
+static char *log_path(struct jobcg_ctx *ctx)
+{
+	char *path = NULL;
+
+	return jobcg_acctlog_path(jobcg_ctx_config(ctx), &path) < 0 ? NULL : path;
+}
+
+static int store_xattr(const char *jdir, const char *name, const char *value)
+{
+	return setxattr(jdir, name, value, strlen(value), XATTR_CREATE) < 0 ? negative_errno() : 0;
+}
+
+static int store_file(const char *path, const char *value)
+{
+	_cleanup_close_ int fd =
+	    open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	size_t len = strlen(value);
+
+	if (fd < 0)
+		return negative_errno();
+	if (write(fd, value, len) != (ssize_t)len) {
+		int r = errno ? negative_errno() : -EIO;
+
+		(void)unlink(path);
+		return r;
+	}
+	return 0;
+}
+
+/* Write the record of one entry (@value) if it is owed; 0 when the entry can go. */
+static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *value)
+{
+	_cleanup_free_ char *log = log_path(ctx);
+	uint64_t dino, lino, lsize;
+	const char *p = value, *nl = strchr(value, '\n');
+	_cleanup_free_ char *dir = NULL;
+	struct stat st;
+	bool have = false;
+	int r;
+
+	if (!log)
+		return -ENOMEM;
+	if (!nl || parse_u64_prefix(p, UINT64_MAX, &dino, &p) < 0 || *p++ != ' ' ||
+	    parse_u64_prefix(p, UINT64_MAX, &lino, &p) < 0 || *p++ != ' ' ||
+	    parse_u64_prefix(p, UINT64_MAX, &lsize, &p) < 0 || *p++ != ' ' || p >= nl || !nl[1]) {
+		log_warning("%s: not a pending accounting record, dropped", what);
+		return 0;
+	}
+	if (!(dir = strndup(p, (size_t)(nl - p))))
+		return -ENOMEM;
+	/* Killed before its rmdir: the directory's next remover records it. */
+	if (lstat(dir, &st) == 0 && st.st_ino == dino)
+		return 0;
+	r = acctlog_has_line(log, lino, lsize, nl + 1, strlen(nl + 1), &have);
+	if (r < 0)
+		return r;
+	if (have)
+		return 0; /* killed between its append and the entry's removal */
+	r = acctlog_write_line(log, nl + 1, strlen(nl + 1), JOBCG_ACCTLOG_SYNC, false);
+	if (r < 0)
+		return r;
+	log_info("%s: accounting record written (its writer died after removing %s)", what, dir);
+	return 1;
+}
+
+static int pending_dir_open(struct jobcg_ctx *ctx, int *ret_fd);
+static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name);
+
+void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const char *dir,
+			enum acct_pending_at at)
+{
+	_cleanup_free_ char *log = log_path(ctx), *value = NULL, *holder = NULL, *xattr = NULL;
+	int r = -ENOMEM;
+
+	if (!log || (!p->line && acctlog_format(&p->rec, &p->line, &p->len) < 0))
+		goto fail;
+	if (!(value = entry_format(dir, p, log))) {
+		r = errno ? negative_errno() : -ENOMEM;
+		goto fail;
+	}
+	if (at == ACCT_PENDING_ON_JOB) {
+		uint32_t job;
+		uint64_t v;
+
+		if (!p->rec.step_id || parse_u64(p->rec.job_id, UINT32_MAX, &v) < 0)
+			goto fail;
+		job = (uint32_t)v;
+		holder = tree_job_dir(ctx, job);
+		xattr = strdup_printf(PENDING_XATTR "%s", p->rec.step_id);
+		if (!holder || !xattr)
+			goto fail;
+		r = store_xattr(holder, xattr, value);
+		/* one left by a killed writer of an earlier step of that id: written (or
+		 * dropped) first */
+		if (r == -EEXIST && acct_pending_flush_job(ctx, job, NULL) >= 0)
+			r = store_xattr(holder, xattr, value);
+	} else {
+		_cleanup_free_ char *pdir = ctx_state_file(ctx, PENDING_DIR);
+
+		if (!pdir)
+			goto fail;
+		holder = p->rec.step_id
+			     ? strdup_printf("%s/%s.%s", pdir, p->rec.job_id, p->rec.step_id)
+			     : strdup_printf("%s/%s", pdir, p->rec.job_id);
+		if (!holder || (r = ctx_state_dir_ready(ctx)) < 0)
+			goto fail;
+		r = store_file(holder, value);
+		if (r == -ENOENT && mkdir(pdir, 0700) == 0)
+			r = store_file(holder, value);
+		/* one a killed remover of an earlier job of that id left: that one first */
+		if (r == -EEXIST) {
+			_cleanup_close_ int dfd = -1;
+
+			if (pending_dir_open(ctx, &dfd) == 0 &&
+			    file_flush(ctx, dfd, strrchr(holder, '/') + 1) >= 0)
+				r = store_file(holder, value);
+		}
+	}
+	if (r < 0)
+		goto fail;
+	p->holder = TAKE_PTR(holder);
+	p->xattr = TAKE_PTR(xattr);
+	return;
+fail:
+	log_warning("job %s%s%s: the accounting record could not be set aside before the removal "
+		    "(%s): a crash now would lose it",
+		    p->rec.job_id, p->rec.step_id ? " step " : "",
+		    p->rec.step_id ? p->rec.step_id : "", strerror(r < 0 ? -r : ENOMEM));
+	jobcg_error_clear();
+}
+
+void acct_pending_discard(struct acct_pending *p)
+{
+	if (!p->holder)
+		return;
+	if (p->xattr)
+		(void)removexattr(p->holder, p->xattr);
+	else
+		(void)unlink(p->holder);
+	free(p->holder);
+	free(p->xattr);
+	p->holder = p->xattr = NULL;
+}
+
+int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret_written)
+{
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *names = NULL;
+	struct jobcg_error saved = *jobcg_last_error();
+	ssize_t n;
+	int first = 0;
+
+	if (!jdir)
+		return -ENOMEM;
+	n = listxattr(jdir, NULL, 0);
+	if (n <= 0)
+		return n < 0 && errno != ENOENT && errno != ENOTSUP ? negative_errno() : 0;
+	if (!(names = malloc((size_t)n + 1)))
+		return -ENOMEM;
+	n = listxattr(jdir, names, (size_t)n);
+	if (n < 0)
+		return negative_errno();
+	for (const char *name = names; name < names + n; name += strlen(name) + 1) {
+		_cleanup_free_ char *value = NULL, *what = NULL;
+		int r;
+
+		if (strncmp(name, PENDING_XATTR, strlen(PENDING_XATTR)) != 0)
+			continue;
+		if (!(what = strdup_printf("step %u.%s", job_id, name + strlen(PENDING_XATTR))))
+			return -ENOMEM;
+		r = cgfs_xattr_get(jdir, name, &value);
+		if (r == 0)
+			r = entry_flush(ctx, what, value);
+		if (r > 0 && ret_written)
+			(*ret_written)++;
+		if (r >= 0)
+			(void)removexattr(jdir, name);
+		else {
+			log_warning("%s: pending accounting record not written: %s", what,
+				    jobcg_last_error()->message);
+			if (!first)
+				first = r;
+		}
+	}
+	jobcg_error_restore(&saved);
+	return first;
+}
+
+/* <StateDir>/pending, opened if it is only root's (what passes for a record there is written to
+ * the log as it is); -ENOENT without an error record when there is none. */
+static int pending_dir_open(struct jobcg_ctx *ctx, int *ret_fd)
+{
+	_cleanup_free_ char *pdir = ctx_state_file(ctx, PENDING_DIR);
+	_cleanup_close_ int dfd = -1;
+	struct stat st;
+
+	if (!pdir)
+		return -ENOMEM;
+	dfd = open(pdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? -ENOENT
+				       : error_set(negative_errno(), "cannot open %s: %s", pdir,
+						   strerror(errno));
+	if (fstat(dfd, &st) < 0 || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return error_set(-EPERM, "%s is not a directory only root can write: left alone",
+				 pdir);
+	*ret_fd = TAKE_FD(dfd);
+	return 0;
+}
+
+/* Write the entry @name of the pending directory @dfd if it is owed, then remove it. 1 written,
+ * 0 not owed, -errno (kept, with a warning). */
+static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name)
+{
+	_cleanup_free_ char *value = NULL, *what = NULL;
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int r;
+
+	if (!(what = strdup_printf("pending accounting record %s", name)))
+		return -ENOMEM;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_uid != 0 && st.st_uid != geteuid()) || st.st_size > 1 << 20) {
+		log_warning("%s: not one of jobcg's, left alone", what);
+		return 0;
+	}
+	if (!(value = calloc(1, (size_t)st.st_size + 1)))
+		return -ENOMEM;
+	if (pread(fd, value, (size_t)st.st_size, 0) != st.st_size)
+		r = error_set(-EIO, "cannot read it");
+	else
+		r = entry_flush(ctx, what, value);
+	if (r >= 0)
+		(void)unlinkat(dfd, name, 0);
+	else
+		log_warning("%s: not written: %s", what, jobcg_last_error()->message);
+	return r;
+}
+
+int acct_pending_flush_state_dir(struct jobcg_ctx *ctx, unsigned *ret_written)
+{
+	_cleanup_close_ int dfd = -1;
+	unsigned written = 0;
+	struct dirent *de;
+	int first = 0, r = pending_dir_open(ctx, &dfd);
+	DIR *d;
+
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	if (!(d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3))))
+		return -ENOMEM;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		r = file_flush(ctx, dfd, de->d_name);
+		if (r > 0)
+			written++;
+		else if (r < 0 && !first)
+			first = r;
+	}
+	closedir(d);
+	if (ret_written)
+		*ret_written = written;
+	return first;
+}

@@ -1,0 +1,286 @@
+/* Kernel test: a removal killed between its rmdir and its accounting record loses no record and
+ * writes none twice (gc writes what it set aside), and a step a release records says the signal
+ * that ended it. Needs a build with -Dtest_hooks=true (pause points). */
+#include <inttypes.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+
+#include "jobcg/acctlog.h"
+#include "jobcg/config.h"
+#include "kcli.h"
+
+static const char *root;
+static char pause_dir[PATH_MAX];
+static char *log_path;
+
+struct count {
+	const char *job, *step; /* step NULL: the job's own record */
+	unsigned n;
+	/* of the last one */
+	enum jobcg_acct_state state;
+	int exit_code, exit_signal;
+	uint64_t end_usec;
+};
+
+static int count_fn(const struct jobcg_acct_record *r, void *u)
+{
+	struct count *c = u;
+
+	if ((c->step == NULL) != (r->step_id == NULL) || (c->step && strcmp(c->step, r->step_id)))
+		return 0;
+	c->n++;
+	c->state = r->state;
+	c->exit_code = r->exit_code;
+	c->exit_signal = r->exit_signal;
+	c->end_usec = r->end_usec;
+	return 0;
+}
+
+static struct count records(const char *job, const char *step)
+{
+	struct count c = {.job = job, .step = step};
+
+	if (jobcg_acctlog_read(log_path, job, count_fn, &c) < 0)
+		tap_diag("cannot read %s", log_path);
+	return c;
+}
+
+static bool has_xattr(const char *dir, const char *name)
+{
+	return getxattr(dir, name, NULL, 0) >= 0;
+}
+
+static bool pending_file(const char *name)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/pending/%s", ktest_tmpdir(), name);
+	return access(p, F_OK) == 0;
+}
+
+/* A pause point used again: its files of the last time would let it through at once. */
+static void pause_reset(const char *point)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "%s/%s.reached", pause_dir, point);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/%s.go", pause_dir, point);
+	unlink(p);
+}
+
+static void gc_writes(unsigned n, const char *what)
+{
+	char *out = NULL, want[64];
+
+	ok(kcli(&out, "gc", NULL) == 0, "gc (%s)", what);
+	snprintf(want, sizeof(want), "; %u pending accounting record(s) written", n);
+	ok(out && (n ? strstr(out, want) != NULL : strstr(out, "pending") == NULL),
+	   "gc says it wrote %u pending record(s): %s", n, out ? out : "");
+	free(out);
+}
+
+/* `jobcg run --job` killed after its step's rmdir, before its record: gc writes that record, with
+ * the exit status its runner saw, once. */
+static void test_step_end(void)
+{
+	char *args[] = {"run", "--job", "21", "--", "sh", "-c", "exit 3", NULL};
+	char jdir[PATH_MAX];
+	struct count c;
+
+	snprintf(jdir, sizeof(jdir), "%s/job_21", root);
+	is_int(kcli(NULL, "alloc", "21", NULL), 0, "alloc 21");
+	is_int(kcli_crash_at("step-end-before-record", args), 128 + SIGKILL,
+	       "run --job 21 killed after its step's rmdir");
+	ok(!kcli_exists("%s/step_0", jdir), "the step is gone");
+	ok(has_xattr(jdir, "trusted.jobcg.pending.0"), "its record waits on the job's directory");
+	is_int(records("21", "0").n, 0, "21.0 has no record yet");
+	gc_writes(1, "step 21.0 pending");
+	c = records("21", "0");
+	ok(c.n == 1 && c.state == JOBCG_ACCT_FAILED && c.exit_code == 3,
+	   "21.0 has its record, FAILED with exit code 3, as its runner saw it (%u, %d)", c.n,
+	   c.exit_code);
+	ok(!has_xattr(jdir, "trusted.jobcg.pending.0"), "the pending entry is gone");
+	gc_writes(0, "again");
+	is_int(records("21", "0").n, 1, "still one record of 21.0");
+	is_int(kcli(NULL, "release", "21", NULL), 0, "release 21");
+	is_int(records("21", NULL).n, 1, "21 has one record");
+}
+
+/* The same killed after the append, before the entry's removal: gc finds the line in the log. */
+static void test_after_append(void)
+{
+	char *args[] = {"run", "--job", "22", "--", "true", NULL};
+	char jdir[PATH_MAX];
+
+	snprintf(jdir, sizeof(jdir), "%s/job_22", root);
+	is_int(kcli(NULL, "alloc", "22", NULL), 0, "alloc 22");
+	is_int(kcli_crash_at("record-before-pending-drop", args), 128 + SIGKILL,
+	       "run --job 22 killed after its record, before removing its pending entry");
+	is_int(records("22", "0").n, 1, "22.0 has its record");
+	ok(has_xattr(jdir, "trusted.jobcg.pending.0"), "and its pending entry is still there");
+	gc_writes(0, "22.0 written already");
+	is_int(records("22", "0").n, 1, "22.0 still has one record");
+	ok(!has_xattr(jdir, "trusted.jobcg.pending.0"), "the pending entry is gone");
+
+	{
+		char *rel[] = {"release", "22", NULL};
+
+		is_int(kcli_crash_at("record-before-pending-drop", rel), 128 + SIGKILL,
+		       "release 22 killed after its record");
+	}
+	ok(pending_file("22"), "the job's pending entry is left in the state directory");
+	gc_writes(0, "22 written already");
+	is_int(records("22", NULL).n, 1, "22 has one record");
+	ok(!pending_file("22"), "its pending entry is gone");
+}
+
+/*
+ * A release killed after the rmdir, with a step its runner has not ended yet: gc writes the
+ * job's record and the step's, which says SIGKILL (the removal's, which ended it), and the job's
+ * record ends no earlier than the step's.
+ */
+static void test_release(void)
+{
+	char *run[] = {"run", "--job", "23", "--", "sleep", "60", NULL};
+	char *rel[] = {"release", "23", "--grace", "0", NULL};
+	char step[PATH_MAX];
+	struct count c, j;
+	int efd = -1, i;
+	pid_t runner;
+
+	snprintf(step, sizeof(step), "%s/job_23/step_0", root);
+	is_int(kcli(NULL, "alloc", "23", NULL), 0, "alloc 23");
+	runner = kcli_start_paused(pause_dir, "step-end-before-lock", run, &efd);
+	for (i = 0; i < 500 && !kcli_exists("%s/user/task_0", step); i++)
+		usleep(10000);
+	usleep(100000);
+	is_int(kcli_crash_at("remove-before-record", rel), 128 + SIGKILL,
+	       "release 23 killed after its rmdir");
+	ok(!kcli_exists("%s/job_23", root), "the job is gone");
+	ok(pending_file("23") && pending_file("23.0"), "its record and its step's wait in files");
+	is_int(records("23", NULL).n + records("23", "0").n, 0, "neither is written yet");
+	gc_writes(2, "23 and 23.0 pending");
+	c = records("23", "0");
+	j = records("23", NULL);
+	ok(c.n == 1 && c.state == JOBCG_ACCT_CANCELLED && c.exit_signal == SIGKILL,
+	   "23.0 has one record, CANCELLED by SIGKILL (%u, signal %d)", c.n, c.exit_signal);
+	ok(j.n == 1 && j.state == JOBCG_ACCT_CANCELLED, "23 has one record, CANCELLED");
+	ok(j.end_usec >= c.end_usec, "the job's record ends no earlier than its step's");
+	ok(!pending_file("23") && !pending_file("23.0"), "the pending entries are gone");
+	kcli_pause_go(pause_dir, "step-end-before-lock");
+	is_int(kcli_finish(runner, efd, NULL), 128 + SIGKILL, "the runner exits 137");
+	is_int(records("23", "0").n, 1, "its runner wrote no second record");
+	pause_reset("step-end-before-lock");
+}
+
+/* A release whose SIGTERM ends the step during the grace period records SIGTERM for it. */
+static void test_grace_signal(void)
+{
+	char *run[] = {"run", "--job", "24", "--", "sleep", "60", NULL};
+	char step[PATH_MAX];
+	struct count c, j;
+	int efd = -1, i;
+	pid_t runner;
+
+	snprintf(step, sizeof(step), "%s/job_24/step_0", root);
+	is_int(kcli(NULL, "alloc", "24", NULL), 0, "alloc 24");
+	runner = kcli_start_paused(pause_dir, "step-end-before-lock", run, &efd);
+	for (i = 0; i < 500 && !kcli_exists("%s/user/task_0", step); i++)
+		usleep(10000);
+	usleep(100000);
+	is_int(kcli(NULL, "release", "24", "--grace", "5000", NULL), 0, "release 24");
+	c = records("24", "0");
+	j = records("24", NULL);
+	ok(c.n == 1 && c.state == JOBCG_ACCT_CANCELLED && c.exit_signal == SIGTERM,
+	   "24.0 has one record, CANCELLED by SIGTERM, the signal that ended it (%u, signal %d)",
+	   c.n, c.exit_signal);
+	ok(j.n == 1 && j.end_usec >= c.end_usec,
+	   "the job's record ends no earlier than its step's");
+	kcli_pause_go(pause_dir, "step-end-before-lock");
+	is_int(kcli_finish(runner, efd, NULL), 128 + SIGTERM, "the runner exits 143");
+	is_int(records("24", "0").n, 1, "its runner wrote no second record");
+	pause_reset("step-end-before-lock");
+}
+
+/* Killed before the rmdir: the entries are stale (gc's own removal records the job), and an
+ * entry of an earlier job of the same id is written before the next one is set aside. */
+static void test_stale_and_reused(void)
+{
+	char *rel[] = {"release", "25", NULL};
+
+	is_int(kcli(NULL, "alloc", "25", NULL), 0, "alloc 25");
+	is_int(kcli_crash_at("remove-before-rmdir", rel), 128 + SIGKILL,
+	       "release 25 killed before its rmdir");
+	ok(pending_file("25"), "its record was set aside");
+	gc_writes(0, "25 still there");
+	is_int(records("25", NULL).n, 1, "gc's removal wrote the one record of 25");
+	ok(!pending_file("25"), "the stale entry is gone");
+
+	is_int(kcli(NULL, "alloc", "25", NULL), 0, "alloc 25 again");
+	is_int(kcli_crash_at("remove-before-record", rel), 128 + SIGKILL,
+	       "release 25 killed after its rmdir");
+	is_int(kcli(NULL, "alloc", "25", NULL), 0, "alloc 25 a third time, before any gc");
+	is_int(kcli(NULL, "release", "25", NULL), 0, "release 25");
+	is_int(records("25", NULL).n, 3, "each of the three jobs 25 has its record");
+	ok(!pending_file("25"), "no entry is left");
+}
+
+/* An ephemeral run killed after each rmdir: gc writes the step's record and the job's. */
+static void test_ephemeral(void)
+{
+	char idfile[PATH_MAX], sh[PATH_MAX + 64], id[32] = "";
+	char *args[] = {"run", "--", "sh", "-c", sh, NULL};
+	struct count c, j;
+	FILE *f;
+
+	snprintf(idfile, sizeof(idfile), "%s/eph-id", ktest_tmpdir());
+	snprintf(sh, sizeof(sh), "echo $JOBCG_JOB_ID > %s", idfile);
+	is_int(kcli_crash_at("remove-before-record", args), 128 + SIGKILL,
+	       "an ephemeral run killed after its job's rmdir");
+	if ((f = fopen(idfile, "re"))) {
+		if (!fgets(id, sizeof(id), f))
+			id[0] = '\0';
+		fclose(f);
+	}
+	id[strcspn(id, "\n")] = '\0';
+	ok(*id && !kcli_exists("%s/job_%s", root, id), "its job %s is gone", id);
+	is_int(records(id, "0").n, 1, "its step's record was written");
+	is_int(records(id, NULL).n, 0, "its job's not");
+	gc_writes(1, "the ephemeral job");
+	c = records(id, "0");
+	j = records(id, NULL);
+	ok(j.n == 1 && j.state == JOBCG_ACCT_COMPLETED,
+	   "the job has one record, COMPLETED as its run meant it (%u, %s)", j.n,
+	   jobcg_acct_state_name(j.state));
+	is_int(c.n, 1, "the step still one");
+}
+
+int main(void)
+{
+	struct jobcg_config *conf = NULL;
+
+	root = kcli_setup("acct-crash", "jobcg");
+	snprintf(pause_dir, sizeof(pause_dir), "%s/pause", ktest_tmpdir());
+	if (mkdir(pause_dir, 0700) < 0 && errno != EEXIST) {
+		printf("Bail out! cannot make %s\n", pause_dir);
+		return 1;
+	}
+	if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 ||
+	    jobcg_acctlog_path(conf, &log_path) < 0) {
+		printf("Bail out! no accounting log path\n");
+		return 1;
+	}
+	jobcg_config_free(conf);
+	test_step_end();
+	test_after_append();
+	test_release();
+	test_grace_signal();
+	test_stale_and_reused();
+	test_ephemeral();
+	(void)kcli(NULL, "gc", NULL);
+	is_int(kcli_count_dirs(root), 1, "only system/ left");
+	free(log_path);
+	return tap_done();
+}
