@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "jobcg/acctlog.h"
@@ -33,7 +34,24 @@ static bool made;
 
 static void remove_dir(void)
 {
+	char p[64];
+
+	snprintf(p, sizeof(p), "%s/input", dir);
+	unlink(p);
 	rmdir(dir);
+}
+
+/* Real files in a directory of our own: logs are opened with O_NOFOLLOW (no /proc/self/fd link)
+ * and must be writable by no one else (no memfd, mode 0777), and the log's directory may not be
+ * writable by others (/tmp). */
+static void make_dir(void)
+{
+	if (made)
+		return;
+	if (!mkdtemp(dir))
+		abort();
+	atexit(remove_dir);
+	made = true;
 }
 
 static int rewrite(const struct jobcg_acct_record *r, void *u)
@@ -41,14 +59,6 @@ static int rewrite(const struct jobcg_acct_record *r, void *u)
 	struct ctx *c = u;
 	char path[64];
 
-	/* A real file: the log is opened with O_NOFOLLOW, so no /proc/self/fd link here; in a
-	 * directory of our own, as the log's directory may not be writable by others (/tmp). */
-	if (!made) {
-		if (!mkdtemp(dir))
-			abort();
-		atexit(remove_dir);
-		made = true;
-	}
 	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
 	unlink(path);
 	if (jobcg_acctlog_append(path, r) != 0 ||
@@ -66,15 +76,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 1 << 16)
 		return 0;
-	fd = memfd_create("acct", MFD_CLOEXEC);
+	make_dir();
+	snprintf(c.path, sizeof(c.path), "%s/input", dir);
+	fd = open(c.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return 0;
+		abort();
 	if (write(fd, data, size) != (ssize_t)size) {
 		close(fd);
 		return 0;
 	}
-	snprintf(c.path, sizeof(c.path), "/proc/self/fd/%d", fd);
-	(void)jobcg_acctlog_read(c.path, NULL, rewrite, &c);
 	close(fd);
+	if (jobcg_acctlog_read(c.path, NULL, rewrite, &c) == -ELOOP)
+		abort(); /* the input is never read */
 	return 0;
 }

@@ -91,7 +91,8 @@ enum {
  * interleave, and a torn last line left by a crash is terminated first so it cannot swallow
  * this record. The log is opened by path for each record, and opened again when it was renamed
  * (rotated) while the lock was awaited, so a record never lands in a file logrotate has moved.
- * The directory must be safe (root's or ours, writable by no one else). Unknown @flags bits
+ * The directory must be safe (root's or ours, writable by no one else), and so must the log
+ * (-EPERM when it is another user's or writable by its group or others). Unknown @flags bits
  * are -EINVAL.
  */
 JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_record *r,
@@ -105,9 +106,11 @@ typedef int (*jobcg_acctlog_fn)(const struct jobcg_acct_record *r, void *userdat
 /**
  * Read the log, calling @fn for each record (of job @job_id only, when not NULL) in file order;
  * a nonzero return from @fn stops and is returned. Lines that are not a complete record (a torn
- * last line after a crash, garbage) are skipped with a warning naming file and line. A missing
- * log is an empty one. A gzip-compressed file is read as well. The record passed to @fn is
- * only valid during the call.
+ * last line after a crash, garbage, more after the record, a negative number) are skipped with
+ * a warning naming file and line. A missing log is an empty one. A gzip-compressed file is read
+ * as well. A symbolic link, a file that is not regular, another user's (not root's) or one
+ * writable by its group or others is refused (-ELOOP, -EINVAL, -EPERM): its records could be
+ * anyone's. The record passed to @fn is only valid during the call.
  */
 JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_acctlog_fn fn,
 				    void *userdata);
@@ -118,7 +121,9 @@ JOBCG_EXPORT int jobcg_acctlog_read(const char *path, const char *job_id, jobcg_
  * their suffixes, then PATH.N from the highest N to PATH.1. All are opened before any is read
  * and the set is taken again if a rotation moved a file meanwhile, so a concurrent rotation
  * neither skips nor repeats a record. Where PATH.N and PATH.N.gz both exist (gzip at work), the
- * plain one is read.
+ * plain one is read. The directory of an absolute @path is checked as writers check it (none:
+ * no records); a rotated copy jobcg_acctlog_read() would refuse, or an entry merely named like
+ * one (a directory, a FIFO), is skipped with a warning, the live log refused.
  */
 JOBCG_EXPORT int jobcg_acctlog_read_all(const char *path, const char *job_id, jobcg_acctlog_fn fn,
 					void *userdata);

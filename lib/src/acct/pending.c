@@ -105,6 +105,7 @@ void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const cha
 			enum acct_pending_at at)
 {
 	_cleanup_free_ char *log = log_path(ctx), *value = NULL, *holder = NULL, *xattr = NULL;
+	struct jobcg_error saved = *jobcg_last_error();
 	int r = -ENOMEM;
 
 	if (!log || (!p->line && acctlog_format(&p->rec, &p->line, &p->len) < 0))
@@ -161,7 +162,8 @@ fail:
 		    "(%s): a crash now would lose it",
 		    p->rec.job_id, p->rec.step_id ? " step " : "",
 		    p->rec.step_id ? p->rec.step_id : "", strerror(r < 0 ? -r : ENOMEM));
-	jobcg_error_clear();
+	/* the removal goes on: what its caller reports is not this */
+	jobcg_error_restore(&saved);
 }
 
 void acct_pending_discard(struct acct_pending *p)
