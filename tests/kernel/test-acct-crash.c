@@ -257,6 +257,32 @@ static void test_ephemeral(void)
 	is_int(c.n, 1, "the step still one");
 }
 
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* An entry cut short (a full disk as it was written) is dropped: its line would tear the log. */
+static void test_cut_entry(void)
+{
+	char p[PATH_MAX];
+	const char cut[] = "1 0 0 /nonexistent/job_99\n{\"type\":\"job\",\"job\":99";
+	off_t before = file_size(log_path);
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/pending/99", ktest_tmpdir());
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ok(fd >= 0 && write(fd, cut, strlen(cut)) == (ssize_t)strlen(cut), "a cut pending entry");
+	if (fd >= 0)
+		close(fd);
+	gc_writes(0, "a cut entry");
+	ok(file_size(log_path) == before, "the log is unchanged (%lld -> %lld bytes)",
+	   (long long)before, (long long)file_size(log_path));
+	ok(access(p, F_OK) < 0, "the entry is gone");
+}
+
 int main(void)
 {
 	struct jobcg_config *conf = NULL;
@@ -279,6 +305,7 @@ int main(void)
 	test_grace_signal();
 	test_stale_and_reused();
 	test_ephemeral();
+	test_cut_entry();
 	(void)kcli(NULL, "gc", NULL);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	free(log_path);

@@ -77,7 +77,9 @@ static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *valu
 		return -ENOMEM;
 	if (!nl || parse_u64_prefix(p, UINT64_MAX, &dino, &p) < 0 || *p++ != ' ' ||
 	    parse_u64_prefix(p, UINT64_MAX, &lino, &p) < 0 || *p++ != ' ' ||
-	    parse_u64_prefix(p, UINT64_MAX, &lsize, &p) < 0 || *p++ != ' ' || p >= nl || !nl[1]) {
+	    parse_u64_prefix(p, UINT64_MAX, &lsize, &p) < 0 || *p++ != ' ' || p >= nl || !nl[1] ||
+	    strchr(nl + 1, '\n') != nl + strlen(nl) - 1) {
+		/* (the line, newline included, is all the rest: a cut one would tear the log) */
 		log_warning("%s: not a pending accounting record, dropped", what);
 		return 0;
 	}
