@@ -99,6 +99,37 @@ int main(void)
 		ok(kcli_exists("%s/job_14", root), "job 14 exists");
 	}
 	is_int(jobcg_job_remove(ctx, 14, 0), 0, "remove job 14");
+
+	/*
+	 * The lock file unlinked while held (what `jobcg teardown` does) and made again by a
+	 * newcomer: a waiter granted the flock on the old inode must not count as holding the
+	 * node lock while the newcomer holds the new file. It opens the path again and waits.
+	 */
+	{
+		char *args[] = {"alloc", "15", NULL};
+		struct timespec ts = {0, 300 * 1000 * 1000};
+		int nfd;
+
+		fd = open(lp, O_RDWR | O_CLOEXEC);
+		ok(fd >= 0 && flock(fd, LOCK_EX) == 0, "test holds the lock (old file)");
+		pid = kcli_start(args, NULL, NULL);
+		nanosleep(&ts, NULL);
+		is_int(waitpid(pid, &st, WNOHANG), 0, "jobcg alloc waits on the old file");
+		ok(unlink(lp) == 0, "lock file unlinked while held");
+		nfd = open(lp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		ok(nfd >= 0 && flock(nfd, LOCK_EX) == 0, "a newcomer creates and holds a new one");
+		close(fd);
+		nanosleep(&ts, NULL);
+		is_int(waitpid(pid, &st, WNOHANG), 0,
+		       "granted the old inode, jobcg alloc still waits (on the new file)");
+		ok(!kcli_exists("%s/job_15", root), "and has created nothing");
+		close(nfd);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "it finishes once the new file is free");
+		ok(kcli_exists("%s/job_15", root), "job 15 exists");
+		is_int(jobcg_job_remove(ctx, 15, 0), 0, "remove job 15");
+	}
 	is_int(jobcg_job_remove(ctx, 11, 0), 0, "remove job 11 with its steps");
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	jobcg_ctx_free(ctx);

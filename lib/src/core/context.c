@@ -251,14 +251,44 @@ JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 	r = ctx_state_dir_ready(ctx);
 	if (r < 0)
 		return r;
-	fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return error_set(negative_errno(), "cannot open lock file %s: %s", ctx->lock_path,
-				 strerror(errno));
-	r = lock_wait(ctx, fd);
-	if (r < 0) {
+	/*
+	 * The flock is on an inode, the lock is the name: `jobcg teardown` unlinks the file while
+	 * holding it, so a waiter that opened it before may be granted a lock on an inode nobody
+	 * else will ever open, while a newcomer creates and locks a new file. Two holders would
+	 * hand one GPU to two jobs. Hence the usual lock-file check: once locked, the path must
+	 * still name the inode we hold, else open it again.
+	 */
+	for (;;) {
+		struct stat fst, pst;
+
+		fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW,
+			  0600);
+		if (fd < 0)
+			return error_set(negative_errno(), "cannot open lock file %s: %s",
+					 ctx->lock_path, strerror(errno));
+		r = lock_wait(ctx, fd);
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+		if (fstat(fd, &fst) < 0) {
+			r = error_set(negative_errno(), "cannot stat lock file %s: %s",
+				      ctx->lock_path, strerror(errno));
+			close(fd);
+			return r;
+		}
+		if (fstatat(AT_FDCWD, ctx->lock_path, &pst, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT) {
+				r = error_set(negative_errno(), "cannot stat lock file %s: %s",
+					      ctx->lock_path, strerror(errno));
+				close(fd);
+				return r;
+			}
+		} else if (fst.st_nlink > 0 && fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino)
+			break;
 		close(fd);
-		return r;
+		log_debug("lock file %s was removed or replaced while waiting; opening it again",
+			  ctx->lock_path);
 	}
 	ctx->lock_fd = fd;
 	ctx->lock_depth = 1;

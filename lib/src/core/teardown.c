@@ -224,9 +224,11 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 	}
 	st.root_removed = true;
 	st.resv_removed = (unsigned)strv_length(resv);
-	/* The lock file goes while held: whoever waits on it finds a tree that is gone, and so
-	 * does the Slurm plugin's CPU topology cache beside it. The accounting log stays: it is
-	 * the node's history, not the tree's state. */
+	/* The lock file goes while held, and so does the Slurm plugin's CPU topology cache
+	 * beside it. Whoever waits on the old file finds, once granted, that its name is gone
+	 * and opens the path again (jobcg_ctx_lock), so it queues behind any newcomer rather
+	 * than holding a second lock. The accounting log stays: it is the node's history, not
+	 * the tree's state. */
 	{
 		_cleanup_free_ char *topo = ctx_state_file(ctx, CTX_CPU_TOPOLOGY_FILE);
 
