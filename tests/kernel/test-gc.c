@@ -155,6 +155,26 @@ int main(void)
 	is_int(st.jobs_removed + st.steps_removed, 0, "second gc removes nothing");
 	is_int(jobcg_job_remove(ctx, 21, 0), 0, "remove 21");
 	is_int(jobcg_job_remove(ctx, 23, 0), 0, "remove 23");
+
+	/* A hand-edited ephemeral mark ("0") with a dead runner: what list calls it is what gc
+	 * does with it. */
+	{
+		struct jobcg_job_info *info = NULL;
+
+		is_int(jobcg_job_create(ctx, 25, NULL, 0, NULL), 0, "job 25");
+		snprintf(p, sizeof(p), "%s/job_25", root);
+		ok(setxattr(p, "trusted.jobcg.ephemeral", "0", 1, 0) == 0 &&
+		       setxattr(p, "trusted.jobcg.runner", "1:1", 3, 0) == 0,
+		   "25 marked ephemeral \"0\" with a stale runner");
+		is_int(jobcg_job_info_get(ctx, 25, &info), 0, "info of 25");
+		ok(info && info->ephemeral && info->orphaned,
+		   "listed as an orphaned ephemeral job (ephemeral %d orphaned %d)",
+		   info ? info->ephemeral : -1, info ? info->orphaned : -1);
+		jobcg_job_info_free(info);
+		is_int(jobcg_gc(ctx, 0, &st), 0, "gc");
+		is_int(st.jobs_removed, 1, "and gc removes it, as list said");
+		ok(!kcli_exists("%s/job_25", root), "job 25 gone");
+	}
 	snprintf(p, sizeof(p), "%s/other", root);
 	rmdir(p);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");

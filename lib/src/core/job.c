@@ -147,6 +147,18 @@ JOBCG_EXPORT int jobcg_job_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, con
 	return get_meta_told(dir, what, key, ret);
 }
 
+/*
+ * Is @dir an ephemeral job (`jobcg run`'s own)? jobcg writes the mark as "1"; any value counts,
+ * so that `list`, `adopt`, step creation and gc, which removes such a job once its runner is
+ * gone, agree about a hand-edited one.
+ */
+static bool job_ephemeral(const char *dir)
+{
+	_cleanup_free_ char *v = NULL;
+
+	return get_meta(dir, "ephemeral", &v) == 0;
+}
+
 /* A number jobcg wrote into trusted.jobcg.KEY of DIR, 0 when absent. One that does not parse
  * (corrupted, or written by hand) is logged, naming the cgroup and attribute, and read as
  * absent: callers fall back on what the kernel says (memory.max) or show nothing. */
@@ -1483,7 +1495,7 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		}
 		/* An ephemeral job is removed, with every step in it, when its run's own step
 		 * ends: only that run (the job's runner, pid:starttime) may begin a step there. */
-		if (get_meta(jdir, "ephemeral", &eph) == 0) {
+		if (job_ephemeral(jdir)) {
 			me = tree_runner_self();
 			if (!me) {
 				r = -ENOMEM;
@@ -1666,8 +1678,8 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 				    struct jobcg_job_info **ret)
 {
 	struct jobcg_job_info *i = NULL;
-	_cleanup_free_ char *owner = NULL, *runner = NULL, *eph = NULL, *be = NULL, *sk = NULL,
-			    *removing = NULL, *created = NULL;
+	_cleanup_free_ char *owner = NULL, *runner = NULL, *be = NULL, *sk = NULL, *removing = NULL,
+			    *created = NULL;
 	size_t norph = 0;
 	int r;
 
@@ -1703,7 +1715,7 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 		}
 	}
 	i->created_sec = meta_u64(i->path, "created");
-	i->ephemeral = get_meta(i->path, "ephemeral", &eph) == 0 && streq(eph, "1");
+	i->ephemeral = job_ephemeral(i->path);
 	if (get_meta(i->path, "runner", &runner) == 0) {
 		/* "PID:STARTTIME", as tree_runner_self() writes it. */
 		uint64_t pid = 0;
@@ -1867,8 +1879,8 @@ out:
 
 static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 {
-	_cleanup_free_ char *dir = tree_job_dir(ctx, id), *created = NULL, *eph = NULL,
-			    *runner = NULL, *removing = NULL;
+	_cleanup_free_ char *dir = tree_job_dir(ctx, id), *created = NULL, *runner = NULL,
+			    *removing = NULL;
 	int r;
 
 	if (!dir)
@@ -1883,7 +1895,7 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		return 0;
 	}
 	if (r == -ENODATA || removing ||
-	    (get_meta(dir, "ephemeral", &eph) == 0 && get_meta(dir, "runner", &runner) == 0 &&
+	    (job_ephemeral(dir) && get_meta(dir, "runner", &runner) == 0 &&
 	     !tree_runner_alive(runner))) {
 		/* Under the lock a job without the "created" mark is a creation that died half
 		 * way, one marked "removing" a removal that did; an ephemeral job without its
