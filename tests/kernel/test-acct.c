@@ -1,5 +1,6 @@
 /* Kernel test: accounting at step end: what the host has is read, what it lacks is unavailable. */
 #include <json-c/json.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
@@ -55,6 +56,35 @@ static int find_job34(const struct jobcg_acct_record *r, void *u)
 		c->start_usec = r->start_usec;
 	}
 	return 0;
+}
+
+/* `jobcg run -- true` under RLIMIT_FSIZE = @limit, soft and hard (a child's own: we could not
+ * raise our hard limit again without CAP_SYS_RESOURCE); its exit code, *err its stderr. */
+static int run_fsize_limited(rlim_t limit, char **err)
+{
+	char *argv[] = {(char *)kcli_binary(), "run", "--", "true", NULL};
+	struct rlimit lim = {.rlim_cur = limit, .rlim_max = limit};
+	int e[2], st = 0;
+	pid_t pid;
+
+	if (pipe2(e, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(2, 1);
+		dup2(e[1], 2);
+		if (setrlimit(RLIMIT_FSIZE, &lim) == 0)
+			execv(argv[0], argv);
+		_exit(127);
+	}
+	close(e[1]);
+	*err = kcli_slurp(e[0]);
+	close(e[0]);
+	if (*err && **err)
+		ktest_diag_lines("jobcg stderr: ", *err);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 int main(void)
@@ -248,6 +278,45 @@ int main(void)
 		rmdir(sd);
 		rmdir(cd);
 		free(old_sd);
+	}
+	/* A file-size limit inherited from a batch environment, below the log's size: the run's
+	 * status is its command's, not 153 (SIGXFSZ after its cgroups are gone), and no
+	 * ephemeral job is left orphaned. Under a soft limit the records are written. */
+	{
+		struct rlimit old, lim;
+		struct stat before, after;
+		char *path = NULL, *out = NULL;
+
+		is_int(jobcg_acctlog_path(conf, &path), 0, "log path");
+		ok(path && stat(path, &before) == 0 && getrlimit(RLIMIT_FSIZE, &old) == 0,
+		   "the log's size and our file-size limit");
+		lim = old;
+		lim.rlim_cur = (rlim_t)before.st_size;
+		ok(setrlimit(RLIMIT_FSIZE, &lim) == 0, "soft RLIMIT_FSIZE = %lld bytes",
+		   (long long)before.st_size);
+		rc = kcli(NULL, "run", "--", "true", NULL);
+		ok(setrlimit(RLIMIT_FSIZE, &old) == 0, "limit restored");
+		is_int(rc, 0, "run under it exits 0");
+		if (!path || stat(path, &after) < 0)
+			after.st_size = -1;
+		ok(after.st_size > before.st_size, "its records were written (%lld -> %lld bytes)",
+		   (long long)before.st_size, (long long)after.st_size);
+		/* `ulimit -f` sets the hard limit too: raised only with CAP_SYS_RESOURCE, else the
+		 * records are not written, and the run says so. */
+		before = after;
+		rc = run_fsize_limited((rlim_t)before.st_size, &err);
+		if (!path || stat(path, &after) < 0)
+			after.st_size = -1;
+		is_int(rc, 0, "run under a hard limit as well exits 0");
+		ok(after.st_size > before.st_size || (err && strstr(err, "RLIMIT_FSIZE")),
+		   "its records were written (%lld -> %lld bytes) or it says why not",
+		   (long long)before.st_size, (long long)after.st_size);
+		free(err);
+		err = NULL;
+		is_int(kcli(&out, "list", NULL), 0, "jobcg list");
+		ok(out && !strstr(out, "orphaned"), "no orphaned ephemeral job left behind");
+		free(out);
+		free(path);
 	}
 	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);

@@ -1,7 +1,10 @@
 /* Unit tests for the accounting log: states, append/read round trip, torn lines, filters. */
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <zlib.h>
 
@@ -605,6 +608,91 @@ static void test_sync_flag(void)
 	rmdir(dir);
 }
 
+/* Without CAP_SYS_RESOURCE (root's) a hard limit cannot be raised. */
+static void drop_sys_resource(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {};
+
+	if (syscall(SYS_capget, &h, d) == 0) {
+		d[CAP_SYS_RESOURCE / 32].effective &= ~(1u << (CAP_SYS_RESOURCE % 32));
+		(void)syscall(SYS_capset, &h, d);
+	}
+}
+
+/*
+ * In a child, under RLIMIT_FSIZE = the log's size (soft only: @hard false; hard too, without
+ * the capability to raise it: @hard true), write one record. Its exit status: 0 written and
+ * the limit as it was, 1 -EFBIG, 2 other error, 3 limit not restored; a signal is SIGXFSZ.
+ */
+static int write_under_fsize(const char *path, bool hard)
+{
+	struct stat sb;
+	pid_t pid;
+	int st = 0;
+
+	if (stat(path, &sb) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct jobcg_acct_record r = sample_step();
+		struct rlimit lim = {.rlim_cur = (rlim_t)sb.st_size,
+				     .rlim_max = hard ? (rlim_t)sb.st_size : RLIM_INFINITY};
+		struct rlimit after;
+		int k;
+
+		if (hard)
+			drop_sys_resource();
+		if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
+			_exit(4);
+		k = jobcg_acctlog_write(path, &r, 0);
+		if (k == -EFBIG)
+			_exit(strstr(jobcg_last_error()->message, "RLIMIT_FSIZE") ? 1 : 2);
+		if (k < 0)
+			_exit(2);
+		if (getrlimit(RLIMIT_FSIZE, &after) < 0 || after.rlim_cur != lim.rlim_cur ||
+		    after.rlim_max != lim.rlim_max)
+			_exit(3);
+		_exit(0);
+	}
+	if (pid < 0)
+		return -1;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * A file-size limit inherited from a batch environment must not kill a writer with SIGXFSZ
+ * (for `jobcg run`: after its step's cgroup is gone, the record lost): the limit is lifted
+ * for the write where it may be, else the write fails with -EFBIG, an ordinary error.
+ */
+static void test_fsize_limit(void)
+{
+	char dir[] = "/tmp/jobcg-test-acctfsize-XXXXXX";
+	char path[256];
+	struct jobcg_acct_record r = sample_step();
+	struct stat before, after;
+
+	if (!mkdtemp(dir)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
+	ok(jobcg_acctlog_write(path, &r, 0) == 0, "a first record");
+	is_int(write_under_fsize(path, false), 0,
+	       "under a soft RLIMIT_FSIZE at the log's size a record is written, no SIGXFSZ, "
+	       "and the limit is restored");
+	ok(stat(path, &before) == 0, "stat the log");
+	is_int(write_under_fsize(path, true), 1,
+	       "under a hard one that cannot be raised: -EFBIG naming RLIMIT_FSIZE, no SIGXFSZ");
+	ok(stat(path, &after) == 0 && after.st_size == before.st_size,
+	   "and nothing was written (%lld -> %lld bytes)", (long long)before.st_size,
+	   (long long)after.st_size);
+	unlink(path);
+	rmdir(dir);
+}
+
 static void write_job(const char *path, const char *id)
 {
 	struct jobcg_acct_record r = sample_step();
@@ -924,6 +1012,7 @@ int main(void)
 	test_line_format();
 	test_hostile_strings();
 	test_sync_flag();
+	test_fsize_limit();
 	test_rotation();
 	test_junk_lines();
 	test_unsafe_files();

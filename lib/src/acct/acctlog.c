@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -225,8 +226,9 @@ int acctlog_write_line(const char *path, const char *line, size_t len, unsigned 
 		       bool dir_checked)
 {
 	_cleanup_close_ int fd = -1;
+	struct rlimit saved;
 	struct stat st;
-	int k;
+	int k, raised;
 
 	if (!dir_checked && (k = state_dir_prepare(path)) < 0)
 		return k;
@@ -260,18 +262,27 @@ int acctlog_write_line(const char *path, const char *line, size_t len, unsigned 
 					 path);
 		close(TAKE_FD(fd));
 	}
+	/* A file-size limit would kill us (SIGXFSZ) after the cgroup is gone, record lost. */
+	if ((raised = fsize_allow((uint64_t)st.st_size + 1 + len, &saved)) < 0) {
+		jobcg_error_prefix("cannot write %s", path);
+		return raised;
+	}
+	k = 0;
 	if (st.st_size > 0) {
 		char last = '\n';
 
 		if (pread(fd, &last, 1, st.st_size - 1) != 1)
-			return error_set(-EIO, "cannot read the end of %s", path);
+			k = error_set(-EIO, "cannot read the end of %s", path);
 		/* A crash mid-write left a torn line: end it so it stays alone (and is skipped). */
-		if (last != '\n' && (k = write_all(fd, "\n", 1)) < 0)
-			return error_set(k, "cannot write %s: %s", path, strerror(-k));
+		else if (last != '\n' && (k = write_all(fd, "\n", 1)) < 0)
+			error_set(k, "cannot write %s: %s", path, strerror(-k));
 	}
-	k = write_all(fd, line, len);
+	if (k >= 0 && (k = write_all(fd, line, len)) < 0)
+		error_set(k, "cannot write %s: %s", path, strerror(-k));
+	if (raised)
+		fsize_restore(&saved);
 	if (k < 0)
-		return error_set(k, "cannot write %s: %s", path, strerror(-k));
+		return k;
 	if ((flags & JOBCG_ACCTLOG_SYNC) && fsync(fd) < 0)
 		return error_set(negative_errno(), "cannot fsync %s: %s", path, strerror(errno));
 	return 0;

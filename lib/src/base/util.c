@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -761,4 +762,35 @@ int state_dir_check(const char *file)
 		return error_set(-EINVAL, "state directory of '%s': need an absolute path", file);
 	*slash = '\0';
 	return dir_check_safe(dir, "state directory");
+}
+
+int fsize_allow(uint64_t end, struct rlimit *ret_saved)
+{
+	struct rlimit cur, up;
+
+	if (getrlimit(RLIMIT_FSIZE, &cur) < 0 || cur.rlim_cur == RLIM_INFINITY ||
+	    end <= (uint64_t)cur.rlim_cur)
+		return 0;
+	up = cur;
+	/* Past the hard limit only with CAP_SYS_RESOURCE (root's); else up to it. */
+	up.rlim_cur = up.rlim_max = RLIM_INFINITY;
+	if (setrlimit(RLIMIT_FSIZE, &up) < 0) {
+		up = cur;
+		up.rlim_cur = cur.rlim_max;
+		if (up.rlim_cur == cur.rlim_cur ||
+		    (up.rlim_cur != RLIM_INFINITY && end > (uint64_t)up.rlim_cur) ||
+		    setrlimit(RLIMIT_FSIZE, &up) < 0)
+			return error_set(-EFBIG,
+					 "writing up to byte %llu passes the file size limit "
+					 "(RLIMIT_FSIZE, ulimit -f) of %llu bytes",
+					 (unsigned long long)end, (unsigned long long)cur.rlim_cur);
+	}
+	*ret_saved = cur;
+	return 1;
+}
+
+void fsize_restore(const struct rlimit *saved)
+{
+	/* Lowering a limit is always allowed. */
+	(void)setrlimit(RLIMIT_FSIZE, saved);
 }

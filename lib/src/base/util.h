@@ -180,3 +180,16 @@ int dir_check_safe(const char *dir, const char *what);
 int state_dir_prepare(const char *file);
 /* dir_check_safe() of the directory holding @file. */
 int state_dir_check(const char *file);
+
+struct rlimit;
+/*
+ * Make room, under RLIMIT_FSIZE, for a write that ends at byte @end of a regular file: past the
+ * limit the kernel kills us with SIGXFSZ (a limit inherited from a batch environment is
+ * enough). The soft limit is raised for the write (to the hard one, or past it where we may);
+ * each thread's writes see the raised limit meanwhile, a relaxation that kills nothing. 1 when
+ * raised (fsize_restore(@saved) afterwards), 0 when already room, -EFBIG (error record set)
+ * when it cannot be: the write must not be tried. No signal disposition is touched: the
+ * library's host (slurmstepd) keeps its own.
+ */
+int fsize_allow(uint64_t end, struct rlimit *ret_saved);
+void fsize_restore(const struct rlimit *saved);
