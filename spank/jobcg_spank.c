@@ -490,7 +490,10 @@ static int step_begin(spank_t sp)
 		if (r >= 0) {
 			what = "creating the step";
 			t0 = monotonic_us();
-			r = jobcg_step_create_limited(st.ctx, job, step, 0, &sl, st.life.step);
+			/* Slurm's step ids: unique in the job, but two sruns' steps may
+			 * reach this node in either order. */
+			r = jobcg_step_create_limited(st.ctx, job, step, JOBCG_STEP_ID_SCHEDULED,
+						      &sl, st.life.step);
 			t_step += monotonic_us() - t0;
 		}
 		jobcg_ctx_unlock(st.ctx);

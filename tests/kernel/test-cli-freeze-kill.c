@@ -174,6 +174,43 @@ static void signal_outcomes(const char *root)
 	}
 }
 
+/*
+ * A step into a frozen job is refused at once. Were it made, its first task would freeze
+ * before its exec and `jobcg run` wait for that exec uninterruptibly (vfork) until a thaw:
+ * after 5 s the test thaws the job itself to see the run end.
+ */
+static void frozen_refused(const char *root)
+{
+	char *args[] = {"run", "--job", "8", "--step", "3", "--", "true", NULL};
+	char *err = NULL;
+	int efd = -1, st = 0, i;
+	pid_t pid, w = 0;
+
+	is_int(kcli(NULL, "alloc", "8", NULL), 0, "alloc 8");
+	is_int(kcli(NULL, "freeze", "8", NULL), 0, "freeze the idle job 8");
+	pid = kcli_start(args, NULL, &efd);
+	for (i = 0; i < 500 && (w = waitpid(pid, &st, WNOHANG)) == 0; i++)
+		msleep(10);
+	ok(w == pid, "run --job 8 into the frozen job returns without a thaw");
+	if (w != pid)
+		(void)kcli(NULL, "thaw", "8", NULL);
+	err = kcli_slurp(efd);
+	close(efd);
+	if (w != pid)
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+	is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 1, "it fails (exit 1)");
+	ok(err && strstr(err, "job 8 is frozen: thaw it first"), "saying so: %s", err ? err : "");
+	free(err);
+	ok(!kcli_exists("%s/job_8/step_3", root), "no step was made");
+	is_int(kcli(NULL, "thaw", "8", NULL), 0, "thaw 8");
+	is_int(kcli(NULL, "run", "--job", "8", "--step", "3", "--", "true", NULL), 0,
+	       "then the same step runs");
+	is_int(kcli(NULL, "freeze", "8", NULL), 0, "freeze 8 again");
+	is_int(kcli(NULL, "release", "8", NULL), 0, "a frozen job is still released");
+	ok(!kcli_exists("%s/job_8", root), "job 8 is gone");
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("cli-freeze", "jobcg");
@@ -254,6 +291,7 @@ int main(void)
 	is_int(kcli(NULL, "freeze", "x5", NULL), 2,
 	       "freeze of a malformed target is a usage error");
 	freeze_timeout(root);
+	frozen_refused(root);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	return tap_done();
 }

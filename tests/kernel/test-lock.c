@@ -78,6 +78,60 @@ int main(void)
 	ok(lock_free(lp), "lock free after step -EEXIST");
 	is_int(jobcg_step_create(ctx, 11, NULL, 0, sid), 0, "next step");
 	is_str(sid, "1", "next step id is 1");
+
+	/* A step id is never reused in a job, even once its step is gone: one job.step, one
+	 * accounting record. Slurm's own ids (scheduled) may come in any order. */
+	is_int(jobcg_step_remove(ctx, 11, "0", 0), 0, "step 11.0 ends");
+	is_int(jobcg_step_create(ctx, 11, "0", 0, NULL), -EEXIST,
+	       "step 0 again once gone: -EEXIST");
+	ok(strstr(jobcg_last_error()->message, "the next free one is 2") != NULL,
+	   "the error names the next free id: %s", jobcg_last_error()->message);
+	ok(lock_free(lp), "lock free after a reused step id");
+	ok(!kcli_exists("%s/job_11/step_0", root), "and step 0 was not made");
+	is_int(jobcg_step_create(ctx, 11, "5", 0, NULL), 0, "an explicit id past the count");
+	is_int(jobcg_step_create(ctx, 11, "3", 0, NULL), -EEXIST,
+	       "below it (skipped) is refused too");
+	is_int(jobcg_step_create(ctx, 11, "3", JOBCG_STEP_ID_SCHEDULED, NULL), 0,
+	       "but taken when a scheduler assigned it (out of order)");
+	is_int(jobcg_step_create(ctx, 11, "batch", 0, NULL), 0, "a named step is unaffected");
+	is_int(jobcg_step_create(ctx, 11, NULL, 0, sid), 0, "a picked id");
+	is_str(sid, "6", "follows the highest used");
+
+	/* A task is not started into a frozen step (the job is not frozen): it would stop before
+	 * its exec, and the vfork-style spawn wait for that exec uninterruptibly. The spawn runs
+	 * in a child; if it hangs, the test thaws the step after 5 s to see it end. */
+	{
+		struct jobcg_target t6 = {.job = 11, .step = "6", .task = JOBCG_TASK_ALL};
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		pid_t w = 0;
+
+		if (jobcg_ctx_sysinfo(ctx)->freeze.supported) {
+			is_int(jobcg_freeze(ctx, &t6, 5000), 0, "freeze step 11.6");
+			pid = fork();
+			if (pid == 0) {
+				char *argv[] = {"true", NULL};
+				pid_t tp = -1;
+				int k = jobcg_task_spawn(ctx, 11, "6", 0, argv, NULL, &tp);
+
+				if (k == -EBUSY && strstr(jobcg_last_error()->message, "frozen"))
+					_exit(0);
+				_exit(1);
+			}
+			for (int i = 0; i < 500 && (w = waitpid(pid, &st, WNOHANG)) == 0; i++)
+				nanosleep(&ts, NULL);
+			ok(w == pid, "a spawn into the frozen step returns without a thaw");
+			if (w != pid) {
+				(void)jobcg_thaw(ctx, &t6, 5000);
+				while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+					;
+			}
+			ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			   "refused with -EBUSY, saying frozen");
+			is_int(jobcg_thaw(ctx, &t6, 5000), 0, "thaw step 11.6");
+		} else
+			for (int i = 0; i < 4; i++)
+				tap_skip("no cgroup.freeze");
+	}
 	is_int(jobcg_job_remove(ctx, 13, 0), -ENOENT, "remove of a missing job: -ENOENT");
 	ok(lock_free(lp), "lock free after failed remove");
 

@@ -222,15 +222,21 @@ enum {
 	/* jobcg_step_create(): record no runner, so the step belongs to the job and gc leaves it
 	 * (the extern step that `jobcg adopt` makes for login sessions). */
 	JOBCG_STEP_NO_RUNNER = 1u << 1,
+	/* jobcg_step_create(): @step_id was assigned by a scheduler that never reuses one in a
+	 * job (Slurm's), whose steps may reach this node out of order: a number below the
+	 * job's count is taken, not refused. */
+	JOBCG_STEP_ID_SCHEDULED = 1u << 2,
 };
 
 /**
  * Create step_<step_id> in an existing job with its jobcg/ and user/ directories (under the
  * node lock). @step_id NULL picks the lowest free number. The calling process is recorded as
  * the step's runner (gc removes steps whose runner is gone). Writes the chosen id into
- * @ret_step_id (JOBCG_STEP_ID_MAX bytes) if not NULL. -EEXIST if the step exists, -ESHUTDOWN
- * if the job is being released (jobcg_job_release()), -EPERM if it is an ephemeral job
- * (JOBCG_JOB_EPHEMERAL) another process made: it is removed when that process's step ends.
+ * @ret_step_id (JOBCG_STEP_ID_MAX bytes) if not NULL. -EEXIST if the step exists or, unless
+ * JOBCG_STEP_ID_SCHEDULED, its number is below the job's count of numbers used (never reused),
+ * -EBUSY if the job is frozen, -ESHUTDOWN if the job is being released (jobcg_job_release()),
+ * -EPERM if it is an ephemeral job (JOBCG_JOB_EPHEMERAL) another process made: it is removed
+ * when that process's step ends.
  * Same as jobcg_step_create_limited() with no limits.
  */
 JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,

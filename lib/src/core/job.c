@@ -1475,8 +1475,26 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		r = error_set(-ENOENT, "no job %u (%s)", job_id, jdir);
 		goto out;
 	}
+	/* A task started into a frozen job freezes before its exec, and its starter (a vfork)
+	 * waits for that exec uninterruptibly, deaf to ^C, until someone thaws the job. Asked
+	 * (cgroup.freeze, what `jobcg freeze` writes) or done (cgroup.events: an ancestor's too).
+	 */
+	{
+		uint64_t want = 0;
+		bool frozen = false;
+
+		if ((cgfs_read_u64(jdir, "cgroup.freeze", &want) == 0 && want == 1) ||
+		    (cgfs_events(jdir, NULL, &frozen) == 0 && frozen)) {
+			r = error_set(-EBUSY,
+				      "job %u is frozen: thaw it first ('jobcg thaw %u'); no new "
+				      "steps",
+				      job_id, job_id);
+			goto out;
+		}
+		jobcg_error_clear();
+	}
 	if (ctx->info->xattr.supported) {
-		_cleanup_free_ char *removing = NULL, *eph = NULL, *owner = NULL, *created = NULL;
+		_cleanup_free_ char *removing = NULL, *owner = NULL, *created = NULL;
 
 		/* 'jobcg release' marks the job before it signals its processes: a step made
 		 * during the grace period would only be killed with them. */
@@ -1512,9 +1530,28 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 			}
 		}
 	}
-	if (step_id)
+	if (step_id) {
+		uint64_t v;
+
+		/* Slurm never reuses a step id within a job, and one job.step names one record:
+		 * a number below the count was used already (or skipped), even if that step is
+		 * gone. Ids a scheduler assigned may arrive out of order: its own to keep. */
+		if (!(flags & JOBCG_STEP_ID_SCHEDULED) && ctx->info->xattr.supported &&
+		    parse_u64(step_id, UINT32_MAX, &v) == 0 && meta_u64(jdir, "next_step") > v) {
+			char next[JOBCG_STEP_ID_MAX];
+
+			if ((r = pick_step_id(ctx, job_id, jdir, next)) < 0)
+				goto out;
+			r = error_set(
+			    -EEXIST,
+			    "step %u.%s: job %u has numbered its steps past %s already "
+			    "(a step id is never reused in a job): the next free one is %s",
+			    job_id, step_id, job_id, step_id, next);
+			goto out;
+		}
+		jobcg_error_clear();
 		snprintf(sid, sizeof(sid), "%s", step_id);
-	else if ((r = pick_step_id(ctx, job_id, jdir, sid)) < 0)
+	} else if ((r = pick_step_id(ctx, job_id, jdir, sid)) < 0)
 		goto out;
 	if (limits && (r = step_limits_check(ctx, job_id, jdir, limits)) < 0)
 		goto out;

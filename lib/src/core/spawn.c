@@ -347,6 +347,19 @@ static int task_spawn_in(const char *dir, uint32_t job_id, const char *step_id, 
 	r = cgfs_mkdir(dir, true);
 	if (r < 0)
 		return r;
+	/* Into a frozen cgroup the child freezes before its exec, and we would wait for that
+	 * exec (vfork) uninterruptibly until someone thaws it. A new directory under a frozen
+	 * one is frozen at once. */
+	{
+		bool frozen = false;
+
+		if (cgfs_events(dir, NULL, &frozen) == 0 && frozen)
+			return error_set(-EBUSY,
+					 "cannot start task %u.%s.%d: %s is frozen (thaw its job "
+					 "first)",
+					 job_id, step_id, task, dir);
+		jobcg_error_clear();
+	}
 	r = cgfs_open_dir(dir, &cgfd);
 	if (r < 0)
 		return r;
