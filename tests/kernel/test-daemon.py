@@ -668,9 +668,10 @@ def body(e):
     full_pipe(e)
 
     # The daemon killed mid-step: the client ends the step itself.
-    p = subprocess.Popen([e.jobcg, "run", "--job", "5", "--step", "50", "--", "sleep", "1"],
+    # (a step number past those used so far: one below the job's count is refused)
+    p = subprocess.Popen([e.jobcg, "run", "--job", "5", "--step", "500", "--", "sleep", "1"],
                          env=e.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sdir = os.path.join(e.root, "job_5", "step_50")
+    sdir = os.path.join(e.root, "job_5", "step_500")
     wait_for(lambda: os.path.exists(os.path.join(sdir, "user", "task_0")))
     d.kill()
     d.wait()
@@ -678,7 +679,7 @@ def body(e):
     ok(p.returncode == 0 and "lost the daemon" in err,
        "daemon killed mid-step: the client finishes with the step's exit code")
     ok(not os.path.exists(sdir), "and removes the step itself")
-    rec = [x for x in e.records() if x.get("job") == 5 and x.get("step") == "50"]
+    rec = [x for x in e.records() if x.get("job") == 5 and x.get("step") == "500"]
     ok(len(rec) == 1 and rec[0]["state"] == "COMPLETED", "and writes its record once: COMPLETED")
 
     # A stale socket (the daemon is gone): in-process, silently.

@@ -133,7 +133,8 @@ static int runner_start(const char *root, uint32_t job, bool make_job, bool end_
 		if (jobcg_config_load(NULL, NULL, 0, &conf) < 0 ||
 		    jobcg_ctx_open(conf, 0, &ctx) < 0 ||
 		    (make_job && jobcg_job_create(ctx, job, NULL, JOBCG_JOB_SLURM, NULL) < 0) ||
-		    jobcg_step_create(ctx, job, "0", 0, NULL) < 0 ||
+		    /* as the Slurm plugin does: Slurm's step ids, in any order */
+		    jobcg_step_create(ctx, job, "0", JOBCG_STEP_ID_SCHEDULED, NULL) < 0 ||
 		    jobcg_task_spawn(ctx, job, "0", 0, sleep_argv, NULL, &task) < 0 ||
 		    jobcg_task_spawn(ctx, job, "0", 1, esc_argv, NULL, &sh) < 0)
 			_exit(1);
