@@ -1452,7 +1452,7 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 	char sid[JOBCG_STEP_ID_MAX];
 	int r;
 
-	if (flags & ~(unsigned)JOBCG_STEP_NO_RUNNER)
+	if (flags & ~(unsigned)(JOBCG_STEP_NO_RUNNER | JOBCG_STEP_ID_SCHEDULED))
 		return error_set(-EINVAL, "unknown step flags 0x%x", flags);
 	if (!jdir)
 		return -ENOMEM;
