@@ -391,6 +391,7 @@ struct walk {
 	unsigned links;		/* links followed so far */
 	bool create;		/* mkdir -p: missing directories are made, with @mode */
 	mode_t mode;
+	uid_t euid; /* ours, asked once per walk */
 };
 
 /* How a directory reached is checked: on the way (a sticky root-owned directory such as /tmp
@@ -433,12 +434,12 @@ static int dir_fd_safe(int fd, const struct walk *w, unsigned how)
 
 	if ((how & DIR_SELF) != DIR_SELF)
 		snprintf(where, sizeof(where), " (on the way, %s)", w->shown);
-	if (geteuid() != 0)
-		snprintf(who, sizeof(who), " or uid %u", (unsigned)geteuid());
+	if (w->euid != 0)
+		snprintf(who, sizeof(who), " or uid %u", (unsigned)w->euid);
 	if (fstat(fd, &st) < 0)
 		return error_set(negative_errno(), "%s %s%s: cannot stat: %s", w->what, w->dir,
 				 where, strerror(errno));
-	if (st.st_uid != 0 && st.st_uid != geteuid())
+	if (st.st_uid != 0 && st.st_uid != w->euid)
 		return error_set(-EPERM, "%s %s%s is owned by uid %u, not by root%s", w->what,
 				 w->dir, where, (unsigned)st.st_uid, who);
 	if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
@@ -466,13 +467,13 @@ static int link_read(struct walk *w, int fd, const char *name)
 	struct stat st;
 	ssize_t n;
 
-	if (geteuid() != 0)
-		snprintf(who, sizeof(who), " or uid %u", (unsigned)geteuid());
+	if (w->euid != 0)
+		snprintf(who, sizeof(who), " or uid %u", (unsigned)w->euid);
 	snprintf(link, sizeof(link), "%s%s%s", w->shown, streq(w->shown, "/") ? "" : "/", name);
 	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return error_set(negative_errno(), "%s %s: cannot stat %s: %s", w->what, w->dir,
 				 link, strerror(errno));
-	if (st.st_uid != 0 && st.st_uid != geteuid())
+	if (st.st_uid != 0 && st.st_uid != w->euid)
 		return error_set(-EPERM,
 				 "%s %s: %s%sa symbolic link owned by uid %u, not by root%s (not "
 				 "followed)",
@@ -660,7 +661,7 @@ int open_trusted_at(int dirfd, const char *dir, const char *path, int flags, con
 {
 	_cleanup_free_ char *abs = NULL, *parent = NULL, *shown = NULL;
 	_cleanup_close_ int fd = -1;
-	struct walk w = {.what = what, .dir = path};
+	struct walk w = {.what = what, .dir = path, .euid = geteuid()};
 	const char *slash, *name;
 	int r;
 
@@ -712,7 +713,7 @@ int open_trusted(const char *path, int flags, const char *what, int *ret_fd)
 
 int mkdir_p_safe(const char *dir, mode_t mode, const char *what)
 {
-	struct walk w = {.what = what, .dir = dir, .create = true, .mode = mode};
+	struct walk w = {.what = what, .dir = dir, .create = true, .mode = mode, .euid = geteuid()};
 	_cleanup_close_ int fd = -1;
 
 	if (!dir || dir[0] != '/')
@@ -725,7 +726,7 @@ int mkdir_p_safe(const char *dir, mode_t mode, const char *what)
 
 int dir_check_safe(const char *dir, const char *what)
 {
-	struct walk w = {.what = what, .dir = dir};
+	struct walk w = {.what = what, .dir = dir, .euid = geteuid()};
 	_cleanup_close_ int fd = -1;
 
 	if (!dir || dir[0] != '/')

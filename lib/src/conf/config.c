@@ -21,6 +21,8 @@ int confload_parse(struct confload *l, const char *path, const char *buf, size_t
 	    .files = &l->c->files,
 	    .own_config = true,
 	    .trusted_paths = l->trusted_paths,
+	    .trusted_dir = l->trusted_dir,
+	    .trusted_dirfd = l->trusted_dirfd,
 	};
 	int r;
 
@@ -73,11 +75,15 @@ JOBCG_EXPORT const char *jobcg_getenv(const char *name)
  * @trusted, through directories checked as open_trusted() does. */
 static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 		const char *hostname, unsigned flags, const char *const *bufs, const size_t *lens,
-		bool trusted, struct jobcg_config **ret)
+		bool trusted, int trusted_dirfd, struct jobcg_config **ret)
 {
 	struct jobcg_config *c = calloc(1, sizeof(*c));
-	struct confload l = {
-	    .c = c, .flags = flags, .no_include = bufs != NULL, .trusted_paths = trusted};
+	struct confload l = {.c = c,
+			     .flags = flags,
+			     .no_include = bufs != NULL,
+			     .trusted_paths = trusted,
+			     .trusted_dir = trusted_dirfd >= 0 ? dir : NULL,
+			     .trusted_dirfd = trusted_dirfd};
 	int r;
 
 	if (!c)
@@ -127,7 +133,7 @@ JOBCG_EXPORT int jobcg_config_load_files(const char *cgroup_conf, const char *gr
 					 struct jobcg_config **ret)
 {
 	return_if_null(ret);
-	return load(cgroup_conf, gres_conf, NULL, hostname, flags, NULL, NULL, false, ret);
+	return load(cgroup_conf, gres_conf, NULL, hostname, flags, NULL, NULL, false, -1, ret);
 }
 
 int config_load_buffers(const char *cgroup_buf, size_t cgroup_len, const char *gres_buf,
@@ -139,13 +145,14 @@ int config_load_buffers(const char *cgroup_buf, size_t cgroup_len, const char *g
 
 	return load(cgroup_buf ? "cgroup.conf" : NULL, gres_buf ? "gres.conf" : NULL, NULL,
 		    hostname ? hostname : "node1", flags | JOBCG_CONFIG_NO_ENV, bufs, lens, false,
-		    ret);
+		    -1, ret);
 }
 
 JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname, unsigned flags,
 				   struct jobcg_config **ret)
 {
 	_cleanup_free_ char *cg = NULL, *gr = NULL;
+	_cleanup_close_ int dirfd = -1;
 	const char *dir = config_dir;
 	bool explicit = true, root = geteuid() == 0;
 	struct stat st;
@@ -163,11 +170,10 @@ JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname,
 	 * the files are opened through checked directories only.
 	 */
 	if (root) {
-		_cleanup_close_ int fd = -1;
-		int r = open_trusted(dir, O_PATH | O_DIRECTORY, "configuration directory", &fd);
+		int r = open_trusted(dir, O_PATH | O_DIRECTORY, "configuration directory", &dirfd);
 
 		if (r == 1 && !explicit) /* the built-in one absent: the defaults */
-			return load(NULL, NULL, dir, hostname, flags, NULL, NULL, true, ret);
+			return load(NULL, NULL, dir, hostname, flags, NULL, NULL, true, -1, ret);
 		if (r == 1)
 			return error_set_at(-ENOENT, dir, 0, 0, "configuration directory: %s",
 					    strerror(ENOENT));
@@ -190,5 +196,5 @@ JOBCG_EXPORT int jobcg_config_load(const char *config_dir, const char *hostname,
 	gr = strdup_printf("%s/gres.conf", dir);
 	if (!cg || !gr)
 		return -ENOMEM;
-	return load(cg, gr, dir, hostname, flags, NULL, NULL, root, ret);
+	return load(cg, gr, dir, hostname, flags, NULL, NULL, root, dirfd, ret);
 }

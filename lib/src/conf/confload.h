@@ -10,10 +10,12 @@
 #define CGROUP_MAX_KEYS 64
 
 struct confload {
-	struct jobcg_config *c; /* being filled; freed by the caller on error */
-	unsigned flags;		/* JOBCG_CONFIG_* */
-	bool no_include;	/* fuzzing: Include is an error */
-	bool trusted_paths;	/* root's configuration directory: see struct conf_parser */
+	struct jobcg_config *c;	 /* being filled; freed by the caller on error */
+	unsigned flags;		 /* JOBCG_CONFIG_* */
+	bool no_include;	 /* fuzzing: Include is an error */
+	bool trusted_paths;	 /* root's configuration directory: see struct conf_parser */
+	const char *trusted_dir; /* that directory, checked, and open as trusted_dirfd (or -1) */
+	int trusted_dirfd;
 	struct jobcg_origin cg_origin[CGROUP_MAX_KEYS]; /* per cgroup.conf key, table order */
 	void *gres;					/* gresconf.c's cross-line state */
 };

@@ -549,8 +549,17 @@ static int parse_file_at(struct ctx *c, const char *path, const char *from_file,
 	/* O_NONBLOCK: opening a FIFO (or a device that waits for a carrier) must not block
 	 * every command and login that reads the configuration; only a regular file is read. */
 	if (c->p->trusted_paths) {
-		r = open_trusted(path, O_RDONLY | O_NOCTTY | O_NONBLOCK,
-				 from_file ? "included file" : "configuration file", &fd);
+		const char *what = from_file ? "included file" : "configuration file";
+		const char *dir = c->p->trusted_dir, *base = strrchr(path, '/');
+		size_t dl = dir ? strlen(dir) : 0;
+
+		/* In the directory already checked: from its descriptor, not walked again. */
+		if (dir && c->p->trusted_dirfd >= 0 && base && (size_t)(base - path) == dl &&
+		    strncmp(path, dir, dl) == 0 && base[1])
+			r = open_trusted_at(c->p->trusted_dirfd, dir, base + 1,
+					    O_RDONLY | O_NOCTTY | O_NONBLOCK, what, &fd);
+		else
+			r = open_trusted(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, what, &fd);
 		if (r == -ENOMEM)
 			return r;
 		if (r < 0 && from_file)

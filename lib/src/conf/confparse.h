@@ -39,6 +39,11 @@ struct conf_parser {
 	 * followed only when root's), so that no other user can rename a file away or swap in
 	 * another. A missing top-level file still gives 1 (defaults). */
 	bool trusted_paths;
+	/* With trusted_paths: the configuration directory, already checked, open (O_PATH) as
+	 * trusted_dirfd (-1: none): a file directly in it is opened from there, without walking
+	 * its path from / again. */
+	const char *trusted_dir;
+	int trusted_dirfd;
 	/* Slurm's slurm.conf: "%c" in an Include's file name is the ClusterName= set by the
 	 * lines before it, in lower case, as Slurm 22.05's parse_config.c expands it. In any
 	 * other file (gres.conf, cgroup.conf) Slurm has no ClusterName to expand and the
