@@ -525,7 +525,9 @@ static int step_rounds(const char *root, const char *sid, unsigned rounds)
 		do {
 			r = jobcg_job_create(ctx, 36, NULL, 0, NULL);
 			if (r == 0 || r == -EEXIST)
-				r = jobcg_step_create(ctx, 36, sid, 0, NULL);
+				/* the plugin's flag: Slurm's step ids, reused here round after
+				 * round while the other process keeps the job */
+				r = jobcg_step_create(ctx, 36, sid, JOBCG_STEP_ID_SCHEDULED, NULL);
 		} while ((r == -ENOENT || r == -ESHUTDOWN) && ++tries < 100);
 		if (r < 0) {
 			tap_diag("%s: round %u: creating the step: %s", sid, i,
