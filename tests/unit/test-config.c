@@ -196,6 +196,8 @@ static void test_cgroup_errors(void)
 	    {"AllowedRAMSpace=.\n", 0, -EINVAL, 1, 17, "expected a percentage"},
 	    {"AllowedRAMSpace=5.5.5\n", 0, -EINVAL, 1, 17, "expected a percentage"},
 	    {"MinRAMSpace=30M\n", 0, -EINVAL, 1, 13, "whole number"},
+	    {"MinRAMSpace=010\n", 0, -EINVAL, 1, 13, "leading zero is ambiguous"},
+	    {"SystemdTimeout=0100\n", 0, -EINVAL, 1, 16, "reads 010 as octal 8"},
 	    {"SystemdTimeout=99999999999\n", 0, -ERANGE, 1, 16, "too large"},
 	    {"ConstrainCores=yes ConstrainDevices=yes\n", 0, -EINVAL, 1, 20,
 	     "one Key=Value per line"},
@@ -276,6 +278,13 @@ static void test_cgroup_good(void)
 		       strstr(c->warnings[0], "cgroup.conf:1: EnableExtraControllers: unknown "
 					      "controller 'bogus' is ignored"),
 		   "an unknown extra controller warns with file:line");
+		jobcg_config_free(c);
+	}
+	c = good(false, "CgroupPlugin=disabled\n", (size_t)-1, 0);
+	if (c) {
+		ok(strv_length(c->warnings) == 1 &&
+		       strstr(c->warnings[0], "CgroupPlugin=disabled has no effect in jobcg"),
+		   "CgroupPlugin=disabled warns that it has no effect");
 		jobcg_config_free(c);
 	}
 	c = good(false, "ConstrainCores=yes\nAllowedRAMSpace=50\n", (size_t)-1,
@@ -507,6 +516,29 @@ static void test_gres_errors(void)
 	    {"Name=gpu Type=a100:80g\n", 0, -EINVAL, 1, 19, "not allowed in a type"},
 	    {"Name=\"\"\n", 0, -EINVAL, 1, 7, "Name= is empty"},
 	    {"Include nope.conf\n", 0, -ENOENT, 1, 9, "cannot read included file"},
+	    /* Slurm prefers File, Cores, Link over their aliases whatever the order, and a
+	     * line's first Name=: jobcg refuses rather than take the later one. */
+	    {"Name=gpu File=/dev/nvidia0 Files=/dev/nvidia1\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1,
+	     28, "Files= given twice on this line (also as File= at column 10)"},
+	    {"Name=gpu Files=/dev/nvidia1 File=/dev/nvidia0\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1,
+	     29, "File= given twice"},
+	    {"Name=gpu File=/dev/null Cores=0-1 CPUs=2-3\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 35,
+	     "CPUs= given twice"},
+	    {"Name=gpu File=/dev/null Link=0 Links=-1\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 32,
+	     "Links= given twice"},
+	    {"Name=gpu File=/dev/null Name=mps\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 25,
+	     "Name= given twice"},
+	    {"NodeName=tux1 Name=gpu name=shard Count=2\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 24,
+	     "name= given twice"},
+	    /* GRES names are case-insensitive, as in Slurm: GPU and gpu are one name. */
+	    {"Name=GPU File=/dev/nvidia0\nName=gpu File=/dev/nvidia0\n", JOBCG_CONFIG_NO_STAT,
+	     -EINVAL, 2, 15, "/dev/nvidia0 is the device of gpu again"},
+	    /* A whole-GPU line next to MIG lines on that GPU would grant it twice. */
+	    {"Name=gpu File=/dev/nvidia0\nName=gpu MultipleFiles=/dev/nvidia0,/dev/cap1\n",
+	     JOBCG_CONFIG_NO_STAT, -EINVAL, 2, 24,
+	     "/dev/nvidia0 is the device of gpu again (/dev/nvidia0 at "},
+	    {"Name=gpu MultipleFiles=/dev/cap1,/dev/nvidia0\nName=gpu File=/dev/nvidia0\n",
+	     JOBCG_CONFIG_NO_STAT, -EINVAL, 2, 15, "/dev/nvidia0 is the device of gpu again"},
 	    /* values of another node's lines are checked too (the file is meant for the cluster) */
 	    {"NodeName=other Name=gpu File=/dev/null Cores=5-2\n", 0, -EINVAL, 1, 46,
 	     "reversed range"},
@@ -568,7 +600,7 @@ static void test_gres_good(void)
 	    JOBCG_CONFIG_NO_STAT, -EINVAL, 3, 15,
 	    "/dev/nvidia1 is the device of gpu again (/dev/nvidia1 at ");
 	c = good(true,
-		 "Name=gpu File=/dev/nvidia[0-1]\nName=mps Count=2 File=/dev/nvidia0\n"
+		 "Name=gpu File=/dev/nvidia1\nName=mps Count=2 File=/dev/nvidia0\n"
 		 "Name=gpu MultipleFiles=/dev/nvidia0,/dev/c1\nName=gpu "
 		 "MultipleFiles=/dev/nvidia0,/dev/c2\n",
 		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
@@ -590,9 +622,48 @@ static void test_gres_good(void)
 	}
 	c = good(true, "Name=shard File=/dev/nvidia[0-2] Count=10\n", 42, JOBCG_CONFIG_NO_STAT);
 	if (c) {
-		ok(c->gres.nrecords == 3 && c->gres.records[0].count == 4 &&
+		ok(c->gres.nrecords == 3 && c->gres.records[0].count == 3 &&
 		       c->gres.records[1].count == 3 && c->gres.records[2].count == 3,
-		   "a shared Count is spread over the files, first ones take the remainder");
+		   "a shared Count gives each file Count/files, as Slurm");
+		ok(strv_length(c->warnings) == 1 && strstr(c->warnings[0], "remainder of 1"),
+		   "the dropped remainder is warned");
+		jobcg_config_free(c);
+	}
+	c = good(true, "AutoDetect=nvml\nName=gpu Type=a100 Count=4\nName=mps Count=100\n",
+		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
+	if (c) {
+		ok(strv_length(c->warnings) == 2 &&
+		       strstr(c->warnings[0], "gres.conf:2: Name=gpu") &&
+		       strstr(c->warnings[0], "jobcg cannot allocate it") &&
+		       strstr(c->warnings[1], "gres.conf:3: Name=mps"),
+		   "gpu and mps lines without files warn up front");
+		jobcg_config_free(c);
+	}
+	c = good(true, "Name=gpu Type=a Type=b File=/dev/null\n", (size_t)-1, JOBCG_CONFIG_NO_STAT);
+	if (c) {
+		ok(c->gres.nrecords == 1 && streq(c->gres.records[0].type, "b") &&
+		       strv_length(c->warnings) == 1 &&
+		       strstr(c->warnings[0], "latest value is used (as in Slurm)"),
+		   "one key twice: the later value, with a warning, as Slurm");
+		jobcg_config_free(c);
+	}
+	c = good(true, "Name=GPU File=/dev/nvidia0\nName=Gpu File=/dev/nvidia1\n", (size_t)-1,
+		 JOBCG_CONFIG_NO_STAT);
+	if (c) {
+		ok(c->gres.nrecords == 2 && streq(c->gres.records[0].name, "gpu") &&
+		       streq(c->gres.records[1].name, "gpu") && c->gres.records[1].index == 1 &&
+		       (c->gres.records[0].flags & JOBCG_GRES_FLAG_ENV_NVIDIA),
+		   "Name=GPU and Name=Gpu are gpu, numbered together");
+		jobcg_config_free(c);
+	}
+	c = good(true,
+		 "NodeName=\"tux0, tux1\" Name=gpu File=/dev/nvidia0\n"
+		 "NodeName=\"n1\ttux1\" Name=gpu File=/dev/nvidia1\n"
+		 "NodeName=tux1, Name=gpu File=/dev/nvidia2\n",
+		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
+	if (c) {
+		ok(c->gres.nrecords == 3,
+		   "blanks separate NodeName= names and empty names are skipped, as Slurm");
 		jobcg_config_free(c);
 	}
 	c = good(true,

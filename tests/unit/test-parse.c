@@ -165,9 +165,14 @@ static void test_hostlist(void)
 	hl_bad("node[a-b]", 0, -EINVAL, 6, "expected a number");
 	hl_bad("node[1-]", 0, -EINVAL, 8, "end of the range");
 	hl_bad("node[[1]]", 0, -EINVAL, 6, "expected a number");
-	hl_bad("a,,b", 0, -EINVAL, 3, "empty name");
-	hl_bad("a,", 0, -EINVAL, 3, "empty name");
+	/* As Slurm's hostlist_create(): blanks separate too, empty names are skipped. */
+	hl_ok("a,,b", "a b", 2);
+	hl_ok("a,", "a", 1);
+	hl_ok("tux1, tux2", "tux1 tux2", 2);
+	hl_ok(" n1\tn[2-3] ", "n1 n2 n3", 3);
+	is_int(jobcg_hostlist_contains("tux1, tux2", "tux2"), 1, "tux2 in 'tux1, tux2'");
 	hl_bad("", 0, -EINVAL, 1, "empty list");
+	hl_bad(" , ", 0, -EINVAL, 1, "empty list");
 	hl_bad("n[0-99]", 10, -E2BIG, 1, "more than 10");
 	hl_bad("n[0-9999999999]", 0, -E2BIG, 1, "more than");
 

@@ -94,9 +94,9 @@ struct jobcg_gres_record {
 	char *type; /* Type= or NULL */
 	struct jobcg_gres_file *files;
 	size_t nfiles;
-	uint64_t count;	    /* Count= with suffix, or 1 per file. For mps/shard the line's
-			       Count is spread over its files (the first ones take the
-			       remainder); a MultipleFiles record counts 1 unless shared. */
+	uint64_t count;	    /* Count= with suffix, or 1 per file. For mps/shard each file
+			       gets the line's Count / files (the remainder is dropped, as
+			       Slurm); a MultipleFiles record counts 1 unless shared. */
 	uint64_t *cores;    /* CPU bitmap (Cores=/CPUs=), bit i = CPU i; NULL = any.
 			       Cores="" gives a bitmap with no bit set (as Slurm). */
 	size_t cores_words; /* number of uint64_t words in cores */

@@ -514,7 +514,11 @@ static int add_record(struct confload *l, const struct conf_stmt *st, const stru
 		s->pos = np;
 		s->cap = ncap;
 	}
+	/* Slurm matches Name= to its plugin case-insensitively (Name=GPU is the gpu plugin) and
+	 * requests case-sensitively against the plugin's lower-case name: store it so. */
 	rec.name = strdup(v->p[G_NAME]->value);
+	for (char *q = rec.name; q && *q; q++)
+		*q = (char)tolower((unsigned char)*q);
 	if (v->p[G_TYPE] && *v->p[G_TYPE]->value)
 		rec.type = strdup(v->p[G_TYPE]->value);
 	rec.count = count;
@@ -566,7 +570,7 @@ static int check_env_flags(struct confload *l, const struct conf_stmt *st,
 	if (!s)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->nnames; i++)
-		if (streq(s->names[i].name, name))
+		if (strcaseeq(s->names[i].name, name))
 			ne = &s->names[i];
 	if (!env)
 		env = ne ? ne->env : strcaseeq(name, "gpu") ? ENV_DEFAULT_GPU : 0;
@@ -616,19 +620,35 @@ static int make_records(struct confload *l, const struct conf_stmt *st, struct l
 		return add_record(l, st, v, ne, v->files, v->nfiles, v->has_count ? v->count : 1,
 				  flags);
 	}
-	if (v->nfiles == 0)
+	if (v->nfiles == 0) {
+		/* Slurm completes such a line from AutoDetect or the gpu lines; jobcg only
+		 * allocates listed files, so say so now rather than at the first job. */
+		if (strcaseeq(name, "gpu") || shared)
+			confload_warn(
+			    l, st->file, st->line,
+			    "Name=%s with no File= or MultipleFiles=: jobcg cannot "
+			    "allocate it (Slurm may take the files from AutoDetect or the "
+			    "gpu lines); list the device files",
+			    name);
 		return add_record(l, st, v, ne, NULL, 0, v->has_count ? v->count : 1, flags);
+	}
 	if (v->has_count && !shared && v->count != v->nfiles)
 		return error_set_at(
 		    -EINVAL, st->file, v->p[G_COUNT]->vline, v->p[G_COUNT]->vcol,
 		    "Count=%s does not match the %zu file%s of %s=%s (each file is one %s)",
 		    v->p[G_COUNT]->value, v->nfiles, v->nfiles == 1 ? "" : "s", v->p[G_FILE]->key,
 		    v->p[G_FILE]->value, name);
-	/* Shared GRES (mps, shard): the line's Count is spread evenly over its files, the first
-	 * files taking the remainder. */
+	/* Shared GRES (mps, shard): each file gets Count / files and the remainder is dropped, as
+	 * Slurm's _build_shared_list() does (so both count the same shares per GPU). */
 	uint64_t total = v->has_count ? v->count : v->nfiles;
+	if (total % v->nfiles)
+		confload_warn(l, st->file, st->line,
+			      "Count=%s over %zu files: each file gets %" PRIu64
+			      " and the remainder of %" PRIu64 " is dropped (as in Slurm)",
+			      v->p[G_COUNT]->value, v->nfiles, total / v->nfiles,
+			      total % v->nfiles);
 	for (size_t i = 0; i < v->nfiles; i++) {
-		uint64_t c = total / v->nfiles + (i < total % v->nfiles ? 1 : 0);
+		uint64_t c = total / v->nfiles;
 
 		r = add_record(l, st, v, ne, &v->files[i], 1, c, flags);
 		if (r < 0)
@@ -685,11 +705,22 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 					 st->pairs[0].key);
 			goto out;
 		}
-		if (v.p[k] && v.p[k] != pr)
-			confload_warn(
-			    l, st->file, pr->line,
-			    "%s= given twice on this line (also as %s=), the latest value is used",
-			    pr->key, v.p[k]->key);
+		if (v.p[k] && v.p[k] != pr) {
+			/* Slurm takes the last value of one key, but between aliases it prefers
+			 * File, Cores and Link whatever their order, and a line's first Name=
+			 * names its record: refuse those rather than pick another device. */
+			if (k == G_NAME || !strcaseeq(pr->key, v.p[k]->key)) {
+				r = error_set_at(-EINVAL, st->file, pr->line, pr->col,
+						 "%s= given twice on this line (also as %s= at "
+						 "column %u): keep one",
+						 pr->key, v.p[k]->key, v.p[k]->col);
+				goto out;
+			}
+			confload_warn(l, st->file, pr->line,
+				      "%s= given twice on this line, the latest value is used (as "
+				      "in Slurm)",
+				      pr->key);
+		}
 		v.p[k] = pr;
 	}
 
@@ -779,13 +810,18 @@ int gres_conf_parse(struct confload *l, const char *path, const char *buf, size_
 	return confload_parse(l, path, buf, len, on_stmt);
 }
 
-/* Records of one name ordered by device (major:minor once stat()ed, else path). */
+/* One device file of a record, for the duplicate check. */
+struct dev_ref {
+	const struct jobcg_gres_record *rec;
+	const struct jobcg_gres_file *file;
+};
+
+/* Files ordered by name, then device (major:minor once stat()ed, else path). */
 static int cmp_by_name_device(const void *a, const void *b)
 {
-	const struct jobcg_gres_record *x = *(const struct jobcg_gres_record *const *)a,
-				       *y = *(const struct jobcg_gres_record *const *)b;
-	const struct jobcg_gres_file *fx = &x->files[0], *fy = &y->files[0];
-	int r = strcmp(x->name, y->name);
+	const struct dev_ref *x = a, *y = b;
+	const struct jobcg_gres_file *fx = x->file, *fy = y->file;
+	int r = strcmp(x->rec->name, y->rec->name);
 
 	if (r)
 		return r;
@@ -798,7 +834,7 @@ static int cmp_by_name_device(const void *a, const void *b)
 			return fx->minor < fy->minor ? -1 : 1;
 	} else if ((r = strcmp(fx->path, fy->path)))
 		return r;
-	return x < y ? -1 : x > y; /* file order among equals */
+	return x->rec < y->rec ? -1 : x->rec > y->rec; /* file order among equals */
 }
 
 static bool same_device(const struct jobcg_gres_file *a, const struct jobcg_gres_file *b)
@@ -812,40 +848,66 @@ static bool same_device(const struct jobcg_gres_file *a, const struct jobcg_gres
  * Two File= records of one name on the same device (the same path, or once stat()ed the same
  * major:minor through another name) would be two devices to the allocator: two jobs would each
  * be granted the one device. Slurm does not check; refuse it, naming both lines. MultipleFiles=
- * records legitimately share a parent GPU's file.
+ * records legitimately share a parent GPU's file with each other (MIG instances), but a File=
+ * record on one of their files (a stale whole-GPU line next to the MIG lines) is the same
+ * clash.
  */
 static int refuse_duplicate_files(struct confload *l)
 {
 	struct jobcg_gres_conf *g = &l->c->gres;
 	struct gres_state *s = l->gres;
-	_cleanup_free_ const struct jobcg_gres_record **v = calloc(g->nrecords + 1, sizeof(*v));
-	size_t n = 0;
+	_cleanup_free_ struct dev_ref *v = NULL;
+	size_t n = 0, total = 0;
 
+	for (size_t i = 0; i < g->nrecords; i++)
+		total += g->records[i].nfiles;
+	v = calloc(total + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < g->nrecords; i++)
-		if (g->records[i].nfiles == 1)
-			v[n++] = &g->records[i];
+		for (size_t f = 0; f < g->records[i].nfiles; f++)
+			v[n++] = (struct dev_ref){&g->records[i], &g->records[i].files[f]};
 	qsort(v, n, sizeof(*v), cmp_by_name_device);
-	for (size_t i = 1; i < n; i++) {
-		const struct jobcg_gres_record *a = v[i - 1], *b = v[i];
+	for (size_t i = 0; i < n;) {
+		size_t e = i + 1, single = n, other = n;
 
-		if (!streq(a->name, b->name) || !same_device(&a->files[0], &b->files[0]))
-			continue;
-		/* Name the later line, pointing at the earlier one. */
-		if (a->origin.line > b->origin.line && streq(a->origin.file, b->origin.file)) {
-			const struct jobcg_gres_record *t = a;
+		while (e < n && streq(v[i].rec->name, v[e].rec->name) &&
+		       same_device(v[i].file, v[e].file))
+			e++;
+		/* In a run of one name and device, a single-file record clashes with any other. */
+		for (size_t j = i; j < e; j++)
+			if (v[j].rec->nfiles == 1 && single == n)
+				single = j;
+		for (size_t j = i; j < e && single < n; j++)
+			if (j != single && v[j].rec != v[single].rec) {
+				other = j;
+				break;
+			}
+		if (other < n) {
+			const struct jobcg_gres_record *a = v[single].rec, *b = v[other].rec;
+			const struct jobcg_gres_file *fa = v[single].file, *fb = v[other].file;
 
-			a = b;
-			b = t;
+			/* Name the later line, pointing at the earlier one. */
+			if (a->origin.line > b->origin.line &&
+			    streq(a->origin.file, b->origin.file)) {
+				const struct jobcg_gres_record *t = a;
+				const struct jobcg_gres_file *tf = fa;
+
+				a = b;
+				b = t;
+				fa = fb;
+				fb = tf;
+			}
+			const struct rec_pos *pos = s ? &s->pos[b - g->records] : NULL;
+
+			return error_set_at(
+			    -EINVAL, b->origin.file, b->origin.line, pos ? pos->col : 0,
+			    "%s is the device of %s again (%s at %s:%u%s): one device "
+			    "cannot be two %s",
+			    fb->path, b->name, fa->path, a->origin.file, a->origin.line,
+			    a->nfiles > 1 || b->nfiles > 1 ? ", in MultipleFiles=" : "", b->name);
 		}
-		const struct rec_pos *pos = s ? &s->pos[b - g->records] : NULL;
-
-		return error_set_at(-EINVAL, b->origin.file, b->origin.line, pos ? pos->col : 0,
-				    "%s is the device of %s again (%s at %s:%u): one device cannot "
-				    "be two %s",
-				    b->files[0].path, b->name, a->files[0].path, a->origin.file,
-				    a->origin.line, b->name);
+		i = e;
 	}
 	return 0;
 }

@@ -241,6 +241,9 @@ static void hl_item_done(struct hl_item *it)
 	it->nsegs = 0;
 }
 
+/* Separators between hostlist items, as Slurm's hostlist_create(). */
+#define HL_SEPS ", \t"
+
 /* Parse one comma-separated item starting at *p (s is the whole list, for columns). */
 static int hl_parse_item(const char *s, const char **p, struct hl_item *ret)
 {
@@ -248,9 +251,9 @@ static int hl_parse_item(const char *s, const char **p, struct hl_item *ret)
 	const char *q = *p;
 	int r = 0;
 
-	if (*q == ',' || !*q)
+	if (!*q || strchr(HL_SEPS, *q))
 		return fail_at(-EINVAL, q - s + 1, "empty name in list '%s'", s);
-	while (*q && *q != ',') {
+	while (*q && !strchr(HL_SEPS, *q)) {
 		struct hl_seg seg = {};
 		struct hl_seg *ns;
 
@@ -260,7 +263,7 @@ static int hl_parse_item(const char *s, const char **p, struct hl_item *ret)
 		}
 		if (*q != '[') {
 			seg.lit = q;
-			seg.litlen = strcspn(q, ",[]");
+			seg.litlen = strcspn(q, HL_SEPS "[]");
 			q += seg.litlen;
 			it.maxlen += seg.litlen;
 		} else {
@@ -436,17 +439,23 @@ static int hl_item_foreach(struct hl_item *it, size_t *budget, int (*fn)(const c
 	}
 }
 
-/* Parses each comma-separated item of @s in turn and hands it to @fn, which may keep nothing
- * of it; stops at the first parse error or negative return of @fn. */
+/* Parses each item of @s in turn and hands it to @fn, which may keep nothing of it; stops at
+ * the first parse error or negative return of @fn. As Slurm's hostlist_create(), blanks
+ * separate items like commas ("tux1, tux2") and empty items ("vm,") are skipped. */
 static int hl_items(const char *s, int (*fn)(struct hl_item *, void *), void *ud)
 {
 	const char *p = s;
 
-	if (!s || !*s)
+	if (!s || !s[strspn(s, HL_SEPS)])
 		return fail_at(-EINVAL, 1, "empty list");
 	for (;;) {
 		struct hl_item it;
-		int r = hl_parse_item(s, &p, &it);
+		int r;
+
+		p += strspn(p, HL_SEPS);
+		if (!*p)
+			return 0;
+		r = hl_parse_item(s, &p, &it);
 
 		if (r < 0)
 			return r;
@@ -454,11 +463,6 @@ static int hl_items(const char *s, int (*fn)(struct hl_item *, void *), void *ud
 		hl_item_done(&it);
 		if (r)
 			return r;
-		if (!*p)
-			return 0;
-		p++; /* ',' */
-		if (!*p)
-			return fail_at(-EINVAL, p - s + 1, "empty name at the end of list '%s'", s);
 	}
 }
 

@@ -46,12 +46,13 @@ int jobcg_parse_cpulist(const char *s, uint64_t **ret, size_t *ret_words);
 int jobcg_format_cpulist(const uint64_t *bits, size_t words, char **ret);
 
 /**
- * Expand a Slurm hostlist: comma-separated names, each with any number of bracket groups
+ * Expand a Slurm hostlist: names separated by commas or blanks (space, tab; empty names are
+ * skipped, as Slurm's hostlist_create() does), each with any number of bracket groups
  * ("node[01-16]", "r3i[4-7]n[0-8]" as a cross product, last group fastest, "node[1,3-5]-ib").
  * Zero padding is kept: a range's width is that of its lower bound as written. The same syntax
  * names gres.conf device files ("/dev/nvidia[0-3]"). Refuses an unbalanced or empty bracket,
- * a reversed range, an empty name and more than @max names (0: JOBCG_HOSTLIST_MAX) with -EINVAL
- * / -E2BIG, the column set in the error record. *ret is a NULL-terminated string vector.
+ * a reversed range, a list with no name and more than @max names (0: JOBCG_HOSTLIST_MAX) with
+ * -EINVAL / -E2BIG, the column set in the error record. *ret is a NULL-terminated string vector.
  */
 int jobcg_hostlist_expand(const char *s, size_t max, char ***ret);
 
