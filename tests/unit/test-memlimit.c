@@ -42,6 +42,16 @@ int main(void)
 	is_int(m.max, 2 * GiB, "AllowedRAMSpace=50: max 2G");
 	is_int(m.high, 2 * GiB, "high never above max");
 
+	/* Slurm: without ConstrainRAMSpace, AllowedRAMSpace counts as 100. */
+	c = defaults();
+	c.allowed_ram_space = 50;
+	c.constrain_ram_space = false;
+	c.constrain_swap_space = true;
+	c.allowed_swap_space = 10;
+	jobcg_mem_limits_compute(&c, 4 * GiB, ram, &m);
+	is_int(m.max, 4 * GiB, "ConstrainRAMSpace=no: AllowedRAMSpace=50 is ignored, max 4G");
+	is_int(m.high, 4 * GiB, "ConstrainRAMSpace=no: high 4G");
+
 	c = defaults();
 	c.max_ram_percent = 25;
 	jobcg_mem_limits_compute(&c, 8 * GiB, ram, &m);

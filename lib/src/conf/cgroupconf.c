@@ -316,8 +316,12 @@ static int parse_uint_k(const char *v, uint64_t max, uint64_t *ret)
 {
 	const char *p;
 	uint64_t x;
-	int r = parse_u64_prefix(v, UINT64_MAX, &x, &p);
+	int r;
 
+	/* Slurm reads these with strtoull(base 0): 010 is 8 there, 10 here. */
+	if (v[0] == '0' && isdigit((unsigned char)v[1]))
+		return -EDOM;
+	r = parse_u64_prefix(v, UINT64_MAX, &x, &p);
 	if (r < 0)
 		return r;
 	if (*p == 'k' || *p == 'K') {
@@ -371,9 +375,13 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 		r = parse_uint_k(v, k->type == K_MSEC ? UINT32_MAX : UINT64_MAX, &x);
 		if (r < 0)
 			return error_set_at(
-			    r, st->file, pr->vline, pr->vcol, "%s: %s, found '%s'", k->name,
+			    r == -EDOM ? -EINVAL : r, st->file, pr->vline, pr->vcol,
+			    "%s: %s, found '%s'", k->name,
 			    r == -ERANGE ? "value too large"
-					 : "expected a whole number (optionally with a k suffix)",
+			    : r == -EDOM
+				? "a leading zero is ambiguous (Slurm reads 010 as octal 8); "
+				  "write the number without it"
+				: "expected a whole number (optionally with a k suffix)",
 			    v);
 		if (k->type == K_MSEC)
 			*(unsigned *)field = (unsigned)x;
@@ -397,6 +405,11 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 			confload_warn(l, st->file, pr->line,
 				      "CgroupPlugin=cgroup/v1: jobcg works on cgroup v2 only and "
 				      "will use it");
+		if (k->off == OFF(plugin) && streq(norm, "disabled"))
+			confload_warn(
+			    l, st->file, pr->line,
+			    "CgroupPlugin=disabled has no effect in jobcg: it always "
+			    "manages cgroup v2 (do not run jobcg to leave cgroups alone)");
 		return 0;
 	}
 	case K_LIST: {

@@ -27,7 +27,8 @@ static uint64_t to_bytes(double v)
 int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *c, uint64_t job_mem, uint64_t node_ram,
 			     struct jobcg_mem_limits *ret)
 {
-	double ram = (double)node_ram, mem, min_space, max_ram, max_memsw, hard, soft, memsw;
+	double ram = (double)node_ram, mem, min_space, max_ram, max_memsw, hard, soft, memsw,
+	       allowed;
 	uint64_t max, high, memsw_b;
 
 	if (node_ram == 0)
@@ -52,7 +53,10 @@ int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *c, uint64_t job_mem
 	max_ram = ram * c->max_ram_percent / 100.0;
 	max_memsw = max_ram + ram * c->max_swap_percent / 100.0;
 
-	hard = clamp(job_mem ? mem * c->allowed_ram_space / 100.0 : mem, min_space, max_ram);
+	/* Slurm's task_cgroup_memory_init(): without ConstrainRAMSpace, AllowedRAMSpace is 100
+	 * (the swap limit, if constrained, is then counted on top of the whole request). */
+	allowed = c->constrain_ram_space ? c->allowed_ram_space : 100.0;
+	hard = clamp(job_mem ? mem * allowed / 100.0 : mem, min_space, max_ram);
 	soft = clamp(mem, min_space, max_ram);
 	if (soft > hard)
 		soft = hard;
