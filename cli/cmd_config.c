@@ -14,11 +14,17 @@ static const struct {
 	unsigned flag;
 	const char *name;
 } flag_names[] = {
-    {JOBCG_GRES_FLAG_COUNT_ONLY, "CountOnly"},	  {JOBCG_GRES_FLAG_ENV_NVIDIA, "nvidia_gpu_env"},
-    {JOBCG_GRES_FLAG_ENV_AMD, "amd_gpu_env"},	  {JOBCG_GRES_FLAG_ENV_INTEL, "intel_gpu_env"},
-    {JOBCG_GRES_FLAG_ENV_OPENCL, "opencl_env"},	  {JOBCG_GRES_FLAG_NO_GPU_ENV, "no_gpu_env"},
-    {JOBCG_GRES_FLAG_ENV_UUID, "env_uuid"},	  {JOBCG_GRES_FLAG_ONE_SHARING, "one_sharing"},
-    {JOBCG_GRES_FLAG_ALL_SHARING, "all_sharing"}, {JOBCG_GRES_FLAG_EXPLICIT, "explicit"},
+    {JOBCG_GRES_FLAG_COUNT_ONLY, "CountOnly"},
+    {JOBCG_GRES_FLAG_ENV_NVIDIA, "nvidia_gpu_env"},
+    {JOBCG_GRES_FLAG_ENV_AMD, "amd_gpu_env"},
+    {JOBCG_GRES_FLAG_ENV_INTEL, "intel_gpu_env"},
+    {JOBCG_GRES_FLAG_ENV_OPENCL, "opencl_env"},
+    {JOBCG_GRES_FLAG_NO_GPU_ENV, "no_gpu_env"},
+    {JOBCG_GRES_FLAG_ENV_UUID, "env_uuid"},
+    {JOBCG_GRES_FLAG_ONE_SHARING, "one_sharing"},
+    {JOBCG_GRES_FLAG_ALL_SHARING, "all_sharing"},
+    {JOBCG_GRES_FLAG_EXPLICIT, "explicit"},
+    {JOBCG_GRES_FLAG_NO_COMPANIONS, "no_companions"},
 };
 
 static void usage(FILE *f)

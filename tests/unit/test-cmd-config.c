@@ -380,6 +380,17 @@ int main(void)
 	free(out);
 	free(err);
 
+	put("gres.conf", "Name=gpu File=/dev/null Flags=no_companions,nvidia_gpu_env\n");
+	rc = run((const char *[]){"--config-dir", tmp, "config", NULL}, &out, &err);
+	ok(rc == 0 && strstr(out, "flags=nvidia_gpu_env,no_companions"),
+	   "text output shows Flags=no_companions");
+	free(out);
+	free(err);
+	rc = run((const char *[]){"--config-dir", tmp, "config", "--json", NULL}, &out, &err);
+	ok(rc == 0 && strstr(out, "\"no_companions\""), "JSON output shows no_companions");
+	free(out);
+	free(err);
+
 	put("gres.conf", "Name=gpu File=/dev/null Cores=3-1\n");
 	rc = run((const char *[]){"--config-dir", tmp, "config", "--json", NULL}, &out, &err);
 	is_int(rc, 1, "a malformed gres.conf fails");
