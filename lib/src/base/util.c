@@ -711,9 +711,11 @@ int open_trusted(const char *path, int flags, const char *what, int *ret_fd)
 	return open_trusted_at(-1, NULL, path, flags, what, ret_fd);
 }
 
-int mkdir_p_safe(const char *dir, mode_t mode, const char *what)
+/* The walk of mkdir_p_safe() (@create) and dir_check_safe(), from / to @dir. */
+static int walk_from_root(const char *dir, bool create, mode_t mode, const char *what)
 {
-	struct walk w = {.what = what, .dir = dir, .create = true, .mode = mode, .euid = geteuid()};
+	struct walk w = {
+	    .what = what, .dir = dir, .create = create, .mode = mode, .euid = geteuid()};
 	_cleanup_close_ int fd = -1;
 
 	if (!dir || dir[0] != '/')
@@ -722,47 +724,42 @@ int mkdir_p_safe(const char *dir, mode_t mode, const char *what)
 	if (fd < 0)
 		return error_set(negative_errno(), "cannot open /: %s", strerror(errno));
 	return walk_dir(&w, &fd, dir, DIR_SELF, false);
+}
+
+int mkdir_p_safe(const char *dir, mode_t mode, const char *what)
+{
+	return walk_from_root(dir, true, mode, what);
 }
 
 int dir_check_safe(const char *dir, const char *what)
 {
-	struct walk w = {.what = what, .dir = dir, .euid = geteuid()};
-	_cleanup_close_ int fd = -1;
+	return walk_from_root(dir, false, 0, what);
+}
 
-	if (!dir || dir[0] != '/')
-		return error_set(-EINVAL, "%s '%s': need an absolute path", what, dir ? dir : "");
-	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return error_set(negative_errno(), "cannot open /: %s", strerror(errno));
-	return walk_dir(&w, &fd, dir, DIR_SELF, false);
+/* The state directory holding @file, made (@create) or only checked. */
+static int state_dir_of(const char *file, bool create)
+{
+	_cleanup_free_ char *dir = strdup(file);
+	char *slash;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return error_set(-EINVAL, "state directory of '%s': need an absolute path", file);
+	*slash = '\0';
+	return create ? mkdir_p_safe(dir, 0755, "state directory")
+		      : dir_check_safe(dir, "state directory");
 }
 
 int state_dir_prepare(const char *file)
 {
-	_cleanup_free_ char *dir = strdup(file);
-	char *slash;
-
-	if (!dir)
-		return -ENOMEM;
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return error_set(-EINVAL, "state directory of '%s': need an absolute path", file);
-	*slash = '\0';
-	return mkdir_p_safe(dir, 0755, "state directory");
+	return state_dir_of(file, true);
 }
 
 int state_dir_check(const char *file)
 {
-	_cleanup_free_ char *dir = strdup(file);
-	char *slash;
-
-	if (!dir)
-		return -ENOMEM;
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return error_set(-EINVAL, "state directory of '%s': need an absolute path", file);
-	*slash = '\0';
-	return dir_check_safe(dir, "state directory");
+	return state_dir_of(file, false);
 }
 
 int fsize_allow(uint64_t end, struct rlimit *ret_saved)

@@ -426,16 +426,22 @@ JOBCG_EXPORT int jobcg_adopt_user_pidfd(struct jobcg_ctx *ctx, int pidfd, uid_t 
 	return r;
 }
 
+/* jobcg_adopt() and jobcg_adopt_user(): @pid checked, and a pidfd for it (-ENOSYS: none). */
+static int adopt_pid_open(pid_t pid, int *ret)
+{
+	if (pid == 1)
+		return error_set(-EPERM, "pid 1 is never adopted into a job");
+	if (pid <= 0)
+		return error_set(-EINVAL, "invalid pid %d", (int)pid);
+	return pid_open(pid, ret);
+}
+
 JOBCG_EXPORT int jobcg_adopt(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id)
 {
 	_cleanup_close_ int fd = -EBADF;
 	int r;
 
-	if (pid == 1)
-		return error_set(-EPERM, "pid 1 is never adopted into a job");
-	if (pid <= 0)
-		return error_set(-EINVAL, "invalid pid %d", (int)pid);
-	r = pid_open(pid, &fd);
+	r = adopt_pid_open(pid, &fd);
 	if (r >= 0)
 		return jobcg_adopt_pidfd(ctx, fd, job_id);
 	if (r != -ENOSYS)
@@ -453,11 +459,7 @@ JOBCG_EXPORT int jobcg_adopt_user(struct jobcg_ctx *ctx, pid_t pid, uid_t uid, u
 	uint32_t job = 0;
 	int r;
 
-	if (pid == 1)
-		return error_set(-EPERM, "pid 1 is never adopted into a job");
-	if (pid <= 0)
-		return error_set(-EINVAL, "invalid pid %d", (int)pid);
-	r = pid_open(pid, &fd);
+	r = adopt_pid_open(pid, &fd);
 	if (r >= 0)
 		return jobcg_adopt_user_pidfd(ctx, fd, uid, ret_job);
 	if (r != -ENOSYS)
