@@ -78,7 +78,10 @@ struct jobcg_step_outcome {
  * ended it), revoke its devices, remove it. @res is what jobcg_step_run() gave; NULL when the
  * tasks never ran (nothing is recorded). Every part is tried even when one fails. The record is
  * written once the step's directory is gone, under the node lock: a release that took the step
- * with its job wrote the step's record itself (job_gone, nothing recorded here).
+ * with its job wrote the step's record itself (job_gone, nothing recorded here). A step found
+ * gone in a job that is still there and that no live process is removing (an earlier ender of
+ * this step, a `jobcg daemon`, died after its rmdir) is not job_gone: its record waits on the
+ * job's directory, and the job's removal (or gc) writes it.
  * Returns 0 once the step is gone (removed, or taken with its released job), and fills @ret
  * (may be NULL); a reading, record or revocation that failed is sent to the log callback as an
  * error and shows in @ret. -errno when the step could not be removed. Frees life->gres.

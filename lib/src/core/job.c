@@ -810,6 +810,13 @@ static bool removal_in_progress(const char *mark)
 	return remover && me && !streq(remover, me) && tree_runner_alive(remover);
 }
 
+bool job_removal_by_another(struct jobcg_ctx *ctx, uint32_t job_id)
+{
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id), *mark = NULL;
+
+	return dir && get_meta(dir, "removing", &mark) == 0 && removal_in_progress(mark);
+}
+
 /* The refusal of a second remover while MARK's (removal_in_progress()) lives. */
 static int removal_refused(uint32_t job_id, const char *mark)
 {

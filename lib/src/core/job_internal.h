@@ -15,6 +15,13 @@
 int job_mark_releasing(struct jobcg_ctx *ctx, uint32_t job_id);
 
 /*
+ * Whether a live process other than this one (or the runner it acts for, jobcg_set_runner())
+ * is removing job @job_id: its "removing" mark names that remover. A mark left by a remover
+ * that died is not: the job's next remover takes it over.
+ */
+bool job_removal_by_another(struct jobcg_ctx *ctx, uint32_t job_id);
+
+/*
  * Under the node lock: kill what is left in step @step_id of job @job_id and remove it. The
  * lock may be let go while processes die: -ENOENT (error set) when the step was gone, or went
  * meanwhile (with its job, whose removal wrote its record).

@@ -71,6 +71,14 @@ static bool job_released(struct jobcg_ctx *ctx, uint32_t job)
 	return r;
 }
 
+/* The job's directory is gone, or another live process is removing it. */
+static bool job_gone_or_released(struct jobcg_ctx *ctx, uint32_t job)
+{
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job);
+
+	return !jdir || access(jdir, F_OK) < 0 || job_removal_by_another(ctx, job);
+}
+
 /* The step's OOM kills against the growth of the job's oom counter while it ran. */
 static void classify_oom(struct jobcg_ctx *ctx, const struct jobcg_step_life *l,
 			 struct jobcg_step_outcome *o)
@@ -130,8 +138,14 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 	if (r < 0)
 		return r;
 	if (access(sdir, F_OK) < 0) {
-		/* Released while it ran: the release recorded it and revoked its job's grants. */
-		o.job_gone = true;
+		/*
+		 * Released while it ran: the release recorded it and revoked its job's grants. Or
+		 * another ender of this very step (a daemon that died after the rmdir, or in the
+		 * removal of the step's ephemeral job) left its record on the job's directory: the
+		 * job is still there and nobody alive removes it, so the caller must still end it
+		 * (an ephemeral job, whose removal writes that record).
+		 */
+		o.job_gone = job_gone_or_released(ctx, life->job);
 		goto done;
 	}
 	if (res || lost) {
@@ -170,7 +184,7 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 		 * release (which recorded it). */
 		acct_pending_discard(&rec);
 	if (r == -ENOENT) {
-		o.job_gone = true;
+		o.job_gone = job_gone_or_released(ctx, life->job);
 		r = 0;
 	} else if (r == 0 && have_rec) {
 		test_pause("step-end-before-record");

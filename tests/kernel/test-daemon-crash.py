@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Kernel test: `jobcg daemon` killed (SIGKILL) at the worst moments of a step's end, and
+started twice at once. The daemon is stopped at a named point (test hooks, passed through the
+client's JOBCG_* environment, which the daemon wears for its work) and killed there; the
+client, which lost the daemon, must end what is left of its step itself: no orphaned job for
+`jobcg gc` to sweep while the client was alive to end it, one record per step and job, with the
+outcome the client saw. Makes its own cgroup subtree, state dir and sockets, and removes
+them."""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pytap import KernelEnv, diag, kernel_main, ok  # noqa: E402
+
+
+class Env(KernelEnv):
+    def __init__(self, name):
+        super().__init__(name)
+        os.mkdir(self.root)
+        self.sock = os.path.join(self.tmp, "daemon.sock")
+        self.pause = os.path.join(self.tmp, "pause")
+        os.mkdir(self.pause)
+        self.daemons = []
+
+    def start_daemon(self, sock=None):
+        sock = sock or self.sock
+        log = open(os.path.join(self.tmp, f"daemon{len(self.daemons)}.log"), "w+")
+        d = subprocess.Popen([self.jobcg, "daemon", "--socket", sock, "--resv-period", "0"],
+                             env=self.env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+        d.log = log
+        self.daemons.append(d)
+        wait_for(lambda: d.poll() is not None or "listening" in self.log_of(d))
+        return d
+
+    def log_of(self, d):
+        d.log.seek(0)
+        return d.log.read()
+
+    def cleanup(self):
+        for d in self.daemons:
+            if d.poll() is None:
+                d.kill()
+                d.wait()
+        super().cleanup()
+
+
+def wait_for(pred, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    return pred()
+
+
+def jobs(e):
+    return sorted(x for x in os.listdir(e.root) if x.startswith("job_"))
+
+
+def kill_daemon_at(e, point, *run_args):
+    """A client's step through a fresh daemon, which is killed at @point of its work; the
+    client's exit code, stderr and the records the step and its job got."""
+    for f in os.listdir(e.pause):
+        os.unlink(os.path.join(e.pause, f))
+    d = e.start_daemon()
+    env = dict(e.env, JOBCG_DAEMON_SOCKET=e.sock, JOBCG_TEST_PAUSE=point,
+               JOBCG_TEST_PAUSE_DIR=e.pause)
+    before = len(e.records())
+    p = subprocess.Popen([e.jobcg, "run", *run_args], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    reached = wait_for(lambda: os.path.exists(os.path.join(e.pause, point + ".reached")), 30)
+    d.kill()
+    d.wait()
+    # The client may pass the same point later: let it through.
+    open(os.path.join(e.pause, point + ".go"), "w").close()
+    out, err = p.communicate(timeout=120)
+    if not reached:
+        diag(f"the daemon never reached {point}: {e.log_of(d)}")
+    return reached, p.returncode, err, e.records()[before:]
+
+
+def body(e):
+    # Killed after the step's directory is gone, before its record: the record waits on the
+    # ephemeral job's directory, which the client must still remove (writing it).
+    for point in ("step-end-before-record", "remove-before-rmdir"):
+        reached, rc, err, recs = kill_daemon_at(e, point, "--", "sh", "-c", "exit 0")
+        left = jobs(e)
+        kinds = sorted((x["type"], x["state"]) for x in recs)
+        ok(reached and rc == 0 and "lost the daemon" in err and left == [],
+           f"daemon killed at {point}: the client ends its step and removes its ephemeral "
+           f"job (exit {rc}, left {left})")
+        ok(kinds == [("job", "COMPLETED"), ("step", "COMPLETED")],
+           f"and the step and the job get one record each, COMPLETED ({kinds})")
+        if left:
+            diag(err)
+            e.run("gc")
+
+
+def main():
+    return kernel_main("daemon-crash", body, Env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
