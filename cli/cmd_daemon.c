@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,6 +15,8 @@
 #include "metrics_http.h"
 #include "resv_watch.h"
 #include "run.h"
+#include "testhook.h"
+#include "util.h"
 
 /* Descriptors kept for the work of a step (configuration, cgroups, BPF objects, helpers), and
  * what each client holds at most (its socket, its cwd, the step directory being lent): the
@@ -78,12 +81,44 @@ static void usage(void)
 	       CLIENTS_DEFAULT);
 }
 
-/* Bind @path, replacing a socket nobody listens on any more. */
-static int listen_on(const char *path, int *ret)
+/*
+ * Hold <path>.lock for as long as we listen: two daemons started at once on a stale socket
+ * would both find nobody listening, both remove it and both bind, the second one's unlink
+ * taking the first one's socket away, which then listened, unreachable, for ever. The file
+ * stays (removing a lock file while others may wait on it is the same race again). -EBUSY:
+ * another daemon holds it.
+ */
+static int lock_socket(const char *path, int *ret)
+{
+	_cleanup_free_ char *lock = NULL;
+	int fd;
+
+	if (asprintf(&lock, "%s.lock", path) < 0)
+		return cli_fail("%s: %s", path, strerror(ENOMEM));
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (fd < 0)
+		return cli_fail("%s: %s", lock, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		close(fd);
+		if (e == EWOULDBLOCK)
+			return cli_fail("%s: another jobcg daemon listens there, or is starting "
+					"(it holds %s)",
+					path, lock);
+		return cli_fail("%s: %s", lock, strerror(e));
+	}
+	*ret = fd;
+	return 0;
+}
+
+/* Bind @path, replacing a socket nobody listens on any more. @ret_lock: the lock held on it
+ * (lock_socket()). */
+static int listen_on(const char *path, int *ret, int *ret_lock)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char why[512] = "";
-	int fd, probe, r;
+	int fd, probe, r, lock = -1;
 	mode_t old;
 
 	/*
@@ -99,38 +134,52 @@ static int listen_on(const char *path, int *ret)
 			fprintf(stderr, "jobcg daemon: /run/jobcg was mode %04o, made 0700\n",
 				(unsigned)(st.st_mode & 07777));
 	}
-	r = run_daemon_connect(path, &probe, why, sizeof(why));
-	if (r == -ENAMETOOLONG)
+	if (strlen(path) >= sizeof(sa.sun_path))
 		return cli_usage_error("daemon", "--socket '%s': longer than a socket path", path);
+	/* Ours alone: nobody else may put a socket where clients look for us. */
+	if (strcmp(path, RUN_DAEMON_SOCKET_DEFAULT) == 0 && mkdir("/run/jobcg", 0700) < 0 &&
+	    errno != EEXIST)
+		return cli_fail("/run/jobcg: %s", strerror(errno));
+	/* The directory first: the lock file is made in it. */
+	r = run_socket_dir_check(path, why, sizeof(why));
 	if (r == -EPERM)
 		return cli_fail("%s: not listening there", why);
+	r = lock_socket(path, &lock);
+	if (r)
+		return r;
+	/* A daemon of an older jobcg, or another program, may listen without the lock. */
+	r = run_daemon_connect(path, &probe, why, sizeof(why));
+	if (r == -EPERM) {
+		close(lock);
+		return cli_fail("%s: not listening there", why);
+	}
 	if (r == 0) {
 		close(probe);
+		close(lock);
 		return cli_fail("%s: another jobcg daemon listens there", path);
 	}
-	if (r == -ENOENT && strcmp(path, RUN_DAEMON_SOCKET_DEFAULT) == 0) {
-		/* Ours alone: nobody else may put a socket where clients look for us. */
-		if (mkdir("/run/jobcg", 0700) < 0 && errno != EEXIST)
-			return cli_fail("/run/jobcg: %s", strerror(errno));
-		r = run_socket_dir_check(path, why, sizeof(why));
-		if (r == -EPERM)
-			return cli_fail("%s: not listening there", why);
-	}
+	test_pause("daemon-before-unlink");
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if (r == -ECONNREFUSED) {
 		struct stat st;
 
 		/* Only a socket is ours to replace: never remove a file someone mistyped. */
-		if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+		if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+			close(lock);
 			return cli_fail("%s: exists and is not a socket", path);
-		if (unlink(path) < 0 && errno != ENOENT)
+		}
+		if (unlink(path) < 0 && errno != ENOENT) {
+			close(lock);
 			return cli_fail("%s: cannot remove the stale socket: %s", path,
 					strerror(errno));
+		}
 	}
 	/* Non-blocking: accept() after poll must not hang when the client already left. */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		close(lock);
 		return cli_fail("socket: %s", strerror(errno));
+	}
 	/* Only root and our own user may connect: no window where others could. */
 	old = umask(0177);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -138,6 +187,7 @@ static int listen_on(const char *path, int *ret)
 
 		umask(old);
 		close(fd);
+		close(lock);
 		return cli_fail("%s: %s", path, strerror(e));
 	}
 	umask(old);
@@ -146,9 +196,11 @@ static int listen_on(const char *path, int *ret)
 
 		close(fd);
 		unlink(path);
+		close(lock);
 		return cli_fail("listen on %s: %s", path, strerror(e));
 	}
 	*ret = fd;
+	*ret_lock = lock;
 	return 0;
 }
 
@@ -286,6 +338,7 @@ static void remove_socket(const char *path, const struct stat *made)
 
 struct listener {
 	int fd;
+	int lock;	     /* held on <socket>.lock while we listen (lock_socket()) */
 	int spare;	     /* a descriptor given up to accept a refusal when none is left */
 	uint64_t paused_til; /* listening rests until then (out of descriptors) */
 	unsigned max_clients;
@@ -393,7 +446,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
 	struct sigaction sa_child = {.sa_handler = on_child, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
 	struct conns cs = {};
-	struct listener l = {.fd = -1, .spare = -1, .max_clients = CLIENTS_DEFAULT};
+	struct listener l = {.fd = -1, .lock = -1, .spare = -1, .max_clients = CLIENTS_DEFAULT};
 	sigset_t stopset, waitmask;
 	struct stat st;
 	int c, r;
@@ -446,13 +499,14 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	 * clients can find it. */
 	if (metrics_addr && (r = metrics_server_start(&metrics, g, metrics_addr)) != 0)
 		return r;
-	r = listen_on(path, &l.fd);
+	r = listen_on(path, &l.fd, &l.lock);
 	if (r) {
 		supervise_stop(&metrics.sup);
 		return r;
 	}
 	if (resv_period && (r = resv_watch_start(&watch, g, resv_period)) != 0) {
 		close(l.fd);
+		close(l.lock);
 		supervise_stop(&metrics.sup);
 		return r;
 	}
@@ -460,6 +514,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	if (stat(path, &st) < 0 || run_daemon_save_self(g->verbose) < 0 || l.spare < 0 ||
 	    conns_grow(&cs) < 0) {
 		close(l.fd);
+		close(l.lock);
 		supervise_stop(&metrics.sup);
 		supervise_stop(&watch.sup);
 		return cli_fail("%s: %s", path, strerror(errno));
@@ -521,6 +576,9 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 			l.fd = -1;
 			cs.p[0].revents = 0;
 			remove_socket(path, &st);
+			/* A new daemon may listen while our steps under way end. */
+			close(l.lock);
+			l.lock = -1;
 			for (size_t i = 1; i <= cs.n; i++)
 				if (!run_conn_stopping(cs.c[i], now))
 					conns_remove(&cs, i--);
@@ -544,6 +602,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		close(l.fd);
 		remove_socket(path, &st);
 	}
+	if (l.lock >= 0)
+		close(l.lock);
 	if (l.spare >= 0)
 		close(l.spare);
 	free(cs.c);

@@ -4,9 +4,12 @@ started twice at once. The daemon is stopped at a named point (test hooks, passe
 client's JOBCG_* environment, which the daemon wears for its work) and killed there; the
 client, which lost the daemon, must end what is left of its step itself: no orphaned job for
 `jobcg gc` to sweep while the client was alive to end it, one record per step and job, with the
-outcome the client saw. Makes its own cgroup subtree, state dir and sockets, and removes
+outcome the client saw. Two daemons started at once on a stale socket: one listens, the other
+is refused (none listens where no client can reach it). Makes its own cgroup subtree, state dir and sockets, and removes
 them."""
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -98,6 +101,55 @@ def body(e):
         if left:
             diag(err)
             e.run("gc")
+    two_daemons_at_once(e)
+
+
+def two_daemons_at_once(e):
+    """Two daemons started on a stale socket: the first stops after it found nobody listening,
+    before it replaces the socket; the second must not bind meanwhile, else the first one's
+    unlink takes its socket away (or its own takes the first's), and one of them listens for
+    ever where no client can reach it."""
+    sock = os.path.join(e.tmp, "race.sock")
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(sock)
+    stale.close()
+    for f in os.listdir(e.pause):
+        os.unlink(os.path.join(e.pause, f))
+    log = open(os.path.join(e.tmp, "first.log"), "w+")
+    first = subprocess.Popen(
+        [e.jobcg, "daemon", "--socket", sock, "--resv-period", "0"],
+        env=dict(e.env, JOBCG_TEST_PAUSE="daemon-before-unlink", JOBCG_TEST_PAUSE_DIR=e.pause),
+        stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    e.daemons.append(first)
+    reached = wait_for(
+        lambda: os.path.exists(os.path.join(e.pause, "daemon-before-unlink.reached")), 30)
+    second = subprocess.Popen([e.jobcg, "daemon", "--socket", sock, "--resv-period", "0"],
+                              env=e.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    e.daemons.append(second)
+    # Refused at once, or listening (the flaw): give it the time to bind either way.
+    wait_for(lambda: second.poll() is not None, 3)
+    open(os.path.join(e.pause, "daemon-before-unlink.go"), "w").close()
+    log.seek(0)
+    wait_for(lambda: "listening" in open(log.name).read() or first.poll() is not None, 30)
+    alive = [d for d in (first, second) if d.poll() is None]
+    err = second.stderr.read() if second.poll() is not None else ""
+    ok(reached and second.poll() is not None and second.returncode == 1 and
+       "another jobcg daemon" in err,
+       f"a daemon started while another is starting on the same socket is refused "
+       f"({second.returncode}, {err.strip()!r})")
+    r = subprocess.run([e.jobcg, "run", "--", "sh", "-c", "echo served"],
+                       env=dict(e.env, JOBCG_DAEMON_SOCKET=sock), capture_output=True,
+                       text=True, timeout=60)
+    ok(len(alive) == 1 and alive[0] is first and r.returncode == 0 and r.stdout == "served\n",
+       f"one daemon listens, and clients reach it ({len(alive)} alive)")
+    first.send_signal(signal.SIGTERM)
+    first.wait(60)
+    # Stopped, it gives the lock back: a new daemon may start (while steps under way end).
+    d = e.start_daemon(sock)
+    ok(d.poll() is None, "after it stops, a new daemon takes the socket")
+    d.kill()
+    d.wait()
 
 
 def main():
