@@ -84,32 +84,56 @@ static void usage(void)
 /*
  * Hold <path>.lock for as long as we listen: two daemons started at once on a stale socket
  * would both find nobody listening, both remove it and both bind, the second one's unlink
- * taking the first one's socket away, which then listened, unreachable, for ever. The file
- * stays (removing a lock file while others may wait on it is the same race again). -EBUSY:
- * another daemon holds it.
+ * taking the first one's socket away, which then listened, unreachable, for ever. The file is
+ * removed when we stop listening (unlock_socket()), so the lock is the name, not the inode: once
+ * granted, the path must still name the file we locked, else it was removed meanwhile and is
+ * opened again (as the node lock does).
  */
 static int lock_socket(const char *path, int *ret)
 {
 	_cleanup_free_ char *lock = NULL;
-	int fd;
 
 	if (asprintf(&lock, "%s.lock", path) < 0)
 		return cli_fail("%s: %s", path, strerror(ENOMEM));
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
-	if (fd < 0)
-		return cli_fail("%s: %s", lock, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
+	for (int tries = 0; tries < 100; tries++) {
+		struct stat fst, pst;
+		int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
 
+		if (fd < 0)
+			return cli_fail("%s: %s", lock, strerror(errno));
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			int e = errno;
+
+			close(fd);
+			if (e == EWOULDBLOCK)
+				return cli_fail("%s: another jobcg daemon listens there, or is "
+						"starting (it holds %s)",
+						path, lock);
+			return cli_fail("%s: %s", lock, strerror(e));
+		}
+		if (fstat(fd, &fst) == 0 && lstat(lock, &pst) == 0 && fst.st_nlink > 0 &&
+		    fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino) {
+			*ret = fd;
+			return 0;
+		}
 		close(fd);
-		if (e == EWOULDBLOCK)
-			return cli_fail("%s: another jobcg daemon listens there, or is starting "
-					"(it holds %s)",
-					path, lock);
-		return cli_fail("%s: %s", lock, strerror(e));
 	}
-	*ret = fd;
-	return 0;
+	return cli_fail("%s: removed or replaced each time it was locked", lock);
+}
+
+/* Remove the lock file while we still hold it (if it is still ours), then let go of it. */
+static void unlock_socket(const char *path, int *lock)
+{
+	_cleanup_free_ char *name = NULL;
+	struct stat fst, pst;
+
+	if (*lock < 0)
+		return;
+	if (asprintf(&name, "%s.lock", path) >= 0 && fstat(*lock, &fst) == 0 &&
+	    lstat(name, &pst) == 0 && fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino)
+		unlink(name);
+	close(*lock);
+	*lock = -1;
 }
 
 /* Bind @path, replacing a socket nobody listens on any more. @ret_lock: the lock held on it
@@ -150,12 +174,12 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 	/* A daemon of an older jobcg, or another program, may listen without the lock. */
 	r = run_daemon_connect(path, &probe, why, sizeof(why));
 	if (r == -EPERM) {
-		close(lock);
+		unlock_socket(path, &lock);
 		return cli_fail("%s: not listening there", why);
 	}
 	if (r == 0) {
 		close(probe);
-		close(lock);
+		unlock_socket(path, &lock);
 		return cli_fail("%s: another jobcg daemon listens there", path);
 	}
 	test_pause("daemon-before-unlink");
@@ -165,11 +189,11 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 
 		/* Only a socket is ours to replace: never remove a file someone mistyped. */
 		if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-			close(lock);
+			unlock_socket(path, &lock);
 			return cli_fail("%s: exists and is not a socket", path);
 		}
 		if (unlink(path) < 0 && errno != ENOENT) {
-			close(lock);
+			unlock_socket(path, &lock);
 			return cli_fail("%s: cannot remove the stale socket: %s", path,
 					strerror(errno));
 		}
@@ -177,7 +201,7 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 	/* Non-blocking: accept() after poll must not hang when the client already left. */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
-		close(lock);
+		unlock_socket(path, &lock);
 		return cli_fail("socket: %s", strerror(errno));
 	}
 	/* Only root and our own user may connect: no window where others could. */
@@ -187,7 +211,7 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 
 		umask(old);
 		close(fd);
-		close(lock);
+		unlock_socket(path, &lock);
 		return cli_fail("%s: %s", path, strerror(e));
 	}
 	umask(old);
@@ -196,7 +220,7 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 
 		close(fd);
 		unlink(path);
-		close(lock);
+		unlock_socket(path, &lock);
 		return cli_fail("listen on %s: %s", path, strerror(e));
 	}
 	*ret = fd;
@@ -506,7 +530,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	}
 	if (resv_period && (r = resv_watch_start(&watch, g, resv_period)) != 0) {
 		close(l.fd);
-		close(l.lock);
+		unlock_socket(path, &l.lock);
 		supervise_stop(&metrics.sup);
 		return r;
 	}
@@ -514,7 +538,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	if (stat(path, &st) < 0 || run_daemon_save_self(g->verbose) < 0 || l.spare < 0 ||
 	    conns_grow(&cs) < 0) {
 		close(l.fd);
-		close(l.lock);
+		unlock_socket(path, &l.lock);
 		supervise_stop(&metrics.sup);
 		supervise_stop(&watch.sup);
 		return cli_fail("%s: %s", path, strerror(errno));
@@ -577,8 +601,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 			cs.p[0].revents = 0;
 			remove_socket(path, &st);
 			/* A new daemon may listen while our steps under way end. */
-			close(l.lock);
-			l.lock = -1;
+			unlock_socket(path, &l.lock);
 			for (size_t i = 1; i <= cs.n; i++)
 				if (!run_conn_stopping(cs.c[i], now))
 					conns_remove(&cs, i--);
@@ -602,8 +625,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		close(l.fd);
 		remove_socket(path, &st);
 	}
-	if (l.lock >= 0)
-		close(l.lock);
+	unlock_socket(path, &l.lock);
 	if (l.spare >= 0)
 		close(l.spare);
 	free(cs.c);

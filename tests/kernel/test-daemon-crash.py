@@ -148,8 +148,11 @@ def two_daemons_at_once(e):
     # Stopped, it gives the lock back: a new daemon may start (while steps under way end).
     d = e.start_daemon(sock)
     ok(d.poll() is None, "after it stops, a new daemon takes the socket")
-    d.kill()
-    d.wait()
+    d.send_signal(signal.SIGTERM)
+    d.wait(60)
+    left = os.listdir(os.path.dirname(sock))
+    ok(d.returncode == 0 and "race.sock" not in left and "race.sock.lock" not in left,
+       f"stopped, it leaves neither its socket nor its lock file ({left})")
 
 
 def main():
