@@ -3,7 +3,10 @@
  * scope and parked in its system/ leaf; see scope_systemd.c). It only waits. SIGTERM and SIGKILL
  * end it as usual, so `systemctl stop jobcg.scope` still works.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,6 +27,17 @@ static int cmd_keeper(int argc, char **argv, const struct cli_global *g)
 	 */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
+	/* Out of the OOM killer's reach: with only idle allocations in the tree (no process in
+	 * any job), we are all that keeps systemd from stopping the scope and removing every
+	 * job's cgroup, and with it their devices, limits and pending records. Root on a node has
+	 * CAP_SYS_RESOURCE; without it the write fails and we are as killable as before. */
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, "-1000", 5) != 5)
+		fprintf(stderr, "jobcg keeper: cannot leave the OOM killer's reach: %s\n",
+			strerror(errno));
+	if (fd >= 0)
+		close(fd);
 	for (;;)
 		pause();
 }

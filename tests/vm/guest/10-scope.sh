@@ -20,6 +20,7 @@ keeper=$(cat "$cg/system/cgroup.procs" 2>/dev/null)
 is "exactly one process in system/" "$(echo "$keeper" | grep -c .)" 1
 is "the keeper shows as 'jobcg keeper' in ps" "$(ps -o args= -p "$keeper")" "jobcg keeper"
 is "the keeper has no file descriptors open" "$(ls "/proc/$keeper/fd" 2>/dev/null | wc -l)" 0
+is "the keeper is out of the OOM killer's reach" "$(cat "/proc/$keeper/oom_score_adj" 2>&1)" -1000
 is "the keeper is not jobcg's child (parent is init)" "$(ps -o ppid= -p "$keeper" | tr -d ' ')" 1
 is "nothing is left in the scope's own cgroup" "$(cat "$cg/cgroup.procs")" ""
 status=$(SYSTEMD_COLORS=0 systemctl status --no-pager --lines=0 jobcg.scope 2>&1)
