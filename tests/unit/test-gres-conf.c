@@ -140,6 +140,36 @@ int main(void)
 		jobcg_gres_node_free(n);
 	}
 	jobcg_config_free(c);
+
+	/* An error in gres.conf: refused, unless the caller only cleans up (then no record and
+	 * the error kept, naming the line). */
+	{
+		char path[256];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/gres.conf", dir);
+		f = fopen(path, "we");
+		fputs("Name=gpu File=/dev/nvidia0\nName=gpu Count=many\n", f);
+		fclose(f);
+		c = NULL;
+		ok(jobcg_config_load_files(NULL, path, "node1",
+					   JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV, &c) < 0 &&
+		       !c,
+		   "a gres.conf error fails the load");
+		ok(jobcg_config_load_files(NULL, path, "node1",
+					   JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV |
+					       JOBCG_CONFIG_TOLERATE_GRES,
+					   &c) == 0 &&
+		       c,
+		   "JOBCG_CONFIG_TOLERATE_GRES: it loads");
+		ok(c && jobcg_config_gres_error(c) && strstr(jobcg_config_gres_error(c), ":2:"),
+		   "the error is kept, naming line 2 (%s)",
+		   c && jobcg_config_gres_error(c) ? jobcg_config_gres_error(c) : "none");
+		ok(c && c->gres.nrecords == 0, "and no record of the file is used");
+		jobcg_config_free(c);
+		c = NULL;
+		unlink(path);
+	}
 	rmdir(dir);
 	return tap_done();
 }

@@ -49,6 +49,9 @@ enum {
 	/* keep no entries (jobcg_config_entry() finds none): their display text formats every
 	 * key (doubles included), a cost every launch paid for what only `jobcg config` shows */
 	JOBCG_CONFIG_NO_ENTRIES = 1u << 2,
+	/* for commands that only end, inspect or clean up jobs: an error in gres.conf does not
+	 * fail the load (see jobcg_config_gres_error()) */
+	JOBCG_CONFIG_TOLERATE_GRES = 1u << 3,
 };
 
 /**
@@ -80,6 +83,17 @@ JOBCG_EXPORT int jobcg_config_load_files(const char *cgroup_conf, const char *gr
 					 const char *hostname, unsigned flags,
 					 struct jobcg_config **ret);
 JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c);
+
+/**
+ * Loaded with JOBCG_CONFIG_TOLERATE_GRES from a gres.conf that has an error: that error as
+ * "file:line:col: message" (it was logged once as a warning), else NULL. Such a configuration
+ * has no GRES record, and a context opened from it never changes the node's device policy
+ * from it: it refuses to create jobs, steps and reservations and to grant devices, and never
+ * rewrites the node program's managed set (the devices denied to every cgroup without a
+ * grant); what a job's removal revokes is read from the kernel and the job's cgroups, so
+ * release, kill, signal, freeze, list, gc and teardown work as usual.
+ */
+JOBCG_EXPORT const char *jobcg_config_gres_error(const struct jobcg_config *c);
 
 /**
  * The effective value of cgroup.conf key @key (case-insensitive), with where it came from; owned

@@ -45,6 +45,7 @@ JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c)
 	strv_free(c->files);
 	free(c->config_dir);
 	free(c->hostname);
+	free(c->gres_error);
 	free(c);
 }
 
@@ -69,6 +70,33 @@ static char *default_hostname(void)
 JOBCG_EXPORT const char *jobcg_getenv(const char *name)
 {
 	return env_secure(name);
+}
+
+/*
+ * An admin's typo in gres.conf must not keep a busy node's jobs from being ended and cleaned
+ * up: a caller that only does that loads without gres.conf, and the error is kept, so that
+ * the context refuses whatever would derive the device policy from the partial view (devpolicy
+ * and gres code check jobcg_config_gres_error()).
+ */
+static int gres_tolerate(struct jobcg_config *c, int r)
+{
+	char buf[8192];
+
+	jobcg_error_format(r, buf, sizeof(buf));
+	jobcg_error_clear();
+	gres_conf_done(&c->gres);
+	c->gres_error = strdup(buf);
+	if (!c->gres_error)
+		return -ENOMEM;
+	log_warning("%s (gres.conf ignored: no device is granted and the device policy is left "
+		    "as it is)",
+		    buf);
+	return 0;
+}
+
+JOBCG_EXPORT const char *jobcg_config_gres_error(const struct jobcg_config *c)
+{
+	return c ? c->gres_error : NULL;
 }
 
 /* Files are read from paths, or from buffers when @bufs is set (bufs[0..1] with lens); with
@@ -109,15 +137,17 @@ static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 	r = cgconf_finish(&l);
 	if (r < 0)
 		goto fail;
-	if (gres_conf) {
-		r = gres_conf_parse(&l, gres_conf, bufs ? bufs[1] : NULL, bufs ? lens[1] : 0);
+	r = gres_conf ? gres_conf_parse(&l, gres_conf, bufs ? bufs[1] : NULL, bufs ? lens[1] : 0)
+		      : 0;
+	if (r >= 0)
+		r = gres_conf_finish(&l);
+	gres_conf_state_free(&l);
+	if (r < 0 && r != -ENOMEM && (flags & JOBCG_CONFIG_TOLERATE_GRES)) {
+		r = gres_tolerate(c, r);
 		if (r < 0)
 			goto fail;
-	}
-	r = gres_conf_finish(&l);
-	if (r < 0)
+	} else if (r < 0)
 		goto fail;
-	gres_conf_state_free(&l);
 	*ret = c;
 	return 0;
 fail:

@@ -135,6 +135,7 @@ struct jobcg_config {
 	struct jobcg_config_entry *entries; /* every cgroup.conf key with its origin (none with
 					       JOBCG_CONFIG_NO_ENTRIES) */
 	size_t nentries;
-	char **warnings; /* "file:line: text" for each warning (also logged), or NULL */
-	char **files;	 /* every file read, includes too (origins point here), or NULL */
+	char **warnings;  /* "file:line: text" for each warning (also logged), or NULL */
+	char **files;	  /* every file read, includes too (origins point here), or NULL */
+	char *gres_error; /* JOBCG_CONFIG_TOLERATE_GRES: gres.conf's error (gres is empty) */
 };
