@@ -138,6 +138,60 @@ int main(void)
 	is_int(jobcg_job_remove(ctx, 2, 0), 0, "job 2 released");
 	is_int(grants_at(conf, root, "job_2"), 0, "its grant is gone");
 
+	/* gres.conf gets an error: a context loaded past it (JOBCG_CONFIG_TOLERATE_GRES) ends a
+	 * job and removes its grant, but creates no job and never syncs the managed set. */
+	{
+		struct jobcg_config *bconf = NULL;
+		struct jobcg_ctx *bctx = NULL;
+		struct jobcg_devpolicy *bp = NULL;
+		struct jobcg_devrule *m = NULL;
+		char path[PATH_MAX + 16];
+		size_t nm = 0;
+		FILE *f;
+
+		is_int(jobcg_job_create(ctx, 3, &l, 0, NULL), 0, "job 3 with gpu:1");
+		g = job_gpu(root, 3);
+		snprintf(path, sizeof(path), "%s/gres.conf", confdir);
+		if ((f = fopen(path, "ae"))) {
+			fputs("Name=gpu Count=many\n", f);
+			fclose(f);
+		}
+		ok(jobcg_config_load(confdir, NULL, 0, &bconf) < 0, "gres.conf has an error");
+		ok(jobcg_config_load(confdir, NULL, JOBCG_CONFIG_TOLERATE_GRES, &bconf) == 0 &&
+		       jobcg_config_gres_error(bconf) && jobcg_ctx_open(bconf, 0, &bctx) == 0,
+		   "a context loaded past it");
+		if (bctx) {
+			is_int(jobcg_job_create(bctx, 4, &l, 0, NULL), -EINVAL,
+			       "it creates no job with GPUs");
+			ok(strstr(jobcg_last_error()->message, "gres.conf:"),
+			   "naming the error (%s)", jobcg_last_error()->message);
+			is_int(jobcg_job_create(bctx, 4, NULL, 0, NULL), -EINVAL,
+			       "nor one without");
+			is_int(jobcg_devpolicy_open(bconf, root, NULL, 0, &bp), -EINVAL,
+			       "the node program is not synced to its (empty) managed set");
+			jobcg_devpolicy_free(bp);
+			is_int(jobcg_job_remove(bctx, 3, 0), 0, "job 3 released from it");
+			is_int(grants_at(conf, root, "job_3"), 0, "job 3's grant is gone");
+			is_int(jobcg_gc(bctx, 0, NULL), 0, "gc from it");
+			bp = NULL;
+			if (jobcg_devpolicy_open_pinned(conf, root, &bp) < 0 ||
+			    jobcg_devpolicy_managed(bp, &m, &nm) < 0)
+				nm = 0;
+			is_int((int)nm, 3, "every GPU is still managed");
+			free(m);
+			jobcg_devpolicy_free(bp);
+			snprintf(path, sizeof(path), "%s/handmade", root);
+			if (g >= 0 && mkdir(path, 0755) == 0) {
+				is_int(ktest_open_in(path, dev[g], O_RDWR), EPERM,
+				       "a cgroup without a grant opens not even job 3's freed GPU");
+				rmdir(path);
+			} else
+				ok(false, "job 3 got a GPU, a cgroup made by hand");
+		}
+		jobcg_ctx_free(bctx);
+		jobcg_config_free(bconf);
+	}
+
 	if (jobcg_devpolicy_open_pinned(conf, root, &other) == 0)
 		jobcg_devpolicy_destroy(other);
 	jobcg_ctx_free(ctx);

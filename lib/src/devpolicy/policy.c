@@ -583,6 +583,15 @@ int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgrou
 		return e;
 	if ((e = devpolicy_new(conf, root_cgroup_path, &p)) < 0)
 		return e;
+	/* The last line of defence for JOBCG_CONFIG_TOLERATE_GRES: the managed set given is a
+	 * view without gres.conf, and syncing the node program to it would let every cgroup open
+	 * the devices it leaves out. */
+	if (conf && jobcg_config_gres_error(conf) &&
+	    (p->mode == JOBCG_DEVPROG_NODE || n_managed > 0))
+		return error_set(-EINVAL,
+				 "%s (the device policy is not set up from a configuration that "
+				 "lost gres.conf)",
+				 jobcg_config_gres_error(conf));
 	if (n_managed > 0) {
 		p->managed = calloc(n_managed, sizeof(*managed));
 		if (!p->managed)

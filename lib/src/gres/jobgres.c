@@ -62,6 +62,25 @@ static int node_open(const struct jobcg_ctx *ctx, struct jobcg_gres_node **ret)
 	return 0;
 }
 
+/*
+ * Loaded past an error in gres.conf (JOBCG_CONFIG_TOLERATE_GRES), the node's devices are
+ * unknown: the configuration names none. Deriving anything from that view would widen access
+ * (an empty managed set lets every cgroup open every device) or store wrong device sets, so
+ * whatever selects, stores or grants devices, or sets up the managed set, refuses; revokes,
+ * which read the kernel and the job's cgroups, go on.
+ */
+int gres_refuse_broken(const struct jobcg_ctx *ctx)
+{
+	const char *e = jobcg_config_gres_error(ctx->conf);
+
+	if (!e)
+		return 0;
+	return error_set(-EINVAL,
+			 "%s (devices are neither granted nor managed while gres.conf has "
+			 "an error)",
+			 e);
+}
+
 static bool constrained(const struct jobcg_ctx *ctx, const struct jobcg_gres_node *n)
 {
 	return ctx->conf->cgroup.constrain_devices && jobcg_gres_node_count(n) > 0;
@@ -82,6 +101,8 @@ static int ctx_policy(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, bo
 	size_t nm = 0;
 	int r;
 
+	if (!pinned_only && (r = gres_refuse_broken(ctx)) < 0)
+		return r;
 	if (p && !devpolicy_current(p)) {
 		jobcg_devpolicy_free(p);
 		ctx->devpolicy = p = NULL;
@@ -113,8 +134,11 @@ static int ctx_policy(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, bo
 static int unconstrain(struct jobcg_ctx *ctx)
 {
 	struct jobcg_devpolicy *p = NULL;
-	int r = ctx_policy(ctx, NULL, true, &p);
+	int r = gres_refuse_broken(ctx);
 
+	if (r < 0)
+		return r;
+	r = ctx_policy(ctx, NULL, true, &p);
 	if (r == -ENOENT) {
 		jobcg_error_clear();
 		return 0;
@@ -140,7 +164,9 @@ int gres_tree_policy(struct jobcg_ctx *ctx)
 	struct jobcg_devpolicy *p = NULL;
 	int r;
 
-	if (!ctx->conf->cgroup.constrain_devices)
+	/* The managed set is never rewritten from a configuration that lost gres.conf: what
+	 * is pinned and attached stays as it is. */
+	if (!ctx->conf->cgroup.constrain_devices || jobcg_config_gres_error(ctx->conf))
 		return 0;
 	if ((r = node_open(ctx, &n)) < 0)
 		return r;
@@ -213,6 +239,8 @@ static int gres_attach(struct jobcg_ctx *ctx, uint32_t job_id, const char *job_d
 
 	if (!(l && l->gres && *l->gres) && !ctx->conf->cgroup.constrain_devices)
 		return 0;
+	if ((r = gres_refuse_broken(ctx)) < 0)
+		return r;
 	r = node_open(ctx, &n);
 	if (r < 0)
 		return r;
@@ -468,6 +496,16 @@ JOBCG_EXPORT int jobcg_gres_get(struct jobcg_ctx *ctx, uint32_t job, const char 
 		return r;
 	if (!dir)
 		return -ENOMEM;
+	if (jobcg_config_gres_error(ctx->conf)) {
+		/* No table to check it against: the set as the job recorded it. */
+		r = cgfs_xattr_get(dir, JOBCG_GRES_XATTR, ret);
+		if (r == -ENODATA) {
+			jobcg_error_clear();
+			*ret = strdup("");
+			return *ret ? 0 : -ENOMEM;
+		}
+		return r;
+	}
 	r = node_open(ctx, &n);
 	if (r < 0)
 		return r;
@@ -578,6 +616,8 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 		return -ENOMEM;
 	if (ntasks == 0)
 		return error_set(-EINVAL, "a step needs at least one task");
+	if ((r = gres_refuse_broken(ctx)) < 0)
+		return r;
 	r = node_open(ctx, &n);
 	if (r < 0)
 		return r;
@@ -887,6 +927,8 @@ static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *dev
 
 	if (!jdir)
 		return -ENOMEM;
+	if ((r = gres_refuse_broken(ctx)) < 0)
+		return r;
 	/* Relative to the root: "job_<id>", or "resv_<name>/job_<id>" inside a reservation. */
 	own = strdup(jdir + strlen(jobcg_ctx_root(ctx)) + 1);
 	c.own = own;

@@ -41,6 +41,9 @@ int resv_job_cpus(struct jobcg_ctx *ctx, const char *resv, const char *want, cha
 int resv_mem_held(struct jobcg_ctx *ctx, uint64_t *ret);
 
 /* jobgres.c's device policy and gres.conf, for the reservation code. */
+/* -EINVAL naming gres.conf's error when the configuration was loaded past one
+ * (JOBCG_CONFIG_TOLERATE_GRES): nothing may then create, select, store or grant devices. */
+int gres_refuse_broken(const struct jobcg_ctx *ctx);
 int gres_node_open(const struct jobcg_ctx *ctx, struct jobcg_gres_node **ret);
 bool gres_constrained(const struct jobcg_ctx *ctx, const struct jobcg_gres_node *n);
 int gres_ctx_policy(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, bool pinned_only,
