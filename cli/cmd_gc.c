@@ -17,7 +17,7 @@ static int cmd_gc(int argc, char **argv, const struct cli_global *g)
 		"a Slurm job of jobcg_spank.so's with no step and no process left goes.\n",
 		&json, &r))
 		return r;
-	r = cli_ctx_open(g, 0, &conf, &ctx);
+	r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
 	if (r)
 		return r;
 	if ((r = jobcg_gc(ctx, 0, &st)) < 0) {

@@ -114,7 +114,7 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 		return cli_fail("list: needs root: the jobs' owners, states and GPUs are in "
 				"trusted.* extended attributes, which only root can read (a "
 				"reading by another user would show every job orphaned)");
-	r = cli_ctx_open(g, 0, &conf, &ctx);
+	r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
 	if (r)
 		return r;
 	if ((r = jobcg_job_list(ctx, &ids, &n)) < 0) {

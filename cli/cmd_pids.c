@@ -16,7 +16,7 @@ static int cmd_pids(int argc, char **argv, const struct cli_global *g)
 			    "'special').\n",
 			    &a, &r))
 		return r;
-	r = cli_ctx_open(g, 0, &conf, &ctx);
+	r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
 	if (r)
 		return r;
 	if ((r = jobcg_pids(ctx, &a.t, &pids, &n)) < 0) {

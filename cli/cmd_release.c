@@ -42,7 +42,7 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 		return cli_usage_error("release", "need exactly one job id");
 	if (jobcg_job_id_parse(argv[optind], &job) < 0)
 		return cli_usage_error("release", "invalid job id '%s'", argv[optind]);
-	r = cli_ctx_open(g, 0, &conf, &ctx);
+	r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
 	if (r)
 		return r;
 	if ((r = jobcg_job_release(ctx, job, grace_ms)) < 0) {

@@ -194,7 +194,7 @@ static int cmd_show(int argc, char **argv, const struct cli_global *g)
 		    "show: needs root: the job's owner, state and GPUs are in trusted.* "
 		    "extended attributes, which only root can read (a reading by "
 		    "another user would show it orphaned)");
-	r = cli_ctx_open(g, 0, &conf, &ctx);
+	r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
 	if (r)
 		return r;
 	r = a.t.step[0] ? show_step(ctx, &a.t, a.json) : show_job(ctx, a.t.job, a.json);

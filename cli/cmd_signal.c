@@ -14,7 +14,7 @@ static int cmd_signal(int argc, char **argv, const struct cli_global *g)
 			    "target.\nPrints how many processes were signalled.\n",
 			    &a, &r))
 		return r;
-	r = cli_ctx_open(g, 0, &conf, &ctx);
+	r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
 	if (r)
 		return r;
 	/* A signal 0 probes; any other, noted first, makes the steps it ends CANCELLED. */

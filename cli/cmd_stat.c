@@ -17,7 +17,7 @@ static int cmd_stat(int argc, char **argv, const struct cli_global *g)
 		"controller is not available are 'unavailable' (null in JSON), never 0.\n",
 		&a, &r))
 		return r;
-	r = cli_ctx_open(g, 0, &conf, &ctx);
+	r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
 	if (r)
 		return r;
 	if ((r = jobcg_acct_read(ctx, &a.t, &acct)) < 0) {

@@ -48,7 +48,7 @@ static int cmd_teardown(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind < argc)
 		return cli_usage_error("teardown", "unexpected argument '%s'", argv[optind]);
-	r = cli_ctx_open(g, JOBCG_CTX_NO_CREATE_ROOT, &conf, &ctx);
+	r = cli_ctx_open_cleanup(g, JOBCG_CTX_NO_CREATE_ROOT, &conf, &ctx);
 	if (r)
 		return r;
 	if ((r = jobcg_tree_teardown(ctx, flags, &st)) < 0) {

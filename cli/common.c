@@ -15,13 +15,13 @@
 #include "spec.h"
 #include "util.h"
 
-int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
-		 struct jobcg_ctx **ret_ctx)
+static int ctx_open(const struct cli_global *g, unsigned conf_flags, unsigned flags,
+		    struct jobcg_config **ret_conf, struct jobcg_ctx **ret_ctx)
 {
 	struct jobcg_config *conf = NULL;
 	int r;
 
-	r = cli_load_config(g, JOBCG_CONFIG_NO_ENTRIES, &conf);
+	r = cli_load_config(g, JOBCG_CONFIG_NO_ENTRIES | conf_flags, &conf);
 	if (r != 0)
 		return r;
 	if ((r = jobcg_ctx_open(conf, flags, ret_ctx)) < 0) {
@@ -31,6 +31,18 @@ int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config
 	}
 	*ret_conf = conf;
 	return 0;
+}
+
+int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
+		 struct jobcg_ctx **ret_ctx)
+{
+	return ctx_open(g, 0, flags, ret_conf, ret_ctx);
+}
+
+int cli_ctx_open_cleanup(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
+			 struct jobcg_ctx **ret_ctx)
+{
+	return ctx_open(g, JOBCG_CONFIG_TOLERATE_GRES, flags, ret_conf, ret_ctx);
 }
 
 void cli_ctx_close(struct jobcg_config *conf, struct jobcg_ctx *ctx)
@@ -307,7 +319,7 @@ int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const
 
 	if (cli_target_args(argc, argv, CLI_TARGET_TIMEOUT, help, &a, &r))
 		return r;
-	r = cli_ctx_open(g, 0, &conf, &ctx);
+	r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
 	if (r)
 		return r;
 	r = fn(ctx, &a.t, a.timeout_ms);

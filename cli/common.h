@@ -17,6 +17,13 @@
  * error and returns non-zero on failure. */
 int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
 		 struct jobcg_ctx **ret_ctx);
+/*
+ * For commands that only end, inspect or clean up jobs: an error in gres.conf is a warning (the
+ * library then refuses to grant or to touch the managed set: jobcg_config_gres_error()), so
+ * that an admin's typo never keeps the jobs of a busy node from being ended.
+ */
+int cli_ctx_open_cleanup(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
+			 struct jobcg_ctx **ret_ctx);
 void cli_ctx_close(struct jobcg_config *conf, struct jobcg_ctx *ctx);
 
 /* Print @obj as pretty JSON followed by a newline, then drop the reference. */
