@@ -4,6 +4,7 @@
  * ended as lost (jobcg_step_reap()); and `jobcg step-watch`, which waits for a runner and does
  * that when it dies with its step still there, and nothing when it ended its step.
  */
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
 
@@ -566,6 +567,39 @@ static void test_concurrent(const char *root)
 	ok(!kcli_exists("%s/job_36", root), "the last to end removed the job");
 }
 
+/* An error in gres.conf, made after the step began: the watcher, which only ends steps and
+ * jobs, still ends the step of a dead runner and removes its job. */
+static void test_watch_broken_gres(const char *root)
+{
+	struct runner rn = {};
+	char sdir[PATH_MAX], runner[64], dir[PATH_MAX], path[PATH_MAX + 16];
+	FILE *f;
+	pid_t w;
+
+	is_int(runner_start(root, 44, true, false, &rn), 0, "a runner makes job 44 and step 44.0");
+	snprintf(runner, sizeof(runner), "%s", runner_of(root, 44));
+	snprintf(sdir, sizeof(sdir), "%s/job_44/step_0", root);
+	snprintf(dir, sizeof(dir), "%s/broken-conf", ktest_tmpdir());
+	snprintf(path, sizeof(path), "%s/gres.conf", dir);
+	if (mkdir(dir, 0755) == 0 && (f = fopen(path, "we"))) {
+		fputs("Name=gpu Count=many\n", f);
+		fclose(f);
+	}
+	setenv("JOBCG_CONF_DIR", dir, 1);
+	w = watch_start(sdir, "44.0", runner);
+	unsetenv("JOBCG_CONF_DIR");
+	ok(w > 0 && exit_within(w, 300) == -1, "with an error in gres.conf, step-watch waits");
+	kill(rn.pid, SIGKILL);
+	is_int(exit_within(w, 10000), 0, "its runner killed, step-watch exits 0");
+	waitpid(rn.pid, NULL, 0);
+	ok(all_gone(&rn, 5000), "the step's processes are killed");
+	ok(!kcli_exists("%s", sdir), "the step is removed");
+	ok(!kcli_exists("%s/job_44", root), "and its job");
+	kill_left(&rn);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("step-watch", "jobcg");
@@ -587,6 +621,7 @@ int main(void)
 	test_slurm_mark(ctx, root);
 	test_watch_windows(ctx, conf, root);
 	test_concurrent(root);
+	test_watch_broken_gres(root);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);
