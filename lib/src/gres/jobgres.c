@@ -694,12 +694,15 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 				 sdir, strerror(errno));
 
 	constrain = constrained(ctx, n);
-	/* A step with all of its job's devices is bounded by the job's grant already (the node
+	/* A step sharing all of its job's devices is bounded by the job's grant already (the node
 	 * program checks every level): no grant of its own, nothing to open or revoke, about a
 	 * third of a `jobcg run`'s own work. Only where the job's grant is known to be in place
-	 * (its key index), not in linear mode nor for a job allocated unconstrained. */
-	if (constrain &&
-	    (bound || memcmp(&sset, &jset, sizeof(sset)) != 0 || !devpolicy_indexed(jdir))) {
+	 * (its key index), not in linear mode nor for a job allocated unconstrained. A step that
+	 * holds its devices (asked for or named) is granted them even when they are all of the
+	 * job's now: a claim can widen the job later (Slurm's next step), and the step must not
+	 * widen with it. */
+	if (constrain && (bound || (gres && *gres) || exact ||
+			  memcmp(&sset, &jset, sizeof(sset)) != 0 || !devpolicy_indexed(jdir))) {
 		/* Marked first: its release revokes exactly when something may have been granted.
 		 */
 		if (fsetxattr(sfd, GRES_GRANTED_XATTR, "1", 1, 0) < 0)
@@ -915,6 +918,43 @@ static int claim_in_resv(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n,
 			 devices, resv, names && *names ? names : "none", strrchr(jdir, '/') + 1);
 }
 
+/*
+ * A step that shares its job's devices (set up without a request: Slurm's extern step, where
+ * jobcg adopt puts a job's ssh logins) follows the job's claims, as in Slurm, where the extern
+ * step is bounded by the job's devices only: its recorded set becomes the job's @both, and a
+ * step granted on its own (linear mode, or a job whose grant was not indexed) is granted
+ * @both. Where the node program bounds it by the job's grant alone, nothing more is needed.
+ * @p: the open policy (NULL when devices are not constrained: only the record changes).
+ */
+static int shared_steps_follow(const struct jobcg_gres_node *n, struct jobcg_devpolicy *p,
+			       const char *jdir, const struct jobcg_gres_set *both)
+{
+	struct dirent *de;
+	DIR *d = opendir(jdir);
+	int r = 0;
+
+	if (!d)
+		return error_set(negative_errno(), "cannot open %s: %s", jdir, strerror(errno));
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_close_ int fd = -1;
+		_cleanup_free_ char *sdir = NULL;
+		char flag;
+
+		if (de->d_type != DT_DIR || !startswith(de->d_name, "step_"))
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || fgetxattr(fd, GRES_SHARED_XATTR, &flag, 1) != 1)
+			continue; /* removed meanwhile, or a step holding devices of its own */
+		r = jobcg_gres_xattr_write(n, fd, NULL, both);
+		if (r < 0 || !p || fgetxattr(fd, GRES_GRANTED_XATTR, &flag, 1) != 1)
+			continue;
+		sdir = cgfs_path(jdir, de->d_name);
+		r = sdir ? grant(p, n, sdir, both) : -ENOMEM;
+	}
+	closedir(d);
+	return r;
+}
+
 static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *devices)
 {
 	_cleanup_(node_freep) struct jobcg_gres_node *n = NULL;
@@ -974,12 +1014,16 @@ static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *dev
 		both.w[i] = have.w[i] | want.w[i];
 	/* Stored before the grant, as in gres_attach(): claimed, never shared. */
 	r = jobcg_gres_xattr_write(n, jfd, NULL, &both);
-	if (r < 0 || !constrained(ctx, n))
+	if (r < 0)
 		return r;
-	r = ctx_policy(ctx, n, false, &p);
-	if (r >= 0)
-		r = grant(p, n, jdir, &both);
-	return r;
+	if (constrained(ctx, n)) {
+		r = ctx_policy(ctx, n, false, &p);
+		if (r >= 0)
+			r = grant(p, n, jdir, &both);
+		if (r < 0)
+			return r;
+	}
+	return shared_steps_follow(n, p, jdir, &both);
 }
 
 JOBCG_EXPORT int jobcg_job_gres_claim(struct jobcg_ctx *ctx, uint32_t job, const char *devices)
