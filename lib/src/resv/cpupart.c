@@ -1189,10 +1189,15 @@ int memresv_verify(struct jobcg_ctx *ctx, const char *dir, uint64_t bytes, char 
 {
 	_cleanup_strv_free_ char **levels = NULL;
 	const char *mount = mount_of(ctx);
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	int r;
 
 	if ((r = cpupart_levels(mount, dir, &levels)) < 0)
 		return error_set(r, "%s is not a cgroup below %s", dir, mount);
+	/* The kernel keeps memory.min in whole pages, rounded down ("--mem 5K" reads back 4096):
+	 * what it can hold is all that can be asked of it. */
+	if (page > 1)
+		bytes -= bytes % page;
 	for (size_t i = strv_length(levels); i-- > 0;) {
 		uint64_t cur = 0, need = bytes;
 
