@@ -7,6 +7,7 @@
 #include "common.h"
 #include "parse.h"
 #include "jobcg/resv.h"
+#include "util.h"
 
 static const char usage[] =
     "Usage: jobcg resv create NAME [--devices gpu:0,2 | --gres gpu:N] [--cpus LIST]\n"
@@ -144,17 +145,16 @@ static int create_args(int argc, char **argv, struct jobcg_resv_spec *ret, bool 
 	    {},
 	};
 	struct jobcg_resv_spec s = {};
-	uid_t *users = NULL;
+	/* Freed on every way out but success, where *ret holds it. */
+	_cleanup_free_ uid_t *users = NULL;
 	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			if (jobcg_resv_devices_syntax(optarg) < 0) {
-				free(users);
+			if (jobcg_resv_devices_syntax(optarg) < 0)
 				return cli_usage_error("resv", "%s", jobcg_last_error()->message);
-			}
 			s.devices = optarg;
 			break;
 		case 'G': {
@@ -192,30 +192,24 @@ static int create_args(int argc, char **argv, struct jobcg_resv_spec *ret, bool 
 			users = NULL;
 			if ((r = parse_users(optarg, &users, &s.n_users)))
 				return r;
-			s.users = users;
 			break;
 		case 'j':
 			*json = true;
 			break;
 		case 'h':
-			free(users);
 			fputs(usage, stdout);
 			return 0;
 		default:
-			free(users);
 			return cli_option_error("resv create", argc, argv, "h");
 		}
 	}
-	if (optind + 1 != argc) {
-		free(users);
+	if (optind + 1 != argc)
 		return cli_usage_error("resv", "create needs exactly one NAME");
-	}
-	if (!jobcg_resv_name_valid(argv[optind])) {
-		free(users);
+	if (!jobcg_resv_name_valid(argv[optind]))
 		return cli_usage_error("resv", "invalid reservation name '%s': need %s",
 				       argv[optind], RESV_NAME_FORM);
-	}
 	s.name = argv[optind];
+	s.users = TAKE_PTR(users);
 	*ret = s;
 	return -1;
 }

@@ -201,6 +201,13 @@ def check_small(e):
         ok(r.returncode == 2 and f"--devices '{arg}'" in r.stderr,
            f"--devices '{arg}': a usage error naming it ({r.returncode} {r.stderr.strip()})")
     ok(R.Env.resv_dirs(e) == [], "nothing made")
+    # Defect: a usage error after --users leaked the users' list (an ASan build failed it).
+    for extra in (["--cpus", "x"], ["--mem", "x"], ["--gres", "zz:"], ["--devices", "gpu:"],
+                  ["--bogus"], []):
+        r = e.run("resv", "create", *(["r14"] if extra else []), "--users", "root", *extra)
+        ok(r.returncode == 2 and "LeakSanitizer" not in r.stderr,
+           f"--users root {' '.join(extra)}: a usage error, nothing leaked "
+           f"({r.returncode} {r.stderr.strip()[-300:]})")
     os.mkdir(os.path.join(e.root, "resv_r15"))
     r = e.run("resv", "create", "r15", "--devices", "gpu:1")
     ok(r.returncode == 1 and "already exists" in r.stderr and "jobcg gc" in r.stderr,
