@@ -7,7 +7,9 @@ held (no overlapping reservation, no reservation of a running job's GPU); one th
 all refuses, naming the cgroup. A reservation that would start DEGRADED is undone. delete
 refuses a reservation holding a cgroup made by hand or a process, before changing anything.
 Another user than root is refused by every verb. --devices duplicates across groups and empty
-groups are usage errors; "already exists" of a half-made reservation hints at gc."""
+groups are usage errors; "already exists" of a half-made reservation hints at gc. The guard a
+reservation keeps on a device its devices no longer name is DEGRADED, and goes with repair and
+with delete."""
 import importlib.util
 import os
 import signal
@@ -176,6 +178,41 @@ def check_delete_busy(e):
     ok(r.returncode == 0, f"emptied: delete r7 ({r.stderr.strip()})")
 
 
+def check_unnamed(e):
+    """Defect: the guard a reservation kept on a device its devices no longer named (its
+    trusted.jobcg.gres edited, or gres.conf's indices moved) outlived repair and delete: verify
+    said VALID, and the device stayed denied to the job given it until a gc."""
+    r = e.run("resv", "create", "r16", "--devices", "gpu:0")
+    ok(r.returncode == 0, f"create r16 gpu:0 ({r.stderr.strip()})")
+    d = os.path.join(e.root, "resv_r16")
+    os.setxattr(d, "trusted.jobcg.gres", b"gpu:1")
+    rc, out = verify(e, "r16")
+    ok(rc == 1 and "195:0 is reserved to this reservation" in out and "do not name it" in out,
+       f"its devices now say gpu:1: DEGRADED naming the guard left on c 195:0 ({out})")
+    r = e.run("resv", "verify", "r16", "--repair")
+    ok(r.returncode == 0 and "VALID (repaired)" in r.stdout,
+       f"--repair: VALID ({r.stdout.strip()} {r.stderr.strip()})")
+    got, err = R.alloc_gpus(e, 52, "--gres", "gpu:1")
+    ok(got == {0}, f"job 52 outside gets gpu 0 ({got} {err})")
+    t = e.task("job_52")
+    ok(e.probe(t, 0) == 0 and e.probe(t, 1) == EPERM,
+       "the kernel opens gpu 0 to it (the stale guard dropped), denies r16's gpu 1")
+    e.untask("job_52")
+    e.run("release", "52")
+
+    # Deleted without a repair: what it guarded goes back all the same.
+    os.setxattr(d, "trusted.jobcg.gres", b"gpu:2")
+    r = e.run("resv", "delete", "r16")
+    ok(r.returncode == 0, f"delete r16, its devices edited to gpu:2 ({r.stderr.strip()})")
+    got, err = R.alloc_gpus(e, 53, "--gres", "gpu:4")
+    ok(got == {0, 1, 2, 3}, f"job 53 gets every GPU ({got} {err})")
+    t = e.task("job_53")
+    got = [e.probe(t, i) for i in range(R.NGPU)]
+    ok(got == [0] * R.NGPU, f"... and opens every one, with no gc in between ({got})")
+    e.untask("job_53")
+    e.run("release", "53")
+
+
 def as_nobody():
     os.setgroups([])
     os.setgid(65534)
@@ -229,6 +266,7 @@ def body(e):
     check_created_degraded(e)
     check_delete_busy(e)
     check_stale_owner(e)
+    check_unnamed(e)
 
 
 if __name__ == "__main__":

@@ -658,13 +658,55 @@ static int gc_entries(struct jobcg_ctx *ctx, unsigned *removed)
 	return 0;
 }
 
+static bool file_named(const struct resv_devs *d, const struct devpolicy_reserved *e)
+{
+	for (size_t k = 0; k < d->nfiles; k++)
+		if (d->files[k].type == e->type && d->files[k].major == e->major &&
+		    d->files[k].minor == e->minor)
+			return true;
+	return false;
+}
+
+/*
+ * Drop the owner entries of reservation ID for device files D does not name (D NULL: every one
+ * of them): a spec edited by hand, or a gres.conf whose indices moved, leaves the guard on files
+ * the reservation no longer names, which no job outside could then open, and which its deletion
+ * (undoing only what the spec names) would leave behind. *ret_n counts them.
+ */
+static int drop_unnamed(struct jobcg_devpolicy *p, uint64_t id, const struct resv_devs *d,
+			unsigned *ret_n)
+{
+	_cleanup_free_ struct devpolicy_reserved *v = NULL;
+	size_t nv = 0;
+	int r;
+
+	*ret_n = 0;
+	if (!id || (r = devpolicy_reserved_list(p, &v, &nv)) < 0)
+		return id ? r : 0;
+	for (size_t k = 0; k < nv; k++) {
+		struct jobcg_devrule f = {.type = v[k].type,
+					  .major = v[k].major,
+					  .minor = v[k].minor,
+					  .access = JOBCG_DEV_ACC_ALL,
+					  .allow = true};
+
+		if (v[k].owner != id || (d && file_named(d, &v[k])))
+			continue;
+		if ((r = devpolicy_unreserve_owner(p, id, &f, 1)) < 0)
+			return r;
+		(*ret_n)++;
+	}
+	return 0;
+}
+
 /* Undo devs_apply; fine on a half-applied or never-applied reservation. Only this reservation's
- * owner entries go; a device's "reserved" flag goes with them only when no live reservation
- * owns the device any more (gc_entries). */
+ * owner entries go (every one, whatever its spec names now); a device's "reserved" flag goes with
+ * them only when no live reservation owns the device any more (gc_entries). */
 static int devs_release(struct jobcg_ctx *ctx, const char *dir, struct resv_devs *d)
 {
 	struct jobcg_devpolicy *p = NULL;
 	uint64_t id = 0;
+	unsigned dropped = 0;
 	int r = gres_ctx_policy(ctx, NULL, true, &p);
 
 	if (r == -ENOENT) {
@@ -677,7 +719,9 @@ static int devs_release(struct jobcg_ctx *ctx, const char *dir, struct resv_devs
 		return r;
 	if (d->node && (r = devpolicy_unreserve_owner(p, id, d->files, d->nfiles)) < 0)
 		return r;
-	if (d->node && (r = gc_entries(ctx, NULL)) < 0)
+	if ((r = drop_unnamed(p, id, NULL, &dropped)) < 0)
+		return r;
+	if ((d->node || dropped) && (r = gc_entries(ctx, NULL)) < 0)
 		return r;
 	if (id && access(dir, F_OK) == 0)
 		return jobcg_devpolicy_revoke(p, dir);
@@ -1588,6 +1632,14 @@ static int devs_verify(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i,
 	if ((r = jobcg_cgroup_id(i->path, &id)) < 0 ||
 	    (r = devpolicy_reserved_list(p, &v, &nv)) < 0)
 		goto out;
+	for (size_t k = 0; k < nv; k++)
+		if (v[k].owner == id && !file_named(&d, &v[k]) &&
+		    (r = problem(st,
+				 "devices: %c %u:%u is reserved to this reservation in %s, but its "
+				 "devices (%s) do not name it: no job can open it",
+				 v[k].type, v[k].major, v[k].minor, DEVPROG_POLICY_NAME,
+				 i->devices)) < 0)
+			goto out;
 	for (size_t k = 0; k < d.nfiles; k++) {
 		const struct jobcg_devrule *f = &d.files[k];
 
@@ -1675,6 +1727,27 @@ static int verify_once(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i,
 	return devs_verify(ctx, i, st);
 }
 
+/* Repair: the guard this reservation keeps on files its devices no longer name goes, with the
+ * "reserved" flags nobody else owns. */
+static void devs_unnamed_drop(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i,
+			      const struct resv_devs *d)
+{
+	struct jobcg_devpolicy *p = NULL;
+	unsigned dropped = 0;
+	uint64_t id = 0;
+	int r = gres_ctx_policy(ctx, NULL, true, &p);
+
+	if (r == -ENOENT) {
+		jobcg_error_clear();
+		return;
+	}
+	if (r < 0 || (r = jobcg_cgroup_id(i->path, &id)) < 0 ||
+	    (r = drop_unnamed(p, id, d, &dropped)) < 0 ||
+	    (dropped && (r = gc_entries(ctx, NULL)) < 0))
+		log_warning("reservation %s: device entries it does not name: %s", i->name,
+			    jobcg_last_error()->message);
+}
+
 static int repair(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i)
 {
 	struct resv_devs d = {};
@@ -1701,7 +1774,10 @@ static int repair(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i)
 		if (devs_apply(ctx, i->path, &d) < 0)
 			log_warning("reservation %s: device policy: %s", i->name,
 				    jobcg_last_error()->message);
+		devs_unnamed_drop(ctx, i, &d);
 		devs_done(&d);
+	} else if (!*i->devices) {
+		devs_unnamed_drop(ctx, i, &d);
 	}
 	return 0;
 }
