@@ -1,6 +1,7 @@
 /* Kernel test: a context remembers where a job's directory is (top level or inside a
- * reservation) only while that holds: its own removal forgets it at once, and a job another
- * process removed and made again elsewhere is found there within the memory's second. */
+ * reservation) only while that holds: its own removal forgets it at once, a job another
+ * process removed and made again elsewhere is found there within the memory's second, and a
+ * job made again is made where it asked to be, whatever was remembered. */
 #include <time.h>
 
 #include "jobcg/context.h"
@@ -57,6 +58,20 @@ int main(void)
 	nanosleep(&pause, NULL);
 	p = where(a, 21);
 	ok(ends_with(p, "/jobcg/resv_r1/job_21"), "a second later A finds it inside r1 too: %s", p);
+	free(p);
+
+	/* Defect: A, remembering job 21 inside r1, made job 21 again there after B had removed
+	 * it, though A's job asked for no reservation: it entered r1 past admission. */
+	is_int(jobcg_job_remove(b, 21, JOBCG_JOB_REMOVE_NO_RECORD), 0, "B removes job 21 again");
+	is_int(jobcg_job_create(a, 21, NULL, 0, NULL), 0, "A at once makes job 21, no reservation");
+	ok(kcli_exists("%s/job_21", jobcg_ctx_root(a)) &&
+	       !kcli_exists("%s/resv_r1/job_21", jobcg_ctx_root(a)),
+	   "it is at the top, not inside r1");
+	is_int(jobcg_job_remove(b, 21, JOBCG_JOB_REMOVE_NO_RECORD), 0, "B removes it");
+	is_int(jobcg_job_create(b, 21, &in_resv, 0, NULL), 0, "B makes job 21 inside r1 again");
+	nanosleep(&pause, NULL);
+	p = where(a, 21);
+	ok(ends_with(p, "/jobcg/resv_r1/job_21"), "A finds it inside r1: %s", p);
 	free(p);
 
 	/* A's own removal forgets at once: the job made again at the top is found there. */

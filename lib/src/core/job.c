@@ -589,6 +589,10 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 		if (r < 0)
 			return r;
 	}
+	/* Looked up afresh under the lock: a remembered place (inside a reservation) may be that
+	 * of a job another process has removed since, and a new job made there would enter the
+	 * reservation without being admitted. */
+	ctx_jobdir_forget(ctx, job_id);
 	dir = tree_job_dir(ctx, job_id);
 	if (!dir)
 		return -ENOMEM;
