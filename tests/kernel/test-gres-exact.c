@@ -108,8 +108,22 @@ int main(void)
 		is_int(jobcg_job_create(ctx, 4, NULL, 0, NULL), 0, "job 4 outside");
 		is_int(jobcg_job_gres_claim(ctx, 4, "gpu:1"), 0,
 		       "... and gpu:1 stayed in the pool: job 4 outside claims it");
+		r = jobcg_job_gres_claim(ctx, 4, "gpu:0");
+		msg = jobcg_last_error()->message;
+		ok(r == -EBUSY && strstr(msg, "held by resv_rx"),
+		   "job 4 outside claiming rx's gpu:0: refused naming the reservation (%d %s)", r,
+		   msg);
 		is_int(jobcg_job_gres_claim(ctx, 3, "gpu:0"), 0, "job 3 claims rx's gpu:0");
 		is_gres(ctx, 3, NULL, "gpu:0", "job 3 holds gpu:0");
+		/* Defect: the holder was named by its first component only ("resv_rx"), with no
+		 * word of the job inside to release. */
+		is_int(jobcg_job_create(ctx, 5, &in_rx, 0, NULL), 0, "job 5 inside rx");
+		r = jobcg_job_gres_claim(ctx, 5, "gpu:0");
+		msg = jobcg_last_error()->message;
+		ok(r == -EBUSY && strstr(msg, "held by resv_rx/job_3") &&
+		       strstr(msg, "'jobcg release 3'"),
+		   "job 5 claiming gpu:0, job 3's: refused naming job 3 (%d %s)", r, msg);
+		is_int(jobcg_job_remove(ctx, 5, 0), 0, "job 5 removed");
 		is_int(jobcg_job_remove(ctx, 3, 0), 0, "job 3 removed");
 		is_int(jobcg_job_remove(ctx, 4, 0), 0, "job 4 removed");
 		is_int(jobcg_resv_delete(ctx, "rx"), 0, "reservation rx deleted");

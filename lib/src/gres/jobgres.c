@@ -877,8 +877,9 @@ static int claim_scan_fn(const char *relpath, unsigned depth, const struct jobcg
 		return 0;
 	for (size_t i = 0; i < ELEMENTSOF(s->w); i++)
 		if (s->w[i] & c->want->w[i]) {
-			snprintf(c->holder, sizeof(c->holder), "%.*s", (int)strcspn(relpath, "/"),
-				 relpath);
+			/* The whole path: a job inside a reservation is "resv_<name>/job_<id>",
+			 * and the job, not its reservation, is what to release. */
+			snprintf(c->holder, sizeof(c->holder), "%s", relpath);
 			return 1;
 		}
 	return 0;
@@ -1002,7 +1003,9 @@ static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *dev
 
 		/* A job left behind (its launcher killed before removing it) holds them until
 		 * someone releases it: say how. */
-		if (sscanf(c.holder, "job_%lu", &holder) == 1)
+		const char *base = strrchr(c.holder, '/') ? strrchr(c.holder, '/') + 1 : c.holder;
+
+		if (sscanf(base, "job_%lu", &holder) == 1)
 			return error_set(
 			    -EBUSY,
 			    "devices %s: held by %s (if that job is over: 'jobcg release "
