@@ -460,7 +460,7 @@ def check_crashes(e):
 def check_gc_sweep(e):
     """A reservation directory removed behind jobcg's back leaves its entries in the policy map
     (its GPUs open to nobody); gc drops them."""
-    r = e.run("resv", "create", "rz", "--devices", "gpu:0")
+    r = e.run("resv", "create", "rz", "--devices", "gpu:0,1")
     ok(r.returncode == 0, f"create rz ({r.stderr.strip()})")
     os.rmdir(os.path.join(e.root, "resv_rz"))
     got, err = alloc_gpus(e, 40, "--gres", "gpu:4")
@@ -468,8 +468,11 @@ def check_gc_sweep(e):
     t = e.task("job_40")
     ok(e.probe(t, 0) == EPERM, "... but still reserved in the kernel: EPERM")
     r = e.run("gc")
-    ok(r.returncode == 0, f"gc ({r.stderr.strip()})")
-    ok(e.probe(t, 0) == 0, "after gc the stale reservation entry is gone: gpu 0 opens")
+    # Defect: gc counted every device flag it dropped as a reservation ("2 reservation(s)").
+    ok(r.returncode == 0 and "and 1 reservation(s)" in r.stdout,
+       f"gc: one reservation's remnant, counted once ({r.stdout.strip()} {r.stderr.strip()})")
+    ok(e.probe(t, 0) == 0 and e.probe(t, 1) == 0,
+       "after gc the stale reservation entries are gone: gpus 0 and 1 open")
     e.untask("job_40")
     e.run("release", "40")
 

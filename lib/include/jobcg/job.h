@@ -395,8 +395,8 @@ struct jobcg_gc_stats {
 	unsigned jobs_removed;
 	unsigned steps_removed;
 	unsigned kept; /* job directories left because they are alive */
-	/* reservations left half made or half deleted, and reservation entries of the device
-	 * policy that no reservation holds any more */
+	/* reservations left half made or half deleted, and reservations removed by hand whose
+	 * entries in the device policy gc dropped (one each, however many devices) */
 	unsigned resv_removed;
 	/* accounting records that removers killed after their rmdir had set aside and not
 	 * written (written now) */

@@ -613,7 +613,7 @@ static bool flag_owned(const struct devpolicy_reserved *v, size_t nv, size_t k,
  * cgroups that are gone (removed by hand, or a deletion that died), then the "reserved" flags of
  * devices left with no live owner. A flag that a live reservation owns is never touched, so a
  * stale owner of the same device cannot take a live reservation's guard with it. *removed
- * counts the flags dropped (devices back in the pool).
+ * counts the gone reservations whose entries were dropped (one each, however many devices).
  */
 static int gc_entries(struct jobcg_ctx *ctx, unsigned *removed)
 {
@@ -641,18 +641,22 @@ static int gc_entries(struct jobcg_ctx *ctx, unsigned *removed)
 					  .allow = true};
 
 		if (v[k].owner && !id_in(live, nlive, v[k].owner)) {
+			bool counted = false;
+
 			log_info("device %c %u:%u: dropping the entry of reservation cgroup id "
 				 "%" PRIu64 ", which is gone",
 				 f.type, f.major, f.minor, v[k].owner);
 			if ((r = devpolicy_unreserve_owner(p, v[k].owner, &f, 1)) < 0)
 				return r;
+			for (size_t j = 0; j < k && !counted; j++)
+				counted = v[j].owner == v[k].owner;
+			if (removed && !counted)
+				(*removed)++;
 		} else if (!v[k].owner && !flag_owned(v, nv, k, live, nlive)) {
 			log_info("gc: device %c %u:%u reserved by no reservation: released", f.type,
 				 f.major, f.minor);
 			if ((r = devpolicy_unreserve_flag(p, &f, 1)) < 0)
 				return r;
-			if (removed)
-				(*removed)++;
 		}
 	}
 	return 0;
