@@ -555,7 +555,7 @@ static int step_begin(spank_t sp)
 	return 0;
 }
 
-/* Set each "NAME=VALUE" of @env in the task's environment. */
+/* Set each "NAME=VALUE" of @env in the task's environment; -1 with st.why set on failure. */
 static int set_env(spank_t sp, int task, char **env)
 {
 	for (size_t i = 0; env[i]; i++) {
@@ -563,8 +563,10 @@ static int set_env(spank_t sp, int task, char **env)
 		const char *eq = strchr(env[i], '=');
 
 		if (!name || !eq || spank_setenv(sp, name, eq + 1, 1) != ESPANK_SUCCESS) {
-			slurm_error("jobcg: job %u step %s task %d: cannot set %s", st.life.job,
-				    st.life.step, task, env[i]);
+			snprintf(st.why, sizeof(st.why),
+				 "jobcg: job %u step %s task %d: cannot set %s", st.life.job,
+				 st.life.step, task, env[i]);
+			slurm_error("%s", st.why);
 			return -1;
 		}
 	}
@@ -977,44 +979,51 @@ static int task_still_placed(int task)
 		    "checking the task's cgroup");
 }
 
+/*
+ * The task, about to exec, refused: the reason on its stderr, and it exits here. Returning -1
+ * is not enough: slurmstepd's exec_task exits 1 on it only for a plugin loaded as `required`,
+ * and runs the task anyway, uncontained, for one loaded as `optional` (plugstack.c's
+ * _do_call_stack ignores an optional plugin's failure).
+ */
+static _Noreturn void task_refuse(const char *why)
+{
+	slurm_spank_log("%s", why);
+	_exit(1);
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	_cleanup_strv_free_ char **bound_env = NULL;
 	int task = -1;
 	char **env;
 
-	if (spank_remote(sp) && st.failed) {
-		slurm_spank_log("%s", st.why);
-		return -1;
-	}
+	if (spank_remote(sp) && st.failed)
+		task_refuse(st.why);
 	if (!spank_remote(sp) || !st.begun)
 		return 0;
 	if (spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || task < 0 ||
 	    (unsigned)task >= st.life.ntasks) {
-		slurm_spank_log("jobcg: job %u step %s: Slurm did not give the task's id",
-				st.life.job, st.life.step);
-		return -1;
+		snprintf(st.why, sizeof(st.why),
+			 "jobcg: job %u step %s: Slurm did not give the task's id", st.life.job,
+			 st.life.step);
+		task_refuse(st.why);
 	}
-	if (task_still_placed(task) < 0) {
-		slurm_spank_log("%s", st.why);
-		return -1;
-	}
+	if (task_still_placed(task) < 0)
+		task_refuse(st.why);
 	if (!jobcg_step_gres_task_env(st.life.gres))
 		return 0;
 	env = jobcg_step_gres_task_env(st.life.gres)[task];
 	if (!env || !env[0])
 		return 0; /* no devices here: Slurm's variables stand */
-	if (slurm_bound_env(sp, task, &bound_env) < 0) {
-		slurm_spank_log("%s", st.why);
-		return -1;
-	}
+	if (slurm_bound_env(sp, task, &bound_env) < 0)
+		task_refuse(st.why);
 	/* The task's cgroup grants only its devices, which the GPU runtime numbers from 0. */
 	for (size_t i = 0; jobcg_gres_env_names[i]; i++)
 		(void)spank_unsetenv(sp, jobcg_gres_env_names[i]);
-	if (set_env(sp, task, env) < 0)
-		return -1;
-	/* Slurm's binding of this task, numbered within the step's GPUs its cgroup grants. */
-	return bound_env ? set_env(sp, task, bound_env) : 0;
+	/* Then Slurm's binding of this task, numbered within the step's GPUs its cgroup grants. */
+	if (set_env(sp, task, env) < 0 || (bound_env && set_env(sp, task, bound_env) < 0))
+		task_refuse(st.why);
+	return 0;
 }
 
 int slurm_spank_task_exit(spank_t sp, int ac, char **av)
