@@ -468,9 +468,11 @@ static int gpus_check(const struct jobcg_config *conf, struct json_object *json)
 /*
  * Does Slurm's plugstack file @path load jobcg_spank.so, on a line of its own outside a comment
  * or in a file one of its `include GLOB` lines names (relative to @path's directory, as Slurm
- * resolves them)? Its slurm_gres= argument, if any, goes to @arg.
+ * resolves them)? Its slurm_gres= argument, if any, goes to @arg; the file of that line to
+ * @line_file, and *@optional says whether it is loaded `optional`.
  */
-static bool plugstack_loads_plugin(const char *path, char arg[PATH_MAX], int depth)
+static bool plugstack_loads_plugin(const char *path, char arg[PATH_MAX], char line_file[PATH_MAX],
+				   bool *optional, int depth)
 {
 	char line[4096];
 	bool found = false;
@@ -483,9 +485,14 @@ static bool plugstack_loads_plugin(const char *path, char arg[PATH_MAX], int dep
 		char dir[PATH_MAX], full[PATH_MAX * 2];
 		glob_t g;
 
-		switch (slurm_plugstack_line(line, &a)) {
+		enum slurm_plugstack_line kind = slurm_plugstack_line(line, &a);
+
+		switch (kind) {
 		case SLURM_PLUGSTACK_JOBCG:
+		case SLURM_PLUGSTACK_JOBCG_OPTIONAL:
 			snprintf(arg, PATH_MAX, "%s", a);
+			snprintf(line_file, PATH_MAX, "%s", path);
+			*optional = kind == SLURM_PLUGSTACK_JOBCG_OPTIONAL;
 			found = true;
 			break;
 		case SLURM_PLUGSTACK_INCLUDE:
@@ -498,7 +505,8 @@ static bool plugstack_loads_plugin(const char *path, char arg[PATH_MAX], int dep
 			if (glob(full, 0, NULL, &g) != 0)
 				break;
 			for (size_t k = 0; !found && k < g.gl_pathc; k++)
-				found = plugstack_loads_plugin(g.gl_pathv[k], arg, depth + 1);
+				found = plugstack_loads_plugin(g.gl_pathv[k], arg, line_file,
+							       optional, depth + 1);
 			globfree(&g);
 			break;
 		case SLURM_PLUGSTACK_OTHER:
@@ -527,6 +535,8 @@ struct slurm_plugin {
 	struct slurm_dirs dirs; /* where Slurm's files are, as Slurm's commands here look */
 	const char *dir;	/* the first of @dirs whose plugin stack loads it, or NULL */
 	char arg[PATH_MAX];	/* its slurm_gres= argument, "" when none */
+	char stack[PATH_MAX];	/* the plugin stack file of its line */
+	bool optional;		/* loaded `optional`, not `required` */
 	bool gpus;		/* where it is loaded: jobcg's gres.conf gives this node GPUs */
 	char conf[PATH_MAX];	/* @dir's slurm.conf */
 	struct slurm_conf_facts facts;	 /* what was read of it */
@@ -561,7 +571,7 @@ static void plugin_find(const struct jobcg_config *conf, struct slurm_plugin *p)
 		if ((r = slurm_conf_read(p->conf, &f)) < 0)
 			jobcg_error_format(r, err, sizeof(err)); /* file:line: what */
 		plugstack_path(p->dirs.dir[i], &f, path);
-		if (plugstack_loads_plugin(path, p->arg, 0)) {
+		if (plugstack_loads_plugin(path, p->arg, p->stack, &p->optional, 0)) {
 			p->dir = p->dirs.dir[i];
 			p->facts = f;
 			snprintf(p->conf_error, sizeof(p->conf_error), "%s", err);
@@ -757,6 +767,33 @@ static int slurm_plugins_check(const struct slurm_plugin *p, struct json_object 
 		       "TaskPlugin=task/affinity\n");
 	}
 	return bad_proctrack || bad_task;
+}
+
+/*
+ * jobcg_spank.so loaded `optional`: Slurm then ignores the plugin's failures, to load (a
+ * missing library after an upgrade) as well as a hook's, and runs such a step without it,
+ * uncontained. (Once loaded the plugin exits a refused task itself; a plugin that does not
+ * load can do nothing.) Returns 1 when it is, else 0.
+ */
+static int plugin_required_check(const struct slurm_plugin *p, struct json_object *json)
+{
+	if (!p->dir)
+		return 0;
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "file", json_object_new_string(p->stack));
+		json_object_object_add(o, "required", json_object_new_boolean(!p->optional));
+		json_object_object_add(json, "slurm_plugin_line", o);
+	} else if (!p->optional) {
+		printf("%-22s %s loads jobcg_spank.so as required\n",
+		       "Slurm's plugin line:", p->stack);
+	} else {
+		printf("%-22s %s loads jobcg_spank.so as optional: Slurm ignores its failures "
+		       "and runs the step uncontained where it does not load; use 'required'\n",
+		       "Slurm's plugin line:", p->stack);
+	}
+	return p->optional;
 }
 
 /*
@@ -958,6 +995,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		rs = slurm_gres_check(conf, &plugin, slurm_gres, gj);
 		rs |= gres_types_check(&plugin, gj);
 		rs |= slurm_plugins_check(&plugin, gj);
+		rs |= plugin_required_check(&plugin, gj);
 		rs |= devprog_check(conf, s, gj);
 		rs |= slurm_stale_check(conf, s, gj);
 		print_json(s, reserved_json(conf), pam_json(&pc), gj);
@@ -970,6 +1008,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		rs |= slurm_gres_check(conf, &plugin, slurm_gres, NULL);
 		rs |= gres_types_check(&plugin, NULL);
 		rs |= slurm_plugins_check(&plugin, NULL);
+		rs |= plugin_required_check(&plugin, NULL);
 		rs |= slurm_stale_check(conf, s, NULL);
 	}
 	r = s->can_run && !rspec && !pc.escapes && !pc.unsafe && !r && !rs ? 0 : 1;

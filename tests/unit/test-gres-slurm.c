@@ -599,6 +599,27 @@ static void test_cli(void)
 	   "--json: slurm_plugins with the conflict");
 	free(out);
 
+	/* Loaded `optional`: Slurm runs the step uncontained where the plugin fails to load. */
+	put("sp/slurm.conf", "ClusterName=c\nGresTypes=gpu\nNodeName=n1 Gres=gpu:2\n"
+			     "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/affinity\n");
+	out = check_in(sc, "", &rc);
+	ok(!strstr(out, "as optional") && strstr(out, "loads jobcg_spank.so as required"),
+	   "a required plugin line: said so");
+	free(out);
+	put("sp/plugstack.conf", "optional /usr/lib/jobcg_spank.so\n");
+	out = check_in(sc, "", &rc);
+	ok(rc == 1 && strstr(out, "loads jobcg_spank.so as optional") &&
+	       strstr(out, "use 'required'"),
+	   "an optional plugin line: exit 1, said why (rc %d)", rc);
+	if (!strstr(out, "as optional"))
+		tap_diag("%s", out);
+	free(out);
+	out = check_in(sc, "--json", &rc);
+	ok(rc == 1 && strstr(out, "\"slurm_plugin_line\"") && strstr(out, "\"required\":false"),
+	   "--json: slurm_plugin_line required false (rc %d)", rc);
+	free(out);
+	put("sp/plugstack.conf", "required /usr/lib/jobcg_spank.so\n");
+
 	snprintf(sc, sizeof(sc), "%s/scli/gres.conf", tmp);
 	(void)unlink(sc);
 	snprintf(sc, sizeof(sc), "%s/scli/slurm.conf", tmp);
@@ -660,7 +681,8 @@ static void test_plugstack_lines(void)
 	} cases[] = {
 	    {"required /usr/lib/slurm/jobcg_spank.so conf=/etc/jobcg slurm_gres=/x/g.conf\n",
 	     SLURM_PLUGSTACK_JOBCG, "/x/g.conf"},
-	    {"optional\tjobcg_spank.so\r\n", SLURM_PLUGSTACK_JOBCG, ""},
+	    {"optional\tjobcg_spank.so\r\n", SLURM_PLUGSTACK_JOBCG_OPTIONAL, ""},
+	    {"Optional jobcg_spank.so\n", SLURM_PLUGSTACK_JOBCG, ""},
 	    {"required other.so slurm_gres=/y # jobcg_spank.so\n", SLURM_PLUGSTACK_OTHER, ""},
 	    {"# required jobcg_spank.so\n", SLURM_PLUGSTACK_OTHER, ""},
 	    {"include /etc/slurm/plugstack.conf.d/*  # all\n", SLURM_PLUGSTACK_INCLUDE,

@@ -91,6 +91,9 @@ enum slurm_plugstack_line {
 	SLURM_PLUGSTACK_OTHER,
 	SLURM_PLUGSTACK_INCLUDE, /* *ret_arg: the glob */
 	SLURM_PLUGSTACK_JOBCG,	 /* *ret_arg: its slurm_gres= argument, "" when none */
+	/* The same, loaded `optional`: Slurm ignores a failure of such a plugin (to load, or a
+	 * hook's), and the step runs without it. */
+	SLURM_PLUGSTACK_JOBCG_OPTIONAL,
 };
 /* @line (NUL-terminated, cut in place; its '#' comment dropped). *ret_arg points into @line or
  * is "". */

@@ -222,6 +222,7 @@ int slurm_conf_read(const char *path, struct slurm_conf_facts *ret)
 enum slurm_plugstack_line slurm_plugstack_line(char *line, const char **ret_arg)
 {
 	char *hash = strchr(line, '#'), *tok, *save = NULL;
+	bool optional;
 
 	*ret_arg = "";
 	if (hash)
@@ -235,7 +236,9 @@ enum slurm_plugstack_line slurm_plugstack_line(char *line, const char **ret_arg)
 		*ret_arg = pat;
 		return SLURM_PLUGSTACK_INCLUDE;
 	}
-	/* required|optional PATH ARGS...: the path names the plugin, wherever it is. */
+	/* required|optional PATH ARGS...: the path names the plugin, wherever it is. Slurm takes
+	 * the keyword in lower case only. */
+	optional = tok && streq(tok, "optional");
 	while (tok && !strstr(tok, "jobcg_spank.so"))
 		tok = strtok_r(NULL, " \t\r\n", &save);
 	if (!tok)
@@ -243,7 +246,7 @@ enum slurm_plugstack_line slurm_plugstack_line(char *line, const char **ret_arg)
 	while ((tok = strtok_r(NULL, " \t\r\n", &save)))
 		if (startswith(tok, "slurm_gres="))
 			*ret_arg = tok + 11;
-	return SLURM_PLUGSTACK_JOBCG;
+	return optional ? SLURM_PLUGSTACK_JOBCG_OPTIONAL : SLURM_PLUGSTACK_JOBCG;
 }
 
 int slurm_conf_locate(const struct slurm_dirs *d, char buf[PATH_MAX])
