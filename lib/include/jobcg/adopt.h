@@ -24,15 +24,17 @@ JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t
 /**
  * Move @pid (and, as the kernel does, not its existing children) into job @job_id's extern
  * step, in its user/task_special leaf. The extern step is made when missing; it then belongs
- * to the job (no runner: gc leaves it, `jobcg release` removes it). The job is checked and the
- * process moved in one hold of the node lock, so a concurrent release either finds the process
- * in the job (and kills it) or the adoption is refused; afterwards the process's cgroup is read
- * back. The process is the one that has @pid when this is called (a pidfd is taken): when it
- * ends before the move is confirmed, and the pid moved may have been another process's, that
- * pid is put back in the cgroup it was in and -ESRCH returned. A job in a reservation with a
- * user list must name the process's (real) user. -ENOENT if there is no such job, -EBUSY if it
- * is not completely created, -ESHUTDOWN if it is being released, -ESRCH if there is no such
- * process, -EPERM for pid 1, a kernel thread or a user the job's reservation does not list.
+ * to the job (no runner: gc leaves it, `jobcg release` removes it). Not in a job jobcg_spank.so
+ * made (JOBCG_JOB_SLURM), which ends with its last Slurm step: there only the extern step
+ * Slurm's slurmstepd made (PrologFlags=Contain) takes logins, -ENOENT without it. The job is
+ * checked and the process moved in one hold of the node lock, so a concurrent release either finds
+ * the process in the job (and kills it) or the adoption is refused; afterwards the process's cgroup
+ * is read back. The process is the one that has @pid when this is called (a pidfd is taken): when
+ * it ends before the move is confirmed, and the pid moved may have been another process's, that pid
+ * is put back in the cgroup it was in and -ESRCH returned. A job in a reservation with a user list
+ * must name the process's (real) user. -ENOENT if there is no such job, -EBUSY if it is not
+ * completely created, -ESHUTDOWN if it is being released, -ESRCH if there is no such process,
+ * -EPERM for pid 1, a kernel thread or a user the job's reservation does not list.
  */
 JOBCG_EXPORT int jobcg_adopt(struct jobcg_ctx *ctx, pid_t pid, uint32_t job_id);
 

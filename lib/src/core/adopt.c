@@ -353,6 +353,20 @@ static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, int pidfd, uint32_t jo
 	if (!sdir || !tdir)
 		return -ENOMEM;
 	if (access(sdir, F_OK) < 0) {
+		_cleanup_free_ char *mark = NULL;
+
+		/* A Slurm job's steps are its slurmstepds': it leaves the node with the last of
+		 * them, which a step of ours would keep from happening. The login would outlive
+		 * the Slurm job, holding the job's GPUs against the next job given them. Its
+		 * logins go into the extern step slurmstepd makes (PrologFlags=Contain), as
+		 * pam_slurm_adopt's do. */
+		r = jobcg_job_xattr_get(ctx, job_id, "slurm", &mark);
+		if (r == 0)
+			return error_set(-ENOENT,
+					 "Slurm's job %u has no extern step on this node to adopt "
+					 "a login into: slurm.conf needs PrologFlags=Contain",
+					 job_id);
+		jobcg_error_clear();
 		r = jobcg_step_create(ctx, job_id, "extern", JOBCG_STEP_NO_RUNNER, NULL);
 		if (r < 0)
 			return r;
