@@ -582,7 +582,12 @@ int jspank_args_parse(int argc, char *const argv[], struct jspank_args *ret)
 					 "plugstack.conf argument '%s': %s needs an absolute path",
 					 argv[i], key);
 		}
-		free(*slot);
+		/* Which one the admin meant is not known: the second could be a stale line's. */
+		if (*slot) {
+			jspank_args_done(&a);
+			return error_set(-EINVAL, "plugstack.conf argument '%s': %.*s given twice",
+					 argv[i], (int)(v - argv[i]), argv[i]);
+		}
 		if (!(*slot = strdup(v))) {
 			jspank_args_done(&a);
 			return -ENOMEM;

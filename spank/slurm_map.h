@@ -88,8 +88,8 @@ struct jspank_args {
 	char *jobcg;	  /* jobcg=PATH: the jobcg that watches each step (NULL: the installed) */
 };
 
-/** Parse plugstack.conf arguments. -EINVAL naming the argument for an unknown one, or for a
- * jobcg= path that is not absolute. */
+/** Parse plugstack.conf arguments. -EINVAL naming the argument for an unknown one, one given
+ * twice, or a path that is not absolute. */
 int jspank_args_parse(int argc, char *const argv[], struct jspank_args *ret);
 void jspank_args_done(struct jspank_args *a);
 

@@ -411,6 +411,15 @@ static void test_args(void)
 		       strstr(jobcg_last_error()->message, "slurm_gres= needs an absolute path"),
 		   "slurm_gres= neither none nor an absolute path is refused");
 	}
+	{
+		char *twice[] = {"conf=/etc/jobcg", "slurm_gres=none", "conf=/etc/jobcg/%n"};
+
+		ok(jspank_args_parse(3, twice, &a) == -EINVAL && !a.conf && !a.slurm_gres &&
+		       strstr(jobcg_last_error()->message,
+			      "'conf=/etc/jobcg/%n': conf= given twice"),
+		   "an argument given twice is refused, not the last one taken: %s",
+		   jobcg_last_error()->message);
+	}
 	ok(jspank_args_parse(0, NULL, &a) == 0 && !a.conf, "no arguments: defaults");
 	e = jspank_expand("/etc/jobcg/%n/x%%", "n2");
 	ok(e && streq(e, "/etc/jobcg/n2/x%"), "%%n is the node name, %%%% a percent sign");
