@@ -70,6 +70,21 @@ int main(void)
 	free(cg);
 	cg = NULL;
 
+	/* Slurm's job 44, newer than 42, its extern step not made yet: a login of the user goes
+	 * to 42, which can take it, not refused for 44 */
+	is_int(jobcg_job_create(ctx, 44, NULL, JOBCG_JOB_SLURM, NULL), 0, "Slurm's job 44");
+	snprintf(p, sizeof(p), "%s/job_44", root);
+	ok(setxattr(p, "trusted.jobcg.created", "4000000000", 10, 0) == 0, "44 is the newest");
+	{
+		uint32_t got = 0;
+
+		is_int(jobcg_adopt_user(ctx, sleeper, getuid(), &got), 0,
+		       "adopt the user's login: a job is chosen");
+		is_int((int)got, 42, "job 42, with an extern step, not the newer 44");
+	}
+	ok(!kcli_exists("%s/job_44/step_extern", root), "no extern step made in 44");
+	is_int(jobcg_job_remove(ctx, 44, 0), 0, "remove 44");
+
 	/* jobcg's own allocation 43: adopt makes its extern step, as before */
 	is_int(jobcg_job_create(ctx, 43, NULL, 0, NULL), 0, "allocated job 43");
 	is_int(jobcg_adopt(ctx, sleeper, 43), 0, "adopt into 43 makes its extern step");

@@ -176,6 +176,16 @@ static int job_joinable(struct jobcg_ctx *ctx, const struct jobcg_job_info *info
 		return 0;
 	if (!ctx->info->xattr.supported)
 		return 1;
+	/* A Slurm job takes logins only into slurmstepd's extern step (adopt_locked()): one
+	 * without it yet (its first moments) is no candidate, another job of the user may be. */
+	if (info->slurm) {
+		_cleanup_free_ char *sdir = tree_step_dir(ctx, info->id, "extern");
+
+		if (!sdir)
+			return -ENOMEM;
+		if (access(sdir, F_OK) < 0)
+			return 0;
+	}
 	r = jobcg_job_xattr_get(ctx, info->id, "created", &v);
 	if (r == -ENODATA || r == -ENOENT)
 		return 0;
