@@ -157,6 +157,21 @@ static void flags_and_counts(void)
 	jobcg_strv_free(steps);
 }
 
+/* After the last valid step number no number is picked: one past it is no step id. */
+static void last_step_number(void)
+{
+	char sid[JOBCG_STEP_ID_MAX] = "";
+
+	is_int(jobcg_job_create(ctx, 46, NULL, 0, NULL), 0, "job 46");
+	is_int(jobcg_step_create(ctx, 46, "4294967279", JOBCG_STEP_ID_SCHEDULED, NULL), 0,
+	       "step 46.4294967279, the last number");
+	is_int(jobcg_step_create(ctx, 46, NULL, 0, sid), -ERANGE, "no step number left to pick");
+	if (sid[0])
+		tap_diag("picked step %s", sid);
+	ok(!kcli_exists("%s/job_46/step_4294967280", kcli_root_abs), "no step_4294967280 made");
+	is_int(jobcg_job_remove(ctx, 46, 0), 0, "remove job 46");
+}
+
 /* Forked while the parent holds the lock: the child must wait for it. */
 static void fork_locked(void)
 {
@@ -200,6 +215,7 @@ int main(void)
 	messages();
 	targets();
 	flags_and_counts();
+	last_step_number();
 	fork_locked();
 	pid1();
 	is_int(jobcg_job_remove(ctx, 41, 0), 0, "remove job 41");

@@ -1266,7 +1266,9 @@ static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, const char *jdir
 			next = c;
 	}
 	jobcg_error_clear();
-	if (next > 4294967294ull) /* Slurm's step ids are 32-bit; the top values are special */
+	/* Slurm's step ids are 32-bit and the top ones special: a number above the last valid
+	 * one would name a step directory that no listing, gc or removal check counts. */
+	if (next > TREE_STEP_NUM_MAX)
 		return error_set(-ERANGE, "job %u has used up its step numbers", job_id);
 	snprintf(ret, JOBCG_STEP_ID_MAX, "%llu", next);
 	return 0;

@@ -16,8 +16,6 @@
 #include "tree.h"
 #include "util.h"
 
-#define STEP_NUM_MAX 4294967279ULL /* above this Slurm keeps special step ids */
-
 static const char *const named_steps[] = {"batch", "extern", "interactive"};
 
 /* A number as jobcg writes it: parse_u64() without leading zeros, so one id has one name. */
@@ -44,7 +42,7 @@ JOBCG_EXPORT bool jobcg_step_id_valid(const char *s)
 	for (size_t i = 0; i < ELEMENTSOF(named_steps); i++)
 		if (streq(s, named_steps[i]))
 			return true;
-	return parse_u64_strict(s, STEP_NUM_MAX, &v) == 0;
+	return parse_u64_strict(s, TREE_STEP_NUM_MAX, &v) == 0;
 }
 
 JOBCG_EXPORT int jobcg_job_id_parse(const char *s, uint32_t *ret)

@@ -12,6 +12,9 @@
  * reader that does not hold the node lock (list) is taken for a creation that died. */
 #define TREE_CREATE_WINDOW_SEC 10
 
+/* The highest step number: above it Slurm keeps special step ids (jobcg_step_id_valid()). */
+#define TREE_STEP_NUM_MAX 4294967279ULL
+
 /* Whether a target (perhaps filled by hand) names a job, step or task: job 1..4294967294,
  * step "" or a step id NUL-terminated within its array, task JOBCG_TASK_ALL (any step),
  * JOBCG_TASK_SPECIAL or 0..JOBCG_TASK_MAX (a step only). 0 or -EINVAL with the record set. */
