@@ -507,7 +507,13 @@ static int step_begin(spank_t sp)
 	st.life.ntasks = ntasks ? ntasks : 1;
 	/* Granted before any task exists: no task ever runs with more than its share. */
 	t0 = monotonic_us();
-	r = jobcg_step_gres_setup_exact(st.ctx, job, step, gpus, bind, st.life.ntasks, &g);
+	/* The extern step (and the ssh logins `jobcg adopt` puts in it) shares the job's
+	 * devices and follows the job's later claims: Slurm bounds it by the job's GPUs only, so
+	 * a user logged in to their job's node can watch its GPUs with nvidia-smi. */
+	if (streq(step, "extern"))
+		r = jobcg_step_gres_setup(st.ctx, job, step, NULL, NULL, st.life.ntasks, &g);
+	else
+		r = jobcg_step_gres_setup_exact(st.ctx, job, step, gpus, bind, st.life.ntasks, &g);
 	t_grant = monotonic_us() - t0;
 	if (r >= 0) {
 		/* By now the watcher has had the step's making to start in. */

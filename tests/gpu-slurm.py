@@ -171,6 +171,8 @@ class Slurm:
                 "JobCompType=jobcomp/none", "MpiDefault=none", "DebugFlags=NO_CONF_HASH",
                 # The plugin's phase timings (slurm_verbose) in slurmd's log, printed at the end.
                 "SlurmdDebug=verbose",
+                # Every job has an extern step, where ssh logins are adopted.
+                "PrologFlags=Contain",
                 f"PlugStackConfig={self.path('plugstack.conf')}",
                 f"NodeName=g1 NodeHostname={host} NodeAddr=127.0.0.1 Port={free_port()} {topo}"
                 f" Gres=gpu:{len(gres_lines)}",
@@ -256,7 +258,7 @@ def main():
             cannot(f"{f} not found (give its path)")
     search = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
     progs = {x: shutil.which(x, path=search)
-             for x in ("munged", "slurmctld", "slurmd", "srun", "sinfo")}
+             for x in ("munged", "slurmctld", "slurmd", "srun", "sinfo", "scancel")}
     missing = [x for x, p in progs.items() if not p]
     if missing:
         cannot(f"not found: {' '.join(missing)}")
@@ -327,6 +329,36 @@ def main():
         check(m is not None and holders and
               all(f"/job_{m.group(1)}" in ln for ln in holders),
               f"jobcg who-has {gpu} names only the running job")
+        # An ssh login adopted into a job lands in its extern step: it may open the GPUs the
+        # job's steps were given (as with Slurm's task/cgroup), a login of another job not.
+        for gres, want in (("--gres=gpu:1", True), (None, False)):
+            args = [progs["srun"], "-N1"] + ([gres] if gres else []) + [
+                "sh", "-c", 'echo "JOB=$SLURM_JOB_ID"; sleep 10']
+            p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, env=sl.senv)
+            try:
+                m = None
+                for _ in range(20):  # srun's own lines ("queued and waiting") may come first
+                    line = p.stdout.readline()
+                    m = re.search(r"JOB=(\d+)", line)
+                    if m or not line:
+                        break
+                ext = m and os.path.join(sl.mnt_tree, f"job_{m.group(1)}", "step_extern",
+                                         "user", "task_special")
+                rc = subprocess.run(
+                    [sys.executable, "-c", "import os, sys\n"
+                     "open(os.path.join(sys.argv[2], 'cgroup.procs'), 'w').write(str(os.getpid()))\n"
+                     + OPEN.split("\n", 1)[1], gpu, ext or "/nonexistent"],
+                    capture_output=True, text=True).returncode if ext else -1
+                # ENXIO (6) from a stand-in node: the device check let it through.
+                opened = rc in (0, 6)
+                check(m is not None and opened == want,
+                      f"a login in the extern step of a job {'with' if gres else 'without'} a "
+                      f"GPU: open {gpu} -> exit {rc} ({'allowed' if want else 'EPERM: 1'})")
+            finally:
+                if m:
+                    subprocess.run([progs["scancel"], m.group(1)], env=sl.senv)
+                p.wait(timeout=60)
         left = []
         for _ in range(100):
             left = [d for d in os.listdir(sl.mnt_tree) if d.startswith("job_")]

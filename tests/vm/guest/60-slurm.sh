@@ -767,7 +767,7 @@ contain_on() {
 }
 check22() {
 	from=$(($(wc -l < "$sd/slurmd-n1.log") + 1))
-	out=$(timeout -k 5 60 sbatch -w n1 -n1 --mem=100M -o /dev/null --wrap 'sleep 120' 2>&1)
+	out=$(timeout -k 5 60 sbatch -w n1 -n1 --mem=100M --gres=gpu:1 -o /dev/null --wrap 'sleep 120' 2>&1)
 	J=$(echo "$out" | sed -n 's/.*Submitted batch job \([0-9]*\).*/\1/p')
 	[ -n "$J" ] || { echo "sbatch: $out"; return 1; }
 	want="$root1/job_$J/step_extern/user/task_special"
@@ -785,11 +785,30 @@ check22() {
 	done
 	cg=$(cut -d: -f3 "/proc/$sl/cgroup" 2> /dev/null)
 	cmd=$(tr '\0' ' ' < "/proc/$sl/cmdline" 2> /dev/null)
-	# A login of the job's owner, as pam_exec's `jobcg adopt --pam` would place it.
-	sleep 300 > /dev/null 2>&1 &
+	# A login of the job's owner, as pam_exec's `jobcg adopt --pam` would place it. Once
+	# adopted (and the batch step has claimed the job's GPU) it tries n1's two GPUs: the
+	# extern step shares the job's, as under Slurm's task/cgroup.
+	go="$VMT_TMP/c22.go" opened="$VMT_TMP/c22.opened"
+	rm -f "$go" "$opened"
+	# shellcheck disable=SC2016 # expanded by the login's sh
+	sh -c 'while [ ! -e "$1" ]; do sleep 0.2; done
+		for d in 0 1; do
+			e=$(head -c 0 /dev/nvidia$d 2>&1)
+			case "$e" in *"not permitted"*) e=EPERM ;; *"No such device or address"*) e=ENXIO ;; "") e=open ;; esac
+			printf " nvidia%s=%s" "$d" "$e"
+		done > "$2.part" && mv "$2.part" "$2"
+		exec sleep 300' login "$go" "$opened" > /dev/null 2>&1 &
 	lg=$!
 	ad=$(j1 adopt "$lg" --job "$J" 2>&1)
 	lcg=$(cut -d: -f3 "/proc/$lg/cgroup" 2> /dev/null)
+	i=0
+	while [ ! -d "/sys/fs/cgroup$root1/job_$J/step_batch" ] && [ $i -lt 40 ]; do
+		sleep 0.5; i=$((i + 1))
+	done
+	touch "$go"
+	i=0
+	while [ ! -e "$opened" ] && [ $i -lt 40 ]; do sleep 0.25; i=$((i + 1)); done
+	gpus=$(cat "$opened" 2> /dev/null)
 	scancel "$J"
 	i=0
 	while { kill -0 "$sl" 2> /dev/null || kill -0 "$lg" 2> /dev/null; } && [ $i -lt 30 ]; do
@@ -799,14 +818,15 @@ check22() {
 	kill -9 "$lg" 2> /dev/null
 	wait "$lg" 2> /dev/null
 	failed=$(sed -n "$from,\$p" "$sd/slurmd-n1.log" | grep -E "post-fork failed|task_post_fork\(\) failed")
-	printf 'job %s: extern sleep %s (%s) in %s (want %s)\nadopt: %s, in %s\nafter scancel: %s\nslurmd: %s\n' \
-		"$J" "$sl" "$cmd" "$cg" "$want" "$ad" "$lcg" "${left:-nothing left}" "${failed:-no post-fork failure}"
+	printf 'job %s: extern sleep %s (%s) in %s (want %s)\nadopt: %s, in %s, GPUs:%s\nafter scancel: %s\nslurmd: %s\n' \
+		"$J" "$sl" "$cmd" "$cg" "$want" "$ad" "$lcg" "$gpus" "${left:-nothing left}" "${failed:-no post-fork failure}"
 	[ -n "$sl" ] && [ "$cmd" = "sleep 100000000 " ] && [ "$cg" = "$want" ] && [ "$lcg" = "$want" ] &&
+		echo "$gpus" | grep -qE '^ nvidia0=(ENXIO nvidia1=EPERM|EPERM nvidia1=ENXIO)$' &&
 		[ -z "$left" ] && [ -z "$failed" ]
 }
 if contain_on; then
 	both_ways 1 22 "the extern step's sleep is not in jobcg's step_extern" \
-		"PrologFlags=Contain: the extern step's sleep and an adopted login in job_<id>/step_extern/user/task_special, no post-fork failure in slurmd's log, both gone after scancel" \
+		"PrologFlags=Contain: the extern step's sleep and an adopted login in job_<id>/step_extern/user/task_special, the login opens the job's GPU and not the other, no post-fork failure in slurmd's log, both gone after scancel" \
 		"the extern step's sleep is contained in step_extern" check22
 else
 	not_ok "22: slurmctld and slurmd n1 restart with PrologFlags=Contain"
