@@ -238,14 +238,14 @@ static int step_gpu_bind(spank_t sp, const char *step, char **ret)
 	return jspank_gpu_bind(bind, gpus, ret);
 }
 
-static int cpus_of(spank_t sp, spank_item_t item, const struct jspank_topology *t, char **ret)
+static int cpus_of(spank_t sp, spank_item_t item, const struct cputopo *t, char **ret)
 {
 	char *cores = NULL;
 
 	*ret = NULL;
 	if (spank_get_item(sp, item, &cores) != ESPANK_SUCCESS || !cores || !*cores)
 		return 0; /* none given: no cpuset of its own */
-	return jspank_cores_to_cpus(t, cores, ret);
+	return cputopo_cores_to_cpus(t, cores, ret);
 }
 
 /*
@@ -390,20 +390,20 @@ static int watch_start(const char *node, uint32_t job, const char *step, int *re
 }
 
 /* The node's cores, through a cache beside the node lock (its directory checked as the lock's). */
-static int topology_load(struct jspank_topology *ret)
+static int topology_load(struct cputopo *ret)
 {
 	_cleanup_free_ char *cache = NULL;
 
 	if (ctx_state_dir_ready(st.ctx) < 0 ||
 	    !(cache = ctx_state_file(st.ctx, CTX_CPU_TOPOLOGY_FILE)))
-		return jspank_topology_load("/sys/devices/system/cpu", ret);
-	return jspank_topology_load_cached("/sys/devices/system/cpu", cache,
-					   "/proc/sys/kernel/random/boot_id", ret);
+		return cputopo_load("/sys/devices/system/cpu", ret);
+	return cputopo_load_cached("/sys/devices/system/cpu", cache,
+				   "/proc/sys/kernel/random/boot_id", ret);
 }
 
 static int step_begin(spank_t sp)
 {
-	struct jspank_topology topo = {};
+	struct cputopo topo = {};
 	_cleanup_free_ char *job_cpus = NULL, *step_cpus = NULL, *gpus = NULL, *bind = NULL;
 	uint32_t job = 0, step_id = 0, ntasks = 0;
 	uint64_t job_mem = 0, step_mem = 0;
@@ -443,7 +443,7 @@ static int step_begin(spank_t sp)
 			r = cpus_of(sp, S_JOB_ALLOC_CORES, &topo, &job_cpus);
 		if (r >= 0)
 			r = cpus_of(sp, S_STEP_ALLOC_CORES, &topo, &step_cpus);
-		jspank_topology_done(&topo);
+		cputopo_done(&topo);
 		if (r < 0)
 			return fail(job, step, r, "mapping Slurm's cores to this node's CPUs");
 	}

@@ -1,5 +1,6 @@
-/* jobcg_spank.so: what Slurm hands a SPANK plugin, translated into jobcg's terms (step names, OS
- * CPUs, gres.conf devices, plugin arguments). Plain functions: no spank.h, unit-tested. */
+/* jobcg_spank.so: what Slurm hands a SPANK plugin, translated into jobcg's terms (step names,
+ * gres.conf devices, plugin arguments; Slurm's cores are cputopo.h's). Plain functions: no
+ * spank.h, unit-tested. */
 #pragma once
 
 #include <stdint.h>
@@ -7,6 +8,7 @@
 
 #include "jobcg/gres.h"
 #include "jobcg/job.h"
+#include "cputopo.h"
 #include "parse.h"
 
 /* Slurm's step ids beyond its numbered steps (slurm.h), repeated: this file builds without it. */
@@ -18,46 +20,6 @@
 /** jobcg's step id for Slurm's @step_id ("0", "batch", "extern", "interactive") into @ret
  * (JOBCG_STEP_ID_MAX bytes). -EINVAL (error set) for ids jobcg has no step for. */
 int jspank_step_name(uint32_t step_id, char *ret);
-
-/* The node's cores as Slurm numbers them: by socket, then core within socket. */
-struct jspank_topology {
-	size_t ncores;
-	uint64_t (*cpus)[JOBCG_CPU_MAX / 64]; /* per core: its hardware threads (OS CPUs) */
-};
-
-/**
- * Read the cores of @cpu_dir (/sys/devices/system/cpu; offline CPUs have no topology and are
- * left out): each core is (physical_package_id, die_id, core_id), ordered as Slurm's abstract
- * core ids are: hwloc's logical order, packages, dies and cores each by the lowest CPU they
- * hold, not by their ids. -ENOENT when no CPU has a topology.
- */
-int jspank_topology_load(const char *cpu_dir, struct jspank_topology *ret);
-void jspank_topology_done(struct jspank_topology *t);
-
-/**
- * jspank_topology_load() through the file @cache, written by the first step after boot: a node
- * with 256 CPUs otherwise reads 768 sysfs files at every step's start. The file is used only
- * when it names this boot (@boot_id_path's text, /proc/sys/kernel/random/boot_id) and the CPUs
- * online now (@cpu_dir/online), is owned by this process's user and writable by nobody else;
- * anything else, unreadable or malformed, is read again from @cpu_dir and the file replaced
- * (best effort: a cache that cannot be written only costs the next step the sysfs walk).
- */
-int jspank_topology_load_cached(const char *cpu_dir, const char *cache, const char *boot_id_path,
-				struct jspank_topology *ret);
-
-/**
- * The topology cache's text (@text, @len bytes) for boot @boot with CPUs @online: the
- * topology it records, -EINVAL when it is for another boot or CPU set, or malformed, -ENOMEM.
- * Exposed for the unit test and the fuzz target.
- */
-int jspank_topology_parse_cache(const char *text, size_t len, const char *boot, const char *online,
-				struct jspank_topology *ret);
-
-/**
- * The OS CPU list ("0-1,4") of Slurm's abstract core list @cores (S_STEP_ALLOC_CORES, "0-1"):
- * each core's hardware threads. -EINVAL naming the core when it is beyond this node's cores.
- */
-int jspank_cores_to_cpus(const struct jspank_topology *t, const char *cores, char **ret);
 
 /**
  * Map the GPU indices Slurm gave (@var=@value: "SLURM_STEP_GPUS", "0,2") onto this node's

@@ -65,7 +65,7 @@ static void test_step_names(void)
 static void test_cores(void)
 {
 	char dir[512];
-	struct jspank_topology t = {};
+	struct cputopo t = {};
 	char *cpus = NULL;
 	int r;
 
@@ -78,26 +78,27 @@ static void test_cores(void)
 	put("cpu/cpu8/online", "0\n");
 	put("cpu/online", "0-7\n");
 	snprintf(dir, sizeof(dir), "%s/cpu", tmp);
-	is_int(jspank_topology_load(dir, &t), 0, "the fake topology loads");
+	is_int(cputopo_load(dir, &t), 0, "the fake topology loads");
 	is_int((int)t.ncores, 4, "4 cores: offline cpu8 left out, threads grouped by core");
 
-	r = jspank_cores_to_cpus(&t, "0", &cpus);
+	r = cputopo_cores_to_cpus(&t, "0", &cpus);
 	ok(r == 0 && streq(cpus, "0,4"), "abstract core 0 is CPUs 0,4 (got %s)", cpus ? cpus : "-");
 	free(cpus), cpus = NULL;
-	r = jspank_cores_to_cpus(&t, "2", &cpus);
+	r = cputopo_cores_to_cpus(&t, "2", &cpus);
 	ok(r == 0 && streq(cpus, "2,6"),
 	   "abstract core 2 is socket 1's first core, CPUs 2,6 (got %s)", cpus ? cpus : "-");
 	free(cpus), cpus = NULL;
-	r = jspank_cores_to_cpus(&t, "1-3", &cpus);
+	r = cputopo_cores_to_cpus(&t, "1-3", &cpus);
 	ok(r == 0 && streq(cpus, "1-3,5-7"), "abstract cores 1-3 are CPUs 1-3,5-7 (got %s)",
 	   cpus ? cpus : "-");
 	free(cpus), cpus = NULL;
-	ok(jspank_cores_to_cpus(&t, "4", &cpus) == -EINVAL && !cpus &&
+	ok(cputopo_cores_to_cpus(&t, "4", &cpus) == -EINVAL && !cpus &&
 	       strstr(jobcg_last_error()->message, "core 4") &&
 	       strstr(jobcg_last_error()->message, "4 cores"),
 	   "a core beyond the node's is refused, naming both (%s)", jobcg_last_error()->message);
-	ok(jspank_cores_to_cpus(&t, "0-x", &cpus) < 0 && !cpus, "a malformed core list is refused");
-	jspank_topology_done(&t);
+	ok(cputopo_cores_to_cpus(&t, "0-x", &cpus) < 0 && !cpus,
+	   "a malformed core list is refused");
+	cputopo_done(&t);
 
 	/* Firmware ids that do not follow the CPU numbers: Slurm numbers cores as hwloc does,
 	 * by the lowest CPU each package and core holds. Package 1 holds cpu0; on it, core_id 7
@@ -108,7 +109,7 @@ static void test_cores(void)
 	topo_cpu_in("cpu2", 4, 0, 5), topo_cpu_in("cpu2", 5, 0, 5);
 	topo_cpu_in("cpu2", 6, 0, 3), topo_cpu_in("cpu2", 7, 0, 3);
 	snprintf(dir, sizeof(dir), "%s/cpu2", tmp);
-	is_int(jspank_topology_load(dir, &t), 0, "a topology with ids out of CPU order loads");
+	is_int(cputopo_load(dir, &t), 0, "a topology with ids out of CPU order loads");
 	{
 		static const char *const want[] = {"0-1", "2-3", "4-5", "6-7"};
 
@@ -116,23 +117,23 @@ static void test_cores(void)
 			char core[8];
 
 			snprintf(core, sizeof(core), "%u", i);
-			r = jspank_cores_to_cpus(&t, core, &cpus);
+			r = cputopo_cores_to_cpus(&t, core, &cpus);
 			ok(r == 0 && streq(cpus, want[i]),
 			   "...abstract core %u is CPUs %s, as hwloc orders them (got %s)", i,
 			   want[i], cpus ? cpus : "-");
 			free(cpus), cpus = NULL;
 		}
 	}
-	jspank_topology_done(&t);
+	cputopo_done(&t);
 	snprintf(dir, sizeof(dir), "%s/none", tmp);
-	ok(jspank_topology_load(dir, &t) < 0, "no such directory: an error");
+	ok(cputopo_load(dir, &t) < 0, "no such directory: an error");
 }
 
-static char *cpus_of_core(const struct jspank_topology *t, const char *core)
+static char *cpus_of_core(const struct cputopo *t, const char *core)
 {
 	char *cpus = NULL;
 
-	return jspank_cores_to_cpus(t, core, &cpus) == 0 ? cpus : strdup("-");
+	return cputopo_cores_to_cpus(t, core, &cpus) == 0 ? cpus : strdup("-");
 }
 
 /* The topology cache: written by the first load of a boot, read instead of sysfs afterwards,
@@ -141,7 +142,7 @@ static char *cpus_of_core(const struct jspank_topology *t, const char *core)
 static void test_topology_cache(void)
 {
 	char dir[512], cache[512], boot[512], *text = NULL, *c = NULL;
-	struct jspank_topology t = {};
+	struct cputopo t = {};
 	size_t len = 0;
 	struct stat st;
 	int r;
@@ -151,32 +152,32 @@ static void test_topology_cache(void)
 	snprintf(boot, sizeof(boot), "%s/boot_id", tmp);
 	put("boot_id", "6f1c1d2e-boot-one\n");
 
-	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "first load: from sysfs");
+	is_int(cputopo_load_cached(dir, cache, boot, &t), 0, "first load: from sysfs");
 	c = cpus_of_core(&t, "2");
 	ok(t.ncores == 4 && streq(c, "2,6"), "the same 4 cores as without a cache (core 2 is %s)",
 	   c);
 	free(c);
-	jspank_topology_done(&t);
+	cputopo_done(&t);
 	ok(stat(cache, &st) == 0 && (st.st_mode & 0777) == 0644, "the cache was written, 0644");
 
 	/* sysfs changes under the cache (a test's trick: the real one does not within a boot):
 	 * the cache answers while boot and online CPUs are the same. */
 	topo_cpu(2, 1, 9);
-	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "second load");
+	is_int(cputopo_load_cached(dir, cache, boot, &t), 0, "second load");
 	c = cpus_of_core(&t, "2");
 	ok(t.ncores == 4 && streq(c, "2,6"), "answered by the cache, not sysfs (core 2 is %s)", c);
 	free(c);
-	jspank_topology_done(&t);
+	cputopo_done(&t);
 
 	put("boot_id", "0a0b0c0d-boot-two\n");
-	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "after a reboot");
+	is_int(cputopo_load_cached(dir, cache, boot, &t), 0, "after a reboot");
 	c = cpus_of_core(&t, "2");
 	ok(t.ncores == 4 && streq(c, "2-3,7"),
 	   "another boot: sysfs again (cpu2 now on core 9 with cpu3,7, the lowest CPUs of socket "
 	   "1: core 2 is %s)",
 	   c);
 	free(c);
-	jspank_topology_done(&t);
+	cputopo_done(&t);
 	ok(read_full_file_at(AT_FDCWD, cache, 1 << 20, &text, &len) == 0 &&
 	       strstr(text, "boot 0a0b0c0d-boot-two\n"),
 	   "and the cache rewritten for that boot");
@@ -184,14 +185,14 @@ static void test_topology_cache(void)
 
 	topo_cpu(2, 1, 8);
 	put("cpu/online", "0-8\n");
-	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "other CPUs online");
+	is_int(cputopo_load_cached(dir, cache, boot, &t), 0, "other CPUs online");
 	ok(t.ncores == 4, "another CPU set: sysfs again (4 cores, got %zu)", t.ncores);
-	jspank_topology_done(&t);
+	cputopo_done(&t);
 
 	put("cpu-topology", "jobcg-cpu-topology 1\nboot 0a0b0c0d-boot-two\nonline 0-8\n0 0 0 x\n");
-	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "a malformed cache");
+	is_int(cputopo_load_cached(dir, cache, boot, &t), 0, "a malformed cache");
 	ok(t.ncores == 4, "is read from sysfs again (%zu cores)", t.ncores);
-	jspank_topology_done(&t);
+	cputopo_done(&t);
 	ok(read_full_file_at(AT_FDCWD, cache, 1 << 20, &text, &len) == 0 && !strstr(text, " x\n"),
 	   "and replaced");
 	free(text), text = NULL;
@@ -201,18 +202,17 @@ static void test_topology_cache(void)
 			    "0 0 0 0\n1 0 0 0\n2 0 0 0\n3 0 0 0\n4 0 0 0\n5 0 0 0\n6 0 0 0\n"
 			    "7 0 0 0\n");
 	(void)chmod(cache, 0666);
-	is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0, "a world-writable cache");
+	is_int(cputopo_load_cached(dir, cache, boot, &t), 0, "a world-writable cache");
 	ok(t.ncores == 4, "is not believed (%zu cores, the forged file says 1)", t.ncores);
-	jspank_topology_done(&t);
+	cputopo_done(&t);
 	put("cpu-topology", "jobcg-cpu-topology 1\nboot 0a0b0c0d-boot-two\nonline 0-8\n"
 			    "0 0 0 0\n1 0 0 0\n2 0 0 0\n3 0 0 0\n4 0 0 0\n5 0 0 0\n6 0 0 0\n"
 			    "7 0 0 0\n");
 	(void)chmod(cache, 0644);
 	if (geteuid() == 0 && chown(cache, 65534, 65534) == 0) {
-		is_int(jspank_topology_load_cached(dir, cache, boot, &t), 0,
-		       "another user's cache");
+		is_int(cputopo_load_cached(dir, cache, boot, &t), 0, "another user's cache");
 		ok(t.ncores == 4, "is not believed either (%zu cores)", t.ncores);
-		jspank_topology_done(&t);
+		cputopo_done(&t);
 	} else
 		tap_skip("another user's cache: not root");
 
@@ -231,11 +231,11 @@ static void test_topology_cache(void)
 	    "jobcg-cpu-topology 1\nboot b\nonline 0-1\n0 99999999999999999999 0 0\n",
 	    "jobcg-cpu-topology 1\nboot b\nonline 0-1\n0 0 0 0 0\n",
 	};
-	r = jspank_topology_parse_cache(good, strlen(good), "b", "0-1", &t);
+	r = cputopo_parse_cache(good, strlen(good), "b", "0-1", &t);
 	ok(r == 0 && t.ncores == 2, "a well-formed cache parses (%zu cores)", t.ncores);
-	jspank_topology_done(&t);
+	cputopo_done(&t);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ok(jspank_topology_parse_cache(bad[i], strlen(bad[i]), "b", "0-1", &t) == -EINVAL,
+		ok(cputopo_parse_cache(bad[i], strlen(bad[i]), "b", "0-1", &t) == -EINVAL,
 		   "malformed or foreign cache %zu is refused", i);
 }
 
