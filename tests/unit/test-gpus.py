@@ -185,6 +185,42 @@ def check_compare(t):
     os.unlink(os.path.join(t.conf, "gres.conf"))
 
 
+def smt_topology(root):
+    """2 sockets x 2 cores x 2 threads numbered as Linux does (siblings N and N+4): Slurm's core
+    0 is CPUs 0,4, core 1 CPUs 1,5, core 2 CPUs 2,6, core 3 CPUs 3,7."""
+    for cpu in range(8):
+        top = f"/sys/devices/system/cpu/cpu{cpu}/topology"
+        fx.write(root, f"{top}/physical_package_id", f"{(cpu % 4) // 2}\n")
+        fx.write(root, f"{top}/die_id", "0\n")
+        fx.write(root, f"{top}/core_id", f"{cpu % 2}\n")
+
+
+def check_smt(t):
+    # Slurm reads Cores= as core indices: on an SMT node the GPU's CPUs are not its cores.
+    root = t.tree()
+    smt_topology(root)
+    fx.write(root, "/sys/bus/pci/devices/0000:3b:00.0/local_cpulist", "0-1,4-5\n")
+    fx.write(root, "/sys/bus/pci/devices/0000:5e:00.0/local_cpulist", "2-3,6-7\n")
+    r = t.run(root, "gpus", "--gres-conf", "--backend", "nvidia")
+    lines = [x for x in r.stdout.splitlines() if not x.startswith("#")]
+    ok(r.returncode == 0 and lines and
+       lines[0] == "Name=gpu Type=nvidia_a100-sxm4-40gb File=/dev/nvidia0 Cores=0-1" and
+       all(x.endswith(" Cores=2-3") for x in lines[1:]),
+       f"gpus --gres-conf on SMT: Cores= are core indices, not CPU ids ({r.stdout}{r.stderr})")
+    d = check_conf(t, root, "AutoDetect=nvidia\n" + "\n".join(lines) + "\n")
+    ok(d == [], f"check on SMT: the core indices agree with the GPUs' local CPUs ({d})")
+    bad = [lines[0].replace("Cores=0-1", "Cores=0-1,4-5")] + lines[1:]
+    d = check_conf(t, root, "AutoDetect=nvidia\n" + "\n".join(bad) + "\n")
+    ok(d and len(d) == 1 and "gres.conf:2: gpu 0: Cores=0-1,4-5 names 2 cores beyond" in d[0],
+       f"check on SMT: CPU ids written as Cores= name cores beyond the node's, with the line ({d})")
+    bad = [lines[0].replace("Cores=0-1", "Cores=0")] + lines[1:]
+    d = check_conf(t, root, "AutoDetect=nvidia\n" + "\n".join(bad) + "\n")
+    ok(d and len(d) == 1 and "Cores=0, but the CPUs local to the" in d[0] and
+       d[0].endswith("are 0-1,4-5 (Cores=0-1)"),
+       f"check on SMT: a wrong core is named, with the Cores= to write ({d})")
+    os.unlink(os.path.join(t.conf, "gres.conf"))
+
+
 def check_bad(t):
     root = t.tree()
     info = "/proc/driver/nvidia/gpus/0000:3b:00.0/information"
@@ -504,7 +540,7 @@ def main():
         return 0
     t = T()
     try:
-        for f in (check_all, check_nvml, check_compare, check_bad, check_mig_minors,
+        for f in (check_all, check_nvml, check_compare, check_smt, check_bad, check_mig_minors,
                   check_duplicates, check_strings, check_xcp, check_real, check_twin):
             pytap.run_checks(f, t)
     finally:

@@ -58,7 +58,9 @@ struct jobcg_gres_node;
 /**
  * Build the node's device table from @conf's gres.conf (@conf must outlive the node state).
  * Records with no device file (Count= only) cannot be given out by device and are left out with
- * a debug message. Returns -E2BIG when there are more than JOBCG_GRES_MAX devices.
+ * a debug message. When a record has Cores= (Slurm's core indices), the node's CPU topology is
+ * read from sysfs (under $JOBCG_SYSROOT when set) to know their CPUs; without one the indices
+ * are taken as CPU ids. Returns -E2BIG when there are more than JOBCG_GRES_MAX devices.
  */
 JOBCG_EXPORT int jobcg_gres_node_new(const struct jobcg_config *conf, struct jobcg_gres_node **ret);
 JOBCG_EXPORT void jobcg_gres_node_free(struct jobcg_gres_node *n);
@@ -105,9 +107,9 @@ JOBCG_EXPORT int jobcg_gres_request_parse(const char *s, struct jobcg_gres_reque
 JOBCG_EXPORT void jobcg_gres_request_free(struct jobcg_gres_request *r);
 
 /**
- * Choose devices for @req from @avail. For each item, devices whose Cores intersect @cpus (or
- * have no Cores) come first, then the others; among equals, devices with more Links to the
- * devices already chosen, then the lowest index. @cpus may be NULL (no preference).
+ * Choose devices for @req from @avail. For each item, devices whose Cores' CPUs intersect
+ * @cpus (CPU ids) (or have no Cores) come first, then the others; among equals, devices with more
+ * Links to the devices already chosen, then the lowest index. @cpus may be NULL (no preference).
  * Errors: -ENOENT when the node has no such gres/type at all, -ENOSPC when too few are in
  * @avail; the error record says how many were asked, available and configured.
  */

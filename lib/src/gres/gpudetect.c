@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "cputopo.h"
 #include "gpudetect_internal.h"
 #include "parse.h"
 #include "log.h"
@@ -537,36 +538,78 @@ static int files_text(const struct jobcg_gpu_file *v, size_t n, char **ret)
 	return 0;
 }
 
+/* The node's cores as Slurm numbers them, read under @g's sysroot; false (logged) when they
+ * cannot be: Cores= are then CPU ids, right only where each core has one thread. */
+static bool topology_of(const struct jobcg_gpus *g, struct cputopo *ret)
+{
+	int r = cputopo_load_under(g->sysroot, ret);
+
+	if (r < 0) {
+		log_debug("no CPU topology, Cores= taken as CPU ids: %s", jobcg_error_message(r));
+		jobcg_error_clear();
+		return false;
+	}
+	return true;
+}
+
+/* Slurm's Cores= for CPUs @cpus (a CPU list): the cores holding any of them. */
+static int cores_of_cpus(const struct cputopo *t, const char *cpus, char **ret)
+{
+	_cleanup_free_ uint64_t *bits = NULL;
+	uint64_t cores[JOBCG_CPU_MAX / 64];
+	size_t words = 0;
+	int r = jobcg_parse_cpulist(cpus, &bits, &words);
+
+	if (r < 0)
+		return r;
+	cputopo_cpu_bits_to_cores(t, bits, words, cores);
+	return jobcg_format_cpulist(cores, ELEMENTSOF(cores), ret);
+}
+
 int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret)
 {
 	_cleanup_free_ char *out = strdup_printf("# gres.conf lines from jobcg gpus (%s)\n",
 						 g->backends ? g->backends : "none");
+	struct cputopo topo = {};
+	bool have_topo = false;
 
+	for (size_t i = 0; i < g->ngpus && !have_topo; i++)
+		if (g->gpus[i].cpus)
+			have_topo = topology_of(g, &topo);
 	for (size_t i = 0; out && i < g->ngpus; i++) {
 		const struct jobcg_gpu *d = &g->gpus[i];
-		_cleanup_free_ char *files = NULL, *node = NULL, *line = NULL;
+		_cleanup_free_ char *files = NULL, *node = NULL, *line = NULL, *cores = NULL;
 		char *t;
 
 		if (d->mig_mode || d->nfiles == 0)
 			continue;
 		if (files_text(d->files, d->nfiles, &files) < 0)
-			return -ENOMEM;
+			goto nomem;
 		node = nodename ? strdup_printf("NodeName=%s ", nodename) : strdup("");
 		if (!node)
-			return -ENOMEM;
+			goto nomem;
+		/* Slurm reads Cores= as core indices, sysfs gives the GPU's CPUs. */
+		if (d->cpus && have_topo && cores_of_cpus(&topo, d->cpus, &cores) < 0)
+			goto nomem;
+		if (d->cpus && !cores && !(cores = strdup(d->cpus)))
+			goto nomem;
 		line = strdup_printf("%sName=gpu Type=%s %s=%s%s%s\n", node, d->type,
 				     d->nfiles > 1 ? "MultipleFiles" : "File", files,
-				     d->cpus ? " Cores=" : "", d->cpus ? d->cpus : "");
+				     cores ? " Cores=" : "", cores ? cores : "");
 		if (!line)
-			return -ENOMEM;
+			goto nomem;
 		t = strdup_printf("%s%s", out, line);
 		free(out);
 		out = t;
 	}
+	cputopo_done(&topo);
 	if (!out)
 		return -ENOMEM;
 	*ret = TAKE_PTR(out);
 	return 0;
+nomem:
+	cputopo_done(&topo);
+	return -ENOMEM;
 }
 
 /* ---- comparison with gres.conf ---- */
@@ -649,8 +692,65 @@ static bool type_fits(const char *type, const struct jobcg_gpu *d)
 	return want && (strcasestr(d->type, want) || strcasestr(d->model, type));
 }
 
+/* @r's Cores= against the CPUs local to GPU @d (@name): Slurm's core indices, in CPUs through
+ * @topo (NULL: taken as CPU ids). */
+static void compare_cores(struct diff *df, const struct jobcg_gres_record *r,
+			  const struct jobcg_gpu *d, const char *name, const struct cputopo *topo)
+{
+	_cleanup_free_ uint64_t *bits = NULL;
+	_cleanup_free_ char *have = NULL;
+	uint64_t conv[JOBCG_CPU_MAX / 64];
+	const uint64_t *cpus = r->cores;
+	size_t words = 0, cwords = r->cores_words, beyond = 0;
+	bool eq = true;
+
+	if (topo) {
+		cputopo_cores_to_cpu_bits(topo, r->cores, r->cores_words, conv, &beyond);
+		cpus = conv;
+		cwords = ELEMENTSOF(conv);
+		if (beyond > 0) {
+			if (jobcg_format_cpulist(r->cores, r->cores_words, &have) < 0) {
+				df->err = -ENOMEM;
+				return;
+			}
+			diff_add(df,
+				 "%s:%u: gpu %u: Cores=%s names %zu core%s beyond this node's %zu "
+				 "(Slurm's core indices, 0-%zu here)",
+				 r->origin.file, r->origin.line, r->index, have, beyond,
+				 beyond == 1 ? "" : "s", topo->ncores, topo->ncores - 1);
+		}
+	}
+	if (!d->cpus)
+		return;
+	if (jobcg_parse_cpulist(d->cpus, &bits, &words) < 0) {
+		jobcg_error_clear();
+		return;
+	}
+	for (size_t i = 0; i < words || i < cwords; i++)
+		eq &= (i < words ? bits[i] : 0) == (i < cwords ? cpus[i] : 0);
+	if (eq)
+		return;
+	if (!have && jobcg_format_cpulist(r->cores, r->cores_words, &have) < 0) {
+		df->err = -ENOMEM;
+		return;
+	}
+	if (topo) {
+		_cleanup_free_ char *want = NULL;
+
+		if (cores_of_cpus(topo, d->cpus, &want) < 0) {
+			df->err = -ENOMEM;
+			return;
+		}
+		diff_add(df,
+			 "%s:%u: gpu %u: Cores=%s, but the CPUs local to the %s are %s (Cores=%s)",
+			 r->origin.file, r->origin.line, r->index, have, name, d->cpus, want);
+	} else
+		diff_add(df, "%s:%u: gpu %u: Cores=%s, but the CPUs local to the %s are %s",
+			 r->origin.file, r->origin.line, r->index, have, name, d->cpus);
+}
+
 static void compare_one(struct diff *df, const struct jobcg_gres_record *r,
-			const struct jobcg_gpu *d)
+			const struct jobcg_gpu *d, const struct cputopo *topo)
 {
 	_cleanup_free_ char *name = gpu_name(d);
 	bool same = r->nfiles == d->nfiles;
@@ -686,33 +786,13 @@ static void compare_one(struct diff *df, const struct jobcg_gres_record *r,
 	if (r->type && !type_fits(r->type, d))
 		diff_add(df, "%s:%u: gpu %u: Type=%s, but the %s is of type %s", r->origin.file,
 			 r->origin.line, r->index, r->type, name, d->type);
-	if (r->cores && d->cpus) {
-		_cleanup_free_ uint64_t *bits = NULL;
-		size_t words = 0;
-		bool eq;
-
-		if (jobcg_parse_cpulist(d->cpus, &bits, &words) < 0) {
-			jobcg_error_clear();
-			return;
-		}
-		eq = true;
-		for (size_t i = 0; i < words || i < r->cores_words; i++)
-			eq &= (i < words ? bits[i] : 0) == (i < r->cores_words ? r->cores[i] : 0);
-		if (!eq) {
-			_cleanup_free_ char *have = NULL;
-
-			if (jobcg_format_cpulist(r->cores, r->cores_words, &have) < 0) {
-				df->err = -ENOMEM;
-				return;
-			}
-			diff_add(df, "%s:%u: gpu %u: Cores=%s, but the CPUs local to the %s are %s",
-				 r->origin.file, r->origin.line, r->index, have, name, d->cpus);
-		}
-	}
+	if (r->cores)
+		compare_cores(df, r, d, name, topo);
 }
 
 static int compare(const struct jobcg_gpus *g, size_t nrecords,
-		   const struct jobcg_gres_record *records, int *match, bool *used, char ***ret)
+		   const struct jobcg_gres_record *records, const struct cputopo *topo, int *match,
+		   bool *used, char ***ret)
 {
 	struct diff df = {};
 	int last_row = -1;
@@ -760,7 +840,7 @@ static int compare(const struct jobcg_gpus *g, size_t nrecords,
 				 f->minor);
 			continue;
 		}
-		compare_one(&df, r, &g->gpus[match[i]]);
+		compare_one(&df, r, &g->gpus[match[i]], topo);
 		/* gres.conf order is the order of indices (and of CUDA_VISIBLE_DEVICES without
 		 * constrained devices): it should be the driver's. */
 		if (match[i] < last_row) {
@@ -799,8 +879,17 @@ int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct jobcg_gres_conf 
 				free(recs[k].files);
 			return -ENOMEM;
 		}
-	int rr = compare(g, conf->nrecords, recs, match, used, ret);
+	/* The topology only when a gpu record has Cores= to compare. */
+	struct cputopo topo = {};
+	bool have_topo = false;
 
+	for (size_t i = 0; i < conf->nrecords && !have_topo; i++)
+		if (conf->records[i].cores && streq(conf->records[i].name, "gpu"))
+			have_topo = topology_of(g, &topo);
+
+	int rr = compare(g, conf->nrecords, recs, have_topo ? &topo : NULL, match, used, ret);
+
+	cputopo_done(&topo);
 	for (size_t i = 0; i < conf->nrecords; i++)
 		free(recs[i].files);
 	return rr;

@@ -83,8 +83,10 @@ const char *jobcg_gpus_backend_for(const struct jobcg_gres_conf *conf);
 
 /**
  * The gres.conf lines for @g: one per GPU not in MIG mode (File=) and one per MIG instance
- * (MultipleFiles=parent,GI cap,CI cap), each with Type= and Cores= where known, prefixed by
- * "NodeName=@nodename " when @nodename is not NULL. *ret is one malloc'ed string.
+ * (MultipleFiles=parent,GI cap,CI cap), each with Type= and Cores= where known (Slurm's core
+ * indices of the cores holding the GPU's local CPUs, from the CPU topology under @g's sysroot;
+ * the CPU ids themselves when it cannot be read), prefixed by "NodeName=@nodename " when
+ * @nodename is not NULL. *ret is one malloc'ed string.
  */
 int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char **ret);
 
@@ -92,7 +94,9 @@ int jobcg_gpus_gres_conf(const struct jobcg_gpus *g, const char *nodename, char 
  * Compare @g with the gpu records of @conf. Files a record names that were not stat()ed
  * (JOBCG_CONFIG_NO_STAT) are looked at under @g's sysroot.
  * *ret lists every difference as a sentence (a GPU gres.conf lacks, a record no GPU matches,
- * a different major:minor, Type, Cores or file list, a different order), NULL-terminated,
+ * a different major:minor, Type, Cores (core indices, compared in CPUs through the CPU
+ * topology under @g's sysroot; indices beyond the node's cores are named) or file list, a
+ * different order), NULL-terminated,
  * empty when they agree. Free each string, then the array.
  */
 int jobcg_gpus_compare(const struct jobcg_gpus *g, const struct jobcg_gres_conf *conf, char ***ret);

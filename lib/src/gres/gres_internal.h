@@ -6,13 +6,23 @@
 #include <stddef.h>
 
 #include "config_internal.h"
+#include "parse.h"
 #include "jobcg/gres.h"
 
 struct jobcg_gres_node {
 	struct jobcg_gres_device *dev;
 	size_t ndev;
 	const struct jobcg_gres_conf *conf; /* made from; its Count-only records have no device */
+	/* Per device (by position): its record's Cores= (Slurm's core indices) as CPU ids, for
+	 * matching the CPUs a job runs on. NULL when no record has Cores=, or when the node's
+	 * topology could not be read: then the indices are taken as CPU ids. */
+	uint64_t (*dev_cpus)[JOBCG_CPU_MAX / 64];
 };
+
+/* Do the CPUs @cpus (CPU ids; NULL: no preference) meet device @d's Cores=? Exposed for the
+ * unit test. */
+bool gres_cores_match(const struct jobcg_gres_node *n, const struct jobcg_gres_device *d,
+		      const uint64_t *cpus, size_t cpus_words);
 
 /* jobcg_gres_node_new() from gres.conf records alone (the tests build them by hand). */
 int gres_node_new(const struct jobcg_gres_conf *conf, struct jobcg_gres_node **ret);

@@ -19,12 +19,23 @@ static bool record_matches(const struct jobcg_gres_record *r, const struct jobcg
 	return streq(r->name, it->name) && (!it->type || gres_same_type(r->type, it->type));
 }
 
-static bool cores_match(const struct jobcg_gres_record *r, const uint64_t *cpus, size_t cpus_words)
+/* Do the CPUs @cpus (CPU ids) meet device @d's Cores= (core indices, in CPUs when the table
+ * could read the node's topology)? A device without Cores= suits any. */
+bool gres_cores_match(const struct jobcg_gres_node *n, const struct jobcg_gres_device *d,
+		      const uint64_t *cpus, size_t cpus_words)
 {
+	const struct jobcg_gres_record *r = d->rec;
+	const uint64_t *have = r->cores;
+	size_t words = r->cores_words;
+
 	if (!cpus || !r->cores)
 		return true;
-	for (size_t i = 0; i < r->cores_words && i < cpus_words; i++)
-		if (r->cores[i] & cpus[i])
+	if (n->dev_cpus) {
+		have = n->dev_cpus[d->pos];
+		words = JOBCG_CPU_MAX / 64;
+	}
+	for (size_t i = 0; i < words && i < cpus_words; i++)
+		if (have[i] & cpus[i])
 			return true;
 	return false;
 }
@@ -120,7 +131,7 @@ static int select_item(const struct jobcg_gres_node *n, const struct jobcg_gres_
 			if (!record_matches(d->rec, it) || !jobcg_gres_set_has(avail, d->pos) ||
 			    jobcg_gres_set_has(chosen, d->pos))
 				continue;
-			aff = cores_match(d->rec, cpus, cpus_words);
+			aff = gres_cores_match(n, d, cpus, cpus_words);
 			links = link_score(n, d, chosen);
 			/* Devices come in position order, so ties keep the lowest index. */
 			if (!best || (aff && !best_aff) ||

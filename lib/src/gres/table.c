@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
+#include "cputopo.h"
 #include "gpudetect_internal.h"
 #include "gresxattr.h"
 #include "gres_internal.h"
@@ -31,6 +32,40 @@ JOBCG_EXPORT bool jobcg_gres_set_subset(const struct jobcg_gres_set *a,
 		if (a->w[i] & ~b->w[i])
 			return false;
 	return true;
+}
+
+/*
+ * gres.conf's Cores= are Slurm's core indices, the CPUs a job runs on are CPU ids: each
+ * device's cores in CPUs, once per table. Read from sysfs only when some record has Cores=
+ * (a step's start builds a table). Affinity is a preference: without a topology the indices
+ * are taken as CPU ids rather than failing anything.
+ */
+static void node_cores_to_cpus(struct jobcg_gres_node *n)
+{
+	struct cputopo t = {};
+	bool any = false;
+	int r;
+
+	for (size_t i = 0; i < n->ndev && !any; i++)
+		any = n->dev[i].rec->cores != NULL;
+	if (!any)
+		return;
+	r = cputopo_load_node(&t);
+	if (r < 0) {
+		log_debug("gres.conf Cores= taken as CPU ids: no CPU topology (%s)",
+			  jobcg_error_message(r));
+		jobcg_error_clear();
+		return;
+	}
+	n->dev_cpus = calloc(n->ndev, sizeof(*n->dev_cpus));
+	for (size_t i = 0; n->dev_cpus && i < n->ndev; i++) {
+		const struct jobcg_gres_record *rec = n->dev[i].rec;
+
+		if (rec->cores)
+			cputopo_cores_to_cpu_bits(&t, rec->cores, rec->cores_words, n->dev_cpus[i],
+						  NULL);
+	}
+	cputopo_done(&t);
 }
 
 int gres_node_new(const struct jobcg_gres_conf *conf, struct jobcg_gres_node **ret)
@@ -80,6 +115,7 @@ int gres_node_new(const struct jobcg_gres_conf *conf, struct jobcg_gres_node **r
 		};
 		n->ndev++;
 	}
+	node_cores_to_cpus(n);
 	*ret = n;
 	return 0;
 }
@@ -98,6 +134,7 @@ JOBCG_EXPORT void jobcg_gres_node_free(struct jobcg_gres_node *n)
 	for (size_t i = 0; i < n->ndev; i++)
 		free((char *)n->dev[i].uuid);
 	free(n->dev);
+	free(n->dev_cpus);
 	free(n);
 }
 
