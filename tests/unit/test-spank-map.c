@@ -1,6 +1,7 @@
 /* Unit tests for jobcg_spank.so's translations (spank/slurm_map.c): Slurm step ids, abstract core
- * ids through a fake sysfs topology, SLURM_STEP_GPUS onto gres.conf devices and the errors when
- * Slurm's and jobcg's gres.conf disagree, plugin arguments, exit codes. */
+ * ids through a fake sysfs topology (lib/src/core/cputopo.c, its cache included), SLURM_STEP_GPUS
+ * onto gres.conf devices and the errors when Slurm's and jobcg's gres.conf disagree, plugin
+ * arguments, exit codes. */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
