@@ -155,6 +155,8 @@ static void test_select(void)
 	snprintf(root, sizeof(root), "%s/smt", tmp);
 	setenv("JOBCG_SYSROOT", root, 1);
 	n = two_gpus(true);
+	ok(!n->cores_tried && !n->dev_cpus,
+	   "building the table reads no topology (every step's start builds one)");
 	/* CPU 6 is core 2's second thread: socket 1, gpu 1. As CPU ids, Cores=2-3 would not
 	 * hold it, and gpu 0 (the lowest index) would win. */
 	is_str(pick(n, UINT64_C(1) << 6), "gpu:1", "CPU 6 (core 2) prefers the GPU on cores 2-3");

@@ -17,7 +17,11 @@ struct jobcg_gres_node {
 	 * matching the CPUs a job runs on. NULL when no record has Cores=, or when the node's
 	 * topology could not be read: then the indices are taken as CPU ids. */
 	uint64_t (*dev_cpus)[JOBCG_CPU_MAX / 64];
+	bool cores_tried; /* gres_node_cores_to_cpus() ran (dev_cpus filled or left NULL) */
 };
+
+/* Fill @n's dev_cpus from the node's topology, once (a cache of the table's own). */
+void gres_node_cores_to_cpus(const struct jobcg_gres_node *n);
 
 /* Do the CPUs @cpus (CPU ids; NULL: no preference) meet device @d's Cores=? Exposed for the
  * unit test. */

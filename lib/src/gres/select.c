@@ -30,6 +30,7 @@ bool gres_cores_match(const struct jobcg_gres_node *n, const struct jobcg_gres_d
 
 	if (!cpus || !r->cores)
 		return true;
+	gres_node_cores_to_cpus(n);
 	if (n->dev_cpus) {
 		have = n->dev_cpus[d->pos];
 		words = JOBCG_CPU_MAX / 64;

@@ -36,16 +36,22 @@ JOBCG_EXPORT bool jobcg_gres_set_subset(const struct jobcg_gres_set *a,
 
 /*
  * gres.conf's Cores= are Slurm's core indices, the CPUs a job runs on are CPU ids: each
- * device's cores in CPUs, once per table. Read from sysfs only when some record has Cores=
- * (a step's start builds a table). Affinity is a preference: without a topology the indices
- * are taken as CPU ids rather than failing anything.
+ * device's cores in CPUs, once per table, on the first selection that has CPUs to match
+ * (gres_cores_match()). Never when the table is built: every step's start builds one, and a
+ * node's topology is three sysfs reads per CPU. Affinity is a preference: without a topology
+ * the indices are taken as CPU ids rather than failing anything.
  */
-static void node_cores_to_cpus(struct jobcg_gres_node *n)
+void gres_node_cores_to_cpus(const struct jobcg_gres_node *cn)
 {
+	/* A cache of the table's own: filled once, by the one thread that uses the table. */
+	struct jobcg_gres_node *n = (struct jobcg_gres_node *)cn;
 	struct cputopo t = {};
 	bool any = false;
 	int r;
 
+	if (n->cores_tried)
+		return;
+	n->cores_tried = true;
 	for (size_t i = 0; i < n->ndev && !any; i++)
 		any = n->dev[i].rec->cores != NULL;
 	if (!any)
@@ -115,7 +121,6 @@ int gres_node_new(const struct jobcg_gres_conf *conf, struct jobcg_gres_node **r
 		};
 		n->ndev++;
 	}
-	node_cores_to_cpus(n);
 	*ret = n;
 	return 0;
 }
