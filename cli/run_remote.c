@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config_internal.h"
 #include "jobcg/gres.h"
 #include "msg.h"
 #include "run.h"
@@ -329,6 +330,69 @@ static void send_refusal(int fd, int err, const char *message)
 	jobcg_msg_free(&m);
 }
 
+/* How long the daemon may take to answer op=run before the client first asks what the
+ * configuration allows: a healthy daemon answers within milliseconds, and the client does not
+ * pay for reading the configuration on that path. */
+#define ANSWER_QUICK_MS 1000u
+/* Past the node lock's and systemd's own bounds, for the daemon's cgroup work and its other
+ * clients' requests ahead of ours. */
+#define ANSWER_MARGIN_MS 10000u
+
+static int set_rcvtimeo(int fd, unsigned ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000u, .tv_usec = (ms % 1000u) * 1000};
+
+	return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ? -errno : 0;
+}
+
+/* The longest a working daemon takes to make a step: it waits for the node lock
+ * (NodeLockTimeout) and for systemd (SystemdTimeout) at most, as this process would. */
+static unsigned answer_bound_ms(const struct cli_global *g)
+{
+	struct jobcg_config *conf = NULL;
+	unsigned lock = 30000, systemd = 1000;
+
+	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+	if (jobcg_config_load(g->config_dir, NULL, JOBCG_CONFIG_NO_ENTRIES, &conf) == 0) {
+		lock = conf->cgroup.node_lock_timeout_ms;
+		systemd = conf->cgroup.systemd_timeout_ms;
+		jobcg_config_free(conf);
+	}
+	cli_set_verbosity(g->verbose);
+	return lock + systemd + ANSWER_MARGIN_MS;
+}
+
+/* The daemon's answer to op=run, bounded: a daemon that is stopped or hung must not hold
+ * every client for ever (the tasks have not started; once they have, nothing waits on the
+ * daemon). -ETIMEDOUT with *ret_bound_ms when none came in time. */
+static int recv_answer(int fd, const struct cli_global *g, struct jobcg_msg *reply, int *stepfd,
+		       unsigned *nfds, unsigned *ret_bound_ms)
+{
+	struct jobcg_msg_rx rx = {};
+	unsigned bound = ANSWER_QUICK_MS;
+	int r;
+
+	r = set_rcvtimeo(fd, ANSWER_QUICK_MS);
+	if (r < 0)
+		return r;
+	r = jobcg_msg_recv_some(fd, &rx, JOBCG_MSG_MAX, reply, stepfd, 1, nfds);
+	if (r == -EAGAIN) {
+		bound = answer_bound_ms(g);
+		/* What came so far stays in rx: the rest follows it. */
+		r = set_rcvtimeo(fd, bound > ANSWER_QUICK_MS ? bound - ANSWER_QUICK_MS : 1);
+		if (r == 0)
+			r = jobcg_msg_recv_some(fd, &rx, JOBCG_MSG_MAX, reply, stepfd, 1, nfds);
+	}
+	if (r == -EAGAIN) {
+		jobcg_msg_rx_free(&rx);
+		*ret_bound_ms = bound;
+		return -ETIMEDOUT;
+	}
+	/* The step's end is the daemon's too, but the client then ends it itself if the
+	 * daemon goes away: its wait stays as it was. */
+	return r ?: set_rcvtimeo(fd, 0);
+}
+
 int run_via_daemon(const char *path, int argc, char **argv, const struct run_args *a,
 		   const struct cli_global *g, int *ret_exit)
 {
@@ -340,7 +404,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	struct run_state s = {};
 	char ***env = NULL, sdir[64], err_text[2048] = "", why[512] = "";
 	int fd = -1, cwd = -1, stepfd = -1, r, code = 1;
-	unsigned nfds = 0;
+	unsigned nfds = 0, bound = 0;
 	mode_t mask;
 
 	/* With stdout or stderr closed the socket could become one of them and receive what we
@@ -394,7 +458,16 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 		goto fallback;
 	}
 
-	r = jobcg_msg_recv(fd, &reply, &stepfd, 1, &nfds);
+	r = recv_answer(fd, g, &reply, &stepfd, &nfds, &bound);
+	if (r == -ETIMEDOUT) {
+		/* Not run here: the daemon may have made the step, and ends it when it finds us
+		 * gone. */
+		fprintf(stderr,
+			"jobcg: the daemon at %s did not answer within %u ms (stopped or hung?); "
+			"nothing was run\n",
+			path, bound);
+		goto out;
+	}
 	if (r < 0) {
 		fprintf(stderr, "jobcg: the daemon at %s gave no answer: %s\n", path,
 			jobcg_error_message(r));

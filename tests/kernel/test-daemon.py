@@ -522,6 +522,39 @@ def opt_in(e):
        "$JOBCG_DAEMON_SOCKET set: jobcg run connects to that socket")
 
 
+def stopped_daemon(e):
+    """A daemon alive but stopped (SIGSTOP) while a client waits for its answer: the client
+    gives up past NodeLockTimeout + SystemdTimeout + 10 s, naming the socket, and runs
+    nothing itself (the daemon may have made the step); resumed, the daemon finds the client
+    gone and ends what it made."""
+    conf = os.path.join(e.tmp, "conf-stop")
+    os.mkdir(conf)
+    with open(os.path.join(conf, "cgroup.conf"), "w") as f:
+        f.write("NodeLockTimeout=500\nSystemdTimeout=1000\n")
+    sock = os.path.join(e.tmp, "stop.sock")
+    env = dict(e.env, JOBCG_CONF_DIR=conf, JOBCG_DAEMON_SOCKET=sock)
+    d = e.start_daemon(sock=sock, env=env)
+    marker = os.path.join(e.tmp, "ran-stopped")
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        r, took = timed_run(e, "run", "--job", "5", "--step", "900", "--", "touch", marker,
+                            env=env, timeout=60)
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
+    ok(r is not None and r.returncode == 1 and "did not answer within 11500 ms" in r.stderr
+       and sock in r.stderr and not os.path.exists(marker) and took < 40,
+       f"a stopped daemon: the client fails within its bound, naming the socket, and runs "
+       f"nothing ({None if r is None else (r.returncode, r.stderr)!r}, {took:.1f} s)")
+    sdir = os.path.join(e.root, "job_5", "step_900")
+    ok(wait_for(lambda: not os.path.exists(sdir), 30) and not os.path.exists(marker),
+       "resumed, the daemon leaves no step of the client that gave up")
+    r = e.run("run", "--job", "5", "--", "sh", "-c", "echo served", env=env)
+    ok(r.returncode == 0 and r.stdout == "served\n" and d.poll() is None,
+       "and serves the next client")
+    d.send_signal(signal.SIGTERM)
+    d.wait(60)
+
+
 def main():
     return kernel_main("daemon", body, Env)
 
@@ -743,6 +776,7 @@ def body(e):
     connection_cap(e)
     fd_limits(e)
     env_no_leak(e)
+    stopped_daemon(e)
 
     r = e.run("release", "5")
     ok(r.returncode == 0, "jobcg release 5")
