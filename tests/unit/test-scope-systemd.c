@@ -63,6 +63,74 @@ static void test_load(void)
 	unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
 }
 
+/*
+ * The D-Bus calls the backend makes holding the node lock are bounded by what is left of
+ * SystemdTimeout, not sd-bus's 25 s default: through the loaded table, with a fake bus whose
+ * first call (GetUnit) fails.
+ */
+static int fake_bus;
+static unsigned timeouts_set, calls, calls_unbounded;
+static uint64_t last_timeout;
+
+static int fake_open(sd_bus **ret)
+{
+	*ret = (sd_bus *)&fake_bus;
+	return 0;
+}
+
+static sd_bus *fake_close(sd_bus *bus)
+{
+	(void)bus;
+	return NULL;
+}
+
+static int fake_set_timeout(sd_bus *bus, uint64_t usec)
+{
+	if (bus == (sd_bus *)&fake_bus) {
+		timeouts_set++;
+		last_timeout = usec;
+	}
+	return 0;
+}
+
+static int fake_call_method(sd_bus *bus, const char *dest, const char *path, const char *iface,
+			    const char *member, sd_bus_error *err, sd_bus_message **reply,
+			    const char *types, ...)
+{
+	(void)bus, (void)dest, (void)path, (void)iface, (void)member, (void)err, (void)reply;
+	(void)types;
+	calls++;
+	if (!timeouts_set)
+		calls_unbounded++;
+	return -EIO;
+}
+
+static void test_call_timeout(void)
+{
+	struct sdbus_api saved = sdbus;
+	struct jobcg_config conf = {0};
+	char *root = NULL;
+	int r;
+
+	ok(sdbus.bus_set_method_call_timeout != NULL,
+	   "sd_bus_set_method_call_timeout is resolved (libsystemd 240 and later)");
+	sdbus.bus_open_system = fake_open;
+	sdbus.bus_flush_close_unref = fake_close;
+	sdbus.bus_set_method_call_timeout = fake_set_timeout;
+	sdbus.bus_call_method = fake_call_method;
+	conf.cgroup.systemd_timeout_ms = 3000;
+	r = scope_systemd_backend.ensure(&conf, "/nonexistent/cgroup", "system.slice/jobcg.scope",
+					 &root);
+	ok(r == -EIO && root == NULL && strstr(jobcg_last_error()->message, "GetUnit"),
+	   "the fake GetUnit fails the backend (r=%d: %s)", r, jobcg_last_error()->message);
+	ok(calls == 1 && calls_unbounded == 0 && timeouts_set >= 1,
+	   "the call is bounded before it is made (%u call(s), %u unbounded, %u bound(s) set)",
+	   calls, calls_unbounded, timeouts_set);
+	ok(last_timeout > 2000000 && last_timeout <= 3000000,
+	   "by what is left of SystemdTimeout=3000 (%llu us)", (unsigned long long)last_timeout);
+	sdbus = saved;
+}
+
 int main(void)
 {
 	char *p = NULL;
@@ -107,5 +175,6 @@ int main(void)
 	   "scope_systemd_running agrees with /run/systemd/system");
 
 	test_load();
+	test_call_timeout();
 	return tap_done();
 }

@@ -492,14 +492,29 @@ static const char *bus_msg(const sd_bus_error *e, int r)
 	return e && e->message ? e->message : strerror(-r);
 }
 
+/*
+ * Bound the next D-Bus call by what is left of SystemdTimeout: sd-bus's default is 25 s a call,
+ * and every call here is made holding the node lock. A libsystemd older than 240 lacks the
+ * setting; its calls keep the default.
+ */
+static void bus_bound(sd_bus *bus, uint64_t deadline)
+{
+	uint64_t now = now_usec();
+
+	/* 0 would mean sd-bus's default: past the deadline the call gets a microsecond. */
+	if (sdbus.bus_set_method_call_timeout)
+		(void)sdbus.bus_set_method_call_timeout(bus, deadline > now ? deadline - now : 1);
+}
+
 /* The unit's object path, or NULL (returns 0) when systemd has no such unit loaded. */
-static int unit_lookup(sd_bus *bus, const char *name, char **ret_path)
+static int unit_lookup(sd_bus *bus, uint64_t deadline, const char *name, char **ret_path)
 {
 	sd_bus_error err = SD_BUS_ERROR_NULL;
 	sd_bus_message *reply = NULL;
 	const char *path;
 	int r;
 
+	bus_bound(bus, deadline);
 	r = sdbus.bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &err, &reply, "s",
 				  name);
 	if (r < 0) {
@@ -524,11 +539,14 @@ static int unit_lookup(sd_bus *bus, const char *name, char **ret_path)
 	return *ret_path ? 0 : -ENOMEM;
 }
 
-static int unit_property(sd_bus *bus, const char *path, const char *iface, const char *prop,
-			 char **ret)
+static int unit_property(sd_bus *bus, uint64_t deadline, const char *path, const char *iface,
+			 const char *prop, char **ret)
 {
 	sd_bus_error err = SD_BUS_ERROR_NULL;
-	int r = sdbus.bus_get_property_string(bus, SD_DEST, path, iface, prop, &err, ret);
+	int r;
+
+	bus_bound(bus, deadline);
+	r = sdbus.bus_get_property_string(bus, SD_DEST, path, iface, prop, &err, ret);
 
 	if (r < 0)
 		error_set(r, "systemd: cannot read %s of %s: %s", prop, path, bus_msg(&err, r));
@@ -553,11 +571,13 @@ static void stop_unit(sd_bus *bus, const char *name)
 	sdbus.bus_message_unref(m);
 }
 
-static int manager_call(sd_bus *bus, const char *method, const char *name)
+static int manager_call(sd_bus *bus, uint64_t deadline, const char *method, const char *name)
 {
 	sd_bus_error err = SD_BUS_ERROR_NULL;
-	int r =
-	    sdbus.bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, method, &err, NULL, "s", name);
+	int r;
+
+	bus_bound(bus, deadline);
+	r = sdbus.bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, method, &err, NULL, "s", name);
 
 	if (r < 0)
 		error_set(r, "systemd %s(%s): %s", method, name, bus_msg(&err, r));
@@ -773,18 +793,18 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 		return error_set(r,
 				 "cannot connect to the D-Bus system bus to ask systemd for %s: %s",
 				 name, strerror(-r));
-	r = unit_lookup(bus, name, &unit);
+	r = unit_lookup(bus, deadline, name, &unit);
 	if (r < 0)
 		goto out;
 	if (unit) {
-		r = unit_property(bus, unit, "org.freedesktop.systemd1.Unit", "ActiveState",
-				  &state);
+		r = unit_property(bus, deadline, unit, "org.freedesktop.systemd1.Unit",
+				  "ActiveState", &state);
 		if (r < 0)
 			goto out;
 		if ((streq(state, "active") || streq(state, "reloading")) && stat(root, &st) == 0) {
 			/* Restart-safe: the scope and its tree stay, only the keeper is checked. */
 			log_debug("systemd scope %s is %s: reusing %s", name, state, root);
-			r = manager_call(bus, "AbandonScope", name);
+			r = manager_call(bus, deadline, "AbandonScope", name);
 			if (r < 0)
 				log_debug("%s", jobcg_last_error()->message);
 			r = ensure_keeper(root);
@@ -797,7 +817,7 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 			goto out;
 		}
 		/* A failed (or stopped but still loaded) transient unit blocks a new one. */
-		r = manager_call(bus, "ResetFailedUnit", name);
+		r = manager_call(bus, deadline, "ResetFailedUnit", name);
 		if (r < 0)
 			log_debug("%s", jobcg_last_error()->message);
 	}
@@ -813,17 +833,17 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 	if (r < 0)
 		goto out;
 	/* Abandoned, the scope lives while anything runs in it, not only the keeper. */
-	r = manager_call(bus, "AbandonScope", name);
+	r = manager_call(bus, deadline, "AbandonScope", name);
 	if (r < 0)
 		goto out;
 	free(unit);
 	unit = NULL;
-	r = unit_lookup(bus, name, &unit);
+	r = unit_lookup(bus, deadline, name, &unit);
 	if (r >= 0 && !unit)
 		r = error_set(-ENOENT, "systemd started %s but does not know it any more", name);
 	if (r >= 0)
-		r = unit_property(bus, unit, "org.freedesktop.systemd1.Scope", "ControlGroup",
-				  &cgroup);
+		r = unit_property(bus, deadline, unit, "org.freedesktop.systemd1.Scope",
+				  "ControlGroup", &cgroup);
 	if (r < 0)
 		goto out;
 	if (!streq(cgroup + (cgroup[0] == '/'), root_rel)) {

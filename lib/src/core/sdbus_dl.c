@@ -1,6 +1,7 @@
 /* jobcg: resolving the sd-bus functions from libsystemd.so.0 at run time (see sdbus_dl.h). */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,11 +14,16 @@ struct sdbus_api sdbus;
 
 #define SYM(field, name)                                                                           \
 	{                                                                                          \
-		offsetof(struct sdbus_api, field), name                                            \
+		offsetof(struct sdbus_api, field), name, false                                     \
+	}
+#define OPTIONAL_SYM(field, name)                                                                  \
+	{                                                                                          \
+		offsetof(struct sdbus_api, field), name, true                                      \
 	}
 static const struct {
 	size_t offset;
 	const char *name;
+	bool optional; /* NULL when missing: the caller does without */
 } symbols[] = {
     SYM(bus_open_system, "sd_bus_open_system"),
     SYM(bus_flush_close_unref, "sd_bus_flush_close_unref"),
@@ -36,8 +42,10 @@ static const struct {
     SYM(bus_message_unref, "sd_bus_message_unref"),
     SYM(bus_error_has_name, "sd_bus_error_has_name"),
     SYM(bus_error_free, "sd_bus_error_free"),
+    OPTIONAL_SYM(bus_set_method_call_timeout, "sd_bus_set_method_call_timeout"),
 };
 #undef SYM
+#undef OPTIONAL_SYM
 
 /* Every member is a function pointer and each has an entry above. */
 _Static_assert(sizeof(struct sdbus_api) == sizeof(symbols) / sizeof(symbols[0]) * sizeof(void *),
@@ -66,7 +74,7 @@ int sdbus_load_from(const char *soname, struct sdbus_api *ret)
 
 		dlerror();
 		f = dlsym(h, symbols[i].name);
-		if (!f) {
+		if (!f && !symbols[i].optional) {
 			why = dlerror();
 			error_set(-ELIBBAD,
 				  "%s has no %s, which the systemd scope backend needs: %s", soname,

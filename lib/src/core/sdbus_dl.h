@@ -31,6 +31,9 @@ struct sdbus_api {
 	__typeof__(sd_bus_message_unref) *bus_message_unref;
 	__typeof__(sd_bus_error_has_name) *bus_error_has_name;
 	__typeof__(sd_bus_error_free) *bus_error_free;
+	/* Optional (libsystemd 240 and later): NULL when the library lacks it. Declared here, as
+	 * older headers do not. */
+	int (*bus_set_method_call_timeout)(sd_bus *bus, uint64_t usec);
 };
 
 /* Filled by a successful sdbus_load(); all NULL before. */
