@@ -682,12 +682,20 @@ static void test_plugstack_lines(void)
 	    {"required /usr/lib/slurm/jobcg_spank.so conf=/etc/jobcg slurm_gres=/x/g.conf\n",
 	     SLURM_PLUGSTACK_JOBCG, "/x/g.conf"},
 	    {"optional\tjobcg_spank.so\r\n", SLURM_PLUGSTACK_JOBCG_OPTIONAL, ""},
-	    {"Optional jobcg_spank.so\n", SLURM_PLUGSTACK_JOBCG, ""},
+	    /* Slurm's keywords are lower case only: another first word makes the line
+	     * invalid, and Slurm ignores it. */
+	    {"Optional jobcg_spank.so\n", SLURM_PLUGSTACK_OTHER, ""},
+	    {"REQUIRED jobcg_spank.so\n", SLURM_PLUGSTACK_OTHER, ""},
+	    {"load jobcg_spank.so slurm_gres=/z\n", SLURM_PLUGSTACK_OTHER, ""},
+	    {"jobcg_spank.so\n", SLURM_PLUGSTACK_OTHER, ""},
 	    {"required other.so slurm_gres=/y # jobcg_spank.so\n", SLURM_PLUGSTACK_OTHER, ""},
+	    /* The plugin is the second word; later ones are its arguments. */
+	    {"required other.so jobcg_spank.so slurm_gres=/y\n", SLURM_PLUGSTACK_OTHER, ""},
 	    {"# required jobcg_spank.so\n", SLURM_PLUGSTACK_OTHER, ""},
 	    {"include /etc/slurm/plugstack.conf.d/*  # all\n", SLURM_PLUGSTACK_INCLUDE,
 	     "/etc/slurm/plugstack.conf.d/*"},
-	    {"INCLUDE rel/*.conf", SLURM_PLUGSTACK_INCLUDE, "rel/*.conf"},
+	    {"INCLUDE rel/*.conf", SLURM_PLUGSTACK_OTHER, ""},
+	    {"Include rel/*.conf", SLURM_PLUGSTACK_OTHER, ""},
 	    {"include\n", SLURM_PLUGSTACK_OTHER, ""},
 	    {"", SLURM_PLUGSTACK_OTHER, ""},
 	};

@@ -227,8 +227,10 @@ enum slurm_plugstack_line slurm_plugstack_line(char *line, const char **ret_arg)
 	*ret_arg = "";
 	if (hash)
 		*hash = '\0';
+	/* Slurm (_plugin_stack_line_type) takes its three keywords in lower case only, and
+	 * ignores a line with any other first word. */
 	tok = strtok_r(line, " \t\r\n", &save);
-	if (tok && strcaseeq(tok, "include")) {
+	if (tok && streq(tok, "include")) {
 		char *pat = strtok_r(NULL, " \t\r\n", &save);
 
 		if (!pat)
@@ -236,12 +238,13 @@ enum slurm_plugstack_line slurm_plugstack_line(char *line, const char **ret_arg)
 		*ret_arg = pat;
 		return SLURM_PLUGSTACK_INCLUDE;
 	}
-	/* required|optional PATH ARGS...: the path names the plugin, wherever it is. Slurm takes
-	 * the keyword in lower case only. */
-	optional = tok && streq(tok, "optional");
-	while (tok && !strstr(tok, "jobcg_spank.so"))
-		tok = strtok_r(NULL, " \t\r\n", &save);
-	if (!tok)
+	if (!tok || (!streq(tok, "required") && !streq(tok, "optional")))
+		return SLURM_PLUGSTACK_OTHER;
+	optional = streq(tok, "optional");
+	/* required|optional PATH ARGS...: the path, the second word, names the plugin wherever it
+	 * is; the words after it are the plugin's arguments. */
+	tok = strtok_r(NULL, " \t\r\n", &save);
+	if (!tok || !strstr(tok, "jobcg_spank.so"))
 		return SLURM_PLUGSTACK_OTHER;
 	while ((tok = strtok_r(NULL, " \t\r\n", &save)))
 		if (startswith(tok, "slurm_gres="))
