@@ -8,8 +8,8 @@ all refuses, naming the cgroup. A reservation that would start DEGRADED is undon
 refuses a reservation holding a cgroup made by hand or a process, before changing anything.
 Another user than root is refused by every verb. --devices duplicates across groups and empty
 groups are usage errors; "already exists" of a half-made reservation hints at gc. The guard a
-reservation keeps on a device its devices no longer name is DEGRADED, and goes with repair and
-with delete."""
+reservation keeps on a device its devices no longer name (or after its devices were removed
+altogether) is DEGRADED, and goes with repair and with delete."""
 import importlib.util
 import os
 import signal
@@ -211,6 +211,27 @@ def check_unnamed(e):
     ok(got == [0] * R.NGPU, f"... and opens every one, with no gc in between ({got})")
     e.untask("job_53")
     e.run("release", "53")
+
+    # Defect: with its devices edited to nothing, verify skipped the device checks and said
+    # VALID while the guard on c 195:0 kept every job from it.
+    r = e.run("resv", "create", "r17", "--devices", "gpu:0")
+    ok(r.returncode == 0, f"create r17 gpu:0 ({r.stderr.strip()})")
+    d = os.path.join(e.root, "resv_r17")
+    os.removexattr(d, "trusted.jobcg.gres")
+    rc, out = verify(e, "r17")
+    ok(rc == 1 and "195:0 is reserved to this reservation" in out and "has no devices" in out,
+       f"its devices removed: DEGRADED naming the guard left on c 195:0 ({out})")
+    r = e.run("resv", "verify", "r17", "--repair")
+    ok(r.returncode == 0 and "VALID (repaired)" in r.stdout,
+       f"--repair: VALID ({r.stdout.strip()} {r.stderr.strip()})")
+    got, err = R.alloc_gpus(e, 54, "--gres", "gpu:1")
+    ok(got == {0}, f"job 54 outside gets gpu 0 ({got} {err})")
+    t = e.task("job_54")
+    ok(e.probe(t, 0) == 0, "and the kernel opens it (the stale guard dropped)")
+    e.untask("job_54")
+    e.run("release", "54")
+    r = e.run("resv", "delete", "r17")
+    ok(r.returncode == 0, f"delete r17 ({r.stderr.strip()})")
 
 
 def as_nobody():

@@ -1590,6 +1590,39 @@ static bool reserved_has(const struct devpolicy_reserved *v, size_t n, uint64_t 
 	return false;
 }
 
+/* A reservation without devices owns no guard entry: one left behind (its devices edited to
+ * nothing, or a delete cut short) is as DEGRADED as one on a file its devices do not name. */
+static int devs_none_verify(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i,
+			    struct jobcg_resv_status *st)
+{
+	_cleanup_free_ struct devpolicy_reserved *v = NULL;
+	struct jobcg_devpolicy *p = NULL;
+	size_t nv = 0;
+	uint64_t id = 0;
+	int r = gres_ctx_policy(ctx, NULL, true, &p);
+
+	if (r == -ENOENT) { /* no node program: no entry anywhere */
+		jobcg_error_clear();
+		return 0;
+	}
+	if (r < 0)
+		return problem(st, "devices: cannot read the node device program: %s",
+			       jobcg_last_error()->message);
+	if (!devpolicy_node_mode(p))
+		return 0;
+	if ((r = jobcg_cgroup_id(i->path, &id)) < 0 ||
+	    (r = devpolicy_reserved_list(p, &v, &nv)) < 0)
+		return r;
+	for (size_t k = 0; k < nv; k++)
+		if (v[k].owner == id &&
+		    (r = problem(st,
+				 "devices: %c %u:%u is reserved to this reservation in %s, but it "
+				 "has no devices: no job can open it",
+				 v[k].type, v[k].major, v[k].minor, DEVPROG_POLICY_NAME)) < 0)
+			return r;
+	return 0;
+}
+
 static int devs_verify(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i,
 		       struct jobcg_resv_status *st)
 {
@@ -1606,7 +1639,7 @@ static int devs_verify(struct jobcg_ctx *ctx, const struct jobcg_resv_info *i,
 	if (!own)
 		return -ENOMEM;
 	if (!*i->devices)
-		return 0;
+		return devs_none_verify(ctx, i, st);
 	if ((r = devs_load(ctx, i->devices, &d)) < 0)
 		return problem(st, "devices: %s", jobcg_last_error()->message);
 	o = (struct outside_scan){own, &d.set, st, d.node};
