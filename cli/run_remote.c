@@ -23,6 +23,7 @@
  * takes from op=spawn only the variables jobcg sets and only the step's own directory.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
@@ -350,16 +351,20 @@ static int set_rcvtimeo(int fd, unsigned ms)
 static unsigned answer_bound_ms(const struct cli_global *g)
 {
 	struct jobcg_config *conf = NULL;
-	unsigned lock = 30000, systemd = 1000;
+	uint64_t lock = 30000, systemd = 1000, bound;
 
 	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
 	if (jobcg_config_load(g->config_dir, NULL, JOBCG_CONFIG_NO_ENTRIES, &conf) == 0) {
 		lock = conf->cgroup.node_lock_timeout_ms;
-		systemd = conf->cgroup.systemd_timeout_ms;
+		/* 0 is the scope backend's default too */
+		if (conf->cgroup.systemd_timeout_ms)
+			systemd = conf->cgroup.systemd_timeout_ms;
 		jobcg_config_free(conf);
 	}
 	cli_set_verbosity(g->verbose);
-	return lock + systemd + ANSWER_MARGIN_MS;
+	/* Each may be up to UINT32_MAX ms. */
+	bound = lock + systemd + ANSWER_MARGIN_MS;
+	return bound > UINT_MAX ? UINT_MAX : (unsigned)bound;
 }
 
 /* The daemon's answer to op=run, bounded: a daemon that is stopped or hung must not hold
