@@ -620,6 +620,7 @@ static int start_scope(sd_bus *bus, const char *name, const char *slice, pid_t k
 	uint64_t now;
 	int r;
 
+	bus_bound(bus, deadline); /* AddMatch is a call of its own */
 	r = sdbus.bus_match_signal(bus, &slot, SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved",
 				   on_job_removed, &w);
 	if (r < 0) {
