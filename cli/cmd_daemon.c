@@ -172,7 +172,7 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 	if (r)
 		return r;
 	/* A daemon of an older jobcg, or another program, may listen without the lock. */
-	r = run_daemon_connect(path, &probe, why, sizeof(why));
+	r = run_daemon_connect(path, 0, &probe, why, sizeof(why));
 	if (r == -EPERM) {
 		unlock_socket(path, &lock);
 		return cli_fail("%s: not listening there", why);

@@ -65,9 +65,10 @@ int run_socket_dir_check(const char *path, char *why, size_t size);
  * Connect to the daemon's socket: 0, -ENAMETOOLONG (not a socket path), -EPERM with @why (the
  * directory fails run_socket_dir_check(), or the listener is neither root nor this user: an
  * impostor, to be refused, not a daemon that is away), or lstat()'s or connect()'s -errno
- * (-ENOENT, -ECONNREFUSED: nobody listens; -EACCES: not for us).
+ * (-ENOENT, -ECONNREFUSED: nobody listens; -EACCES: not for us; -EAGAIN: its queue of
+ * connections stayed full for @timeout_ms, when not 0).
  */
-int run_daemon_connect(const char *path, int *ret, char *why, size_t size);
+int run_daemon_connect(const char *path, unsigned timeout_ms, int *ret, char *why, size_t size);
 /* Run through the daemon at @path: 1 with *ret_exit when it was run (or refused, the error
  * printed), 0 when no daemon answers (the caller runs the step itself). */
 int run_via_daemon(const char *path, int argc, char **argv, const struct run_args *a,

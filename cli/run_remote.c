@@ -114,7 +114,15 @@ int run_socket_dir_check(const char *path, char *why, size_t size)
 	return 0;
 }
 
-int run_daemon_connect(const char *path, int *ret, char *why, size_t size)
+/* SO_RCVTIMEO or SO_SNDTIMEO of @fd: @ms, 0 for none. */
+static int set_timeo(int fd, int opt, unsigned ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000u, .tv_usec = (ms % 1000u) * 1000};
+
+	return setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv)) < 0 ? -errno : 0;
+}
+
+int run_daemon_connect(const char *path, unsigned timeout_ms, int *ret, char *why, size_t size)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct ucred cred = {};
@@ -130,11 +138,17 @@ int run_daemon_connect(const char *path, int *ret, char *why, size_t size)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-
+	/* A unix socket's connect() waits while the listener's queue is full (a daemon that
+	 * is stopped accepts nothing), for SO_SNDTIMEO at most. */
+	r = timeout_ms ? set_timeo(fd, SO_SNDTIMEO, timeout_ms) : 0;
+	if (r == 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		r = -errno;
+	/* Sending stays as it was. */
+	if (r == 0 && timeout_ms)
+		r = set_timeo(fd, SO_SNDTIMEO, 0);
+	if (r < 0) {
 		close(fd);
-		return -e;
+		return r;
 	}
 	/* Who listens, before anything is lent: root, or we ourselves. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
@@ -339,13 +353,6 @@ static void send_refusal(int fd, int err, const char *message)
  * clients' requests ahead of ours. */
 #define ANSWER_MARGIN_MS 10000u
 
-static int set_rcvtimeo(int fd, unsigned ms)
-{
-	struct timeval tv = {.tv_sec = ms / 1000u, .tv_usec = (ms % 1000u) * 1000};
-
-	return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ? -errno : 0;
-}
-
 /* The longest a working daemon takes to make a step: it waits for the node lock
  * (NodeLockTimeout) and for systemd (SystemdTimeout) at most, as this process would. */
 static unsigned answer_bound_ms(const struct cli_global *g)
@@ -377,14 +384,15 @@ static int recv_answer(int fd, const struct cli_global *g, struct jobcg_msg *rep
 	unsigned bound = ANSWER_QUICK_MS;
 	int r;
 
-	r = set_rcvtimeo(fd, ANSWER_QUICK_MS);
+	r = set_timeo(fd, SO_RCVTIMEO, ANSWER_QUICK_MS);
 	if (r < 0)
 		return r;
 	r = jobcg_msg_recv_some(fd, &rx, JOBCG_MSG_MAX, reply, stepfd, 1, nfds);
 	if (r == -EAGAIN) {
 		bound = answer_bound_ms(g);
 		/* What came so far stays in rx: the rest follows it. */
-		r = set_rcvtimeo(fd, bound > ANSWER_QUICK_MS ? bound - ANSWER_QUICK_MS : 1);
+		r = set_timeo(fd, SO_RCVTIMEO,
+			      bound > ANSWER_QUICK_MS ? bound - ANSWER_QUICK_MS : 1);
 		if (r == 0)
 			r = jobcg_msg_recv_some(fd, &rx, JOBCG_MSG_MAX, reply, stepfd, 1, nfds);
 	}
@@ -395,7 +403,7 @@ static int recv_answer(int fd, const struct cli_global *g, struct jobcg_msg *rep
 	}
 	/* The step's end is the daemon's too, but the client then ends it itself if the
 	 * daemon goes away: its wait stays as it was. */
-	return r ?: set_rcvtimeo(fd, 0);
+	return r ?: set_timeo(fd, SO_RCVTIMEO, 0);
 }
 
 int run_via_daemon(const char *path, int argc, char **argv, const struct run_args *a,
@@ -416,7 +424,21 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	 * print: this process does it itself. */
 	if (!fd_open(1) || !fd_open(2))
 		return 0;
-	r = run_daemon_connect(path, &fd, why, sizeof(why));
+	r = run_daemon_connect(path, ANSWER_QUICK_MS, &fd, why, sizeof(why));
+	if (r == -EAGAIN) {
+		bound = answer_bound_ms(g);
+		r = run_daemon_connect(path, bound > ANSWER_QUICK_MS ? bound - ANSWER_QUICK_MS : 1,
+				       &fd, why, sizeof(why));
+	}
+	if (r == -EAGAIN) {
+		/* Alive (it holds the socket) but taking no one: clients that gave up on its
+		 * answer fill its queue. */
+		fprintf(stderr,
+			"jobcg: the daemon at %s accepted no connection within %u ms (stopped or "
+			"hung?); nothing was run (--no-daemon runs the step in this process)\n",
+			path, bound);
+		return cli_answered(ret_exit, 1);
+	}
 	if (r == -ENAMETOOLONG)
 		return cli_answered(
 		    ret_exit,

@@ -536,15 +536,39 @@ def stopped_daemon(e):
     d = e.start_daemon(sock=sock, env=env)
     marker = os.path.join(e.tmp, "ran-stopped")
     os.kill(d.pid, signal.SIGSTOP)
+    fillers = []
     try:
         r, took = timed_run(e, "run", "--job", "5", "--step", "900", "--", "touch", marker,
                             env=env, timeout=60)
+        ok(r is not None and r.returncode == 1 and "did not answer within 11500 ms" in r.stderr
+           and sock in r.stderr and not os.path.exists(marker) and took < 40,
+           f"a stopped daemon: the client fails within its bound, naming the socket, and runs "
+           f"nothing ({None if r is None else (r.returncode, r.stderr)!r}, {took:.1f} s)")
+        # Clients that gave up leave their connections in its queue: once it is full,
+        # connect() itself waits, and must be bounded too.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 10000)), hard))
+        full = False
+        for _ in range(9000):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.setblocking(False)
+            try:
+                c.connect(sock)
+            except BlockingIOError:
+                c.close()
+                full = True
+                break
+            fillers.append(c)
+        r, took = timed_run(e, "run", "--job", "5", "--", "touch", marker, env=env, timeout=60)
+        ok(full and r is not None and r.returncode == 1
+           and "accepted no connection within 11500 ms" in r.stderr and sock in r.stderr
+           and not os.path.exists(marker) and took < 40,
+           f"its queue full ({len(fillers)} connections): the client fails within its bound "
+           f"({None if r is None else (r.returncode, r.stderr)!r}, {took:.1f} s)")
     finally:
+        for c in fillers:
+            c.close()
         os.kill(d.pid, signal.SIGCONT)
-    ok(r is not None and r.returncode == 1 and "did not answer within 11500 ms" in r.stderr
-       and sock in r.stderr and not os.path.exists(marker) and took < 40,
-       f"a stopped daemon: the client fails within its bound, naming the socket, and runs "
-       f"nothing ({None if r is None else (r.returncode, r.stderr)!r}, {took:.1f} s)")
     sdir = os.path.join(e.root, "job_5", "step_900")
     ok(wait_for(lambda: not os.path.exists(sdir), 30) and not os.path.exists(marker),
        "resumed, the daemon leaves no step of the client that gave up")
