@@ -102,7 +102,7 @@ static void check_plugstack(char *line)
 
 	if (!a || (*a && (a < line || a >= line + len)) || (k == SLURM_PLUGSTACK_INCLUDE && !*a) ||
 	    (k != SLURM_PLUGSTACK_OTHER && k != SLURM_PLUGSTACK_INCLUDE &&
-	     k != SLURM_PLUGSTACK_JOBCG))
+	     k != SLURM_PLUGSTACK_JOBCG && k != SLURM_PLUGSTACK_JOBCG_OPTIONAL))
 		abort();
 }
 
