@@ -208,7 +208,18 @@ class Slurm:
                            env=self.senv, timeout=timeout)
         return r.returncode, r.stdout + r.stderr
 
-    def stop(self, logs):
+    def stop(self, logs, progs):
+        # Every job ended through Slurm first: a slurmstepd left when slurmd stops would run
+        # on, with its step's watcher.
+        if self.senv:
+            subprocess.run([progs["scancel"], "--user=root"], env=self.senv,
+                           capture_output=True)
+            for _ in range(300):
+                r = subprocess.run([progs["squeue"], "-h"], env=self.senv, capture_output=True,
+                                   text=True)
+                if r.returncode or not r.stdout.strip():
+                    break
+                time.sleep(0.1)
         for pid in reversed(self.pids):
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -258,7 +269,7 @@ def main():
             cannot(f"{f} not found (give its path)")
     search = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
     progs = {x: shutil.which(x, path=search)
-             for x in ("munged", "slurmctld", "slurmd", "srun", "sinfo", "scancel")}
+             for x in ("munged", "slurmctld", "slurmd", "srun", "sinfo", "scancel", "squeue")}
     missing = [x for x, p in progs.items() if not p]
     if missing:
         cannot(f"not found: {' '.join(missing)}")
@@ -370,7 +381,7 @@ def main():
         check(False, f"stopped: {e}")
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        sl.stop(logs=failed > 0)
+        sl.stop(logs=failed > 0, progs=progs)
     check(not os.path.exists(sl.mnt_tree) and not os.path.exists(sl.pins),
           "nothing left in the cgroup tree or bpffs")
     print(f"gpu-slurm: {n} checks, {failed} failed")
