@@ -358,25 +358,23 @@ void cputopo_done(struct cputopo *t)
 int cputopo_cores_to_cpus(const struct cputopo *t, const char *cores, char **ret)
 {
 	_cleanup_free_ uint64_t *bits = NULL;
-	uint64_t out[JOBCG_CPU_MAX / 64] = {};
-	size_t words = 0;
+	uint64_t out[JOBCG_CPU_MAX / 64];
+	size_t words = 0, beyond = 0, c;
 	int r = jobcg_parse_cpulist(cores, &bits, &words);
 
 	if (r < 0) {
 		jobcg_error_prefix("Slurm's core list '%s'", cores);
 		return r;
 	}
-	for (size_t c = 0; c < words * 64; c++) {
-		if (!(bits[c / 64] >> (c % 64) & 1))
-			continue;
-		if (c >= t->ncores)
-			return error_set(
-			    -EINVAL,
-			    "Slurm allocated core %zu, but this node has %zu cores: "
-			    "slurm.conf's node description does not match the hardware",
-			    c, t->ncores);
-		for (size_t w = 0; w < ELEMENTSOF(out); w++)
-			out[w] |= t->cpus[c][w];
+	cputopo_cores_to_cpu_bits(t, bits, words, out, &beyond);
+	if (beyond > 0) {
+		/* Name the first: one is set at or past ncores. */
+		for (c = t->ncores; !(bits[c / 64] >> (c % 64) & 1); c++)
+			;
+		return error_set(-EINVAL,
+				 "Slurm allocated core %zu, but this node has %zu cores: "
+				 "slurm.conf's node description does not match the hardware",
+				 c, t->ncores);
 	}
 	return jobcg_format_cpulist(out, ELEMENTSOF(out), ret);
 }
