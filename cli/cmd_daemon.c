@@ -96,7 +96,6 @@ static int lock_socket(const char *path, int *ret)
 	if (asprintf(&lock, "%s.lock", path) < 0)
 		return cli_fail("%s: %s", path, strerror(ENOMEM));
 	for (int tries = 0; tries < 100; tries++) {
-		struct stat fst, pst;
 		int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
 
 		if (fd < 0)
@@ -111,8 +110,7 @@ static int lock_socket(const char *path, int *ret)
 						path, lock);
 			return cli_fail("%s: %s", lock, strerror(e));
 		}
-		if (fstat(fd, &fst) == 0 && lstat(lock, &pst) == 0 && fst.st_nlink > 0 &&
-		    fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino) {
+		if (fd_names_path(fd, lock) > 0) {
 			*ret = fd;
 			return 0;
 		}
@@ -125,12 +123,10 @@ static int lock_socket(const char *path, int *ret)
 static void unlock_socket(const char *path, int *lock)
 {
 	_cleanup_free_ char *name = NULL;
-	struct stat fst, pst;
 
 	if (*lock < 0)
 		return;
-	if (asprintf(&name, "%s.lock", path) >= 0 && fstat(*lock, &fst) == 0 &&
-	    lstat(name, &pst) == 0 && fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino)
+	if (asprintf(&name, "%s.lock", path) >= 0 && fd_names_path(*lock, name) > 0)
 		unlink(name);
 	close(*lock);
 	*lock = -1;

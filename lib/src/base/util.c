@@ -792,3 +792,14 @@ void fsize_restore(const struct rlimit *saved)
 	/* Lowering a limit is always allowed. */
 	(void)setrlimit(RLIMIT_FSIZE, saved);
 }
+
+int fd_names_path(int fd, const char *path)
+{
+	struct stat fst, pst;
+
+	if (fstat(fd, &fst) < 0)
+		return negative_errno();
+	if (fstatat(AT_FDCWD, path, &pst, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : negative_errno();
+	return fst.st_nlink > 0 && fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino;
+}

@@ -180,6 +180,10 @@ int dir_check_safe(const char *dir, const char *what);
 int state_dir_prepare(const char *file);
 /* dir_check_safe() of the directory holding @file. */
 int state_dir_check(const char *file);
+/* Whether the file open as @fd is still linked and named @path (its last name not followed):
+ * 1, 0 when it was removed or replaced, -errno when either cannot be looked at. What a holder of
+ * a lock file's flock checks, the lock being the name, not the inode. */
+int fd_names_path(int fd, const char *path);
 
 struct rlimit;
 /*

@@ -259,8 +259,6 @@ JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 	 * still name the inode we hold, else open it again.
 	 */
 	for (;;) {
-		struct stat fst, pst;
-
 		fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW,
 			  0600);
 		if (fd < 0)
@@ -271,20 +269,13 @@ JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 			close(fd);
 			return r;
 		}
-		if (fstat(fd, &fst) < 0) {
-			r = error_set(negative_errno(), "cannot stat lock file %s: %s",
-				      ctx->lock_path, strerror(errno));
+		r = fd_names_path(fd, ctx->lock_path);
+		if (r < 0) {
 			close(fd);
-			return r;
+			return error_set(r, "cannot stat lock file %s: %s", ctx->lock_path,
+					 strerror(-r));
 		}
-		if (fstatat(AT_FDCWD, ctx->lock_path, &pst, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno != ENOENT) {
-				r = error_set(negative_errno(), "cannot stat lock file %s: %s",
-					      ctx->lock_path, strerror(errno));
-				close(fd);
-				return r;
-			}
-		} else if (fst.st_nlink > 0 && fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino)
+		if (r > 0)
 			break;
 		close(fd);
 		log_debug("lock file %s was removed or replaced while waiting; opening it again",
