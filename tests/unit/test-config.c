@@ -205,7 +205,8 @@ static void test_cgroup_errors(void)
 	    {"ConstrainCores=yes\nConstrainDevices=\n", 0, -EINVAL, 2, 17, "missing value"},
 	    {"ConstrainCores= ConstrainDevices=yes\n", 0, -EINVAL, 1, 15,
 	     "next word is another key"},
-	    {"ConstrainCores+=yes\n", 0, -EINVAL, 1, 15, "operator '+='"},
+	    /* an operator must touch its '=', as in Slurm's grammar */
+	    {"ConstrainCores+ =yes\n", 0, -EINVAL, 1, 1, "expected '=' after 'ConstrainCores'"},
 	    {"\x01x=1\n", 0, -EINVAL, 1, 1, "found byte 0x01"},
 	    {"=yes\n", 0, -EINVAL, 1, 1, "expected Key=Value"},
 	    {"DeviceProgram=tree\n", 0, -EINVAL, 1, 15, "expected node or linear"},

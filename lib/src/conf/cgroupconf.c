@@ -500,6 +500,12 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 		int r = set_value(l, st, &keys[i], pr);
 		if (r < 0)
 			return r;
+		if (pr->op)
+			confload_warn(
+			    l, st->file, pr->line,
+			    "operator '%c=' is ignored, as Slurm ignores it: %s%c=%s sets "
+			    "%s=%s",
+			    pr->op, pr->key, pr->op, pr->value, keys[i].name, pr->value);
 		l->cg_origin[i] = (struct jobcg_origin){st->file, pr->line};
 		return 0;
 	}

@@ -245,11 +245,14 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 		ke = i;
 		while (i < b->n && is_space(b->v[i].c))
 			i++;
+		/* Slurm's grammar takes Key+=, -=, *= and /= (no blank before the '='), keeps the
+		 * operator, and no reader of these files ever looks at it: each is a plain '='.
+		 * The readers warn, as one who writes Count+=1 means something else. */
 		if (i < b->n && strchr("-*+/", b->v[i].c) && i + 1 < b->n && b->v[i + 1].c == '=') {
-			r = error_set_at(-EINVAL, file, b->v[i].line, b->v[i].col,
-					 "operator '%c=' is not supported here, use '='",
-					 b->v[i].c);
-			goto fail;
+			pr.op = b->v[i].c;
+			pr.opline = b->v[i].line;
+			pr.opcol = b->v[i].col;
+			i++;
 		}
 		if (i >= b->n || b->v[i].c != '=') {
 			_cleanup_free_ char *word = lbuf_dup(b, ks, ke);
@@ -308,6 +311,9 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 
 				while (k < ve && is_key_char(b->v[k].c))
 					k++;
+				if (k > vs && k + 1 < ve && strchr("-*+/", b->v[k].c) &&
+				    b->v[k + 1].c == '=')
+					k++; /* "Type= Count+=1" */
 				if (k > vs && k < ve && b->v[k].c == '=') {
 					_cleanup_free_ char *word = lbuf_dup(b, ks, ke);
 

@@ -12,6 +12,8 @@ struct conf_pair {
 	unsigned line, col;   /* physical line and 1-based column of the key */
 	unsigned vline, vcol; /* of the value's first character (inside the quotes) */
 	bool quoted;
+	char op;		/* '+', '-', '*' or '/' of Key+=Value (ignored, as Slurm), else 0 */
+	unsigned opline, opcol; /* where op is */
 };
 
 /* One logical line (physical lines joined by a trailing backslash) holding Key=Value pairs. */

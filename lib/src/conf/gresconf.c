@@ -729,6 +729,14 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 		if (r < 0)
 			goto out;
 	}
+	for (size_t i = 0; matches && i < st->npairs; i++)
+		if (st->pairs[i].op)
+			confload_warn(
+			    l, st->file, st->pairs[i].line,
+			    "operator '%c=' is ignored, as Slurm ignores it: %s%c=%s sets "
+			    "%s=%s",
+			    st->pairs[i].op, st->pairs[i].key, st->pairs[i].op, st->pairs[i].value,
+			    st->pairs[i].key, st->pairs[i].value);
 	r = parse_values(l, st, &v);
 	if (r < 0)
 		goto out;
