@@ -5,6 +5,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -189,10 +190,14 @@ static void test_cgroup_errors(void)
 	     "'#' starts a comment even inside quotes"},
 	    {"CgroupMountpoint=\"/a\"b\n", 0, -EINVAL, 1, 22, "after the closing quote"},
 	    {"AllowedRAMSpace=abc\n", 0, -EINVAL, 1, 17, "expected a percentage"},
-	    {"AllowedRAMSpace=-5\n", 0, -EINVAL, 1, 17, "expected a percentage"},
+	    {"AllowedRAMSpace=-5\n", 0, -EINVAL, 1, 17, "a percentage cannot be negative"},
+	    {"MaxRAMPercent=-inf\n", 0, -EINVAL, 1, 15, "a percentage cannot be negative"},
+	    {"AllowedSwapSpace=nan\n", 0, -EINVAL, 1, 18, "not a number"},
+	    {"MaxSwapPercent=1e39\n", 0, -ERANGE, 1, 16, "out of range (Slurm refuses it too)"},
+	    {"MaxSwapPercent=1e-50\n", 0, -ERANGE, 1, 16, "out of range"},
+	    {"AllowedRAMSpace=5e\n", 0, -EINVAL, 1, 17, "expected a percentage such as 100"},
 	    {"MaxRAMPercent=99%\n", 0, -EINVAL, 1, 15, "expected a percentage"},
-	    {"AllowedSwapSpace=0x10\n", 0, -EINVAL, 1, 18, "expected a percentage"},
-	    {"MaxSwapPercent=1e2\n", 0, -EINVAL, 1, 16, "expected a percentage"},
+	    {"AllowedSwapSpace=0x10\n", 0, -EINVAL, 1, 18, "hexadecimal is not accepted"},
 	    {"AllowedRAMSpace=.\n", 0, -EINVAL, 1, 17, "expected a percentage"},
 	    {"AllowedRAMSpace=5.5.5\n", 0, -EINVAL, 1, 17, "expected a percentage"},
 	    {"MinRAMSpace=30M\n", 0, -EINVAL, 1, 13, "whole number"},
@@ -296,6 +301,33 @@ static void test_cgroup_good(void)
 		ok(c->cgroup.constrain_cores && c->cgroup.allowed_ram_space == 50,
 		   "...but every value parsed (%d %g)", c->cgroup.constrain_cores,
 		   c->cgroup.allowed_ram_space);
+		jobcg_config_free(c);
+	}
+	/* Slurm reads percentages with strtof(): fractions, exponents, inf, kept as a float */
+	c = good(false,
+		 "AllowedRAMSpace=98.5\nMaxRAMPercent=1e2\nAllowedSwapSpace=inf\n"
+		 "MaxSwapPercent=99.9\n",
+		 (size_t)-1, 0);
+	if (c) {
+		ok(c->cgroup.allowed_ram_space == 98.5 && c->cgroup.max_ram_percent == 100 &&
+		       isinf(c->cgroup.allowed_swap_space) &&
+		       c->cgroup.max_swap_percent == (double)99.9f,
+		   "percentages 98.5, 1e2, inf and 99.9 as Slurm's float (%g %g %g %.10g)",
+		   c->cgroup.allowed_ram_space, c->cgroup.max_ram_percent,
+		   c->cgroup.allowed_swap_space, c->cgroup.max_swap_percent);
+		ok(strv_length(c->warnings) == 0, "...with no warning");
+		jobcg_config_free(c);
+	}
+	/* Slurm's grammar takes Key+=, -=, *=, /= and every reader ignores the operator */
+	c = good(false, "ConstrainCores+=yes\nAllowedRAMSpace -=50\n", (size_t)-1, 0);
+	if (c) {
+		ok(c->cgroup.constrain_cores && c->cgroup.allowed_ram_space == 50,
+		   "ConstrainCores+=yes and AllowedRAMSpace -=50 set the values, as in Slurm");
+		ok(strv_length(c->warnings) == 2 &&
+		       strstr(c->warnings[0], "cgroup.conf:1: operator '+=' is ignored") &&
+		       strstr(c->warnings[0], "sets ConstrainCores=yes") &&
+		       strstr(c->warnings[1], "cgroup.conf:2: operator '-=' is ignored"),
+		   "...each with a warning naming its line");
 		jobcg_config_free(c);
 	}
 	c = good(false, "AllowedRAMSpace=.5\nMaxRAMPercent=99.\nAllowedSwapSpace=007.25\n",

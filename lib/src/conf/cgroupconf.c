@@ -287,27 +287,52 @@ static int parse_bool(const char *v, bool *ret)
 	return -EINVAL;
 }
 
-static int parse_percent(const char *v, double *ret)
+/*
+ * A percentage as Slurm reads it (s_p_handle_float(): strtof(), or UNLIMITED/INFINITE): 98.5,
+ * 1e2, .5, inf. Slurm keeps a float, so jobcg keeps the float's value too and computes with
+ * what Slurm computes with. Refused with @why, though Slurm takes them: a negative or NaN
+ * percentage (Slurm computes a limit from it that means nothing: a negative byte count made
+ * unsigned) and hexadecimal (0x10, as jobcg's whole-number keys). Out of a float's range (1e39,
+ * 1e-50) Slurm refuses as well. No upper bound: over 100 is meaningful for each key (more than
+ * the request, or no cap).
+ */
+static int parse_percent(const char *v, double *ret, const char **why)
 {
+	const char *p = v;
 	char *end;
-	double d;
+	float f;
 
 	if (strcaseeq(v, "UNLIMITED") || strcaseeq(v, "INFINITE")) {
 		*ret = INFINITY;
 		return 0;
 	}
-	/* Decimal digits with an optional fraction: strtod() alone would also take 0x10 (16),
-	 * 1e2 and the like, which no one means by a percentage. */
-	size_t ip = strspn(v, "0123456789"),
-	       fp = v[ip] == '.' ? strspn(v + ip + 1, "0123456789") : 0;
-
-	if (ip + fp == 0 || v[ip + (v[ip] == '.') + fp])
+	*why = "expected a percentage such as 100, 99.5 or 1e2 (or UNLIMITED)";
+	p += strspn(p, " \t");
+	p += *p == '+' || *p == '-';
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		*why =
+		    "hexadecimal is not accepted for a percentage (Slurm would read 0x10 as 16): "
+		    "write it in decimal";
 		return -EINVAL;
+	}
 	errno = 0;
-	d = strtod(v, &end);
-	if (*end || errno || !isfinite(d))
+	f = strtof(v, &end);
+	if (end == v || *end)
 		return -EINVAL;
-	*ret = d;
+	if (errno == ERANGE) {
+		*why = "out of range (Slurm refuses it too)";
+		return -ERANGE;
+	}
+	if (isnan(f)) {
+		*why = "not a number (Slurm would compute a meaningless limit from it)";
+		return -EINVAL;
+	}
+	if (f < 0) {
+		*why = "a percentage cannot be negative (Slurm would compute a meaningless limit "
+		       "from it)";
+		return -EINVAL;
+	}
+	*ret = (double)f + 0.0; /* -0 is 0 */
 	return 0;
 }
 
@@ -359,12 +384,12 @@ static int set_value(struct confload *l, const struct conf_stmt *st, const struc
 	}
 	case K_PERCENT: {
 		double d;
+		const char *why = NULL;
 
-		if (parse_percent(v, &d) < 0)
-			return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
-					    "%s: expected a percentage such as 100 or 99.5 (or "
-					    "UNLIMITED), found '%s'",
-					    k->name, v);
+		r = parse_percent(v, &d, &why);
+		if (r < 0)
+			return error_set_at(r, st->file, pr->vline, pr->vcol, "%s: %s, found '%s'",
+					    k->name, why, v);
 		*(double *)field = d;
 		return 0;
 	}
