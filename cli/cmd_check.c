@@ -933,6 +933,30 @@ static int slurm_stale_check(const struct jobcg_config *conf, const struct jobcg
 	return nstale > 0;
 }
 
+/*
+ * The configuration's warnings (each also logged while it loaded, on stderr), counted in the
+ * report and listed in JSON: among them bad values on gres.conf lines for other nodes, which
+ * stop only those nodes and which an administrator checking any node should still see.
+ */
+static void config_warnings(const struct jobcg_config *conf, struct json_object *json)
+{
+	size_t n = 0;
+
+	for (char **w = conf->warnings; w && *w; w++)
+		n++;
+	if (json) {
+		struct json_object *a = json_object_new_array();
+
+		for (char **w = conf->warnings; w && *w; w++)
+			json_object_array_add(a, json_object_new_string(*w));
+		json_object_object_add(json, "config_warnings", a);
+	} else if (n)
+		printf("%-22s %zu warning%s (on stderr above; `jobcg config` lists them)\n",
+		       "configuration:", n, n == 1 ? "" : "s");
+	else
+		printf("%-22s no warnings\n", "configuration:");
+}
+
 static int cmd_check(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
@@ -998,6 +1022,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		rs |= plugin_required_check(&plugin, gj);
 		rs |= devprog_check(conf, s, gj);
 		rs |= slurm_stale_check(conf, s, gj);
+		config_warnings(conf, gj);
 		print_json(s, reserved_json(conf), pam_json(&pc), gj);
 		json_object_put(gj);
 	} else {
@@ -1010,6 +1035,7 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 		rs |= slurm_plugins_check(&plugin, NULL);
 		rs |= plugin_required_check(&plugin, NULL);
 		rs |= slurm_stale_check(conf, s, NULL);
+		config_warnings(conf, NULL);
 	}
 	r = s->can_run && !rspec && !pc.escapes && !pc.unsafe && !r && !rs ? 0 : 1;
 	jobcg_pam_scan_free(pc.scan);

@@ -236,6 +236,51 @@ static void spec_checks(void)
 	free(err);
 }
 
+/* A bad value on a gres.conf line for other nodes does not stop this node (Slurm reads no
+ * value there), but check still reports it: a count in the text, the warning in the JSON. */
+static void other_node_checks(void)
+{
+	char dir[PATH_MAX], *out = NULL, *err = NULL;
+	struct json_object *o, *a = NULL;
+	int rc, rc0;
+
+	snprintf(dir, sizeof(dir), "%s/othernode", ktest_tmpdir());
+	mkdir(dir, 0755);
+	put(dir, "gres.conf", "NodeName=jobcg-no-such-node Name=gpu File=/dev/null\n");
+	rc0 = kcli_run((char *[]){"--config-dir", dir, "check", "--slurm-gres", "none", NULL}, &out,
+		       &err);
+	ok(out && strstr(out, "configuration:         no warnings"),
+	   "check says the configuration has no warnings (rc %d)", rc0);
+	free(out);
+	free(err);
+	put(dir, "gres.conf", "NodeName=jobcg-no-such-node Name=gpu File=/dev/null Cores=5-2\n");
+	rc = kcli_run((char *[]){"--config-dir", dir, "check", "--slurm-gres", "none", NULL}, &out,
+		      &err);
+	ok(rc == rc0 && out && strstr(out, "configuration:         1 warning (on stderr above"),
+	   "another node's bad Cores=: check runs as before (rc %d, was %d) and counts the "
+	   "warning",
+	   rc, rc0);
+	ok(err && strstr(err, "gres.conf:1: column 59: Cores=5-2") &&
+	       strstr(err, "NodeName=jobcg-no-such-node, not this node"),
+	   "...which stderr shows with its file, line and column");
+	if (rc != 0 || !out || !strstr(out, "configuration:"))
+		ktest_diag_lines("", err ? err : "");
+	free(out);
+	free(err);
+	rc = kcli_run(
+	    (char *[]){"--config-dir", dir, "check", "--json", "--slurm-gres", "none", NULL}, &out,
+	    &err);
+	o = out ? json_tokener_parse(out) : NULL;
+	ok(rc == rc0 && o && json_object_object_get_ex(o, "config_warnings", &a) &&
+	       json_object_array_length(a) == 1 &&
+	       strstr(json_object_get_string(json_object_array_get_idx(a, 0)),
+		      "gres.conf:1: column 59: Cores=5-2"),
+	   "...and --json lists it in config_warnings (rc %d)", rc);
+	json_object_put(o);
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("cli-check", "jobcg");
@@ -322,5 +367,6 @@ int main(void)
 
 	pam_checks();
 	spec_checks();
+	other_node_checks();
 	return tap_done();
 }

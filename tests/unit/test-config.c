@@ -572,9 +572,27 @@ static void test_gres_errors(void)
 	     "/dev/nvidia0 is the device of gpu again (/dev/nvidia0 at "},
 	    {"Name=gpu MultipleFiles=/dev/cap1,/dev/nvidia0\nName=gpu File=/dev/nvidia0\n",
 	     JOBCG_CONFIG_NO_STAT, -EINVAL, 2, 15, "/dev/nvidia0 is the device of gpu again"},
-	    /* values of another node's lines are checked too (the file is meant for the cluster) */
-	    {"NodeName=other Name=gpu File=/dev/null Cores=5-2\n", 0, -EINVAL, 1, 46,
-	     "reversed range"},
+	    /* another node's line: its keys and syntax are checked, as Slurm checks them */
+	    {"NodeName=other Name=gpu Fle=/dev/null\n", 0, -EINVAL, 1, 25, "did you mean 'File'"},
+	    {"NodeName=other Name=gpu File=/dev/null Cores=\"0\n", 0, -EINVAL, 1, 46,
+	     "unterminated quote"},
+	    {"NodeName=other Name=gpu Type= Count+=1\n", 0, -EINVAL, 1, 29,
+	     "next word is another key"},
+	    /* Slurm's step form FIRST-LAST:STEP: one range, no brackets */
+	    {"Name=gpu File=/dev/null Cores=[0-30:2]\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 31,
+	     "expected the first core at '[0-30:2]'"},
+	    {"Name=gpu File=/dev/null Cores=0-30:0\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 31,
+	     "the step must be 1 or more"},
+	    {"Name=gpu File=/dev/null Cores=30-0:2\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 31,
+	     "reversed range 30-0"},
+	    {"Name=gpu File=/dev/null Cores=0-30:2,40\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 37,
+	     "unexpected ',40' after the step"},
+	    {"Name=gpu File=/dev/null Cores=5:2\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 32,
+	     "expected '-' at ':2'"},
+	    {"Name=gpu File=/dev/null Cores=0-5000:2\n", JOBCG_CONFIG_NO_STAT, -ERANGE, 1, 33,
+	     "the last core is beyond the limit"},
+	    {"Name=gpu File=/dev/null Cores=0-8:-2\n", JOBCG_CONFIG_NO_STAT, -EINVAL, 1, 35,
+	     "expected the step at '-2'"},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
@@ -668,7 +686,9 @@ static void test_gres_good(void)
 		ok(strv_length(c->warnings) == 2 &&
 		       strstr(c->warnings[0], "gres.conf:2: Name=gpu") &&
 		       strstr(c->warnings[0], "jobcg cannot allocate it") &&
-		       strstr(c->warnings[1], "gres.conf:3: Name=mps"),
+		       strstr(c->warnings[0], "`jobcg gpus --gres-conf` prints them") &&
+		       strstr(c->warnings[1], "gres.conf:3: Name=mps") &&
+		       strstr(c->warnings[1], "give it the GPUs' device files"),
 		   "gpu and mps lines without files warn up front");
 		jobcg_config_free(c);
 	}
@@ -707,6 +727,84 @@ static void test_gres_good(void)
 		ok(c->gres.nrecords == 2 && streq(c->gres.node_autodetect, "off") &&
 		       c->gres.records[1].autodetect && streq(c->gres.records[1].autodetect, "off"),
 		   "the same node-local AutoDetect twice is fine and applies to every record");
+		jobcg_config_free(c);
+	}
+}
+
+/* Lines Slurm 22.05 accepts that jobcg once refused. */
+static void test_gres_slurm_forms(void)
+{
+	struct jobcg_config *c;
+
+	/* Slurm's slurmd reads no value of another node's line: a bad one warns, naming it */
+	c = good(true,
+		 "NodeName=other Name=gpu File=/dev/nvidiaX Cores=5-2\n"
+		 "NodeName=n[1-3] Name=g:pu Count=x\n"
+		 "NodeName=tux1 Name=gpu File=/dev/nvidia0\n",
+		 (size_t)-1, JOBCG_CONFIG_NO_STAT);
+	if (c) {
+		ok(c->gres.nrecords == 1 && streq(c->gres.records[0].files[0].path, "/dev/nvidia0"),
+		   "other nodes' lines with bad values make no record, this node's line does");
+		ok(strv_length(c->warnings) == 2 &&
+		       strstr(c->warnings[0], "gres.conf:1: column 49: Cores=5-2") &&
+		       strstr(c->warnings[0], "reversed range") &&
+		       strstr(c->warnings[0], "NodeName=other, not this node") &&
+		       strstr(c->warnings[1], "gres.conf:2: column 23: Name=g:pu") &&
+		       strstr(c->warnings[1], "NodeName=n[1-3]"),
+		   "...and each bad value is a warning naming file:line:column and the nodes");
+		jobcg_config_free(c);
+	}
+	/* ...but on this node's line it is still an error */
+	bad(true, "NodeName=tux[0-1] Name=gpu File=/dev/nvidiaX Cores=5-2\n", JOBCG_CONFIG_NO_STAT,
+	    -EINVAL, 1, 52, "reversed range");
+
+	/* the step form: Slurm stops before LAST (0-30:2 is 0,2,...,28), jobcg reads the same */
+	c = good(
+	    true,
+	    "Name=gpu File=/dev/nvidia0 Cores=0-30:2\nName=gpu File=/dev/nvidia1 Cores=0-7:3\n"
+	    "Name=gpu File=/dev/nvidia2 CPUs=5-5:1\nName=gpu File=/dev/nvidia3 Cores=64-130:64\n",
+	    (size_t)-1, JOBCG_CONFIG_NO_STAT);
+	if (c && c->gres.nrecords == 4) {
+		const struct jobcg_gres_record *r = c->gres.records;
+
+		ok(r[0].cores_words == 1 && r[0].cores[0] == 0x15555555,
+		   "Cores=0-30:2 is 0,2,...,28 (%#llx)", (unsigned long long)r[0].cores[0]);
+		ok(r[1].cores_words == 1 && r[1].cores[0] == 0x49, "Cores=0-7:3 is 0,3,6");
+		ok(r[2].cores && r[2].cores_words == 1 && r[2].cores[0] == 0,
+		   "CPUs=5-5:1 is no core, as Slurm");
+		ok(r[3].cores_words == 3 && r[3].cores[0] == 0 && r[3].cores[1] == 1 &&
+		       r[3].cores[2] == 1,
+		   "Cores=64-130:64 is 64,128");
+		ok(strv_length(c->warnings) == 2 &&
+		       strstr(c->warnings[0],
+			      "gres.conf:1: Cores=0-30:2 leaves out its last core") &&
+		       strstr(c->warnings[1], "gres.conf:3: CPUs=5-5:1 names no core"),
+		   "an end left out and an empty set warn");
+	} else
+		ok(false, "four step-form records");
+	jobcg_config_free(c);
+
+	/* empty list elements are skipped, as Slurm's hostlist_create() skips them */
+	c = good(true, "NodeName=tux1, Name=gpu File=/dev/nvidia0,,/dev/nvidia1,\n", (size_t)-1,
+		 JOBCG_CONFIG_NO_STAT);
+	if (c) {
+		ok(c->gres.nrecords == 2 && streq(c->gres.records[1].files[0].path, "/dev/nvidia1"),
+		   "NodeName=tux1, and File=a,,b, are one node and two files");
+		jobcg_config_free(c);
+	}
+
+	/* Count+=1: Slurm's grammar takes the operator and no reader looks at it */
+	c = good(true, "Name=nic Count+=2\nNodeName=tux1 Name=gpu File*=/dev/nvidia0\n", (size_t)-1,
+		 JOBCG_CONFIG_NO_STAT);
+	if (c) {
+		ok(c->gres.nrecords == 2 && c->gres.records[0].count == 2 &&
+		       c->gres.records[1].nfiles == 1,
+		   "Count+=2 is Count=2 and File*= is File=, as in Slurm");
+		ok(strv_length(c->warnings) == 2 &&
+		       strstr(c->warnings[0], "gres.conf:1: operator '+=' is ignored") &&
+		       strstr(c->warnings[0], "Count+=2 sets Count=2") &&
+		       strstr(c->warnings[1], "gres.conf:2: operator '*=' is ignored"),
+		   "...each with a warning");
 		jobcg_config_free(c);
 	}
 }
@@ -995,6 +1093,7 @@ int main(void)
 	test_env_and_dir();
 	test_gres_errors();
 	test_gres_good();
+	test_gres_slurm_forms();
 	test_gres_stat();
 	test_owner();
 	rm("cgroup.conf");

@@ -1,8 +1,9 @@
 /*
  * jobcg: gres.conf. Lines start with NodeName=, Name= or a lone AutoDetect= (Slurm's grammar);
  * NodeName= hostlists select the lines for this host; File=/MultipleFiles= ranges expand to one
- * record per device (or one record per MultipleFiles line). Every line's values are checked, but
- * only this host's lines make records and warnings. Lenient like Slurm where it is harmless
+ * record per device (or one record per MultipleFiles line). Every line's keys are checked; a bad
+ * value is an error on this host's lines and only a warning on other nodes' lines (Slurm does not
+ * read their values), which make no records. Lenient like Slurm where it is harmless
  * (unknown Flags words, malformed Links: warnings), strict where Slurm silently misreads
  * (reversed ranges, garbage in Cores=, a Count= suffix it does not know).
  */
@@ -179,6 +180,8 @@ struct line_vals {
 	uint64_t *cores;
 	size_t cores_words;
 	bool cores_null;
+	bool cores_step_end; /* A-B:S with B on the step, which Slurm leaves out */
+	bool cores_step_empty;
 	int *links;
 	size_t nlinks;
 	bool links_bad;
@@ -198,6 +201,90 @@ static void line_vals_done(struct line_vals *v)
 	strv_free(v->files);
 }
 
+/* One number of the step form at *p, at most JOBCG_CPU_MAX. */
+static int step_number(const struct conf_stmt *st, const struct conf_pair *pr, const char **p,
+		       const char *what, unsigned *ret)
+{
+	const char *q = *p;
+	unsigned x = 0;
+
+	if (!isdigit((unsigned char)*q))
+		return error_set_at(-EINVAL, st->file, pr->vline,
+				    pr->vcol + (unsigned)(q - pr->value),
+				    "%s=%s: expected %s at '%s' (the step form is FIRST-LAST:STEP, "
+				    "such as 0-30:2)",
+				    pr->key, pr->value, what, q);
+	for (; isdigit((unsigned char)*q); q++) {
+		x = x * 10 + (unsigned)(*q - '0');
+		if (x > JOBCG_CPU_MAX)
+			return error_set_at(-ERANGE, st->file, pr->vline,
+					    pr->vcol + (unsigned)(*p - pr->value),
+					    "%s=%s: %s is beyond the limit %d", pr->key, pr->value,
+					    what, JOBCG_CPU_MAX);
+	}
+	*p = q;
+	*ret = x;
+	return 0;
+}
+
+/*
+ * Slurm's step form FIRST-LAST:STEP (bitfmt2int, taken whenever the value holds a ':'): one
+ * range, no brackets, no list. Slurm sets FIRST, FIRST+STEP, ... while below LAST, so LAST itself
+ * is never set (0-30:2 is 0-28 in steps of 2) although its comment says otherwise; jobcg sets the
+ * same cores, so that a GPU binds where Slurm binds it, and warns (make_records' caller).
+ */
+static int parse_cores_step(const struct conf_stmt *st, const struct conf_pair *pr,
+			    struct line_vals *v)
+{
+	const char *p = pr->value;
+	unsigned lo, hi, step;
+	int r;
+
+	if ((r = step_number(st, pr, &p, "the first core", &lo)) < 0)
+		return r;
+	if (*p != '-')
+		return error_set_at(
+		    -EINVAL, st->file, pr->vline, pr->vcol + (unsigned)(p - pr->value),
+		    "%s=%s: expected '-' at '%s' (the step form is FIRST-LAST:STEP, "
+		    "such as 0-30:2, with no list and no brackets)",
+		    pr->key, pr->value, p);
+	p++;
+	if ((r = step_number(st, pr, &p, "the last core", &hi)) < 0)
+		return r;
+	if (*p != ':')
+		return error_set_at(
+		    -EINVAL, st->file, pr->vline, pr->vcol + (unsigned)(p - pr->value),
+		    "%s=%s: expected ':' at '%s' (the step form is FIRST-LAST:STEP, "
+		    "such as 0-30:2, with no list and no brackets)",
+		    pr->key, pr->value, p);
+	p++;
+	if ((r = step_number(st, pr, &p, "the step", &step)) < 0)
+		return r;
+	if (*p)
+		return error_set_at(-EINVAL, st->file, pr->vline,
+				    pr->vcol + (unsigned)(p - pr->value),
+				    "%s=%s: unexpected '%s' after the step (the step form is "
+				    "FIRST-LAST:STEP, one range only)",
+				    pr->key, pr->value, p);
+	if (hi < lo)
+		return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+				    "%s=%s: reversed range %u-%u (write the lower core first)",
+				    pr->key, pr->value, lo, hi);
+	if (step == 0)
+		return error_set_at(-EINVAL, st->file, pr->vline, pr->vcol,
+				    "%s=%s: the step must be 1 or more", pr->key, pr->value);
+	/* the highest core set, as jobcg_parse_cpulist() sizes its bitmap */
+	v->cores_words = hi > lo ? (lo + (hi - 1 - lo) / step * step) / 64 + 1 : 1;
+	v->cores = calloc(v->cores_words, sizeof(uint64_t));
+	if (!v->cores)
+		return -ENOMEM;
+	for (unsigned i = lo; i < hi; i += step)
+		v->cores[i / 64] |= UINT64_C(1) << (i % 64);
+	v->cores_step_empty = lo == hi;
+	v->cores_step_end = hi > lo && (hi - lo) % step == 0;
+	return 0;
+}
+
 static int parse_cores(const struct conf_stmt *st, const struct conf_pair *pr, struct line_vals *v)
 {
 	size_t n = strlen(pr->value), len = 0;
@@ -207,6 +294,8 @@ static int parse_cores(const struct conf_stmt *st, const struct conf_pair *pr, s
 
 	if (!body || !orig)
 		return -ENOMEM;
+	if (strchr(pr->value, ':'))
+		return parse_cores_step(st, pr, v);
 	/* Slurm's bitfmt2int skips brackets ("Cores=[0-3]" is 0-3) and blanks; so does jobcg,
 	 * but any other stray character is an error rather than silently ignored. */
 	for (size_t i = 0; i < n; i++) {
@@ -485,6 +574,34 @@ static bool host_matches(struct confload *l, const struct conf_stmt *st, const s
 	return r > 0;
 }
 
+/*
+ * A bad value on a line for other nodes. Slurm 22.05's slurmd checks only the key names of such
+ * a line (_parse_gres_config_node() reads its values on the nodes it names), so one typo there
+ * does not stop every node: the error is a warning here, naming where it is, and still an error
+ * on the nodes the line is for. Keys and syntax were checked before: those stay errors.
+ */
+static int warn_other_node(struct confload *l, const struct conf_pair *nodename)
+{
+	const struct jobcg_error *e = jobcg_last_error();
+	char msg[sizeof(e->message)];
+
+	snprintf(msg, sizeof(msg), "%s", e->message);
+	if (e->column)
+		confload_warn(l, e->file, e->line,
+			      "column %u: %s (on a line for NodeName=%s, not this node: an error "
+			      "on those nodes, a warning here as Slurm reads no value of other "
+			      "nodes' lines)",
+			      e->column, msg, nodename->value);
+	else
+		confload_warn(
+		    l, e->file, e->line,
+		    "%s (on a line for NodeName=%s, not this node: an error on those "
+		    "nodes, a warning here as Slurm reads no value of other nodes' lines)",
+		    msg, nodename->value);
+	jobcg_error_clear();
+	return 0;
+}
+
 static int add_record(struct confload *l, const struct conf_stmt *st, const struct line_vals *v,
 		      struct name_env *ne, char **files, size_t nfiles, uint64_t count,
 		      unsigned flags)
@@ -623,13 +740,21 @@ static int make_records(struct confload *l, const struct conf_stmt *st, struct l
 	if (v->nfiles == 0) {
 		/* Slurm completes such a line from AutoDetect or the gpu lines; jobcg only
 		 * allocates listed files, so say so now rather than at the first job. */
-		if (strcaseeq(name, "gpu") || shared)
+		if (strcaseeq(name, "gpu"))
 			confload_warn(
 			    l, st->file, st->line,
-			    "Name=%s with no File= or MultipleFiles=: jobcg cannot "
-			    "allocate it (Slurm may take the files from AutoDetect or the "
-			    "gpu lines); list the device files",
+			    "Name=%s with no File= or MultipleFiles=: jobcg cannot allocate it "
+			    "(Slurm takes the device files from AutoDetect, jobcg does not); "
+			    "write one line per GPU with its File=: `jobcg gpus --gres-conf` "
+			    "prints them for this node",
 			    name);
+		else if (shared)
+			confload_warn(l, st->file, st->line,
+				      "Name=%s with no File= or MultipleFiles=: jobcg cannot "
+				      "allocate it (Slurm spreads it over the gpu lines' files, "
+				      "jobcg does not); give it the GPUs' device files, such as "
+				      "File=/dev/nvidia[0-3]",
+				      name);
 		return add_record(l, st, v, ne, NULL, 0, v->has_count ? v->count : 1, flags);
 	}
 	if (v->has_count && !shared && v->count != v->nfiles)
@@ -738,6 +863,10 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 			    st->pairs[i].op, st->pairs[i].key, st->pairs[i].op, st->pairs[i].value,
 			    st->pairs[i].key, st->pairs[i].value);
 	r = parse_values(l, st, &v);
+	if (r < 0 && r != -ENOMEM && !matches) {
+		r = warn_other_node(l, v.p[G_NODENAME]);
+		goto out;
+	}
 	if (r < 0)
 		goto out;
 
@@ -800,6 +929,17 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 			      "ignoring invalid Links=%s (expected integers from -2 to 1023 with "
 			      "exactly one -1)",
 			      v.p[G_LINKS]->value);
+	if (v.cores_step_empty)
+		confload_warn(l, st->file, st->line,
+			      "%s=%s names no core: Slurm's step form stops before its last "
+			      "core, and jobcg reads it as Slurm does",
+			      v.p[G_CORES]->key, v.p[G_CORES]->value);
+	else if (v.cores_step_end)
+		confload_warn(l, st->file, st->line,
+			      "%s=%s leaves out its last core, as Slurm reads the step form (it "
+			      "stops before the end); jobcg binds the same cores. Write an end one "
+			      "higher to include it",
+			      v.p[G_CORES]->key, v.p[G_CORES]->value);
 	if (v.cores_null)
 		confload_warn(
 		    l, st->file, st->line,
