@@ -1084,12 +1084,142 @@ static void test_owner(void)
 	test_owner_dirs();
 }
 
+/* Warnings logged while a configuration loads, the last one kept. */
+static unsigned nwarned;
+static char last_warning[8192];
+
+static void count_warning(enum jobcg_log_level level, const char *msg, void *userdata)
+{
+	(void)userdata;
+	if (level != JOBCG_LOG_WARNING)
+		return;
+	nwarned++;
+	snprintf(last_warning, sizeof(last_warning), "%s", msg);
+}
+
+/*
+ * JOBCG_CONFIG_TOLERATE_CGROUP: a bad value of a key that locates nothing is kept as the
+ * configuration's cgroup error (its file:line:col), logged once, and the key keeps its default;
+ * whatever locates the tree (or might: a misspelt locating key), a line that cannot be read
+ * and an Include that fails still fail the load.
+ */
+static void test_cgroup_tolerate(void)
+{
+	const unsigned T = JOBCG_CONFIG_TOLERATE_CGROUP;
+	static const struct {
+		const char *text, *where, *needle;
+	} tolerated[] = {
+	    {"AllowedRAMSpace=abc\n", "cgroup.conf:1:17", "expected a percentage"},
+	    {"ConstrainRAMSpace=maybe\n", "cgroup.conf:1:19", "expected yes or no"},
+	    {"MinRAMSpace=010\n", "cgroup.conf:1:13", "leading zero"},
+	    {"EnableExtraControllers=io,Mem\n", "cgroup.conf:1:24", "controller names"},
+	    {"AccountingSync=always\n", "cgroup.conf:1:16", "expected job or step"},
+	    {"CgroupPlugin=cgroup/v3\n", "cgroup.conf:1:14", "expected autodetect"},
+	    {"FooBarBaz=1\n", "cgroup.conf:1:1", "unknown cgroup.conf key"},
+	    {"ConstrainCore=yes\n", "cgroup.conf:1:1", "did you mean 'ConstrainCores'"},
+	    {"ConstrainCores=yes ConstrainDevices=yes\n", "cgroup.conf:1:20",
+	     "one Key=Value per line"},
+	    {"SpecCPUs=0\nCoreSpecCount=1\n", "cgroup.conf:2", "both reserve CPUs"},
+	};
+	static const struct bad_case refused[] = {
+	    {"StateDir=var/lib/jobcg\n", T, -EINVAL, 1, 10, "absolute path"},
+	    {"BpfPinDir=\"\"\n", T, -EINVAL, 1, 12, "absolute path"},
+	    {"JobcgRoot=a/../b\n", T, -EINVAL, 1, 11, "'..'"},
+	    {"JobcgScope=jobcg\n", T, -EINVAL, 1, 12, "scope unit name"},
+	    {"CgroupSlice=a/b.slice\n", T, -EINVAL, 1, 13, "slice unit name"},
+	    {"CgroupMountpoint=sys/fs/cgroup\n", T, -EINVAL, 1, 18, "absolute path"},
+	    {"DeviceProgram=tree\n", T, -EINVAL, 1, 15, "expected node or linear"},
+	    /* A misspelt locating key: read as unset, it would name the default tree. */
+	    {"StateDri=/var/lib/jobcg-b\n", T, -EINVAL, 1, 1, "did you mean 'StateDir'"},
+	    {"JobcgRot=jobcg-b\n", T, -EINVAL, 1, 1, "did you mean 'JobcgRoot'"},
+	    {"ConstrainCores=yes StateDir=/x\n", T, -EINVAL, 1, 20, "one Key=Value per line"},
+	    /* Lines that cannot be read: which key they meant is unknown. */
+	    {"justaword\n", T, -EINVAL, 1, 1, "expected '=' after 'justaword'"},
+	    {"ConstrainCores+=yes\n", T, -EINVAL, 1, 15, "operator '+='"},
+	    {"AllowedRAMSpace=\"90\n", T, -EINVAL, 1, 17, "unterminated quote"},
+	    {"Include missing.conf\n", T, -ENOENT, 1, 9, "cannot read included file"},
+	    /* Only cgroup.conf's own flag tolerates it. */
+	    {"AllowedRAMSpace=abc\n", JOBCG_CONFIG_TOLERATE_GRES, -EINVAL, 1, 17,
+	     "expected a percentage"},
+	};
+	struct jobcg_config *c;
+
+	jobcg_set_log(count_warning, NULL, JOBCG_LOG_DEBUG);
+	for (size_t i = 0; i < ELEMENTSOF(tolerated); i++) {
+		nwarned = 0;
+		last_warning[0] = 0;
+		c = good(false, tolerated[i].text, (size_t)-1, T);
+		ok(c && c->cgroup_error && strstr(c->cgroup_error, tolerated[i].where) &&
+		       strstr(c->cgroup_error, tolerated[i].needle) &&
+		       jobcg_config_cgroup_error(c) == c->cgroup_error && !jobcg_last_error()->code,
+		   "... past its error %s, kept: %s", tolerated[i].where,
+		   c && c->cgroup_error ? c->cgroup_error : "(none)");
+		ok(nwarned == 1 && strstr(last_warning, tolerated[i].where) &&
+		       strstr(last_warning, "none is made or constrained"),
+		   "... one warning names it: %s", last_warning);
+		if (c && i == 0)
+			ok(c->cgroup.allowed_ram_space == 100, "AllowedRAMSpace keeps its default");
+		if (c && i == 1)
+			ok(!c->cgroup.constrain_ram_space, "ConstrainRAMSpace keeps its default");
+		if (c && i == ELEMENTSOF(tolerated) - 1)
+			ok(!c->cgroup.spec_cpus && !c->cgroup.core_spec_count,
+			   "SpecCPUs and CoreSpecCount both set: neither is kept");
+		jobcg_config_free(c);
+	}
+
+	/* The other keys are read as written; the first error is kept, the others counted. */
+	nwarned = 0;
+	c = good(false,
+		 "ConstrainCores=yes\nAllowedRAMSpace=abc\nStateDir=/var/lib/jobcg-t\n"
+		 "ConstrainRAMSpace=maybe\nJobcgRoot=jobcg-t\nMaxRAMPercent=50\n",
+		 (size_t)-1, T | JOBCG_CONFIG_TOLERATE_GRES);
+	ok(c && c->cgroup.constrain_cores && streq(c->cgroup.state_dir, "/var/lib/jobcg-t") &&
+	       streq(c->cgroup.tree_root, "jobcg-t") && c->cgroup.max_ram_percent == 50 &&
+	       !c->cgroup.constrain_ram_space && c->cgroup_errors == 2 &&
+	       strstr(c->cgroup_error, "cgroup.conf:2:") && !jobcg_config_gres_error(c),
+	   "the valid keys are read around two errors, the first kept (%s)",
+	   c && c->cgroup_error ? c->cgroup_error : "(none)");
+	ok(nwarned == 1 && strstr(last_warning, "as is 1 more error in it"),
+	   "one warning for both: %s", last_warning);
+	jobcg_config_free(c);
+	/* A valid file has no error, tolerated or not. */
+	c = good(false, "ConstrainCores=yes\n", (size_t)-1, T);
+	ok(c && !jobcg_config_cgroup_error(c) && c->cgroup_errors == 0,
+	   "a valid cgroup.conf has no cgroup error");
+	jobcg_config_free(c);
+	ok(!jobcg_config_cgroup_error(NULL), "jobcg_config_cgroup_error(NULL) is NULL");
+	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+		bad(false, refused[i].text, refused[i].flags, refused[i].r, refused[i].line,
+		    refused[i].col, refused[i].needle);
+	/* A NUL byte: a corrupt file. */
+	{
+		static const char nul[] = "ConstrainCores=yes\0 StateDir=/x\n";
+
+		bad_len(false, nul, sizeof(nul) - 1, T, -EINVAL, 1, 19, "NUL byte");
+	}
+	/* The environment's locating overrides are checked as ever. */
+	rm("gres.conf");
+	put("cgroup.conf", "AllowedRAMSpace=abc\n", (size_t)-1);
+	setenv("JOBCG_STATE_DIR", "relative", 1);
+	c = NULL;
+	jobcg_error_clear();
+	ok(jobcg_config_load(tmp, "h", T, &c) == -EINVAL && !c &&
+	       strstr(jobcg_last_error()->message, "JOBCG_STATE_DIR"),
+	   "a bad JOBCG_STATE_DIR still fails a tolerant load: %s", jobcg_last_error()->message);
+	jobcg_config_free(c);
+	unsetenv("JOBCG_STATE_DIR");
+	rm("cgroup.conf");
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmp))
 		tap_plan_skip_all("mkdtemp failed");
 	test_cgroup_errors();
 	test_cgroup_good();
+	test_cgroup_tolerate();
 	test_env_and_dir();
 	test_gres_errors();
 	test_gres_good();

@@ -52,6 +52,9 @@ enum {
 	/* for commands that only end, inspect or clean up jobs: an error in gres.conf does not
 	 * fail the load (see jobcg_config_gres_error()) */
 	JOBCG_CONFIG_TOLERATE_GRES = 1u << 3,
+	/* the same for cgroup.conf: a bad value of a key that does not say where jobcg's cgroups,
+	 * pins and state are does not fail the load (see jobcg_config_cgroup_error()) */
+	JOBCG_CONFIG_TOLERATE_CGROUP = 1u << 4,
 };
 
 /**
@@ -94,6 +97,22 @@ JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c);
  * release, kill, signal, freeze, list, gc and teardown work as usual.
  */
 JOBCG_EXPORT const char *jobcg_config_gres_error(const struct jobcg_config *c);
+
+/**
+ * Loaded with JOBCG_CONFIG_TOLERATE_CGROUP from a cgroup.conf with errors in keys that do not
+ * locate anything: the first as "file:line:col: message" (logged once as a warning, with how
+ * many more there were), else NULL. Such a key keeps its default (or an earlier line's value);
+ * so does each key of a line holding several, and SpecCPUs and CoreSpecCount when both are
+ * set. An unknown key is one of those errors unless its name is close to a locating key's.
+ * The keys that locate what a command acts on (CgroupMountpoint, CgroupSlice, JobcgScope,
+ * JobcgRoot, StateDir, BpfPinDir, DeviceProgram and their environment overrides), a line
+ * that cannot be read as Key=Value, an Include that fails and a file that cannot be read
+ * still fail the load: guessing those could make a cleanup act on another tree. A context
+ * opened from such a configuration refuses to make the tree, jobs, steps and reservations,
+ * to set limits and to grant devices or change the device policy, since the administrator's
+ * limits are unknown; release, kill, signal, freeze, list, gc and teardown work as usual.
+ */
+JOBCG_EXPORT const char *jobcg_config_cgroup_error(const struct jobcg_config *c);
 
 /**
  * The effective value of cgroup.conf key @key (case-insensitive), with where it came from; owned

@@ -187,6 +187,58 @@ static const struct key_def keys[] = {
 };
 _Static_assert(ELEMENTSOF(keys) <= CGROUP_MAX_KEYS, "raise CGROUP_MAX_KEYS");
 
+/*
+ * The keys that say where jobcg acts: the cgroup mount, the tree's root, the node lock, the
+ * records and the pinned device programs. Their errors are never tolerated
+ * (JOBCG_CONFIG_TOLERATE_CGROUP): a default guessed for one of them could make a cleanup
+ * release, gc or tear down another tree than the jobs' own.
+ */
+static bool key_locates(const struct key_def *k)
+{
+	return k->off == OFF(mountpoint) || k->off == OFF(slice) || k->off == OFF(tree_root) ||
+	       k->off == OFF(scope_name) || k->off == OFF(state_dir) ||
+	       k->off == OFF(bpf_pin_dir) || k->off == OFF(device_program);
+}
+
+/* A key that is, or that may be a misspelling of, a locating key. */
+static bool name_may_locate(const char *name)
+{
+	const char *loc[ELEMENTSOF(keys) + 1];
+	size_t n = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+		if (key_locates(&keys[i])) {
+			if (strcaseeq(name, keys[i].name))
+				return true;
+			loc[n++] = keys[i].name;
+		}
+	loc[n] = NULL;
+	return conf_suggest(name, (const char *const *)loc) != NULL;
+}
+
+/*
+ * With JOBCG_CONFIG_TOLERATE_CGROUP, error @r (its record set) of a key that locates nothing
+ * is kept as the configuration's cgroup error (the first one; the others counted) and the load
+ * goes on, the key keeping its value. Otherwise @r.
+ */
+static int cg_tolerate(struct confload *l, int r)
+{
+	struct jobcg_config *c = l->c;
+	char buf[8192];
+
+	if (r == -ENOMEM || !(l->flags & JOBCG_CONFIG_TOLERATE_CGROUP))
+		return r;
+	if (!c->cgroup_error) {
+		jobcg_error_format(r, buf, sizeof(buf));
+		c->cgroup_error = strdup(buf);
+		if (!c->cgroup_error)
+			return -ENOMEM;
+	}
+	c->cgroup_errors++;
+	jobcg_error_clear();
+	return 0;
+}
+
 /* Keys accepted with a warning and never type-checked: why each is ignored. */
 static const struct {
 	const char *name, *why;
@@ -509,11 +561,18 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 	const char *cands[ELEMENTSOF(keys) + ELEMENTSOF(ignored) + 1];
 	size_t n = 0;
 
-	if (st->npairs > 1)
-		return error_set_at(
+	if (st->npairs > 1) {
+		int r = error_set_at(
 		    -EINVAL, st->file, st->pairs[1].line, st->pairs[1].col,
 		    "cgroup.conf takes one Key=Value per line (found '%s=' after %s=%s)",
 		    st->pairs[1].key, pr->key, pr->value);
+
+		/* Tolerated, the whole line is ignored: unless one of its keys locates. */
+		for (size_t i = 0; i < st->npairs; i++)
+			if (name_may_locate(st->pairs[i].key))
+				return r;
+		return cg_tolerate(l, r);
+	}
 	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
 		if (!strcaseeq(pr->key, keys[i].name))
 			continue;
@@ -524,7 +583,7 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 			    keys[i].name, l->cg_origin[i].file, l->cg_origin[i].line);
 		int r = set_value(l, st, &keys[i], pr);
 		if (r < 0)
-			return r;
+			return key_locates(&keys[i]) ? r : cg_tolerate(l, r);
 		if (pr->op)
 			confload_warn(
 			    l, st->file, pr->line,
@@ -548,7 +607,9 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 	for (size_t i = 0; i < ELEMENTSOF(ignored); i++)
 		cands[n++] = ignored[i].name;
 	cands[n] = NULL;
-	return conf_unknown_key(st, pr, "cgroup.conf", cands);
+	int r = conf_unknown_key(st, pr, "cgroup.conf", cands);
+	/* A misspelt StateDir= must not be read as "StateDir unset". */
+	return name_may_locate(pr->key) ? r : cg_tolerate(l, r);
 }
 
 int cgconf_parse(struct confload *l, const char *path, const char *buf, size_t len)
@@ -678,10 +739,17 @@ int cgconf_finish(struct confload *l)
 			if (streq(keys[k].name, "CoreSpecCount"))
 				o = &l->cg_origin[k];
 		/* As Slurm: CpuSpecList and CoreSpecCount name the same reservation two ways. */
-		return error_set_at(-EINVAL, o && o->file ? o->file : NULL, o ? o->line : 0, 0,
-				    "SpecCPUs=%s and CoreSpecCount=%u both reserve CPUs: set only "
-				    "one of them",
-				    c->cgroup.spec_cpus, c->cgroup.core_spec_count);
+		int r = error_set_at(-EINVAL, o && o->file ? o->file : NULL, o ? o->line : 0, 0,
+				     "SpecCPUs=%s and CoreSpecCount=%u both reserve CPUs: set only "
+				     "one of them",
+				     c->cgroup.spec_cpus, c->cgroup.core_spec_count);
+
+		if ((r = cg_tolerate(l, r)) < 0)
+			return r;
+		/* Tolerated: neither (nothing is made from this configuration anyway). */
+		free(c->cgroup.spec_cpus);
+		c->cgroup.spec_cpus = NULL;
+		c->cgroup.core_spec_count = 0;
 	}
 	for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
 		if ((keys[k].off == OFF(spec_cpus) && c->cgroup.spec_cpus) ||

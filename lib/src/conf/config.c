@@ -46,6 +46,7 @@ JOBCG_EXPORT void jobcg_config_free(struct jobcg_config *c)
 	free(c->config_dir);
 	free(c->hostname);
 	free(c->gres_error);
+	free(c->cgroup_error);
 	free(c);
 }
 
@@ -99,6 +100,28 @@ JOBCG_EXPORT const char *jobcg_config_gres_error(const struct jobcg_config *c)
 	return c ? c->gres_error : NULL;
 }
 
+JOBCG_EXPORT const char *jobcg_config_cgroup_error(const struct jobcg_config *c)
+{
+	return c ? c->cgroup_error : NULL;
+}
+
+/* Logged once, after the whole file: its first error (cgroupconf.c's cg_tolerate() kept it
+ * and went on) and how many more there were. */
+static void cgroup_tolerated_warn(const struct jobcg_config *c)
+{
+	char more[64] = "";
+
+	if (!c->cgroup_error)
+		return;
+	if (c->cgroup_errors > 1)
+		snprintf(more, sizeof(more), ", as %s %u more error%s in it",
+			 c->cgroup_errors > 2 ? "are" : "is", c->cgroup_errors - 1,
+			 c->cgroup_errors > 2 ? "s" : "");
+	log_warning("%s (ignored%s: jobs can be ended, inspected and cleaned up, but none is made "
+		    "or constrained until cgroup.conf is fixed)",
+		    c->cgroup_error, more);
+}
+
 /* Files are read from paths, or from buffers when @bufs is set (bufs[0..1] with lens); with
  * @trusted, through directories checked as open_trusted() does. */
 static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
@@ -137,6 +160,7 @@ static int load(const char *cgroup_conf, const char *gres_conf, const char *dir,
 	r = cgconf_finish(&l);
 	if (r < 0)
 		goto fail;
+	cgroup_tolerated_warn(c);
 	r = gres_conf ? gres_conf_parse(&l, gres_conf, bufs ? bufs[1] : NULL, bufs ? lens[1] : 0)
 		      : 0;
 	if (r >= 0)

@@ -138,4 +138,8 @@ struct jobcg_config {
 	char **warnings;  /* "file:line: text" for each warning (also logged), or NULL */
 	char **files;	  /* every file read, includes too (origins point here), or NULL */
 	char *gres_error; /* JOBCG_CONFIG_TOLERATE_GRES: gres.conf's error (gres is empty) */
+	/* JOBCG_CONFIG_TOLERATE_CGROUP: cgroup.conf's first error in a key that locates nothing
+	 * (the key keeps its default), and how many there were */
+	char *cgroup_error;
+	unsigned cgroup_errors;
 };
