@@ -1,5 +1,6 @@
 /* Kernel test: one library context keeps the device policy open across jobs and steps, and
- * notices when the pinned node program it holds was replaced behind its back. */
+ * notices when the pinned node program it holds was replaced behind its back; a context loaded
+ * past an error in cgroup.conf or gres.conf ends jobs but makes nothing and syncs no policy. */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include "devices.h"
 #include "jobcg/job.h"
 #include "jobcg/jobgres.h"
+#include "jobcg/resv.h"
 #include "jobgres_internal.h"
 #include "kcli.h"
 
@@ -135,8 +137,74 @@ int main(void)
 		       "job 2 is denied the other one: enforced by the new program");
 	} else
 		ok(false, "job 2 got a GPU");
-	is_int(jobcg_job_remove(ctx, 2, 0), 0, "job 2 released");
-	is_int(grants_at(conf, root, "job_2"), 0, "its grant is gone");
+	/* cgroup.conf gets an error in ConstrainDevices= (read past it, it would be "no"): a
+	 * context loaded past it (JOBCG_CONFIG_TOLERATE_CGROUP) ends job 2 and removes its grant,
+	 * but makes nothing and never changes the device policy. */
+	{
+		struct jobcg_config *bconf = NULL;
+		struct jobcg_ctx *bctx = NULL;
+		struct jobcg_devpolicy *bp = NULL;
+		struct jobcg_devrule *m = NULL;
+		struct jobcg_resv_spec rs = {.name = "r1"};
+		char path[PATH_MAX + 16];
+		size_t nm = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/cgroup.conf", confdir);
+		if ((f = fopen(path, "we"))) {
+			fprintf(f, "ConstrainDevices=maybe\nBpfPinDir=%s\n", pins);
+			fclose(f);
+		}
+		ok(jobcg_config_load(confdir, NULL, JOBCG_CONFIG_TOLERATE_GRES, &bconf) < 0,
+		   "cgroup.conf has an error");
+		ok(jobcg_config_load(confdir, NULL, JOBCG_CONFIG_TOLERATE_CGROUP, &bconf) == 0 &&
+		       jobcg_config_cgroup_error(bconf) && jobcg_ctx_open(bconf, 0, &bctx) == 0,
+		   "a context loaded past it");
+		if (bctx) {
+			char jd[PATH_MAX + 16];
+
+			is_int(jobcg_job_create(bctx, 4, NULL, 0, NULL), -EINVAL,
+			       "it creates no job");
+			ok(strstr(jobcg_last_error()->message, "cgroup.conf:1:"),
+			   "naming the error (%s)", jobcg_last_error()->message);
+			snprintf(jd, sizeof(jd), "%s/job_4", root);
+			ok(access(jd, F_OK) < 0, "no job_4 was made");
+			is_int(jobcg_step_create(bctx, 2, "5", 0, NULL), -EINVAL,
+			       "nor a step in job 2");
+			snprintf(jd, sizeof(jd), "%s/job_2/step_5", root);
+			ok(access(jd, F_OK) < 0, "no step_5 was made");
+			is_int(jobcg_resv_create(bctx, &rs), -EINVAL, "nor a reservation");
+			is_int(jobcg_ctx_ensure_tree(bctx), -EINVAL, "nor the tree's set-up");
+			is_int(jobcg_devpolicy_open(bconf, root, NULL, 0, &bp), -EINVAL,
+			       "the node program is not synced from it");
+			jobcg_devpolicy_free(bp);
+			is_int(jobcg_job_remove(bctx, 2, 0), 0, "job 2 released from it");
+			is_int(grants_at(conf, root, "job_2"), 0, "its grant is gone");
+			is_int(jobcg_gc(bctx, 0, NULL), 0, "gc from it");
+			bp = NULL;
+			if (jobcg_devpolicy_open_pinned(conf, root, &bp) < 0 ||
+			    jobcg_devpolicy_managed(bp, &m, &nm) < 0)
+				nm = 0;
+			is_int((int)nm, 3, "every GPU is still managed");
+			free(m);
+			jobcg_devpolicy_free(bp);
+			snprintf(path, sizeof(path), "%s/handmade", root);
+			if (g >= 0 && mkdir(path, 0755) == 0) {
+				is_int(ktest_open_in(path, dev[g], O_RDWR), EPERM,
+				       "a cgroup without a grant opens not even job 2's freed GPU");
+				rmdir(path);
+			} else
+				ok(false, "job 2 got a GPU, a cgroup made by hand");
+		} else
+			(void)jobcg_job_remove(ctx, 2, 0);
+		jobcg_ctx_free(bctx);
+		jobcg_config_free(bconf);
+		snprintf(path, sizeof(path), "%s/cgroup.conf", confdir);
+		if ((f = fopen(path, "we"))) {
+			fprintf(f, "ConstrainDevices=yes\nBpfPinDir=%s\n", pins);
+			fclose(f);
+		}
+	}
 
 	/* gres.conf gets an error: a context loaded past it (JOBCG_CONFIG_TOLERATE_GRES) ends a
 	 * job and removes its grant, but creates no job and never syncs the managed set. */

@@ -385,6 +385,18 @@ JOBCG_EXPORT int jobcg_ctx_systemd_scope(struct jobcg_ctx *ctx)
 					    &root);
 }
 
+int ctx_refuse_cgroup_broken(const struct jobcg_ctx *ctx)
+{
+	const char *e = jobcg_config_cgroup_error(ctx->conf);
+
+	if (!e)
+		return 0;
+	return error_set(-EINVAL,
+			 "%s (nothing is made or constrained while cgroup.conf has an error: "
+			 "only ending, inspecting and cleaning up jobs is possible)",
+			 e);
+}
+
 JOBCG_EXPORT int jobcg_ctx_ensure_tree(struct jobcg_ctx *ctx)
 {
 	struct jobcg_sysinfo *s = ctx->info;
@@ -396,6 +408,9 @@ JOBCG_EXPORT int jobcg_ctx_ensure_tree(struct jobcg_ctx *ctx)
 
 	if (ctx->tree_ready)
 		return 0;
+	/* Controllers, the system/ leaf's reservation and the device policy all come from it. */
+	if ((r = ctx_refuse_cgroup_broken(ctx)) < 0)
+		return r;
 	if ((ctx->flags & JOBCG_CTX_NO_CREATE_ROOT) && !cgfs_is_cgroup2(s->root))
 		return error_set(-ENOENT, "the jobcg tree %s does not exist (run 'jobcg init')",
 				 s->root);

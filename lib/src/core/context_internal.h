@@ -73,6 +73,13 @@ char *ctx_state_file(const struct jobcg_ctx *ctx, const char *name);
 /* The job's directory is no longer where tree_job_dir() last found it (it was removed). */
 void ctx_jobdir_forget(const struct jobcg_ctx *ctx, uint32_t job);
 
+/*
+ * -EINVAL naming cgroup.conf's error when the configuration was loaded past one
+ * (JOBCG_CONFIG_TOLERATE_CGROUP): the administrator's limits are unknown, so nothing may make
+ * the tree, a job, a step or a reservation from it (their limits would be defaults).
+ */
+int ctx_refuse_cgroup_broken(const struct jobcg_ctx *ctx);
+
 /* Why controller @ctrl does not reach jobs, for @what ("memory limits (memory.max)"). */
 char *ctx_limitation(const struct jobcg_ctx *ctx, unsigned ctrl, const char *what);
 

@@ -721,7 +721,7 @@ JOBCG_EXPORT int jobcg_job_create(struct jobcg_ctx *ctx, uint32_t job_id,
 	 * it would silently not honour. */
 	if (flags & ~(unsigned)(JOBCG_JOB_EPHEMERAL | JOBCG_JOB_SLURM))
 		return error_set(-EINVAL, "unknown job flags 0x%x", flags);
-	if ((r = gres_refuse_broken(ctx)) < 0)
+	if ((r = ctx_refuse_cgroup_broken(ctx)) < 0 || (r = gres_refuse_broken(ctx)) < 0)
 		return r;
 	if (limits && limits->cpus && *limits->cpus) {
 		if ((r = cpus_canonical(limits->cpus, &cpus)) < 0)
@@ -1471,6 +1471,8 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 		return error_set(-EINVAL, "unknown step flags 0x%x", flags);
 	if (!jdir)
 		return -ENOMEM;
+	if ((r = ctx_refuse_cgroup_broken(ctx)) < 0)
+		return r;
 	if (limits && limits->cpus && *limits->cpus) {
 		if ((r = cpus_canonical(limits->cpus, &cpus)) < 0)
 			return r;

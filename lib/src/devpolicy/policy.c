@@ -592,6 +592,13 @@ int jobcg_devpolicy_open(const struct jobcg_config *conf, const char *root_cgrou
 				 "%s (the device policy is not set up from a configuration that "
 				 "lost gres.conf)",
 				 jobcg_config_gres_error(conf));
+	/* Nor from one past an error in cgroup.conf: ConstrainDevices= may be a default. */
+	if (conf && jobcg_config_cgroup_error(conf) &&
+	    (p->mode == JOBCG_DEVPROG_NODE || n_managed > 0))
+		return error_set(-EINVAL,
+				 "%s (the device policy is not set up from a configuration with "
+				 "an error in cgroup.conf)",
+				 jobcg_config_cgroup_error(conf));
 	if (n_managed > 0) {
 		p->managed = calloc(n_managed, sizeof(*managed));
 		if (!p->managed)

@@ -73,6 +73,13 @@ int gres_refuse_broken(const struct jobcg_ctx *ctx)
 {
 	const char *e = jobcg_config_gres_error(ctx->conf);
 
+	/* Past an error in cgroup.conf, ConstrainDevices= may be a default the administrator did
+	 * not choose: the same goes. */
+	if (!e && (e = jobcg_config_cgroup_error(ctx->conf)))
+		return error_set(-EINVAL,
+				 "%s (devices are neither granted nor managed while cgroup.conf "
+				 "has an error)",
+				 e);
 	if (!e)
 		return 0;
 	return error_set(-EINVAL,
@@ -166,7 +173,8 @@ int gres_tree_policy(struct jobcg_ctx *ctx)
 
 	/* The managed set is never rewritten from a configuration that lost gres.conf: what
 	 * is pinned and attached stays as it is. */
-	if (!ctx->conf->cgroup.constrain_devices || jobcg_config_gres_error(ctx->conf))
+	if (!ctx->conf->cgroup.constrain_devices || jobcg_config_gres_error(ctx->conf) ||
+	    jobcg_config_cgroup_error(ctx->conf))
 		return 0;
 	if ((r = node_open(ctx, &n)) < 0)
 		return r;

@@ -1353,7 +1353,8 @@ JOBCG_EXPORT int jobcg_resv_create(struct jobcg_ctx *ctx, const struct jobcg_res
 
 	if (!spec)
 		return error_set(-EINVAL, "no reservation spec");
-	if ((r = name_check(spec->name)) < 0 || (r = gres_refuse_broken(ctx)) < 0)
+	if ((r = name_check(spec->name)) < 0 || (r = ctx_refuse_cgroup_broken(ctx)) < 0 ||
+	    (r = gres_refuse_broken(ctx)) < 0)
 		return r;
 	if (spec->devices && *spec->devices && spec->gres && *spec->gres)
 		return error_set(-EINVAL, "--devices and --gres: give one of them");
