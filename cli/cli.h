@@ -47,3 +47,7 @@ int cli_option_error(const char *cmd, int argc, char *const *argv, const char *o
 /* Load the configuration honouring --config-dir; prints the error and returns non-zero on failure.
  */
 int cli_load_config(const struct cli_global *g, unsigned flags, struct jobcg_config **ret);
+/* For commands that only end, inspect or clean up jobs: an error in gres.conf, or in a key of
+ * cgroup.conf that locates nothing, is a warning; the library then makes, constrains and grants
+ * nothing (jobcg_config_gres_error(), jobcg_config_cgroup_error()). */
+#define CLI_CONFIG_TOLERATE (JOBCG_CONFIG_TOLERATE_GRES | JOBCG_CONFIG_TOLERATE_CGROUP)

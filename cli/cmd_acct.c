@@ -183,9 +183,8 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind < argc)
 		return cli_usage_error("acct", "unexpected argument '%s'", argv[optind]);
-	if (cli_load_config(
-		g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES | JOBCG_CONFIG_TOLERATE_GRES,
-		&conf) != 0)
+	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES | CLI_CONFIG_TOLERATE,
+			    &conf) != 0)
 		return 1;
 	r = jobcg_acctlog_path(conf, &path);
 	jobcg_config_free(conf);

@@ -148,9 +148,8 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		return cli_fail("policy: needs root: the device programs are pinned in bpffs and "
 				"read with bpf(2), which only root can (a reading by another user "
 				"would show no constrained cgroup)");
-	if (cli_load_config(
-		g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES | JOBCG_CONFIG_TOLERATE_GRES,
-		&conf) != 0)
+	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES | CLI_CONFIG_TOLERATE,
+			    &conf) != 0)
 		return 1;
 	/* The same root as every other command, unless --root names another. */
 	if ((e = jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx)) < 0) {

@@ -149,9 +149,10 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 		return 0;
 	openlog("jobcg-step-watch", LOG_PID, LOG_DAEMON);
 	jobcg_set_log(log_to_syslog, NULL, JOBCG_LOG_INFO);
-	/* It only ends a step and its job: an error in gres.conf must not leave them behind. */
-	r = jobcg_config_load(g->config_dir, node,
-			      JOBCG_CONFIG_NO_ENTRIES | JOBCG_CONFIG_TOLERATE_GRES, &conf);
+	/* It only ends a step and its job: an error in gres.conf or cgroup.conf must not leave them
+	 * behind. */
+	r = jobcg_config_load(g->config_dir, node, JOBCG_CONFIG_NO_ENTRIES | CLI_CONFIG_TOLERATE,
+			      &conf);
 	if (r >= 0)
 		r = jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx);
 	if (r >= 0 && !step_gone)

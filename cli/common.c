@@ -42,7 +42,7 @@ int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config
 int cli_ctx_open_cleanup(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
 			 struct jobcg_ctx **ret_ctx)
 {
-	return ctx_open(g, JOBCG_CONFIG_TOLERATE_GRES, flags, ret_conf, ret_ctx);
+	return ctx_open(g, CLI_CONFIG_TOLERATE, flags, ret_conf, ret_ctx);
 }
 
 void cli_ctx_close(struct jobcg_config *conf, struct jobcg_ctx *ctx)

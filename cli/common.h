@@ -18,9 +18,10 @@
 int cli_ctx_open(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
 		 struct jobcg_ctx **ret_ctx);
 /*
- * For commands that only end, inspect or clean up jobs: an error in gres.conf is a warning (the
- * library then refuses to grant or to touch the managed set: jobcg_config_gres_error()), so
- * that an admin's typo never keeps the jobs of a busy node from being ended.
+ * For commands that only end, inspect or clean up jobs: an error in gres.conf, or in a key of
+ * cgroup.conf that does not locate the tree, is a warning (CLI_CONFIG_TOLERATE: the library
+ * then refuses to make, constrain or grant anything and to touch the managed set), so that an
+ * admin's typo never keeps the jobs of a busy node from being ended.
  */
 int cli_ctx_open_cleanup(const struct cli_global *g, unsigned flags, struct jobcg_config **ret_conf,
 			 struct jobcg_ctx **ret_ctx);
