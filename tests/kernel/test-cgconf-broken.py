@@ -4,7 +4,7 @@ constrains nothing with defaults. With stand-in GPUs, ConstrainDevices=yes and j
 cgroup.conf gets errors in keys that locate nothing (ConstrainDevices=maybe on its line 1, read
 past it "no"; AllowedRAMSpace=abc on its line 3); then list, show, stat, pids, signal, freeze,
 thaw, kill, acct, policy, release, gc and teardown work and each prints one warning naming
-cgroup.conf:1; after the release the released job's cgroup is gone, a directory made by hand
+cgroup.conf:1 (in both device modes); after the release the released job's cgroup is gone, a directory made by hand
 below the root still gets EPERM on every GPU (the device policy was not rewritten), the other
 job keeps its GPU; init, alloc, run and resv create refuse, naming cgroup.conf:1, and make
 nothing; `jobcg step-watch` (the Slurm plugin's watcher) ends a step whose runner died. An
@@ -21,13 +21,14 @@ from pytap import ok, diag  # noqa: E402
 
 EPERM = 1
 NGPU = 3
-GOOD = "ConstrainDevices=yes\nConstrainRAMSpace=yes\nAllowedRAMSpace=90\n"
-BROKEN = "ConstrainDevices=maybe\nConstrainRAMSpace=yes\nAllowedRAMSpace=abc\n"
+GOOD = "ConstrainDevices=yes\nConstrainRAMSpace=yes\nAllowedRAMSpace=90\nDeviceProgram={}\n"
+BROKEN = "ConstrainDevices=maybe\nConstrainRAMSpace=yes\nAllowedRAMSpace=abc\nDeviceProgram={}\n"
 
 
 class Env(pytap.KernelEnv):
-    def setup(self):
-        self.stand_in_gpus(NGPU, GOOD)
+    def setup(self, mode):
+        self.mode = mode
+        self.stand_in_gpus(NGPU, GOOD.format(mode))
         self.runners = []
 
     def gpu(self, i):
@@ -38,6 +39,7 @@ class Env(pytap.KernelEnv):
         return self.open_in(rel, *[self.gpu(i) for i in range(NGPU)])
 
     def write_conf(self, text):
+        text = text.format(self.mode)
         with open(os.path.join(self.conf, "cgroup.conf"), "w") as f:
             f.write(text)
 
@@ -103,77 +105,80 @@ def own_gpus(e, job):
     return [i for i in range(NGPU) if got[i] == 0]
 
 
-def body(e):
-    e.setup()
+def check(e, m):
+    def okm(c, msg):
+        return ok(c, f"{m}: {msg}")
+
+    e.setup(m)
     for job in (1, 2):
         r = e.run("alloc", str(job), "--gres", "gpu:1")
-        ok(r.returncode == 0, f"alloc {job} --gres gpu:1 ({r.stderr.strip()})")
+        okm(r.returncode == 0, f"alloc {job} --gres gpu:1 ({r.stderr.strip()})")
     held = {job: own_gpus(e, job) for job in (1, 2)}
-    ok(all(len(v) == 1 for v in held.values()), f"each job opens its one GPU ({held})")
+    okm(all(len(v) == 1 for v in held.values()), f"each job opens its one GPU ({held})")
     runner1 = start_step(e, 1)
     start_step(e, 2)
     r = e.run("alloc", "3")
-    ok(r.returncode == 0, f"alloc 3 ({r.stderr.strip()})")
+    okm(r.returncode == 0, f"alloc 3 ({r.stderr.strip()})")
     runner3 = start_step(e, 3)
 
     e.write_conf(BROKEN)
     r = e.run("config")
-    ok(refused(r), f"cgroup.conf now has an error on its line 1 ({r.stderr.strip()})")
+    okm(refused(r), f"cgroup.conf now has an error on its line 1 ({r.stderr.strip()})")
     before = e.jobs()
 
     # Inspecting.
     r = e.run("list")
-    ok(r.returncode == 0 and warned_once(r) and "gpu:" in r.stdout,
+    okm(r.returncode == 0 and warned_once(r) and "gpu:" in r.stdout,
        f"list works, one warning, the jobs' GPUs shown ({r.returncode}, {r.stderr.strip()})")
     warn = [x for x in r.stderr.splitlines() if "warning" in x]
-    ok(warn and "AllowedRAMSpace" not in warn[0] and "1 more error in it" in warn[0],
+    okm(warn and "AllowedRAMSpace" not in warn[0] and "1 more error in it" in warn[0],
        f"... naming the first error and counting the other ({warn})")
     for args in (("show", "1"), ("stat", "1"), ("pids", "1"), ("acct",), ("policy",)):
         r = e.run(*args)
-        ok(r.returncode == 0 and warned_once(r),
+        okm(r.returncode == 0 and warned_once(r),
            f"{' '.join(args)} works, one warning ({r.returncode}, {r.stderr.strip()})")
 
     # Signalling, freezing, killing.
     r = e.run("signal", "-s", "CONT", "2")
-    ok(r.returncode == 0 and warned_once(r), f"signal works ({r.stderr.strip()})")
+    okm(r.returncode == 0 and warned_once(r), f"signal works ({r.stderr.strip()})")
     r = e.run("freeze", "2")
-    ok(r.returncode == 0 and warned_once(r), f"freeze works ({r.stderr.strip()})")
+    okm(r.returncode == 0 and warned_once(r), f"freeze works ({r.stderr.strip()})")
     r = e.run("thaw", "2")
-    ok(r.returncode == 0 and warned_once(r), f"thaw works ({r.stderr.strip()})")
+    okm(r.returncode == 0 and warned_once(r), f"thaw works ({r.stderr.strip()})")
     r = e.run("kill", "2")
-    ok(r.returncode == 0 and warned_once(r), f"kill works ({r.stderr.strip()})")
+    okm(r.returncode == 0 and warned_once(r), f"kill works ({r.stderr.strip()})")
 
     # Creating or constraining refuses, and makes nothing.
     for args in (("init",), ("alloc", "5"), ("alloc", "6", "--gres", "gpu:1"),
                  ("alloc", "7", "--mem", "64M"), ("run", "--", "true"),
                  ("run", "--job", "2", "--", "true"), ("resv", "create", "r1")):
         r = e.run(*args)
-        ok(refused(r), f"{' '.join(args)} refuses, naming cgroup.conf:1 "
+        okm(refused(r), f"{' '.join(args)} refuses, naming cgroup.conf:1 "
            f"({r.returncode}, {r.stderr.strip()})")
-    ok(e.jobs() == before, f"no job was made ({e.jobs()})")
-    ok(not os.path.exists(os.path.join(e.root, "resv_r1")), "no reservation was made")
-    ok(not [s for s in os.listdir(os.path.join(e.root, "job_2")) if s.startswith("step_")
+    okm(e.jobs() == before, f"no job was made ({e.jobs()})")
+    okm(not os.path.exists(os.path.join(e.root, "resv_r1")), "no reservation was made")
+    okm(not [s for s in os.listdir(os.path.join(e.root, "job_2")) if s.startswith("step_")
             and s != "step_0"], "no step was made in job 2")
 
     # Releasing.
     r = e.run("release", "1", "--grace", "500")
-    ok(r.returncode == 0 and warned_once(r),
+    okm(r.returncode == 0 and warned_once(r),
        f"release 1 works, one warning ({r.returncode}, {r.stderr.strip()})")
-    ok(not os.path.exists(os.path.join(e.root, "job_1")), "job_1's cgroup is gone")
+    okm(not os.path.exists(os.path.join(e.root, "job_1")), "job_1's cgroup is gone")
     try:
         runner1.wait(timeout=20)
     except subprocess.TimeoutExpired:
         pass
-    ok(runner1.poll() is not None, "its step's runner has ended")
+    okm(runner1.poll() is not None, "its step's runner has ended")
     recs = [x for x in e.records() if x.get("type") == "job" and str(x.get("job")) == "1"]
-    ok(len(recs) == 1, f"one accounting record for job 1 ({len(recs)})")
+    okm(len(recs) == 1, f"one accounting record for job 1 ({len(recs)})")
     mkcg(e, "handmade")
     got = e.probe("handmade")
-    ok(got == [EPERM] * NGPU,
+    okm(got == [EPERM] * NGPU,
        f"a cgroup made by hand still gets EPERM on every GPU, job 1's freed one too ({got})")
     rmcg(e, "handmade")
     got = own_gpus(e, 2)
-    ok(got == held[2], f"job 2 opens exactly its own GPU still ({got})")
+    okm(got == held[2], f"job 2 opens exactly its own GPU still ({got})")
 
     # The Slurm plugin's watcher, whose step's runner died: it ends the step.
     step3 = os.path.join(e.root, "job_3", "step_0")
@@ -186,11 +191,11 @@ def body(e):
         runner3.kill()
         runner3.wait()
         r = e.run("step-watch", "--step-dir", step3, "3.0", runner)
-        ok(r.returncode == 0 and not os.path.exists(step3),
+        okm(r.returncode == 0 and not os.path.exists(step3),
            f"step-watch ends step 3.0, whose runner was killed ({r.returncode}, "
            f"{r.stderr.strip()})")
         recs = [x for x in e.records() if x.get("type") == "step" and str(x.get("job")) == "3"]
-        ok(len(recs) == 1 and recs[0].get("state") == "NODE_FAIL",
+        okm(len(recs) == 1 and recs[0].get("state") == "NODE_FAIL",
            f"... and records it NODE_FAIL ({recs})")
     else:
         ok(True, "# SKIP no trusted xattrs: the step records no runner")
@@ -198,10 +203,10 @@ def body(e):
 
     # Cleaning up.
     r = e.run("gc")
-    ok(r.returncode == 0 and warned_once(r), f"gc works ({r.stderr.strip()})")
+    okm(r.returncode == 0 and warned_once(r), f"gc works ({r.stderr.strip()})")
     mkcg(e, "handmade")
     got = e.probe("handmade")
-    ok(got == [EPERM] * NGPU, f"after gc, still EPERM on every GPU ({got})")
+    okm(got == [EPERM] * NGPU, f"after gc, still EPERM on every GPU ({got})")
     rmcg(e, "handmade")
 
     # A key that locates the tree, bad or misspelt: nothing is guessed.
@@ -210,17 +215,30 @@ def body(e):
         e.write_conf(text)
         for args in (("list",), ("release", "2"), ("gc",), ("teardown", "--force")):
             r = e.run(*args)
-            ok(refused(r, where), f"{text.splitlines()[-1]}: {' '.join(args)} refuses "
+            okm(refused(r, where), f"{text.splitlines()[-1]}: {' '.join(args)} refuses "
                f"({r.returncode}, {r.stderr.strip()})")
-    ok(os.path.exists(os.path.join(e.root, "job_2")), "job 2 is still there")
+    okm(os.path.exists(os.path.join(e.root, "job_2")), "job 2 is still there")
 
     e.write_conf(BROKEN)
     r = e.run("teardown", "--force")
-    ok(r.returncode == 0 and warned_once(r) and not os.path.exists(e.root),
+    okm(r.returncode == 0 and warned_once(r) and not os.path.exists(e.root),
        f"teardown --force removes the tree ({r.returncode}, {r.stderr.strip()})")
     pins = e.env["JOBCG_BPF_PIN_DIR"]
-    ok(not os.path.exists(pins) or not os.listdir(pins),
+    okm(not os.path.exists(pins) or not os.listdir(pins),
        f"and the pins ({os.listdir(pins) if os.path.exists(pins) else []})")
+
+
+def body(e):
+    envs = [e]
+    try:
+        for mode in ("node", "linear"):
+            x = e if mode == "node" else Env("cgconf-broken-linear")
+            if x is not e:
+                envs.append(x)
+            check(x, mode)
+    finally:
+        for x in envs[1:]:
+            x.cleanup()
 
 
 if __name__ == "__main__":
