@@ -1,6 +1,12 @@
 /* Unit tests for the systemd scope backend's pure parts (slice paths and unit names) and for
  * the run-time loading of libsystemd it depends on. */
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "config_internal.h"
 #include "scope.h"
@@ -131,6 +137,68 @@ static void test_call_timeout(void)
 	sdbus = saved;
 }
 
+/*
+ * The keeper's exec failing is reported with exec's errno, whichever of the two reports (the
+ * middle process's pid, the keeper's errno) reaches the pipe first. In test builds the middle
+ * process waits at "keeper-before-pid" until the keeper's exec has failed: the keeper's report
+ * comes first, which an earlier reader took for the pid (and the pid for the errno).
+ */
+static void test_keeper_exec_error(void)
+{
+	char dir[] = "/tmp/jobcg-test-keeper-XXXXXX", exe[64], go[96], reached[96];
+	bool hooks = getenv("JOBCG_TEST_HOOKS") && streq(getenv("JOBCG_TEST_HOOKS"), "1");
+	pid_t pid = 0, helper = -1;
+	int fd, r;
+
+	if (!mkdtemp(dir)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	snprintf(exe, sizeof(exe), "%s/not-a-program", dir);
+	snprintf(go, sizeof(go), "%s/keeper-before-pid.go", dir);
+	snprintf(reached, sizeof(reached), "%s/keeper-before-pid.reached", dir);
+	fd = open(exe, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+	ok(fd >= 0 && write(fd, "garbage\n", 8) == 8, "an executable file no kernel can run");
+	if (fd >= 0)
+		close(fd);
+	if (hooks) {
+		setenv("JOBCG_TEST_PAUSE", "keeper-before-pid", 1);
+		setenv("JOBCG_TEST_PAUSE_DIR", dir, 1);
+		helper = fork();
+		if (helper == 0) {
+			/* let the middle process on once the keeper has surely failed */
+			struct timespec ts = {0, 10 * 1000 * 1000};
+
+			for (int i = 0; i < 3000 && access(reached, F_OK) != 0; i++)
+				nanosleep(&ts, NULL);
+			ts = (struct timespec){0, 300 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+			close(open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+			_exit(0);
+		}
+	}
+	r = scope_keeper_spawn(exe, &pid);
+	ok(r == -ENOEXEC && pid == 0,
+	   "a keeper that cannot be exec'ed: exec's errno, ENOEXEC (r=%d, pid %d)%s", r, (int)pid,
+	   hooks ? ", its report reaching the pipe before the pid" : "");
+	ok(strstr(jobcg_last_error()->message, "exec ") &&
+	       strstr(jobcg_last_error()->message, strerror(ENOEXEC)),
+	   "and says so: %s", jobcg_last_error()->message);
+	if (helper > 0)
+		while (waitpid(helper, NULL, 0) < 0 && errno == EINTR)
+			;
+	unsetenv("JOBCG_TEST_PAUSE");
+	unsetenv("JOBCG_TEST_PAUSE_DIR");
+	r = scope_keeper_spawn("/nonexistent/jobcg", &pid);
+	ok(r == -ENOENT && pid == 0, "a keeper that does not exist: ENOENT (r=%d)", r);
+	r = scope_keeper_spawn("/bin/true", &pid);
+	ok(r == 0 && pid > 0, "one that runs: its pid (r=%d, pid %d)", r, (int)pid);
+	unlink(exe);
+	unlink(go);
+	unlink(reached);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	char *p = NULL;
@@ -176,5 +244,6 @@ int main(void)
 
 	test_load();
 	test_call_timeout();
+	test_keeper_exec_error();
 	return tap_done();
 }

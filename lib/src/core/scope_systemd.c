@@ -23,6 +23,7 @@
 #include "scope.h"
 #include "scope_systemd.h"
 #include "sdbus_dl.h"
+#include "testhook.h"
 #include "util.h"
 
 #define SD_DEST	   "org.freedesktop.systemd1"
@@ -274,14 +275,22 @@ static void close_all_but(int keep)
  * Start the keeper, detached: a double fork so that it is never our child (no zombie in a
  * long-running caller) and belongs to init once we exit; a new session so no terminal signal
  * reaches it; no file descriptor open, so it pins nothing. An O_CLOEXEC pipe reports its pid and
- * whether exec() worked.
+ * whether exec() worked: the middle process and the keeper both write to it, in no set order
+ * (the keeper's exec can fail before the middle process has said the pid), so each report is a
+ * tagged pair, written whole (a pipe write of 8 bytes is atomic), and read by its tag.
  */
-static int keeper_spawn(const char *exe, pid_t *ret_pid)
+enum keeper_report {
+	KEEPER_PID = 1,	       /* from the middle process: the keeper's pid */
+	KEEPER_FORK_ERROR = 2, /* from the middle process: fork's errno */
+	KEEPER_EXEC_ERROR = 3, /* from the keeper: execve's errno */
+};
+
+int scope_keeper_spawn(const char *exe, pid_t *ret_pid)
 {
-	int p[2], st;
-	int32_t msg[2];
+	int p[2], st, fork_err = 0, exec_err = 0;
+	int32_t msg[4];
 	ssize_t n, got = 0;
-	pid_t mid;
+	pid_t mid, pid = 0;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return error_set(negative_errno(), "pipe: %s", strerror(errno));
@@ -294,7 +303,7 @@ static int keeper_spawn(const char *exe, pid_t *ret_pid)
 		return error_set(r, "fork: %s", strerror(-r));
 	}
 	if (mid == 0) {
-		int32_t m;
+		int32_t m[2];
 		pid_t k;
 
 		close(p[0]);
@@ -309,20 +318,28 @@ static int keeper_spawn(const char *exe, pid_t *ret_pid)
 			sigprocmask(SIG_SETMASK, &none, NULL);
 			for (int s = 1; s < NSIG; s++)
 				signal(s, SIG_DFL);
-			if (chdir("/") < 0)
+			m[0] = KEEPER_EXEC_ERROR;
+			if (chdir("/") < 0) {
+				m[1] = errno;
+				(void)!write(p[1], m, sizeof(m));
 				_exit(127);
+			}
 			close_all_but(p[1]);
 			execve(exe, argv, envp);
-			m = errno;
-			(void)!write(p[1], &m, sizeof(m));
+			m[1] = errno;
+			(void)!write(p[1], m, sizeof(m));
 			_exit(127);
 		}
-		m = k > 0 ? (int32_t)k : -(int32_t)errno;
-		(void)!write(p[1], &m, sizeof(m));
+		/* (tests make the keeper's report come first here) */
+		test_pause("keeper-before-pid");
+		m[0] = k > 0 ? KEEPER_PID : KEEPER_FORK_ERROR;
+		m[1] = k > 0 ? (int32_t)k : (int32_t)errno;
+		(void)!write(p[1], m, sizeof(m));
 		_exit(0);
 	}
 	close(p[1]);
-	/* The pipe reaches EOF when the middle process has exited and the keeper has exec'ed. */
+	/* The pipe reaches EOF when the middle process has exited and the keeper has exec'ed
+	 * (or failed to). */
 	while ((size_t)got < sizeof(msg)) {
 		n = read(p[0], (char *)msg + got, sizeof(msg) - (size_t)got);
 		if (n < 0 && errno == EINTR)
@@ -334,14 +351,26 @@ static int keeper_spawn(const char *exe, pid_t *ret_pid)
 	close(p[0]);
 	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
-	if (got < (ssize_t)sizeof(int32_t) || msg[0] <= 0)
-		return error_set(got >= (ssize_t)sizeof(int32_t) ? msg[0] : -EIO,
-				 "cannot start the scope keeper: fork: %s",
-				 strerror(got >= (ssize_t)sizeof(int32_t) ? -msg[0] : EIO));
-	if (got == (ssize_t)sizeof(msg))
-		return error_set(-msg[1], "cannot start the scope keeper: exec %s: %s", exe,
-				 strerror(msg[1]));
-	*ret_pid = (pid_t)msg[0];
+	for (ssize_t i = 0; i + 1 < got / (ssize_t)sizeof(int32_t); i += 2) {
+		int32_t v = msg[i + 1];
+
+		if (msg[i] == KEEPER_PID && v > 0)
+			pid = (pid_t)v;
+		else if (msg[i] == KEEPER_FORK_ERROR)
+			fork_err = v > 0 ? v : EIO;
+		else if (msg[i] == KEEPER_EXEC_ERROR)
+			exec_err = v > 0 ? v : EIO;
+	}
+	if (exec_err)
+		return error_set(-exec_err, "cannot start the scope keeper: exec %s: %s", exe,
+				 strerror(exec_err));
+	if (!pid) {
+		/* no report at all: the middle process died before it could say */
+		int e = fork_err ? fork_err : EIO;
+
+		return error_set(-e, "cannot start the scope keeper: fork: %s", strerror(e));
+	}
+	*ret_pid = pid;
 	return 0;
 }
 
@@ -715,7 +744,7 @@ static int ensure_keeper(const char *root)
 	r = keeper_exe(&exe);
 	if (r < 0)
 		return r;
-	r = keeper_spawn(exe, &keeper);
+	r = scope_keeper_spawn(exe, &keeper);
 	if (r < 0)
 		return r;
 	r = write_pid(sys, keeper);
@@ -826,7 +855,7 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 	r = keeper_exe(&exe);
 	if (r < 0)
 		goto out;
-	r = keeper_spawn(exe, &keeper);
+	r = scope_keeper_spawn(exe, &keeper);
 	if (r < 0)
 		goto out;
 	asked = true;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 /*
  * The cgroup path (relative to the v2 mount, no leading '/') systemd gives a slice unit:
@@ -19,3 +20,11 @@ bool scope_unit_name_valid(const char *name);
 /* The keeper's command line as /proc/<pid>/cmdline shows it ("jobcg\0keeper\0"). */
 #define SCOPE_KEEPER_ARGV0 "jobcg"
 #define SCOPE_KEEPER_ARGV1 "keeper"
+
+/*
+ * Start @exe as the scope's keeper ("jobcg keeper"), detached from the caller (not its child,
+ * in a session of its own, no descriptor open): its pid into *ret_pid. -errno with the error
+ * record set when it could not be started: exec's errno when @exe would not run, fork's when
+ * no process could be made.
+ */
+int scope_keeper_spawn(const char *exe, pid_t *ret_pid);
