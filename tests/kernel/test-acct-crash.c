@@ -1,6 +1,7 @@
 /* Kernel test: a removal killed between its rmdir and its accounting record loses no record and
  * writes none twice (gc writes what it set aside), and a step a release records says the signal
  * that ended it. Needs a build with -Dtest_hooks=true (pause points). */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -283,6 +284,66 @@ static void test_cut_entry(void)
 	ok(access(p, F_OK) < 0, "the entry is gone");
 }
 
+/* gc of a state directory where pending/ holds what is no record (or is no directory): each such
+ * path named, left alone, everything else cleaned (an owed record written, a stray step
+ * removed), and gc fails until it is clean. */
+static void test_pending_not_ours(void)
+{
+	char *rel[] = {"release", "26", NULL}, *gc[] = {"gc", NULL};
+	char pdir[PATH_MAX], dent[PATH_MAX + 8], lent[PATH_MAX + 8], want[PATH_MAX + 64];
+	char *out = NULL, *err = NULL;
+	int rc, fd;
+
+	snprintf(pdir, sizeof(pdir), "%s/pending", ktest_tmpdir());
+	snprintf(dent, sizeof(dent), "%s/98", pdir);
+	snprintf(lent, sizeof(lent), "%s/97", pdir);
+	is_int(kcli(NULL, "alloc", "26", NULL), 0, "alloc 26");
+	is_int(kcli_crash_at("remove-before-record", rel), 128 + SIGKILL,
+	       "release 26 killed after its rmdir: its record waits in pending/");
+	ok(mkdir(dent, 0700) == 0 && symlink("/etc/hostname", lent) == 0,
+	   "pending/98 a directory, pending/97 a symbolic link");
+	is_int(kcli(NULL, "alloc", "28", NULL), 0, "alloc 28");
+	ok(mkdir(strcat(strcpy(want, root), "/job_28/step_5"), 0755) == 0,
+	   "a stray step 28.5 (left half made)");
+	rc = kcli_run(gc, &out, &err);
+	snprintf(want, sizeof(want), "%s: not a pending accounting record of jobcg's (a directory)",
+		 dent);
+	ok(rc == 1 && err && strstr(err, want) && strstr(err, lent),
+	   "gc fails, naming both entries: %s", err ? err : "");
+	ok(access(dent, F_OK) == 0 && faccessat(AT_FDCWD, lent, F_OK, AT_SYMLINK_NOFOLLOW) == 0,
+	   "and leaves them alone");
+	is_int(records("26", NULL).n, 1, "but writes the record of 26 that was owed");
+	ok(!pending_file("26"), "and removes its entry");
+	ok(!kcli_exists("%s/job_28/step_5", root), "and removes the stray step");
+	free(out);
+	free(err);
+	out = err = NULL;
+	ok(rmdir(dent) == 0 && unlink(lent) == 0, "removed by hand");
+	rc = kcli_run(gc, &out, &err);
+	is_int(rc, 0, "gc succeeds");
+	free(out);
+	free(err);
+	out = err = NULL;
+
+	/* pending/ a regular file */
+	ok(rmdir(pdir) == 0, "pending/ removed");
+	fd = open(pdir, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ok(fd >= 0, "a regular file where pending/ should be");
+	if (fd >= 0)
+		close(fd);
+	ok(mkdir(strcat(strcpy(want, root), "/job_28/step_6"), 0755) == 0, "a stray step 28.6");
+	rc = kcli_run(gc, &out, &err);
+	snprintf(want, sizeof(want), "%s is not a directory", pdir);
+	ok(rc == 1 && err && strstr(err, want), "gc fails, naming it: %s", err ? err : "");
+	ok(!kcli_exists("%s/job_28/step_6", root), "and still removes the stray step");
+	free(out);
+	free(err);
+	is_int(kcli(NULL, "release", "28", NULL), 0, "release 28 (its record not set aside)");
+	is_int(records("28", NULL).n, 1, "and written");
+	ok(unlink(pdir) == 0, "the file removed by hand");
+	is_int(kcli(NULL, "gc", NULL), 0, "gc succeeds");
+}
+
 int main(void)
 {
 	struct jobcg_config *conf = NULL;
@@ -306,6 +367,7 @@ int main(void)
 	test_stale_and_reused();
 	test_ephemeral();
 	test_cut_entry();
+	test_pending_not_ours();
 	(void)kcli(NULL, "gc", NULL);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	free(log_path);

@@ -78,5 +78,7 @@ void acct_pending_discard(struct acct_pending *p);
 /* Write what killed writers left: the entries on job @job_id's directory (before it goes)... */
 int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret_written);
 /* ... and the files of <StateDir>/pending/ (gc). *ret_written (may be NULL) counts the records
- * written (added to, for the job's). */
+ * written (added to, for the job's). What is no record of jobcg's (a directory, a link, another
+ * user's file; pending/ itself not a directory: -ENOTDIR) is left alone and warned about by its
+ * path; the rest is still written, and the first failure returned, its error record set. */
 int acct_pending_flush_state_dir(struct jobcg_ctx *ctx, unsigned *ret_written);

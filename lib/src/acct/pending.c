@@ -184,7 +184,7 @@ void acct_pending_discard(struct acct_pending *p)
 int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret_written)
 {
 	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *names = NULL;
-	struct jobcg_error saved = *jobcg_last_error();
+	struct jobcg_error saved = *jobcg_last_error(), first_rec;
 	ssize_t n;
 	int first = 0;
 
@@ -216,11 +216,14 @@ int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret
 		else {
 			log_warning("%s: pending accounting record not written: %s", what,
 				    jobcg_last_error()->message);
-			if (!first)
+			if (!first) {
 				first = r;
+				first_rec = *jobcg_last_error();
+			}
 		}
 	}
-	jobcg_error_restore(&saved);
+	/* the caller hears of the first failure, else nothing changed */
+	jobcg_error_restore(first ? &first_rec : &saved);
 	return first;
 }
 
@@ -235,6 +238,12 @@ static int pending_dir_open(struct jobcg_ctx *ctx, int *ret_fd)
 	if (!pdir)
 		return -ENOMEM;
 	dfd = open(pdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 && (errno == ENOTDIR || errno == ELOOP))
+		/* a crash of an older layout, or a hand's mistake: never jobcg's to remove */
+		return error_set(-ENOTDIR,
+				 "%s is not a directory: pending accounting records can neither be "
+				 "written nor set aside until it is moved away by hand",
+				 pdir);
 	if (dfd < 0)
 		return errno == ENOENT ? -ENOENT
 				       : error_set(negative_errno(), "cannot open %s: %s", pdir,
@@ -248,21 +257,43 @@ static int pending_dir_open(struct jobcg_ctx *ctx, int *ret_fd)
 }
 
 /* Write the entry @name of the pending directory @dfd if it is owed, then remove it. 1 written,
- * 0 not owed, -errno (kept, with a warning). */
+ * 0 not owed, -errno (kept, with a warning): -EUCLEAN for an entry that is no record of
+ * jobcg's (a directory, a link, another user's file), which is left alone. */
 static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name)
 {
-	_cleanup_free_ char *value = NULL, *what = NULL;
+	_cleanup_free_ char *value = NULL, *what = NULL, *pdir = ctx_state_file(ctx, PENDING_DIR);
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 	int r;
 
-	if (!(what = strdup_printf("pending accounting record %s", name)))
+	if (!pdir || !(what = strdup_printf("pending accounting record %s", name)))
 		return -ENOMEM;
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	/* O_PATH first: a FIFO or a device is looked at, never opened */
+	fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0; /* written and removed meanwhile */
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    (st.st_uid != 0 && st.st_uid != geteuid()) || st.st_size > 1 << 20) {
-		log_warning("%s: not one of jobcg's, left alone", what);
-		return 0;
+		r = fd < 0
+			? error_set(negative_errno(), "%s/%s: %s", pdir, name, strerror(errno))
+			: error_set(-EUCLEAN,
+				    "%s/%s: not a pending accounting record of jobcg's (%s), left "
+				    "alone: remove it by hand",
+				    pdir, name,
+				    S_ISDIR(st.st_mode)	   ? "a directory"
+				    : S_ISLNK(st.st_mode)  ? "a symbolic link"
+				    : !S_ISREG(st.st_mode) ? "not a regular file"
+				    : st.st_size > 1 << 20 ? "over 1 MiB"
+							   : "another user's file");
+		log_warning("%s", jobcg_last_error()->message);
+		return r;
+	}
+	close(fd);
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		r = error_set(negative_errno(), "%s/%s: %s", pdir, name, strerror(errno));
+		log_warning("%s", jobcg_last_error()->message);
+		return r;
 	}
 	if (!(value = calloc(1, (size_t)st.st_size + 1)))
 		return -ENOMEM;
@@ -280,6 +311,7 @@ static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name)
 int acct_pending_flush_state_dir(struct jobcg_ctx *ctx, unsigned *ret_written)
 {
 	_cleanup_close_ int dfd = -1;
+	struct jobcg_error saved = {};
 	unsigned written = 0;
 	struct dirent *de;
 	int first = 0, r = pending_dir_open(ctx, &dfd);
@@ -295,10 +327,15 @@ int acct_pending_flush_state_dir(struct jobcg_ctx *ctx, unsigned *ret_written)
 		r = file_flush(ctx, dfd, de->d_name);
 		if (r > 0)
 			written++;
-		else if (r < 0 && !first)
+		else if (r < 0 && !first) {
+			/* the first one is what the caller hears; the others were warned */
 			first = r;
+			saved = *jobcg_last_error();
+		}
 	}
 	closedir(d);
+	if (first)
+		jobcg_error_restore(&saved);
 	if (ret_written)
 		*ret_written = written;
 	return first;

@@ -1992,8 +1992,19 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 {
 	struct jobcg_gc_stats st = {};
 	_cleanup_free_ uint32_t *ids = NULL;
+	struct jobcg_error first_rec = {};
 	size_t n = 0;
 	int r, first_err = 0;
+
+/* Keep sweeping past a failure; the first one (and its message: the sweep goes on setting and
+ * clearing the record) is what the caller hears. */
+#define GC_FAILED(x)                                                                               \
+	do {                                                                                       \
+		if ((x) < 0 && !first_err) {                                                       \
+			first_err = (x);                                                           \
+			first_rec = *jobcg_last_error();                                           \
+		}                                                                                  \
+	} while (0)
 
 	r = jobcg_ctx_lock(ctx);
 	if (r < 0)
@@ -2006,29 +2017,28 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 	 * removed (an entry whose directory is gone is written; gc's own removals below would
 	 * make the stale ones look owed). */
 	r = acct_pending_flush_state_dir(ctx, &st.records_written);
-	if (r < 0 && !first_err)
-		first_err = r;
+	GC_FAILED(r);
 	r = job_ids(ctx, &ids, &n);
 	if (r < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
-		if (ctx->info->xattr.supported &&
-		    (r = acct_pending_flush_job(ctx, ids[i], &st.records_written)) < 0 &&
-		    !first_err)
-			first_err = r;
+		if (ctx->info->xattr.supported) {
+			r = acct_pending_flush_job(ctx, ids[i], &st.records_written);
+			GC_FAILED(r);
+		}
 		r = gc_job(ctx, ids[i], &st);
-		if (r < 0 && !first_err)
-			first_err = r; /* keep sweeping the others; report the first failure */
+		GC_FAILED(r);
 	}
 	/* Reservations half made or half deleted, and reservation entries nothing holds. */
 	r = resv_gc(ctx, &st.resv_removed);
-	if (r < 0 && !first_err)
-		first_err = r;
+	GC_FAILED(r);
 	/* Last: device policy entries of cgroups removed above or by a killed jobcg. */
 	r = jobcg_devices_gc(ctx, NULL);
-	if (r < 0 && !first_err)
-		first_err = r;
+	GC_FAILED(r);
+#undef GC_FAILED
 	r = first_err;
+	if (r < 0)
+		jobcg_error_restore(&first_rec);
 out:
 	jobcg_ctx_unlock(ctx);
 	if (r >= 0 && ret)
