@@ -16,7 +16,10 @@
  * Each answer of the daemon may carry out= and err=: what the work printed, for the client to
  * print; the daemon never writes to a client's descriptors.
  * A client that goes away mid-step has its step killed and recorded as NODE_FAIL; a daemon
- * that goes away leaves the client to end the step itself, from what op=spawn said.
+ * that goes away leaves the client to end the step itself, from what op=spawn said. No wait of
+ * the client on the daemon is longer than NodeLockTimeout + SystemdTimeout + 10 s (connecting,
+ * sending, each answer): a daemon stopped or hung before op=spawn fails the step (nothing ran),
+ * after it the client ends the step itself.
  *
  * The client trusts only a daemon of root or its own user (SO_PEERCRED, checked before it
  * lends anything), in a directory of root or its own user that nobody else may enter; it
@@ -355,23 +358,53 @@ static void send_refusal(int fd, int err, const char *message)
 
 /* The longest a working daemon takes to make a step: it waits for the node lock
  * (NodeLockTimeout) and for systemd (SystemdTimeout) at most, as this process would. */
-static unsigned answer_bound_ms(const struct cli_global *g)
+static unsigned conf_bound_ms(const struct jobcg_config *conf)
 {
-	struct jobcg_config *conf = NULL;
 	uint64_t lock = 30000, systemd = 1000, bound;
 
-	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
-	if (jobcg_config_load(g->config_dir, NULL, JOBCG_CONFIG_NO_ENTRIES, &conf) == 0) {
+	if (conf) {
 		lock = conf->cgroup.node_lock_timeout_ms;
 		/* 0 is the scope backend's default too */
 		if (conf->cgroup.systemd_timeout_ms)
 			systemd = conf->cgroup.systemd_timeout_ms;
-		jobcg_config_free(conf);
 	}
-	cli_set_verbosity(g->verbose);
 	/* Each may be up to UINT32_MAX ms. */
 	bound = lock + systemd + ANSWER_MARGIN_MS;
 	return bound > UINT_MAX ? UINT_MAX : (unsigned)bound;
+}
+
+static unsigned answer_bound_ms(const struct cli_global *g)
+{
+	struct jobcg_config *conf = NULL;
+	unsigned bound;
+
+	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+	if (jobcg_config_load(g->config_dir, NULL, JOBCG_CONFIG_NO_ENTRIES, &conf) < 0)
+		conf = NULL;
+	bound = conf_bound_ms(conf);
+	jobcg_config_free(conf);
+	cli_set_verbosity(g->verbose);
+	return bound;
+}
+
+/* Send the request, bounded as the answer is: a daemon that is stopped or hung reads nothing,
+ * and a request bigger than the socket takes would wait in send for ever. -ETIMEDOUT with
+ * *ret_bound_ms when it was not taken in time. */
+static int send_request(int fd, const struct cli_global *g, const struct jobcg_msg *m, int cwd,
+			unsigned *ret_bound_ms)
+{
+	uint64_t start = run_monotonic_ms();
+	unsigned bound = ANSWER_QUICK_MS;
+	size_t off = 0;
+	int r = jobcg_msg_send_until(fd, m, &cwd, 1, start + ANSWER_QUICK_MS, &off);
+
+	if (r == -ETIMEDOUT) {
+		bound = answer_bound_ms(g);
+		r = jobcg_msg_send_until(fd, m, &cwd, 1, start + bound, &off);
+	}
+	if (r == -ETIMEDOUT)
+		*ret_bound_ms = bound;
+	return r;
 }
 
 /* The daemon's answer to op=run, bounded: a daemon that is stopped or hung must not hold
@@ -473,9 +506,18 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	/* Arguments too big for a request: not the daemon's job. */
 	if (r < 0 || m.len > RUN_REQUEST_MAX)
 		goto fallback;
-	r = jobcg_msg_send(fd, &m, &cwd, 1);
+	r = send_request(fd, g, &m, cwd, &bound);
 	close(cwd);
 	cwd = -1;
+	if (r == -ETIMEDOUT) {
+		/* Never sent whole, so never served: but the daemon is there, and holds who
+		 * knows what (the node lock?). */
+		fprintf(stderr,
+			"jobcg: the daemon at %s took no request within %u ms (stopped or hung?); "
+			"nothing was run (--no-daemon runs the step in this process)\n",
+			path, bound);
+		goto out;
+	}
 	if (r < 0) {
 		/* A daemon that refuses us at once may have answered, and closed, before we
 		 * asked: its reason is still to be read. */
@@ -570,10 +612,20 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 			jobcg_msg_free(&m);
 	}
 	jobcg_msg_free(&reply);
-	if (!m.len || jobcg_msg_send(fd, &m, NULL, 0) < 0 ||
-	    jobcg_msg_recv(fd, &reply, NULL, 0, NULL) < 0) {
-		code = finish_here(ctx, &s, r, *err_text ? err_text : NULL, &res);
-		goto out;
+	/* The daemon ends the step under the node lock, as this process would: a daemon that
+	 * has not done so within the bound is stopped or hung, and the step is ended here (its
+	 * end is the remover's, once: the daemon, resumed, finds it gone). */
+	bound = conf_bound_ms(conf);
+	{
+		size_t off = 0;
+
+		if (!m.len ||
+		    jobcg_msg_send_until(fd, &m, NULL, 0, run_monotonic_ms() + bound, &off) < 0 ||
+		    set_timeo(fd, SO_RCVTIMEO, bound) < 0 ||
+		    jobcg_msg_recv(fd, &reply, NULL, 0, NULL) < 0) {
+			code = finish_here(ctx, &s, r, *err_text ? err_text : NULL, &res);
+			goto out;
+		}
 	}
 	print_output(&reply);
 	{

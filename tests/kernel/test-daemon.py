@@ -525,8 +525,9 @@ def opt_in(e):
 def stopped_daemon(e):
     """A daemon alive but stopped (SIGSTOP) while a client waits for its answer: the client
     gives up past NodeLockTimeout + SystemdTimeout + 10 s, naming the socket, and runs
-    nothing itself (the daemon may have made the step); resumed, the daemon finds the client
-    gone and ends what it made."""
+    nothing itself (the daemon may have made the step); so does one whose request is bigger
+    than the socket takes; one whose tasks ran ends its step itself; resumed, the daemon finds
+    the clients gone and ends what it made, recording nothing twice."""
     conf = os.path.join(e.tmp, "conf-stop")
     os.mkdir(conf)
     with open(os.path.join(conf, "cgroup.conf"), "w") as f:
@@ -535,6 +536,11 @@ def stopped_daemon(e):
     env = dict(e.env, JOBCG_CONF_DIR=conf, JOBCG_DAEMON_SOCKET=sock)
     d = e.start_daemon(sock=sock, env=env)
     marker = os.path.join(e.tmp, "ran-stopped")
+    # A step whose tasks run when the daemon stops: its report is not answered.
+    late = subprocess.Popen([e.jobcg, "run", "--job", "5", "--step", "901", "--", "sleep", "1"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    late_dir = os.path.join(e.root, "job_5", "step_901")
+    wait_for(lambda: os.path.exists(os.path.join(late_dir, "user", "task_0")), 30)
     os.kill(d.pid, signal.SIGSTOP)
     fillers = []
     try:
@@ -544,6 +550,26 @@ def stopped_daemon(e):
            and sock in r.stderr and not os.path.exists(marker) and took < 40,
            f"a stopped daemon: the client fails within its bound, naming the socket, and runs "
            f"nothing ({None if r is None else (r.returncode, r.stderr)!r}, {took:.1f} s)")
+        # A request bigger than the socket takes: send() itself would wait for the daemon.
+        big = ["x" * 999] * 700
+        r, took = timed_run(e, "run", "--job", "5", "--", "touch", marker, *big, env=env,
+                            timeout=60)
+        ok(r is not None and r.returncode == 1 and "took no request within 11500 ms" in r.stderr
+           and sock in r.stderr and not os.path.exists(marker) and took < 40,
+           f"a 700 kB request to a stopped daemon: the client fails within its bound "
+           f"({None if r is None else (r.returncode, r.stderr[-300:])!r}, {took:.1f} s)")
+        try:
+            _, err = late.communicate(timeout=40)
+        except subprocess.TimeoutExpired:
+            late.kill()
+            _, err = late.communicate()
+            err = "(still waiting on the daemon) " + err
+        rec = [x for x in e.records() if x.get("job") == 5 and x.get("step") == "901"]
+        ok(late.returncode == 0 and "lost the daemon" in err and not os.path.exists(late_dir)
+           and [x["state"] for x in rec] == ["COMPLETED"],
+           f"a step whose end the stopped daemon does not answer: the client ends it itself "
+           f"within its bound, one record ({late.returncode}, {err.strip()!r}, "
+           f"{[x['state'] for x in rec]})")
         # Clients that gave up leave their connections in its queue: once it is full,
         # connect() itself waits, and must be bounded too.
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -575,6 +601,8 @@ def stopped_daemon(e):
     r = e.run("run", "--job", "5", "--", "sh", "-c", "echo served", env=env)
     ok(r.returncode == 0 and r.stdout == "served\n" and d.poll() is None,
        "and serves the next client")
+    rec = [x for x in e.records() if x.get("job") == 5 and x.get("step") == "901"]
+    ok(len(rec) == 1, f"the step its client ended is not recorded twice ({len(rec)})")
     d.send_signal(signal.SIGTERM)
     d.wait(60)
 

@@ -2,6 +2,7 @@
  * with its descriptor, a size limit checked at the header, a full socket resumed, a peer gone. */
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "msg.h"
@@ -130,9 +131,64 @@ static void resumed_send(void)
 	close(sv[1]);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A frame bigger than the socket takes, to a peer that reads nothing (a stopped daemon), on a
+ * blocking socket: given up at the deadline, resumable from where it stopped. */
+static void bounded_send(void)
+{
+	struct jobcg_msg m = {};
+	static char big[600000];
+	size_t off = 0, first;
+	uint64_t t0;
+	int sv[2], r, fl;
+
+	memset(big, 'y', sizeof(big) - 1);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    jobcg_msg_add(&m, "arg", "%s", big) < 0) {
+		ok(false, "socketpair and a 600 kB message");
+		return;
+	}
+	t0 = now_ms();
+	r = jobcg_msg_send_until(sv[0], &m, NULL, 0, t0 + 300, &off);
+	ok(r == -ETIMEDOUT && off > 0 && off < m.len + 4 &&
+	       strstr(jobcg_last_error()->message, "timed out"),
+	   "a blocking send to a peer that reads nothing ends at its deadline: %d after %zu "
+	   "bytes (%s)",
+	   r, off, jobcg_last_error()->message);
+	ok(now_ms() - t0 >= 290 && now_ms() - t0 < 5000, "after the time it was given (%llu ms)",
+	   (unsigned long long)(now_ms() - t0));
+	fl = fcntl(sv[0], F_GETFL);
+	ok(fl >= 0 && !(fl & O_NONBLOCK), "the socket is blocking again");
+	first = off;
+	r = jobcg_msg_send_until(sv[0], &m, NULL, 0, now_ms(), &off);
+	ok(r == -ETIMEDOUT && off == first, "a deadline already past: nothing more, nothing lost");
+	/* A reader comes: the rest goes. */
+	if (fork() == 0) {
+		char buf[65536];
+
+		close(sv[0]);
+		while (read(sv[1], buf, sizeof(buf)) > 0)
+			;
+		_exit(0);
+	}
+	r = jobcg_msg_send_until(sv[0], &m, NULL, 0, now_ms() + 30000, &off);
+	ok(r == 0 && off == m.len + 4, "resumed with a later deadline, all of it goes (r=%d)", r);
+	close(sv[0]);
+	close(sv[1]);
+	jobcg_msg_free(&m);
+}
+
 int main(void)
 {
 	piecewise();
 	resumed_send();
+	bounded_send();
 	return tap_done();
 }

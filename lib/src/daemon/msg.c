@@ -1,6 +1,9 @@
 /* jobcg: the fields of a daemon message, their frames on a unix socket, and their checks. */
+#include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "msg.h"
 #include "log.h"
@@ -202,6 +205,49 @@ int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned n
 	/* A blocking socket says EAGAIN only when its SO_SNDTIMEO ran out. */
 	if (r == -EAGAIN)
 		return error_set(-ETIMEDOUT, "sending to the daemon socket: timed out");
+	return r;
+}
+
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int jobcg_msg_send_until(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds,
+			 uint64_t deadline_ms, size_t *off)
+{
+	int fl = fcntl(fd, F_GETFL), r;
+
+	if (fl < 0)
+		return error_set(negative_errno(), "the daemon socket: %s", strerror(errno));
+	/* Non-blocking for the while: a blocking sendmsg() of a frame bigger than the socket
+	 * takes would wait for a peer that reads nothing (a stopped daemon) with no end. */
+	if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return error_set(negative_errno(), "the daemon socket: %s", strerror(errno));
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		uint64_t now;
+		int ms;
+
+		r = jobcg_msg_send_some(fd, m, fds, nfds, off);
+		if (r != -EAGAIN)
+			break;
+		now = monotonic_ms();
+		if (now >= deadline_ms) {
+			r = error_set(-ETIMEDOUT, "sending to the daemon socket: timed out");
+			break;
+		}
+		ms = deadline_ms - now > INT32_MAX ? INT32_MAX : (int)(deadline_ms - now);
+		if (poll(&p, 1, ms) < 0 && errno != EINTR) {
+			r = error_set(negative_errno(), "the daemon socket: %s", strerror(errno));
+			break;
+		}
+	}
+	if (!(fl & O_NONBLOCK))
+		(void)fcntl(fd, F_SETFL, fl);
 	return r;
 }
 

@@ -50,6 +50,14 @@ void jobcg_msg_free(struct jobcg_msg *m);
  * socket's SO_SNDTIMEO ran out). */
 int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds);
 /**
+ * Send @m as jobcg_msg_send() does, from *@off (0 to start), but giving up at @deadline_ms
+ * (CLOCK_MONOTONIC, milliseconds): -ETIMEDOUT with the error set when the peer has not taken
+ * all of it by then (*@off says how far it got: call again with a later deadline to go on).
+ * @fd may be blocking: it is made non-blocking for the while.
+ */
+int jobcg_msg_send_until(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds,
+			 uint64_t deadline_ms, size_t *off);
+/**
  * Receive one frame from @fd into *ret, with up to @max_fds descriptors into @fds (O_CLOEXEC;
  * *ret_nfds how many; more than @max_fds is an error and all are closed). -ECONNRESET when the
  * peer closed the socket before a whole frame (0 bytes read: the peer is gone), -EPROTO for a
