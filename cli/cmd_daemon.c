@@ -27,6 +27,9 @@
 #define CLIENTS_MAX	65536
 /* How long the listener rests when not even a refusal can be accepted (out of descriptors). */
 #define LISTEN_PAUSE_MS 200
+/* How long the check for a daemon already listening waits to connect: one that takes no
+ * connection for that long is alive (it holds the socket) but not serving. */
+#define PROBE_TIMEOUT_MS 2000
 /* Connections taken from the backlog at one wake-up: the ones already served go first. */
 #define ACCEPTS_PER_WAKE 16
 
@@ -167,8 +170,15 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 	r = lock_socket(path, &lock);
 	if (r)
 		return r;
-	/* A daemon of an older jobcg, or another program, may listen without the lock. */
-	r = run_daemon_connect(path, 0, &probe, why, sizeof(why));
+	/* A daemon of an older jobcg, or another program, may listen without the lock. One that
+	 * is stopped or hung with its queue full makes connect() wait: bounded, and refused. */
+	r = run_daemon_connect(path, PROBE_TIMEOUT_MS, &probe, why, sizeof(why));
+	if (r == -EAGAIN) {
+		unlock_socket(path, &lock);
+		return cli_fail("%s: a process listens there but took no connection within %d ms "
+				"(a daemon stopped or hung?): not replacing it",
+				path, PROBE_TIMEOUT_MS);
+	}
 	if (r == -EPERM) {
 		unlock_socket(path, &lock);
 		return cli_fail("%s: not listening there", why);

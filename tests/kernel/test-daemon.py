@@ -605,6 +605,38 @@ def stopped_daemon(e):
     ok(len(rec) == 1, f"the step its client ended is not recorded twice ({len(rec)})")
     d.send_signal(signal.SIGTERM)
     d.wait(60)
+    old_daemon_stopped(e)
+
+
+def old_daemon_stopped(e):
+    """Something listens on the socket without the daemon's lock (a daemon of an older jobcg)
+    and is stopped, its queue full: a new daemon's check for it must not wait for ever."""
+    sock = os.path.join(e.tmp, "old.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sock)
+    srv.listen(0)
+    queued = []
+    for _ in range(64):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.setblocking(False)
+        try:
+            c.connect(sock)
+        except BlockingIOError:
+            c.close()
+            break
+        queued.append(c)
+    try:
+        r, took = timed_run(e, "daemon", "--socket", sock, "--resv-period", "0", timeout=30)
+        ok(r is not None and r.returncode != 0 and "took no connection within" in r.stderr
+           and sock in r.stderr and took < 20,
+           f"a new daemon next to a stopped one whose queue is full: refused within its "
+           f"bound, naming the socket ({None if r is None else r.stderr.strip()!r}, "
+           f"{took:.1f} s)")
+        ok(os.path.exists(sock), "and the socket is left to the one that holds it")
+    finally:
+        for c in queued:
+            c.close()
+        srv.close()
 
 
 def main():
