@@ -42,6 +42,7 @@
 #include "jobcg/gres.h"
 #include "msg.h"
 #include "run.h"
+#include "testhook.h"
 #include "util.h"
 
 extern char **environ;
@@ -1088,6 +1089,7 @@ static void on_request(struct run_conn *c, const int *fds, unsigned nfds, uint64
 	if (!run_parse(argc, c->argv, &c->a, &code) &&
 	    (code = cli_ctx_open(&c->g, 0, &c->conf, &c->ctx)) == 0 &&
 	    !run_begin(c->ctx, &c->a, &c->s, &code)) {
+		test_pause("daemon-before-spawn");
 		if (spawn_msg(c) < 0)
 			/* The directory cannot be lent: nobody runs it. */
 			code = run_finish(c->ctx, &c->s, 0, NULL, NULL, true);

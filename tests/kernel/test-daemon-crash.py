@@ -101,7 +101,44 @@ def body(e):
         if left:
             diag(err)
             e.run("gc")
+    killed_before_answer(e)
     two_daemons_at_once(e)
+
+
+def killed_before_answer(e):
+    """The daemon killed while it makes a client's step, before it answers: the client fails
+    (nothing ran) and exits; what the daemon made in its name is then stray, and `jobcg gc`
+    removes it, recording what had started (a step left half made, which never ran, gets no
+    record; a complete one and an ephemeral job get NODE_FAIL)."""
+    r = e.run("alloc", "7")
+    ok(r.returncode == 0, "jobcg alloc 7")
+    cases = (("step-create-after-mkdir", ["--job", "7"], []),
+             ("daemon-before-spawn", ["--job", "7"], [("step", "NODE_FAIL")]),
+             ("step-create-after-mkdir", [], [("job", "NODE_FAIL")]),
+             ("daemon-before-spawn", [], [("job", "NODE_FAIL"), ("step", "NODE_FAIL")]))
+    for point, args, want in cases:
+        d = e.start_daemon()
+        env = dict(e.env, JOBCG_DAEMON_SOCKET=e.sock, JOBCG_TEST_CRASH=point)
+        before = len(e.records())
+        marker = os.path.join(e.tmp, "ran-before-answer")
+        r = subprocess.run([e.jobcg, "run", *args, "--", "touch", marker], env=env,
+                           capture_output=True, text=True, timeout=60)
+        d.wait(10)
+        what = f"{point}, {'job 7' if args else 'ephemeral job'}"
+        made = jobs(e) != ["job_7"] or any(x.startswith("step_")
+                                            for x in os.listdir(os.path.join(e.root, "job_7")))
+        ok(r.returncode == 1 and "gave no answer" in r.stderr and not os.path.exists(marker)
+           and d.returncode == -signal.SIGKILL and made,
+           f"daemon killed at {what}: the client fails, runs nothing, and the daemon's work "
+           f"is left half done ({r.returncode}, {r.stderr.strip()!r}, {jobs(e)})")
+        g = e.run("gc")
+        steps = [x for x in os.listdir(os.path.join(e.root, "job_7")) if x.startswith("step_")]
+        recs = sorted((x["type"], x["state"]) for x in e.records()[before:])
+        ok(g.returncode == 0 and jobs(e) == ["job_7"] and steps == [] and recs == want,
+           f"and jobcg gc removes it, with the records it owes ({g.returncode}, "
+           f"{g.stdout.strip()!r} {g.stderr.strip()!r}, left {jobs(e)} {steps}, {recs})")
+    r = e.run("release", "7")
+    ok(r.returncode == 0, "jobcg release 7")
 
 
 def two_daemons_at_once(e):
