@@ -521,8 +521,9 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	}
 	if (r < 0) {
 		/* A daemon that refuses us at once may have answered, and closed, before we
-		 * asked: its reason is still to be read. */
-		if (jobcg_msg_recv(fd, &reply, NULL, 0, NULL) == 0 &&
+		 * asked: its reason is still to be read (there already, if it is). */
+		if (set_timeo(fd, SO_RCVTIMEO, ANSWER_QUICK_MS) == 0 &&
+		    jobcg_msg_recv(fd, &reply, NULL, 0, NULL) == 0 &&
 		    field_is(&reply, "op", "exit"))
 			say_refused(&reply, path);
 		goto fallback;
