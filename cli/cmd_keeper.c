@@ -1,16 +1,52 @@
 /*
  * jobcg keeper: the process that keeps the systemd scope alive (started by the library into the
- * scope and parked in its system/ leaf; see scope_systemd.c). It only waits. SIGTERM and SIGKILL
- * end it as usual, so `systemctl stop jobcg.scope` still works.
+ * scope and parked in its system/ leaf; see scope_systemd.c). It only waits, unless it finds
+ * itself outside the scope when its grace ends. SIGTERM and SIGKILL end it as usual, so
+ * `systemctl stop jobcg.scope` still works.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "scope_systemd.h"
+#include "util.h"
+
+/*
+ * Started by jobcg for a scope (scope_keeper_spawn()): we begin in our starter's cgroup and are
+ * moved into the scope afterwards. A starter killed before that would leave us pausing for ever
+ * where it was (a login session, a service). Past the grace we were given (the starter's own
+ * bound) we look once: not in the scope, we leave. Once there, only jobcg moves us (to system/).
+ */
+static void leave_unless_in_scope(void)
+{
+	const char *scope = getenv(SCOPE_KEEPER_ENV_SCOPE), *grace = getenv(SCOPE_KEEPER_ENV_GRACE);
+	_cleanup_free_ char *text = NULL;
+	unsigned long ms;
+	char *end;
+	struct timespec ts;
+
+	if (!scope || !*scope || !grace)
+		return; /* started by hand: wait forever, as asked */
+	errno = 0;
+	ms = strtoul(grace, &end, 10);
+	if (errno || end == grace || *end || ms > 86400000ul)
+		return;
+	ts = (struct timespec){.tv_sec = (time_t)(ms / 1000),
+			       .tv_nsec = (long)(ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	/* unreadable: nothing to tell by, stay */
+	if (read_full_file_at(AT_FDCWD, "/proc/self/cgroup", 1 << 16, &text, NULL) < 0)
+		return;
+	if (!scope_keeper_in_scope(text, scope))
+		exit(0);
+}
 
 static int cmd_keeper(int argc, char **argv, const struct cli_global *g)
 {
@@ -38,6 +74,7 @@ static int cmd_keeper(int argc, char **argv, const struct cli_global *g)
 			strerror(errno));
 	if (fd >= 0)
 		close(fd);
+	leave_unless_in_scope();
 	for (;;)
 		pause();
 }

@@ -177,7 +177,7 @@ static void test_keeper_exec_error(void)
 			_exit(0);
 		}
 	}
-	r = scope_keeper_spawn(exe, &pid);
+	r = scope_keeper_spawn(exe, "system.slice/jobcg.scope", 1000, &pid);
 	ok(r == -ENOEXEC && pid == 0,
 	   "a keeper that cannot be exec'ed: exec's errno, ENOEXEC (r=%d, pid %d)%s", r, (int)pid,
 	   hooks ? ", its report reaching the pipe before the pid" : "");
@@ -189,14 +189,38 @@ static void test_keeper_exec_error(void)
 			;
 	unsetenv("JOBCG_TEST_PAUSE");
 	unsetenv("JOBCG_TEST_PAUSE_DIR");
-	r = scope_keeper_spawn("/nonexistent/jobcg", &pid);
+	r = scope_keeper_spawn("/nonexistent/jobcg", "system.slice/jobcg.scope", 1000, &pid);
 	ok(r == -ENOENT && pid == 0, "a keeper that does not exist: ENOENT (r=%d)", r);
-	r = scope_keeper_spawn("/bin/true", &pid);
+	r = scope_keeper_spawn("/bin/true", "system.slice/jobcg.scope", 1000, &pid);
 	ok(r == 0 && pid > 0, "one that runs: its pid (r=%d, pid %d)", r, (int)pid);
 	unlink(exe);
 	unlink(go);
 	unlink(reached);
 	rmdir(dir);
+}
+
+/* Where a keeper finds itself once its grace is over: in its scope (or system/ below it), or
+ * still where its starter was. */
+static void test_keeper_in_scope(void)
+{
+	const char *scope = "system.slice/jobcg.scope";
+
+	ok(scope_keeper_in_scope("0::/system.slice/jobcg.scope/system\n", scope),
+	   "a keeper in the scope's system/ is in the scope");
+	ok(scope_keeper_in_scope("0::/system.slice/jobcg.scope\n", scope),
+	   "one in the scope itself (not parked yet) too");
+	ok(!scope_keeper_in_scope("0::/user.slice/user-0.slice/session-3.scope\n", scope),
+	   "one left in a login session is not");
+	ok(!scope_keeper_in_scope("0::/system.slice/jobcg.scope2/system\n", scope),
+	   "nor one in a scope whose name only begins like it");
+	ok(scope_keeper_in_scope("12:memory:/elsewhere\n1:name=systemd:/x\n"
+				 "0::/system.slice/jobcg.scope/system\n",
+				 scope),
+	   "on a hybrid layout the v2 line is the one read");
+	ok(!scope_keeper_in_scope("12:memory:/system.slice/jobcg.scope\n0::/\n", scope),
+	   "and a v1 hierarchy's path does not count");
+	ok(scope_keeper_in_scope("12:memory:/x\n", scope),
+	   "with no v2 line, nothing to tell by: stay");
 }
 
 int main(void)
@@ -245,5 +269,6 @@ int main(void)
 	test_load();
 	test_call_timeout();
 	test_keeper_exec_error();
+	test_keeper_in_scope();
 	return tap_done();
 }

@@ -285,13 +285,18 @@ enum keeper_report {
 	KEEPER_EXEC_ERROR = 3, /* from the keeper: execve's errno */
 };
 
-int scope_keeper_spawn(const char *exe, pid_t *ret_pid)
+int scope_keeper_spawn(const char *exe, const char *scope_rel, unsigned grace_ms, pid_t *ret_pid)
 {
 	int p[2], st, fork_err = 0, exec_err = 0;
 	int32_t msg[4];
 	ssize_t n, got = 0;
 	pid_t mid, pid = 0;
+	/* made before the fork: the child only execs */
+	_cleanup_free_ char *scope_env = strdup_printf(SCOPE_KEEPER_ENV_SCOPE "=%s", scope_rel);
+	_cleanup_free_ char *grace_env = strdup_printf(SCOPE_KEEPER_ENV_GRACE "=%u", grace_ms);
 
+	if (!scope_env || !grace_env)
+		return -ENOMEM;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return error_set(negative_errno(), "pipe: %s", strerror(errno));
 	mid = fork();
@@ -311,7 +316,8 @@ int scope_keeper_spawn(const char *exe, pid_t *ret_pid)
 		k = fork();
 		if (k == 0) {
 			char *argv[] = {SCOPE_KEEPER_ARGV0, SCOPE_KEEPER_ARGV1, NULL};
-			char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+			char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", scope_env, grace_env,
+					NULL};
 			sigset_t none;
 
 			sigemptyset(&none);
@@ -372,6 +378,23 @@ int scope_keeper_spawn(const char *exe, pid_t *ret_pid)
 	}
 	*ret_pid = pid;
 	return 0;
+}
+
+bool scope_keeper_in_scope(const char *text, const char *scope_rel)
+{
+	size_t n = strlen(scope_rel);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *path = l + 3;
+
+		if (strncmp(l, "0::", 3) != 0)
+			continue;
+		if (*path == '/')
+			path++;
+		return strncmp(path, scope_rel, n) == 0 &&
+		       (path[n] == '\n' || path[n] == '\0' || path[n] == '/');
+	}
+	return true;
 }
 
 static int write_pid(const char *dir, pid_t pid)
@@ -726,8 +749,11 @@ out:
 	return r;
 }
 
+/* How long a keeper waits to be in the scope (past SystemdTimeout) before it leaves. */
+#define KEEPER_GRACE_MARGIN_MS 10000u
+
 /* A reused scope keeps exactly one keeper: start one only when system/ holds no process. */
-static int ensure_keeper(const char *root)
+static int ensure_keeper(const char *root, const char *root_rel, unsigned grace_ms)
 {
 	_cleanup_free_ char *sys = strdup_printf("%s/system", root), *exe = NULL;
 	pid_t keeper = 0;
@@ -744,7 +770,7 @@ static int ensure_keeper(const char *root)
 	r = keeper_exe(&exe);
 	if (r < 0)
 		return r;
-	r = scope_keeper_spawn(exe, &keeper);
+	r = scope_keeper_spawn(exe, root_rel, grace_ms, &keeper);
 	if (r < 0)
 		return r;
 	r = write_pid(sys, keeper);
@@ -837,7 +863,7 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 			r = manager_call(bus, deadline, "AbandonScope", name);
 			if (r < 0)
 				log_debug("%s", jobcg_last_error()->message);
-			r = ensure_keeper(root);
+			r = ensure_keeper(root, root_rel, timeout_ms + KEEPER_GRACE_MARGIN_MS);
 			if (r < 0)
 				goto out;
 			goto done;
@@ -855,7 +881,9 @@ static int systemd_ensure(const struct jobcg_config *conf, const char *mount, co
 	r = keeper_exe(&exe);
 	if (r < 0)
 		goto out;
-	r = scope_keeper_spawn(exe, &keeper);
+	/* Until systemd has taken it into the scope it lives in our cgroup: if we are killed
+	 * before, it leaves by itself (jobcg keeper) rather than pause there for ever. */
+	r = scope_keeper_spawn(exe, root_rel, timeout_ms + KEEPER_GRACE_MARGIN_MS, &keeper);
 	if (r < 0)
 		goto out;
 	asked = true;
