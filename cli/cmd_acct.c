@@ -7,10 +7,12 @@
 #include "cli.h"
 #include "jobcg/acctlog.h"
 #include "jobcg/job.h"
+#include "jobcg/resv.h"
 
 struct acct_out {
 	bool json;
 	struct json_object *arr;
+	const char *resv; /* --reservation: only records of jobs that ran in it */
 };
 
 static void fmt_duration(uint64_t usec, char *buf, size_t size)
@@ -73,6 +75,8 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 	struct acct_out *o = u;
 	char elapsed[32], cpu[32], mem[32], oom[32], exit_s[32], id[256], gres[256];
 
+	if (o->resv && (!r->reservation || strcmp(r->reservation, o->resv) != 0))
+		return 0;
 	if (o->json) {
 		struct json_object *j = json_object_new_object();
 
@@ -101,6 +105,9 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 				       u64_or_null(r->oom_kills, r, JOBCG_ACCTREC_NO_OOM));
 		json_object_object_add(j, "ntasks", json_object_new_int64(r->ntasks));
 		json_object_object_add(j, "gres", r->gres ? json_object_new_string(r->gres) : NULL);
+		json_object_object_add(j, "reservation",
+				       r->reservation ? json_object_new_string(r->reservation)
+						      : NULL);
 		if (r->reason)
 			json_object_object_add(j, "reason", json_object_new_string(r->reason));
 		json_object_array_add(o->arr, j);
@@ -129,19 +136,21 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 	else
 		snprintf(exit_s, sizeof(exit_s), "%d:0", r->exit_code);
 	snprintf(gres, sizeof(gres), "%s", r->gres ? r->gres : "-");
-	printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %s\n", mask_controls(id),
+	/* (a reservation's name is checked when read: nothing to mask) */
+	printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %-12s %s\n", mask_controls(id),
 	       jobcg_acct_state_name(r->state), exit_s, elapsed, cpu, mem, oom,
-	       mask_controls(gres));
+	       r->reservation ? r->reservation : "-", mask_controls(gres));
 	return 0;
 }
 
 static void acct_help(FILE *f)
 {
 	fprintf(f,
-		"Usage: jobcg acct [--job ID] [--json]\n\n"
+		"Usage: jobcg acct [--job ID] [--reservation NAME] [--json]\n\n"
 		"Print the accounting records of ended steps and jobs from <StateDir>/acct.jsonl.\n"
-		"  --job ID   only records of job ID\n"
-		"  --json     one JSON array of records\n");
+		"  --job ID              only records of job ID\n"
+		"  --reservation NAME    only records of jobs that ran in reservation NAME\n"
+		"  --json                one JSON array of records\n");
 }
 
 static int cmd_acct(int argc, char **argv, const struct cli_global *g)
@@ -149,6 +158,7 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 	static const struct option opts[] = {
 	    {"job", required_argument, NULL, 'j'},
 	    {"json", no_argument, NULL, 'J'},
+	    {"reservation", required_argument, NULL, 'R'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -174,6 +184,15 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 		case 'J':
 			o.json = true;
 			break;
+		case 'R':
+			/* A name no reservation can have would silently match nothing. */
+			if (!jobcg_resv_name_valid(optarg))
+				return cli_usage_error("acct",
+						       "--reservation '%s': need a name "
+						       "[a-z0-9][a-z0-9_-]{0,31}",
+						       optarg);
+			o.resv = optarg;
+			break;
 		case 'h':
 			acct_help(stdout);
 			return 0;
@@ -193,8 +212,8 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 	if (o.json)
 		o.arr = json_object_new_array();
 	else
-		printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %s\n", "JOBID", "STATE", "EXIT",
-		       "ELAPSED", "CPUTIME", "MAXMEM", "OOM", "GRES");
+		printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %-12s %s\n", "JOBID", "STATE", "EXIT",
+		       "ELAPSED", "CPUTIME", "MAXMEM", "OOM", "RESV", "GRES");
 	r = jobcg_acctlog_read_all(path, job, print_one, &o);
 	free(path);
 	if (r < 0) {

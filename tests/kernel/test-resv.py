@@ -544,6 +544,73 @@ def check_daemon(e):
     ok(r.returncode == 0, f"delete rd ({r.stderr.strip()})")
 
 
+def check_acct(e):
+    """The accounting records of a job in a reservation, and of its steps, name it: ended
+    normally (run, release) and by gc after its runner was killed. jobcg acct shows it (RESV,
+    "reservation" in --json, null for a job outside) and selects by it."""
+    r = e.run("resv", "create", "ra", "--devices", "gpu:2")
+    ok(r.returncode == 0, f"create ra ({r.stderr.strip()})")
+    r = e.run("alloc", "50", "--reservation", "ra")
+    ok(r.returncode == 0, f"alloc 50 in ra ({r.stderr.strip()})")
+    r = e.run("run", "--no-daemon", "--job", "50", "--", "true")
+    ok(r.returncode == 0, f"a step of 50 ({r.stderr.strip()})")
+    r = e.run("release", "50")
+    ok(r.returncode == 0, f"release 50 ({r.stderr.strip()})")
+    for args in (["alloc", "51"], ["release", "51"]):
+        r = e.run(*args)
+        ok(r.returncode == 0, f"{' '.join(args)}: a job outside ({r.stderr.strip()})")
+    # An ephemeral job in ra whose jobcg run is killed: gc removes it and records it.
+    runner = subprocess.Popen([e.jobcg, "run", "--no-daemon", "--job", "52", "--reservation",
+                               "ra", "--", "sleep", "300"], env=e.env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    events = os.path.join(e.root, "resv_ra", "job_52", "cgroup.events")
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        try:
+            with open(events) as f:
+                if "populated 1" in f.read():
+                    break
+        except FileNotFoundError:
+            pass
+        time.sleep(0.1)
+    os.kill(runner.pid, 9)
+    runner.wait()
+    r = e.run("gc")
+    ok(r.returncode == 0 and not os.path.exists(os.path.join(e.root, "resv_ra", "job_52")),
+       f"gc removed job 52, its runner killed ({r.stdout.strip()} {r.stderr.strip()})")
+    recs = {(str(x["job"]), x.get("step")): x for x in e.records()}
+    for key in (("50", None), ("50", "0"), ("52", None), ("52", "0")):
+        got = recs.get(key)
+        ok(got is not None and got.get("reservation") == "ra",
+           f"record {key}: reservation ra ({got})")
+    ok(recs.get(("52", None), {}).get("state") == "NODE_FAIL",
+       f"... 52's written by gc: NODE_FAIL ({recs.get(('52', None))})")
+    got = recs.get(("51", None))
+    ok(got is not None and "reservation" not in got,
+       f"a job outside: no reservation in its record ({got})")
+    r = e.run("acct", "--json")
+    rows = json.loads(r.stdout) if r.returncode == 0 else []
+    by = {(str(x["job"]), x.get("step")): x for x in rows}
+    ok(by.get(("50", None), {}).get("reservation") == "ra" and
+       "reservation" in by.get(("51", None), {"x": 1}) and
+       by[("51", None)]["reservation"] is None,
+       f"acct --json: \"reservation\": \"ra\", null outside ({r.stderr.strip()})")
+    r = e.run("acct")
+    lines = r.stdout.splitlines()
+    row = [x.split() for x in lines if x.split()[:1] == ["50"]]
+    ok(r.returncode == 0 and lines and lines[0].split()[7:9] == ["RESV", "GRES"] and row
+       and row[0][7] == "ra",
+       f"acct: a RESV column, ra for job 50 ({r.stdout.strip()[:600]})")
+    r = e.run("acct", "--reservation", "ra", "--json")
+    jobs = sorted({str(x["job"]) for x in json.loads(r.stdout)}) if r.returncode == 0 else []
+    ok(jobs == ["50", "52"], f"acct --reservation ra: only jobs 50 and 52 ({jobs})")
+    r = e.run("acct", "--reservation", "Ra")
+    ok(r.returncode == 2 and "--reservation 'Ra'" in r.stderr,
+       f"acct --reservation with a name no reservation has: usage error ({r.stderr.strip()})")
+    r = e.run("resv", "delete", "ra")
+    ok(r.returncode == 0, f"delete ra ({r.stderr.strip()})")
+
+
 def devices_constrained(e):
     """Whether jobs' GPUs are enforced here: a job given one (released at once); else a skip
     line, a failure under JOBCG_MUST_WORK."""
@@ -572,6 +639,7 @@ def body(e):
     check_concurrent(e)
     check_gc_sweep(e)
     check_daemon(e)
+    check_acct(e)
     check_crashes(e)
 
 

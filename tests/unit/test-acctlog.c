@@ -10,6 +10,7 @@
 
 #include "jobcg/acctlog.h"
 #include "jobcg/job.h"
+#include "jobcg/resv.h"
 #include "log.h"
 #include "tap.h"
 #include "util.h"
@@ -32,6 +33,7 @@ static int collect(const struct jobcg_acct_record *r, void *u)
 	s->last.step_id = r->step_id ? strdup(r->step_id) : NULL;
 	s->last.gres = r->gres ? strdup(r->gres) : NULL;
 	s->last.reason = r->reason ? strdup(r->reason) : NULL;
+	s->last.reservation = r->reservation ? strdup(r->reservation) : NULL;
 	snprintf(s->steps + l, sizeof(s->steps) - l, "%s%s.%s", l ? " " : "", r->job_id,
 		 r->step_id ? r->step_id : "job");
 	return 0;
@@ -325,8 +327,9 @@ static bool same_record(const struct jobcg_acct_record *a, const struct jobcg_ac
 	bool cpu = !(a->unavailable & JOBCG_ACCTREC_NO_CPU);
 
 	return a->kind == b->kind && same_str(a->job_id, b->job_id) &&
-	       same_str(a->step_id, b->step_id) && same_str(a->gres, b->gres) && a->uid == b->uid &&
-	       a->gid == b->gid && a->start_usec == b->start_usec && a->end_usec == b->end_usec &&
+	       same_str(a->step_id, b->step_id) && same_str(a->gres, b->gres) &&
+	       same_str(a->reservation, b->reservation) && a->uid == b->uid && a->gid == b->gid &&
+	       a->start_usec == b->start_usec && a->end_usec == b->end_usec &&
 	       a->exit_code == b->exit_code && a->exit_signal == b->exit_signal &&
 	       a->state == b->state && a->ntasks == b->ntasks && a->unavailable == b->unavailable &&
 	       b->cpu_usec == (cpu ? a->cpu_usec : 0) && b->user_usec == (cpu ? a->user_usec : 0) &&
@@ -395,10 +398,11 @@ static void test_old_lines(void)
 	rmdir(dir);
 }
 
-/* A step id jobcg makes, or none: what the reader returns. */
+/* A step id and a reservation jobcg makes, or none: what the reader returns. */
 static bool strings_ok(const struct jobcg_acct_record *r)
 {
-	return !r->step_id || jobcg_step_id_valid(r->step_id);
+	return (!r->step_id || jobcg_step_id_valid(r->step_id)) &&
+	       (!r->reservation || jobcg_resv_name_valid(r->reservation));
 }
 
 /* Every field, each null on and off, the integer extremes and every byte a string can hold
@@ -409,10 +413,10 @@ static void test_line_format(void)
 	char dir[] = "/tmp/jobcg-test-acctfmt-XXXXXX";
 	char path[256], all[256], ascii[128];
 	const char *utf8 = "job-\xc3\xa9\xe2\x82\xac\xf0\x9f\x9a\x80/\xff\xfe\x80-end";
-	const char *strs[] = {"0",	 "",   all,	     ascii,	   utf8,  "a/b\\c\"d",
-			      "gpu:0,2", "42", "4294967294", "4294967295", "007", "+1"};
+	const char *strs[] = {"0",  "",		  all,		ascii, utf8, "a/b\\c\"d", "gpu:0,2",
+			      "42", "4294967294", "4294967295", "007", "+1", "r1",	  "R1"};
 	struct jobcg_acct_record base = sample_step();
-	unsigned n = 0, lines = 0, readable = 0, back = 0, refused = 0, skipped = 0;
+	unsigned n = 0, lines = 0, readable = 0, back = 0, refused = 0, skipped = 0, in_resv = 0;
 
 	base.oom_kills = 1;
 	base.gres = NULL;
@@ -439,6 +443,7 @@ static void test_line_format(void)
 		r.job_id = (char *)strs[i % ELEMENTSOF(strs)];
 		r.step_id = i % 3 == 0 ? NULL : (char *)strs[(i + 2) % ELEMENTSOF(strs)];
 		r.gres = i % 4 == 1 ? NULL : (char *)strs[(i + 4) % ELEMENTSOF(strs)];
+		r.reservation = i % 7 < 2 ? NULL : (char *)strs[(i + 5) % ELEMENTSOF(strs)];
 		r.state = (enum jobcg_acct_state)(i % _JOBCG_ACCT_STATE_MAX);
 		switch (i % 5) {
 		case 0:
@@ -508,9 +513,10 @@ static void test_line_format(void)
 		}
 		readable++;
 		if (jobcg_acctlog_read(path, NULL, collect, &s) == 0 && s.n == 1 && warnings == 0 &&
-		    same_record(&r, &s.last))
+		    same_record(&r, &s.last)) {
 			back++;
-		else
+			in_resv += r.reservation != NULL;
+		} else
 			tap_diag("record %u does not read back (%u records, %d warnings)", i, s.n,
 				 warnings);
 		jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
@@ -519,7 +525,8 @@ static void test_line_format(void)
 	is_int(lines, n, "every record is written as one line");
 	ok(readable > 0, "some records are in the reader's range");
 	is_int(back, readable, "every record in the reader's range reads back the same");
-	ok(refused > 0, "some records have a step id jobcg does not make");
+	ok(in_resv > 0, "some of them name a reservation");
+	ok(refused > 0, "some records have a step id or reservation jobcg does not make");
 	is_int(skipped, refused, "each of those is skipped with a warning, never returned");
 	unlink(path);
 	rmdir(dir);
@@ -1004,12 +1011,98 @@ static void test_unsafe_files(void)
 		tap_diag("cannot remove %s", dir);
 }
 
+/*
+ * The reservation a job ran in: written after the devices when there is one, absent when not,
+ * so the lines of jobs outside reservations are the bytes they always were. Logs written
+ * before the field existed, and a null one, read as no reservation; a name no reservation can
+ * have (it would reach the terminal of whoever reads the table) makes the line no record.
+ */
+static void test_reservation(void)
+{
+	char dir[] = "/tmp/jobcg-test-acctresv-XXXXXX";
+	struct jobcg_acct_record r = sample_step();
+	_cleanup_free_ char *got = NULL, *line = NULL;
+	char path[256], cmd[300], *p;
+	struct seen s = {};
+	size_t len = 0;
+	int rr;
+	static const char *const bad[] = {
+	    "\"R1\"",  "\"a\\u001b[2Jb\"", "\"\"", "5", "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"",
+	    "[\"r1\"]"};
+
+	if (!mkdtemp(dir)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
+	r.reservation = (char *)"r1";
+	ok(jobcg_acctlog_write(path, &r, 0) == 0 &&
+	       read_full_file_at(AT_FDCWD, path, 1 << 20, &got, &len) == 0 && len > 0 &&
+	       strstr(got, "\"gres\":\"gpu:0,2\",\"reservation\":\"r1\"}\n"),
+	   "a record in a reservation: \"reservation\":\"r1\" after the devices");
+	ok(jobcg_acctlog_read(path, NULL, collect, &s) == 0 && s.n == 1 && s.last.reservation &&
+	       streq(s.last.reservation, "r1") && same_record(&r, &s.last),
+	   "... and it reads back");
+	jobcg_acct_record_done(&s.last);
+
+	/* The same record as an older jobcg wrote it, and with a null reservation. */
+	line = got ? strdup(got) : NULL;
+	p = line ? strstr(line, ",\"reservation\":\"r1\"") : NULL;
+	if (!p) {
+		ok(false, "the line holds the reservation");
+		goto out;
+	}
+	strcpy(p, "}\n");
+	unlink(path);
+	{
+		int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
+
+		if (fd >= 0)
+			close(fd);
+	}
+	append_raw(path, line);
+	*strrchr(line, '}') = 0;
+	{
+		_cleanup_free_ char *null_line = strdup_printf("%s,\"reservation\":null}\n", line);
+
+		append_raw(path, null_line);
+	}
+	s = (struct seen){};
+	warnings = 0;
+	jobcg_set_log(count_warnings, NULL, JOBCG_LOG_DEBUG);
+	ok(jobcg_acctlog_read(path, NULL, collect, &s) == 0 && s.n == 2 && !s.last.reservation &&
+	       warnings == 0,
+	   "records without the field (older logs) or with null: read, no reservation");
+	jobcg_acct_record_done(&s.last);
+
+	/* Names jobcg does not make: not records, each skipped with a warning. */
+	for (size_t k = 0; k < ELEMENTSOF(bad); k++) {
+		_cleanup_free_ char *b = strdup_printf("%s,\"reservation\":%s}\n", line, bad[k]);
+
+		append_raw(path, b);
+	}
+	s = (struct seen){};
+	warnings = 0;
+	rr = jobcg_acctlog_read(path, NULL, collect, &s);
+	ok(rr == 0 && s.n == 2 && warnings == (int)ELEMENTSOF(bad),
+	   "a reservation no reservation can have (upper case, an escape, empty, a number, 33 "
+	   "characters, a list): the line is skipped with a warning (%u records, %d warnings)",
+	   s.n, warnings);
+	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
+	jobcg_acct_record_done(&s.last);
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		tap_diag("cannot remove %s", dir);
+}
+
 int main(void)
 {
 	test_state();
 	test_log();
 	test_old_lines();
 	test_line_format();
+	test_reservation();
 	test_hostile_strings();
 	test_sync_flag();
 	test_fsize_limit();

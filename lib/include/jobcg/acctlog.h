@@ -58,6 +58,10 @@ struct jobcg_acct_record {
 	/* Why a step that never ran was refused (jobcg_spank.so's FAILED record of a step it
 	 * could not contain), NULL otherwise. Written only when set. */
 	char *reason;
+	/* The reservation (jobcg resv) the job ran in, NULL when none: on the records of the job
+	 * and of its steps, so that its use can be billed after the reservation is gone. Written
+	 * only when set; a reader takes only a name jobcg_resv_name_valid() accepts. */
+	char *reservation;
 };
 
 /** "COMPLETED", "FAILED", ... or NULL for an unknown value. */

@@ -209,6 +209,7 @@ void acct_pending_done(struct acct_pending *p)
 	free(p->jid);
 	free(p->sid);
 	free(p->gres);
+	free(p->resv);
 	free(p->line);
 	free(p->holder);
 	free(p->xattr);
@@ -251,7 +252,12 @@ int acct_log_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id
 	};
 	unsigned u, g;
 
-	if (!jdir || !p.jid || (step_id && !p.sid)) {
+	/* The job's reservation, from where its directory is (resv_<name>/job_<id>): the records
+	 * of gc, written for a job whose runner died, name it as its runner's would. */
+	errno = 0;
+	p.resv = jdir ? tree_job_resv(ctx, jdir) : NULL;
+	p.rec.reservation = p.resv;
+	if (!jdir || !p.jid || (step_id && !p.sid) || (!p.resv && errno == ENOMEM)) {
 		acct_pending_done(&p);
 		return -ENOMEM;
 	}

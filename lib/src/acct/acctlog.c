@@ -13,6 +13,7 @@
 #include "config_internal.h"
 #include "jobcg/acctlog.h"
 #include "jobcg/job.h"
+#include "jobcg/resv.h"
 #include "log.h"
 #include "acctlog_internal.h"
 #include "util.h"
@@ -73,7 +74,8 @@ JOBCG_EXPORT void jobcg_acct_record_done(struct jobcg_acct_record *r)
 	free(r->step_id);
 	free(r->gres);
 	free(r->reason);
-	r->job_id = r->step_id = r->gres = r->reason = NULL;
+	free(r->reservation);
+	r->job_id = r->step_id = r->gres = r->reason = r->reservation = NULL;
 }
 
 /* Adds @v under @k; false on ENOMEM (@v NULL or the key not added), @v put either way. */
@@ -144,6 +146,7 @@ int acctlog_format(const struct jobcg_acct_record *r, char **ret, size_t *ret_le
 	     add_u64_or_null(o, "oom_kills", r->oom_kills, na & JOBCG_ACCTREC_NO_OOM) &&
 	     add(o, "ntasks", json_object_new_uint64(r->ntasks)) &&
 	     (!r->gres || add(o, "gres", json_object_new_string(r->gres))) &&
+	     (!r->reservation || add(o, "reservation", json_object_new_string(r->reservation))) &&
 	     (!r->reason || add(o, "reason", json_object_new_string(r->reason)));
 	text = ok ? json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len) : NULL;
 	line = text ? malloc(len + 2) : NULL;
@@ -345,11 +348,12 @@ static const char *get_str(struct json_object *o, const char *k)
 }
 
 /*
- * Parse one line into @r; false when it is not a complete record. The step id is checked as
- * the numbers are: one jobcg makes (jobcg_step_id_valid), since one with a newline or an escape
- * sequence would forge lines or drive the terminal of whoever reads the log. (Job ids of old
- * logs were written as strings: those are read as they are, and `jobcg acct` masks what it
- * prints of them.)
+ * Parse one line into @r; false when it is not a complete record. The step id and reservation
+ * are checked as the numbers are: one jobcg makes (jobcg_step_id_valid, jobcg_resv_name_valid),
+ * since one with a newline or an escape sequence would forge lines or drive the terminal of
+ * whoever reads the log. A record without a reservation (all of those older jobcg wrote) has
+ * none, and so has one whose reservation is null. (Job ids of old logs were written as
+ * strings: those are read as they are, and `jobcg acct` masks what it prints of them.)
  */
 /* The JSON object that is all of @line (whitespace around it aside), or NULL. */
 static struct json_object *parse_line(const char *line)
@@ -381,7 +385,8 @@ static struct json_object *parse_line(const char *line)
 static bool parse_record(const char *line, struct jobcg_acct_record *r)
 {
 	struct json_object *o = parse_line(line);
-	const char *type, *job, *step, *state, *gres, *reason;
+	const char *type, *job, *step, *state, *gres, *reason, *resv;
+	struct json_object *rv;
 	int64_t uid, gid, ec, sig, ntasks, jid;
 	char jbuf[24];
 	int st;
@@ -402,6 +407,10 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 	state = get_str(o, "state");
 	gres = get_str(o, "gres");
 	reason = get_str(o, "reason");
+	resv = get_str(o, "reservation");
+	if (json_object_object_get_ex(o, "reservation", &rv) && rv &&
+	    (!resv || !jobcg_resv_name_valid(resv)))
+		goto out;
 	if (!type || !job || !state || (!streq(type, "job") && !streq(type, "step")))
 		goto out;
 	if (step && !jobcg_step_id_valid(step))
@@ -434,7 +443,9 @@ static bool parse_record(const char *line, struct jobcg_acct_record *r)
 	r->step_id = step ? strdup(step) : NULL;
 	r->gres = gres ? strdup(gres) : NULL;
 	r->reason = reason ? strdup(reason) : NULL;
-	ok = r->job_id && (!step || r->step_id) && (!gres || r->gres) && (!reason || r->reason);
+	r->reservation = resv ? strdup(resv) : NULL;
+	ok = r->job_id && (!step || r->step_id) && (!gres || r->gres) && (!reason || r->reason) &&
+	     (!resv || r->reservation);
 	if (!ok)
 		jobcg_acct_record_done(r);
 out:
