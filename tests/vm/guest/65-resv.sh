@@ -154,6 +154,34 @@ else
 	like "...and logged what it found" "$(cat $VMT_TMP/resvd.log)" "reservation r1 is DEGRADED"
 	diag "$(cat $VMT_TMP/resvd.log)"
 	rmdir "$S"
+
+	# A reserved CPU offlined: r1's effective set is short and no repair heals it, while each
+	# repair's writes notify the partition file the daemon watches. It is reported once, not
+	# repaired in a loop (nor every period); the CPU back, r1 is VALID again.
+	cpu3=/sys/devices/system/cpu/cpu3/online
+	if [ -w "$cpu3" ]; then
+		mkdir -p -m 0700 "$VMT_TMP/offd"
+		jobcg daemon --socket "$VMT_TMP/offd/sock" --resv-period 2 > "$VMT_TMP/offd.log" 2>&1 &
+		dpid=$!
+		sleep 2
+		echo 0 > "$cpu3"
+		sleep 8
+		is "CPU 3 offline under the daemon: r1 repaired once in 8 s (4 periods)" \
+			"$(grep -c 'repair failed' "$VMT_TMP/offd.log")" 1
+		is "...reported DEGRADED once" "$(grep -c 'reservation r1 is DEGRADED' "$VMT_TMP/offd.log")" 1
+		echo 1 > "$cpu3"
+		healed=no
+		for i in $(seq 1 20); do
+			sleep 1
+			if jobcg resv verify r1 > /dev/null 2>&1; then healed=yes; break; fi
+		done
+		is "...CPU 3 online again: r1 VALID again" "$healed" yes
+		sleep 3
+		kill $dpid; wait $dpid 2> /dev/null
+		diag "$(cat $VMT_TMP/offd.log)"
+	else
+		skip "offlining a reserved CPU" "no $cpu3"
+	fi
 	check "delete r1" jobcg resv delete r1
 	is "...every CPU back for jobs outside" "$(cpus_in)" "$all"
 fi
