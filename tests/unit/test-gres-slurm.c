@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -143,6 +144,8 @@ static void test_compare(void)
  * Slurm's GPU numbers for node @host of Slurm's gres.conf @text when slurm.conf gives the node
  * Gres=@gres: "0=/dev/x 1=/dev/y", or "error N: message".
  */
+static const char *order_slurm_conf = "/etc/slurm/slurm.conf";
+
 static char *order(const char *text, const char *host, const char *gres)
 {
 	char path[PATH_MAX], *out = calloc(1, 4096);
@@ -155,7 +158,7 @@ static char *order(const char *text, const char *host, const char *gres)
 	r = jobcg_config_load_files(NULL, path, host, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV,
 				    &c);
 	if (r >= 0)
-		r = slurm_gpu_order(&c->gres, path, gres, "/etc/slurm/slurm.conf", host);
+		r = slurm_gpu_order(&c->gres, path, gres, order_slurm_conf, host);
 	if (r >= 0)
 		r = jobcg_gres_node_new(c, &n);
 	if (r < 0) {
@@ -224,9 +227,10 @@ static void test_slurm_order(void)
 	     "AutoDetect=off\nName=gpu Type=b File=/dev/nvidia0\nName=gpu Type=a "
 	     "File=/dev/nvidia1\n",
 	     "gpu:a:1,gpu:b:1", "0=/dev/nvidia1 1=/dev/nvidia0"},
-	    {"AutoDetect=nvml: refused, slurmd sorts what NVML reports",
-	     "AutoDetect=nvml\nName=gpu File=/dev/nvidia0\n", "gpu:1",
-	     "error -95: *AutoDetect=nvml"},
+	    {"AutoDetect=nvml, no NVIDIA driver: a File= line is slurmd's config-only GPU",
+	     "AutoDetect=nvml\nName=gpu File=/dev/nvidia0\n", "gpu:1", "0=/dev/nvidia0"},
+	    {"AutoDetect=nvml, no NVIDIA driver: a Count-only line is no GPU",
+	     "AutoDetect=nvml\nName=gpu Count=1\n", "gpu:1", ""},
 	    {"a node's AutoDetect=rsmi: refused",
 	     "NodeName=n1 AutoDetect=rsmi\nName=gpu File=/dev/dri/renderD128\n", "gpu:1",
 	     "error -95: *AutoDetect=rsmi"},
@@ -234,6 +238,12 @@ static void test_slurm_order(void)
 	     "error -22: *Gres=gpu:a:2x"},
 	};
 
+	/* AutoDetect=nvml reads the driver's files: none here, wherever the test runs. */
+	char empty[PATH_MAX];
+
+	snprintf(empty, sizeof(empty), "%s/no-driver", tmp);
+	(void)mkdir(empty, 0755);
+	setenv("JOBCG_SYSROOT", empty, 1);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *got = order(cases[i].gres_conf, "n1", cases[i].gres);
 		const char *star = strchr(cases[i].want, '*');
@@ -245,6 +255,238 @@ static void test_slurm_order(void)
 		ok(good, "Slurm's order, %s (Gres=%s: %s)", cases[i].what, cases[i].gres, got);
 		free(got);
 	}
+	unsetenv("JOBCG_SYSROOT");
+}
+
+/*
+ * A stand-in NVIDIA driver under @tmp/@root: for each "BUS MINOR" of @gpus the driver's
+ * information file (@model) and /dev/nvidiaMINOR (c 195:MINOR, so root only). @minor_line
+ * false leaves "Device Minor:" out of the last one.
+ */
+static bool nvidia_tree(const char *root, const char *model, const char *const *gpus, size_t n,
+			bool minor_line)
+{
+	char rel[PATH_MAX], text[512], dev[PATH_MAX];
+
+	for (size_t i = 0; i < n; i++) {
+		char bus[32];
+		unsigned minor;
+
+		if (sscanf(gpus[i], "%31s %u", bus, &minor) != 2)
+			abort();
+		snprintf(rel, sizeof(rel), "%s/proc/driver/nvidia/gpus/%s/information", root, bus);
+		snprintf(text, sizeof(text),
+			 "Model: \t\t %s\nIRQ:   \t\t 41\nGPU UUID: \t "
+			 "GPU-0e31e5ef-0c2d-f606-3b38-3af0f5de0d%02zx\nBus Location: \t %s\n%s"
+			 "GPU Excluded:\t No\n",
+			 model, i, bus,
+			 minor_line || i + 1 < n
+			     ? (snprintf(dev, sizeof(dev), "Device Minor: \t %u\n", minor), dev)
+			     : "");
+		put(rel, text);
+		snprintf(dev, sizeof(dev), "%s/%s/dev", tmp, root);
+		(void)mkdir(dev, 0755);
+		snprintf(dev, sizeof(dev), "%s/%s/dev/nvidia%u", tmp, root, minor);
+		if (mknod(dev, S_IFCHR | 0600, makedev(195, minor)) < 0 && errno != EEXIST)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Slurm's AutoDetect=nvml numbering (gres_gpu.c _merge_system_gres_conf, 22.05) from the
+ * driver's files. Each expectation is what Debian 12's slurmd 22.05.8 printed (slurmd -G with
+ * DebugFlags=Gres) on 2026-11-28 with a fake_gpus.conf of the same GPUs: NVML's order is the
+ * -1 of each Links= row, here nvidia10 (bus 07), nvidia3 (0f), nvidia2 (47), nvidia0 (87),
+ * which is neither file order nor natural order.
+ */
+static void test_nvml_order(void)
+{
+	static const char *const a4[] = {"0000:07:00.0 10", "0000:0f:00.0 3", "0000:47:00.0 2",
+					 "0000:87:00.0 0"};
+	static const char *const a3[] = {"0000:07:00.0 10", "0000:47:00.0 2", "0000:87:00.0 0"};
+	static const struct {
+		const char *what, *tree, *gres_conf, *gres, *want;
+	} cases[] = {
+	    {"Count= without File=: NVML's order", "a4",
+	     "AutoDetect=nvml\nName=gpu Type=a100 Count=4\n", "gpu:a100:4",
+	     "0=/dev/nvidia10 1=/dev/nvidia3 2=/dev/nvidia2 3=/dev/nvidia0"},
+	    {"a node's AutoDetect=nvml, Type= in another case", "a4",
+	     "NodeName=n1 AutoDetect=nvml\nName=gpu Type=A100 Count=4\n", "gpu:a100:4",
+	     "0=/dev/nvidia10 1=/dev/nvidia3 2=/dev/nvidia2 3=/dev/nvidia0"},
+	    {"no gpu line: slurm.conf's count", "a4", "AutoDetect=nvml\n", "gpu:a100:4",
+	     "0=/dev/nvidia10 1=/dev/nvidia3 2=/dev/nvidia2 3=/dev/nvidia0"},
+	    {"untyped", "a4", "AutoDetect=nvml\nName=gpu Count=4\n", "gpu:4",
+	     "0=/dev/nvidia10 1=/dev/nvidia3 2=/dev/nvidia2 3=/dev/nvidia0"},
+	    {"File= in another order: still NVML's", "a4",
+	     "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[0,2,3,10]\n", "gpu:a100:4",
+	     "0=/dev/nvidia10 1=/dev/nvidia3 2=/dev/nvidia2 3=/dev/nvidia0"},
+	    {"2 of 4: the first two by file name take the type, then NVML's order", "a4",
+	     "AutoDetect=nvml\nName=gpu Type=a100 Count=2\n", "gpu:a100:2",
+	     "0=/dev/nvidia2 1=/dev/nvidia0"},
+	    {"a type the model name does not contain: no GPU", "a4",
+	     "AutoDetect=nvml\nName=gpu Type=v100 Count=4\n", "gpu:v100:4", ""},
+	    {"nvidia3 off the bus, listed with File=: last, config-only", "a3",
+	     "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[0,2,3,10]\n", "gpu:a100:4",
+	     "0=/dev/nvidia10 1=/dev/nvidia2 2=/dev/nvidia0 3=/dev/nvidia3"},
+	    {"nvidia3 off the bus, Count= only: gone, the others shift", "a3",
+	     "AutoDetect=nvml\nName=gpu Type=a100 Count=4\n", "gpu:a100:4",
+	     "0=/dev/nvidia10 1=/dev/nvidia2 2=/dev/nvidia0"},
+	    /* slurmd: 0=nvidia3 1=nvidia10, both config-only (their types were not cut down),
+	     * in an order that rests on qsort(): refused. */
+	    {"two config-only GPUs: refused", "a4",
+	     "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[3,10]\n", "gpu:a100:2",
+	     "error -95: *qsort()"},
+	    {"Cores= (slurmd compares NVML's affinity): refused", "a4",
+	     "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[0,2,3,10] Cores=0-1\n",
+	     "gpu:a100:4", "error -95: *Cores= on a gpu line under AutoDetect=nvml"},
+	    {"Links=: refused", "a4",
+	     "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia0 Links=-1,0\n", "gpu:a100:1",
+	     "error -95: *Links="},
+	    {"a GPU without Device Minor: refused", "bad",
+	     "AutoDetect=nvml\nName=gpu Type=a100 Count=2\n", "gpu:a100:2",
+	     "error -95: *could not read every NVIDIA GPU"},
+	    {"MIG mode: refused", "mig", "AutoDetect=nvml\nName=gpu Type=a100 Count=1\n",
+	     "gpu:a100:1", "error -95: *MIG"},
+	};
+	char root[PATH_MAX];
+	bool trees;
+
+	trees = geteuid() == 0 && nvidia_tree("a4", "NVIDIA A100-SXM4-80GB", a4, 4, true) &&
+		nvidia_tree("a3", "NVIDIA A100-SXM4-80GB", a3, 3, true) &&
+		nvidia_tree("bad", "NVIDIA A100-SXM4-80GB", a3, 2, false) &&
+		nvidia_tree("mig", "NVIDIA A100-SXM4-80GB", a4, 1, true);
+	if (trees)
+		put("mig/proc/driver/nvidia/capabilities/gpu10/mig/gi1/access",
+		    "DeviceFileMinor: 12\nDeviceFileMode: 292\nDeviceFileModify: 1\n");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got;
+		const char *star = strchr(cases[i].want, '*');
+		bool good;
+
+		if (!trees) {
+			tap_skip(
+			    "AutoDetect=nvml, %s: the stand-in driver's device nodes need root",
+			    cases[i].what);
+			continue;
+		}
+		snprintf(root, sizeof(root), "%s/%s", tmp, cases[i].tree);
+		setenv("JOBCG_SYSROOT", root, 1);
+		got = order(cases[i].gres_conf, "n1", cases[i].gres);
+		unsetenv("JOBCG_SYSROOT");
+		good = star ? strncmp(got, cases[i].want, (size_t)(star - cases[i].want)) == 0 &&
+				  strstr(got, star + 1)
+			    : streq(got, cases[i].want);
+		ok(good, "AutoDetect=nvml, %s (Gres=%s: %s)", cases[i].what, cases[i].gres, got);
+		free(got);
+	}
+
+	/* fake_gpus.conf beside slurm.conf: slurmd merges it even under AutoDetect=off. */
+	put("fk/slurm.conf", "ClusterName=c\n");
+	put("fk/fake_gpus.conf", "a100|2|0-1|-1|/dev/nvidia0\n");
+	snprintf(root, sizeof(root), "%s/fk/slurm.conf", tmp);
+	order_slurm_conf = root;
+	for (int off = 0; off < 2; off++) {
+		char *got = order(off ? "AutoDetect=off\nName=gpu File=/dev/nvidia0\n"
+				      : "AutoDetect=nvml\nName=gpu File=/dev/nvidia0\n",
+				  "n1", "gpu:1");
+
+		ok(startswith(got, "error -95: ") && strstr(got, "fake_gpus.conf exists"),
+		   "fake_gpus.conf beside slurm.conf, AutoDetect=%s: refused (%s)",
+		   off ? "off" : "nvml", got);
+		free(got);
+	}
+	order_slurm_conf = "/etc/slurm/slurm.conf";
+}
+
+/* The Slurm node of gres.conf @text under Gres=@gres, from the stand-in driver @tree. */
+static struct jobcg_gres_node *nvml_node(const char *tree, const char *text, const char *gres,
+					 struct jobcg_config **c)
+{
+	char path[PATH_MAX], root[PATH_MAX];
+	struct jobcg_gres_node *n = NULL;
+	int r;
+
+	put("nm/gres.conf", text);
+	snprintf(path, sizeof(path), "%s/nm/gres.conf", tmp);
+	snprintf(root, sizeof(root), "%s/%s", tmp, tree);
+	setenv("JOBCG_SYSROOT", root, 1);
+	r = jobcg_config_load_files(NULL, path, "n1", JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENV,
+				    c);
+	if (r >= 0)
+		r = slurm_gpu_order(&(*c)->gres, path, gres, "/etc/slurm/slurm.conf", "n1");
+	if (r >= 0)
+		r = jobcg_gres_node_new(*c, &n);
+	unsetenv("JOBCG_SYSROOT");
+	if (r < 0)
+		tap_diag("Slurm's node: %s", jobcg_last_error()->message);
+	return n;
+}
+
+/* Under AutoDetect=nvml a Slurm index names a file, and jobcg's record of that file is it,
+ * wherever jobcg's gres.conf lists it; a file only one side has is refused. */
+static void test_nvml_mapping(void)
+{
+	struct jobcg_config *sc = NULL, *jc = NULL, *jc2 = NULL, *jc3 = NULL;
+	struct jobcg_gres_node *sn, *jn, *jn2, *jn3;
+	char **d = NULL;
+	int r;
+
+	if (geteuid() != 0) {
+		tap_skip("AutoDetect=nvml mapping: the stand-in driver's device nodes need root");
+		return;
+	}
+	sn = nvml_node("a4", "AutoDetect=nvml\nName=gpu Type=a100 Count=4\n", "gpu:a100:4", &sc);
+	jn = node_of("nj/gres.conf", "Name=gpu Type=a100 File=/dev/nvidia[0,2,3,10]\n", "n1", &jc);
+	jn2 = node_of("nj2/gres.conf", "Name=gpu File=/dev/nvidia[0,2,3,5,10]\n", "n1", &jc2);
+	jn3 = node_of("nj3/gres.conf", "Name=gpu File=/dev/nvidia[0,2,10]\n", "n1", &jc3);
+	if (!sn || !jn || !jn2 || !jn3) {
+		ok(false, "AutoDetect=nvml mapping: the nodes load");
+		goto out;
+	}
+	/* Slurm's 0 is nvidia10, jobcg's fourth line (position 3); Slurm's 3 is nvidia0. */
+	r = jobcg_gres_slurm_gpu(jn, "J", sn, "S", 0);
+	ok(r == 3, "Slurm's GPU 0 (nvidia10) is jobcg's device 3 (%d)", r);
+	r = jobcg_gres_slurm_gpu(jn, "J", sn, "S", 3);
+	ok(r == 0, "Slurm's GPU 3 (nvidia0) is jobcg's device 0 (%d)", r);
+	r = jobcg_gres_slurm_gpu(jn, "J", sn, "S", 4);
+	ok(r == -EINVAL && strstr(jobcg_last_error()->message, "GPU 4 is not among the 4"),
+	   "Slurm's GPU 4 does not exist: refused (%s)", jobcg_last_error()->message);
+	ok(jobcg_gres_slurm_compare(jn, "J", sn, "S", &d) == 0 && count(d) == 0,
+	   "compare: the same files, no difference");
+	strv_free(d);
+	d = NULL;
+	r = jobcg_gres_slurm_gpu(jn2, "J", sn, "S", 0);
+	ok(r == -EINVAL && strstr(jobcg_last_error()->message, "lists /dev/nvidia5"),
+	   "jobcg lists nvidia5, slurmd does not: every index refused (%s)",
+	   jobcg_last_error()->message);
+	ok(jobcg_gres_slurm_compare(jn2, "J", sn, "S", &d) == 0 && count(d) == 1 &&
+	       strstr(d[0], "/dev/nvidia5"),
+	   "compare names nvidia5 (%s)", d && d[0] ? d[0] : "none");
+	strv_free(d);
+	d = NULL;
+	r = jobcg_gres_slurm_gpu(jn3, "J", sn, "S", 1);
+	ok(r == -EINVAL && strstr(jobcg_last_error()->message, "GPU 1 is /dev/nvidia3"),
+	   "slurmd's GPU 1 (nvidia3) is not in jobcg's gres.conf: refused (%s)",
+	   jobcg_last_error()->message);
+	r = jobcg_gres_slurm_gpu(jn3, "J", sn, "S", 0);
+	ok(r == -EINVAL && strstr(jobcg_last_error()->message, "GPU 1 of slurmd's") &&
+	       strstr(jobcg_last_error()->message, "/dev/nvidia3"),
+	   "so is its GPU 0 (nvidia10): the two lists disagree (%s)", jobcg_last_error()->message);
+	ok(jobcg_gres_slurm_compare(jn3, "J", sn, "S", &d) == 0 && count(d) == 1 &&
+	       strstr(d[0], "GPU 1 is /dev/nvidia3"),
+	   "compare names slurmd's GPU 1 (%s)", d && d[0] ? d[0] : "none");
+	strv_free(d);
+	d = NULL;
+out:
+	jobcg_gres_node_free(sn);
+	jobcg_gres_node_free(jn);
+	jobcg_gres_node_free(jn2);
+	jobcg_gres_node_free(jn3);
+	jobcg_config_free(sc);
+	jobcg_config_free(jc);
+	jobcg_config_free(jc2);
+	jobcg_config_free(jc3);
 }
 
 /* A node's Gres= in slurm.conf: hostlists, NodeName=DEFAULT, Include. */
@@ -494,12 +736,12 @@ static void test_cli(void)
 	if (!strstr(out, "GPU 0 is /dev/zero"))
 		tap_diag("%s", out);
 	free(out);
-	put("slurm-typed.conf", "AutoDetect=nvml\nNodeName=n1 Name=gpu File=/dev/null\n"
+	put("slurm-typed.conf", "AutoDetect=rsmi\nNodeName=n1 Name=gpu File=/dev/null\n"
 				"NodeName=n1 Name=gpu File=/dev/zero\n");
 	out = check_in(cs, args, &rc);
 	ok(rc == 1 && strstr(out, "slurm-typed.conf cannot be compared") &&
-	       strstr(out, "AutoDetect=nvml"),
-	   "AutoDetect=nvml in Slurm's gres.conf: cannot be compared, said why (rc %d)", rc);
+	       strstr(out, "AutoDetect=rsmi"),
+	   "AutoDetect=rsmi in Slurm's gres.conf: cannot be compared, said why (rc %d)", rc);
 	free(out);
 	put("cs/slurm.conf", "ClusterName=c\n");
 	snprintf(args, sizeof(args), "--slurm-gres %s/slurm-good.conf", tmp);
@@ -842,6 +1084,8 @@ int main(void)
 	test_cli();
 	test_gres_types();
 	test_slurm_order();
+	test_nvml_order();
+	test_nvml_mapping();
 	test_node_gres();
 	test_typed_mapping();
 	test_include_modifiers();

@@ -109,6 +109,8 @@ struct jobcg_gres_record {
 	struct jobcg_origin origin; /* file and line of the record */
 	bool node_line;		    /* its line starts with NodeName= (Slurm lists a gres.conf's
 				       Name= lines before its NodeName= lines) */
+	bool slurm_detected;	    /* a GPU of slurmd's AutoDetect=nvml list (slurm_gpu_order):
+				       jobcg's record of the same file is that Slurm index */
 	/*
 	 * Stable node-wide index among this host's records of the same name, in gres.conf order
 	 * (includes followed in place): the first gpu record is gpu 0, the next gpu 1, and so on,

@@ -1,6 +1,7 @@
 /* Slurm's gres.conf beside jobcg's: Slurm hands a step GPU indices in its own file's order and
  * jobcg maps each onto the device of the same index in its file, so the two must name the same
  * device file for every index (jobcg_spank.so per step, `jobcg check --slurm-gres` per node). */
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "config_internal.h"
 #include "confparse.h"
+#include "gpudetect.h"
 #include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "log.h"
@@ -97,6 +99,84 @@ static unsigned gpu_span(const struct jobcg_gres_node *n)
 	return span;
 }
 
+/* Slurm's list came from its AutoDetect=nvml merge (slurm_gpu_order). */
+static bool detected(const struct jobcg_gres_node *slurm)
+{
+	const struct jobcg_gres_device *s = slurm ? gpu(slurm, 0) : NULL;
+
+	return s && s->rec->slurm_detected;
+}
+
+/* The gpu device of @n whose (first) file is @file. */
+static const struct jobcg_gres_device *gpu_by_file(const struct jobcg_gres_node *n,
+						   const char *file)
+{
+	for (size_t p = 0; n && p < jobcg_gres_node_count(n); p++) {
+		const struct jobcg_gres_device *d = jobcg_gres_node_device(n, (unsigned)p);
+
+		if (d && streq(d->rec->name, "gpu") && d->rec->nfiles && streq(file_of(d), file))
+			return d;
+	}
+	return NULL;
+}
+
+/* A GPU of jobcg's gres.conf that slurmd's AutoDetect list does not have, or NULL. */
+static const struct jobcg_gres_device *jobcg_only(const struct jobcg_gres_node *jobcg,
+						  const struct jobcg_gres_node *slurm)
+{
+	for (size_t p = 0; jobcg && p < jobcg_gres_node_count(jobcg); p++) {
+		const struct jobcg_gres_device *d = jobcg_gres_node_device(jobcg, (unsigned)p);
+
+		if (d && streq(d->rec->name, "gpu") && !gpu_by_file(slurm, file_of(d)))
+			return d;
+	}
+	return NULL;
+}
+
+/*
+ * Under AutoDetect=nvml Slurm's order is the driver's, not a file's: Slurm's index names a
+ * device file and jobcg's record of that file is the one. With @all, every GPU jobcg's
+ * gres.conf lists must be in Slurm's list too (the two disagree otherwise: refused).
+ */
+static int detected_gpu(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
+			const struct jobcg_gres_node *slurm, const char *slurm_conf, unsigned index,
+			bool all)
+{
+	const struct jobcg_gres_device *s = gpu(slurm, index), *j, *o;
+	char jw[512];
+
+	if (all && (o = jobcg_only(jobcg, slurm))) {
+		where(jw, sizeof(jw), o, jobcg_conf);
+		return error_set(
+		    -EINVAL,
+		    "jobcg's gres.conf lists %s (%s), which is not among the %u GPU(s) "
+		    "slurmd numbers under AutoDetect=nvml (%s and the driver's GPUs): "
+		    "a GPU off the bus, or Slurm's and jobcg's gres.conf disagree",
+		    file_of(o), jw, gpu_span(slurm), slurm_conf);
+	}
+	for (unsigned i = 0; all && i < gpu_span(slurm); i++)
+		if (i != index && gpu(slurm, i) && !gpu_by_file(jobcg, file_of(gpu(slurm, i))))
+			return error_set(
+			    -EINVAL,
+			    "GPU %u of slurmd's AutoDetect=nvml list (%s and the "
+			    "driver's GPUs) is %s, which jobcg's gres.conf (%s) does not "
+			    "list: the two disagree",
+			    i, slurm_conf, file_of(gpu(slurm, i)), jobcg_conf);
+	if (!s)
+		return error_set(-EINVAL,
+				 "GPU %u is not among the %u GPU(s) slurmd numbers under "
+				 "AutoDetect=nvml (%s and the driver's GPUs)",
+				 index, gpu_span(slurm), slurm_conf);
+	j = gpu_by_file(jobcg, file_of(s));
+	if (!j)
+		return error_set(
+		    -EINVAL,
+		    "GPU %u is %s in slurmd's AutoDetect=nvml list (%s and the driver's "
+		    "GPUs), which jobcg's gres.conf (%s) does not list",
+		    index, file_of(s), slurm_conf, jobcg_conf);
+	return (int)j->pos;
+}
+
 JOBCG_EXPORT int jobcg_gres_slurm_gpu(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
 				      const struct jobcg_gres_node *slurm, const char *slurm_conf,
 				      unsigned index)
@@ -104,6 +184,9 @@ JOBCG_EXPORT int jobcg_gres_slurm_gpu(const struct jobcg_gres_node *jobcg, const
 	const struct jobcg_gres_device *j = gpu(jobcg, index),
 				       *s = slurm ? gpu(slurm, index) : NULL;
 	char jw[512], sw[512];
+
+	if (detected(slurm))
+		return detected_gpu(jobcg, jobcg_conf, slurm, slurm_conf, index, true);
 
 	if (!j && s) {
 		where(sw, sizeof(sw), s, slurm_conf);
@@ -151,6 +234,32 @@ JOBCG_EXPORT int jobcg_gres_slurm_compare(const struct jobcg_gres_node *jobcg,
 
 	if (!diffs)
 		return -ENOMEM;
+	if (detected(slurm)) {
+		/* Each of Slurm's GPUs, then each of jobcg's that Slurm lacks. */
+		for (unsigned i = 0; i < ns; i++)
+			if ((r = detected_gpu(jobcg, jobcg_conf, slurm, slurm_conf, i, false)) <
+				0 &&
+			    (r == -ENOMEM ||
+			     (r = strv_push(&diffs, strdup(jobcg_last_error()->message))) < 0))
+				return r;
+		for (size_t p = 0; jobcg && p < jobcg_gres_node_count(jobcg); p++) {
+			const struct jobcg_gres_device *d =
+			    jobcg_gres_node_device(jobcg, (unsigned)p);
+			char jw[512];
+
+			if (!d || !streq(d->rec->name, "gpu") || gpu_by_file(slurm, file_of(d)))
+				continue;
+			where(jw, sizeof(jw), d, jobcg_conf);
+			if ((r = strv_push(
+				 &diffs, strdup_printf("jobcg's gres.conf lists %s (%s), which is "
+						       "not among the GPUs slurmd numbers under "
+						       "AutoDetect=nvml (%s and the driver's GPUs)",
+						       file_of(d), jw, slurm_conf))) < 0)
+				return r;
+		}
+		*ret = TAKE_PTR(diffs);
+		return 0;
+	}
 	for (unsigned i = 0; i < (nj > ns ? nj : ns); i++) {
 		r = jobcg_gres_slurm_gpu(jobcg, jobcg_conf, slurm, slurm_conf, i);
 		if (r == -ENOMEM)
@@ -455,25 +564,67 @@ struct gpu_line {
 	bool used;
 };
 
-/* _merge_gres2: take lines of @type (NULL: any) until @count GPUs, the last one cut short. */
-static void take_lines(struct jobcg_gres_conf *g, struct gpu_line *lines, size_t nlines,
-		       const char *type, uint64_t count, bool *taken, unsigned *order,
-		       size_t *norder)
+/*
+ * One count-1 GPU record of slurmd's AutoDetect merge (_merge_system_gres_conf): one of the
+ * merged slurm.conf/gres.conf list split into single GPUs, or one GPU NVML reports.
+ */
+struct mgpu {
+	const char *type; /* not owned */
+	const char *file; /* not owned; NULL: none */
+	int link;	  /* where its Links= has -1 (NVML's index of the GPU); -1: no Links= */
+	const struct jobcg_gres_record *rec; /* the gres.conf record it comes from, or NULL */
+	bool used;
+};
+
+/* The singles of the merged list, in _merge_config's order (NULL: not wanted). */
+struct singles {
+	struct mgpu *v;
+	size_t n, max;
+};
+
+static int single_add(struct singles *s, const char *type, const char *file,
+		      const struct jobcg_gres_record *rec)
 {
+	if (!s)
+		return 0;
+	if (s->n == s->max)
+		return -E2BIG;
+	s->v[s->n++] = (struct mgpu){.type = type, .file = file, .link = -1, .rec = rec};
+	return 0;
+}
+
+/*
+ * _merge_gres2: take lines of @type (NULL: any) until @count GPUs, the last one cut short;
+ * returns the count left over (slurmd adds it as a record without File=). With @s, each GPU
+ * taken is also one single (a Count-only record as many as it gives).
+ */
+static int take_lines(struct jobcg_gres_conf *g, struct gpu_line *lines, size_t nlines,
+		      const char *type, uint64_t count, bool *taken, unsigned *order,
+		      size_t *norder, struct singles *s, uint64_t *ret_left)
+{
+	int r = 0;
+
 	for (size_t l = 0; l < nlines && count > 0; l++) {
 		struct gpu_line *ln = &lines[l];
 
 		if (ln->used || (type && !(ln->type && strcaseeq(ln->type, type))))
 			continue;
 		ln->used = true;
-		for (size_t k = 0; k < ln->n && count > 0; k++) {
+		for (size_t k = 0; k < ln->n && count > 0 && r == 0; k++) {
 			struct jobcg_gres_record *rec = &g->records[ln->first + k];
+			uint64_t c = rec->count < count ? rec->count : count;
 
 			taken[ln->first + k] = true;
 			order[(*norder)++] = (unsigned)(ln->first + k);
-			count = rec->count >= count ? 0 : count - rec->count;
+			count -= c;
+			/* _match_type: under an untyped Gres= slurmd drops the line's Type=. */
+			for (uint64_t i = 0; i < (rec->nfiles ? 1 : c) && r == 0; i++)
+				r = single_add(s, type ? rec->type : NULL,
+					       rec->nfiles ? rec->files[0].path : NULL, rec);
 		}
 	}
+	*ret_left = count;
+	return r;
 }
 
 static bool same_line(const struct jobcg_gres_record *a, const struct jobcg_gres_record *b)
@@ -483,30 +634,402 @@ static bool same_line(const struct jobcg_gres_record *a, const struct jobcg_gres
 		(a->origin.file && b->origin.file && streq(a->origin.file, b->origin.file)));
 }
 
+/* ---- AutoDetect=nvml: slurmd 22.05's merge with what NVML reports (gres_gpu.c) ---- */
+
+/* One run of digits against another, by value (compare_right in Slurm's strnatcmp.c). */
+static int nat_run(const char *a, const char *b)
+{
+	int bias = 0;
+
+	for (;; a++, b++) {
+		bool da = isdigit((unsigned char)*a), db = isdigit((unsigned char)*b);
+
+		if (!da && !db)
+			return bias;
+		if (!da || !db)
+			return da ? 1 : -1;
+		if (*a != *b && !bias)
+			bias = *a < *b ? -1 : 1;
+	}
+}
+
+/* Runs with a leading zero: digit by digit, as fractions (compare_left). */
+static int nat_fraction(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		bool da = isdigit((unsigned char)*a), db = isdigit((unsigned char)*b);
+
+		if (!da && !db)
+			return 0;
+		if (!da || !db)
+			return da ? 1 : -1;
+		if (*a != *b)
+			return *a < *b ? -1 : 1;
+	}
+}
+
+/* Slurm's strnatcmp(): natural order, case kept, blanks skipped ("nvidia2" < "nvidia10"). */
+static int natcmp(const char *a, const char *b)
+{
+	for (;;) {
+		int r;
+
+		while (isspace((unsigned char)*a))
+			a++;
+		while (isspace((unsigned char)*b))
+			b++;
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b) &&
+		    (r = (*a == '0' || *b == '0') ? nat_fraction(a, b) : nat_run(a, b)) != 0)
+			return r;
+		if (!*a && !*b)
+			return 0;
+		/* char as Slurm compares it (nat_char) */
+		if (*a != *b)
+			return *a < *b ? -1 : 1;
+		a++;
+		b++;
+	}
+}
+
+/* _sort_string_null_last */
+static int file_cmp(const struct mgpu *x, const struct mgpu *y)
+{
+	if (!x->file || !y->file)
+		return !x->file - !y->file;
+	return natcmp(x->file, y->file);
+}
+
+/* _sort_gpu_by_type_name: no type first, then longer types first, then by type, by file. */
+static int type_cmp(const struct mgpu *x, const struct mgpu *y)
+{
+	size_t lx, ly;
+	int r;
+
+	if (!x->type || !y->type)
+		return !y->type - !x->type;
+	lx = strlen(x->type);
+	ly = strlen(y->type);
+	if (lx != ly)
+		return lx > ly ? -1 : 1;
+	r = strcmp(x->type, y->type);
+	return r ? r : file_cmp(x, y);
+}
+
+/* _sort_gpu_by_links_order: by where -1 is in Links= (NVML's order), none last. */
+static int link_cmp(const struct mgpu *x, const struct mgpu *y)
+{
+	if (x->link < 0 || y->link < 0)
+		return (x->link < 0) - (y->link < 0);
+	return x->link - y->link;
+}
+
+/*
+ * Slurm sorts with qsort(): stable in glibc up to 2.36 (a merge sort) and not promised after.
+ * Stable here; where the order of equal elements would matter the caller refuses.
+ */
+static void msort(struct mgpu **v, size_t n, int (*cmp)(const struct mgpu *, const struct mgpu *))
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && cmp(v[j - 1], v[j]) > 0; j--) {
+			struct mgpu *t = v[j - 1];
+
+			v[j - 1] = v[j];
+			v[j] = t;
+		}
+}
+
+/* Case-insensitive strstr (Slurm's xstrcasestr); an empty or missing needle never matches. */
+static bool has_type(const char *haystack, const char *needle)
+{
+	size_t n = needle ? strlen(needle) : 0;
+
+	for (const char *p = haystack; n && p && strlen(p) >= n; p++)
+		if (strncasecmp(p, needle, n) == 0)
+			return true;
+	return false;
+}
+
+static const char *AD_FIX =
+    "list every GPU with File= in both gres.conf files and set AutoDetect=off "
+    "(`jobcg gpus --gres-conf` prints such lines)";
+
+/*
+ * What slurmd's gpu/nvml plugin lists, from the NVIDIA driver's files (the nvidia backend,
+ * under $JOBCG_SYSROOT): each GPU in PCI bus order (NVML's index order, which its Links= matrix
+ * keeps), /dev/nvidia<minor>, and NVML's name in lower case with '_' for ' '
+ * (gpu_common_underscorify_tolower). Whatever it cannot reproduce it refuses.
+ */
+static int nvml_system(const char *gres_path, struct jobcg_gpus **ret_gpus, char ***ret_types)
+{
+	struct jobcg_gpus *gpus = NULL;
+	_cleanup_strv_free_ char **types = NULL;
+	int r = jobcg_gpus_detect("nvidia", &gpus);
+
+	if (r < 0) {
+		jobcg_error_prefix("Slurm's gres.conf %s sets AutoDetect=nvml, and jobcg reads the "
+				   "NVIDIA driver's files for slurmd's list of GPUs",
+				   gres_path);
+		return r;
+	}
+	for (size_t i = 0; i < gpus->ngpus && r >= 0; i++)
+		if (gpus->gpus[i].mig || gpus->gpus[i].mig_mode)
+			r = error_set(
+			    -EOPNOTSUPP,
+			    "Slurm's gres.conf %s sets AutoDetect=nvml and GPU %s is in MIG "
+			    "mode: slurmd then lists its MIG instances, which jobcg does not "
+			    "reproduce; %s",
+			    gres_path, gpus->gpus[i].pci, AD_FIX);
+	if (r >= 0 && gpus->warnings)
+		r = error_set(-EOPNOTSUPP,
+			      "Slurm's gres.conf %s sets AutoDetect=nvml, but jobcg could not read "
+			      "every NVIDIA GPU of this node (%s), so it cannot know slurmd's GPU "
+			      "numbers: mend that, or %s",
+			      gres_path, gpus->warnings[0], AD_FIX);
+	for (size_t i = 0; i < gpus->ngpus && r >= 0; i++) {
+		const struct jobcg_gpu *d = &gpus->gpus[i];
+		char *t;
+
+		/* NVML cuts names at NVML_DEVICE_NAME_BUFFER_SIZE (64); escaped bytes would
+		 * differ too. */
+		if (strlen(d->model) >= 64 || strchr(d->model, '\\'))
+			r = error_set(
+			    -EOPNOTSUPP,
+			    "Slurm's gres.conf %s sets AutoDetect=nvml and GPU %s has a model "
+			    "name ('%s') jobcg cannot be sure NVML spells the same; %s",
+			    gres_path, d->pci, d->model, AD_FIX);
+		else if (!(t = strdup(d->model)) || strv_push(&types, t) < 0)
+			r = -ENOMEM;
+		else
+			for (; *t; t++)
+				*t = *t == ' ' ? '_' : (char)tolower((unsigned char)*t);
+	}
+	if (r < 0) {
+		jobcg_gpus_free(gpus);
+		return r;
+	}
+	*ret_gpus = gpus;
+	*ret_types = TAKE_PTR(types);
+	return 0;
+}
+
+/*
+ * _merge_system_gres_conf of Slurm 22.05 on the singles @conf (in _merge_config's order) and
+ * the GPUs the driver lists; replaces @g's gpu records with slurmd's final list, in its order
+ * (the index of each is its position: common_node_config_load).
+ */
+static int nvml_merge(struct jobcg_gres_conf *g, const char *gres_path, struct singles *conf)
+{
+	_cleanup_strv_free_ char **types = NULL;
+	struct jobcg_gpus *gpus = NULL;
+	struct mgpu *sys = NULL, **cv = NULL, **sv = NULL, **fin = NULL;
+	struct jobcg_gres_record *recs = NULL;
+	size_t nsys = 0, nfin = 0, nonly = 0, nrecs = 0;
+	bool strip = true;
+	int r = nvml_system(gres_path, &gpus, &types);
+
+	if (r < 0)
+		return r;
+	nsys = gpus->ngpus;
+	sys = calloc(nsys + 1, sizeof(*sys));
+	cv = calloc(conf->n + 1, sizeof(*cv));
+	sv = calloc(nsys + 1, sizeof(*sv));
+	fin = calloc(conf->n + nsys + 1, sizeof(*fin));
+	recs = calloc(g->nrecords + conf->n + 1, sizeof(*recs));
+	if (!sys || !cv || !sv || !fin || !recs) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nsys; i++) {
+		sys[i] = (struct mgpu){
+		    .type = types[i], .file = gpus->gpus[i].files[0].path, .link = (int)i};
+		sv[i] = &sys[i];
+	}
+	for (size_t i = 0; i < conf->n; i++) {
+		cv[i] = &conf->v[i];
+		if (cv[i]->type && *cv[i]->type)
+			strip = false;
+	}
+	/* _normalize_sys_gres_types: each system GPU, longest type first, takes the type of the
+	 * first unused single whose type is part of its own (any case). */
+	if (conf->n) {
+		msort(cv, conf->n, type_cmp);
+		msort(sv, nsys, type_cmp);
+		for (size_t i = 0; i < nsys; i++) {
+			size_t c = 0;
+
+			while (c < conf->n && (cv[c]->used || !has_type(sv[i]->type, cv[c]->type)))
+				c++;
+			if (c < conf->n) {
+				cv[c]->used = true;
+				sv[i]->type = cv[c]->type;
+			} else if (strip) {
+				sv[i]->type = NULL;
+			}
+		}
+		for (size_t c = 0; c < conf->n; c++)
+			cv[c]->used = false;
+	}
+	/* Singles with File= first, each to the first unused system GPU (by file) of its type
+	 * and file; one without a match is kept only with a File= (config-only, no Links=). */
+	msort(cv, conf->n, file_cmp);
+	msort(sv, nsys, file_cmp);
+	for (size_t c = 0; c < conf->n; c++) {
+		const struct mgpu *k = cv[c];
+		size_t i = 0;
+
+		while (i < nsys &&
+		       (sv[i]->used || (k->type && !(sv[i]->type && streq(k->type, sv[i]->type))) ||
+			(k->file && !streq(k->file, sv[i]->file))))
+			i++;
+		if (i < nsys) {
+			sv[i]->used = true;
+			sv[i]->rec = k->rec;
+			fin[nfin++] = sv[i];
+		} else if (k->file) {
+			fin[nfin++] = cv[c];
+			nonly++;
+		}
+	}
+	/* Two GPUs without Links= compare equal in the last sort: their order is qsort's. */
+	if (nonly > 1) {
+		r = error_set(
+		    -EOPNOTSUPP,
+		    "Slurm's gres.conf %s sets AutoDetect=nvml and %zu of its GPUs are not "
+		    "among those the driver lists (fallen off the bus?): slurmd's order of "
+		    "them depends on its C library's qsort(), so jobcg cannot know their "
+		    "numbers; %s",
+		    gres_path, nonly, AD_FIX);
+		goto out;
+	}
+	msort(fin, nfin, file_cmp);
+	msort(fin, nfin, link_cmp);
+	for (size_t i = 0; i + 1 < nfin; i++)
+		for (size_t j = i + 1; j < nfin; j++)
+			if (streq(fin[i]->file, fin[j]->file)) {
+				r = error_set(
+				    -EINVAL,
+				    "Slurm's gres.conf %s sets AutoDetect=nvml and slurmd's "
+				    "merge would list %s twice (slurmd refuses to start)",
+				    gres_path, fin[i]->file);
+				goto out;
+			}
+	/* The other GRES as they are, then slurmd's GPUs in its order. */
+	for (size_t i = 0; i < g->nrecords; i++)
+		if (!streq(g->records[i].name, "gpu"))
+			recs[nrecs++] = g->records[i];
+	for (size_t i = 0; i < nfin; i++) {
+		struct jobcg_gres_record *n = &recs[nrecs];
+
+		*n = (struct jobcg_gres_record){
+		    .name = strdup("gpu"),
+		    .type = fin[i]->type ? strdup(fin[i]->type) : NULL,
+		    .files = calloc(1, sizeof(*n->files)),
+		    .nfiles = 1,
+		    .count = 1,
+		    .flags = fin[i]->rec ? fin[i]->rec->flags : 0,
+		    .origin = fin[i]->rec ? fin[i]->rec->origin : (struct jobcg_origin){},
+		    .index = (unsigned)i,
+		    .slurm_detected = true,
+		};
+		if (n->files)
+			n->files[0].path = strdup(fin[i]->file);
+		nrecs++;
+		if (!n->name || (fin[i]->type && !n->type) || !n->files || !n->files[0].path) {
+			r = -ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < g->nrecords; i++)
+		if (streq(g->records[i].name, "gpu"))
+			gres_record_done(&g->records[i]);
+	free(g->records);
+	g->records = TAKE_PTR(recs);
+	g->nrecords = nrecs;
+out:
+	if (recs) {
+		for (size_t i = 0; i < nrecs; i++)
+			if (recs[i].slurm_detected)
+				gres_record_done(&recs[i]);
+		free(recs);
+	}
+	free(fin);
+	free(sv);
+	free(cv);
+	free(sys);
+	jobcg_gpus_free(gpus);
+	return r;
+}
+
+/* slurmd reads fake_gpus.conf beside slurm.conf, when it is there, instead of any driver. */
+static int no_fake_gpus(const char *slurm_conf)
+{
+	const char *slash = slurm_conf ? strrchr(slurm_conf, '/') : NULL;
+	_cleanup_free_ char *fake = NULL;
+
+	if (!slash)
+		return 0;
+	fake = strdup_printf("%.*s/fake_gpus.conf", (int)(slash - slurm_conf), slurm_conf);
+	if (!fake)
+		return -ENOMEM;
+	if (access(fake, F_OK) < 0)
+		return 0;
+	return error_set(-EOPNOTSUPP,
+			 "%s exists: slurmd then merges its stand-in GPUs into its list whatever "
+			 "AutoDetect= says, which jobcg does not reproduce; remove it (it is "
+			 "Slurm's test stand-in for a driver)",
+			 fake);
+}
+
+/* Under AutoDetect=nvml, what slurmd matches against the system that jobcg cannot. */
+static int nvml_conf_check(const struct jobcg_gres_conf *g, const char *gres_path)
+{
+	for (size_t i = 0; i < g->nrecords; i++) {
+		const struct jobcg_gres_record *rec = &g->records[i];
+		const char *what = rec->nfiles > 1 ? "MultipleFiles="
+				   : rec->cores	   ? "Cores="
+				   : rec->links	   ? "Links="
+						   : NULL;
+
+		if (!streq(rec->name, "gpu") || !what)
+			continue;
+		return error_set_at(
+		    -EOPNOTSUPP, rec->origin.file ? rec->origin.file : gres_path, rec->origin.line,
+		    0,
+		    "%s on a gpu line under AutoDetect=nvml: slurmd checks it against what NVML "
+		    "reports (CPU affinity, NVLinks, MIG) and drops the GPU when they differ, "
+		    "which jobcg cannot tell; leave it out of Slurm's gres.conf, or %s",
+		    what, AD_FIX);
+	}
+	return 0;
+}
+
 int slurm_gpu_order(struct jobcg_gres_conf *g, const char *gres_path, const char *node_gres,
 		    const char *slurm_conf, const char *node)
 {
 	const char *ad = g->node_autodetect ? g->node_autodetect : g->autodetect;
+	bool nvml = ad && strcaseeq(ad, "nvml");
 	_cleanup_free_ struct gpu_line *lines = calloc(g->nrecords + 1, sizeof(*lines));
 	_cleanup_free_ bool *taken = calloc(g->nrecords + 1, sizeof(*taken));
 	_cleanup_free_ unsigned *order = calloc(g->nrecords + 1, sizeof(*order));
+	_cleanup_free_ struct mgpu *sv = nvml ? calloc(JOBCG_GRES_MAX, sizeof(*sv)) : NULL;
+	struct singles singles = {.v = sv, .max = JOBCG_GRES_MAX};
 	struct gpu_type *types = NULL;
 	size_t ntypes = 0, nlines = 0, norder = 0, out = 0;
-	uint64_t untyped = 0;
+	uint64_t untyped = 0, left = 0;
 	unsigned next = 0;
 	int r;
 
-	if (!lines || !taken || !order)
+	if (!lines || !taken || !order || (nvml && !sv))
 		return -ENOMEM;
-	if (ad && !strcaseeq(ad, "off"))
+	if (ad && !strcaseeq(ad, "off") && !nvml)
 		return error_set(
 		    -EOPNOTSUPP,
 		    "Slurm's gres.conf %s sets AutoDetect=%s: slurmd then numbers this "
-		    "node's GPUs by what the driver reports (device file names in "
-		    "natural order, then NVLinks), which jobcg does not read, so it "
-		    "cannot be sure which GPU a Slurm index is; set AutoDetect=off and "
-		    "list every GPU with File= in both gres.conf files",
-		    gres_path, ad);
+		    "node's GPUs by what that library reports, which jobcg reproduces only for "
+		    "AutoDetect=nvml (non-MIG NVIDIA GPUs, from the driver's files); %s",
+		    gres_path, ad, AD_FIX);
+	if ((r = no_fake_gpus(slurm_conf)) < 0 || (nvml && (r = nvml_conf_check(g, gres_path)) < 0))
+		return r;
 	r = slurm_gres_gpu_types(node_gres, &types, &ntypes, &untyped);
 	if (r < 0) {
 		jobcg_error_prefix("%s, NodeName=%s", slurm_conf, node);
@@ -529,11 +1052,25 @@ int slurm_gpu_order(struct jobcg_gres_conf *g, const char *gres_path, const char
 			lines[nlines++] = (struct gpu_line){
 			    .first = i, .n = 1, .count = rec->count, .type = rec->type};
 		}
-	if (ntypes == 0)
-		take_lines(g, lines, nlines, NULL, untyped, taken, order, &norder);
-	for (size_t t = 0; t < ntypes; t++)
-		take_lines(g, lines, nlines, types[t].name, types[t].count, taken, order, &norder);
+	/* _merge_gres2 adds what slurm.conf gives beyond the lines as one record without File=
+	 * (which only AutoDetect turns into GPUs). */
+	if (ntypes == 0 && (r = take_lines(g, lines, nlines, NULL, untyped, taken, order, &norder,
+					   nvml ? &singles : NULL, &left)) == 0)
+		for (uint64_t i = 0; nvml && i < left && r == 0; i++)
+			r = single_add(&singles, NULL, NULL, NULL);
+	for (size_t t = 0; t < ntypes && r == 0; t++)
+		if ((r = take_lines(g, lines, nlines, types[t].name, types[t].count, taken, order,
+				    &norder, nvml ? &singles : NULL, &left)) == 0)
+			for (uint64_t i = 0; nvml && i < left && r == 0; i++)
+				r = single_add(&singles, types[t].name, NULL, NULL);
+	if (r == -E2BIG)
+		r = error_set(-E2BIG, "%s, NodeName=%s: Gres= gives the node more than %d GPUs",
+			      slurm_conf, node, JOBCG_GRES_MAX);
+	if (r == 0 && nvml)
+		r = nvml_merge(g, gres_path, &singles);
 	gpu_types_free(types, ntypes);
+	if (r < 0 || nvml)
+		return r;
 	/* common_node_config_load: each device file, in that order, is the next index; records
 	 * without a file (Count only) take none. */
 	for (size_t k = 0; k < norder; k++)
