@@ -318,16 +318,29 @@ static void test_nvml_order(void)
 	     "0=/dev/nvidia10 1=/dev/nvidia3 2=/dev/nvidia2 3=/dev/nvidia0"},
 	    {"untyped", "a4", "AutoDetect=nvml\nName=gpu Count=4\n", "gpu:4",
 	     "0=/dev/nvidia10 1=/dev/nvidia3 2=/dev/nvidia2 3=/dev/nvidia0"},
-	    {"File= in another order: still NVML's", "a4",
-	     "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[0,2,3,10]\n", "gpu:a100:4",
+	    /* slurmd with NVML: NVML's order whatever the File= order; without (Debian's,
+	     * no gpu_nvml.so): "We were configured with nvml functionality, but that lib
+	     * wasn't found" and gres.conf's order. jobcg cannot tell which: refused unless
+	     * the two agree. */
+	    {"File= in NVML's order: the same either way", "a4",
+	     "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[10,3,2,0]\n", "gpu:a100:4",
 	     "0=/dev/nvidia10 1=/dev/nvidia3 2=/dev/nvidia2 3=/dev/nvidia0"},
+	    {"File= in another order: refused, naming NVML's", "a4",
+	     "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[0,2,3,10]\n", "gpu:a100:4",
+	     "error -95: *(GPU 0 is /dev/nvidia10 or /dev/nvidia0), so jobcg cannot know which; "
+	     "list the files in NVML's order "
+	     "(/dev/nvidia10,/dev/nvidia3,/dev/nvidia2,/dev/nvidia0)"},
 	    {"2 of 4: the first two by file name take the type, then NVML's order", "a4",
 	     "AutoDetect=nvml\nName=gpu Type=a100 Count=2\n", "gpu:a100:2",
 	     "0=/dev/nvidia2 1=/dev/nvidia0"},
 	    {"a type the model name does not contain: no GPU", "a4",
 	     "AutoDetect=nvml\nName=gpu Type=v100 Count=4\n", "gpu:v100:4", ""},
-	    {"nvidia3 off the bus, listed with File=: last, config-only", "a3",
-	     "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[0,2,3,10]\n", "gpu:a100:4",
+	    {"nvidia3 off the bus, listed with File=: slurmd puts it last (config-only), so "
+	     "NVML's order and gres.conf's differ: refused",
+	     "a3", "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[10,3,2,0]\n", "gpu:a100:4",
+	     "error -95: *(GPU 1 is /dev/nvidia2 or /dev/nvidia3)"},
+	    {"nvidia3 off the bus, listed last with File=: config-only, last", "a3",
+	     "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[10,2,0,3]\n", "gpu:a100:4",
 	     "0=/dev/nvidia10 1=/dev/nvidia2 2=/dev/nvidia0 3=/dev/nvidia3"},
 	    {"nvidia3 off the bus, Count= only: gone, the others shift", "a3",
 	     "AutoDetect=nvml\nName=gpu Type=a100 Count=4\n", "gpu:a100:4",

@@ -960,6 +960,47 @@ out:
 	return r;
 }
 
+/* The file of Slurm's GPU @index after nvml_merge(), or NULL. */
+static const char *merged_file(const struct jobcg_gres_conf *g, unsigned index)
+{
+	for (size_t i = 0; i < g->nrecords; i++)
+		if (g->records[i].slurm_detected && g->records[i].index == index)
+			return g->records[i].files[0].path;
+	return NULL;
+}
+
+/* slurmd's numbering with NVML (@g, merged) must be the one without it (@plain). */
+static int nvml_plain_agree(const struct jobcg_gres_conf *g, const char *gres_path, char **plain)
+{
+	_cleanup_free_ char *want = NULL;
+	size_t n = strv_length(plain);
+	unsigned i = 0;
+
+	while (i < n && merged_file(g, i) && streq(merged_file(g, i), plain[i]))
+		i++;
+	if (i == n && !merged_file(g, i))
+		return 0;
+	for (unsigned k = 0; merged_file(g, k); k++) {
+		char *t = strdup_printf("%s%s", want ? want : "", k ? "," : "");
+		char *u = t ? strdup_printf("%s%s", t, merged_file(g, k)) : NULL;
+
+		free(t);
+		if (!u)
+			return -ENOMEM;
+		free(want);
+		want = u;
+	}
+	return error_set(
+	    -EOPNOTSUPP,
+	    "Slurm's gres.conf %s sets AutoDetect=nvml and names the GPUs' files: a slurmd "
+	    "that loads NVML numbers them in NVML's (PCI bus) order, one that cannot (built "
+	    "without it, or no libnvidia-ml.so) in gres.conf's order, and here the two differ "
+	    "(GPU %u is %s or %s), so jobcg cannot know which; list the files in NVML's order "
+	    "(%s), or give Count= without File=",
+	    gres_path, i, merged_file(g, i) ? merged_file(g, i) : "none", i < n ? plain[i] : "none",
+	    want ? want : "no GPU");
+}
+
 /* slurmd reads fake_gpus.conf beside slurm.conf, when it is there, instead of any driver. */
 static int no_fake_gpus(const char *slurm_conf)
 {
@@ -1066,8 +1107,22 @@ int slurm_gpu_order(struct jobcg_gres_conf *g, const char *gres_path, const char
 	if (r == -E2BIG)
 		r = error_set(-E2BIG, "%s, NodeName=%s: Gres= gives the node more than %d GPUs",
 			      slurm_conf, node, JOBCG_GRES_MAX);
-	if (r == 0 && nvml)
-		r = nvml_merge(g, gres_path, &singles);
+	if (r == 0 && nvml) {
+		/* A slurmd that cannot load NVML (built without it, no gpu_nvml.so, or no
+		 * libnvidia-ml.so to dlopen: _get_gpu_type) only logs it and keeps the rule of
+		 * AutoDetect=off: the files of the lines, in order. Which one it did, jobcg cannot
+		 * know, so the two numberings must agree; Count-only lines give no device file
+		 * without NVML, and so no GPU a step could be handed. */
+		_cleanup_strv_free_ char **plain = NULL;
+
+		for (size_t k = 0; k < norder && r == 0; k++)
+			if (g->records[order[k]].nfiles)
+				r = strv_push(&plain, strdup(g->records[order[k]].files[0].path));
+		if (r == 0)
+			r = nvml_merge(g, gres_path, &singles);
+		if (r == 0 && plain)
+			r = nvml_plain_agree(g, gres_path, plain);
+	}
 	gpu_types_free(types, ntypes);
 	if (r < 0 || nvml)
 		return r;
