@@ -8,9 +8,12 @@
 # the job; the job's cgroup is gone once Slurm ends the job. Not part of the test suites (they
 # have no GPU); run by hand:
 #   tests/gpu-slurm.py [--jobcg PATH] [--spank PATH] [--stepd PATH] [--gres-conf FILE]
+#                      [--slurm-autodetect]
 # (defaults: build/cli/jobcg, build/spank/jobcg_spank.so, slurmd's own slurmstepd; --gres-conf
 # takes FILE's Name=gpu lines instead of detection: a dry run with stand-in device nodes, where
-# the checks that need nvidia-smi are skipped).
+# the checks that need nvidia-smi are skipped; --slurm-autodetect puts AutoDetect=nvml in Slurm's
+# gres.conf, so the plugin maps Slurm's GPU numbers through the driver's files as slurmd's NVML
+# merge orders them).
 # Ends with "gpu-slurm: N checks, N failed"; exit 1 on a failure, 2 when it cannot run.
 import argparse
 import os
@@ -156,6 +159,8 @@ class Slurm:
         # Slurm's gres.conf: jobcg's lines for this node, without Cores= (Slurm reads core
         # indices there, jobcg CPU ids; the check here is about devices).
         sgres = [re.sub(r"\s*Cores=\S+", "", f"NodeName=g1 {ln}") for ln in gres_lines]
+        if a.slurm_autodetect:
+            sgres.insert(0, "AutoDetect=nvml")
         conf = [f"ClusterName={self.tag.replace('-', '')[:16]}", f"SlurmctldHost={host}",
                 "SlurmctldAddr=127.0.0.1", f"SlurmctldPort={free_port()}", "SlurmUser=root",
                 "AuthType=auth/munge", f"AuthInfo=socket={sock}", "CredType=cred/munge",
@@ -260,6 +265,8 @@ def main():
     ap.add_argument("--spank", default=os.path.join(TOP, "build", "spank", "jobcg_spank.so"))
     ap.add_argument("--stepd", default=None, help="slurmstepd for slurmd -d")
     ap.add_argument("--gres-conf", default=None, help="Name=gpu lines instead of detection")
+    ap.add_argument("--slurm-autodetect", action="store_true",
+                    help="AutoDetect=nvml in Slurm's gres.conf")
     a = ap.parse_args()
     a.jobcg, a.spank = os.path.abspath(a.jobcg), os.path.abspath(a.spank)
     if os.geteuid():
