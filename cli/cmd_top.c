@@ -49,20 +49,15 @@ static uint64_t mono_usec(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static int collect(const struct cli_global *g, struct jobcg_metrics **ret)
+static int collect(struct jobcg_ctx *ctx, struct jobcg_metrics **ret)
 {
-	struct jobcg_config *conf = NULL;
-	struct jobcg_ctx *ctx = NULL;
-	int r = cli_ctx_open(g, 0, &conf, &ctx);
+	int r = jobcg_metrics_collect(ctx, ret);
 
-	if (r)
-		return r;
-	if ((r = jobcg_metrics_collect(ctx, ret)) < 0) {
+	if (r < 0) {
 		cli_print_error(r, "top");
-		r = 1;
+		return 1;
 	}
-	cli_ctx_close(conf, ctx);
-	return r;
+	return 0;
 }
 
 static const struct jobcg_metrics_cg *find_cg(const struct jobcg_metrics *m, uint32_t job,
@@ -186,10 +181,19 @@ static void show(FILE *f, const struct jobcg_metrics *m, const struct jobcg_metr
 		 cpu, m->n_jobs, m->n_steps, m->n_gpus, m->gpus_free,
 		 m->device_mode ? m->device_mode : "off");
 	emit(f, width, tty, line);
+	lines = 2;
+	if (m->cgroup_conf_error || m->gres_conf_error) {
+		snprintf(line, sizeof(line),
+			 "%s%s%s has an error: no job is made until it is fixed (jobcg check)",
+			 m->cgroup_conf_error ? "cgroup.conf" : "",
+			 m->cgroup_conf_error && m->gres_conf_error ? " and " : "",
+			 m->gres_conf_error ? "gres.conf" : "");
+		emit(f, width, tty, line);
+		lines++;
+	}
 	snprintf(line, sizeof(line), "%-10s %-11s %-10s %6s %9s %6s  %s", "JOB", "STEP", "USER",
 		 "CPU%", "MEMORY", "PIDS", "GPUS");
 	emit(f, width, tty, line);
-	lines = 2;
 	for (size_t i = 0; i < m->n_cgs && (!height || lines + 1 < height); i++, lines++) {
 		const struct jobcg_metrics_cg *cg = rows[i].cg;
 		const char *user = cg->have_owner ? metrics_user_name(cg->uid, NULL) : "-";
@@ -273,6 +277,8 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 	};
 	struct sigaction sa = {.sa_handler = on_stop};
 	struct jobcg_metrics *prev = NULL, *cur = NULL;
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
 	struct termios saved, raw;
 	bool batch = false, keys;
 	unsigned iterations = 0, done = 0;
@@ -332,6 +338,10 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 		    "name no owner)");
 	if (!isatty(STDOUT_FILENO))
 		batch = true;
+	/* Once: the configuration's warning goes to the normal screen, not over every refresh. */
+	r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
+	if (r)
+		return r;
 	keys = !batch && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -347,7 +357,7 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 		fputs("\033[?1049h\033[H\033[2J", stdout); /* the alternate screen, as top */
 
 	/* A first reading to measure CPU use against: the first screen has figures too. */
-	r = collect(g, &prev);
+	r = collect(ctx, &prev);
 	t_prev = mono_usec();
 	if (!r && wait_key(false, delay < 200000 ? delay : 200000) < 0)
 		done = iterations = 1;
@@ -356,7 +366,7 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 		unsigned w = 0, h = 0;
 		int k;
 
-		r = collect(g, &cur);
+		r = collect(ctx, &cur);
 		if (r)
 			break;
 		t = mono_usec();
@@ -390,6 +400,7 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	jobcg_metrics_free(prev);
 	jobcg_metrics_free(cur);
+	cli_ctx_close(conf, ctx);
 	return r;
 }
 CLI_COMMAND(top, cmd_top, "show the jobs and steps with their CPU, memory and GPUs, live");

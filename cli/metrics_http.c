@@ -139,7 +139,7 @@ int metrics_text(const struct cli_global *g, uint64_t errors_before, char **ret,
 	    .user_name = metrics_user_name,
 	    .errors_before = errors_before,
 	};
-	int r = cli_ctx_open(g, 0, &conf, &ctx);
+	int r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
 
 	if (r)
 		return r;

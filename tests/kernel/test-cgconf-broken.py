@@ -121,6 +121,11 @@ def check(e, m):
     okm(r.returncode == 0, f"alloc 3 ({r.stderr.strip()})")
     runner3 = start_step(e, 3)
 
+    r = e.run("metrics")
+    okm(r.returncode == 0 and 'jobcg_config_ok{file="cgroup.conf"} 1' in r.stdout and
+        'jobcg_config_ok{file="gres.conf"} 1' in r.stdout,
+        f"before: metrics says both files are read ({r.returncode}, {r.stderr.strip()})")
+
     e.write_conf(BROKEN)
     r = e.run("config")
     okm(refused(r), f"cgroup.conf now has an error on its line 1 ({r.stderr.strip()})")
@@ -133,6 +138,17 @@ def check(e, m):
     warn = [x for x in r.stderr.splitlines() if "warning" in x]
     okm(warn and "AllowedRAMSpace" not in warn[0] and "1 more error in it" in warn[0],
        f"... naming the first error and counting the other ({warn})")
+    r = e.run("metrics")
+    okm(r.returncode == 0 and warned_once(r) and
+        'jobcg_config_ok{file="cgroup.conf"} 0' in r.stdout and
+        'jobcg_config_ok{file="gres.conf"} 1' in r.stdout and "jobcg_jobs 3" in r.stdout,
+        f"metrics goes on, saying cgroup.conf has an error ({r.returncode}, "
+        f"{r.stderr.strip()})")
+    r = e.run("top", "--batch", "-n", "2", "-d", "0.1")
+    okm(r.returncode == 0 and warned_once(r) and
+        "cgroup.conf has an error: no job is made until it is fixed" in r.stdout,
+        f"top goes on, warning once and saying so on its screen ({r.returncode}, "
+        f"{r.stderr.strip()})")
     for args in (("show", "1"), ("stat", "1"), ("pids", "1"), ("acct",), ("policy",)):
         r = e.run(*args)
         okm(r.returncode == 0 and warned_once(r),

@@ -113,6 +113,12 @@ def check(e, m):
     ok(r.returncode == 0 and warned_once(r) and "job_1" not in r.stderr,
        f"{m}: list works, one warning ({r.returncode}, {r.stderr.strip()})")
     ok("gpu:" in r.stdout, f"{m}: ... and shows the GPUs the jobs recorded ({r.stdout!r})")
+    r = e.run("metrics")
+    ok(r.returncode == 0 and warned_once(r) and
+       'jobcg_config_ok{file="gres.conf"} 0' in r.stdout and
+       'jobcg_config_ok{file="cgroup.conf"} 1' in r.stdout,
+       f"{m}: metrics goes on, saying gres.conf has an error ({r.returncode}, "
+       f"{r.stderr.strip()})")
     for args in (("show", "1"), ("stat", "1"), ("pids", "1"), ("acct",), ("policy",)):
         r = e.run(*args)
         ok(r.returncode == 0 and warned_once(r),

@@ -93,6 +93,9 @@ struct jobcg_metrics {
 	unsigned errors; /* files or programs that could not be read (not absent ones) */
 	struct jobcg_metrics_resv *resvs; /* reservations by name */
 	size_t n_resvs;
+	/* The context was loaded past an error in that file (JOBCG_CONFIG_TOLERATE_CGROUP,
+	 * JOBCG_CONFIG_TOLERATE_GRES): no job is made or constrained until it is fixed. */
+	bool cgroup_conf_error, gres_conf_error;
 };
 
 /**

@@ -696,6 +696,8 @@ JOBCG_EXPORT int jobcg_metrics_collect(struct jobcg_ctx *ctx, struct jobcg_metri
 		goto out;
 	}
 	c.m->realtime_usec = realtime_usec();
+	c.m->cgroup_conf_error = jobcg_config_cgroup_error(jobcg_ctx_config(ctx)) != NULL;
+	c.m->gres_conf_error = jobcg_config_gres_error(jobcg_ctx_config(ctx)) != NULL;
 	r = load_gpus(&c);
 	if (r == -ENOMEM)
 		goto out;
@@ -1054,6 +1056,17 @@ JOBCG_EXPORT int jobcg_metrics_format(const struct jobcg_metrics *m,
 	simple(&f.o, "jobcg_devices_constrained", "gauge",
 	       "1 when devices are constrained (ConstrainDevices=yes and devices in gres.conf).",
 	       m->constrain_devices);
+	/* An alert's handle on a configuration pushed broken: the commands that clean up and these
+	 * metrics go on, but nothing is made until it is fixed. */
+	family(
+	    &f.o, "jobcg_config_ok", "gauge",
+	    "0 when jobcg read the file past an error: no job is made or constrained until it is "
+	    "fixed (jobcg check names the line).");
+	put(&f.o, "jobcg_config_ok{file=\"cgroup.conf\"} ");
+	put_u64(&f.o, !m->cgroup_conf_error);
+	put(&f.o, "\njobcg_config_ok{file=\"gres.conf\"} ");
+	put_u64(&f.o, !m->gres_conf_error);
+	put_n(&f.o, "\n", 1);
 	family(&f.o, "jobcg_build_info", "gauge", "The jobcg version serving these metrics.");
 	put(&f.o, "jobcg_build_info{");
 	put_label(&f.o, "version", o.version ? o.version : JOBCG_VERSION, true);
