@@ -386,7 +386,12 @@ static int cmd_resv(int argc, char **argv, const struct cli_global *g)
 				"attributes, which only root can read",
 				verb);
 	}
-	r = cli_ctx_open(g, 0, &conf, &ctx);
+	/* Looking goes on past a configuration error, as list and show do for jobs; changing a
+	 * reservation (its devices, CPUs, memory) waits until it is fixed. */
+	if (!strcmp(verb, "list") || !strcmp(verb, "show"))
+		r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
+	else
+		r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r) {
 		free((uid_t *)spec.users);
 		return r;

@@ -149,7 +149,8 @@ def check(e, m):
         "cgroup.conf has an error: no job is made until it is fixed" in r.stdout,
         f"top goes on, warning once and saying so on its screen ({r.returncode}, "
         f"{r.stderr.strip()})")
-    for args in (("show", "1"), ("stat", "1"), ("pids", "1"), ("acct",), ("policy",)):
+    for args in (("show", "1"), ("stat", "1"), ("pids", "1"), ("acct",), ("policy",),
+                 ("resv", "list")):
         r = e.run(*args)
         okm(r.returncode == 0 and warned_once(r),
            f"{' '.join(args)} works, one warning ({r.returncode}, {r.stderr.strip()})")
