@@ -120,6 +120,7 @@ class KernelEnv:
         self.env.setdefault("JOBCG_BPF_PIN_DIR", os.path.join("/sys/fs/bpf", self.tag))
         self.build = os.path.abspath(os.environ.get("JOBCG_BUILD_ROOT", "."))
         self.jobcg = os.path.join(self.build, "cli", "jobcg")
+        self.runners = []  # start_step()'s
 
     def run(self, *args, env=None, **kw):
         return subprocess.run([self.jobcg, *args], env=env or self.env, capture_output=True,
@@ -149,6 +150,47 @@ class KernelEnv:
             return [-1] * len(paths)
         return [int(x) for x in r.stdout.split()]
 
+    def mkcg(self, rel):
+        os.makedirs(os.path.join(self.root, rel), exist_ok=True)
+
+    def rmcg(self, rel, keep=0):
+        """Remove ROOT/@rel and its parents up to (not including) its first @keep components."""
+        parts = rel.split("/")
+        for k in range(len(parts), keep, -1):
+            try:
+                os.rmdir(os.path.join(self.root, *parts[:k]))
+            except OSError:
+                break
+
+    def own_gpus(self, job, n):
+        """Which of the first @n stand-in GPUs a cgroup made by hand in job @job's tree opens."""
+        rel = f"job_{job}/step_90/user/task_0"
+        self.mkcg(rel)
+        got = self.open_in(rel, *[os.path.join(self.gpus, f"nvidia{i}") for i in range(n)])
+        self.rmcg(rel, keep=1)
+        return [i for i in range(n) if got[i] == 0]
+
+    def start_step(self, job):
+        """A `jobcg run --job JOB -- sleep` of our own, once its task is in the job's step 0;
+        cleanup() kills it if it is still there."""
+        p = subprocess.Popen([self.jobcg, "run", "--job", str(job), "--", "sleep", "300"],
+                             env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+        self.runners.append(p)
+        procs = os.path.join(self.root, f"job_{job}", "step_0", "user", "task_0",
+                             "cgroup.procs")
+        end = time.monotonic() + 20
+        while time.monotonic() < end and p.poll() is None:
+            try:
+                with open(procs) as f:
+                    if f.read().strip():
+                        return p
+            except FileNotFoundError:
+                pass
+            time.sleep(0.05)
+        diag(f"job {job}: no task started ({p.poll()})")
+        return p
+
     def records(self):
         """The accounting log's records (<StateDir>/acct.jsonl), oldest first."""
         try:
@@ -158,6 +200,10 @@ class KernelEnv:
             return []
 
     def cleanup(self):
+        for p in self.runners:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         subprocess.run(["rm", "-rf", self.tmp])
         # Kill what is left (only ours: below our own subtree), then remove bottom-up.
         for dirpath, _, _ in os.walk(self.root, topdown=False):

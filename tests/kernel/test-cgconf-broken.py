@@ -13,7 +13,6 @@ stops every command."""
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pytap  # noqa: E402
@@ -29,7 +28,6 @@ class Env(pytap.KernelEnv):
     def setup(self, mode):
         self.mode = mode
         self.stand_in_gpus(NGPU, GOOD.format(mode))
-        self.runners = []
 
     def gpu(self, i):
         return os.path.join(self.gpus, f"nvidia{i}")
@@ -46,26 +44,6 @@ class Env(pytap.KernelEnv):
     def jobs(self):
         return sorted(x for x in os.listdir(self.root) if x.startswith("job_"))
 
-    def cleanup(self):
-        for p in getattr(self, "runners", []):
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        super().cleanup()
-
-
-def mkcg(e, rel):
-    os.makedirs(os.path.join(e.root, rel), exist_ok=True)
-
-
-def rmcg(e, rel, keep=0):
-    parts = rel.split("/")
-    for k in range(len(parts), keep, -1):
-        try:
-            os.rmdir(os.path.join(e.root, *parts[:k]))
-        except OSError:
-            break
-
 
 def warned_once(r):
     """Exactly one warning, naming cgroup.conf's line 1."""
@@ -77,34 +55,6 @@ def refused(r, where="cgroup.conf:1"):
     return r.returncode != 0 and where in r.stderr
 
 
-def start_step(e, job):
-    """A `jobcg run --job JOB -- sleep` of our own, its task in the job's step 0."""
-    p = subprocess.Popen([e.jobcg, "run", "--job", str(job), "--", "sleep", "300"],
-                         env=e.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         text=True)
-    e.runners.append(p)
-    procs = os.path.join(e.root, f"job_{job}", "step_0", "user", "task_0", "cgroup.procs")
-    end = time.monotonic() + 20
-    while time.monotonic() < end and p.poll() is None:
-        try:
-            with open(procs) as f:
-                if f.read().strip():
-                    return p
-        except FileNotFoundError:
-            pass
-        time.sleep(0.05)
-    diag(f"job {job}: no task started ({p.poll()})")
-    return p
-
-
-def own_gpus(e, job):
-    rel = f"job_{job}/step_90/user/task_0"
-    mkcg(e, rel)
-    got = e.probe(rel)
-    rmcg(e, rel, keep=1)
-    return [i for i in range(NGPU) if got[i] == 0]
-
-
 def check(e, m):
     def okm(c, msg):
         return ok(c, f"{m}: {msg}")
@@ -113,13 +63,13 @@ def check(e, m):
     for job in (1, 2):
         r = e.run("alloc", str(job), "--gres", "gpu:1")
         okm(r.returncode == 0, f"alloc {job} --gres gpu:1 ({r.stderr.strip()})")
-    held = {job: own_gpus(e, job) for job in (1, 2)}
+    held = {job: e.own_gpus(job, NGPU) for job in (1, 2)}
     okm(all(len(v) == 1 for v in held.values()), f"each job opens its one GPU ({held})")
-    runner1 = start_step(e, 1)
-    start_step(e, 2)
+    runner1 = e.start_step(1)
+    e.start_step(2)
     r = e.run("alloc", "3")
     okm(r.returncode == 0, f"alloc 3 ({r.stderr.strip()})")
-    runner3 = start_step(e, 3)
+    runner3 = e.start_step(3)
 
     r = e.run("metrics")
     okm(r.returncode == 0 and 'jobcg_config_ok{file="cgroup.conf"} 1' in r.stdout and
@@ -189,12 +139,12 @@ def check(e, m):
     okm(runner1.poll() is not None, "its step's runner has ended")
     recs = [x for x in e.records() if x.get("type") == "job" and str(x.get("job")) == "1"]
     okm(len(recs) == 1, f"one accounting record for job 1 ({len(recs)})")
-    mkcg(e, "handmade")
+    e.mkcg("handmade")
     got = e.probe("handmade")
     okm(got == [EPERM] * NGPU,
        f"a cgroup made by hand still gets EPERM on every GPU, job 1's freed one too ({got})")
-    rmcg(e, "handmade")
-    got = own_gpus(e, 2)
+    e.rmcg("handmade")
+    got = e.own_gpus(2, NGPU)
     okm(got == held[2], f"job 2 opens exactly its own GPU still ({got})")
 
     # The Slurm plugin's watcher, whose step's runner died: it ends the step.
@@ -221,10 +171,10 @@ def check(e, m):
     # Cleaning up.
     r = e.run("gc")
     okm(r.returncode == 0 and warned_once(r), f"gc works ({r.stderr.strip()})")
-    mkcg(e, "handmade")
+    e.mkcg("handmade")
     got = e.probe("handmade")
     okm(got == [EPERM] * NGPU, f"after gc, still EPERM on every GPU ({got})")
-    rmcg(e, "handmade")
+    e.rmcg("handmade")
 
     # A key that locates the tree, bad or misspelt: nothing is guessed.
     for text, where in (("ConstrainCores=yes\nStateDir=var/lib/jobcg\n", "cgroup.conf:2"),

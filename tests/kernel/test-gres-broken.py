@@ -10,11 +10,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pytap  # noqa: E402
-from pytap import ok, diag  # noqa: E402
+from pytap import ok  # noqa: E402
 
 EPERM = 1
 NGPU = 4
@@ -25,7 +24,6 @@ class Env(pytap.KernelEnv):
     def setup(self, mode):
         self.stand_in_gpus(NGPU, f"ConstrainDevices=yes\nDeviceProgram={mode}\n")
         self.mode = mode
-        self.runners = []
 
     def gpu(self, i):
         return os.path.join(self.gpus, f"nvidia{i}")
@@ -34,60 +32,11 @@ class Env(pytap.KernelEnv):
         """errno of opening each GPU from ROOT/REL (0: allowed)."""
         return self.open_in(rel, *[self.gpu(i) for i in range(NGPU)])
 
-    def cleanup(self):
-        for p in self.runners:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        super().cleanup()
-
-
-def mkcg(e, rel):
-    os.makedirs(os.path.join(e.root, rel), exist_ok=True)
-
-
-def rmcg(e, rel, keep=0):
-    """Remove ROOT/REL and its parents up to (not including) its first KEEP components."""
-    parts = rel.split("/")
-    for k in range(len(parts), keep, -1):
-        try:
-            os.rmdir(os.path.join(e.root, *parts[:k]))
-        except OSError:
-            break
-
 
 def warned_once(r):
     """Exactly one warning, naming gres.conf's line 2."""
     lines = [x for x in r.stderr.splitlines() if "warning" in x]
     return len(lines) == 1 and "gres.conf:2" in lines[0]
-
-
-def start_step(e, job):
-    """A `jobcg run --job JOB -- sleep` of our own, its task in the job's step 0."""
-    p = subprocess.Popen([e.jobcg, "run", "--job", str(job), "--", "sleep", "300"],
-                         env=e.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         text=True)
-    e.runners.append(p)
-    procs = os.path.join(e.root, f"job_{job}", "step_0", "user", "task_0", "cgroup.procs")
-    end = time.monotonic() + 20
-    while time.monotonic() < end and p.poll() is None:
-        try:
-            with open(procs) as f:
-                if f.read().strip():
-                    return p
-        except FileNotFoundError:
-            pass
-        time.sleep(0.05)
-    diag(f"job {job}: no task started ({p.poll()})")
-    return p
-
-
-def own_gpus(e, job):
-    rel = f"job_{job}/step_90/user/task_0"
-    mkcg(e, rel)
-    got = e.probe(rel)
-    rmcg(e, rel, keep=1)
-    return [i for i in range(NGPU) if got[i] == 0]
 
 
 def check(e, m):
@@ -97,10 +46,10 @@ def check(e, m):
         ok(r.returncode == 0, f"{m}: alloc {job} --gres gpu:1 ({r.stderr.strip()})")
     r = e.run("alloc", "4")
     ok(r.returncode == 0, f"{m}: alloc 4 without GPUs ({r.stderr.strip()})")
-    held = {job: own_gpus(e, job) for job in (1, 2, 3)}
+    held = {job: e.own_gpus(job, NGPU) for job in (1, 2, 3)}
     ok(all(len(v) == 1 for v in held.values()), f"{m}: each job opens its one GPU ({held})")
-    runner1 = start_step(e, 1)
-    start_step(e, 2)
+    runner1 = e.start_step(1)
+    e.start_step(2)
 
     with open(os.path.join(e.conf, "gres.conf"), "a") as f:
         f.write(BROKEN)
@@ -161,18 +110,18 @@ def check(e, m):
     ok(runner1.poll() is not None, f"{m}: its step's runner has ended")
     recs = [x for x in e.records() if x.get("type") == "job" and str(x.get("job")) == "1"]
     ok(len(recs) == 1, f"{m}: one accounting record for job 1 ({len(recs)})")
-    mkcg(e, "handmade")
+    e.mkcg("handmade")
     got = e.probe("handmade")
     ok(got == [EPERM] * NGPU,
        f"{m}: a cgroup made by hand still gets EPERM on every GPU, job 1's freed one too "
        f"({got})")
-    rmcg(e, "handmade")
-    mkcg(e, "job_4/step_90/user/task_0")
+    e.rmcg("handmade")
+    e.mkcg("job_4/step_90/user/task_0")
     got = e.probe("job_4/step_90/user/task_0")
     ok(got == [EPERM] * NGPU, f"{m}: job 4, which holds no GPU, still opens none ({got})")
-    rmcg(e, "job_4/step_90/user/task_0", keep=1)
+    e.rmcg("job_4/step_90/user/task_0", keep=1)
     for job in (2, 3):
-        got = own_gpus(e, job)
+        got = e.own_gpus(job, NGPU)
         ok(got == held[job], f"{m}: job {job} opens exactly its own GPU still ({got})")
     if m == "node":
         r = e.run("policy", "--json")
@@ -186,10 +135,10 @@ def check(e, m):
     # Cleaning up.
     r = e.run("gc")
     ok(r.returncode == 0 and warned_once(r), f"{m}: gc works ({r.stderr.strip()})")
-    mkcg(e, "handmade")
+    e.mkcg("handmade")
     got = e.probe("handmade")
     ok(got == [EPERM] * NGPU, f"{m}: after gc, still EPERM on every GPU ({got})")
-    rmcg(e, "handmade")
+    e.rmcg("handmade")
     r = e.run("teardown", "--force")
     ok(r.returncode == 0 and warned_once(r) and not os.path.exists(e.root),
        f"{m}: teardown --force removes the tree ({r.returncode}, {r.stderr.strip()})")
