@@ -47,6 +47,8 @@ struct json_object *cli_job_json(const struct jobcg_job_info *i)
 			       i->created_sec ? json_object_new_uint64(i->created_sec) : NULL);
 	json_object_object_add(o, "ephemeral", json_object_new_boolean(i->ephemeral));
 	json_object_object_add(o, "runner", i->runner ? json_object_new_int(i->runner) : NULL);
+	json_object_object_add(o, "reservation",
+			       i->reservation ? json_object_new_string(i->reservation) : NULL);
 	json_object_object_add(o, "cpus", i->cpus ? json_object_new_string(i->cpus) : NULL);
 	json_object_object_add(o, "mem_bytes",
 			       i->mem_bytes ? json_object_new_uint64(i->mem_bytes) : NULL);
@@ -182,6 +184,9 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 					 "%sgres=%s", limits[0] ? " " : "", gres);
 			free(gres);
 		}
+		if (i->reservation)
+			snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits),
+				 "%sresv=%s", limits[0] ? " " : "", i->reservation);
 		printf("%-10u %-9s %-9s %-20s %-10s %s%s\n", i->id, cli_job_state(i, "busy"), owner,
 		       created, steps[0] ? steps : "-", limits[0] ? limits : "-",
 		       i->ephemeral ? " (ephemeral)" : "");

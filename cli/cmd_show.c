@@ -157,6 +157,7 @@ static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
 		for (char **s = i->skipped; s && *s; s++)
 			printf("  not enforced (best effort): %s\n", *s);
 		printf("  gres: %s\n", gres && *gres ? gres : "none");
+		printf("  reservation: %s\n", i->reservation ? i->reservation : "none");
 		printf("  steps:");
 		for (char **s = i->steps; *s; s++) {
 			bool o = cli_step_orphaned(i, *s);

@@ -661,6 +661,22 @@ def check_acct(e):
     ok(r.returncode == 0, f"create ra ({r.stderr.strip()})")
     r = e.run("alloc", "50", "--reservation", "ra")
     ok(r.returncode == 0, f"alloc 50 in ra ({r.stderr.strip()})")
+    e.run("alloc", "49")
+    r = e.run("list", "--json")
+    got = {j["job"]: j.get("reservation", "absent") for j in json.loads(r.stdout or "[]")}
+    ok(r.returncode == 0 and got.get(50) == "ra" and got.get(49) is None,
+       f"list --json names job 50's reservation and none for job 49 ({got})")
+    r = e.run("list")
+    line = {x.split()[0]: x for x in r.stdout.splitlines()[1:] if x.split()}
+    ok("resv=ra" in line.get("50", "") and "resv=" not in line.get("49", "-"),
+       f"list shows resv=ra for job 50 only ({r.stdout!r})")
+    r = e.run("show", "50")
+    ok(r.returncode == 0 and "reservation: ra" in r.stdout,
+       f"show 50 says reservation: ra ({r.stdout!r})")
+    r = e.run("show", "49")
+    ok(r.returncode == 0 and "reservation: none" in r.stdout,
+       f"show 49 says reservation: none ({r.stdout!r})")
+    e.run("release", "49")
     r = e.run("run", "--no-daemon", "--job", "50", "--", "true")
     ok(r.returncode == 0, f"a step of 50 ({r.stderr.strip()})")
     r = e.run("release", "50")

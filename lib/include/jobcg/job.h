@@ -204,6 +204,8 @@ struct jobcg_job_info {
 	 * slurmstepds and their watchers died without removing it. gc removes it (without a job
 	 * record, as they would have) once its stray steps are gone and no process is left. */
 	bool slurm_stale;
+	/* The reservation the job runs in (its directory is resv_<name>/job_<id>), or NULL. */
+	char *reservation;
 };
 JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 				    struct jobcg_job_info **ret);

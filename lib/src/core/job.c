@@ -1722,6 +1722,7 @@ JOBCG_EXPORT void jobcg_job_info_free(struct jobcg_job_info *i)
 		return;
 	free(i->path);
 	free(i->cpus);
+	free(i->reservation);
 	strv_free(i->skipped);
 	strv_free(i->steps);
 	strv_free(i->orphaned_steps);
@@ -1783,6 +1784,12 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 		jobcg_error_clear();
 	}
 	(void)get_meta(i->path, "cpus", &i->cpus);
+	errno = 0;
+	i->reservation = tree_job_resv(ctx, i->path);
+	if (!i->reservation && errno == ENOMEM) {
+		r = -ENOMEM;
+		goto fail;
+	}
 	i->mem_bytes = meta_u64(i->path, "mem");
 	i->pids_max = meta_u64(i->path, "pids");
 	i->best_effort = get_meta(i->path, "best_effort", &be) == 0 && streq(be, "1");
