@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -29,7 +28,6 @@ static void leave_unless_in_scope(void)
 	_cleanup_free_ char *text = NULL;
 	unsigned long ms;
 	char *end;
-	struct timespec ts;
 
 	if (!scope || !*scope || !grace)
 		return; /* started by hand: wait forever, as asked */
@@ -37,10 +35,7 @@ static void leave_unless_in_scope(void)
 	ms = strtoul(grace, &end, 10);
 	if (errno || end == grace || *end || ms > 86400000ul)
 		return;
-	ts = (struct timespec){.tv_sec = (time_t)(ms / 1000),
-			       .tv_nsec = (long)(ms % 1000) * 1000000};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	sleep_ms((unsigned)ms);
 	/* unreadable: nothing to tell by, stay */
 	if (read_full_file_at(AT_FDCWD, "/proc/self/cgroup", 1 << 16, &text, NULL) < 0)
 		return;

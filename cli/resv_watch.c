@@ -14,13 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "jobcg/resv.h"
 #include "resv_watch.h"
 #include "supervise.h"
+#include "util.h"
 
 static void watch_files(int ifd, const struct jobcg_resv_info *i)
 {
@@ -63,20 +63,10 @@ struct watch {
  * keeps changing costs a verify pass five times a second, never a busy loop. */
 #define WATCH_MIN_GAP_MS 200
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
+/* util.c's monotonic clock, in the milliseconds the watcher counts in */
 static uint64_t mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return now_usec() / 1000;
 }
 
 static void drain(int ifd)

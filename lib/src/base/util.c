@@ -204,6 +204,14 @@ uint64_t now_usec(void)
 	return clock_usec(CLOCK_MONOTONIC);
 }
 
+void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 uint64_t realtime_usec(void)
 {
 	return clock_usec(CLOCK_REALTIME);

@@ -104,6 +104,8 @@ char *strdup_vprintf(const char *fmt, va_list ap) __attribute__((format(printf, 
 
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);
+/* Sleep @ms milliseconds, through signal interruptions. */
+void sleep_ms(unsigned ms);
 /* Wall-clock time (CLOCK_REALTIME) in microseconds: the accounting record's start and end. */
 uint64_t realtime_usec(void);
 

@@ -8,7 +8,6 @@
 #include <sys/xattr.h>
 #include <linux/limits.h>
 #include <linux/magic.h>
-#include <time.h>
 
 #include "cgroupfs.h"
 #include "log.h"
@@ -128,14 +127,6 @@ int cgfs_mkdir(const char *dir, bool exist_ok)
 	if (errno == EEXIST && exist_ok)
 		return 1;
 	return error_set(negative_errno(), "cannot create cgroup %s: %s", dir, strerror(errno));
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 int cgfs_rmdir(const char *dir)

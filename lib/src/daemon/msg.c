@@ -3,7 +3,6 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "msg.h"
 #include "log.h"
@@ -208,14 +207,6 @@ int jobcg_msg_send(int fd, const struct jobcg_msg *m, const int *fds, unsigned n
 	return r;
 }
 
-static uint64_t monotonic_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 int jobcg_msg_send_until(int fd, const struct jobcg_msg *m, const int *fds, unsigned nfds,
 			 uint64_t deadline_ms, size_t *off)
 {
@@ -235,7 +226,7 @@ int jobcg_msg_send_until(int fd, const struct jobcg_msg *m, const int *fds, unsi
 		r = jobcg_msg_send_some(fd, m, fds, nfds, off);
 		if (r != -EAGAIN)
 			break;
-		now = monotonic_ms();
+		now = now_usec() / 1000;
 		if (now >= deadline_ms) {
 			r = error_set(-ETIMEDOUT, "sending to the daemon socket: timed out");
 			break;
