@@ -286,6 +286,14 @@ void confload_warn(struct confload *l, const char *file, unsigned line, const ch
 	(void)strv_push(&l->c->warnings, s);
 }
 
+void confload_warn_op(struct confload *l, const char *file, const struct conf_pair *pr,
+		      const char *key)
+{
+	confload_warn(l, file, pr->line,
+		      "operator '%c=' is ignored, as Slurm ignores it: %s%c=%s sets %s=%s", pr->op,
+		      pr->key, pr->op, pr->value, key, pr->value);
+}
+
 int cgconf_defaults(struct jobcg_cgroup_conf *cg)
 {
 	*cg = (struct jobcg_cgroup_conf){
@@ -585,11 +593,7 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 		if (r < 0)
 			return key_locates(&keys[i]) ? r : cg_tolerate(l, r);
 		if (pr->op)
-			confload_warn(
-			    l, st->file, pr->line,
-			    "operator '%c=' is ignored, as Slurm ignores it: %s%c=%s sets "
-			    "%s=%s",
-			    pr->op, pr->key, pr->op, pr->value, keys[i].name, pr->value);
+			confload_warn_op(l, st->file, pr, keys[i].name);
 		l->cg_origin[i] = (struct jobcg_origin){st->file, pr->line};
 		return 0;
 	}

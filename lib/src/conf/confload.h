@@ -23,6 +23,9 @@ struct confload {
 /* Record a warning "file:line: text" in c->warnings and log it. */
 void confload_warn(struct confload *l, const char *file, unsigned line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The warning for Key+=Value (or -=, *=, /=): read as @key=Value, as Slurm reads it. */
+void confload_warn_op(struct confload *l, const char *file, const struct conf_pair *pr,
+		      const char *key);
 
 /* Parse @path (@buf NULL; a missing file is no error) or the buffer @buf, calling @fn with
  * @l for each statement; every file read is listed in the configuration's files. */

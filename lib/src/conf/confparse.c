@@ -250,8 +250,6 @@ static int process_stmt(struct ctx *c, const char *file, const struct lbuf *b)
 		 * The readers warn, as one who writes Count+=1 means something else. */
 		if (i < b->n && strchr("-*+/", b->v[i].c) && i + 1 < b->n && b->v[i + 1].c == '=') {
 			pr.op = b->v[i].c;
-			pr.opline = b->v[i].line;
-			pr.opcol = b->v[i].col;
 			i++;
 		}
 		if (i >= b->n || b->v[i].c != '=') {

@@ -12,8 +12,7 @@ struct conf_pair {
 	unsigned line, col;   /* physical line and 1-based column of the key */
 	unsigned vline, vcol; /* of the value's first character (inside the quotes) */
 	bool quoted;
-	char op;		/* '+', '-', '*' or '/' of Key+=Value (ignored, as Slurm), else 0 */
-	unsigned opline, opcol; /* where op is */
+	char op; /* '+', '-', '*' or '/' of Key+=Value (ignored, as Slurm), else 0 */
 };
 
 /* One logical line (physical lines joined by a trailing backslash) holding Key=Value pairs. */

@@ -856,12 +856,7 @@ static int on_stmt(const struct conf_stmt *st, void *userdata)
 	}
 	for (size_t i = 0; matches && i < st->npairs; i++)
 		if (st->pairs[i].op)
-			confload_warn(
-			    l, st->file, st->pairs[i].line,
-			    "operator '%c=' is ignored, as Slurm ignores it: %s%c=%s sets "
-			    "%s=%s",
-			    st->pairs[i].op, st->pairs[i].key, st->pairs[i].op, st->pairs[i].value,
-			    st->pairs[i].key, st->pairs[i].value);
+			confload_warn_op(l, st->file, &st->pairs[i], st->pairs[i].key);
 	r = parse_values(l, st, &v);
 	if (r < 0 && r != -ENOMEM && !matches) {
 		r = warn_other_node(l, v.p[G_NODENAME]);
