@@ -79,6 +79,7 @@ static struct {
 	char why[2560];	    /* and why, for slurmd's log and the task's stderr */
 	bool recorded;	    /* the step's record is written: never a second one */
 	uint64_t init_usec; /* when init began: a refused step's record starts then */
+	bool args_bad;	    /* plugstack.conf's arguments unread: the conf dir is not known */
 } st;
 
 static void log_to_slurm(enum jobcg_log_level level, const char *msg, void *userdata)
@@ -820,10 +821,38 @@ static int extern_place(spank_t sp)
 }
 
 /*
+ * What locates the record of a step refused because jobcg's configuration did not load: the
+ * same files loaded again as jobcg's cleanup commands load them, past errors in keys that
+ * locate nothing (JOBCG_CONFIG_TOLERATE_*), for StateDir and AccountingSync only (no context
+ * is opened from it). Nothing is guessed: a bad plugstack.conf argument may be a misspelled
+ * conf=, and a record in a log the site never reads is worse than none with slurmd's log
+ * saying why. -errno with the error record set when the log cannot be located.
+ */
+static int refused_config(struct jobcg_config **ret)
+{
+	_cleanup_free_ char *dir = NULL;
+	char node[256];
+
+	if (st.args_bad)
+		return error_set(-EINVAL, "plugstack.conf's arguments, which name jobcg's "
+					  "configuration, could not be read");
+	node_name(node, sizeof(node));
+	if (st.args.conf && !(dir = jspank_expand(st.args.conf, node)))
+		return error_set(-EINVAL, "conf=%s: bad %% sequence", st.args.conf);
+	if (dir && access(dir, F_OK) < 0)
+		return error_set(-errno, "conf=%s: %s: %s", st.args.conf, dir, strerror(errno));
+	return jobcg_config_load(dir ? dir : "/etc/jobcg", node,
+				 JOBCG_CONFIG_NO_ENV | JOBCG_CONFIG_NO_ENTRIES |
+				     JOBCG_CONFIG_TOLERATE_CGROUP | JOBCG_CONFIG_TOLERATE_GRES,
+				 ret);
+}
+
+/*
  * The record of a step init refused (st.failed): FAILED, exit code 1, as sacct shows such a
  * step (each task exits 1 in task_init, before its exec), the reason with it; no usage, none
- * was read. jobcg's configuration is needed for the log's place: a step refused before it
- * loaded (a bad plugstack.conf argument, a broken cgroup.conf) is only in slurmd's log.
+ * was read. A step refused because jobcg's configuration does not load is recorded in the
+ * log that configuration's StateDir names, where it can still be read (refused_config());
+ * where not, slurmd's log says that the step has no record and why.
  */
 static void refused_record(spank_t sp)
 {
@@ -834,14 +863,28 @@ static void refused_record(spank_t sp)
 	    .unavailable = JOBCG_ACCTREC_NO_CPU | JOBCG_ACCTREC_NO_MEM_PEAK | JOBCG_ACCTREC_NO_OOM,
 	    .reason = st.why};
 	_cleanup_free_ char *path = NULL, *job_id = NULL;
+	_cleanup_(config_freep) struct jobcg_config *tolerant = NULL;
+	const struct jobcg_config *conf = st.conf;
 	char step[JOBCG_STEP_ID_MAX];
 	uint32_t job = 0, step_id = 0, ntasks = 0;
 	int r;
 
-	if (!st.conf || st.recorded || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	if (st.recorded || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS ||
 	    jspank_step_name(step_id, step) < 0)
 		return;
+	st.recorded = true;
+	if (!conf) {
+		if ((r = refused_config(&tolerant)) < 0) {
+			char buf[2048];
+
+			slurm_error("jobcg: job %u step %s: no FAILED record of it: jobcg's "
+				    "accounting log cannot be located: %s",
+				    job, step, jobcg_error_format(r, buf, sizeof(buf)));
+			return;
+		}
+		conf = tolerant;
+	}
 	(void)spank_get_item(sp, S_JOB_UID, &rec.uid);
 	(void)spank_get_item(sp, S_JOB_GID, &rec.gid);
 	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) == ESPANK_SUCCESS)
@@ -852,11 +895,10 @@ static void refused_record(spank_t sp)
 		return;
 	rec.job_id = job_id;
 	rec.step_id = step;
-	st.recorded = true;
-	if ((r = jobcg_acctlog_path(st.conf, &path)) >= 0)
+	if ((r = jobcg_acctlog_path(conf, &path)) >= 0)
 		r = jobcg_acctlog_write(
 		    path, &rec,
-		    st.conf->cgroup.acct_sync == JOBCG_ACCT_SYNC_STEP ? JOBCG_ACCTLOG_SYNC : 0);
+		    conf->cgroup.acct_sync == JOBCG_ACCT_SYNC_STEP ? JOBCG_ACCTLOG_SYNC : 0);
 	if (r < 0)
 		slurm_error("jobcg: job %u step %s: its FAILED record not written: %s", job, step,
 			    jobcg_error_message(r));
@@ -900,7 +942,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		if (spank_get_item(sp, S_JOB_STEPID, &step_id) == ESPANK_SUCCESS)
 			(void)jspank_step_name(step_id, step);
 		(void)fail(job, step, r, "reading plugstack.conf's arguments");
-		st.failed = true;
+		st.failed = st.args_bad = true;
 		return 0;
 	}
 	if (step_begin(sp) < 0)
@@ -1113,6 +1155,10 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	jobcg_config_free(st.conf);
 	st.conf = NULL;
 	jspank_args_done(&st.args);
+	/* One slurmstepd, one step; a process that loads the plugin for more (the tests) starts
+	 * each one afresh. */
+	st.failed = st.recorded = st.args_bad = false;
+	st.why[0] = 0;
 	return r;
 }
 

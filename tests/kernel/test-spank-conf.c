@@ -2,7 +2,10 @@
  * Kernel test: jobcg_spank.so, loaded with dlopen() against stand-ins for slurmstepd's spank_*
  * and slurm_* calls, ends a step and its job whose cgroup.conf and gres.conf broke while it
  * ran (it keeps the configuration of the step's start), and fails closed a step that starts
- * with them broken: its task exits 1 before its exec and nothing is made.
+ * with them broken: its task exits 1 before its exec and nothing is made. Such a step is
+ * recorded FAILED with its reason in the log the broken files' StateDir still names; where
+ * even that cannot be read (StateDir broken, a bad plugstack.conf argument) it has no record
+ * and slurmd's log says so. A step refused with a sound configuration is recorded too.
  */
 #include <dlfcn.h>
 #include <signal.h>
@@ -148,6 +151,8 @@ static void write_file(const char *dir, const char *name, const char *text)
 struct recs {
 	const char *job;
 	unsigned steps, failed;
+	char reason[1024]; /* the last one's */
+	int exit_code;
 };
 
 static int rec_fn(const struct jobcg_acct_record *r, void *u)
@@ -157,6 +162,8 @@ static int rec_fn(const struct jobcg_acct_record *r, void *u)
 	if (r->kind == JOBCG_ACCT_STEP && r->job_id && !strcmp(r->job_id, c->job)) {
 		c->steps++;
 		c->failed += r->state == JOBCG_ACCT_FAILED;
+		c->exit_code = r->exit_code;
+		snprintf(c->reason, sizeof(c->reason), "%s", r->reason ? r->reason : "");
 	}
 	return 0;
 }
@@ -284,6 +291,67 @@ int main(void)
 	(void)h_exit(NULL, ac, av);
 	snprintf(p, sizeof(p), "%s/job_51", root);
 	ok(!kcli_exists("%s", p), "no job 51 was made");
+	/* Its StateDir is still readable: the log the site reads has it. */
+	c = records(conf, "51");
+	ok(c.steps == 1 && c.failed == 1 && c.exit_code == 1, "step 51.0 is recorded FAILED 1:0");
+	ok(strstr(c.reason, "loading jobcg's configuration") && strstr(c.reason, "cgroup.conf:4"),
+	   "with why: %s", c.reason);
+
+	/* Broken where the log is (StateDir): no record anywhere, and slurmd's log says so. */
+	snprintf(text, sizeof(text), "JobcgRoot=%s\nStateDir=state\nBpfPinDir=%s/pins\n", rel,
+		 ktest_tmpdir());
+	write_file(confdir, "cgroup.conf", text);
+	job_id = 52;
+	logged[0] = task_log[0] = 0;
+	is_int(h_init(NULL, ac, av), 0, "step 52.0 with StateDir broken: init");
+	(void)h_exit(NULL, ac, av);
+	c = records(conf, "52");
+	is_int((int)c.steps, 0, "step 52.0 has no record");
+	ok(strstr(logged, "job 52 step 0: no FAILED record of it: jobcg's accounting log cannot "
+			  "be located") &&
+	       strstr(logged, "StateDir"),
+	   "slurmd's log says why: %s", logged);
+	snprintf(p, sizeof(p), "%s/job_52", root);
+	ok(!kcli_exists("%s", p), "no job 52 was made");
+
+	/* A bad plugstack.conf argument: which configuration was meant is not known. */
+	snprintf(text, sizeof(text), "JobcgRoot=%s\nStateDir=%s/state\nBpfPinDir=%s/pins\n", rel,
+		 ktest_tmpdir(), ktest_tmpdir());
+	write_file(confdir, "cgroup.conf", text);
+	write_file(confdir, "gres.conf", "Name=tmpdisk Count=10\n");
+	job_id = 54;
+	logged[0] = task_log[0] = 0;
+	{
+		char *bad[] = {conf_arg, jobcg_arg, (char *)"slurm_gres=none", (char *)"bogus"};
+
+		is_int(h_init(NULL, 4, bad), 0, "step 54.0 with a bad argument: init");
+		(void)h_exit(NULL, 4, bad);
+	}
+	c = records(conf, "54");
+	is_int((int)c.steps, 0, "step 54.0 has no record");
+	ok(strstr(logged, "job 54 step 0: no FAILED record of it") &&
+	       strstr(logged, "plugstack.conf's arguments"),
+	   "slurmd's log says why: %s", logged);
+
+	/* Refused with a sound configuration (job 53 is an allocation of jobcg's own): FAILED
+	 * with why, and the allocation is left as it was. */
+	is_int(jobcg_job_create(ctx, 53, NULL, 0, NULL), 0, "jobcg's own job 53");
+	job_id = 53;
+	logged[0] = task_log[0] = 0;
+	is_int(h_init(NULL, ac, av), 0, "step 53.0: init");
+	child = fork();
+	if (child == 0)
+		_exit(h_task_init(NULL, ac, av) == 0 ? 10 : 11);
+	waitpid(child, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 1, "its task exits 1 before its exec");
+	(void)h_exit(NULL, ac, av);
+	c = records(conf, "53");
+	ok(c.steps == 1 && c.failed == 1 && c.exit_code == 1 &&
+	       strstr(c.reason, "not made by jobcg_spank.so"),
+	   "step 53.0 is recorded FAILED 1:0 with why: %s", c.reason);
+	snprintf(p, sizeof(p), "%s/job_53", root);
+	ok(kcli_exists("%s", p) && !kcli_exists("%s/step_0", p), "job 53 is left as it was");
+	is_int(jobcg_job_remove(ctx, 53, 0), 0, "job 53 released");
 
 	write_file(confdir, "gres.conf", "Name=tmpdisk Count=10\n");
 	snprintf(text, sizeof(text), "JobcgRoot=%s\nStateDir=%s/state\nBpfPinDir=%s/pins\n", rel,

@@ -218,18 +218,30 @@ is "after the jobs ended, n1's tree has no job left (each went with its last ste
 	"$(ls -d /sys/fs/cgroup/system.slice/jobcg-n1.scope/job_* 2> /dev/null)" ""
 
 # --- 6. fail closed: jobcg's configuration broken on n1 ---------------------------------------
+# The step is still recorded, FAILED with its reason, in the log cgroup.conf's StateDir names
+# (read past the error, which locates nothing), written when its slurmstepd ends.
 check6() {
 	rm -f "$sd/c6.ran"
 	out=$($S -w n1 -n1 touch "$sd/c6.ran" 2>&1); rc=$?
 	echo "srun rc=$rc: $out"
 	grep 'jobcg: job' "$sd/slurmd-n1.log" | tail -n 2
+	J=$(echo "$out" | sed -n "s/.*jobcg: job \([0-9]*\) step 0: loading jobcg's configuration.*/\1/p" | head -n 1)
+	rec=
+	i=0
+	while [ -n "$J" ] && [ -z "$rec" ] && [ $i -lt 20 ]; do
+		rec=$(grep "\"job\":$J," /run/jobcg-n1/acct.jsonl 2> /dev/null | grep '"step":"0"')
+		[ -n "$rec" ] || sleep 0.5
+		i=$((i + 1))
+	done
+	echo "record of $J.0: $rec"
 	[ $rc -ne 0 ] && [ ! -e "$sd/c6.ran" ] &&
-		grep -q "jobcg: job [0-9]* step 0: loading jobcg's configuration: .*NoSuchKeyEver" "$sd/slurmd-n1.log"
+		grep -q "jobcg: job [0-9]* step 0: loading jobcg's configuration: .*NoSuchKeyEver" "$sd/slurmd-n1.log" &&
+		echo "$rec" | grep -q '"state":"FAILED"' && echo "$rec" | grep -q '"reason":"jobcg: job [0-9]* step 0: loading .*NoSuchKeyEver'
 }
 cp /etc/jobcg/n1/cgroup.conf "$sd/cgroup.conf.good"
 echo "NoSuchKeyEver=1" >> /etc/jobcg/n1/cgroup.conf
 both_ways 1 6 "the task runs whatever jobcg's configuration says" \
-	"with jobcg's configuration broken the task does not run, srun fails, slurmd's log says why" \
+	"with jobcg's configuration broken the task does not run, srun fails, slurmd's log says why, jobcg acct has it FAILED with the reason" \
 	"fail closed" check6
 cp "$sd/cgroup.conf.good" /etc/jobcg/n1/cgroup.conf
 
@@ -652,11 +664,12 @@ check18() {
 	grep 'jobcg: job' "$sd/slurmd-n1.log" | tail -n 2
 	[ $rc -ne 0 ] && [ $brc -ne 0 ] && [ ! -e "$sd/c18.ran" ] && [ -z "$drained" ] &&
 		grep -q "jobcg: job [0-9]* step 0: reading plugstack.conf's arguments: .*'bogus'" "$sd/slurmd-n1.log" &&
-		grep -q "jobcg: job [0-9]* step batch: reading plugstack.conf's arguments: .*'bogus'" "$sd/slurmd-n1.log"
+		grep -q "jobcg: job [0-9]* step batch: reading plugstack.conf's arguments: .*'bogus'" "$sd/slurmd-n1.log" &&
+		grep -q "jobcg: job [0-9]* step 0: no FAILED record of it: jobcg's accounting log cannot be located: plugstack.conf's arguments" "$sd/slurmd-n1.log"
 }
 settle
 echo "required $PLUGIN conf=/etc/jobcg/n1 $PLUGARGS bogus" > /etc/slurm/plugstack-n1.conf
-with_plugin 18 "a bad plugstack.conf argument: srun and sbatch fail, nothing runs, slurmd's log names it, n1 not drained" \
+with_plugin 18 "a bad plugstack.conf argument: srun and sbatch fail, nothing runs, slurmd's log names it and says the step has no record, n1 not drained" \
 	"a bad plugstack.conf argument fails the step, not the node" check18
 plugin_on 1
 
