@@ -20,6 +20,8 @@ struct count {
 	unsigned n;
 	enum jobcg_acct_state state; /* of the last one */
 	uint64_t start_usec, end_usec;
+	int exit_code;
+	char reason[512];
 };
 
 static int count_fn(const struct jobcg_acct_record *r, void *u)
@@ -33,6 +35,8 @@ static int count_fn(const struct jobcg_acct_record *r, void *u)
 	c->state = r->state;
 	c->start_usec = r->start_usec;
 	c->end_usec = r->end_usec;
+	c->exit_code = r->exit_code;
+	snprintf(c->reason, sizeof(c->reason), "%s", r->reason ? r->reason : "");
 	return 0;
 }
 
@@ -237,10 +241,11 @@ static void test_half_made_step(void)
 }
 
 /* A job creation killed before its mark: list calls it orphaned, as gc treats it, and its
- * record starts when its directory was made, not in 1970. */
+ * record starts when its directory was made, not in 1970. It says FAILED with why, never
+ * NODE_FAIL (the node did not fail) nor COMPLETED (nothing ran), whoever removes it. */
 static void test_half_made_job(void)
 {
-	char *args[] = {"alloc", "48", NULL};
+	char *args[] = {"alloc", "48", NULL}, *args49[] = {"alloc", "49", NULL};
 	char *out = NULL;
 	struct count c;
 	uint64_t now;
@@ -261,10 +266,27 @@ static void test_half_made_job(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000u;
 	c = records("48", NULL);
-	ok(c.n == 1 && c.state == JOBCG_ACCT_NODE_FAIL, "one record, NODE_FAIL");
+	ok(c.n == 1 && c.state == JOBCG_ACCT_FAILED && c.exit_code == -1,
+	   "one record, FAILED, no exit code (%u, %s, %d)", c.n,
+	   jobcg_acct_state_name(c.state) ? jobcg_acct_state_name(c.state) : "?", c.exit_code);
+	ok(strstr(c.reason, "creation never finished") && strstr(c.reason, "nothing ran in it"),
+	   "saying why: %s", c.reason);
 	ok(c.start_usec + 120000000u > now && c.start_usec + 30000000u < now &&
 	       c.start_usec <= c.end_usec,
 	   "its start is when its directory was made");
+	is_int(kcli(&out, "acct", "--job", "48", "--json", NULL), 0, "acct --job 48 --json");
+	ok(out && strstr(out, "\"state\":\"FAILED\"") && strstr(out, "creation never finished"),
+	   "acct shows it FAILED with its reason");
+	free(out);
+
+	/* Released by hand instead: the same record, not COMPLETED. */
+	is_int(kcli_crash_at("job-create-before-mark", args49), 128 + SIGKILL,
+	       "alloc 49 killed before its mark");
+	is_int(kcli(NULL, "release", "49", NULL), 0, "release 49");
+	c = records("49", NULL);
+	ok(c.n == 1 && c.state == JOBCG_ACCT_FAILED && c.exit_code == -1 &&
+	       strstr(c.reason, "creation never finished"),
+	   "one record, FAILED with why (%s)", c.reason);
 }
 
 /* gc's summary counts the reservations it removes. */

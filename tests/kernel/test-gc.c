@@ -34,6 +34,24 @@ static int count_node_fail(const struct jobcg_acct_record *r, void *u)
 	return 0;
 }
 
+/* The records of the half-made jobs: 24's FAILED with its reason (1), any of Slurm's 26 (2),
+ * any other of 24 (4). */
+static int count_half_made(const struct jobcg_acct_record *r, void *u)
+{
+	int *mask = u;
+
+	if (r->kind != JOBCG_ACCT_JOB)
+		return 0;
+	if (strcmp(r->job_id, "24") == 0)
+		*mask |= r->state == JOBCG_ACCT_FAILED && r->exit_code == -1 && r->reason &&
+				 strstr(r->reason, "creation never finished")
+			     ? 1
+			     : 4;
+	if (strcmp(r->job_id, "26") == 0)
+		*mask |= 2;
+	return 0;
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("gc", "jobcg");
@@ -81,6 +99,10 @@ int main(void)
 	ok(mkdir(p, 0755) == 0, "half-made job_24");
 	snprintf(p, sizeof(p), "%s/job_24/step_0", root);
 	ok(mkdir(p, 0755) == 0, "with a step dir");
+	/* a half-made job of jobcg_spank.so's (its slurm mark comes before the created one) */
+	snprintf(p, sizeof(p), "%s/job_26", root);
+	ok(mkdir(p, 0755) == 0 && setxattr(p, "trusted.jobcg.slurm", "1", 1, 0) == 0,
+	   "half-made Slurm job_26");
 	/* something that is not ours */
 	snprintf(p, sizeof(p), "%s/other", root);
 	ok(mkdir(p, 0755) == 0, "a foreign directory 'other'");
@@ -114,7 +136,7 @@ int main(void)
 		free(out);
 	}
 	is_int(kcli(&out, "gc", "--json", NULL), 0, "jobcg gc --json");
-	ok(out && strstr(out, "\"jobs_removed\":2"), "two jobs removed");
+	ok(out && strstr(out, "\"jobs_removed\":3"), "three jobs removed");
 	ok(out && strstr(out, "\"steps_removed\":3"),
 	   "three steps removed (21.1, 22.0, and 24.0 left half made)");
 	ok(out && strstr(out, "\"kept\":2"), "two jobs kept");
@@ -131,6 +153,7 @@ int main(void)
 	ok(!kcli_exists("%s/job_22", root), "stray ephemeral job 22 removed");
 	ok(kcli_exists("%s/job_23", root), "live ephemeral job 23 kept");
 	ok(!kcli_exists("%s/job_24", root), "half-made job 24 removed");
+	ok(!kcli_exists("%s/job_26", root), "half-made Slurm job 26 removed");
 	ok(kcli_exists("%s/other", root), "foreign directory kept");
 
 	{
@@ -142,6 +165,11 @@ int main(void)
 		is_int(mask, 1 | 2 | 8,
 		       "NODE_FAIL records for stray steps 21.1 and 22.0 (with their start times) "
 		       "and job 22 only");
+		mask = 0;
+		is_int(jobcg_acctlog_read(path, NULL, count_half_made, &mask), 0, "read the log");
+		is_int(
+		    mask, 1,
+		    "half-made job 24: FAILED, no exit code, why; Slurm's job 26: no job record");
 		free(path);
 	}
 

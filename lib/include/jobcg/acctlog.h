@@ -55,8 +55,9 @@ struct jobcg_acct_record {
 	char *gres; /* "gpu:0,2" or NULL */
 	unsigned ntasks;
 	unsigned unavailable; /* JOBCG_ACCTREC_NO_* */
-	/* Why a step that never ran was refused (jobcg_spank.so's FAILED record of a step it
-	 * could not contain), NULL otherwise. Written only when set. */
+	/* Why a job or step that never ran is FAILED (jobcg_spank.so's record of a step it
+	 * could not contain, a job whose creation never finished), NULL otherwise. Written only
+	 * when set. */
 	char *reason;
 	/* The reservation (jobcg resv) the job ran in, NULL when none: on the records of the job
 	 * and of its steps, so that its use can be billed after the reservation is gone. Written

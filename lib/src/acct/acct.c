@@ -210,6 +210,7 @@ void acct_pending_done(struct acct_pending *p)
 	free(p->sid);
 	free(p->gres);
 	free(p->resv);
+	free(p->reason);
 	free(p->line);
 	free(p->holder);
 	free(p->xattr);

@@ -37,7 +37,7 @@ int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
  */
 struct acct_pending {
 	struct jobcg_acct_record rec;
-	char *jid, *sid, *gres, *resv; /* owned by the record */
+	char *jid, *sid, *gres, *resv, *reason; /* owned by the record */
 	/* Set by acct_pending_store(): the record's line, and where it waits (an xattr of
 	 * @holder, a job directory, or the file @holder) until acct_log_commit() wrote it. */
 	char *line;

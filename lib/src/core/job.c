@@ -776,9 +776,16 @@ static int kill_outside_lock(struct jobcg_ctx *ctx, const char *dir)
 }
 
 /* How a removal ends, stored in the "removing" mark with the remover (pid:starttime), so that
- * gc, finishing a removal whose remover died, records what the remover meant to. */
-enum outcome { OUT_COMPLETED, OUT_CANCELLED, OUT_LOST, OUT_FAILED };
-static const char *const outcome_names[] = {"completed", "cancelled", "lost", "failed"};
+ * gc, finishing a removal whose remover died, records what the remover meant to. OUT_UNMADE: a
+ * job whose creation never finished (no "created" mark), which nothing ever ran in. */
+enum outcome { OUT_COMPLETED, OUT_CANCELLED, OUT_LOST, OUT_FAILED, OUT_UNMADE };
+static const char *const outcome_names[] = {"completed", "cancelled", "lost", "failed", "unmade"};
+
+/* The record of an OUT_UNMADE job: FAILED, not NODE_FAIL (the node did not fail: a creation
+ * did), no exit code (no process of it ever exited), and why. */
+#define UNMADE_REASON                                                                              \
+	"its creation never finished (the command making it died, or could not undo it): nothing " \
+	"ran in it"
 
 static int removing_mark(enum outcome o, char **ret)
 {
@@ -988,7 +995,8 @@ static void steps_commit(struct jobcg_ctx *ctx, uint32_t job_id, struct step_pen
 static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum outcome outcome,
 				  bool from_gc, bool record, struct removal_signals *sig)
 {
-	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id), *prev = NULL, *mark = NULL;
+	_cleanup_free_ char *dir = tree_job_dir(ctx, job_id), *prev = NULL, *mark = NULL,
+			    *created = NULL;
 	void *states[ELEMENTSOF(job_hooks)] = {NULL};
 	struct acct_pending rec = {};
 	struct jobcg_acct a = {};
@@ -1025,6 +1033,10 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 		return error_set(-ENOENT, "job %u was removed meanwhile (%s)", job_id, dir);
 	if (outcome == OUT_COMPLETED && populated)
 		outcome = OUT_CANCELLED; /* processes were still running */
+	/* Under the lock no creation is under way: one without its mark died half way, and no
+	 * step or process can have entered it (both need the mark), whoever removes it now. */
+	if (meta && get_meta(dir, "created", &created) == -ENODATA && !populated)
+		outcome = OUT_UNMADE;
 	/* What killed step writers left on the directory, before it goes with it. */
 	if (meta && acct_pending_flush_job(ctx, job_id, NULL) < 0)
 		jobcg_error_clear(); /* warned; the removal goes on */
@@ -1034,10 +1046,15 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 		return r;
 	have_rec = meta && record && jobcg_acct_read_dir(dir, &a) == 0 &&
 		   acct_log_prepare(ctx, job_id, NULL, 0,
-				    outcome == OUT_LOST	    ? -1
-				    : outcome == OUT_FAILED ? 1
-							    : 0,
+				    outcome == OUT_LOST || outcome == OUT_UNMADE ? -1
+				    : outcome == OUT_FAILED			 ? 1
+										 : 0,
 				    0, 0, outcome == OUT_CANCELLED, &a, &rec) == 0;
+	if (have_rec && outcome == OUT_UNMADE) {
+		rec.rec.state = JOBCG_ACCT_FAILED;
+		have_rec = (rec.reason = strdup(UNMADE_REASON)) != NULL;
+		rec.rec.reason = rec.reason;
+	}
 	if (have_rec)
 		acct_pending_store(ctx, &rec, dir, ACCT_PENDING_IN_STATE_DIR);
 	for (size_t i = 0; i < ELEMENTSOF(job_hooks); i++)
@@ -1962,10 +1979,15 @@ static int gc_job(struct jobcg_ctx *ctx, uint32_t id, struct jobcg_gc_stats *st)
 		 * way, one marked "removing" a removal that did; an ephemeral job without its
 		 * runner will never be removed by it. Its dead runners' steps first, so that
 		 * each gets its record (the job's removal records only the job). */
+		_cleanup_free_ char *slurm = NULL;
+		/* A job of jobcg_spank.so's has no job record (docs/slurm.md): one left half
+		 * made, which its step's watcher removes without, gets none from gc either. */
+		bool record = r != -ENODATA || get_meta(dir, "slurm", &slurm) < 0;
+
 		log_info("gc: removing stray job %u", id);
 		r = gc_steps(ctx, id, st);
 		if (r >= 0)
-			r = job_remove_locked(ctx, id, OUT_LOST, true, true);
+			r = job_remove_locked(ctx, id, OUT_LOST, true, record);
 		if (r < 0)
 			return r;
 		st->jobs_removed++;
