@@ -6,6 +6,7 @@
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include "log.h"
@@ -810,4 +811,41 @@ int fd_names_path(int fd, const char *path)
 	if (fstatat(AT_FDCWD, path, &pst, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : negative_errno();
 	return fst.st_nlink > 0 && fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino;
+}
+
+/* flock_holder() (util.h): /proc/locks names the pid that took it (FLOCK lines whose dev:inode
+ * is the file's; "->" lines are waiters). */
+char *flock_holder(int fd)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	struct stat st;
+	char line[512];
+
+	if (fstat(fd, &st) < 0 || !(f = fopen("/proc/locks", "re")))
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned maj, mnr;
+		unsigned long long ino;
+		int pid;
+		char cmd[256] = "";
+
+		if (strstr(line, "->") || !strstr(line, "FLOCK") ||
+		    sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%llu", &pid, &maj, &mnr, &ino) != 4 ||
+		    ino != (unsigned long long)st.st_ino || makedev(maj, mnr) != st.st_dev)
+			continue;
+		{
+			_cleanup_free_ char *c = NULL,
+					    *path = strdup_printf("/proc/%d/cmdline", pid);
+			size_t n = 0;
+
+			if (path && read_full_file_at(AT_FDCWD, path, 4096, &c, &n) == 0) {
+				for (size_t i = 0; i + 1 < n; i++)
+					if (c[i] == '\0')
+						c[i] = ' ';
+				snprintf(cmd, sizeof(cmd), " (%s)", c);
+			}
+		}
+		return strdup_printf("pid %d%s", pid, cmd);
+	}
+	return NULL;
 }

@@ -140,45 +140,6 @@ JOBCG_EXPORT const char *jobcg_ctx_backend(const struct jobcg_ctx *ctx)
 }
 
 /*
- * Who holds the flock on FD's file: /proc/locks names the pid that took it (FLOCK lines whose
- * dev:inode is the file's; "->" lines are waiters). For the error message only.
- */
-static char *lock_holder(int fd)
-{
-	_cleanup_fclose_ FILE *f = NULL;
-	struct stat st;
-	char line[512];
-
-	if (fstat(fd, &st) < 0 || !(f = fopen("/proc/locks", "re")))
-		return NULL;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned maj, mnr;
-		unsigned long long ino;
-		int pid;
-		char cmd[256] = "";
-
-		if (strstr(line, "->") || !strstr(line, "FLOCK") ||
-		    sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%llu", &pid, &maj, &mnr, &ino) != 4 ||
-		    ino != (unsigned long long)st.st_ino || makedev(maj, mnr) != st.st_dev)
-			continue;
-		{
-			_cleanup_free_ char *c = NULL,
-					    *path = strdup_printf("/proc/%d/cmdline", pid);
-			size_t n = 0;
-
-			if (path && read_full_file_at(AT_FDCWD, path, 4096, &c, &n) == 0) {
-				for (size_t i = 0; i + 1 < n; i++)
-					if (c[i] == '\0')
-						c[i] = ' ';
-				snprintf(cmd, sizeof(cmd), " (%s)", c);
-			}
-		}
-		return strdup_printf("pid %d%s", pid, cmd);
-	}
-	return NULL;
-}
-
-/*
  * The lock is held for a few mkdir/write/bpf calls at a time, never across a wait for
  * processes (job removal drops it while its processes die), so a wait longer than
  * NodeLockTimeout means a stuck holder: fail, naming it, rather than queue every launch and
@@ -200,7 +161,7 @@ static int lock_wait(struct jobcg_ctx *ctx, int fd)
 			return error_set(negative_errno(), "cannot lock %s: %s", ctx->lock_path,
 					 strerror(errno));
 		if (now_usec() >= deadline) {
-			_cleanup_free_ char *who = lock_holder(fd);
+			_cleanup_free_ char *who = flock_holder(fd);
 
 			return error_set(-ETIMEDOUT,
 					 "the node lock %s is held by %s for more than %u ms "
