@@ -5,7 +5,8 @@ client's JOBCG_* environment, which the daemon wears for its work) and killed th
 client, which lost the daemon, must end what is left of its step itself: no orphaned job for
 `jobcg gc` to sweep while the client was alive to end it, one record per step and job, with the
 outcome the client saw. Two daemons started at once on a stale socket: one listens, the other
-is refused (none listens where no client can reach it). Makes its own cgroup subtree, state dir and sockets, and removes
+is refused (none listens where no client can reach it). A freeze racing a client's launch
+waits for it. Makes its own cgroup subtree, state dir and sockets, and removes
 them."""
 import os
 import signal
@@ -103,6 +104,7 @@ def body(e):
             e.run("gc")
     killed_before_answer(e)
     two_daemons_at_once(e)
+    freeze_during_launch(e)
 
 
 def killed_before_answer(e):
@@ -190,6 +192,41 @@ def two_daemons_at_once(e):
     left = os.listdir(os.path.dirname(sock))
     ok(d.returncode == 0 and "race.sock" not in left and "race.sock.lock" not in left,
        f"stopped, it leaves neither its socket nor its lock file ({left})")
+
+
+def freeze_during_launch(e):
+    """A client of the daemon starts its tasks itself, in the step directory the daemon lent
+    it: stopped between its frozen check and its clone, it holds off a freeze of its job, which
+    would freeze the task before its exec and leave the client waiting for that exec until a
+    thaw; one that cannot wait fails, nothing frozen, and the step runs."""
+    point = "spawn-before-clone"
+    for f in os.listdir(e.pause):
+        os.unlink(os.path.join(e.pause, f))
+    ok(e.run("alloc", "9").returncode == 0, "jobcg alloc 9")
+    d = e.start_daemon()
+    env = dict(e.env, JOBCG_DAEMON_SOCKET=e.sock, JOBCG_TEST_PAUSE=point,
+               JOBCG_TEST_PAUSE_DIR=e.pause)
+    p = subprocess.Popen([e.jobcg, "run", "--job", "9", "--", "true"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reached = wait_for(lambda: os.path.exists(os.path.join(e.pause, point + ".reached")), 30)
+    f = e.run("freeze", "--timeout", "300", "9")
+    with open(os.path.join(e.root, "job_9", "cgroup.freeze")) as fh:
+        frozen = fh.read().strip()
+    ok(reached and f.returncode == 1 and "tasks are being started in job 9" in f.stderr
+       and frozen == "0",
+       f"a freeze while a daemon's client starts its task fails, nothing frozen "
+       f"({f.returncode}, {f.stderr.strip()!r}, cgroup.freeze {frozen})")
+    open(os.path.join(e.pause, point + ".go"), "w").close()
+    try:
+        p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        e.run("thaw", "9")  # the client stuck in its clone: let it go on
+        p.communicate(timeout=60)
+        p.returncode = -1
+    ok(p.returncode == 0, f"and the client's step runs, without a thaw (exit {p.returncode})")
+    d.send_signal(signal.SIGTERM)
+    d.wait(60)
+    ok(e.run("release", "9").returncode == 0, "jobcg release 9")
 
 
 def main():

@@ -2,6 +2,8 @@
  * failed creations leave nothing behind. */
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "jobcg/context.h"
@@ -132,6 +134,43 @@ int main(void)
 			for (int i = 0; i < 4; i++)
 				tap_skip("no cgroup.freeze");
 	}
+	/* Nor does a freeze land between a library spawn's frozen check and its task's exec:
+	 * it waits for the exec, and fails, nothing frozen, when that takes past its timeout. */
+	if (jobcg_ctx_sysinfo(ctx)->freeze.supported) {
+		struct jobcg_target t6 = {.job = 11, .step = "6", .task = JOBCG_TASK_ALL};
+		char pdir[PATH_MAX];
+
+		snprintf(pdir, sizeof(pdir), "%s/pause-spawn", ktest_tmpdir());
+		mkdir(pdir, 0700);
+		pid = fork();
+		if (pid == 0) {
+			char *argv[] = {"true", NULL};
+			pid_t tp = -1;
+
+			setenv("JOBCG_TEST_PAUSE", "spawn-before-clone", 1);
+			setenv("JOBCG_TEST_PAUSE_DIR", pdir, 1);
+			if (jobcg_task_spawn(ctx, 11, "6", 0, argv, NULL, &tp) < 0)
+				_exit(1);
+			_exit(waitpid(tp, &st, 0) == tp && WIFEXITED(st) && WEXITSTATUS(st) == 0
+				  ? 0
+				  : 2);
+		}
+		ok(kcli_wait_file(pdir, "spawn-before-clone.reached", 20000),
+		   "a spawn into step 11.6 stopped between its check and its clone");
+		r = jobcg_freeze(ctx, &t6, 300);
+		is_int(r, -ETIMEDOUT, "freeze of step 11.6 meanwhile: -ETIMEDOUT");
+		ok(r == -ETIMEDOUT &&
+		       strstr(jobcg_last_error()->message, "tasks are being started"),
+		   "  waiting for the spawn: %s", jobcg_last_error()->message);
+		if (r == 0)
+			(void)jobcg_thaw(ctx, &t6, 5000);
+		kcli_pause_go(pdir, "spawn-before-clone");
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "  the task started and ran");
+	} else
+		for (int i = 0; i < 3; i++)
+			tap_skip("no cgroup.freeze");
 	is_int(jobcg_job_remove(ctx, 13, 0), -ENOENT, "remove of a missing job: -ENOENT");
 	ok(lock_free(lp), "lock free after failed remove");
 

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -489,6 +490,37 @@ int cgfs_kill(const char *dir)
 int cgfs_freeze(const char *dir, bool freeze)
 {
 	return write_feature(dir, "cgroup.freeze", freeze ? "1" : "0");
+}
+
+int cgfs_job_lock(const char *job_dir, bool exclusive, unsigned timeout_ms, int *ret_fd,
+		  char **ret_holder)
+{
+	_cleanup_close_ int fd = open(job_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
+	unsigned pause_us = 1000;
+
+	if (fd < 0)
+		return error_set(negative_errno(), "cannot open %s: %s", job_dir, strerror(errno));
+	/* Not a blocking flock(): it has no timeout, and the spawner waits with the signals it
+	 * forwards blocked. */
+	for (;;) {
+		if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return error_set(negative_errno(), "cannot lock %s: %s", job_dir,
+					 strerror(errno));
+		if (now_usec() >= deadline) {
+			if (ret_holder)
+				*ret_holder = flock_holder(fd);
+			return -ETIMEDOUT;
+		}
+		sleep_ms(pause_us / 1000);
+		pause_us = pause_us < 25000 ? pause_us * 2 : 50000;
+	}
+	*ret_fd = TAKE_FD(fd);
+	return 0;
 }
 
 int cgfs_xattr_set(const char *dir, const char *name, const char *value)

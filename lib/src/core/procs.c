@@ -129,6 +129,9 @@ static int frozen_below(const char *dir, unsigned depth, char ***acc)
 	return 0;
 }
 
+/* How long a freeze asked not to wait (timeout 0) may wait for a launch under way. */
+#define FREEZE_LOCK_TIMEOUT_MS 10000
+
 static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool freeze,
 		      unsigned timeout_ms)
 {
@@ -140,14 +143,37 @@ static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool 
 	if (r < 0)
 		return r;
 	if (freeze) {
+		_cleanup_free_ char *jdir = NULL, *who = NULL;
+		_cleanup_close_ int lock = -1;
 		char buf[64];
-		uint64_t was = 0;
+		uint64_t was = 0, now;
+		unsigned left;
 
+		/* Not between a spawner's frozen check and its task's exec (spawn.c, spawn_lock()):
+		 * we wait for the exec, then freeze the task with the others. Held until the freeze
+		 * is complete or undone. A thaw takes no lock: it is what ends a spawner's wait
+		 * when a freeze from outside jobcg got in anyway. */
+		if (!(jdir = tree_job_dir(ctx, t->job)))
+			return -ENOMEM;
+		r = cgfs_job_lock(jdir, true, timeout_ms ? timeout_ms : FREEZE_LOCK_TIMEOUT_MS,
+				  &lock, &who);
+		if (r == -ETIMEDOUT)
+			return error_set(r,
+					 "cannot freeze %s: tasks are being started in job %u "
+					 "(by %s) for more than %u ms; nothing was frozen",
+					 jobcg_target_format(t, buf, sizeof(buf)), t->job,
+					 who ? who : "another process",
+					 timeout_ms ? timeout_ms : FREEZE_LOCK_TIMEOUT_MS);
+		if (r < 0)
+			return r;
 		(void)cgfs_read_u64(dir, "cgroup.freeze", &was);
 		r = cgfs_freeze(dir, true);
 		if (r < 0 || timeout_ms == 0)
 			return r;
-		r = cgfs_wait_events(dir, "frozen", 1, timeout_ms);
+		/* What is left of the timeout after the wait for the lock. */
+		now = now_usec();
+		left = now < deadline ? (unsigned)((deadline - now) / 1000) : 0;
+		r = cgfs_wait_events(dir, "frozen", 1, left ? left : 1);
 		if (r != -ETIMEDOUT || was == 1)
 			return r;
 		/* A failed freeze must not leave the target half frozen, its processes stopped

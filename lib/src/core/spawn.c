@@ -12,6 +12,7 @@
 #include "cgroupfs.h"
 #include "spawn_internal.h"
 #include "log.h"
+#include "testhook.h"
 #include "tree.h"
 #include "util.h"
 
@@ -322,7 +323,56 @@ static pid_t clone_into(int cgroup_fd)
 	return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
 }
 
-/* jobcg_task_spawn() into task directory @dir (made if missing). */
+/*
+ * A freeze asked of task directory @dir or of its user, step or job directory. An empty
+ * cgroup's "frozen" in cgroup.events follows its ancestors' cgroup.freeze at once (the kernel
+ * updates it in the write), but a populated one says "frozen 0" until each of its processes
+ * has stopped: a `jobcg freeze --timeout 0` may have asked and left.
+ */
+static bool freeze_asked(const char *dir)
+{
+	_cleanup_free_ char *d = strdup(dir);
+
+	for (int up = 0; d && up < 4; up++) {
+		uint64_t v = 0;
+		char *n;
+
+		if (cgfs_read_u64(d, "cgroup.freeze", &v) == 0 && v == 1)
+			return true;
+		if (!(n = strdup_printf("%s/..", d)))
+			break;
+		free(d);
+		d = n;
+	}
+	jobcg_error_clear();
+	return false;
+}
+
+/*
+ * A freeze must not land between a spawner's frozen check and its task's exec: the task would
+ * freeze before the exec, and its starter wait for that exec (vfork, or the exec pipe) until
+ * someone thaws, deaf to the signals `jobcg run` forwards. So the spawner holds the job's
+ * freeze lock (cgfs_job_lock(), on @job_dir) shared from the check until its tasks have
+ * exec'ed, and jobcg_freeze() holds it exclusive while it freezes: a freeze comes before the
+ * check (the run is refused) or after the exec (the task is frozen with the others and the run
+ * still forwards signals; a thaw lets it go on). A freeze holds it for at most its own timeout.
+ */
+#define SPAWN_LOCK_TIMEOUT_MS 30000
+
+static int spawn_lock(const char *job_dir, uint32_t job_id, int *ret_fd)
+{
+	_cleanup_free_ char *who = NULL;
+	int r = cgfs_job_lock(job_dir, false, SPAWN_LOCK_TIMEOUT_MS, ret_fd, &who);
+
+	if (r == -ETIMEDOUT)
+		return error_set(r,
+				 "cannot start tasks in job %u: a freeze of it (%s) has been "
+				 "under way for more than %u ms",
+				 job_id, who ? who : "another process", SPAWN_LOCK_TIMEOUT_MS);
+	return r;
+}
+
+/* jobcg_task_spawn() into task directory @dir (made if missing), the job's freeze lock held. */
 static int task_spawn_in(const char *dir, uint32_t job_id, const char *step_id, int task,
 			 char *const argv[], const struct jobcg_spawn_opts *opts, pid_t *ret_pid)
 {
@@ -348,18 +398,20 @@ static int task_spawn_in(const char *dir, uint32_t job_id, const char *step_id, 
 	if (r < 0)
 		return r;
 	/* Into a frozen cgroup the child freezes before its exec, and we would wait for that
-	 * exec (vfork) uninterruptibly until someone thaws it. A new directory under a frozen
-	 * one is frozen at once. */
+	 * exec (vfork) uninterruptibly until someone thaws it. The caller holds the job's freeze
+	 * lock (spawn_lock()), so no `jobcg freeze` lands between this check and the exec. */
 	{
-		bool frozen = false;
+		bool populated = false, frozen = false;
 
-		if (cgfs_events(dir, NULL, &frozen) == 0 && frozen)
+		if ((cgfs_events(dir, &populated, &frozen) == 0 && frozen) ||
+		    (populated && freeze_asked(dir)))
 			return error_set(-EBUSY,
 					 "cannot start task %u.%s.%d: %s is frozen (thaw its job "
 					 "first)",
 					 job_id, step_id, task, dir);
 		jobcg_error_clear();
 	}
+	test_pause("spawn-before-clone");
 	r = cgfs_open_dir(dir, &cgfd);
 	if (r < 0)
 		return r;
@@ -454,8 +506,15 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
 
 	if (!argv || !argv[0])
 		return error_set(-EINVAL, "no command to run");
+	_cleanup_free_ char *job_dir = NULL;
+	_cleanup_close_ int lock = -1;
+
 	r = tree_task_dir_checked(ctx, job_id, step_id, task, &dir);
 	if (r < 0)
+		return r;
+	if (!(job_dir = tree_job_dir(ctx, job_id)))
+		return -ENOMEM;
+	if ((r = spawn_lock(job_dir, job_id, &lock)) < 0)
 		return r;
 	return task_spawn_in(dir, job_id, step_id, task, argv, opts, ret_pid);
 }
@@ -495,6 +554,8 @@ JOBCG_EXPORT int jobcg_step_run_dir(const char *sdir, uint32_t job_id, const cha
 	_cleanup_free_ pid_t *pids = NULL;
 	_cleanup_free_ int *status = NULL;
 	_cleanup_free_ bool *done = NULL;
+	_cleanup_free_ char *job_dir = NULL;
+	_cleanup_close_ int lock = -1;
 	sigset_t set, old;
 	unsigned left = 0, term_signals = 0;
 	int r = 0, lost = 0, exit_code = 0, first_sig = 0;
@@ -511,6 +572,14 @@ JOBCG_EXPORT int jobcg_step_run_dir(const char *sdir, uint32_t job_id, const cha
 	done = calloc(ntasks, sizeof(bool));
 	if (!pids || !status || !done)
 		return -ENOMEM;
+	/* Every task of the step under one hold: a freeze waits for the whole launch rather than
+	 * refusing its last tasks after the first have started. Taken before the signals are
+	 * blocked, so that a ^C still ends a wait for it. */
+	if (!(job_dir = strdup_printf("%s/..", sdir)))
+		return -ENOMEM;
+	test_pause("spawn-before-lock");
+	if ((r = spawn_lock(job_dir, job_id, &lock)) < 0)
+		return r;
 
 	/* Block before the first spawn so that no SIGCHLD or forwarded signal is missed; the
 	 * tasks get the caller's original mask. */
@@ -541,6 +610,9 @@ JOBCG_EXPORT int jobcg_step_run_dir(const char *sdir, uint32_t job_id, const cha
 		}
 		left++;
 	}
+	/* Every task has exec'ed: a freeze now stops them where they run. */
+	closep(&lock);
+	lock = -1;
 
 	while (left > 0) {
 		siginfo_t si;
