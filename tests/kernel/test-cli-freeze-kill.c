@@ -56,7 +56,7 @@ static bool file_is(const char *dir, const char *name, const char *want)
  */
 static void freeze_timeout(const char *root)
 {
-	char job[PATH_MAX], *err = NULL;
+	char job[PATH_MAX], last[PATH_MAX + 32], *err = NULL;
 	char *busy[] = {"run",	"--job", "6", "--ntasks", "4",	"--",
 			"chrt", "-i",	 "0", "sh",	  "-c", "while :; do :; done",
 			NULL};
@@ -68,9 +68,12 @@ static void freeze_timeout(const char *root)
 	snprintf(job, sizeof(job), "%s/job_6", root);
 	is_int(kcli(NULL, "alloc", "6", NULL), 0, "alloc 6");
 	runner = kcli_start(busy, NULL, NULL);
-	for (i = 0; i < 500 && !events_has(job, "populated 1"); i++)
+	/* Every task started: a freeze waits for a launch under way (and one of 1 ms fails on
+	 * it), and a `kill --timeout 0` would miss a task started after it. */
+	snprintf(last, sizeof(last), "%s/step_0/user/task_3", job);
+	for (i = 0; i < 1000 && !events_has(last, "populated 1"); i++)
 		msleep(10);
-	msleep(200); /* every task started and spinning */
+	msleep(200); /* and spinning */
 	for (; nhogs < (ncpu > 0 && ncpu < 32 ? 2 * ncpu : 8); nhogs++) {
 		if ((hogs[nhogs] = fork()) == 0)
 			for (;;)
@@ -211,6 +214,153 @@ static void frozen_refused(const char *root)
 	ok(!kcli_exists("%s/job_8", root), "job 8 is gone");
 }
 
+/* Wait at most @ms for @pid; past that, thaw job @job so that a run stuck in a clone into it
+ * goes on, and wait again. True when @pid ended within @ms. */
+static bool wait_or_thaw(pid_t pid, unsigned ms, const char *job, int *st)
+{
+	pid_t w = 0;
+
+	for (unsigned i = 0; i < ms / 10 && (w = waitpid(pid, st, WNOHANG)) == 0; i++)
+		msleep(10);
+	if (w == pid)
+		return true;
+	(void)kcli(NULL, "thaw", job, NULL);
+	while (waitpid(pid, st, 0) < 0 && errno == EINTR)
+		;
+	return false;
+}
+
+static int exit_code(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The command name of the one process of target @t ("" when none or several). */
+static void target_comm(const char *t, char *buf, size_t len)
+{
+	char *out = NULL, p[64];
+	FILE *f;
+
+	buf[0] = '\0';
+	if (kcli(&out, "pids", t, NULL) == 0 && out && *out &&
+	    strchr(out, '\n') == strrchr(out, '\n')) {
+		snprintf(p, sizeof(p), "/proc/%ld/comm", strtol(out, NULL, 10));
+		if ((f = fopen(p, "re"))) {
+			if (fgets(buf, (int)len, f))
+				buf[strcspn(buf, "\n")] = '\0';
+			fclose(f);
+		}
+	}
+	free(out);
+}
+
+/*
+ * A freeze racing a launch: `jobcg run` checks that the job is not frozen, then clones its
+ * task into it. A freeze between the two would freeze the task before its exec and leave the
+ * run waiting for that exec (vfork), deaf to the signals it forwards, until a thaw. The run's
+ * pause points stop it there: the freeze waits for the exec and freezes the task with the
+ * others, and the run stays interruptible; a freeze that cannot wait that long fails, nothing
+ * frozen; a freeze before the run's check is refused by it.
+ */
+static void freeze_during_launch(const char *root, const char *tmp)
+{
+	char pdir[PATH_MAX], job[PATH_MAX], step[PATH_MAX], comm[64], *err = NULL;
+	char *freeze9[] = {"freeze", "9", NULL};
+	int st = 0, efd = -1;
+	pid_t runner, fr, w = 0;
+	unsigned i;
+
+	snprintf(job, sizeof(job), "%s/job_9", root);
+	is_int(kcli(NULL, "alloc", "9", NULL), 0, "alloc 9");
+
+	/* The freeze lands between the run's check and its clone. */
+	snprintf(pdir, sizeof(pdir), "%s/pause-clone", tmp);
+	mkdir(pdir, 0700);
+	{
+		char *args[] = {"run", "--job", "9", "--step", "1", "--", "sleep", "1000", NULL};
+		runner = kcli_start_paused(pdir, "spawn-before-clone", args, NULL);
+	}
+	ok(kcli_wait_file(pdir, "spawn-before-clone.reached", 20000),
+	   "run 9.1 stopped between its frozen check and its clone");
+	fr = kcli_start(freeze9, NULL, NULL);
+	msleep(500);
+	w = waitpid(fr, &st, WNOHANG);
+	ok(w == 0, "freeze 9 waits for the launch under way");
+	kcli_pause_go(pdir, "spawn-before-clone");
+	if (w == 0)
+		while (waitpid(fr, &st, 0) < 0 && errno == EINTR)
+			;
+	is_int(exit_code(st), 0, "then freezes the job");
+	snprintf(step, sizeof(step), "%s/step_1", job);
+	for (i = 0; i < 500 && !events_has(step, "frozen 1"); i++)
+		msleep(10);
+	ok(events_has(step, "frozen 1"), "  step 9.1 is frozen");
+	target_comm("9.1", comm, sizeof(comm));
+	ok(strcmp(comm, "sleep") == 0, "  its task froze after its exec: '%s'", comm);
+	/* Ctrl-C twice: forwarded (a fatal signal ends a frozen task of cgroup v2), then, if
+	 * need be, the step killed. */
+	kill(runner, SIGINT);
+	msleep(200);
+	kill(runner, SIGINT);
+	ok(wait_or_thaw(runner, 5000, "9", &st),
+	   "  the run still acts on signals: two interrupts end it without a thaw");
+	ok(exit_code(st) == 128 + SIGINT || exit_code(st) == 128 + SIGKILL,
+	   "  its task died of the interrupt or the kill (exit %d)", exit_code(st));
+	is_int(kcli(NULL, "thaw", "9", NULL), 0, "thaw 9");
+
+	/* A freeze that cannot wait for the launch fails and freezes nothing. */
+	snprintf(pdir, sizeof(pdir), "%s/pause-clone2", tmp);
+	mkdir(pdir, 0700);
+	{
+		char *args[] = {"run", "--job", "9", "--step", "2", "--", "true", NULL};
+		runner = kcli_start_paused(pdir, "spawn-before-clone", args, NULL);
+	}
+	ok(kcli_wait_file(pdir, "spawn-before-clone.reached", 20000),
+	   "run 9.2 stopped between its frozen check and its clone");
+	{
+		char *args[] = {"freeze", "--timeout", "300", "9", NULL};
+		int rc = kcli_run(args, NULL, &err);
+
+		is_int(rc, 1, "freeze --timeout 300 9 meanwhile fails");
+		ok(err && strstr(err, "tasks are being started in job 9") &&
+		       strstr(err, "nothing was frozen"),
+		   "  saying why: %s", err ? err : "");
+		free(err);
+		err = NULL;
+	}
+	ok(file_is(job, "cgroup.freeze", "0"), "  job 9's cgroup.freeze is still 0");
+	kcli_pause_go(pdir, "spawn-before-clone");
+	ok(wait_or_thaw(runner, 10000, "9", &st), "  run 9.2 ends without a thaw");
+	is_int(exit_code(st), 0, "  and succeeds");
+
+	/* The freeze comes first (the step's, made before the run's check): refused. */
+	snprintf(pdir, sizeof(pdir), "%s/pause-lock", tmp);
+	mkdir(pdir, 0700);
+	{
+		char *args[] = {"run", "--job", "9", "--step", "3", "--", "true", NULL};
+		runner = kcli_start_paused(pdir, "spawn-before-lock", args, &efd);
+	}
+	ok(kcli_wait_file(pdir, "spawn-before-lock.reached", 20000),
+	   "run 9.3 stopped after making its step");
+	is_int(kcli(NULL, "freeze", "9.3", NULL), 0, "freeze 9.3 meanwhile");
+	kcli_pause_go(pdir, "spawn-before-lock");
+	for (i = 0; i < 1000 && (w = waitpid(runner, &st, WNOHANG)) == 0; i++)
+		msleep(10);
+	ok(w == runner, "run 9.3 returns without a thaw");
+	if (w != runner)
+		(void)kcli(NULL, "thaw", "9", NULL);
+	err = kcli_slurp(efd);
+	close(efd);
+	if (w != runner)
+		while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+			;
+	is_int(exit_code(st), 1, "  it fails (exit 1)");
+	ok(err && strstr(err, "is frozen (thaw its job first)"), "  saying so: %s", err ? err : "");
+	free(err);
+	ok(!kcli_exists("%s/step_3", job), "  and removes its step");
+	is_int(kcli(NULL, "release", "9", NULL), 0, "release 9");
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("cli-freeze", "jobcg");
@@ -279,6 +429,7 @@ int main(void)
 		char *args[] = {"run", "--job", "5", "--", "sleep", "1000", NULL};
 		runner = kcli_start(args, NULL, NULL);
 	}
+	snprintf(step, sizeof(step), "%s/job_5", root); /* its step's number is the job's next */
 	for (i = 0; i < 500 && !events_has(step, "populated 1"); i++)
 		msleep(10);
 	is_int(kcli(NULL, "freeze", "5", NULL), 0, "freeze job 5 with a sleeping step");
@@ -292,6 +443,7 @@ int main(void)
 	       "freeze of a malformed target is a usage error");
 	freeze_timeout(root);
 	frozen_refused(root);
+	freeze_during_launch(root, tmp);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	return tap_done();
 }
