@@ -1,5 +1,8 @@
 /* Kernel test: freeze/thaw wait for cgroup.events and stop the processes; kill empties a step
  * whose processes trap SIGTERM; the runner and the job's directories behave afterwards. */
+#include <grp.h>
+#include <pwd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -262,6 +265,14 @@ static void target_comm(const char *t, char *buf, size_t len)
  * others, and the run stays interruptible; a freeze that cannot wait that long fails, nothing
  * frozen; a freeze before the run's check is refused by it.
  */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void freeze_during_launch(const char *root, const char *tmp)
 {
 	char pdir[PATH_MAX], job[PATH_MAX], step[PATH_MAX], comm[64], *err = NULL;
@@ -358,6 +369,67 @@ static void freeze_during_launch(const char *root, const char *tmp)
 	ok(err && strstr(err, "is frozen (thaw its job first)"), "  saying so: %s", err ? err : "");
 	free(err);
 	ok(!kcli_exists("%s/step_3", job), "  and removes its step");
+
+	/* The lock is one only root can take: another user holding a lock on the job's
+	 * directory (world-readable, as cgroup directories are) stalls no launch and no freeze. */
+	{
+		struct passwd *pw = getpwnam("nobody");
+		int ready[2];
+		char c = 0;
+		pid_t holder;
+
+		if (!pw || pipe2(ready, O_CLOEXEC) < 0) {
+			tap_skip("no 'nobody' user");
+		} else if ((holder = fork()) == 0) {
+			int fd, kfd;
+
+			if (setgroups(0, NULL) < 0 ||
+			    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) < 0 ||
+			    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) < 0)
+				_exit(3);
+			kfd = open(job, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			fd = kfd >= 0 && flock(kfd, LOCK_EX | LOCK_NB) == 0 ? kfd : -1;
+			c = fd < 0 ? 'n' : 'd';
+			{
+				char kill_file[PATH_MAX];
+
+				snprintf(kill_file, sizeof(kill_file), "%s/cgroup.kill", job);
+				if (open(kill_file, O_WRONLY | O_CLOEXEC) >= 0 ||
+				    open(kill_file, O_RDONLY | O_CLOEXEC) >= 0)
+					c = 'k'; /* cgroup.kill opened: the lock is anybody's */
+			}
+			(void)!write(ready[1], &c, 1);
+			pause();
+			_exit(0);
+		} else {
+			close(ready[1]);
+			if (holder < 0 || read(ready[0], &c, 1) != 1)
+				c = 0;
+			close(ready[0]);
+			ok(c == 'd',
+			   "user nobody can flock job 9's directory, but not open its "
+			   "cgroup.kill ('%c')",
+			   c ? c : '?');
+			{
+				char *args[] = {"run", "--job", "9", "--", "true", NULL};
+				uint64_t t0 = now_ms();
+
+				is_int(kcli_run(args, NULL, NULL), 0,
+				       "  meanwhile run --job 9 succeeds");
+				ok(now_ms() - t0 < 10000,
+				   "  without waiting for nobody's lock (%llu ms)",
+				   (unsigned long long)(now_ms() - t0));
+			}
+			is_int(kcli(NULL, "freeze", "--timeout", "3000", "9", NULL), 0,
+			       "  and freeze 9 succeeds");
+			is_int(kcli(NULL, "thaw", "9", NULL), 0, "  thaw 9");
+			if (holder > 0) {
+				kill(holder, SIGKILL);
+				while (waitpid(holder, NULL, 0) < 0 && errno == EINTR)
+					;
+			}
+		}
+	}
 	is_int(kcli(NULL, "release", "9", NULL), 0, "release 9");
 }
 

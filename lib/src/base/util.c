@@ -839,9 +839,15 @@ char *flock_holder(int fd)
 			size_t n = 0;
 
 			if (path && read_full_file_at(AT_FDCWD, path, 4096, &c, &n) == 0) {
-				for (size_t i = 0; i + 1 < n; i++)
+				/* Another user's command line goes into our messages and logs:
+				 * no control character of it does. */
+				for (size_t i = 0; i < n; i++)
 					if (c[i] == '\0')
 						c[i] = ' ';
+					else if ((unsigned char)c[i] < 0x20 || c[i] == 0x7f)
+						c[i] = '?';
+				while (n > 0 && c[n - 1] == ' ')
+					c[--n] = '\0';
 				snprintf(cmd, sizeof(cmd), " (%s)", c);
 			}
 		}
