@@ -430,6 +430,39 @@ static void freeze_during_launch(const char *root, const char *tmp)
 			}
 		}
 	}
+
+	/* A kill that comes while a step's tasks are being started waits for them all, and the
+	 * whole step dies: none started after the kill runs on alone. */
+	snprintf(pdir, sizeof(pdir), "%s/pause-kill", tmp);
+	mkdir(pdir, 0700);
+	{
+		char *args[] = {"run", "--job", "9",	 "--step", "20", "--ntasks",
+				"2",   "--",	"sleep", "1000",   NULL};
+		runner = kcli_start_paused(pdir, "spawn-before-clone", args, NULL);
+	}
+	ok(kcli_wait_file(pdir, "spawn-before-clone.reached", 20000),
+	   "run 9.20 (2 tasks) stopped before its first clone");
+	{
+		char *kill94[] = {"kill", "9.20", NULL};
+		pid_t k = kcli_start(kill94, NULL, NULL);
+
+		msleep(300);
+		w = waitpid(k, &st, WNOHANG);
+		ok(w == 0, "kill 9.20 waits for the launch under way");
+		kcli_pause_go(pdir, "spawn-before-clone");
+		if (w == 0)
+			while (waitpid(k, &st, 0) < 0 && errno == EINTR)
+				;
+		is_int(exit_code(st), 0, "  then kills the step");
+	}
+	for (i = 0; i < 1000 && (w = waitpid(runner, &st, WNOHANG)) == 0; i++)
+		msleep(10);
+	ok(w == runner, "  run 9.20 ends: no task of it outlived the kill");
+	if (w != runner) {
+		(void)kcli(NULL, "kill", "9.20", NULL);
+		while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+			;
+	}
 	is_int(kcli(NULL, "release", "9", NULL), 0, "release 9");
 }
 

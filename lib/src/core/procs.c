@@ -224,14 +224,33 @@ JOBCG_EXPORT int jobcg_thaw(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 	return set_frozen(ctx, t, false, timeout_ms);
 }
 
+/* How long a kill waits for a launch under way in its job (spawn.c, spawn_lock()). */
+#define KILL_LOCK_TIMEOUT_MS 2000
+
 JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 			    unsigned timeout_ms)
 {
-	_cleanup_free_ char *dir = NULL;
+	_cleanup_free_ char *dir = NULL, *jdir = NULL;
+	_cleanup_close_ int lock = -1;
 	int r = target_dir(ctx, t, &dir);
 
 	if (r < 0)
 		return r;
+	/* A kill that lands in the middle of a launch would kill the tasks started so far and
+	 * miss those started after it, which then run on alone. So it waits, briefly, for the
+	 * launch to end (the whole step dies then). A launch that takes longer (a spawner
+	 * stopped, or caught by a freeze from outside jobcg) does not stop the kill: it goes on
+	 * without the lock. */
+	if (!(jdir = tree_job_dir(ctx, t->job)))
+		return -ENOMEM;
+	r = cgfs_job_lock(jdir, true,
+			  timeout_ms && timeout_ms < KILL_LOCK_TIMEOUT_MS ? timeout_ms
+									  : KILL_LOCK_TIMEOUT_MS,
+			  &lock, NULL);
+	if (r < 0)
+		log_debug("killing %s without waiting for a launch in job %u: %s", dir, t->job,
+			  r == -ETIMEDOUT ? "it takes too long" : jobcg_error_message(r));
+	jobcg_error_clear();
 	r = tree_kill(dir, timeout_ms);
 	/* 0: the kill is sent, and not waited for */
 	return r == -ETIMEDOUT && timeout_ms == 0 ? 0 : r;
