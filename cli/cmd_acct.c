@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "common.h"
 #include "jobcg/acctlog.h"
 #include "jobcg/job.h"
 #include "jobcg/resv.h"
@@ -13,6 +13,7 @@ struct acct_out {
 	bool json;
 	struct json_object *arr;
 	const char *resv; /* --reservation: only records of jobs that ran in it */
+	struct cli_table tab;
 };
 
 static void fmt_duration(uint64_t usec, char *buf, size_t size)
@@ -137,9 +138,9 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 		snprintf(exit_s, sizeof(exit_s), "%d:0", r->exit_code);
 	snprintf(gres, sizeof(gres), "%s", r->gres ? r->gres : "-");
 	/* (a reservation's name is checked when read: nothing to mask) */
-	printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %-12s %s\n", mask_controls(id),
-	       jobcg_acct_state_name(r->state), exit_s, elapsed, cpu, mem, oom,
-	       r->reservation ? r->reservation : "-", mask_controls(gres));
+	cli_table_add(&o->tab, (const char *const[]){
+				   mask_controls(id), jobcg_acct_state_name(r->state), exit_s,
+				   elapsed, cpu, mem, oom, r->reservation, mask_controls(gres)});
 	return 0;
 }
 
@@ -163,11 +164,13 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 	    {},
 	};
 	struct jobcg_config *conf = NULL;
+	static const unsigned min_widths[] = {16, 14, 7, 9, 9, 8, 4, 12, 0};
 	struct acct_out o = {};
 	const char *job = NULL;
 	char *path = NULL;
 	int c, r;
 
+	cli_table_init(&o.tab, 9, min_widths);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -212,10 +215,15 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 	if (o.json)
 		o.arr = json_object_new_array();
 	else
-		printf("%-16s %-14s %-7s %-9s %-9s %-8s %-4s %-12s %s\n", "JOBID", "STATE", "EXIT",
-		       "ELAPSED", "CPUTIME", "MAXMEM", "OOM", "RESV", "GRES");
+		cli_table_add(&o.tab,
+			      (const char *const[]){"JOBID", "STATE", "EXIT", "ELAPSED", "CPUTIME",
+						    "MAXMEM", "OOM", "RESV", "GRES"});
 	r = jobcg_acctlog_read_all(path, job, print_one, &o);
 	free(path);
+	/* What was read, also before a failure, as a table whose columns fit every row (a job
+	 * id of 10 digits with a named step is wider than the header). */
+	if (!o.json)
+		cli_table_print(&o.tab, stdout);
 	if (r < 0) {
 		json_object_put(o.arr);
 		cli_print_error(r, "acct");

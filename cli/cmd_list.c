@@ -1,5 +1,6 @@
 /* jobcg list: the jobs under the tree root, with their steps and recorded limits. */
 #include <getopt.h>
+#include <stdarg.h>
 #include <time.h>
 
 #include "common.h"
@@ -94,8 +95,25 @@ void cli_orphan_note(void)
 			"is left in it and writes its accounting record\n");
 }
 
+/* Append one limit to @buf, a blank before it unless it is the first. */
+static void limit_add(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void limit_add(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	va_list ap;
+
+	if (len && len + 1 < size)
+		buf[len++] = ' ', buf[len] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
 static int cmd_list(int argc, char **argv, const struct cli_global *g)
 {
+	static const unsigned min_widths[] = {10, 9, 9, 20, 10, 0};
+	struct cli_table tab;
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	struct json_object *arr = NULL;
@@ -104,6 +122,7 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 	bool json = false, orphans = false;
 	int r;
 
+	cli_table_init(&tab, 6, min_widths);
 	if (cli_json_only_args(argc, argv, "list",
 			       "Usage: jobcg list [--json]\n\nList the jobs, their steps, owner, "
 			       "creation time, limits and GPUs\n"
@@ -127,11 +146,12 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 	if (json)
 		arr = json_object_new_array();
 	else
-		printf("%-10s %-9s %-9s %-20s %-10s %s\n", "JOB", "STATE", "OWNER", "CREATED",
-		       "STEPS", "LIMITS");
+		cli_table_add(&tab, (const char *const[]){"JOB", "STATE", "OWNER", "CREATED",
+							  "STEPS", "LIMITS"});
 	for (size_t k = 0; k < n; k++) {
 		struct jobcg_job_info *i = NULL;
-		char created[32] = "-", owner[24] = "-", steps[256] = "", limits[128] = "";
+		char id[16], created[32] = "-", owner[24] = "-", steps[256] = "", limits[160] = "",
+			     mem[32], *gres = NULL;
 
 		if (jobcg_job_info_get(ctx, ids[k], &i) < 0)
 			continue; /* removed meanwhile */
@@ -167,32 +187,34 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 					 "[%s]", sg);
 			free(sg);
 		}
-		snprintf(limits, sizeof(limits), "%s%s%s%s", i->cpus ? "cpus=" : "",
-			 i->cpus ? i->cpus : "", i->mem_bytes ? " mem=" : "",
-			 i->mem_bytes ? "set" : "");
-		if (i->mem_bytes)
-			snprintf(limits + strlen(limits) - 3, sizeof(limits) - strlen(limits) + 3,
-				 "%lluM", (unsigned long long)(i->mem_bytes >> 20));
-		if (i->pids_max)
-			snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits),
-				 " pids=%llu", (unsigned long long)i->pids_max);
-		{
-			char *gres = NULL;
-
-			if (jobcg_gres_get(ctx, i->id, NULL, &gres) == 0 && *gres)
-				snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits),
-					 "%sgres=%s", limits[0] ? " " : "", gres);
-			free(gres);
+		/* Each limit as the option that gives it ("mem=512K", not a rounded "0M"), one
+		 * blank between them. */
+		if (i->cpus)
+			limit_add(limits, sizeof(limits), "cpus=%s", i->cpus);
+		if (i->mem_bytes) {
+			cli_format_size(i->mem_bytes, mem, sizeof(mem));
+			limit_add(limits, sizeof(limits), "mem=%s", mem);
 		}
+		if (i->pids_max)
+			limit_add(limits, sizeof(limits), "pids=%llu",
+				  (unsigned long long)i->pids_max);
+		if (jobcg_gres_get(ctx, i->id, NULL, &gres) == 0 && *gres)
+			limit_add(limits, sizeof(limits), "gres=%s", gres);
+		free(gres);
 		if (i->reservation)
-			snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits),
-				 "%sresv=%s", limits[0] ? " " : "", i->reservation);
-		printf("%-10u %-9s %-9s %-20s %-10s %s%s\n", i->id, cli_job_state(i, "busy"), owner,
-		       created, steps[0] ? steps : "-", limits[0] ? limits : "-",
-		       i->ephemeral ? " (ephemeral)" : "");
+			limit_add(limits, sizeof(limits), "resv=%s", i->reservation);
+		if (i->ephemeral)
+			limit_add(limits, sizeof(limits), "%s",
+				  limits[0] ? "(ephemeral)" : "- (ephemeral)");
+		snprintf(id, sizeof(id), "%u", i->id);
+		cli_table_add(&tab, (const char *const[]){id, cli_job_state(i, "busy"), owner,
+							  created, steps[0] ? steps : "-",
+							  limits[0] ? limits : "-"});
 		orphans |= i->orphaned;
 		jobcg_job_info_free(i);
 	}
+	if (!json)
+		cli_table_print(&tab, stdout);
 	if (json)
 		cli_json_print(stdout, arr);
 	else if (orphans)

@@ -560,3 +560,65 @@ int cli_lookup_group(const char *s, gid_t *ret_gid)
 	*ret_gid = gid;
 	return 0;
 }
+
+void cli_table_init(struct cli_table *t, size_t ncols, const unsigned *min_widths)
+{
+	if (ncols > CLI_TABLE_MAX_COLS)
+		abort(); /* a programming error */
+	*t = (struct cli_table){.ncols = ncols, .min_widths = min_widths};
+}
+
+void cli_table_add(struct cli_table *t, const char *const *cells)
+{
+	char **c = realloc(t->cells, (t->nrows + 1) * t->ncols * sizeof(char *));
+
+	if (!c)
+		abort(); /* as json-c does: a listing has no better way out */
+	t->cells = c;
+	c += t->nrows * t->ncols;
+	for (size_t j = 0; j < t->ncols; j++)
+		if (!(c[j] = strdup(cells[j] ? cells[j] : "-")))
+			abort();
+	t->nrows++;
+}
+
+void cli_table_print(struct cli_table *t, FILE *f)
+{
+	size_t w[CLI_TABLE_MAX_COLS] = {0};
+
+	for (size_t j = 0; j < t->ncols; j++) {
+		w[j] = t->min_widths ? t->min_widths[j] : 0;
+		for (size_t i = 0; i < t->nrows; i++)
+			if (strlen(t->cells[i * t->ncols + j]) > w[j])
+				w[j] = strlen(t->cells[i * t->ncols + j]);
+	}
+	for (size_t i = 0; i < t->nrows; i++)
+		for (size_t j = 0; j < t->ncols; j++) {
+			char *c = t->cells[i * t->ncols + j];
+
+			if (j + 1 == t->ncols)
+				fprintf(f, "%s\n", c);
+			else
+				fprintf(f, "%-*s ", (int)w[j], c);
+			free(c);
+		}
+	free(t->cells);
+	t->cells = NULL;
+	t->nrows = 0;
+}
+
+void cli_format_size(uint64_t bytes, char *buf, size_t size)
+{
+	static const char units[] = "TGMK";
+
+	for (int u = 0; u < 4 && bytes; u++) {
+		unsigned shift = 10 * (4 - u);
+
+		if (bytes % (UINT64_C(1) << shift) == 0) {
+			snprintf(buf, size, "%llu%c", (unsigned long long)(bytes >> shift),
+				 units[u]);
+			return;
+		}
+	}
+	snprintf(buf, size, "%lluB", (unsigned long long)bytes);
+}

@@ -97,3 +97,26 @@ int cli_target_wait_cmd(int argc, char **argv, const struct cli_global *g, const
  * with *ret_exit. */
 int cli_json_only_args(int argc, char **argv, const char *cmd, const char *help, bool *ret_json,
 		       int *ret_exit);
+
+/*
+ * A text table whose columns widen to their longest cell, so that no row pushes the columns after
+ * it out of line: rows are kept until cli_table_print(). Each column is at least as wide as the
+ * header's entry in @min_widths (the widths the table had before, so short tables look as they
+ * always did); the last column is not padded.
+ */
+#define CLI_TABLE_MAX_COLS 16
+struct cli_table {
+	size_t ncols, nrows;
+	const unsigned *min_widths;
+	char **cells; /* nrows * ncols, row after row, header first */
+};
+
+void cli_table_init(struct cli_table *t, size_t ncols, const unsigned *min_widths);
+/* Add one row of ncols cells (copied; NULL is "-"). */
+void cli_table_add(struct cli_table *t, const char *const *cells);
+/* Print every row and free them. */
+void cli_table_print(struct cli_table *t, FILE *f);
+
+/* A byte count as a --mem value that gives it back exactly: the largest of T, G, M, K that
+ * divides it, else the bytes with a B. */
+void cli_format_size(uint64_t bytes, char *buf, size_t size);
