@@ -285,21 +285,26 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 	if (s->want_acct && res && end.have_acct) {
 		if (s->json) {
 			struct json_object *o = json_object_new_object();
-			const char *state = exit_code == 0 ? "COMPLETED" : "FAILED";
+			/* As the step's record says: CANCELLED before OUT_OF_MEMORY, as there. */
+			const char *state = end.cancelled		? "CANCELLED"
+					    : end.oom != JOBCG_OOM_NONE ? "OUT_OF_MEMORY"
+					    : exit_code == 0		? "COMPLETED"
+									: "FAILED";
+			/* An ephemeral job's record is its step's (removed below); OUT_OF_MEMORY
+			 * when the job had OOM kills, unless it was cancelled. */
+			const char *job_state = end.cancelled && ephemeral ? "CANCELLED"
+						: end.job_oom		   ? "OUT_OF_MEMORY"
+						: exit_code == 0	   ? "COMPLETED"
+									   : "FAILED";
 
 			json_object_object_add(o, "job", json_object_new_uint64(job));
 			json_object_object_add(o, "step", json_object_new_string(step));
 			json_object_object_add(o, "ntasks", json_object_new_uint64(s->life.ntasks));
 			json_object_object_add(o, "exit_code", json_object_new_int(exit_code));
-			json_object_object_add(o, "state",
-					       json_object_new_string(end.oom != JOBCG_OOM_NONE
-									  ? "OUT_OF_MEMORY"
-									  : state));
+			json_object_object_add(o, "state", json_object_new_string(state));
 			json_object_object_add(
 			    o, "oom", json_object_new_string(jobcg_oom_cause_name(end.oom)));
-			json_object_object_add(
-			    o, "job_state",
-			    json_object_new_string(end.job_oom ? "OUT_OF_MEMORY" : state));
+			json_object_object_add(o, "job_state", json_object_new_string(job_state));
 			json_object_object_add(o, "acct", cli_json_acct(&end.acct));
 			cli_json_print(stderr, o);
 		} else {
@@ -309,8 +314,10 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 		}
 	}
 	/* A throwaway job's outcome is its one step's. */
-	if (ephemeral &&
-	    (r = jobcg_job_remove(ctx, job, exit_code != 0 ? JOBCG_JOB_REMOVE_FAILED : 0)) < 0) {
+	if (ephemeral && (r = jobcg_job_remove(ctx, job,
+					       end.cancelled	? JOBCG_JOB_REMOVE_CANCELLED
+					       : exit_code != 0 ? JOBCG_JOB_REMOVE_FAILED
+								: 0)) < 0) {
 		cli_print_error(r, "cannot remove the job");
 		if (exit_code == 0)
 			exit_code = 1;

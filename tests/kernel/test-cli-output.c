@@ -1,6 +1,13 @@
-/* Kernel test: what list and acct print agrees with what was recorded, and the tables stay in
- * line whatever the width of their entries. */
+/* Kernel test: what list, acct and run --acct --json print agrees with what was recorded, and the
+ * tables stay in line whatever the width of their entries. */
+#include <json-c/json.h>
+
 #include "kcli.h"
+
+static void msleep(unsigned ms)
+{
+	usleep(ms * 1000);
+}
 
 /* The line of @text that starts with @first (after a newline, or at the very start). */
 static const char *line_of(const char *text, const char *first)
@@ -78,11 +85,79 @@ static void acct_columns(void)
 	free(out);
 }
 
+/* Whether the records of job @id in the log (acct --json) give its step @step and the job
+ * state @state. */
+static bool acct_states(const char *id, const char *step, const char *state)
+{
+	char *out = NULL;
+	struct json_object *a, *v;
+	bool step_ok = false, job_ok = false;
+
+	if (kcli(&out, "acct", "--json", "--job", id, NULL) != 0 || !out)
+		return false;
+	a = json_tokener_parse(out);
+	free(out);
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		struct json_object *r = json_object_array_get_idx(a, i);
+		const char *st =
+		    json_object_object_get_ex(r, "state", &v) ? json_object_get_string(v) : "";
+
+		if (json_object_object_get_ex(r, "step", &v)) {
+			if (strcmp(json_object_get_string(v), step) == 0 && strcmp(st, state) == 0)
+				step_ok = true;
+		} else if (strcmp(st, state) == 0)
+			job_ok = true;
+	}
+	json_object_put(a);
+	return step_ok && job_ok;
+}
+
+/*
+ * A step ended by `jobcg signal` records CANCELLED (as after Slurm's scancel): run --acct --json
+ * says the same as the log, and the ephemeral job, whose outcome is its one step's, is CANCELLED
+ * too (not FAILED with an exit code the step never had).
+ */
+static void run_cancelled(void)
+{
+	char *args[] = {"run", "--acct", "--json", "--job", "44", "--", "sh", "-c", NULL, NULL};
+	char cmd[PATH_MAX + 64], flag[PATH_MAX], *err = NULL;
+	struct json_object *o, *v;
+	int efd = -1, rc, i;
+	pid_t runner;
+
+	snprintf(flag, sizeof(flag), "%s/started44", ktest_tmpdir());
+	snprintf(cmd, sizeof(cmd), "touch %s; exec sleep 1000", flag);
+	args[8] = cmd;
+	runner = kcli_start(args, NULL, &efd);
+	for (i = 0; i < 1000 && access(flag, F_OK) < 0; i++)
+		msleep(10);
+	ok(access(flag, F_OK) == 0, "the task of ephemeral job 44 started");
+	is_int(kcli(NULL, "signal", "-s", "TERM", "44.0", NULL), 0, "jobcg signal -s TERM 44.0");
+	rc = kcli_finish(runner, efd, &err);
+	is_int(rc, 128 + SIGTERM, "run exits 143");
+	o = err ? json_tokener_parse(err) : NULL;
+	ok(o && json_object_object_get_ex(o, "state", &v) &&
+	       strcmp(json_object_get_string(v), "CANCELLED") == 0,
+	   "run --acct --json: state CANCELLED, as the step's record");
+	ok(o && json_object_object_get_ex(o, "job_state", &v) &&
+	       strcmp(json_object_get_string(v), "CANCELLED") == 0,
+	   "and job_state CANCELLED, as the ephemeral job's record");
+	json_object_put(o);
+	free(err);
+	ok(acct_states("44", "0", "CANCELLED"), "the log: step 44.0 and job 44 both CANCELLED");
+
+	/* An exit of 3 stays FAILED, in both. */
+	is_int(kcli(NULL, "run", "--job", "45", "--", "sh", "-c", "exit 3", NULL), 3,
+	       "run --job 45 exit 3");
+	ok(acct_states("45", "0", "FAILED"), "the log: step 45.0 and job 45 FAILED");
+}
+
 int main(void)
 {
 	kcli_setup("cli-output", "jobcg");
 	list_limits();
 	acct_columns();
+	run_cancelled();
 	is_int(kcli(NULL, "teardown", NULL), 0, "teardown: nothing left");
 	return tap_done();
 }

@@ -69,6 +69,8 @@ struct jobcg_step_outcome {
 	enum jobcg_oom_cause oom; /* whether, and by whose limit, its processes were OOM-killed */
 	bool job_oom;		  /* the job has OOM kills: its own state will be OUT_OF_MEMORY */
 	bool job_gone;		  /* the job was released while the step ran and took the step */
+	bool cancelled; /* its record says CANCELLED (a forwarded signal, jobcg signal/kill, a
+			 * release): what a caller reporting its state must say too */
 };
 
 /**

@@ -176,8 +176,10 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 	test_pause("step-end-before-rmdir");
 	/* Set aside on the job's directory until written: a kill after the rmdir loses nothing
 	 * (gc writes it). */
-	if (have_rec)
+	if (have_rec) {
+		o.cancelled = cancelled;
 		acct_pending_store(ctx, &rec, sdir, ACCT_PENDING_ON_JOB);
+	}
 	r = step_remove_locked(ctx, life->job, life->step);
 	if (r < 0)
 		/* Still there (whoever removes it records it), or taken with its job by a
