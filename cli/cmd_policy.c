@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "common.h"
 #include "devnames.h"
 #include "jobcg/context.h"
 #include "devices.h"
@@ -248,8 +248,14 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		if (n_grants == 0) {
 			printf("no constrained cgroups\n");
 		} else {
-			printf("%-32s %-11s %-12s %-6s %s\n", "CGROUP", "LEVEL", "DEVICE", "ACCESS",
-			       "NAME");
+			/* Columns as wide as their longest entry: a task's path (an ephemeral
+			 * job's, one in a reservation) is longer than the header's 32. */
+			static const unsigned min_widths[] = {32, 11, 12, 6, 0};
+			struct cli_table tab;
+
+			cli_table_init(&tab, 5, min_widths);
+			cli_table_add(&tab, (const char *const[]){"CGROUP", "LEVEL", "DEVICE",
+								  "ACCESS", "NAME"});
 			for (size_t i = 0; i < n_grants; i++) {
 				char idbuf[32];
 				const char *path = grants[i].path;
@@ -259,18 +265,21 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 					path = idbuf;
 				}
 				if (grants[i].n_rules == 0)
-					printf("%-32s %-11s %-12s %-6s %s\n", path,
-					       level_name(&grants[i]), "(none)", "-",
-					       "every managed device denied");
+					cli_table_add(&tab,
+						      (const char *const[]){
+							  path, level_name(&grants[i]), "(none)",
+							  "-", "every managed device denied"});
 				for (size_t j = 0; j < grants[i].n_rules; j++) {
 					const struct jobcg_devrule *r = &grants[i].rules[j];
 					const char *nm = name_of(&names, r);
 					rule_text(r, dev, sizeof(dev), acc);
-					printf("%-32s %-11s %-12s %-6s %s\n", j ? "" : path,
-					       j ? "" : level_name(&grants[i]), dev, acc,
-					       nm ? nm : "");
+					cli_table_add(&tab, (const char *const[]){
+								j ? "" : path,
+								j ? "" : level_name(&grants[i]),
+								dev, acc, nm ? nm : ""});
 				}
 			}
+			cli_table_print(&tab, stdout);
 		}
 	}
 	rc = 0;

@@ -85,6 +85,37 @@ static void acct_columns(void)
 	free(out);
 }
 
+/* policy: a task's path (here an ephemeral job's, 33 characters) is wider than the CGROUP header
+ * and must not push its row's LEVEL, DEVICE and ACCESS out of line. */
+static void policy_columns(void)
+{
+	char *args[] = {"run",	      "--job",	  "4294967290", "--gres", "gpu:2", "-n", "2",
+			"--gpu-bind", "single:1", "--",		"sh",	  "-c",	   NULL, NULL};
+	char cmd[PATH_MAX + 64], flag[PATH_MAX + 16], *out = NULL;
+	const char *hdr, *row;
+	pid_t runner;
+	int i;
+
+	snprintf(flag, sizeof(flag), "%s/task1", ktest_tmpdir());
+	snprintf(cmd, sizeof(cmd), "touch %s/task$JOBCG_TASK_ID; exec sleep 1000", ktest_tmpdir());
+	args[12] = cmd;
+	runner = kcli_start(args, NULL, NULL);
+	for (i = 0; i < 1000 && access(flag, F_OK) < 0; i++)
+		msleep(10);
+	ok(access(flag, F_OK) == 0, "the tasks of job 4294967290 started");
+	is_int(kcli(&out, "policy", NULL), 0, "policy");
+	hdr = out ? strstr(out, "CGROUP ") : NULL;
+	row = out ? strstr(out, "job_4294967290/step_0/user/task_1 ") : NULL;
+	ok(row != NULL, "task 1's grant");
+	is_int(column_of(row, "task "), column_of(hdr, "LEVEL"), "its level under LEVEL");
+	is_int(column_of(row, "c 195:1"), column_of(hdr, "DEVICE"), "its device under DEVICE");
+	if (out)
+		ktest_diag_lines("", out);
+	free(out);
+	is_int(kcli(NULL, "kill", "4294967290", NULL), 0, "kill job 4294967290");
+	is_int(kcli_finish(runner, -1, NULL), 128 + SIGKILL, "its run ends");
+}
+
 /* Whether the records of job @id in the log (acct --json) give its step @step and the job
  * state @state. */
 static bool acct_states(const char *id, const char *step, const char *state)
@@ -155,9 +186,12 @@ static void run_cancelled(void)
 int main(void)
 {
 	kcli_setup("cli-output", "jobcg");
+	/* Two stand-in GPUs, constrained: policy lists the grants. */
+	setenv("JOBCG_CONF_DIR", ktest_gpu_conf(2, NULL, ktest_pin_dir("cli-output"), NULL), 1);
 	list_limits();
 	acct_columns();
 	run_cancelled();
+	policy_columns();
 	is_int(kcli(NULL, "teardown", NULL), 0, "teardown: nothing left");
 	return tap_done();
 }
