@@ -12,7 +12,7 @@ void run_usage(void)
 	    "Usage: jobcg run [--job ID] [--step ID] [--ntasks N] [--acct] [--json]\n"
 	    "                 [--cpus LIST] [--mem SIZE] [--pids N] [--cpu-weight W] "
 	    "[--best-effort]\n"
-	    "                 [--no-clone3] [--daemon|--no-daemon]\n"
+	    "                 [--no-clone3] [--daemon|--no-daemon] [--reservation NAME]\n"
 	    "                 [--gres gpu[:TYPE]:N] [--gpu-bind "
 	    "none|single:N|per_task:N|map_gpu:L]\n"
 	    "                 -- CMD [ARGS...]\n\n"

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Unit test: the man pages. Every page in man/ is installed (listed in man/meson.build),
 renders with groff without a warning, and names in SEE ALSO and the text only jobcg pages that
-exist. Skipped when groff is not installed."""
+exist. jobcg(1) has an entry for every command `jobcg help` lists, and each entry's synopsis
+names every option of the command's own usage (an entry whose synopsis says OPTIONS or ...
+describes them below it or in the command's own page). Skipped when groff is not installed."""
 import os
 import re
 import shutil
@@ -36,11 +38,57 @@ def checks(man):
            + (f" (not: {', '.join(dangling)})" if dangling else ""))
 
 
+def roff_text(s):
+    """Roff source as words: fonts dropped, escaped hyphens plain."""
+    return re.sub(r"\\f[BIRP]", "", s).replace("\\-", "-")
+
+
+def commands_documented(man, jobcg):
+    """Every command of `jobcg help` has a jobcg(1) entry naming its usage's options."""
+    env = dict(os.environ, JOBCG_CONF_DIR="/nonexistent")
+    helped = subprocess.run([jobcg, "help"], capture_output=True, text=True, env=env,
+                            timeout=60).stdout
+    cmds = re.findall(r"^  ([a-z-]+) ", helped, re.M)
+    with open(os.path.join(man, "jobcg.1")) as f:
+        src = f.read()
+    sec = src[src.index(".SH COMMANDS"):src.index(".SH PAM")]
+    heads = list(re.finditer(r"^\.TP\n\.B ([a-z][a-z\\-]*)(.*)$", sec, re.M))
+    entries = {}
+    for k, m in enumerate(heads):
+        body_end = heads[k + 1].start() if k + 1 < len(heads) else len(sec)
+        entries[m.group(1).replace("\\-", "-")] = (roff_text(m.group(2)),
+                                                     roff_text(sec[m.end():body_end]))
+    ok(cmds, f"jobcg help lists commands ({len(cmds)})")
+    missing = [c for c in cmds if c not in entries]
+    ok(not missing, "jobcg(1) has an entry for every command"
+       + (f" (not: {', '.join(missing)})" if missing else ""))
+    for c in cmds:
+        if c not in entries:
+            continue
+        usage = subprocess.run([jobcg, c, "--help"], capture_output=True, text=True, env=env,
+                               timeout=60).stdout.split("\n\n")[0]
+        opts = sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])\b", usage)))
+        synopsis, body = entries[c]
+        where = synopsis
+        if "OPTIONS" in synopsis or synopsis.rstrip().endswith("..."):
+            where += body
+            own = os.path.join(man, f"jobcg-{c}.1")
+            if os.path.exists(own):
+                with open(own) as f:
+                    where += roff_text(f.read())
+        absent = [o for o in opts if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", where)]
+        ok(not absent, f"jobcg(1) {c}: names every option of its usage"
+           + (f" (not: {' '.join(absent)})" if absent else ""))
+
+
 def main():
     if not shutil.which("groff"):
         print("1..0 # SKIP groff is not installed")
         return 0
-    run_checks(checks, os.path.join(os.environ["JOBCG_SOURCE_ROOT"], "man"))
+    man = os.path.join(os.environ["JOBCG_SOURCE_ROOT"], "man")
+    run_checks(checks, man)
+    run_checks(commands_documented, man,
+               os.path.join(os.environ["JOBCG_BUILD_ROOT"], "cli", "jobcg"))
     return finish()
 
 
