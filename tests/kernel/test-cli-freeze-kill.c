@@ -466,6 +466,45 @@ static void freeze_during_launch(const char *root, const char *tmp)
 	is_int(kcli(NULL, "release", "9", NULL), 0, "release 9");
 }
 
+/* A task below a frozen step cannot thaw, whatever its own cgroup.freeze says: refused at once,
+ * naming the step, instead of waiting out --timeout (or, with --timeout 0, saying it thawed). */
+static void thaw_below_frozen(const char *root)
+{
+	char *args[] = {"run", "--job", "9", "--step", "4", "--", "sleep", "1000", NULL};
+	char *thaw[] = {"thaw", "9.4.0", NULL},
+	     *thaw0[] = {"thaw", "--timeout", "0", "9.4.0", NULL};
+	char step[PATH_MAX], *err = NULL;
+	struct timespec t0, t1;
+	int st = 0, i, rc;
+	pid_t runner;
+
+	is_int(kcli(NULL, "alloc", "9", NULL), 0, "alloc 9");
+	snprintf(step, sizeof(step), "%s/job_9/step_4", root);
+	runner = kcli_start(args, NULL, NULL);
+	for (i = 0; i < 500 && !events_has(step, "populated 1"); i++)
+		msleep(10);
+	is_int(kcli(NULL, "freeze", "9.4", NULL), 0, "freeze step 9.4");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = kcli_run(thaw, NULL, &err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	is_int(rc, 1, "thaw of its task 9.4.0 fails");
+	ok(t1.tv_sec - t0.tv_sec < 5, "at once, not after the 10 s timeout (%ld s)",
+	   (long)(t1.tv_sec - t0.tv_sec));
+	ok(err && strstr(err, "cannot thaw 9.4.0") &&
+	       strstr(err, "job_9/step_4 above it is frozen"),
+	   "naming the frozen step: %s", err ? err : "");
+	free(err);
+	err = NULL;
+	is_int(kcli_run(thaw0, NULL, &err), 1, "thaw --timeout 0 9.4.0 fails too");
+	free(err);
+	ok(events_has(step, "frozen 1"), "the step is still frozen");
+	is_int(kcli(NULL, "thaw", "9.4", NULL), 0, "thaw of the step works");
+	is_int(kcli(NULL, "thaw", "9.4.0", NULL), 0, "and then of its task");
+	is_int(kcli(NULL, "release", "9", NULL), 0, "release 9");
+	while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("cli-freeze", "jobcg");
@@ -549,6 +588,7 @@ int main(void)
 	freeze_timeout(root);
 	frozen_refused(root);
 	freeze_during_launch(root, tmp);
+	thaw_below_frozen(root);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	return tap_done();
 }

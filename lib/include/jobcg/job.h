@@ -340,7 +340,9 @@ JOBCG_EXPORT int jobcg_target_note_signal(struct jobcg_ctx *ctx, const struct jo
  * cgroups below the target that were frozen on their own (a step frozen, then its job thawed).
  * -ETIMEDOUT on expiry, -EOPNOTSUPP when the kernel has no cgroup.freeze. A freeze that timed
  * out is undone (the target's cgroup.freeze set back to 0, unless it was 1 before the call):
- * nothing stays half frozen. @timeout_ms 0: request it and return 0 without waiting.
+ * nothing stays half frozen. @timeout_ms 0: request it and return 0 without waiting. Thaw of a
+ * target with a frozen cgroup above it (its step or job), which could never report "frozen 0",
+ * is -EBUSY at once, naming that cgroup, with nothing changed.
  */
 JOBCG_EXPORT int jobcg_freeze(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 			      unsigned timeout_ms);

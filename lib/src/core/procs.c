@@ -132,6 +132,27 @@ static int frozen_below(const char *dir, unsigned depth, char ***acc)
 /* How long a freeze asked not to wait (timeout 0) may wait for a launch under way. */
 #define FREEZE_LOCK_TIMEOUT_MS 10000
 
+/* The nearest cgroup above @dir, up to the cgroup mount, whose own cgroup.freeze is 1 (NULL:
+ * none). While it is frozen nothing below it thaws, whatever is written there. */
+static char *frozen_above(struct jobcg_ctx *ctx, const char *dir)
+{
+	const char *mnt = jobcg_ctx_mount(ctx);
+	size_t m = strlen(mnt);
+	_cleanup_free_ char *p = NULL;
+	char *slash;
+
+	if (strncmp(dir, mnt, m) != 0 || !(p = strdup(dir)))
+		return NULL;
+	while ((slash = strrchr(p, '/')) && (size_t)(slash - p) > m) {
+		uint64_t v = 0;
+
+		*slash = '\0';
+		if (cgfs_read_u64(p, "cgroup.freeze", &v) == 0 && v == 1)
+			return TAKE_PTR(p);
+	}
+	return NULL;
+}
+
 static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool freeze,
 		      unsigned timeout_ms)
 {
@@ -187,6 +208,19 @@ static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool 
 					 strerror(-r));
 		return error_set(-ETIMEDOUT, "target %s not frozen within %u ms: thawed again",
 				 jobcg_target_format(t, buf, sizeof(buf)), timeout_ms);
+	}
+	/* Below a frozen step or job the target would never report frozen 0: say so at once,
+	 * naming what to thaw, rather than time out (or, without a wait, succeed) having
+	 * thawed nothing that runs. */
+	{
+		_cleanup_free_ char *above = frozen_above(ctx, dir);
+		char buf[64];
+
+		if (above)
+			return error_set(-EBUSY,
+					 "cannot thaw %s: %s above it is frozen (thaw that: "
+					 "thawing a target thaws what is below it)",
+					 jobcg_target_format(t, buf, sizeof(buf)), above);
 	}
 	/* A step frozen on its own stays frozen when only its job is thawed: thawing a target
 	 * thaws everything below it that was frozen explicitly. */
