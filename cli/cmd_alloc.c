@@ -104,7 +104,7 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	r = cli_ctx_open(g, 0, &conf, &ctx);
 	if (r)
 		return r;
-	if (cli_limits_refuse(ctx, &cl)) {
+	if (cli_limits_refuse(ctx, &cl, true)) {
 		r = 1;
 	} else if ((r = jobcg_job_create(ctx, job, &cl.l, 0, &job)) < 0) {
 		cli_print_error(r, NULL);

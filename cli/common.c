@@ -190,20 +190,24 @@ int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits
 	return 0;
 }
 
-int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl)
+int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl, bool new_job)
 {
 	char **why = NULL;
 	unsigned bad;
 	int i = 0;
 
-	/* A reserved CPU is refused first, best effort or not: no host makes it right. */
+	/* A CPU this node does not have online, or one reserved for the system, is refused first,
+	 * best effort or not: no host makes it right, and with --best-effort it would be
+	 * recorded as the job's CPUs (and pick GPUs by Cores=) without anything refusing it. */
 	if (cl->l.cpus && *cl->l.cpus) {
 		const struct jobcg_cgroup_conf *c = &jobcg_ctx_config(ctx)->cgroup;
 		char *online = NULL;
-		int r = 0;
+		int r;
 
-		if ((c->spec_cpus || c->core_spec_count) &&
-		    ((r = jobcg_online_cpus(&online)) < 0 ||
+		/* (a step's are checked against its job's CPUs, all online, when it begins) */
+		if ((r = jobcg_online_cpus(&online)) < 0 ||
+		    (new_job && (r = jobcg_check_cpus_online(strstrip(online), cl->l.cpus)) < 0) ||
+		    ((c->spec_cpus || c->core_spec_count) &&
 		     (r = jobcg_spec_check_cpus(c, online, cl->l.cpus)) < 0))
 			cli_print_error(r, NULL);
 		free(online);

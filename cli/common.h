@@ -70,8 +70,9 @@ struct cli_limits {
 };
 int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out,
 		      int *ret_exit);
-/* Refuse limits the host cannot enforce, naming the option (unless --best-effort). 0 or 1. */
-int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl);
+/* Refuse limits the host cannot enforce, naming the option (unless --best-effort), and, best
+ * effort or not, CPUs reserved for the system or (for a @new_job) not online. 0 or 1. */
+int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl, bool new_job);
 
 /* Parsed arguments of the commands that take one TARGET (JOB[.STEP[.TASK]]). */
 struct cli_target_args {

@@ -210,13 +210,13 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 			/* The step's own --cpus/--mem: refused here, as for a job, when this host
 			 * cannot enforce them. */
 			req.limits = &sl;
-			if (cli_limits_refuse(ctx, cl))
+			if (cli_limits_refuse(ctx, cl, false))
 				return cli_answered(ret_exit, 1);
 		}
 	} else
 		ephemeral = true;
 	if (ephemeral) {
-		if (cli_limits_refuse(ctx, cl))
+		if (cli_limits_refuse(ctx, cl, true))
 			return cli_answered(ret_exit, 1);
 		/* The limits are the new job's; its one step has all of them. */
 		if ((r = jobcg_job_create(ctx, job, &cl->l, JOBCG_JOB_EPHEMERAL, &job)) < 0) {

@@ -56,6 +56,21 @@ static void list_limits(void)
 	if (out)
 		ktest_diag_lines("", out);
 	free(out);
+	/* A CPU the node does not have is refused, --best-effort or not: it would be recorded
+	 * as the job's CPUs with nothing enforcing or refusing it. */
+	{
+		char *err = NULL,
+		     *args[] = {"alloc", "47", "--cpus", "0-4095", "--best-effort", NULL};
+
+		is_int(kcli_run(args, NULL, &err), 1, "alloc --cpus 0-4095 --best-effort fails");
+		ok(err && strstr(err, "--cpus 0-4095: CPUs") && strstr(err, "not online"),
+		   "naming --cpus and the CPUs not online: %s", err ? err : "");
+		free(err);
+		ok(!kcli_exists("%s/job_47", kcli_root_abs), "and makes no job");
+		is_int(kcli(NULL, "run", "--job", "42", "--cpus", "4095", "--best-effort", "--",
+			    "true", NULL),
+		       2, "nor does a step take one (not of its job's CPUs: a usage error)");
+	}
 	is_int(kcli(NULL, "release", "42", NULL), 0, "release 42");
 	is_int(kcli(NULL, "release", "43", NULL), 0, "release 43");
 }

@@ -91,6 +91,17 @@ static void test_cpus(void)
 	is_str(s, "0-7", "...are all online CPUs");
 	free(s);
 	is_int(jobcg_spec_check_cpus(&c, "0-7", "0-7"), 0, "no reservation: any --cpus is fine");
+	/* A CPU the node does not have online is no job's, reserved CPUs or not. */
+	is_int(jobcg_check_cpus_online("0-7", "0-7"), 0, "--cpus 0-7 on 0-7 online");
+	is_int(jobcg_check_cpus_online("0-1,64", "1,64"), 0, "--cpus 1,64 on 0-1,64");
+	is_int(jobcg_check_cpus_online("0-1", "0-999"), -EINVAL, "--cpus 0-999 on 0-1: refused");
+	ok(strstr(jobcg_last_error()->message, "--cpus 0-999: CPUs 2-999 are not online") &&
+	       strstr(jobcg_last_error()->message, "(online: 0-1)"),
+	   "...naming the option, the CPUs and what is online: %s", jobcg_last_error()->message);
+	is_int(jobcg_check_cpus_online("0-3", "2,5"), -EINVAL, "--cpus 2,5 on 0-3: refused");
+	ok(strstr(jobcg_last_error()->message, "CPU 5 is not online"), "...naming CPU 5: %s",
+	   jobcg_last_error()->message);
+	is_int(jobcg_check_cpus_online("0-3", "3-1"), -EINVAL, "a malformed --cpus is an error");
 
 	c.spec_cpus = (char *)"1";
 	is_int(jobcg_spec_cpus(&c, "0-1", &s), 0, "SpecCPUs=1 on 0-1");

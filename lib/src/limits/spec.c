@@ -179,6 +179,25 @@ int jobcg_spec_check_node(const struct jobcg_cgroup_conf *conf)
 	return jobcg_spec_check(conf, online, ram);
 }
 
+int jobcg_check_cpus_online(const char *online, const char *cpus)
+{
+	uint64_t on[WORDS], want[WORDS];
+	_cleanup_free_ char *bad = NULL;
+	int r;
+
+	if ((r = load(online, "online CPUs", on)) < 0 || (r = load(cpus, "--cpus", want)) < 0)
+		return r;
+	for (size_t i = 0; i < WORDS; i++)
+		want[i] &= ~on[i];
+	if (!count(want))
+		return 0;
+	if ((r = format(want, &bad)) < 0)
+		return r;
+	return error_set(-EINVAL, "--cpus %s: %s %s %s not online on this node (online: %s)", cpus,
+			 count(want) > 1 ? "CPUs" : "CPU", bad, count(want) > 1 ? "are" : "is",
+			 online);
+}
+
 int jobcg_online_cpus(char **ret)
 {
 	char *s = NULL;

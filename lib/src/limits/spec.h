@@ -26,6 +26,12 @@ bool jobcg_spec_cpus_configured(const struct jobcg_cgroup_conf *conf);
 int jobcg_spec_job_cpus(const struct jobcg_cgroup_conf *conf, const char *online, char **ret);
 
 /**
+ * 0 when every CPU of the list @cpus (as --cpus) is in @online, else -EINVAL with an error
+ * naming --cpus and the CPUs that are not online.
+ */
+int jobcg_check_cpus_online(const char *online, const char *cpus);
+
+/**
  * 0 when the CPU list @cpus (as --cpus) names no reserved CPU, else -EPERM with an error naming
  * --cpus, the reserved CPUs it names and the cgroup.conf key.
  */
