@@ -177,6 +177,10 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 		case 'j': {
 			uint32_t id;
 
+			/* One job: a second --job would silently replace the first, not add to it.
+			 */
+			if ((r = cli_once("acct", "--job", job, optarg)))
+				return r;
 			/* An id no job can have would silently match nothing. */
 			if (jobcg_job_id_parse(optarg, &id) < 0)
 				return cli_usage_error(
@@ -188,6 +192,8 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 			o.json = true;
 			break;
 		case 'R':
+			if ((r = cli_once("acct", "--reservation", o.resv, optarg)))
+				return r;
 			/* A name no reservation can have would silently match nothing. */
 			if (!jobcg_resv_name_valid(optarg))
 				return cli_usage_error("acct",

@@ -30,6 +30,7 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 	char *gres = NULL;
 	gid_t uid_gid = 0;
 	bool have_uid = false, have_gid = false;
+	const char *uid_arg = NULL, *gid_arg = NULL;
 	int c, r;
 
 	optind = 1;
@@ -46,6 +47,9 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			json = true;
 			break;
 		case 'u':
+			if ((r = cli_once("alloc", "--uid/--user", uid_arg, optarg)))
+				return r;
+			uid_arg = optarg;
 			r = cli_lookup_user(optarg, &cl.l.uid, &uid_gid);
 			if (r == -ENOENT || r == -EINVAL)
 				return cli_usage_error("alloc", "--uid/--user '%s': no such user",
@@ -55,6 +59,9 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 			have_uid = true;
 			break;
 		case 'g':
+			if ((r = cli_once("alloc", "--gid", gid_arg, optarg)))
+				return r;
+			gid_arg = optarg;
 			r = cli_lookup_group(optarg, &cl.l.gid);
 			if (r == -ENOENT || r == -EINVAL)
 				return cli_usage_error("alloc", "--gid '%s': no such group",

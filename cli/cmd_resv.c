@@ -147,12 +147,15 @@ static int create_args(int argc, char **argv, struct jobcg_resv_spec *ret, bool 
 	struct jobcg_resv_spec s = {};
 	/* Freed on every way out but success, where *ret holds it. */
 	_cleanup_free_ uid_t *users = NULL;
+	const char *cpus_arg = NULL, *mem_arg = NULL;
 	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
+			if ((r = cli_once("resv", "--devices", s.devices, optarg)))
+				return r;
 			if (jobcg_resv_devices_syntax(optarg) < 0)
 				return cli_usage_error("resv", "%s", jobcg_last_error()->message);
 			s.devices = optarg;
@@ -160,6 +163,8 @@ static int create_args(int argc, char **argv, struct jobcg_resv_spec *ret, bool 
 		case 'G': {
 			struct jobcg_gres_request *req = NULL;
 
+			if ((r = cli_once("resv", "--gres", s.gres, optarg)))
+				return r;
 			if (jobcg_gres_request_parse(optarg, &req) < 0)
 				return cli_usage_error("resv", "--gres: %s",
 						       jobcg_last_error()->message);
@@ -171,6 +176,9 @@ static int create_args(int argc, char **argv, struct jobcg_resv_spec *ret, bool 
 			uint64_t *bits = NULL;
 			size_t words = 0;
 
+			if ((r = cli_once("resv", "--cpus", cpus_arg, optarg)))
+				return r;
+			cpus_arg = optarg;
 			if (jobcg_parse_cpulist(optarg, &bits, &words) < 0)
 				return cli_usage_error("resv", "--cpus '%s': %s", optarg,
 						       jobcg_last_error()->message);
@@ -179,6 +187,9 @@ static int create_args(int argc, char **argv, struct jobcg_resv_spec *ret, bool 
 			break;
 		}
 		case 'm':
+			if ((r = cli_once("resv", "--mem", mem_arg, optarg)))
+				return r;
+			mem_arg = optarg;
 			if (jobcg_parse_size(optarg, 1u << 20, 0, &s.mem_bytes) < 0 ||
 			    s.mem_bytes == 0)
 				return cli_usage_error("resv", "--mem '%s': need a size like 4G",
@@ -187,12 +198,26 @@ static int create_args(int argc, char **argv, struct jobcg_resv_spec *ret, bool 
 		case 'I':
 			s.isolated = true;
 			break;
-		case 'u':
-			free(users);
-			users = NULL;
-			if ((r = parse_users(optarg, &users, &s.n_users)))
+		case 'u': {
+			/* Every --users adds its users, as a list option does (adopt --service
+			 * too): a second one replacing the first would lock out whom the first
+			 * named. */
+			uid_t *more = NULL, *all;
+			size_t n = 0;
+
+			if ((r = parse_users(optarg, &more, &n)))
 				return r;
+			all = realloc(users, (s.n_users + n) * sizeof(uid_t));
+			if (!all) {
+				free(more);
+				return cli_fail("out of memory");
+			}
+			memcpy(all + s.n_users, more, n * sizeof(uid_t));
+			free(more);
+			users = all;
+			s.n_users += n;
 			break;
+		}
 		case 'j':
 			*json = true;
 			break;

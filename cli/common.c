@@ -106,6 +106,14 @@ int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret)
 	return parse_uint(s, max, ret) < 0 ? -EINVAL : 0;
 }
 
+int cli_once(const char *cmd, const char *opt, const char *first, const char *again)
+{
+	if (!first)
+		return 0;
+	return cli_usage_error(cmd, "%s given twice ('%s', then '%s'): give it once", opt, first,
+			       again);
+}
+
 /* A bad option value: @exit_code (the usage error printed) for the caller, -EINVAL. */
 static int usage_einval(int *ret_exit, int exit_code)
 {
@@ -116,6 +124,21 @@ static int usage_einval(int *ret_exit, int exit_code)
 int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out,
 		      int *ret_exit)
 {
+	const char *first = c == 'c'   ? out->l.cpus
+			    : c == 'm' ? out->mem_arg
+			    : c == 'p' ? out->pids_arg
+			    : c == 'W' ? out->weight_arg
+			    : c == 'G' ? out->l.gres
+			    : c == 'R' ? out->l.reservation
+				       : NULL;
+	static const char *const names[128] = {
+	    ['c'] = "--cpus",	    ['m'] = "--mem",  ['p'] = "--pids",
+	    ['W'] = "--cpu-weight", ['G'] = "--gres", ['R'] = "--reservation"};
+	int e;
+
+	if (first && (e = cli_once(cmd, names[c], first, arg)))
+		return usage_einval(ret_exit, e);
+
 	switch (c) {
 	case 'c': {
 		uint64_t *bits = NULL;

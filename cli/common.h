@@ -70,6 +70,13 @@ struct cli_limits {
 };
 int cli_limits_option(const char *cmd, int c, const char *arg, struct cli_limits *out,
 		      int *ret_exit);
+
+/*
+ * An option that takes one value, given again (@first is the value it had, NULL when it is
+ * given for the first time): 0 to go on, else the usage error printed (2). Last-one-wins
+ * would make, place or show something other than one of the two asked for without a word.
+ */
+int cli_once(const char *cmd, const char *opt, const char *first, const char *again);
 /* Refuse limits the host cannot enforce, naming the option (unless --best-effort), and, best
  * effort or not, CPUs reserved for the system or (for a @new_job) not online. 0 or 1. */
 int cli_limits_refuse(struct jobcg_ctx *ctx, const struct cli_limits *cl, bool new_job);

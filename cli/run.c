@@ -72,6 +72,7 @@ int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
+	const char *job_arg = NULL, *ntasks_arg = NULL;
 	int c, r;
 
 	*a = (struct run_args){.job = JOBCG_JOB_ID_AUTO, .ntasks = 1};
@@ -88,6 +89,9 @@ int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 			continue;
 		switch (c) {
 		case 'J':
+			if ((r = cli_once("run", "--job", job_arg, optarg)))
+				return cli_answered(ret_exit, r);
+			job_arg = optarg;
 			if (jobcg_job_id_parse(optarg, &a->job) < 0)
 				return cli_answered(
 				    ret_exit,
@@ -95,6 +99,8 @@ int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 					"run", "--job '%s': need a number 1..4294967294", optarg));
 			break;
 		case 'S':
+			if ((r = cli_once("run", "--step", a->step_arg, optarg)))
+				return cli_answered(ret_exit, r);
 			if (!jobcg_step_id_valid(optarg))
 				return cli_answered(
 				    ret_exit, cli_usage_error("run",
@@ -104,6 +110,9 @@ int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 			a->step_arg = optarg;
 			break;
 		case 'n':
+			if ((r = cli_once("run", "--ntasks", ntasks_arg, optarg)))
+				return cli_answered(ret_exit, r);
+			ntasks_arg = optarg;
 			if (cli_parse_uint("--ntasks", optarg, JOBCG_TASK_MAX + 1, &a->ntasks) <
 				0 ||
 			    a->ntasks == 0)
@@ -129,6 +138,8 @@ int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 		case 'b': {
 			struct jobcg_gpu_bind b = {};
 
+			if ((r = cli_once("run", "--gpu-bind", a->gpu_bind, optarg)))
+				return cli_answered(ret_exit, r);
 			/* Checked before anything is made: a bad value must not leave a job (or
 			 * its accounting record) behind. */
 			if ((r = jobcg_gpu_bind_parse(optarg, &b)) < 0)

@@ -348,6 +348,20 @@ def check_big_values(e):
     for args in (("resv", "list"), ("resv", "verify"), ("gc",), ("resv", "delete", "r8")):
         r = e.run(*args)
         ok(r.returncode == 0, f"then {' '.join(args)} ({r.stderr.strip()[:300]})")
+    # --users given twice adds the second list to the first (as a list option, as adopt's
+    # --service does): replacing it would lock out whom the first named.
+    r = e.run("resv", "create", "r8", "--users", "root", "--users", "nobody", "--devices",
+              "gpu:3", "--json")
+    info = json.loads(r.stdout) if r.returncode == 0 else {}
+    ok(r.returncode == 0 and sorted(info.get("users", [])) == [0, 65534],
+       f"--users root --users nobody: both users ({r.stderr.strip()[:300]} {info})")
+    r = e.run("resv", "delete", "r8")
+    ok(r.returncode == 0, f"then delete r8 ({r.stderr.strip()[:300]})")
+    # An option of one value given twice is refused before anything is made.
+    r = e.run("resv", "create", "r8", "--devices", "gpu:3", "--devices", "gpu:2")
+    ok(r.returncode == 2 and "--devices given twice ('gpu:3', then 'gpu:2')" in r.stderr
+       and not os.path.isdir(os.path.join(e.root, "resv_r8")),
+       f"--devices given twice: usage error, nothing made ({r.stderr.strip()[:300]})")
 
 
 def check_damaged(e):
