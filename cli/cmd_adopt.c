@@ -330,6 +330,11 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 			usage();
 			return 0;
 		default:
+			/* "-5": a PID given negative, not an option (nor a job id, as the generic
+			 * message would say) */
+			if (optopt >= '0' && optopt <= '9')
+				return cli_usage_error("adopt", "PID '%s': need a process id",
+						       argv[optind - 1]);
 			return cli_option_error("adopt", argc, argv, "h");
 		}
 	}

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -128,11 +129,21 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 				return cli_usage_error("policy", "--root: empty path");
 			root_opt = optarg;
 			break;
-		case 'd':
+		case 'd': {
+			struct stat st;
+
 			if (!*optarg)
 				return cli_usage_error("policy", "--dev-dir: empty path");
+			/* One that is not there would name no device, silently. */
+			if (stat(optarg, &st) < 0)
+				return cli_usage_error("policy", "--dev-dir '%s': %s", optarg,
+						       strerror(errno));
+			if (!S_ISDIR(st.st_mode))
+				return cli_usage_error("policy", "--dev-dir '%s': not a directory",
+						       optarg);
 			dev_dir = optarg;
 			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -295,7 +295,8 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 			if (cli_parse_uint("--timeout", optarg, 3600000, &ret->timeout_ms) < 0)
 				return cli_answered(
 				    ret_exit,
-				    cli_usage_error(cmd, "--timeout '%s': need milliseconds",
+				    cli_usage_error(cmd,
+						    "--timeout '%s': need milliseconds 0..3600000",
 						    optarg));
 			break;
 		case 's':

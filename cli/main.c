@@ -225,6 +225,16 @@ static int run_main(int argc, char **argv, char **rest)
 			usage(stdout);
 			return 0;
 		}
+		if (nrest > 2) {
+			fprintf(stderr,
+				"jobcg help: unexpected argument '%s' (jobcg help [COMMAND])\n",
+				rest[2]);
+			return 2;
+		}
+		if (strcmp(rest[1], "--help") == 0 || strcmp(rest[1], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
 		name = rest[1];
 		rest[0] = rest[1];
 		rest[1] = (char *)"--help";

@@ -65,6 +65,11 @@ static const struct row rows[] = {
     {{"top", "-bx"}, 2, "jobcg top: unknown option '-x'", ""},
     {{"top", "-xb"}, 2, "jobcg top: unknown option '-x'", ""},
     {{"alloc", "-12"}, 2, "a negative number is not an id", ""},
+    /* a message that names the argument as the command takes it */
+    {{"adopt", "-5"}, 2, "jobcg adopt: PID '-5': need a process id", ""},
+    {{"freeze", "--timeout", "-1", "1"}, 2, "--timeout '-1': need milliseconds 0..3600000", ""},
+    {{"policy", "--dev-dir", "/nonexistent"}, 2, "--dev-dir '/nonexistent': No such file", ""},
+    {{"help", "run", "extra"}, 2, "jobcg help: unexpected argument 'extra'", ""},
     /* an option of one value given twice: refused naming both, never the last taken */
     {{"alloc", "1", "--gres", "gpu:1", "--gres", "gpu:2"},
      2,
