@@ -19,7 +19,8 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 	bool populated = false, frozen = false, orphaned = false;
 	struct jobcg_job_info *ji = NULL;
 	struct jobcg_acct acct;
-	char *path = NULL, *gres = NULL, *cpus = NULL, *mem = NULL, *skipped = NULL;
+	char *path = NULL, *gres = NULL, *job_gres = NULL, *cpus = NULL, *mem = NULL,
+	     *skipped = NULL;
 	uint64_t mem_bytes = 0;
 	int r = 1;
 
@@ -35,7 +36,13 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		orphaned = cli_step_orphaned(ji, t->step);
 		jobcg_job_info_free(ji);
 	}
-	(void)jobcg_gres_get(ctx, t->job, t->step, &gres);
+	/* A step without GPUs of its own shares every one of its job's (its job's grant bounds
+	 * it): "none" would say its processes can open none. */
+	if (jobcg_gres_get(ctx, t->job, t->step, &gres) < 0 || !*gres) {
+		free(gres);
+		gres = NULL;
+		(void)jobcg_gres_get(ctx, t->job, NULL, &job_gres);
+	}
 	/* The step's own limits (jobcg run --job --cpus/--mem); absent: the job's. */
 	(void)jobcg_step_xattr_get(ctx, t->job, t->step, "cpus", &cpus);
 	(void)jobcg_step_xattr_get(ctx, t->job, t->step, "mem", &mem);
@@ -64,6 +71,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		json_object_object_add(o, "orphaned", json_object_new_boolean(orphaned));
 		json_object_object_add(o, "tasks", ta);
 		json_object_object_add(o, "pids", pa);
+		/* null, as for cpus and mem: the job's */
 		json_object_object_add(o, "gres", gres ? json_object_new_string(gres) : NULL);
 		json_object_object_add(o, "cpus", cpus ? json_object_new_string(cpus) : NULL);
 		json_object_object_add(o, "mem_bytes",
@@ -86,7 +94,12 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		printf("\n  pids:");
 		for (size_t i = 0; i < np; i++)
 			printf(" %d", (int)pids[i]);
-		printf("\n  gres: %s", gres && *gres ? gres : "none");
+		if (gres)
+			printf("\n  gres: %s", gres);
+		else if (job_gres && *job_gres)
+			printf("\n  gres: the job's (%s)", job_gres);
+		else
+			printf("\n  gres: none");
 		printf("\n  cpus: %s", cpus ? cpus : "the job's");
 		if (mem)
 			printf("\n  mem: %s bytes", mem);
@@ -105,6 +118,7 @@ out:
 	free(tasks);
 	free(path);
 	free(gres);
+	free(job_gres);
 	free(cpus);
 	free(mem);
 	free(skipped);

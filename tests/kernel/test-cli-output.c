@@ -131,6 +131,40 @@ static void policy_columns(void)
 	is_int(kcli_finish(runner, -1, NULL), 128 + SIGKILL, "its run ends");
 }
 
+/* show of a step without GPUs of its own (the extern step adopt makes): it shares its job's,
+ * which its processes can open, so not "none". */
+static void show_step_gres(void)
+{
+	char *out = NULL, pid_s[16];
+	struct json_object *o, *v;
+	pid_t child;
+	int st;
+
+	is_int(kcli(NULL, "alloc", "48", "--gres", "gpu:1", NULL), 0, "alloc 48 --gres gpu:1");
+	child = fork();
+	if (child == 0) {
+		execlp("sleep", "sleep", "1000", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(pid_s, sizeof(pid_s), "%d", (int)child);
+	is_int(kcli(NULL, "adopt", pid_s, "--job", "48", NULL), 0,
+	       "adopt our own sleep into job 48 (its extern step)");
+	is_int(kcli(&out, "show", "48.extern", NULL), 0, "show 48.extern");
+	ok(out && strstr(out, "gres: the job's (gpu:"), "its GPUs are the job's, not none");
+	if (out)
+		ktest_diag_lines("", out);
+	free(out);
+	is_int(kcli(&out, "show", "48.extern", "--json", NULL), 0, "show 48.extern --json");
+	o = out ? json_tokener_parse(out) : NULL;
+	ok(o && json_object_object_get_ex(o, "gres", &v) && v == NULL,
+	   "JSON: gres null (the job's), as cpus and mem");
+	json_object_put(o);
+	free(out);
+	is_int(kcli(NULL, "release", "48", NULL), 0, "release 48 (which ends the sleep)");
+	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
 /* Whether the records of job @id in the log (acct --json) give its step @step and the job
  * state @state. */
 static bool acct_states(const char *id, const char *step, const char *state)
@@ -207,6 +241,7 @@ int main(void)
 	acct_columns();
 	run_cancelled();
 	policy_columns();
+	show_step_gres();
 	is_int(kcli(NULL, "teardown", NULL), 0, "teardown: nothing left");
 	return tap_done();
 }
