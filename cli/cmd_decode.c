@@ -146,6 +146,9 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 		path = argv[optind++];
 	if (optind < argc)
 		return cli_usage_error("decode", "too many arguments");
+	/* "" is no file, not standard input */
+	if (path && !*path)
+		return cli_usage_error("decode", "FILE: empty argument");
 	r = read_input(path, &data, &len);
 	if (r < 0)
 		return cli_fail("%s: %s", streq_dash(path) ? "standard input" : path, strerror(-r));

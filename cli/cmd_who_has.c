@@ -291,6 +291,8 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 	if (optind + 1 != argc)
 		return cli_usage_error("who-has",
 				       "expected one DEVICE (a /dev path or 'c MAJOR:MINOR')");
+	if (!*argv[optind])
+		return cli_usage_error("who-has", "DEVICE: empty argument");
 	r = parse_device(argv[optind], &w.type, &w.major, &w.minor);
 	if (r == -EINVAL || r == -ERANGE)
 		return cli_usage_error("who-has",

@@ -99,6 +99,8 @@ static const struct row rows[] = {
     {{"--config-dir=", "config"}, 2, "--config-dir needs a directory", ""},
     {{"devices", ""}, 2, "jobcg devices: PATH or JOB[.STEP]: empty", ""},
     {{"decode", "--cgroup", ""}, 2, "jobcg decode: --cgroup: empty", ""},
+    {{"decode", ""}, 2, "jobcg decode: FILE: empty", ""},
+    {{"who-has", ""}, 2, "jobcg who-has: DEVICE: empty", ""},
     {{"policy", "--root", ""}, 2, "jobcg policy: --root: empty", ""},
     {{"daemon", "--socket", ""}, 2, "jobcg daemon: --socket: empty", ""},
     {{"daemon", "--metrics-listen", ""}, 2, "jobcg daemon: --metrics-listen: empty", ""},
