@@ -329,6 +329,12 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 					       end.cancelled	? JOBCG_JOB_REMOVE_CANCELLED
 					       : exit_code != 0 ? JOBCG_JOB_REMOVE_FAILED
 								: 0)) < 0) {
+		/* A live `jobcg release` of this job ended the step and removes the job itself,
+		 * with its record: nothing went wrong here. */
+		if (r == -EINPROGRESS) {
+			jobcg_error_clear();
+			return exit_code;
+		}
 		cli_print_error(r, "cannot remove the job");
 		if (exit_code == 0)
 			exit_code = 1;

@@ -6,6 +6,7 @@
 #include "jobcg/job.h"
 #include "job_internal.h"
 #include "log.h"
+#include "testhook.h"
 #include "tree.h"
 #include "util.h"
 
@@ -68,5 +69,6 @@ JOBCG_EXPORT int jobcg_job_release(struct jobcg_ctx *ctx, uint32_t job, unsigned
 		}
 	}
 	jobcg_job_info_free(info);
+	test_pause("release-after-grace");
 	return job_remove_after_grace(ctx, job, flags, sig, running);
 }
