@@ -123,8 +123,10 @@ static int cmd_alloc(int argc, char **argv, const struct cli_global *g)
 
 		(void)jobcg_target_path(ctx, &t, &path);
 		json_object_object_add(o, "job", json_object_new_uint64(job));
-		if (jobcg_gres_get(ctx, job, NULL, &gres) == 0)
-			json_object_object_add(o, "gres", json_object_new_string(gres));
+		json_object_object_add(o, "gres",
+				       jobcg_gres_get(ctx, job, NULL, &gres) == 0 && *gres
+					   ? json_object_new_string(gres)
+					   : NULL);
 		json_object_object_add(o, "path", json_object_new_string(path ? path : ""));
 		cli_json_print(stdout, o);
 		free(path);

@@ -22,13 +22,15 @@ static void add_gres_json(struct jobcg_ctx *ctx, const struct jobcg_job_info *i,
 	struct json_object *steps = json_object_new_object();
 	char *g = NULL;
 
-	if (jobcg_gres_get(ctx, i->id, NULL, &g) == 0)
-		json_object_object_add(o, "gres", json_object_new_string(g));
+	/* null for none, as acct's gres and the other limits here */
+	json_object_object_add(
+	    o, "gres",
+	    jobcg_gres_get(ctx, i->id, NULL, &g) == 0 && *g ? json_object_new_string(g) : NULL);
 	free(g);
 	for (char **s = i->steps; *s; s++) {
 		g = NULL;
 		if (jobcg_gres_get(ctx, i->id, *s, &g) == 0)
-			json_object_object_add(steps, *s, json_object_new_string(g));
+			json_object_object_add(steps, *s, *g ? json_object_new_string(g) : NULL);
 		free(g);
 	}
 	json_object_object_add(o, "step_gres", steps);

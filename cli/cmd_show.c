@@ -139,7 +139,8 @@ static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
 	if (json) {
 		struct json_object *o = cli_job_json(i);
 
-		json_object_object_add(o, "gres", gres ? json_object_new_string(gres) : NULL);
+		json_object_object_add(o, "gres",
+				       gres && *gres ? json_object_new_string(gres) : NULL);
 		cli_json_print(stdout, o);
 	} else {
 		bool orphans = i->orphaned;

@@ -196,6 +196,33 @@ static void release_ephemeral(void)
 	ok(!kcli_exists("%s/job_49", kcli_root_abs), "job 49 is gone");
 }
 
+/* The JSON of a job without GPUs says so as acct's does and as for its other limits: null. */
+static bool gres_null(char *const args[], bool array)
+{
+	char *out = NULL;
+	struct json_object *o = NULL, *j, *v;
+	bool is_null;
+
+	if (kcli_run(args, &out, NULL) == 0 && out)
+		o = json_tokener_parse(out);
+	free(out);
+	j = o && array ? json_object_array_get_idx(o, 0) : o;
+	is_null = j && json_object_object_get_ex(j, "gres", &v) && v == NULL;
+	json_object_put(o);
+	return is_null;
+}
+
+static void json_no_gres(void)
+{
+	char *alloc[] = {"alloc", "50", "--json", NULL}, *show[] = {"show", "50", "--json", NULL},
+	     *list[] = {"list", "--json", NULL};
+
+	ok(gres_null(alloc, false), "alloc 50 --json (no --gres): gres null");
+	ok(gres_null(show, false), "show 50 --json: gres null");
+	ok(gres_null(list, true), "list --json: gres null");
+	is_int(kcli(NULL, "release", "50", NULL), 0, "release 50");
+}
+
 /* Whether the records of job @id in the log (acct --json) give its step @step and the job
  * state @state. */
 static bool acct_states(const char *id, const char *step, const char *state)
@@ -274,6 +301,7 @@ int main(void)
 	policy_columns();
 	show_step_gres();
 	release_ephemeral();
+	json_no_gres();
 	is_int(kcli(NULL, "teardown", NULL), 0, "teardown: nothing left");
 	return tap_done();
 }
