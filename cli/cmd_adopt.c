@@ -10,6 +10,7 @@
 #include "common.h"
 #include "jobcg/adopt.h"
 #include "jobcg/error.h"
+#include "util.h"
 
 #define MAX_SERVICES 16
 
@@ -216,6 +217,66 @@ static char *loader_variables(void)
 }
 
 /*
+ * Is glibc tuned from the environment? Its tunables (GLIBC_TUNABLES, and the MALLOC_* names
+ * that alias some of them) are read at the start of every program, a static one too, and hold
+ * for the process's whole life: a user's ~/.pam_environment would tune the allocator of this
+ * root process, and clearenv() cannot undo it.
+ */
+static bool libc_tuned(void)
+{
+	for (char **e = environ; e && *e; e++)
+		if (startswith(*e, "GLIBC_TUNABLES=") || startswith(*e, "MALLOC_"))
+			return true;
+	return false;
+}
+
+/*
+ * Run this `jobcg adopt --pam` again (same pid: PAM's process stays our parent) with only
+ * PAM's items and PATH, so that glibc starts untuned. @args: the command line as given (getopt
+ * has reordered and strtok_r cut the one we parsed). Returns only on failure.
+ */
+static int pam_reexec(const struct cli_global *pg, char **args, const char *service,
+		      const char *type, const char *user)
+{
+	char *argv[MAX_SERVICES * 2 + 64], *envp[256], items[3][512];
+	size_t a = 0, n = 0;
+
+	argv[a++] = (char *)"jobcg";
+	if (pg->config_dir) {
+		argv[a++] = (char *)"--config-dir";
+		argv[a++] = (char *)pg->config_dir;
+	}
+	for (int v = 0; v < pg->verbose && a < 16; v++)
+		argv[a++] = (char *)"-v";
+	for (size_t i = 0; args[i]; i++) {
+		if (a + 1 >= sizeof(argv) / sizeof(argv[0]))
+			return -E2BIG;
+		argv[a++] = args[i];
+	}
+	argv[a] = NULL;
+	envp[n++] = (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+	if ((size_t)snprintf(items[0], sizeof(items[0]), "PAM_SERVICE=%s", service) >=
+		sizeof(items[0]) ||
+	    (size_t)snprintf(items[1], sizeof(items[1]), "PAM_TYPE=%s", type) >= sizeof(items[1]) ||
+	    (size_t)snprintf(items[2], sizeof(items[2]), "PAM_USER=%s", user ? user : "") >=
+		sizeof(items[2]))
+		return -E2BIG;
+	envp[n++] = items[0];
+	envp[n++] = items[1];
+	if (user)
+		envp[n++] = items[2];
+#ifdef JOBCG_TEST_HOOKS
+	/* Test builds only: the JOBCG_* variables their tests point jobcg at. */
+	for (char **e = environ; e && *e && n < 250; e++)
+		if (startswith(*e, "JOBCG_"))
+			envp[n++] = *e;
+#endif
+	envp[n] = NULL;
+	execve("/proc/self/exe", argv, envp);
+	return -errno;
+}
+
+/*
  * pam_exec hands its command the PAM environment, which pam_env fills from the user's own
  * ~/.pam_environment on Debian's sshd session stack: none of it may steer a root jobcg (a
  * JOBCG_ROOT or JOBCG_CONF_DIR of the user's choosing). Only PAM's items are kept, as copies;
@@ -279,6 +340,7 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	size_t nservices = 0;
 	const char *pam_dir = NULL;
 	char *service = NULL, *type = NULL, *who = NULL, *loader = NULL;
+	_cleanup_strv_free_ char **args = NULL;
 	bool forged = false;
 	struct cli_global pg = *g;
 	uint32_t job = 0;
@@ -287,6 +349,17 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	uid_t uid = (uid_t)-1;
 	int c, r, ret = 1, pidfd = -1;
 
+	/* Before getopt reorders it and strtok_r cuts --service's list: pam_reexec()'s. */
+	if (libc_tuned()) {
+		args = calloc((size_t)argc + 1, sizeof(char *));
+		for (int i = 0; args && i < argc; i++)
+			if (!(args[i] = strdup(argv[i]))) {
+				strv_free(args);
+				args = NULL;
+			}
+		if (!args)
+			return cli_fail("adopt: out of memory");
+	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -386,6 +459,15 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 				  "~/.pam_environment out of the stack (pam_env's user_readenv=1; "
 				  "docs/pam.md)",
 				  who && *who ? who : "a user", loader);
+			goto out;
+		}
+		if (args) {
+			r = pam_reexec(&pg, args, service, type, who);
+			ret = say(LOG_ERR,
+				  "refusing %s's login: the PAM environment tunes glibc "
+				  "(GLIBC_TUNABLES or MALLOC_*, a user's ~/.pam_environment?), and "
+				  "jobcg cannot run itself again without it: %s",
+				  who && *who ? who : "a user", strerror(-r));
 			goto out;
 		}
 		if (!who || !*who) {

@@ -379,6 +379,85 @@ static int pam_run_env(const char *const *user_env, const char *service, const c
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/*
+ * pam_run_env()'s account phase for nobody, stopped where adopt moves the login: *@env gets
+ * the environment the adopting jobcg then runs with (/proc/PID/environ, a line a variable).
+ * Exit status of adopt.
+ */
+static int pam_environ_at_move(const char *const *user_env, const char *pam_dir, char *env,
+			       size_t size)
+{
+	int fd[2], st = 0;
+	pid_t login, adopt = -1;
+	size_t len = 0;
+	ssize_t k;
+
+	env[0] = '\0';
+	clear_pause_dir();
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return -1;
+	login = fork();
+	if (login == 0) {
+		char *envp[256], pause_env[PATH_MAX + 32];
+		char *argv[] = {(char *)kcli_binary(), "adopt",		"--pam",
+				"--pam-dir",	       (char *)pam_dir, NULL};
+		size_t n = 0;
+		pid_t pid;
+		int dn = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		for (size_t i = 0; user_env[i] && n < 64; i++)
+			envp[n++] = (char *)user_env[i];
+		for (char **e = environ; *e && n < 240; e++)
+			if (strncmp(*e, "PAM_", 4) != 0)
+				envp[n++] = *e;
+		snprintf(pause_env, sizeof(pause_env), "JOBCG_TEST_PAUSE_DIR=%s", pause_dir);
+		envp[n++] = pause_env;
+		envp[n++] = (char *)"JOBCG_TEST_PAUSE=adopt-before-move";
+		envp[n++] = (char *)"PAM_SERVICE=sshd";
+		envp[n++] = (char *)"PAM_USER=nobody";
+		envp[n++] = (char *)"PAM_TYPE=account";
+		envp[n] = NULL;
+		pid = fork();
+		if (pid == 0) {
+			dup2(dn, 1);
+			dup2(dn, 2);
+			execve(argv[0], argv, envp);
+			_exit(127);
+		}
+		if (pid < 0 || write(fd[1], &pid, sizeof(pid)) != sizeof(pid) ||
+		    waitpid(pid, &st, 0) < 0)
+			_exit(126);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 125);
+	}
+	close(fd[1]);
+	if (login < 0 || read(fd[0], &adopt, sizeof(adopt)) != sizeof(adopt))
+		adopt = -1;
+	close(fd[0]);
+	if (adopt > 0 && kcli_wait_file(pause_dir, "adopt-before-move.reached", 30000)) {
+		char path[64];
+		int efd;
+
+		snprintf(path, sizeof(path), "/proc/%d/environ", (int)adopt);
+		efd = open(path, O_RDONLY | O_CLOEXEC);
+		while (efd >= 0 && len + 1 < size && (k = read(efd, env + len, size - len - 1)) > 0)
+			len += (size_t)k;
+		if (efd >= 0)
+			close(efd);
+		for (size_t i = 0; i < len; i++)
+			if (env[i] == '\0')
+				env[i] = '\n';
+		env[len] = '\0';
+	}
+	kcli_pause_go(pause_dir, "adopt-before-move");
+	if (login < 0 || waitpid(login, &st, 0) < 0)
+		st = -1;
+	/* The next test's pause must not find our go. */
+	clear_pause_dir();
+	if (st < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* Does @path ask for a dynamic loader? (An ELF program header PT_INTERP.) */
 static bool linked_dynamically(const char *path)
 {
@@ -403,7 +482,9 @@ static void test_pam_user_env(const char *pamd)
 	static const char *const close_first[] = {"PAM_TYPE=close_session", NULL};
 	static const char *const root_first[] = {"PAM_USER=root", "PAM_SERVICE=su", NULL};
 	static const char *const loader[] = {"LD_LIBRARY_PATH=/nonexistent-jobcg-test", NULL};
-	char out[8192], path[PATH_MAX + 32];
+	static const char *const tuned[] = {"GLIBC_TUNABLES=glibc.malloc.perturb=165",
+					    "MALLOC_ARENA_MAX=2", "NOT_JOBCGS=1", NULL};
+	char out[8192], path[PATH_MAX + 32], env[16384];
 	bool dynamic = linked_dynamically(kcli_binary());
 
 	tap_diag("adopt --pam with a user's ~/.pam_environment");
@@ -420,6 +501,14 @@ static void test_pam_user_env(const char *pamd)
 	ok(strstr(out, "no job on this node") != NULL, "...as nobody, who has no job");
 
 	is_int(kcli(NULL, "alloc", "9", "--user", "nobody", NULL), 0, "job 9 of nobody");
+	/* glibc reads its tunables at the start of any program, static or not, and keeps them. */
+	is_int(pam_environ_at_move(tuned, pamd, env, sizeof(env)), 0,
+	       "a user's GLIBC_TUNABLES and MALLOC_ARENA_MAX in the PAM environment: nobody is "
+	       "let into job 9");
+	ok(*env && !strstr(env, "GLIBC_TUNABLES") && !strstr(env, "MALLOC_ARENA_MAX") &&
+	       !strstr(env, "NOT_JOBCGS") && strstr(env, "PAM_USER=nobody"),
+	   "...by a jobcg that runs without them (none of the user's variables in its "
+	   "environment), PAM's items kept");
 	if (!dynamic) {
 		for (int i = 0; i < 5; i++)
 			tap_skip("this jobcg is linked statically: the loader's variables reach "
