@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <sys/auxv.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -854,4 +855,23 @@ char *flock_holder(int fd)
 		return strdup_printf("pid %d%s", pid, cmd);
 	}
 	return NULL;
+}
+
+int flock_wait(int fd, int op, unsigned timeout_ms)
+{
+	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
+	unsigned pause_ms = 1;
+
+	for (;;) {
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return negative_errno();
+		if (now_usec() >= deadline)
+			return -ETIMEDOUT;
+		sleep_ms(pause_ms);
+		pause_ms = pause_ms < 25 ? pause_ms * 2 : 50;
+	}
 }

@@ -189,6 +189,10 @@ int fd_names_path(int fd, const char *path);
 /* "pid N (its command line)" of the process holding the flock on @fd's file, for an error
  * message; NULL when none is found (or on ENOMEM). */
 char *flock_holder(int fd);
+/* flock(@fd, @op | LOCK_NB) tried for at most @timeout_ms, 1 ms doubling to 50 ms apart (flock()
+ * itself has no timeout, and a waiter may have signals blocked): 0, -ETIMEDOUT, or flock()'s
+ * -errno. Sets no error record: the callers name their lock. */
+int flock_wait(int fd, int op, unsigned timeout_ms);
 
 struct rlimit;
 /*

@@ -497,8 +497,7 @@ int cgfs_job_lock(const char *job_dir, bool exclusive, unsigned timeout_ms, int 
 {
 	_cleanup_free_ char *kill = cgfs_path(job_dir, "cgroup.kill");
 	_cleanup_close_ int fd = -1;
-	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
-	unsigned pause_us = 1000;
+	int r;
 
 	if (!kill)
 		return -ENOMEM;
@@ -515,24 +514,14 @@ int cgfs_job_lock(const char *job_dir, bool exclusive, unsigned timeout_ms, int 
 	}
 	if (fd < 0)
 		return error_set(negative_errno(), "cannot open %s: %s", kill, strerror(errno));
-	/* Not a blocking flock(): it has no timeout, and the spawner waits with the signals it
-	 * forwards blocked. */
-	for (;;) {
-		if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0)
-			break;
-		if (errno == EINTR)
-			continue;
-		if (errno != EWOULDBLOCK)
-			return error_set(negative_errno(), "cannot lock %s: %s", job_dir,
-					 strerror(errno));
-		if (now_usec() >= deadline) {
-			if (ret_holder)
-				*ret_holder = flock_holder(fd);
-			return -ETIMEDOUT;
-		}
-		sleep_ms(pause_us / 1000);
-		pause_us = pause_us < 25000 ? pause_us * 2 : 50000;
+	r = flock_wait(fd, exclusive ? LOCK_EX : LOCK_SH, timeout_ms);
+	if (r == -ETIMEDOUT) {
+		if (ret_holder)
+			*ret_holder = flock_holder(fd);
+		return r;
 	}
+	if (r < 0)
+		return error_set(r, "cannot lock %s: %s", job_dir, strerror(-r));
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }

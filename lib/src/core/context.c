@@ -143,36 +143,24 @@ JOBCG_EXPORT const char *jobcg_ctx_backend(const struct jobcg_ctx *ctx)
  * The lock is held for a few mkdir/write/bpf calls at a time, never across a wait for
  * processes (job removal drops it while its processes die), so a wait longer than
  * NodeLockTimeout means a stuck holder: fail, naming it, rather than queue every launch and
- * login behind it. flock() has no timeout, hence non-blocking tries spaced 1 ms doubling to
- * 50 ms.
+ * login behind it (flock_wait()).
  */
 static int lock_wait(struct jobcg_ctx *ctx, int fd)
 {
 	unsigned timeout_ms = ctx->conf->cgroup.node_lock_timeout_ms;
-	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
-	unsigned pause_us = 1000;
+	int r = flock_wait(fd, LOCK_EX, timeout_ms);
 
-	for (;;) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-			return 0;
-		if (errno == EINTR)
-			continue;
-		if (errno != EWOULDBLOCK)
-			return error_set(negative_errno(), "cannot lock %s: %s", ctx->lock_path,
-					 strerror(errno));
-		if (now_usec() >= deadline) {
-			_cleanup_free_ char *who = flock_holder(fd);
+	if (r == -ETIMEDOUT) {
+		_cleanup_free_ char *who = flock_holder(fd);
 
-			return error_set(-ETIMEDOUT,
-					 "the node lock %s is held by %s for more than %u ms "
-					 "(NodeLockTimeout)",
-					 ctx->lock_path, who ? who : "another process", timeout_ms);
-		}
-		struct timespec ts = {0, (long)pause_us * 1000};
-		(void)nanosleep(&ts, NULL);
-		if (pause_us < 50000)
-			pause_us *= 2;
+		return error_set(-ETIMEDOUT,
+				 "the node lock %s is held by %s for more than %u ms "
+				 "(NodeLockTimeout)",
+				 ctx->lock_path, who ? who : "another process", timeout_ms);
 	}
+	if (r < 0)
+		return error_set(r, "cannot lock %s: %s", ctx->lock_path, strerror(-r));
+	return 0;
 }
 
 int ctx_state_dir_ready(struct jobcg_ctx *ctx)
