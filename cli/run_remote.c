@@ -592,8 +592,8 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 
 	fd_path(sdir, stepfd);
 	so.task_env = env;
-	r = jobcg_step_run_dir(sdir, s.life.job, s.life.step, a->ntasks, argv + a->cmd_index, &so,
-			       &res);
+	r = jobcg_step_run_dir(ctx, sdir, s.life.job, s.life.step, a->ntasks, argv + a->cmd_index,
+			       &so, &res);
 	close(stepfd);
 	stepfd = -1;
 	{

@@ -1,5 +1,8 @@
 /* Kernel test: freeze/thaw wait for cgroup.events and stop the processes; kill empties a step
- * whose processes trap SIGTERM; the runner and the job's directories behave afterwards. */
+ * whose processes trap SIGTERM; the runner and the job's directories behave afterwards.
+ * With the argument "lock-file" (a -Dtest_hooks=true build), all of it again with the job's
+ * freeze lock taken as on a kernel without cgroup.kill (before 5.14): on a file of the state
+ * directory. */
 #include <grp.h>
 #include <pwd.h>
 #include <sys/file.h>
@@ -7,6 +10,9 @@
 #include <time.h>
 
 #include "kcli.h"
+
+/* The job's freeze lock is <state dir>/locks/job_<id> (JOBCG_TEST_FLAGS=job-lock-file). */
+static bool lock_file;
 
 static void msleep(unsigned ms)
 {
@@ -378,6 +384,27 @@ static void freeze_during_launch(const char *root, const char *tmp)
 		char c = 0;
 		pid_t holder;
 
+		/* The state directory (the test's, mode 0700) open to others, as /var/lib/jobcg
+		 * is: what keeps them from the lock file is its own mode and its directory's. */
+		if (lock_file) {
+			char p[PATH_MAX];
+			struct stat d = {}, f = {};
+
+			bool have;
+
+			snprintf(p, sizeof(p), "%s/locks", tmp);
+			have = stat(p, &d) == 0;
+			ok(have && d.st_uid == 0 && (d.st_mode & 07777) == 0700,
+			   "the job lock directory is root's, mode 0700 (%04o)",
+			   (unsigned)(d.st_mode & 07777));
+			snprintf(p, sizeof(p), "%s/locks/job_9", tmp);
+			have = lstat(p, &f) == 0;
+			ok(have && S_ISREG(f.st_mode) && f.st_uid == 0 &&
+			       (f.st_mode & 07777) == 0600,
+			   "job 9's lock file is root's, mode 0600 (%04o)",
+			   (unsigned)(f.st_mode & 07777));
+			chmod(tmp, 0755);
+		}
 		if (!pw || pipe2(ready, O_CLOEXEC) < 0) {
 			tap_skip("no 'nobody' user");
 		} else if ((holder = fork()) == 0) {
@@ -397,6 +424,10 @@ static void freeze_during_launch(const char *root, const char *tmp)
 				if (open(kill_file, O_WRONLY | O_CLOEXEC) >= 0 ||
 				    open(kill_file, O_RDONLY | O_CLOEXEC) >= 0)
 					c = 'k'; /* cgroup.kill opened: the lock is anybody's */
+				snprintf(kill_file, sizeof(kill_file), "%s/locks/job_9", tmp);
+				if (lock_file && (open(kill_file, O_WRONLY | O_CLOEXEC) >= 0 ||
+						  open(kill_file, O_RDONLY | O_CLOEXEC) >= 0))
+					c = 'l'; /* the lock file opened: the same */
 			}
 			(void)!write(ready[1], &c, 1);
 			pause();
@@ -408,8 +439,8 @@ static void freeze_during_launch(const char *root, const char *tmp)
 			close(ready[0]);
 			ok(c == 'd',
 			   "user nobody can flock job 9's directory, but not open its "
-			   "cgroup.kill ('%c')",
-			   c ? c : '?');
+			   "cgroup.kill%s ('%c')",
+			   lock_file ? " or its lock file" : "", c ? c : '?');
 			{
 				char *args[] = {"run", "--job", "9", "--", "true", NULL};
 				uint64_t t0 = now_ms();
@@ -429,6 +460,7 @@ static void freeze_during_launch(const char *root, const char *tmp)
 					;
 			}
 		}
+		chmod(tmp, 0700);
 	}
 
 	/* A kill that comes while a step's tasks are being started waits for them all, and the
@@ -464,6 +496,98 @@ static void freeze_during_launch(const char *root, const char *tmp)
 			;
 	}
 	is_int(kcli(NULL, "release", "9", NULL), 0, "release 9");
+	if (lock_file)
+		ok(!kcli_exists("%s/locks/job_9", tmp), "  its lock file goes with it");
+}
+
+/*
+ * The lock file of a kernel without cgroup.kill: gc removes those of jobs gone, unless someone
+ * holds them (a waiter on a removed file would hold a lock nobody else can see); a link put in
+ * its place is not followed; a freeze that opened the file of a job removed and made again
+ * meanwhile locks the new job's file, not the old one.
+ */
+static void lock_files(const char *root, const char *tmp)
+{
+	char stale[PATH_MAX], held[PATH_MAX], link[PATH_MAX], target[PATH_MAX], *err = NULL;
+	char pf[PATH_MAX], pr[PATH_MAX], step[PATH_MAX], comm[64];
+	int fd, hfd, st = 0;
+	pid_t fr, runner, w;
+	unsigned i;
+
+	snprintf(stale, sizeof(stale), "%s/locks/job_71", tmp);
+	snprintf(held, sizeof(held), "%s/locks/job_72", tmp);
+	fd = open(stale, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	hfd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ok(fd >= 0 && hfd >= 0 && flock(hfd, LOCK_SH) == 0,
+	   "lock files of jobs 71 and 72, which do not exist; 72's held");
+	is_int(kcli(NULL, "gc", NULL), 0, "gc");
+	ok(!kcli_exists("%s", stale), "  removes 71's");
+	ok(kcli_exists("%s", held), "  leaves 72's, held");
+	close(hfd);
+	is_int(kcli(NULL, "gc", NULL), 0, "gc once it is free");
+	ok(!kcli_exists("%s", held), "  removes it");
+
+	snprintf(link, sizeof(link), "%s/locks/job_73", tmp);
+	snprintf(target, sizeof(target), "%s/lock-target", tmp);
+	is_int(kcli(NULL, "alloc", "73", NULL), 0, "alloc 73");
+	ok(symlink(target, link) == 0, "its lock file a symbolic link to a missing file");
+	{
+		char *args[] = {"freeze", "73", NULL};
+
+		is_int(kcli_run(args, NULL, &err), 1, "  freeze 73 fails");
+		ok(err && strstr(err, "locks/job_73"), "  naming the lock file: %s",
+		   err ? err : "");
+		free(err);
+	}
+	ok(!kcli_exists("%s", target), "  and made nothing through the link");
+	unlink(link);
+	is_int(kcli(NULL, "freeze", "73", NULL), 0, "without the link, freeze 73 works");
+	is_int(kcli(NULL, "release", "73", NULL), 0, "release 73");
+
+	/* The classic race of a lock file that is removed: the freeze opened job 74's file, the
+	 * job went (and its file with it), was made again, and a run of the new one holds the new
+	 * file. Were the freeze to lock the old file, it would freeze the run's task before its
+	 * exec. */
+	snprintf(pf, sizeof(pf), "%s/pause-lockfile-freeze", tmp);
+	snprintf(pr, sizeof(pr), "%s/pause-lockfile-run", tmp);
+	mkdir(pf, 0700);
+	mkdir(pr, 0700);
+	is_int(kcli(NULL, "alloc", "74", NULL), 0, "alloc 74");
+	{
+		char *args[] = {"freeze", "74", NULL};
+
+		fr = kcli_start_paused(pf, "job-lock-file-opened", args, NULL);
+	}
+	ok(kcli_wait_file(pf, "job-lock-file-opened.reached", 20000),
+	   "freeze 74 stopped with its lock file open, not yet locked");
+	is_int(kcli(NULL, "release", "74", NULL), 0, "release 74 meanwhile");
+	is_int(kcli(NULL, "alloc", "74", NULL), 0, "alloc 74 again");
+	{
+		char *args[] = {"run", "--job", "74", "--step", "1", "--", "sleep", "1000", NULL};
+
+		runner = kcli_start_paused(pr, "spawn-before-clone", args, NULL);
+	}
+	ok(kcli_wait_file(pr, "spawn-before-clone.reached", 20000),
+	   "run 74.1 stopped between its frozen check and its clone");
+	kcli_pause_go(pf, "job-lock-file-opened");
+	msleep(500);
+	w = waitpid(fr, &st, WNOHANG);
+	ok(w == 0, "  the freeze waits for the run, on the new job's lock file");
+	kcli_pause_go(pr, "spawn-before-clone");
+	if (w == 0)
+		while (waitpid(fr, &st, 0) < 0 && errno == EINTR)
+			;
+	is_int(exit_code(st), 0, "  then freezes job 74");
+	snprintf(step, sizeof(step), "%s/job_74/step_1", root);
+	for (i = 0; i < 500 && !events_has(step, "frozen 1"); i++)
+		msleep(10);
+	target_comm("74.1", comm, sizeof(comm));
+	ok(strcmp(comm, "sleep") == 0, "  its task froze after its exec: '%s'", comm);
+	is_int(kcli(NULL, "release", "74", NULL), 0, "release 74");
+	if (!wait_or_thaw(runner, 10000, "74", &st))
+		tap_diag("run 74.1 needed a thaw");
 }
 
 /* A task below a frozen step cannot thaw, whatever its own cgroup.freeze says: refused at once,
@@ -505,15 +629,27 @@ static void thaw_below_frozen(const char *root)
 		;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	const char *root = kcli_setup("cli-freeze", "jobcg");
-	const char *tmp = ktest_tmpdir();
+	const char *root;
+	const char *tmp;
 	char script[PATH_MAX + 256], count0[PATH_MAX], step[PATH_MAX], *out = NULL;
 	long a, b;
 	int st = 0, i, rc;
 	pid_t runner;
 
+	if (argc > 1 && strcmp(argv[1], "lock-file") == 0) {
+		const char *hooks = getenv("JOBCG_TEST_HOOKS");
+
+		if (!hooks || strcmp(hooks, "1") != 0) {
+			printf("1..0 # SKIP needs a -Dtest_hooks=true build\n");
+			return 0;
+		}
+		lock_file = true;
+		setenv("JOBCG_TEST_FLAGS", "job-lock-file", 1);
+	}
+	root = kcli_setup(lock_file ? "cli-freeze-lf" : "cli-freeze", "jobcg");
+	tmp = ktest_tmpdir();
 	is_int(kcli(NULL, "alloc", "5", NULL), 0, "alloc 5");
 	snprintf(script, sizeof(script),
 		 "trap '' TERM; while :; do printf x >> %s/count.$JOBCG_TASK_ID; done", tmp);
@@ -589,6 +725,8 @@ int main(void)
 	frozen_refused(root);
 	freeze_during_launch(root, tmp);
 	thaw_below_frozen(root);
+	if (lock_file)
+		lock_files(root, tmp);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	return tap_done();
 }

@@ -378,12 +378,15 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 				const struct jobcg_spawn_opts *opts, struct jobcg_run_result *ret);
 
 /**
- * jobcg_step_run() for a step named by its directory, without a context: the tasks start in
+ * jobcg_step_run() for a step named by its directory: the tasks start in
  * @step_dir/user/task_<n>. @step_dir may be "/proc/self/fd/<fd>" of a directory descriptor
  * received from `jobcg daemon`, which works whatever this process's mount namespace shows.
+ * @ctx may be NULL. On a kernel without cgroup.kill (before Linux 5.14) the job's freeze lock
+ * is a file of the context's state directory: without a context the launch takes none there,
+ * and a freeze that lands in it holds it until a thaw.
  */
-JOBCG_EXPORT int jobcg_step_run_dir(const char *step_dir, uint32_t job_id, const char *step_id,
-				    unsigned ntasks, char *const argv[],
+JOBCG_EXPORT int jobcg_step_run_dir(struct jobcg_ctx *ctx, const char *step_dir, uint32_t job_id,
+				    const char *step_id, unsigned ntasks, char *const argv[],
 				    const struct jobcg_spawn_opts *opts,
 				    struct jobcg_run_result *ret);
 

@@ -24,6 +24,11 @@ static bool listed(const char *list, const char *point)
 	return false;
 }
 
+bool test_flag(const char *flag)
+{
+	return listed(getenv("JOBCG_TEST_FLAGS"), flag);
+}
+
 void test_pause(const char *point)
 {
 	const char *dir = getenv("JOBCG_TEST_PAUSE_DIR");

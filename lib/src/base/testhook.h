@@ -1,5 +1,8 @@
-/* jobcg internal: pause points that let tests stop a jobcg process at a named place. */
+/* jobcg internal: pause points and flags that let tests stop a jobcg process at a named place
+ * or make it act as on another host. */
 #pragma once
+
+#include <stdbool.h>
 
 /*
  * A race between two jobcg processes (an adopt and a release, a crash between two writes) is
@@ -17,5 +20,20 @@ void test_pause(const char *point);
 static inline void test_pause(const char *point)
 {
 	(void)point;
+}
+#endif
+
+/*
+ * Behaviour a test asks for that the host cannot give (JOBCG_TEST_FLAGS=FLAG[,FLAG...]), in
+ * -Dtest_hooks=true builds only; always false in others:
+ *   job-lock-file  the job's freeze lock as on a kernel without cgroup.kill (joblock.c)
+ */
+#ifdef JOBCG_TEST_HOOKS
+bool test_flag(const char *flag);
+#else
+static inline bool test_flag(const char *flag)
+{
+	(void)flag;
+	return false;
 }
 #endif

@@ -805,11 +805,16 @@ void fsize_restore(const struct rlimit *saved)
 
 int fd_names_path(int fd, const char *path)
 {
+	return fd_names_path_at(fd, AT_FDCWD, path);
+}
+
+int fd_names_path_at(int fd, int dirfd, const char *path)
+{
 	struct stat fst, pst;
 
 	if (fstat(fd, &fst) < 0)
 		return negative_errno();
-	if (fstatat(AT_FDCWD, path, &pst, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(dirfd, path, &pst, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : negative_errno();
 	return fst.st_nlink > 0 && fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino;
 }

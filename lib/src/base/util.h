@@ -186,6 +186,8 @@ int state_dir_check(const char *file);
  * 1, 0 when it was removed or replaced, -errno when either cannot be looked at. What a holder of
  * a lock file's flock checks, the lock being the name, not the inode. */
 int fd_names_path(int fd, const char *path);
+/* The same of @path taken from the directory @dirfd. */
+int fd_names_path_at(int fd, int dirfd, const char *path);
 /* "pid N (its command line)" of the process holding the flock on @fd's file, for an error
  * message; NULL when none is found (or on ENOMEM). */
 char *flock_holder(int fd);

@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -490,40 +489,6 @@ int cgfs_kill(const char *dir)
 int cgfs_freeze(const char *dir, bool freeze)
 {
 	return write_feature(dir, "cgroup.freeze", freeze ? "1" : "0");
-}
-
-int cgfs_job_lock(const char *job_dir, bool exclusive, unsigned timeout_ms, int *ret_fd,
-		  char **ret_holder)
-{
-	_cleanup_free_ char *kill = cgfs_path(job_dir, "cgroup.kill");
-	_cleanup_close_ int fd = -1;
-	int r;
-
-	if (!kill)
-		return -ENOMEM;
-	/* flock() asks for no access mode, so any file a user can open is one they can hold
-	 * locked, and cgroup directories and most of their files are world-readable: a user's
-	 * lock would stall every launch and freeze of the job. cgroup.kill alone is write-only
-	 * and root's (mode 0200, no read method), so only root opens it; it is never written
-	 * through this descriptor. A kernel without it (before 5.14) gets no lock: the race
-	 * with a root's freeze is the lesser harm than a lock any user can take. */
-	fd = open(kill, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-	if (fd < 0 && errno == ENOENT && access(job_dir, F_OK) == 0) {
-		*ret_fd = -1;
-		return 0;
-	}
-	if (fd < 0)
-		return error_set(negative_errno(), "cannot open %s: %s", kill, strerror(errno));
-	r = flock_wait(fd, exclusive ? LOCK_EX : LOCK_SH, timeout_ms);
-	if (r == -ETIMEDOUT) {
-		if (ret_holder)
-			*ret_holder = flock_holder(fd);
-		return r;
-	}
-	if (r < 0)
-		return error_set(r, "cannot lock %s: %s", job_dir, strerror(-r));
-	*ret_fd = TAKE_FD(fd);
-	return 0;
 }
 
 int cgfs_xattr_set(const char *dir, const char *name, const char *value)

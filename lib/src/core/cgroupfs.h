@@ -59,17 +59,6 @@ int cgfs_move_pid(const char *dir, pid_t pid);
 /* Write cgroup.kill / cgroup.freeze. -EOPNOTSUPP when the kernel lacks the file. */
 int cgfs_kill(const char *dir);
 int cgfs_freeze(const char *dir, bool freeze);
-/*
- * The job's freeze lock: flock on the job's cgroup.kill in @job_dir, which only root can open
- * (shared for a spawner, from its frozen check until its tasks have exec'ed; exclusive for a
- * freeze, while it freezes), tried without blocking, 1 ms doubling to 50 ms apart, for at most
- * @timeout_ms. The descriptor holding it in *ret_fd (closing it drops the lock); -1 there and
- * 0 returned, no lock, on a kernel without cgroup.kill. -ETIMEDOUT without an error record, the
- * holder in *ret_holder when @ret_holder is given (may be NULL: none found), for the caller's
- * message; any other failure -errno with one.
- */
-int cgfs_job_lock(const char *job_dir, bool exclusive, unsigned timeout_ms, int *ret_fd,
-		  char **ret_holder);
 
 /* trusted.* extended attributes on a cgroup directory. get: -ENODATA when absent; a value of
  * any size the kernel stores is read whole (NUL-terminated). */

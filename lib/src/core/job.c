@@ -10,6 +10,7 @@
 #include "sysinfo_internal.h"
 #include "job_hooks.h"
 #include "job_internal.h"
+#include "joblock.h"
 #include "log.h"
 #include "testhook.h"
 #include "jobcg/jobgres.h"
@@ -1065,8 +1066,10 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 		}
 	test_pause("remove-before-rmdir");
 	r = cgfs_remove_tree(dir);
-	if (r >= 0)
+	if (r >= 0) {
+		job_lock_remove(ctx, job_id);
 		test_pause("remove-before-record");
+	}
 	/* The steps that went, even when the job could not: nobody else records them. */
 	steps_commit(ctx, job_id, steps, nsteps);
 	if (r < 0)
@@ -2058,6 +2061,10 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 		r = gc_job(ctx, ids[i], &st);
 		GC_FAILED(r);
 	}
+	/* The freeze locks of jobs gone (a kernel without cgroup.kill), which their removers
+	 * found held. */
+	r = job_locks_gc(ctx);
+	GC_FAILED(r);
 	/* Reservations half made or half deleted, and reservation entries nothing holds. */
 	r = resv_gc(ctx, &st.resv_removed);
 	GC_FAILED(r);

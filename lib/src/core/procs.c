@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include "cgroupfs.h"
+#include "joblock.h"
 #include "log.h"
 #include "procs.h"
 #include "tree.h"
@@ -164,7 +165,7 @@ static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool 
 	if (r < 0)
 		return r;
 	if (freeze) {
-		_cleanup_free_ char *jdir = NULL, *who = NULL;
+		_cleanup_free_ char *who = NULL;
 		_cleanup_close_ int lock = -1;
 		char buf[64];
 		uint64_t was = 0, now;
@@ -174,10 +175,8 @@ static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool 
 		 * we wait for the exec, then freeze the task with the others. Held until the freeze
 		 * is complete or undone. A thaw takes no lock: it is what ends a spawner's wait
 		 * when a freeze from outside jobcg got in anyway. */
-		if (!(jdir = tree_job_dir(ctx, t->job)))
-			return -ENOMEM;
-		r = cgfs_job_lock(jdir, true, timeout_ms ? timeout_ms : FREEZE_LOCK_TIMEOUT_MS,
-				  &lock, &who);
+		r = job_lock(ctx, NULL, t->job, true,
+			     timeout_ms ? timeout_ms : FREEZE_LOCK_TIMEOUT_MS, &lock, &who);
 		if (r == -ETIMEDOUT)
 			return error_set(r,
 					 "cannot freeze %s: tasks are being started in job %u "
@@ -264,7 +263,7 @@ JOBCG_EXPORT int jobcg_thaw(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 			    unsigned timeout_ms)
 {
-	_cleanup_free_ char *dir = NULL, *jdir = NULL;
+	_cleanup_free_ char *dir = NULL;
 	_cleanup_close_ int lock = -1;
 	int r = target_dir(ctx, t, &dir);
 
@@ -275,12 +274,10 @@ JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 	 * launch to end (the whole step dies then). A launch that takes longer (a spawner
 	 * stopped, or caught by a freeze from outside jobcg) does not stop the kill: it goes on
 	 * without the lock. */
-	if (!(jdir = tree_job_dir(ctx, t->job)))
-		return -ENOMEM;
-	r = cgfs_job_lock(jdir, true,
-			  timeout_ms && timeout_ms < KILL_LOCK_TIMEOUT_MS ? timeout_ms
-									  : KILL_LOCK_TIMEOUT_MS,
-			  &lock, NULL);
+	r = job_lock(ctx, NULL, t->job, true,
+		     timeout_ms && timeout_ms < KILL_LOCK_TIMEOUT_MS ? timeout_ms
+								     : KILL_LOCK_TIMEOUT_MS,
+		     &lock, NULL);
 	if (r < 0)
 		log_debug("killing %s without waiting for a launch in job %u: %s", dir, t->job,
 			  r == -ETIMEDOUT ? "it takes too long" : jobcg_error_message(r));

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "cgroupfs.h"
+#include "joblock.h"
 #include "spawn_internal.h"
 #include "log.h"
 #include "testhook.h"
@@ -352,17 +353,18 @@ static bool freeze_asked(const char *dir)
  * A freeze must not land between a spawner's frozen check and its task's exec: the task would
  * freeze before the exec, and its starter wait for that exec (vfork, or the exec pipe) until
  * someone thaws, deaf to the signals `jobcg run` forwards. So the spawner holds the job's
- * freeze lock (cgfs_job_lock(), on @job_dir) shared from the check until its tasks have
- * exec'ed, and jobcg_freeze() holds it exclusive while it freezes: a freeze comes before the
- * check (the run is refused) or after the exec (the task is frozen with the others and the run
- * still forwards signals; a thaw lets it go on). A freeze holds it for at most its own timeout.
+ * freeze lock (job_lock(): of @job_dir, NULL: @ctx's job) shared from the check until its
+ * tasks have exec'ed, and jobcg_freeze() holds it exclusive while it freezes: a freeze comes
+ * before the check (the run is refused) or after the exec (the task is frozen with the others
+ * and the run still forwards signals; a thaw lets it go on). A freeze holds it for at most its
+ * own timeout.
  */
 #define SPAWN_LOCK_TIMEOUT_MS 30000
 
-static int spawn_lock(const char *job_dir, uint32_t job_id, int *ret_fd)
+static int spawn_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id, int *ret_fd)
 {
 	_cleanup_free_ char *who = NULL;
-	int r = cgfs_job_lock(job_dir, false, SPAWN_LOCK_TIMEOUT_MS, ret_fd, &who);
+	int r = job_lock(ctx, job_dir, job_id, false, SPAWN_LOCK_TIMEOUT_MS, ret_fd, &who);
 
 	if (r == -ETIMEDOUT)
 		return error_set(r,
@@ -506,15 +508,12 @@ JOBCG_EXPORT int jobcg_task_spawn(struct jobcg_ctx *ctx, uint32_t job_id, const 
 
 	if (!argv || !argv[0])
 		return error_set(-EINVAL, "no command to run");
-	_cleanup_free_ char *job_dir = NULL;
 	_cleanup_close_ int lock = -1;
 
 	r = tree_task_dir_checked(ctx, job_id, step_id, task, &dir);
 	if (r < 0)
 		return r;
-	if (!(job_dir = tree_job_dir(ctx, job_id)))
-		return -ENOMEM;
-	if ((r = spawn_lock(job_dir, job_id, &lock)) < 0)
+	if ((r = spawn_lock(ctx, NULL, job_id, &lock)) < 0)
 		return r;
 	return task_spawn_in(dir, job_id, step_id, task, argv, opts, ret_pid);
 }
@@ -541,11 +540,11 @@ JOBCG_EXPORT int jobcg_step_run(struct jobcg_ctx *ctx, uint32_t job_id, const ch
 	sdir = tree_step_dir(ctx, job_id, step_id);
 	if (!sdir)
 		return -ENOMEM;
-	return jobcg_step_run_dir(sdir, job_id, step_id, ntasks, argv, opts, ret);
+	return jobcg_step_run_dir(ctx, sdir, job_id, step_id, ntasks, argv, opts, ret);
 }
 
-JOBCG_EXPORT int jobcg_step_run_dir(const char *sdir, uint32_t job_id, const char *step_id,
-				    unsigned ntasks, char *const argv[],
+JOBCG_EXPORT int jobcg_step_run_dir(struct jobcg_ctx *ctx, const char *sdir, uint32_t job_id,
+				    const char *step_id, unsigned ntasks, char *const argv[],
 				    const struct jobcg_spawn_opts *opts,
 				    struct jobcg_run_result *ret)
 {
@@ -578,7 +577,7 @@ JOBCG_EXPORT int jobcg_step_run_dir(const char *sdir, uint32_t job_id, const cha
 	if (!(job_dir = strdup_printf("%s/..", sdir)))
 		return -ENOMEM;
 	test_pause("spawn-before-lock");
-	if ((r = spawn_lock(job_dir, job_id, &lock)) < 0)
+	if ((r = spawn_lock(ctx, job_dir, job_id, &lock)) < 0)
 		return r;
 
 	/* Block before the first spawn so that no SIGCHLD or forwarded signal is missed; the

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cgroupfs.h"
+#include "joblock.h"
 #include "log.h"
 #include "tree.h"
 #include "util.h"
@@ -229,6 +230,7 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 	 * and opens the path again (jobcg_ctx_lock), so it queues behind any newcomer rather
 	 * than holding a second lock. The accounting log stays: it is the node's history, not
 	 * the tree's state. */
+	job_locks_remove_all(ctx); /* the jobs' freeze locks of a kernel without cgroup.kill */
 	{
 		_cleanup_free_ char *topo = ctx_state_file(ctx, CTX_CPU_TOPOLOGY_FILE);
 
