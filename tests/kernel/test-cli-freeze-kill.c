@@ -279,9 +279,35 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The freeze @fr, started while a run was stopped at spawn-before-clone in @pdir, still waits
+ * 500 ms on; once the run goes on it freezes the run's step @step (target @t) with its task
+ * past its exec. */
+static void freeze_waits_for_launch(pid_t fr, const char *what, const char *pdir, const char *step,
+				    const char *t)
+{
+	char comm[64];
+	int st = 0;
+	unsigned i;
+	pid_t w;
+
+	msleep(500);
+	w = waitpid(fr, &st, WNOHANG);
+	ok(w == 0, "%s waits for the launch under way", what);
+	kcli_pause_go(pdir, "spawn-before-clone");
+	if (w == 0)
+		while (waitpid(fr, &st, 0) < 0 && errno == EINTR)
+			;
+	is_int(exit_code(st), 0, "  then freezes the job");
+	for (i = 0; i < 500 && !events_has(step, "frozen 1"); i++)
+		msleep(10);
+	ok(events_has(step, "frozen 1"), "  step %s is frozen", t);
+	target_comm(t, comm, sizeof(comm));
+	ok(strcmp(comm, "sleep") == 0, "  its task froze after its exec: '%s'", comm);
+}
+
 static void freeze_during_launch(const char *root, const char *tmp)
 {
-	char pdir[PATH_MAX], job[PATH_MAX], step[PATH_MAX], comm[64], *err = NULL;
+	char pdir[PATH_MAX], job[PATH_MAX], step[PATH_MAX], *err = NULL;
 	char *freeze9[] = {"freeze", "9", NULL};
 	int st = 0, efd = -1;
 	pid_t runner, fr, w = 0;
@@ -300,20 +326,8 @@ static void freeze_during_launch(const char *root, const char *tmp)
 	ok(kcli_wait_file(pdir, "spawn-before-clone.reached", 20000),
 	   "run 9.1 stopped between its frozen check and its clone");
 	fr = kcli_start(freeze9, NULL, NULL);
-	msleep(500);
-	w = waitpid(fr, &st, WNOHANG);
-	ok(w == 0, "freeze 9 waits for the launch under way");
-	kcli_pause_go(pdir, "spawn-before-clone");
-	if (w == 0)
-		while (waitpid(fr, &st, 0) < 0 && errno == EINTR)
-			;
-	is_int(exit_code(st), 0, "then freezes the job");
 	snprintf(step, sizeof(step), "%s/step_1", job);
-	for (i = 0; i < 500 && !events_has(step, "frozen 1"); i++)
-		msleep(10);
-	ok(events_has(step, "frozen 1"), "  step 9.1 is frozen");
-	target_comm("9.1", comm, sizeof(comm));
-	ok(strcmp(comm, "sleep") == 0, "  its task froze after its exec: '%s'", comm);
+	freeze_waits_for_launch(fr, "freeze 9", pdir, step, "9.1");
 	/* Ctrl-C twice: forwarded (a fatal signal ends a frozen task of cgroup v2), then, if
 	 * need be, the step killed. */
 	kill(runner, SIGINT);
@@ -509,10 +523,9 @@ static void freeze_during_launch(const char *root, const char *tmp)
 static void lock_files(const char *root, const char *tmp)
 {
 	char stale[PATH_MAX], held[PATH_MAX], link[PATH_MAX], target[PATH_MAX], *err = NULL;
-	char pf[PATH_MAX], pr[PATH_MAX], step[PATH_MAX], comm[64];
+	char pf[PATH_MAX], pr[PATH_MAX], step[PATH_MAX];
 	int fd, hfd, st = 0;
-	pid_t fr, runner, w;
-	unsigned i;
+	pid_t fr, runner;
 
 	snprintf(stale, sizeof(stale), "%s/locks/job_71", tmp);
 	snprintf(held, sizeof(held), "%s/locks/job_72", tmp);
@@ -572,19 +585,8 @@ static void lock_files(const char *root, const char *tmp)
 	ok(kcli_wait_file(pr, "spawn-before-clone.reached", 20000),
 	   "run 74.1 stopped between its frozen check and its clone");
 	kcli_pause_go(pf, "job-lock-file-opened");
-	msleep(500);
-	w = waitpid(fr, &st, WNOHANG);
-	ok(w == 0, "  the freeze waits for the run, on the new job's lock file");
-	kcli_pause_go(pr, "spawn-before-clone");
-	if (w == 0)
-		while (waitpid(fr, &st, 0) < 0 && errno == EINTR)
-			;
-	is_int(exit_code(st), 0, "  then freezes job 74");
 	snprintf(step, sizeof(step), "%s/job_74/step_1", root);
-	for (i = 0; i < 500 && !events_has(step, "frozen 1"); i++)
-		msleep(10);
-	target_comm("74.1", comm, sizeof(comm));
-	ok(strcmp(comm, "sleep") == 0, "  its task froze after its exec: '%s'", comm);
+	freeze_waits_for_launch(fr, "  freeze 74, on the new job's lock file,", pr, step, "74.1");
 	is_int(kcli(NULL, "release", "74", NULL), 0, "release 74");
 	if (!wait_or_thaw(runner, 10000, "74", &st))
 		tap_diag("run 74.1 needed a thaw");
