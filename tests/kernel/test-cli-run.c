@@ -160,6 +160,79 @@ int main(void)
 		is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0, "the first run is unharmed");
 	}
 
+	/* A named step is one step of its job, and one record: refused while it runs and once it
+	 * has ended (jobcg acct would show two records of one JOB.STEP), and never made by two
+	 * runs at once. */
+	{
+		char ready[PATH_MAX], script[PATH_MAX + 64], user[PATH_MAX], *e = NULL;
+		char *args[] = {"run", "--job", "40", "--step", "extern",
+				"--",  "sh",	"-c", script,	NULL};
+		char *again[] = {"run", "--job", "40", "--step", "extern", "--", "true", NULL};
+		int st = 0, i, won = 0, refused = 0;
+		pid_t first, racer[2];
+
+		is_int(kcli(NULL, "alloc", "40", NULL), 0, "job 40 for named steps");
+		snprintf(ready, sizeof(ready), "%s/extern-ready", ktest_tmpdir());
+		snprintf(script, sizeof(script), "touch %s; exec sleep 1000", ready);
+		first = kcli_start(args, NULL, NULL);
+		for (i = 0; i < 500 && access(ready, F_OK) < 0; i++)
+			usleep(10000);
+		ok(access(ready, F_OK) == 0, "step 40.extern runs");
+		rc = kcli_run(again, NULL, &e);
+		ok(rc == 1 && e && strstr(e, "40.extern exists already"),
+		   "a second run --step extern while it runs is refused (exit 1), saying why: %s",
+		   e ? e : "");
+		free(e);
+		is_int(waitpid(first, &st, WNOHANG), 0, "the first run goes on");
+		snprintf(user, sizeof(user), "%s/job_40/step_extern/user", root);
+		is_int(kcli_count_dirs(user), 1, "and its step got no second task");
+		kill(first, SIGTERM);
+		while (waitpid(first, &st, 0) < 0 && errno == EINTR)
+			;
+		ok(!kcli_exists("%s/job_40/step_extern", root), "step 40.extern has ended");
+		rc = kcli_run(again, NULL, &e);
+		ok(rc == 1 && e && strstr(e, "never reused"),
+		   "run --step extern once it has ended is refused too (exit 1): %s", e ? e : "");
+		free(e);
+		ok(!kcli_exists("%s/job_40/step_extern", root), "and nothing was made");
+		rc = kcli(&out, "acct", "--job", "40", "--json", NULL);
+		{
+			int n = 0;
+
+			for (const char *p = out; p && (p = strstr(p, "\"step\":\"extern\"")); p++)
+				n++;
+			is_int(n, 1, "one record of 40.extern");
+		}
+		free(out);
+		/* Refused before its first task (the job has no GPU): the name is still free. */
+		is_int(kcli(NULL, "run", "--job", "40", "--step", "batch", "--gres", "gpu:1", "--",
+			    "true", NULL),
+		       1, "run --step batch asking for a GPU the job lacks is refused");
+		is_int(kcli(NULL, "run", "--job", "40", "--step", "batch", "--", "true", NULL), 0,
+		       "step batch can then be made: the refused one never ran");
+		/* Two runs racing for one name: one step, one refusal. */
+		{
+			char *race[] = {"run", "--job", "40",  "--step", "interactive",
+					"--",  "sleep", "0.3", NULL};
+
+			racer[0] = kcli_start(race, NULL, NULL);
+			racer[1] = kcli_start(race, NULL, NULL);
+			for (i = 0; i < 2; i++) {
+				while (waitpid(racer[i], &st, 0) < 0 && errno == EINTR)
+					;
+				if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+					won++;
+				else if (WIFEXITED(st) && WEXITSTATUS(st) == 1)
+					refused++;
+			}
+			ok(won == 1 && refused == 1,
+			   "two runs racing for step interactive: one runs, one is refused (%d, "
+			   "%d)",
+			   won, refused);
+		}
+		is_int(kcli(NULL, "release", "40", NULL), 0, "release job 40");
+	}
+
 	is_int(kcli_count_dirs(root), 1, "only system/ is left under the root");
 	ok(kcli_exists("%s/system", root), "the system/ parking leaf exists");
 

@@ -96,6 +96,16 @@ int main(void)
 	is_int(jobcg_step_create(ctx, 11, "3", JOBCG_STEP_ID_SCHEDULED, NULL), 0,
 	       "but taken when a scheduler assigned it (out of order)");
 	is_int(jobcg_step_create(ctx, 11, "batch", 0, NULL), 0, "a named step is unaffected");
+	is_int(jobcg_step_remove(ctx, 11, "batch", 0), 0, "step 11.batch ends");
+	is_int(jobcg_step_create(ctx, 11, "batch", 0, NULL), -EEXIST,
+	       "but a name is not made again once gone: -EEXIST");
+	ok(strstr(jobcg_last_error()->message, "never reused") != NULL, "saying why: %s",
+	   jobcg_last_error()->message);
+	ok(lock_free(lp), "lock free after a reused step name");
+	is_int(jobcg_step_create(ctx, 11, "batch", JOBCG_STEP_ID_SCHEDULED, NULL), 0,
+	       "unless a scheduler (Slurm) assigned it");
+	is_int(jobcg_step_create(ctx, 11, "batch", JOBCG_STEP_ID_SCHEDULED, NULL), -EEXIST,
+	       "which is still refused while that step exists");
 	is_int(jobcg_step_create(ctx, 11, NULL, 0, sid), 0, "a picked id");
 	is_str(sid, "6", "follows the highest used");
 

@@ -226,7 +226,7 @@ enum {
 	JOBCG_STEP_NO_RUNNER = 1u << 1,
 	/* jobcg_step_create(): @step_id was assigned by a scheduler that never reuses one in a
 	 * job (Slurm's), whose steps may reach this node out of order: a number below the
-	 * job's count is taken, not refused. */
+	 * job's count, or a name the job had, is taken, not refused. */
 	JOBCG_STEP_ID_SCHEDULED = 1u << 2,
 };
 
@@ -235,7 +235,8 @@ enum {
  * node lock). @step_id NULL picks the lowest free number. The calling process is recorded as
  * the step's runner (gc removes steps whose runner is gone). Writes the chosen id into
  * @ret_step_id (JOBCG_STEP_ID_MAX bytes) if not NULL. -EEXIST if the step exists or, unless
- * JOBCG_STEP_ID_SCHEDULED, its number is below the job's count of numbers used (never reused),
+ * JOBCG_STEP_ID_SCHEDULED, its number is below the job's count of numbers used or its name
+ * (batch, extern, interactive) was made in the job before (a step id is never reused),
  * -EBUSY if the job is frozen, -ESHUTDOWN if the job is being released (jobcg_job_release()),
  * -EPERM if it is an ephemeral job (JOBCG_JOB_EPHEMERAL) another process made: it is removed
  * when that process's step ends.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/xattr.h>
 #include <time.h>
 
 #include "acctlog_internal.h"
@@ -1294,24 +1295,69 @@ static int pick_step_id(struct jobcg_ctx *ctx, uint32_t job_id, const char *jdir
 	return 0;
 }
 
-static void note_step_id(struct jobcg_ctx *ctx, const char *jdir, const char *sid, bool explicit_id)
+/* The job's mark that named step @sid (batch, extern, interactive) was made in it: never made
+ * again, as a number below the count is not. */
+static char *used_key(const char *sid)
+{
+	return strdup_printf("used.%s", sid);
+}
+
+/* Whether step @sid is a name rather than a number. */
+static bool step_named(const char *sid)
+{
+	return !isdigit((unsigned char)*sid);
+}
+
+/*
+ * Under the node lock, before the step is made: a number moves the job's count, a name is
+ * marked used. Either is done before the mkdir, so that a creation killed half way (whose step
+ * gc removes) has used its id. 1 if a name was marked (the caller's rollback takes the mark off
+ * again), else 0.
+ */
+static int note_step_id(struct jobcg_ctx *ctx, const char *jdir, const char *sid, bool explicit_id)
 {
 	char buf[32];
 
 	uint64_t v;
 
-	if (!ctx->info->xattr.supported || parse_u64(sid, UINT32_MAX, &v) < 0) {
+	if (!ctx->info->xattr.supported)
+		return 0;
+	if (step_named(sid)) {
+		_cleanup_free_ char *key = used_key(sid);
+		int r;
+
+		if (!key)
+			return -ENOMEM;
+		/* Not best effort: without the mark the name could be made again once this step
+		 * ends, two records of one JOB.STEP. */
+		r = set_meta(jdir, key, "1");
+		return r < 0 ? r : 1;
+	}
+	if (parse_u64(sid, UINT32_MAX, &v) < 0) {
 		jobcg_error_clear();
-		return; /* a named step (batch, extern...) counts nothing */
+		return 0;
 	}
 	/* An explicit number below the count (--step) never lowers it; a picked one is at or
 	 * past the count already (pick_step_id()). */
 	if (explicit_id && meta_u64(jdir, "next_step") > v)
-		return;
+		return 0;
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v + 1);
 	/* Best effort: without it the next pick still starts past the highest step present. */
 	if (set_meta(jdir, "next_step", buf) < 0)
 		log_debug("cannot record the next step number of %s", jdir);
+	jobcg_error_clear();
+	return 0;
+}
+
+/* Take the mark of named step @sid off job directory @jdir: no step of that name ran. */
+static void forget_step_name(const char *jdir, const char *sid)
+{
+	_cleanup_free_ char *key = used_key(sid), *name = NULL;
+
+	if (key && (name = strdup_printf(XATTR_PREFIX "%s", key)) && removexattr(jdir, name) < 0 &&
+	    errno != ENODATA && errno != ENOTSUP)
+		log_warning("%s: cannot remove " XATTR_PREFIX "%s: %s (step %s stays used)", jdir,
+			    key, strerror(errno), sid);
 }
 
 /* The CPUs a job may use: its recorded --cpus, else what its cgroup gets, else every online CPU
@@ -1469,6 +1515,38 @@ JOBCG_EXPORT int jobcg_step_xattr_get(struct jobcg_ctx *ctx, uint32_t job_id, co
 	return get_meta_told(dir, what, key, ret);
 }
 
+/*
+ * Under the node lock: may step @sid (the caller's explicit id) be made in job @job_id? Not
+ * while a step of that id exists, and not a name the job has had already (its "used" mark):
+ * one JOB.STEP names one step and one accounting record, as in Slurm, where batch and extern
+ * come once per job. A scheduler's own ids (JOBCG_STEP_ID_SCHEDULED) are its to keep.
+ */
+static int step_id_free(struct jobcg_ctx *ctx, uint32_t job_id, const char *jdir, const char *sid,
+			unsigned flags)
+{
+	_cleanup_free_ char *sdir = tree_step_dir(ctx, job_id, sid), *key = NULL, *used = NULL;
+
+	if (!sdir)
+		return -ENOMEM;
+	if (access(sdir, F_OK) == 0)
+		return error_set(-EEXIST,
+				 "step %u.%s exists already (still running?): a step id names "
+				 "one step of its job",
+				 job_id, sid);
+	if ((flags & JOBCG_STEP_ID_SCHEDULED) || !step_named(sid) || !ctx->info->xattr.supported)
+		return 0;
+	if (!(key = used_key(sid)))
+		return -ENOMEM;
+	if (get_meta(jdir, key, &used) == 0)
+		return error_set(-EEXIST,
+				 "step %u.%s has run in job %u already: a step id is never "
+				 "reused in a job (%u.%s names one accounting record); give "
+				 "another id",
+				 job_id, sid, job_id, job_id, sid);
+	jobcg_error_clear();
+	return 0;
+}
+
 JOBCG_EXPORT int jobcg_step_create(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				   unsigned flags, char *ret_step_id)
 {
@@ -1484,6 +1562,7 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 			    *cpus = NULL;
 	struct jobcg_step_limits canon;
 	bool runner = ctx->info->xattr.supported && !(flags & JOBCG_STEP_NO_RUNNER);
+	bool name_marked = false;
 	char sid[JOBCG_STEP_ID_MAX];
 	int r;
 
@@ -1587,17 +1666,24 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 			goto out;
 		}
 		jobcg_error_clear();
+		if ((r = step_id_free(ctx, job_id, jdir, step_id, flags)) < 0)
+			goto out;
 		snprintf(sid, sizeof(sid), "%s", step_id);
 	} else if ((r = pick_step_id(ctx, job_id, jdir, sid)) < 0)
 		goto out;
 	if (limits && (r = step_limits_check(ctx, job_id, jdir, limits)) < 0)
 		goto out;
 	/* Counted before the step exists: a creation killed half way, whose step gc removes,
-	 * has used its number, which is never handed out again. */
-	note_step_id(ctx, jdir, sid, step_id != NULL);
-	r = tree_make_step(ctx, jdir, sid);
-	if (r < 0)
+	 * has used its id, which is never handed out again. */
+	if ((r = note_step_id(ctx, jdir, sid, step_id != NULL)) < 0)
 		goto out;
+	name_marked = r > 0;
+	r = tree_make_step(ctx, jdir, sid);
+	if (r < 0) {
+		if (name_marked)
+			forget_step_name(jdir, sid);
+		goto out;
+	}
 	test_pause("step-create-after-mkdir");
 	sdir = tree_step_dir(ctx, job_id, sid);
 	if (!sdir || (runner && !me && !(me = tree_runner_self())))
@@ -1620,8 +1706,8 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 	if (r < 0) {
 		struct jobcg_error saved = *jobcg_last_error();
 
-		if (sdir)
-			(void)cgfs_remove_tree(sdir);
+		if (sdir && cgfs_remove_tree(sdir) >= 0 && name_marked)
+			forget_step_name(jdir, sid); /* gone before it ran anything */
 		jobcg_error_restore(&saved);
 		goto out;
 	}
@@ -1663,6 +1749,23 @@ JOBCG_EXPORT int jobcg_step_remove(struct jobcg_ctx *ctx, uint32_t job_id, const
 	if (r < 0)
 		return r;
 	r = step_remove_locked(ctx, job_id, step_id);
+	jobcg_ctx_unlock(ctx);
+	return r;
+}
+
+int step_remove_unborn(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id)
+{
+	_cleanup_free_ char *sdir = NULL, *jdir = tree_job_dir(ctx, job_id);
+	int r;
+
+	if (!jdir)
+		return -ENOMEM;
+	r = step_dir_locked(ctx, job_id, step_id, &sdir);
+	if (r < 0)
+		return r;
+	r = step_remove_locked(ctx, job_id, step_id);
+	if (r >= 0 && step_named(step_id) && ctx->info->xattr.supported)
+		forget_step_name(jdir, step_id);
 	jobcg_ctx_unlock(ctx);
 	return r;
 }

@@ -29,6 +29,12 @@ bool job_removal_by_another(struct jobcg_ctx *ctx, uint32_t job_id);
 int step_remove_locked(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id);
 
 /*
+ * jobcg_step_remove() of a step whose creator failed before its first task (no record names
+ * it): a name (batch, extern...) may then be made again in the job. A number stays counted.
+ */
+int step_remove_unborn(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id);
+
+/*
  * jobcg_job_remove() after a grace period: @grace_sig was sent to the job and @grace_steps
  * (NULL-terminated, may be NULL) were the steps that had processes then. A step recorded by
  * the removal (its runner lost the race to its end) gets the signal that ended it: SIGKILL if

@@ -45,7 +45,7 @@ JOBCG_EXPORT int jobcg_step_begin(struct jobcg_ctx *ctx, uint32_t job,
 	if (r < 0) {
 		struct jobcg_error saved = *jobcg_last_error();
 
-		int k = jobcg_step_remove(ctx, job, l.step, 0);
+		int k = step_remove_unborn(ctx, job, l.step);
 
 		if (k < 0)
 			log_failure(&l, k, "removing it again after its devices failed");
