@@ -14,7 +14,7 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 	};
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
-	unsigned grace_ms = 5000;
+	unsigned grace_ms = CLI_GRACE_MS_DEFAULT;
 	uint32_t job;
 	int c, r;
 
@@ -31,9 +31,8 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 			return 0;
 		}
 		if (c == 'g') {
-			if (cli_parse_uint("--grace", optarg, 3600000, &grace_ms) < 0)
-				return cli_usage_error("release", "--grace '%s': need 0..3600000",
-						       optarg);
+			if ((r = cli_grace_option("release", optarg, &grace_ms)))
+				return r;
 			continue;
 		}
 		return cli_option_error("release", argc, argv, "h");

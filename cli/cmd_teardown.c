@@ -5,20 +5,24 @@
 
 static void teardown_help(FILE *f)
 {
-	fprintf(f, "Usage: jobcg teardown [--force] [--json]\n\n"
+	fprintf(f, "Usage: jobcg teardown [--force [--grace MS]] [--json]\n\n"
 		   "Remove the whole tree (JobcgRoot= / $JOBCG_ROOT), the device program pinned\n"
 		   "for it, its node lock file and the Slurm plugin's CPU topology cache beside\n"
 		   "it. Refused while jobs or reservations exist.\n"
-		   "  --force   release every job first (cancelled, with its record; stray steps\n"
-		   "            as jobcg gc records them), delete every reservation, and remove\n"
-		   "            what is not jobcg's too\n"
-		   "  --json    print what was removed as JSON\n");
+		   "  --force      release every job first (cancelled, with its record; stray\n"
+		   "               steps as jobcg gc records them), delete every reservation, and\n"
+		   "               remove what is not jobcg's too\n"
+		   "  --grace MS   forced: SIGTERM every process in the tree, wait up to MS\n"
+		   "               milliseconds (default 5000, as release) for them to exit, then\n"
+		   "               SIGKILL what remains\n"
+		   "  --json       print what was removed as JSON\n");
 }
 
 static int cmd_teardown(int argc, char **argv, const struct cli_global *g)
 {
 	static const struct option opts[] = {
 	    {"force", no_argument, NULL, 'f'},
+	    {"grace", required_argument, NULL, 'g'},
 	    {"json", no_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
@@ -26,7 +30,8 @@ static int cmd_teardown(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	struct jobcg_teardown_stats st = {};
-	unsigned flags = 0;
+	unsigned flags = 0, grace_ms = CLI_GRACE_MS_DEFAULT;
+	const char *grace = NULL;
 	bool json = false;
 	int c, r;
 
@@ -35,6 +40,12 @@ static int cmd_teardown(int argc, char **argv, const struct cli_global *g)
 		switch (c) {
 		case 'f':
 			flags |= JOBCG_TEARDOWN_FORCE;
+			break;
+		case 'g':
+			if ((r = cli_once("teardown", "--grace", grace, optarg)) ||
+			    (r = cli_grace_option("teardown", optarg, &grace_ms)))
+				return r;
+			grace = optarg;
 			break;
 		case 'J':
 			json = true;
@@ -48,10 +59,14 @@ static int cmd_teardown(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind < argc)
 		return cli_usage_error("teardown", "unexpected argument '%s'", argv[optind]);
+	if (grace && !(flags & JOBCG_TEARDOWN_FORCE))
+		return cli_usage_error("teardown",
+				       "--grace only applies with --force (without it, a tree "
+				       "with jobs is refused)");
 	r = cli_ctx_open_cleanup(g, JOBCG_CTX_NO_CREATE_ROOT, &conf, &ctx);
 	if (r)
 		return r;
-	if ((r = jobcg_tree_teardown(ctx, flags, &st)) < 0) {
+	if ((r = jobcg_tree_teardown(ctx, flags, grace_ms, &st)) < 0) {
 		cli_print_error(r, "teardown");
 		r = 1;
 	} else if (json) {

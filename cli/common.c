@@ -106,6 +106,13 @@ int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret)
 	return parse_uint(s, max, ret) < 0 ? -EINVAL : 0;
 }
 
+int cli_grace_option(const char *cmd, const char *s, unsigned *ret)
+{
+	if (cli_parse_uint("--grace", s, 3600000, ret) < 0)
+		return cli_usage_error(cmd, "--grace '%s': need 0..3600000", s);
+	return 0;
+}
+
 int cli_once(const char *cmd, const char *opt, const char *first, const char *again)
 {
 	if (!first)

@@ -37,6 +37,10 @@ void cli_print_acct(FILE *f, const struct jobcg_acct *a);
 int cli_parse_signal(const char *s);
 /* Parse --timeout MS. */
 int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret);
+/* --grace MS of release and teardown: SIGTERM, then up to this long before SIGKILL. */
+#define CLI_GRACE_MS_DEFAULT 5000u
+/* Parse @cmd's --grace @s into *ret (0..3600000 ms): 0, or the usage error's exit code. */
+int cli_grace_option(const char *cmd, const char *s, unsigned *ret);
 
 /*
  * Look @key up in the NSS database @db ("passwd", "group") with getent(1), the system's own

@@ -357,7 +357,7 @@ int main(void)
 	snprintf(text, sizeof(text), "JobcgRoot=%s\nStateDir=%s/state\nBpfPinDir=%s/pins\n", rel,
 		 ktest_tmpdir(), ktest_tmpdir());
 	write_file(confdir, "cgroup.conf", text);
-	(void)jobcg_tree_teardown(ctx, JOBCG_TEARDOWN_FORCE, NULL);
+	(void)jobcg_tree_teardown(ctx, JOBCG_TEARDOWN_FORCE, 0, NULL);
 	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);
 	return tap_done();

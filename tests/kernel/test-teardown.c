@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 
 #include "jobcg/acctlog.h"
 #include "jobcg/context.h"
@@ -27,6 +28,14 @@ static int seen(const struct jobcg_acct_record *r, void *u)
 	    r->state == JOBCG_ACCT_CANCELLED)
 		w->mask |= 4;
 	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Entries of @dir other than . and .. (-1: cannot be read). */
@@ -240,6 +249,50 @@ int main(void)
 			tap_diag("summary: %s", out ? out : "(none)");
 		free(out);
 		ok(!kcli_exists("%s", root), "the tree root is gone");
+	}
+	/* Forced, it ends the tree's processes as Slurm ends a job (KillWait): SIGTERM to all,
+	 * a grace period, then SIGKILL. One that traps SIGTERM gets the time to finish; one that
+	 * ignores it is killed when the grace is over. */
+	{
+		char termed[PATH_MAX], ready[2][PATH_MAX], script[2][PATH_MAX * 2];
+		char *trapper[] = {"run", "--job", "50", "--", "sh", "-c", script[0], NULL};
+		char *ignorer[] = {"run", "--job", "51", "--", "sh", "-c", script[1], NULL};
+		pid_t runners[2];
+		uint64_t t0, ms;
+
+		snprintf(termed, sizeof(termed), "%s/termed", ktest_tmpdir());
+		for (int i = 0; i < 2; i++)
+			snprintf(ready[i], sizeof(ready[i]), "%s/ready%d", ktest_tmpdir(), i);
+		snprintf(script[0], sizeof(script[0]),
+			 "trap 'sleep 0.3; echo done > %s; exit 0' TERM; touch %s; "
+			 "while :; do sleep 0.05; done",
+			 termed, ready[0]);
+		snprintf(script[1], sizeof(script[1]),
+			 "trap '' TERM; touch %s; while :; do sleep 0.05; done", ready[1]);
+		is_int(kcli(NULL, "teardown", "--grace", "100", NULL), 2,
+		       "--grace without --force: usage error");
+		is_int(kcli(NULL, "alloc", "50", NULL), 0, "job 50");
+		is_int(kcli(NULL, "alloc", "51", NULL), 0, "job 51");
+		runners[0] = kcli_start(trapper, NULL, NULL);
+		runners[1] = kcli_start(ignorer, NULL, NULL);
+		for (int i = 0;
+		     i < 500 && (access(ready[0], F_OK) < 0 || access(ready[1], F_OK) < 0); i++)
+			usleep(10000);
+		ok(access(ready[0], F_OK) == 0 && access(ready[1], F_OK) == 0,
+		   "a task trapping SIGTERM (job 50) and one ignoring it (job 51) run");
+		t0 = now_ms();
+		is_int(kcli(NULL, "teardown", "--force", "--grace", "1500", NULL), 0,
+		       "teardown --force --grace 1500");
+		ms = now_ms() - t0;
+		ok(access(termed, F_OK) == 0,
+		   "the trapping task got SIGTERM and the time to finish its trap");
+		ok(ms >= 1400 && ms < 10000,
+		   "the one ignoring it kept the teardown for the grace period, then was killed "
+		   "(%llu ms)",
+		   (unsigned long long)ms);
+		ok(!kcli_exists("%s", root), "the tree root is gone");
+		for (int i = 0; i < 2; i++)
+			ok(waitpid(runners[i], &st, 0) == runners[i], "run %d ended", i);
 	}
 	rmdir(pins);
 	return tap_done();

@@ -438,7 +438,10 @@ struct jobcg_teardown_stats {
  * Remove the context's whole tree: a test root, a side-by-side install. Under the node lock:
  * refuse (-EBUSY, naming them) while jobs exist unless @flags has JOBCG_TEARDOWN_FORCE, which
  * first runs jobcg_gc() (dead runners' steps get NODE_FAIL records) and then releases every
- * other job as cancelled, each with its record; detach the node device program pinned for
+ * other job as cancelled, each with its record, as jobcg_job_release() would with @grace_ms,
+ * but all at once: SIGTERM to every process of the tree (frozen jobs excepted), one wait of
+ * up to @grace_ms (0: none) for them to exit, with the lock held, then what is left is
+ * killed; detach the node device program pinned for
  * this root and remove its pins and pin directory; kill what is left (system/: a scope's
  * keeper) and remove the directories; last, remove the node lock file. The accounting log
  * stays. Refused (-EPERM) for a root that is the cgroup mount or holds the caller, and
@@ -446,7 +449,7 @@ struct jobcg_teardown_stats {
  * A missing root is success with nothing removed. Processes waiting for the node lock
  * meanwhile find the tree gone.
  */
-JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
+JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags, unsigned grace_ms,
 				     struct jobcg_teardown_stats *ret);
 
 #ifdef __cplusplus

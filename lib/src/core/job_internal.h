@@ -1,7 +1,8 @@
-/* jobcg internal: what job.c offers jobend.c and steplife.c (a release's mark, a step's removal).
- */
+/* jobcg internal: what job.c offers jobend.c and steplife.c (a release's mark, a step's removal),
+ * and jobend.c teardown.c (a release in phases). */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "context_internal.h"
@@ -43,3 +44,24 @@ int step_remove_unborn(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_
  */
 int job_remove_after_grace(struct jobcg_ctx *ctx, uint32_t job_id, unsigned flags, int grace_sig,
 			   char *const *grace_steps);
+
+/* A release under way: the job marked, its processes sent SIGTERM, its grace period running. */
+struct job_grace {
+	uint32_t job;
+	char *dir;	/* the job's directory, whose "populated" the grace waits on */
+	unsigned flags; /* for jobcg_job_remove(): CANCELLED once processes had to be ended */
+	int sig;	/* SIGTERM when it was sent (not to a frozen job, nor without @term) */
+	char **running; /* the steps that had processes then */
+};
+
+/*
+ * The first half of jobcg_job_release(): mark job @job as this process's release (when it has
+ * processes) and, with @term and unless it is frozen, send them SIGTERM. @flags are the
+ * removal's own (JOBCG_JOB_REMOVE_*). The caller waits, then calls job_grace_end() and
+ * job_grace_done(). Errors as jobcg_job_release()'s (-ENOENT, -EINPROGRESS).
+ */
+int job_grace_begin(struct jobcg_ctx *ctx, uint32_t job, unsigned flags, bool term,
+		    struct job_grace *ret);
+/* The second half: remove the job (killing what is left) with the records its grace implies. */
+int job_grace_end(struct jobcg_ctx *ctx, struct job_grace *g);
+void job_grace_done(struct job_grace *g);

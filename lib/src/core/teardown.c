@@ -2,11 +2,14 @@
  * record, the device policy pinned for it, its directories, its node lock file and the Slurm
  * plugin's CPU topology cache. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cgroupfs.h"
+#include "job_internal.h"
 #include "joblock.h"
 #include "log.h"
 #include "tree.h"
@@ -120,7 +123,101 @@ static int remove_pins(struct jobcg_ctx *ctx, bool *ret_removed)
 	return 0;
 }
 
-JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
+/*
+ * SIGTERM, under the node lock, to every process of the tree that is in no job: system/ (a
+ * scope's keeper, what was parked there) and, forced, directories that are not jobcg's. Those
+ * not frozen are added to @wait (their "populated" is waited on with the jobs').
+ */
+static int term_outside_jobs(struct jobcg_ctx *ctx, char ***wait)
+{
+	const char *root = jobcg_ctx_root(ctx);
+	_cleanup_strv_free_ char **kids = NULL;
+	int r = cgfs_children(root, &kids);
+
+	if (r < 0)
+		return r;
+	for (char **k = kids; *k; k++) {
+		_cleanup_free_ char *dir = NULL;
+		const char *name;
+		bool populated = false, frozen = false;
+		uint32_t id;
+
+		/* Jobs (in a reservation too) had theirs from their release. */
+		if (tree_parse_job_dirname(*k, &id) >= 0 || tree_parse_resv_dirname(*k, &name) >= 0)
+			continue;
+		if (!(dir = cgfs_path(root, *k)))
+			return -ENOMEM;
+		if (cgfs_events(dir, &populated, &frozen) < 0 || !populated || frozen ||
+		    tree_signal(dir, SIGTERM) <= 0)
+			continue;
+		if ((r = strv_push(wait, TAKE_PTR(dir))) < 0)
+			return r;
+	}
+	jobcg_error_clear();
+	return 0;
+}
+
+/* Wait until @dir has no process left, or @deadline (now_usec()) has passed. */
+static void wait_empty(const char *dir, uint64_t deadline)
+{
+	uint64_t now = now_usec();
+
+	if (now < deadline)
+		(void)cgfs_wait_events(dir, "populated", 0,
+				       (unsigned)((deadline - now + 999) / 1000));
+}
+
+/*
+ * Release every job of @ids as a scheduler ends them at once (Slurm's KillWait): SIGTERM to
+ * every process of the tree, one grace period of @grace_ms for all of them, then each job
+ * removed (what is left killed) with its record, CANCELLED. Returns how many were removed.
+ */
+static unsigned release_all(struct jobcg_ctx *ctx, const uint32_t *ids, size_t n, unsigned grace_ms)
+{
+	_cleanup_free_ struct job_grace *g = calloc(n + 1, sizeof(*g));
+	_cleanup_strv_free_ char **wait = calloc(1, sizeof(char *));
+	uint64_t deadline = now_usec() + (uint64_t)grace_ms * 1000;
+	unsigned removed = 0;
+
+	/* Without memory for the grace, the jobs are killed at once, as with --grace 0. */
+	if (!g || !wait)
+		grace_ms = 0;
+	/* A job that another remover has, or that fails here, is left to the removal below,
+	 * which says why. */
+	for (size_t i = 0; g && i < n; i++)
+		if (job_grace_begin(ctx, ids[i], JOBCG_JOB_REMOVE_CANCELLED, grace_ms > 0, &g[i]) <
+		    0)
+			jobcg_error_clear();
+	if (grace_ms > 0 && term_outside_jobs(ctx, &wait) < 0)
+		jobcg_error_clear();
+	/* One grace period for all, the node lock held throughout: nothing begins meanwhile. */
+	for (size_t i = 0; grace_ms > 0 && i < n; i++)
+		if (g[i].sig)
+			wait_empty(g[i].dir, deadline);
+	for (char **w = wait; grace_ms > 0 && *w; w++)
+		wait_empty(*w, deadline);
+	jobcg_error_clear();
+	for (size_t i = 0; i < n; i++) {
+		int r = g && g[i].dir ? job_grace_end(ctx, &g[i])
+				      : jobcg_job_remove(ctx, ids[i], JOBCG_JOB_REMOVE_CANCELLED);
+
+		if (g)
+			job_grace_done(&g[i]);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0) {
+			/* Killed and removed with the tree below, without its record. */
+			log_warning("job %u: %s (removed with the tree)", ids[i],
+				    jobcg_last_error()->message);
+			jobcg_error_clear();
+			continue;
+		}
+		removed++;
+	}
+	return removed;
+}
+
+JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags, unsigned grace_ms,
 				     struct jobcg_teardown_stats *ret)
 {
 	struct jobcg_teardown_stats st = {};
@@ -180,20 +277,10 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags,
 		r = jobcg_job_list(ctx, &ids, &n);
 		if (r < 0)
 			goto out;
-		for (size_t i = 0; i < n; i++) {
-			r = jobcg_job_remove(ctx, ids[i], JOBCG_JOB_REMOVE_CANCELLED);
-			if (r == -ENOENT)
-				continue;
-			if (r < 0) {
-				/* Killed and removed with the tree below, without its record. */
-				log_warning("job %u: %s (removed with the tree)", ids[i],
-					    jobcg_last_error()->message);
-				jobcg_error_clear();
-				continue;
-			}
-			st.jobs_removed++;
-		}
 	}
+	/* Forced: the jobs left, and what else runs in the tree, end as Slurm ends a job. */
+	if (force)
+		st.jobs_removed += release_all(ctx, ids, n, grace_ms);
 	/* Deleted as 'jobcg resv delete' does: what they hold outside the tree (memory.min and
 	 * exclusive CPUs of the ancestors) is given back too. */
 	for (char **k = resv; *k; k++) {
