@@ -160,6 +160,38 @@ int main(void)
 		is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0, "the first run is unharmed");
 	}
 
+	/* The ephemeral id counter is replaced whole, never rewritten in place: no reader (nor a
+	 * crash) sees part of it. The file an earlier run left is still whole after the next. */
+	{
+		char path[PATH_MAX], old[32] = "", *now = NULL;
+		struct stat a = {}, b = {};
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/ephemeral-next", getenv("JOBCG_STATE_DIR"));
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		ok(fd >= 0 && pread(fd, old, sizeof(old) - 1, 0) > 0 && fstat(fd, &a) == 0,
+		   "the ephemeral id counter after the runs above: %s", old);
+		is_int(kcli(NULL, "run", "--", "true", NULL), 0, "one more ephemeral run");
+		{
+			char again[32] = "";
+
+			ok(fd >= 0 && pread(fd, again, sizeof(again) - 1, 0) > 0 &&
+			       strcmp(again, old) == 0,
+			   "the counter file read before holds its old value whole (%s)", again);
+		}
+		ok(stat(path, &b) == 0 && b.st_ino != a.st_ino,
+		   "the counter was replaced by a new file (rename)");
+		if (fd >= 0)
+			close(fd);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		now = fd >= 0 ? kcli_slurp(fd) : NULL;
+		ok(now && strtoul(now, NULL, 10) == strtoul(old, NULL, 10) + 1,
+		   "which counts one further: %s", now ? now : "");
+		free(now);
+		if (fd >= 0)
+			close(fd);
+	}
+
 	/* A named step is one step of its job, and one record: refused while it runs and once it
 	 * has ended (jobcg acct would show two records of one JOB.STEP), and never made by two
 	 * runs at once. */

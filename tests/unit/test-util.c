@@ -1,4 +1,5 @@
 /* Unit tests for the string, file and error helpers every part of the library uses. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -84,6 +85,66 @@ static void test_read_file(void)
 	       "a file over the limit gives -EFBIG");
 	is_int(read_full_file_at(AT_FDCWD, "/nonexistent/x", 16, &s, &len), -ENOENT,
 	       "a missing file gives -ENOENT");
+}
+
+/* Entries of @dir other than . and .. */
+static int dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	if (d)
+		closedir(d);
+	return d ? n : -1;
+}
+
+/* A file replaced whole: a reader holding the old one reads all of it, a new open the new one,
+ * never a mix or an empty file; no temporary file is left beside it. */
+static void test_write_atomic(void)
+{
+	char base[] = "/tmp/jobcg-test-atomic-XXXXXX", path[PATH_MAX], buf[64] = "";
+	struct stat a = {}, b = {};
+	char *s = NULL;
+	int fd;
+
+	if (!mkdtemp(base)) {
+		ok(false, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/counter", base);
+	is_int(write_file_atomic(path, "4000000001\n", 0600, WRITE_ATOMIC_SYNC), 0,
+	       "write a new file (fsynced)");
+	ok(stat(path, &a) == 0 && (a.st_mode & 07777) == 0600, "with the mode asked");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	is_int(write_file_atomic(path, "4000000002\n", 0600, WRITE_ATOMIC_SYNC), 0, "replace it");
+	ok(fd >= 0 && pread(fd, buf, sizeof(buf) - 1, 0) == 11 && strcmp(buf, "4000000001\n") == 0,
+	   "a reader of the old file still reads all of it: replaced, not rewritten in place");
+	ok(stat(path, &b) == 0 && b.st_ino != a.st_ino, "the name now names another inode");
+	ok(read_full_file_at(AT_FDCWD, path, 64, &s, NULL) == 0 && s &&
+	       strcmp(s, "4000000002\n") == 0,
+	   "which holds the new content");
+	free(s);
+	s = NULL;
+	if (fd >= 0)
+		close(fd);
+	is_int(write_file_atomic(path, "other\n", 0600, WRITE_ATOMIC_NOREPLACE), -EEXIST,
+	       "NOREPLACE on an existing name: -EEXIST");
+	ok(read_full_file_at(AT_FDCWD, path, 64, &s, NULL) == 0 && s &&
+	       strcmp(s, "4000000002\n") == 0,
+	   "  and the file is untouched");
+	free(s);
+	snprintf(path, sizeof(path), "%s/entry", base);
+	is_int(write_file_atomic(path, "line\n", 0600, WRITE_ATOMIC_SYNC | WRITE_ATOMIC_NOREPLACE),
+	       0, "NOREPLACE on a new name writes it");
+	is_int(dir_entries(base), 2, "no temporary file is left");
+	snprintf(path, sizeof(path), "%s/missing/x", base);
+	is_int(write_file_atomic(path, "x", 0600, 0), -ENOENT, "a missing directory: -ENOENT");
+	snprintf(path, sizeof(path), "rm -rf '%s'", base);
+	if (system(path) != 0)
+		tap_diag("cannot remove %s", base);
 }
 
 /* The one set of number parsers: what each takes and refuses, and outputs untouched on failure. */
@@ -531,6 +592,7 @@ int main(void)
 	test_error();
 	test_error_stale();
 	test_read_file();
+	test_write_atomic();
 	test_env_program();
 	test_mkdir_p_safe();
 	test_open_trusted();

@@ -45,21 +45,11 @@ static int store_xattr(const char *jdir, const char *name, const char *value)
 	return setxattr(jdir, name, value, strlen(value), XATTR_CREATE) < 0 ? negative_errno() : 0;
 }
 
+/* A job's record (fsynced in the log) must survive what its log append would have: the entry
+ * is durable, and whole, before the rmdir it stands in for. -EEXIST when one is there. */
 static int store_file(const char *path, const char *value)
 {
-	_cleanup_close_ int fd =
-	    open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-	size_t len = strlen(value);
-
-	if (fd < 0)
-		return negative_errno();
-	if (write(fd, value, len) != (ssize_t)len) {
-		int r = errno ? negative_errno() : -EIO;
-
-		(void)unlink(path);
-		return r;
-	}
-	return 0;
+	return write_file_atomic(path, value, 0600, WRITE_ATOMIC_SYNC | WRITE_ATOMIC_NOREPLACE);
 }
 
 /* Write the record of one entry (@value) if it is owed; 0 when the entry can go. */

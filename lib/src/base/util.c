@@ -137,6 +137,56 @@ int write_string_at(int dirfd, const char *path, const char *s)
 	return 0;
 }
 
+int write_file_atomic(const char *path, const char *s, mode_t mode, unsigned flags)
+{
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	_cleanup_free_ char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+	_cleanup_free_ char *tmp = NULL;
+	_cleanup_close_ int dfd = -1, fd = -1;
+	size_t len = strlen(s);
+	int r = 0;
+
+	if (!dir || !(tmp = strdup_printf(".%s.%d.tmp", name, (int)getpid())))
+		return -ENOMEM;
+	if (!*name)
+		return -EINVAL;
+	dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return negative_errno();
+	fd =
+	    openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+	if (fd < 0)
+		return negative_errno();
+	/* The mode asked, whatever the umask. */
+	if (fchmod(fd, mode) < 0)
+		r = negative_errno();
+	for (size_t done = 0; r == 0 && done < len;) {
+		ssize_t n = write(fd, s + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			r = n < 0 ? negative_errno() : -EIO;
+		else
+			done += (size_t)n;
+	}
+	if (r == 0 && (flags & WRITE_ATOMIC_SYNC) && fsync(fd) < 0)
+		r = negative_errno();
+	if (r == 0 && !(flags & WRITE_ATOMIC_NOREPLACE) && renameat(dfd, tmp, dfd, name) < 0)
+		r = negative_errno();
+	if (r == 0 && (flags & WRITE_ATOMIC_NOREPLACE)) {
+		/* link(2) fails on an existing name, on every file system (renameat2's
+		 * RENAME_NOREPLACE does not); the temporary name goes below. */
+		if (linkat(dfd, tmp, dfd, name, 0) < 0)
+			r = negative_errno();
+	}
+	if (r < 0 || (flags & WRITE_ATOMIC_NOREPLACE))
+		(void)unlinkat(dfd, tmp, 0);
+	if (r == 0 && (flags & WRITE_ATOMIC_SYNC) && fsync(dfd) < 0)
+		r = negative_errno();
+	return r;
+}
+
 size_t strv_length(char *const *v)
 {
 	size_t n = 0;

@@ -92,6 +92,21 @@ int read_one_line_at(int dirfd, const char *path, char **ret);
 /* Write @s to an existing file with a single write() (kernel interface files need that). */
 int write_string_at(int dirfd, const char *path, const char *s);
 
+enum {
+	/* write_file_atomic(): fsync the new file before the rename and its directory after, so
+	 * that a crash (power loss) leaves the old file or the new one, whole. */
+	WRITE_ATOMIC_SYNC = 1u << 0,
+	/* write_file_atomic(): -EEXIST (nothing written) if @path exists, as O_EXCL would. */
+	WRITE_ATOMIC_NOREPLACE = 1u << 1,
+};
+/*
+ * Make @s the whole content of @path (mode @mode) at once: written to a hidden file beside it
+ * (".NAME.PID.tmp", never a name a directory's readers take for an entry) and renamed over
+ * it, so that a reader sees the old file or the new, never part of one. 0 or -errno (no error
+ * record); the temporary file is removed on failure.
+ */
+int write_file_atomic(const char *path, const char *s, mode_t mode, unsigned flags);
+
 /* NULL-terminated string vectors. */
 size_t strv_length(char *const *v);
 int strv_push(char ***v, char *s); /* takes ownership of s, even on failure */

@@ -286,19 +286,11 @@ static char *cache_format(const char *boot, const char *online, const struct cor
 /* Replaced whole (a new file renamed over it), so that a reader never sees half of one. */
 static void cache_write(const char *cache, const char *text)
 {
-	_cleanup_free_ char *tmp = strdup_printf("%s.%d.tmp", cache, (int)getpid());
-	_cleanup_close_ int fd = -1;
-	size_t len = strlen(text);
+	/* No fsync: a cache lost in a crash is read from sysfs again. */
+	int r = write_file_atomic(cache, text, 0644, 0);
 
-	if (!tmp)
-		return;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	if (write(fd, text, len) != (ssize_t)len || rename(tmp, cache) < 0) {
-		log_debug("cannot write the CPU topology cache %s: %s", cache, strerror(errno));
-		(void)unlink(tmp);
-	}
+	if (r < 0)
+		log_debug("cannot write the CPU topology cache %s: %s", cache, strerror(-r));
 }
 
 /* The cache's text, if it is a regular file of ours that nobody else can write. */

@@ -485,8 +485,7 @@ static bool id_taken(const uint32_t *ids, size_t n, uint32_t id)
 static int pick_ephemeral_id(struct jobcg_ctx *ctx, uint32_t *ret)
 {
 	_cleanup_free_ uint32_t *ids = NULL;
-	_cleanup_free_ char *path = NULL;
-	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *path = NULL, *text = NULL;
 	size_t n = 0;
 	uint32_t next = JOBCG_JOB_ID_EPHEMERAL_BASE;
 	int r;
@@ -495,14 +494,13 @@ static int pick_ephemeral_id(struct jobcg_ctx *ctx, uint32_t *ret)
 	if (r < 0)
 		return r;
 	if (ctx_state_dir_ready(ctx) >= 0 && (path = ctx_state_file(ctx, EPHEMERAL_COUNTER_FILE)))
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+		(void)read_full_file_at(AT_FDCWD, path, 64, &text, NULL); /* missing: the base */
 	jobcg_error_clear();
-	if (fd >= 0) {
-		char buf[32] = "";
-		ssize_t k = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (path) {
+		char buf[32];
 		uint64_t v;
 
-		if (k > 0 && parse_u64(strstrip(buf), UINT32_MAX, &v) == 0)
+		if (text && parse_u64(strstrip(text), UINT32_MAX, &v) == 0)
 			next = (uint32_t)v;
 		for (size_t i = 0; i <= n; i++) {
 			if (next < JOBCG_JOB_ID_EPHEMERAL_BASE || next > EPHEMERAL_ID_MAX)
@@ -513,11 +511,11 @@ static int pick_ephemeral_id(struct jobcg_ctx *ctx, uint32_t *ret)
 		}
 		snprintf(buf, sizeof(buf), "%u\n",
 			 next >= EPHEMERAL_ID_MAX ? JOBCG_JOB_ID_EPHEMERAL_BASE : next + 1);
-		k = (ssize_t)strlen(buf);
-		/* Best effort: a counter lost counts from the base again, skipping ids in use. */
-		if (pwrite(fd, buf, (size_t)k, 0) != k || ftruncate(fd, k) < 0)
-			log_debug("cannot write %s: %s", path, strerror(errno));
-		jobcg_error_clear();
+		/* Replaced whole and durable before the id is used: after a crash the counter
+		 * is never behind an id a (fsynced) job record names. Best effort: a counter
+		 * lost counts from the base again, skipping ids in use. */
+		if ((r = write_file_atomic(path, buf, 0600, WRITE_ATOMIC_SYNC)) < 0)
+			log_debug("cannot write %s: %s", path, strerror(-r));
 		*ret = next;
 		return 0;
 	}
