@@ -140,6 +140,21 @@ static void test_write_atomic(void)
 	is_int(write_file_atomic(path, "line\n", 0600, WRITE_ATOMIC_SYNC | WRITE_ATOMIC_NOREPLACE),
 	       0, "NOREPLACE on a new name writes it");
 	is_int(dir_entries(base), 2, "no temporary file is left");
+	{
+		/* A crash (then a reboot) may leave the temporary name of a pid that is ours now.
+		 */
+		char stale[PATH_MAX];
+		int sfd;
+
+		snprintf(stale, sizeof(stale), "%s/.fresh.%d.tmp", base, (int)getpid());
+		sfd = open(stale, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (sfd >= 0)
+			close(sfd);
+		snprintf(path, sizeof(path), "%s/fresh", base);
+		is_int(write_file_atomic(path, "new\n", 0600, WRITE_ATOMIC_NOREPLACE), 0,
+		       "a stale temporary file of our pid does not read as the name's -EEXIST");
+		is_int(dir_entries(base), 3, "  and is gone");
+	}
 	snprintf(path, sizeof(path), "%s/missing/x", base);
 	is_int(write_file_atomic(path, "x", 0600, 0), -ENOENT, "a missing directory: -ENOENT");
 	snprintf(path, sizeof(path), "rm -rf '%s'", base);

@@ -153,10 +153,17 @@ int write_file_atomic(const char *path, const char *s, mode_t mode, unsigned fla
 	dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return negative_errno();
-	fd =
-	    openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
-	if (fd < 0)
-		return negative_errno();
+	for (int tries = 0;; tries++) {
+		fd = openat(dfd, tmp,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+		/* One left by a writer that crashed with this pid (before a reboot): no live
+		 * process but us has this name, and an -EEXIST from it would read as @path's. */
+		if (fd < 0 && errno == EEXIST && tries == 0 && unlinkat(dfd, tmp, 0) == 0)
+			continue;
+		if (fd < 0)
+			return errno == EEXIST ? -EBUSY : negative_errno();
+		break;
+	}
 	/* The mode asked, whatever the umask. */
 	if (fchmod(fd, mode) < 0)
 		r = negative_errno();
