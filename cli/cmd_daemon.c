@@ -56,7 +56,8 @@ static uint64_t sooner(uint64_t a, uint64_t b)
 static void usage(void)
 {
 	printf("Usage: jobcg daemon [--socket PATH] [--max-clients N]\n"
-	       "                    [--metrics-listen ADDRESS:PORT] [--resv-period S]\n\n"
+	       "                    [--metrics-listen ADDRESS:PORT [--metrics-user USER]]\n"
+	       "                    [--resv-period S]\n\n"
 	       "Do the cgroup work of 'jobcg run' for the clients that connect to PATH\n"
 	       "($JOBCG_DAEMON_SOCKET, default " RUN_DAEMON_SOCKET_DEFAULT "), so that 'jobcg\n"
 	       "run' itself neither loads the configuration nor runs the code that makes a step.\n"
@@ -76,6 +77,8 @@ static void usage(void)
 	       "                     address: 127.0.0.1:9810), from a child process (see\n"
 	       "                     jobcg metrics); one that dies is logged and started\n"
 	       "                     again on the same address\n"
+	       "  --metrics-user USER  its HTTP side runs as USER (default nobody; root only\n"
+	       "                     if named); a child of it stays root to collect\n"
 	       "  --resv-period S    verify every reservation every S seconds (default 10,\n"
 	       "                     0: never), and at once when the kernel notifies a change\n"
 	       "                     of a partition; repair what is degraded and log it\n"
@@ -462,11 +465,12 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	    {"socket", required_argument, NULL, 's'},
 	    {"max-clients", required_argument, NULL, 'm'},
 	    {"metrics-listen", required_argument, NULL, 'M'},
+	    {"metrics-user", required_argument, NULL, 'U'},
 	    {"resv-period", required_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	const char *path = run_daemon_socket(), *metrics_addr = NULL;
+	const char *path = run_daemon_socket(), *metrics_addr = NULL, *metrics_user = NULL;
 	struct metrics_server metrics = {};
 	struct resv_watch watch = {};
 	unsigned resv_period = 10;
@@ -501,6 +505,9 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 				return cli_usage_error("daemon", "--metrics-listen: empty address");
 			metrics_addr = optarg;
 			break;
+		case 'U':
+			metrics_user = optarg;
+			break;
 		case 'P':
 			if (cli_parse_uint("--resv-period", optarg, 86400, &resv_period) < 0)
 				return cli_usage_error("daemon",
@@ -515,6 +522,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind < argc)
 		return cli_usage_error("daemon", "unexpected argument '%s'", argv[optind]);
+	if (metrics_user && !metrics_addr)
+		return cli_usage_error("daemon", "--metrics-user goes with --metrics-listen");
 	if (!path || !*path)
 		return cli_usage_error("daemon", "no socket: JOBCG_DAEMON_SOCKET is empty and "
 						 "no --socket was given");
@@ -527,7 +536,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	l.max_clients = clients_cap(l.max_clients);
 	/* Bound before the step socket, so that a mistake in the address stops the daemon before
 	 * clients can find it. */
-	if (metrics_addr && (r = metrics_server_start(&metrics, g, metrics_addr)) != 0)
+	if (metrics_addr &&
+	    (r = metrics_server_start(&metrics, g, metrics_addr, metrics_user)) != 0)
 		return r;
 	r = listen_on(path, &l.fd, &l.lock);
 	if (r) {

@@ -11,7 +11,7 @@
 
 static void help(void)
 {
-	printf("Usage: jobcg metrics [--textfile DIR | --listen ADDRESS:PORT]\n\n"
+	printf("Usage: jobcg metrics [--textfile DIR | --listen ADDRESS:PORT [--user USER]]\n\n"
 	       "Print the node's metrics in the Prometheus text format (0.0.4): CPU, memory,\n"
 	       "pids, OOM kills and I/O of every job and step, the GPUs each may open as the\n"
 	       "kernel's device programs say, and node facts. Reads the cgroup tree without the\n"
@@ -21,6 +21,8 @@ static void help(void)
 	       "  --listen ADDRESS:PORT   serve GET /metrics over HTTP until SIGTERM; a numeric\n"
 	       "                          address (127.0.0.1:9810, [::1]:9810)\n"
 	       "  --listen-fd FD          serve on an inherited listening socket (jobcg daemon)\n"
+	       "  --user USER             talk HTTP as USER (default nobody; root only if named);\n"
+	       "                          a child process stays root to collect the metrics\n"
 	       "  -h, --help              show this help\n");
 }
 
@@ -72,10 +74,11 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 	    {"textfile", required_argument, NULL, 't'},
 	    {"listen", required_argument, NULL, 'l'},
 	    {"listen-fd", required_argument, NULL, 'f'},
+	    {"user", required_argument, NULL, 'u'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	const char *textfile = NULL, *listen_addr = NULL;
+	const char *textfile = NULL, *listen_addr = NULL, *user = NULL;
 	unsigned listen_fd = 0;
 	bool have_fd = false;
 	char *text = NULL;
@@ -98,6 +101,9 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 				    optarg);
 			have_fd = true;
 			break;
+		case 'u':
+			user = optarg;
+			break;
 		case 'h':
 			help();
 			return 0;
@@ -110,6 +116,8 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 	if (!!textfile + !!listen_addr + have_fd > 1)
 		return cli_usage_error("metrics",
 				       "--textfile, --listen and --listen-fd exclude each other");
+	if (user && !listen_addr && !have_fd)
+		return cli_usage_error("metrics", "--user goes with --listen or --listen-fd");
 	if (geteuid() != 0)
 		return cli_fail(
 		    "metrics: needs root: the jobs' owners are in trusted.* extended "
@@ -121,7 +129,7 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 		if (fstat((int)listen_fd, &st) < 0 || !S_ISSOCK(st.st_mode))
 			return cli_usage_error("metrics", "--listen-fd %u: not a socket",
 					       listen_fd);
-		return metrics_serve(g, (int)listen_fd);
+		return metrics_serve(g, (int)listen_fd, user);
 	}
 	if (listen_addr) {
 		int fd;
@@ -131,7 +139,7 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 			return r;
 		fprintf(stderr, "jobcg: metrics on http://%s/metrics (pid %d)\n", listen_addr,
 			(int)getpid());
-		r = metrics_serve(g, fd);
+		r = metrics_serve(g, fd, user);
 		close(fd);
 		return r;
 	}

@@ -6,12 +6,17 @@
 #include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <grp.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,7 +45,16 @@
 #define HTTP_THREADS	      4	    /* scrapes collected at the same time */
 #define HTTP_LOG_EVERY_SEC    60    /* libmicrohttpd's messages: at most one a minute */
 #define USER_CACHE_MAX	      4096
-#define USER_CACHE_SEC	      60 /* how long a user name (or its absence) is believed */
+/*
+ * The HTTP side asks the collector (cli: privilege separation below) for a reading with this
+ * one byte and nothing else; the answer is a struct collect_answer and the text. The collector
+ * gives up a channel whose reader has not taken a whole answer this long after it was ready.
+ */
+#define COLLECT_REQUEST		  'S'
+#define COLLECT_SEND_TIMEOUT_SEC  10
+#define COLLECT_TEXT_MAX	  ((uint64_t)1 << 30) /* an answer longer is no answer */
+#define COLLECT_GARBAGE_EVERY_SEC 60		      /* its complaint: at most once a minute */
+#define USER_CACHE_SEC		  60 /* how long a user name (or its absence) is believed */
 
 static uint64_t mono_sec(void)
 {
@@ -48,6 +62,14 @@ static uint64_t mono_sec(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* ---- user names ---- */
@@ -260,9 +282,24 @@ static int mhd_load(void)
 	return 0;
 }
 
+/*
+ * The HTTP process's channels to the collector, one for each of libmicrohttpd's threads so that
+ * as many scrapes are collected at once as before; a request takes a free one for its reading.
+ */
 struct server {
-	const struct cli_global *g;
-	atomic_uint_fast64_t errors; /* collection errors so far: the counter's value */
+	pid_t collector;
+	int chan[HTTP_THREADS];
+	bool chan_busy[HTTP_THREADS];
+	pthread_mutex_t lock;
+	pthread_cond_t chan_free;
+	atomic_bool broken; /* a channel failed: the collector is gone, or not right */
+};
+
+/* The collector's answer to COLLECT_REQUEST, followed by @len bytes of text. */
+struct collect_answer {
+	uint32_t ok; /* 1: the text follows; 0 (and len 0): collecting failed, said in the log */
+	uint32_t zero;
+	uint64_t len;
 };
 
 /* ---- deadlines ---- */
@@ -413,6 +450,81 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, 
 	return reply(conn, status, "text/plain; charset=utf-8", body, strlen(body));
 }
 
+static bool read_all(int fd, void *buf, size_t len)
+{
+	for (size_t off = 0; off < len;) {
+		ssize_t k = read(fd, (char *)buf + off, len - off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		off += (size_t)k;
+	}
+	return true;
+}
+
+/* MSG_NOSIGNAL: a peer gone is an error here, not a SIGPIPE. */
+static bool send_all(int fd, const void *buf, size_t len)
+{
+	for (size_t off = 0; off < len;) {
+		ssize_t k = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		off += (size_t)k;
+	}
+	return true;
+}
+
+/*
+ * One reading, asked of the collector on a free channel: 0 with the text, 1 when collecting
+ * failed there, -EPROTO when the channel did not work (the server then stops: a channel left
+ * mid-answer cannot be used again).
+ */
+static int collect(struct server *s, char **ret, size_t *ret_len)
+{
+	const char req = COLLECT_REQUEST;
+	struct collect_answer a;
+	char *text = NULL;
+	size_t i;
+	int r = -EPROTO;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		for (i = 0; i < HTTP_THREADS && s->chan_busy[i]; i++)
+			;
+		if (i < HTTP_THREADS)
+			break;
+		pthread_cond_wait(&s->chan_free, &s->lock);
+	}
+	s->chan_busy[i] = true;
+	pthread_mutex_unlock(&s->lock);
+	if (!atomic_load(&s->broken) && send_all(s->chan[i], &req, 1) &&
+	    read_all(s->chan[i], &a, sizeof(a))) {
+		if (a.ok == 0 && a.zero == 0 && a.len == 0)
+			r = 1;
+		else if (a.ok == 1 && a.zero == 0 && a.len <= COLLECT_TEXT_MAX &&
+			 (text = malloc(a.len ? (size_t)a.len : 1)) &&
+			 read_all(s->chan[i], text, (size_t)a.len)) {
+			*ret = text;
+			*ret_len = (size_t)a.len;
+			text = NULL;
+			r = 0;
+		}
+	}
+	free(text);
+	if (r < 0)
+		atomic_store(&s->broken, true);
+	pthread_mutex_lock(&s->lock);
+	s->chan_busy[i] = false;
+	pthread_cond_signal(&s->chan_free);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -420,8 +532,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	struct server *s = cls;
 	char *body = NULL;
 	size_t len = 0;
-	unsigned errors = 0;
-
 	enum MHD_Result r;
 
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
@@ -429,16 +539,251 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	if (strcmp(url, "/metrics") != 0)
 		return reply_text(conn, MHD_HTTP_NOT_FOUND, "jobcg serves /metrics\n");
 	watch_phase(conn, true);
-	if (metrics_text(s->g, atomic_load(&s->errors), &body, &len, &errors) != 0)
+	if (collect(s, &body, &len) != 0)
 		r = reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			       "collecting failed: see the server's log\n");
-	else {
-		atomic_fetch_add(&s->errors, errors);
+	else
 		r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
-	}
 	/* Then the client has HTTP_DEADLINE_SEC to take the answer. */
 	watch_phase(conn, false);
 	return r;
+}
+
+/* ---- the collector ---- */
+
+/*
+ * Privilege separation. Reading the node needs root (the owners' trusted.* attributes, the
+ * BPF programs, the state directory); talking HTTP to whoever connects does not, and a flaw in
+ * libmicrohttpd or in the handler must not be a root compromise. So the server is two
+ * processes: the HTTP process, which drops to an ordinary user before it loads libmicrohttpd,
+ * and its child the collector, which stays root and does nothing but answer COLLECT_REQUEST
+ * on its channels with a reading. It reads nothing else from the HTTP side: a byte that is
+ * not a request is ignored, an answer the HTTP side has not taken whole within
+ * COLLECT_SEND_TIMEOUT_SEC is given up with its channel, and nothing it allocates depends on
+ * what it is sent.
+ */
+struct collector {
+	const struct cli_global *g;
+	atomic_uint_fast64_t errors; /* collection errors so far: the counter's value */
+	pid_t http;
+};
+
+struct collector_chan {
+	struct collector *c;
+	int fd;
+};
+
+/* Bytes that are no request: said at most once a minute, with those not said. */
+static void collector_garbage(const struct collector *c, size_t n)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static uint64_t next;
+	static unsigned long long count;
+	uint64_t now = mono_sec();
+
+	pthread_mutex_lock(&lock);
+	count += n;
+	if (!next || now >= next) {
+		fprintf(stderr,
+			"jobcg: metrics: collector: ignored %llu bytes from the HTTP process "
+			"(pid %d) that are not a request\n",
+			count, (int)c->http);
+		count = 0;
+		next = now + COLLECT_GARBAGE_EVERY_SEC;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/*
+ * Send all of @buf by @deadline (CLOCK_MONOTONIC ms): a reader that takes it a byte at a time
+ * keeps the collector's thread no longer than one that takes none. -ETIMEDOUT past it.
+ */
+static int send_by(int fd, const void *buf, size_t len, uint64_t deadline)
+{
+	for (size_t off = 0; off < len;) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		uint64_t now = mono_ms();
+		ssize_t k;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR)
+			return -errno;
+		k = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		if (k > 0)
+			off += (size_t)k;
+	}
+	return 0;
+}
+
+/* Answer one request: false when the channel is given up. */
+static bool collector_answer(struct collector_chan *ch)
+{
+	struct collect_answer a = {};
+	char *text = NULL;
+	size_t len = 0;
+	unsigned errors = 0;
+	uint64_t deadline;
+	int r;
+
+	if (metrics_text(ch->c->g, atomic_load(&ch->c->errors), &text, &len, &errors) == 0) {
+		atomic_fetch_add(&ch->c->errors, errors);
+		a.ok = 1;
+		a.len = len;
+	}
+	deadline = mono_ms() + COLLECT_SEND_TIMEOUT_SEC * 1000;
+	if ((r = send_by(ch->fd, &a, sizeof(a), deadline)) == 0)
+		r = send_by(ch->fd, text, len, deadline);
+	if (r == -ETIMEDOUT)
+		fprintf(stderr,
+			"jobcg: metrics: collector: the HTTP process (pid %d) did not take an "
+			"answer within %d s: no more answers on that channel\n",
+			(int)ch->c->http, COLLECT_SEND_TIMEOUT_SEC);
+	free(text);
+	return r == 0;
+}
+
+/* One channel's requests, until the HTTP side closes it or fails to take an answer. */
+static void *collector_thread(void *arg)
+{
+	struct collector_chan *ch = arg;
+	unsigned char req[64];
+	bool go = true;
+
+	while (go) {
+		ssize_t n = read(ch->fd, req, sizeof(req));
+		size_t bad = 0;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n && go; i++) {
+			if (req[i] == COLLECT_REQUEST)
+				go = collector_answer(ch);
+			else
+				bad++;
+		}
+		if (bad)
+			collector_garbage(ch->c, bad);
+	}
+	close(ch->fd);
+	return NULL;
+}
+
+/* The collector's life: a thread for each channel; returns when the HTTP side closed them. */
+static int collector_run(const struct cli_global *g, const int *fds, pid_t http)
+{
+	struct collector c = {.g = g, .http = http};
+	struct collector_chan ch[HTTP_THREADS];
+	pthread_t t[HTTP_THREADS];
+	bool started[HTTP_THREADS] = {};
+	const char *mount;
+
+	/* Computed once here: its static buffer is not filled concurrently by the threads. */
+	(void)jobcg_cgroup2_mount(&mount);
+	for (size_t i = 0; i < HTTP_THREADS; i++) {
+		ch[i] = (struct collector_chan){.c = &c, .fd = fds[i]};
+		if (pthread_create(&t[i], NULL, collector_thread, &ch[i]) != 0)
+			close(fds[i]);
+		else
+			started[i] = true;
+	}
+	for (size_t i = 0; i < HTTP_THREADS; i++)
+		if (started[i])
+			pthread_join(t[i], NULL);
+	return 0;
+}
+
+/* ---- dropping privileges ---- */
+
+static void close_range_or_loop(unsigned first, unsigned last)
+{
+	if (first > last)
+		return;
+	if (syscall(SYS_close_range, first, last, 0) < 0)
+		for (long fd = first, n = sysconf(_SC_OPEN_MAX); fd < n && fd <= (long)last; fd++)
+			close((int)fd);
+}
+
+/* Close every descriptor above 2 but the @n in @keep: nothing the root side opened stays. */
+static void close_all_but(const int *keep, size_t n)
+{
+	int k[HTTP_THREADS + 1];
+	unsigned from = 3;
+
+	memcpy(k, keep, n * sizeof(*k));
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && k[j - 1] > k[j]; j--) {
+			int x = k[j];
+
+			k[j] = k[j - 1];
+			k[j - 1] = x;
+		}
+	for (size_t i = 0; i < n; i++) {
+		if (k[i] < (int)from)
+			continue;
+		close_range_or_loop(from, (unsigned)k[i] - 1);
+		from = (unsigned)k[i] + 1;
+	}
+	close_range_or_loop(from, ~0U);
+}
+
+/*
+ * Become @uid:@gid for good, without supplementary groups, with no way back or up (no new
+ * privileges through an exec), and not open to ptrace by other processes of that user. The
+ * parent-death signal, which the kernel clears on a change of credentials, is set again.
+ * 0, or 1 with the error printed.
+ */
+static int drop_privileges(uid_t uid, gid_t gid)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+	pid_t parent = getppid();
+	int pdeath = 0;
+
+	(void)prctl(PR_GET_PDEATHSIG, &pdeath);
+	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		return cli_fail("metrics: cannot become uid %u gid %u: %s", (unsigned)uid,
+				(unsigned)gid, strerror(errno));
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
+	    (pdeath && prctl(PR_SET_PDEATHSIG, pdeath) < 0))
+		return cli_fail("metrics: prctl: %s", strerror(errno));
+	if (pdeath && getppid() != parent)
+		return cli_fail("metrics: the parent ended");
+	if (chdir("/") < 0)
+		return cli_fail("metrics: chdir /: %s", strerror(errno));
+	/* Checked, not believed: a drop that did not happen must not serve. */
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != uid ||
+	    eu != uid || su != uid || rg != gid || eg != gid || sg != gid ||
+	    getgroups(0, NULL) != 0 || (uid != 0 && setuid(0) == 0) ||
+	    (uid != 0 && gid != 0 && setgid(0) == 0))
+		return cli_fail("metrics: the privileges were not dropped to uid %u gid %u",
+				(unsigned)uid, (unsigned)gid);
+	return 0;
+}
+
+int metrics_user(const char *user, uid_t *ret_uid, gid_t *ret_gid)
+{
+	const char *name = user ? user : METRICS_USER_DEFAULT;
+	uid_t uid;
+	gid_t gid;
+	int r = cli_lookup_user(name, &uid, &gid);
+
+	if (r == -ENOENT || r == -EINVAL)
+		return cli_fail("metrics: no user '%s' to serve HTTP as%s", name,
+				user ? "" : " (name one with --user)");
+	if (r < 0)
+		return 1;
+	if (uid == 0 && !user)
+		return cli_fail("metrics: the user '%s' is root: HTTP is served as root only when "
+				"--user names it",
+				name);
+	*ret_uid = uid;
+	*ret_gid = gid;
+	return 0;
 }
 
 /*
@@ -469,8 +814,9 @@ static bool linked_statically(void)
 	return getauxval(AT_BASE) == 0;
 }
 
-/* Exec @exe as `metrics --listen-fd FD` with the global options; returns only on failure. */
-static int exec_server(const char *exe, const struct cli_global *g, int fd)
+/* Exec @exe as `metrics --listen-fd FD [--user USER]` with the global options; returns only on
+ * failure. */
+static int exec_server(const char *exe, const struct cli_global *g, int fd, const char *user)
 {
 	char fdarg[16], *argv[16];
 	int n = 0;
@@ -486,6 +832,10 @@ static int exec_server(const char *exe, const struct cli_global *g, int fd)
 	argv[n++] = (char *)"metrics";
 	argv[n++] = (char *)"--listen-fd";
 	argv[n++] = fdarg;
+	if (user) {
+		argv[n++] = (char *)"--user";
+		argv[n++] = (char *)user;
+	}
 	argv[n] = NULL;
 	/* The socket crosses the exec: the one descriptor that must. */
 	if (fcntl(fd, F_SETFD, 0) < 0)
@@ -494,29 +844,30 @@ static int exec_server(const char *exe, const struct cli_global *g, int fd)
 	return -errno;
 }
 
-int metrics_serve(const struct cli_global *g, int fd)
+/* Say how the collector ended (reaped already: @st), or that it did. */
+static void collector_ended(pid_t pid, int st)
 {
-	struct server s = {.g = g};
+	if (WIFSIGNALED(st))
+		fprintf(stderr,
+			"jobcg: metrics: the collector (pid %d) was killed by signal %d (%s)\n",
+			(int)pid, WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else
+		fprintf(stderr, "jobcg: metrics: the collector (pid %d) exited with status %d\n",
+			(int)pid, WEXITSTATUS(st));
+}
+
+/* The HTTP process, unprivileged, until a stop signal or the collector's end. */
+static int serve_http(const struct cli_global *g, int fd, struct server *s, uid_t uid, gid_t gid)
+{
 	struct MHD_Daemon *d;
-	const char *mount;
 	sigset_t stop, old;
-	int sig = 0, r;
+	int keep[HTTP_THREADS + 1], sig = 0, st, r;
 
-	if (linked_statically()) {
-		char exe[PATH_MAX];
-
-		r = twin_exe(exe, sizeof(exe));
-		if (r == 0)
-			r = exec_server(exe, g, fd);
-		return cli_fail("metrics: this jobcg is linked statically and serves HTTP through "
-				"%s, which cannot run: %s (install it with jobcg)",
-				exe, strerror(-r));
-	}
-	r = mhd_load();
-	if (r)
+	memcpy(keep, s->chan, sizeof(s->chan));
+	keep[HTTP_THREADS] = fd;
+	close_all_but(keep, HTTP_THREADS + 1);
+	if ((r = drop_privileges(uid, gid)) != 0 || (r = mhd_load()) != 0)
 		return r;
-	/* Computed once here: its static buffer is not filled concurrently by the threads. */
-	(void)jobcg_cgroup2_mount(&mount);
 	/* Stop signals go to this thread's sigwait(), never to the server's threads, which
 	 * inherit the mask. */
 	sigemptyset(&stop);
@@ -527,7 +878,7 @@ int metrics_serve(const struct cli_global *g, int fd)
 	/* The logger first: libmicrohttpd otherwise says so through it, a line at every start
 	 * that would also use up the minute's one message a client can cause. */
 	d = mhd.start(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL,
-		      NULL, handle, &s, MHD_OPTION_EXTERNAL_LOGGER, log_limited, NULL,
+		      NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, log_limited, NULL,
 		      MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE,
 		      (unsigned)HTTP_THREADS, MHD_OPTION_CONNECTION_LIMIT,
 		      (unsigned)HTTP_CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
@@ -540,19 +891,113 @@ int metrics_serve(const struct cli_global *g, int fd)
 		return cli_fail("metrics: libmicrohttpd could not start on the socket");
 	}
 	if (g->verbose)
-		fprintf(stderr, "jobcg: metrics: serving /metrics (pid %d)\n", (int)getpid());
-	/* This thread also enforces the deadlines, looking once a second. */
+		fprintf(stderr,
+			"jobcg: metrics: serving /metrics as uid %u (pid %d), collecting as root "
+			"(pid %d)\n",
+			(unsigned)uid, (int)getpid(), (int)s->collector);
+	/* This thread also enforces the deadlines, looking once a second, and stops when the
+	 * collector is gone: this process cannot start another, the supervisor can. */
 	for (;;) {
 		const struct timespec tick = {.tv_sec = 1};
+		pid_t p;
 
 		sig = sigtimedwait(&stop, NULL, &tick);
 		if (sig > 0)
 			break;
 		watch_expire();
+		if ((p = waitpid(s->collector, &st, WNOHANG)) == s->collector) {
+			collector_ended(s->collector, st);
+			s->collector = 0;
+			r = 1;
+			break;
+		}
+		if (atomic_load(&s->broken)) {
+			fprintf(stderr,
+				"jobcg: metrics: the channel to the collector (pid %d) "
+				"failed: stopping\n",
+				(int)s->collector);
+			r = 1;
+			break;
+		}
 	}
 	mhd.stop(d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return 0;
+	return r;
+}
+
+int metrics_serve(const struct cli_global *g, int fd, const char *user)
+{
+	struct server s = {
+	    .lock = PTHREAD_MUTEX_INITIALIZER,
+	    .chan_free = PTHREAD_COND_INITIALIZER,
+	};
+	int coll[HTTP_THREADS], r, st;
+	pid_t http = getpid();
+	uid_t uid;
+	gid_t gid;
+
+	if (linked_statically()) {
+		char exe[PATH_MAX];
+
+		r = twin_exe(exe, sizeof(exe));
+		if (r == 0)
+			r = exec_server(exe, g, fd, user);
+		return cli_fail("metrics: this jobcg is linked statically and serves HTTP through "
+				"%s, which cannot run: %s (install it with jobcg)",
+				exe, strerror(-r));
+	}
+	if ((r = metrics_user(user, &uid, &gid)) != 0)
+		return r;
+	if (uid == 0)
+		fprintf(stderr,
+			"jobcg: metrics: serving HTTP as root (--user %s): a flaw in the "
+			"HTTP side is a flaw of root\n",
+			user);
+	for (size_t i = 0; i < HTTP_THREADS; i++) {
+		int p[2];
+
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0) {
+			r = cli_fail("metrics: socketpair: %s", strerror(errno));
+			for (size_t j = 0; j < i; j++) {
+				close(s.chan[j]);
+				close(coll[j]);
+			}
+			return r;
+		}
+		s.chan[i] = p[0];
+		coll[i] = p[1];
+	}
+	/* Forked before any thread: the collector is this process as it was, single-threaded. */
+	s.collector = fork();
+	if (s.collector < 0) {
+		r = cli_fail("metrics: fork: %s", strerror(errno));
+		for (size_t i = 0; i < HTTP_THREADS; i++) {
+			close(s.chan[i]);
+			close(coll[i]);
+		}
+		return r;
+	}
+	if (s.collector == 0) {
+		/* It ends with the HTTP process, killed or not. */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != http)
+			_exit(1);
+		(void)prctl(PR_SET_NAME, "jobcg-collector");
+		close(fd);
+		for (size_t i = 0; i < HTTP_THREADS; i++)
+			close(s.chan[i]);
+		_exit(collector_run(g, coll, http));
+	}
+	for (size_t i = 0; i < HTTP_THREADS; i++)
+		close(coll[i]);
+	r = serve_http(g, fd, &s, uid, gid);
+	/* Its channels closed, the collector ends once its readings under way are done. */
+	for (size_t i = 0; i < HTTP_THREADS; i++)
+		close(s.chan[i]);
+	if (s.collector > 0) {
+		while (waitpid(s.collector, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	return r;
 }
 
 /* The supervisor's start: bind the address (again, for a server started anew) and fork the
@@ -574,7 +1019,7 @@ static int server_fork(void *arg, pid_t *ret_pid)
 	if (pid == 0) {
 		supervise_child_setup(parent, fd);
 		/* A static jobcg goes on to its dynamic twin from there (metrics_serve). */
-		r = exec_server("/proc/self/exe", m->g, fd);
+		r = exec_server("/proc/self/exe", m->g, fd, m->user);
 		fprintf(stderr, "jobcg: metrics: cannot run /proc/self/exe: %s\n", strerror(-r));
 		_exit(127);
 	}
@@ -584,9 +1029,18 @@ static int server_fork(void *arg, pid_t *ret_pid)
 	return 0;
 }
 
-int metrics_server_start(struct metrics_server *m, const struct cli_global *g, const char *addr)
+int metrics_server_start(struct metrics_server *m, const struct cli_global *g, const char *addr,
+			 const char *user)
 {
+	uid_t uid;
+	gid_t gid;
+	/* A user that is not there is a mistake to hear about at start, not at every restart. */
+	int r = metrics_user(user, &uid, &gid);
+
+	if (r)
+		return r;
 	m->g = g;
 	m->addr = addr;
+	m->user = user;
 	return supervise_start(&m->sup, "metrics server", server_fork, m);
 }

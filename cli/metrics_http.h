@@ -31,20 +31,33 @@ const char *metrics_user_name(uid_t uid, void *userdata);
  */
 int metrics_listen(const char *addr, int *ret_fd);
 
+/* The user the HTTP side runs as unless told (--user). */
+#define METRICS_USER_DEFAULT "nobody"
+
 /*
- * Serve GET /metrics on the listening socket @fd until SIGTERM or SIGINT: libmicrohttpd's own
- * threads, with bounds on connections (in all and from one address), on the time a connection
- * may take to send a whole request or take a whole answer, on its idle time, on a request's
- * size and on how often clients can make it log. In a statically linked jobcg, which must not
- * load libraries, execs the dynamic twin (`jobcg-dynamic metrics --listen-fd FD`) instead.
+ * The uid and gid of @user (a name or a number; NULL: METRICS_USER_DEFAULT) for the HTTP side.
+ * Root only when @user names it. 0, or an exit code with the error printed.
+ */
+int metrics_user(const char *user, uid_t *ret_uid, gid_t *ret_gid);
+
+/*
+ * Serve GET /metrics on the listening socket @fd until SIGTERM or SIGINT, privileges separated:
+ * this process drops to @user (as metrics_user() says) and talks HTTP, with no descriptor but
+ * @fd and its channels to a child that stays root, the collector, which makes each reading
+ * and takes nothing from it but a fixed one-byte request. It ends when the collector does.
+ * libmicrohttpd's own threads, with bounds on connections (in all and from one address), on the
+ * time a connection may take to send a whole request or take a whole answer, on its idle time, on a
+ * request's size and on how often clients can make it log. In a statically linked jobcg, which must
+ * not load libraries, execs the dynamic twin (`jobcg-dynamic metrics --listen-fd FD`) instead.
  * Returns the exit code.
  */
-int metrics_serve(const struct cli_global *g, int fd);
+int metrics_serve(const struct cli_global *g, int fd, const char *user);
 
 struct metrics_server {
 	struct supervised sup; /* the daemon tends it and stops it through this */
 	const struct cli_global *g;
 	const char *addr;
+	const char *user; /* --metrics-user, or NULL */
 };
 
 /*
@@ -53,6 +66,7 @@ struct metrics_server {
  * slow client or crash of the HTTP side can hold up a launch. The child dies with its parent.
  * Kept running by supervise_tend(&m->sup), which binds @addr again for each new child (a
  * failure there is logged and tried again later), and stopped by supervise_stop(&m->sup).
- * 0, or an exit code with the error printed.
+ * @user as for metrics_serve(), checked here. 0, or an exit code with the error printed.
  */
-int metrics_server_start(struct metrics_server *m, const struct cli_global *g, const char *addr);
+int metrics_server_start(struct metrics_server *m, const struct cli_global *g, const char *addr,
+			 const char *user);

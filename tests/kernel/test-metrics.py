@@ -5,13 +5,18 @@ jobs, a step and GPUs; the GPUs each job and step may open are those who-has fin
 kernel's programs; series of files this host lacks are absent. A real Prometheus server scrapes
 the daemon and a PromQL query names the job holding a GPU, until that job is released. Idle,
 oversized, 50 concurrent and 140 slow-drip clients do not hold up scrapes or launches, and
-malformed requests do not flood the daemon's log. A metrics server killed is logged and
-started again on the same port, later when that port is taken. Without Prometheus only these
+malformed requests do not flood the daemon's log. The process that talks HTTP (the daemon's
+child, or `jobcg metrics --listen`) runs as nobody, no new privileges nor capabilities, and
+its one child, the collector, as root; garbage on their channels leaves the collector
+running and answering. A metrics server killed is logged and started again on the same port,
+later when that port is taken, its collector gone and the new one separated likewise. Without Prometheus only these
 and the next are checked. `metrics` and `top` refuse another user than root. `jobcg top` shows
 the job and its GPU under tmux and quits on q. Makes its own cgroup subtree, state,
 configuration, ports and Prometheus storage; kills only the processes it started."""
+import ctypes
 import json
 import os
+import pwd
 import re
 import shutil
 import socket
@@ -253,6 +258,134 @@ def hostile_clients(e, port, sock, up, dlog):
     ok(up(), "and the server still answers")
 
 
+def proc_status(pid):
+    """/proc/PID/status as {key: [fields]}; {} when it is gone."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                out[k] = v.split()
+    except OSError:
+        pass
+    return out
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def gone(pid):
+    return not os.path.exists(f"/proc/{pid}") or pytap.zombie(pid) or \
+        proc_status(pid).get("State", [""])[0] == "Z"
+
+
+def separated(pid, what, user="nobody"):
+    """The HTTP-serving process @pid runs as @user (every uid and gid, no supplementary group,
+    no capability, no new privileges); its one child, the collector, is root. The collector's
+    pid, or None."""
+    pw = pwd.getpwnam(user)
+    st = proc_status(pid)
+    uid, gid = str(pw.pw_uid), str(pw.pw_gid)
+    ok(st.get("Uid") == [uid] * 4 and st.get("Gid") == [gid] * 4
+       and st.get("Groups") == [] and st.get("NoNewPrivs") == ["1"]
+       and (user == "root" or int(st.get("CapEff", ["1"])[0], 16) == 0
+            and int(st.get("CapPrm", ["1"])[0], 16) == 0),
+       f"{what}: the HTTP process (pid {pid}) runs as {user}: real, effective, saved and "
+       f"file system uid {st.get('Uid')}, gid {st.get('Gid')}, groups {st.get('Groups')}, "
+       f"NoNewPrivs {st.get('NoNewPrivs')}, CapEff {st.get('CapEff')}")
+    kids = children(pid)
+    ok(len(kids) == 1 and proc_status(kids[0]).get("Uid") == ["0"] * 4,
+       f"{what}: its one child, the collector, is root ({kids})")
+    return kids[0] if len(kids) == 1 else None
+
+
+def channels(pid):
+    """The HTTP process's descriptors above 2 that are Unix sockets: its channels to the
+    collector, duplicated here (pidfd_getfd), as sockets."""
+    with open("/proc/net/unix") as f:
+        next(f)
+        unix = {line.split()[6] for line in f if len(line.split()) > 6}
+    libc = ctypes.CDLL(None, use_errno=True)
+    pfd = os.pidfd_open(pid)
+    out = []
+    try:
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{name}")
+            except OSError:
+                continue
+            if int(name) < 3 or not link.startswith("socket:[") or link[8:-1] not in unix:
+                continue
+            fd = libc.syscall(438, pfd, int(name), 0)  # pidfd_getfd
+            if fd >= 0:
+                out.append(socket.socket(fileno=fd))
+    finally:
+        os.close(pfd)
+    return out
+
+
+def garbage(pid, collector, dlog, up):
+    """What a compromised HTTP process could send the collector that is not the one request,
+    on every channel: the collector ignores it, says so once, and still answers."""
+    chans = channels(pid)
+    junk = bytes(b for b in range(256) if b != ord("S")) * 64
+    for c in chans:
+        try:
+            c.sendall(junk)
+        except OSError:
+            pass
+        c.close()
+    ok(len(chans) == 4, f"the HTTP process holds 4 channels to the collector ({len(chans)})")
+    time.sleep(0.5)
+    ok(collector is not None and not gone(collector) and children(pid) == [collector],
+       "the collector survives garbage on its channels")
+    ok(all(up() for _ in range(8)), "and scrapes are still answered")
+    text = pytap.wait_file(dlog.name, lambda t: "that are not a request" in t)
+    ok("ignored" in text and f"from the HTTP process (pid {pid}) that are not a request" in text
+       and text.count("that are not a request") == 1,
+       "the collector logs the garbage, once")
+
+
+def standalone(e):
+    """`jobcg metrics --listen` alone: the same separation, --user root when asked, a user
+    that does not exist refused; SIGTERM ends both processes."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    log = open(os.path.join(e.tmp, "listen.log"), "w+")
+    p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}"], log, env=e.env)
+
+    def up():
+        try:
+            st_, txt = http_get(url, 5)
+            return st_ == 200 and "jobcg_jobs" in txt
+        except OSError:
+            return False
+    ok(wait_for(up, 20), "jobcg metrics --listen serves GET /metrics")
+    collector = separated(p.pid, "metrics --listen")
+    p.terminate()
+    ok(p.wait(timeout=30) == 0, f"SIGTERM ends it (rc {p.returncode})")
+    ok(collector is None or wait_for(lambda: gone(collector), 5), "and its collector")
+    p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}", "--user", "root"], log,
+                env=e.env)
+    ok(wait_for(up, 20), "--user root: it serves")
+    separated(p.pid, "metrics --listen --user root", "root")
+    p.terminate()
+    p.wait(timeout=30)
+    log.seek(0)
+    ok("serving HTTP as root (--user root)" in log.read(), "--user root is warned about")
+    r = e.run("metrics", "--listen", f"127.0.0.1:{port}", "--user", "no-such-user-jcg")
+    ok(r.returncode == 1 and "no user 'no-such-user-jcg'" in r.stderr,
+       f"a --user that does not exist is refused ({r.returncode}, {r.stderr.strip()})")
+    r = e.run("metrics", "--user", "nobody")
+    ok(r.returncode == 2 and "--user goes with --listen" in r.stderr,
+       f"--user without --listen is a usage error ({r.stderr.strip()})")
+
+
 def log_text(dlog):
     with open(dlog.name) as f:
         return f.read()
@@ -281,6 +414,7 @@ def killed_server(daemon, dlog, port, up):
     ok(len(first) == 1, f"one metrics server started, its pid logged ({first})")
     if len(first) != 1:
         return
+    old_collector = children(first[0])
     os.kill(first[0], 9)
     text = pytap.wait_file(dlog.name, lambda t: len(server_pids(dlog)) > 1)
     ok(f"the metrics server (pid {first[0]}) was killed by signal 9" in text
@@ -291,6 +425,10 @@ def killed_server(daemon, dlog, port, up):
        f"a new metrics server runs ({pids})")
     ok(wait_for(up, 10), f"it serves GET /metrics on the same port ({port})")
     ok(not pytap.zombie(first[0]), "the dead server was reaped (no zombie)")
+    ok(len(old_collector) == 1 and wait_for(lambda: gone(old_collector[0]), 5),
+       f"its collector ended with it ({old_collector})")
+    if len(pids) == 2:
+        separated(pids[1], "the new metrics server")
     ok(daemon.poll() is None, "the daemon kept running")
     if len(pids) != 2:
         return
@@ -425,6 +563,9 @@ def server_only(e):
          "is checked against hostile clients only")
     port = free_port()
     daemon, sock, dlog, _, up = start_daemon(e, port)
+    collector = separated(server_pids(dlog)[0], "daemon --metrics-listen")
+    garbage(server_pids(dlog)[0], collector, dlog, up)
+    standalone(e)
     not_root(e)
     escapes(e)
     hostile_clients(e, port, sock, up, dlog)
@@ -527,6 +668,9 @@ def body(e):
         ok(False, "another path is 404")
     except urllib.error.HTTPError as x:
         ok(x.code == 404, f"another path is 404 ({x.code})")
+    collector = separated(server_pids(dlog)[0], "daemon --metrics-listen")
+    garbage(server_pids(dlog)[0], collector, dlog, up)
+    standalone(e)
 
     gpu12 = sorted(h[0] for h in holders(parse(text)) if h[1] == "12" and h[2] == "")[0]
     pdir = os.path.join(e.tmp, "prometheus")
