@@ -506,6 +506,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 			metrics_addr = optarg;
 			break;
 		case 'U':
+			if (!*optarg)
+				return cli_usage_error("daemon", "--metrics-user: empty");
 			metrics_user = optarg;
 			break;
 		case 'P':

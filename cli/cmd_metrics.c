@@ -102,6 +102,8 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 			have_fd = true;
 			break;
 		case 'u':
+			if (!*optarg)
+				return cli_usage_error("metrics", "--user: empty");
 			user = optarg;
 			break;
 		case 'h':
