@@ -946,6 +946,9 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user)
 				"%s, which cannot run: %s (install it with jobcg)",
 				exe, strerror(-r));
 	}
+	/* The collector's end is seen with waitpid(), as getent's is, which a SIGCHLD ignored by
+	 * whoever started this (inherited across the exec) would defeat. */
+	signal(SIGCHLD, SIG_DFL);
 	if ((r = metrics_user(user, &uid, &gid)) != 0)
 		return r;
 	if (uid == 0)

@@ -9,7 +9,8 @@ malformed requests do not flood the daemon's log. The process that talks HTTP (t
 child, or `jobcg metrics --listen`) runs as nobody, no new privileges nor capabilities, and
 its one child, the collector, as root; garbage on their channels leaves the collector
 running and answering. A metrics server killed is logged and started again on the same port,
-later when that port is taken, its collector gone and the new one separated likewise. Without Prometheus only these
+later when that port is taken, its collector gone and the new one separated likewise; a
+collector killed ends its HTTP process, even one started with SIGCHLD ignored. Without Prometheus only these
 and the next are checked. `metrics` and `top` refuse another user than root. `jobcg top` shows
 the job and its GPU under tmux and quits on q. Makes its own cgroup subtree, state,
 configuration, ports and Prometheus storage; kills only the processes it started."""
@@ -19,6 +20,7 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -378,6 +380,22 @@ def standalone(e):
     p.wait(timeout=30)
     log.seek(0)
     ok("serving HTTP as root (--user root)" in log.read(), "--user root is warned about")
+    # The collector's end ends the HTTP process (the daemon would start both again), even
+    # when whoever started it ignores SIGCHLD, which children inherit across an exec.
+    p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}"], log, env=e.env,
+                preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    ok(wait_for(up, 20), "started with SIGCHLD ignored, it serves")
+    kids = children(p.pid)
+    if kids:
+        os.kill(kids[0], 9)
+    try:
+        rc = p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        rc = None
+    log.seek(0)
+    ok(len(kids) == 1 and rc == 1
+       and f"the collector (pid {kids[0]}) was killed by signal 9" in log.read(),
+       f"its collector killed, the HTTP process logs it and exits 1 ({kids}, rc {rc})")
     r = e.run("metrics", "--listen", f"127.0.0.1:{port}", "--user", "no-such-user-jcg")
     ok(r.returncode == 1 and "no user 'no-such-user-jcg'" in r.stderr,
        f"a --user that does not exist is refused ({r.returncode}, {r.stderr.strip()})")
