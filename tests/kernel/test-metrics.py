@@ -10,7 +10,8 @@ child, or `jobcg metrics --listen`) runs as nobody, no new privileges nor capabi
 its one child, the collector, as root; garbage on their channels leaves the collector
 running and answering. A metrics server killed is logged and started again on the same port,
 later when that port is taken, its collector gone and the new one separated likewise; a
-collector killed ends its HTTP process, even one started with SIGCHLD ignored. Without Prometheus only these
+collector killed ends its HTTP process, even one started with SIGCHLD ignored; answers not
+taken make the collector give up their channel after 10 s, and the HTTP process then exit. Without Prometheus only these
 and the next are checked. `metrics` and `top` refuse another user than root. `jobcg top` shows
 the job and its GPU under tmux and quits on q. Makes its own cgroup subtree, state,
 configuration, ports and Prometheus storage; kills only the processes it started."""
@@ -307,8 +308,9 @@ def separated(pid, what, user="nobody"):
 
 
 def channels(pid):
-    """The HTTP process's descriptors above 2 that are Unix sockets: its channels to the
-    collector, duplicated here (pidfd_getfd), as sockets."""
+    """The descriptors above 2 of @pid that are Unix sockets (the HTTP process's channels to
+    the collector, or the collector's), duplicated here (pidfd_getfd), as sockets, lowest
+    descriptor first."""
     with open("/proc/net/unix") as f:
         next(f)
         unix = {line.split()[6] for line in f if len(line.split()) > 6}
@@ -316,7 +318,7 @@ def channels(pid):
     pfd = os.pidfd_open(pid)
     out = []
     try:
-        for name in os.listdir(f"/proc/{pid}/fd"):
+        for name in sorted(os.listdir(f"/proc/{pid}/fd"), key=int):
             try:
                 link = os.readlink(f"/proc/{pid}/fd/{name}")
             except OSError:
@@ -351,6 +353,53 @@ def garbage(pid, collector, dlog, up):
     ok("ignored" in text and f"from the HTTP process (pid {pid}) that are not a request" in text
        and text.count("that are not a request") == 1,
        "the collector logs the garbage, once")
+
+
+def slow_reader(e):
+    """A compromised HTTP process that asks and does not take the answer holds a collector's
+    thread 10 s, not for ever: the collector gives up that channel, says so, and the HTTP
+    process, finding the channel broken, exits 1 (the daemon would start both again)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    log = open(os.path.join(e.tmp, "slow.log"), "w+")
+    p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}"], log, env=e.env)
+
+    def up():
+        try:
+            return http_get(url, 5)[0] == 200
+        except OSError:
+            return False
+    ok(wait_for(up, 20), "a server for the slow reader serves")
+    kids = children(p.pid)
+    coll = channels(kids[0]) if len(kids) == 1 else []
+    http = channels(p.pid)
+    # The collector's ends with the smallest send buffer, so that answers fill it at once.
+    for c in coll:
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1)
+        c.close()
+    if http:
+        http[0].sendall(b"S" * 32)
+    for c in http:
+        c.close()
+    t = time.time()
+    text = pytap.wait_file(log.name, lambda x: "did not take an answer" in x, 20)
+    took = time.time() - t
+    ok(len(http) == 4 and "did not take an answer within 10 s" in text and 8 < took < 16,
+       f"the collector gives up a channel whose answers are not taken, after {took:.1f} s")
+    ok(kids and not gone(kids[0]), "and runs on")
+    for _ in range(8):
+        up()
+        if p.poll() is not None:
+            break
+    try:
+        rc = p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        rc = None
+    log.seek(0)
+    text = log.read()
+    ok(rc == 1 and "the channel to the collector" in text and "failed: stopping" in text,
+       f"the HTTP process finds that channel broken and exits 1 (rc {rc})")
+    ok(kids and wait_for(lambda: gone(kids[0]), 5), "and its collector ends")
 
 
 def standalone(e):
@@ -402,6 +451,7 @@ def standalone(e):
     r = e.run("metrics", "--user", "nobody")
     ok(r.returncode == 2 and "--user goes with --listen" in r.stderr,
        f"--user without --listen is a usage error ({r.stderr.strip()})")
+    slow_reader(e)
 
 
 def log_text(dlog):
