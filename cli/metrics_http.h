@@ -42,13 +42,14 @@ int metrics_user(const char *user, uid_t *ret_uid, gid_t *ret_gid);
 
 /*
  * Serve GET /metrics on the listening socket @fd until SIGTERM or SIGINT, privileges separated:
- * this process drops to @user (as metrics_user() says) and talks HTTP, with no descriptor but
- * @fd and its channels to a child that stays root, the collector, which makes each reading
- * and takes nothing from it but a fixed one-byte request. It ends when the collector does.
- * libmicrohttpd's own threads, with bounds on connections (in all and from one address), on the
- * time a connection may take to send a whole request or take a whole answer, on its idle time, on a
- * request's size and on how often clients can make it log. In a statically linked jobcg, which must
- * not load libraries, execs the dynamic twin (`jobcg-dynamic metrics --listen-fd FD`) instead.
+ * this process drops to @user (as metrics_user() says) and talks HTTP, holding no descriptor
+ * but @fd and its channels to its child the collector, which stays root, makes each reading
+ * and takes nothing from it but a fixed one-byte request; it ends when the collector does.
+ * HTTP is served by libmicrohttpd's own threads, with bounds on connections (in all and from
+ * one address), on the time a connection may take to send a whole request or take a whole
+ * answer, on its idle time, on a request's size and on how often clients can make it log. In a
+ * statically linked jobcg, which must not load libraries, execs the dynamic twin
+ * (`jobcg-dynamic metrics --listen-fd FD [--user USER]`) first.
  * Returns the exit code.
  */
 int metrics_serve(const struct cli_global *g, int fd, const char *user);
