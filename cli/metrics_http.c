@@ -14,7 +14,6 @@
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <grp.h>
 #include <time.h>
@@ -699,38 +698,6 @@ static int collector_run(const struct cli_global *g, const int *fds, pid_t http)
 
 /* ---- dropping privileges ---- */
 
-static void close_range_or_loop(unsigned first, unsigned last)
-{
-	if (first > last)
-		return;
-	if (syscall(SYS_close_range, first, last, 0) < 0)
-		for (long fd = first, n = sysconf(_SC_OPEN_MAX); fd < n && fd <= (long)last; fd++)
-			close((int)fd);
-}
-
-/* Close every descriptor above 2 but the @n in @keep: nothing the root side opened stays. */
-static void close_all_but(const int *keep, size_t n)
-{
-	int k[HTTP_THREADS + 1];
-	unsigned from = 3;
-
-	memcpy(k, keep, n * sizeof(*k));
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && k[j - 1] > k[j]; j--) {
-			int x = k[j];
-
-			k[j] = k[j - 1];
-			k[j - 1] = x;
-		}
-	for (size_t i = 0; i < n; i++) {
-		if (k[i] < (int)from)
-			continue;
-		close_range_or_loop(from, (unsigned)k[i] - 1);
-		from = (unsigned)k[i] + 1;
-	}
-	close_range_or_loop(from, ~0U);
-}
-
 /*
  * Become @uid:@gid for good, without supplementary groups, with no way back or up (no new
  * privileges through an exec), and not open to ptrace by other processes of that user. The
@@ -865,7 +832,7 @@ static int serve_http(const struct cli_global *g, int fd, struct server *s, uid_
 
 	memcpy(keep, s->chan, sizeof(s->chan));
 	keep[HTTP_THREADS] = fd;
-	close_all_but(keep, HTTP_THREADS + 1);
+	close_fds_but(3, keep, HTTP_THREADS + 1);
 	if ((r = drop_privileges(uid, gid)) != 0 || (r = mhd_load()) != 0)
 		return r;
 	/* Stop signals go to this thread's sigwait(), never to the server's threads, which

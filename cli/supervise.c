@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "run.h"
 #include "supervise.h"
+#include "util.h"
 
 int supervise_start(struct supervised *s, const char *name, int (*start)(void *arg, pid_t *ret_pid),
 		    void *arg)
@@ -100,15 +100,6 @@ void supervise_stop(struct supervised *s)
 	s->pid = 0;
 }
 
-static void close_from_to(unsigned first, unsigned last)
-{
-	if (first > last)
-		return;
-	if (syscall(SYS_close_range, first, last, 0) < 0)
-		for (long fd = first, n = sysconf(_SC_OPEN_MAX); fd < n && fd <= (long)last; fd++)
-			close((int)fd);
-}
-
 void supervise_child_setup(pid_t parent, int keep)
 {
 	/* The daemon's own handlers and ignored signals: SIGPIPE and SIGHUP would stay ignored
@@ -123,7 +114,5 @@ void supervise_child_setup(pid_t parent, int keep)
 		signal(sigs[i], SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (keep > 3)
-		close_from_to(3, (unsigned)keep - 1);
-	close_from_to(keep >= 3 ? (unsigned)keep + 1 : 3, ~0U);
+	close_fds_but(3, &keep, 1);
 }

@@ -599,6 +599,40 @@ static void test_open_trusted(void)
 		tap_diag("cannot remove %s", base);
 }
 
+/* A child keeps exactly the descriptors it is told to, whatever their order. */
+static void test_close_fds_but(void)
+{
+	int fds[5], keep[2], st = 0;
+	pid_t pid;
+
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	keep[0] = fds[3];
+	keep[1] = fds[1];
+	pid = fork();
+	if (pid == 0) {
+		int bad = 0;
+
+		close_fds_but(3, keep, ELEMENTSOF(keep));
+		for (size_t i = 0; i < ELEMENTSOF(fds); i++) {
+			bool open_now = fcntl(fds[i], F_GETFD) >= 0;
+
+			if (open_now != (i == 1 || i == 3))
+				bad |= 1 << i;
+		}
+		if (fcntl(0, F_GETFD) < 0 || fcntl(2, F_GETFD) < 0)
+			bad |= 1 << 6;
+		_exit(bad);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		st = -1;
+	ok(st == 0,
+	   "close_fds_but: the kept descriptors stay, the others above 2 close (status %d)", st);
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
 int main(void)
 {
 	test_strv();
@@ -608,6 +642,7 @@ int main(void)
 	test_error_stale();
 	test_read_file();
 	test_write_atomic();
+	test_close_fds_but();
 	test_env_program();
 	test_mkdir_p_safe();
 	test_open_trusted();

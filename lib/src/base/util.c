@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 
@@ -192,6 +193,41 @@ int write_file_atomic(const char *path, const char *s, mode_t mode, unsigned fla
 	if (r == 0 && (flags & WRITE_ATOMIC_SYNC) && fsync(dfd) < 0)
 		r = negative_errno();
 	return r;
+}
+
+static void close_fd_range(unsigned first, unsigned last)
+{
+	if (first > last)
+		return;
+	if (syscall(SYS_close_range, first, last, 0) == 0)
+		return;
+	for (long fd = first, n = sysconf(_SC_OPEN_MAX); fd < n && fd <= (long)last; fd++)
+		close((int)fd);
+}
+
+void close_fds_but(int from, const int *keep, size_t n)
+{
+	unsigned next = from < 0 ? 0 : (unsigned)from;
+
+	/* The kept numbers in increasing order, without sorting a copy: no allocation here. */
+	for (;;) {
+		bool found = false;
+		unsigned k = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (keep[i] >= 0 && (unsigned)keep[i] >= next &&
+			    (!found || (unsigned)keep[i] < k)) {
+				k = (unsigned)keep[i];
+				found = true;
+			}
+		if (!found) {
+			close_fd_range(next, ~0U);
+			return;
+		}
+		if (k > next)
+			close_fd_range(next, k - 1);
+		next = k + 1;
+	}
 }
 
 size_t strv_length(char *const *v)

@@ -92,6 +92,13 @@ int read_one_line_at(int dirfd, const char *path, char **ret);
 /* Write @s to an existing file with a single write() (kernel interface files need that). */
 int write_string_at(int dirfd, const char *path, const char *s);
 
+/*
+ * Close every descriptor numbered @from or above except the @n in @keep (in any order), as a
+ * child does before it runs on with less than its parent held. close_range(2) (Linux 5.9),
+ * else a close() per number below the descriptor limit. Safe between fork() and exec().
+ */
+void close_fds_but(int from, const int *keep, size_t n);
+
 enum {
 	/* write_file_atomic(): fsync the new file before the rename and its directory after, so
 	 * that a crash (power loss) leaves the old file or the new one, whole. */

@@ -14,7 +14,6 @@
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "config_internal.h"
@@ -260,17 +259,6 @@ static int ensure_via_twin(const struct jobcg_config *conf)
 			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 }
 
-static void close_all_but(int keep)
-{
-	/* close_range(2) exists since Linux 5.9; older kernels get the loop. */
-	if (syscall(SYS_close_range, 0, keep - 1, 0) == 0 &&
-	    syscall(SYS_close_range, keep + 1, ~0U, 0) == 0)
-		return;
-	for (int fd = 0; fd < 65536; fd++)
-		if (fd != keep)
-			close(fd);
-}
-
 /*
  * Start the keeper, detached: a double fork so that it is never our child (no zombie in a
  * long-running caller) and belongs to init once we exit; a new session so no terminal signal
@@ -330,7 +318,7 @@ int scope_keeper_spawn(const char *exe, const char *scope_rel, unsigned grace_ms
 				(void)!write(p[1], m, sizeof(m));
 				_exit(127);
 			}
-			close_all_but(p[1]);
+			close_fds_but(0, &p[1], 1);
 			execve(exe, argv, envp);
 			m[1] = errno;
 			(void)!write(p[1], m, sizeof(m));
