@@ -338,7 +338,7 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	char *services[MAX_SERVICES];
 	size_t nservices = 0;
-	const char *pam_dir = NULL;
+	const char *pam_dir = NULL, *job_arg = NULL;
 	char *service = NULL, *type = NULL, *who = NULL, *loader = NULL;
 	_cleanup_strv_free_ char **args = NULL;
 	bool forged = false;
@@ -364,6 +364,9 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'J':
+			if ((r = cli_once("adopt", "--job", job_arg, optarg)))
+				return r;
+			job_arg = optarg;
 			if (jobcg_job_id_parse(optarg, &job) < 0)
 				return cli_usage_error(
 				    "adopt", "--job '%s': need a number 1..4294967294", optarg);
@@ -392,6 +395,8 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 			}
 			break;
 		case 'D':
+			if ((r = cli_once("adopt", "--pam-dir", pam_dir, optarg)))
+				return r;
 			if (optarg[0] != '/')
 				return cli_usage_error("adopt",
 						       "--pam-dir '%s': need an absolute "

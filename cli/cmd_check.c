@@ -982,6 +982,9 @@ static int cmd_check(int argc, char **argv, const struct cli_global *g)
 			break;
 		case 'D':
 		case 'S':
+			if ((r = cli_once("check", c == 'D' ? "--pam-dir" : "--slurm-gres",
+					  c == 'D' ? pam_dir : slurm_gres, optarg)))
+				return r;
 			/* "" is no file: it must not stand for the default one */
 			if (!*optarg)
 				return cli_usage_error("check", "%s: empty path",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common.h"
 #include "config_internal.h"
 #include "parse.h"
 #include "spec.h"
@@ -349,6 +350,8 @@ static int cmd_config(int argc, char **argv, const struct cli_global *g)
 			flags |= JOBCG_CONFIG_NO_STAT;
 			break;
 		case 'H':
+			if ((r = cli_once("config", "--host", host, optarg)))
+				return r;
 			if (!*optarg)
 				return cli_usage_error("config", "--host needs a name");
 			host = optarg;

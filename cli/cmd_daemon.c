@@ -471,6 +471,7 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	    {},
 	};
 	const char *path = run_daemon_socket(), *metrics_addr = NULL, *metrics_user = NULL;
+	const char *socket_arg = NULL, *max_arg = NULL, *period_arg = NULL;
 	struct metrics_server metrics = {};
 	struct resv_watch watch = {};
 	unsigned resv_period = 10;
@@ -489,11 +490,17 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
+			if ((r = cli_once("daemon", "--socket", socket_arg, optarg)))
+				return r;
+			socket_arg = optarg;
 			if (!*optarg)
 				return cli_usage_error("daemon", "--socket: empty path");
 			path = optarg;
 			break;
 		case 'm':
+			if ((r = cli_once("daemon", "--max-clients", max_arg, optarg)))
+				return r;
+			max_arg = optarg;
 			if (cli_parse_uint("--max-clients", optarg, CLIENTS_MAX, &l.max_clients) <
 				0 ||
 			    l.max_clients == 0)
@@ -501,6 +508,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 						       optarg, CLIENTS_MAX);
 			break;
 		case 'M':
+			if ((r = cli_once("daemon", "--metrics-listen", metrics_addr, optarg)))
+				return r;
 			if (!*optarg)
 				return cli_usage_error("daemon", "--metrics-listen: empty address");
 			metrics_addr = optarg;
@@ -508,9 +517,14 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		case 'U':
 			if (!*optarg)
 				return cli_usage_error("daemon", "--metrics-user: empty");
+			if ((r = cli_once("daemon", "--metrics-user", metrics_user, optarg)))
+				return r;
 			metrics_user = optarg;
 			break;
 		case 'P':
+			if ((r = cli_once("daemon", "--resv-period", period_arg, optarg)))
+				return r;
+			period_arg = optarg;
 			if (cli_parse_uint("--resv-period", optarg, 86400, &resv_period) < 0)
 				return cli_usage_error("daemon",
 						       "--resv-period '%s': need 0..86400", optarg);

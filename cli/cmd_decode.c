@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common.h"
 #include "decode_out.h"
 #include "jobcg/decode.h"
 #include "jobcg/inspect.h"
@@ -131,6 +132,8 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 			json = true;
 			break;
 		case 'c':
+			if ((r = cli_once("decode", "--cgroup", cgroup, optarg)))
+				return r;
 			if (!*optarg)
 				return cli_usage_error("decode", "--cgroup: empty argument");
 			cgroup = optarg;

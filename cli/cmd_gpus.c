@@ -193,9 +193,13 @@ static int cmd_gpus(int argc, char **argv, const struct cli_global *g)
 			gres = true;
 			break;
 		case 'b':
+			if ((r = cli_once("gpus", "--backend", backend, optarg)))
+				return r;
 			backend = optarg;
 			break;
 		case 'n':
+			if ((r = cli_once("gpus", "--node", node, optarg)))
+				return r;
 			if (!*optarg)
 				return cli_usage_error("gpus", "--node: empty name");
 			node = optarg;

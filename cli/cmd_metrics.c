@@ -78,7 +78,7 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	const char *textfile = NULL, *listen_addr = NULL, *user = NULL;
+	const char *textfile = NULL, *listen_addr = NULL, *fd_arg = NULL, *user = NULL;
 	unsigned listen_fd = 0;
 	bool have_fd = false;
 	char *text = NULL;
@@ -89,12 +89,19 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		switch (c) {
 		case 't':
+			if ((r = cli_once("metrics", "--textfile", textfile, optarg)))
+				return r;
 			textfile = optarg;
 			break;
 		case 'l':
+			if ((r = cli_once("metrics", "--listen", listen_addr, optarg)))
+				return r;
 			listen_addr = optarg;
 			break;
 		case 'f':
+			if ((r = cli_once("metrics", "--listen-fd", fd_arg, optarg)))
+				return r;
+			fd_arg = optarg;
 			if (cli_parse_uint("--listen-fd", optarg, INT_MAX, &listen_fd) < 0)
 				return cli_usage_error(
 				    "metrics", "--listen-fd '%s': need a file descriptor number",
@@ -104,6 +111,8 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 		case 'u':
 			if (!*optarg)
 				return cli_usage_error("metrics", "--user: empty");
+			if ((r = cli_once("metrics", "--user", user, optarg)))
+				return r;
 			user = optarg;
 			break;
 		case 'h':

@@ -124,6 +124,8 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 			json = true;
 			break;
 		case 'r':
+			if ((e = cli_once("policy", "--root", root_opt, optarg)))
+				return e;
 			/* "" would be the cgroup v2 mount itself, which no one means */
 			if (!*optarg)
 				return cli_usage_error("policy", "--root: empty path");
@@ -132,6 +134,8 @@ static int cmd_policy(int argc, char **argv, const struct cli_global *g)
 		case 'd': {
 			struct stat st;
 
+			if ((e = cli_once("policy", "--dev-dir", dev_dir, optarg)))
+				return e;
 			if (!*optarg)
 				return cli_usage_error("policy", "--dev-dir: empty path");
 			/* One that is not there would name no device, silently. */

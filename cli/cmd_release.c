@@ -15,6 +15,7 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	unsigned grace_ms = CLI_GRACE_MS_DEFAULT;
+	const char *grace_arg = NULL;
 	uint32_t job;
 	int c, r;
 
@@ -31,6 +32,9 @@ static int cmd_release(int argc, char **argv, const struct cli_global *g)
 			return 0;
 		}
 		if (c == 'g') {
+			if ((r = cli_once("release", "--grace", grace_arg, optarg)))
+				return r;
+			grace_arg = optarg;
 			if ((r = cli_grace_option("release", optarg, &grace_ms)))
 				return r;
 			continue;

@@ -76,7 +76,7 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	const char *node = NULL, *step_dir = NULL, *runner;
+	const char *node = NULL, *step_dir = NULL, *runner, *fd_arg = NULL;
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
 	struct jobcg_target t = {};
@@ -90,6 +90,9 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 		switch (c) {
 		case 'n':
 		case 'd':
+			if ((r = cli_once("step-watch", c == 'n' ? "--node" : "--step-dir",
+					  c == 'n' ? node : step_dir, optarg)))
+				return r;
 			/* an empty --step-dir would be "gone", and the step taken for ended */
 			if (!*optarg)
 				return cli_usage_error("step-watch", "%s: empty value",
@@ -100,6 +103,9 @@ static int cmd_step_watch(int argc, char **argv, const struct cli_global *g)
 			remove_job = true;
 			break;
 		case 'f':
+			if ((r = cli_once("step-watch", "--ready-fd", fd_arg, optarg)))
+				return r;
+			fd_arg = optarg;
 			if (cli_parse_uint("--ready-fd", optarg, INT_MAX, &fd) < 0 || fd < 3 ||
 			    fcntl((int)fd, F_GETFD) < 0)
 				return cli_usage_error(

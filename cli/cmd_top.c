@@ -283,6 +283,7 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 	bool batch = false, keys;
 	unsigned iterations = 0, done = 0;
 	uint64_t delay = 1000000, t_prev = 0;
+	const char *n_arg = NULL, *d_arg = NULL, *o_arg = NULL;
 	int c, r = 0;
 
 	optind = 1;
@@ -292,6 +293,9 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 			batch = true;
 			break;
 		case 'n':
+			if ((r = cli_once("top", "-n", n_arg, optarg)))
+				return r;
+			n_arg = optarg;
 			if (cli_parse_uint("-n", optarg, 1000000000, &iterations) < 0 ||
 			    !iterations)
 				return cli_usage_error(
@@ -301,6 +305,9 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 			char *end;
 			double d;
 
+			if ((r = cli_once("top", "-d", d_arg, optarg)))
+				return r;
+			d_arg = optarg;
 			errno = 0;
 			d = strtod(optarg, &end);
 			if (errno || end == optarg || *end || !(d >= 0.1) || d > 86400)
@@ -310,6 +317,9 @@ static int cmd_top(int argc, char **argv, const struct cli_global *g)
 			break;
 		}
 		case 'o':
+			if ((r = cli_once("top", "-o", o_arg, optarg)))
+				return r;
+			o_arg = optarg;
 			if (strcmp(optarg, "cpu") == 0)
 				sort_key = SORT_CPU;
 			else if (strcmp(optarg, "mem") == 0)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common.h"
 #include "decode_out.h"
 #include "jobcg/context.h"
 #include "devices.h"
@@ -277,6 +278,8 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 			w.json = true;
 			break;
 		case 'r':
+			if ((r = cli_once("who-has", "--root", root, optarg)))
+				return r;
 			if (!*optarg)
 				return cli_usage_error("who-has", "--root: empty path");
 			root = optarg;

@@ -277,8 +277,8 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	const char *cmd = argv[0];
-	int c;
+	const char *cmd = argv[0], *timeout_arg = NULL, *sig_arg = NULL;
+	int c, e;
 
 	ret->json = false;
 	ret->timeout_ms = 10000;
@@ -299,6 +299,9 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 				    ret_exit,
 				    cli_usage_error(cmd,
 						    "--timeout is not an option of this command"));
+			if ((e = cli_once(cmd, "--timeout", timeout_arg, optarg)))
+				return cli_answered(ret_exit, e);
+			timeout_arg = optarg;
 			if (cli_parse_uint("--timeout", optarg, 3600000, &ret->timeout_ms) < 0)
 				return cli_answered(
 				    ret_exit,
@@ -312,6 +315,9 @@ int cli_target_args(int argc, char **argv, unsigned what, const char *help,
 				    ret_exit,
 				    cli_usage_error(cmd,
 						    "--signal is not an option of this command"));
+			if ((e = cli_once(cmd, "--signal", sig_arg, optarg)))
+				return cli_answered(ret_exit, e);
+			sig_arg = optarg;
 			ret->sig = cli_parse_signal(optarg);
 			if (ret->sig < 0)
 				return cli_answered(
