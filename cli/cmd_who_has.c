@@ -32,7 +32,8 @@ static void help(void)
 	       "may open DEVICE, with the access allowed (subset of rwm), the job and step ids\n"
 	       "where the path is a jobcg or Slurm job (job_<id>/step_<id>), and the pids in it.\n"
 	       "DEVICE is a /dev path or 'c MAJOR:MINOR' / 'b MAJOR:MINOR'. Needs root.\n\n"
-	       "  --root PATH  walk only this cgroup subtree\n"
+	       "  --root PATH  walk only this cgroup subtree (absolute, or relative to the\n"
+	       "               cgroup v2 mount)\n"
 	       "  --json       print JSON\n"
 	       "  -h, --help   show this help\n");
 }
@@ -268,7 +269,7 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 	};
 	struct walk w = {0};
 	const char *root = NULL, *mount;
-	char rootbuf[PATH_MAX];
+	char rootbuf[PATH_MAX], rel[PATH_MAX];
 	int c, r;
 
 	optind = 1;
@@ -310,8 +311,15 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 		cli_print_error(r, "who-has");
 		return 1;
 	}
+	/* Relative to the v2 mount, as policy --root, decode --cgroup and JOBCG_ROOT: a cgroup
+	 * is named by its place in the tree, not by the caller's working directory. */
 	if (!root)
 		root = mount;
+	else if (root[0] != '/') {
+		if (snprintf(rel, sizeof(rel), "%s/%s", mount, root) >= (int)sizeof(rel))
+			return cli_fail("--root %s: %s", root, strerror(ENAMETOOLONG));
+		root = rel;
+	}
 	if (!realpath(root, rootbuf))
 		return cli_fail("--root %s: %s", root, strerror(errno));
 	if (strncmp(rootbuf, mount, strlen(mount)) != 0)

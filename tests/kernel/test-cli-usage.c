@@ -8,7 +8,8 @@
 #define MAXARGS 8
 
 struct row {
-	const char *args[MAXARGS]; /* "@top": the test's own cgroup subtree */
+	/* "@top": the test's own cgroup subtree; "@rel": the same relative to the v2 mount */
+	const char *args[MAXARGS];
 	int exit;
 	const char *err; /* in stderr (NULL: not checked) */
 	const char *out; /* in stdout; "" for nothing at all on stdout, NULL: not checked */
@@ -38,6 +39,8 @@ static const struct row rows[] = {
     {{"who-has", "c 1: 3"}, 2, "'c 1: 3'", ""},
     {{"who-has", "c 1:3", "--root", "@top"}, 0, NULL, "may open c 1:3"},
     {{"who-has", "c 4095:1048575", "--root", "@top"}, 0, NULL, "may open c 4095:1048575"},
+    /* relative to the cgroup v2 mount, as policy --root and JOBCG_ROOT, never to the cwd */
+    {{"who-has", "c 1:3", "--root", "@rel", "--json"}, 0, NULL, "\"root\":\"/"},
     /* --help for every resv verb; option errors name the option as given, under the verb */
     {{"resv", "create", "--help"}, 0, NULL, "Usage: jobcg resv create"},
     {{"resv", "list", "--help"}, 0, NULL, "Usage: jobcg resv"},
@@ -158,8 +161,10 @@ int main(void)
 {
 	const char *root = kcli_setup("cli-usage", "jobcg");
 	char top[PATH_MAX], conf[PATH_MAX];
+	const char *rel;
 
 	snprintf(top, sizeof(top), "%.*s", (int)(strrchr(root, '/') - root), root);
+	rel = top + strlen(ktest_cgroup_mount()) + 1;
 	/* No node configuration of this host's, and no daemon: a usage error must come before
 	 * either would matter. */
 	snprintf(conf, sizeof(conf), "%s/conf", ktest_tmpdir());
@@ -174,7 +179,9 @@ int main(void)
 		int rc;
 
 		for (size_t k = 0; k < MAXARGS && w->args[k]; k++) {
-			args[k] = strcmp(w->args[k], "@top") == 0 ? top : (char *)w->args[k];
+			args[k] = strcmp(w->args[k], "@top") == 0   ? top
+				  : strcmp(w->args[k], "@rel") == 0 ? rel
+								    : (char *)w->args[k];
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s'%s'",
 				 k ? " " : "", w->args[k]);
 		}
