@@ -78,14 +78,15 @@ bool cli_step_orphaned(const struct jobcg_job_info *i, const char *step)
 	return false;
 }
 
-/* Also used by cmd_show.c: "orphaned" before "busy" (its processes run, nobody waits). */
-const char *cli_job_state(const struct jobcg_job_info *i, const char *running);
-const char *cli_job_state(const struct jobcg_job_info *i, const char *running)
+/* Also used by cmd_show.c, so that one state has one word: "orphaned" before "running" (its
+ * processes run, nobody waits). */
+const char *cli_job_state(const struct jobcg_job_info *i);
+const char *cli_job_state(const struct jobcg_job_info *i)
 {
 	return i->orphaned    ? "orphaned"
 	       : i->releasing ? "releasing"
 	       : i->frozen    ? "frozen"
-	       : i->populated ? running
+	       : i->populated ? "running"
 			      : "idle";
 }
 
@@ -209,8 +210,8 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 			limit_add(limits, sizeof(limits), "%s",
 				  limits[0] ? "(ephemeral)" : "- (ephemeral)");
 		snprintf(id, sizeof(id), "%u", i->id);
-		cli_table_add(&tab, (const char *const[]){id, cli_job_state(i, "busy"), owner,
-							  created, steps[0] ? steps : "-",
+		cli_table_add(&tab, (const char *const[]){id, cli_job_state(i), owner, created,
+							  steps[0] ? steps : "-",
 							  limits[0] ? limits : "-"});
 		orphans |= i->orphaned;
 		jobcg_job_info_free(i);

@@ -7,7 +7,7 @@
 
 /* cmd_list.c */
 struct json_object *cli_job_json(const struct jobcg_job_info *i);
-const char *cli_job_state(const struct jobcg_job_info *i, const char *running);
+const char *cli_job_state(const struct jobcg_job_info *i);
 bool cli_step_orphaned(const struct jobcg_job_info *i, const char *step);
 void cli_orphan_note(void);
 
@@ -145,8 +145,7 @@ static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
 	} else {
 		bool orphans = i->orphaned;
 
-		printf("job %u\n  path: %s\n  state: %s\n", i->id, i->path,
-		       cli_job_state(i, "running"));
+		printf("job %u\n  path: %s\n  state: %s\n", i->id, i->path, cli_job_state(i));
 		if (i->have_owner)
 			printf("  owner: %u:%u\n", (unsigned)i->uid, (unsigned)i->gid);
 		if (i->created_sec) {

@@ -149,6 +149,15 @@ static void show_step_gres(void)
 	snprintf(pid_s, sizeof(pid_s), "%d", (int)child);
 	is_int(kcli(NULL, "adopt", pid_s, "--job", "48", NULL), 0,
 	       "adopt our own sleep into job 48 (its extern step)");
+	/* one word for one state, in list as in show */
+	is_int(kcli(&out, "list", NULL), 0, "list");
+	ok(out && strstr(out, "\n48         running "), "job 48 listed running");
+	if (out)
+		ktest_diag_lines("", out);
+	free(out);
+	is_int(kcli(&out, "show", "48", NULL), 0, "show 48");
+	ok(out && strstr(out, "state: running"), "and shown running");
+	free(out);
 	is_int(kcli(&out, "show", "48.extern", NULL), 0, "show 48.extern");
 	ok(out && strstr(out, "gres: the job's (gpu:"), "its GPUs are the job's, not none");
 	if (out)
