@@ -103,6 +103,11 @@ static void print_files(const struct jobcg_gpu_file *v, size_t n)
 
 static void print_text(const struct jobcg_gpus *g)
 {
+	/* a header over no row reads as a table that failed to fill */
+	if (!g->ngpus) {
+		printf("no GPU found (backends: %s)\n", g->backends ? g->backends : "none");
+		return;
+	}
 	printf("%-3s %-6s %-28s %-12s %-44s %s\n", "ROW", "VENDOR", "TYPE", "PCI", "UUID",
 	       "FILES / CPUS");
 	for (size_t i = 0; i < g->ngpus; i++) {
@@ -119,8 +124,6 @@ static void print_text(const struct jobcg_gpus *g)
 			       d->profile ? ", profile " : "", d->profile ? d->profile : "");
 		printf("\n");
 	}
-	if (!g->ngpus)
-		printf("no GPU found (backends: %s)\n", g->backends ? g->backends : "none");
 }
 
 /*

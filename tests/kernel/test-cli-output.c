@@ -1,6 +1,7 @@
 /* Kernel test: what list, acct and run --acct --json print agrees with what was recorded, and the
  * tables stay in line whatever the width of their entries. */
 #include <json-c/json.h>
+#include <sys/stat.h>
 
 #include "kcli.h"
 
@@ -299,6 +300,32 @@ static void run_cancelled(void)
 	ok(acct_states("45", "0", "FAILED"), "the log: step 45.0 and job 45 FAILED");
 }
 
+/* gpus on a node without a GPU (an empty JOBCG_SYSROOT): one line saying so, no header over
+ * no row; JSON an empty array. */
+static void gpus_none(void)
+{
+	char sysroot[PATH_MAX], *out = NULL;
+	struct json_object *o, *v;
+
+	snprintf(sysroot, sizeof(sysroot), "%s/no-gpu-root", ktest_tmpdir());
+	mkdir(sysroot, 0755);
+	setenv("JOBCG_SYSROOT", sysroot, 1);
+	is_int(kcli(&out, "gpus", NULL), 0, "gpus without a GPU");
+	ok(out && strncmp(out, "no GPU found", 12) == 0 && !strchr(out, '\n')[1],
+	   "one line: no GPU found");
+	if (out)
+		ktest_diag_lines("", out);
+	free(out);
+	is_int(kcli(&out, "gpus", "--json", NULL), 0, "gpus --json without a GPU");
+	o = out ? json_tokener_parse(out) : NULL;
+	ok(o && json_object_object_get_ex(o, "gpus", &v) &&
+	       json_object_is_type(v, json_type_array) && json_object_array_length(v) == 0,
+	   "JSON: gpus an empty array");
+	json_object_put(o);
+	free(out);
+	unsetenv("JOBCG_SYSROOT");
+}
+
 int main(void)
 {
 	kcli_setup("cli-output", "jobcg");
@@ -311,6 +338,7 @@ int main(void)
 	show_step_gres();
 	release_ephemeral();
 	json_no_gres();
+	gpus_none();
 	is_int(kcli(NULL, "teardown", NULL), 0, "teardown: nothing left");
 	return tap_done();
 }
