@@ -152,6 +152,7 @@ static void show(FILE *f, const struct jobcg_metrics *m, const struct jobcg_metr
 	time_t now = time(NULL);
 	struct tm tm;
 	unsigned lines = 0;
+	int user_w = 10;
 
 	if (!rows)
 		return;
@@ -191,8 +192,17 @@ static void show(FILE *f, const struct jobcg_metrics *m, const struct jobcg_metr
 		emit(f, width, tty, line);
 		lines++;
 	}
-	snprintf(line, sizeof(line), "%-10s %-11s %-10s %6s %9s %6s  %s", "JOB", "STEP", "USER",
-		 "CPU%", "MEMORY", "PIDS", "GPUS");
+	/* USER widens to the longest name shown, as cli_table's columns do: a name cut to ten
+	 * characters can be another user's (the terminal's width still cuts the whole line). */
+	for (size_t i = 0; i < m->n_cgs && (!height || lines + 1 + i < height); i++) {
+		const char *user =
+		    rows[i].cg->have_owner ? metrics_user_name(rows[i].cg->uid, NULL) : NULL;
+
+		if (user && strnlen(user, 64) > (size_t)user_w)
+			user_w = (int)strnlen(user, 64);
+	}
+	snprintf(line, sizeof(line), "%-10s %-11s %-*s %6s %9s %6s  %s", "JOB", "STEP", user_w,
+		 "USER", "CPU%", "MEMORY", "PIDS", "GPUS");
 	emit(f, width, tty, line);
 	for (size_t i = 0; i < m->n_cgs && (!height || lines + 1 < height); i++, lines++) {
 		const struct jobcg_metrics_cg *cg = rows[i].cg;
@@ -218,8 +228,8 @@ static void show(FILE *f, const struct jobcg_metrics *m, const struct jobcg_metr
 			snprintf(pids, sizeof(pids), "-");
 		gpu_list(gpus, sizeof(gpus), m, cg);
 		snprintf(step, sizeof(step), "%s", cg->step[0] ? cg->step : "-");
-		snprintf(line, sizeof(line), "%-10u %-11s %-10.10s %6s %9s %6s  %s", cg->job, step,
-			 user, cpu, mem, pids, gpus);
+		snprintf(line, sizeof(line), "%-10u %-11s %-*s %6s %9s %6s  %s", cg->job, step,
+			 user_w, user, cpu, mem, pids, gpus);
 		emit(f, width, tty, line);
 	}
 	if (tty)

@@ -326,6 +326,47 @@ static void gpus_none(void)
 	unsetenv("JOBCG_SYSROOT");
 }
 
+/* top with an owner whose name is longer than ten characters: the name whole, under USER,
+ * and the next column still under its header (a test build's getent stands in for NSS). */
+static void top_user_width(void)
+{
+	char getent[PATH_MAX], *out = NULL;
+	const char *hdr, *row;
+	FILE *f;
+
+	snprintf(getent, sizeof(getent), "%s/getent-long", ktest_tmpdir());
+	f = fopen(getent, "w");
+	ok(f != NULL, "a stand-in getent");
+	if (!f)
+		return;
+	fputs("#!/bin/sh\n[ \"$1\" = passwd ] && [ \"$2\" = 4242 ] || exit 2\n"
+	      "echo 'a-very-long-user-name:x:4242:4242::/:/bin/sh'\n",
+	      f);
+	fclose(f);
+	chmod(getent, 0755);
+	is_int(kcli(NULL, "alloc", "52", "--uid", "4242", NULL), 0, "alloc 52 --uid 4242");
+	setenv("JOBCG_TEST_GETENT", getent, 1);
+	is_int(kcli(&out, "top", "-b", "-n", "1", NULL), 0, "top -b -n 1");
+	unsetenv("JOBCG_TEST_GETENT");
+	hdr = out ? strstr(out, "JOB ") : NULL;
+	row = out ? strstr(out, "\n52 ") : NULL;
+	row = row ? row + 1 : NULL;
+	ok(row && strstr(row, " a-very-long-user-name "), "the owner's name whole");
+	is_int(column_of(row, "a-very-long"), column_of(hdr, "USER"), "under USER");
+	{
+		/* CPU% is right-aligned: its cell ends where its header does */
+		int end = column_of(hdr, "CPU%") + 4;
+
+		ok(row && end > 4 && (int)strcspn(row, "\n") > end && row[end - 1] != ' ' &&
+		       row[end] == ' ',
+		   "the CPU%% cell still under CPU%%");
+	}
+	if (out)
+		ktest_diag_lines("", out);
+	free(out);
+	is_int(kcli(NULL, "release", "52", NULL), 0, "release 52");
+}
+
 int main(void)
 {
 	kcli_setup("cli-output", "jobcg");
@@ -339,6 +380,7 @@ int main(void)
 	release_ephemeral();
 	json_no_gres();
 	gpus_none();
+	top_user_width();
 	is_int(kcli(NULL, "teardown", NULL), 0, "teardown: nothing left");
 	return tap_done();
 }
