@@ -188,6 +188,14 @@ static int run_main(int argc, char **argv, char **rest)
 				fprintf(stderr, "jobcg: --config-dir needs a directory\n");
 				return 2;
 			}
+			if (g.config_dir) {
+				fprintf(
+				    stderr,
+				    "jobcg: --config-dir given twice ('%s', then '%s'): give it "
+				    "once\n",
+				    g.config_dir, dir);
+				return 2;
+			}
 			g.config_dir = dir;
 			continue;
 		} else if (!end_of_opts && !name &&

@@ -138,6 +138,10 @@ static const struct row rows[] = {
     /* an empty value is refused, not taken for the default */
     {{"--config-dir", "", "config"}, 2, "--config-dir needs a directory", ""},
     {{"--config-dir=", "config"}, 2, "--config-dir needs a directory", ""},
+    {{"--config-dir", "/a", "config", "--config-dir=/b"},
+     2,
+     "jobcg: --config-dir given twice ('/a', then '/b')",
+     ""},
     {{"devices", ""}, 2, "jobcg devices: PATH or JOB[.STEP]: empty", ""},
     {{"decode", "--cgroup", ""}, 2, "jobcg decode: --cgroup: empty", ""},
     {{"decode", ""}, 2, "jobcg decode: FILE: empty", ""},
@@ -180,7 +184,7 @@ int main(void)
 
 		for (size_t k = 0; k < MAXARGS && w->args[k]; k++) {
 			args[k] = strcmp(w->args[k], "@top") == 0   ? top
-				  : strcmp(w->args[k], "@rel") == 0 ? rel
+				  : strcmp(w->args[k], "@rel") == 0 ? (char *)rel
 								    : (char *)w->args[k];
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s'%s'",
 				 k ? " " : "", w->args[k]);
