@@ -186,23 +186,6 @@ static int log_file_safe(const char *path, const struct stat *st, bool regular)
 	return 0;
 }
 
-/* Write all of @buf (regular files normally take it in one go; loop for signals). */
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, buf, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return negative_errno();
-		}
-		buf += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_record *r,
 				     unsigned flags)
 {

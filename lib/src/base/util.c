@@ -138,6 +138,22 @@ int write_string_at(int dirfd, const char *path, const char *s)
 	return 0;
 }
 
+int write_all(int fd, const void *buf, size_t len)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t n = write(fd, (const char *)buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return negative_errno();
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 int write_file_atomic(const char *path, const char *s, mode_t mode, unsigned flags)
 {
 	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
@@ -168,16 +184,8 @@ int write_file_atomic(const char *path, const char *s, mode_t mode, unsigned fla
 	/* The mode asked, whatever the umask. */
 	if (fchmod(fd, mode) < 0)
 		r = negative_errno();
-	for (size_t done = 0; r == 0 && done < len;) {
-		ssize_t n = write(fd, s + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			r = n < 0 ? negative_errno() : -EIO;
-		else
-			done += (size_t)n;
-	}
+	if (r == 0)
+		r = write_all(fd, s, len);
 	if (r == 0 && (flags & WRITE_ATOMIC_SYNC) && fsync(fd) < 0)
 		r = negative_errno();
 	if (r == 0 && !(flags & WRITE_ATOMIC_NOREPLACE) && renameat(dfd, tmp, dfd, name) < 0)

@@ -99,6 +99,10 @@ int write_string_at(int dirfd, const char *path, const char *s);
  */
 void close_fds_but(int from, const int *keep, size_t n);
 
+/* Write all of @buf to @fd, again after a signal or a short write: 0 or -errno (-EIO when the
+ * file takes nothing). */
+int write_all(int fd, const void *buf, size_t len);
+
 enum {
 	/* write_file_atomic(): fsync the new file before the rename and its directory after, so
 	 * that a crash (power loss) leaves the old file or the new one, whole. */
