@@ -140,10 +140,11 @@ JOBCG_EXPORT const char *jobcg_ctx_backend(const struct jobcg_ctx *ctx)
 }
 
 /*
- * The lock is held for a few mkdir/write/bpf calls at a time, never across a wait for
- * processes (job removal drops it while its processes die), so a wait longer than
- * NodeLockTimeout means a stuck holder: fail, naming it, rather than queue every launch and
- * login behind it (flock_wait()).
+ * The lock is held for a few mkdir/write/bpf calls at a time and not across a wait for
+ * processes (job removal drops it while its processes die; only `teardown --force` keeps it
+ * through its grace, to let nothing begin in a tree it removes), so a wait longer than
+ * NodeLockTimeout means a stuck holder or a long teardown: fail, naming it, rather than queue
+ * every launch and login behind it (flock_wait()).
  */
 static int lock_wait(struct jobcg_ctx *ctx, int fd)
 {
