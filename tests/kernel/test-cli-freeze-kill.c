@@ -631,6 +631,73 @@ static void thaw_below_frozen(const char *root)
 		;
 }
 
+/*
+ * Processes that fork and exit at once (comets) stay ahead of a kill that lists pids and then
+ * signals them: each pid listed has a child nobody listed by the time the signal lands. With
+ * cgroup.kill the kernel ends them all; without it (lock-file mode, as before Linux 5.14) the
+ * kill must freeze what it kills first. A kill that leaves them running fails here, and the
+ * test ends them itself with cgroup.kill so that none outlives it. A job frozen before the kill
+ * stays frozen after it; one that was not is not left frozen. The comets are this program
+ * (argument "comets"); kill-slow makes the kill wait between listing and signalling, so
+ * that a comet wins every round where nothing stops it from forking.
+ */
+static int comets(void)
+{
+	for (int i = 0; i < 4; i++)
+		if (fork() == 0)
+			for (;;)
+				if (fork() > 0)
+					_exit(0);
+	for (;;)
+		pause();
+}
+
+static void kill_comets(const char *root, const char *self)
+{
+	char step[PATH_MAX], kfile[PATH_MAX + 16], job[PATH_MAX];
+	char *args[] = {"run", "--job", "11", "--step", "0", "--", (char *)self, "comets", NULL};
+	int st = 0, i, rc;
+	pid_t runner;
+
+	snprintf(step, sizeof(step), "%s/job_11/step_0", root);
+	snprintf(job, sizeof(job), "%s/job_11", root);
+	snprintf(kfile, sizeof(kfile), "%s/cgroup.kill", job);
+	is_int(kcli(NULL, "alloc", "11", NULL), 0, "alloc 11");
+	for (int frozen = 0; frozen < 2; frozen++) {
+		args[4] = frozen ? "1" : "0";
+		step[strlen(step) - 1] = frozen ? '1' : '0';
+		/* The runner kills what is left of its step when its task dies: slow too. */
+		if (lock_file)
+			setenv("JOBCG_TEST_FLAGS", "job-lock-file,no-cgroup-kill,kill-slow", 1);
+		runner = kcli_start(args, NULL, NULL);
+		for (i = 0; i < 500 && !events_has(step, "populated 1"); i++)
+			msleep(10);
+		msleep(300); /* the comets are under way */
+		if (frozen)
+			is_int(kcli(NULL, "freeze", "11", NULL), 0, "freeze job 11");
+		rc = kcli(NULL, "kill", "--timeout", "3000", "11", NULL);
+		if (lock_file)
+			setenv("JOBCG_TEST_FLAGS", "job-lock-file,no-cgroup-kill", 1);
+		ok(rc == 0, "kill of a %sjob of comets, %s (exit %d)", frozen ? "frozen " : "",
+		   lock_file ? "without cgroup.kill" : "with cgroup.kill", rc);
+		if (rc != 0) {
+			int fd = open(kfile, O_WRONLY | O_CLOEXEC);
+
+			ok(fd >= 0 && write(fd, "1", 1) == 1,
+			   "the test kills them with cgroup.kill");
+			if (fd >= 0)
+				close(fd);
+		}
+		while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+			;
+		is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL, "the runner exits 137");
+		ok(!kcli_exists("%s", step), "the step is gone");
+		ok(file_is(job, "cgroup.freeze", frozen ? "1" : "0"),
+		   "job 11's cgroup.freeze is still %d", frozen);
+	}
+	is_int(kcli(NULL, "release", "11", NULL), 0, "release 11 (frozen)");
+}
+
 int main(int argc, char **argv)
 {
 	const char *root;
@@ -639,7 +706,13 @@ int main(int argc, char **argv)
 	long a, b;
 	int st = 0, i, rc;
 	pid_t runner;
+	char self[PATH_MAX];
+	ssize_t len;
 
+	if (argc > 1 && strcmp(argv[1], "comets") == 0)
+		return comets();
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[len > 0 ? len : 0] = '\0';
 	if (argc > 1 && strcmp(argv[1], "lock-file") == 0) {
 		const char *hooks = getenv("JOBCG_TEST_HOOKS");
 
@@ -648,7 +721,7 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		lock_file = true;
-		setenv("JOBCG_TEST_FLAGS", "job-lock-file", 1);
+		setenv("JOBCG_TEST_FLAGS", "job-lock-file,no-cgroup-kill", 1);
 	}
 	root = kcli_setup(lock_file ? "cli-freeze-lf" : "cli-freeze", "jobcg");
 	tmp = ktest_tmpdir();
@@ -727,6 +800,7 @@ int main(int argc, char **argv)
 	frozen_refused(root);
 	freeze_during_launch(root, tmp);
 	thaw_below_frozen(root);
+	kill_comets(root, self);
 	if (lock_file)
 		lock_files(root, tmp);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");

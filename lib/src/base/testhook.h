@@ -27,6 +27,8 @@ static inline void test_pause(const char *point)
  * Behaviour a test asks for that the host cannot give (JOBCG_TEST_FLAGS=FLAG[,FLAG...]), in
  * -Dtest_hooks=true builds only; always false in others:
  *   job-lock-file  the job's freeze lock as on a kernel without cgroup.kill (joblock.c)
+ *   no-cgroup-kill kills as on a kernel without cgroup.kill: freeze, then each pid (tree.c)
+ *   kill-slow      then waits 100 ms between listing the pids and signalling them
  */
 #ifdef JOBCG_TEST_HOOKS
 bool test_flag(const char *flag);

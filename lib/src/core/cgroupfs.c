@@ -11,6 +11,7 @@
 
 #include "cgroupfs.h"
 #include "log.h"
+#include "testhook.h"
 #include "util.h"
 
 #define RMDIR_TRIES    50 /* EBUSY retries: exiting tasks leave the cgroup within ms */
@@ -483,6 +484,8 @@ static int write_feature(const char *dir, const char *file, const char *v)
 
 int cgfs_kill(const char *dir)
 {
+	if (test_flag("no-cgroup-kill"))
+		return error_set(-EOPNOTSUPP, "cgroup.kill is not used (JOBCG_TEST_FLAGS)");
 	return write_feature(dir, "cgroup.kill", "1");
 }
 

@@ -13,6 +13,7 @@
 
 #include "cgroupfs.h"
 #include "log.h"
+#include "testhook.h"
 #include "tree.h"
 #include "util.h"
 
@@ -435,6 +436,43 @@ int tree_signal(const char *dir, int sig)
 	return count;
 }
 
+/*
+ * tree_kill() before Linux 5.14, which has no cgroup.kill: SIGKILL to each pid listed. A
+ * process that forks between the listing and its kill leaves a child no round has seen, and
+ * a chain of processes that fork and exit can stay ahead of any number of rounds. So the
+ * cgroup is frozen first (Linux 5.2): from then on a fork's child freezes too, no process
+ * gets further than the fork it is in, and a frozen process still dies of SIGKILL. A few
+ * rounds then catch the children of the forks under way. The freeze is undone only where
+ * this set it, so a job frozen by its owner stays frozen (its processes die all the same).
+ */
+static void kill_listed(const char *dir)
+{
+	uint64_t was = 1;
+	bool froze = cgfs_read_u64(dir, "cgroup.freeze", &was) == 0 && was == 0 &&
+		     cgfs_freeze(dir, true) == 0;
+
+	jobcg_error_clear(); /* no cgroup.freeze either (before 5.2): rounds alone */
+	for (int round = 0; round < 8; round++) {
+		_cleanup_free_ pid_t *pids = NULL;
+		size_t n = 0;
+
+		if (cgfs_pids(dir, true, &pids, &n) < 0 || n == 0)
+			break;
+		if (test_flag("kill-slow")) {
+			/* A test widens the race a fork wins without the freeze. */
+			struct timespec ts = {0, 100 * 1000 * 1000};
+
+			(void)nanosleep(&ts, NULL);
+		}
+		for (size_t i = 0; i < n; i++)
+			(void)kill(pids[i], SIGKILL);
+	}
+	jobcg_error_clear();
+	if (froze)
+		(void)cgfs_freeze(dir, false);
+	jobcg_error_clear();
+}
+
 int tree_kill(const char *dir, unsigned timeout_ms)
 {
 	bool populated = false;
@@ -453,17 +491,8 @@ int tree_kill(const char *dir, unsigned timeout_ms)
 	if (r == -ENOENT || r == -ENODEV)
 		return 0;
 	if (r == -EOPNOTSUPP) {
-		/* Before Linux 5.14: signal each pid. A fork racing with this can escape one
-		 * round, so a few bounded rounds; cgroup.kill has no such race. */
-		for (int round = 0; round < 5; round++) {
-			_cleanup_free_ pid_t *pids = NULL;
-			size_t n = 0;
-
-			if (cgfs_pids(dir, true, &pids, &n) < 0 || n == 0)
-				break;
-			for (size_t i = 0; i < n; i++)
-				(void)kill(pids[i], SIGKILL);
-		}
+		jobcg_error_clear();
+		kill_listed(dir);
 	} else if (r < 0)
 		return r;
 	return cgfs_wait_events(dir, "populated", 0, timeout_ms);
