@@ -920,6 +920,27 @@ int fd_names_path_at(int fd, int dirfd, const char *path)
 	return fst.st_nlink > 0 && fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino;
 }
 
+char *pid_describe(int pid)
+{
+	_cleanup_free_ char *c = NULL, *path = strdup_printf("/proc/%d/cmdline", pid);
+	char cmd[256] = "";
+	size_t n = 0;
+
+	if (path && read_full_file_at(AT_FDCWD, path, 4096, &c, &n) == 0) {
+		/* Another user's command line goes into our messages and logs: no control
+		 * character of it does. */
+		for (size_t i = 0; i < n; i++)
+			if (c[i] == '\0')
+				c[i] = ' ';
+			else if ((unsigned char)c[i] < 0x20 || c[i] == 0x7f)
+				c[i] = '?';
+		while (n > 0 && c[n - 1] == ' ')
+			c[--n] = '\0';
+		snprintf(cmd, sizeof(cmd), " (%s)", c);
+	}
+	return strdup_printf("pid %d%s", pid, cmd);
+}
+
 /* flock_holder() (util.h): /proc/locks names the pid that took it (FLOCK lines whose dev:inode
  * is the file's; "->" lines are waiters). */
 char *flock_holder(int fd)
@@ -934,31 +955,12 @@ char *flock_holder(int fd)
 		unsigned maj, mnr;
 		unsigned long long ino;
 		int pid;
-		char cmd[256] = "";
 
 		if (strstr(line, "->") || !strstr(line, "FLOCK") ||
 		    sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%llu", &pid, &maj, &mnr, &ino) != 4 ||
 		    ino != (unsigned long long)st.st_ino || makedev(maj, mnr) != st.st_dev)
 			continue;
-		{
-			_cleanup_free_ char *c = NULL,
-					    *path = strdup_printf("/proc/%d/cmdline", pid);
-			size_t n = 0;
-
-			if (path && read_full_file_at(AT_FDCWD, path, 4096, &c, &n) == 0) {
-				/* Another user's command line goes into our messages and logs:
-				 * no control character of it does. */
-				for (size_t i = 0; i < n; i++)
-					if (c[i] == '\0')
-						c[i] = ' ';
-					else if ((unsigned char)c[i] < 0x20 || c[i] == 0x7f)
-						c[i] = '?';
-				while (n > 0 && c[n - 1] == ' ')
-					c[--n] = '\0';
-				snprintf(cmd, sizeof(cmd), " (%s)", c);
-			}
-		}
-		return strdup_printf("pid %d%s", pid, cmd);
+		return pid_describe(pid);
 	}
 	return NULL;
 }

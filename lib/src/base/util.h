@@ -214,6 +214,9 @@ int state_dir_check(const char *file);
 int fd_names_path(int fd, const char *path);
 /* The same of @path taken from the directory @dirfd. */
 int fd_names_path_at(int fd, int dirfd, const char *path);
+/* "pid N (its command line)", control characters made '?', for an error message ("pid N" when
+ * its command line cannot be read); NULL on ENOMEM. */
+char *pid_describe(int pid);
 /* "pid N (its command line)" of the process holding the flock on @fd's file, for an error
  * message; NULL when none is found (or on ENOMEM). */
 char *flock_holder(int fd);

@@ -606,7 +606,7 @@ JOBCG_EXPORT void jobcg_set_runner(pid_t pid)
 	runner_override = pid > 0 ? pid : 0;
 }
 
-char *tree_runner_self(void)
+char *tree_process_self(void)
 {
 	/* A process's start time never changes: read /proc once per process (the pid check
 	 * makes a forked child read its own), not on every step it creates. Per thread: no lock. */
@@ -615,10 +615,6 @@ char *tree_runner_self(void)
 	pid_t me = getpid();
 	unsigned long long st = 0;
 
-	if (runner_override) {
-		(void)starttime_of(runner_override, &st); /* gone already: 0, never alive */
-		return strdup_printf("%d:%llu", (int)runner_override, st);
-	}
 	if (cached_pid == me)
 		return strdup_printf("%d:%llu", (int)me, cached_st);
 	if (starttime_of(me, &st) == 0) {
@@ -626,6 +622,17 @@ char *tree_runner_self(void)
 		cached_pid = me;
 	}
 	return strdup_printf("%d:%llu", (int)me, st);
+}
+
+char *tree_runner_self(void)
+{
+	if (runner_override) {
+		unsigned long long st = 0;
+
+		(void)starttime_of(runner_override, &st); /* gone already: 0, never alive */
+		return strdup_printf("%d:%llu", (int)runner_override, st);
+	}
+	return tree_process_self();
 }
 
 /* "PID:STARTTIME" exactly as tree_runner_self() writes it: decimal digits only (sscanf's %llu

@@ -60,8 +60,11 @@ int tree_kill_and_remove(const char *dir);
 /* The same for a step directory, its own layout removed leaf first without listing it. */
 int tree_kill_and_remove_step(const char *sdir);
 
-/* "pid:starttime" identifying the calling process (survives pid reuse checks). */
+/* "pid:starttime" identifying the calling process (survives pid reuse checks): the client a
+ * daemon acts for (jobcg_set_runner()) when it set one. */
 char *tree_runner_self(void);
+/* The same of this very process, whoever it acts for. */
+char *tree_process_self(void);
 /* Is the process described by a tree_runner_self() string still alive? An exited process that
  * its parent has not reaped yet (a zombie with no thread left) is not. */
 bool tree_runner_alive(const char *runner);
