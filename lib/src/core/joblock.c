@@ -2,8 +2,10 @@
  * directory (joblock.h). */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "cgroupfs.h"
 #include "context_internal.h"
@@ -15,13 +17,191 @@
 
 #define LOCKS_DIR "locks"
 
-static int lock_wait(int fd, const char *what, bool exclusive, unsigned timeout_ms,
+/*
+ * A freeze's turn. flock gives an exclusive waiter no priority over shared ones: launches that
+ * overlap without a gap would keep a freeze out until its timeout. So a freeze that does not get
+ * the lock at once marks its intent on the locked file itself, "PID:STARTTIME DEADLINE" (its
+ * process, and the end of its wait in CLOCK_MONOTONIC microseconds) in a trusted.* xattr, which
+ * only root (CAP_SYS_ADMIN) can set or even read, and a launch that finds a live mark waits for
+ * it to go before it asks for its shared hold. The mark goes when its freeze has the lock, gave
+ * up or failed; one whose process is gone (a freezer killed while waiting, its pid perhaps
+ * reused: the start time differs) or whose deadline has passed counts as none, and a launch
+ * that finds one removes it. Where the file takes no xattr, freezes wait as they did before.
+ */
+#define FREEZING_XATTR "trusted.jobcg.freezing"
+
+/* The pid of a mark "PID:STARTTIME DEADLINE" that is in force (its process alive, its deadline
+ * ahead), 0 for one that is not (stale), -EINVAL for one malformed. */
+static int intent_live(const char *mark, uint64_t now)
+{
+	const char *sp = strchr(mark, ' ');
+	_cleanup_free_ char *who = sp ? strndup(mark, (size_t)(sp - mark)) : NULL;
+	uint64_t deadline, pid;
+
+	if (!who || parse_u64(sp + 1, UINT64_MAX, &deadline) < 0 ||
+	    parse_u64_prefix(who, INT_MAX, &pid, NULL) < 0 || pid == 0)
+		return -EINVAL;
+	if (now >= deadline || !tree_runner_alive(who))
+		return 0;
+	return (int)pid;
+}
+
+/* The mark on @fd's file in @buf (NUL-terminated): 0, -ENODATA when there is none, another
+ * -errno when it cannot be read (no xattrs here, one too long to be ours). */
+static int intent_read(int fd, char *buf, size_t size)
+{
+	ssize_t n = fgetxattr(fd, FREEZING_XATTR, buf, size - 1);
+
+	if (n < 0)
+		return negative_errno();
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * A launch, before its shared hold: no further than a mark in force on @fd's file, until
+ * @deadline. One fgetxattr() when there is none, the common case. -ETIMEDOUT when the mark is
+ * still there at @deadline, its freezer in *ret_holder when asked for.
+ */
+static int intent_wait(int fd, uint64_t deadline, char **ret_holder)
+{
+	unsigned pause_ms = 1;
+
+	for (;;) {
+		char mark[128];
+		uint64_t now;
+		int pid;
+
+		if (intent_read(fd, mark, sizeof(mark)) < 0)
+			return 0; /* none, or no xattrs: as before marks */
+		now = now_usec();
+		pid = intent_live(mark, now);
+		if (pid < 0)
+			return 0; /* not jobcg's: not waited for */
+		if (pid == 0) {
+			/* Its freezer is gone or gave up. Another that set its own meanwhile
+			 * loses it here, and sets it again at its next try. */
+			(void)fremovexattr(fd, FREEZING_XATTR);
+			return 0;
+		}
+		if (now >= deadline) {
+			if (ret_holder)
+				*ret_holder = pid_describe(pid);
+			return -ETIMEDOUT;
+		}
+		sleep_ms(pause_ms);
+		pause_ms = pause_ms < 25 ? pause_ms * 2 : 50;
+	}
+}
+
+/*
+ * A waiting freeze: its mark @me on @fd's file unless one in force is there (another freeze's
+ * holds the launches back for both). *marked says it set one at least once, for intent_clear().
+ * Nothing more once the file took none (*unsupported).
+ */
+static void intent_mark(int fd, const char *me, bool *marked, bool *unsupported)
+{
+	char mark[128];
+	int r = intent_read(fd, mark, sizeof(mark));
+
+	if (r == 0 && streq(mark, me))
+		return;
+	if (r == 0 && intent_live(mark, now_usec()) != 0)
+		return; /* another freeze's (or a mark not jobcg's: left alone) */
+	if (r == 0)
+		(void)fremovexattr(fd, FREEZING_XATTR); /* stale */
+	else if (r != -ENODATA) {
+		*unsupported = true;
+		return;
+	}
+	/* Created, never replaced: of two freezes finding the same stale mark, the second
+	 * does not take the first's place. */
+	if (fsetxattr(fd, FREEZING_XATTR, me, strlen(me), XATTR_CREATE) == 0)
+		*marked = true;
+	else if (errno != EEXIST) {
+		log_debug("cannot mark a freeze's turn on the job's lock: %s", strerror(errno));
+		*unsupported = true;
+	}
+}
+
+/* Our mark off @fd's file, if it is still there (not another's that took its place). */
+static void intent_clear(int fd, const char *me)
+{
+	char mark[128];
+
+	if (intent_read(fd, mark, sizeof(mark)) == 0 && streq(mark, me))
+		(void)fremovexattr(fd, FREEZING_XATTR);
+}
+
+/* A freeze's exclusive hold, marking its turn while it waits (above). */
+static int lock_wait_turn(int fd, unsigned timeout_ms)
+{
+	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
+	_cleanup_free_ char *self = NULL, *me = NULL;
+	bool marked = false, unsupported = false;
+	unsigned pause_ms = 1;
+	int r;
+
+	for (;;) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			r = 0;
+			break;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK) {
+			r = negative_errno();
+			break;
+		}
+		if (now_usec() >= deadline) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		/* Checked again at each try: a mark taken off by someone who found it stale a
+		 * moment before we set it, or another freeze's that went, is set (again). */
+		if (!me && !unsupported &&
+		    (!(self = tree_process_self()) ||
+		     !(me = strdup_printf("%s %llu", self, (unsigned long long)deadline)))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (!unsupported)
+			intent_mark(fd, me, &marked, &unsupported);
+		test_pause("job-lock-turn-marked");
+		sleep_ms(pause_ms);
+		pause_ms = pause_ms < 25 ? pause_ms * 2 : 50;
+	}
+	if (marked)
+		intent_clear(fd, me);
+	return r;
+}
+
+static int lock_wait(int fd, const char *what, enum job_lock_mode mode, uint64_t deadline,
 		     char **ret_holder)
 {
-	int r = flock_wait(fd, exclusive ? LOCK_EX : LOCK_SH, timeout_ms);
+	uint64_t now = now_usec();
+	unsigned left = now < deadline ? (unsigned)((deadline - now) / 1000u) : 0;
+	int r;
 
+	switch (mode) {
+	case JOB_LOCK_SHARED:
+		r = intent_wait(fd, deadline, ret_holder);
+		if (r < 0)
+			return r;
+		now = now_usec();
+		left = now < deadline ? (unsigned)((deadline - now) / 1000u) : 0;
+		r = flock_wait(fd, LOCK_SH, left);
+		break;
+	case JOB_LOCK_EXCLUSIVE:
+		r = flock_wait(fd, LOCK_EX, left);
+		break;
+	case JOB_LOCK_FREEZE:
+	default:
+		r = lock_wait_turn(fd, left);
+		break;
+	}
 	if (r == -ETIMEDOUT) {
-		if (ret_holder)
+		if (ret_holder && !*ret_holder)
 			*ret_holder = flock_holder(fd);
 		return r;
 	}
@@ -88,10 +268,9 @@ static int locks_dir_open(struct jobcg_ctx *ctx, bool create, int *ret_fd)
  * locked, the name must still be the inode held, else the file is opened again (for a job that
  * still exists).
  */
-static int file_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id, bool exclusive,
-		     unsigned timeout_ms, int *ret_fd, char **ret_holder)
+static int file_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id,
+		     enum job_lock_mode mode, uint64_t deadline, int *ret_fd, char **ret_holder)
 {
-	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
 	_cleanup_free_ char *dir = ctx_state_file(ctx, LOCKS_DIR), *path = NULL;
 	char name[32];
 
@@ -101,7 +280,6 @@ static int file_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id
 	for (;;) {
 		_cleanup_close_ int dfd = -1, fd = -1;
 		struct stat st;
-		uint64_t now;
 		int r;
 
 		if ((r = locks_dir_open(ctx, true, &dfd)) < 0)
@@ -120,10 +298,7 @@ static int file_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id
 					 "uid %u, mode %04o): remove it",
 					 path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 		test_pause("job-lock-file-opened");
-		now = now_usec();
-		r = lock_wait(fd, path, exclusive,
-			      now < deadline ? (unsigned)((deadline - now) / 1000u) : 0,
-			      ret_holder);
+		r = lock_wait(fd, path, mode, deadline, ret_holder);
 		if (r < 0)
 			return r;
 		r = fd_names_path_at(fd, dfd, name);
@@ -140,9 +315,10 @@ static int file_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id
 	}
 }
 
-int job_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id, bool exclusive,
+int job_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id, enum job_lock_mode mode,
 	     unsigned timeout_ms, int *ret_fd, char **ret_holder)
 {
+	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
 	_cleanup_free_ char *own = NULL, *kill = NULL;
 	_cleanup_close_ int fd = -1;
 	int r;
@@ -159,7 +335,7 @@ int job_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id, bool e
 			return -ENOMEM;
 		fd = open(kill, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
 		if (fd >= 0) {
-			if ((r = lock_wait(fd, job_dir, exclusive, timeout_ms, ret_holder)) < 0)
+			if ((r = lock_wait(fd, job_dir, mode, deadline, ret_holder)) < 0)
 				return r;
 			*ret_fd = TAKE_FD(fd);
 			return 0;
@@ -174,7 +350,7 @@ int job_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id, bool e
 		*ret_fd = -1;
 		return 0;
 	}
-	return file_lock(ctx, job_dir, job_id, exclusive, timeout_ms, ret_fd, ret_holder);
+	return file_lock(ctx, job_dir, job_id, mode, deadline, ret_fd, ret_holder);
 }
 
 /* Unlinks @name of @dfd when no one holds it or waits for it: whoever opened it before us and

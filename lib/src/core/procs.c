@@ -175,7 +175,7 @@ static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool 
 		 * we wait for the exec, then freeze the task with the others. Held until the freeze
 		 * is complete or undone. A thaw takes no lock: it is what ends a spawner's wait
 		 * when a freeze from outside jobcg got in anyway. */
-		r = job_lock(ctx, NULL, t->job, true,
+		r = job_lock(ctx, NULL, t->job, JOB_LOCK_FREEZE,
 			     timeout_ms ? timeout_ms : FREEZE_LOCK_TIMEOUT_MS, &lock, &who);
 		if (r == -ETIMEDOUT)
 			return error_set(r,
@@ -274,7 +274,7 @@ JOBCG_EXPORT int jobcg_kill(struct jobcg_ctx *ctx, const struct jobcg_target *t,
 	 * launch to end (the whole step dies then). A launch that takes longer (a spawner
 	 * stopped, or caught by a freeze from outside jobcg) does not stop the kill: it goes on
 	 * without the lock. */
-	r = job_lock(ctx, NULL, t->job, true,
+	r = job_lock(ctx, NULL, t->job, JOB_LOCK_EXCLUSIVE,
 		     timeout_ms && timeout_ms < KILL_LOCK_TIMEOUT_MS ? timeout_ms
 								     : KILL_LOCK_TIMEOUT_MS,
 		     &lock, NULL);

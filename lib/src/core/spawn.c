@@ -357,14 +357,16 @@ static bool freeze_asked(const char *dir)
  * tasks have exec'ed, and jobcg_freeze() holds it exclusive while it freezes: a freeze comes
  * before the check (the run is refused) or after the exec (the task is frozen with the others
  * and the run still forwards signals; a thaw lets it go on). A freeze holds it for at most its
- * own timeout.
+ * own timeout, and while one waits for it no new spawner takes it (job_lock()), so that
+ * launches following each other without a gap do not keep it out.
  */
 #define SPAWN_LOCK_TIMEOUT_MS 30000
 
 static int spawn_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id, int *ret_fd)
 {
 	_cleanup_free_ char *who = NULL;
-	int r = job_lock(ctx, job_dir, job_id, false, SPAWN_LOCK_TIMEOUT_MS, ret_fd, &who);
+	int r =
+	    job_lock(ctx, job_dir, job_id, JOB_LOCK_SHARED, SPAWN_LOCK_TIMEOUT_MS, ret_fd, &who);
 
 	if (r == -ETIMEDOUT)
 		return error_set(r,
