@@ -697,326 +697,315 @@ static void kill_comets(const char *root, const char *self)
 		   "job 12's cgroup.freeze is still %d", frozen);
 	}
 	is_int(kcli(NULL, "release", "12", NULL), 0, "release 12 (frozen)");
-	/* The file a job's freeze lock is taken on, where a waiting freeze marks its turn. */
-	static void lock_path(const char *root, const char *tmp, unsigned job, char *buf,
-			      size_t len)
-	{
-		if (lock_file)
-			snprintf(buf, len, "%s/locks/job_%u", tmp, job);
-		else
-			snprintf(buf, len, "%s/job_%u/cgroup.kill", root, job);
+}
+
+/* The file a job's freeze lock is taken on, where a waiting freeze marks its turn. */
+static void lock_path(const char *root, const char *tmp, unsigned job, char *buf, size_t len)
+{
+	if (lock_file)
+		snprintf(buf, len, "%s/locks/job_%u", tmp, job);
+	else
+		snprintf(buf, len, "%s/job_%u/cgroup.kill", root, job);
+}
+
+/* The freeze's mark on @path ("" when there is none). */
+static void turn_mark(const char *path, char *buf, size_t len)
+{
+	ssize_t n = getxattr(path, "trusted.jobcg.freezing", buf, len - 1);
+
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+static bool turn_marked_within(const char *path, unsigned ms)
+{
+	char mark[128];
+
+	for (unsigned i = 0; i <= ms / 10; i++) {
+		turn_mark(path, mark, sizeof(mark));
+		if (*mark)
+			return true;
+		msleep(10);
 	}
+	return false;
+}
 
-	/* The freeze's mark on @path ("" when there is none). */
-	static void turn_mark(const char *path, char *buf, size_t len)
+/* Field 22 of /proc/@pid/stat, as jobcg reads a process's start time. */
+static unsigned long long start_time(pid_t pid)
+{
+	char p[64], buf[1024] = "", *s;
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(p, "re")))
+		return 0;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
+	fclose(f);
+	if (!(s = strrchr(buf, ')')))
+		return 0;
+	s++;
+	for (int field = 3; field < 22 && s; field++)
+		s = strchr(s + 1, ' ');
+	if (s)
+		v = strtoull(s, NULL, 10);
+	return v;
+}
+
+static bool exited_within(pid_t pid, unsigned ms, int *st)
+{
+	pid_t w = 0;
+
+	for (unsigned i = 0; i <= ms / 10 && (w = waitpid(pid, st, WNOHANG)) == 0; i++)
+		msleep(10);
+	return w == pid;
+}
+
+/*
+ * flock gives an exclusive waiter no priority: launches into a job that overlap without a gap
+ * kept a freeze out until its timeout. Run A holds the job's lock (stopped before its clone),
+ * two freezes wait for it, run B comes meanwhile: B must wait for the freezes' turn, not take
+ * the lock beside A (stopped before its clone too, it would hold the lock past the freezes'
+ * timeout). A freeze killed while it waits holds no launch back, nor does a mark whose pid is
+ * another process now; a mark of a live freeze does, until it goes.
+ */
+static void freeze_turn(const char *root, const char *tmp)
+{
+	char pa[PATH_MAX], pb[PATH_MAX], lock[PATH_MAX], step[PATH_MAX], mark[128], *err = NULL;
+	char *freeze11[] = {"freeze", "--timeout", "4000", "11", NULL};
+	int st = 0, efd = -1;
+	pid_t a, b, f1, f2;
+	bool b_reached, done;
+
+	is_int(kcli(NULL, "alloc", "11", NULL), 0, "alloc 11");
+	lock_path(root, tmp, 11, lock, sizeof(lock));
+	snprintf(pa, sizeof(pa), "%s/pause-turn-a", tmp);
+	snprintf(pb, sizeof(pb), "%s/pause-turn-b", tmp);
+	mkdir(pa, 0700);
+	mkdir(pb, 0700);
 	{
-		ssize_t n = getxattr(path, "trusted.jobcg.freezing", buf, len - 1);
+		char *args[] = {"run", "--job", "11", "--step", "1", "--", "sleep", "1000", NULL};
 
-		buf[n > 0 ? n : 0] = '\0';
+		a = kcli_start_paused(pa, "spawn-before-clone", args, NULL);
 	}
-
-	static bool turn_marked_within(const char *path, unsigned ms)
+	ok(kcli_wait_file(pa, "spawn-before-clone.reached", 20000),
+	   "run 11.1 stopped between its frozen check and its clone, holding the job's lock");
+	f1 = kcli_start(freeze11, NULL, NULL);
+	ok(turn_marked_within(lock, 5000), "freeze 11 waits for it and marks its turn on %s", lock);
+	f2 = kcli_start(freeze11, NULL, NULL);
 	{
-		char mark[128];
+		char *args[] = {"run", "--job", "11", "--step", "2", "--", "sleep", "1000", NULL};
 
-		for (unsigned i = 0; i <= ms / 10; i++) {
-			turn_mark(path, mark, sizeof(mark));
-			if (*mark)
-				return true;
-			msleep(10);
+		b = kcli_start_paused(pb, "spawn-before-clone", args, &efd);
+	}
+	b_reached = kcli_wait_file(pb, "spawn-before-clone.reached", 1000);
+	ok(!b_reached, "run 11.2, started meanwhile, does not take the lock before the freezes");
+	kcli_pause_go(pa, "spawn-before-clone");
+	/* Each ends by its 4 s timeout at the latest. */
+	done = exited_within(f1, 8000, &st);
+	ok(done && exit_code(st) == 0,
+	   "  once run 11.1 has started its task, the first freeze succeeds (exit %d)",
+	   exit_code(st));
+	done = exited_within(f2, 8000, &st);
+	ok(done && exit_code(st) == 0, "  and so does the second (exit %d)", exit_code(st));
+	snprintf(step, sizeof(step), "%s/job_11/step_1", root);
+	ok(events_has(step, "frozen 1"), "  step 11.1 is frozen");
+	turn_mark(lock, mark, sizeof(mark));
+	ok(!*mark, "  and the freezes' marks are gone ('%s')", mark);
+	kcli_pause_go(pb, "spawn-before-clone");
+	done = exited_within(b, 10000, &st);
+	ok(done, "run 11.2 then ends without a thaw");
+	if (!done) {
+		/* It took the lock before the freezes and started its task: end it. */
+		(void)kcli(NULL, "thaw", "11", NULL);
+		(void)kcli(NULL, "kill", "11.2", NULL);
+		waitpid(b, &st, 0);
+	}
+	err = kcli_slurp(efd);
+	close(efd);
+	ok(exit_code(st) == 1 && err && strstr(err, "is frozen (thaw its job first)"),
+	   "  refused: the job is frozen (exit %d)", exit_code(st));
+	free(err);
+	err = NULL;
+	is_int(kcli(NULL, "thaw", "11", NULL), 0, "thaw 11");
+	is_int(kcli(NULL, "kill", "11.1", NULL), 0, "kill 11.1");
+	if (!exited_within(a, 10000, &st))
+		kill(a, SIGKILL), waitpid(a, &st, 0);
+
+	/* A freeze killed while it waits for its turn leaves its mark: its process is gone. */
+	snprintf(pa, sizeof(pa), "%s/pause-turn-c", tmp);
+	mkdir(pa, 0700);
+	{
+		char *args[] = {"run", "--job", "11", "--step", "3", "--", "sleep", "1000", NULL};
+
+		a = kcli_start_paused(pa, "spawn-before-clone", args, NULL);
+	}
+	ok(kcli_wait_file(pa, "spawn-before-clone.reached", 20000),
+	   "run 11.3 stopped before its clone, holding the job's lock");
+	is_int(kcli_crash_at("job-lock-turn-marked", freeze11), 128 + SIGKILL,
+	       "freeze 11 killed while it waits for its turn");
+	turn_mark(lock, mark, sizeof(mark));
+	ok(*mark, "  its mark is left: '%s'", mark);
+	{
+		uint64_t t0 = now_ms();
+
+		is_int(kcli(NULL, "run", "--job", "11", "--", "true", NULL), 0,
+		       "run --job 11 meanwhile succeeds");
+		ok(now_ms() - t0 < 5000, "  without waiting for the dead freeze (%llu ms)",
+		   (unsigned long long)(now_ms() - t0));
+	}
+	turn_mark(lock, mark, sizeof(mark));
+	ok(!*mark, "  and removes its mark ('%s')", mark);
+
+	/* Marks set by hand: a live process's (ours) holds launches back until it goes; the
+	 * same pid with another start time (a pid reused) does not. */
+	{
+		pid_t sl = fork();
+		char m[128];
+		pid_t r;
+
+		if (sl == 0) {
+			execlp("sleep", "sleep", "1000", (char *)NULL);
+			_exit(127);
 		}
-		return false;
+		msleep(50);
+		snprintf(m, sizeof(m), "%d:%llu %llu", (int)sl, start_time(sl) + 1,
+			 (unsigned long long)(now_ms() + 60000) * 1000ull);
+		ok(setxattr(lock, "trusted.jobcg.freezing", m, strlen(m), 0) == 0,
+		   "a mark naming pid %d with another start time", (int)sl);
+		is_int(kcli(NULL, "run", "--job", "11", "--", "true", NULL), 0,
+		       "  holds no run back");
+		snprintf(m, sizeof(m), "%d:%llu %llu", (int)sl, start_time(sl),
+			 (unsigned long long)(now_ms() + 60000) * 1000ull);
+		ok(setxattr(lock, "trusted.jobcg.freezing", m, strlen(m), 0) == 0,
+		   "a mark naming the live pid %d", (int)sl);
+		{
+			char *args[] = {"run", "--job", "11", "--", "true", NULL};
+
+			r = kcli_start(args, NULL, NULL);
+		}
+		done = exited_within(r, 1000, &st);
+		ok(!done, "  holds a run back");
+		removexattr(lock, "trusted.jobcg.freezing");
+		if (!done)
+			done = exited_within(r, 10000, &st);
+		ok(done && exit_code(st) == 0, "  until it goes (exit %d)", exit_code(st));
+		if (!done)
+			kill(r, SIGKILL), waitpid(r, &st, 0);
+		kill(sl, SIGKILL);
+		waitpid(sl, NULL, 0);
 	}
+	kcli_pause_go(pa, "spawn-before-clone");
+	is_int(kcli(NULL, "release", "11", NULL), 0, "release 11");
+	if (!exited_within(a, 10000, &st))
+		kill(a, SIGKILL), waitpid(a, &st, 0);
+}
 
-	/* Field 22 of /proc/@pid/stat, as jobcg reads a process's start time. */
-	static unsigned long long start_time(pid_t pid)
-	{
-		char p[64], buf[1024] = "", *s;
-		unsigned long long v = 0;
-		FILE *f;
+int main(int argc, char **argv)
+{
+	const char *root;
+	const char *tmp;
+	char script[PATH_MAX + 256], count0[PATH_MAX], step[PATH_MAX], *out = NULL;
+	long a, b;
+	int st = 0, i, rc;
+	pid_t runner;
+	char self[PATH_MAX];
+	ssize_t len;
 
-		snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-		if (!(f = fopen(p, "re")))
+	if (argc > 1 && strcmp(argv[1], "comets") == 0)
+		return comets();
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[len > 0 ? len : 0] = '\0';
+	if (argc > 1 && strcmp(argv[1], "lock-file") == 0) {
+		const char *hooks = getenv("JOBCG_TEST_HOOKS");
+
+		if (!hooks || strcmp(hooks, "1") != 0) {
+			printf("1..0 # SKIP needs a -Dtest_hooks=true build\n");
 			return 0;
-		buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
-		fclose(f);
-		if (!(s = strrchr(buf, ')')))
-			return 0;
-		s++;
-		for (int field = 3; field < 22 && s; field++)
-			s = strchr(s + 1, ' ');
-		if (s)
-			v = strtoull(s, NULL, 10);
-		return v;
+		}
+		lock_file = true;
+		setenv("JOBCG_TEST_FLAGS", "job-lock-file,no-cgroup-kill", 1);
 	}
-
-	static bool exited_within(pid_t pid, unsigned ms, int *st)
+	root = kcli_setup(lock_file ? "cli-freeze-lf" : "cli-freeze", "jobcg");
+	tmp = ktest_tmpdir();
+	is_int(kcli(NULL, "alloc", "5", NULL), 0, "alloc 5");
+	snprintf(script, sizeof(script),
+		 "trap '' TERM; while :; do printf x >> %s/count.$JOBCG_TASK_ID; done", tmp);
+	snprintf(count0, sizeof(count0), "%s/count.0", tmp);
+	snprintf(step, sizeof(step), "%s/job_5/step_0", root);
 	{
-		pid_t w = 0;
-
-		for (unsigned i = 0; i <= ms / 10 && (w = waitpid(pid, st, WNOHANG)) == 0; i++)
-			msleep(10);
-		return w == pid;
+		char *args[] = {"run", "--job", "5",  "--step", "0",	"--ntasks",
+				"2",   "--",	"sh", "-c",	script, NULL};
+		runner = kcli_start(args, NULL, NULL);
 	}
+	ok(runner > 0, "started jobcg run in the background");
+	for (i = 0; i < 500 && read_long(count0) < 10; i++)
+		msleep(10);
+	ok(read_long(count0) >= 10, "task 0 is counting");
 
-	/*
-	 * flock gives an exclusive waiter no priority: launches into a job that overlap without a
-	 * gap kept a freeze out until its timeout. Run A holds the job's lock (stopped before its
-	 * clone), two freezes wait for it, run B comes meanwhile: B must wait for the freezes'
-	 * turn, not take the lock beside A (stopped before its clone too, it would hold the lock
-	 * past the freezes' timeout). A freeze killed while it waits holds no launch back, nor does
-	 * a mark whose pid is another process now; a mark of a live freeze does, until it goes.
-	 */
-	static void freeze_turn(const char *root, const char *tmp)
+	is_int(kcli(NULL, "freeze", "5.0", NULL), 0, "freeze 5.0");
+	ok(events_has(step, "frozen 1"), "step cgroup.events says frozen 1");
+	a = read_long(count0);
+	msleep(300);
+	b = read_long(count0);
+	ok(a == b && a > 0, "frozen processes make no progress (%ld -> %ld)", a, b);
+
+	is_int(kcli(NULL, "thaw", "5", NULL), 0, "thaw job 5");
+	ok(events_has(step, "frozen 0"), "step cgroup.events says frozen 0 after thaw");
+	for (i = 0; i < 300 && read_long(count0) == b; i++)
+		msleep(10);
+	ok(read_long(count0) > b, "thawed processes run again");
+
+	is_int(kcli(&out, "signal", "-s", "TERM", "5.0", NULL), 0, "signal TERM 5.0");
+	ok(out && strstr(out, "signalled"), "signal reports the count");
+	free(out);
+	msleep(200);
+	ok(events_has(step, "populated 1"), "processes trapping SIGTERM survive it");
+
+	is_int(kcli(NULL, "kill", "5.0", NULL), 0, "kill 5.0");
+	ok(events_has(step, "populated 0") || !kcli_exists("%s", step), "step is empty after kill");
+	/* The runner may already have removed the empty step: then "no step" is right too. */
+	rc = kcli(&out, "pids", "5.0", NULL);
+	ok((rc == 0 && out && !*out) || (rc == 1 && !kcli_exists("%s", step)),
+	   "no pids left in the step");
+	free(out);
+	out = NULL;
+	while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+		;
+	is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL, "runner exits 137");
+	ok(!kcli_exists("%s", step), "runner removed the step");
+	ok(kcli_exists("%s/job_5", root), "allocated job 5 stays");
+	rc = kcli(&out, "acct", "--job", "5", "--json", NULL);
+	ok(rc == 0 && out && strstr(out, "CANCELLED") && !strstr(out, "FAILED"),
+	   "as after Slurm's scancel, the step jobcg kill ended is CANCELLED, not FAILED");
+	free(out);
+	out = NULL;
+	signal_outcomes(root);
+
+	/* A frozen job can be killed, and release removes it. */
 	{
-		char pa[PATH_MAX], pb[PATH_MAX], lock[PATH_MAX], step[PATH_MAX], mark[128],
-		    *err = NULL;
-		char *freeze11[] = {"freeze", "--timeout", "4000", "11", NULL};
-		int st = 0, efd = -1;
-		pid_t a, b, f1, f2;
-		bool b_reached, done;
-
-		is_int(kcli(NULL, "alloc", "11", NULL), 0, "alloc 11");
-		lock_path(root, tmp, 11, lock, sizeof(lock));
-		snprintf(pa, sizeof(pa), "%s/pause-turn-a", tmp);
-		snprintf(pb, sizeof(pb), "%s/pause-turn-b", tmp);
-		mkdir(pa, 0700);
-		mkdir(pb, 0700);
-		{
-			char *args[] = {"run", "--job", "11",	"--step", "1",
-					"--",  "sleep", "1000", NULL};
-
-			a = kcli_start_paused(pa, "spawn-before-clone", args, NULL);
-		}
-		ok(kcli_wait_file(pa, "spawn-before-clone.reached", 20000),
-		   "run 11.1 stopped between its frozen check and its clone, holding the job's "
-		   "lock");
-		f1 = kcli_start(freeze11, NULL, NULL);
-		ok(turn_marked_within(lock, 5000),
-		   "freeze 11 waits for it and marks its turn on %s", lock);
-		f2 = kcli_start(freeze11, NULL, NULL);
-		{
-			char *args[] = {"run", "--job", "11",	"--step", "2",
-					"--",  "sleep", "1000", NULL};
-
-			b = kcli_start_paused(pb, "spawn-before-clone", args, &efd);
-		}
-		b_reached = kcli_wait_file(pb, "spawn-before-clone.reached", 1000);
-		ok(!b_reached,
-		   "run 11.2, started meanwhile, does not take the lock before the freezes");
-		kcli_pause_go(pa, "spawn-before-clone");
-		/* Each ends by its 4 s timeout at the latest. */
-		done = exited_within(f1, 8000, &st);
-		ok(done && exit_code(st) == 0,
-		   "  once run 11.1 has started its task, the first freeze succeeds (exit %d)",
-		   exit_code(st));
-		done = exited_within(f2, 8000, &st);
-		ok(done && exit_code(st) == 0, "  and so does the second (exit %d)", exit_code(st));
-		snprintf(step, sizeof(step), "%s/job_11/step_1", root);
-		ok(events_has(step, "frozen 1"), "  step 11.1 is frozen");
-		turn_mark(lock, mark, sizeof(mark));
-		ok(!*mark, "  and the freezes' marks are gone ('%s')", mark);
-		kcli_pause_go(pb, "spawn-before-clone");
-		done = exited_within(b, 10000, &st);
-		ok(done, "run 11.2 then ends without a thaw");
-		if (!done) {
-			/* It took the lock before the freezes and started its task: end it. */
-			(void)kcli(NULL, "thaw", "11", NULL);
-			(void)kcli(NULL, "kill", "11.2", NULL);
-			waitpid(b, &st, 0);
-		}
-		err = kcli_slurp(efd);
-		close(efd);
-		ok(exit_code(st) == 1 && err && strstr(err, "is frozen (thaw its job first)"),
-		   "  refused: the job is frozen (exit %d)", exit_code(st));
-		free(err);
-		err = NULL;
-		is_int(kcli(NULL, "thaw", "11", NULL), 0, "thaw 11");
-		is_int(kcli(NULL, "kill", "11.1", NULL), 0, "kill 11.1");
-		if (!exited_within(a, 10000, &st))
-			kill(a, SIGKILL), waitpid(a, &st, 0);
-
-		/* A freeze killed while it waits for its turn leaves its mark: its process is gone.
-		 */
-		snprintf(pa, sizeof(pa), "%s/pause-turn-c", tmp);
-		mkdir(pa, 0700);
-		{
-			char *args[] = {"run", "--job", "11",	"--step", "3",
-					"--",  "sleep", "1000", NULL};
-
-			a = kcli_start_paused(pa, "spawn-before-clone", args, NULL);
-		}
-		ok(kcli_wait_file(pa, "spawn-before-clone.reached", 20000),
-		   "run 11.3 stopped before its clone, holding the job's lock");
-		is_int(kcli_crash_at("job-lock-turn-marked", freeze11), 128 + SIGKILL,
-		       "freeze 11 killed while it waits for its turn");
-		turn_mark(lock, mark, sizeof(mark));
-		ok(*mark, "  its mark is left: '%s'", mark);
-		{
-			uint64_t t0 = now_ms();
-
-			is_int(kcli(NULL, "run", "--job", "11", "--", "true", NULL), 0,
-			       "run --job 11 meanwhile succeeds");
-			ok(now_ms() - t0 < 5000, "  without waiting for the dead freeze (%llu ms)",
-			   (unsigned long long)(now_ms() - t0));
-		}
-		turn_mark(lock, mark, sizeof(mark));
-		ok(!*mark, "  and removes its mark ('%s')", mark);
-
-		/* Marks set by hand: a live process's (ours) holds launches back until it goes; the
-		 * same pid with another start time (a pid reused) does not. */
-		{
-			pid_t sl = fork();
-			char m[128];
-			pid_t r;
-
-			if (sl == 0) {
-				execlp("sleep", "sleep", "1000", (char *)NULL);
-				_exit(127);
-			}
-			msleep(50);
-			snprintf(m, sizeof(m), "%d:%llu %llu", (int)sl, start_time(sl) + 1,
-				 (unsigned long long)(now_ms() + 60000) * 1000ull);
-			ok(setxattr(lock, "trusted.jobcg.freezing", m, strlen(m), 0) == 0,
-			   "a mark naming pid %d with another start time", (int)sl);
-			is_int(kcli(NULL, "run", "--job", "11", "--", "true", NULL), 0,
-			       "  holds no run back");
-			snprintf(m, sizeof(m), "%d:%llu %llu", (int)sl, start_time(sl),
-				 (unsigned long long)(now_ms() + 60000) * 1000ull);
-			ok(setxattr(lock, "trusted.jobcg.freezing", m, strlen(m), 0) == 0,
-			   "a mark naming the live pid %d", (int)sl);
-			{
-				char *args[] = {"run", "--job", "11", "--", "true", NULL};
-
-				r = kcli_start(args, NULL, NULL);
-			}
-			done = exited_within(r, 1000, &st);
-			ok(!done, "  holds a run back");
-			removexattr(lock, "trusted.jobcg.freezing");
-			if (!done)
-				done = exited_within(r, 10000, &st);
-			ok(done && exit_code(st) == 0, "  until it goes (exit %d)", exit_code(st));
-			if (!done)
-				kill(r, SIGKILL), waitpid(r, &st, 0);
-			kill(sl, SIGKILL);
-			waitpid(sl, NULL, 0);
-		}
-		kcli_pause_go(pa, "spawn-before-clone");
-		is_int(kcli(NULL, "release", "11", NULL), 0, "release 11");
-		if (!exited_within(a, 10000, &st))
-			kill(a, SIGKILL), waitpid(a, &st, 0);
+		char *args[] = {"run", "--job", "5", "--", "sleep", "1000", NULL};
+		runner = kcli_start(args, NULL, NULL);
 	}
-
-	int main(int argc, char **argv)
-	{
-		const char *root;
-		const char *tmp;
-		char script[PATH_MAX + 256], count0[PATH_MAX], step[PATH_MAX], *out = NULL;
-		long a, b;
-		int st = 0, i, rc;
-		pid_t runner;
-		char self[PATH_MAX];
-		ssize_t len;
-
-		if (argc > 1 && strcmp(argv[1], "comets") == 0)
-			return comets();
-		len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		self[len > 0 ? len : 0] = '\0';
-		if (argc > 1 && strcmp(argv[1], "lock-file") == 0) {
-			const char *hooks = getenv("JOBCG_TEST_HOOKS");
-
-			if (!hooks || strcmp(hooks, "1") != 0) {
-				printf("1..0 # SKIP needs a -Dtest_hooks=true build\n");
-				return 0;
-			}
-			lock_file = true;
-			setenv("JOBCG_TEST_FLAGS", "job-lock-file,no-cgroup-kill", 1);
-		}
-		root = kcli_setup(lock_file ? "cli-freeze-lf" : "cli-freeze", "jobcg");
-		tmp = ktest_tmpdir();
-		is_int(kcli(NULL, "alloc", "5", NULL), 0, "alloc 5");
-		snprintf(script, sizeof(script),
-			 "trap '' TERM; while :; do printf x >> %s/count.$JOBCG_TASK_ID; done",
-			 tmp);
-		snprintf(count0, sizeof(count0), "%s/count.0", tmp);
-		snprintf(step, sizeof(step), "%s/job_5/step_0", root);
-		{
-			char *args[] = {"run", "--job", "5",  "--step", "0",	"--ntasks",
-					"2",   "--",	"sh", "-c",	script, NULL};
-			runner = kcli_start(args, NULL, NULL);
-		}
-		ok(runner > 0, "started jobcg run in the background");
-		for (i = 0; i < 500 && read_long(count0) < 10; i++)
-			msleep(10);
-		ok(read_long(count0) >= 10, "task 0 is counting");
-
-		is_int(kcli(NULL, "freeze", "5.0", NULL), 0, "freeze 5.0");
-		ok(events_has(step, "frozen 1"), "step cgroup.events says frozen 1");
-		a = read_long(count0);
-		msleep(300);
-		b = read_long(count0);
-		ok(a == b && a > 0, "frozen processes make no progress (%ld -> %ld)", a, b);
-
-		is_int(kcli(NULL, "thaw", "5", NULL), 0, "thaw job 5");
-		ok(events_has(step, "frozen 0"), "step cgroup.events says frozen 0 after thaw");
-		for (i = 0; i < 300 && read_long(count0) == b; i++)
-			msleep(10);
-		ok(read_long(count0) > b, "thawed processes run again");
-
-		is_int(kcli(&out, "signal", "-s", "TERM", "5.0", NULL), 0, "signal TERM 5.0");
-		ok(out && strstr(out, "signalled"), "signal reports the count");
-		free(out);
-		msleep(200);
-		ok(events_has(step, "populated 1"), "processes trapping SIGTERM survive it");
-
-		is_int(kcli(NULL, "kill", "5.0", NULL), 0, "kill 5.0");
-		ok(events_has(step, "populated 0") || !kcli_exists("%s", step),
-		   "step is empty after kill");
-		/* The runner may already have removed the empty step: then "no step" is right too.
-		 */
-		rc = kcli(&out, "pids", "5.0", NULL);
-		ok((rc == 0 && out && !*out) || (rc == 1 && !kcli_exists("%s", step)),
-		   "no pids left in the step");
-		free(out);
-		out = NULL;
-		while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
-			;
-		is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL, "runner exits 137");
-		ok(!kcli_exists("%s", step), "runner removed the step");
-		ok(kcli_exists("%s/job_5", root), "allocated job 5 stays");
-		rc = kcli(&out, "acct", "--job", "5", "--json", NULL);
-		ok(rc == 0 && out && strstr(out, "CANCELLED") && !strstr(out, "FAILED"),
-		   "as after Slurm's scancel, the step jobcg kill ended is CANCELLED, not FAILED");
-		free(out);
-		out = NULL;
-		signal_outcomes(root);
-
-		/* A frozen job can be killed, and release removes it. */
-		{
-			char *args[] = {"run", "--job", "5", "--", "sleep", "1000", NULL};
-			runner = kcli_start(args, NULL, NULL);
-		}
-		snprintf(step, sizeof(step), "%s/job_5",
-			 root); /* its step's number is the job's next */
-		for (i = 0; i < 500 && !events_has(step, "populated 1"); i++)
-			msleep(10);
-		is_int(kcli(NULL, "freeze", "5", NULL), 0, "freeze job 5 with a sleeping step");
-		is_int(kcli(NULL, "release", "5", NULL), 0, "release a frozen job");
-		ok(!kcli_exists("%s/job_5", root), "job 5 is gone");
-		while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
-			;
-		is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL, "its runner exits 137");
-		is_int(kcli(NULL, "freeze", "5", NULL), 1, "freeze of a missing job fails");
-		is_int(kcli(NULL, "freeze", "x5", NULL), 2,
-		       "freeze of a malformed target is a usage error");
-		freeze_timeout(root);
-		frozen_refused(root);
-		freeze_during_launch(root, tmp);
-		thaw_below_frozen(root);
-		kill_comets(root, self);
-		freeze_turn(root, tmp);
-		if (lock_file)
-			lock_files(root, tmp);
-		is_int(kcli_count_dirs(root), 1, "only system/ left");
-		return tap_done();
-	}
+	snprintf(step, sizeof(step), "%s/job_5", root); /* its step's number is the job's next */
+	for (i = 0; i < 500 && !events_has(step, "populated 1"); i++)
+		msleep(10);
+	is_int(kcli(NULL, "freeze", "5", NULL), 0, "freeze job 5 with a sleeping step");
+	is_int(kcli(NULL, "release", "5", NULL), 0, "release a frozen job");
+	ok(!kcli_exists("%s/job_5", root), "job 5 is gone");
+	while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+		;
+	is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 128 + SIGKILL, "its runner exits 137");
+	is_int(kcli(NULL, "freeze", "5", NULL), 1, "freeze of a missing job fails");
+	is_int(kcli(NULL, "freeze", "x5", NULL), 2,
+	       "freeze of a malformed target is a usage error");
+	freeze_timeout(root);
+	frozen_refused(root);
+	freeze_during_launch(root, tmp);
+	thaw_below_frozen(root);
+	kill_comets(root, self);
+	freeze_turn(root, tmp);
+	if (lock_file)
+		lock_files(root, tmp);
+	is_int(kcli_count_dirs(root), 1, "only system/ left");
+	return tap_done();
+}
