@@ -36,6 +36,25 @@ static void add_gres_json(struct jobcg_ctx *ctx, const struct jobcg_job_info *i,
 	json_object_object_add(o, "step_gres", steps);
 }
 
+/* Also used by cmd_show.c for jobs and steps alike, so that one state has one word in list,
+ * show and their JSON: "orphaned" before "running" (its processes run, nobody waits). */
+const char *cli_state_word(bool orphaned, bool releasing, bool frozen, bool populated);
+const char *cli_state_word(bool orphaned, bool releasing, bool frozen, bool populated)
+{
+	return orphaned	   ? "orphaned"
+	       : releasing ? "releasing"
+	       : frozen	   ? "frozen"
+	       : populated ? "running"
+			   : "idle";
+}
+
+/* Also used by cmd_show.c. */
+const char *cli_job_state(const struct jobcg_job_info *i);
+const char *cli_job_state(const struct jobcg_job_info *i)
+{
+	return cli_state_word(i->orphaned, i->releasing, i->frozen, i->populated);
+}
+
 /* Also used by cmd_show.c. */
 struct json_object *cli_job_json(const struct jobcg_job_info *i);
 struct json_object *cli_job_json(const struct jobcg_job_info *i)
@@ -60,6 +79,7 @@ struct json_object *cli_job_json(const struct jobcg_job_info *i)
 	json_object_object_add(o, "best_effort", json_object_new_boolean(i->best_effort));
 	json_object_object_add(o, "skipped_limits", strv_json(i->skipped));
 	json_object_object_add(o, "steps", strv_json(i->steps));
+	json_object_object_add(o, "state", json_object_new_string(cli_job_state(i)));
 	json_object_object_add(o, "populated", json_object_new_boolean(i->populated));
 	json_object_object_add(o, "frozen", json_object_new_boolean(i->frozen));
 	json_object_object_add(o, "orphaned", json_object_new_boolean(i->orphaned));
@@ -76,18 +96,6 @@ bool cli_step_orphaned(const struct jobcg_job_info *i, const char *step)
 		if (strcmp(*s, step) == 0)
 			return true;
 	return false;
-}
-
-/* Also used by cmd_show.c, so that one state has one word: "orphaned" before "running" (its
- * processes run, nobody waits). */
-const char *cli_job_state(const struct jobcg_job_info *i);
-const char *cli_job_state(const struct jobcg_job_info *i)
-{
-	return i->orphaned    ? "orphaned"
-	       : i->releasing ? "releasing"
-	       : i->frozen    ? "frozen"
-	       : i->populated ? "running"
-			      : "idle";
 }
 
 /* Also used by cmd_show.c: what an orphaned job or step is and what cleans it up. */

@@ -8,6 +8,7 @@
 /* cmd_list.c */
 struct json_object *cli_job_json(const struct jobcg_job_info *i);
 const char *cli_job_state(const struct jobcg_job_info *i);
+const char *cli_state_word(bool orphaned, bool releasing, bool frozen, bool populated);
 bool cli_step_orphaned(const struct jobcg_job_info *i, const char *step);
 void cli_orphan_note(void);
 
@@ -16,7 +17,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 	pid_t *pids = NULL;
 	int *tasks = NULL;
 	size_t np = 0, nt = 0;
-	bool populated = false, frozen = false, orphaned = false;
+	bool populated = false, frozen = false, orphaned = false, releasing = false;
 	struct jobcg_job_info *ji = NULL;
 	struct jobcg_acct acct;
 	char *path = NULL, *gres = NULL, *job_gres = NULL, *cpus = NULL, *mem = NULL,
@@ -34,6 +35,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 	}
 	if (jobcg_job_info_get(ctx, t->job, &ji) == 0) {
 		orphaned = cli_step_orphaned(ji, t->step);
+		releasing = ji->releasing; /* its release ends its steps */
 		jobcg_job_info_free(ji);
 	}
 	/* A step without GPUs of its own shares every one of its job's (its job's grant bounds
@@ -66,6 +68,9 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		json_object_object_add(o, "job", json_object_new_uint64(t->job));
 		json_object_object_add(o, "step", json_object_new_string(t->step));
 		json_object_object_add(o, "path", json_object_new_string(path));
+		json_object_object_add(
+		    o, "state",
+		    json_object_new_string(cli_state_word(orphaned, releasing, frozen, populated)));
 		json_object_object_add(o, "populated", json_object_new_boolean(populated));
 		json_object_object_add(o, "frozen", json_object_new_boolean(frozen));
 		json_object_object_add(o, "orphaned", json_object_new_boolean(orphaned));
@@ -82,10 +87,7 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		cli_json_print(stdout, o);
 	} else {
 		printf("step %u.%s\n  path: %s\n  state: %s\n  tasks:", t->job, t->step, path,
-		       orphaned	   ? "orphaned"
-		       : frozen	   ? "frozen"
-		       : populated ? "running"
-				   : "empty");
+		       cli_state_word(orphaned, releasing, frozen, populated));
 		for (size_t i = 0; i < nt; i++)
 			if (tasks[i] == JOBCG_TASK_SPECIAL)
 				printf(" special");

@@ -132,6 +132,36 @@ static void policy_columns(void)
 	is_int(kcli_finish(runner, -1, NULL), 128 + SIGKILL, "its run ends");
 }
 
+/* `show TARGET` says "state: @want". */
+static bool state_is(const char *target, const char *want)
+{
+	char *out = NULL, line[64];
+	bool r;
+
+	snprintf(line, sizeof(line), "\n  state: %s\n", want);
+	r = kcli(&out, "show", target, NULL) == 0 && out && strstr(out, line);
+	if (!r && out)
+		ktest_diag_lines("", out);
+	free(out);
+	return r;
+}
+
+/* `show --json TARGET` says "state": @want. */
+static bool json_state_is(const char *target, const char *want)
+{
+	char *out = NULL;
+	struct json_object *o = NULL, *v;
+	bool r = kcli(&out, "show", target, "--json", NULL) == 0 && out &&
+		 (o = json_tokener_parse(out)) && json_object_object_get_ex(o, "state", &v) &&
+		 strcmp(json_object_get_string(v), want) == 0;
+
+	if (!r)
+		tap_diag("show %s --json: %s", target, out ? out : "(nothing)");
+	json_object_put(o);
+	free(out);
+	return r;
+}
+
 /* show of a step without GPUs of its own (the extern step adopt makes): it shares its job's,
  * which its processes can open, so not "none". */
 static void show_step_gres(void)
@@ -156,9 +186,7 @@ static void show_step_gres(void)
 	if (out)
 		ktest_diag_lines("", out);
 	free(out);
-	is_int(kcli(&out, "show", "48", NULL), 0, "show 48");
-	ok(out && strstr(out, "state: running"), "and shown running");
-	free(out);
+	ok(state_is("48", "running"), "and shown running");
 	is_int(kcli(&out, "show", "48.extern", NULL), 0, "show 48.extern");
 	ok(out && strstr(out, "gres: the job's (gpu:"), "its GPUs are the job's, not none");
 	if (out)
@@ -170,9 +198,17 @@ static void show_step_gres(void)
 	   "JSON: gres null (the job's), as cpus and mem");
 	json_object_put(o);
 	free(out);
-	is_int(kcli(NULL, "release", "48", NULL), 0, "release 48 (which ends the sleep)");
+	ok(json_state_is("48.extern", "running"), "JSON: state running, the word show prints");
+	/* Without a process, the step and its job are in one state: one word for both (a step
+	 * was once "empty" where its job was "idle"), in text and JSON. */
+	kill(child, SIGKILL);
 	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
 		;
+	ok(state_is("48.extern", "idle"), "its sleep killed, the step shown idle");
+	ok(state_is("48", "idle"), "as its job is");
+	ok(json_state_is("48.extern", "idle"), "JSON: the step's state idle");
+	ok(json_state_is("48", "idle"), "JSON: the job's state idle");
+	is_int(kcli(NULL, "release", "48", NULL), 0, "release 48");
 }
 
 /* `jobcg release` of a running ephemeral job: its run ends quietly with its task's status (the
