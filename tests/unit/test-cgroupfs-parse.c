@@ -1,4 +1,11 @@
-/* Unit tests: parsing of cgroup file contents and /proc/self/mounts (discovery). */
+/* Unit tests: parsing of cgroup file contents and /proc/self/mounts (discovery), and the walk
+ * up a tree for a freeze asked (on plain files standing in for cgroupfs). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "config_internal.h"
 #include "cgroupfs.h"
 #include "sysinfo_internal.h"
@@ -15,6 +22,95 @@ static const char *hybrid_mounts =
     "cgroup /sys/fs/cgroup/pids cgroup rw,relatime,pids 0 0\n"
     "cgroup /sys/fs/cgroup/systemd cgroup rw,relatime,name=systemd 0 0\n"
     "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+
+static void put(const char *dir, const char *file, const char *value)
+{
+	char p[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	if (!(f = fopen(p, "w")) || fputs(value, f) < 0 || fclose(f) != 0)
+		abort();
+}
+
+/* cgfs_freeze_asked(@dir, @above_only) finds @want (NULL: none, *ret_dir left alone). */
+static bool asked(const char *dir, bool above_only, const char *want)
+{
+	char untouched[] = "untouched", *at = untouched;
+	int r = cgfs_freeze_asked(dir, above_only, &at);
+	bool good = want ? r == 1 && strcmp(at, want) == 0 : r == 0 && at == untouched;
+
+	if (!good)
+		tap_diag("cgfs_freeze_asked(%s, %d): %d, %s", dir, above_only, r, at);
+	if (at != untouched)
+		free(at);
+	return good;
+}
+
+/* cgfs_freeze_asked(): serves spawn's frozen check (the directory and all above it) and thaw's
+ * refusal below a frozen cgroup (only above it). A tree as the kernel makes it: every cgroup
+ * but the root has a cgroup.freeze; the root's parent is another file system. */
+static void freeze_asked(void)
+{
+	char base[] = "/tmp/jobcg-unit-freeze-XXXXXX", root[PATH_MAX], resv[PATH_MAX + 8],
+	     job[PATH_MAX + 16], step[PATH_MAX + 32], user[PATH_MAX + 48], task[PATH_MAX + 64];
+
+	if (!mkdtemp(base))
+		abort();
+	jobcg_error_clear();
+	/* above the cgroup root: not a cgroup, must not count */
+	put(base, "cgroup.freeze", "1\n");
+	snprintf(root, sizeof(root), "%s/root", base);
+	snprintf(resv, sizeof(resv), "%s/resv_r", root);
+	snprintf(job, sizeof(job), "%s/job_1", resv);
+	snprintf(step, sizeof(step), "%s/step_0", job);
+	snprintf(user, sizeof(user), "%s/user", step);
+	snprintf(task, sizeof(task), "%s/task_0", user);
+	if (mkdir(root, 0755) || mkdir(resv, 0755) || mkdir(job, 0755) || mkdir(step, 0755) ||
+	    mkdir(user, 0755) || mkdir(task, 0755))
+		abort();
+	put(resv, "cgroup.freeze", "0\n");
+	put(job, "cgroup.freeze", "0\n");
+	put(step, "cgroup.freeze", "0\n");
+	put(user, "cgroup.freeze", "0\n");
+	put(task, "cgroup.freeze", "0\n");
+	ok(asked(task, false, NULL), "no freeze asked: 0, *ret_dir untouched");
+	is_int(cgfs_freeze_asked(task, false, NULL), 0, "  the same with no ret_dir");
+	ok(jobcg_last_error()->code == 0, "  no error record (the root's missing file)");
+
+	put(job, "cgroup.freeze", "1\n");
+	ok(asked(task, false, job), "the job frozen: asked for its task, naming the job");
+	ok(asked(job, true, NULL), "above the job itself: none");
+	is_int(cgfs_freeze_asked(job, false, NULL), 1, "the job itself, counted: 1");
+
+	put(task, "cgroup.freeze", "1\n");
+	ok(asked(task, false, task), "the task frozen too: its own first");
+	ok(asked(task, true, job), "above the task: the job, the nearest frozen above");
+
+	put(job, "cgroup.freeze", "0\n");
+	put(task, "cgroup.freeze", "0\n");
+	put(step, "cgroup.freeze", "1\n");
+	ok(asked(task, false, step), "the step frozen: asked for its task");
+	put(step, "cgroup.freeze", "0\n");
+	/* A freeze asked above the job (its reservation, the tree root, by anyone) freezes a new
+	 * task before its exec as surely as one of the job. */
+	put(resv, "cgroup.freeze", "1\n");
+	ok(asked(task, false, resv), "the reservation frozen: asked for the task");
+	put(resv, "cgroup.freeze", "0\n");
+	ok(asked(task, false, NULL),
+	   "the walk ends at the root (no cgroup.freeze), not at the 1 above it");
+
+	{
+		const char *dirs[] = {task, user, step, job, resv, root, base};
+		char p[PATH_MAX + 32];
+
+		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+			snprintf(p, sizeof(p), "%s/cgroup.freeze", dirs[i]);
+			(void)unlink(p);
+			(void)rmdir(dirs[i]);
+		}
+	}
+}
 
 int main(void)
 {
@@ -144,5 +240,6 @@ int main(void)
 	is_int(jobcg_last_error()->line, 2, "error names line 2");
 	is_int(jobcg_acct_parse("cpu.pressure", "", &a), -ENOENT, "not an accounting file");
 
+	freeze_asked();
 	return tap_done();
 }

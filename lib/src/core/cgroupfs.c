@@ -494,6 +494,37 @@ int cgfs_freeze(const char *dir, bool freeze)
 	return write_feature(dir, "cgroup.freeze", freeze ? "1" : "0");
 }
 
+int cgfs_freeze_asked(const char *dir, bool above_only, char **ret_dir)
+{
+	_cleanup_free_ char *p = strdup(dir);
+	char *slash;
+
+	if (!p)
+		return -ENOMEM;
+	for (bool self = true;; self = false) {
+		if (!self || !above_only) {
+			_cleanup_free_ char *f = cgfs_path(p, "cgroup.freeze"), *s = NULL;
+			int r;
+
+			if (!f)
+				return -ENOMEM;
+			r = read_full_file_at(AT_FDCWD, f, CGFS_MAX_FILE, &s, NULL);
+			/* The cgroup root has no cgroup.freeze (nor has any cgroup before Linux
+			 * 5.2): nothing at or above it can be frozen. */
+			if (r == -ENOENT)
+				return 0;
+			if (r == 0 && streq(strstrip(s), "1")) {
+				if (ret_dir)
+					*ret_dir = TAKE_PTR(p);
+				return 1;
+			}
+		}
+		if (!(slash = strrchr(p, '/')) || slash == p)
+			return 0;
+		*slash = '\0';
+	}
+}
+
 int cgfs_xattr_set(const char *dir, const char *name, const char *value)
 {
 	if (setxattr(dir, name, value, strlen(value), 0) < 0)

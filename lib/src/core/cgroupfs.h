@@ -59,6 +59,12 @@ int cgfs_move_pid(const char *dir, pid_t pid);
 /* Write cgroup.kill / cgroup.freeze. -EOPNOTSUPP when the kernel lacks the file. */
 int cgfs_kill(const char *dir);
 int cgfs_freeze(const char *dir, bool freeze);
+/* Whether a freeze is asked of @dir (unless @above_only) or of a cgroup above it, up to the
+ * cgroup root: 1, the nearest such cgroup's path in *@ret_dir (may be NULL), when one's own
+ * cgroup.freeze is 1; 0 when none is; -ENOMEM. While one is, nothing below it thaws, and a
+ * populated cgroup below it may still say "frozen 0" in cgroup.events. No error record: a
+ * cgroup.freeze that cannot be read asks no freeze. */
+int cgfs_freeze_asked(const char *dir, bool above_only, char **ret_dir);
 
 /* trusted.* extended attributes on a cgroup directory. get: -ENODATA when absent; a value of
  * any size the kernel stores is read whole (NUL-terminated). */

@@ -133,27 +133,6 @@ static int frozen_below(const char *dir, unsigned depth, char ***acc)
 /* How long a freeze asked not to wait (timeout 0) may wait for a launch under way. */
 #define FREEZE_LOCK_TIMEOUT_MS 10000
 
-/* The nearest cgroup above @dir, up to the cgroup mount, whose own cgroup.freeze is 1 (NULL:
- * none). While it is frozen nothing below it thaws, whatever is written there. */
-static char *frozen_above(struct jobcg_ctx *ctx, const char *dir)
-{
-	const char *mnt = jobcg_ctx_mount(ctx);
-	size_t m = strlen(mnt);
-	_cleanup_free_ char *p = NULL;
-	char *slash;
-
-	if (strncmp(dir, mnt, m) != 0 || !(p = strdup(dir)))
-		return NULL;
-	while ((slash = strrchr(p, '/')) && (size_t)(slash - p) > m) {
-		uint64_t v = 0;
-
-		*slash = '\0';
-		if (cgfs_read_u64(p, "cgroup.freeze", &v) == 0 && v == 1)
-			return TAKE_PTR(p);
-	}
-	return NULL;
-}
-
 static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool freeze,
 		      unsigned timeout_ms)
 {
@@ -212,10 +191,10 @@ static int set_frozen(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool 
 	 * naming what to thaw, rather than time out (or, without a wait, succeed) having
 	 * thawed nothing that runs. */
 	{
-		_cleanup_free_ char *above = frozen_above(ctx, dir);
+		_cleanup_free_ char *above = NULL;
 		char buf[64];
 
-		if (above)
+		if (cgfs_freeze_asked(dir, true, &above) > 0)
 			return error_set(-EBUSY,
 					 "cannot thaw %s: %s above it is frozen (thaw that: "
 					 "thawing a target thaws what is below it)",

@@ -325,31 +325,6 @@ static pid_t clone_into(int cgroup_fd)
 }
 
 /*
- * A freeze asked of task directory @dir or of its user, step or job directory. An empty
- * cgroup's "frozen" in cgroup.events follows its ancestors' cgroup.freeze at once (the kernel
- * updates it in the write), but a populated one says "frozen 0" until each of its processes
- * has stopped: a `jobcg freeze --timeout 0` may have asked and left.
- */
-static bool freeze_asked(const char *dir)
-{
-	_cleanup_free_ char *d = strdup(dir);
-
-	for (int up = 0; d && up < 4; up++) {
-		uint64_t v = 0;
-		char *n;
-
-		if (cgfs_read_u64(d, "cgroup.freeze", &v) == 0 && v == 1)
-			return true;
-		if (!(n = strdup_printf("%s/..", d)))
-			break;
-		free(d);
-		d = n;
-	}
-	jobcg_error_clear();
-	return false;
-}
-
-/*
  * A freeze must not land between a spawner's frozen check and its task's exec: the task would
  * freeze before the exec, and its starter wait for that exec (vfork, or the exec pipe) until
  * someone thaws, deaf to the signals `jobcg run` forwards. So the spawner holds the job's
@@ -403,12 +378,15 @@ static int task_spawn_in(const char *dir, uint32_t job_id, const char *step_id, 
 		return r;
 	/* Into a frozen cgroup the child freezes before its exec, and we would wait for that
 	 * exec (vfork) uninterruptibly until someone thaws it. The caller holds the job's freeze
-	 * lock (spawn_lock()), so no `jobcg freeze` lands between this check and the exec. */
+	 * lock (spawn_lock()), so no `jobcg freeze` lands between this check and the exec. An
+	 * empty cgroup's "frozen" follows a freeze asked of it or above it at once (the kernel
+	 * updates it in the write), but a populated one says "frozen 0" until each of its
+	 * processes has stopped: a `jobcg freeze --timeout 0` may have asked and left. */
 	{
 		bool populated = false, frozen = false;
 
 		if ((cgfs_events(dir, &populated, &frozen) == 0 && frozen) ||
-		    (populated && freeze_asked(dir)))
+		    (populated && cgfs_freeze_asked(dir, false, NULL) > 0))
 			return error_set(-EBUSY,
 					 "cannot start task %u.%s.%d: %s is frozen (thaw its job "
 					 "first)",
