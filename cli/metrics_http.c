@@ -449,35 +449,6 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, 
 	return reply(conn, status, "text/plain; charset=utf-8", body, strlen(body));
 }
 
-static bool read_all(int fd, void *buf, size_t len)
-{
-	for (size_t off = 0; off < len;) {
-		ssize_t k = read(fd, (char *)buf + off, len - off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return false;
-		off += (size_t)k;
-	}
-	return true;
-}
-
-/* MSG_NOSIGNAL: a peer gone is an error here, not a SIGPIPE. */
-static bool send_all(int fd, const void *buf, size_t len)
-{
-	for (size_t off = 0; off < len;) {
-		ssize_t k = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return false;
-		off += (size_t)k;
-	}
-	return true;
-}
-
 /*
  * One reading, asked of the collector on a free channel: 0 with the text, 1 when collecting
  * failed there, -EPROTO when the channel did not work (the server then stops: a channel left
@@ -501,13 +472,14 @@ static int collect(struct server *s, char **ret, size_t *ret_len)
 	}
 	s->chan_busy[i] = true;
 	pthread_mutex_unlock(&s->lock);
-	if (!atomic_load(&s->broken) && send_all(s->chan[i], &req, 1) &&
-	    read_all(s->chan[i], &a, sizeof(a))) {
+	/* send_all(): MSG_NOSIGNAL, a collector gone is an error here, not a SIGPIPE. */
+	if (!atomic_load(&s->broken) && send_all(s->chan[i], &req, 1) == 0 &&
+	    read_all(s->chan[i], &a, sizeof(a)) == 0) {
 		if (a.ok == 0 && a.zero == 0 && a.len == 0)
 			r = 1;
 		else if (a.ok == 1 && a.zero == 0 && a.len <= COLLECT_TEXT_MAX &&
 			 (text = malloc(a.len ? (size_t)a.len : 1)) &&
-			 read_all(s->chan[i], text, (size_t)a.len)) {
+			 read_all(s->chan[i], text, (size_t)a.len) == 0) {
 			*ret = text;
 			*ret_len = (size_t)a.len;
 			text = NULL;

@@ -3,8 +3,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "msg.h"
 #include "log.h"
@@ -633,6 +637,124 @@ static void test_close_fds_but(void)
 			close(fds[i]);
 }
 
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+/* A child that writes @a, then after @ms writes @b, then exits (closing its end). */
+static pid_t writer(int fd, const char *a, unsigned ms, const char *b)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+		if (*a && write(fd, a, strlen(a)) < 0)
+			_exit(1);
+		nanosleep(&ts, NULL);
+		if (*b && write(fd, b, strlen(b)) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	int st;
+
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
+static double mono_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* read_all(), and send_all() beside write_all(): what the metrics server's channel to its
+ * collector relies on (cli/metrics_http.c). */
+static void test_io_all(void)
+{
+	struct sigaction sa = {.sa_handler = on_alarm}, old_alrm;
+	struct timeval tv = {0, 100 * 1000};
+	char buf[16] = "";
+	int sp[2];
+	pid_t pid;
+	double t;
+
+	/* short reads: two pieces, 100 ms apart, make one read_all() */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		abort();
+	pid = writer(sp[1], "abc", 100, "defgh");
+	close(sp[1]);
+	is_int(read_all(sp[0], buf, 8), 0, "read_all: 8 bytes sent as 3 and 5");
+	ok(memcmp(buf, "abcdefgh", 8) == 0, "  all of them, in order");
+	reap(pid);
+	is_int(read_all(sp[0], buf, 1), -EIO, "read_all at the end of the file: -EIO");
+	close(sp[0]);
+
+	/* the end of the file before all of it */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		abort();
+	pid = writer(sp[1], "xyz", 0, "");
+	close(sp[1]);
+	is_int(read_all(sp[0], buf, 8), -EIO, "read_all of 8 where the writer sent 3: -EIO");
+	reap(pid);
+	close(sp[0]);
+
+	/* a signal (no SA_RESTART) while waiting: read on */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		abort();
+	sigaction(SIGALRM, &sa, &old_alrm);
+	alarms = 0;
+	pid = writer(sp[1], "", 400, "1234");
+	close(sp[1]);
+	setitimer(ITIMER_REAL, &(struct itimerval){.it_value = {0, 50 * 1000}}, NULL);
+	is_int(read_all(sp[0], buf, 4), 0, "read_all interrupted by a signal goes on");
+	ok(alarms == 1 && memcmp(buf, "1234", 4) == 0, "  the signal came (%d), the bytes too",
+	   (int)alarms);
+	sigaction(SIGALRM, &old_alrm, NULL);
+	reap(pid);
+	close(sp[0]);
+
+	/* SO_RCVTIMEO and SO_SNDTIMEO run out: -EAGAIN, given up, not tried again */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 ||
+	    setsockopt(sp[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(sp[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		abort();
+	if (write(sp[1], "ab", 2) != 2)
+		abort();
+	t = mono_sec();
+	is_int(read_all(sp[0], buf, 4), -EAGAIN, "read_all past SO_RCVTIMEO: -EAGAIN");
+	t = mono_sec() - t;
+	ok(t < 1.0, "  after the timeout once (%.2f s), not again and again", t);
+	{
+		size_t big = 8u << 20;
+		char *junk = calloc(1, big);
+
+		t = mono_sec();
+		is_int(junk ? send_all(sp[0], junk, big) : -ENOMEM, -EAGAIN,
+		       "send_all of 8 MiB nobody reads, past SO_SNDTIMEO: -EAGAIN");
+		t = mono_sec() - t;
+		ok(t < 1.0, "  after the timeout once (%.2f s), not again and again", t);
+		free(junk);
+	}
+	close(sp[1]);
+
+	/* a peer gone: -EPIPE, and no SIGPIPE (whose default would end this test) */
+	signal(SIGPIPE, SIG_DFL);
+	is_int(send_all(sp[0], "x", 1), -EPIPE, "send_all to a peer gone: -EPIPE, no SIGPIPE");
+	close(sp[0]);
+}
+
 int main(void)
 {
 	test_strv();
@@ -643,6 +765,7 @@ int main(void)
 	test_read_file();
 	test_write_atomic();
 	test_close_fds_but();
+	test_io_all();
 	test_env_program();
 	test_mkdir_p_safe();
 	test_open_trusted();

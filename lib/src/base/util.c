@@ -6,6 +6,7 @@
 #include <sys/auxv.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -138,20 +139,43 @@ int write_string_at(int dirfd, const char *path, const char *s)
 	return 0;
 }
 
-int write_all(int fd, const void *buf, size_t len)
+enum io_op { IO_READ, IO_WRITE, IO_SEND };
+
+/* read_all(), write_all() and send_all(): one loop, a socket's sends without SIGPIPE. Any
+ * error but EINTR ends it, EAGAIN too: on a blocking socket that is SO_SNDTIMEO or SO_RCVTIMEO
+ * run out, and trying again would wait that long once more for a peer that does nothing. */
+static int io_all(int fd, char *buf, size_t len, enum io_op op)
 {
 	for (size_t done = 0; done < len;) {
-		ssize_t n = write(fd, (const char *)buf + done, len - done);
+		ssize_t n = op == IO_READ    ? read(fd, buf + done, len - done)
+			    : op == IO_WRITE ? write(fd, buf + done, len - done)
+					     : send(fd, buf + done, len - done, MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return negative_errno();
-		if (n == 0)
+		if (n == 0) /* the end of the file, or a file that takes nothing */
 			return -EIO;
 		done += (size_t)n;
 	}
 	return 0;
+}
+
+int read_all(int fd, void *buf, size_t len)
+{
+	return io_all(fd, buf, len, IO_READ);
+}
+
+/* (io_all() writes nothing into @buf for these two) */
+int write_all(int fd, const void *buf, size_t len)
+{
+	return io_all(fd, (char *)buf, len, IO_WRITE);
+}
+
+int send_all(int fd, const void *buf, size_t len)
+{
+	return io_all(fd, (char *)buf, len, IO_SEND);
 }
 
 int write_file_atomic(const char *path, const char *s, mode_t mode, unsigned flags)

@@ -100,8 +100,13 @@ int write_string_at(int dirfd, const char *path, const char *s);
 void close_fds_but(int from, const int *keep, size_t n);
 
 /* Write all of @buf to @fd, again after a signal or a short write: 0 or -errno (-EIO when the
- * file takes nothing). */
+ * file takes nothing; -EAGAIN, not another try, when a socket's SO_SNDTIMEO runs out). */
 int write_all(int fd, const void *buf, size_t len);
+/* The same with send(MSG_NOSIGNAL) for a socket: a peer gone is -EPIPE, never a SIGPIPE. */
+int send_all(int fd, const void *buf, size_t len);
+/* Read exactly @len bytes into @buf, again after a signal or a short read: 0 or -errno (-EIO
+ * at the end of the file before @len; -EAGAIN, not another try, when SO_RCVTIMEO runs out). */
+int read_all(int fd, void *buf, size_t len);
 
 enum {
 	/* write_file_atomic(): fsync the new file before the rename and its directory after, so
