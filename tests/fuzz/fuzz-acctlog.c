@@ -38,6 +38,8 @@ static void remove_dir(void)
 
 	snprintf(p, sizeof(p), "%s/input", dir);
 	unlink(p);
+	snprintf(p, sizeof(p), "%s/acct.jsonl.lock", dir); /* made by the writer */
+	unlink(p);
 	rmdir(dir);
 }
 

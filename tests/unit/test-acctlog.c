@@ -21,6 +21,16 @@ struct seen {
 	char steps[256];
 };
 
+/* A log and the lock file its writers made beside it. */
+static void remove_log(const char *path)
+{
+	char lock[PATH_MAX];
+
+	unlink(path);
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	unlink(lock);
+}
+
 static int collect(const struct jobcg_acct_record *r, void *u)
 {
 	struct seen *s = u;
@@ -266,11 +276,11 @@ static void test_log(void)
 	is_int(warnings, 0, "no torn or mixed lines");
 	jobcg_acct_record_done(&s.last);
 
-	unlink(path);
+	remove_log(path);
 	snprintf(path, sizeof(path), "%s/state/sub/acct.jsonl", dir);
-	unlink(path);
+	remove_log(path);
 	snprintf(path, sizeof(path), "%s/state/sub/refused.jsonl", dir);
-	unlink(path);
+	remove_log(path);
 	snprintf(sub, sizeof(sub), "%s/state/sub", dir);
 	rmdir(sub);
 	snprintf(sub, sizeof(sub), "%s/state", dir);
@@ -394,7 +404,7 @@ static void test_old_lines(void)
 			diag_line("got", got);
 		}
 	}
-	unlink(path);
+	remove_log(path);
 	rmdir(dir);
 }
 
@@ -528,7 +538,7 @@ static void test_line_format(void)
 	ok(in_resv > 0, "some of them name a reservation");
 	ok(refused > 0, "some records have a step id or reservation jobcg does not make");
 	is_int(skipped, refused, "each of those is skipped with a warning, never returned");
-	unlink(path);
+	remove_log(path);
 	rmdir(dir);
 }
 
@@ -568,7 +578,7 @@ static void test_hostile_strings(void)
 	jobcg_set_log(NULL, NULL, JOBCG_LOG_ERR);
 	ok(s.n == 2 && streq(s.last.step_id, r.step_id), "the last one read is the good one");
 	jobcg_acct_record_done(&s.last);
-	unlink(path);
+	remove_log(path);
 	rmdir(dir);
 }
 
@@ -611,7 +621,7 @@ static void test_sync_flag(void)
 	is_int(jobcg_acctlog_write(path, &r, 0x80), -EINVAL, "unknown flags are refused");
 	if (rd >= 0)
 		close(rd);
-	unlink(path);
+	remove_log(path);
 	rmdir(dir);
 }
 
@@ -696,7 +706,7 @@ static void test_fsize_limit(void)
 	ok(stat(path, &after) == 0 && after.st_size == before.st_size,
 	   "and nothing was written (%lld -> %lld bytes)", (long long)before.st_size,
 	   (long long)after.st_size);
-	unlink(path);
+	remove_log(path);
 	rmdir(dir);
 }
 
@@ -811,12 +821,13 @@ static void test_rotation(void)
 	unlink(p1);
 
 	/*
-	 * A writer waits for the lock on the log while logrotate renames it to .1 and compresses
-	 * it (compress without delaycompress): its record must go to the new log.
+	 * A writer waits for the writers' lock while logrotate renames the log to .1 and
+	 * compresses it (compress without delaycompress): its record must go to the new log.
 	 */
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	snprintf(twin, sizeof(twin), "%s.lock", path);
+	fd = open(twin, O_RDWR | O_CLOEXEC);
 	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-		ok(false, "cannot lock the log");
+		ok(false, "cannot take the writers' lock");
 		return;
 	}
 	pid = fork();
@@ -832,7 +843,7 @@ static void test_rotation(void)
 	uint64_t deadline = now_usec() + 5000000;
 	while (!blocked_on_flock(pid) && now_usec() < deadline)
 		usleep(1000);
-	ok(blocked_on_flock(pid), "the writer waits for the lock on the log");
+	ok(blocked_on_flock(pid), "the writer waits for the writers' lock");
 	/* .2.gz -> .3.gz, .1.gz -> .2.gz, live -> .1 -> .1.gz (.1 removed) */
 	snprintf(twin, sizeof(twin), "%s.3.gz", path);
 	rename(p2gz, twin);
@@ -867,6 +878,151 @@ static void test_rotation(void)
 
 	snprintf(twin, sizeof(twin), "rm -rf '%s'", dir);
 	if (system(twin) != 0)
+		tap_diag("cannot remove %s", dir);
+}
+
+/* Run jobcg_acctlog_write() of job @id in a child: its exit (0 written, 1 failed), or -1 when it
+ * had not returned within 5 s (killed then). */
+static int write_job_bounded(const char *path, const char *id)
+{
+	uint64_t deadline = now_usec() + 5000000;
+	pid_t pid = fork();
+	int st = 0;
+
+	if (pid == 0) {
+		struct jobcg_acct_record r = sample_step();
+
+		r.kind = JOBCG_ACCT_JOB;
+		r.job_id = (char *)id;
+		r.step_id = NULL;
+		_exit(jobcg_acctlog_write(path, &r, 0) == 0 ? 0 : 1);
+	}
+	if (pid < 0)
+		return -1;
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (now_usec() >= deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
+		usleep(2000);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * Writers lock <log>.lock, a file only root can open, and not the log: flock() asks for no
+ * access mode, so anyone who may read the log (0644, or a group of log readers) could hold a
+ * lock on it and stop every step end and release for as long as they like.
+ */
+static void test_writer_lock(void)
+{
+	char dir[] = "/tmp/jobcg-test-acct-lock-XXXXXX";
+	char path[256], lock[300], cmd[300], pause[300], p1[300];
+	struct stat st;
+	mode_t old_umask;
+	int fd;
+
+	if (!mkdtemp(dir)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/acct.jsonl", dir);
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	old_umask = umask(0);
+	write_job(path, "1");
+	umask(old_umask);
+	if (lstat(lock, &st) < 0)
+		st = (struct stat){};
+	ok(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0600,
+	   "the first writer made %s, mode 0600 whatever the umask (%04o)", lock,
+	   (unsigned)(st.st_mode & 07777));
+
+	/* A reader's lock on the log, as anyone who can open it may take. */
+	ok(chmod(path, 0644) == 0, "the log readable by all");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ok(fd >= 0 && flock(fd, LOCK_SH) == 0, "a reader holds LOCK_SH on the log");
+	is_int(write_job_bounded(path, "2"), 0, "a writer is not held back by it");
+	if (fd >= 0)
+		close(fd);
+	is_str(read_all_ids(path, NULL), "1 2", "its record is in the log");
+
+	/* The writers' lock is theirs alone: one anyone else could open is refused. */
+	ok(chmod(lock, 0644) == 0, "the lock file made readable by all");
+	jobcg_error_clear();
+	is_int(write_job_bounded(path, "3"), 1, "a writer refuses it");
+	{
+		struct jobcg_acct_record r = sample_step();
+
+		r.kind = JOBCG_ACCT_JOB;
+		r.job_id = (char *)"3";
+		r.step_id = NULL;
+		is_int(jobcg_acctlog_write(path, &r, 0), -EPERM, "-EPERM");
+		ok(strstr(jobcg_last_error()->message, "not a file only root can open") &&
+		       strstr(jobcg_last_error()->message, "remove it"),
+		   "saying so: %s", jobcg_last_error()->message);
+	}
+	ok(unlink(lock) == 0 && symlink("/nonexistent", lock) == 0, "the lock file a link");
+	is_int(write_job_bounded(path, "3"), 1, "a writer does not follow it");
+	ok(access("/nonexistent", F_OK) < 0, "nothing made at its target");
+	ok(unlink(lock) == 0, "the link removed");
+	is_str(read_all_ids(path, NULL), "1 2", "nothing written meanwhile");
+	is_int(write_job_bounded(path, "3"), 0, "then the lock file is made again and used");
+
+	/*
+	 * Renamed between the writer's open and its check (a test build stops it there): the
+	 * record goes to the new log. The lock no longer spans a wait with the log open, but the
+	 * window between open and write remains.
+	 */
+	if (!getenv("JOBCG_TEST_HOOKS") || !streq(getenv("JOBCG_TEST_HOOKS"), "1")) {
+		for (int i = 0; i < 5; i++)
+			tap_skip("no test hooks in this build");
+		goto out;
+	}
+	snprintf(pause, sizeof(pause), "%s/pause", dir);
+	snprintf(p1, sizeof(p1), "%s.1", path);
+	mkdir(pause, 0700);
+	setenv("JOBCG_TEST_PAUSE", "acctlog-opened", 1);
+	setenv("JOBCG_TEST_PAUSE_DIR", pause, 1);
+	{
+		pid_t pid = fork();
+		int w = 0;
+
+		if (pid == 0) {
+			struct jobcg_acct_record r = sample_step();
+
+			r.kind = JOBCG_ACCT_JOB;
+			r.job_id = (char *)"4";
+			r.step_id = NULL;
+			_exit(jobcg_acctlog_write(path, &r, 0) == 0 ? 0 : 1);
+		}
+		unsetenv("JOBCG_TEST_PAUSE");
+		unsetenv("JOBCG_TEST_PAUSE_DIR");
+		snprintf(cmd, sizeof(cmd), "%s/acctlog-opened.reached", pause);
+		for (int i = 0; i < 500 && access(cmd, F_OK) < 0; i++)
+			usleep(10000);
+		ok(access(cmd, F_OK) == 0, "the writer stopped with the log open");
+		ok(rename(path, p1) == 0, "the log rotated then");
+		snprintf(cmd, sizeof(cmd), "%s/acctlog-opened.go", pause);
+		fd = open(cmd, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+		waitpid(pid, &w, 0);
+		ok(WIFEXITED(w) && WEXITSTATUS(w) == 0, "the writer succeeded");
+	}
+	{
+		struct seen live = {}, moved = {};
+
+		jobcg_acctlog_read(path, NULL, collect, &live);
+		jobcg_acctlog_read(p1, NULL, collect, &moved);
+		jobcg_acct_record_done(&live.last);
+		jobcg_acct_record_done(&moved.last);
+		is_str(live.steps, "4.job", "its record is in the new log");
+		is_str(moved.steps, "1.job 2.job 3.job", "and not in the one moved away");
+	}
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
 		tap_diag("cannot remove %s", dir);
 }
 
@@ -1107,6 +1263,7 @@ int main(void)
 	test_sync_flag();
 	test_fsize_limit();
 	test_rotation();
+	test_writer_lock();
 	test_junk_lines();
 	test_unsafe_files();
 	return tap_done();

@@ -183,6 +183,8 @@ static void test_acct_rotated(void)
 	free(err);
 	unlink(old);
 	unlink(log);
+	strcat(log, ".lock"); /* the writers' lock */
+	unlink(log);
 	rmdir(state);
 }
 

@@ -92,13 +92,15 @@ enum {
 
 /**
  * Append one record as one JSON line (fsynced with JOBCG_ACCTLOG_SYNC). The directory is
- * created if missing. Appends are serialised with flock() so concurrent writers never
+ * created if missing. Appends are serialised with flock() on the file @path.lock (made mode
+ * 0600; -EPERM, "remove it", when someone other than root or us could open it), not on the
+ * log, so that whoever may read the log cannot hold writers back: concurrent writers never
  * interleave, and a torn last line left by a crash is terminated first so it cannot swallow
- * this record. The log is opened by path for each record, and opened again when it was renamed
- * (rotated) while the lock was awaited, so a record never lands in a file logrotate has moved.
- * The directory must be safe (root's or ours, writable by no one else), and so must the log
- * (-EPERM when it is another user's or writable by its group or others). Unknown @flags bits
- * are -EINVAL.
+ * this record. The log is opened by path for each record once the lock is held, and opened
+ * again when it was renamed (rotated) meanwhile, so a record never lands in a file logrotate
+ * has moved. The directory must be safe (root's or ours, writable by no one else), and so must
+ * the log (-EPERM when it is another user's or writable by its group or others). Unknown
+ * @flags bits are -EINVAL.
  */
 JOBCG_EXPORT int jobcg_acctlog_write(const char *path, const struct jobcg_acct_record *r,
 				     unsigned flags);

@@ -1,5 +1,5 @@
-/* jobcg: the JSON-lines accounting log: append (flock + O_APPEND, fsync when asked) and robust
- * reading.
+/* jobcg: the JSON-lines accounting log: append (O_APPEND under a flock of a root-only lock file
+ * beside it, fsync when asked) and robust reading.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,6 +16,7 @@
 #include "jobcg/resv.h"
 #include "log.h"
 #include "acctlog_internal.h"
+#include "testhook.h"
 #include "util.h"
 
 static const char *const state_names[_JOBCG_ACCT_STATE_MAX] = {
@@ -208,15 +209,69 @@ int acctlog_write(const char *path, const struct jobcg_acct_record *r, unsigned 
 	return acctlog_write_line(path, line, len, flags, dir_checked);
 }
 
+/*
+ * Writers are serialised on <log>.lock, not on the log: flock() asks for no access mode, so
+ * anyone who may read the log (a 0644 log, a group of log readers) could hold a lock on it for
+ * ever and stop every step end and release behind it. The lock file is made mode 0600 beside
+ * the log, in a directory the caller checked (writable by root or us alone), and refused when
+ * anyone else could open it; so only writers hold it, each for one append (and its fsync), and
+ * it is waited for without a bound, as the log was. The lock is the name, not the inode: one
+ * removed by hand while held is opened again (context.c's node lock does the same).
+ */
+static int writer_lock(const char *log, int *ret_fd)
+{
+	_cleanup_free_ char *path = strdup_printf("%s.lock", log);
+
+	if (!path)
+		return -ENOMEM;
+	for (;;) {
+		_cleanup_close_ int fd =
+		    open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+		struct stat st;
+		int r;
+
+		if (fd < 0)
+			return error_set(negative_errno(), "cannot open the lock file %s: %s", path,
+					 strerror(errno));
+		if (fstat(fd, &st) < 0)
+			return error_set(negative_errno(), "cannot stat %s: %s", path,
+					 strerror(errno));
+		/* Made otherwise than here: who else can open it, and hold it, is not known. */
+		if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    (st.st_mode & 077))
+			return error_set(-EPERM,
+					 "the lock file %s is not a file only root can open (owner "
+					 "uid %u, mode %04o): remove it",
+					 path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		while (flock(fd, LOCK_EX) < 0)
+			if (errno != EINTR)
+				return error_set(negative_errno(), "cannot lock %s: %s", path,
+						 strerror(errno));
+		r = fd_names_path(fd, path);
+		if (r < 0)
+			return error_set(r, "cannot stat %s: %s", path, strerror(-r));
+		if (r > 0) {
+			*ret_fd = TAKE_FD(fd);
+			return 0;
+		}
+		log_debug("lock file %s was removed or replaced while waiting; opening it again",
+			  path);
+	}
+}
+
 int acctlog_write_line(const char *path, const char *line, size_t len, unsigned flags,
 		       bool dir_checked)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int lock = -1, fd = -1;
 	struct rlimit saved;
 	struct stat st;
 	int k, raised;
 
 	if (!dir_checked && (k = state_dir_prepare(path)) < 0)
+		return k;
+	/* So that the torn-line check below and our line cannot interleave with another
+	 * writer's. */
+	if ((k = writer_lock(path, &lock)) < 0)
 		return k;
 	for (unsigned tries = 0;; tries++) {
 		struct stat now;
@@ -226,20 +281,15 @@ int acctlog_write_line(const char *path, const char *line, size_t len, unsigned 
 		if (fd < 0)
 			return error_set(negative_errno(), "cannot open %s: %s", path,
 					 strerror(errno));
-		/* Serialise writers so the torn-line check below and our line cannot
-		 * interleave. */
-		while (flock(fd, LOCK_EX) < 0)
-			if (errno != EINTR)
-				return error_set(negative_errno(), "cannot lock %s: %s", path,
-						 strerror(errno));
 		if (fstat(fd, &st) < 0)
 			return error_set(negative_errno(), "cannot stat %s: %s", path,
 					 strerror(errno));
 		/* (its type is the administrator's: a FIFO to a collector is written as a file) */
 		if ((k = log_file_safe(path, &st, false)) < 0)
 			return k;
-		/* Rotated (renamed, perhaps compressed and removed) while we waited for the
-		 * lock: the record belongs in the new log, not in the file that was moved. */
+		test_pause("acctlog-opened");
+		/* Rotated (renamed, perhaps compressed and removed) since we opened it: the record
+		 * belongs in the new log, not in the file that was moved. */
 		if (lstat(path, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino &&
 		    st.st_nlink > 0)
 			break;
