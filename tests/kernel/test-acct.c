@@ -1,8 +1,11 @@
 /* Kernel test: accounting at step end: what the host has is read, what it lacks is unavailable. */
+#include <grp.h>
 #include <json-c/json.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 
 #include "jobcg/acct.h"
 #include "jobcg/acctlog.h"
@@ -82,6 +85,110 @@ static int run_fsize_limited(rlim_t limit, char **err)
 	close(e[0]);
 	if (*err && **err)
 		ktest_diag_lines("jobcg stderr: ", *err);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* kcli_run() of @args for at most @ms: -1 (the jobcg killed) when it had not ended by then;
+ * *ret_ms how long it took. */
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int run_bounded(char *const args[], unsigned ms, unsigned *ret_ms)
+{
+	uint64_t start = mono_ms(), deadline = start + ms;
+	pid_t pid = kcli_start(args, NULL, NULL);
+	int st = 0;
+
+	if (pid < 0)
+		return -1;
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (mono_ms() >= deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			*ret_ms = ms;
+			return -1;
+		}
+		usleep(10000);
+	}
+	*ret_ms = (unsigned)(mono_ms() - start);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+struct reccheck {
+	bool step, job;
+};
+
+static int find_job36(const struct jobcg_acct_record *r, void *u)
+{
+	struct reccheck *c = u;
+
+	if (strcmp(r->job_id, "36") == 0 && r->state == JOBCG_ACCT_COMPLETED) {
+		if (r->kind == JOBCG_ACCT_STEP)
+			c->step = true;
+		else
+			c->job = true;
+	}
+	return 0;
+}
+
+/* A child as nobody holding LOCK_SH on @path, as anyone who can read the log may: its pid once
+ * it holds it, -1 when it could not. */
+static pid_t hold_read_lock(const char *path)
+{
+	int p[2];
+	char c;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd;
+
+		close(p[0]);
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(1);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || flock(fd, LOCK_SH) < 0 || write(p[1], "h", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	if (pid > 0 && read(p[0], &c, 1) != 1) {
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+/* `jobcg acct --job 36` as nobody: its exit code, *out what it printed. */
+static int acct_as_nobody(char **out)
+{
+	char *argv[] = {(char *)kcli_binary(), "acct", "--job", "36", NULL};
+	int o[2], st = 0;
+	pid_t pid;
+
+	if (pipe2(o, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(o[1], 1);
+		if (setgroups(0, NULL) == 0 && setgid(65534) == 0 && setuid(65534) == 0)
+			execv(argv[0], argv);
+		_exit(127);
+	}
+	close(o[1]);
+	*out = kcli_slurp(o[0]);
+	close(o[0]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -317,6 +424,49 @@ int main(void)
 		is_int(kcli(&out, "list", NULL), 0, "jobcg list");
 		ok(out && !strstr(out, "orphaned"), "no orphaned ephemeral job left behind");
 		free(out);
+		free(path);
+	}
+	/*
+	 * Anyone who can read the log (0644, or a group of log readers) can flock() it: a process
+	 * as nobody holding LOCK_SH on it must not stop a step's end or a release (writers lock a
+	 * file only root can open), and a reader who is not root still reads the log.
+	 */
+	{
+		char *path = NULL, *out = NULL, lock[PATH_MAX];
+		char *run[] = {"run", "--job", "36", "--", "true", NULL};
+		char *rel[] = {"release", "36", NULL};
+		struct reccheck c = {};
+		struct stat lst;
+		unsigned ms = 0;
+		pid_t holder;
+
+		is_int(jobcg_acctlog_path(conf, &path), 0, "log path");
+		ok(path && chmod(ktest_tmpdir(), 0755) == 0 && chmod(path, 0644) == 0,
+		   "the state directory and the log readable by all");
+		holder = path ? hold_read_lock(path) : -1;
+		ok(holder > 0, "a process as nobody holds LOCK_SH on the log");
+		is_int(kcli(NULL, "alloc", "36", NULL), 0, "job 36");
+		rc = run_bounded(run, 30000, &ms);
+		ok(rc == 0, "jobcg run --job 36 -- true ends meanwhile (exit %d, %u ms)", rc, ms);
+		rc = run_bounded(rel, 30000, &ms);
+		ok(rc == 0, "jobcg release 36 too (exit %d, %u ms)", rc, ms);
+		if (path)
+			jobcg_acctlog_read(path, "36", find_job36, &c);
+		ok(c.step && c.job, "both wrote their record (step %d, job %d)", c.step, c.job);
+		snprintf(lock, sizeof(lock), "%s.lock", path ? path : "");
+		ok(stat(lock, &lst) == 0 && lst.st_uid == 0 && (lst.st_mode & 07777) == 0600,
+		   "the writers' lock %s is root's, mode 0600", lock);
+		if (holder > 0) {
+			kill(holder, SIGKILL);
+			waitpid(holder, NULL, 0);
+		}
+		rc = acct_as_nobody(&out);
+		ok(rc == 0 && out && strstr(out, "36.0") && strstr(out, "COMPLETED"),
+		   "jobcg acct --job 36 as nobody reads the log (exit %d)", rc);
+		if (out && rc != 0)
+			ktest_diag_lines("  ", out);
+		free(out);
+		chmod(ktest_tmpdir(), 0700);
 		free(path);
 	}
 	jobcg_ctx_free(ctx);
