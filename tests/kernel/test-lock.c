@@ -233,6 +233,23 @@ int main(void)
 		ok(kcli_exists("%s/job_15", root), "job 15 exists");
 		is_int(jobcg_job_remove(ctx, 15, 0), 0, "remove job 15");
 	}
+	/* A lock file others may open is one they may hold, stalling every command: refused,
+	 * as the job locks and the accounting log's lock are. */
+	{
+		char *err = NULL;
+		char *args[] = {"alloc", "16", NULL};
+
+		ok(chmod(lp, 0644) == 0, "the node lock file made readable by all");
+		is_int(kcli_run(args, NULL, &err), 1, "jobcg alloc refuses it");
+		ok(err && strstr(err, lp) && strstr(err, "only root can open") &&
+		       strstr(err, "remove it"),
+		   "naming it: %s", err ? err : "");
+		free(err);
+		ok(!kcli_exists("%s/job_16", root), "and creates nothing");
+		ok(unlink(lp) == 0, "removed");
+		is_int(kcli(NULL, "alloc", "16", NULL), 0, "then jobcg alloc makes it again");
+		is_int(jobcg_job_remove(ctx, 16, 0), 0, "remove job 16");
+	}
 	is_int(jobcg_job_remove(ctx, 11, 0), 0, "remove job 11 with its steps");
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 	jobcg_ctx_free(ctx);

@@ -225,24 +225,11 @@ static int writer_lock(const char *log, int *ret_fd)
 	if (!path)
 		return -ENOMEM;
 	for (;;) {
-		_cleanup_close_ int fd =
-		    open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
-		struct stat st;
-		int r;
+		_cleanup_close_ int fd = -1;
+		int r = lock_file_open_at(AT_FDCWD, path, path, &fd);
 
-		if (fd < 0)
-			return error_set(negative_errno(), "cannot open the lock file %s: %s", path,
-					 strerror(errno));
-		if (fstat(fd, &st) < 0)
-			return error_set(negative_errno(), "cannot stat %s: %s", path,
-					 strerror(errno));
-		/* Made otherwise than here: who else can open it, and hold it, is not known. */
-		if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
-		    (st.st_mode & 077))
-			return error_set(-EPERM,
-					 "the lock file %s is not a file only root can open (owner "
-					 "uid %u, mode %04o): remove it",
-					 path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		if (r < 0)
+			return r;
 		while (flock(fd, LOCK_EX) < 0)
 			if (errno != EINTR)
 				return error_set(negative_errno(), "cannot lock %s: %s", path,

@@ -944,6 +944,28 @@ int fd_names_path_at(int fd, int dirfd, const char *path)
 	return fst.st_nlink > 0 && fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino;
 }
 
+int lock_file_open_at(int dirfd, const char *path, const char *shown, int *ret_fd)
+{
+	_cleanup_close_ int fd =
+	    openat(dirfd, path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+	struct stat st;
+
+	if (fd < 0)
+		return error_set(negative_errno(), "cannot open the lock file %s: %s", shown,
+				 strerror(errno));
+	if (fstat(fd, &st) < 0)
+		return error_set(negative_errno(), "cannot stat %s: %s", shown, strerror(errno));
+	/* Made otherwise than here: who else can open it, and hold it, is not known. */
+	if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    (st.st_mode & 077))
+		return error_set(-EPERM,
+				 "the lock file %s is not a file only root can open (owner uid %u, "
+				 "mode %04o): remove it",
+				 shown, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
 char *pid_describe(int pid)
 {
 	_cleanup_free_ char *c = NULL, *path = strdup_printf("/proc/%d/cmdline", pid);

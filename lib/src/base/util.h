@@ -219,6 +219,15 @@ int state_dir_check(const char *file);
 int fd_names_path(int fd, const char *path);
 /* The same of @path taken from the directory @dirfd. */
 int fd_names_path_at(int fd, int dirfd, const char *path);
+/*
+ * Open (made mode 0600 where missing, no link followed) the lock file @path of the directory
+ * @dirfd, which the caller checked is written by root (or us) alone: a descriptor in *ret_fd.
+ * flock() asks for no access mode, so anyone who could open the file could hold its lock for
+ * ever: one that is not a regular file of root's (or ours) that only its owner may open is
+ * refused (-EPERM, "remove it"). @shown names it in error messages. Every failure sets an
+ * error record.
+ */
+int lock_file_open_at(int dirfd, const char *path, const char *shown, int *ret_fd);
 /* "pid N (its command line)", control characters made '?', for an error message ("pid N" when
  * its command line cannot be read); NULL on ENOMEM. */
 char *pid_describe(int pid);

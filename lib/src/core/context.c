@@ -209,11 +209,9 @@ JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 	 * still name the inode we hold, else open it again.
 	 */
 	for (;;) {
-		fd = open(ctx->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW,
-			  0600);
-		if (fd < 0)
-			return error_set(negative_errno(), "cannot open lock file %s: %s",
-					 ctx->lock_path, strerror(errno));
+		r = lock_file_open_at(AT_FDCWD, ctx->lock_path, ctx->lock_path, &fd);
+		if (r < 0)
+			return r;
 		r = lock_wait(ctx, fd);
 		if (r < 0) {
 			close(fd);

@@ -279,24 +279,12 @@ static int file_lock(struct jobcg_ctx *ctx, const char *job_dir, uint32_t job_id
 		return -ENOMEM;
 	for (;;) {
 		_cleanup_close_ int dfd = -1, fd = -1;
-		struct stat st;
 		int r;
 
 		if ((r = locks_dir_open(ctx, true, &dfd)) < 0)
 			return r;
-		fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-		if (fd < 0)
-			return error_set(negative_errno(), "cannot open the lock file %s: %s", path,
-					 strerror(errno));
-		if (fstat(fd, &st) < 0)
-			return error_set(negative_errno(), "cannot stat %s: %s", path,
-					 strerror(errno));
-		/* Made by root otherwise than here: who else can open it is not known. */
-		if (!S_ISREG(st.st_mode) || !owner_only(&st) || (st.st_mode & 077))
-			return error_set(-EPERM,
-					 "the lock file %s is not a file only root can open (owner "
-					 "uid %u, mode %04o): remove it",
-					 path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		if ((r = lock_file_open_at(dfd, name, path, &fd)) < 0)
+			return r;
 		test_pause("job-lock-file-opened");
 		r = lock_wait(fd, path, mode, deadline, ret_holder);
 		if (r < 0)
