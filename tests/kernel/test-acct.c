@@ -122,14 +122,16 @@ static int run_bounded(char *const args[], unsigned ms, unsigned *ret_ms)
 }
 
 struct reccheck {
+	const char *id;
 	bool step, job;
 };
 
-static int find_job36(const struct jobcg_acct_record *r, void *u)
+/* The COMPLETED records of job @c->id and its steps. */
+static int find_job(const struct jobcg_acct_record *r, void *u)
 {
 	struct reccheck *c = u;
 
-	if (strcmp(r->job_id, "36") == 0 && r->state == JOBCG_ACCT_COMPLETED) {
+	if (strcmp(r->job_id, c->id) == 0 && r->state == JOBCG_ACCT_COMPLETED) {
 		if (r->kind == JOBCG_ACCT_STEP)
 			c->step = true;
 		else
@@ -435,7 +437,7 @@ int main(void)
 		char *path = NULL, *out = NULL, lock[PATH_MAX];
 		char *run[] = {"run", "--job", "36", "--", "true", NULL};
 		char *rel[] = {"release", "36", NULL};
-		struct reccheck c = {};
+		struct reccheck c = {.id = "36"};
 		struct stat lst;
 		unsigned ms = 0;
 		pid_t holder;
@@ -451,7 +453,7 @@ int main(void)
 		rc = run_bounded(rel, 30000, &ms);
 		ok(rc == 0, "jobcg release 36 too (exit %d, %u ms)", rc, ms);
 		if (path)
-			jobcg_acctlog_read(path, "36", find_job36, &c);
+			jobcg_acctlog_read(path, "36", find_job, &c);
 		ok(c.step && c.job, "both wrote their record (step %d, job %d)", c.step, c.job);
 		snprintf(lock, sizeof(lock), "%s.lock", path ? path : "");
 		ok(stat(lock, &lst) == 0 && lst.st_uid == 0 && (lst.st_mode & 07777) == 0600,
@@ -467,6 +469,34 @@ int main(void)
 			ktest_diag_lines("  ", out);
 		free(out);
 		chmod(ktest_tmpdir(), 0700);
+		free(path);
+	}
+	/*
+	 * A log that cannot be written (here its writers' lock refused) when a step ends: its
+	 * record waits on its job's directory. The job's release, which removes that directory,
+	 * must keep it (in <StateDir>/pending/, with the job's own) for gc to write once the log
+	 * takes it again, rather than lose it with the directory.
+	 */
+	{
+		char *path = NULL, lock[PATH_MAX], pend[PATH_MAX];
+		struct reccheck c = {.id = "38"};
+
+		is_int(jobcg_acctlog_path(conf, &path), 0, "log path");
+		snprintf(lock, sizeof(lock), "%s.lock", path ? path : "");
+		snprintf(pend, sizeof(pend), "%s/pending/38.0", ktest_tmpdir());
+		is_int(kcli(NULL, "alloc", "38", NULL), 0, "job 38");
+		ok(chmod(lock, 0644) == 0, "the log's lock made unusable");
+		is_int(kcli(NULL, "run", "--job", "38", "--", "true", NULL), 0,
+		       "jobcg run --job 38 -- true (its record not written)");
+		is_int(kcli(NULL, "release", "38", NULL), 0, "jobcg release 38");
+		ok(kcli_exists("%s", pend), "the step's record is kept in %s", pend);
+		ok(chmod(lock, 0600) == 0, "the lock usable again");
+		is_int(kcli(NULL, "gc", NULL), 0, "jobcg gc");
+		if (path)
+			jobcg_acctlog_read(path, "38", find_job, &c);
+		ok(c.step && c.job, "gc wrote the step's and the job's records (step %d, job %d)",
+		   c.step, c.job);
+		ok(!kcli_exists("%s", pend), "and nothing is left pending");
 		free(path);
 	}
 	jobcg_ctx_free(ctx);

@@ -75,8 +75,11 @@ void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const cha
 			enum acct_pending_at at);
 /* @p's directory was not removed: whoever removes it records it; drop the entry. */
 void acct_pending_discard(struct acct_pending *p);
-/* Write what killed writers left: the entries on job @job_id's directory (before it goes)... */
-int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret_written);
+/* Write what killed writers left: the entries on job @job_id's directory (before it goes; with
+ * @keep_in_state_dir, one that cannot be written moves to a file of <StateDir>/pending/ rather
+ * than go with the directory)... */
+int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_state_dir,
+			   unsigned *ret_written);
 /* ... and the files of <StateDir>/pending/ (gc). *ret_written (may be NULL) counts the records
  * written (added to, for the job's). What is no record of jobcg's (a directory, a link, another
  * user's file; pending/ itself not a directory: -ENOTDIR) is left alone and warned about by its

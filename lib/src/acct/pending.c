@@ -93,6 +93,33 @@ static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *valu
 static int pending_dir_open(struct jobcg_ctx *ctx, int *ret_fd);
 static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name);
 
+/* Entry @value as the file <StateDir>/pending/@name, in *ret_path (the caller frees it). */
+static int store_in_state_dir(struct jobcg_ctx *ctx, const char *name, const char *value,
+			      char **ret_path)
+{
+	_cleanup_free_ char *pdir = ctx_state_file(ctx, PENDING_DIR), *path = NULL;
+	int r;
+
+	if (!pdir || !(path = strdup_printf("%s/%s", pdir, name)))
+		return -ENOMEM;
+	if ((r = ctx_state_dir_ready(ctx)) < 0)
+		return r;
+	r = store_file(path, value);
+	if (r == -ENOENT && mkdir(pdir, 0700) == 0)
+		r = store_file(path, value);
+	/* one a killed remover of an earlier job of that id left: that one first */
+	if (r == -EEXIST) {
+		_cleanup_close_ int dfd = -1;
+
+		if (pending_dir_open(ctx, &dfd) == 0 && file_flush(ctx, dfd, name) >= 0)
+			r = store_file(path, value);
+	}
+	if (r < 0)
+		return r;
+	*ret_path = TAKE_PTR(path);
+	return 0;
+}
+
 void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const char *dir,
 			enum acct_pending_at at)
 {
@@ -120,29 +147,16 @@ void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const cha
 		r = store_xattr(holder, xattr, value);
 		/* one left by a killed writer of an earlier step of that id: written (or
 		 * dropped) first */
-		if (r == -EEXIST && acct_pending_flush_job(ctx, job, NULL) >= 0)
+		if (r == -EEXIST && acct_pending_flush_job(ctx, job, false, NULL) >= 0)
 			r = store_xattr(holder, xattr, value);
 	} else {
-		_cleanup_free_ char *pdir = ctx_state_file(ctx, PENDING_DIR);
+		_cleanup_free_ char *name =
+		    p->rec.step_id ? strdup_printf("%s.%s", p->rec.job_id, p->rec.step_id)
+				   : strdup(p->rec.job_id);
 
-		if (!pdir)
+		if (!name)
 			goto fail;
-		holder = p->rec.step_id
-			     ? strdup_printf("%s/%s.%s", pdir, p->rec.job_id, p->rec.step_id)
-			     : strdup_printf("%s/%s", pdir, p->rec.job_id);
-		if (!holder || (r = ctx_state_dir_ready(ctx)) < 0)
-			goto fail;
-		r = store_file(holder, value);
-		if (r == -ENOENT && mkdir(pdir, 0700) == 0)
-			r = store_file(holder, value);
-		/* one a killed remover of an earlier job of that id left: that one first */
-		if (r == -EEXIST) {
-			_cleanup_close_ int dfd = -1;
-
-			if (pending_dir_open(ctx, &dfd) == 0 &&
-			    file_flush(ctx, dfd, strrchr(holder, '/') + 1) >= 0)
-				r = store_file(holder, value);
-		}
+		r = store_in_state_dir(ctx, name, value, &holder);
 	}
 	if (r < 0)
 		goto fail;
@@ -171,7 +185,8 @@ void acct_pending_discard(struct acct_pending *p)
 	p->holder = p->xattr = NULL;
 }
 
-int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret_written)
+int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_state_dir,
+			   unsigned *ret_written)
 {
 	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *names = NULL;
 	struct jobcg_error saved = *jobcg_last_error(), first_rec;
@@ -201,6 +216,24 @@ int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret
 			r = entry_flush(ctx, what, value);
 		if (r > 0 && ret_written)
 			(*ret_written)++;
+		if (r < 0 && value && keep_in_state_dir &&
+		    !strchr(name + strlen(PENDING_XATTR), '/')) {
+			/* The directory goes with the entry on it: the entry moves to the state
+			 * directory, where gc writes it once the log takes it. */
+			_cleanup_free_ char *file = NULL,
+					    *fname = strdup_printf("%u.%s", job_id,
+								   name + strlen(PENDING_XATTR));
+			struct jobcg_error why = *jobcg_last_error();
+
+			if (fname && store_in_state_dir(ctx, fname, value, &file) == 0) {
+				log_warning(
+				    "%s: pending accounting record not written (%s), kept in "
+				    "%s for jobcg gc",
+				    what, why.message, file);
+				r = 0;
+			} else
+				jobcg_error_restore(&why);
+		}
 		if (r >= 0)
 			(void)removexattr(jdir, name);
 		else {

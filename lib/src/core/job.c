@@ -1038,7 +1038,7 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 	if (meta && get_meta(dir, "created", &created) == -ENODATA && !populated)
 		outcome = OUT_UNMADE;
 	/* What killed step writers left on the directory, before it goes with it. */
-	if (meta && acct_pending_flush_job(ctx, job_id, NULL) < 0)
+	if (meta && acct_pending_flush_job(ctx, job_id, true, NULL) < 0)
 		jobcg_error_clear(); /* warned; the removal goes on */
 	/* Read while the directories exist; written only once they are gone, so never twice. The
 	 * steps first: the job's record ends no earlier than theirs. */
@@ -2156,7 +2156,7 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		if (ctx->info->xattr.supported) {
-			r = acct_pending_flush_job(ctx, ids[i], &st.records_written);
+			r = acct_pending_flush_job(ctx, ids[i], false, &st.records_written);
 			GC_FAILED(r);
 		}
 		r = gc_job(ctx, ids[i], &st);
