@@ -331,23 +331,42 @@ static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name)
 	return r;
 }
 
+static int entry_visible(const struct dirent *de)
+{
+	return de->d_name[0] != '.'; /* write_file_atomic()'s temporary files too */
+}
+
+/* Entries "JOB" and "JOB.STEP" in the order a removal appends their records: by job, a job's
+ * steps (in version order: 2 before 10) before the job itself. */
+static int entry_order(const struct dirent **a, const struct dirent **b)
+{
+	const char *x = (*a)->d_name, *y = (*b)->d_name, *dx = strchr(x, '.'), *dy = strchr(y, '.');
+	size_t lx = dx ? (size_t)(dx - x) : strlen(x), ly = dy ? (size_t)(dy - y) : strlen(y);
+	int c = lx != ly ? (lx < ly ? -1 : 1) : strncmp(x, y, lx);
+
+	if (c)
+		return c;
+	if (!dx || !dy)
+		return !dx - !dy;
+	return strverscmp(dx, dy);
+}
+
 int acct_pending_flush_state_dir(struct jobcg_ctx *ctx, unsigned *ret_written)
 {
 	_cleanup_close_ int dfd = -1;
 	struct jobcg_error saved = {};
 	unsigned written = 0;
-	struct dirent *de;
-	int first = 0, r = pending_dir_open(ctx, &dfd);
-	DIR *d;
+	struct dirent **list = NULL;
+	int first = 0, n, r = pending_dir_open(ctx, &dfd);
 
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
-	if (!(d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3))))
-		return -ENOMEM;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		r = file_flush(ctx, dfd, de->d_name);
+	n = scandirat(dfd, ".", &list, entry_visible, entry_order);
+	if (n < 0)
+		return error_set(negative_errno(), "cannot list the pending accounting records: %s",
+				 strerror(errno));
+	for (int i = 0; i < n; i++) {
+		r = file_flush(ctx, dfd, list[i]->d_name);
 		if (r > 0)
 			written++;
 		else if (r < 0 && !first) {
@@ -355,8 +374,9 @@ int acct_pending_flush_state_dir(struct jobcg_ctx *ctx, unsigned *ret_written)
 			first = r;
 			saved = *jobcg_last_error();
 		}
+		free(list[i]);
 	}
-	closedir(d);
+	free(list);
 	if (first)
 		jobcg_error_restore(&saved);
 	if (ret_written)
