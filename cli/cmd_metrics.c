@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,8 +144,16 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 		return metrics_serve(g, (int)listen_fd, user);
 	}
 	if (listen_addr) {
+		uid_t uid;
+		gid_t gid;
 		int fd;
 
+		/* A user that cannot serve is said before anything is said to be served. getent is
+		 * waited for, which a SIGCHLD ignored by whoever started this would defeat (as
+		 * metrics_serve() says). */
+		signal(SIGCHLD, SIG_DFL);
+		if ((r = metrics_user("--user", user, &uid, &gid)) != 0)
+			return r;
 		r = metrics_listen(listen_addr, &fd);
 		if (r)
 			return r;

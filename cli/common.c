@@ -578,6 +578,11 @@ int cli_getent_user_name(const char *name, uid_t *ret_uid, gid_t *ret_gid)
 	return passwd_ids(name, true, ret_uid, ret_gid);
 }
 
+int cli_getent_user(const char *s, uid_t *ret_uid, gid_t *ret_gid)
+{
+	return passwd_ids(s, false, ret_uid, ret_gid);
+}
+
 int cli_lookup_group(const char *s, gid_t *ret_gid)
 {
 	char **f = NULL;

@@ -54,6 +54,9 @@ int cli_getent(const char *db, const char *key, char ***ret_fields);
 int cli_lookup_user(const char *s, uid_t *ret_uid, gid_t *ret_gid);
 /* A user name only (getent also answers numbers: the entry's name must be @name). */
 int cli_getent_user_name(const char *name, uid_t *ret_uid, gid_t *ret_gid);
+/* A user name or number that has a passwd entry (no guess for a number without one): -ENOENT
+ * when none has. */
+int cli_getent_user(const char *s, uid_t *ret_uid, gid_t *ret_gid);
 /* A group name or number. */
 int cli_lookup_group(const char *s, gid_t *ret_gid);
 /*

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -54,6 +55,14 @@
 #define COLLECT_TEXT_MAX	  ((uint64_t)1 << 30) /* an answer longer is no answer */
 #define COLLECT_GARBAGE_EVERY_SEC 60		      /* its complaint: at most once a minute */
 #define USER_CACHE_SEC		  60 /* how long a user name (or its absence) is believed */
+/*
+ * What the HTTP process writes (its stdout and stderr: a pipe) reaches the log through the relay
+ * (below), a line at a time, each cut at RELAY_LINE_MAX bytes, at most RELAY_LINES_PER_MIN a
+ * minute, with a count of those left out.
+ */
+#define RELAY_LINE_MAX	    512
+#define RELAY_LINES_PER_MIN 60
+#define RELAY_PREFIX	    "jobcg: metrics: http[%d]: "
 
 static uint64_t mono_sec(void)
 {
@@ -287,6 +296,7 @@ static int mhd_load(void)
  */
 struct server {
 	pid_t collector;
+	pid_t relay; /* copies what this process writes to the log */
 	int chan[HTTP_THREADS];
 	bool chan_busy[HTTP_THREADS];
 	pthread_mutex_t lock;
@@ -668,6 +678,198 @@ static int collector_run(const struct cli_global *g, const int *fds, pid_t http)
 	return 0;
 }
 
+/* ---- the HTTP process's messages ---- */
+
+/*
+ * The HTTP process holds no descriptor of the log (a holder of root's log descriptor can
+ * ftruncate() it and write lines as root's): its stdout and stderr are a pipe, and this root
+ * process copies what comes through it to its own stderr, the log. Each line is prefixed with
+ * RELAY_PREFIX, so that a reader can tell it from root's own, has every byte that is not
+ * printable ASCII replaced with '?' (no escape sequence reaches a terminal showing the log), is
+ * cut at RELAY_LINE_MAX bytes, and at most RELAY_LINES_PER_MIN lines are copied a minute. The
+ * buffer is one line: a writer that never ends its line or floods the pipe costs a bounded
+ * amount of memory, and the HTTP side writes without blocking (O_NONBLOCK), so a relay held up
+ * by its own log loses that side's lines rather than holding up the server.
+ */
+struct relay {
+	pid_t http;
+	char line[RELAY_LINE_MAX + 1];
+	size_t len;
+	bool cut;		/* the line went on past RELAY_LINE_MAX: the rest is dropped */
+	uint64_t window;	/* CLOCK_MONOTONIC seconds: the current minute's end */
+	unsigned lines;		/* copied in the current minute */
+	unsigned long left_out; /* lines not copied since the last one that was */
+};
+
+static void relay_left_out(struct relay *rl)
+{
+	if (rl->left_out)
+		fprintf(stderr, RELAY_PREFIX "(%lu more lines left out)\n", (int)rl->http,
+			rl->left_out);
+	rl->left_out = 0;
+}
+
+static void relay_line(struct relay *rl)
+{
+	uint64_t now = mono_sec();
+
+	if (now >= rl->window) {
+		relay_left_out(rl);
+		rl->window = now + 60;
+		rl->lines = 0;
+	}
+	if (rl->lines >= RELAY_LINES_PER_MIN)
+		rl->left_out++;
+	else {
+		rl->line[rl->len] = 0;
+		fprintf(stderr, RELAY_PREFIX "%s%s\n", (int)rl->http, rl->line,
+			rl->cut ? " [cut]" : "");
+		rl->lines++;
+	}
+	rl->len = 0;
+	rl->cut = false;
+}
+
+/* The relay's life: until every writer of @fd closed it (the HTTP process ended). */
+static int relay_run(int fd, pid_t http)
+{
+	static struct relay rl;
+	unsigned char buf[4096];
+
+	rl.http = http;
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++) {
+			unsigned char c = buf[i];
+
+			if (c == '\n')
+				relay_line(&rl);
+			else if (rl.len < RELAY_LINE_MAX)
+				rl.line[rl.len++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+			else
+				rl.cut = true;
+		}
+	}
+	if (rl.len || rl.cut)
+		relay_line(&rl);
+	relay_left_out(&rl);
+	return 0;
+}
+
+/*
+ * Start the relay for the HTTP process @http (this one): the pipe's writing end in @ret_fd
+ * (close-on-exec), the relay's pid in @ret_pid. 0, or 1 with the error printed.
+ */
+static int relay_start(pid_t http, int *ret_fd, pid_t *ret_pid)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return cli_fail("metrics: pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return cli_fail("metrics: fork: %s", strerror(e));
+	}
+	if (pid == 0) {
+		/* It ends when the HTTP process does (the end of the pipe), after its last lines:
+		 * not at a Ctrl-C, which reaches its process group too, nor at a hangup. */
+		signal(SIGINT, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		(void)prctl(PR_SET_NAME, "jobcg-http-log");
+		close_fds_but(3, &p[0], 1);
+		_exit(relay_run(p[0], http));
+	}
+	close(p[0]);
+	*ret_fd = p[1];
+	*ret_pid = pid;
+	return 0;
+}
+
+/* ---- the terminal ---- */
+
+/* This process's controlling terminal (its device number; 0: none), or -errno. */
+static int ctty(void)
+{
+	char buf[1024];
+	const char *p;
+	int tty, fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	/* After the command name, which may hold anything but ends at the last ')'. */
+	if (!(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %*d %*d %*d %d", &tty) != 1)
+		return -EIO;
+	return tty;
+}
+
+/*
+ * Give up the controlling terminal of whoever started this (a root shell): on it, a process of
+ * the HTTP side's user could push input into that shell (TIOCSTI, where the kernel still allows
+ * it), read what is typed there and write to it. setsid() would do it, but this process is often
+ * its process group's leader (a command started from a shell), for which setsid() fails; and
+ * staying in that group keeps Ctrl-C working. A session leader that gives up its terminal sends
+ * the terminal's foreground group SIGHUP (this process's too, when it is in the foreground),
+ * ignored meanwhile. Checked afterwards. 0, or 1 with the error printed.
+ */
+static int detach_terminal(void)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	int tty = ctty(), e = 0, fd;
+
+	if (tty == 0)
+		return 0;
+	fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		e = errno;
+	else {
+		sigaction(SIGHUP, &ign, &old);
+		if (ioctl(fd, TIOCNOTTY) < 0)
+			e = errno;
+		sigaction(SIGHUP, &old, NULL);
+		close(fd);
+	}
+	if ((tty = ctty()) != 0)
+		return cli_fail("metrics: cannot give up the controlling terminal before serving "
+				"HTTP: %s",
+				tty < 0 ? strerror(-tty) : strerror(e ? e : EBUSY));
+	return 0;
+}
+
+/*
+ * Descriptors 0, 1 and 2 of the HTTP process: standard input from /dev/null, output and error
+ * the relay's pipe @logw (not blocking, as the relay says), which is closed (metrics_serve()
+ * made sure it is not one of 0-2). 0, or 1 with the error printed.
+ */
+static int http_std_fds(int logw)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC), fl;
+
+	if (null < 0)
+		return cli_fail("metrics: /dev/null: %s", strerror(errno));
+	if ((fl = fcntl(logw, F_GETFL)) < 0 || fcntl(logw, F_SETFL, fl | O_NONBLOCK) < 0 ||
+	    dup2(null, 0) < 0 || dup2(logw, 1) < 0 || dup2(logw, 2) < 0)
+		return cli_fail("metrics: standard descriptors: %s", strerror(errno));
+	close(null);
+	close(logw);
+	return 0;
+}
+
 /* ---- dropping privileges ---- */
 
 /*
@@ -697,29 +899,43 @@ static int drop_privileges(uid_t uid, gid_t gid)
 	/* Checked, not believed: a drop that did not happen must not serve. */
 	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != uid ||
 	    eu != uid || su != uid || rg != gid || eg != gid || sg != gid ||
-	    getgroups(0, NULL) != 0 || (uid != 0 && setuid(0) == 0) ||
-	    (uid != 0 && gid != 0 && setgid(0) == 0))
+	    getgroups(0, NULL) != 0 || (uid != 0 && (gid == 0 || setuid(0) == 0 || setgid(0) == 0)))
 		return cli_fail("metrics: the privileges were not dropped to uid %u gid %u",
 				(unsigned)uid, (unsigned)gid);
 	return 0;
 }
 
-int metrics_user(const char *user, uid_t *ret_uid, gid_t *ret_gid)
+int metrics_user(const char *opt, const char *user, uid_t *ret_uid, gid_t *ret_gid)
 {
 	const char *name = user ? user : METRICS_USER_DEFAULT;
+	unsigned number;
 	uid_t uid;
 	gid_t gid;
-	int r = cli_lookup_user(name, &uid, &gid);
+	int r = cli_getent_user(name, &uid, &gid);
 
-	if (r == -ENOENT || r == -EINVAL)
+	/* A number without a passwd entry has no group of its own: taking the group of the same
+	 * number (as files of a vanished user are shown) could be kmem, sudo, systemd-journal. */
+	if (r == -ENOENT && user && cli_parse_uint(NULL, user, UINT32_MAX - 1, &number) == 0)
+		return cli_fail("metrics: %s %s: no passwd entry has uid %u, so it has no group to "
+				"serve HTTP with: name a user that exists (useradd --system "
+				"--no-create-home jobcg-metrics)",
+				opt, user, number);
+	if (r == -ENOENT)
 		return cli_fail("metrics: no user '%s' to serve HTTP as%s", name,
 				user ? "" : " (name one with --user)");
 	if (r < 0)
 		return 1;
 	if (uid == 0 && !user)
 		return cli_fail("metrics: the user '%s' is root: HTTP is served as root only when "
-				"--user names it",
-				name);
+				"%s names it",
+				name, opt);
+	/* Root's group is root's in all but name (files of group root that it may write, and
+	 * read): only root itself gets it, when named. */
+	if (uid != 0 && gid == 0)
+		return cli_fail("metrics: the user '%s' (uid %u) has root's group (gid 0) as its "
+				"primary group: HTTP is not served with it; give that user a group "
+				"of its own, or name another with %s",
+				name, (unsigned)uid, opt);
 	*ret_uid = uid;
 	*ret_gid = gid;
 	return 0;
@@ -796,14 +1012,19 @@ static void collector_ended(pid_t pid, int st)
 }
 
 /* The HTTP process, unprivileged, until a stop signal or the collector's end. */
-static int serve_http(const struct cli_global *g, int fd, struct server *s, uid_t uid, gid_t gid)
+static int serve_http(const struct cli_global *g, int fd, struct server *s, int logw, uid_t uid,
+		      gid_t gid)
 {
 	struct MHD_Daemon *d;
 	sigset_t stop, old;
 	int keep[HTTP_THREADS + 1], sig = 0, st, r;
 
+	/* A relay gone is an error on a write, not a SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
 	memcpy(keep, s->chan, sizeof(s->chan));
 	keep[HTTP_THREADS] = fd;
+	if ((r = http_std_fds(logw)) != 0)
+		return r;
 	close_fds_but(3, keep, HTTP_THREADS + 1);
 	if ((r = drop_privileges(uid, gid)) != 0 || (r = mhd_load()) != 0)
 		return r;
@@ -813,7 +1034,6 @@ static int serve_http(const struct cli_global *g, int fd, struct server *s, uid_
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
-	signal(SIGPIPE, SIG_IGN);
 	/* The logger first: libmicrohttpd otherwise says so through it, a line at every start
 	 * that would also use up the minute's one message a client can cause. */
 	d = mhd.start(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL,
@@ -832,8 +1052,8 @@ static int serve_http(const struct cli_global *g, int fd, struct server *s, uid_
 	if (g->verbose)
 		fprintf(stderr,
 			"jobcg: metrics: serving /metrics as uid %u (pid %d), collecting as root "
-			"(pid %d)\n",
-			(unsigned)uid, (int)getpid(), (int)s->collector);
+			"(pid %d), logging through pid %d\n",
+			(unsigned)uid, (int)getpid(), (int)s->collector, (int)s->relay);
 	/* This thread also enforces the deadlines, looking once a second, and stops when the
 	 * collector is gone: this process cannot start another, the supervisor can. */
 	for (;;) {
@@ -858,6 +1078,13 @@ static int serve_http(const struct cli_global *g, int fd, struct server *s, uid_
 			r = 1;
 			break;
 		}
+		/* Without it nothing this process says is heard: the daemon, seeing the server
+		 * end, says so and starts all three again. */
+		if (waitpid(s->relay, &st, WNOHANG) == s->relay) {
+			s->relay = 0;
+			r = 1;
+			break;
+		}
 	}
 	mhd.stop(d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -870,7 +1097,7 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user)
 	    .lock = PTHREAD_MUTEX_INITIALIZER,
 	    .chan_free = PTHREAD_COND_INITIALIZER,
 	};
-	int coll[HTTP_THREADS], r, st;
+	int coll[HTTP_THREADS], logw = -1, r, st;
 	pid_t http = getpid();
 	uid_t uid;
 	gid_t gid;
@@ -888,13 +1115,23 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user)
 	/* The collector's end is seen with waitpid(), as getent's is, which a SIGCHLD ignored by
 	 * whoever started this (inherited across the exec) would defeat. */
 	signal(SIGCHLD, SIG_DFL);
-	if ((r = metrics_user(user, &uid, &gid)) != 0)
+	if ((r = metrics_user("--user", user, &uid, &gid)) != 0)
 		return r;
 	if (uid == 0)
 		fprintf(stderr,
 			"jobcg: metrics: serving HTTP as root (--user %s): a flaw in the "
 			"HTTP side is a flaw of root\n",
 			user);
+	/* Descriptors 0-2 open (one may have been closed by whoever started this), so that none
+	 * made below is one of them: they are replaced in the HTTP process. */
+	for (int n; (n = open("/dev/null", O_RDWR)) >= 0;)
+		if (n > 2) {
+			close(n);
+			break;
+		}
+	/* Before the forks: none of the three processes keeps the terminal. */
+	if ((r = detach_terminal()) != 0 || (r = relay_start(http, &logw, &s.relay)) != 0)
+		return r;
 	for (size_t i = 0; i < HTTP_THREADS; i++) {
 		int p[2];
 
@@ -904,6 +1141,7 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user)
 				close(s.chan[j]);
 				close(coll[j]);
 			}
+			close(logw);
 			return r;
 		}
 		s.chan[i] = p[0];
@@ -917,6 +1155,7 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user)
 			close(s.chan[i]);
 			close(coll[i]);
 		}
+		close(logw);
 		return r;
 	}
 	if (s.collector == 0) {
@@ -925,13 +1164,16 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user)
 			_exit(1);
 		(void)prctl(PR_SET_NAME, "jobcg-collector");
 		close(fd);
+		close(logw);
 		for (size_t i = 0; i < HTTP_THREADS; i++)
 			close(s.chan[i]);
 		_exit(collector_run(g, coll, http));
 	}
 	for (size_t i = 0; i < HTTP_THREADS; i++)
 		close(coll[i]);
-	r = serve_http(g, fd, &s, uid, gid);
+	/* Not `exe` (the daemon's child runs /proc/self/exe) nor plain `jobcg` in ps and top. */
+	(void)prctl(PR_SET_NAME, "jobcg-metrics");
+	r = serve_http(g, fd, &s, logw, uid, gid);
 	/* Its channels closed, the collector ends once its readings under way are done. */
 	for (size_t i = 0; i < HTTP_THREADS; i++)
 		close(s.chan[i]);
@@ -939,6 +1181,8 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user)
 		while (waitpid(s.collector, &st, 0) < 0 && errno == EINTR)
 			;
 	}
+	/* The relay ends with the last writer of its pipe: this process, whose descriptors 1 and 2
+	 * stay the pipe to the end (a sanitizer's report at exit is heard too). */
 	return r;
 }
 
@@ -977,7 +1221,7 @@ int metrics_server_start(struct metrics_server *m, const struct cli_global *g, c
 	uid_t uid;
 	gid_t gid;
 	/* A user that is not there is a mistake to hear about at start, not at every restart. */
-	int r = metrics_user(user, &uid, &gid);
+	int r = metrics_user("--metrics-user", user, &uid, &gid);
 
 	if (r)
 		return r;

@@ -35,16 +35,21 @@ int metrics_listen(const char *addr, int *ret_fd);
 #define METRICS_USER_DEFAULT "nobody"
 
 /*
- * The uid and gid of @user (a name or a number; NULL: METRICS_USER_DEFAULT) for the HTTP side.
- * Root only when @user names it. 0, or an exit code with the error printed.
+ * The uid and gid of @user (a name or a number with a passwd entry; NULL: METRICS_USER_DEFAULT)
+ * for the HTTP side, given with option @opt (named in the errors). Root only when @user names
+ * it; never another user whose primary group is root's. 0, or an exit code with the error
+ * printed.
  */
-int metrics_user(const char *user, uid_t *ret_uid, gid_t *ret_gid);
+int metrics_user(const char *opt, const char *user, uid_t *ret_uid, gid_t *ret_gid);
 
 /*
  * Serve GET /metrics on the listening socket @fd until SIGTERM or SIGINT, privileges separated:
- * this process drops to @user (as metrics_user() says) and talks HTTP, holding no descriptor
- * but @fd and its channels to its child the collector, which stays root, makes each reading
- * and takes nothing from it but a fixed one-byte request; it ends when the collector does.
+ * this process gives up its controlling terminal, drops to @user (as metrics_user() says) and
+ * talks HTTP, holding no descriptor but @fd, its channels to its child the collector, which
+ * stays root, makes each reading and takes nothing from it but a fixed one-byte request, and
+ * /dev/null and a pipe to its child the relay as standard input, output and error (the relay,
+ * root, copies what comes through it to the log, sanitised, cut and rate-limited); it ends
+ * when the collector or the relay does.
  * HTTP is served by libmicrohttpd's own threads, with bounds on connections (in all and from
  * one address), on the time a connection may take to send a whole request or take a whole
  * answer, on its idle time, on a request's size and on how often clients can make it log. In a

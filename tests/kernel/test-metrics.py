@@ -18,6 +18,7 @@ configuration, ports and Prometheus storage; kills only the processes it started
 import ctypes
 import json
 import os
+import pty
 import pwd
 import re
 import shutil
@@ -287,10 +288,67 @@ def gone(pid):
         proc_status(pid).get("State", [""])[0] == "Z"
 
 
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def collector_of(pid):
+    """The collector of the HTTP process @pid (its child named jobcg-collector), or None."""
+    kids = [k for k in children(pid) if comm(k) == "jobcg-collector"]
+    return kids[0] if len(kids) == 1 else None
+
+
+def relay_of(pid):
+    """The relay of the HTTP process @pid (its child named jobcg-http-log), or None."""
+    kids = [k for k in children(pid) if comm(k) == "jobcg-http-log"]
+    return kids[0] if len(kids) == 1 else None
+
+
+def tty_nr(pid):
+    """The controlling terminal of @pid (/proc/PID/stat's tty_nr; 0: none), None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[4])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def fd_link(pid, fd):
+    try:
+        return os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+
+
+def detached(pid, what):
+    """The HTTP process @pid has no controlling terminal, standard input /dev/null and standard
+    output and error a pipe whose reading end only its relay (root) holds; it is named
+    jobcg-metrics. The relay's pid, or None."""
+    relay = relay_of(pid)
+    links = [fd_link(pid, fd) for fd in range(3)]
+    pipe = links[2] if links[2] and links[2].startswith("pipe:[") else None
+    ok(tty_nr(pid) == 0, f"{what}: the HTTP process has no controlling terminal "
+       f"(tty_nr {tty_nr(pid)})")
+    ok(links[0] == "/dev/null" and pipe and links[1] == pipe,
+       f"{what}: its standard input is /dev/null, its output and error a pipe ({links})")
+    ok(relay is not None and proc_status(relay).get("Uid") == ["0"] * 4
+       and pipe in [fd_link(relay, x) for x in os.listdir(f"/proc/{relay}/fd")],
+       f"{what}: the other end of that pipe is its child the relay, jobcg-http-log, root "
+       f"({children(pid)}, {[comm(k) for k in children(pid)]})")
+    ok(comm(pid) == "jobcg-metrics", f"{what}: the HTTP process is named jobcg-metrics "
+       f"({comm(pid)})")
+    return relay
+
+
 def separated(pid, what, user="nobody"):
     """The HTTP-serving process @pid runs as @user (every uid and gid, no supplementary group,
-    no capability, no new privileges); its one child, the collector, is root. The collector's
-    pid, or None."""
+    no capability, no new privileges); its children, the collector and the relay, are root, and
+    it holds no descriptor of the terminal or log of whoever started it. The collector's pid,
+    or None."""
     pw = pwd.getpwnam(user)
     st = proc_status(pid)
     uid, gid = str(pw.pw_uid), str(pw.pw_gid)
@@ -302,9 +360,11 @@ def separated(pid, what, user="nobody"):
        f"file system uid {st.get('Uid')}, gid {st.get('Gid')}, groups {st.get('Groups')}, "
        f"NoNewPrivs {st.get('NoNewPrivs')}, CapEff {st.get('CapEff')}")
     kids = children(pid)
-    ok(len(kids) == 1 and proc_status(kids[0]).get("Uid") == ["0"] * 4,
-       f"{what}: its one child, the collector, is root ({kids})")
-    return kids[0] if len(kids) == 1 else None
+    coll = collector_of(pid)
+    ok(len(kids) == 2 and coll is not None and proc_status(coll).get("Uid") == ["0"] * 4,
+       f"{what}: its children are the collector, root, and the relay ({kids})")
+    detached(pid, what)
+    return coll
 
 
 def channels(pid):
@@ -346,7 +406,7 @@ def garbage(pid, collector, dlog, up):
         c.close()
     ok(len(chans) == 4, f"the HTTP process holds 4 channels to the collector ({len(chans)})")
     time.sleep(0.5)
-    ok(collector is not None and not gone(collector) and children(pid) == [collector],
+    ok(collector is not None and not gone(collector) and collector_of(pid) == collector,
        "the collector survives garbage on its channels")
     ok(all(up() for _ in range(8)), "and scrapes are still answered")
     text = pytap.wait_file(dlog.name, lambda t: "that are not a request" in t)
@@ -370,7 +430,7 @@ def slow_reader(e):
         except OSError:
             return False
     ok(wait_for(up, 20), "a server for the slow reader serves")
-    kids = children(p.pid)
+    kids = [k for k in [collector_of(p.pid)] if k]
     coll = channels(kids[0]) if len(kids) == 1 else []
     http = channels(p.pid)
     # The collector's ends with the smallest send buffer, so that answers fill it at once.
@@ -395,11 +455,158 @@ def slow_reader(e):
         rc = p.wait(timeout=10)
     except subprocess.TimeoutExpired:
         rc = None
-    log.seek(0)
-    text = log.read()
+    # Through the relay, which copies the HTTP process's last lines after its end.
+    text = pytap.wait_file(log.name, lambda x: "failed: stopping" in x, 5)
     ok(rc == 1 and "the channel to the collector" in text and "failed: stopping" in text,
        f"the HTTP process finds that channel broken and exits 1 (rc {rc})")
     ok(kids and wait_for(lambda: gone(kids[0]), 5), "and its collector ends")
+
+
+def forged(pid):
+    """What a compromised HTTP process @pid could write on its standard error (taken here with
+    pidfd_getfd, then written as its user): a line with escape sequences, one too long, many
+    at once. It does not block."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pfd = os.pidfd_open(pid)
+    fd = libc.syscall(438, pfd, 2, 0)  # pidfd_getfd
+    os.close(pfd)
+    ok(fd >= 0 and os.get_blocking(fd) is False,
+       f"the HTTP process's standard error does not block its writer ({fd})")
+    if fd < 0:
+        return
+    data = b"\x1b]0;owned\x07forged line\r\n" + b"A" * 2000 + b"\n" + b"x\n" * 2000
+    try:
+        os.write(fd, data)
+    except OSError as err:
+        diag(f"writing to the HTTP process's standard error: {err}")
+    os.close(fd)
+
+
+def users(e, port):
+    """--user (and the daemon's --metrics-user) that would give the HTTP side a group it should
+    not have: a number without a passwd entry (its group is whatever group has that number:
+    kmem, sudo...) and a user whose primary group is root's."""
+    uid = next(u for u in range(4711, 60000) if not has_uid(u))
+    r = e.run("metrics", "--listen", f"127.0.0.1:{port}", "--user", str(uid))
+    ok(r.returncode == 1 and f"--user {uid}: no passwd entry has uid {uid}" in r.stderr
+       and "metrics on http" not in r.stderr,
+       f"--user with a uid no passwd entry has is refused ({r.returncode}, "
+       f"{r.stderr.strip()})")
+    r = e.run("daemon", "--socket", os.path.join(e.tmp, "u.sock"), "--metrics-listen",
+              f"127.0.0.1:{port}", "--metrics-user", str(uid))
+    ok(r.returncode == 1 and f"--metrics-user {uid}: no passwd entry" in r.stderr,
+       f"so is daemon --metrics-user ({r.returncode}, {r.stderr.strip()})")
+    getent = os.path.join(e.tmp, "getent-gid0")
+    with open(getent, "w") as f:
+        f.write("#!/bin/sh\n[ \"$1 $2\" = \"passwd jcg-gid0\" ] || exec /usr/bin/getent \"$@\"\n"
+                "echo 'jcg-gid0:x:4712:0::/:/bin/sh'\n")
+    os.chmod(getent, 0o755)
+    r = subprocess.run([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}", "--user",
+                        "jcg-gid0"], env=dict(e.env, JOBCG_TEST_GETENT=getent),
+                       capture_output=True, text=True, timeout=60)
+    ok(r.returncode == 1 and "has root's group (gid 0) as its primary group" in r.stderr
+       and "metrics on http" not in r.stderr,
+       f"a user whose primary group is root's is refused ({r.returncode}, "
+       f"{r.stderr.strip()})")
+
+
+def has_uid(u):
+    try:
+        pwd.getpwuid(u)
+        return True
+    except KeyError:
+        return False
+
+
+def under_terminal(e):
+    """Started from a root shell on a terminal, as a shell starts a command (its own process
+    group, in the foreground: setsid() would fail there), the HTTP process gives up the
+    terminal: no controlling terminal (on which TIOCSTI would type into root's shell), none of
+    its descriptors; its messages reach the terminal through the relay, sanitised; Ctrl-C still
+    stops it."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    argv = [e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}"]
+    pid, master = pty.fork()
+    if pid == 0:
+        try:
+            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+            k = os.fork()
+            if k == 0:
+                os.setpgid(0, 0)
+                os.tcsetpgrp(0, os.getpgrp())
+                signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+                os.execve(e.jobcg, argv, e.env)
+            os.setpgid(k, k)
+            st = os.waitpid(k, 0)[1]
+            os._exit(os.WEXITSTATUS(st) if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
+        except BaseException:
+            os._exit(127)
+    out = bytearray()
+
+    def drain():
+        while True:
+            try:
+                b = os.read(master, 65536)
+            except OSError:
+                return
+            if not b:
+                return
+            out.extend(b)
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    status = [None]
+    http = None
+
+    def reaped():
+        if status[0] is None:
+            w, st = os.waitpid(pid, os.WNOHANG)
+            if w == pid:
+                status[0] = os.waitstatus_to_exitcode(st)
+        return status[0] is not None
+
+    def up():
+        try:
+            return http_get(url, 5)[0] == 200
+        except OSError:
+            return False
+    try:
+        ok(wait_for(up, 20), "started on a terminal, it serves")
+        shell = children(pid)
+        http = shell[0] if len(shell) == 1 else None
+        ok(http is not None and tty_nr(pid) not in (0, None),
+           f"the process that started it has the terminal ({tty_nr(pid)})")
+        if http is None:
+            return
+        pts = os.readlink(f"/proc/{pid}/fd/0")
+        separated(http, "started on a terminal")
+        links = [fd_link(http, fd) for fd in os.listdir(f"/proc/{http}/fd")]
+        ok(pts.startswith("/dev/pts/") and pts not in links
+           and not any(x and x.startswith(("/dev/pts", "/dev/tty")) for x in links),
+           f"the HTTP process holds no descriptor of the terminal {pts} ({links})")
+        coll, relay = collector_of(http), relay_of(http)
+        ok(tty_nr(coll) == 0 and tty_nr(relay) == 0,
+           "nor do its collector and relay keep it as their controlling terminal")
+        forged(http)
+        tag = f"jobcg: metrics: http[{http}]: "
+        ok(wait_for(lambda: f"{tag}?]0;owned?forged line?".encode() in out, 5)
+           and b"\x1b]0;owned" not in out,
+           f"what it writes reaches the terminal through the relay, sanitised "
+           f"({bytes(out[:200])!r})")
+        os.write(master, b"\x03")
+        ok(wait_for(lambda: reaped(), 20) and status[0] == 0,
+           f"Ctrl-C on the terminal stops it (exit status {status[0]})")
+        ok(wait_for(lambda: gone(coll) and gone(relay), 5), "its collector and relay too")
+    finally:
+        if not reaped():
+            for x in (http, pid):
+                if x:
+                    try:
+                        os.kill(x, 9)
+                    except OSError:
+                        pass
+            os.waitpid(pid, 0)
+        os.close(master)
 
 
 def standalone(e):
@@ -418,9 +625,25 @@ def standalone(e):
             return False
     ok(wait_for(up, 20), "jobcg metrics --listen serves GET /metrics")
     collector = separated(p.pid, "metrics --listen")
+    relay = relay_of(p.pid)
+    before = len(log_text(log))
+    forged(p.pid)
     p.terminate()
     ok(p.wait(timeout=30) == 0, f"SIGTERM ends it (rc {p.returncode})")
     ok(collector is None or wait_for(lambda: gone(collector), 5), "and its collector")
+    text = pytap.wait_file(log.name, lambda t: "more lines left out" in t)
+    new = text[before:]
+    tag = f"jobcg: metrics: http[{p.pid}]: "
+    ok(f"{tag}?]0;owned?forged line?" in new and "\x1b" not in new and "\x07" not in new
+       and "\r" not in new, f"a line the HTTP process writes reaches the log prefixed, its "
+       f"control characters replaced ({new[:300]!r})")
+    ok(f"{tag}{'A' * 512} [cut]\n" in new, "a long line is cut at 512 bytes")
+    copied = new.count(f"{tag}x\n")
+    ok(copied <= 60 and re.search(r"\((\d+) more lines left out\)", new)
+       and copied + int(re.search(r"\((\d+) more lines left out\)", new)[1]) == 2000,
+       f"2000 lines at once: {copied} copied, the rest counted as left out")
+    ok(len(new) < 60 * 600, f"the log grew {len(new)} bytes for them")
+    ok(relay is not None and wait_for(lambda: gone(relay), 5), "and the relay ends")
     p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}", "--user", "root"], log,
                 env=e.env)
     ok(wait_for(up, 20), "--user root: it serves")
@@ -434,24 +657,29 @@ def standalone(e):
     p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}"], log, env=e.env,
                 preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
     ok(wait_for(up, 20), "started with SIGCHLD ignored, it serves")
-    kids = children(p.pid)
+    kids = [k for k in [collector_of(p.pid)] if k]
     if kids:
         os.kill(kids[0], 9)
     try:
         rc = p.wait(timeout=10)
     except subprocess.TimeoutExpired:
         rc = None
-    log.seek(0)
+    text = pytap.wait_file(log.name, lambda x: "was killed by signal 9" in x, 5)
     ok(len(kids) == 1 and rc == 1
-       and f"the collector (pid {kids[0]}) was killed by signal 9" in log.read(),
+       and f"http[{p.pid}]: jobcg: metrics: the collector (pid {kids[0]}) was killed by "
+       f"signal 9" in text,
        f"its collector killed, the HTTP process logs it and exits 1 ({kids}, rc {rc})")
     r = e.run("metrics", "--listen", f"127.0.0.1:{port}", "--user", "no-such-user-jcg")
-    ok(r.returncode == 1 and "no user 'no-such-user-jcg'" in r.stderr,
-       f"a --user that does not exist is refused ({r.returncode}, {r.stderr.strip()})")
+    ok(r.returncode == 1 and "no user 'no-such-user-jcg'" in r.stderr
+       and "metrics on http" not in r.stderr,
+       f"a --user that does not exist is refused, before anything is said to be served "
+       f"({r.returncode}, {r.stderr.strip()})")
+    users(e, port)
     r = e.run("metrics", "--user", "nobody")
     ok(r.returncode == 2 and "--user goes with --listen" in r.stderr,
        f"--user without --listen is a usage error ({r.stderr.strip()})")
     slow_reader(e)
+    under_terminal(e)
 
 
 def log_text(dlog):
@@ -482,7 +710,7 @@ def killed_server(daemon, dlog, port, up):
     ok(len(first) == 1, f"one metrics server started, its pid logged ({first})")
     if len(first) != 1:
         return
-    old_collector = children(first[0])
+    old_collector = [k for k in [collector_of(first[0])] if k]
     os.kill(first[0], 9)
     text = pytap.wait_file(dlog.name, lambda t: len(server_pids(dlog)) > 1)
     ok(f"the metrics server (pid {first[0]}) was killed by signal 9" in text
