@@ -535,9 +535,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 /*
  * Privilege separation. Reading the node needs root (the owners' trusted.* attributes, the
  * BPF programs, the state directory); talking HTTP to whoever connects does not, and a flaw in
- * libmicrohttpd or in the handler must not be a root compromise. So the server is two
- * processes: the HTTP process, which drops to an ordinary user before it loads libmicrohttpd,
- * and its child the collector, which stays root and does nothing but answer COLLECT_REQUEST
+ * libmicrohttpd or in the handler must not be a root compromise. So the server is the HTTP
+ * process, which gives up the terminal and drops to an ordinary user before it loads
+ * libmicrohttpd, its child the relay (below), which copies its messages to the log, and its
+ * child the collector, which stays root and does nothing but answer COLLECT_REQUEST
  * on its channels with a reading. It reads nothing else from the HTTP side: a byte that is
  * not a request is ignored, an answer the HTTP side has not taken whole within
  * COLLECT_SEND_TIMEOUT_SEC is given up with its channel, and nothing it allocates depends on
