@@ -1164,10 +1164,10 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user)
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != http)
 			_exit(1);
 		(void)prctl(PR_SET_NAME, "jobcg-collector");
-		close(fd);
-		close(logw);
-		for (size_t i = 0; i < HTTP_THREADS; i++)
-			close(s.chan[i]);
+		/* Its channels only: not the listening socket, the HTTP side's ends or the relay's
+		 * pipe, nor what whoever started the server left open (a pipe kept open by a
+		 * process that outlives it would hold a reader of that pipe). */
+		close_fds_but(3, coll, HTTP_THREADS);
 		_exit(collector_run(g, coll, http));
 	}
 	for (size_t i = 0; i < HTTP_THREADS; i++)

@@ -363,6 +363,10 @@ def separated(pid, what, user="nobody"):
     coll = collector_of(pid)
     ok(len(kids) == 2 and coll is not None and proc_status(coll).get("Uid") == ["0"] * 4,
        f"{what}: its children are the collector, root, and the relay ({kids})")
+    extra = [] if coll is None else [
+        fd_link(coll, x) for x in os.listdir(f"/proc/{coll}/fd") if int(x) > 2]
+    ok(coll is not None and len(extra) == 4 and all(x.startswith("socket:[") for x in extra),
+       f"{what}: the collector holds its 4 channels and nothing else ({extra})")
     detached(pid, what)
     return coll
 
@@ -621,7 +625,12 @@ def standalone(e):
     port = free_port()
     url = f"http://127.0.0.1:{port}/metrics"
     log = open(os.path.join(e.tmp, "listen.log"), "w+")
-    p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}"], log, env=e.env)
+    # A pipe its starter left open: no process of the server may keep it (a reader of it, a
+    # shell's $(...) for one, would wait for the server's end).
+    leak_r, leak_w = os.pipe()
+    p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}"], log, env=e.env,
+                pass_fds=(leak_w,))
+    os.close(leak_w)
 
     def up():
         try:
@@ -631,6 +640,13 @@ def standalone(e):
             return False
     ok(wait_for(up, 20), "jobcg metrics --listen serves GET /metrics")
     collector = separated(p.pid, "metrics --listen")
+    os.set_blocking(leak_r, False)
+    try:
+        leaked = os.read(leak_r, 1) != b""
+    except BlockingIOError:
+        leaked = True
+    os.close(leak_r)
+    ok(not leaked, "no process of the server keeps a pipe its starter left open")
     relay = relay_of(p.pid)
     before = len(log_text(log))
     forged(p.pid)
