@@ -216,34 +216,24 @@ int acctlog_write(const char *path, const struct jobcg_acct_record *r, unsigned 
  * the log, in a directory the caller checked (writable by root or us alone), and refused when
  * anyone else could open it; so only writers hold it, each for one append (and its fsync), and
  * it is waited for without a bound, as the log was. The lock is the name, not the inode: one
- * removed by hand while held is opened again (context.c's node lock does the same).
+ * removed by hand while held is opened again (lock_file_take(), as for the node lock).
  */
+static int writer_wait(int fd, void *path)
+{
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return error_set(negative_errno(), "cannot lock %s: %s", (const char *)path,
+					 strerror(errno));
+	return 0;
+}
+
 static int writer_lock(const char *log, int *ret_fd)
 {
 	_cleanup_free_ char *path = strdup_printf("%s.lock", log);
 
 	if (!path)
 		return -ENOMEM;
-	for (;;) {
-		_cleanup_close_ int fd = -1;
-		int r = lock_file_open_at(AT_FDCWD, path, path, &fd);
-
-		if (r < 0)
-			return r;
-		while (flock(fd, LOCK_EX) < 0)
-			if (errno != EINTR)
-				return error_set(negative_errno(), "cannot lock %s: %s", path,
-						 strerror(errno));
-		r = fd_names_path(fd, path);
-		if (r < 0)
-			return error_set(r, "cannot stat %s: %s", path, strerror(-r));
-		if (r > 0) {
-			*ret_fd = TAKE_FD(fd);
-			return 0;
-		}
-		log_debug("lock file %s was removed or replaced while waiting; opening it again",
-			  path);
-	}
+	return lock_file_take(path, writer_wait, path, ret_fd);
 }
 
 int acctlog_write_line(const char *path, const char *line, size_t len, unsigned flags,

@@ -966,6 +966,27 @@ int lock_file_open_at(int dirfd, const char *path, const char *shown, int *ret_f
 	return 0;
 }
 
+int lock_file_take(const char *path, int (*wait)(int fd, void *userdata), void *userdata,
+		   int *ret_fd)
+{
+	for (;;) {
+		_cleanup_close_ int fd = -1;
+		int r = lock_file_open_at(AT_FDCWD, path, path, &fd);
+
+		if (r < 0 || (r = wait(fd, userdata)) < 0)
+			return r;
+		r = fd_names_path(fd, path);
+		if (r < 0)
+			return error_set(r, "cannot stat the lock file %s: %s", path, strerror(-r));
+		if (r > 0) {
+			*ret_fd = TAKE_FD(fd);
+			return 0;
+		}
+		log_debug("lock file %s was removed or replaced while waiting; opening it again",
+			  path);
+	}
+}
+
 char *pid_describe(int pid)
 {
 	_cleanup_free_ char *c = NULL, *path = strdup_printf("/proc/%d/cmdline", pid);

@@ -228,6 +228,16 @@ int fd_names_path_at(int fd, int dirfd, const char *path);
  * error record.
  */
 int lock_file_open_at(int dirfd, const char *path, const char *shown, int *ret_fd);
+/*
+ * Take the lock file @path (lock_file_open_at()), locked by @wait(fd, @userdata) (0, or -errno
+ * with its error record set). The flock is on an inode, the lock is the name: a holder that
+ * unlinks the file (`jobcg teardown`) lets a waiter be granted an inode nobody will open
+ * again while a newcomer locks a new file, and two holders would each hand out the same GPU.
+ * So once locked, @path must still name the inode held, else it is opened again. The locked
+ * descriptor in *ret_fd.
+ */
+int lock_file_take(const char *path, int (*wait)(int fd, void *userdata), void *userdata,
+		   int *ret_fd);
 /* "pid N (its command line)", control characters made '?', for an error message ("pid N" when
  * its command line cannot be read); NULL on ENOMEM. */
 char *pid_describe(int pid);

@@ -146,8 +146,9 @@ JOBCG_EXPORT const char *jobcg_ctx_backend(const struct jobcg_ctx *ctx)
  * NodeLockTimeout means a stuck holder or a long teardown: fail, naming it, rather than queue
  * every launch and login behind it (flock_wait()).
  */
-static int lock_wait(struct jobcg_ctx *ctx, int fd)
+static int lock_wait(int fd, void *userdata)
 {
+	struct jobcg_ctx *ctx = userdata;
 	unsigned timeout_ms = ctx->conf->cgroup.node_lock_timeout_ms;
 	int r = flock_wait(fd, LOCK_EX, timeout_ms);
 
@@ -201,34 +202,10 @@ JOBCG_EXPORT int jobcg_ctx_lock(struct jobcg_ctx *ctx)
 	r = ctx_state_dir_ready(ctx);
 	if (r < 0)
 		return r;
-	/*
-	 * The flock is on an inode, the lock is the name: `jobcg teardown` unlinks the file while
-	 * holding it, so a waiter that opened it before may be granted a lock on an inode nobody
-	 * else will ever open, while a newcomer creates and locks a new file. Two holders would
-	 * hand one GPU to two jobs. Hence the usual lock-file check: once locked, the path must
-	 * still name the inode we hold, else open it again.
-	 */
-	for (;;) {
-		r = lock_file_open_at(AT_FDCWD, ctx->lock_path, ctx->lock_path, &fd);
-		if (r < 0)
-			return r;
-		r = lock_wait(ctx, fd);
-		if (r < 0) {
-			close(fd);
-			return r;
-		}
-		r = fd_names_path(fd, ctx->lock_path);
-		if (r < 0) {
-			close(fd);
-			return error_set(r, "cannot stat lock file %s: %s", ctx->lock_path,
-					 strerror(-r));
-		}
-		if (r > 0)
-			break;
-		close(fd);
-		log_debug("lock file %s was removed or replaced while waiting; opening it again",
-			  ctx->lock_path);
-	}
+	/* Taken again where `jobcg teardown` unlinked the file meanwhile (lock_file_take()). */
+	r = lock_file_take(ctx->lock_path, lock_wait, ctx, &fd);
+	if (r < 0)
+		return r;
 	ctx->lock_fd = fd;
 	ctx->lock_depth = 1;
 	ctx->lock_pid = getpid();
