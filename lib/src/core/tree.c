@@ -448,10 +448,10 @@ int tree_signal(const char *dir, int sig)
 static void kill_listed(const char *dir)
 {
 	uint64_t was = 1;
+	/* (no cgroup.freeze either, before 5.2: the rounds alone) */
 	bool froze = cgfs_read_u64(dir, "cgroup.freeze", &was) == 0 && was == 0 &&
 		     cgfs_freeze(dir, true) == 0;
 
-	jobcg_error_clear(); /* no cgroup.freeze either (before 5.2): rounds alone */
 	for (int round = 0; round < 8; round++) {
 		_cleanup_free_ pid_t *pids = NULL;
 		size_t n = 0;
@@ -467,10 +467,9 @@ static void kill_listed(const char *dir)
 		for (size_t i = 0; i < n; i++)
 			(void)kill(pids[i], SIGKILL);
 	}
-	jobcg_error_clear();
 	if (froze)
 		(void)cgfs_freeze(dir, false);
-	jobcg_error_clear();
+	jobcg_error_clear(); /* what failed here is seen in the wait for "populated 0" */
 }
 
 int tree_kill(const char *dir, unsigned timeout_ms)
@@ -490,10 +489,9 @@ int tree_kill(const char *dir, unsigned timeout_ms)
 	r = cgfs_kill(dir);
 	if (r == -ENOENT || r == -ENODEV)
 		return 0;
-	if (r == -EOPNOTSUPP) {
-		jobcg_error_clear();
+	if (r == -EOPNOTSUPP)
 		kill_listed(dir);
-	} else if (r < 0)
+	else if (r < 0)
 		return r;
 	return cgfs_wait_events(dir, "populated", 0, timeout_ms);
 }
