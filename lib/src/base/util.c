@@ -339,6 +339,12 @@ void sleep_ms(unsigned ms)
 		;
 }
 
+void sleep_backoff(unsigned *pause_ms)
+{
+	sleep_ms(*pause_ms);
+	*pause_ms = *pause_ms < 25 ? *pause_ms * 2 : 50;
+}
+
 uint64_t realtime_usec(void)
 {
 	return clock_usec(CLOCK_REALTIME);
@@ -1046,7 +1052,6 @@ int flock_wait(int fd, int op, unsigned timeout_ms)
 			return negative_errno();
 		if (now_usec() >= deadline)
 			return -ETIMEDOUT;
-		sleep_ms(pause_ms);
-		pause_ms = pause_ms < 25 ? pause_ms * 2 : 50;
+		sleep_backoff(&pause_ms);
 	}
 }

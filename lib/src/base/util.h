@@ -137,6 +137,9 @@ char *strdup_vprintf(const char *fmt, va_list ap) __attribute__((format(printf, 
 uint64_t now_usec(void);
 /* Sleep @ms milliseconds, through signal interruptions. */
 void sleep_ms(unsigned ms);
+/* One pause of a poll (a lock tried without blocking): *@pause_ms, which starts at 1, then
+ * doubles up to 50 ms for the next. */
+void sleep_backoff(unsigned *pause_ms);
 /* Wall-clock time (CLOCK_REALTIME) in microseconds: the accounting record's start and end. */
 uint64_t realtime_usec(void);
 

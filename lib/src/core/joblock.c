@@ -89,8 +89,7 @@ static int intent_wait(int fd, uint64_t deadline, char **ret_holder)
 				*ret_holder = pid_describe(pid);
 			return -ETIMEDOUT;
 		}
-		sleep_ms(pause_ms);
-		pause_ms = pause_ms < 25 ? pause_ms * 2 : 50;
+		sleep_backoff(&pause_ms);
 	}
 }
 
@@ -168,8 +167,7 @@ static int lock_wait_turn(int fd, unsigned timeout_ms)
 		if (!unsupported)
 			intent_mark(fd, me, &marked, &unsupported);
 		test_pause("job-lock-turn-marked");
-		sleep_ms(pause_ms);
-		pause_ms = pause_ms < 25 ? pause_ms * 2 : 50;
+		sleep_backoff(&pause_ms);
 	}
 	if (marked)
 		intent_clear(fd, me);
