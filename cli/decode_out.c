@@ -200,6 +200,7 @@ struct json_object *decode_out_json(const struct jobcg_decoded *d)
 
 #include "jobcg/config.h"
 #include "jobcg/inspect.h"
+#include "sysinfo_internal.h"
 
 static bool is_id(const char *s, size_t l)
 {
@@ -229,8 +230,9 @@ int resolve_cgroup_arg(const char *arg, char *buf, size_t size)
 		return r;
 	if (!root || !*root)
 		root = "system.slice/jobcg.scope";
-	while (*root == '/')
-		root++;
+	r = discover_root_strip(mount, root, &root);
+	if (r < 0)
+		return r;
 	if (!strchr(arg, '/') && is_id(arg, dot ? (size_t)(dot - arg) : strlen(arg)) &&
 	    (!dot || is_id(dot + 1, strlen(dot + 1)))) {
 		char top[PATH_MAX];

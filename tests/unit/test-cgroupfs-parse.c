@@ -175,24 +175,49 @@ int main(void)
 
 	conf.cgroup.slice = "system.slice";
 	conf.cgroup.scope_name = "jobcg.scope";
-	is_int(discover_root_rel(&conf, &s), 0, "default root");
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup/unified", &s), 0, "default root");
 	is_str(s, "system.slice/jobcg.scope", "default root is <slice>/<scope>");
 	free(s);
 	conf.cgroup.slice = "-.slice";
-	is_int(discover_root_rel(&conf, &s), 0, "root slice");
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup/unified", &s), 0, "root slice");
 	is_str(s, "jobcg.scope", "the root slice -.slice is the root cgroup");
 	free(s);
 	conf.cgroup.slice = "hpc-jobs.slice";
-	is_int(discover_root_rel(&conf, &s), 0, "nested slice");
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup/unified", &s), 0, "nested slice");
 	is_str(s, "hpc.slice/hpc-jobs.slice/jobcg.scope", "a-b.slice lives in a.slice");
 	free(s);
 	conf.cgroup.slice = "system.slice";
 	conf.cgroup.tree_root = "/test/sub/";
-	is_int(discover_root_rel(&conf, &s), 0, "configured root");
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup/unified", &s), 0, "configured root");
 	is_str(s, "test/sub", "leading and trailing slashes dropped");
 	free(s);
 	conf.cgroup.tree_root = "a/../b";
-	is_int(discover_root_rel(&conf, &s), -EINVAL, "'..' refused");
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup/unified", &s), -EINVAL, "'..' refused");
+	/* A file name below the mount is the cgroup path after it; one that starts as the mount
+	 * does but is elsewhere would make "sys/fs/..." cgroups below the mount. */
+	conf.cgroup.tree_root = "/sys/fs/cgroup/unified/jobcg-x/";
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup/unified", &s), 0, "file name below mount");
+	is_str(s, "jobcg-x", "the mount is dropped from a file name below it");
+	free(s);
+	conf.cgroup.tree_root = "/sys/fs/cgroup/unified";
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup/unified", &s), -EINVAL,
+	       "the mount itself refused");
+	conf.cgroup.tree_root = "/sys/fs/cgroup/unifiedx/a";
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup/unified", &s), -EINVAL,
+	       "a file name beside the mount refused");
+	conf.cgroup.tree_root = "/sys/fs/cgroup/jobcg";
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup/unified", &s), -EINVAL,
+	       "a file name above the mount refused");
+	conf.cgroup.tree_root = "/sys";
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup", &s), -EINVAL, "/sys refused");
+	conf.cgroup.tree_root = "/system.slice/jobcg.scope";
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup", &s), 0, "cgroup notation");
+	is_str(s, "system.slice/jobcg.scope", "cgroup notation kept");
+	free(s);
+	conf.cgroup.tree_root = "/sys/fs/cgroup/x";
+	is_int(discover_root_rel(&conf, "/sys/fs/cgroup", &s), 0, "unified mount");
+	is_str(s, "x", "the unified mount dropped");
+	free(s);
 	ok(discover_kernel_at_least("6.18.44-fc", 5, 19), "6.18 >= 5.19");
 	ok(!discover_kernel_at_least("5.4.0", 5, 14), "5.4 < 5.14");
 	ok(discover_kernel_at_least("5.14", 5, 14), "5.14 >= 5.14");

@@ -382,7 +382,7 @@ static void test_cgroup_good(void)
 		e = jobcg_config_entry(c, "AccountingSync");
 		ok(e && e->value && streq(e->value, "step") && e->origin.line == 9,
 		   "AccountingSync shown as step, from line 9");
-		is_str(c->cgroup.tree_root, "jobcg.slice/nodes", "JobcgRoot normalised");
+		is_str(c->cgroup.tree_root, "/jobcg.slice/nodes", "JobcgRoot normalised");
 		ok(strv_length(c->cgroup.enable_extra_controllers) == 2,
 		   "EnableExtraControllers list");
 		is_str(c->cgroup.state_dir, "/var/lib/x#y", "escaped '#'");

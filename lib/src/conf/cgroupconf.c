@@ -102,20 +102,24 @@ static int check_root(const char *v, char **ret, const char **why)
 	char *p;
 	size_t n;
 
+	bool abs = *v == '/';
+
+	/* One leading '/' is kept: discovery tells a file name below the cgroup v2 mount
+	 * ("/sys/fs/cgroup/unified/x") from cgroup notation ("/x") once the mount is known. */
 	while (*v == '/')
 		v++;
-	s = strdup(v);
+	s = strdup_printf("%s%s", abs ? "/" : "", v);
 	if (!s)
 		return -ENOMEM;
 	n = strlen(s);
-	while (n > 0 && s[n - 1] == '/')
+	while (n > (size_t)abs && s[n - 1] == '/')
 		s[--n] = '\0';
-	if (n == 0) {
+	if (n == (size_t)abs) {
 		*why = "expected a cgroup path below the cgroup v2 mount, such as "
 		       "system.slice/jobcg.scope";
 		return -EINVAL;
 	}
-	for (p = s; p;) {
+	for (p = s + abs; p;) {
 		char *slash = strchr(p, '/');
 		size_t len = slash ? (size_t)(slash - p) : strlen(p);
 

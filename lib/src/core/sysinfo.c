@@ -187,15 +187,46 @@ unsigned discover_v1_controllers(const char *mounts)
 	return s.v1;
 }
 
-int discover_root_rel(const struct jobcg_config *conf, char **ret)
+int discover_root_strip(const char *mount, const char *root, const char **ret)
+{
+	size_t ml = mount ? strlen(mount) : 0, first;
+
+	if (root[0] == '/' && ml > 1) {
+		if (strncmp(root, mount, ml) == 0 && (root[ml] == '/' || !root[ml])) {
+			root += ml;
+		} else {
+			/* "/sys/fs/cgroup/x" on a host whose mount is /sys/fs/cgroup/unified: a
+			 * file name, not a cgroup path. Taken as relative it would make
+			 * "sys/fs/cgroup/x" below the mount. "/system.slice/x" (cgroup notation)
+			 * does not start so. */
+			first = strcspn(mount + 1, "/");
+			if (strncmp(root + 1, mount + 1, first) == 0 &&
+			    (root[1 + first] == '/' || !root[1 + first]))
+				return error_set(
+				    -EINVAL,
+				    "invalid jobcg tree root '%s' (JobcgRoot=/JOBCG_ROOT): "
+				    "a file name outside the cgroup v2 mount %s; give the "
+				    "cgroup path relative to the mount",
+				    root, mount);
+		}
+	}
+	while (*root == '/')
+		root++;
+	*ret = root;
+	return 0;
+}
+
+int discover_root_rel(const struct jobcg_config *conf, const char *mount, char **ret)
 {
 	const struct jobcg_cgroup_conf *c = &conf->cgroup;
 	const char *root = c->tree_root;
 	char *s;
 
 	if (root && *root) {
-		while (*root == '/')
-			root++;
+		int r = discover_root_strip(mount, root, &root);
+
+		if (r < 0)
+			return r;
 		s = strip_slashes(root);
 	} else {
 		/* Where systemd puts the scope: nested slices ("a-b.slice" is in "a.slice"), and
@@ -556,7 +587,7 @@ static int probe_core(const struct jobcg_config *conf, bool full, struct jobcg_s
 		s->v1_bound = discover_v1_controllers(mounts);
 		p->favordynmods = mount_option(mounts, s->mount, "favordynmods");
 	}
-	r = discover_root_rel(conf, &s->root_rel);
+	r = discover_root_rel(conf, s->mount, &s->root_rel);
 	if (r < 0)
 		goto fail;
 	s->root = cgfs_path(s->mount, s->root_rel);

@@ -16,8 +16,15 @@ unsigned discover_v1_controllers(const char *mounts);
 /* Controllers bound to a cgroup v1 hierarchy according to /proc/cgroups text (hierarchy id not
  * 0). */
 unsigned discover_v1_from_proc_cgroups(const char *text);
-/* Tree root relative to the mount: JobcgRoot (leading '/' removed) or <slice>/<scope>. */
-int discover_root_rel(const struct jobcg_config *conf, char **ret);
+/*
+ * A JobcgRoot/JOBCG_ROOT as a path relative to the cgroup v2 @mount: a file name below the mount
+ * ("/sys/fs/cgroup/unified/x") loses the mount, leading '/'s go ("/x", cgroup notation). A file
+ * name that starts as the mount does but is outside it is refused (-EINVAL). @ret points
+ * into @root.
+ */
+int discover_root_strip(const char *mount, const char *root, const char **ret);
+/* Tree root relative to @mount: JobcgRoot (see discover_root_strip()) or <slice>/<scope>. */
+int discover_root_rel(const struct jobcg_config *conf, const char *mount, char **ret);
 /* "major.minor" of a kernel release at least @maj.@min. */
 bool discover_kernel_at_least(const char *release, unsigned maj, unsigned min);
 /* "memory controller is bound to cgroup v1: memory limits (memory.max) cannot be enforced". */
