@@ -900,6 +900,44 @@ static void freeze_turn(const char *root, const char *tmp)
 		kill(a, SIGKILL), waitpid(a, &st, 0);
 }
 
+/* A release while a launch is on its way to its clone3 (past its checks, holding the job's lock)
+ * waits for its task to be there, kills it and removes the job. Without the wait it removed
+ * the job under the launch, or failed with the job busy when the clone3 came in between. */
+static void release_during_launch(const char *root, const char *tmp)
+{
+	char pa[PATH_MAX];
+	char *args[] = {"run", "--job", "13", "--", "sleep", "1000", NULL};
+	char *rel[] = {"release", "13", NULL};
+	pid_t a, r;
+	int st = 0, st2 = 0;
+	bool done;
+
+	is_int(kcli(NULL, "alloc", "13", NULL), 0, "alloc 13");
+	snprintf(pa, sizeof(pa), "%s/pause-release", tmp);
+	mkdir(pa, 0700);
+	a = kcli_start_paused(pa, "spawn-before-clone", args, NULL);
+	ok(kcli_wait_file(pa, "spawn-before-clone.reached", 20000),
+	   "run 13 stopped between its checks and its clone, holding the job's lock");
+	r = kcli_start(rel, NULL, NULL);
+	done = exited_within(r, 700, &st);
+	ok(!done, "release 13 waits for the launch under way (exit %d)", done ? exit_code(st) : -1);
+	kcli_pause_go(pa, "spawn-before-clone");
+	if (!done)
+		done = exited_within(r, 20000, &st);
+	ok(done && exit_code(st) == 0, "  then releases the job (exit %d)", exit_code(st));
+	if (!done)
+		kill(r, SIGKILL), waitpid(r, &st, 0);
+	done = exited_within(a, 10000, &st2);
+	ok(done && exit_code(st2) == 128 + SIGKILL,
+	   "  the launch's task was started and killed: its run exits 137 (exit %d)",
+	   done ? exit_code(st2) : -1);
+	if (!done)
+		kill(a, SIGKILL), waitpid(a, &st2, 0);
+	ok(!kcli_exists("%s/job_13", root), "  job 13 is gone");
+	if (kcli_exists("%s/job_13", root))
+		(void)kcli(NULL, "release", "13", NULL);
+}
+
 int main(int argc, char **argv)
 {
 	const char *root;
@@ -1004,6 +1042,7 @@ int main(int argc, char **argv)
 	thaw_below_frozen(root);
 	kill_comets(root, self);
 	freeze_turn(root, tmp);
+	release_during_launch(root, tmp);
 	if (lock_file)
 		lock_files(root, tmp);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");

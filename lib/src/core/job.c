@@ -775,6 +775,9 @@ static int kill_outside_lock(struct jobcg_ctx *ctx, const char *dir)
 	return tree_kill(dir, 0);
 }
 
+/* How long a removal waits for a launch under way in its job to have started its tasks. */
+#define JOB_REMOVE_LOCK_TIMEOUT_MS 10000
+
 /* How a removal ends, stored in the "removing" mark with the remover (pid:starttime), so that
  * gc, finishing a removal whose remover died, records what the remover meant to. OUT_UNMADE: a
  * job whose creation never finished (no "created" mark), which nothing ever ran in. */
@@ -1003,6 +1006,7 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 	struct step_pending *steps = NULL;
 	size_t nsteps = 0;
 	bool populated = false, have_rec = false, meta = ctx->info->xattr.supported;
+	_cleanup_close_ int jlock = -1;
 	int r;
 
 	if (!dir)
@@ -1022,6 +1026,17 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 	if (meta &&
 	    ((r = removing_mark(outcome, &mark)) < 0 || (r = set_meta(dir, "removing", mark)) < 0))
 		return r;
+	/* A launch past its checks before the mark may still be on its way to clone3 into the
+	 * job (spawn.c, spawn_lock()): the job's lock, held as a kill holds it, waits for its tasks
+	 * to be there to be killed, and a launch after that gets it only once the directories
+	 * are gone, and fails. A spawner holding it longer (stopped) does not hold the removal
+	 * up: a task it starts late makes the removal fail, and gc finishes it. */
+	if ((r = job_lock(ctx, dir, job_id, JOB_LOCK_EXCLUSIVE, JOB_REMOVE_LOCK_TIMEOUT_MS, &jlock,
+			  NULL)) < 0) {
+		log_debug("removing job %u without waiting for a launch in it: %s", job_id,
+			  r == -ETIMEDOUT ? "it takes too long" : jobcg_error_message(r));
+		jobcg_error_clear();
+	}
 	(void)cgfs_events(dir, &populated, NULL);
 	/* Under the mark no step begins: the list holds every step the removal takes. */
 	if (meta && (r = steps_running(ctx, job_id, populated, sig)) < 0)
@@ -1065,6 +1080,10 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 		}
 	test_pause("remove-before-rmdir");
 	r = cgfs_remove_tree(dir);
+	if (jlock >= 0) { /* before its lock file goes, which one held is not */
+		close(jlock);
+		jlock = -1;
+	}
 	if (r >= 0) {
 		job_lock_remove(ctx, job_id);
 		test_pause("remove-before-record");
