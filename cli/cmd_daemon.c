@@ -56,7 +56,8 @@ static uint64_t sooner(uint64_t a, uint64_t b)
 static void usage(void)
 {
 	printf("Usage: jobcg daemon [--socket PATH] [--max-clients N]\n"
-	       "                    [--metrics-listen ADDRESS:PORT [--metrics-user USER]]\n"
+	       "                    [--metrics-listen ADDRESS:PORT [--metrics-user USER]\n"
+	       "                     [--metrics-allow LIST]]\n"
 	       "                    [--resv-period S]\n\n"
 	       "Do the cgroup work of 'jobcg run' for the clients that connect to PATH\n"
 	       "($JOBCG_DAEMON_SOCKET, default " RUN_DAEMON_SOCKET_DEFAULT "), so that 'jobcg\n"
@@ -79,6 +80,8 @@ static void usage(void)
 	       "                     again on the same address\n"
 	       "  --metrics-user USER  its HTTP side runs as USER (default nobody; root only\n"
 	       "                     if named); a child of it stays root to collect\n"
+	       "  --metrics-allow LIST  serve only clients from these addresses or prefixes\n"
+	       "                     (10.1.0.0/16,::1); others are closed as they connect\n"
 	       "  --resv-period S    verify every reservation every S seconds (default 10,\n"
 	       "                     0: never), and at once when the kernel notifies a change\n"
 	       "                     of a partition; repair what is degraded and log it\n"
@@ -466,12 +469,14 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	    {"max-clients", required_argument, NULL, 'm'},
 	    {"metrics-listen", required_argument, NULL, 'M'},
 	    {"metrics-user", required_argument, NULL, 'U'},
+	    {"metrics-allow", required_argument, NULL, 'A'},
 	    {"resv-period", required_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
 	const char *path = run_daemon_socket(), *metrics_addr = NULL, *metrics_user = NULL;
-	const char *socket_arg = NULL, *max_arg = NULL, *period_arg = NULL;
+	const char *socket_arg = NULL, *max_arg = NULL, *period_arg = NULL,
+		   *metrics_allow_arg = NULL;
 	struct metrics_server metrics = {};
 	struct resv_watch watch = {};
 	unsigned resv_period = 10;
@@ -521,6 +526,13 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 				return r;
 			metrics_user = optarg;
 			break;
+		case 'A':
+			if ((r = cli_once("daemon", "--metrics-allow", metrics_allow_arg, optarg)))
+				return r;
+			if ((r = metrics_allow("daemon", "--metrics-allow", optarg, NULL)))
+				return r;
+			metrics_allow_arg = optarg;
+			break;
 		case 'P':
 			if ((r = cli_once("daemon", "--resv-period", period_arg, optarg)))
 				return r;
@@ -540,6 +552,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		return cli_usage_error("daemon", "unexpected argument '%s'", argv[optind]);
 	if (metrics_user && !metrics_addr)
 		return cli_usage_error("daemon", "--metrics-user goes with --metrics-listen");
+	if (metrics_allow_arg && !metrics_addr)
+		return cli_usage_error("daemon", "--metrics-allow goes with --metrics-listen");
 	if (!path || !*path)
 		return cli_usage_error("daemon", "no socket: JOBCG_DAEMON_SOCKET is empty and "
 						 "no --socket was given");
@@ -552,8 +566,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	l.max_clients = clients_cap(l.max_clients);
 	/* Bound before the step socket, so that a mistake in the address stops the daemon before
 	 * clients can find it. */
-	if (metrics_addr &&
-	    (r = metrics_server_start(&metrics, g, metrics_addr, metrics_user)) != 0)
+	if (metrics_addr && (r = metrics_server_start(&metrics, g, metrics_addr, metrics_user,
+						      metrics_allow_arg)) != 0)
 		return r;
 	r = listen_on(path, &l.fd, &l.lock);
 	if (r) {

@@ -12,7 +12,8 @@
 
 static void help(void)
 {
-	printf("Usage: jobcg metrics [--textfile DIR | --listen ADDRESS:PORT [--user USER]]\n\n"
+	printf("Usage: jobcg metrics [--textfile DIR |\n"
+	       "                      --listen ADDRESS:PORT [--user USER] [--allow LIST]]\n\n"
 	       "Print the node's metrics in the Prometheus text format (0.0.4): CPU, memory,\n"
 	       "pids, OOM kills and I/O of every job and step, the GPUs each may open as the\n"
 	       "kernel's device programs say, and node facts. Reads the cgroup tree without the\n"
@@ -24,6 +25,9 @@ static void help(void)
 	       "  --listen-fd FD          serve on an inherited listening socket (jobcg daemon)\n"
 	       "  --user USER             talk HTTP as USER (default nobody; root only if named);\n"
 	       "                          a child process stays root to collect the metrics\n"
+	       "  --allow LIST            serve only clients from these addresses or prefixes\n"
+	       "                          (10.1.2.3,10.1.0.0/16,::1,fd00::/8); others are\n"
+	       "                          closed as they connect (default: everyone)\n"
 	       "  -h, --help              show this help\n");
 }
 
@@ -76,10 +80,12 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 	    {"listen", required_argument, NULL, 'l'},
 	    {"listen-fd", required_argument, NULL, 'f'},
 	    {"user", required_argument, NULL, 'u'},
+	    {"allow", required_argument, NULL, 'a'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
 	const char *textfile = NULL, *listen_addr = NULL, *fd_arg = NULL, *user = NULL;
+	const char *allow = NULL;
 	unsigned listen_fd = 0;
 	bool have_fd = false;
 	char *text = NULL;
@@ -116,6 +122,14 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 				return r;
 			user = optarg;
 			break;
+		case 'a':
+			if ((r = cli_once("metrics", "--allow", allow, optarg)))
+				return r;
+			/* Checked at once: a usage error, before anything is bound. */
+			if ((r = metrics_allow("metrics", "--allow", optarg, NULL)))
+				return r;
+			allow = optarg;
+			break;
 		case 'h':
 			help();
 			return 0;
@@ -130,6 +144,8 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 				       "--textfile, --listen and --listen-fd exclude each other");
 	if (user && !listen_addr && !have_fd)
 		return cli_usage_error("metrics", "--user goes with --listen or --listen-fd");
+	if (allow && !listen_addr && !have_fd)
+		return cli_usage_error("metrics", "--allow goes with --listen or --listen-fd");
 	if (geteuid() != 0)
 		return cli_fail(
 		    "metrics: needs root: the jobs' owners are in trusted.* extended "
@@ -141,7 +157,7 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 		if (fstat((int)listen_fd, &st) < 0 || !S_ISSOCK(st.st_mode))
 			return cli_usage_error("metrics", "--listen-fd %u: not a socket",
 					       listen_fd);
-		return metrics_serve(g, (int)listen_fd, user);
+		return metrics_serve(g, (int)listen_fd, user, allow);
 	}
 	if (listen_addr) {
 		uid_t uid;
@@ -159,7 +175,7 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 			return r;
 		fprintf(stderr, "jobcg: metrics on http://%s/metrics (pid %d)\n", listen_addr,
 			(int)getpid());
-		r = metrics_serve(g, fd, user);
+		r = metrics_serve(g, fd, user, allow);
 		close(fd);
 		return r;
 	}

@@ -28,6 +28,11 @@
 #include "supervise.h"
 #include "util.h"
 
+static void netlist_freep(struct jobcg_netlist **l)
+{
+	jobcg_netlist_free(*l);
+}
+
 #define MHD_SONAME "libmicrohttpd.so.12"
 /*
  * Bounds that keep a slow, idle or hostile client from holding a connection for long, so that
@@ -35,7 +40,8 @@
  * client that drips a header line every few seconds is never idle. Clients that keep opening
  * new connections still compete with a scraper for the slots; HTTP_PER_IP_MAX keeps one address
  * from taking all of them, not two (any local user has all of 127.0.0.0/8, a remote host may have
- * a /64): only binding and firewalling keep such clients off the port (docs/metrics.md).
+ * a /64): only an allowlist (--allow, refused as accepted, before a slot is taken), binding and
+ * firewalling keep such clients off the port (docs/metrics.md).
  */
 #define HTTP_CONNECTIONS_MAX  128   /* open connections at once; more are refused */
 #define HTTP_PER_IP_MAX	      64    /* open connections from one address */
@@ -43,8 +49,9 @@
 #define HTTP_DEADLINE_SEC     5	    /* to send a whole request, or to take a whole answer */
 #define HTTP_REQUEST_MAX      16384 /* memory for one request's line and headers */
 #define HTTP_THREADS	      4	    /* scrapes collected at the same time */
-#define HTTP_LOG_EVERY_SEC    60    /* libmicrohttpd's messages: at most one a minute */
-#define USER_CACHE_MAX	      4096
+#define HTTP_LOG_EVERY_SEC    60    /* libmicrohttpd's messages: at most one a minute; */
+/* refused connections: as many */
+#define USER_CACHE_MAX 4096
 /*
  * The HTTP side asks the collector (cli: privilege separation below) for a reading with this
  * one byte and nothing else; the answer is a struct collect_answer and the text. The collector
@@ -398,40 +405,78 @@ static void watch_expire(void)
 }
 
 /*
- * libmicrohttpd's messages, most of which any client can cause (a malformed request, a refused
- * connection): at most one every HTTP_LOG_EVERY_SEC, with a count of those left out, so a
- * client cannot fill the daemon's log.
+ * A kind of message any client can cause: at most one every HTTP_LOG_EVERY_SEC, with a count of
+ * those left out, so a client cannot fill the daemon's log. Each kind has its own, so that a
+ * flood of one does not hide the other.
  */
+struct log_limit {
+	pthread_mutex_t lock;
+	uint64_t next; /* CLOCK_MONOTONIC seconds: when the next may be said */
+	unsigned long dropped;
+};
+
+/* Say @msg (with @prefix) if its kind may speak now, else count it left out. */
+static void log_limit_say(struct log_limit *l, const char *prefix, const char *msg)
+{
+	uint64_t now = mono_sec();
+
+	pthread_mutex_lock(&l->lock);
+	if (l->next && now < l->next)
+		l->dropped++;
+	else {
+		if (l->dropped)
+			fprintf(stderr, "jobcg: metrics: %s%s (%lu more left out)\n", prefix, msg,
+				l->dropped);
+		else
+			fprintf(stderr, "jobcg: metrics: %s%s\n", prefix, msg);
+		l->dropped = 0;
+		l->next = now + HTTP_LOG_EVERY_SEC;
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* libmicrohttpd's messages, most of which any client can cause (a malformed request, a
+ * connection over the limits). */
 static void log_limited(void *cls, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 static void log_limited(void *cls, const char *fmt, va_list ap)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static uint64_t next;
-	static unsigned long dropped;
-	uint64_t now = mono_sec();
+	static struct log_limit limit = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	char msg[256];
 
 	(void)cls;
-	pthread_mutex_lock(&lock);
-	if (next && now < next) {
-		dropped++;
-		pthread_mutex_unlock(&lock);
-		return;
-	}
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	/* Some carry what the client sent: no control characters onto the log. */
 	for (char *p = msg; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = *p == '\n' && !p[1] ? 0 : '?';
-	if (dropped)
-		fprintf(stderr, "jobcg: metrics: libmicrohttpd: %s (%lu more left out)\n", msg,
-			dropped);
-	else
-		fprintf(stderr, "jobcg: metrics: libmicrohttpd: %s\n", msg);
-	dropped = 0;
-	next = now + HTTP_LOG_EVERY_SEC;
-	pthread_mutex_unlock(&lock);
+	log_limit_say(&limit, "libmicrohttpd: ", msg);
+}
+
+/*
+ * libmicrohttpd's accept policy: called for each connection as it is accepted, before it is
+ * counted against HTTP_CONNECTIONS_MAX (libmicrohttpd takes one of HTTP_PER_IP_MAX and gives it
+ * back at once when this refuses) and before anything is read from it. A connection from an
+ * address not on the allowlist @cls is closed there, unanswered, and said as often as
+ * libmicrohttpd's own messages.
+ */
+static enum MHD_Result accept_allowed(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	static struct log_limit limit = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	const struct jobcg_netlist *allow = cls;
+	char host[INET6_ADDRSTRLEN] = "?", msg[INET6_ADDRSTRLEN + 64];
+
+	if (jobcg_netlist_contains(allow, addr, addrlen))
+		return MHD_YES;
+	if (addr && addr->sa_family == AF_INET && addrlen >= sizeof(struct sockaddr_in))
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)addr)->sin_addr, host,
+			  sizeof(host));
+	else if (addr && addr->sa_family == AF_INET6 && addrlen >= sizeof(struct sockaddr_in6))
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)addr)->sin6_addr, host,
+			  sizeof(host));
+	snprintf(msg, sizeof(msg), "refused a connection from %s: not on the allowlist", host);
+	log_limit_say(&limit, "", msg);
+	return MHD_NO;
 }
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
@@ -970,11 +1015,12 @@ static bool linked_statically(void)
 	return getauxval(AT_BASE) == 0;
 }
 
-/* Exec @exe as `metrics --listen-fd FD [--user USER]` with the global options; returns only on
- * failure. */
-static int exec_server(const char *exe, const struct cli_global *g, int fd, const char *user)
+/* Exec @exe as `metrics --listen-fd FD [--user USER] [--allow LIST]` with the global options;
+ * returns only on failure. */
+static int exec_server(const char *exe, const struct cli_global *g, int fd, const char *user,
+		       const char *allow)
 {
-	char fdarg[16], *argv[16];
+	char fdarg[16], *argv[20];
 	int n = 0;
 
 	snprintf(fdarg, sizeof(fdarg), "%d", fd);
@@ -991,6 +1037,10 @@ static int exec_server(const char *exe, const struct cli_global *g, int fd, cons
 	if (user) {
 		argv[n++] = (char *)"--user";
 		argv[n++] = (char *)user;
+	}
+	if (allow) {
+		argv[n++] = (char *)"--allow";
+		argv[n++] = (char *)allow;
 	}
 	argv[n] = NULL;
 	/* The socket crosses the exec: the one descriptor that must. */
@@ -1014,7 +1064,7 @@ static void collector_ended(pid_t pid, int st)
 
 /* The HTTP process, unprivileged, until a stop signal or the collector's end. */
 static int serve_http(const struct cli_global *g, int fd, struct server *s, int logw, uid_t uid,
-		      gid_t gid)
+		      gid_t gid, const struct jobcg_netlist *allow)
 {
 	struct MHD_Daemon *d;
 	sigset_t stop, old;
@@ -1037,15 +1087,16 @@ static int serve_http(const struct cli_global *g, int fd, struct server *s, int 
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	/* The logger first: libmicrohttpd otherwise says so through it, a line at every start
 	 * that would also use up the minute's one message a client can cause. */
-	d = mhd.start(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL,
-		      NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, log_limited, NULL,
-		      MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE,
-		      (unsigned)HTTP_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-		      (unsigned)HTTP_CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		      (unsigned)HTTP_PER_IP_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
-		      (unsigned)HTTP_IDLE_TIMEOUT_SEC, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		      (size_t)HTTP_REQUEST_MAX, MHD_OPTION_NOTIFY_CONNECTION, watch_notify, NULL,
-		      MHD_OPTION_NOTIFY_COMPLETED, watch_completed, NULL, MHD_OPTION_END);
+	d = mhd.start(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0,
+		      allow ? accept_allowed : NULL, (void *)allow, handle, s,
+		      MHD_OPTION_EXTERNAL_LOGGER, log_limited, NULL, MHD_OPTION_LISTEN_SOCKET,
+		      (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
+		      MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX,
+		      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_MAX,
+		      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_SEC,
+		      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_REQUEST_MAX,
+		      MHD_OPTION_NOTIFY_CONNECTION, watch_notify, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+		      watch_completed, NULL, MHD_OPTION_END);
 	if (!d) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return cli_fail("metrics: libmicrohttpd could not start on the socket");
@@ -1092,7 +1143,21 @@ static int serve_http(const struct cli_global *g, int fd, struct server *s, int 
 	return r;
 }
 
-int metrics_serve(const struct cli_global *g, int fd, const char *user)
+int metrics_allow(const char *cmd, const char *opt, const char *list, struct jobcg_netlist **ret)
+{
+	struct jobcg_netlist *l = NULL;
+	int r = jobcg_netlist_parse(list, &l);
+
+	if (r < 0)
+		return cli_usage_error(cmd, "%s: %s", opt, jobcg_error_message(r));
+	if (ret)
+		*ret = l;
+	else
+		jobcg_netlist_free(l);
+	return 0;
+}
+
+int metrics_serve(const struct cli_global *g, int fd, const char *user, const char *allow)
 {
 	struct server s = {
 	    .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -1102,13 +1167,17 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user)
 	pid_t http = getpid();
 	uid_t uid;
 	gid_t gid;
+	_cleanup_(netlist_freep) struct jobcg_netlist *allowed = NULL;
 
+	/* Said here, before the exec below: the twin would say it too, but later. */
+	if (allow && (r = metrics_allow("metrics", "--allow", allow, &allowed)) != 0)
+		return r;
 	if (linked_statically()) {
 		char exe[PATH_MAX];
 
 		r = twin_exe(exe, sizeof(exe));
 		if (r == 0)
-			r = exec_server(exe, g, fd, user);
+			r = exec_server(exe, g, fd, user, allow);
 		return cli_fail("metrics: this jobcg is linked statically and serves HTTP through "
 				"%s, which cannot run: %s (install it with jobcg)",
 				exe, strerror(-r));
@@ -1174,7 +1243,7 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user)
 		close(coll[i]);
 	/* Not `exe` (the daemon's child runs /proc/self/exe) nor plain `jobcg` in ps and top. */
 	(void)prctl(PR_SET_NAME, "jobcg-metrics");
-	r = serve_http(g, fd, &s, logw, uid, gid);
+	r = serve_http(g, fd, &s, logw, uid, gid, allowed);
 	/* Its channels closed, the collector ends once its readings under way are done. */
 	for (size_t i = 0; i < HTTP_THREADS; i++)
 		close(s.chan[i]);
@@ -1206,7 +1275,7 @@ static int server_fork(void *arg, pid_t *ret_pid)
 	if (pid == 0) {
 		supervise_child_setup(parent, fd);
 		/* A static jobcg goes on to its dynamic twin from there (metrics_serve). */
-		r = exec_server("/proc/self/exe", m->g, fd, m->user);
+		r = exec_server("/proc/self/exe", m->g, fd, m->user, m->allow);
 		fprintf(stderr, "jobcg: metrics: cannot run /proc/self/exe: %s\n", strerror(-r));
 		_exit(127);
 	}
@@ -1217,17 +1286,19 @@ static int server_fork(void *arg, pid_t *ret_pid)
 }
 
 int metrics_server_start(struct metrics_server *m, const struct cli_global *g, const char *addr,
-			 const char *user)
+			 const char *user, const char *allow)
 {
 	uid_t uid;
 	gid_t gid;
-	/* A user that is not there is a mistake to hear about at start, not at every restart. */
+	/* A user that is not there, or a list that does not parse, is a mistake to hear about at
+	 * start, not at every restart. */
 	int r = metrics_user("--metrics-user", user, &uid, &gid);
 
-	if (r)
+	if (r || (allow && (r = metrics_allow("daemon", "--metrics-allow", allow, NULL)) != 0))
 		return r;
 	m->g = g;
 	m->addr = addr;
 	m->user = user;
+	m->allow = allow;
 	return supervise_start(&m->sup, "metrics server", server_fork, m);
 }

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "cli.h"
+#include "netlist.h"
 #include "supervise.h"
 
 /*
@@ -31,6 +32,13 @@ const char *metrics_user_name(uid_t uid, void *userdata);
  */
 int metrics_listen(const char *addr, int *ret_fd);
 
+/*
+ * The allowlist @list given with option @opt of command @cmd (both named in the errors), parsed
+ * into *ret (free with jobcg_netlist_free()), or only checked when @ret is NULL. 0, or the exit
+ * code of a usage error, printed, naming the option and the item that is wrong.
+ */
+int metrics_allow(const char *cmd, const char *opt, const char *list, struct jobcg_netlist **ret);
+
 /* The user the HTTP side runs as unless told (--user). */
 #define METRICS_USER_DEFAULT "nobody"
 
@@ -52,18 +60,21 @@ int metrics_user(const char *opt, const char *user, uid_t *ret_uid, gid_t *ret_g
  * when the collector or the relay does.
  * HTTP is served by libmicrohttpd's own threads, with bounds on connections (in all and from
  * one address), on the time a connection may take to send a whole request or take a whole
- * answer, on its idle time, on a request's size and on how often clients can make it log. In a
+ * answer, on its idle time, on a request's size and on how often clients can make it log. With
+ * @allow (an address list, as metrics_allow() takes it; NULL: everyone), a connection from an
+ * address not on it is closed as it is accepted, before it takes a slot or is read from. In a
  * statically linked jobcg, which must not load libraries, execs the dynamic twin
- * (`jobcg-dynamic metrics --listen-fd FD [--user USER]`) first.
+ * (`jobcg-dynamic metrics --listen-fd FD [--user USER] [--allow LIST]`) first.
  * Returns the exit code.
  */
-int metrics_serve(const struct cli_global *g, int fd, const char *user);
+int metrics_serve(const struct cli_global *g, int fd, const char *user, const char *allow);
 
 struct metrics_server {
 	struct supervised sup; /* the daemon tends it and stops it through this */
 	const struct cli_global *g;
 	const char *addr;
-	const char *user; /* --metrics-user, or NULL */
+	const char *user;  /* --metrics-user, or NULL */
+	const char *allow; /* --metrics-allow, or NULL */
 };
 
 /*
@@ -72,7 +83,8 @@ struct metrics_server {
  * slow client or crash of the HTTP side can hold up a launch. The child dies with its parent.
  * Kept running by supervise_tend(&m->sup), which binds @addr again for each new child (a
  * failure there is logged and tried again later), and stopped by supervise_stop(&m->sup).
- * @user as for metrics_serve(), checked here. 0, or an exit code with the error printed.
+ * @user and @allow as for metrics_serve(), checked here. 0, or an exit code with the error
+ * printed.
  */
 int metrics_server_start(struct metrics_server *m, const struct cli_global *g, const char *addr,
-			 const char *user);
+			 const char *user, const char *allow);

@@ -5,16 +5,18 @@ jobs, a step and GPUs; the GPUs each job and step may open are those who-has fin
 kernel's programs; series of files this host lacks are absent. A real Prometheus server scrapes
 the daemon and a PromQL query names the job holding a GPU, until that job is released. Idle,
 oversized, 50 concurrent and 140 slow-drip clients do not hold up scrapes or launches, and
-malformed requests do not flood the daemon's log. The process that talks HTTP (the daemon's
-child, or `jobcg metrics --listen`) runs as nobody, no new privileges nor capabilities, and
-its one child, the collector, as root; garbage on their channels leaves the collector
-running and answering. A metrics server killed is logged and started again on the same port,
-later when that port is taken, its collector gone and the new one separated likewise; a
-collector killed ends its HTTP process, even one started with SIGCHLD ignored; answers not
-taken make the collector give up their channel after 10 s, and the HTTP process then exit. Without Prometheus only these
-and the next are checked. `metrics` and `top` refuse another user than root. `jobcg top` shows
-the job and its GPU under tmux and quits on q. Makes its own cgroup subtree, state,
-configuration, ports and Prometheus storage; kills only the processes it started."""
+malformed requests do not flood the daemon's log. With --allow (--metrics-allow), clients from
+other addresses are closed unanswered as they connect, take no slot and are logged once a
+minute. The process that talks HTTP (the daemon's child, or `jobcg metrics --listen`) runs as
+nobody, no new privileges nor capabilities, and its one child, the collector, as root; garbage
+on their channels leaves the collector running and answering. A metrics server killed is logged
+and started again on the same port, later when that port is taken, its collector gone and the
+new one separated likewise; a collector killed ends its HTTP process, even one started with
+SIGCHLD ignored; answers not taken make the collector give up their channel after 10 s, and the
+HTTP process then exit. Without Prometheus only these and the next are checked. `metrics` and
+`top` refuse another user than root. `jobcg top` shows the job and its GPU under tmux and quits
+on q. Makes its own cgroup subtree, state, configuration, ports and Prometheus storage; kills
+only the processes it started."""
 import ctypes
 import json
 import os
@@ -702,6 +704,123 @@ def standalone(e):
        f"--user without --listen is a usage error ({r.stderr.strip()})")
     slow_reader(e)
     under_terminal(e)
+    allowlist(e)
+
+
+def get_from(src, dst, port, timeout=10, family=socket.AF_INET):
+    """GET /metrics on @dst:@port from the source address @src: the HTTP status, None when the
+    server closed the connection without an answer, 0 when it did not answer within @timeout,
+    -1 when nothing listens there."""
+    c = socket.socket(family, socket.SOCK_STREAM)
+    c.settimeout(timeout)
+    try:
+        c.bind((src, 0))
+        try:
+            c.connect((dst, port))
+        except ConnectionRefusedError:
+            return -1
+        c.sendall(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+        data = b""
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (ConnectionResetError, BrokenPipeError):
+        data = b""
+    except socket.timeout:
+        return 0
+    finally:
+        c.close()
+    m = re.match(rb"HTTP/1\.[01] (\d{3}) ", data)
+    return int(m[1]) if m else None
+
+
+def allowlist(e):
+    """--allow (and the daemon's --metrics-allow): a client from an address not on the list is
+    closed as it connects, unanswered, and does not take a slot; one on it is served; IPv4
+    items match IPv4-mapped peers of a dual-stack socket; the refusals are logged once a minute;
+    a list that does not parse is a usage error naming the option and the item."""
+    port = free_port()
+    log = open(os.path.join(e.tmp, "allow.log"), "w+")
+    p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}", "--allow", "127.0.0.2"],
+                log, env=e.env)
+    ok(wait_for(lambda: get_from("127.0.0.2", "127.0.0.1", port, 5) == 200, 20),
+       "--allow 127.0.0.2: a client from 127.0.0.2 gets 200")
+    got = [get_from("127.0.0.1", "127.0.0.1", port) for _ in range(20)]
+    ok(got == [None] * 20, f"one from 127.0.0.1 is closed without an HTTP answer ({got})")
+    # Clients from three other addresses, more than all 128 slots (64 from each at most),
+    # holding their ends open: without the list they would keep the scraper out until their
+    # idle timeout (5 s); refused as they connect, none takes a slot.
+    held = []
+    for src in ("127.0.0.1", "127.0.0.3", "127.0.0.4"):
+        for _ in range(48):
+            c = socket.socket()
+            c.bind((src, 0))
+            c.connect(("127.0.0.1", port))
+            held.append(c)
+    time.sleep(0.5)
+    st_ = get_from("127.0.0.2", "127.0.0.1", port, 3)
+    ok(st_ == 200, f"144 connections from 3 other addresses do not lock out 127.0.0.2 ({st_})")
+    for c in held:
+        c.close()
+    text = pytap.wait_file(log.name, lambda t: "refused a connection" in t)
+    time.sleep(1)
+    text = log_text(log)
+    n = text.count("refused a connection from")
+    ok(n == 1 and "refused a connection from 127.0.0.1: not on the allowlist" in text,
+       f"164 refusals are logged once in the minute ({n} lines)")
+    p.terminate()
+    ok(p.wait(timeout=30) == 0 and "Sanitizer" not in log_text(log),
+       f"SIGTERM ends it cleanly (rc {p.returncode})")
+
+    # A dual-stack socket handed over (--listen-fd): 127.0.0.2 arrives as ::ffff:127.0.0.2.
+    ls = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    ls.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    ls.bind(("::ffff:127.0.0.1", 0))
+    ls.listen(16)
+    port6 = ls.getsockname()[1]
+    p = e.spawn([e.jobcg, "metrics", "--listen-fd", str(ls.fileno()), "--allow",
+                 "10.9.9.9,127.0.0.2/32"], log, env=e.env, pass_fds=(ls.fileno(),))
+    ls.close()
+    ok(wait_for(lambda: get_from("127.0.0.2", "127.0.0.1", port6, 5) == 200, 20),
+       "on a dual-stack socket, the IPv4 item 127.0.0.2 lets ::ffff:127.0.0.2 in")
+    ok(get_from("127.0.0.1", "127.0.0.1", port6) is None, "and not ::ffff:127.0.0.1")
+    p.terminate()
+    p.wait(timeout=30)
+
+    # The daemon hands the list to its server, across the exec of `metrics --listen-fd`.
+    port = free_port()
+    dlog = open(os.path.join(e.tmp, "daemon-allow.log"), "w+")
+    daemon = e.spawn([e.jobcg, "daemon", "--socket", os.path.join(e.tmp, "allow.sock"),
+                      "--metrics-listen", f"127.0.0.1:{port}", "--metrics-allow",
+                      "fd00::/8,127.0.0.2"], dlog, env=e.env)
+    ok(wait_for(lambda: get_from("127.0.0.2", "127.0.0.1", port, 5) == 200, 20),
+       "daemon --metrics-allow 127.0.0.2: 127.0.0.2 gets 200")
+    ok(get_from("127.0.0.1", "127.0.0.1", port) is None, "and 127.0.0.1 no answer")
+    out = stop_daemon(daemon, dlog)
+    ok(daemon.returncode == 0 and "Sanitizer" not in out,
+       f"that daemon ends cleanly (rc {daemon.returncode})")
+
+    for args, want in (
+            (["metrics", "--listen", "127.0.0.1:1", "--allow", "10.1.2.3/16"],
+             "--allow: '10.1.2.3/16' has bits set past its prefix length"),
+            (["metrics", "--listen", "127.0.0.1:1", "--allow", "10.1.2.3/33"],
+             "--allow: '10.1.2.3/33': prefix length out of range"),
+            (["metrics", "--listen", "127.0.0.1:1", "--allow", "::1,,::2"],
+             "--allow: empty item"),
+            (["metrics", "--listen", "127.0.0.1:1", "--allow", ""],
+             "--allow: empty address list"),
+            (["metrics", "--listen", "127.0.0.1:1", "--allow", "::1", "--allow", "::2"],
+             "--allow given twice"),
+            (["metrics", "--allow", "::1"], "--allow goes with --listen"),
+            (["daemon", "--socket", os.path.join(e.tmp, "x.sock"), "--metrics-listen",
+              "127.0.0.1:1", "--metrics-allow", "host.example"],
+             "--metrics-allow: 'host.example' is not an IPv4 or IPv6 address"),
+            (["daemon", "--metrics-allow", "::1"], "--metrics-allow goes with --metrics-listen")):
+        r = e.run(*args)
+        ok(r.returncode == 2 and want in r.stderr and "metrics on http" not in r.stderr,
+           f"{' '.join(args[1:])}: a usage error ({r.returncode}, {r.stderr.strip()})")
 
 
 def log_text(dlog):
