@@ -34,6 +34,8 @@ static void list_bad(const char *s, int want_r, unsigned want_col, const char *n
 	       strstr(e->message, needle),
 	   "'%s' refused with %d at column %u naming '%s' (got %d col %u: %s)", s, want_r, want_col,
 	   needle, r, e->column, e->message);
+	if (r == 0 && l != (struct jobcg_netlist *)0x1)
+		jobcg_netlist_free(l);
 }
 
 /* Whether the list @s holds the peer @addr (IPv4 or IPv6 text, as a sockaddr of its family). */
