@@ -49,9 +49,8 @@ static void netlist_freep(struct jobcg_netlist **l)
 #define HTTP_DEADLINE_SEC     5	    /* to send a whole request, or to take a whole answer */
 #define HTTP_REQUEST_MAX      16384 /* memory for one request's line and headers */
 #define HTTP_THREADS	      4	    /* scrapes collected at the same time */
-#define HTTP_LOG_EVERY_SEC    60    /* libmicrohttpd's messages: at most one a minute; */
-/* refused connections: as many */
-#define USER_CACHE_MAX 4096
+#define HTTP_LOG_EVERY_SEC    60    /* messages clients cause: one of each kind a minute */
+#define USER_CACHE_MAX	      4096
 /*
  * The HTTP side asks the collector (cli: privilege separation below) for a reading with this
  * one byte and nothing else; the answer is a struct collect_answer and the text. The collector
