@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <json-c/json.h>
 #include <pwd.h>
+#include <sys/xattr.h>
 
 #include "kcli.h"
 
@@ -104,6 +105,24 @@ int main(void)
 		   "...saying getent could not run");
 		free(err);
 		ok(!kcli_exists("%s/job_54", kcli_root_abs), "...and job 54 was not made");
+	}
+
+	{
+		/* The mark is read as jobcg writes it, digits only: sscanf's %u would take "-1" as
+		 * uid 4294967295 and make a job of nobody's someone's. */
+		char path[PATH_MAX], *out = NULL;
+		struct json_object *o = NULL, *u = NULL;
+		bool seen = false;
+
+		snprintf(path, sizeof(path), "%s/job_52", kcli_root_abs);
+		ok(setxattr(path, "trusted.jobcg.owner", "-1:-1", 5, 0) == 0,
+		   "job 52's owner mark replaced by '-1:-1'");
+		if (kcli(&out, "show", "52", "--json", NULL) == 0 && (o = json_tokener_parse(out)))
+			seen = json_object_object_get_ex(o, "uid", &u);
+		ok(seen && !u, "...which names no owner (uid null), not uid 4294967295");
+		if (o)
+			json_object_put(o);
+		free(out);
 	}
 
 	for (const char *const *id = (const char *const[]){"51", "52", "53", NULL}; *id; id++)

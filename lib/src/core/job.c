@@ -1903,7 +1903,8 @@ JOBCG_EXPORT int jobcg_job_info_get(struct jobcg_ctx *ctx, uint32_t job_id,
 	if (get_meta(i->path, "owner", &owner) == 0) {
 		unsigned u, g;
 
-		if (sscanf(owner, "%u:%u", &u, &g) == 2) {
+		/* Not sscanf: its %u takes "-1" as 4294967295, and blanks. */
+		if (parse_owner(owner, &u, &g) == 0) {
 			i->have_owner = true;
 			i->uid = (uid_t)u;
 			i->gid = (gid_t)g;
