@@ -248,7 +248,7 @@ static int xget(const char *dir, const char *key, char **ret)
 	return r;
 }
 
-static int users_parse(const char *s, uid_t **ret, size_t *ret_n)
+int resv_users_parse(const char *s, uid_t **ret, size_t *ret_n)
 {
 	_cleanup_strv_free_ char **v = NULL;
 	_cleanup_free_ uid_t *u = NULL;
@@ -261,12 +261,10 @@ static int users_parse(const char *s, uid_t **ret, size_t *ret_n)
 	if (!(v = strv_split(s, ",")) || !(u = calloc(strv_length(v) + 1, sizeof(*u))))
 		return -ENOMEM;
 	for (char **p = v; *p; p++) {
-		char *end;
-		unsigned long x;
+		uint64_t x;
 
-		errno = 0;
-		x = strtoul(*p, &end, 10);
-		if (errno || end == *p || *end || x > UINT32_MAX - 1)
+		/* Digits only, as written (strtoul would take blanks and a sign); -1 is no uid. */
+		if (parse_u64(*p, UINT32_MAX - 1, &x) < 0)
 			return -EBADMSG;
 		u[n++] = (uid_t)x;
 	}
@@ -418,7 +416,7 @@ static int info_read_opt(struct jobcg_ctx *ctx, const char *name, bool lenient,
 	if (unreadable[2])
 		bad |= BAD_MEM;
 	i->isolated = val[3] && streq(val[3], "1");
-	if (users_parse(val[4], &i->users, &i->n_users) < 0) {
+	if (resv_users_parse(val[4], &i->users, &i->n_users) < 0) {
 		r = error_set(-EBADMSG, "%s: " X_USERS " '%s' is not a list of user ids", i->path,
 			      val[4]);
 		if (!lenient)
@@ -886,7 +884,7 @@ fail:
 	return r;
 }
 
-static int users_text(const uid_t *u, size_t n, char **ret)
+int resv_users_text(const uid_t *u, size_t n, char **ret)
 {
 	/* Linear: a list may hold thousands of users. 11 bytes: a uid and its comma. */
 	char *out = malloc(n * 11 + 1), *p = out;
@@ -919,7 +917,7 @@ static int spec_write(const char *dir, const struct jobcg_resv_spec *s, const ch
 	if (s->isolated && (r = cgfs_xattr_set(dir, X_ISOLATED, "1")) < 0)
 		return r;
 	if (s->n_users) {
-		if ((r = users_text(s->users, s->n_users, &users)) < 0 ||
+		if ((r = resv_users_text(s->users, s->n_users, &users)) < 0 ||
 		    (r = cgfs_xattr_set(dir, X_USERS, users)) < 0)
 			return r;
 	}
@@ -1185,7 +1183,7 @@ static int spec_normalize(const struct jobcg_resv_spec *spec, struct jobcg_resv_
 		for (size_t k = 0; k < spec->n_users; k++)
 			if (n == 0 || u[n - 1] != u[k])
 				u[n++] = u[k];
-		if ((r = users_text(u, n, &text)) < 0)
+		if ((r = resv_users_text(u, n, &text)) < 0)
 			return r;
 		if (strlen(text) > XATTR_SIZE_MAX)
 			return error_set(-E2BIG,
@@ -1880,7 +1878,7 @@ static int user_allowed(const struct jobcg_resv_info *i, uid_t uid)
 			return 0;
 	if (!i->n_users)
 		return 0;
-	(void)users_text(i->users, i->n_users, &users);
+	(void)resv_users_text(i->users, i->n_users, &users);
 	return error_set(-EPERM, "user %u may not place jobs in reservation %s (users: %s)",
 			 (unsigned)uid, i->name, users ? users : "?");
 }

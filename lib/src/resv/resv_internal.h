@@ -48,3 +48,9 @@ int gres_node_open(const struct jobcg_ctx *ctx, struct jobcg_gres_node **ret);
 bool gres_constrained(const struct jobcg_ctx *ctx, const struct jobcg_gres_node *n);
 int gres_ctx_policy(struct jobcg_ctx *ctx, const struct jobcg_gres_node *n, bool pinned_only,
 		    struct jobcg_devpolicy **ret);
+
+/* A reservation's trusted.jobcg.users, uids (decimal digits, none -1) separated by commas (empty
+ * items skipped): the list to free(), NULL and 0 for an empty or NULL @s; -EBADMSG otherwise. */
+int resv_users_parse(const char *s, uid_t **ret, size_t *ret_n);
+/* ... and as resv_users_parse() reads it back. */
+int resv_users_text(const uid_t *u, size_t n, char **ret);
