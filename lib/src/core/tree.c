@@ -582,18 +582,29 @@ static int starttime_of(pid_t pid, unsigned long long *ret)
 	return starttime_of_z(pid, ret, NULL);
 }
 
+unsigned tree_parse_threads(const char *status)
+{
+	const char *t = strstr(status, "\nThreads:");
+	uint64_t v;
+
+	if (!t)
+		return 0;
+	t += strlen("\nThreads:");
+	t += strspn(t, " \t");
+	/* Not strtoul: it would take "-1" as a huge count. */
+	return parse_u64_prefix(t, UINT_MAX, &v, NULL) < 0 ? 0 : (unsigned)v;
+}
+
 /* How many threads @pid has (/proc/PID/status), 0 when that cannot be read. */
 static unsigned threads_of(pid_t pid)
 {
 	_cleanup_free_ char *s = NULL;
 	char path[64];
-	const char *t;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (read_full_file_at(AT_FDCWD, path, 65536, &s, NULL) < 0 ||
-	    !(t = strstr(s, "\nThreads:")))
+	if (read_full_file_at(AT_FDCWD, path, 65536, &s, NULL) < 0)
 		return 0;
-	return (unsigned)strtoul(t + 9, NULL, 10);
+	return tree_parse_threads(s);
 }
 
 /* Set by a daemon acting for a client: the client is what gc must watch, not the daemon. */

@@ -68,6 +68,8 @@ char *tree_process_self(void);
 /* Is the process described by a tree_runner_self() string still alive? An exited process that
  * its parent has not reaped yet (a zombie with no thread left) is not. */
 bool tree_runner_alive(const char *runner);
+/* The "Threads:" count of /proc/<pid>/status text, 0 when there is none that parses. */
+unsigned tree_parse_threads(const char *status);
 /* Field 22 (starttime) of /proc/<pid>/stat text; -EINVAL if malformed. */
 int tree_parse_starttime(const char *stat, unsigned long long *ret);
 
