@@ -75,6 +75,15 @@ void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const cha
 			enum acct_pending_at at);
 /* @p's directory was not removed: whoever removes it records it; drop the entry. */
 void acct_pending_discard(struct acct_pending *p);
+/* An entry as it waits (xattr value or file), "<dir inode> <log inode> <log size> <dir>\n<line>"
+ * with <line> one newline-ended line: its fields, dir to free(), line pointing into @value.
+ * -EINVAL for anything else. */
+struct acct_pending_entry {
+	uint64_t dir_ino, log_ino, log_size;
+	char *dir;
+	const char *line;
+};
+int acct_pending_parse(const char *value, struct acct_pending_entry *ret);
 /* Write what killed writers left: the entries on job @job_id's directory (before it goes; with
  * @keep_in_state_dir, one that cannot be written moves to a file of <StateDir>/pending/ rather
  * than go with the directory)... */

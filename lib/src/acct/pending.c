@@ -52,12 +52,30 @@ static int store_file(const char *path, const char *value)
 	return write_file_atomic(path, value, 0600, WRITE_ATOMIC_SYNC | WRITE_ATOMIC_NOREPLACE);
 }
 
+int acct_pending_parse(const char *value, struct acct_pending_entry *ret)
+{
+	const char *p = value, *nl = strchr(value, '\n');
+	uint64_t dino, lino, lsize;
+	char *dir;
+
+	if (!nl || parse_u64_prefix(p, UINT64_MAX, &dino, &p) < 0 || *p++ != ' ' ||
+	    parse_u64_prefix(p, UINT64_MAX, &lino, &p) < 0 || *p++ != ' ' ||
+	    parse_u64_prefix(p, UINT64_MAX, &lsize, &p) < 0 || *p++ != ' ' || p >= nl || !nl[1] ||
+	    strchr(nl + 1, '\n') != nl + strlen(nl) - 1)
+		/* (the line, newline included, is all the rest: a cut one would tear the log) */
+		return -EINVAL;
+	if (!(dir = strndup(p, (size_t)(nl - p))))
+		return -ENOMEM;
+	*ret = (struct acct_pending_entry){
+	    .dir_ino = dino, .log_ino = lino, .log_size = lsize, .dir = dir, .line = nl + 1};
+	return 0;
+}
+
 /* Write the record of one entry (@value) if it is owed; 0 when the entry can go. */
 static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *value)
 {
 	_cleanup_free_ char *log = log_path(ctx);
-	uint64_t dino, lino, lsize;
-	const char *p = value, *nl = strchr(value, '\n');
+	struct acct_pending_entry e;
 	_cleanup_free_ char *dir = NULL;
 	struct stat st;
 	bool have = false;
@@ -65,25 +83,23 @@ static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *valu
 
 	if (!log)
 		return -ENOMEM;
-	if (!nl || parse_u64_prefix(p, UINT64_MAX, &dino, &p) < 0 || *p++ != ' ' ||
-	    parse_u64_prefix(p, UINT64_MAX, &lino, &p) < 0 || *p++ != ' ' ||
-	    parse_u64_prefix(p, UINT64_MAX, &lsize, &p) < 0 || *p++ != ' ' || p >= nl || !nl[1] ||
-	    strchr(nl + 1, '\n') != nl + strlen(nl) - 1) {
-		/* (the line, newline included, is all the rest: a cut one would tear the log) */
+	r = acct_pending_parse(value, &e);
+	if (r == -EINVAL) {
 		log_warning("%s: not a pending accounting record, dropped", what);
 		return 0;
 	}
-	if (!(dir = strndup(p, (size_t)(nl - p))))
-		return -ENOMEM;
+	if (r < 0)
+		return r;
+	dir = e.dir;
 	/* Killed before its rmdir: the directory's next remover records it. */
-	if (lstat(dir, &st) == 0 && st.st_ino == dino)
+	if (lstat(dir, &st) == 0 && st.st_ino == e.dir_ino)
 		return 0;
-	r = acctlog_has_line(log, lino, lsize, nl + 1, strlen(nl + 1), &have);
+	r = acctlog_has_line(log, e.log_ino, e.log_size, e.line, strlen(e.line), &have);
 	if (r < 0)
 		return r;
 	if (have)
 		return 0; /* killed between its append and the entry's removal */
-	r = acctlog_write_line(log, nl + 1, strlen(nl + 1), JOBCG_ACCTLOG_SYNC, false);
+	r = acctlog_write_line(log, e.line, strlen(e.line), JOBCG_ACCTLOG_SYNC, false);
 	if (r < 0)
 		return r;
 	log_info("%s: accounting record written (its writer died after removing %s)", what, dir);

@@ -781,7 +781,6 @@ static int kill_outside_lock(struct jobcg_ctx *ctx, const char *dir)
 /* How a removal ends, stored in the "removing" mark with the remover (pid:starttime), so that
  * gc, finishing a removal whose remover died, records what the remover meant to. OUT_UNMADE: a
  * job whose creation never finished (no "created" mark), which nothing ever ran in. */
-enum outcome { OUT_COMPLETED, OUT_CANCELLED, OUT_LOST, OUT_FAILED, OUT_UNMADE };
 static const char *const outcome_names[] = {"completed", "cancelled", "lost", "failed", "unmade"};
 
 /* The record of an OUT_UNMADE job: FAILED, not NODE_FAIL (the node did not fail: a creation
@@ -800,8 +799,7 @@ static int removing_mark(enum outcome o, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-/* Parse a "removing" mark; a mark of an older jobcg ("1") has no remover and no outcome. */
-static void removing_parse(const char *mark, enum outcome *ret_outcome, const char **ret_remover)
+void job_removing_parse(const char *mark, enum outcome *ret_outcome, const char **ret_remover)
 {
 	*ret_outcome = OUT_LOST;
 	*ret_remover = NULL;
@@ -822,7 +820,7 @@ static bool removal_in_progress(const char *mark)
 	const char *remover;
 	enum outcome o;
 
-	removing_parse(mark, &o, &remover);
+	job_removing_parse(mark, &o, &remover);
 	return remover && me && !streq(remover, me) && tree_runner_alive(remover);
 }
 
@@ -839,7 +837,7 @@ static int removal_refused(uint32_t job_id, const char *mark)
 	const char *remover;
 	enum outcome o;
 
-	removing_parse(mark, &o, &remover);
+	job_removing_parse(mark, &o, &remover);
 	return error_set(-EINPROGRESS, "job %u is being released by another jobcg (process %.*s)",
 			 job_id, remover ? (int)strcspn(remover, ":") : 1, remover ? remover : "?");
 }
@@ -1019,7 +1017,7 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 
 		if (removal_in_progress(prev))
 			return removal_refused(job_id, prev);
-		removing_parse(prev, &o, &remover);
+		job_removing_parse(prev, &o, &remover);
 		if (from_gc && remover)
 			outcome = o; /* what the dead remover was recording */
 	}

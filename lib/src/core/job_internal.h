@@ -7,6 +7,14 @@
 
 #include "context_internal.h"
 
+/* How a job's removal ended it, the first word of its "removing" mark. */
+enum outcome { OUT_COMPLETED, OUT_CANCELLED, OUT_LOST, OUT_FAILED, OUT_UNMADE };
+
+/* Parse a job's "removing" mark, "OUTCOME PID:STARTTIME" (a trusted.jobcg.* xattr): its remover
+ * (a suffix of @mark, NULL for a mark of an older jobcg ("1") or one not ours) and how it ends
+ * the job (OUT_LOST when unsaid). */
+void job_removing_parse(const char *mark, enum outcome *ret_outcome, const char **ret_remover);
+
 /*
  * Mark job @job_id "removing" as cancelled by the calling process, under the node lock: from
  * then on no step or process may enter it, list shows it releasing, gc leaves it to this

@@ -30,20 +30,36 @@
  */
 #define FREEZING_XATTR "trusted.jobcg.freezing"
 
-/* The pid of a mark "PID:STARTTIME DEADLINE" that is in force (its process alive, its deadline
- * ahead), 0 for one that is not (stale), -EINVAL for one malformed. */
-static int intent_live(const char *mark, uint64_t now)
+int joblock_mark_parse(const char *mark, char **ret_who, int *ret_pid, uint64_t *ret_deadline)
 {
 	const char *sp = strchr(mark, ' ');
 	_cleanup_free_ char *who = sp ? strndup(mark, (size_t)(sp - mark)) : NULL;
 	uint64_t deadline, pid;
 
+	if (sp && !who)
+		return -ENOMEM;
 	if (!who || parse_u64(sp + 1, UINT64_MAX, &deadline) < 0 ||
 	    parse_u64_prefix(who, INT_MAX, &pid, NULL) < 0 || pid == 0)
 		return -EINVAL;
+	*ret_who = TAKE_PTR(who);
+	*ret_pid = (int)pid;
+	*ret_deadline = deadline;
+	return 0;
+}
+
+/* The pid of a mark "PID:STARTTIME DEADLINE" that is in force (its process alive, its deadline
+ * ahead), 0 for one that is not (stale), -EINVAL for one malformed. */
+static int intent_live(const char *mark, uint64_t now)
+{
+	_cleanup_free_ char *who = NULL;
+	uint64_t deadline;
+	int pid;
+
+	if (joblock_mark_parse(mark, &who, &pid, &deadline) < 0)
+		return -EINVAL;
 	if (now >= deadline || !tree_runner_alive(who))
 		return 0;
-	return (int)pid;
+	return pid;
 }
 
 /* The mark on @fd's file in @buf (NUL-terminated): 0, -ENODATA when there is none, another

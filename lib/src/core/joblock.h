@@ -49,3 +49,8 @@ int job_locks_gc(struct jobcg_ctx *ctx);
 
 /* teardown, under the node lock, once every job is gone: the lock files and their directory. */
 void job_locks_remove_all(struct jobcg_ctx *ctx);
+
+/* A freeze's turn mark on a job's lock file, "PID:STARTTIME DEADLINE" (trusted.jobcg.freezing):
+ * its freezer (PID:STARTTIME, to free(), to check with tree_runner_alive()), that freezer's pid
+ * and the end of its wait (CLOCK_MONOTONIC microseconds). -EINVAL for a mark not so. */
+int joblock_mark_parse(const char *mark, char **ret_who, int *ret_pid, uint64_t *ret_deadline);

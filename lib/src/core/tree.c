@@ -646,7 +646,7 @@ char *tree_runner_self(void)
 
 /* "PID:STARTTIME" exactly as tree_runner_self() writes it: decimal digits only (sscanf's %llu
  * would take a sign or spaces). */
-static int runner_parse(const char *runner, int *ret_pid, unsigned long long *ret_start)
+int tree_runner_parse(const char *runner, int *ret_pid, unsigned long long *ret_start)
 {
 	unsigned long long pid, st;
 	const char *colon = runner ? strchr(runner, ':') : NULL;
@@ -666,7 +666,7 @@ bool tree_runner_alive(const char *runner)
 	bool zombie = false;
 	int pid;
 
-	if (runner_parse(runner, &pid, &want) < 0)
+	if (tree_runner_parse(runner, &pid, &want) < 0)
 		return false;
 	if (starttime_of_z(pid, &have, &zombie) < 0 || have != want)
 		return false;
@@ -682,7 +682,7 @@ JOBCG_EXPORT int jobcg_runner_wait(const char *runner, int timeout_ms)
 	unsigned long long st;
 	int pid, r;
 
-	if (runner_parse(runner, &pid, &st) < 0)
+	if (tree_runner_parse(runner, &pid, &st) < 0)
 		return error_set(-EINVAL, "'%s': not a runner (PID:STARTTIME)",
 				 runner ? runner : "");
 #ifdef SYS_pidfd_open

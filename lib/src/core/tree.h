@@ -68,6 +68,9 @@ char *tree_process_self(void);
 /* Is the process described by a tree_runner_self() string still alive? An exited process that
  * its parent has not reaped yet (a zombie with no thread left) is not. */
 bool tree_runner_alive(const char *runner);
+/* A runner mark "PID:STARTTIME" (a trusted.jobcg.* xattr) as tree_runner_self() writes it, and
+ * nothing else: -EINVAL otherwise. */
+int tree_runner_parse(const char *runner, int *ret_pid, unsigned long long *ret_start);
 /* The "Threads:" count of /proc/<pid>/status text, 0 when there is none that parses. */
 unsigned tree_parse_threads(const char *status);
 /* Field 22 (starttime) of /proc/<pid>/stat text; -EINVAL if malformed. */

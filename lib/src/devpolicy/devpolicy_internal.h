@@ -36,3 +36,10 @@ void devpolicy_close_fds(int *fds, size_t n);
 /* A policy map key and its access bits as a device rule. */
 int devpolicy_rule_from_key(uint32_t type, uint32_t major, uint32_t minor, unsigned access,
 			    struct jobcg_devrule *r);
+
+struct devprog_policy_key;
+/* A cgroup's index of its policy map entries (trusted.jobcg.devkeys, @size bytes at @buf): 0 and
+ * its entries for cgroup @id, every one of them @id's and none a marker (to free()); 1 when it is
+ * no usable index of @id (the map walk is then the answer). */
+int devkeys_parse(const void *buf, size_t size, uint64_t id, struct devprog_policy_key **ret,
+		  size_t *ret_n);

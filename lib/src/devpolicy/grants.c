@@ -202,28 +202,22 @@ bool devpolicy_indexed(const char *path)
 	return getxattr(path, DEVKEYS_XATTR, NULL, 0) >= (ssize_t)sizeof(struct devkeys_head);
 }
 
-/* 0 and the entries listed for ID; 1 when there is no usable index. */
-static int devkeys_get(const char *canon, uint64_t id, struct devprog_policy_key **ret,
-		       size_t *ret_n)
+int devkeys_parse(const void *buf, size_t sz, uint64_t id, struct devprog_policy_key **ret,
+		  size_t *ret_n)
 {
-	_cleanup_free_ uint8_t *buf = NULL;
 	struct devkeys_head h;
 	struct devprog_policy_key *keys;
-	ssize_t sz = getxattr(canon, DEVKEYS_XATTR, NULL, 0), got;
 
-	if (sz < (ssize_t)sizeof(h) || !(buf = malloc((size_t)sz)))
+	if (sz < sizeof(h))
 		return 1;
-	got = getxattr(canon, DEVKEYS_XATTR, buf, (size_t)sz);
-	if (got != sz)
-		return 1; /* changed meanwhile: the map walk is always right */
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != DEVKEYS_MAGIC || h.cgroup_id != id ||
-	    (size_t)sz != sizeof(h) + (size_t)h.n * sizeof(*keys))
+	    sz != sizeof(h) + (size_t)h.n * sizeof(*keys))
 		return 1;
 	keys = calloc(h.n + 1, sizeof(*keys));
 	if (!keys)
 		return -ENOMEM;
-	memcpy(keys, buf + sizeof(h), (size_t)h.n * sizeof(*keys));
+	memcpy(keys, (const uint8_t *)buf + sizeof(h), (size_t)h.n * sizeof(*keys));
 	for (size_t i = 0; i < h.n; i++)
 		if (keys[i].cgroup_id != id || keys[i].type == 0) {
 			free(keys);
@@ -232,6 +226,21 @@ static int devkeys_get(const char *canon, uint64_t id, struct devprog_policy_key
 	*ret = keys;
 	*ret_n = h.n;
 	return 0;
+}
+
+/* 0 and the entries listed for ID; 1 when there is no usable index. */
+static int devkeys_get(const char *canon, uint64_t id, struct devprog_policy_key **ret,
+		       size_t *ret_n)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	ssize_t sz = getxattr(canon, DEVKEYS_XATTR, NULL, 0), got;
+
+	if (sz < (ssize_t)sizeof(struct devkeys_head) || !(buf = malloc((size_t)sz)))
+		return 1;
+	got = getxattr(canon, DEVKEYS_XATTR, buf, (size_t)sz);
+	if (got != sz)
+		return 1; /* changed meanwhile: the map walk is always right */
+	return devkeys_parse(buf, (size_t)sz, id, ret, ret_n);
 }
 
 static int cmp_pkey(const void *a, const void *b)
