@@ -1,12 +1,85 @@
-/* Fuzz target: the parsers of kernel cgroup files (accounting, flat keyed, controllers, pids) and
- * of job targets. Input: a selector byte, then the text. */
+/* Fuzz target: the parsers of kernel cgroup files (accounting, flat keyed, controllers, pids,
+ * cpuset.cpus.partition), of the /proc files of a process jobcg reads (stat, status, children)
+ * and of job targets. Input: a selector byte, then the text. Selectors below 0xf0 pick the
+ * cgroup files by their value modulo 5, those from 0xf0 up the others (so that the seeds
+ * written before those stay what they were). */
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "adopt_internal.h"
 #include "cgroupfs.h"
+#include "cpupart.h"
 #include "jobcg/acct.h"
 #include "jobcg/job.h"
+#include "procs.h"
+#include "slurm_map.h"
+#include "tree.h"
+
+/* /proc/PID/stat: the three readers of its fields agree on what parses. */
+static void proc_stat(const char *text)
+{
+	unsigned long long st = 0, st2 = 0;
+	int t = tree_parse_starttime(text, &st);
+	int k = proc_stat_is_kthread(text);
+	pid_t ppid;
+
+	if (k != -EINVAL && k != 0 && k != 1)
+		abort();
+	if (jspank_stat_parse(text, &ppid, &st2) == 0 && (t < 0 || st2 != st || ppid < 0))
+		abort();
+}
+
+static void proc_status(const char *text)
+{
+	uid_t uid;
+
+	if (adopt_parse_status_uid(text, &uid) == 0 && uid == (uid_t)-1)
+		abort();
+	unsigned threads = tree_parse_threads(text);
+
+	if (threads) {
+		/* The count is the digits written after "Threads:", nothing made up from a sign. */
+		const char *t = strstr(text, "\nThreads:") + strlen("\nThreads:");
+		char buf[16];
+
+		t += strspn(t, " \t");
+		snprintf(buf, sizeof(buf), "%u", threads);
+		if (strncmp(t, buf, strlen(buf)) != 0 ||
+		    (t[strlen(buf)] >= '0' && t[strlen(buf)] <= '9'))
+			abort();
+	}
+}
+
+static void proc_children(const char *text)
+{
+	pid_t pids[8];
+	size_t n = 0;
+
+	if (jspank_children_parse(text, pids, 8, &n) == 0) {
+		if (n > 8)
+			abort();
+		for (size_t i = 0; i < n; i++)
+			if (pids[i] <= 0)
+				abort();
+	}
+}
+
+static void partition(const char *text)
+{
+	char *mode = NULL, *why = NULL;
+	bool invalid;
+
+	if (cpupart_parse_state(text, &mode, &invalid, &why) == 0) {
+		/* The mode is one word. */
+		if (strpbrk(mode, " \t\n"))
+			abort();
+		free(mode);
+		free(why);
+	}
+}
 
 static const char *const files[] = {
     "cpu.stat",	   "memory.stat",  "memory.events", "memory.current",
@@ -32,6 +105,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
+	if (sel >= 0xf0) {
+		switch (sel - 0xf0) {
+		case 0:
+			proc_stat(text);
+			break;
+		case 1:
+			proc_status(text);
+			break;
+		case 2:
+			proc_children(text);
+			break;
+		case 3:
+			partition(text);
+			break;
+		default:
+			break;
+		}
+		free(text);
+		return 0;
+	}
 	switch (sel % 5) {
 	case 0:
 		(void)jobcg_acct_parse(files[(sel / 5) % (sizeof(files) / sizeof(files[0]))], text,
