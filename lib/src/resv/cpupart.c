@@ -95,11 +95,13 @@ int cpupart_parse_state(const char *text, char **ret_mode, bool *ret_invalid, ch
 	if (!copy)
 		return -ENOMEM;
 	s = strstrip(copy);
-	sp = s + strcspn(s, " \t");
+	/* The mode is the first word, whatever blank ends it (a line break too: the file is
+	 * one line, but what is read is not checked to be). */
+	sp = s + strcspn(s, " \t\n");
 	mode = strndup(s, (size_t)(sp - s));
 	if (!mode)
 		return -ENOMEM;
-	s = sp + strspn(sp, " \t");
+	s = sp + strspn(sp, " \t\n");
 	if (startswith(s, "invalid")) {
 		invalid = true;
 		s += strlen("invalid");
