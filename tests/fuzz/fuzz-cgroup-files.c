@@ -1,9 +1,10 @@
 /* Fuzz target: the parsers of kernel cgroup files (accounting, flat keyed, controllers, pids,
- * cpuset.cpus.partition), of the /proc files of a process jobcg reads (stat, status, children)
- * and of job targets. Input: a selector byte, then the text. Selectors below 0xf0 pick the
- * cgroup files by their value modulo 5, those from 0xf0 up the others (so that the seeds
- * written before those stay what they were). */
+ * cpuset.cpus.partition), of the /proc files of a process jobcg reads (stat, status, children),
+ * of /proc/self/mounts, /proc/cgroups and /proc/meminfo, and of job targets. Input: a selector
+ * byte, then the text. Selectors below 0xf0 pick the cgroup files by their value modulo 5, those
+ * from 0xf0 up the others (so that the seeds written before those stay what they were). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,11 @@
 #include "cpupart.h"
 #include "jobcg/acct.h"
 #include "jobcg/job.h"
+#include "jobcg/sysinfo.h"
+#include "memlimit.h"
 #include "procs.h"
 #include "slurm_map.h"
+#include "sysinfo_internal.h"
 #include "tree.h"
 
 /* /proc/PID/stat: the three readers of its fields agree on what parses. */
@@ -65,6 +69,41 @@ static void proc_children(const char *text)
 			if (pids[i] <= 0)
 				abort();
 	}
+}
+
+/* /proc/self/mounts: the cgroup2 mount picked is one the text names, the v1 controllers are
+ * ones jobcg knows. */
+static void mounts(const char *text)
+{
+	static const char *const configured[] = {NULL, "/sys/fs/cgroup", "/x//"};
+	enum jobcg_layout layout;
+	char *m = NULL;
+
+	for (size_t i = 0; i < sizeof(configured) / sizeof(configured[0]); i++) {
+		if (discover_mount(text, configured[i], &m, &layout) == 0) {
+			if (!*m || !strstr(text, m) || layout > JOBCG_LAYOUT_OTHER)
+				abort();
+			free(m);
+		}
+		m = NULL;
+	}
+	if (discover_v1_controllers(text) >> _JOBCG_CTRL_MAX)
+		abort();
+}
+
+static void meminfo(const char *text)
+{
+	uint64_t bytes;
+	char buf[32];
+	const char *p;
+
+	if (memlimit_parse_meminfo(text, &bytes) < 0)
+		return;
+	/* The kB written after MemTotal:, in bytes, not a value wrapped around. */
+	snprintf(buf, sizeof(buf), "%" PRIu64 " kB", bytes / 1024);
+	p = strstr(text, "MemTotal:");
+	if (!bytes || bytes % 1024 || !p || !strstr(p, buf))
+		abort();
 }
 
 static void partition(const char *text)
@@ -118,6 +157,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 3:
 			partition(text);
+			break;
+		case 4:
+			mounts(text);
+			break;
+		case 5:
+			if (discover_v1_from_proc_cgroups(text) >> _JOBCG_CTRL_MAX)
+				abort();
+			break;
+		case 6:
+			meminfo(text);
 			break;
 		default:
 			break;

@@ -78,18 +78,34 @@ int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *c, uint64_t job_mem
 	return 0;
 }
 
+int memlimit_parse_meminfo(const char *text, uint64_t *ret)
+{
+	const char *p = strstr(text, "MemTotal:"), *end;
+	uint64_t kb;
+
+	/* At a line's start only, and digits only: sscanf's %llu took "-1" as 2^64-1 kB, which
+	 * then wrapped when made bytes. */
+	while (p && p != text && p[-1] != '\n')
+		p = strstr(p + 1, "MemTotal:");
+	if (!p)
+		return -EINVAL;
+	p += strlen("MemTotal:");
+	p += strspn(p, " \t");
+	if (parse_u64_prefix(p, UINT64_MAX / 1024, &kb, &end) < 0 || kb == 0 ||
+	    !startswith(end, " kB"))
+		return -EINVAL;
+	*ret = kb * 1024;
+	return 0;
+}
+
 int jobcg_node_ram(uint64_t *ret)
 {
 	_cleanup_free_ char *text = NULL;
-	unsigned long long kb;
-	char *p;
 	int r = read_full_file_at(AT_FDCWD, "/proc/meminfo", 1 << 20, &text, NULL);
 
 	if (r < 0)
 		return error_set(r, "cannot read /proc/meminfo: %s", strerror(-r));
-	p = strstr(text, "MemTotal:");
-	if (!p || sscanf(p, "MemTotal: %llu kB", &kb) != 1 || kb == 0)
+	if (memlimit_parse_meminfo(text, ret) < 0)
 		return error_set(-EIO, "/proc/meminfo has no MemTotal line");
-	*ret = (uint64_t)kb * 1024;
 	return 0;
 }

@@ -38,6 +38,9 @@ int jobcg_mem_limits_compute(const struct jobcg_cgroup_conf *conf, uint64_t job_
 
 /** Physical RAM of this node in bytes (MemTotal of /proc/meminfo). */
 int jobcg_node_ram(uint64_t *ret);
+/* ... from /proc/meminfo text: its "MemTotal: N kB" line, in bytes. -EINVAL without one, or
+ * one of 0 kB or too large for bytes in 64 bits. */
+int memlimit_parse_meminfo(const char *text, uint64_t *ret);
 
 #ifdef __cplusplus
 }
