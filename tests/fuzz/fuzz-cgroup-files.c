@@ -50,6 +50,8 @@ static void proc_status(const char *text)
 		char buf[16];
 
 		t += strspn(t, " \t");
+		while (t[0] == '0' && t[1] >= '0' && t[1] <= '9')
+			t++; /* "03" is 3 */
 		snprintf(buf, sizeof(buf), "%u", threads);
 		if (strncmp(t, buf, strlen(buf)) != 0 ||
 		    (t[strlen(buf)] >= '0' && t[strlen(buf)] <= '9'))
