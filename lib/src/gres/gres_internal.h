@@ -81,6 +81,28 @@ int slurm_conf_locate(const struct slurm_dirs *d, char buf[PATH_MAX]);
  * when the file or the node's line is missing, -EINVAL for a NodeName= that does not parse. */
 int slurm_conf_node_gres(const char *path, const char *node, char **ret);
 
+/* slurm_conf_read() and slurm_conf_node_gres() of the text @buf (@len bytes) named @name, an
+ * Include in it an error (no file is opened): for fuzzing. */
+int slurm_conf_read_buffer(const char *name, const char *buf, size_t len,
+			   struct slurm_conf_facts *ret);
+int slurm_conf_node_gres_buffer(const char *name, const char *buf, size_t len, const char *node,
+				char **ret);
+
+/* One GPU type of a node's Gres=, in Slurm's order (the first time the type appears). */
+struct gpu_type {
+	char *name;
+	uint64_t count;
+};
+/*
+ * slurm.conf's Gres= of a node (gpu:2,gpu:a100:2(S:0-1),gpu:tesla:no_consume:1,mps:100) as
+ * slurmd reads it (_get_gres_cnt, gres_add_type): the gpu types in their first order with
+ * their counts (free with slurm_gpu_types_free()), or none and *ret_untyped, the count of
+ * untyped GPUs. -EINVAL (error set) for a count that does not parse.
+ */
+int slurm_gres_gpu_types(const char *gres, struct gpu_type **ret, size_t *ret_n,
+			 uint64_t *ret_untyped);
+void slurm_gpu_types_free(struct gpu_type *t, size_t n);
+
 /*
  * Slurm's gres.conf @g for one node (read with JOBCG_CONFIG_NO_STAT from @gres_path), its gpu
  * records renumbered the way slurmd 22.05 numbers them (_merge_config, then

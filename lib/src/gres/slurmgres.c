@@ -312,11 +312,13 @@ void slurm_conf_facts_done(struct slurm_conf_facts *f)
 	*f = (struct slurm_conf_facts){};
 }
 
-int slurm_conf_read(const char *path, struct slurm_conf_facts *ret)
+/* slurm_conf_read() of @path, or of @buf (its name @path, no Include followed) when given. */
+static int facts_read(const char *path, const char *buf, size_t len, struct slurm_conf_facts *ret)
 {
 	struct slurm_conf_facts f = {};
-	struct conf_parser p = {.fn = on_slurm_stmt, .userdata = &f, .slurm_conf = true};
-	int r = conf_parse_file(&p, path);
+	struct conf_parser p = {
+	    .fn = on_slurm_stmt, .userdata = &f, .slurm_conf = true, .no_include = buf != NULL};
+	int r = buf ? conf_parse_buffer(&p, path, buf, len) : conf_parse_file(&p, path);
 
 	if (r > 0)
 		r = error_set(-ENOENT, "%s: no such file", path);
@@ -326,6 +328,17 @@ int slurm_conf_read(const char *path, struct slurm_conf_facts *ret)
 	}
 	*ret = f;
 	return 0;
+}
+
+int slurm_conf_read(const char *path, struct slurm_conf_facts *ret)
+{
+	return facts_read(path, NULL, 0, ret);
+}
+
+int slurm_conf_read_buffer(const char *name, const char *buf, size_t len,
+			   struct slurm_conf_facts *ret)
+{
+	return facts_read(name, buf, len, ret);
 }
 
 enum slurm_plugstack_line slurm_plugstack_line(char *line, const char **ret_arg)
@@ -428,11 +441,13 @@ static int on_node_stmt(const struct conf_stmt *st, void *userdata)
 	return -ECANCELED;
 }
 
-int slurm_conf_node_gres(const char *path, const char *node, char **ret)
+/* slurm_conf_node_gres() of @path, or of @buf (named @path, no Include) when given. */
+static int node_gres(const char *path, const char *buf, size_t len, const char *node, char **ret)
 {
 	struct node_gres_scan s = {.node = node};
-	struct conf_parser p = {.fn = on_node_stmt, .userdata = &s, .slurm_conf = true};
-	int r = conf_parse_file(&p, path);
+	struct conf_parser p = {
+	    .fn = on_node_stmt, .userdata = &s, .slurm_conf = true, .no_include = buf != NULL};
+	int r = buf ? conf_parse_buffer(&p, path, buf, len) : conf_parse_file(&p, path);
 
 	free(s.dflt);
 	if (r == -ECANCELED && s.found)
@@ -449,13 +464,18 @@ int slurm_conf_node_gres(const char *path, const char *node, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-/* One GPU type of a node's Gres=, in Slurm's order (the first time the type appears). */
-struct gpu_type {
-	char *name;
-	uint64_t count;
-};
+int slurm_conf_node_gres(const char *path, const char *node, char **ret)
+{
+	return node_gres(path, NULL, 0, node, ret);
+}
 
-static void gpu_types_free(struct gpu_type *t, size_t n)
+int slurm_conf_node_gres_buffer(const char *name, const char *buf, size_t len, const char *node,
+				char **ret)
+{
+	return node_gres(name, buf, len, node, ret);
+}
+
+void slurm_gpu_types_free(struct gpu_type *t, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(t[i].name);
@@ -483,13 +503,8 @@ static int gpu_type_add(struct gpu_type **t, size_t *n, const char *name, size_t
 	return 0;
 }
 
-/*
- * slurm.conf's Gres= of a node (gpu:2,gpu:a100:2(S:0-1),gpu:tesla:no_consume:1,mps:100) as
- * slurmd reads it (_get_gres_cnt, gres_add_type): the gpu types in their first order with
- * their counts, or none and *ret_untyped, the count of untyped GPUs.
- */
-static int slurm_gres_gpu_types(const char *gres, struct gpu_type **ret, size_t *ret_n,
-				uint64_t *ret_untyped)
+int slurm_gres_gpu_types(const char *gres, struct gpu_type **ret, size_t *ret_n,
+			 uint64_t *ret_untyped)
 {
 	_cleanup_free_ char *copy = strdup(gres);
 	struct gpu_type *t = NULL;
@@ -547,7 +562,7 @@ static int slurm_gres_gpu_types(const char *gres, struct gpu_type **ret, size_t 
 		}
 	}
 	if (r < 0) {
-		gpu_types_free(t, n);
+		slurm_gpu_types_free(t, n);
 		return r;
 	}
 	*ret = t;
@@ -1123,7 +1138,7 @@ int slurm_gpu_order(struct jobcg_gres_conf *g, const char *gres_path, const char
 		if (r == 0 && plain)
 			r = nvml_plain_agree(g, gres_path, plain);
 	}
-	gpu_types_free(types, ntypes);
+	slurm_gpu_types_free(types, ntypes);
 	if (r < 0 || nvml)
 		return r;
 	/* common_node_config_load: each device file, in that order, is the next index; records
