@@ -1,10 +1,12 @@
 /* Fuzz target: the parsers of kernel cgroup files (accounting, flat keyed, controllers, pids,
  * cpuset.cpus.partition), of the /proc files of a process jobcg reads (stat, status, children),
- * of /proc/self/mounts, /proc/cgroups and /proc/meminfo, and of job targets. Input: a selector
- * byte, then the text. Selectors below 0xf0 pick the cgroup files by their value modulo 5, those
- * from 0xf0 up the others (so that the seeds written before those stay what they were). */
+ * of /proc/self/mounts, /proc/self/mountinfo, /proc/cgroups and /proc/meminfo, and of job
+ * targets. Input: a selector byte, then the text. Selectors below 0xf0 pick the cgroup files by
+ * their value modulo 5, those from 0xf0 up the others (so that the seeds written before those
+ * stay what they were). */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include "adopt_internal.h"
 #include "cgroupfs.h"
 #include "cpupart.h"
+#include "inspect_internal.h"
 #include "jobcg/acct.h"
 #include "jobcg/job.h"
 #include "jobcg/sysinfo.h"
@@ -93,6 +96,27 @@ static void mounts(const char *text)
 		abort();
 }
 
+/* /proc/self/mountinfo and mounts lines as `jobcg decode` and the device checks read them: a
+ * mount point found is a word of the line (of mountinfo, one before its " - "). */
+static void mountinfo(char *text)
+{
+	for (char *line = text, *next; line; line = next) {
+		char mp[PATH_MAX];
+		const char *sep;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (inspect_mounts_cgroup2(line, mp) && (!*mp || !strstr(line, mp)))
+			abort();
+		if (inspect_mountinfo_v1_devices(line, mp)) {
+			sep = strstr(line, " - ");
+			if (!*mp || !sep || !memmem(line, (size_t)(sep - line), mp, strlen(mp)))
+				abort();
+		}
+	}
+}
+
 static void meminfo(const char *text)
 {
 	uint64_t bytes;
@@ -169,6 +193,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 6:
 			meminfo(text);
+			break;
+		case 7:
+			mountinfo(text);
 			break;
 		default:
 			break;

@@ -133,6 +133,29 @@ void progcache_counts(const struct jobcg_progcache *c, struct progcache_counts *
 	*ret = c->counts;
 }
 
+bool inspect_mounts_cgroup2(const char *line, char dir[PATH_MAX])
+{
+	char dev[256], type[64];
+
+	return sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 && streq(type, "cgroup2");
+}
+
+bool inspect_mountinfo_v1_devices(const char *line, char mp[PATH_MAX])
+{
+	const char *sep = strstr(line, " - ");
+	char fstype[64], src[256], opts[1024];
+	unsigned a, b;
+
+	if (!sep || sscanf(line, "%u %u %*s %*s %4095s", &a, &b, mp) != 3 ||
+	    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 ||
+	    !streq(fstype, "cgroup"))
+		return false;
+	for (char *save = NULL, *t = strtok_r(opts, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (streq(t, "devices"))
+			return true;
+	return false;
+}
+
 JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret)
 {
 	return_if_null(ret);
@@ -148,9 +171,9 @@ JOBCG_EXPORT int jobcg_cgroup2_mount(const char **ret)
 	if (!f)
 		return error_set(negative_errno(), "cannot read /proc/self/mounts");
 	while (fgets(line, sizeof(line), f)) {
-		char dev[256], dir[PATH_MAX], type[64];
-		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
-		    streq(type, "cgroup2")) {
+		char dir[PATH_MAX];
+
+		if (inspect_mounts_cgroup2(line, dir)) {
 			snprintf(mount, sizeof(mount), "%s", dir);
 			*ret = mount;
 			return 0;
@@ -167,18 +190,12 @@ static void v1_devices_mount(char *buf, size_t size)
 
 	buf[0] = 0;
 	while (f && fgets(line, sizeof(line), f)) {
-		char *sep = strstr(line, " - ");
-		char mp[PATH_MAX], fstype[64], src[256], opts[1024];
-		if (!sep || sscanf(line, "%*u %*u %*s %*s %4095s", mp) != 1 ||
-		    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 ||
-		    !streq(fstype, "cgroup"))
-			continue;
-		for (char *save = NULL, *t = strtok_r(opts, ",", &save); t;
-		     t = strtok_r(NULL, ",", &save))
-			if (streq(t, "devices")) {
-				snprintf(buf, size, "%s", mp);
-				return;
-			}
+		char mp[PATH_MAX];
+
+		if (inspect_mountinfo_v1_devices(line, mp)) {
+			snprintf(buf, size, "%s", mp);
+			return;
+		}
 	}
 }
 
@@ -250,18 +267,9 @@ JOBCG_EXPORT int jobcg_devices_v1_notes(char ***ret)
 	if (!f)
 		return error_set(negative_errno(), "cannot read /proc/self/mountinfo");
 	while (fgets(line, sizeof(line), f)) {
-		/* "... mountpoint opts - cgroup cgroup rw,devices" */
-		char *sep = strstr(line, " - ");
-		char mp[PATH_MAX], fstype[64], src[256], opts[1024];
-		unsigned a, b;
-		if (!sep || sscanf(line, "%u %u %*s %*s %4095s", &a, &b, mp) != 3 ||
-		    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 ||
-		    !streq(fstype, "cgroup"))
-			continue;
-		bool devices = false;
-		for (char *t = strtok(opts, ","); t; t = strtok(NULL, ","))
-			devices |= streq(t, "devices");
-		if (!devices)
+		char mp[PATH_MAX];
+
+		if (!inspect_mountinfo_v1_devices(line, mp))
 			continue;
 		char *n = strdup_printf("a cgroup v1 devices controller is mounted at %s: its "
 					"devices.list rules apply as well (the kernel checks both)",

@@ -1,6 +1,7 @@
 /* jobcg internal: what tests and the library's readers may learn of a program cache. */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,3 +30,9 @@ void progcache_counts(const struct jobcg_progcache *c, struct progcache_counts *
 /* Whether cgroup levels counted from a cgroup2 mount whose root has id @root_id are the
  * kernel's (the real root has id 1); otherwise ancestor-dependent answers are uncertain. */
 bool inspect_levels_real(uint64_t root_id);
+
+/* A /proc/self/mounts line of a cgroup2 mount: its mount point in @dir. */
+bool inspect_mounts_cgroup2(const char *line, char dir[PATH_MAX]);
+/* A /proc/self/mountinfo line ("ID PARENT MAJ:MIN ROOT MOUNTPOINT ... - cgroup SOURCE OPTS") of
+ * a cgroup v1 hierarchy holding the devices controller: its mount point in @mp. */
+bool inspect_mountinfo_v1_devices(const char *line, char mp[PATH_MAX]);
