@@ -145,9 +145,12 @@ bool inspect_mountinfo_v1_devices(const char *line, char mp[PATH_MAX])
 	const char *sep = strstr(line, " - ");
 	char fstype[64], src[256], opts[1024];
 	unsigned a, b;
+	int end = 0;
 
-	if (!sep || sscanf(line, "%u %u %*s %*s %4095s", &a, &b, mp) != 3 ||
-	    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 ||
+	/* The mount point is the fifth field, before the " - ": of a line with fewer fields
+	 * there, the "-" itself would be taken for it. */
+	if (!sep || sscanf(line, "%u %u %*s %*s %4095s%n", &a, &b, mp, &end) != 3 ||
+	    line + end > sep || sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 ||
 	    !streq(fstype, "cgroup"))
 		return false;
 	for (char *save = NULL, *t = strtok_r(opts, ",", &save); t; t = strtok_r(NULL, ",", &save))
