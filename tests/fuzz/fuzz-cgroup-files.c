@@ -1,9 +1,9 @@
 /* Fuzz target: the parsers of kernel cgroup files (accounting, flat keyed, controllers, pids,
  * cpuset.cpus.partition), of the /proc files of a process jobcg reads (stat, status, children),
- * of /proc/self/mounts, /proc/self/mountinfo, /proc/cgroups and /proc/meminfo, and of job
- * targets. Input: a selector byte, then the text. Selectors below 0xf0 pick the cgroup files by
- * their value modulo 5, those from 0xf0 up the others (so that the seeds written before those
- * stay what they were). */
+ * of /proc/self/mounts, /proc/self/mountinfo, /proc/cgroups and /proc/meminfo, of the tree's
+ * directory names, and of job targets. Input: a selector byte, then the text. Selectors below
+ * 0xf0 pick the cgroup files by their value modulo 5, those from 0xf0 up the others (so that
+ * the seeds written before those stay what they were). */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -117,6 +117,30 @@ static void mountinfo(char *text)
 	}
 }
 
+/* A directory name of the cgroup tree (the tree is listed, not trusted): what parses as a job,
+ * step or reservation is exactly the name jobcg gives it. */
+static void dirname(const char *name)
+{
+	char buf[JOBCG_STEP_ID_MAX + 16], step[JOBCG_STEP_ID_MAX];
+	const char *resv;
+	uint32_t job;
+
+	if (tree_parse_job_dirname(name, &job) == 0) {
+		snprintf(buf, sizeof(buf), "job_%u", job);
+		if (strcmp(buf, name) != 0)
+			abort();
+	}
+	if (tree_parse_step_dirname(name, step) == 0) {
+		snprintf(buf, sizeof(buf), "step_%s", step);
+		if (strcmp(buf, name) != 0)
+			abort();
+	}
+	if (tree_parse_resv_dirname(name, &resv) == 0 &&
+	    (strncmp(name, TREE_RESV_PREFIX, strlen(TREE_RESV_PREFIX)) != 0 ||
+	     resv != name + strlen(TREE_RESV_PREFIX)))
+		abort();
+}
+
 static void meminfo(const char *text)
 {
 	uint64_t bytes;
@@ -196,6 +220,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 7:
 			mountinfo(text);
+			break;
+		case 8:
+			dirname(text);
 			break;
 		default:
 			break;
