@@ -4,7 +4,8 @@
  * file: 0 an NVIDIA GPU's information (then its model as a Type= and its bus id normalised),
  * 1 a capability access file, 2 nvidia-caps/mig-minors, 3 /proc/devices, 4 a kfd node's
  * properties. The text is copied without a terminating NUL, so that ASan sees any read past
- * the length the parsers are given.
+ * the length the parsers are given. A selector from 0xf0 up (none of the seeds of the five
+ * files) is a DRM render node's uevent (gpudetect_drm.c), read as a string.
  */
 #include <errno.h>
 #include <limits.h>
@@ -111,6 +112,27 @@ static void kfd_properties(const char *text, size_t n)
 	}
 }
 
+/* A render node's device uevent (NUL-terminated: its readers take a string): the bus id is
+ * printable, lower case and cut to what a bus id can be. */
+static void drm_uevent(const uint8_t *data, size_t n)
+{
+	char *text = malloc(n + 1), *pci;
+
+	if (!text)
+		return;
+	memcpy(text, data, n);
+	text[n] = '\0';
+	pci = drm_uevent_pci(text);
+	for (const char *p = pci; p && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f || (*p >= 'A' && *p <= 'Z'))
+			abort();
+	if (pci && strlen(pci) > 63 * 4)
+		abort();
+	(void)drm_uevent_xcp(text);
+	free(pci);
+	free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	unsigned access_minor;
@@ -124,6 +146,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!text)
 		return 0;
 	memcpy(text, data + 1, n);
+	if (data[0] >= 0xf0) {
+		drm_uevent(data + 1, n);
+		free(text);
+		return 0;
+	}
 	switch (data[0] % 5) {
 	case 0:
 		information(text, n);

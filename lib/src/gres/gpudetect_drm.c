@@ -44,10 +44,8 @@ static char *pci_attr(const struct gpuscan *s, const char *pci, const char *attr
 	return attr_text(s, strdup_printf("/sys/bus/pci/devices/%s/%s", pci, attr));
 }
 
-/* PCI_SLOT_NAME of the render node's device, normalised. */
-static char *render_pci(const struct gpuscan *s, unsigned minor)
+char *drm_uevent_pci(const char *uevent)
 {
-	_cleanup_free_ char *uevent = render_attr(s, minor, "uevent");
 	const char *p = uevent ? strstr(uevent, "PCI_SLOT_NAME=") : NULL;
 	char buf[64];
 
@@ -56,6 +54,14 @@ static char *render_pci(const struct gpuscan *s, unsigned minor)
 	snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(p + 14, "\n"), p + 14);
 	gpu_pci_normalise(buf, sizeof(buf));
 	return str_escape_controls(buf);
+}
+
+/* PCI_SLOT_NAME of the render node's device, normalised. */
+static char *render_pci(const struct gpuscan *s, unsigned minor)
+{
+	_cleanup_free_ char *uevent = render_attr(s, minor, "uevent");
+
+	return drm_uevent_pci(uevent);
 }
 
 static int render_file(struct gpuscan *s, struct jobcg_gpu *gpu, unsigned minor, const char *why)
@@ -126,11 +132,8 @@ static bool link_base_is_xcp(const struct gpuscan *s, const char *rel)
 /* Whether the render node's device is an AMD partition (MI300 CPX/DPX...): a platform device
  * of amdgpu_xcp, with no PCI vendor file of its own; the kfd node naming it proves the vendor.
  * Its uevent says MODALIAS=platform:<name> (DRIVER= too, were a driver ever bound to it). */
-static bool render_is_xcp(const struct gpuscan *s, unsigned minor)
+bool drm_uevent_xcp(const char *uevent)
 {
-	_cleanup_free_ char *uevent = render_attr(s, minor, "uevent");
-	char rel[64];
-
 	for (const char *p = uevent; p && *p; p += strcspn(p, "\n"), p += *p == '\n') {
 		size_t l = strcspn(p, "\n");
 
@@ -138,6 +141,16 @@ static bool render_is_xcp(const struct gpuscan *s, unsigned minor)
 		    (startswith(p, "MODALIAS=platform:") && xcp_name(p + 18, l - 18)))
 			return true;
 	}
+	return false;
+}
+
+static bool render_is_xcp(const struct gpuscan *s, unsigned minor)
+{
+	_cleanup_free_ char *uevent = render_attr(s, minor, "uevent");
+	char rel[64];
+
+	if (drm_uevent_xcp(uevent))
+		return true;
 	snprintf(rel, sizeof(rel), "/sys/class/drm/renderD%u/device", minor);
 	if (link_base_is_xcp(s, rel))
 		return true;

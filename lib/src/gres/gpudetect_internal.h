@@ -106,3 +106,10 @@ void gres_companions_done(struct gres_companions_seen *seen);
 int gres_mig_uuid(const struct jobcg_gres_record *r, const char *proc, bool use_nvml, char **ret);
 /* True when @r names an NVIDIA MIG capability file (/dev/nvidia-caps/nvidia-capN). */
 bool gres_record_is_mig(const struct jobcg_gres_record *r);
+
+/* A render node's device uevent text (NUL-terminated, may be NULL): its PCI_SLOT_NAME,
+ * normalised and with control characters escaped (to free(); NULL when there is none), and
+ * whether it names an AMD partition's platform device (DRIVER= or MODALIAS=platform: of
+ * amdgpu_xcp). */
+char *drm_uevent_pci(const char *uevent);
+bool drm_uevent_xcp(const char *uevent);
