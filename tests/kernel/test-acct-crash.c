@@ -265,23 +265,96 @@ static off_t file_size(const char *path)
 	return stat(path, &st) == 0 ? st.st_size : -1;
 }
 
-/* An entry cut short (a full disk as it was written) is dropped: its line would tear the log. */
-static void test_cut_entry(void)
+static bool plant(const char *path, const char *text)
 {
-	char p[PATH_MAX];
-	const char cut[] = "1 0 0 /nonexistent/job_99\n{\"type\":\"job\",\"job\":99";
-	off_t before = file_size(log_path);
-	int fd;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	bool good = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
 
-	snprintf(p, sizeof(p), "%s/pending/99", ktest_tmpdir());
-	fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	ok(fd >= 0 && write(fd, cut, strlen(cut)) == (ssize_t)strlen(cut), "a cut pending entry");
 	if (fd >= 0)
 		close(fd);
-	gc_writes(0, "a cut entry");
-	ok(file_size(log_path) == before, "the log is unchanged (%lld -> %lld bytes)",
-	   (long long)before, (long long)file_size(log_path));
-	ok(access(p, F_OK) < 0, "the entry is gone");
+	return good;
+}
+
+static bool log_has_byte(int c)
+{
+	FILE *f = fopen(log_path, "re");
+	bool found = false;
+	int x;
+
+	while (f && (x = getc(f)) != EOF)
+		found |= x == c;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* A record line as jobcg writes it, for job @job, with @reason as it is (raw bytes included). */
+#define REC(job, reason)                                                                           \
+	"{\"type\":\"job\",\"job\":" job ",\"uid\":0,\"gid\":0,\"start_usec\":1,\"end_usec\":2,"   \
+	"\"exit_code\":0,\"exit_signal\":0,\"state\":\"COMPLETED\",\"cpu_usec\":null,"             \
+	"\"user_usec\":null,\"system_usec\":null,\"mem_peak\":null,\"oom_kills\":null,"            \
+	"\"ntasks\":0,\"reason\":\"" reason "\"}\n"
+
+/*
+ * Entries that are no pending record: cut short (a full disk as it was written), without a
+ * header, a line that is not JSON, a record line with a raw escape byte. None reaches the log
+ * (the reader would skip or print them); each is moved aside as .bad-NAME for a human, not
+ * deleted, and gc says so (exit 1) once. A hard link into pending/ is left alone. The owed
+ * entry next to them is still written.
+ */
+static void test_bad_entries(void)
+{
+	char *rel[] = {"release", "29", NULL}, *gc[] = {"gc", NULL};
+	char p[PATH_MAX], aside[PATH_MAX + 8], outside[PATH_MAX];
+	static const struct {
+		const char *name, *text;
+	} bad[] = {
+	    {"99", "1 0 0 /nonexistent/job_99\n{\"type\":\"job\",\"job\":99"},
+	    {"98", "garbage"},
+	    {"97", "1 0 0 /nonexistent/job_97\nNOT JSON \033[31mred\n"},
+	    {"96", "1 0 0 /nonexistent/job_96\n" REC("96", "\033[31mred")},
+	};
+	char *out = NULL, *err = NULL;
+	off_t before;
+	int rc;
+
+	is_int(kcli(NULL, "alloc", "29", NULL), 0, "alloc 29");
+	is_int(kcli_crash_at("remove-before-record", rel), 128 + SIGKILL,
+	       "release 29 killed after its rmdir: its record waits in pending/");
+	before = file_size(log_path);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(p, sizeof(p), "%s/pending/%s", ktest_tmpdir(), bad[i].name);
+		ok(plant(p, bad[i].text), "pending/%s: no pending record", bad[i].name);
+	}
+	snprintf(outside, sizeof(outside), "%s/not-pending", ktest_tmpdir());
+	snprintf(p, sizeof(p), "%s/pending/95", ktest_tmpdir());
+	ok(plant(outside, "1 0 0 /nonexistent/job_95\n" REC("95", "linked")) &&
+	       link(outside, p) == 0,
+	   "pending/95: a valid entry, a hard link to a file outside pending/");
+	rc = kcli_run(gc, &out, &err);
+	ok(rc == 1 && err && strstr(err, "moved aside as") && strstr(err, "more than one name"),
+	   "gc fails, saying what it moved aside and what it left: %s", err ? err : "");
+	is_int(records("29", NULL).n, 1, "the owed record of 29 is written");
+	ok(!pending_file("29"), "and its entry removed");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(aside, sizeof(aside), ".bad-%s", bad[i].name);
+		ok(!pending_file(bad[i].name) && pending_file(aside), "pending/%s moved to %s",
+		   bad[i].name, aside);
+		ok(records(bad[i].name, NULL).n == 0, "no record of %s in the log", bad[i].name);
+	}
+	ok(!log_has_byte('\033'), "no raw escape byte in the log");
+	ok(pending_file("95") && records("95", NULL).n == 0,
+	   "the hard link is left alone, not written");
+	ok(file_size(log_path) > before, "the log grew (29's record)");
+	free(out);
+	free(err);
+	out = err = NULL;
+	ok(unlink(p) == 0 && unlink(outside) == 0, "the link removed by hand");
+	is_int(kcli_run(gc, NULL, NULL), 0, "gc succeeds: what was moved aside is not seen again");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(p, sizeof(p), "%s/pending/.bad-%s", ktest_tmpdir(), bad[i].name);
+		unlink(p);
+	}
 }
 
 /* gc of a state directory where pending/ holds what is no record (or is no directory): each such
@@ -366,7 +439,7 @@ int main(void)
 	test_grace_signal();
 	test_stale_and_reused();
 	test_ephemeral();
-	test_cut_entry();
+	test_bad_entries();
 	test_pending_not_ours();
 	(void)kcli(NULL, "gc", NULL);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");

@@ -154,6 +154,21 @@ static int order38(const struct jobcg_acct_record *r, void *u)
 	return 0;
 }
 
+/* Job 39's records in log order: "STEP:EXIT" for a step, "job" for the job. */
+static int order39(const struct jobcg_acct_record *r, void *u)
+{
+	char *buf = u, one[32];
+
+	if (strcmp(r->job_id, "39") != 0 || strlen(buf) > 200)
+		return 0;
+	if (r->kind == JOBCG_ACCT_STEP)
+		snprintf(one, sizeof(one), "%s%s:%d", *buf ? " " : "", r->step_id, r->exit_code);
+	else
+		snprintf(one, sizeof(one), "%sjob", *buf ? " " : "");
+	strcat(buf, one);
+	return 0;
+}
+
 /* A child as nobody holding LOCK_SH on @path, as anyone who can read the log may: its pid once
  * it holds it, -1 when it could not. */
 static pid_t hold_read_lock(const char *path)
@@ -515,6 +530,86 @@ int main(void)
 		is_str(order, "0 1 2 job",
 		       "gc wrote the steps' records and the job's, in the order a removal does");
 		ok(!kcli_exists("%s", pend), "and nothing is left pending");
+		free(path);
+	}
+	/*
+	 * The same job id made again while the log still fails: the second job's records must not
+	 * clash with the first's in pending/ (and be lost with its directory). gc writes both
+	 * jobs', each job's steps before it, the first job's before the second's; and the release
+	 * says where the job's record waits.
+	 */
+	{
+		char *path = NULL, lock[PATH_MAX], order[256] = "", *rerr = NULL;
+		char *rel[] = {"release", "39", NULL};
+
+		is_int(jobcg_acctlog_path(conf, &path), 0, "log path");
+		snprintf(lock, sizeof(lock), "%s.lock", path ? path : "");
+		ok(chmod(lock, 0644) == 0, "the log's lock made unusable");
+		for (int k = 1; k <= 2; k++) {
+			char code[32];
+
+			snprintf(code, sizeof(code), "exit %d", k);
+			ok(kcli(NULL, "alloc", "39", NULL) == 0, "job 39, the %s time",
+			   k == 1 ? "first" : "second");
+			ok(kcli(NULL, "run", "--job", "39", "--", "sh", "-c", code, NULL) == k,
+			   "jobcg run --job 39 -- sh -c '%s'", code);
+			free(rerr);
+			rerr = NULL;
+			is_int(kcli_run(rel, NULL, &rerr), 0, "jobcg release 39");
+		}
+		ok(rerr && strstr(rerr, "job 39: accounting record not written") &&
+		       strstr(rerr, "kept in ") && strstr(rerr, "for jobcg gc"),
+		   "the release says the job's record is kept for gc: %s", rerr ? rerr : "");
+		free(rerr);
+		ok(chmod(lock, 0600) == 0, "the lock usable again");
+		is_int(kcli(NULL, "gc", NULL), 0, "jobcg gc");
+		if (path)
+			jobcg_acctlog_read(path, "39", order39, order);
+		is_str(order, "0:1 job 0:2 job",
+		       "gc wrote both jobs' records, steps first, in the order the jobs ended");
+		free(path);
+	}
+	/*
+	 * A step's record waiting on its job's directory that can be neither written nor kept in
+	 * pending/ (here pending/ a regular file): the release must not remove the directory with
+	 * it. It fails, saying why; gc finishes the job once both work again, and writes both
+	 * records.
+	 */
+	{
+		char *path = NULL, lock[PATH_MAX], pdir[PATH_MAX], jdir[PATH_MAX], *rerr = NULL;
+		char *rel[] = {"release", "40", NULL};
+		struct reccheck c = {.id = "40"};
+		int fd;
+
+		is_int(jobcg_acctlog_path(conf, &path), 0, "log path");
+		snprintf(lock, sizeof(lock), "%s.lock", path ? path : "");
+		snprintf(pdir, sizeof(pdir), "%s/pending", ktest_tmpdir());
+		is_int(kcli(NULL, "alloc", "40", NULL), 0, "job 40");
+		ok(chmod(lock, 0644) == 0, "the log's lock made unusable");
+		is_int(kcli(NULL, "run", "--job", "40", "--", "true", NULL), 0,
+		       "jobcg run --job 40 -- true: its record waits on the job");
+		(void)rmdir(pdir);
+		fd = open(pdir, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		ok(fd >= 0, "a regular file where pending/ should be");
+		if (fd >= 0)
+			close(fd);
+		is_int(kcli_run(rel, NULL, &rerr), 1, "jobcg release 40 fails");
+		ok(rerr &&
+		       strstr(rerr, "job 40: a pending accounting record could not be written") &&
+		       strstr(rerr, "left for jobcg gc"),
+		   "saying why: %s", rerr ? rerr : "");
+		snprintf(jdir, sizeof(jdir), "%s/job_40", root);
+		ok(getxattr(jdir, "trusted.jobcg.pending.0", NULL, 0) >= 0,
+		   "the job is still there, with its step's record");
+		free(rerr);
+		ok(unlink(pdir) == 0 && chmod(lock, 0600) == 0,
+		   "pending/ and the lock fixed by hand");
+		is_int(kcli(NULL, "gc", NULL), 0, "jobcg gc");
+		ok(!kcli_exists("%s/job_40", root), "gc removed the job");
+		if (path)
+			jobcg_acctlog_read(path, "40", find_job, &c);
+		ok(c.step && c.job, "and both records are written (step %d, job %d)", c.step,
+		   c.job);
 		free(path);
 	}
 	jobcg_ctx_free(ctx);

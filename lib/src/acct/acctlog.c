@@ -465,6 +465,24 @@ out:
 
 /* Longest line we accept: records are a few hundred bytes. */
 #define ACCT_LINE_MAX 65536
+
+bool acctlog_line_is_record(const char *line, size_t len)
+{
+	_cleanup_free_ char *copy = NULL;
+	struct jobcg_acct_record r;
+
+	if (len < 2 || len - 1 > ACCT_LINE_MAX || line[len - 1] != '\n')
+		return false;
+	/* acctlog_format() escapes every byte below 0x20: a raw one (an ESC, a NUL) is no line
+	 * of jobcg's, even where json-c would take it */
+	for (size_t i = 0; i < len - 1; i++)
+		if ((unsigned char)line[i] < 0x20)
+			return false;
+	if (!(copy = strndup(line, len - 1)) || !parse_record(copy, &r))
+		return false;
+	jobcg_acct_record_done(&r);
+	return true;
+}
 /* Most rotated logs read (logrotate's "rotate N" keeps N). */
 #define ACCT_MAX_ROTATED 4096
 

@@ -23,6 +23,9 @@ int acctlog_write_line(const char *path, const char *line, size_t len, unsigned 
  */
 int acctlog_has_line(const char *path, uint64_t ino, uint64_t from, const char *line, size_t len,
 		     bool *ret);
+/* Is @line (@len bytes, its newline included) one complete record as the log's reader takes it,
+ * with no raw control byte? What a pending entry holds is appended only then. */
+bool acctlog_line_is_record(const char *line, size_t len);
 
 /* One record; @step_id NULL for the job's. @exit_code -1 and no signal: end not seen. */
 int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
@@ -69,10 +72,20 @@ enum acct_pending_at {
 	ACCT_PENDING_ON_JOB,	  /* a step's record, on its job's directory */
 	ACCT_PENDING_IN_STATE_DIR /* a file in <StateDir>/pending/ */
 };
-/* Set @p aside, waiting for the removal of @dir. Failure only warns (the record is written as
- * before, without the net): it returns nothing. */
+/*
+ * A job's removal sets its records aside (in <StateDir>/pending/) as incarnation
+ * *ret_incarnation of its id: first the entries of that id already there are written if owed
+ * (stale ones, of this very job, dropped); those that stay are of earlier jobs of that id, whose
+ * log was failing too, and this one's names sort after them ("JOB~N", "JOB~N.STEP"; 0: "JOB",
+ * "JOB.STEP"), so that no name clash loses a record and gc appends them in the order the jobs
+ * ended. Failures are warned, and only leave a higher incarnation.
+ */
+int acct_pending_job_begin(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret_incarnation);
+/* Set @p aside, waiting for the removal of @dir (@incarnation: acct_pending_job_begin()'s, for
+ * ACCT_PENDING_IN_STATE_DIR). Failure only warns (the record is written as before, without the
+ * net): it returns nothing. */
 void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const char *dir,
-			enum acct_pending_at at);
+			enum acct_pending_at at, unsigned incarnation);
 /* @p's directory was not removed: whoever removes it records it; drop the entry. */
 void acct_pending_discard(struct acct_pending *p);
 /* An entry as it waits (xattr value or file), "<dir inode> <log inode> <log size> <dir>\n<line>"
@@ -85,12 +98,15 @@ struct acct_pending_entry {
 };
 int acct_pending_parse(const char *value, struct acct_pending_entry *ret);
 /* Write what killed writers left: the entries on job @job_id's directory (before it goes; with
- * @keep_in_state_dir, one that cannot be written moves to a file of <StateDir>/pending/ rather
- * than go with the directory)... */
+ * @keep_in_state_dir, one that cannot be written moves to a file of <StateDir>/pending/, named
+ * for @incarnation, rather than go with the directory; one that can be neither stays, and is the
+ * error returned: the directory must not go)... */
 int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_state_dir,
-			   unsigned *ret_written);
+			   unsigned incarnation, unsigned *ret_written);
 /* ... and the files of <StateDir>/pending/ (gc). *ret_written (may be NULL) counts the records
- * written (added to, for the job's). What is no record of jobcg's (a directory, a link, another
- * user's file; pending/ itself not a directory: -ENOTDIR) is left alone and warned about by its
- * path; the rest is still written, and the first failure returned, its error record set. */
+ * written (added to, for the job's). What is no record of jobcg's (a directory, a link, a file
+ * with another name too, another user's file; pending/ itself not a directory: -ENOTDIR) is left
+ * alone and warned about by its path; a file whose content is no entry, or whose line the log's
+ * reader would not take as a record, is renamed .bad-NAME (-EBADMSG), never appended; the rest
+ * is still written, and the first failure returned, its error record set. */
 int acct_pending_flush_state_dir(struct jobcg_ctx *ctx, unsigned *ret_written);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
@@ -71,7 +72,8 @@ int acct_pending_parse(const char *value, struct acct_pending_entry *ret)
 	return 0;
 }
 
-/* Write the record of one entry (@value) if it is owed; 0 when the entry can go. */
+/* Write the record of one entry (@value) if it is owed; 0 when the entry can go, -EBADMSG (error
+ * record set, not warned) when it is no pending record: kept for a human, never appended. */
 static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *value)
 {
 	_cleanup_free_ char *log = log_path(ctx);
@@ -84,13 +86,18 @@ static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *valu
 	if (!log)
 		return -ENOMEM;
 	r = acct_pending_parse(value, &e);
-	if (r == -EINVAL) {
-		log_warning("%s: not a pending accounting record, dropped", what);
-		return 0;
-	}
+	if (r == -EINVAL)
+		return error_set(-EBADMSG,
+				 "%s: not a pending accounting record (no header, or a "
+				 "line cut short)",
+				 what);
 	if (r < 0)
 		return r;
 	dir = e.dir;
+	/* Only what the log's reader takes as a record goes in: anything else would be skipped
+	 * there at best, and raw control bytes would reach the terminal of whoever reads it. */
+	if (!acctlog_line_is_record(e.line, strlen(e.line)))
+		return error_set(-EBADMSG, "%s: its line is not an accounting record", what);
 	/* Killed before its rmdir: the directory's next remover records it. */
 	if (lstat(dir, &st) == 0 && st.st_ino == e.dir_ino)
 		return 0;
@@ -108,6 +115,49 @@ static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *valu
 
 static int pending_dir_open(struct jobcg_ctx *ctx, int *ret_fd);
 static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name);
+static int entry_visible(const struct dirent *de);
+
+/* Rename @name, no pending record, to ".bad-@name" (".bad-@name~K" when that is taken): kept,
+ * never appended, and out of every later listing. Warns with the error record's reason. */
+static void bad_aside(int dfd, const char *pdir, const char *name)
+{
+	_cleanup_free_ char *why = strdup(jobcg_last_error()->message);
+
+	for (unsigned k = 1; k < 1000; k++) {
+		_cleanup_free_ char *to =
+		    k == 1 ? strdup_printf(".bad-%s", name) : strdup_printf(".bad-%s~%u", name, k);
+
+		if (!to)
+			break;
+		/* link + unlink: never over an earlier one of that name */
+		if (linkat(dfd, name, dfd, to, 0) == 0) {
+			(void)unlinkat(dfd, name, 0);
+			error_set(
+			    -EBADMSG,
+			    "%s: moved aside as %s/%s, not written to the log: look at it and "
+			    "remove it by hand",
+			    why ? why : name, pdir, to);
+			log_warning("%s", jobcg_last_error()->message);
+			return;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	log_warning("%s: left in %s (cannot move it aside: %s)", why ? why : name, pdir,
+		    strerror(errno));
+}
+
+static int entry_order(const struct dirent **a, const struct dirent **b);
+
+/* The name in pending/ of job @job's record (@step NULL) or of its step's: "JOB" and "JOB.STEP"
+ * for incarnation 0, "JOB~N" and "JOB~N.STEP" for a later one (entry_order()). */
+static char *entry_name(const char *job, unsigned incarnation, const char *step)
+{
+	if (incarnation)
+		return step ? strdup_printf("%s~%u.%s", job, incarnation, step)
+			    : strdup_printf("%s~%u", job, incarnation);
+	return step ? strdup_printf("%s.%s", job, step) : strdup(job);
+}
 
 /* Entry @value as the file <StateDir>/pending/@name, in *ret_path (the caller frees it). */
 static int store_in_state_dir(struct jobcg_ctx *ctx, const char *name, const char *value,
@@ -123,12 +173,14 @@ static int store_in_state_dir(struct jobcg_ctx *ctx, const char *name, const cha
 	r = store_file(path, value);
 	if (r == -ENOENT && mkdir(pdir, 0700) == 0)
 		r = store_file(path, value);
-	/* one a killed remover of an earlier job of that id left: that one first */
-	if (r == -EEXIST) {
-		_cleanup_close_ int dfd = -1;
-
-		if (pending_dir_open(ctx, &dfd) == 0 && file_flush(ctx, dfd, name) >= 0)
-			r = store_file(path, value);
+	/* The name is taken (a step whose earlier record of that id waited on the job too; a job's
+	 * own name is always free after acct_pending_job_begin()): a clash never costs a record.
+	 * "JOB.STEP~K" sorts right after JOB.STEP. */
+	for (unsigned k = 2; r == -EEXIST && k < 1000; k++) {
+		free(path);
+		if (!(path = strdup_printf("%s/%s~%u", pdir, name, k)))
+			return -ENOMEM;
+		r = store_file(path, value);
 	}
 	if (r < 0)
 		return r;
@@ -136,8 +188,71 @@ static int store_in_state_dir(struct jobcg_ctx *ctx, const char *name, const cha
 	return 0;
 }
 
+/* The incarnation of a name in pending/ ("JOB~N..."), 0 for "JOB" and "JOB.STEP"; its job part's
+ * length in *ret_jlen and where what follows the job (".STEP", or nothing) starts in
+ * *ret_rest. */
+static unsigned entry_incarnation(const char *name, size_t *ret_jlen, const char **ret_rest)
+{
+	size_t jlen = strcspn(name, "~.");
+	const char *p = name + jlen;
+	uint64_t n = 0;
+
+	if (*p == '~' && parse_u64_prefix(p + 1, UINT_MAX, &n, &p) < 0)
+		p = name + jlen; /* no number: compared as a step part */
+	*ret_jlen = jlen;
+	*ret_rest = p;
+	return (unsigned)n;
+}
+
+int acct_pending_job_begin(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret_incarnation)
+{
+	_cleanup_close_ int dfd = -1;
+	_cleanup_free_ char *job = strdup_printf("%u", job_id);
+	struct dirent **list = NULL;
+	unsigned next = 0;
+	int n, r;
+
+	if (!job)
+		return -ENOMEM;
+	/* Nothing there can clash: this job's records are set aside (or fail to be) as ever. */
+	*ret_incarnation = 0;
+	r = pending_dir_open(ctx, &dfd);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		if (r != -ENOENT)
+			log_warning("%s", jobcg_last_error()->message);
+		jobcg_error_clear();
+		return 0;
+	}
+	n = scandirat(dfd, ".", &list, entry_visible, entry_order);
+	if (n < 0) {
+		log_warning("cannot list the pending accounting records: %s", strerror(errno));
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name = list[i]->d_name, *rest;
+		size_t jlen;
+		unsigned inc = entry_incarnation(name, &jlen, &rest);
+
+		/* A stale one of this very job (its remover killed before the rmdir) goes; an
+		 * earlier job's is written if the log takes it. What stays is an earlier job's:
+		 * this one's sort after it. */
+		if (jlen == strlen(job) && strncmp(name, job, jlen) == 0) {
+			(void)file_flush(ctx, dfd, name);
+			if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 && inc + 1 > next)
+				next = inc + 1;
+		}
+		free(list[i]);
+	}
+	free(list);
+	jobcg_error_clear(); /* what could not be written was warned, and stays for gc */
+	*ret_incarnation = next;
+	return 0;
+}
+
 void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const char *dir,
-			enum acct_pending_at at)
+			enum acct_pending_at at, unsigned incarnation)
 {
 	_cleanup_free_ char *log = log_path(ctx), *value = NULL, *holder = NULL, *xattr = NULL;
 	struct jobcg_error saved = *jobcg_last_error();
@@ -163,12 +278,10 @@ void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const cha
 		r = store_xattr(holder, xattr, value);
 		/* one left by a killed writer of an earlier step of that id: written (or
 		 * dropped) first */
-		if (r == -EEXIST && acct_pending_flush_job(ctx, job, false, NULL) >= 0)
+		if (r == -EEXIST && acct_pending_flush_job(ctx, job, false, 0, NULL) >= 0)
 			r = store_xattr(holder, xattr, value);
 	} else {
-		_cleanup_free_ char *name =
-		    p->rec.step_id ? strdup_printf("%s.%s", p->rec.job_id, p->rec.step_id)
-				   : strdup(p->rec.job_id);
+		_cleanup_free_ char *name = entry_name(p->rec.job_id, incarnation, p->rec.step_id);
 
 		if (!name)
 			goto fail;
@@ -202,7 +315,7 @@ void acct_pending_discard(struct acct_pending *p)
 }
 
 int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_state_dir,
-			   unsigned *ret_written)
+			   unsigned incarnation, unsigned *ret_written)
 {
 	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *names = NULL;
 	struct jobcg_error saved = *jobcg_last_error(), first_rec;
@@ -235,20 +348,26 @@ int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_
 		if (r < 0 && value && keep_in_state_dir &&
 		    !strchr(name + strlen(PENDING_XATTR), '/')) {
 			/* The directory goes with the entry on it: the entry moves to the state
-			 * directory, where gc writes it once the log takes it. */
-			_cleanup_free_ char *file = NULL,
-					    *fname = strdup_printf("%u.%s", job_id,
-								   name + strlen(PENDING_XATTR));
+			 * directory, where gc writes it once the log takes it (or, no record, sets
+			 * it aside for a human). */
+			_cleanup_free_ char *file = NULL, *job = strdup_printf("%u", job_id),
+					    *fname = job ? entry_name(job, incarnation,
+								      name + strlen(PENDING_XATTR))
+							 : NULL;
 			struct jobcg_error why = *jobcg_last_error();
 
-			if (fname && store_in_state_dir(ctx, fname, value, &file) == 0) {
+			int k = fname ? store_in_state_dir(ctx, fname, value, &file) : -ENOMEM;
+
+			if (k == 0) {
 				log_warning(
 				    "%s: pending accounting record not written (%s), kept in "
 				    "%s for jobcg gc",
 				    what, why.message, file);
 				r = 0;
 			} else
-				jobcg_error_restore(&why);
+				r = error_set(r,
+					      "%s; and it cannot be kept in %s/ for jobcg gc: %s",
+					      why.message, PENDING_DIR, strerror(-k));
 		}
 		if (r >= 0)
 			(void)removexattr(jdir, name);
@@ -297,7 +416,9 @@ static int pending_dir_open(struct jobcg_ctx *ctx, int *ret_fd)
 
 /* Write the entry @name of the pending directory @dfd if it is owed, then remove it. 1 written,
  * 0 not owed, -errno (kept, with a warning): -EUCLEAN for an entry that is no record of
- * jobcg's (a directory, a link, another user's file), which is left alone. */
+ * jobcg's (a directory, a link, another user's file, a file with more than one name), which is
+ * left alone; -EBADMSG for a file whose content is no pending record, renamed .bad-@name (which
+ * no listing takes again) for a human to look at. */
 static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name)
 {
 	_cleanup_free_ char *value = NULL, *what = NULL, *pdir = ctx_state_file(ctx, PENDING_DIR);
@@ -311,8 +432,10 @@ static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name)
 	fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
 		return 0; /* written and removed meanwhile */
+	/* a hard link: the same file under another name, which may be anyone's to change */
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (st.st_uid != 0 && st.st_uid != geteuid()) || st.st_size > 1 << 20) {
+	    (st.st_uid != 0 && st.st_uid != geteuid()) || st.st_size > 1 << 20 ||
+	    st.st_nlink != 1) {
 		r = fd < 0
 			? error_set(negative_errno(), "%s/%s: %s", pdir, name, strerror(errno))
 			: error_set(-EUCLEAN,
@@ -323,6 +446,7 @@ static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name)
 				    : S_ISLNK(st.st_mode)  ? "a symbolic link"
 				    : !S_ISREG(st.st_mode) ? "not a regular file"
 				    : st.st_size > 1 << 20 ? "over 1 MiB"
+				    : st.st_nlink != 1	   ? "a file with more than one name"
 							   : "another user's file");
 		log_warning("%s", jobcg_last_error()->message);
 		return r;
@@ -342,6 +466,8 @@ static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name)
 		r = entry_flush(ctx, what, value);
 	if (r >= 0)
 		(void)unlinkat(dfd, name, 0);
+	else if (r == -EBADMSG)
+		bad_aside(dfd, pdir, name);
 	else
 		log_warning("%s: not written: %s", what, jobcg_last_error()->message);
 	return r;
@@ -352,19 +478,23 @@ static int entry_visible(const struct dirent *de)
 	return de->d_name[0] != '.'; /* write_file_atomic()'s temporary files too */
 }
 
-/* Entries "JOB" and "JOB.STEP" in the order a removal appends their records: by job, a job's
- * steps (in version order: 2 before 10) before the job itself. */
+/* Entries in the order removals appended their records: by job, a job's incarnations in the order
+ * they were removed ("JOB", then "JOB~1", "JOB~2"...: entry_name()), and an incarnation's steps
+ * (in version order: 2 before 10) before the job itself. */
 static int entry_order(const struct dirent **a, const struct dirent **b)
 {
-	const char *x = (*a)->d_name, *y = (*b)->d_name, *dx = strchr(x, '.'), *dy = strchr(y, '.');
-	size_t lx = dx ? (size_t)(dx - x) : strlen(x), ly = dy ? (size_t)(dy - y) : strlen(y);
+	const char *x = (*a)->d_name, *y = (*b)->d_name, *rx, *ry;
+	size_t lx, ly;
+	unsigned ix = entry_incarnation(x, &lx, &rx), iy = entry_incarnation(y, &ly, &ry);
 	int c = lx != ly ? (lx < ly ? -1 : 1) : strncmp(x, y, lx);
 
 	if (c)
 		return c;
-	if (!dx || !dy)
-		return !dx - !dy;
-	return strverscmp(dx, dy);
+	if (ix != iy)
+		return ix < iy ? -1 : 1;
+	if (!*rx || !*ry)
+		return !*rx - !*ry;
+	return strverscmp(rx, ry);
 }
 
 int acct_pending_flush_state_dir(struct jobcg_ctx *ctx, unsigned *ret_written)

@@ -923,7 +923,7 @@ static int steps_running(struct jobcg_ctx *ctx, uint32_t job_id, bool job_popula
  * that ended it (@sig), as that runner would have.
  */
 static int steps_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const struct removal_signals *sig,
-			 struct step_pending **ret, size_t *ret_n)
+			 unsigned incarnation, struct step_pending **ret, size_t *ret_n)
 {
 	struct step_pending *v;
 	size_t n = 0;
@@ -963,7 +963,8 @@ static int steps_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const struct re
 	}
 	/* The job's directory goes with theirs: each waits in a file of the state directory. */
 	for (size_t i = 0; i < n; i++)
-		acct_pending_store(ctx, &v[i].rec, v[i].sdir, ACCT_PENDING_IN_STATE_DIR);
+		acct_pending_store(ctx, &v[i].rec, v[i].sdir, ACCT_PENDING_IN_STATE_DIR,
+				   incarnation);
 	*ret = v;
 	*ret_n = n;
 	return 0;
@@ -978,8 +979,11 @@ static void steps_commit(struct jobcg_ctx *ctx, uint32_t job_id, struct step_pen
 		if (access(v[i].sdir, F_OK) == 0)
 			acct_pending_discard(&v[i].rec); /* recorded when it goes */
 		else if (acct_log_commit(ctx, &v[i].rec) < 0)
-			log_warning("step %u.%s: accounting record not written: %s", job_id,
-				    v[i].rec.sid, jobcg_last_error()->message);
+			log_warning("step %u.%s: accounting record not written: %s%s%s%s", job_id,
+				    v[i].rec.sid, jobcg_last_error()->message,
+				    v[i].rec.holder ? " (kept in " : "",
+				    v[i].rec.holder ? v[i].rec.holder : "",
+				    v[i].rec.holder ? " for jobcg gc)" : "");
 	jobcg_error_restore(&saved);
 }
 
@@ -1005,6 +1009,7 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 	size_t nsteps = 0;
 	bool populated = false, have_rec = false, meta = ctx->info->xattr.supported;
 	_cleanup_close_ int jlock = -1;
+	unsigned incarnation = 0;
 	int r;
 
 	if (!dir)
@@ -1050,12 +1055,20 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 	 * step or process can have entered it (both need the mark), whoever removes it now. */
 	if (meta && get_meta(dir, "created", &created) == -ENODATA && !populated)
 		outcome = OUT_UNMADE;
-	/* What killed step writers left on the directory, before it goes with it. */
-	if (meta && acct_pending_flush_job(ctx, job_id, true, NULL) < 0)
-		jobcg_error_clear(); /* warned; the removal goes on */
+	/* Set aside after what earlier jobs of this id left there. */
+	if (meta && (r = acct_pending_job_begin(ctx, job_id, &incarnation)) < 0)
+		return r;
+	/* What killed step writers left on the directory, before it goes with it. One neither
+	 * written nor kept would go with the directory: the job stays (marked) for gc instead. */
+	if (meta && (r = acct_pending_flush_job(ctx, job_id, true, incarnation, NULL)) < 0) {
+		jobcg_error_prefix("job %u: a pending accounting record could not be written nor "
+				   "kept: the job is left for jobcg gc",
+				   job_id);
+		return r;
+	}
 	/* Read while the directories exist; written only once they are gone, so never twice. The
 	 * steps first: the job's record ends no earlier than theirs. */
-	if (meta && (r = steps_prepare(ctx, job_id, sig, &steps, &nsteps)) < 0)
+	if (meta && (r = steps_prepare(ctx, job_id, sig, incarnation, &steps, &nsteps)) < 0)
 		return r;
 	have_rec = meta && record && jobcg_acct_read_dir(dir, &a) == 0 &&
 		   acct_log_prepare(ctx, job_id, NULL, 0,
@@ -1069,7 +1082,7 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 		rec.rec.reason = rec.reason;
 	}
 	if (have_rec)
-		acct_pending_store(ctx, &rec, dir, ACCT_PENDING_IN_STATE_DIR);
+		acct_pending_store(ctx, &rec, dir, ACCT_PENDING_IN_STATE_DIR, incarnation);
 	for (size_t i = 0; i < ELEMENTSOF(job_hooks); i++)
 		if (job_hooks[i]->prepare_release &&
 		    (r = job_hooks[i]->prepare_release(ctx, job_id, dir, &states[i])) < 0) {
@@ -1094,8 +1107,10 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 		struct jobcg_error saved = *jobcg_last_error();
 
 		if (!have_rec || acct_log_commit(ctx, &rec) < 0)
-			log_warning("job %u: accounting record not written: %s", job_id,
-				    jobcg_last_error()->message);
+			log_warning("job %u: accounting record not written: %s%s%s%s", job_id,
+				    jobcg_last_error()->message, rec.holder ? " (kept in " : "",
+				    rec.holder ? rec.holder : "",
+				    rec.holder ? " for jobcg gc)" : "");
 		jobcg_error_restore(&saved);
 	}
 	acct_pending_done(&rec);
@@ -2010,7 +2025,7 @@ static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const cha
 		log_warning("step %u.%s: devices not revoked (jobcg gc revokes them): %s", id, sid,
 			    jobcg_last_error()->message);
 	if (have_rec)
-		acct_pending_store(ctx, &rec, sdir, ACCT_PENDING_ON_JOB);
+		acct_pending_store(ctx, &rec, sdir, ACCT_PENDING_ON_JOB, 0);
 	r = cgfs_remove_tree(sdir);
 	if (r < 0) {
 		acct_pending_discard(&rec);
@@ -2174,7 +2189,7 @@ JOBCG_EXPORT int jobcg_gc(struct jobcg_ctx *ctx, unsigned flags, struct jobcg_gc
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		if (ctx->info->xattr.supported) {
-			r = acct_pending_flush_job(ctx, ids[i], false, &st.records_written);
+			r = acct_pending_flush_job(ctx, ids[i], false, 0, &st.records_written);
 			GC_FAILED(r);
 		}
 		r = gc_job(ctx, ids[i], &st);

@@ -178,7 +178,7 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 	 * (gc writes it). */
 	if (have_rec) {
 		o.cancelled = cancelled;
-		acct_pending_store(ctx, &rec, sdir, ACCT_PENDING_ON_JOB);
+		acct_pending_store(ctx, &rec, sdir, ACCT_PENDING_ON_JOB, 0);
 	}
 	r = step_remove_locked(ctx, life->job, life->step);
 	if (r < 0)
