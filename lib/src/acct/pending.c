@@ -334,6 +334,7 @@ int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_
 		return negative_errno();
 	for (const char *name = names; name < names + n; name += strlen(name) + 1) {
 		_cleanup_free_ char *value = NULL, *what = NULL;
+		bool unkept = false;
 		int r;
 
 		if (strncmp(name, PENDING_XATTR, strlen(PENDING_XATTR)) != 0)
@@ -355,7 +356,6 @@ int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_
 								      name + strlen(PENDING_XATTR))
 							 : NULL;
 			struct jobcg_error why = *jobcg_last_error();
-
 			int k = fname ? store_in_state_dir(ctx, fname, value, &file) : -ENOMEM;
 
 			if (k == 0) {
@@ -364,16 +364,21 @@ int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_
 				    "%s for jobcg gc",
 				    what, why.message, file);
 				r = 0;
-			} else
+			} else {
+				unkept = true;
 				r = error_set(r,
-					      "%s; and it cannot be kept in %s/ for jobcg gc: %s",
-					      why.message, PENDING_DIR, strerror(-k));
+					      "%s: pending accounting record neither written (%s) "
+					      "nor kept in %s/ for jobcg gc (%s)",
+					      what, why.message, PENDING_DIR, strerror(-k));
+			}
 		}
 		if (r >= 0)
 			(void)removexattr(jdir, name);
 		else {
-			log_warning("%s: pending accounting record not written: %s", what,
-				    jobcg_last_error()->message);
+			/* (one not kept is the removal's error, which its caller reports) */
+			if (!unkept)
+				log_warning("%s: pending accounting record not written: %s", what,
+					    jobcg_last_error()->message);
 			if (!first) {
 				first = r;
 				first_rec = *jobcg_last_error();

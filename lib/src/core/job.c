@@ -1061,9 +1061,7 @@ static int job_remove_dir_signals(struct jobcg_ctx *ctx, uint32_t job_id, enum o
 	/* What killed step writers left on the directory, before it goes with it. One neither
 	 * written nor kept would go with the directory: the job stays (marked) for gc instead. */
 	if (meta && (r = acct_pending_flush_job(ctx, job_id, true, incarnation, NULL)) < 0) {
-		jobcg_error_prefix("job %u: a pending accounting record could not be written nor "
-				   "kept: the job is left for jobcg gc",
-				   job_id);
+		jobcg_error_prefix("job %u: not removed, left for jobcg gc", job_id);
 		return r;
 	}
 	/* Read while the directories exist; written only once they are gone, so never twice. The
