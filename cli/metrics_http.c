@@ -60,7 +60,8 @@ static void netlist_freep(struct jobcg_netlist **l)
 #define COLLECT_SEND_TIMEOUT_SEC  10
 #define COLLECT_TEXT_MAX	  ((uint64_t)1 << 30) /* an answer longer is no answer */
 #define COLLECT_GARBAGE_EVERY_SEC 60		      /* its complaint: at most once a minute */
-#define USER_CACHE_SEC		  60 /* how long a user name (or its absence) is believed */
+#define USER_CACHE_SEC		  60   /* how long a user name (or its absence) is believed */
+#define COLLECTOR_STOP_MS	  2000 /* the HTTP process's wait for the collector at its end */
 /*
  * What the HTTP process writes (its stdout and stderr: a pipe) reaches the log through the relay
  * (below), a line at a time, each cut at RELAY_LINE_MAX bytes, at most RELAY_LINES_PER_MIN a
@@ -695,31 +696,47 @@ static void *collector_thread(void *arg)
 		if (bad)
 			collector_garbage(ch->c, bad);
 	}
-	close(ch->fd);
+	/* Shut down, not closed: the HTTP side sees the channel end all the same, and
+	 * collector_run(), which watches the descriptor, never sees its number reused. */
+	(void)shutdown(ch->fd, SHUT_RDWR);
 	return NULL;
 }
 
-/* The collector's life: a thread for each channel; returns when the HTTP side closed them. */
+/*
+ * The collector's life: a thread for each channel; returns once every channel is hung up, by
+ * the HTTP side (its stop, or its end, killed or not) or given up here. Not once the threads
+ * end: a reading under way may never end (NSS not answering a user lookup), and the HTTP side,
+ * unprivileged, cannot end this root process; what such a reading would answer has no reader.
+ */
 static int collector_run(const struct cli_global *g, const int *fds, pid_t http)
 {
 	struct collector c = {.g = g, .http = http};
 	struct collector_chan ch[HTTP_THREADS];
-	pthread_t t[HTTP_THREADS];
-	bool started[HTTP_THREADS] = {};
+	struct pollfd p[HTTP_THREADS];
+	size_t left = HTTP_THREADS;
+	pthread_t t;
 	const char *mount;
 
 	/* Computed once here: its static buffer is not filled concurrently by the threads. */
 	(void)jobcg_cgroup2_mount(&mount);
 	for (size_t i = 0; i < HTTP_THREADS; i++) {
 		ch[i] = (struct collector_chan){.c = &c, .fd = fds[i]};
-		if (pthread_create(&t[i], NULL, collector_thread, &ch[i]) != 0)
-			close(fds[i]);
-		else
-			started[i] = true;
+		p[i] = (struct pollfd){.fd = fds[i], .events = POLLRDHUP};
+		if (pthread_create(&t, NULL, collector_thread, &ch[i]) != 0)
+			(void)shutdown(fds[i], SHUT_RDWR);
 	}
-	for (size_t i = 0; i < HTTP_THREADS; i++)
-		if (started[i])
-			pthread_join(t[i], NULL);
+	while (left > 0) {
+		if (poll(p, HTTP_THREADS, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (size_t i = 0; i < HTTP_THREADS; i++)
+			if (p[i].fd >= 0 && p[i].revents) {
+				p[i].fd = -1;
+				left--;
+			}
+	}
 	return 0;
 }
 
@@ -1137,6 +1154,12 @@ static int serve_http(const struct cli_global *g, int fd, struct server *s, int 
 			break;
 		}
 	}
+	/* No reading under way is waited for: a thread of libmicrohttpd's waiting for one (held up
+	 * by NSS, say) would hold MHD_stop_daemon() as long, and the collector, root, cannot be
+	 * signalled from here. Shut down, its channels end that wait at once. */
+	atomic_store(&s->broken, true);
+	for (size_t i = 0; i < HTTP_THREADS; i++)
+		(void)shutdown(s->chan[i], SHUT_RDWR);
 	mhd.stop(d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return r;
@@ -1228,7 +1251,9 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user, const ch
 		return r;
 	}
 	if (s.collector == 0) {
-		/* It ends with the HTTP process, killed or not. */
+		/* The parent-death signal reaches it from an HTTP process that stayed root (--user
+		 * root) only: the kernel checks it as a kill(). Otherwise it ends when the HTTP
+		 * process's ends of its channels close, killed or not (collector_run()). */
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != http)
 			_exit(1);
 		(void)prctl(PR_SET_NAME, "jobcg-collector");
@@ -1243,12 +1268,16 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user, const ch
 	/* Not `exe` (the daemon's child runs /proc/self/exe) nor plain `jobcg` in ps and top. */
 	(void)prctl(PR_SET_NAME, "jobcg-metrics");
 	r = serve_http(g, fd, &s, logw, uid, gid, allowed);
-	/* Its channels closed, the collector ends once its readings under way are done. */
+	/* Its channels closed, the collector ends without waiting for readings under way. One that
+	 * has not within COLLECTOR_STOP_MS is not waited for longer: a stop is not held up. */
 	for (size_t i = 0; i < HTTP_THREADS; i++)
 		close(s.chan[i]);
 	if (s.collector > 0) {
-		while (waitpid(s.collector, &st, 0) < 0 && errno == EINTR)
-			;
+		uint64_t until = mono_ms() + COLLECTOR_STOP_MS;
+		unsigned pause_ms = 1;
+
+		while (waitpid(s.collector, &st, WNOHANG) == 0 && mono_ms() < until)
+			sleep_backoff(&pause_ms);
 	}
 	/* The relay ends with the last writer of its pipe: this process, whose descriptors 1 and 2
 	 * stay the pipe to the end (a sanitizer's report at exit is heard too). */

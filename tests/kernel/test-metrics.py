@@ -13,10 +13,11 @@ on their channels leaves the collector running and answering. A metrics server k
 and started again on the same port, later when that port is taken, its collector gone and the
 new one separated likewise; a collector killed ends its HTTP process, even one started with
 SIGCHLD ignored; answers not taken make the collector give up their channel after 10 s, and the
-HTTP process then exit. Without Prometheus only these and the next are checked. `metrics` and
-`top` refuse another user than root. `jobcg top` shows the job and its GPU under tmux and quits
-on q. Makes its own cgroup subtree, state, configuration, ports and Prometheus storage; kills
-only the processes it started."""
+HTTP process then exit; a reading that never ends (NSS not answering) does not hold up SIGTERM.
+Without Prometheus only these and the next are checked. `metrics` and `top` refuse another user
+than root. `jobcg top` shows the job and its GPU under tmux and quits on q. Makes its own cgroup
+subtree, state, configuration, ports and Prometheus storage; kills only the processes it
+started."""
 import ctypes
 import json
 import os
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -45,6 +47,8 @@ IDLE_CLOSE_BOUND = 12  # the server closes a client that sends nothing (its time
 DRIPS = 140  # clients that drip a header line a second and never end their request
 DRIP_BOUND = 10  # they hold up a scrape no longer than this (the deadline is 5 s)
 PROM_BOUND = 40  # Prometheus sees a change within this
+HELD_STOP_BOUND = 8  # SIGTERM ends the server with a reading that never ends
+HELD_STOPS = 3  # servers stopped so
 
 
 class Env(KernelEnv):
@@ -421,6 +425,89 @@ def garbage(pid, collector, dlog, up):
        "the collector logs the garbage, once")
 
 
+def held_reading(e):
+    """A reading that does not end (NSS, through getent, not answering: a stand-in that waits
+    on a FIFO) does not hold up the server's stop: SIGTERM ends the HTTP process within a
+    bound with a scrape waiting on that reading, and its collector too (root: the HTTP process
+    cannot signal it), without that reading. Repeated: the stop is never held."""
+    fifo = os.path.join(e.tmp, "held-nss")
+    getent = os.path.join(e.tmp, "getent-held")
+    os.mkfifo(fifo)
+    # A uid (the owner of a job) waits; names (the server's user) are looked up as ever.
+    with open(getent, "w") as f:
+        f.write(f"#!/bin/sh\ncase \"$2\" in\n*[!0-9]*) exec /usr/bin/getent \"$@\" ;;\n"
+                f"esac\nexec cat {fifo} >/dev/null\n")
+    os.chmod(getent, 0o755)
+    r = e.run("alloc", "33")
+    ok(r.returncode == 0, f"alloc 33 ({r.stderr.strip()})")
+    log = open(os.path.join(e.tmp, "held.log"), "w+")
+    took = []
+    try:
+        for _ in range(HELD_STOPS):
+            port = free_port()
+            base = f"http://127.0.0.1:{port}"
+            p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}"], log,
+                        env=dict(e.env, JOBCG_TEST_GETENT=getent))
+
+            def answers():
+                try:
+                    http_get(base + "/", 5)
+                except urllib.error.HTTPError:
+                    return True
+                except OSError:
+                    return False
+                return True
+            scrape = threading.Thread(target=lambda: answers_or_not(base + "/metrics"),
+                                      daemon=True)
+            held = None
+            if wait_for(answers, 20):
+                coll = collector_of(p.pid)
+                scrape.start()
+                if coll and wait_for(lambda: thread_children(coll), 10):
+                    held = coll
+            ok(held is not None, f"a scrape waits on the held reading (collector {held})")
+            t = time.monotonic()
+            p.terminate()
+            try:
+                rc = p.wait(timeout=HELD_STOP_BOUND)
+            except subprocess.TimeoutExpired:
+                rc = None
+            took.append(time.monotonic() - t)
+            ok(rc == 0, f"SIGTERM ends the HTTP process while a reading is held, within "
+               f"{HELD_STOP_BOUND} s (rc {rc}, {took[-1]:.1f} s)")
+            ok(held is None or wait_for(lambda: gone(held), 5), "and its collector ends")
+            if rc is None:
+                p.kill()
+                p.wait()
+                break
+    finally:
+        # The stand-ins still waiting end: the FIFO's one writer comes and goes.
+        fd = os.open(fifo, os.O_RDWR)
+        os.close(fd)
+        r = e.run("release", "33")
+        ok(r.returncode == 0, f"release 33 ({r.stderr.strip()})")
+    diag(f"stops with a held reading took {', '.join(f'{x:.2f}' for x in took)} s")
+
+
+def thread_children(pid):
+    """The children of every thread of @pid (children() sees the main thread's only)."""
+    out = []
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{t}/children") as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def answers_or_not(url):
+    try:
+        http_get(url, HELD_STOP_BOUND + 10)
+    except OSError:
+        pass
+
+
 def slow_reader(e):
     """A compromised HTTP process that asks and does not take the answer holds a collector's
     thread 10 s, not for ever: the collector gives up that channel, says so, and the HTTP
@@ -703,6 +790,7 @@ def standalone(e):
     ok(r.returncode == 2 and "--user goes with --listen" in r.stderr,
        f"--user without --listen is a usage error ({r.stderr.strip()})")
     slow_reader(e)
+    held_reading(e)
     under_terminal(e)
     allowlist(e)
 
