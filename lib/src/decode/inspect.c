@@ -303,7 +303,9 @@ static int sysctl_int(const char *path)
 	return (int)v;
 }
 
-static int key_cmp_size;
+/* qsort()'s comparator has no argument for the size: this thread's, as threads (the metrics
+ * collector's, one per HTTP thread) snapshot maps of other key sizes at the same time. */
+static __thread int key_cmp_size;
 static int key_cmp(const void *a, const void *b)
 {
 	return memcmp(a, b, (size_t)key_cmp_size);
