@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <grp.h>
 #include <time.h>
@@ -26,6 +27,7 @@
 #include "jobcg/metrics.h"
 #include "metrics_http.h"
 #include "supervise.h"
+#include "testhook.h"
 #include "util.h"
 
 static void netlist_freep(struct jobcg_netlist **l)
@@ -792,31 +794,83 @@ static void relay_line(struct relay *rl)
 	rl->cut = false;
 }
 
-/* The relay's life: until every writer of @fd closed it (the HTTP process ended). */
+/* Copy @n bytes of @buf: whole lines, cleaned and cut, and the start of the next. */
+static void relay_bytes(struct relay *rl, const unsigned char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = buf[i];
+
+		if (c == '\n')
+			relay_line(rl);
+		else if (rl->len < RELAY_LINE_MAX)
+			rl->line[rl->len++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+		else
+			rl->cut = true;
+	}
+}
+
+/*
+ * The relay's life: until the HTTP process @http, its parent, ends. Not the end of the pipe
+ * @fd: a process that the HTTP side forked (of its user, should a client take it over) may hold
+ * a copy of it, and would keep this root process copying its lines under @http's name long
+ * after @http is gone, one more at every restart. So @http itself is watched: through a pidfd,
+ * or where the kernel has none (before Linux 5.3) by this process's parent once a second,
+ * which is @http until it ends (then another: no pid reuse can fool that). A process's
+ * descriptors are closed before its end is told, so what @http wrote is in the pipe by then;
+ * that is copied without waiting, at most a pipe's worth, so that a holder that goes on
+ * writing does not keep the relay going.
+ */
 static int relay_run(int fd, pid_t http)
 {
 	static struct relay rl;
 	unsigned char buf[4096];
+	int pidfd = -1, size;
+	bool eof = false;
 
 	rl.http = http;
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+#ifdef SYS_pidfd_open
+	if (!test_flag("no-pidfd"))
+		pidfd = (int)syscall(SYS_pidfd_open, http, 0);
+#endif
+	/* Checked after the pidfd is open: it is then @http's, not a later holder of its pid. */
+	while (getppid() == http) {
+		struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN},
+					{.fd = pidfd, .events = POLLIN}};
+		ssize_t n;
+		int r = poll(pfd, pidfd >= 0 ? 2 : 1, pidfd >= 0 ? -1 : 1000);
 
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r <= 0)
+			continue;
+		if (pidfd >= 0 && pfd[1].revents)
+			break;
+		if (!pfd[0].revents)
+			continue;
+		n = read(fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			eof = true;
 			break;
-		for (ssize_t i = 0; i < n; i++) {
-			unsigned char c = buf[i];
+		}
+		relay_bytes(&rl, buf, (size_t)n);
+	}
+	if (!eof && fcntl(fd, F_SETFL, O_NONBLOCK) == 0) {
+		size = fcntl(fd, F_GETPIPE_SZ);
+		for (size_t left = size > 0 ? (size_t)size : 65536; left > 0;) {
+			ssize_t n = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf));
 
-			if (c == '\n')
-				relay_line(&rl);
-			else if (rl.len < RELAY_LINE_MAX)
-				rl.line[rl.len++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-			else
-				rl.cut = true;
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			relay_bytes(&rl, buf, (size_t)n);
+			left -= (size_t)n;
 		}
 	}
+	if (pidfd >= 0)
+		close(pidfd);
 	if (rl.len || rl.cut)
 		relay_line(&rl);
 	relay_left_out(&rl);
@@ -843,8 +897,8 @@ static int relay_start(pid_t http, int *ret_fd, pid_t *ret_pid)
 		return cli_fail("metrics: fork: %s", strerror(e));
 	}
 	if (pid == 0) {
-		/* It ends when the HTTP process does (the end of the pipe), after its last lines:
-		 * not at a Ctrl-C, which reaches its process group too, nor at a hangup. */
+		/* It ends when the HTTP process does (relay_run()), after its last lines: not at
+		 * a Ctrl-C, which reaches its process group too, nor at a hangup. */
 		signal(SIGINT, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
 		(void)prctl(PR_SET_NAME, "jobcg-http-log");
@@ -1279,8 +1333,8 @@ int metrics_serve(const struct cli_global *g, int fd, const char *user, const ch
 		while (waitpid(s.collector, &st, WNOHANG) == 0 && mono_ms() < until)
 			sleep_backoff(&pause_ms);
 	}
-	/* The relay ends with the last writer of its pipe: this process, whose descriptors 1 and 2
-	 * stay the pipe to the end (a sanitizer's report at exit is heard too). */
+	/* The relay ends with this process, after copying what is left in its pipe: descriptors 1
+	 * and 2 stay the pipe to the end (a sanitizer's report at exit is heard too). */
 	return r;
 }
 
