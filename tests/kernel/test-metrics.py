@@ -11,13 +11,14 @@ minute. The process that talks HTTP (the daemon's child, or `jobcg metrics --lis
 nobody, no new privileges nor capabilities, and its one child, the collector, as root; garbage
 on their channels leaves the collector running and answering. A metrics server killed is logged
 and started again on the same port, later when that port is taken, its collector gone and the
-new one separated likewise; a collector killed ends its HTTP process, even one started with
-SIGCHLD ignored; answers not taken make the collector give up their channel after 10 s, and the
-HTTP process then exit; a reading that never ends (NSS not answering) does not hold up SIGTERM.
-Without Prometheus only these and the next are checked. `metrics` and `top` refuse another user
-than root. `jobcg top` shows the job and its GPU under tmux and quits on q. Makes its own cgroup
-subtree, state, configuration, ports and Prometheus storage; kills only the processes it
-started."""
+new one separated likewise; its relay ends with it (so does that of `jobcg metrics --listen`),
+though a process of nobody holds their pipe; a collector killed ends its HTTP process, even one
+started with SIGCHLD ignored; answers not taken make the collector give up their channel after
+10 s, and the HTTP process then exit; a reading that never ends (NSS not answering) does not
+hold up SIGTERM. Without Prometheus only these and the next are checked. `metrics` and `top`
+refuse another user than root. `jobcg top` shows the job and its GPU under tmux and quits on q.
+Makes its own cgroup subtree, state, configuration, ports and Prometheus storage; kills only the
+processes it started."""
 import ctypes
 import json
 import os
@@ -312,6 +313,48 @@ def relay_of(pid):
     """The relay of the HTTP process @pid (its child named jobcg-http-log), or None."""
     kids = [k for k in children(pid) if comm(k) == "jobcg-http-log"]
     return kids[0] if len(kids) == 1 else None
+
+
+def held_pipe(http, log, what):
+    """A process of nobody's holds a copy of the HTTP process @http's standard output, as a
+    child forked by a compromised HTTP process would (handed over here by root, through
+    /proc/PID/fd/1). @http killed, its relay still copies the line @http left in the pipe, then
+    ends within seconds, the holder still alive: no root relay outlives its HTTP process."""
+    relay = relay_of(http)
+    fd = os.open(f"/proc/{http}/fd/1", os.O_WRONLY | os.O_CLOEXEC)
+    holder = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               "sleep", "300"], pass_fds=(fd,), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        ok(relay is not None and wait_for(
+            lambda: proc_status(holder.pid).get("Uid") == ["65534"] * 4
+            and fd_link(holder.pid, fd) == fd_link(http, 1), 5),
+           f"{what}: a process of nobody ({holder.pid}) holds the HTTP process's pipe "
+           f"(relay {relay})")
+        # In the pipe when the HTTP process ends: the relay stopped meanwhile.
+        if relay:
+            os.kill(relay, signal.SIGSTOP)
+        os.write(fd, b"its last line\n")
+        os.close(fd)
+        fd = -1
+        os.kill(http, signal.SIGKILL)
+        ok(wait_for(lambda: gone(http), 5), f"{what}: the HTTP process ({http}) killed")
+        if relay:
+            os.kill(relay, signal.SIGCONT)
+        ok(relay and wait_for(lambda: gone(relay), 5) and holder.poll() is None,
+           f"{what}: its relay ({relay}) ends with it, though another process holds the "
+           f"pipe ({holder.pid}, {'alive' if holder.poll() is None else 'ended'})")
+        text = pytap.wait_file(log.name, lambda t: f"http[{http}]: its last line" in t, 5)
+        ok(f"jobcg: metrics: http[{http}]: its last line\n" in text,
+           f"{what}: after copying what the HTTP process left in the pipe")
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        holder.kill()
+        holder.wait()
+        if relay and not gone(relay):
+            os.kill(relay, signal.SIGCONT)
 
 
 def tty_nr(pid):
@@ -780,6 +823,16 @@ def standalone(e):
        and f"http[{p.pid}]: jobcg: metrics: the collector (pid {kids[0]}) was killed by "
        f"signal 9" in text,
        f"its collector killed, the HTTP process logs it and exits 1 ({kids}, rc {rc})")
+    # The relay ends with its HTTP process, whoever else holds their pipe; so it does on a
+    # kernel without pidfds (a test build can act as on one).
+    hooks = os.environ.get("JOBCG_TEST_HOOKS") == "1"
+    for flags in ("", "no-pidfd") if hooks else ("",):
+        p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}"], log,
+                    env=dict(e.env, JOBCG_TEST_FLAGS=flags))
+        what = "metrics --listen" + (f" ({flags})" if flags else "")
+        ok(wait_for(up, 20), f"{what}: it serves")
+        held_pipe(p.pid, log, what)
+        p.wait(timeout=10)
     r = e.run("metrics", "--listen", f"127.0.0.1:{port}", "--user", "no-such-user-jcg")
     ok(r.returncode == 1 and "no user 'no-such-user-jcg'" in r.stderr
        and "metrics on http" not in r.stderr,
@@ -940,7 +993,7 @@ def killed_server(daemon, dlog, port, up):
     if len(first) != 1:
         return
     old_collector = [k for k in [collector_of(first[0])] if k]
-    os.kill(first[0], 9)
+    held_pipe(first[0], dlog, "the daemon's metrics server")
     text = pytap.wait_file(dlog.name, lambda t: len(server_pids(dlog)) > 1)
     ok(f"the metrics server (pid {first[0]}) was killed by signal 9" in text
        and "starting the metrics server again in 1 s" in text,
