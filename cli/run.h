@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common.h"
 #include "jobcg/steplife.h"
@@ -28,6 +29,29 @@ struct run_state {
  * answered, or a usage error printed). */
 int run_parse(int argc, char **argv, struct run_args *ret, int *ret_exit);
 void run_usage(void);
+
+/*
+ * What the daemon and its client read from each other, as data only (cli/run_args.c: nothing
+ * there touches the host, so a fuzz target links it).
+ */
+struct jobcg_msg;
+/* op=run's fields: the client's umask and -v count and --config-dir (pointing into @req), and
+ * its `run` arguments as an argv to free() (pointing into @req). argc (2 at least, argv[0] is
+ * "run"), -EPROTO when it is not a request the daemon serves, or -ENOMEM. */
+int run_request_parse(const struct jobcg_msg *req, mode_t *ret_umask, struct cli_global *ret_g,
+		      char ***ret_argv);
+/* op=spawn's fields into a run_state and per-task environments (*ret_env, set once allocated,
+ * to run_task_env_free() with a->ntasks whatever the result). -EPROTO on nonsense or an answer
+ * for another step than @a asked for, -EPERM (@why says what) for a variable jobcg never sets,
+ * -ENOMEM. */
+int run_spawn_parse(const struct jobcg_msg *m, const struct run_args *a, struct run_state *s,
+		    char ****ret_env, char *why, size_t size);
+void run_task_env_free(char ***env, unsigned n);
+/* op=status of a step of @ntasks tasks: 0 with *ret_err 0 and @res (exit code, lost signal and
+ * one wait status per task, res->task_status to free() whatever the result), or with *ret_err
+ * the client's -errno and @err_text its message; -EPROTO when it does not add up, -ENOMEM. */
+int run_status_parse(const struct jobcg_msg *m, unsigned ntasks, struct jobcg_run_result *res,
+		     int *ret_err, char *err_text, size_t size);
 /* Make the step (and its ephemeral job) and its devices. 0 when made, else 1 with *ret_exit
  * (the error is printed, nothing is left behind). */
 int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state *s, int *ret_exit);

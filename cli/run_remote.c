@@ -190,76 +190,6 @@ static void fd_path(char buf[static 32], int fd)
 	buf[sizeof(pre) - 1 + n] = '\0';
 }
 
-/* A task's variable that jobcg itself sets (the devices' environment): nothing else may come
- * from the daemon, LD_PRELOAD and PATH least of all. */
-static bool task_env_allowed(const char *name, size_t len)
-{
-	for (const char *const *n = jobcg_gres_env_names; *n; n++)
-		if (strlen(*n) == len && strncmp(*n, name, len) == 0)
-			return true;
-	return false;
-}
-
-/* op=spawn's fields into a run_state and per-task environments. -EPROTO on nonsense, -EPERM
- * (@why says what) for a variable jobcg never sets. */
-static int spawn_parse(const struct jobcg_msg *m, const struct run_args *a, struct run_state *s,
-		       char ****ret_env, char *why, size_t size)
-{
-	uint64_t job, ntasks, eph, start, oom;
-	const char *step = jobcg_msg_get(m, "step"), *v;
-	char ***env;
-	size_t pos = 0;
-
-	if (jobcg_msg_get_u64(m, "job", UINT32_MAX - 1, &job) < 0 || job == 0 || !step ||
-	    !jobcg_step_id_valid(step) || strlen(step) >= sizeof(s->life.step) ||
-	    (a->job != JOBCG_JOB_ID_AUTO && job != a->job) ||
-	    (a->step_arg && strcmp(step, a->step_arg) != 0) ||
-	    jobcg_msg_get_u64(m, "ntasks", UINT32_MAX, &ntasks) < 0 || ntasks != a->ntasks ||
-	    jobcg_msg_get_u64(m, "ephemeral", 1, &eph) < 0 ||
-	    jobcg_msg_get_u64(m, "start_usec", UINT64_MAX, &start) < 0)
-		return -EPROTO;
-	*s = (struct run_state){
-	    .life = {.job = (uint32_t)job, .ntasks = a->ntasks, .start_usec = start},
-	    .ephemeral = eph,
-	    .want_acct = a->want_acct,
-	    .json = a->json};
-	memcpy(s->life.step, step, strlen(step) + 1); /* its length is checked above */
-	if (jobcg_msg_get_u64(m, "oom_before", UINT64_MAX, &oom) == 0) {
-		s->life.job_before.value[JOBCG_ACCT_OOM] = oom;
-		s->life.job_before.have |= 1u << JOBCG_ACCT_OOM;
-	}
-	env = calloc(a->ntasks, sizeof(char **));
-	if (!env)
-		return -ENOMEM;
-	*ret_env = env;
-	while ((v = jobcg_msg_next(m, "env", &pos))) {
-		const char *end, *eq;
-		char **l;
-		uint64_t t;
-		size_t n = 0;
-
-		if (parse_u64_prefix(v, UINT64_MAX, &t, &end) < 0 || *end != ':' ||
-		    t >= a->ntasks || !(eq = strchr(end + 1, '=')))
-			return -EPROTO;
-		if (!task_env_allowed(end + 1, (size_t)(eq - end - 1))) {
-			snprintf(why, size, "it would set %.*s in task %llu's environment",
-				 (int)(eq - end - 1 > 64 ? 64 : eq - end - 1), end + 1,
-				 (unsigned long long)t);
-			return -EPERM;
-		}
-		for (l = env[t]; l && l[n]; n++)
-			;
-		l = realloc(env[t], (n + 2) * sizeof(char *));
-		if (!l)
-			return -ENOMEM;
-		env[t] = l;
-		if (!(l[n] = strdup(end + 1)))
-			return -ENOMEM;
-		l[n + 1] = NULL;
-	}
-	return 0;
-}
-
 /* The directory the daemon lent must be the step's own, <root>/job_J/step_S of our context:
  * the tasks are placed below it. -EPERM with @why, else 0. */
 static int stepdir_check(struct jobcg_ctx *ctx, int dfd, const struct run_state *s, char *why,
@@ -304,16 +234,6 @@ static void print_output(const struct jobcg_msg *m)
 	pos = 0;
 	while ((v = jobcg_msg_next(m, "err", &pos)))
 		fputs(v, stderr);
-}
-
-static void task_env_free(char ***env, unsigned n)
-{
-	for (unsigned t = 0; env && t < n; t++) {
-		for (char **e = env[t]; e && *e; e++)
-			free(*e);
-		free(env[t]);
-	}
-	free(env);
 }
 
 /* The daemon went away after making the step: end it here, as it would have. */
@@ -559,7 +479,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 	}
 	if (!field_is(&reply, "op", "spawn") || nfds != 1)
 		goto bad_reply;
-	r = spawn_parse(&reply, a, &s, &env, why, sizeof(why));
+	r = run_spawn_parse(&reply, a, &s, &env, why, sizeof(why));
 	if (r == -ENOMEM)
 		goto out;
 	jobcg_msg_free(&m);
@@ -656,7 +576,7 @@ out:
 	if (ctx)
 		cli_ctx_close(conf, ctx);
 	free(res.task_status);
-	task_env_free(env, a->ntasks);
+	run_task_env_free(env, a->ntasks);
 	jobcg_msg_free(&m);
 	jobcg_msg_free(&reply);
 	return code < 0 ? 0 : cli_answered(ret_exit, code);
@@ -931,50 +851,6 @@ static int spawn_msg(struct run_conn *c)
 	return r;
 }
 
-/* op=status into a result. -EPROTO when it does not add up. */
-static int status_parse(const struct jobcg_msg *m, unsigned ntasks, struct jobcg_run_result *res,
-			int *ret_err, char *err_text, size_t size)
-{
-	uint64_t v;
-	const char *st;
-	size_t pos = 0;
-	unsigned n = 0;
-
-	if (!field_is(m, "op", "status"))
-		return -EPROTO;
-	if (jobcg_msg_get_u64(m, "error", 4095, &v) == 0) {
-		const char *msg = jobcg_msg_get(m, "message");
-
-		if (v == 0)
-			return -EPROTO;
-		*ret_err = -(int)v;
-		snprintf(err_text, size, "%s", msg ? msg : strerror((int)v));
-		return 0;
-	}
-	if (jobcg_msg_get_u64(m, "exit_code", 255, &v) < 0)
-		return -EPROTO;
-	res->exit_code = (int)v;
-	if (jobcg_msg_get_u64(m, "lost_signal", 64, &v) < 0)
-		return -EPROTO;
-	res->lost_signal = (int)v;
-	res->task_status = calloc(ntasks, sizeof(int));
-	if (!res->task_status)
-		return -ENOMEM;
-	while ((st = jobcg_msg_next(m, "status", &pos))) {
-		unsigned w;
-
-		/* a wait status: exit code << 8, or the signal number */
-		if (n >= ntasks || cli_parse_uint("status", st, 0xffff, &w) < 0)
-			return -EPROTO;
-		res->task_status[n++] = (int)w;
-	}
-	if (n != ntasks)
-		return -EPROTO;
-	res->ntasks = ntasks;
-	*ret_err = 0;
-	return 0;
-}
-
 /* The environment to serve it in: ours without JOBCG_*, then its JOBCG_* (pointing into its
  * request). -ENOMEM. */
 static int env_build(struct run_conn *c)
@@ -1003,12 +879,8 @@ static int env_build(struct run_conn *c)
  * working directory is not a directory (the client runs it either way). */
 static int request_parse(struct run_conn *c, const int *fds, unsigned nfds)
 {
-	uint64_t u;
-	size_t pos = 0;
-	int argc = 0;
-	const char *v;
-
 	struct stat st;
+	int argc;
 
 	if (nfds == 1)
 		c->cwd = fds[0];
@@ -1016,30 +888,13 @@ static int request_parse(struct run_conn *c, const int *fds, unsigned nfds)
 	 * the step in the daemon's. */
 	if (nfds == 1 && (fstat(c->cwd, &st) < 0 || !S_ISDIR(st.st_mode)))
 		return -ENOTDIR;
-	if (nfds != 1 || !field_is(&c->req, "op", "run") ||
-	    jobcg_msg_get_u64(&c->req, "v", 1000, &u) < 0 || u != RUN_PROTOCOL_VERSION)
+	if (nfds != 1)
 		return -EPROTO;
-	if (jobcg_msg_get_u64(&c->req, "umask", 0777, &u) < 0)
-		return -EPROTO;
-	c->umask = (mode_t)u;
-	if (jobcg_msg_get_u64(&c->req, "verbose", 16, &u) < 0)
-		return -EPROTO;
-	c->g = (struct cli_global){
-	    .prog = "jobcg", .verbose = (int)u, .config_dir = jobcg_msg_get(&c->req, "config_dir")};
-	while ((v = jobcg_msg_next(&c->req, "env", &pos)))
-		if (strncmp(v, "JOBCG_", 6) != 0 || !strchr(v, '=') || v[6] == '=')
-			return -EPROTO;
-	pos = 0;
-	while (jobcg_msg_next(&c->req, "arg", &pos))
-		argc++;
-	if (argc < 2 || !field_is(&c->req, "arg", "run"))
-		return -EPROTO;
-	c->argv = calloc((size_t)argc + 1, sizeof(char *));
-	if (!c->argv || env_build(c) < 0)
+	argc = run_request_parse(&c->req, &c->umask, &c->g, &c->argv);
+	if (argc < 0)
+		return argc;
+	if (env_build(c) < 0)
 		return -ENOMEM;
-	pos = 0;
-	for (int i = 0; (v = jobcg_msg_next(&c->req, "arg", &pos)); i++)
-		c->argv[i] = (char *)v;
 	return argc;
 }
 
@@ -1112,7 +967,7 @@ static void on_status(struct run_conn *c, const struct jobcg_msg *st, uint64_t n
 	char err_text[2048] = "";
 	int r, err = 0, code;
 
-	r = status_parse(st, c->s.life.ntasks, &res, &err, err_text, sizeof(err_text));
+	r = run_status_parse(st, c->s.life.ntasks, &res, &err, err_text, sizeof(err_text));
 	(void)client_enter(c, false);
 	if (r < 0)
 		code = run_finish(c->ctx, &c->s, 0, NULL, NULL, true);
