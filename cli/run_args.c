@@ -88,7 +88,11 @@ int run_parse(int argc, char **argv, struct run_args *a, int *ret_exit)
 	int c, r;
 
 	*a = (struct run_args){.job = JOBCG_JOB_ID_AUTO, .ntasks = 1};
-	optind = 1;
+	/* 0, not 1: getopt starts afresh. The daemon parses one client's arguments after
+	 * another, and a list left in the middle of "-hn5" or "-xq" (--help, an unknown letter)
+	 * left getopt on its next letter, in memory freed with that client's request: the next
+	 * client's list was read from it, and refused or misread. */
+	optind = 0;
 	while ((c = getopt_long(argc, argv, "+hn:", opts, NULL)) != -1) {
 		r = cli_limits_option("run", c, optarg, &a->cl, ret_exit);
 		if (r < 0)

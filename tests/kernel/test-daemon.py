@@ -740,6 +740,21 @@ def body(e):
     ok(answer.startswith(b"op=exit\0code=0\0") and b"out=Usage: jobcg run" in answer,
        "run --help sent to the daemon is answered with the usage (for the client to print), "
        "code 0")
+    # Arguments that stop the parser inside a cluster of letters ("-xq": an unknown one) must
+    # not leave it there for the next client: it would go on from "q", in the freed request.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(e.sock)
+    cluster = b"op=run\0v=2\0arg=run\0arg=-xq\0arg=--\0arg=true\0umask=18\0verbose=0\0"
+    cwd = os.open(e.tmp, os.O_RDONLY)
+    socket.send_fds(s, [struct.pack("<I", len(cluster)) + cluster], [cwd])
+    os.close(cwd)
+    answer = recv_frame(s)
+    s.close()
+    ok(answer.startswith(b"op=exit\0code=2\0") and b"unknown option '-x' (in '-xq')" in answer,
+       f"run -xq sent to the daemon is a usage error ({answer[:80]!r})")
+    r = e.run("run", "--", "sh", "-c", "echo afresh")
+    ok(d.poll() is None and r.returncode == 0 and r.stdout == "afresh\n",
+       f"and the next client's arguments are read afresh ({r.stderr.strip()!r})")
     # The same with a descriptor that is no directory as its working directory: not served in
     # the daemon's own, but handed back.
     pipe_r, pipe_w = os.pipe()
