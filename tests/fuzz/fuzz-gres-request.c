@@ -6,25 +6,13 @@
 
 #include "gres_internal.h"
 #include "jobcg/gres.h"
+#include "fuzz-gres-node.h"
 #include "fuzz-input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct jobcg_gres_file f[3] = {{(char *)"/dev/nvidia0", 'c', 195, 0},
-					      {(char *)"/dev/nvidia1", 'c', 195, 1},
-					      {(char *)"/dev/nic0", 'c', 231, 0}};
-	static struct jobcg_gres_record r[3] = {
-	    {.name = (char *)"gpu", .type = (char *)"a100", .files = &f[0], .nfiles = 1},
-	    {.name = (char *)"gpu",
-	     .type = (char *)"v100",
-	     .files = &f[1],
-	     .nfiles = 1,
-	     .index = 1},
-	    {.name = (char *)"nic", .files = &f[2], .nfiles = 1},
-	};
-	static const struct jobcg_gres_conf conf = {.records = r, .nrecords = 3};
 	struct jobcg_gres_node *n = NULL;
 	struct jobcg_gres_request *req = NULL;
 	struct jobcg_gres_set all, got, t;
@@ -34,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s = fuzz_cstring(data, size, 4096);
 	if (!s)
 		return 0;
-	if (gres_node_new(&conf, &n) < 0)
+	if (fuzz_gres_node(&n) < 0)
 		abort();
 	jobcg_gres_node_all(n, NULL, &all);
 	if (jobcg_gres_request_parse(s, &req) == 0) {

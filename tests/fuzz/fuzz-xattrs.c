@@ -18,6 +18,7 @@
 #include "resv_internal.h"
 #include "tree.h"
 #include "util.h"
+#include "fuzz-gres-node.h"
 #include "fuzz-input.h"
 
 enum kind {
@@ -177,25 +178,12 @@ static void users(const char *s)
 
 static void gres(const char *s)
 {
-	static struct jobcg_gres_file f[3] = {{(char *)"/dev/nvidia0", 'c', 195, 0},
-					      {(char *)"/dev/nvidia1", 'c', 195, 1},
-					      {(char *)"/dev/nic0", 'c', 231, 0}};
-	static struct jobcg_gres_record r[3] = {
-	    {.name = (char *)"gpu", .type = (char *)"a100", .files = &f[0], .nfiles = 1},
-	    {.name = (char *)"gpu",
-	     .type = (char *)"v100",
-	     .files = &f[1],
-	     .nfiles = 1,
-	     .index = 1},
-	    {.name = (char *)"nic", .files = &f[2], .nfiles = 1},
-	};
-	static const struct jobcg_gres_conf conf = {.records = r, .nrecords = 3};
 	struct jobcg_gres_node *n = NULL;
 	struct jobcg_gres_set all, got, again;
 	bool dropped = false;
 	char *text = NULL;
 
-	if (gres_node_new(&conf, &n) < 0)
+	if (fuzz_gres_node(&n) < 0)
 		abort();
 	jobcg_gres_node_all(n, NULL, &all);
 	if (gres_set_parse_known(n, s, &got, &dropped) == 0) {
