@@ -891,6 +891,22 @@ static void freeze_turn(const char *root, const char *tmp)
 		ok(done && exit_code(st) == 0, "  until it goes (exit %d)", exit_code(st));
 		if (!done)
 			kill(r, SIGKILL), waitpid(r, &st, 0);
+		/* No freeze marks its turn more than an hour ahead: such a mark (corrupt, or made
+		 * by hand) would otherwise hold every launch back while its process lives. */
+		snprintf(m, sizeof(m), "%d:%llu %llu", (int)sl, start_time(sl),
+			 (unsigned long long)(now_ms() + 7200000) * 1000ull);
+		ok(setxattr(lock, "trusted.jobcg.freezing", m, strlen(m), 0) == 0,
+		   "a mark naming the live pid %d two hours ahead", (int)sl);
+		{
+			uint64_t t0 = now_ms();
+
+			is_int(kcli(NULL, "run", "--job", "11", "--", "true", NULL), 0,
+			       "  holds no run back");
+			ok(now_ms() - t0 < 5000, "  (%llu ms)",
+			   (unsigned long long)(now_ms() - t0));
+		}
+		turn_mark(lock, mark, sizeof(mark));
+		ok(!*mark, "  and is removed by it ('%s')", mark);
 		kill(sl, SIGKILL);
 		waitpid(sl, NULL, 0);
 	}

@@ -29,6 +29,10 @@
  * that finds one removes it. Where the file takes no xattr, freezes wait as they did before.
  */
 #define FREEZING_XATTR "trusted.jobcg.freezing"
+/* The furthest ahead a freeze marks its turn: its wait may be longer, but launches are held
+ * back for at most this. A mark further ahead is none of a freeze's (a corrupt or hand-made
+ * one naming a live process would otherwise hold every launch of the job back for good). */
+#define FREEZING_AHEAD_MAX_USEC (3600ull * 1000000ull)
 
 int joblock_mark_parse(const char *mark, char **ret_who, int *ret_pid, uint64_t *ret_deadline)
 {
@@ -57,7 +61,7 @@ static int intent_live(const char *mark, uint64_t now)
 
 	if (joblock_mark_parse(mark, &who, &pid, &deadline) < 0)
 		return -EINVAL;
-	if (now >= deadline || !tree_runner_alive(who))
+	if (now >= deadline || deadline - now > FREEZING_AHEAD_MAX_USEC || !tree_runner_alive(who))
 		return 0;
 	return pid;
 }
@@ -151,7 +155,10 @@ static void intent_clear(int fd, const char *me)
 /* A freeze's exclusive hold, marking its turn while it waits (above). */
 static int lock_wait_turn(int fd, unsigned timeout_ms)
 {
-	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
+	uint64_t start = now_usec(), wait = (uint64_t)timeout_ms * 1000u, deadline = start + wait;
+	/* Launches are held back for an hour at most, however long the wait. */
+	uint64_t mark_until =
+	    start + (wait < FREEZING_AHEAD_MAX_USEC ? wait : FREEZING_AHEAD_MAX_USEC);
 	_cleanup_free_ char *self = NULL, *me = NULL;
 	bool marked = false, unsupported = false;
 	unsigned pause_ms = 1;
@@ -176,7 +183,7 @@ static int lock_wait_turn(int fd, unsigned timeout_ms)
 		 * moment before we set it, or another freeze's that went, is set (again). */
 		if (!me && !unsupported &&
 		    (!(self = tree_process_self()) ||
-		     !(me = strdup_printf("%s %llu", self, (unsigned long long)deadline)))) {
+		     !(me = strdup_printf("%s %llu", self, (unsigned long long)mark_until)))) {
 			r = -ENOMEM;
 			break;
 		}
