@@ -716,6 +716,30 @@ static void turn_mark(const char *path, char *buf, size_t len)
 	buf[n > 0 ? n : 0] = '\0';
 }
 
+/* A freeze's mark "PID:START DEADLINE" set by hand on @lock, its deadline @ahead_ms away. */
+static bool turn_mark_set(const char *lock, pid_t pid, unsigned long long start,
+			  unsigned long long ahead_ms)
+{
+	char m[128];
+
+	snprintf(m, sizeof(m), "%d:%llu %llu", (int)pid, start,
+		 (unsigned long long)(now_ms() + ahead_ms) * 1000ull);
+	return setxattr(lock, "trusted.jobcg.freezing", m, strlen(m), 0) == 0;
+}
+
+/* `run --job 11 -- true` is not held back by the mark on @lock, and takes it off. */
+static void run_takes_mark_off(const char *lock, const char *what, const char *gone)
+{
+	uint64_t t0 = now_ms();
+	char mark[128];
+
+	is_int(kcli(NULL, "run", "--job", "11", "--", "true", NULL), 0, what);
+	ok(now_ms() - t0 < 5000, "  without waiting for it (%llu ms)",
+	   (unsigned long long)(now_ms() - t0));
+	turn_mark(lock, mark, sizeof(mark));
+	ok(!*mark, "%s ('%s')", gone, mark);
+}
+
 static bool turn_marked_within(const char *path, unsigned ms)
 {
 	char mark[128];
@@ -845,22 +869,12 @@ static void freeze_turn(const char *root, const char *tmp)
 	       "freeze 11 killed while it waits for its turn");
 	turn_mark(lock, mark, sizeof(mark));
 	ok(*mark, "  its mark is left: '%s'", mark);
-	{
-		uint64_t t0 = now_ms();
-
-		is_int(kcli(NULL, "run", "--job", "11", "--", "true", NULL), 0,
-		       "run --job 11 meanwhile succeeds");
-		ok(now_ms() - t0 < 5000, "  without waiting for the dead freeze (%llu ms)",
-		   (unsigned long long)(now_ms() - t0));
-	}
-	turn_mark(lock, mark, sizeof(mark));
-	ok(!*mark, "  and removes its mark ('%s')", mark);
+	run_takes_mark_off(lock, "run --job 11 meanwhile succeeds", "  and removes its mark");
 
 	/* Marks set by hand: a live process's (ours) holds launches back until it goes; the
 	 * same pid with another start time (a pid reused) does not. */
 	{
 		pid_t sl = fork();
-		char m[128];
 		pid_t r;
 
 		if (sl == 0) {
@@ -868,16 +882,12 @@ static void freeze_turn(const char *root, const char *tmp)
 			_exit(127);
 		}
 		msleep(50);
-		snprintf(m, sizeof(m), "%d:%llu %llu", (int)sl, start_time(sl) + 1,
-			 (unsigned long long)(now_ms() + 60000) * 1000ull);
-		ok(setxattr(lock, "trusted.jobcg.freezing", m, strlen(m), 0) == 0,
+		ok(turn_mark_set(lock, sl, start_time(sl) + 1, 60000),
 		   "a mark naming pid %d with another start time", (int)sl);
 		is_int(kcli(NULL, "run", "--job", "11", "--", "true", NULL), 0,
 		       "  holds no run back");
-		snprintf(m, sizeof(m), "%d:%llu %llu", (int)sl, start_time(sl),
-			 (unsigned long long)(now_ms() + 60000) * 1000ull);
-		ok(setxattr(lock, "trusted.jobcg.freezing", m, strlen(m), 0) == 0,
-		   "a mark naming the live pid %d", (int)sl);
+		ok(turn_mark_set(lock, sl, start_time(sl), 60000), "a mark naming the live pid %d",
+		   (int)sl);
 		{
 			char *args[] = {"run", "--job", "11", "--", "true", NULL};
 
@@ -893,20 +903,9 @@ static void freeze_turn(const char *root, const char *tmp)
 			kill(r, SIGKILL), waitpid(r, &st, 0);
 		/* No freeze marks its turn more than an hour ahead: such a mark (corrupt, or made
 		 * by hand) would otherwise hold every launch back while its process lives. */
-		snprintf(m, sizeof(m), "%d:%llu %llu", (int)sl, start_time(sl),
-			 (unsigned long long)(now_ms() + 7200000) * 1000ull);
-		ok(setxattr(lock, "trusted.jobcg.freezing", m, strlen(m), 0) == 0,
+		ok(turn_mark_set(lock, sl, start_time(sl), 7200000),
 		   "a mark naming the live pid %d two hours ahead", (int)sl);
-		{
-			uint64_t t0 = now_ms();
-
-			is_int(kcli(NULL, "run", "--job", "11", "--", "true", NULL), 0,
-			       "  holds no run back");
-			ok(now_ms() - t0 < 5000, "  (%llu ms)",
-			   (unsigned long long)(now_ms() - t0));
-		}
-		turn_mark(lock, mark, sizeof(mark));
-		ok(!*mark, "  and is removed by it ('%s')", mark);
+		run_takes_mark_off(lock, "  holds no run back", "  and is removed by it");
 		kill(sl, SIGKILL);
 		waitpid(sl, NULL, 0);
 	}
