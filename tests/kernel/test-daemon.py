@@ -88,6 +88,22 @@ class Env(KernelEnv):
         super().cleanup()
 
 
+def raw_run_request(e, args, cwd=None):
+    """A well-formed op=run request with `jobcg run ARGS`, sent as a client would with its
+    working directory (the descriptor @cwd instead, when given); the daemon's answer."""
+    req = b"op=run\0v=2\0arg=run\0" + b"".join(b"arg=" + a + b"\0" for a in args) + \
+        b"umask=18\0verbose=0\0"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(e.sock)
+    fd = os.open(e.tmp, os.O_RDONLY) if cwd is None else cwd
+    socket.send_fds(s, [struct.pack("<I", len(req)) + req], [fd])
+    if cwd is None:
+        os.close(fd)
+    answer = recv_frame(s)
+    s.close()
+    return answer
+
+
 def recv_frame(s, timeout=10):
     """One frame's payload from socket @s (b"" when it closed or said nothing in time)."""
     s.settimeout(timeout)
@@ -729,27 +745,13 @@ def body(e):
     s.sendall(struct.pack("<I", 5) + b"x=\xff\x00\x01")
     s.close()
     # A well-formed request a real client never sends (it answers --help itself).
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(e.sock)
-    req = b"op=run\0v=2\0arg=run\0arg=--help\0umask=18\0verbose=0\0"
-    cwd = os.open(e.tmp, os.O_RDONLY)
-    socket.send_fds(s, [struct.pack("<I", len(req)) + req], [cwd])
-    os.close(cwd)
-    answer = recv_frame(s)
-    s.close()
+    answer = raw_run_request(e, [b"--help"])
     ok(answer.startswith(b"op=exit\0code=0\0") and b"out=Usage: jobcg run" in answer,
        "run --help sent to the daemon is answered with the usage (for the client to print), "
        "code 0")
     # Arguments that stop the parser inside a cluster of letters ("-xq": an unknown one) must
     # not leave it there for the next client: it would go on from "q", in the freed request.
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(e.sock)
-    cluster = b"op=run\0v=2\0arg=run\0arg=-xq\0arg=--\0arg=true\0umask=18\0verbose=0\0"
-    cwd = os.open(e.tmp, os.O_RDONLY)
-    socket.send_fds(s, [struct.pack("<I", len(cluster)) + cluster], [cwd])
-    os.close(cwd)
-    answer = recv_frame(s)
-    s.close()
+    answer = raw_run_request(e, [b"-xq", b"--", b"true"])
     ok(answer.startswith(b"op=exit\0code=2\0") and b"unknown option '-x' (in '-xq')" in answer,
        f"run -xq sent to the daemon is a usage error ({answer[:80]!r})")
     r = e.run("run", "--", "sh", "-c", "echo afresh")
@@ -762,12 +764,8 @@ def body(e):
     for what, fd in (("a regular file", os.open(os.path.join(e.tmp, "notdir"),
                                                 os.O_RDWR | os.O_CREAT, 0o600)),
                      ("a pipe", pipe_r)):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(e.sock)
-        socket.send_fds(s, [struct.pack("<I", len(req)) + req], [fd])
+        answer = raw_run_request(e, [b"--help"], fd)
         os.close(fd)
-        answer = recv_frame(s)
-        s.close()
         ok(answer.startswith(b"op=exit\0code=1\0fallback=1\0") and b"not a directory" in answer
            and b"out=" not in answer,
            f"a request lending {what} as its working directory is told to run its step itself "
