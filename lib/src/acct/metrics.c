@@ -15,6 +15,7 @@
 #include "jobcg/inspect.h"
 #include "jobcg/metrics.h"
 #include "log.h"
+#include "metrics_internal.h"
 #include "resv_internal.h"
 #include "tree.h"
 #include "util.h"
@@ -69,8 +70,7 @@ static ssize_t read_file(struct collector *c, int dfd, const char *name)
 	return (ssize_t)len;
 }
 
-/* A cgroup file's value: a number or "max", ending the line or followed by a space. */
-static bool parse_value(const char *s, uint64_t *ret)
+bool metrics_parse_value(const char *s, uint64_t *ret)
 {
 	const char *end;
 
@@ -100,19 +100,25 @@ static void read_value(struct collector *c, int dfd, const char *name, struct jo
 		return; /* controller not enabled here, or the cgroup is going away */
 	if (r < 0)
 		return count_error(c, name, (int)r);
-	if (!parse_value(c->buf, &v))
+	if (!metrics_parse_value(c->buf, &v))
 		return count_error(c, name, -EBADMSG);
 	set_item(cg, item, v);
 }
 
-struct key_item {
-	const char *key;
-	enum jobcg_metric_item item;
-};
+void metrics_parse_keyed(const char *text, const struct metrics_key *keys,
+			 struct jobcg_metrics_cg *cg)
+{
+	for (const struct metrics_key *k = keys; k->key; k++) {
+		uint64_t v;
 
-/* A flat keyed file ("key value" lines): the keys of @keys that it has. */
-static void read_keyed(struct collector *c, int dfd, const char *name, const struct key_item *keys,
-		       struct jobcg_metrics_cg *cg)
+		if (cgfs_parse_keyed(text, k->key, &v) == 0)
+			set_item(cg, k->item, v);
+	}
+}
+
+/* A flat keyed file: the keys of @keys that it has. */
+static void read_keyed(struct collector *c, int dfd, const char *name,
+		       const struct metrics_key *keys, struct jobcg_metrics_cg *cg)
 {
 	ssize_t r = read_file(c, dfd, name);
 
@@ -120,52 +126,56 @@ static void read_keyed(struct collector *c, int dfd, const char *name, const str
 		return;
 	if (r < 0)
 		return count_error(c, name, (int)r);
-	for (const struct key_item *k = keys; k->key; k++) {
-		uint64_t v;
-
-		if (cgfs_parse_keyed(c->buf, k->key, &v) == 0)
-			set_item(cg, k->item, v);
-	}
+	metrics_parse_keyed(c->buf, keys, cg);
 }
 
-/* io.stat: "MAJ:MIN rbytes=N wbytes=N rios=N ..." per device, summed. */
-static void read_io(struct collector *c, int dfd, struct jobcg_metrics_cg *cg)
+void metrics_parse_io(const char *text, uint64_t *ret_read, uint64_t *ret_write)
 {
-	ssize_t r = read_file(c, dfd, "io.stat");
 	uint64_t rd = 0, wr = 0;
 
-	if (r == -ENOENT || r == -ENODEV)
-		return;
-	if (r < 0)
-		return count_error(c, "io.stat", (int)r);
-	for (char *p = c->buf; *p;) {
-		char *eol = strchrnul(p, '\n');
+	for (const char *p = text; *p;) {
+		const char *eol = strchrnul(p, '\n');
 
-		for (char *f = p; f < eol;) {
+		for (const char *f = p; f < eol;) {
 			uint64_t v;
 
 			f = strchr(f, ' ');
 			if (!f || f >= eol)
 				break;
 			f++;
-			if (startswith(f, "rbytes=") && parse_value(f + 7, &v))
+			if (startswith(f, "rbytes=") && metrics_parse_value(f + 7, &v))
 				rd += v;
-			else if (startswith(f, "wbytes=") && parse_value(f + 7, &v))
+			else if (startswith(f, "wbytes=") && metrics_parse_value(f + 7, &v))
 				wr += v;
 		}
 		p = *eol ? eol + 1 : eol;
 	}
+	*ret_read = rd;
+	*ret_write = wr;
+}
+
+/* io.stat, summed over its devices. */
+static void read_io(struct collector *c, int dfd, struct jobcg_metrics_cg *cg)
+{
+	ssize_t r = read_file(c, dfd, "io.stat");
+	uint64_t rd, wr;
+
+	if (r == -ENOENT || r == -ENODEV)
+		return;
+	if (r < 0)
+		return count_error(c, "io.stat", (int)r);
+	metrics_parse_io(c->buf, &rd, &wr);
 	set_item(cg, JOBCG_METRIC_IO_READ_BYTES, rd);
 	set_item(cg, JOBCG_METRIC_IO_WRITE_BYTES, wr);
 }
 
-static const struct key_item cpu_keys[] = {
+const struct metrics_key metrics_cpu_keys[] = {
     {"usage_usec", JOBCG_METRIC_CPU_USAGE_USEC},
     {"user_usec", JOBCG_METRIC_CPU_USER_USEC},
     {"system_usec", JOBCG_METRIC_CPU_SYSTEM_USEC},
     {NULL, 0},
 };
-static const struct key_item mem_event_keys[] = {
+const struct metrics_key metrics_mem_event_keys[] = {
     {"oom_kill", JOBCG_METRIC_OOM_KILL},
     {"high", JOBCG_METRIC_MEM_HIGH_EVENTS},
     {NULL, 0},
@@ -209,19 +219,14 @@ static int read_cgroup(struct collector *c, int dfd, const char *path, int ctl_k
 	if (r < 0)
 		count_error(c, gone_file, (int)r);
 	else
-		for (const struct key_item *k = cpu_keys; k->key; k++) {
-			uint64_t v;
-
-			if (cgfs_parse_keyed(c->buf, k->key, &v) == 0)
-				set_item(cg, k->item, v);
-		}
+		metrics_parse_keyed(c->buf, metrics_cpu_keys, cg);
 	if (ctl & (1u << JOBCG_CTRL_MEMORY)) {
 		read_value(c, dfd, "memory.current", cg, JOBCG_METRIC_MEM_CURRENT);
 		read_value(c, dfd, "memory.peak", cg, JOBCG_METRIC_MEM_PEAK);
 		read_value(c, dfd, "memory.max", cg, JOBCG_METRIC_MEM_MAX);
 		read_value(c, dfd, "memory.swap.current", cg, JOBCG_METRIC_SWAP_CURRENT);
 		read_value(c, dfd, "memory.swap.max", cg, JOBCG_METRIC_SWAP_MAX);
-		read_keyed(c, dfd, "memory.events", mem_event_keys, cg);
+		read_keyed(c, dfd, "memory.events", metrics_mem_event_keys, cg);
 	}
 	if (ctl & (1u << JOBCG_CTRL_PIDS)) {
 		read_value(c, dfd, "pids.current", cg, JOBCG_METRIC_PIDS_CURRENT);
@@ -427,6 +432,15 @@ static int collect_job(struct collector *c, int rootfd, const char *parent, int 
 	return 0;
 }
 
+int metrics_device_minor(const char *text, unsigned *ret)
+{
+	const char *p = strstr(text, "Device Minor:");
+
+	if (!p || sscanf(p + 13, "%u", ret) != 1)
+		return -EBADMSG;
+	return 0;
+}
+
 /* NVIDIA's /proc/driver/nvidia/gpus/<PCI bus id>/information names each GPU's device minor. */
 static void load_pci_ids(struct jobcg_metrics *m, const char *proc_dir)
 {
@@ -438,15 +452,13 @@ static void load_pci_ids(struct jobcg_metrics *m, const char *proc_dir)
 	while ((e = readdir(d))) {
 		_cleanup_free_ char *text = NULL, *file = NULL;
 		unsigned minor;
-		char *p;
 
 		if (e->d_name[0] == '.')
 			continue;
 		file = strdup_printf("%s/%s/information", proc_dir, e->d_name);
 		if (!file || read_full_file_at(AT_FDCWD, file, 65536, &text, NULL) < 0)
 			continue;
-		p = strstr(text, "Device Minor:");
-		if (!p || sscanf(p + 13, "%u", &minor) != 1)
+		if (metrics_device_minor(text, &minor) < 0)
 			continue;
 		for (size_t g = 0; g < m->n_gpus; g++) {
 			struct stat st;
@@ -543,7 +555,7 @@ static void device_mode(struct collector *c)
 	    conf->cgroup.device_program == JOBCG_DEVPROG_LINEAR || c->m->n_jobs ? "linear" : "none";
 }
 
-static unsigned cpulist_count(const char *s)
+unsigned metrics_cpulist_count(const char *s)
 {
 	unsigned n = 0, a, b;
 	int end;
@@ -743,7 +755,7 @@ JOBCG_EXPORT int jobcg_metrics_collect(struct jobcg_ctx *ctx, struct jobcg_metri
 	device_mode(&c);
 	if (cc->spec_cpus) {
 		c.m->have_reserved_cpus = true;
-		c.m->reserved_cpus = cpulist_count(cc->spec_cpus);
+		c.m->reserved_cpus = metrics_cpulist_count(cc->spec_cpus);
 	} else if (cc->core_spec_count) {
 		c.m->have_reserved_cpus = true;
 		c.m->reserved_cpus = cc->core_spec_count;
