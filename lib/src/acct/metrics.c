@@ -11,11 +11,13 @@
 #include "gresxattr.h"
 #include "jobcg-build.h"
 #include "devices.h"
+#include "gpufiles.h"
 #include "inspect_internal.h"
 #include "jobcg/inspect.h"
 #include "jobcg/metrics.h"
 #include "log.h"
 #include "metrics_internal.h"
+#include "parse.h"
 #include "resv_internal.h"
 #include "tree.h"
 #include "util.h"
@@ -137,16 +139,22 @@ void metrics_parse_io(const char *text, uint64_t *ret_read, uint64_t *ret_write)
 		const char *eol = strchrnul(p, '\n');
 
 		for (const char *f = p; f < eol;) {
-			uint64_t v;
+			const char *end;
+			uint64_t v, *sum;
 
 			f = strchr(f, ' ');
 			if (!f || f >= eol)
 				break;
 			f++;
-			if (startswith(f, "rbytes=") && metrics_parse_value(f + 7, &v))
-				rd += v;
-			else if (startswith(f, "wbytes=") && metrics_parse_value(f + 7, &v))
-				wr += v;
+			sum = startswith(f, "rbytes=")	 ? &rd
+			      : startswith(f, "wbytes=") ? &wr
+							 : NULL;
+			/* Byte counts are digits ("max" is no count), and a sum past 64 bits stays
+			 * at the largest instead of wrapping to a small one. */
+			if (sum && parse_u64_prefix(f + 7, UINT64_MAX, &v, &end) == 0 &&
+			    (*end == ' ' || *end == '\n' || *end == 0) &&
+			    __builtin_add_overflow(*sum, v, sum))
+				*sum = UINT64_MAX;
 		}
 		p = *eol ? eol + 1 : eol;
 	}
@@ -434,11 +442,11 @@ static int collect_job(struct collector *c, int rootfd, const char *parent, int 
 
 int metrics_device_minor(const char *text, unsigned *ret)
 {
-	const char *p = strstr(text, "Device Minor:");
+	/* As GPU detection reads it: the line that starts so, its value all digits, a GPU's. */
+	int r = gpufile_field_unsigned(text, strlen(text), "Device Minor", GPUFILE_NVIDIA_MINOR_MAX,
+				       ret, NULL);
 
-	if (!p || sscanf(p + 13, "%u", ret) != 1)
-		return -EBADMSG;
-	return 0;
+	return r == -ENOMEM ? r : r < 0 ? -EBADMSG : 0;
 }
 
 /* NVIDIA's /proc/driver/nvidia/gpus/<PCI bus id>/information names each GPU's device minor. */
@@ -557,21 +565,17 @@ static void device_mode(struct collector *c)
 
 unsigned metrics_cpulist_count(const char *s)
 {
-	unsigned n = 0, a, b;
-	int end;
+	_cleanup_free_ uint64_t *bits = NULL;
+	unsigned n = 0;
+	size_t words;
 
-	while (s && *s) {
-		if (sscanf(s, "%u%n", &a, &end) != 1)
-			break;
-		s += end;
-		b = a;
-		if (*s == '-' && sscanf(s + 1, "%u%n", &b, &end) == 1)
-			s += 1 + end;
-		n += b >= a ? b - a + 1 : 0;
-		if (*s != ',')
-			break;
-		s++;
+	/* The parser cgroup.conf checked SpecCPUs with: a CPU named twice ("0-3,2") counts once. */
+	if (!s || jobcg_parse_cpulist(s, &bits, &words) < 0) {
+		jobcg_error_clear();
+		return 0;
 	}
+	for (size_t i = 0; i < words; i++)
+		n += (unsigned)__builtin_popcountll(bits[i]);
 	return n;
 }
 

@@ -26,11 +26,13 @@ void metrics_parse_keyed(const char *text, const struct metrics_key *keys,
 			 struct jobcg_metrics_cg *cg);
 
 /* io.stat ("MAJ:MIN rbytes=N wbytes=N rios=N ..." per device): the bytes read and written,
- * summed over its devices. */
+ * summed over its devices (UINT64_MAX when a sum would not fit). */
 void metrics_parse_io(const char *text, uint64_t *ret_read, uint64_t *ret_write);
 
-/* The number of CPUs of a CPU list (cgroup.conf's SpecCPUs). */
+/* The number of CPUs of a CPU list (cgroup.conf's SpecCPUs), each counted once; 0 when it is
+ * not one. */
 unsigned metrics_cpulist_count(const char *s);
 
-/* The "Device Minor:" of an NVIDIA GPU's information file: 0, or -EBADMSG when it has none. */
+/* The "Device Minor:" of an NVIDIA GPU's information file (the first line that starts so, a
+ * number of at most GPUFILE_NVIDIA_MINOR_MAX): 0, -EBADMSG when it has none, -ENOMEM. */
 int metrics_device_minor(const char *text, unsigned *ret);
