@@ -86,29 +86,21 @@ static void info_text(const struct jobcg_resv_info *i)
 /* --users U1,U2: names or numbers, resolved here (the library stores uids). */
 static int parse_users(const char *arg, uid_t **ret, size_t *ret_n)
 {
-	char *copy = strdup(arg), *save = NULL;
-	uid_t *v = calloc(strlen(arg) / 2 + 2, sizeof(uid_t));
+	_cleanup_strv_free_ char **names = NULL;
+	uid_t *v;
 	size_t n = 0;
 	int r = 0;
 
-	if (!copy || !v) {
-		free(copy);
-		free(v);
+	/* One lookup per name: each asks getent, and the library drops repeats anyway. */
+	if (cli_split_names(arg, &names) < 0 ||
+	    !(v = calloc(strv_length(names) + 1, sizeof(uid_t))))
 		return cli_usage_error("resv", "out of memory");
-	}
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		bool seen = false;
+	for (char **tok = names; *tok; tok++) {
 		gid_t gid;
 
-		/* One lookup per name: each asks getent, and the library drops repeats anyway. */
-		for (char *prev = copy; prev < tok && !seen; prev += strlen(prev) + 1)
-			seen = !strcmp(prev, tok);
-		if (seen)
-			continue;
-
-		r = cli_lookup_user(tok, &v[n], &gid);
+		r = cli_lookup_user(*tok, &v[n], &gid);
 		if (r == -ENOENT || r == -EINVAL) {
-			r = cli_usage_error("resv", "--users: no such user '%s'", tok);
+			r = cli_usage_error("resv", "--users: no such user '%s'", *tok);
 			break;
 		}
 		if (r < 0) {
@@ -117,7 +109,6 @@ static int parse_users(const char *arg, uid_t **ret, size_t *ret_n)
 		}
 		n++;
 	}
-	free(copy);
 	if (r == 0 && n == 0)
 		r = cli_usage_error("resv", "--users '%s': no user named", arg);
 	if (r) {

@@ -8,8 +8,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -36,42 +34,6 @@ static void help(void)
 	       "               cgroup v2 mount)\n"
 	       "  --json       print JSON\n"
 	       "  -h, --help   show this help\n");
-}
-
-/* The kernel's dev_t: a 12-bit major and a 20-bit minor; no device has a larger number. */
-#define DEV_MAJOR_MAX 0xfffu
-#define DEV_MINOR_MAX 0xfffffu
-
-/* "c MAJOR:MINOR", "b MAJOR:MINOR" or a device file: 0, else -ERANGE (a number out of range),
- * -EINVAL (not "c/b MAJOR:MINOR" though it starts so), or stat()'s error. */
-static int parse_device(const char *s, char *type, uint32_t *major, uint32_t *minor)
-{
-	struct stat st;
-	uint64_t ma, mi;
-	const char *p;
-	int r;
-
-	if ((s[0] == 'c' || s[0] == 'b') && s[1] == ' ') {
-		/* digits only: a sign or a number past 32 bits must not name another device */
-		if ((r = parse_u64_prefix(s + 2, DEV_MAJOR_MAX, &ma, &p)) < 0)
-			return r;
-		if (*p != ':')
-			return -EINVAL;
-		if ((r = parse_u64(p + 1, DEV_MINOR_MAX, &mi)) < 0)
-			return r;
-		*type = s[0];
-		*major = (uint32_t)ma;
-		*minor = (uint32_t)mi;
-		return 0;
-	}
-	if (stat(s, &st) < 0)
-		return -errno;
-	if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
-		return -ENODEV;
-	*type = S_ISCHR(st.st_mode) ? 'c' : 'b';
-	*major = major(st.st_rdev);
-	*minor = minor(st.st_rdev);
-	return 0;
 }
 
 struct walk {
@@ -297,12 +259,12 @@ static int cmd_who_has(int argc, char **argv, const struct cli_global *g)
 				       "expected one DEVICE (a /dev path or 'c MAJOR:MINOR')");
 	if (!*argv[optind])
 		return cli_usage_error("who-has", "DEVICE: empty argument");
-	r = parse_device(argv[optind], &w.type, &w.major, &w.minor);
+	r = cli_parse_device(argv[optind], &w.type, &w.major, &w.minor);
 	if (r == -EINVAL || r == -ERANGE)
 		return cli_usage_error("who-has",
 				       "'%s': need 'c MAJOR:MINOR' or 'b MAJOR:MINOR' with MAJOR "
 				       "0..%u and MINOR 0..%u",
-				       argv[optind], DEV_MAJOR_MAX, DEV_MINOR_MAX);
+				       argv[optind], CLI_DEV_MAJOR_MAX, CLI_DEV_MINOR_MAX);
 	if (r < 0)
 		return cli_usage_error("who-has", "%s: not a device (%s)", argv[optind],
 				       r == -ENODEV ? "not a character or block device"

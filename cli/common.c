@@ -4,6 +4,8 @@
 #include <getopt.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,6 +100,36 @@ int cli_parse_signal(const char *s)
 			return i;
 	}
 	return -EINVAL;
+}
+
+int cli_parse_device(const char *s, char *type, uint32_t *major, uint32_t *minor)
+{
+	struct stat st;
+	uint64_t ma, mi;
+	const char *p;
+	int r;
+
+	if ((s[0] == 'c' || s[0] == 'b') && s[1] == ' ') {
+		/* digits only: a sign or a number past 32 bits must not name another device */
+		if ((r = parse_u64_prefix(s + 2, CLI_DEV_MAJOR_MAX, &ma, &p)) < 0)
+			return r;
+		if (*p != ':')
+			return -EINVAL;
+		if ((r = parse_u64(p + 1, CLI_DEV_MINOR_MAX, &mi)) < 0)
+			return r;
+		*type = s[0];
+		*major = (uint32_t)ma;
+		*minor = (uint32_t)mi;
+		return 0;
+	}
+	if (stat(s, &st) < 0)
+		return -errno;
+	if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+		return -ENODEV;
+	*type = S_ISCHR(st.st_mode) ? 'c' : 'b';
+	*major = major(st.st_rdev);
+	*minor = minor(st.st_rdev);
+	return 0;
 }
 
 int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret)
@@ -528,8 +560,26 @@ int cli_getent(const char *db, const char *key, char ***ret_fields)
 	return 0;
 }
 
-/* A decimal id below 2^32-1 ((uid_t)-1 means "none" to the kernel). */
-static int parse_id(const char *s, unsigned *ret)
+int cli_split_names(const char *s, char ***ret)
+{
+	_cleanup_strv_free_ char **fields = strv_split(s, ",");
+	char **v = calloc(1, sizeof(char *));
+
+	if (!fields || !v) {
+		free(v);
+		return -ENOMEM;
+	}
+	/* Each name once, whatever the commas before it: one lookup per name. */
+	for (char **f = fields; *f; f++)
+		if (!strv_contains(v, *f) && strv_push(&v, strdup(*f)) < 0) {
+			strv_free(v);
+			return -ENOMEM;
+		}
+	*ret = v;
+	return 0;
+}
+
+int cli_parse_id(const char *s, unsigned *ret)
 {
 	return cli_parse_uint(NULL, s, UINT32_MAX - 1, ret);
 }
@@ -546,7 +596,7 @@ static int passwd_ids(const char *key, bool name_only, uid_t *ret_uid, gid_t *re
 		return r;
 	if (name_only && strcmp(f[0], key) != 0)
 		r = -ENOENT;
-	else if (parse_id(f[2], &uid) < 0 || parse_id(f[3], &gid) < 0) {
+	else if (cli_parse_id(f[2], &uid) < 0 || cli_parse_id(f[3], &gid) < 0) {
 		cli_fail("getent passwd %s: bad uid or gid '%s:%s'", key, f[2], f[3]);
 		r = -EIO;
 	}
@@ -565,7 +615,7 @@ int cli_lookup_user(const char *s, uid_t *ret_uid, gid_t *ret_gid)
 
 	if (r != -ENOENT)
 		return r;
-	if (parse_id(s, &uid) < 0)
+	if (cli_parse_id(s, &uid) < 0)
 		return isdigit((unsigned char)s[0]) ? -EINVAL : -ENOENT;
 	/* A number without an entry is its own group, as for files owned by a vanished user. */
 	*ret_uid = uid;
@@ -592,7 +642,7 @@ int cli_lookup_group(const char *s, gid_t *ret_gid)
 	if (r < 0 && r != -ENOENT)
 		return r;
 	if (r == 0) {
-		r = parse_id(f[2], &gid) < 0 ? -EIO : 0;
+		r = cli_parse_id(f[2], &gid) < 0 ? -EIO : 0;
 		if (r < 0)
 			cli_fail("getent group %s: bad gid '%s'", s, f[2]);
 		jobcg_strv_free(f);
@@ -601,7 +651,7 @@ int cli_lookup_group(const char *s, gid_t *ret_gid)
 		*ret_gid = gid;
 		return 0;
 	}
-	if (parse_id(s, &gid) < 0)
+	if (cli_parse_id(s, &gid) < 0)
 		return isdigit((unsigned char)s[0]) ? -EINVAL : -ENOENT;
 	*ret_gid = gid;
 	return 0;

@@ -35,6 +35,19 @@ struct json_object *cli_json_acct(const struct jobcg_acct *a);
 void cli_print_acct(FILE *f, const struct jobcg_acct *a);
 /* Signal number from "TERM", "SIGTERM" or "15"; -EINVAL otherwise. */
 int cli_parse_signal(const char *s);
+/* The kernel's dev_t: a 12-bit major and a 20-bit minor; no device has a larger number. */
+#define CLI_DEV_MAJOR_MAX 0xfffu
+#define CLI_DEV_MINOR_MAX 0xfffffu
+/* A device as `jobcg who-has` takes it: "c MAJOR:MINOR", "b MAJOR:MINOR" or a device file. 0,
+ * else -ERANGE (a number out of range), -EINVAL (not "c/b MAJOR:MINOR" though it starts so), or
+ * stat()'s error (-ENODEV: a file that is no device). */
+int cli_parse_device(const char *s, char *type, uint32_t *major, uint32_t *minor);
+/* The names of a comma-separated list (`resv --users`), each once, in order, empty ones left
+ * out; free with strv_free(). 0 or -ENOMEM. */
+int cli_split_names(const char *s, char ***ret);
+/* A decimal uid or gid below 2^32-1 ((uid_t)-1 means "none" to the kernel), as getent's
+ * fields and numeric --user/--group values are read: 0 or -EINVAL/-ERANGE. */
+int cli_parse_id(const char *s, unsigned *ret);
 /* Parse --timeout MS. */
 int cli_parse_uint(const char *opt, const char *s, unsigned max, unsigned *ret);
 /* --grace MS of release and teardown: SIGTERM, then up to this long before SIGKILL. */

@@ -1,0 +1,162 @@
+/* libFuzzer target: the command-line values the CLI reads with parsers of cli/common.c: a
+ * signal (`jobcg signal`, `--signal`), a uid or gid (numeric users and groups, and getent's
+ * fields), a `jobcg who-has` device ("c MAJOR:MINOR", "b MAJOR:MINOR") and the names of
+ * `jobcg resv --users` (split before each is looked up). Input: a selector byte (its value
+ * modulo 4 picks the parser), then the text. Besides "no crash": what parsed is what was
+ * written, and a signal name gives the number whose name it is. */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common.h"
+#include "util.h"
+#include "fuzz-input.h"
+
+/* Are @s's bytes up to the first of @ends (or its end) decimal digits that spell @v, leading
+ * zeros allowed? */
+static bool digits_are(const char *s, uint64_t v, const char *ends, const char **ret_end)
+{
+	size_t n = strspn(s, "0123456789");
+	char buf[32];
+	int k;
+
+	if (n == 0 || (s[n] && !strchr(ends, s[n])))
+		return false;
+	while (n > 1 && *s == '0')
+		s++, n--;
+	k = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	if ((size_t)k != n || strncmp(s, buf, n) != 0)
+		return false;
+	if (ret_end)
+		*ret_end = s + n;
+	return true;
+}
+
+static void check_signal(const char *s)
+{
+	int sig = cli_parse_signal(s);
+
+	if (sig == -EINVAL)
+		return;
+	if (sig <= 0 || sig >= NSIG)
+		abort();
+	if (s[0] >= '0' && s[0] <= '9') {
+		if (!digits_are(s, (uint64_t)sig, "", NULL))
+			abort();
+	} else {
+		/* A name, "SIG" before it or not, in any case: the name of the number. */
+		const char *name = sigabbrev_np(sig);
+		const char *n = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+
+		if (!name || strcasecmp(n, name) != 0)
+			abort();
+	}
+}
+
+/* Every signal's name, with "SIG" and without, in either case, and its number, parse back to
+ * it: which signal is asked about follows from the input. */
+static void signal_round_trip(unsigned sig)
+{
+	const char *name = sigabbrev_np((int)sig);
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%u", sig);
+	if (cli_parse_signal(buf) != (int)sig)
+		abort();
+	if (!name || sig >= 32)
+		return;
+	snprintf(buf, sizeof(buf), "SIG%s", name);
+	if (cli_parse_signal(buf) != (int)sig || cli_parse_signal(buf + 3) != (int)sig)
+		abort();
+	for (char *p = buf; *p; p++)
+		*p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+	if (cli_parse_signal(buf) != (int)sig || cli_parse_signal(buf + 3) != (int)sig)
+		abort();
+}
+
+static void check_id(const char *s)
+{
+	unsigned id;
+
+	if (cli_parse_id(s, &id) < 0)
+		return;
+	/* Digits only, the value written, never (uid_t)-1. */
+	if (!digits_are(s, id, "", NULL) || id == (unsigned)-1)
+		abort();
+}
+
+/* Only "c ..." and "b ...": anything else is a path, which who-has stat()s. */
+static void check_device(const char *s)
+{
+	uint32_t major, minor;
+	const char *end;
+	char type;
+
+	if (!((s[0] == 'c' || s[0] == 'b') && s[1] == ' '))
+		return;
+	if (cli_parse_device(s, &type, &major, &minor) < 0)
+		return;
+	if (type != s[0] || major > CLI_DEV_MAJOR_MAX || minor > CLI_DEV_MINOR_MAX ||
+	    !digits_are(s + 2, major, ":", &end) || *end != ':' ||
+	    !digits_are(end + 1, minor, "", NULL))
+		abort();
+}
+
+/* The names of a list: each a field between commas, none twice, every non-empty field one. */
+static void check_users(const char *s)
+{
+	char **names = NULL, **fields;
+	size_t n;
+
+	if (cli_split_names(s, &names) < 0)
+		return;
+	fields = strv_split(s, ",");
+	if (!fields)
+		abort();
+	n = strv_length(names);
+	for (size_t i = 0; i < n; i++) {
+		if (!*names[i] || strchr(names[i], ',') || !strv_contains(fields, names[i]))
+			abort();
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(names[i], names[j]) == 0)
+				abort();
+	}
+	for (char **f = fields; *f; f++)
+		if (**f && !strv_contains(names, *f))
+			abort();
+	strv_free(fields);
+	strv_free(names);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *s;
+
+	if (size < 1)
+		return 0;
+	s = fuzz_cstring(data + 1, size - 1, 4096);
+	if (!s)
+		return 0;
+	switch (data[0] % 4) {
+	case 0:
+		check_signal(s);
+		signal_round_trip(1 + data[0] / 4 % (NSIG - 1));
+		break;
+	case 1:
+		check_id(s);
+		break;
+	case 2:
+		check_device(s);
+		break;
+	default:
+		check_users(s);
+		break;
+	}
+	free(s);
+	return 0;
+}
