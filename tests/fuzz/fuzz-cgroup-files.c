@@ -1,7 +1,8 @@
 /* Fuzz target: the parsers of kernel cgroup files (accounting, flat keyed, controllers, pids,
  * cpuset.cpus.partition), of the /proc files of a process jobcg reads (stat, status, children),
  * of /proc/self/mounts, /proc/self/mountinfo, /proc/cgroups and /proc/meminfo, of the tree's
- * directory names, and of job targets. Input: a selector byte, then the text. Selectors below
+ * directory names, of job targets, of a pidfd's /proc/self/fdinfo and of the names of rotated
+ * accounting logs. Input: a selector byte, then the text. Selectors below
  * 0xf0 pick the cgroup files by their value modulo 5, those from 0xf0 up the others (so that
  * the seeds written before those stay what they were). */
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acctlog_internal.h"
 #include "adopt_internal.h"
 #include "cgroupfs.h"
 #include "cpupart.h"
@@ -170,6 +172,62 @@ static void partition(const char *text)
 	}
 }
 
+/* /proc/self/fdinfo/FD of a pidfd: the pid taken is the digits of its "Pid:" line, an ended
+ * process is the line's "-1". */
+static void fdinfo(const char *text)
+{
+	const char *p = strstr(text, "\nPid:");
+	char buf[16];
+	size_t n;
+	pid_t pid;
+	int r = adopt_parse_fdinfo_pid(text, &pid);
+
+	if (r == -EBADF)
+		return;
+	if (!p || (r != 0 && r != -ESRCH))
+		abort();
+	p += strlen("\nPid:");
+	p += strspn(p, " \t");
+	if (r == -ESRCH) {
+		/* A negative number, digits after the sign. */
+		n = strspn(p + 1, "0123456789");
+		if (p[0] != '-' || n == 0 || (p[1 + n] && p[1 + n] != '\n'))
+			abort();
+		return;
+	}
+	while (p[0] == '0' && p[1] >= '0' && p[1] <= '9')
+		p++;
+	n = (size_t)snprintf(buf, sizeof(buf), "%d", pid);
+	if (pid <= 0 || strncmp(p, buf, n) != 0 || (p[n] && p[n] != '\n'))
+		abort();
+}
+
+/* A file beside the accounting log (the log's name, a line break, the file's): a rotated copy
+ * taken is the log's name, '.' or '-', its number or suffix, and ".gz" when compressed, exactly. */
+static void rotated(const char *text)
+{
+	const char *nl = strchr(text, '\n');
+	struct acctlog_rotated_name r;
+	char *base, buf[512];
+
+	if (!nl || strlen(nl + 1) >= sizeof(buf))
+		return;
+	base = strndup(text, (size_t)(nl - text));
+	if (!base)
+		return;
+	if (acctlog_parse_rotated(base, nl + 1, &r)) {
+		if (r.dated)
+			snprintf(buf, sizeof(buf), "%s-%.*s%s", base, (int)r.keylen, r.key,
+				 r.gz ? ".gz" : "");
+		else
+			snprintf(buf, sizeof(buf), "%s.%lu%s", base, r.num, r.gz ? ".gz" : "");
+		if (strcmp(buf, nl + 1) != 0 || (r.dated ? r.keylen == 0 : r.num == 0) ||
+		    (r.dated && r.key != nl + 1 + strlen(base) + 1))
+			abort();
+	}
+	free(base);
+}
+
 static const char *const files[] = {
     "cpu.stat",	   "memory.stat",  "memory.events", "memory.current",
     "memory.peak", "pids.current", "pids.peak",
@@ -223,6 +281,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 8:
 			dirname(text);
+			break;
+		case 9:
+			fdinfo(text);
+			break;
+		case 10:
+			rotated(text);
 			break;
 		default:
 			break;

@@ -688,8 +688,7 @@ static bool same_slot(const struct rotated *x, const struct rotated *y)
 			 : x->num == y->num);
 }
 
-/* Is @name (in the log's directory) a rotated copy of @base? Fills @ret. */
-static bool parse_rotated(const char *base, const char *name, struct rotated *ret)
+bool acctlog_parse_rotated(const char *base, const char *name, struct acctlog_rotated_name *ret)
 {
 	size_t bl = strlen(base), nl = strlen(name);
 	const char *rest = name + bl;
@@ -702,7 +701,7 @@ static bool parse_rotated(const char *base, const char *name, struct rotated *re
 	rl = nl - bl - 1 - (gz ? 3 : 0);
 	if (rl == 0)
 		return false;
-	*ret = (struct rotated){.gz = gz, .fd = -1};
+	*ret = (struct acctlog_rotated_name){.gz = gz};
 	if (*rest == '-') {
 		ret->dated = true;
 		ret->key = rest + 1;
@@ -718,6 +717,18 @@ static bool parse_rotated(const char *base, const char *name, struct rotated *re
 	if (rest[1] == '0')
 		return false;
 	ret->num = v;
+	return true;
+}
+
+/* Is @name (in the log's directory) a rotated copy of @base? Fills @ret. */
+static bool parse_rotated(const char *base, const char *name, struct rotated *ret)
+{
+	struct acctlog_rotated_name n;
+
+	if (!acctlog_parse_rotated(base, name, &n))
+		return false;
+	*ret = (struct rotated){
+	    .dated = n.dated, .gz = n.gz, .num = n.num, .key = n.key, .keylen = n.keylen, .fd = -1};
 	return true;
 }
 

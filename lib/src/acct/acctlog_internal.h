@@ -27,6 +27,17 @@ int acctlog_has_line(const char *path, uint64_t ino, uint64_t from, const char *
  * with no raw control byte? What a pending entry holds is appended only then. */
 bool acctlog_line_is_record(const char *line, size_t len);
 
+/* A rotated copy of the log, by its name: NAME.N (N from 1, no leading zero; the higher, the
+ * older) or logrotate's dateext NAME-SUFFIX, either with .gz after it. */
+struct acctlog_rotated_name {
+	bool dated, gz;
+	unsigned long num; /* NAME.N */
+	const char *key;   /* NAME-SUFFIX: the suffix (within the name), without .gz */
+	size_t keylen;
+};
+/* Is @name (a file in the log's directory) a rotated copy of the log named @base? */
+bool acctlog_parse_rotated(const char *base, const char *name, struct acctlog_rotated_name *ret);
+
 /* One record; @step_id NULL for the job's. @exit_code -1 and no signal: end not seen. */
 int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 		    uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,

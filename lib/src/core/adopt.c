@@ -250,25 +250,44 @@ JOBCG_EXPORT int jobcg_adopt_pick_job(struct jobcg_ctx *ctx, uid_t uid, uint32_t
 	return r;
 }
 
+int adopt_parse_fdinfo_pid(const char *text, pid_t *ret)
+{
+	const char *p = strstr(text, "\nPid:"), *end;
+	bool ended;
+	uint64_t v;
+
+	/* The kernel's "Pid:\t%d" line: blanks, then a number on the line itself (sscanf would
+	 * also skip a line break and take a sign or trailing text). */
+	if (!p)
+		return -EBADF;
+	p += strlen("\nPid:");
+	p += strspn(p, " \t");
+	ended = *p == '-';
+	if (parse_u64_prefix(p + ended, INT32_MAX, &v, &end) < 0 || (*end && *end != '\n') ||
+	    v == 0)
+		return -EBADF;
+	if (ended)
+		return -ESRCH;
+	*ret = (pid_t)v;
+	return 0;
+}
+
 /* The pid @pidfd refers to, from its fdinfo. */
 static int pidfd_pid(int pidfd, pid_t *ret)
 {
 	_cleanup_free_ char *text = NULL;
 	char path[64];
-	const char *p;
-	int64_t v;
 	int r;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
 	r = read_full_file_at(AT_FDCWD, path, 1 << 16, &text, NULL);
 	if (r < 0)
 		return error_set(r, "cannot read %s: %s", path, strerror(-r));
-	p = strstr(text, "\nPid:");
-	if (!p || sscanf(p + 5, "%" SCNd64, &v) != 1 || v == 0 || v > INT32_MAX)
-		return error_set(-EBADF, "fd %d is not a pidfd", pidfd);
-	if (v < 0)
-		return error_set(-ESRCH, "the process of pidfd %d has ended", pidfd);
-	*ret = (pid_t)v;
+	r = adopt_parse_fdinfo_pid(text, ret);
+	if (r == -ESRCH)
+		return error_set(r, "the process of pidfd %d has ended", pidfd);
+	if (r < 0)
+		return error_set(r, "fd %d is not a pidfd", pidfd);
 	return 0;
 }
 

@@ -23,3 +23,6 @@ int adopt_parse_status_uid(const char *status, uid_t *ret);
 int adopt_parse_proc_cgroup(const char *text, char **ret);
 /* 1 and the job's id when @path is @root's job_<id> or below it, else 0. */
 int adopt_job_of_path(const char *root, const char *path, uint32_t *ret);
+/* The "Pid:" of /proc/self/fdinfo/FD text: 0 and the pid of a pidfd, -ESRCH when its process
+ * has ended ("Pid: -1"), -EBADF when the text is no pidfd's. */
+int adopt_parse_fdinfo_pid(const char *text, pid_t *ret);
