@@ -34,7 +34,7 @@ static void value(const char *s)
 	if (!metrics_parse_value(s, &v))
 		return;
 	if (strncmp(s, "max", 3) == 0) {
-		if (v != UINT64_MAX || (s[3] != '\n' && s[3] != '\0'))
+		if (v != UINT64_MAX || (s[3] != '\n' && s[3] != '\0' && s[3] != ' '))
 			abort();
 	} else if (!digits_are(s, v, "\n "))
 		abort();

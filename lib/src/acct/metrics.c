@@ -76,7 +76,7 @@ bool metrics_parse_value(const char *s, uint64_t *ret)
 {
 	const char *end;
 
-	if (strncmp(s, "max", 3) == 0 && (s[3] == '\n' || s[3] == 0)) {
+	if (strncmp(s, "max", 3) == 0 && (s[3] == '\n' || s[3] == 0 || s[3] == ' ')) {
 		*ret = UINT64_MAX;
 		return true;
 	}
