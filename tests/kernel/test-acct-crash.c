@@ -357,6 +357,116 @@ static void test_bad_entries(void)
 	}
 }
 
+static bool file_is(const char *path, const char *want, size_t len)
+{
+	char buf[512];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)len && memcmp(buf, want, len) == 0;
+}
+
+/*
+ * Entries on a live job's directory that are no pending record (cut short, garbage with control
+ * and NUL bytes): gc moves each to pending/.bad-JOB.STEP (".bad-JOB.STEP~2" when a human left
+ * one of that name), byte for byte, takes it off the job and fails that once; the next gc
+ * succeeds. A valid entry that the log cannot take now stays on the job until it can; a bad one
+ * that pending/ cannot take (pending/ a regular file) stays too.
+ */
+static void test_bad_on_job(void)
+{
+	static const char cut[] = "1 0 0 /nonexistent/job_31/step_7\n{\"type\":\"job\",\"job\":31";
+	static const char junk[] = "junk\001\033[31m\0after the NUL";
+	char *run[] = {"run", "--job", "31", "--", "true", NULL}, *gc[] = {"gc", NULL};
+	char jdir[PATH_MAX], pdir[PATH_MAX], lock[PATH_MAX + 8], p[PATH_MAX + 32];
+	char want[PATH_MAX + 64];
+	char *out = NULL, *err = NULL;
+	int rc, fd;
+
+	snprintf(jdir, sizeof(jdir), "%s/job_31", root);
+	snprintf(pdir, sizeof(pdir), "%s/pending", ktest_tmpdir());
+	snprintf(lock, sizeof(lock), "%s.lock", log_path);
+	is_int(kcli(NULL, "alloc", "31", NULL), 0, "alloc 31");
+	ok(setxattr(jdir, "trusted.jobcg.pending.7", cut, strlen(cut), XATTR_CREATE) == 0 &&
+	       setxattr(jdir, "trusted.jobcg.pending.8", junk, sizeof(junk) - 1, XATTR_CREATE) == 0,
+	   "job 31 has entries 7 (cut short) and 8 (garbage) that are no record");
+	snprintf(p, sizeof(p), "%s/.bad-31.8", pdir);
+	ok(plant(p, "an earlier one"), "pending/.bad-31.8 left by a human");
+	rc = kcli_run(gc, &out, &err);
+	snprintf(want, sizeof(want), "moved aside from job 31's directory as %s/.bad-31.7", pdir);
+	ok(rc == 1 && err && strstr(err, "step 31.7: not a pending accounting record") &&
+	       strstr(err, want),
+	   "gc fails, naming the step and where its entry went: %s", err ? err : "");
+	snprintf(want, sizeof(want), "as %s/.bad-31.8~2", pdir);
+	ok(err && strstr(err, "step 31.8: not a pending accounting record") && strstr(err, want),
+	   "and the other one, beside the human's");
+	snprintf(p, sizeof(p), "%s/.bad-31.7", pdir);
+	ok(file_is(p, cut, strlen(cut)), ".bad-31.7 holds the entry as it was");
+	snprintf(p, sizeof(p), "%s/.bad-31.8~2", pdir);
+	ok(file_is(p, junk, sizeof(junk) - 1), ".bad-31.8~2 holds the entry, NUL byte and all");
+	snprintf(p, sizeof(p), "%s/.bad-31.8", pdir);
+	ok(file_is(p, "an earlier one", 14), "the human's .bad-31.8 is untouched");
+	ok(!has_xattr(jdir, "trusted.jobcg.pending.7") &&
+	       !has_xattr(jdir, "trusted.jobcg.pending.8"),
+	   "both are off the job");
+	ok(records("31", "7").n == 0 && !log_has_byte('\033'), "nothing of them in the log");
+	free(out);
+	free(err);
+	out = err = NULL;
+	is_int(kcli_run(gc, NULL, NULL), 0, "the next gc succeeds");
+	ok(kcli_exists("%s", jdir), "job 31 is still there");
+
+	/* a valid entry, the log refusing it for now */
+	is_int(kcli_crash_at("step-end-before-record", run), 128 + SIGKILL,
+	       "run --job 31 killed after its step's rmdir: its record waits on the job");
+	ok(chmod(lock, 0644) == 0, "the log's lock made unusable");
+	rc = kcli_run(gc, &out, &err);
+	ok(rc == 1 && err && strstr(err, "step 31.0: pending accounting record not written") &&
+	       !strstr(err, ".bad-31.0"),
+	   "gc fails, the record not written: %s", err ? err : "");
+	ok(has_xattr(jdir, "trusted.jobcg.pending.0"), "its entry stays on the job");
+	snprintf(p, sizeof(p), "%s/.bad-31.0", pdir);
+	ok(access(p, F_OK) < 0, "and is not moved aside");
+	free(out);
+	free(err);
+	out = err = NULL;
+	ok(chmod(lock, 0600) == 0, "the lock usable again");
+	gc_writes(1, "31.0, the log writable again");
+	ok(!has_xattr(jdir, "trusted.jobcg.pending.0") && records("31", "0").n == 1,
+	   "31.0's record written once, its entry gone");
+
+	/* a bad entry where pending/ takes nothing */
+	ok(setxattr(jdir, "trusted.jobcg.pending.9", "garbage", 7, XATTR_CREATE) == 0,
+	   "job 31 has an entry 9 that is no record");
+	snprintf(p, sizeof(p), "%s.moved", pdir);
+	ok(rename(pdir, p) == 0, "pending/ moved away");
+	fd = open(pdir, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ok(fd >= 0, "a regular file where pending/ should be");
+	if (fd >= 0)
+		close(fd);
+	rc = kcli_run(gc, &out, &err);
+	ok(rc == 1 && err && strstr(err, "step 31.9: pending accounting record not written") &&
+	       strstr(err, "not moved aside either"),
+	   "gc fails, saying the entry could not be moved aside: %s", err ? err : "");
+	ok(has_xattr(jdir, "trusted.jobcg.pending.9"), "it stays on the job");
+	free(out);
+	free(err);
+	out = err = NULL;
+	ok(unlink(pdir) == 0 && rename(p, pdir) == 0, "pending/ put back by hand");
+	is_int(kcli_run(gc, NULL, NULL), 1, "gc moves it aside now, and fails");
+	ok(!has_xattr(jdir, "trusted.jobcg.pending.9"), "it is off the job");
+	is_int(kcli_run(gc, NULL, NULL), 0, "and the next gc succeeds");
+	for (const char *const *n =
+		 (const char *const[]){".bad-31.7", ".bad-31.8", ".bad-31.8~2", ".bad-31.9", NULL};
+	     *n; n++) {
+		snprintf(p, sizeof(p), "%s/%s", pdir, *n);
+		unlink(p);
+	}
+	is_int(kcli(NULL, "release", "31", NULL), 0, "release 31");
+}
+
 /* gc of a state directory where pending/ holds what is no record (or is no directory): each such
  * path named, left alone, everything else cleaned (an owed record written, a stray step
  * removed), and gc fails until it is clean. */
@@ -440,6 +550,7 @@ int main(void)
 	test_stale_and_reused();
 	test_ephemeral();
 	test_bad_entries();
+	test_bad_on_job();
 	test_pending_not_ours();
 	(void)kcli(NULL, "gc", NULL);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");

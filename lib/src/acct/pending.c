@@ -72,9 +72,10 @@ int acct_pending_parse(const char *value, struct acct_pending_entry *ret)
 	return 0;
 }
 
-/* Write the record of one entry (@value) if it is owed; 0 when the entry can go, -EBADMSG (error
- * record set, not warned) when it is no pending record: kept for a human, never appended. */
-static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *value)
+/* Write the record of one entry (@value, @len bytes) if it is owed; 0 when the entry can go,
+ * -EBADMSG (error record set, not warned) when it is no pending record: kept for a human, never
+ * appended. */
+static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *value, size_t len)
 {
 	_cleanup_free_ char *log = log_path(ctx);
 	struct acct_pending_entry e;
@@ -85,6 +86,10 @@ static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *valu
 
 	if (!log)
 		return -ENOMEM;
+	/* (what follows a NUL byte would go unseen, never written nor kept) */
+	if (strlen(value) != len)
+		return error_set(-EBADMSG, "%s: not a pending accounting record (a NUL byte in it)",
+				 what);
 	r = acct_pending_parse(value, &e);
 	if (r == -EINVAL)
 		return error_set(-EBADMSG,
@@ -188,6 +193,62 @@ static int store_in_state_dir(struct jobcg_ctx *ctx, const char *name, const cha
 	return 0;
 }
 
+/*
+ * The entry @value (@len bytes) of job @job_id's step @step, on the job's directory and no pending
+ * record (the error record says why): written as <StateDir>/pending/.bad-JOB.STEP
+ * (".bad-JOB.STEP~K" when that is taken), as bad_aside() keeps one of pending/'s, durable before
+ * its caller removes it from the job. 0, warned, the error record (-EBADMSG) saying where it went;
+ * -errno, nothing kept and the error record saying why.
+ */
+static int bad_store(struct jobcg_ctx *ctx, uint32_t job_id, const char *step, const char *value,
+		     size_t len)
+{
+	_cleanup_free_ char *pdir = ctx_state_file(ctx, PENDING_DIR), *job = NULL, *name = NULL,
+			    *why = strdup(jobcg_last_error()->message);
+	_cleanup_close_ int dfd = -1;
+	int r;
+
+	if (!pdir || !why || !(job = strdup_printf("%u", job_id)) ||
+	    !(name = entry_name(job, 0, step)))
+		return error_set(-ENOMEM, "out of memory");
+	if (strchr(step, '/'))
+		return error_set(-EINVAL, "a '/' in its step name");
+	if ((r = ctx_state_dir_ready(ctx)) < 0)
+		return r;
+	r = pending_dir_open(ctx, &dfd);
+	if (r == -ENOENT) {
+		if (mkdir(pdir, 0700) < 0 && errno != EEXIST)
+			return error_set(negative_errno(), "cannot make %s: %s", pdir,
+					 strerror(errno));
+		r = pending_dir_open(ctx, &dfd);
+	}
+	if (r == -ENOENT)
+		return error_set(r, "%s: gone as it was made", pdir);
+	if (r < 0)
+		return r;
+	for (unsigned k = 1; k < 1000; k++) {
+		_cleanup_free_ char *to =
+		    k == 1 ? strdup_printf(".bad-%s", name) : strdup_printf(".bad-%s~%u", name, k);
+
+		if (!to)
+			return error_set(-ENOMEM, "out of memory");
+		r = write_file_atomic_at(dfd, to, value, len, 0600,
+					 WRITE_ATOMIC_SYNC | WRITE_ATOMIC_NOREPLACE);
+		if (r == 0) {
+			error_set(
+			    -EBADMSG,
+			    "%s: moved aside from job %s's directory as %s/%s, not written to "
+			    "the log: look at it and remove it by hand",
+			    why, job, pdir, to);
+			log_warning("%s", jobcg_last_error()->message);
+			return 0;
+		}
+		if (r != -EEXIST)
+			return error_set(r, "cannot write %s/%s: %s", pdir, to, strerror(-r));
+	}
+	return error_set(-EEXIST, "%s/.bad-%s~1 to ~999 all taken", pdir, name);
+}
+
 /* The incarnation of a name in pending/ ("JOB~N..."), 0 for "JOB" and "JOB.STEP"; its job part's
  * length in *ret_jlen and where what follows the job (".STEP", or nothing) starts in
  * *ret_rest. */
@@ -277,9 +338,13 @@ void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const cha
 			goto fail;
 		r = store_xattr(holder, xattr, value);
 		/* one left by a killed writer of an earlier step of that id: written (or
-		 * dropped) first */
-		if (r == -EEXIST && acct_pending_flush_job(ctx, job, false, 0, NULL) >= 0)
+		 * dropped, or, no record, moved aside) first; one the log refuses now stays, and
+		 * the new one is not set aside (what failed was warned) */
+		if (r == -EEXIST) {
+			(void)acct_pending_flush_job(ctx, job, false, 0, NULL);
+			jobcg_error_restore(&saved);
 			r = store_xattr(holder, xattr, value);
+		}
 	} else {
 		_cleanup_free_ char *name = entry_name(p->rec.job_id, incarnation, p->rec.step_id);
 
@@ -334,6 +399,7 @@ int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_
 		return negative_errno();
 	for (const char *name = names; name < names + n; name += strlen(name) + 1) {
 		_cleanup_free_ char *value = NULL, *what = NULL;
+		size_t len = 0;
 		bool unkept = false;
 		int r;
 
@@ -341,11 +407,33 @@ int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_
 			continue;
 		if (!(what = strdup_printf("step %u.%s", job_id, name + strlen(PENDING_XATTR))))
 			return -ENOMEM;
-		r = cgfs_xattr_get(jdir, name, &value);
+		r = cgfs_xattr_get_len(jdir, name, &value, &len);
 		if (r == 0)
-			r = entry_flush(ctx, what, value);
+			r = entry_flush(ctx, what, value, len);
 		if (r > 0 && ret_written)
 			(*ret_written)++;
+		if (r == -EBADMSG && !keep_in_state_dir) {
+			/* No record, on a job that lives on: kept for a human where the state
+			 * directory's are (failing this gc), rather than fail every gc until the
+			 * job goes. Where it cannot be, it stays (and fails the next gc too). */
+			struct jobcg_error why = *jobcg_last_error();
+			int k = bad_store(ctx, job_id, name + strlen(PENDING_XATTR), value, len);
+
+			if (k == 0) {
+				(void)removexattr(jdir, name);
+				if (!first) {
+					first = r;
+					first_rec = *jobcg_last_error();
+				}
+				continue;
+			}
+			log_warning(
+			    "%s: pending accounting record not written: %s; not moved aside "
+			    "either: %s",
+			    what, why.message, jobcg_last_error()->message);
+			jobcg_error_restore(&why);
+			unkept = true; /* (warned) */
+		}
 		if (r < 0 && value && keep_in_state_dir &&
 		    !strchr(name + strlen(PENDING_XATTR), '/')) {
 			/* The directory goes with the entry on it: the entry moves to the state
@@ -468,7 +556,7 @@ static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name)
 	if (pread(fd, value, (size_t)st.st_size, 0) != st.st_size)
 		r = error_set(-EIO, "cannot read it");
 	else
-		r = entry_flush(ctx, what, value);
+		r = entry_flush(ctx, what, value, (size_t)st.st_size);
 	if (r >= 0)
 		(void)unlinkat(dfd, name, 0);
 	else if (r == -EBADMSG)

@@ -182,18 +182,29 @@ int write_file_atomic(const char *path, const char *s, mode_t mode, unsigned fla
 {
 	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
 	_cleanup_free_ char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-	_cleanup_free_ char *tmp = NULL;
-	_cleanup_close_ int dfd = -1, fd = -1;
-	size_t len = strlen(s);
-	int r = 0;
+	_cleanup_close_ int dfd = -1;
 
-	if (!dir || !(tmp = strdup_printf(".%s.%d.tmp", name, (int)getpid())))
+	if (!dir)
 		return -ENOMEM;
 	if (!*name)
 		return -EINVAL;
 	dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return negative_errno();
+	return write_file_atomic_at(dfd, name, s, strlen(s), mode, flags);
+}
+
+int write_file_atomic_at(int dfd, const char *name, const void *s, size_t len, mode_t mode,
+			 unsigned flags)
+{
+	_cleanup_free_ char *tmp = NULL;
+	_cleanup_close_ int fd = -1;
+	int r = 0;
+
+	if (!*name || strchr(name, '/'))
+		return -EINVAL;
+	if (!(tmp = strdup_printf(".%s.%d.tmp", name, (int)getpid())))
+		return -ENOMEM;
 	for (int tries = 0;; tries++) {
 		fd = openat(dfd, tmp,
 			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);

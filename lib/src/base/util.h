@@ -122,6 +122,10 @@ enum {
  * record); the temporary file is removed on failure.
  */
 int write_file_atomic(const char *path, const char *s, mode_t mode, unsigned flags);
+/* The same for the entry @name of the directory @dfd (no '/' in it), with @len bytes of @s (NUL
+ * bytes too). */
+int write_file_atomic_at(int dfd, const char *name, const void *s, size_t len, mode_t mode,
+			 unsigned flags);
 
 /* NULL-terminated string vectors. */
 size_t strv_length(char *const *v);

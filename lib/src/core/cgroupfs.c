@@ -535,7 +535,7 @@ int cgfs_xattr_set(const char *dir, const char *name, const char *value)
 
 /* FD >= 0: read through it, else through PATH. The size is asked first (values have no bound
  * below the kernel's XATTR_SIZE_MAX); one that grows between the two calls is asked again. */
-static int xattr_read(int fd, const char *path, const char *name, char **ret)
+static int xattr_read(int fd, const char *path, const char *name, char **ret, size_t *ret_len)
 {
 	for (unsigned tries = 0;; tries++) {
 		_cleanup_free_ char *buf = NULL;
@@ -557,13 +557,20 @@ static int xattr_read(int fd, const char *path, const char *name, char **ret)
 			return negative_errno();
 		buf[n] = '\0';
 		*ret = TAKE_PTR(buf);
+		if (ret_len)
+			*ret_len = (size_t)n;
 		return 0;
 	}
 }
 
 int cgfs_xattr_get(const char *dir, const char *name, char **ret)
 {
-	int r = xattr_read(-1, dir, name, ret);
+	return cgfs_xattr_get_len(dir, name, ret, NULL);
+}
+
+int cgfs_xattr_get_len(const char *dir, const char *name, char **ret, size_t *ret_len)
+{
+	int r = xattr_read(-1, dir, name, ret, ret_len);
 
 	if (r == -ENODATA || r == -ENOENT || r == -ENOMEM)
 		return r;
@@ -574,7 +581,7 @@ int cgfs_xattr_get(const char *dir, const char *name, char **ret)
 
 int cgfs_fxattr_get(int fd, const char *name, char **ret)
 {
-	return xattr_read(fd, NULL, name, ret);
+	return xattr_read(fd, NULL, name, ret, NULL);
 }
 
 int cgfs_open_dir(const char *dir, int *ret_fd)

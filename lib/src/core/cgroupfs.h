@@ -70,6 +70,8 @@ int cgfs_freeze_asked(const char *dir, bool above_only, char **ret_dir);
  * any size the kernel stores is read whole (NUL-terminated). */
 int cgfs_xattr_set(const char *dir, const char *name, const char *value);
 int cgfs_xattr_get(const char *dir, const char *name, char **ret);
+/* The same with its length in *ret_len (may be NULL): NUL bytes in it are kept. */
+int cgfs_xattr_get_len(const char *dir, const char *name, char **ret, size_t *ret_len);
 /* The same through an open directory, without an error record (callers word their own). */
 int cgfs_fxattr_get(int fd, const char *name, char **ret);
 
