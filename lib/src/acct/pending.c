@@ -122,6 +122,13 @@ static int pending_dir_open(struct jobcg_ctx *ctx, int *ret_fd);
 static int file_flush(struct jobcg_ctx *ctx, int dfd, const char *name);
 static int entry_visible(const struct dirent *de);
 
+/* The @k-th name (from 1) under which an entry @name that is no pending record is kept for a
+ * human: ".bad-@name", then ".bad-@name~K". */
+static char *bad_name(const char *name, unsigned k)
+{
+	return k == 1 ? strdup_printf(".bad-%s", name) : strdup_printf(".bad-%s~%u", name, k);
+}
+
 /* Rename @name, no pending record, to ".bad-@name" (".bad-@name~K" when that is taken): kept,
  * never appended, and out of every later listing. Warns with the error record's reason. */
 static void bad_aside(int dfd, const char *pdir, const char *name)
@@ -129,8 +136,7 @@ static void bad_aside(int dfd, const char *pdir, const char *name)
 	_cleanup_free_ char *why = strdup(jobcg_last_error()->message);
 
 	for (unsigned k = 1; k < 1000; k++) {
-		_cleanup_free_ char *to =
-		    k == 1 ? strdup_printf(".bad-%s", name) : strdup_printf(".bad-%s~%u", name, k);
+		_cleanup_free_ char *to = bad_name(name, k);
 
 		if (!to)
 			break;
@@ -227,8 +233,7 @@ static int bad_store(struct jobcg_ctx *ctx, uint32_t job_id, const char *step, c
 	if (r < 0)
 		return r;
 	for (unsigned k = 1; k < 1000; k++) {
-		_cleanup_free_ char *to =
-		    k == 1 ? strdup_printf(".bad-%s", name) : strdup_printf(".bad-%s~%u", name, k);
+		_cleanup_free_ char *to = bad_name(name, k);
 
 		if (!to)
 			return error_set(-ENOMEM, "out of memory");
