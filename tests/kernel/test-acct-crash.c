@@ -265,14 +265,19 @@ static off_t file_size(const char *path)
 	return stat(path, &st) == 0 ? st.st_size : -1;
 }
 
-static bool plant(const char *path, const char *text)
+static bool plant_len(const char *path, const char *text, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	bool good = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	bool good = fd >= 0 && write(fd, text, len) == (ssize_t)len;
 
 	if (fd >= 0)
 		close(fd);
 	return good;
+}
+
+static bool plant(const char *path, const char *text)
+{
+	return plant_len(path, text, strlen(text));
 }
 
 static bool log_has_byte(int c)
@@ -458,8 +463,25 @@ static void test_bad_on_job(void)
 	is_int(kcli_run(gc, NULL, NULL), 1, "gc moves it aside now, and fails");
 	ok(!has_xattr(jdir, "trusted.jobcg.pending.9"), "it is off the job");
 	is_int(kcli_run(gc, NULL, NULL), 0, "and the next gc succeeds");
-	for (const char *const *n =
-		 (const char *const[]){".bad-31.7", ".bad-31.8", ".bad-31.8~2", ".bad-31.9", NULL};
+
+	/* a copy made by a gc that could not take the entry off the job: not copied again */
+	ok(setxattr(jdir, "trusted.jobcg.pending.10", junk, sizeof(junk) - 1, XATTR_CREATE) == 0,
+	   "job 31 has an entry 10 that is no record");
+	snprintf(p, sizeof(p), "%s/.bad-31.10", pdir);
+	ok(plant_len(p, junk, sizeof(junk) - 1), "pending/.bad-31.10 already holds its bytes");
+	rc = kcli_run(gc, &out, &err);
+	snprintf(want, sizeof(want), "kept already as %s/.bad-31.10", pdir);
+	ok(rc == 1 && err && strstr(err, want), "gc fails, naming the copy there: %s",
+	   err ? err : "");
+	snprintf(p, sizeof(p), "%s/.bad-31.10~2", pdir);
+	ok(access(p, F_OK) < 0, "no second copy");
+	ok(!has_xattr(jdir, "trusted.jobcg.pending.10"), "the entry is off the job");
+	free(out);
+	free(err);
+	out = err = NULL;
+	is_int(kcli_run(gc, NULL, NULL), 0, "and the next gc succeeds");
+	for (const char *const *n = (const char *const[]){".bad-31.7", ".bad-31.8", ".bad-31.8~2",
+							  ".bad-31.9", ".bad-31.10", NULL};
 	     *n; n++) {
 		snprintf(p, sizeof(p), "%s/%s", pdir, *n);
 		unlink(p);

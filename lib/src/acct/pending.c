@@ -199,11 +199,25 @@ static int store_in_state_dir(struct jobcg_ctx *ctx, const char *name, const cha
 	return 0;
 }
 
+/* Does @name in @dfd hold exactly the @len bytes of @value (a regular file, not followed)? */
+static bool same_content_at(int dfd, const char *name, const char *value, size_t len)
+{
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	_cleanup_free_ char *have = NULL;
+	size_t n = 0;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != len)
+		return false;
+	return read_full_fd(fd, len, &have, &n) == 0 && n == len && memcmp(have, value, len) == 0;
+}
+
 /*
  * The entry @value (@len bytes) of job @job_id's step @step, on the job's directory and no pending
  * record (the error record says why): written as <StateDir>/pending/.bad-JOB.STEP
- * (".bad-JOB.STEP~K" when that is taken), as bad_aside() keeps one of pending/'s, durable before
- * its caller removes it from the job. 0, warned, the error record (-EBADMSG) saying where it went;
+ * (".bad-JOB.STEP~K" when that is taken by something else), as bad_aside() keeps one of
+ * pending/'s, durable before its caller removes it from the job; a copy with the same bytes
+ * already there is taken for it. 0, warned, the error record (-EBADMSG) saying where it went;
  * -errno, nothing kept and the error record saying why.
  */
 static int bad_store(struct jobcg_ctx *ctx, uint32_t job_id, const char *step, const char *value,
@@ -250,6 +264,16 @@ static int bad_store(struct jobcg_ctx *ctx, uint32_t job_id, const char *step, c
 		}
 		if (r != -EEXIST)
 			return error_set(r, "cannot write %s/%s: %s", pdir, to, strerror(-r));
+		/* An earlier gc that copied it but could not take it off the job: one copy is
+		 * enough. */
+		if (same_content_at(dfd, to, value, len)) {
+			error_set(-EBADMSG,
+				  "%s: kept already as %s/%s, now off job %s's directory, not "
+				  "written to the log: look at it and remove it by hand",
+				  why, pdir, to, job);
+			log_warning("%s", jobcg_last_error()->message);
+			return 0;
+		}
 	}
 	return error_set(-EEXIST, "%s/.bad-%s~1 to ~999 all taken", pdir, name);
 }
