@@ -486,7 +486,22 @@ static void test_bad_on_job(void)
 		snprintf(p, sizeof(p), "%s/%s", pdir, *n);
 		unlink(p);
 	}
-	is_int(kcli(NULL, "release", "31", NULL), 0, "release 31");
+
+	/* the job removed with such an entry on it: set aside at once, every byte */
+	ok(setxattr(jdir, "trusted.jobcg.pending.11", junk, sizeof(junk) - 1, XATTR_CREATE) == 0,
+	   "job 31 has an entry 11 that is no record");
+	rc = kcli_run((char *[]){"release", "31", NULL}, &out, &err);
+	snprintf(want, sizeof(want), "as %s/.bad-31.11", pdir);
+	ok(rc == 0 && err && strstr(err, want), "release 31 sets it aside: %s", err ? err : "");
+	snprintf(p, sizeof(p), "%s/.bad-31.11", pdir);
+	ok(file_is(p, junk, sizeof(junk) - 1), ".bad-31.11 holds the entry, NUL byte and all");
+	snprintf(p, sizeof(p), "%s/31.11", pdir);
+	ok(access(p, F_OK) < 0, "nothing parked for gc under its plain name");
+	is_int(kcli_run(gc, NULL, NULL), 0, "the next gc succeeds");
+	free(out);
+	free(err);
+	snprintf(p, sizeof(p), "%s/.bad-31.11", pdir);
+	unlink(p);
 }
 
 /* gc of a state directory where pending/ holds what is no record (or is no directory): each such

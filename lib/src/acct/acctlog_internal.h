@@ -111,7 +111,8 @@ int acct_pending_parse(const char *value, struct acct_pending_entry *ret);
 /* Write what killed writers left: the entries on job @job_id's directory (before it goes; with
  * @keep_in_state_dir, one that cannot be written moves to a file of <StateDir>/pending/, named
  * for @incarnation, rather than go with the directory; one that can be neither stays, and is the
- * error returned: the directory must not go. Without it, the job living on, one that is no
+ * error returned: the directory must not go; one that is no record goes to
+ * <StateDir>/pending/.bad-JOB.STEP at once, warned. Without it, the job living on, one that is no
  * record moves to <StateDir>/pending/.bad-JOB.STEP, -EBADMSG, and stays if it cannot)... */
 int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_state_dir,
 			   unsigned incarnation, unsigned *ret_written);

@@ -463,6 +463,16 @@ int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_
 			jobcg_error_restore(&why);
 			unkept = true; /* (warned) */
 		}
+		if (r == -EBADMSG && keep_in_state_dir) {
+			/* No record, and the directory goes: set aside for a human at once, every
+			 * byte of it (a NUL included), rather than parked for gc to find bad. */
+			struct jobcg_error why = *jobcg_last_error();
+
+			if (bad_store(ctx, job_id, name + strlen(PENDING_XATTR), value, len) == 0)
+				r = 0;
+			else
+				jobcg_error_restore(&why);
+		}
 		if (r < 0 && value && keep_in_state_dir &&
 		    !strchr(name + strlen(PENDING_XATTR), '/')) {
 			/* The directory goes with the entry on it: the entry moves to the state
