@@ -239,8 +239,20 @@ int metrics_listen(const char *addr, int *ret_fd)
 	if (fd < 0)
 		return cli_fail("metrics: socket: %s", strerror(errno));
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (sa.sa.sa_family == AF_INET6)
-		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (sa.sa.sa_family == AF_INET6) {
+		/* [::] is every address, IPv4 ones included (as Go's exporters take it), whatever
+		 * net.ipv6.bindv6only says; --allow matches their mapped form. Any other IPv6
+		 * address is that address alone. */
+		int v6only = !IN6_IS_ADDR_UNSPECIFIED(&sa.in6.sin6_addr);
+
+		if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0) {
+			int e = errno;
+
+			close(fd);
+			return cli_fail("metrics: cannot listen on %s: IPV6_V6ONLY: %s", addr,
+					strerror(e));
+		}
+	}
 	if (bind(fd, &sa.sa, salen) < 0 || listen(fd, SOMAXCONN) < 0) {
 		int e = errno;
 

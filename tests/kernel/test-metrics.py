@@ -930,6 +930,25 @@ def allowlist(e):
     p.terminate()
     p.wait(timeout=30)
 
+    # --listen [::]: every address, IPv4 ones (mapped) included, whatever bindv6only says.
+    port = free_port()
+    p = e.spawn([e.jobcg, "metrics", "--listen", f"[::]:{port}", "--allow", "127.0.0.2,::1"],
+                log, env=e.env)
+    ok(wait_for(lambda: get_from("127.0.0.2", "127.0.0.1", port, 5) == 200, 20),
+       "--listen [::]: an IPv4 client on the list (127.0.0.2) gets 200")
+    st6 = get_from("::1", "::1", port, 5, socket.AF_INET6)
+    ok(st6 == 200, f"so does an IPv6 one (::1): {st6}")
+    ok(get_from("127.0.0.1", "127.0.0.1", port) is None, "and 127.0.0.1, off the list, not")
+    p.terminate()
+    p.wait(timeout=30)
+    port = free_port()
+    p = e.spawn([e.jobcg, "metrics", "--listen", f"[::1]:{port}"], log, env=e.env)
+    ok(wait_for(lambda: get_from("::1", "::1", port, 5, socket.AF_INET6) == 200, 20),
+       "--listen [::1] serves ::1")
+    ok(get_from("127.0.0.1", "127.0.0.1", port) == -1, "and nothing of IPv4")
+    p.terminate()
+    p.wait(timeout=30)
+
     # The daemon hands the list to its server, across the exec of `metrics --listen-fd`.
     port = free_port()
     dlog = open(os.path.join(e.tmp, "daemon-allow.log"), "w+")
