@@ -223,7 +223,8 @@ static int step_gpus(spank_t sp, const char *step, const char *node, char **ret)
  */
 static int step_gpu_bind(spank_t sp, const char *step, char **ret)
 {
-	char bind[1024], gpus[4096], *g;
+	char bind[1024], gpus[4096];
+	const char *b = bind;
 
 	*ret = NULL;
 	if (streq(step, "batch") || streq(step, "extern") || streq(step, "interactive") ||
@@ -231,12 +232,10 @@ static int step_gpu_bind(spank_t sp, const char *step, char **ret)
 		return 0;
 	if (spank_getenv(sp, "SLURM_GPU_BIND", bind, sizeof(bind)) != ESPANK_SUCCESS) {
 		if (spank_getenv(sp, "SLURM_TRES_BIND", bind, sizeof(bind)) != ESPANK_SUCCESS ||
-		    !(g = strstr(bind, "gpu:")))
+		    !(b = jspank_tres_gpu_bind(bind)))
 			return 0;
-		memmove(bind, g + 4, strlen(g + 4) + 1);
-		bind[strcspn(bind, ";")] = 0;
 	}
-	return jspank_gpu_bind(bind, gpus, ret);
+	return jspank_gpu_bind(b, gpus, ret);
 }
 
 static int cpus_of(spank_t sp, spank_item_t item, const struct cputopo *t, char **ret)

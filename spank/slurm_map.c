@@ -113,6 +113,17 @@ static int bind_checked(char **out, char **ret)
 	return 0;
 }
 
+char *jspank_tres_gpu_bind(char *tres_bind)
+{
+	char *g = strstr(tres_bind, "gpu:");
+
+	if (!g)
+		return NULL;
+	g += strlen("gpu:");
+	g[strcspn(g, ";")] = 0;
+	return g;
+}
+
 int jspank_gpu_bind(const char *bind, const char *step_gpus, char **ret)
 {
 	_cleanup_free_ uint64_t *bits = NULL;

@@ -42,6 +42,9 @@ int jspank_gpus_map(const struct jobcg_gres_node *jobcg, const char *jobcg_conf,
  * mask_gpu, a GPU the step does not hold, or what does not parse.
  */
 int jspank_gpu_bind(const char *bind, const char *step_gpus, char **ret);
+/* The gpu part of SLURM_TRES_BIND @tres_bind ("gres/gpu:[verbose,]TYPE", other items after a
+ * ';'): what follows its "gpu:", cut at the next ';' in place; NULL when it has none. */
+char *jspank_tres_gpu_bind(char *tres_bind);
 
 /* The plugin's arguments (plugstack.conf). */
 struct jspank_args {

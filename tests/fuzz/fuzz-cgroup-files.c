@@ -1,8 +1,8 @@
 /* Fuzz target: the parsers of kernel cgroup files (accounting, flat keyed, controllers, pids,
  * cpuset.cpus.partition), of the /proc files of a process jobcg reads (stat, status, children),
  * of /proc/self/mounts, /proc/self/mountinfo, /proc/cgroups and /proc/meminfo, of the tree's
- * directory names, of job targets, of a pidfd's /proc/self/fdinfo and of the names of rotated
- * accounting logs. Input: a selector byte, then the text. Selectors below
+ * directory names, of job targets, of a pidfd's /proc/self/fdinfo, of the names of rotated
+ * accounting logs and of a /proc/locks line. Input: a selector byte, then the text. Selectors below
  * 0xf0 pick the cgroup files by their value modulo 5, those from 0xf0 up the others (so that
  * the seeds written before those stay what they were). */
 #include <errno.h>
@@ -26,6 +26,7 @@
 #include "slurm_map.h"
 #include "sysinfo_internal.h"
 #include "tree.h"
+#include "util.h"
 
 /* /proc/PID/stat: the three readers of its fields agree on what parses. */
 static void proc_stat(const char *text)
@@ -228,6 +229,23 @@ static void rotated(const char *text)
 	free(base);
 }
 
+/* A line of /proc/locks: one taken as a held flock is one the kernel's own format reads the same
+ * (the lenient scanf reading jobcg used before agrees), with a pid and a device that can be. */
+static void locks_line(const char *text)
+{
+	unsigned maj, mnr, maj2, mnr2;
+	unsigned long long ino2;
+	uint64_t ino;
+	int pid, pid2;
+
+	if (flock_parse_line(text, &pid, &maj, &mnr, &ino) < 0)
+		return;
+	if (pid <= 0 || maj > 0xfff || mnr > 0xfffff ||
+	    sscanf(text, "%*d: FLOCK %*s %*s %d %x:%x:%llu", &pid2, &maj2, &mnr2, &ino2) != 4 ||
+	    pid2 != pid || maj2 != maj || mnr2 != mnr || ino2 != ino)
+		abort();
+}
+
 static const char *const files[] = {
     "cpu.stat",	   "memory.stat",  "memory.events", "memory.current",
     "memory.peak", "pids.current", "pids.peak",
@@ -287,6 +305,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 10:
 			rotated(text);
+			break;
+		case 11:
+			locks_line(text);
 			break;
 		default:
 			break;

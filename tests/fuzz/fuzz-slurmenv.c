@@ -1,10 +1,10 @@
 /* libFuzzer target: what the Slurm plugin parses from a step's environment and plugstack.conf
  * (spank/slurm_map.c). SLURM_GPU_BIND and the GPU lists reach a root slurmstepd from the user's
  * srun or sbatch; the arguments come from plugstack.conf.
- * Input: line 1 the binding, line 2 the step's GPU list (SLURM_STEP_GPUS), line 3 plugin
- * arguments separated by spaces, line 4 a line of Slurm's plugstack.conf (jobcg check reads
- * them); the whole input is also the task's /proc/self/cgroup, which the plugin reads before
- * the task's exec. */
+ * Input: line 1 the binding (as SLURM_GPU_BIND and as SLURM_TRES_BIND), line 2 the step's GPU list
+ * (SLURM_STEP_GPUS), line 3 plugin arguments separated by spaces, line 4 a line of Slurm's
+ * plugstack.conf (jobcg check reads them); the whole input is also the task's /proc/self/cgroup,
+ * which the plugin reads before the task's exec. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,6 +70,30 @@ static void check_bind(const struct jobcg_gres_node *n, const char *bind, const 
 			abort();
 	jobcg_gpu_bind_done(&b);
 	free(out);
+}
+
+/* Line 1 as SLURM_TRES_BIND: the gpu part cut out is what follows its first "gpu:", up to a ';'
+ * (none in it), and goes on to the binding's checks. */
+static void check_tres_bind(const struct jobcg_gres_node *n, const char *line, const char *gpus,
+			    const struct jobcg_gres_set *step)
+{
+	char *copy = strdup(line), *g;
+	const char *at = strstr(line, "gpu:");
+
+	if (!copy)
+		return;
+	g = jspank_tres_gpu_bind(copy);
+	if (!at != !g)
+		abort();
+	if (g) {
+		size_t len = strlen(g);
+
+		if (g != copy + (at - line) + 4 || strchr(g, ';') || strncmp(g, at + 4, len) != 0 ||
+		    (at[4 + len] && at[4 + len] != ';'))
+			abort();
+		check_bind(n, g, gpus, step);
+	}
+	free(copy);
 }
 
 static void check_args(char *line)
@@ -150,6 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	mapped = check_map(n, gpus, &step);
 	check_bind(n, bind, gpus, mapped ? &step : NULL);
+	check_tres_bind(n, bind, gpus, mapped ? &step : NULL);
 	check_args(args);
 	check_plugstack(plugstack);
 	jobcg_gres_node_free(n);

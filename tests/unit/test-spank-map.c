@@ -472,6 +472,32 @@ static void test_extern_child(void)
 	ok(!jspank_is_extern_sleep("/usr/sbin/slurmstepd", 21), "slurmstepd before its exec: not");
 }
 
+/* SLURM_TRES_BIND's gpu part, as srun writes it. */
+static void test_tres_bind(void)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+	    {"gres/gpu:closest", "closest"},
+	    {"gres/gpu:verbose,single:1", "verbose,single:1"},
+	    {"gres/gpu:map_gpu:1,0;gres/nic:closest", "map_gpu:1,0"},
+	    {"gres/nic:closest;gres/gpu:per_task:2", "per_task:2"},
+	    {"gres/gpu:", ""},
+	    {"gres/nic:closest", NULL},
+	    {"", NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[128];
+		const char *got;
+
+		snprintf(buf, sizeof(buf), "%s", cases[i].in);
+		got = jspank_tres_gpu_bind(buf);
+		ok(cases[i].want ? got && strcmp(got, cases[i].want) == 0 : got == NULL,
+		   "SLURM_TRES_BIND '%s': gpu part '%s'", cases[i].in, got ? got : "(none)");
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmp))
@@ -481,6 +507,7 @@ int main(void)
 	test_topology_cache();
 	test_gpus();
 	test_gpu_bind();
+	test_tres_bind();
 	test_args();
 	test_exit_code();
 	test_extern_child();

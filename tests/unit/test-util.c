@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -755,8 +756,86 @@ static void test_io_all(void)
 	close(sp[0]);
 }
 
+/* /proc/locks lines as the kernel writes them, and ones it does not. */
+static void test_flock_line(void)
+{
+	static const struct {
+		const char *line;
+		int pid;
+		unsigned maj, mnr;
+		uint64_t ino;
+	} good[] = {
+	    {"1: FLOCK  ADVISORY  WRITE 4242 00:1d:1234 0 EOF\n", 4242, 0, 0x1d, 1234},
+	    {"17: FLOCK  ADVISORY  READ 7 103:0a:99 0 EOF", 7, 0x103, 0xa, 99},
+	    {"3: FLOCK ADVISORY UNLCK 1 fff:fffff:18446744073709551615 0 EOF\n", 1, 0xfff, 0xfffff,
+	     UINT64_MAX},
+	};
+	static const char *const bad[] = {
+	    "1: -> FLOCK  ADVISORY  WRITE 4243 00:1d:1234 0 EOF\n", /* a waiter */
+	    "1:  ->  FLOCK  ADVISORY  WRITE 4243 00:1d:1234 0 EOF\n",
+	    "2: POSIX  ADVISORY  WRITE 4242 00:1d:1234 0 EOF\n",
+	    "2: OFDLCK ADVISORY  WRITE -1 00:1d:1234 0 EOF\n",
+	    "3: FLOCK  ADVISORY  WRITE 0 00:1d:1234 0 EOF\n", /* pid not visible here */
+	    "3: FLOCK  ADVISORY  WRITE -5 00:1d:1234 0 EOF\n",
+	    "3: FLOCK  ADVISORY  WRITE +5 00:1d:1234 0 EOF\n",
+	    "3: FLOCK  ADVISORY  WRITE 5 <none>:0 0 EOF\n",
+	    "3: FLOCK  ADVISORY  WRITE 5 1000:1d:1234 0 EOF\n", /* major past 12 bits */
+	    "3: FLOCK  ADVISORY  WRITE 5 00:100000:1234 0 EOF\n",
+	    "3: FLOCK  ADVISORY  WRITE 5 0x1:1d:1234 0 EOF\n",
+	    "3: FLOCK  ADVISORY  WRITE 5 00:1d:12x4 0 EOF\n",
+	    "3: FLOCK  ADVISORY  WRITE 2147483648 00:1d:1 0 EOF\n",
+	    "3 FLOCK  ADVISORY  WRITE 5 00:1d:1 0 EOF\n",
+	    "x: FLOCK  ADVISORY  WRITE 5 00:1d:1 0 EOF\n",
+	    "3: FLOCKS ADVISORY  WRITE 5 00:1d:1 0 EOF\n",
+	    "3: FLOCK  ADVISORY  WRITE 5\n00:1d:1 0 EOF\n",
+	    "3: FLOCK  ADVISORY  WRITE 5",
+	    "",
+	};
+	char path[] = "/tmp/jobcg-test-util-lock-XXXXXX";
+	int fd = mkstemp(path), fd2 = fd >= 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	char want[32];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		int pid = 0;
+		unsigned maj = 0, mnr = 0;
+		uint64_t ino = 0;
+
+		int r = flock_parse_line(good[i].line, &pid, &maj, &mnr, &ino);
+
+		ok(r == 0 && pid == good[i].pid && maj == good[i].maj && mnr == good[i].mnr &&
+		       ino == good[i].ino,
+		   "/proc/locks line %zu: pid %d, %x:%x, inode %" PRIu64, i, pid, maj, mnr, ino);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int pid = -7;
+		unsigned maj = 7, mnr = 7;
+		uint64_t ino = 7;
+
+		ok(flock_parse_line(bad[i], &pid, &maj, &mnr, &ino) == -EINVAL && pid == -7 &&
+		       maj == 7 && mnr == 7 && ino == 7,
+		   "not a held flock, outputs untouched: '%s'", bad[i]);
+	}
+	/* The real thing: this process holds the lock another descriptor asks about. */
+	snprintf(want, sizeof(want), "pid %d", (int)getpid());
+	if (fd >= 0 && fd2 >= 0 && flock(fd, LOCK_EX) == 0) {
+		_cleanup_free_ char *who = flock_holder(fd2);
+
+		ok(who && strncmp(who, want, strlen(want)) == 0 &&
+		       (who[strlen(want)] == 0 || who[strlen(want)] == ' '),
+		   "flock_holder names this process: %s", who ? who : "(none)");
+	} else
+		ok(false, "a locked temporary file");
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	if (fd2 >= 0)
+		close(fd2);
+}
+
 int main(void)
 {
+	test_flock_line();
 	test_strv();
 	test_numbers();
 	test_strstrip();

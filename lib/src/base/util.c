@@ -1025,6 +1025,71 @@ char *pid_describe(int pid)
 	return strdup_printf("pid %d%s", pid, cmd);
 }
 
+/* The next blank-separated word of *@p (moved past it), its length in *@ret_len; NULL at the end
+ * of the line. (Any other white space ends a word too, as it would for scanf().) */
+static const char *next_word(const char **p, size_t *ret_len)
+{
+	const char *w = *p + strspn(*p, " \t");
+
+	*ret_len = strcspn(w, " \t\n\v\f\r");
+	*p = w + *ret_len;
+	return *ret_len ? w : NULL;
+}
+
+/* A hexadecimal number of @len digits at @s, at most @max. */
+static bool parse_hex_word(const char *s, size_t len, unsigned max, unsigned *ret)
+{
+	unsigned v = 0;
+
+	if (len == 0 || len > 8)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		int d = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+			: s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+						     : -1;
+
+		if (d < 0)
+			return false;
+		v = v * 16 + (unsigned)d;
+	}
+	if (v > max)
+		return false;
+	*ret = v;
+	return true;
+}
+
+int flock_parse_line(const char *line, int *ret_pid, unsigned *ret_major, unsigned *ret_minor,
+		     uint64_t *ret_ino)
+{
+	const char *p = line, *w[6], *end;
+	size_t len[6];
+	unsigned maj, mnr;
+	uint64_t id, pid, ino;
+
+	/* "ID: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END"; a waiter has "->" after ID:. */
+	for (int i = 0; i < 6; i++)
+		if (!(w[i] = next_word(&p, &len[i])))
+			return -EINVAL;
+	if (parse_u64_prefix(w[0], UINT64_MAX, &id, &end) < 0 || end != w[0] + len[0] - 1 ||
+	    *end != ':' || len[1] != 5 || strncmp(w[1], "FLOCK", 5) != 0)
+		return -EINVAL;
+	/* the pid as this pid namespace sees it: 0 or -1 when it cannot */
+	if (parse_u64_prefix(w[4], INT32_MAX, &pid, &end) < 0 || end != w[4] + len[4] || pid == 0)
+		return -EINVAL;
+	const char *c1 = memchr(w[5], ':', len[5]);
+	const char *c2 = c1 ? memchr(c1 + 1, ':', len[5] - (size_t)(c1 + 1 - w[5])) : NULL;
+
+	if (!c2 || !parse_hex_word(w[5], (size_t)(c1 - w[5]), 0xfff, &maj) ||
+	    !parse_hex_word(c1 + 1, (size_t)(c2 - c1 - 1), 0xfffff, &mnr) ||
+	    parse_u64_prefix(c2 + 1, UINT64_MAX, &ino, &end) < 0 || end != w[5] + len[5])
+		return -EINVAL;
+	*ret_pid = (int)pid;
+	*ret_major = maj;
+	*ret_minor = mnr;
+	*ret_ino = ino;
+	return 0;
+}
+
 /* flock_holder() (util.h): /proc/locks names the pid that took it (FLOCK lines whose dev:inode
  * is the file's; "->" lines are waiters). */
 char *flock_holder(int fd)
@@ -1037,12 +1102,11 @@ char *flock_holder(int fd)
 		return NULL;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned maj, mnr;
-		unsigned long long ino;
+		uint64_t ino;
 		int pid;
 
-		if (strstr(line, "->") || !strstr(line, "FLOCK") ||
-		    sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%llu", &pid, &maj, &mnr, &ino) != 4 ||
-		    ino != (unsigned long long)st.st_ino || makedev(maj, mnr) != st.st_dev)
+		if (flock_parse_line(line, &pid, &maj, &mnr, &ino) < 0 ||
+		    ino != (uint64_t)st.st_ino || makedev(maj, mnr) != st.st_dev)
 			continue;
 		return pid_describe(pid);
 	}

@@ -251,6 +251,11 @@ char *pid_describe(int pid);
 /* "pid N (its command line)" of the process holding the flock on @fd's file, for an error
  * message; NULL when none is found (or on ENOMEM). */
 char *flock_holder(int fd);
+/* One line of /proc/locks: 0 with the holder's pid (above 0) and the locked file's device
+ * (hexadecimal major and minor in the kernel's 12 and 20 bits) and inode when it is a flock()
+ * held ("ID: FLOCK ..."; not a waiter's "ID: -> FLOCK ..."), else -EINVAL. */
+int flock_parse_line(const char *line, int *ret_pid, unsigned *ret_major, unsigned *ret_minor,
+		     uint64_t *ret_ino);
 /* flock(@fd, @op | LOCK_NB) tried for at most @timeout_ms, 1 ms doubling to 50 ms apart (flock()
  * itself has no timeout, and a waiter may have signals blocked): 0, -ETIMEDOUT, or flock()'s
  * -errno. Sets no error record: the callers name their lock. */
