@@ -2,9 +2,9 @@
  * cpuset.cpus.partition), of the /proc files of a process jobcg reads (stat, status, children),
  * of /proc/self/mounts, /proc/self/mountinfo, /proc/cgroups and /proc/meminfo, of the tree's
  * directory names, of job targets, of a pidfd's /proc/self/fdinfo, of the names of rotated
- * accounting logs and of a /proc/locks line. Input: a selector byte, then the text. Selectors below
- * 0xf0 pick the cgroup files by their value modulo 5, those from 0xf0 up the others (so that
- * the seeds written before those stay what they were). */
+ * accounting logs, of a /proc/locks line and of a process's /proc/PID/cgroup (v1). Input: a
+ * selector byte, then the text. Selectors below 0xf0 pick the cgroup files by their value modulo 5,
+ * those from 0xf0 up the others (so that the seeds written before those stay what they were). */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -246,6 +246,31 @@ static void locks_line(const char *text)
 		abort();
 }
 
+/* A process's /proc/PID/cgroup as `jobcg decode` reads it on a host with a v1 devices
+ * hierarchy: a cgroup found is the path of a line whose controllers include "devices" ("" for
+ * "/"), absolute, one line, with no ".." component. */
+static void proc_cgroup_v1(const char *text)
+{
+	char path[PATH_MAX], want[PATH_MAX + 2];
+
+	if (!inspect_proc_cgroup_v1_devices(text, path))
+		return;
+	snprintf(want, sizeof(want), ":%s\n", *path ? path : "/");
+	if ((*path && path[0] != '/') || strchr(path, '\n') || strstr(path, "/../") ||
+	    (strlen(path) >= 3 && strcmp(path + strlen(path) - 3, "/..") == 0) ||
+	    !strstr(text, "devices"))
+		abort();
+	/* the path ends its line (or the text) */
+	const char *at = strstr(text, want);
+
+	if (!at) {
+		size_t tl = strlen(text), wl = strlen(want) - 1;
+
+		if (tl < wl || strncmp(text + tl - wl, want, wl) != 0)
+			abort();
+	}
+}
+
 static const char *const files[] = {
     "cpu.stat",	   "memory.stat",  "memory.events", "memory.current",
     "memory.peak", "pids.current", "pids.peak",
@@ -308,6 +333,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 11:
 			locks_line(text);
+			break;
+		case 12:
+			proc_cgroup_v1(text);
 			break;
 		default:
 			break;

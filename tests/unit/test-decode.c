@@ -1065,8 +1065,40 @@ static void test_raw_and_text_errors(void)
 	}
 }
 
+/* A process's /proc/PID/cgroup on a host with a v1 devices hierarchy. */
+static void test_proc_cgroup_v1(void)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+	    {"12:devices:/user.slice\n11:memory:/user.slice\n0::/user.slice/x\n", "/user.slice"},
+	    {"5:cpu,devices,pids:/a/b\n", "/a/b"},
+	    {"5:devices:/\n", ""},
+	    {"5:devices:/last-line-without-newline", "/last-line-without-newline"},
+	    {"5:devices:/..x/y..\n", "/..x/y.."},
+	    {"0::/only/v2\n", NULL},
+	    {"5:devicesx:/a\n6:xdevices:/b\n", NULL},
+	    {"5:devices:/../../x\n", NULL}, /* another cgroup namespace's view */
+	    {"5:devices:/a/..\n", NULL},
+	    {"5:devices:relative\n", NULL},
+	    {"5:devices:\n", NULL},
+	    {"5:name=devices:/a\n", NULL},
+	    {"", NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[PATH_MAX] = "untouched";
+		bool found = inspect_proc_cgroup_v1_devices(cases[i].text, path);
+
+		ok(cases[i].want ? found && strcmp(path, cases[i].want) == 0 : !found,
+		   "/proc/PID/cgroup case %zu: %s '%s'", i, found ? "found" : "none",
+		   found ? path : "");
+	}
+}
+
 int main(void)
 {
+	test_proc_cgroup_v1();
 	test_seed000();
 	struct jobcg_decoded *sd = test_systemd(false);
 	jobcg_decoded_free(test_systemd(true));

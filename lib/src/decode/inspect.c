@@ -202,13 +202,49 @@ static void v1_devices_mount(char *buf, size_t size)
 	}
 }
 
+bool inspect_proc_cgroup_v1_devices(const char *text, char path[PATH_MAX])
+{
+	for (const char *line = text; *line;) {
+		const char *eol = strchrnul(line, '\n'),
+			   *c1 = memchr(line, ':', (size_t)(eol - line));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
+		bool devices = false;
+
+		/* "ID:CONTROLLER,CONTROLLER:PATH"; v2's "0::PATH" has none */
+		for (const char *t = c1 ? c1 + 1 : eol; c2 && t < c2;) {
+			size_t n = strcspn(t, ",:");
+
+			devices |= n == strlen("devices") && strncmp(t, "devices", n) == 0;
+			t += n + (t[n] == ',');
+		}
+		if (devices) {
+			size_t n = (size_t)(eol - c2 - 1);
+			const char *cg = c2 + 1;
+
+			/* An absolute path below the hierarchy's root; one seen from another cgroup
+			 * namespace ("/../x") cannot be found under the mount. */
+			if (n == 0 || n >= PATH_MAX || cg[0] != '/')
+				return false;
+			for (size_t i = 0; i + 3 <= n; i++)
+				if (memcmp(cg + i, "/..", 3) == 0 &&
+				    (i + 3 == n || cg[i + 3] == '/'))
+					return false;
+			if (n == 1)
+				n = 0; /* the root: the mount point itself */
+			memcpy(path, cg, n);
+			path[n] = 0;
+			return true;
+		}
+		line = *eol ? eol + 1 : eol;
+	}
+	return false;
+}
+
 /* What the v1 devices controller says for the processes of @path (via its first pid). */
 static char *v1_detail(const char *path)
 {
 	char mount[PATH_MAX], p[PATH_MAX * 2], v1path[PATH_MAX] = "";
-	_cleanup_free_ char *pidline = NULL, *list = NULL;
-	_cleanup_fclose_ FILE *f = NULL;
-	char line[PATH_MAX + 64];
+	_cleanup_free_ char *pidline = NULL, *list = NULL, *cgtext = NULL;
 
 	v1_devices_mount(mount, sizeof(mount));
 	if (!mount[0])
@@ -228,23 +264,8 @@ static char *v1_detail(const char *path)
 		    mount, p, pidline);
 	int pid = (int)v;
 	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
-	f = fopen(p, "re");
-	while (f && fgets(line, sizeof(line), f)) {
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		if (!c2)
-			continue;
-		*c2 = 0;
-		bool devices = false;
-		for (char *save = NULL, *t = strtok_r(c1 + 1, ",", &save); t;
-		     t = strtok_r(NULL, ",", &save))
-			devices |= streq(t, "devices");
-		if (devices) {
-			snprintf(v1path, sizeof(v1path), "%s", c2 + 1);
-			v1path[strcspn(v1path, "\n")] = 0;
-			break;
-		}
-	}
-	if (streq(v1path, "/"))
+	if (read_full_file_at(AT_FDCWD, p, 1 << 20, &cgtext, NULL) < 0 ||
+	    !inspect_proc_cgroup_v1_devices(cgtext, v1path))
 		v1path[0] = 0;
 	snprintf(p, sizeof(p), "%s%s/devices.list", mount, v1path);
 	if (read_full_file_at(AT_FDCWD, p, 65536, &list, NULL) < 0)

@@ -36,3 +36,7 @@ bool inspect_mounts_cgroup2(const char *line, char dir[PATH_MAX]);
 /* A /proc/self/mountinfo line ("ID PARENT MAJ:MIN ROOT MOUNTPOINT ... - cgroup SOURCE OPTS") of
  * a cgroup v1 hierarchy holding the devices controller: its mount point in @mp. */
 bool inspect_mountinfo_v1_devices(const char *line, char mp[PATH_MAX]);
+/* A process's /proc/PID/cgroup @text: its cgroup in the v1 hierarchy holding the devices
+ * controller, in @path ("" for the hierarchy's root); false when it has none, or one that is
+ * not an absolute path below that root (a ".." of another cgroup namespace). */
+bool inspect_proc_cgroup_v1_devices(const char *text, char path[PATH_MAX]);
