@@ -713,7 +713,11 @@ def under_terminal(e):
         except OSError:
             return False
     try:
-        ok(wait_for(up, 20), "started on a terminal, it serves")
+        serves = wait_for(up, 20)
+        # (what it said, and how it ended, when it did not come up: a port taken meanwhile?)
+        ok(serves, "started on a terminal, it serves"
+           + ("" if serves else f" (exit {status[0] if reaped() else 'none yet'}: "
+                                 f"{bytes(out[-300:])!r})"))
         shell = children(pid)
         http = shell[0] if len(shell) == 1 else None
         ok(http is not None and tty_nr(pid) not in (0, None),
