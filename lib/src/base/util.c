@@ -89,6 +89,9 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len)
 			break;
 		len += (size_t)n;
 	}
+	/* The first buffer is bigger than a small @max: the limit is checked here too. */
+	if (len > max)
+		return -EFBIG;
 	buf[len] = '\0';
 	if (ret_len)
 		*ret_len = len;
