@@ -648,8 +648,33 @@ static bool is_helper_id(int32_t imm)
 
 struct ksym {
 	uint64_t addr;
-	char name[64];
+	char name[KSYM_NAME_MAX];
 };
+
+int bpftext_kallsyms_line(const char *line, uint64_t *ret_addr, char *ret_name)
+{
+	unsigned long long a;
+	char type, name[256];
+	int end_addr = 0, end_type = 0;
+
+	/* The kernel's "%px %c %s": the address and the type are words of their own, not "12T"
+	 * read as address 0x12 of type 'T'. */
+	if (sscanf(line, "%llx%n %c%n %255s", &a, &end_addr, &type, &end_type, name) != 3 ||
+	    !isspace((unsigned char)line[end_addr]) || !isspace((unsigned char)line[end_type]))
+		return KSYM_LINE_OTHER;
+	if (streq(name, "__bpf_call_base")) {
+		*ret_addr = a;
+		return KSYM_LINE_BASE;
+	}
+	/* Helpers we model, and other bpf_* functions so the reason can name them. */
+	if (bpftext_helper_from_name(name) < 0 && !startswith(name, "bpf_"))
+		return KSYM_LINE_OTHER;
+	if (type != 't' && type != 'T')
+		return KSYM_LINE_OTHER;
+	*ret_addr = a;
+	snprintf(ret_name, KSYM_NAME_MAX, "%s", name);
+	return KSYM_LINE_SYM;
+}
 
 /* Symbols we care about, plus __bpf_call_base. */
 static int load_kallsyms(struct ksym **ret, size_t *ret_n, uint64_t *ret_base)
@@ -663,19 +688,15 @@ static int load_kallsyms(struct ksym **ret, size_t *ret_n, uint64_t *ret_base)
 	if (!f)
 		return negative_errno();
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long a;
-		char type, name[256];
+		uint64_t a;
+		char name[KSYM_NAME_MAX];
+		int k = bpftext_kallsyms_line(line, &a, name);
 
-		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3)
-			continue;
-		if (streq(name, "__bpf_call_base")) {
+		if (k == KSYM_LINE_BASE) {
 			base = a;
 			continue;
 		}
-		/* Helpers we model, and other bpf_* functions so the reason can name them. */
-		if (bpftext_helper_from_name(name) < 0 && !startswith(name, "bpf_"))
-			continue;
-		if (type != 't' && type != 'T')
+		if (k != KSYM_LINE_SYM)
 			continue;
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 64;
@@ -686,7 +707,7 @@ static int load_kallsyms(struct ksym **ret, size_t *ret_n, uint64_t *ret_base)
 			cap = nc;
 		}
 		syms[n].addr = a;
-		snprintf(syms[n].name, sizeof(syms[n].name), "%s", name);
+		memcpy(syms[n].name, name, sizeof(syms[n].name));
 		n++;
 	}
 	if (base == 0)

@@ -4,6 +4,7 @@
 #include <linux/bpf.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Parse the text of `bpftool prog dump xlated id N` (lines "6: (55) if r2 != 0x2 goto pc+4").
@@ -40,3 +41,12 @@ int bpftext_helper_from_name(const char *name);
  * or hides addresses (kernel.kptr_restrict) when it was needed.
  */
 int bpftext_resolve_calls(struct bpf_insn *insns, size_t n);
+
+/* One line of /proc/kallsyms ("ADDRESS TYPE NAME [MODULE]") as bpftext_resolve_calls() keeps
+ * it: KSYM_LINE_BASE for __bpf_call_base (its address in @ret_addr), KSYM_LINE_SYM for a text
+ * symbol ('t' or 'T') that the decoder models or whose name starts "bpf_" (its address, and its
+ * name cut to KSYM_NAME_MAX - 1 bytes in @ret_name), KSYM_LINE_OTHER for any other line (outputs
+ * untouched). Apart from reading the file, so that the fuzz target reaches it. */
+#define KSYM_NAME_MAX 64
+enum { KSYM_LINE_OTHER, KSYM_LINE_BASE, KSYM_LINE_SYM };
+int bpftext_kallsyms_line(const char *line, uint64_t *ret_addr, char *ret_name);
