@@ -2,7 +2,8 @@
  * cpuset.cpus.partition), of the /proc files of a process jobcg reads (stat, status, children),
  * of /proc/self/mounts, /proc/self/mountinfo, /proc/cgroups and /proc/meminfo, of the tree's
  * directory names, of job targets, of a pidfd's /proc/self/fdinfo, of the names of rotated
- * accounting logs, of a /proc/locks line and of a process's /proc/PID/cgroup (v1). Input: a
+ * accounting logs, of a /proc/locks line, of a process's /proc/PID/cgroup (v1) and of a
+ * /proc/kallsyms line. Input: a
  * selector byte, then the text. Selectors below 0xf0 pick the cgroup files by their value modulo 5,
  * those from 0xf0 up the others (so that the seeds written before those stay what they were). */
 #include <errno.h>
@@ -15,6 +16,7 @@
 
 #include "acctlog_internal.h"
 #include "adopt_internal.h"
+#include "bpftext.h"
 #include "cgroupfs.h"
 #include "cpupart.h"
 #include "inspect_internal.h"
@@ -271,6 +273,43 @@ static void proc_cgroup_v1(const char *text)
 	}
 }
 
+/* A line of /proc/kallsyms as `jobcg decode` names a program's helper calls by it: a symbol kept
+ * is the third word of the line (its first KSYM_NAME_MAX - 1 bytes when longer), one the decoder
+ * models or a bpf_* one, of type 't' or 'T' (a one-letter second word), at the address that the
+ * first word is; __bpf_call_base is that exact word. */
+static void kallsyms_line(const char *text)
+{
+	const char *w[3];
+	size_t wl[3], i;
+	const char *p = text;
+	char name[KSYM_NAME_MAX];
+	uint64_t addr;
+	int k = bpftext_kallsyms_line(text, &addr, name);
+
+	if (k == KSYM_LINE_OTHER)
+		return;
+	for (i = 0; i < 3; i++) {
+		p += strspn(p, " \t\n\v\f\r");
+		w[i] = p;
+		wl[i] = strcspn(p, " \t\n\v\f\r");
+		if (!wl[i])
+			abort();
+		p += wl[i];
+	}
+	if (strtoull(w[0], NULL, 16) != addr)
+		abort();
+	if (k == KSYM_LINE_BASE) {
+		if (wl[2] != strlen("__bpf_call_base") || strncmp(w[2], "__bpf_call_base", wl[2]))
+			abort();
+		return;
+	}
+	if (k != KSYM_LINE_SYM || wl[1] != 1 || (w[1][0] != 't' && w[1][0] != 'T') ||
+	    strlen(name) != (wl[2] < KSYM_NAME_MAX ? wl[2] : KSYM_NAME_MAX - 1) ||
+	    strncmp(w[2], name, strlen(name)) != 0 ||
+	    (bpftext_helper_from_name(name) < 0 && strncmp(name, "bpf_", 4) != 0))
+		abort();
+}
+
 static const char *const files[] = {
     "cpu.stat",	   "memory.stat",  "memory.events", "memory.current",
     "memory.peak", "pids.current", "pids.peak",
@@ -336,6 +375,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 12:
 			proc_cgroup_v1(text);
+			break;
+		case 13:
+			kallsyms_line(text);
 			break;
 		default:
 			break;
