@@ -12,12 +12,25 @@
 #include "parse.h"
 #include "util.h"
 
+int cputopo_parse_id(const char *text, long *ret)
+{
+	char *end;
+	long v;
+
+	/* Signed: sysfs says -1 for a package or die id the firmware does not give. */
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || end == text || (*end && strcmp(end, "\n") != 0))
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
 static int read_uint(int dirfd, const char *path, long *ret)
 {
-	char buf[32];
+	char buf[CPUTOPO_ID_MAX + 1];
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	ssize_t l;
-	char *end;
 
 	if (fd < 0)
 		return -errno;
@@ -25,12 +38,7 @@ static int read_uint(int dirfd, const char *path, long *ret)
 	if (l <= 0)
 		return l < 0 ? -errno : -EINVAL;
 	buf[l] = 0;
-	/* Signed: sysfs says -1 for a package or die id the firmware does not give. */
-	errno = 0;
-	*ret = strtol(buf, &end, 10);
-	if (errno || end == buf || (*end && strcmp(end, "\n") != 0))
-		return -EINVAL;
-	return 0;
+	return cputopo_parse_id(buf, ret);
 }
 
 struct core_key {

@@ -22,6 +22,13 @@ struct cputopo {
  * hold, not by their ids. -ENOENT when no CPU has a topology.
  */
 int cputopo_load(const char *cpu_dir, struct cputopo *ret);
+
+/* The text of a sysfs topology id file (physical_package_id, die_id, core_id), of which
+ * cputopo_load() reads at most CPUTOPO_ID_MAX bytes: 0 with the decimal number in @ret (-1 where
+ * the firmware gives no id), -EINVAL (@ret untouched) for anything but one number and an
+ * optional line break. */
+#define CPUTOPO_ID_MAX 31
+int cputopo_parse_id(const char *text, long *ret);
 void cputopo_done(struct cputopo *t);
 
 /**
