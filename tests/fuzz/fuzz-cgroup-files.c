@@ -3,7 +3,7 @@
  * of /proc/self/mounts, /proc/self/mountinfo, /proc/cgroups and /proc/meminfo, of the tree's
  * directory names, of job targets, of a pidfd's /proc/self/fdinfo, of the names of rotated
  * accounting logs, of a /proc/locks line, of a process's /proc/PID/cgroup (v1) and of a
- * /proc/kallsyms line. Input: a
+ * /proc/kallsyms line and of a sysfs CPU topology id. Input: a
  * selector byte, then the text. Selectors below 0xf0 pick the cgroup files by their value modulo 5,
  * those from 0xf0 up the others (so that the seeds written before those stay what they were). */
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include "bpftext.h"
 #include "cgroupfs.h"
 #include "cpupart.h"
+#include "cputopo.h"
 #include "inspect_internal.h"
 #include "jobcg/acct.h"
 #include "jobcg/job.h"
@@ -310,6 +311,31 @@ static void kallsyms_line(const char *text)
 		abort();
 }
 
+/* A sysfs topology id (core_id, die_id, physical_package_id), as much of it as cputopo_load()
+ * reads: an id taken is the decimal number written (a sign, no leading zero), then at most a
+ * line break; nothing else is taken. */
+static void topology_id(char *text)
+{
+	char buf[32];
+	const char *p = text;
+	size_t n;
+	long id;
+
+	if (strlen(text) > CPUTOPO_ID_MAX)
+		text[CPUTOPO_ID_MAX] = '\0';
+	if (cputopo_parse_id(text, &id) < 0)
+		return;
+	p += strspn(p, " \t\n\v\f\r");
+	if (*p == '+' || (*p == '-' && id <= 0))
+		p++;
+	while (p[0] == '0' && p[1] >= '0' && p[1] <= '9')
+		p++;
+	n = (size_t)snprintf(buf, sizeof(buf), "%lu",
+			     id < 0 ? -(unsigned long)id : (unsigned long)id);
+	if (strncmp(p, buf, n) != 0 || (p[n] && strcmp(p + n, "\n") != 0))
+		abort();
+}
+
 static const char *const files[] = {
     "cpu.stat",	   "memory.stat",  "memory.events", "memory.current",
     "memory.peak", "pids.current", "pids.peak",
@@ -378,6 +404,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 13:
 			kallsyms_line(text);
+			break;
+		case 14:
+			topology_id(text);
 			break;
 		default:
 			break;
