@@ -275,7 +275,7 @@ static void proc_cgroup_v1(const char *text)
 }
 
 /* A line of /proc/kallsyms as `jobcg decode` names a program's helper calls by it: a symbol kept
- * is the third word of the line (its first KSYM_NAME_MAX - 1 bytes when longer), one the decoder
+ * is the whole third word of the line (none longer than the table keeps), one the decoder
  * models or a bpf_* one, of type 't' or 'T' (a one-letter second word), at the address that the
  * first word is; __bpf_call_base is that exact word. */
 static void kallsyms_line(const char *text)
@@ -305,8 +305,7 @@ static void kallsyms_line(const char *text)
 		return;
 	}
 	if (k != KSYM_LINE_SYM || wl[1] != 1 || (w[1][0] != 't' && w[1][0] != 'T') ||
-	    strlen(name) != (wl[2] < KSYM_NAME_MAX ? wl[2] : KSYM_NAME_MAX - 1) ||
-	    strncmp(w[2], name, strlen(name)) != 0 ||
+	    strlen(name) != wl[2] || strncmp(w[2], name, strlen(name)) != 0 ||
 	    (bpftext_helper_from_name(name) < 0 && strncmp(name, "bpf_", 4) != 0))
 		abort();
 }

@@ -669,10 +669,13 @@ int bpftext_kallsyms_line(const char *line, uint64_t *ret_addr, char *ret_name)
 	/* Helpers we model, and other bpf_* functions so the reason can name them. */
 	if (bpftext_helper_from_name(name) < 0 && !startswith(name, "bpf_"))
 		return KSYM_LINE_OTHER;
-	if (type != 't' && type != 'T')
+	/* A name cut to fit would no longer be the kernel's: a map type's lookup kept for its
+	 * "...map_lookup_elem" would resolve to nothing once cut, and a message would name a
+	 * function that does not exist. */
+	if ((type != 't' && type != 'T') || strlen(name) >= KSYM_NAME_MAX)
 		return KSYM_LINE_OTHER;
 	*ret_addr = a;
-	snprintf(ret_name, KSYM_NAME_MAX, "%s", name);
+	strcpy(ret_name, name);
 	return KSYM_LINE_SYM;
 }
 

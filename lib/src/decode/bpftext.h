@@ -44,9 +44,9 @@ int bpftext_resolve_calls(struct bpf_insn *insns, size_t n);
 
 /* One line of /proc/kallsyms ("ADDRESS TYPE NAME [MODULE]") as bpftext_resolve_calls() keeps
  * it: KSYM_LINE_BASE for __bpf_call_base (its address in @ret_addr), KSYM_LINE_SYM for a text
- * symbol ('t' or 'T') that the decoder models or whose name starts "bpf_" (its address, and its
- * name cut to KSYM_NAME_MAX - 1 bytes in @ret_name), KSYM_LINE_OTHER for any other line (outputs
- * untouched). Apart from reading the file, so that the fuzz target reaches it. */
+ * symbol ('t' or 'T') that the decoder models or whose name starts "bpf_", of fewer than
+ * KSYM_NAME_MAX bytes (its address, and its name in @ret_name), KSYM_LINE_OTHER for any other
+ * line (outputs untouched). Apart from reading the file, so that the fuzz target reaches it. */
 #define KSYM_NAME_MAX 64
 enum { KSYM_LINE_OTHER, KSYM_LINE_BASE, KSYM_LINE_SYM };
 int bpftext_kallsyms_line(const char *line, uint64_t *ret_addr, char *ret_name);
