@@ -129,18 +129,23 @@ static void pam_checks(void)
 
 	/* Debian's pam_env line reads users' ~/.pam_environment before the session line. */
 	{
-		char text[3 * PATH_MAX], stat_exe[PATH_MAX];
+		char text[3 * PATH_MAX], stat_exe[PATH_MAX], dyn_exe[PATH_MAX];
 
+		/* A dynamically linked program named like jobcg (the jobcg under test may be a
+		 * static build): /bin/sh. */
+		snprintf(dyn_exe, sizeof(dyn_exe), "%s/jobcg-dynamic", ktest_tmpdir());
+		if (symlink("/bin/sh", dyn_exe) < 0 && errno != EEXIST)
+			tap_diag("symlink %s: %s", dyn_exe, strerror(errno));
 		snprintf(text, sizeof(text),
 			 "account required pam_exec.so quiet %s adopt --pam\n"
 			 "session required pam_env.so user_readenv=1 envfile=/etc/default/locale\n"
 			 "session required pam_exec.so quiet %s adopt --pam\n",
-			 kcli_binary(), kcli_binary());
+			 dyn_exe, dyn_exe);
 		put(dir, "sshd", text);
 		rc = kcli_run((char *[]){"check", "--pam-dir", dir, NULL}, &out, &err);
 		is_int(rc, 1,
 		       "check fails when users' ~/.pam_environment reaches a dynamically linked "
-		       "jobcg (this test build)");
+		       "jobcg");
 		snprintf(want, sizeof(want), "%s/sshd:2", dir);
 		ok(out && strstr(out, "WARNING: users' environments reach a root jobcg") &&
 		       strstr(out, want) && strstr(out, "linked dynamically"),
@@ -181,6 +186,7 @@ static void pam_checks(void)
 		}
 		free(out);
 		unlink(stat_exe);
+		unlink(dyn_exe);
 	}
 }
 
