@@ -193,15 +193,20 @@ def fake_as_nobody(e):
     lent = os.path.join(e.tmp, "nobody-step")
     os.mkdir(lent)
     rd, wr = os.pipe()
+    ready_rd, ready_wr = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(rd)
+            os.close(ready_rd)
             dfd = os.open(lent, os.O_RDONLY | os.O_DIRECTORY)
             os.setgroups([])
             os.setgid(65534)
             os.setuid(65534)
             srv.listen(4)
+            # (a client that came before listen() would find a stale socket and run alone)
+            os.write(ready_wr, b"1")
+            os.close(ready_wr)
             srv.settimeout(30)
             c, _ = srv.accept()
             c.settimeout(10)
@@ -222,7 +227,11 @@ def fake_as_nobody(e):
         finally:
             os._exit(0)
     os.close(wr)
+    os.close(ready_wr)
     srv.close()
+    listening = os.read(ready_rd, 1) == b"1"
+    os.close(ready_rd)
+    ok(listening, "the fake daemon of user nobody listens")
     r = e.run("run", "--", "touch", marker, env=dict(e.env, JOBCG_DAEMON_SOCKET=path))
     seen = os.read(rd, 100).decode().split()
     os.close(rd)
