@@ -29,8 +29,8 @@ static inline void test_pause(const char *point)
  *   job-lock-file  the job's freeze lock as on a kernel without cgroup.kill (joblock.c)
  *   no-cgroup-kill kills as on a kernel without cgroup.kill: freeze, then each pid (tree.c)
  *   kill-slow      then waits 100 ms between listing the pids and signalling them
- *   no-pidfd       the metrics relay watches its HTTP process as without pidfd_open()
- *                  (cli/metrics_http.c)
+ *   no-pidfd       as without pidfd_open(): signals go by kill() (tree.c), the metrics
+ *                  relay watches its HTTP process by polling (cli/metrics_http.c)
  */
 #ifdef JOBCG_TEST_HOOKS
 bool test_flag(const char *flag);

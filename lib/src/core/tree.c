@@ -417,23 +417,134 @@ int tree_make_step(const struct jobcg_ctx *ctx, const char *job_dir, const char 
 	return 0;
 }
 
-int tree_signal(const char *dir, int sig)
+static int cmp_pid_key(const void *a, const void *b)
 {
-	_cleanup_free_ pid_t *pids = NULL;
-	size_t n = 0;
-	int r, count = 0;
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
 
-	r = cgfs_pids(dir, true, &pids, &n);
-	if (r < 0)
-		return r;
+	return (x > y) - (x < y);
+}
+
+/* A pidfd for @pid, -1 when the process is gone; -ENOSYS before Linux 5.3 (or where a seccomp
+ * filter refuses the call), another negative errno when none can be opened now. */
+static int pidfd_of(pid_t pid)
+{
+	int fd;
+
+	fd = -1;
+	errno = ENOSYS;
+#ifdef SYS_pidfd_open
+	if (!test_flag("no-pidfd"))
+		fd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
+	if (fd >= 0)
+		return fd;
+	/* ESRCH: exited; EINVAL: the pid is a thread's now, so not the process listed */
+	if (errno == ESRCH || errno == EINVAL)
+		return -1;
+	return errno == EPERM ? -ENOSYS : negative_errno();
+}
+
+static int pidfd_signal(int fd, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+	return syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) == 0 ? 0 : negative_errno();
+#else
+	(void)fd;
+	(void)sig;
+	return -ENOSYS;
+#endif
+}
+
+/* kill() of each of @pids: the way without pidfds. */
+static int kill_each(const pid_t *pids, size_t n, int sig, int *count)
+{
 	for (size_t i = 0; i < n; i++) {
 		if (kill(pids[i], sig) == 0)
-			count++;
+			(*count)++;
 		else if (errno != ESRCH) /* exited meanwhile: fine */
 			return error_set(negative_errno(), "cannot signal pid %d: %s", (int)pids[i],
 					 strerror(errno));
 	}
+	return 0;
+}
+
+#define SIGNAL_BATCH 64
+
+/*
+ * Send @sig to each of @pids (listed from @dir's subtree, sorted) that is still a process of
+ * it; returns how many got it. Between a listing and a kill() a process can exit, be reaped
+ * and its pid go to a process outside the job (anyone's, root's included), which the kill()
+ * would hit. A pidfd opened first holds whatever process has the pid then; a second listing
+ * made after the pidfds are open says which of them are the job's (while a pidfd's process
+ * lives, its pid names it and nothing else), and the signal goes through the pidfd, so to that
+ * process or, if it has gone since, to nothing. Before Linux 5.3 there is no pidfd: kill().
+ */
+static int signal_listed(const char *dir, const pid_t *pids, size_t n, int sig)
+{
+	int count = 0, r;
+
+	test_pause("signal-listed"); /* a test gives a listed pid to another process here */
+	for (size_t at = 0; at < n;) {
+		_cleanup_free_ pid_t *now = NULL;
+		int fds[SIGNAL_BATCH];
+		size_t k = 0, m = 0;
+
+		for (r = 0; k < SIGNAL_BATCH && at + k < n; k++) {
+			fds[k] = pidfd_of(pids[at + k]);
+			if (fds[k] >= -1)
+				continue;
+			r = fds[k];
+			/* out of descriptors: what is open goes first, the rest in the next batch
+			 */
+			if ((r == -EMFILE || r == -ENFILE) && k > 0)
+				r = 0;
+			break;
+		}
+		if (r < 0) {
+			for (size_t i = 0; i < k; i++)
+				if (fds[i] >= 0)
+					close(fds[i]);
+			if (r == -ENOSYS) {
+				r = kill_each(pids + at, n - at, sig, &count);
+				return r < 0 ? r : count;
+			}
+			return error_set(r, "cannot open a pidfd for pid %d: %s", (int)pids[at + k],
+					 strerror(-r));
+		}
+		r = cgfs_pids(dir, true, &now, &m);
+		for (size_t i = 0; i < k; i++) {
+			if (fds[i] < 0)
+				continue;
+			if (r >= 0 && bsearch(&pids[at + i], now, m, sizeof(pid_t), cmp_pid_key)) {
+				int s = pidfd_signal(fds[i], sig);
+
+				if (s == 0)
+					count++;
+				else if (s != -ESRCH)
+					r = error_set(s, "cannot signal pid %d: %s",
+						      (int)pids[at + i], strerror(-s));
+			}
+			close(fds[i]);
+		}
+		if (r == -ENOENT || r == -ENODEV)
+			return count; /* the cgroup went meanwhile: nothing of it is left */
+		if (r < 0)
+			return r;
+		at += k;
+	}
 	return count;
+}
+
+int tree_signal(const char *dir, int sig)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0;
+	int r;
+
+	r = cgfs_pids(dir, true, &pids, &n);
+	if (r < 0)
+		return r;
+	return signal_listed(dir, pids, n, sig);
 }
 
 /*
@@ -444,6 +555,8 @@ int tree_signal(const char *dir, int sig)
  * gets further than the fork it is in, and a frozen process still dies of SIGKILL. A few
  * rounds then catch the children of the forks under way. The freeze is undone only where
  * this set it, so a job frozen by its owner stays frozen (its processes die all the same).
+ * A process killed in one round can be reaped and its pid reused before the next lists it
+ * again: signal_listed() hits only what is still the job's.
  */
 static void kill_listed(const char *dir)
 {
@@ -464,8 +577,7 @@ static void kill_listed(const char *dir)
 
 			(void)nanosleep(&ts, NULL);
 		}
-		for (size_t i = 0; i < n; i++)
-			(void)kill(pids[i], SIGKILL);
+		(void)signal_listed(dir, pids, n, SIGKILL);
 	}
 	if (froze)
 		(void)cgfs_freeze(dir, false);
