@@ -238,6 +238,10 @@ int main(void)
 	is_int(cgfs_parse_pids("12\n7\n", &pids, &n), 0, "pids parse");
 	is_int(n, 2, "two pids");
 	is_int(cgfs_parse_pids("x\n", &pids, &n), -EINVAL, "bad pid line");
+	is_int(cgfs_parse_pids("5\n0\n", &pids, &n), -EREMOTE,
+	       "pid 0: a process of another pid namespace, not a pid to signal");
+	ok(strstr(jobcg_last_error()->message, "another pid namespace") != NULL,
+	   "  and the error says so");
 	free(pids);
 
 	is_int(jobcg_acct_parse("cpu.stat",

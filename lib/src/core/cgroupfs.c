@@ -399,9 +399,12 @@ int cgfs_parse_pids(const char *text, pid_t **pids, size_t *n)
 			p++;
 			continue;
 		}
-		if (parse_u64_prefix(p, INT32_MAX, &v, &end) < 0 || v == 0 ||
-		    (*end && *end != '\n'))
+		if (parse_u64_prefix(p, INT32_MAX, &v, &end) < 0 || (*end && *end != '\n'))
 			return error_set(-EINVAL, "bad pid line in cgroup.procs");
+		if (v == 0) /* how the kernel lists a process that this pid namespace cannot see */
+			return error_set(-EREMOTE,
+					 "cgroup.procs lists a process of another pid "
+					 "namespace (pid 0): jobcg cannot signal or move it");
 		np = realloc(*pids, (*n + 1) * sizeof(pid_t));
 		if (!np)
 			return -ENOMEM;
@@ -424,6 +427,12 @@ static int pids_rec(const char *dir, bool recursive, unsigned depth, pid_t **pid
 	if (r < 0)
 		return r;
 	r = cgfs_parse_pids(s, pids, n);
+	if (r == -EINVAL || r == -EREMOTE) {
+		char msg[sizeof(jobcg_last_error()->message)];
+
+		snprintf(msg, sizeof(msg), "%s", jobcg_last_error()->message);
+		return error_set(r, "%s: %s", dir, msg);
+	}
 	if (r < 0 || !recursive)
 		return r;
 	r = cgfs_children(dir, &kids);
