@@ -82,9 +82,14 @@ int run_begin(struct jobcg_ctx *ctx, const struct run_args *a, struct run_state 
 	else if (r < 0)
 		cli_print_error(r, "cannot begin the step");
 	if (r < 0) {
+		/* The job made for this run goes again. After a usage error as if it had never
+		 * been (no record: the command line was refused); otherwise its record says
+		 * FAILED, since its step could not begin. */
+		unsigned flags =
+		    r == -EINVAL ? JOBCG_JOB_REMOVE_NO_RECORD : JOBCG_JOB_REMOVE_FAILED;
 		int k;
 
-		if (ephemeral && (k = jobcg_job_remove(ctx, job, 0)) < 0)
+		if (ephemeral && (k = jobcg_job_remove(ctx, job, flags)) < 0)
 			cli_print_error(k, "cannot remove the job");
 		return cli_answered(ret_exit, exit_code);
 	}

@@ -491,6 +491,33 @@ static void check_consistent(const char *when)
 	jobcg_config_free(conf);
 }
 
+/*
+ * A step that asks what its GPUs cannot give (--gpu-bind map_gpu:5 of one GPU) is a usage
+ * error found once the job is there: the job made for the run goes again without a record, as
+ * if the command line had been refused at once (it was recorded COMPLETED 0:0).
+ */
+static void test_refused_step(void)
+{
+	char out[65536];
+	int before = 0, after = 0, r;
+
+	r = CLI(out, "acct", "--json");
+	for (char *s = out; r == 0 && (s = strstr(s, "\"job\":")); s += 6)
+		before++;
+	r = CLI(out, "run", "--job", "91", "--gres", "gpu:1", "--gpu-bind", "map_gpu:5", "--",
+		"true");
+	ok(r == 2 && strstr(out, "map_gpu"),
+	   "run --job 91 --gpu-bind map_gpu:5 of one GPU: usage error");
+	r = CLI(out, "run", "--gres", "gpu:1", "--gpu-bind", "map_gpu:5", "--", "true");
+	ok(r == 2 && strstr(out, "map_gpu"), "the same in a throwaway job: usage error");
+	ok(CLI(out, "show", "91") == 1, "  job 91 is not there");
+	r = CLI(out, "acct", "--json");
+	for (char *s = out; r == 0 && (s = strstr(s, "\"job\":")); s += 6)
+		after++;
+	is_int(after, before, "  and neither run left an accounting record");
+	check_consistent("after two refused steps: jobs listed");
+}
+
 /* A runner killed once its step is granted: gc must remove the step and its policy entries. */
 static void test_kill_granted_step(void)
 {
@@ -642,6 +669,7 @@ int main(int argc, char **argv)
 	test_kill_granted_step();
 	test_half_released();
 	test_kill_gc();
+	test_refused_step();
 
 	/* The same isolation with one compare-and-exit program per cgroup (Slurm's shape). */
 	snprintf(path, sizeof(path), "%s/cgroup.conf", conf_dir);

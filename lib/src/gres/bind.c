@@ -140,8 +140,8 @@ JOBCG_EXPORT int jobcg_gpu_bind_task(const struct jobcg_gres_node *n,
 		if (id >= ngpu)
 			return error_set(-EINVAL,
 					 "--gpu-bind map_gpu: GPU %u for task %u, but the "
-					 "step has %u GPUs (ids count from 0 within the step)",
-					 id, task, ngpu);
+					 "step has %u GPU%s (ids count from 0 within the step)",
+					 id, task, ngpu, ngpu == 1 ? "" : "s");
 		jobcg_gres_set_add(&s, gpus[id]);
 		break;
 	}
