@@ -258,7 +258,7 @@ def check_rules(e):
     cases = [
         (["resv", "create", "Bad"], "invalid reservation name"),
         (["resv", "create", "r3"], "would hold nothing"),
-        (["resv", "create", "r3", "--devices", "gpu:9"], "not devices"),
+        (["resv", "create", "r3", "--devices", "gpu:9"], "gres.conf has no gpu 9"),
         (["resv", "create", "r3", "--devices", "gpu:0", "--gres", "gpu:1"], "give one"),
         (["resv", "create", "r3", "--cpus", "0"], "--cpus"),
         (["resv", "create", "r3", "--gres", "gpu:5"], "gres"),
@@ -267,6 +267,8 @@ def check_rules(e):
         (["resv", "create", "r3", "--devices", "gpu:0,0"], "--devices 'gpu:0,0': gpu 0 named twice"),
         (["resv", "create", "r3", "--devices", "gpu:1,,2"], "--devices 'gpu:1,,2': empty item"),
         (["resv", "create", "r3", "--devices", "gpu:1,"], "--devices 'gpu:1,': empty item"),
+        (["resv", "create", "r3", "--devices", "gpu:0-2,1"], "gpu 1 named twice"),
+        (["resv", "create", "r3", "--devices", "gpu:2-5"], "gres.conf has no gpu 4"),
     ]
     for args, words in cases:
         r = e.run(*args)
@@ -282,8 +284,10 @@ def check_rules(e):
            and e.resv_dirs() == [],
            f"--mem without a memory controller: refused saying why, nothing made "
            f"({r.stderr.strip()})")
-    r = e.run("resv", "create", "r4", "--devices", "gpu:0,1")
-    ok(r.returncode == 0, f"resv create r4 ({r.stderr.strip()})")
+    r = e.run("resv", "create", "r4", "--devices", "gpu:0-1")
+    ok(r.returncode == 0 and "created with gpu:0,1" in r.stdout,
+       f"resv create r4 --devices gpu:0-1 (a range) holds GPUs 0 and 1 "
+       f"({r.stdout.strip()} {r.stderr.strip()})")
     r = e.run("resv", "create", "r5", "--devices", "gpu:1,2")
     ok(r.returncode != 0 and "already reserved by reservation r4" in r.stderr,
        f"overlap refused naming r4 ({r.stderr.strip()})")

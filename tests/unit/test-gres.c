@@ -507,6 +507,15 @@ static void test_xattr(void)
 	ok(jobcg_gres_set_parse(n, "gpu:7", &back) == -ENOENT, "unknown index refused");
 	ok(jobcg_gres_set_parse(n, "gpu", &back) == -EINVAL, "missing indices refused");
 	ok(jobcg_gres_set_parse(n, "gpu:x", &back) == -EINVAL, "bad index refused");
+	ok(jobcg_gres_set_parse(n, "gpu:0-2;nic:0", &back) == 0, "a range: gpu:0-2");
+	is_str(fmt(n, &back), "gpu:0,1,2;nic:0", "  is gpu:0,1,2");
+	ok(jobcg_gres_set_parse(n, "gpu:2-0", &back) == -EINVAL &&
+	       strstr(jobcg_last_error()->message, "bad index '2-0' (N or N-M)"),
+	   "a range backwards is refused");
+	ok(jobcg_gres_set_parse(n, "gpu:2-7", &back) == -ENOENT &&
+	       strstr(jobcg_last_error()->message, "gres.conf has no gpu 4"),
+	   "a range past the node's GPUs names the first one missing (%s)",
+	   jobcg_last_error()->message);
 
 	if (!mkdtemp(dir)) {
 		ok(false, "mkdtemp");

@@ -119,13 +119,33 @@ int main(void)
 
 	/* --devices as written, before gres.conf is read. */
 	{
-		static const char *const good[] = {
-		    NULL, "", "gpu:0", "gpu:0,2", "gpu:0;nic:0", "gpu:1;nic:1,2", "gpu:1;gpu:2"};
+		static const char *const good[] = {NULL,
+						   "",
+						   "gpu:0",
+						   "gpu:0,2",
+						   "gpu:0;nic:0",
+						   "gpu:1;nic:1,2",
+						   "gpu:1;gpu:2",
+						   "gpu:0-3",
+						   "gpu:0-1,3;nic:0",
+						   "gpu:2-2",
+						   "gpu:0-3;gpu:4-7",
+						   "gpu:511"};
 		static const struct {
 			const char *in, *words;
 		} bad[] = {
 		    {"gpu:3;gpu:3", "--devices 'gpu:3;gpu:3': gpu 3 named twice"},
-		    {"gpu:1,3;nic:0;gpu:03", "gpu 03 named twice"},
+		    {"gpu:1,3;nic:0;gpu:03", "gpu 3 named twice"},
+		    {"gpu:0-3,2", "gpu 2 named twice"},
+		    {"gpu:1-3;gpu:3-4", "gpu 3 named twice"},
+		    {"gpu:5;gpu:0-9", "gpu 5 named twice"},
+		    {"gpu:3-1", "'3-1' is not an index or a range"},
+		    {"gpu:x", "'x' is not an index or a range"},
+		    {"gpu:-1", "'-1' is not an index"},
+		    {"gpu:1-", "'1-' is not an index"},
+		    {"gpu:1-2-3", "'1-2-3' is not an index"},
+		    {"gpu:+1", "'+1' is not an index"},
+		    {"gpu:512", "'512' is not an index or a range (N or N-M, below 512)"},
 		    {"gpu:0,0", "gpu 0 named twice"},
 		    {"gpu:3;;", "--devices 'gpu:3;;': empty group"},
 		    {"gpu:3;", "empty group"},

@@ -231,7 +231,8 @@ JOBCG_EXPORT int jobcg_gres_set_format(const struct jobcg_gres_node *n,
 JOBCG_EXPORT int jobcg_gres_set_format_name(const struct jobcg_gres_node *n,
 					    const struct jobcg_gres_set *s, const char *name,
 					    char **ret);
-/** Parse jobcg_gres_set_format() output. Unknown names or indices give -ENOENT. */
+/** Parse jobcg_gres_set_format() output, or such a list written by hand, where an item may
+ * also be a range ("gpu:0-3"). Unknown names or indices give -ENOENT, bad syntax -EINVAL. */
 JOBCG_EXPORT int jobcg_gres_set_parse(const struct jobcg_gres_node *n, const char *s,
 				      struct jobcg_gres_set *ret);
 

@@ -68,8 +68,28 @@ JOBCG_EXPORT int jobcg_gres_set_format(const struct jobcg_gres_node *n,
 	return 0;
 }
 
-/* Parse "gpu:0,2;nic:1". With @lenient, unknown names and indices are skipped with a warning. */
-static int set_parse(const struct jobcg_gres_node *n, const char *s, bool lenient,
+/* One index or a range of them ("2", "0-3"), each at most @max: *ret_lo..*ret_hi. */
+static int index_range(const char *s, unsigned max, unsigned *ret_lo, unsigned *ret_hi)
+{
+	const char *dash = strchr(s, '-');
+	_cleanup_free_ char *lo_s = dash ? strndup(s, (size_t)(dash - s)) : NULL;
+	unsigned lo, hi;
+
+	if (dash && !lo_s)
+		return -ENOMEM;
+	if (parse_uint(dash ? lo_s : s, max, &lo) < 0 ||
+	    (dash ? parse_uint(dash + 1, max, &hi) < 0 : (hi = lo, false)) || hi < lo)
+		return -EINVAL;
+	*ret_lo = lo;
+	*ret_hi = hi;
+	return 0;
+}
+
+/*
+ * Parse "gpu:0,2;nic:1" (an item may be a range, "gpu:0-3"), naming it as @what in errors.
+ * With @lenient, unknown names and indices are skipped with a warning.
+ */
+static int set_parse(const struct jobcg_gres_node *n, const char *s, const char *what, bool lenient,
 		     struct jobcg_gres_set *ret)
 {
 	_cleanup_strv_free_ char **groups = strv_split(s, ";");
@@ -82,31 +102,38 @@ static int set_parse(const struct jobcg_gres_node *n, const char *s, bool lenien
 		_cleanup_strv_free_ char **idx = NULL;
 
 		if (!colon || colon == groups[g] || !colon[1])
-			return error_set(-EINVAL, "gres set '%s': '%s' is not NAME:INDEX[,INDEX]",
+			return error_set(-EINVAL, "%s '%s': '%s' is not NAME:INDEX[,INDEX]", what,
 					 s, groups[g]);
 		*colon = 0;
 		idx = strv_split(colon + 1, ",");
 		if (!idx)
 			return -ENOMEM;
 		for (size_t i = 0; idx[i]; i++) {
-			unsigned v;
-			int pos;
+			unsigned lo, hi;
+			int r = index_range(idx[i], JOBCG_GRES_MAX - 1, &lo, &hi);
 
-			if (parse_uint(idx[i], JOBCG_GRES_MAX - 1, &v) < 0)
-				return error_set(-EINVAL, "gres set '%s': bad index '%s'", s,
-						 idx[i]);
-			pos = jobcg_gres_node_find(n, groups[g], (unsigned)v);
-			if (pos < 0) {
-				if (lenient) {
-					log_warning(
-					    "gres set '%s': %s %u is not in gres.conf any more", s,
-					    groups[g], v);
-					continue;
+			if (r == -ENOMEM)
+				return r;
+			if (r < 0)
+				return error_set(-EINVAL, "%s '%s': bad index '%s' (N or N-M)",
+						 what, s, idx[i]);
+			for (unsigned v = lo; v <= hi; v++) {
+				int pos = jobcg_gres_node_find(n, groups[g], v);
+
+				if (pos < 0) {
+					if (lenient) {
+						log_warning(
+						    "%s '%s': %s %u is not in gres.conf any "
+						    "more",
+						    what, s, groups[g], v);
+						continue;
+					}
+					return error_set(
+					    -ENOENT, "%s '%s': this node's gres.conf has no %s %u",
+					    what, s, groups[g], v);
 				}
-				return error_set(-ENOENT, "gres set '%s': no %s %u in gres.conf", s,
-						 groups[g], v);
+				jobcg_gres_set_add(&set, (unsigned)pos);
 			}
-			jobcg_gres_set_add(&set, (unsigned)pos);
 		}
 	}
 	*ret = set;
@@ -116,18 +143,24 @@ static int set_parse(const struct jobcg_gres_node *n, const char *s, bool lenien
 JOBCG_EXPORT int jobcg_gres_set_parse(const struct jobcg_gres_node *n, const char *s,
 				      struct jobcg_gres_set *ret)
 {
-	return set_parse(n, s, false, ret);
+	return set_parse(n, s, "gres set", false, ret);
+}
+
+int gres_set_parse_as(const struct jobcg_gres_node *n, const char *s, const char *what,
+		      struct jobcg_gres_set *ret)
+{
+	return set_parse(n, s, what, false, ret);
 }
 
 int gres_set_parse_known(const struct jobcg_gres_node *n, const char *s, struct jobcg_gres_set *ret,
 			 bool *ret_dropped)
 {
 	struct jobcg_gres_set set = {};
-	int r = set_parse(n, s, false, &set);
+	int r = set_parse(n, s, "gres set", false, &set);
 
 	if (r == -ENOENT) {
 		jobcg_error_clear();
-		r = set_parse(n, s, true, &set);
+		r = set_parse(n, s, "gres set", true, &set);
 		*ret_dropped = r >= 0;
 	} else
 		*ret_dropped = false;
@@ -206,7 +239,7 @@ static int scan_dir(const struct jobcg_gres_node *n, int fd, const char *rel, un
 		 * nothing would hand them to another job: fail closed and count it as holding
 		 * every device of the node until it is released or repaired.
 		 */
-		if (*v && set_parse(n, v, true, &s) < 0) {
+		if (*v && set_parse(n, v, "gres set", true, &s) < 0) {
 			log_warning("%s: %s='%s' does not parse: counted as holding every device "
 				    "of the node until it is released",
 				    *rel ? rel : ".", xattr, v);

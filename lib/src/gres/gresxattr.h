@@ -17,6 +17,10 @@ int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const cha
 int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
 			  struct jobcg_gres_set *ret);
 
+/** jobcg_gres_set_parse() naming @s as @what ("--devices") in its errors. */
+int gres_set_parse_as(const struct jobcg_gres_node *n, const char *s, const char *what,
+		      struct jobcg_gres_set *ret);
+
 /**
  * Parse stored state @s as the tree scan does: a device gres.conf no longer has (a GPU taken out
  * after a failure) is logged and left out, *ret_dropped set, every device still known kept, so

@@ -589,11 +589,10 @@ static int exact_step_set(const struct jobcg_gres_node *n, const char *devices,
 			  const struct jobcg_gres_set *job, struct jobcg_gres_set *ret)
 {
 	struct jobcg_gres_set s;
-	int r = jobcg_gres_set_parse(n, devices, &s);
+	int r = gres_set_parse_as(n, devices, "step devices", &s);
 
 	if (r < 0)
-		return error_set(r, "step devices '%s': not devices of this node's gres.conf",
-				 devices);
+		return r;
 	if (!jobcg_gres_set_subset(&s, job)) {
 		_cleanup_free_ char *have = NULL;
 
@@ -986,9 +985,9 @@ static int job_claim_locked(struct jobcg_ctx *ctx, uint32_t job, const char *dev
 	r = node_open(ctx, &n);
 	if (r < 0)
 		return r;
-	r = jobcg_gres_set_parse(n, devices, &want);
+	r = gres_set_parse_as(n, devices, "devices", &want);
 	if (r < 0)
-		return error_set(r, "devices '%s': not devices of this node's gres.conf", devices);
+		return r;
 	if ((r = open_dir(jdir, &jfd)) < 0)
 		return r;
 	r = jobcg_gres_xattr_read(n, jfd, NULL, &have);

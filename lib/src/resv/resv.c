@@ -527,9 +527,9 @@ static int devs_load(struct jobcg_ctx *ctx, const char *devices, struct resv_dev
 	}
 	if ((r = gres_node_open(ctx, &d.node)) < 0)
 		return r;
-	if ((r = jobcg_gres_set_parse(d.node, devices, &d.set)) < 0) {
+	if ((r = gres_set_parse_as(d.node, devices, "devices", &d.set)) < 0) {
 		devs_done(&d);
-		return error_set(r, "devices '%s': not devices of this node's gres.conf", devices);
+		return r;
 	}
 	if ((r = jobcg_gres_file_devrules(d.node, &d.set, &d.files, &d.nfiles)) < 0 ||
 	    (r = jobcg_gres_devrules(d.node, &d.set, &d.grant, &d.ngrant)) < 0) {
@@ -1061,11 +1061,8 @@ static int create_locked(struct jobcg_ctx *ctx, const struct jobcg_resv_spec *s)
 	if ((r = view_read(ctx, n, NULL, &v)) < 0)
 		return r;
 	if (s->devices && *s->devices) {
-		if ((r = jobcg_gres_set_parse(n, s->devices, &rules.want.devices)) < 0) {
-			r = error_set(r, "--devices '%s': not devices of this node's gres.conf",
-				      s->devices);
+		if ((r = gres_set_parse_as(n, s->devices, "--devices", &rules.want.devices)) < 0)
 			goto out;
-		}
 		if ((r = jobcg_gres_set_format(n, &rules.want.devices, &devices)) < 0)
 			goto out;
 	} else if (s->gres && *s->gres) {
@@ -1209,17 +1206,19 @@ static int spec_normalize(const struct jobcg_resv_spec *spec, struct jobcg_resv_
 	return 0;
 }
 
-/* Two items of a --devices list that name one device ("1" and "01" do). */
-static bool same_index(const char *a, size_t alen, const char *b, size_t blen)
+/* An item of a --devices list as the indices it names: "2" or "0-3", digits only. */
+static bool item_range(const char *p, size_t len, unsigned long *lo, unsigned long *hi)
 {
-	char *ea, *eb;
-	unsigned long x, y;
+	const char *dash = memchr(p, '-', len);
+	size_t llen = dash ? (size_t)(dash - p) : len;
+	char *end;
 
-	if (alen == blen && strncmp(a, b, alen) == 0)
-		return true;
-	x = strtoul(a, &ea, 10);
-	y = strtoul(b, &eb, 10);
-	return ea == a + alen && eb == b + blen && ea != a && eb != b && x == y;
+	if (llen == 0 || strspn(p, "0123456789") < llen ||
+	    (dash && (len - llen - 1 == 0 || strspn(dash + 1, "0123456789") < len - llen - 1)))
+		return false;
+	*lo = strtoul(p, &end, 10);
+	*hi = dash ? strtoul(dash + 1, &end, 10) : *lo;
+	return *lo <= *hi && *hi < JOBCG_GRES_MAX;
 }
 
 /* --devices as written: no empty group or item, no device named twice, in one group or across
@@ -1245,10 +1244,18 @@ JOBCG_EXPORT int jobcg_resv_devices_syntax(const char *devices)
 					 devices, (int)glen, g);
 		nlen = (size_t)(colon - g);
 		for (p = colon + 1;; p += len + 1) {
+			unsigned long lo, hi, qlo, qhi;
+
 			len = strcspn(p, ",;");
 			if (len == 0)
 				return error_set(-EINVAL, "--devices '%s': empty item in '%.*s'",
 						 devices, (int)glen, g);
+			if (!item_range(p, len, &lo, &hi))
+				return error_set(
+				    -EINVAL,
+				    "--devices '%s': '%.*s' is not an index or a range "
+				    "(N or N-M, below %d)",
+				    devices, (int)len, p, JOBCG_GRES_MAX);
 			/* Every earlier item of the same name, in this group or an earlier one. */
 			for (const char *h = devices; h <= g; h += strcspn(h, ";") + 1) {
 				size_t hlen = strcspn(h, ";");
@@ -1258,12 +1265,13 @@ JOBCG_EXPORT int jobcg_resv_devices_syntax(const char *devices)
 				if (!hc || (size_t)(hc - h) != nlen || strncmp(h, g, nlen) != 0)
 					continue;
 				for (const char *q = hc + 1; q < stop; q += strcspn(q, ",;") + 1)
-					if (same_index(q, strcspn(q, ",;"), p, len))
+					if (item_range(q, strcspn(q, ",;"), &qlo, &qhi) &&
+					    qlo <= hi && lo <= qhi)
 						return error_set(-EINVAL,
-								 "--devices '%s': %.*s %.*s named "
+								 "--devices '%s': %.*s %lu named "
 								 "twice",
-								 devices, (int)nlen, g, (int)len,
-								 p);
+								 devices, (int)nlen, g,
+								 qlo > lo ? qlo : lo);
 			}
 			if (p[len] != ',')
 				break;
@@ -1325,10 +1333,7 @@ static int devices_configured(struct jobcg_ctx *ctx, const struct jobcg_resv_spe
 	if (jobcg_gres_node_count(n) == 0)
 		return error_set(-EINVAL, "devices asked for, but gres.conf names none");
 	if (s->devices && *s->devices) {
-		if ((r = jobcg_gres_set_parse(n, s->devices, &set)) < 0)
-			return error_set(r, "--devices '%s': not devices of this node's gres.conf",
-					 s->devices);
-		return 0;
+		return gres_set_parse_as(n, s->devices, "--devices", &set);
 	}
 	if ((r = jobcg_gres_request_parse(s->gres, &req)) < 0)
 		return r;
