@@ -1,9 +1,10 @@
 /* libFuzzer target: the command-line values the CLI reads with parsers of cli/common.c: a
  * signal (`jobcg signal`, `--signal`), a uid or gid (numeric users and groups, and getent's
  * fields), a `jobcg who-has` device ("c MAJOR:MINOR", "b MAJOR:MINOR") and the names of
- * `jobcg resv --users` (split before each is looked up). Input: a selector byte (its value
- * modulo 4 picks the parser), then the text. Besides "no crash": what parsed is what was
- * written, and a signal name gives the number whose name it is. */
+ * `jobcg resv --users` (split before each is looked up) and, from the same text, `jobcg resv
+ * --devices` as written. Input: a selector byte (its value modulo 4 picks the parser), then
+ * the text. Besides "no crash": what parsed is what was written, a signal name gives the
+ * number whose name it is, and an accepted device list names no index twice. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,8 @@
 #include <strings.h>
 
 #include "common.h"
+#include "jobcg/gres.h"
+#include "jobcg/resv.h"
 #include "util.h"
 #include "fuzz-input.h"
 
@@ -131,6 +134,71 @@ static void check_users(const char *s)
 	strv_free(names);
 }
 
+/* `jobcg resv create --devices`, as written: accepted only when every group is NAME:ITEMS,
+ * every item an index or a range N-M (digits, N <= M < JOBCG_GRES_MAX), and no name gets one
+ * index twice, however the ranges and groups spell it. */
+static void check_resv_devices(const char *s)
+{
+	static uint8_t seen[64][JOBCG_GRES_MAX];
+	char names[64][64];
+	size_t nnames = 0;
+	const char *g = s;
+
+	if (jobcg_resv_devices_syntax(s) < 0 || !*s)
+		return;
+	memset(seen, 0, sizeof(seen));
+	for (;;) {
+		size_t glen = strcspn(g, ";"), nlen, k;
+		const char *colon = memchr(g, ':', glen), *p;
+
+		if (!colon || colon == g)
+			abort();
+		if ((nlen = (size_t)(colon - g)) >= sizeof(names[0]))
+			return; /* a name longer than this check keeps */
+		for (k = 0; k < nnames && (strlen(names[k]) != nlen || memcmp(names[k], g, nlen));
+		     k++)
+			;
+		if (k == nnames) {
+			if (nnames == 64)
+				return; /* more names than this check keeps: nothing to say */
+			memcpy(names[nnames], g, nlen);
+			names[nnames++][nlen] = 0;
+		}
+		for (p = colon + 1; p < g + glen; p += strcspn(p, ",;") + 1) {
+			size_t len = strcspn(p, ",;");
+			const char *dash = memchr(p, '-', len);
+			size_t llen = dash ? (size_t)(dash - p) : len;
+			unsigned long lo = 0, hi;
+
+			if (llen == 0 || strspn(p, "0123456789") < llen)
+				abort();
+			for (size_t i = 0; i < llen; i++)
+				if ((lo = lo * 10 + (unsigned long)(p[i] - '0')) >= JOBCG_GRES_MAX)
+					abort();
+			hi = lo;
+			if (dash) {
+				size_t hlen = len - llen - 1;
+
+				if (hlen == 0 || strspn(dash + 1, "0123456789") < hlen)
+					abort();
+				hi = 0;
+				for (size_t i = 0; i < hlen; i++)
+					if ((hi = hi * 10 + (unsigned long)(dash[1 + i] - '0')) >=
+					    JOBCG_GRES_MAX)
+						abort();
+			}
+			if (hi < lo)
+				abort();
+			for (unsigned long v = lo; v <= hi; v++)
+				if (seen[k][v]++)
+					abort();
+		}
+		if (!g[glen])
+			break;
+		g += glen + 1;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -155,6 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	default:
 		check_users(s);
+		check_resv_devices(s);
 		break;
 	}
 	free(s);
