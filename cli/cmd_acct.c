@@ -8,11 +8,13 @@
 #include "jobcg/acctlog.h"
 #include "jobcg/job.h"
 #include "jobcg/resv.h"
+#include "util.h"
 
 struct acct_out {
 	bool json;
 	struct json_object *arr;
-	const char *resv; /* --reservation: only records of jobs that ran in it */
+	const char *resv;      /* --reservation: only records of jobs that ran in it */
+	uint64_t since, until; /* --since/--until: records that overlap the window (usec) */
 	struct cli_table tab;
 };
 
@@ -77,6 +79,9 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 	char elapsed[32], cpu[32], mem[32], oom[32], exit_s[32], id[256], gres[256];
 
 	if (o->resv && (!r->reservation || strcmp(r->reservation, o->resv) != 0))
+		return 0;
+	/* As sacct's window: what ran at any time in it (a start not known counts as the end) */
+	if (r->end_usec < o->since || (r->start_usec ? r->start_usec : r->end_usec) > o->until)
 		return 0;
 	if (o->json) {
 		struct json_object *j = json_object_new_object();
@@ -147,10 +152,15 @@ static int print_one(const struct jobcg_acct_record *r, void *u)
 static void acct_help(FILE *f)
 {
 	fprintf(f,
-		"Usage: jobcg acct [--job ID] [--reservation NAME] [--json]\n\n"
+		"Usage: jobcg acct [--job ID] [--reservation NAME] [--since TIME] [--until TIME]\n"
+		"                  [--json]\n\n"
 		"Print the accounting records of ended steps and jobs from <StateDir>/acct.jsonl.\n"
 		"  --job ID              only records of job ID\n"
 		"  --reservation NAME    only records of jobs that ran in reservation NAME\n"
+		"  --since TIME          only records of what still ran at TIME or later\n"
+		"  --until TIME          only records of what had started by TIME\n"
+		"                        TIME: YYYY-MM-DD[THH:MM[:SS]] (local time), @UNIXTIME,\n"
+		"                        now or now-N with a unit s, m, h, d or w (now-2h)\n"
 		"  --json                one JSON array of records\n");
 }
 
@@ -160,13 +170,16 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 	    {"job", required_argument, NULL, 'j'},
 	    {"json", no_argument, NULL, 'J'},
 	    {"reservation", required_argument, NULL, 'R'},
+	    {"since", required_argument, NULL, 'S'},
+	    {"until", required_argument, NULL, 'U'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
 	struct jobcg_config *conf = NULL;
 	static const unsigned min_widths[] = {16, 14, 7, 9, 9, 8, 4, 12, 0};
-	struct acct_out o = {};
-	const char *job = NULL;
+	struct acct_out o = {.until = UINT64_MAX};
+	const char *job = NULL, *since = NULL, *until = NULL;
+	uint64_t now = realtime_usec();
 	char *path = NULL;
 	int c, r;
 
@@ -202,6 +215,25 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 						       optarg);
 			o.resv = optarg;
 			break;
+		case 'S':
+		case 'U': {
+			const char **arg = c == 'S' ? &since : &until;
+			const char *opt = c == 'S' ? "--since" : "--until";
+
+			if ((r = cli_once("acct", opt, *arg, optarg)))
+				return r;
+			r = cli_parse_time(optarg, now, c == 'S' ? &o.since : &o.until);
+			if (r == -ERANGE)
+				return cli_usage_error("acct", "%s '%s': no such date or time", opt,
+						       optarg);
+			if (r < 0)
+				return cli_usage_error("acct",
+						       "%s '%s': need YYYY-MM-DD[THH:MM[:SS]], "
+						       "@UNIXTIME, now or now-N[smhdw]",
+						       opt, optarg);
+			*arg = optarg;
+			break;
+		}
 		case 'h':
 			acct_help(stdout);
 			return 0;
@@ -211,6 +243,9 @@ static int cmd_acct(int argc, char **argv, const struct cli_global *g)
 	}
 	if (optind < argc)
 		return cli_usage_error("acct", "unexpected argument '%s'", argv[optind]);
+	/* An empty window would silently match nothing. */
+	if (o.since > o.until)
+		return cli_usage_error("acct", "--since '%s' is after --until '%s'", since, until);
 	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES | CLI_CONFIG_TOLERATE,
 			    &conf) != 0)
 		return 1;

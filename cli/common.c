@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -98,6 +99,77 @@ int cli_parse_signal(const char *s)
 
 		if (n && strcasecmp(n, s) == 0)
 			return i;
+	}
+	return -EINVAL;
+}
+
+int cli_parse_time(const char *s, uint64_t now_usec, uint64_t *ret_usec)
+{
+	static const struct {
+		char unit;
+		uint64_t sec;
+	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 7 * 86400}};
+	static const char *const forms[][2] = {{"%Y-%m-%dT%H:%M:%S", "9999-99-99T99:99:99"},
+					       {"%Y-%m-%dT%H:%M", "9999-99-99T99:99"},
+					       {"%Y-%m-%d", "9999-99-99"}};
+	const uint64_t ten_years = 3660ull * 86400;
+	uint64_t v;
+	const char *end;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (s[0] == '@') {
+		/* digits only: a sign would wrap, a fraction be dropped */
+		if (!isdigit((unsigned char)s[1]) || parse_u64(s + 1, UINT64_MAX / 1000000, &v) < 0)
+			return -EINVAL;
+		*ret_usec = v * 1000000;
+		return 0;
+	}
+	if (strncmp(s, "now", 3) == 0) {
+		if (!s[3]) {
+			*ret_usec = now_usec;
+			return 0;
+		}
+		if (s[3] != '-' || !isdigit((unsigned char)s[4]) ||
+		    parse_u64_prefix(s + 4, ten_years, &v, &end) < 0 || !end[0] || end[1])
+			return -EINVAL;
+		for (size_t i = 0; i < ELEMENTSOF(units); i++)
+			if (units[i].unit == end[0]) {
+				if (v * units[i].sec > ten_years)
+					return -EINVAL;
+				v *= units[i].sec * 1000000;
+				*ret_usec = v < now_usec ? now_usec - v : 0;
+				return 0;
+			}
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(forms); i++) {
+		struct tm tm = {}, want;
+		const char *rest;
+		time_t t;
+
+		const char *shape = forms[i][1], *p = s;
+
+		/* strptime() takes blanks and numbers of any width: the shape is checked first
+		 * (a 9 of it is a digit) */
+		for (; *shape && *p && (*shape == '9' ? isdigit((unsigned char)*p) : *p == *shape);
+		     shape++, p++)
+			;
+		if (*shape || *p)
+			continue;
+		rest = strptime(s, forms[i][0], &tm);
+		if (!rest || *rest)
+			continue;
+		want = tm;
+		tm.tm_isdst = -1;
+		t = mktime(&tm);
+		/* 2026-02-30 would be March 2nd: a date that does not exist is refused */
+		if (t == (time_t)-1 || tm.tm_year != want.tm_year || tm.tm_mon != want.tm_mon ||
+		    tm.tm_mday != want.tm_mday || tm.tm_hour != want.tm_hour ||
+		    tm.tm_min != want.tm_min || t < 0)
+			return -ERANGE;
+		*ret_usec = (uint64_t)t * 1000000;
+		return 0;
 	}
 	return -EINVAL;
 }

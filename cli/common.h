@@ -35,6 +35,14 @@ struct json_object *cli_json_acct(const struct jobcg_acct *a);
 void cli_print_acct(FILE *f, const struct jobcg_acct *a);
 /* Signal number from "TERM", "SIGTERM" or "15"; -EINVAL otherwise. */
 int cli_parse_signal(const char *s);
+/*
+ * A point in time as `jobcg acct --since/--until` take it, in microseconds since the epoch:
+ * "YYYY-MM-DD", "YYYY-MM-DDTHH:MM" or "YYYY-MM-DDTHH:MM:SS" (local time, as sacct reads it),
+ * "@SECONDS" (Unix time), "now", or "now-N" with a unit s, m, h, d or w (N at most 10 years).
+ * @now_usec is "now". 0, -EINVAL (not such a time) or -ERANGE (in that shape, a date or time
+ * that does not exist here: 2026-02-30, 24:00, a local time skipped by a clock change).
+ */
+int cli_parse_time(const char *s, uint64_t now_usec, uint64_t *ret_usec);
 /* The kernel's dev_t: a 12-bit major and a 20-bit minor; no device has a larger number. */
 #define CLI_DEV_MAJOR_MAX 0xfffu
 #define CLI_DEV_MINOR_MAX 0xfffffu

@@ -1,16 +1,18 @@
-/* libFuzzer target: the command-line values the CLI reads with parsers of cli/common.c: a
- * signal (`jobcg signal`, `--signal`), a uid or gid (numeric users and groups, and getent's
- * fields), a `jobcg who-has` device ("c MAJOR:MINOR", "b MAJOR:MINOR") and the names of
- * `jobcg resv --users` (split before each is looked up) and, from the same text, `jobcg resv
- * --devices` as written. Input: a selector byte (its value modulo 4 picks the parser), then
- * the text. Besides "no crash": what parsed is what was written, a signal name gives the
- * number whose name it is, and an accepted device list names no index twice. */
+/* libFuzzer target: the command-line values the CLI reads with parsers of cli/common.c. Input:
+ * a selector byte (its value modulo 4 picks the parser), then the text:
+ * 0: a signal (`jobcg signal`, `--signal`): a name gives the number whose name it is;
+ * 1: a uid or gid (numeric users and groups, getent's fields), and the same text as a time of
+ *    `jobcg acct --since/--until`: what parsed is what was written;
+ * 2: a `jobcg who-has` device ("c MAJOR:MINOR", "b MAJOR:MINOR"): the numbers written;
+ * 3: the names of `jobcg resv --users` (split before each is looked up), and the same text as
+ *    a `jobcg resv --devices` list as written: an accepted list names no index twice. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "common.h"
 #include "jobcg/gres.h"
@@ -134,6 +136,43 @@ static void check_users(const char *s)
 	strv_free(names);
 }
 
+/* `jobcg acct --since/--until`: a time taken is the one written. "@N" is N seconds; "now" and
+ * "now-N<unit>" are no later than now; a date, formatted back in local time in the shape it
+ * was written, is the text itself (so 02-30 or 24:00 never pass as another day). */
+static void check_time(const char *s)
+{
+	const uint64_t now = 1764385200ull * 1000000;
+	uint64_t t;
+	char buf[64];
+
+	if (cli_parse_time(s, now, &t) < 0)
+		return;
+	if (s[0] == '@') {
+		if (t % 1000000 || !digits_are(s + 1, t / 1000000, "", NULL))
+			abort();
+		return;
+	}
+	if (strncmp(s, "now", 3) == 0) {
+		if (t > now)
+			abort();
+		return;
+	}
+	time_t sec = (time_t)(t / 1000000);
+	struct tm tm;
+	size_t len = strlen(s), n = 0;
+
+	if (t % 1000000 || !localtime_r(&sec, &tm))
+		abort();
+	if (len == 10)
+		n = strftime(buf, sizeof(buf), "%Y-%m-%d", &tm);
+	else if (len == 16)
+		n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M", &tm);
+	else if (len == 19)
+		n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!n || strcmp(buf, s) != 0)
+		abort();
+}
+
 /* `jobcg resv create --devices`, as written: accepted only when every group is NAME:ITEMS,
  * every item an index or a range N-M (digits, N <= M < JOBCG_GRES_MAX), and no name gets one
  * index twice, however the ranges and groups spell it. */
@@ -217,6 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 1:
 		check_id(s);
+		check_time(s);
 		break;
 	case 2:
 		check_device(s);

@@ -189,6 +189,89 @@ static void test_acct_rotated(void)
 }
 
 /*
+ * jobcg acct --since/--until: what ran at any time in the window. Records (job: start-end, in
+ * seconds): 1: 100-200, 2: 300-400, 3: unknown start-500, 4: 600-700.
+ */
+static void test_acct_window(void)
+{
+	static const struct {
+		const char *since, *until, *want;
+	} cases[] = {
+	    {"@250", "@450", "2"},	     /* only 2 overlaps */
+	    {"@200", NULL, "1 2 3 4"},	     /* 1 ended at 200: still in */
+	    {"@201", "@600", "2 3 4"},	     /* 3 counts from its end; 4 started at 600 */
+	    {NULL, "@299", "1"},	     /* 2 starts at 300 */
+	    {"@450", "@550", "3"},	     /* an unknown start counts as the end */
+	    {"@800", NULL, ""},		     /* nothing after 700 */
+	    {"@0", "2000-01-01", "1 2 3 4"}, /* a local date, after all of it */
+	    {"now-1d", NULL, ""},	     /* all of it long ago */
+	};
+	char state[PATH_MAX], log[PATH_MAX + 16], *out, *err;
+	struct jobcg_acct_record r = {.kind = JOBCG_ACCT_JOB, .state = JOBCG_ACCT_COMPLETED};
+	static const unsigned long long times[][2] = {{100, 200}, {300, 400}, {0, 500}, {600, 700}};
+	char id[16];
+	int rc;
+
+	snprintf(state, sizeof(state), "%s/state", tmp);
+	snprintf(log, sizeof(log), "%s/acct.jsonl", state);
+	for (int i = 0; i < 4; i++) {
+		snprintf(id, sizeof(id), "%d", i + 1);
+		r.job_id = id;
+		r.start_usec = times[i][0] * 1000000;
+		r.end_usec = times[i][1] * 1000000;
+		if (jobcg_acctlog_write(log, &r, 0) < 0)
+			tap_diag("write %d: %s", i, jobcg_last_error()->message);
+	}
+	setenv("JOBCG_STATE_DIR", state, 1);
+	put("cgroup.conf", "");
+	put("gres.conf", "");
+	for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+		const char *args[10] = {"--config-dir", tmp, "acct", "--json"};
+		size_t n = 4;
+		char ids[128] = "";
+		struct json_object *j;
+
+		if (cases[c].since) {
+			args[n++] = "--since";
+			args[n++] = cases[c].since;
+		}
+		if (cases[c].until) {
+			args[n++] = "--until";
+			args[n++] = cases[c].until;
+		}
+		rc = run(args, &out, &err);
+		j = json_tokener_parse(out);
+		for (size_t i = 0; j && i < json_object_array_length(j); i++) {
+			size_t l = strlen(ids);
+
+			snprintf(ids + l, sizeof(ids) - l, "%s%s", l ? " " : "",
+				 json_object_get_string(json_object_object_get(
+				     json_object_array_get_idx(j, i), "job")));
+		}
+		ok(rc == 0 && streq(ids, cases[c].want),
+		   "acct --since %s --until %s: '%s' (got '%s') %s",
+		   cases[c].since ? cases[c].since : "-", cases[c].until ? cases[c].until : "-",
+		   cases[c].want, ids, err);
+		json_object_put(j);
+		free(out);
+		free(err);
+	}
+	/* a window that ends before it starts would silently match nothing */
+	rc = run((const char *[]){"--config-dir", tmp, "acct", "--since", "now", "--until",
+				  "now-1h", NULL},
+		 &out, &err);
+	ok(rc == 2 && strstr(err, "--since 'now' is after --until 'now-1h'"),
+	   "acct --since after --until: usage error (%s)", err);
+	free(out);
+	free(err);
+	unsetenv("JOBCG_STATE_DIR");
+	unlink(log);
+	strcat(log, ".lock");
+	unlink(log);
+	rmdir(state);
+}
+
+/*
  * A log with a step id holding a quote, a newline and an escape sequence, and an old-style job
  * id and gres with control characters: jobcg acct's table puts no control character on the
  * terminal and no line that is not a record's; the bad step record is skipped with a warning.
@@ -445,6 +528,28 @@ int main(void)
 	free(out);
 	free(err);
 
+	/* A time that is none, or a date that does not exist, is refused naming it. */
+	const char *const bad_times[][2] = {{"2026-02-30", "no such date or time"},
+					    {"2026-11-29T03:00:60", "no such date"},
+					    {"yesterday", "need YYYY-MM-DD"},
+					    {" 2026-11-29", "need YYYY-MM-DD"},
+					    {"2026-1-29", "need YYYY-MM-DD"},
+					    {"@-1", "need"},
+					    {"@1.5", "need"},
+					    {"now+1h", "need"},
+					    {"now-h", "need"},
+					    {"now-3x", "need"},
+					    {"now-99999999999w", "need"},
+					    {"", "need"}};
+	for (size_t i = 0; i < ELEMENTSOF(bad_times); i++) {
+		rc = run((const char *[]){"acct", "--since", bad_times[i][0], NULL}, &out, &err);
+		ok(rc == 2 && strstr(err, "--since") && strstr(err, bad_times[i][0]) &&
+		       strstr(err, bad_times[i][1]),
+		   "acct --since '%s': usage error saying '%s'", bad_times[i][0], bad_times[i][1]);
+		free(out);
+		free(err);
+	}
+
 	/* A job id no job can have is refused, not answered with an empty table. */
 	const char *bad_ids[] = {"abc", "0", "-1", "4294967295", "12x"};
 	for (size_t i = 0; i < ELEMENTSOF(bad_ids); i++) {
@@ -506,6 +611,7 @@ int main(void)
 	test_include_fifo();
 	test_spec_host();
 	test_acct_rotated();
+	test_acct_window();
 	test_acct_hostile();
 
 	char p[PATH_MAX + 16];
