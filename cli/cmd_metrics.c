@@ -1,5 +1,6 @@
 /* jobcg metrics: the node's jobs, steps and GPUs in the Prometheus text format, printed, written
  * for node_exporter's textfile collector, or served over HTTP. */
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -160,6 +161,7 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 		return metrics_serve(g, (int)listen_fd, user, allow);
 	}
 	if (listen_addr) {
+		char where[INET6_ADDRSTRLEN + 16];
 		uid_t uid;
 		gid_t gid;
 		int fd;
@@ -173,7 +175,8 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 		r = metrics_listen(listen_addr, &fd);
 		if (r)
 			return r;
-		fprintf(stderr, "jobcg: metrics on http://%s/metrics (pid %d)\n", listen_addr,
+		metrics_where(fd, listen_addr, where, sizeof(where));
+		fprintf(stderr, "jobcg: metrics on http://%s/metrics (pid %d)\n", where,
 			(int)getpid());
 		r = metrics_serve(g, fd, user, allow);
 		close(fd);

@@ -263,6 +263,30 @@ int metrics_listen(const char *addr, int *ret_fd)
 	return 0;
 }
 
+void metrics_where(int fd, const char *addr, char *buf, size_t size)
+{
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in4;
+		struct sockaddr_in6 in6;
+	} sa = {};
+	socklen_t len = sizeof(sa);
+	char host[INET6_ADDRSTRLEN];
+
+	/* Port 0 has the kernel pick one: the address to scrape is the one bound, not the one
+	 * asked for. */
+	if (getsockname(fd, &sa.sa, &len) < 0)
+		snprintf(buf, size, "%s", addr);
+	else if (sa.sa.sa_family == AF_INET6 &&
+		 inet_ntop(AF_INET6, &sa.in6.sin6_addr, host, sizeof(host)))
+		snprintf(buf, size, "[%s]:%u", host, (unsigned)ntohs(sa.in6.sin6_port));
+	else if (sa.sa.sa_family == AF_INET &&
+		 inet_ntop(AF_INET, &sa.in4.sin_addr, host, sizeof(host)))
+		snprintf(buf, size, "%s:%u", host, (unsigned)ntohs(sa.in4.sin_port));
+	else
+		snprintf(buf, size, "%s", addr);
+}
+
 /* ---- serving ---- */
 
 /* The libmicrohttpd functions used, loaded at run time. */
@@ -493,8 +517,9 @@ static enum MHD_Result accept_allowed(void *cls, const struct sockaddr *addr, so
 	return MHD_NO;
 }
 
+/* @allow: the methods a 405 answer must name (RFC 9110), NULL for other answers. */
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
-			     char *body, size_t len)
+			     char *body, size_t len, const char *allow)
 {
 	struct MHD_Response *resp = mhd.from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result r;
@@ -504,18 +529,23 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
 		return MHD_NO;
 	}
 	(void)mhd.add_header(resp, "Content-Type", type);
+	if (allow && mhd.add_header(resp, "Allow", allow) != MHD_YES) {
+		mhd.destroy(resp);
+		return MHD_NO;
+	}
 	r = mhd.queue(conn, status, resp);
 	mhd.destroy(resp);
 	return r;
 }
 
-static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *msg)
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *msg,
+				  const char *allow)
 {
 	char *body = strdup(msg);
 
 	if (!body)
 		return MHD_NO;
-	return reply(conn, status, "text/plain; charset=utf-8", body, strlen(body));
+	return reply(conn, status, "text/plain; charset=utf-8", body, strlen(body), allow);
 }
 
 /*
@@ -575,15 +605,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	enum MHD_Result r;
 
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n");
+		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET or HEAD /metrics\n",
+				  "GET, HEAD");
 	if (strcmp(url, "/metrics") != 0)
-		return reply_text(conn, MHD_HTTP_NOT_FOUND, "jobcg serves /metrics\n");
+		return reply_text(conn, MHD_HTTP_NOT_FOUND, "jobcg serves /metrics\n", NULL);
 	watch_phase(conn, true);
 	if (collect(s, &body, &len) != 0)
 		r = reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
-			       "collecting failed: see the server's log\n");
+			       "collecting failed: see the server's log\n", NULL);
 	else
-		r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
+		r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len,
+			  NULL);
 	/* Then the client has HTTP_DEADLINE_SEC to take the answer. */
 	watch_phase(conn, false);
 	return r;
@@ -1356,6 +1388,7 @@ static int server_fork(void *arg, pid_t *ret_pid)
 {
 	struct metrics_server *m = arg;
 	pid_t parent = getpid(), pid;
+	char where[INET6_ADDRSTRLEN + 16];
 	int fd, r = metrics_listen(m->addr, &fd);
 
 	if (r)
@@ -1373,8 +1406,9 @@ static int server_fork(void *arg, pid_t *ret_pid)
 		fprintf(stderr, "jobcg: metrics: cannot run /proc/self/exe: %s\n", strerror(-r));
 		_exit(127);
 	}
+	metrics_where(fd, m->addr, where, sizeof(where));
 	close(fd);
-	fprintf(stderr, "jobcg: metrics on http://%s/metrics (pid %d)\n", m->addr, (int)pid);
+	fprintf(stderr, "jobcg: metrics on http://%s/metrics (pid %d)\n", where, (int)pid);
 	*ret_pid = pid;
 	return 0;
 }

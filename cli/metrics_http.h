@@ -32,6 +32,10 @@ const char *metrics_user_name(uid_t uid, void *userdata);
  */
 int metrics_listen(const char *addr, int *ret_fd);
 
+/* Where the listening socket @fd is bound, as ADDRESS:PORT (IPv6 in brackets) in @buf: the
+ * port the kernel chose for port 0 included. @addr (what was asked for) when it cannot say. */
+void metrics_where(int fd, const char *addr, char *buf, size_t size);
+
 /*
  * The allowlist @list given with option @opt of command @cmd (both named in the errors), parsed
  * into *ret (free with jobcg_netlist_free()), or only checked when @ret is NULL. 0, or the exit

@@ -15,11 +15,13 @@ new one separated likewise; its relay ends with it (so does that of `jobcg metri
 though a process of nobody holds their pipe; a collector killed ends its HTTP process, even one
 started with SIGCHLD ignored; answers not taken make the collector give up their channel after
 10 s, and the HTTP process then exit; a reading that never ends (NSS not answering) does not
-hold up SIGTERM. Without Prometheus only these and the next are checked. `metrics` and `top`
+hold up SIGTERM. `--listen` on port 0 names the port the kernel chose; another path is 404,
+another method than GET and HEAD 405 with an Allow header. Without Prometheus only these and the next are checked. `metrics` and `top`
 refuse another user than root. `jobcg top` shows the job and its GPU under tmux and quits on q.
 Makes its own cgroup subtree, state, configuration, ports and Prometheus storage; kills only the
 processes it started."""
 import ctypes
+import http.client
 import json
 import os
 import pty
@@ -850,6 +852,42 @@ def standalone(e):
     held_reading(e)
     under_terminal(e)
     allowlist(e)
+    http_answers(e)
+
+
+def http_answers(e):
+    """`jobcg metrics --listen 127.0.0.1:0` names the port the kernel chose, which serves; GET
+    and HEAD of /metrics are answered, another path is 404 and another method 405 with the
+    Allow header naming GET and HEAD."""
+    log = open(os.path.join(e.tmp, "listen0.log"), "w+")
+    p = e.spawn([e.jobcg, "metrics", "--listen", "127.0.0.1:0"], log, env=e.env)
+    text = pytap.wait_file(log.name, lambda t: "metrics on http" in t, 20)
+    m = re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics \(pid (\d+)\)", text)
+    port = int(m[1]) if m else 0
+    ok(port != 0 and int(m[2]) == p.pid, f"--listen on port 0 says the port chosen ({text!r})")
+    answers = {}
+    for method, path in (("GET", "/metrics"), ("HEAD", "/metrics"), ("GET", "/"),
+                         ("POST", "/metrics"), ("DELETE", "/metrics")):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            c.request(method, path)
+            r = c.getresponse()
+            answers[(method, path)] = (r.status, r.getheader("Allow"), r.read().decode())
+        except OSError as x:
+            answers[(method, path)] = (None, None, str(x))
+        finally:
+            c.close()
+    get = answers[("GET", "/metrics")]
+    ok(get[0] == 200 and "jobcg_jobs" in get[2], f"GET /metrics there is 200 ({get[:2]})")
+    head = answers[("HEAD", "/metrics")]
+    ok(head[0] == 200 and head[2] == "", f"HEAD /metrics is 200 without a body ({head})")
+    ok(answers[("GET", "/")][0] == 404, f"GET / is 404 ({answers[('GET', '/')]})")
+    for method in ("POST", "DELETE"):
+        a = answers[(method, "/metrics")]
+        ok(a[0] == 405 and a[1] == "GET, HEAD",
+           f"{method} /metrics is 405 with Allow: GET, HEAD ({a})")
+    p.terminate()
+    ok(p.wait(timeout=30) == 0, f"SIGTERM ends it (rc {p.returncode})")
 
 
 def get_from(src, dst, port, timeout=10, family=socket.AF_INET):
