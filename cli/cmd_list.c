@@ -15,9 +15,11 @@ static struct json_object *strv_json(char **v)
 	return a;
 }
 
-/* GPUs of a job and of each of its steps (node-wide indices), added to its JSON object. */
-static void add_gres_json(struct jobcg_ctx *ctx, const struct jobcg_job_info *i,
-			  struct json_object *o)
+/* GPUs of a job and of each of its steps (node-wide indices), added to its JSON object. Also
+ * used by cmd_show.c, so that `show --json JOB` is the job's entry in `list --json`. */
+void cli_job_gres_json(struct jobcg_ctx *ctx, const struct jobcg_job_info *i,
+		       struct json_object *o);
+void cli_job_gres_json(struct jobcg_ctx *ctx, const struct jobcg_job_info *i, struct json_object *o)
 {
 	struct json_object *steps = json_object_new_object();
 	char *g = NULL;
@@ -169,7 +171,7 @@ static int cmd_list(int argc, char **argv, const struct cli_global *g)
 		if (json) {
 			struct json_object *o = cli_job_json(i);
 
-			add_gres_json(ctx, i, o);
+			cli_job_gres_json(ctx, i, o);
 			json_object_array_add(arr, o);
 			jobcg_job_info_free(i);
 			continue;

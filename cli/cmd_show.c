@@ -7,6 +7,8 @@
 
 /* cmd_list.c */
 struct json_object *cli_job_json(const struct jobcg_job_info *i);
+void cli_job_gres_json(struct jobcg_ctx *ctx, const struct jobcg_job_info *i,
+		       struct json_object *o);
 const char *cli_job_state(const struct jobcg_job_info *i);
 const char *cli_state_word(bool orphaned, bool releasing, bool frozen, bool populated);
 bool cli_step_orphaned(const struct jobcg_job_info *i, const char *step);
@@ -74,6 +76,8 @@ static int show_step(struct jobcg_ctx *ctx, const struct jobcg_target *t, bool j
 		json_object_object_add(o, "populated", json_object_new_boolean(populated));
 		json_object_object_add(o, "frozen", json_object_new_boolean(frozen));
 		json_object_object_add(o, "orphaned", json_object_new_boolean(orphaned));
+		/* The job's: its release ends its steps, and "state" says so. */
+		json_object_object_add(o, "releasing", json_object_new_boolean(releasing));
 		json_object_object_add(o, "tasks", ta);
 		json_object_object_add(o, "pids", pa);
 		/* null, as for cpus and mem: the job's */
@@ -137,16 +141,16 @@ static int show_job(struct jobcg_ctx *ctx, uint32_t job, bool json)
 		cli_print_error(r, NULL);
 		return 1;
 	}
-	(void)jobcg_gres_get(ctx, job, NULL, &gres);
 	if (json) {
 		struct json_object *o = cli_job_json(i);
 
-		json_object_object_add(o, "gres",
-				       gres && *gres ? json_object_new_string(gres) : NULL);
+		/* gres and step_gres as list gives them: the same object for the same job. */
+		cli_job_gres_json(ctx, i, o);
 		cli_json_print(stdout, o);
 	} else {
 		bool orphans = i->orphaned;
 
+		(void)jobcg_gres_get(ctx, job, NULL, &gres);
 		printf("job %u\n  path: %s\n  state: %s\n", i->id, i->path, cli_job_state(i));
 		if (i->have_owner)
 			printf("  owner: %u:%u\n", (unsigned)i->uid, (unsigned)i->gid);

@@ -1,5 +1,6 @@
-/* Kernel test: what list, acct and run --acct --json print agrees with what was recorded, and the
- * tables stay in line whatever the width of their entries. */
+/* Kernel test: what list, acct and run --acct --json print agrees with what was recorded, show
+ * --json of a job is its list --json entry, and the tables stay in line whatever the width of
+ * their entries. */
 #include <json-c/json.h>
 #include <sys/stat.h>
 
@@ -162,6 +163,54 @@ static bool json_state_is(const char *target, const char *want)
 	return r;
 }
 
+/* The entry of job @id in `list --json`, or NULL (a reference of its own). */
+static struct json_object *list_entry(uint32_t id)
+{
+	char *out = NULL;
+	struct json_object *a = NULL, *r = NULL;
+
+	if (kcli(&out, "list", "--json", NULL) == 0 && out)
+		a = json_tokener_parse(out);
+	free(out);
+	for (size_t i = 0; a && i < json_object_array_length(a) && !r; i++) {
+		struct json_object *j = json_object_array_get_idx(a, i), *v;
+
+		if (json_object_object_get_ex(j, "job", &v) && json_object_get_uint64(v) == id)
+			r = json_object_get(j);
+	}
+	json_object_put(a);
+	return r;
+}
+
+/* `show --json JOB` is the job's entry in `list --json`, step_gres included; `show --json
+ * JOB.STEP` has the job's "releasing", which its "state" may say, as a job's JSON has. */
+static void show_json_as_list(const char *job, const char *target)
+{
+	char *out = NULL;
+	struct json_object *shown = NULL, *listed = list_entry((uint32_t)atoi(job)), *v;
+
+	if (kcli(&out, "show", job, "--json", NULL) == 0 && out)
+		shown = json_tokener_parse(out);
+	free(out);
+	ok(shown && listed && json_object_object_get_ex(shown, "step_gres", &v) &&
+	       json_object_equal(shown, listed),
+	   "show %s --json is its entry in list --json, step_gres included", job);
+	if (shown && listed && !json_object_equal(shown, listed)) {
+		tap_diag("show: %s", json_object_to_json_string(shown));
+		tap_diag("list: %s", json_object_to_json_string(listed));
+	}
+	json_object_put(shown);
+	json_object_put(listed);
+	shown = NULL;
+	if (kcli(&out, "show", target, "--json", NULL) == 0 && out)
+		shown = json_tokener_parse(out);
+	free(out);
+	ok(shown && json_object_object_get_ex(shown, "releasing", &v) &&
+	       json_object_is_type(v, json_type_boolean) && !json_object_get_boolean(v),
+	   "show %s --json: \"releasing\" false", target);
+	json_object_put(shown);
+}
+
 /* show of a step without GPUs of its own (the extern step adopt makes): it shares its job's,
  * which its processes can open, so not "none". */
 static void show_step_gres(void)
@@ -208,6 +257,7 @@ static void show_step_gres(void)
 	ok(state_is("48", "idle"), "as its job is");
 	ok(json_state_is("48.extern", "idle"), "JSON: the step's state idle");
 	ok(json_state_is("48", "idle"), "JSON: the job's state idle");
+	show_json_as_list("48", "48.extern");
 	is_int(kcli(NULL, "release", "48", NULL), 0, "release 48");
 }
 
