@@ -1,5 +1,7 @@
 /* Unit tests for the Prometheus text of a node reading: units, absent series, +Inf limits, label
- * escaping, GPUs held and free, and promtool's verdict where it is installed. */
+ * escaping, GPUs held and free, and promtool's verdict where it is installed. Every family a
+ * reading with everything in it has is the one jobcg-metrics(1) and docs/metrics.md list, with
+ * the same type. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,118 @@ static int promtool(const char *text)
 	st = system(cmd);
 	unlink(path);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The text of @rel below the source tree (JOBCG_SOURCE_ROOT), or NULL. */
+static char *source_file(const char *rel)
+{
+	const char *root = getenv("JOBCG_SOURCE_ROOT");
+	char path[4096], *text = NULL;
+	size_t len = 0, cap = 0, n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root ? root : "..", rel);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	do {
+		char *t;
+
+		cap = cap ? cap * 2 : 65536;
+		t = realloc(text, cap + 1);
+		if (!t) {
+			free(text);
+			fclose(f);
+			return NULL;
+		}
+		text = t;
+		n = fread(text + len, 1, cap - len, f);
+		len += n;
+	} while (len == cap);
+	fclose(f);
+	text[len] = 0;
+	return text;
+}
+
+/* Whether the family @name of type @type is listed in the man page @man (".BR name \" (type)\"")
+ * and in the tables of @doc ("| `name` | type" or "| `name{labels}` | type ..."). */
+static bool man_lists(const char *man, const char *name, const char *type)
+{
+	char want[256];
+
+	snprintf(want, sizeof(want), "\n.BR %s \" (%s)\"\n", name, type);
+	return strstr(man, want) != NULL;
+}
+
+static bool doc_lists(const char *doc, const char *name, const char *type)
+{
+	char row[256];
+	size_t n = (size_t)snprintf(row, sizeof(row), "| `%s", name);
+
+	for (const char *p = strstr(doc, row); p; p = strstr(p + 1, row)) {
+		const char *q = p + n;
+
+		if (*q == '{')
+			q += strcspn(q, "}") + (q[strcspn(q, "}")] ? 1 : 0);
+		if (*q == '`' && strncmp(q + 1, " | ", 3) == 0 &&
+		    strncmp(q + 4, type, strlen(type)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Whether "# TYPE @name " is in @text. */
+static bool emitted(const char *text, const char *name, size_t len)
+{
+	char want[256];
+
+	snprintf(want, sizeof(want), "# TYPE %.*s ", (int)len, name);
+	return strstr(text, want) != NULL;
+}
+
+/* Each family of @text (a reading with everything in it) in the man page and docs/metrics.md,
+ * and each family they list in @text. */
+static void documented(const char *text)
+{
+	char *man = source_file("man/jobcg-metrics.1"), *doc = source_file("docs/metrics.md");
+	unsigned families = 0, listed = 0;
+
+	if (!man || !doc) {
+		tap_skip("no man/jobcg-metrics.1 or docs/metrics.md (JOBCG_SOURCE_ROOT)");
+		free(man);
+		free(doc);
+		return;
+	}
+	for (const char *p = strstr(text, "# TYPE "); p; p = strstr(p + 1, "# TYPE ")) {
+		char name[128], type[32];
+
+		if (sscanf(p, "# TYPE %127s %31s", name, type) != 2)
+			continue;
+		families++;
+		ok(man_lists(man, name, type), "jobcg-metrics(1) lists %s (%s)", name, type);
+		ok(doc_lists(doc, name, type), "docs/metrics.md lists %s (%s)", name, type);
+	}
+	ok(families >= 30, "the reading has every family (%u)", families);
+	for (const char *p = strstr(man, "\n.BR jobcg_"); p; p = strstr(p + 1, "\n.BR jobcg_")) {
+		const char *name = p + 5;
+		size_t len = strcspn(name, " \n");
+
+		if (strncmp(name + len, " \" (", 4) != 0)
+			continue; /* a mention, not an entry */
+		listed++;
+		ok(emitted(text, name, len), "jobcg-metrics(1)'s %.*s is in the reading", (int)len,
+		   name);
+	}
+	for (const char *p = strstr(doc, "| `jobcg_"); p; p = strstr(p + 1, "| `jobcg_")) {
+		const char *name = p + 3;
+		size_t len = strcspn(name, "`{");
+
+		ok(emitted(text, name, len), "docs/metrics.md's %.*s is in the reading", (int)len,
+		   name);
+	}
+	is_int((int)listed, (int)families, "jobcg-metrics(1) lists as many families as there are");
+	free(man);
+	free(doc);
 }
 
 int main(void)
@@ -150,6 +264,27 @@ int main(void)
 	   "reserved CPUs and memory when set");
 	if (r == 0)
 		free(text);
+
+	/* Everything: every item of a job read, a reservation. */
+	struct jobcg_metrics_resv resv = {.name = (char *)"r1",
+					  .devices = (char *)"gpu:1",
+					  .cpus = (char *)"2-3",
+					  .mem_bytes = 1 << 20,
+					  .jobs = 1,
+					  .valid = true};
+
+	for (unsigned i = 0; i < _JOBCG_METRIC_MAX; i++)
+		set(&cgs[2], (enum jobcg_metric_item)i, i);
+	m.resvs = &resv;
+	m.n_resvs = 1;
+	r = jobcg_metrics_format(&m, &o, &text, &len);
+	is_int(r, 0, "formats a reading with everything in it");
+	if (r == 0) {
+		documented(text);
+		free(text);
+	}
+	m.resvs = NULL;
+	m.n_resvs = 0;
 
 	/* A node with nothing at all. */
 	struct jobcg_metrics empty = {.device_mode = "off"};
