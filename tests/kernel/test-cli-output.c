@@ -182,10 +182,60 @@ static struct json_object *list_entry(uint32_t id)
 	return r;
 }
 
+/* The entries of list and show in jobcg(1): from ".B list " to ".B pids ", or NULL. */
+static char *man_list_show(void)
+{
+	const char *root = getenv("JOBCG_SOURCE_ROOT");
+	char path[PATH_MAX], *text = NULL, *from, *to;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/man/jobcg.1", root ? root : "..");
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	text = calloc(1, 1 << 20);
+	if (text)
+		len = fread(text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	from = text && len ? strstr(text, "\n.B list \\fR") : NULL;
+	to = from ? strstr(from, "\n.B pids \\fR") : NULL;
+	if (!to) {
+		free(text);
+		return NULL;
+	}
+	*to = 0;
+	memmove(text, from, strlen(from) + 1);
+	return text;
+}
+
+/* Every key of @o is named in @man, quoted ("state"); those of its object "acct" as words. */
+static void keys_documented(const char *man, struct json_object *o, const char *what)
+{
+	json_object_object_foreach(o, key, v)
+	{
+		char quoted[128];
+
+		snprintf(quoted, sizeof(quoted), "\"%s\"", key);
+		ok(man && strstr(man, quoted), "jobcg(1) names the key %s of %s", quoted, what);
+		if (strcmp(key, "acct") == 0 && json_object_is_type(v, json_type_object)) {
+			json_object_object_foreach(v, item, iv)
+			{
+				(void)iv;
+				ok(man && strstr(man, item), "jobcg(1) names %s of %s's \"acct\"",
+				   item, what);
+			}
+		}
+	}
+}
+
 /* `show --json JOB` is the job's entry in `list --json`, step_gres included; `show --json
- * JOB.STEP` has the job's "releasing", which its "state" may say, as a job's JSON has. */
+ * JOB.STEP` has the job's "releasing", which its "state" may say, as a job's JSON has. jobcg(1)
+ * names every key of both. */
 static void show_json_as_list(const char *job, const char *target)
 {
+	char *man = man_list_show();
+
 	char *out = NULL;
 	struct json_object *shown = NULL, *listed = list_entry((uint32_t)atoi(job)), *v;
 
@@ -199,6 +249,8 @@ static void show_json_as_list(const char *job, const char *target)
 		tap_diag("show: %s", json_object_to_json_string(shown));
 		tap_diag("list: %s", json_object_to_json_string(listed));
 	}
+	if (listed)
+		keys_documented(man, listed, "list --json");
 	json_object_put(shown);
 	json_object_put(listed);
 	shown = NULL;
@@ -208,7 +260,10 @@ static void show_json_as_list(const char *job, const char *target)
 	ok(shown && json_object_object_get_ex(shown, "releasing", &v) &&
 	       json_object_is_type(v, json_type_boolean) && !json_object_get_boolean(v),
 	   "show %s --json: \"releasing\" false", target);
+	if (shown)
+		keys_documented(man, shown, "show --json JOB.STEP");
 	json_object_put(shown);
+	free(man);
 }
 
 /* show of a step without GPUs of its own (the extern step adopt makes): it shares its job's,
