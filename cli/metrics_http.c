@@ -599,14 +599,27 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
 {
+	static char headers_seen;
 	struct server *s = cls;
 	char *body = NULL;
 	size_t len = 0;
 	enum MHD_Result r;
 
+	/* Another method is refused at once: its body is not read, and the connection closes. */
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET or HEAD /metrics\n",
 				  "GET, HEAD");
+	/* An answer queued at the first call, which comes with the headers, makes libmicrohttpd
+	 * close the connection after it: a scraper could never reuse one. So the first call only
+	 * says go on, and a body (none is expected) is read and dropped. */
+	if (!*con_cls) {
+		*con_cls = &headers_seen;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
 	if (strcmp(url, "/metrics") != 0)
 		return reply_text(conn, MHD_HTTP_NOT_FOUND, "jobcg serves /metrics\n", NULL);
 	watch_phase(conn, true);

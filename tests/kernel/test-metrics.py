@@ -16,7 +16,8 @@ though a process of nobody holds their pipe; a collector killed ends its HTTP pr
 started with SIGCHLD ignored; answers not taken make the collector give up their channel after
 10 s, and the HTTP process then exit; a reading that never ends (NSS not answering) does not
 hold up SIGTERM. `--listen` on port 0 names the port the kernel chose; another path is 404,
-another method than GET and HEAD 405 with an Allow header. Without Prometheus only these and the next are checked. `metrics` and `top`
+another method than GET and HEAD 405 with an Allow header; a connection is kept for the next
+scrape. Without Prometheus only these and the next are checked. `metrics` and `top`
 refuse another user than root. `jobcg top` shows the job and its GPU under tmux and quits on q.
 Makes its own cgroup subtree, state, configuration, ports and Prometheus storage; kills only the
 processes it started."""
@@ -858,7 +859,7 @@ def standalone(e):
 def http_answers(e):
     """`jobcg metrics --listen 127.0.0.1:0` names the port the kernel chose, which serves; GET
     and HEAD of /metrics are answered, another path is 404 and another method 405 with the
-    Allow header naming GET and HEAD."""
+    Allow header naming GET and HEAD; a connection serves one scrape after another."""
     log = open(os.path.join(e.tmp, "listen0.log"), "w+")
     p = e.spawn([e.jobcg, "metrics", "--listen", "127.0.0.1:0"], log, env=e.env)
     text = pytap.wait_file(log.name, lambda t: "metrics on http" in t, 20)
@@ -886,6 +887,23 @@ def http_answers(e):
         a = answers[(method, "/metrics")]
         ok(a[0] == 405 and a[1] == "GET, HEAD",
            f"{method} /metrics is 405 with Allow: GET, HEAD ({a})")
+    # A scraper reuses its connection (Prometheus does): the server keeps it for the next.
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request("GET", "/metrics")
+        r1 = c.getresponse()
+        r1.read()
+        first = c.sock
+        c.request("GET", "/metrics")
+        r2 = c.getresponse()
+        r2.read()
+        kept = (r1.status, r1.getheader("Connection"), r2.status, first is not None
+                and c.sock is first)
+    except OSError as x:
+        kept = (None, str(x))
+    finally:
+        c.close()
+    ok(kept == (200, None, 200, True), f"two scrapes on one connection ({kept})")
     p.terminate()
     ok(p.wait(timeout=30) == 0, f"SIGTERM ends it (rc {p.returncode})")
 
