@@ -827,6 +827,60 @@ static void signal_pid_reused(const char *root, const char *tmp)
 	is_int(kcli(NULL, "release", "40", NULL), 0, "release 40");
 }
 
+/*
+ * 150 processes signalled by a jobcg with 48 descriptors: its pidfds run out, and the listing
+ * after them must still open its files. Every process gets the signal (SIGCONT: harmless).
+ */
+static void signal_fd_limit(const char *root, const char *tmp)
+{
+	char *args[] = {"run",
+			"--job",
+			"41",
+			"--",
+			"sh",
+			"-c",
+			"for i in $(seq 149); do sleep 1000 & done; wait",
+			NULL};
+	char cmd[PATH_MAX * 2], outp[PATH_MAX], *out = NULL;
+	int st = 0, i, rc, n = 0;
+	pid_t runner;
+
+	is_int(kcli(NULL, "alloc", "41", NULL), 0, "alloc 41");
+	runner = kcli_start(args, NULL, NULL);
+	for (i = 0; i < 1000 && n < 150; i++) {
+		free(out);
+		out = NULL;
+		n = 0;
+		if (kcli(&out, "pids", "41", NULL) == 0 && out)
+			for (char *p = out; (p = strchr(p, '\n')); p++)
+				n++;
+		msleep(20);
+	}
+	free(out);
+	out = NULL;
+	snprintf(outp, sizeof(outp), "%s/signal-fd-limit.out", tmp);
+	snprintf(cmd, sizeof(cmd), "ulimit -n 48 && exec '%s' signal -s CONT 41 > '%s'",
+		 kcli_binary(), outp);
+	rc = n == 150 ? system(cmd) : -1;
+	{
+		FILE *f = fopen(outp, "re");
+		char line[128] = "";
+
+		if (f) {
+			if (!fgets(line, sizeof(line), f))
+				line[0] = '\0';
+			fclose(f);
+		}
+		ok(rc == 0 && strcmp(line, "150 process(es) signalled\n") == 0,
+		   "signal with 48 descriptors reaches all of 150 processes (%d listed, exit %d: "
+		   "%s)",
+		   n, rc, line);
+	}
+	is_int(kcli(NULL, "release", "41", NULL), 0, "release 41");
+	while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
 /* The file a job's freeze lock is taken on, where a waiting freeze marks its turn. */
 static void lock_path(const char *root, const char *tmp, unsigned job, char *buf, size_t len)
 {
@@ -1162,6 +1216,7 @@ int main(int argc, char **argv)
 	out = NULL;
 	signal_outcomes(root);
 	signal_pid_reused(root, tmp);
+	signal_fd_limit(root, tmp);
 
 	/* A frozen job can be killed, and release removes it. */
 	{

@@ -468,7 +468,9 @@ static int kill_each(const pid_t *pids, size_t n, int sig, int *count)
 	return 0;
 }
 
-#define SIGNAL_BATCH 64
+/* pidfds held at once: each batch lists the subtree again, so few batches for a large job;
+ * within the usual limit of 1024 descriptors (past it, what is open goes first). */
+#define SIGNAL_BATCH 512
 
 /*
  * Send @sig to each of @pids (listed from @dir's subtree, sorted) that is still a process of
@@ -494,10 +496,17 @@ static int signal_listed(const char *dir, const pid_t *pids, size_t n, int sig)
 			if (fds[k] >= -1)
 				continue;
 			r = fds[k];
-			/* out of descriptors: what is open goes first, the rest in the next batch
-			 */
-			if ((r == -EMFILE || r == -ENFILE) && k > 0)
+			if ((r == -EMFILE || r == -ENFILE) && k > 0) {
+				/* Out of descriptors: what is open goes first, the rest in the next
+				 * batch, less a few given back for the listing to open its files.
+				 */
+				size_t spare = k > 16 ? 16 : k - 1;
+
+				for (; spare; spare--)
+					if (fds[--k] >= 0)
+						close(fds[k]);
 				r = 0;
+			}
 			break;
 		}
 		if (r < 0) {
@@ -515,7 +524,8 @@ static int signal_listed(const char *dir, const pid_t *pids, size_t n, int sig)
 		for (size_t i = 0; i < k; i++) {
 			if (fds[i] < 0)
 				continue;
-			if (r >= 0 && bsearch(&pids[at + i], now, m, sizeof(pid_t), cmp_pid_key)) {
+			if (r >= 0 && m &&
+			    bsearch(&pids[at + i], now, m, sizeof(pid_t), cmp_pid_key)) {
 				int s = pidfd_signal(fds[i], sig);
 
 				if (s == 0)
