@@ -165,7 +165,11 @@ static int cmd_decode(int argc, char **argv, const struct cli_global *g)
 		return 1;
 	}
 	if (cgroup) {
-		r = resolve_cgroup_arg(cgroup, cgpath, sizeof(cgpath));
+		r = resolve_cgroup_arg(g, cgroup, cgpath, sizeof(cgpath));
+		if (r == -ECANCELED) {
+			free(insns);
+			return 1;
+		}
 		if (r >= 0)
 			r = jobcg_decode_for_cgroup(insns, n, cgpath, &d);
 	} else {

@@ -84,9 +84,10 @@ static int cmd_devices(int argc, char **argv, const struct cli_global *g)
 		return cli_usage_error("devices", "expected one PATH or JOB[.STEP]");
 	if (!*argv[optind])
 		return cli_usage_error("devices", "PATH or JOB[.STEP]: empty argument");
-	r = resolve_cgroup_arg(argv[optind], path, sizeof(path));
+	r = resolve_cgroup_arg(g, argv[optind], path, sizeof(path));
 	if (r < 0) {
-		cli_print_error(r, "devices");
+		if (r != -ECANCELED)
+			cli_print_error(r, "devices");
 		return 1;
 	}
 	r = jobcg_cgroup_inspect(path, NULL, &in);

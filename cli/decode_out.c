@@ -194,28 +194,39 @@ struct json_object *decode_out_json(const struct jobcg_decoded *d)
 	return o;
 }
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 
-#include "jobcg/config.h"
+#include "cli.h"
+#include "jobcg/context.h"
 #include "jobcg/inspect.h"
-#include "sysinfo_internal.h"
+#include "jobcg/job.h"
 
-static bool is_id(const char *s, size_t l)
+/* "JOB" or "JOB.STEP" as jobcg names them (a job id and a step id); anything else is a path. */
+static bool job_step_arg(const char *arg, char *job, size_t jsize, const char **ret_step)
 {
-	if (l == 0)
+	const char *dot = strchr(arg, '.');
+	size_t l = dot ? (size_t)(dot - arg) : strlen(arg);
+	uint32_t id;
+
+	if (strchr(arg, '/') || l >= jsize)
 		return false;
-	for (size_t i = 0; i < l; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
-			return false;
+	memcpy(job, arg, l);
+	job[l] = 0;
+	if (jobcg_job_id_parse(job, &id) < 0 || (dot && !jobcg_step_id_valid(dot + 1)))
+		return false;
+	*ret_step = dot ? dot + 1 : NULL;
 	return true;
 }
 
-int resolve_cgroup_arg(const char *arg, char *buf, size_t size)
+int resolve_cgroup_arg(const struct cli_global *g, const char *arg, char *buf, size_t size)
 {
-	const char *mount, *root = jobcg_getenv("JOBCG_ROOT");
-	const char *dot = strchr(arg, '.');
+	struct jobcg_config *conf = NULL;
+	struct jobcg_ctx *ctx = NULL;
+	const char *mount, *root, *step = NULL;
+	char job[16], top[PATH_MAX];
+	DIR *d;
+	struct dirent *de;
 	int r;
 
 	/* not the mount itself: that is what "" would name below */
@@ -225,48 +236,50 @@ int resolve_cgroup_arg(const char *arg, char *buf, size_t size)
 		snprintf(buf, size, "%s", arg);
 		return 0;
 	}
-	r = jobcg_cgroup2_mount(&mount);
-	if (r < 0)
-		return r;
-	if (!root || !*root)
-		root = "system.slice/jobcg.scope";
-	r = discover_root_strip(mount, root, &root);
-	if (r < 0)
-		return r;
-	if (!strchr(arg, '/') && is_id(arg, dot ? (size_t)(dot - arg) : strlen(arg)) &&
-	    (!dot || is_id(dot + 1, strlen(dot + 1)))) {
-		char top[PATH_MAX];
-		DIR *d;
-		struct dirent *de;
-
-		if (dot)
-			snprintf(buf, size, "%s/%s/job_%.*s/step_%s", mount, root, (int)(dot - arg),
-				 arg, dot + 1);
-		else
-			snprintf(buf, size, "%s/%s/job_%s", mount, root, arg);
-		/* Not at the top: a job inside a reservation, resv_<name>/job_<id>. */
-		snprintf(top, sizeof(top), "%s/%s", mount, root);
-		if (access(buf, F_OK) == 0 || !(d = opendir(top)))
-			return 0;
-		while ((de = readdir(d))) {
-			char alt[PATH_MAX];
-
-			if (strncmp(de->d_name, "resv_", 5) != 0)
-				continue;
-			if (dot)
-				snprintf(alt, sizeof(alt), "%s/%s/job_%.*s/step_%s", top,
-					 de->d_name, (int)(dot - arg), arg, dot + 1);
-			else
-				snprintf(alt, sizeof(alt), "%s/%s/job_%s", top, de->d_name, arg);
-			if (access(alt, F_OK) == 0) {
-				snprintf(buf, size, "%s", alt);
-				break;
-			}
-		}
-		closedir(d);
+	if (!job_step_arg(arg, job, sizeof(job), &step)) {
+		r = jobcg_cgroup2_mount(&mount);
+		if (r < 0)
+			return r;
+		snprintf(buf, size, "%s/%s", mount, arg);
 		return 0;
 	}
-	snprintf(buf, size, "%s/%s", mount, arg);
+	/* The root every other command uses: JobcgRoot= (or CgroupSlice/JobcgScope) of the
+	 * configuration, $JOBCG_ROOT over it. */
+	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES | CLI_CONFIG_TOLERATE,
+			    &conf) != 0)
+		return -ECANCELED;
+	r = jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx);
+	if (r < 0) {
+		jobcg_config_free(conf);
+		return r;
+	}
+	root = jobcg_ctx_root(ctx);
+	if (step)
+		snprintf(buf, size, "%s/job_%s/step_%s", root, job, step);
+	else
+		snprintf(buf, size, "%s/job_%s", root, job);
+	snprintf(top, sizeof(top), "%s", root);
+	jobcg_ctx_free(ctx);
+	jobcg_config_free(conf);
+	/* Not at the top: a job inside a reservation, resv_<name>/job_<id>. */
+	if (access(buf, F_OK) == 0 || !(d = opendir(top)))
+		return 0;
+	while ((de = readdir(d))) {
+		char alt[PATH_MAX];
+
+		if (strncmp(de->d_name, "resv_", 5) != 0)
+			continue;
+		if (step)
+			snprintf(alt, sizeof(alt), "%s/%s/job_%s/step_%s", top, de->d_name, job,
+				 step);
+		else
+			snprintf(alt, sizeof(alt), "%s/%s/job_%s", top, de->d_name, job);
+		if (access(alt, F_OK) == 0) {
+			snprintf(buf, size, "%s", alt);
+			break;
+		}
+	}
+	closedir(d);
 	return 0;
 }
 

@@ -26,11 +26,14 @@ void decode_out_text(FILE *f, const struct jobcg_decoded *d, const struct devnam
 struct json_object *decode_out_json(const struct jobcg_decoded *d);
 
 /*
- * Resolve a `jobcg devices` argument: an absolute cgroup path, JOB or JOB.STEP under the jobcg
- * root (<v2 mount>/system.slice/jobcg.scope, or $JOBCG_ROOT relative to the v2 mount), or a
- * path relative to the v2 mount. Kept in one place until the tree API provides it.
+ * Resolve a `jobcg devices` or `jobcg decode --cgroup` argument: an absolute cgroup path, JOB
+ * or JOB.STEP (a job id, a step id) under the jobcg root of @g's configuration (JobcgRoot=,
+ * $JOBCG_ROOT), also inside a reservation, or a path relative to the v2 mount. -ECANCELED when
+ * the configuration did not load (the error is printed). Kept in one place until the tree API
+ * provides it.
  */
-int resolve_cgroup_arg(const char *arg, char *buf, size_t size);
+struct cli_global;
+int resolve_cgroup_arg(const struct cli_global *g, const char *arg, char *buf, size_t size);
 
 /* Job and step ids from a cgroup path ("job_42", "step_0", "step_batch"), "" when absent. */
 void job_step_from_path(const char *path, char *job, size_t jsize, char *step, size_t ssize);

@@ -278,6 +278,44 @@ static void check_decode_node(void)
 	st = shell(cmd, out, sizeof(out));
 	ok(st == 1 && strstr(out, "nonexistent"),
 	   "node: decode --cgroup of no cgroup fails naming it");
+
+	/* A name relative to the mount without a slash (the test root's own) is a path, not a
+	 * job: only a job id (with a step id) is taken for one. */
+	const char *base = strrchr(root, '/') + 1;
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "/usr/sbin/bpftool prog dump xlated id %u | %s/cli/jobcg decode --cgroup %s - 2>&1",
+	    ids[0], build, base);
+	st = shell(cmd, out, sizeof(out));
+	if (!ok(st == 0 && strstr(out, "c *:* ") && !strstr(out, "job_"),
+		"node: decode --cgroup %s (relative to the mount) decodes that cgroup", base))
+		tap_diag("status %d: %s", st, out);
+
+	/* JOB.STEP under the root cgroup.conf names (JobcgRoot=), as every other command finds
+	 * it: the same rules as the step's path gives. */
+	char want[4096], confdir[4096];
+	path_of(path, sizeof(path), "job_2/step_0");
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "/usr/sbin/bpftool prog dump xlated id %u | %s/cli/jobcg decode --cgroup %s - 2>&1",
+	    ids[0], build, path);
+	st = shell(cmd, want, sizeof(want));
+	snprintf(confdir, sizeof(confdir), "%s/conf-root", ktest_tmpdir());
+	(void)mkdir(confdir, 0755);
+	snprintf(path, sizeof(path), "%s/cgroup.conf", confdir);
+	FILE *cf = fopen(path, "we");
+	if (cf) {
+		fprintf(cf, "JobcgRoot=%s\n", base);
+		fclose(cf);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/sbin/bpftool prog dump xlated id %u | env -u JOBCG_ROOT %s/cli/jobcg "
+		 "--config-dir %s decode --cgroup 2.0 - 2>&1",
+		 ids[0], build, confdir);
+	int st2 = shell(cmd, out, sizeof(out));
+	if (!ok(st == 0 && st2 == 0 && strcmp(out, want) == 0,
+		"node: decode --cgroup 2.0 finds the step under cgroup.conf's JobcgRoot"))
+		tap_diag("status %d/%d: %s\nwanted: %s", st, st2, out, want);
 	free(ids);
 }
 
