@@ -172,7 +172,7 @@ static int cmd_metrics(int argc, char **argv, const struct cli_global *g)
 		signal(SIGCHLD, SIG_DFL);
 		if ((r = metrics_user("--user", user, &uid, &gid)) != 0)
 			return r;
-		r = metrics_listen(listen_addr, &fd);
+		r = metrics_listen("metrics", "--listen", listen_addr, &fd);
 		if (r)
 			return r;
 		metrics_where(fd, listen_addr, where, sizeof(where));

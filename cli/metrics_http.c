@@ -195,7 +195,7 @@ int metrics_text(const struct cli_global *g, uint64_t errors_before, char **ret,
 
 /* ---- listening ---- */
 
-int metrics_listen(const char *addr, int *ret_fd)
+int metrics_listen(const char *cmd, const char *opt, const char *addr, int *ret_fd)
 {
 	union {
 		struct sockaddr sa;
@@ -209,20 +209,22 @@ int metrics_listen(const char *addr, int *ret_fd)
 	int fd, one = 1;
 
 	if (!colon || colon == addr)
-		return cli_usage_error("metrics",
-				       "'%s': expected ADDRESS:PORT (127.0.0.1:9810, "
+		return cli_usage_error(cmd,
+				       "%s '%s': expected ADDRESS:PORT (127.0.0.1:9810, "
 				       "[::1]:9810)",
-				       addr);
+				       opt, addr);
 	if (cli_parse_uint(NULL, colon + 1, 65535, &port) < 0)
-		return cli_usage_error("metrics", "'%s': the port must be a number 0-65535", addr);
+		return cli_usage_error(cmd, "%s '%s': the port must be a number 0-65535", opt,
+				       addr);
 	if ((size_t)(colon - addr) >= sizeof(host))
-		return cli_usage_error("metrics", "'%s': not a numeric address", addr);
+		return cli_usage_error(cmd, "%s '%s': not a numeric address", opt, addr);
 	memcpy(host, addr, (size_t)(colon - addr));
 	host[colon - addr] = 0;
 	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
 		host[strlen(host) - 1] = 0;
 		if (inet_pton(AF_INET6, host + 1, &sa.in6.sin6_addr) != 1)
-			return cli_usage_error("metrics", "'%s': not a numeric IPv6 address", addr);
+			return cli_usage_error(cmd, "%s '%s': not a numeric IPv6 address", opt,
+					       addr);
 		sa.in6.sin6_family = AF_INET6;
 		sa.in6.sin6_port = htons((uint16_t)port);
 		salen = sizeof(sa.in6);
@@ -231,10 +233,11 @@ int metrics_listen(const char *addr, int *ret_fd)
 		sa.in4.sin_port = htons((uint16_t)port);
 		salen = sizeof(sa.in4);
 	} else
-		return cli_usage_error("metrics",
-				       "'%s': not a numeric address (IPv4, or IPv6 in brackets): "
-				       "names are not resolved, so the bind is exactly where told",
-				       addr);
+		return cli_usage_error(
+		    cmd,
+		    "%s '%s': not a numeric address (IPv4, or IPv6 in brackets): "
+		    "names are not resolved, so the bind is exactly where told",
+		    opt, addr);
 	fd = socket(sa.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return cli_fail("metrics: socket: %s", strerror(errno));
@@ -1402,7 +1405,7 @@ static int server_fork(void *arg, pid_t *ret_pid)
 	struct metrics_server *m = arg;
 	pid_t parent = getpid(), pid;
 	char where[INET6_ADDRSTRLEN + 16];
-	int fd, r = metrics_listen(m->addr, &fd);
+	int fd, r = metrics_listen("daemon", "--metrics-listen", m->addr, &fd);
 
 	if (r)
 		return r;

@@ -28,9 +28,9 @@ const char *metrics_user_name(uid_t uid, void *userdata);
 /*
  * Bind and listen on "ADDR:PORT" (a numeric IPv4 address, or an IPv6 one in brackets: nothing
  * else, so that it binds exactly where told). The socket is close-on-exec. 0, or an exit code
- * with the error printed.
+ * with the error printed, naming the option @opt of command @cmd that gave @addr.
  */
-int metrics_listen(const char *addr, int *ret_fd);
+int metrics_listen(const char *cmd, const char *opt, const char *addr, int *ret_fd);
 
 /* Where the listening socket @fd is bound, as ADDRESS:PORT (IPv6 in brackets) in @buf: the
  * port the kernel chose for port 0 included. @addr (what was asked for) when it cannot say. */

@@ -1037,7 +1037,15 @@ def allowlist(e):
             (["daemon", "--socket", os.path.join(e.tmp, "x.sock"), "--metrics-listen",
               "127.0.0.1:1", "--metrics-allow", "host.example"],
              "--metrics-allow: 'host.example' is not an IPv4 or IPv6 address"),
-            (["daemon", "--metrics-allow", "::1"], "--metrics-allow goes with --metrics-listen")):
+            (["daemon", "--metrics-allow", "::1"], "--metrics-allow goes with --metrics-listen"),
+            # the daemon's own command and option, not metrics' (whose help has no such one)
+            (["daemon", "--socket", os.path.join(e.tmp, "x.sock"), "--metrics-listen",
+              "localhost:9810"],
+             "jobcg daemon: --metrics-listen 'localhost:9810': not a numeric address"),
+            (["daemon", "--socket", os.path.join(e.tmp, "x.sock"), "--metrics-listen", "9810"],
+             "jobcg daemon: --metrics-listen '9810': expected ADDRESS:PORT"),
+            (["metrics", "--listen", "127.0.0.1:65536"],
+             "jobcg metrics: --listen '127.0.0.1:65536': the port must be")):
         r = e.run(*args)
         ok(r.returncode == 2 and want in r.stderr and "metrics on http" not in r.stderr,
            f"{' '.join(args[1:])}: a usage error ({r.returncode}, {r.stderr.strip()})")
