@@ -148,6 +148,7 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char why[512] = "";
 	int fd, probe, r, lock = -1;
+	struct stat st;
 	mode_t old;
 
 	/*
@@ -156,8 +157,6 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 	 * other state is refused below, as clients refuse it.
 	 */
 	if (strcmp(path, RUN_DAEMON_SOCKET_DEFAULT) == 0 && geteuid() == 0) {
-		struct stat st;
-
 		if (lstat("/run/jobcg", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
 		    (st.st_mode & 077) && !(st.st_mode & 022) && chmod("/run/jobcg", 0700) == 0)
 			fprintf(stderr, "jobcg daemon: /run/jobcg was mode %04o, made 0700\n",
@@ -173,9 +172,21 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 	r = run_socket_dir_check(path, why, sizeof(why));
 	if (r == -EPERM)
 		return cli_fail("%s: not listening there", why);
+	if (r < 0)
+		return cli_fail("%s: its directory: %s", path, strerror(-r));
 	r = lock_socket(path, &lock);
 	if (r)
 		return r;
+	/* Only a socket is ours to replace, and a link is none: connecting through it would
+	 * probe (and a stale one replace) whatever it points to. */
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		unlock_socket(path, &lock);
+		return cli_fail("%s: exists and is not a socket (%s): not replacing it", path,
+				S_ISLNK(st.st_mode)   ? "a symbolic link"
+				: S_ISREG(st.st_mode) ? "a regular file"
+				: S_ISDIR(st.st_mode) ? "a directory"
+						      : "a device, fifo or the like");
+	}
 	/* A daemon of an older jobcg, or another program, may listen without the lock. One that
 	 * is stopped or hung with its queue full makes connect() wait: bounded, and refused. */
 	r = run_daemon_connect(path, PROBE_TIMEOUT_MS, &probe, why, sizeof(why));
@@ -197,13 +208,7 @@ static int listen_on(const char *path, int *ret, int *ret_lock)
 	test_pause("daemon-before-unlink");
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if (r == -ECONNREFUSED) {
-		struct stat st;
-
-		/* Only a socket is ours to replace: never remove a file someone mistyped. */
-		if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-			unlock_socket(path, &lock);
-			return cli_fail("%s: exists and is not a socket", path);
-		}
+		/* Checked above to be a socket, under the lock. */
 		if (unlink(path) < 0 && errno != ENOENT) {
 			unlock_socket(path, &lock);
 			return cli_fail("%s: cannot remove the stale socket: %s", path,

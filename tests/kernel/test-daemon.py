@@ -684,6 +684,22 @@ def body(e):
     r2 = e.run("daemon", "--socket", notsock)
     ok(r2.returncode != 0 and "not a socket" in r2.stderr and open(notsock).read() == "keep me\n",
        "a file that is not a socket is refused, not removed")
+    # Nor is a link there, dangling or to a live daemon's socket: never followed to probe or
+    # replace what it points to, never removed.
+    link = os.path.join(e.tmp, "link.sock")
+    for target, what in ((os.path.join(e.tmp, "nowhere"), "dangling"), (e.sock, "to a daemon")):
+        os.symlink(target, link)
+        r2 = e.run("daemon", "--socket", link)
+        ok(r2.returncode == 1 and
+           f"{link}: exists and is not a socket (a symbolic link)" in r2.stderr and
+           os.readlink(link) == target and not os.path.exists(link + ".lock"),
+           f"a symbolic link ({what}) at the socket's path is refused, left alone "
+           f"({r2.returncode}, {r2.stderr.strip()!r})")
+        os.unlink(link)
+    r2 = e.run("daemon", "--socket", os.path.join(e.tmp, "no-dir", "x.sock"))
+    ok(r2.returncode == 1 and
+       f"{os.path.join(e.tmp, 'no-dir', 'x.sock')}: its directory: No such file" in r2.stderr,
+       f"a socket in no directory: the socket named ({r2.stderr.strip()!r})")
     r2 = e.run("daemon")
     ok(r2.returncode != 0 and "another jobcg daemon" in r2.stderr,
        "a second daemon on the same socket is refused")
