@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -347,6 +348,7 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	bool pam = false;
 	pid_t pid = 0;
 	uid_t uid = (uid_t)-1;
+	struct stat st;
 	int c, r, ret = 1, pidfd = -1;
 
 	/* Before getopt reorders it and strtok_r cuts --service's list: pam_reexec()'s. */
@@ -418,6 +420,12 @@ static int cmd_adopt(int argc, char **argv, const struct cli_global *g)
 	}
 	if (!pam && (nservices || pam_dir))
 		return cli_usage_error("adopt", "--service and --pam-dir go with --pam");
+	/* A mistyped one would check no stack, silently: pam_systemd could then take every
+	 * login out of its job. */
+	if (pam_dir && stat(pam_dir, &st) < 0)
+		return cli_usage_error("adopt", "--pam-dir '%s': %s", pam_dir, strerror(errno));
+	if (pam_dir && !S_ISDIR(st.st_mode))
+		return cli_usage_error("adopt", "--pam-dir '%s': not a directory", pam_dir);
 	if (pam) {
 		uid_t pw_uid;
 		gid_t pw_gid;

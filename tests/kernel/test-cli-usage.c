@@ -167,6 +167,15 @@ static const struct row rows[] = {
     {{"check", "--slurm-gres", ""}, 2, "jobcg check: --slurm-gres: empty", ""},
     {{"gpus", "--gres-conf", "--node", ""}, 2, "jobcg gpus: --node: empty", ""},
     {{"adopt", "--pam", "--service", ","}, 2, "jobcg adopt: --service ','", ""},
+    /* a --pam-dir that is not there checks no stack: refused, not read past */
+    {{"adopt", "--pam", "--pam-dir", "/nonexistent-jobcg-pam.d"},
+     2,
+     "jobcg adopt: --pam-dir '/nonexistent-jobcg-pam.d': No such file or directory",
+     ""},
+    {{"adopt", "--pam", "--pam-dir", "/dev/null"},
+     2,
+     "jobcg adopt: --pam-dir '/dev/null': not a",
+     ""},
     {{"step-watch", "--step-dir", "", "1.0", "1:1"}, 2, "jobcg step-watch: --step-dir: empty", ""},
 };
 
