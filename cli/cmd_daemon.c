@@ -579,20 +579,29 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		supervise_stop(&metrics.sup);
 		return r;
 	}
-	if (resv_period && (r = resv_watch_start(&watch, g, resv_period)) != 0) {
-		close(l.fd);
-		unlock_socket(path, &l.lock);
-		supervise_stop(&metrics.sup);
-		return r;
+	/* The socket made: every way out from here removes it (if it is still this one), so
+	 * that a daemon that failed to start leaves no socket behind. */
+	if (stat(path, &st) < 0) {
+		r = cli_fail("%s: %s", path, strerror(errno));
+		memset(&st, 0, sizeof(st));
+	} else if (resv_period)
+		r = resv_watch_start(&watch, g, resv_period);
+	if (r == 0) {
+		l.spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (run_daemon_save_self(g->verbose) < 0 || l.spare < 0 || conns_grow(&cs) < 0)
+			r = cli_fail("%s: %s", path, strerror(errno));
 	}
-	l.spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (stat(path, &st) < 0 || run_daemon_save_self(g->verbose) < 0 || l.spare < 0 ||
-	    conns_grow(&cs) < 0) {
+	if (r) {
 		close(l.fd);
+		if (l.spare >= 0)
+			close(l.spare);
+		remove_socket(path, &st);
 		unlock_socket(path, &l.lock);
 		supervise_stop(&metrics.sup);
 		supervise_stop(&watch.sup);
-		return cli_fail("%s: %s", path, strerror(errno));
+		free(cs.c);
+		free(cs.p);
+		return r;
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);

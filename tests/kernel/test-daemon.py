@@ -8,6 +8,7 @@ with a variable or a directory jobcg never gives, a slow client, a full stderr p
 clients, no descriptors left, distinct JOBCG_* values piling up. Makes its own cgroup subtree,
 state dir and sockets, and removes them."""
 import os
+import pwd
 import resource
 import shutil
 import signal
@@ -15,6 +16,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -181,6 +183,48 @@ def check_socket_dirs(e):
         ok(r is not None and r.returncode != 0 and what in r.stderr and
            not os.path.exists(sock),
            f"and jobcg daemon will not listen there ({r.stderr.strip() if r else 'it did'!r})")
+
+
+def failed_start(e):
+    """A daemon that fails once it has made its socket (here: no process left to fork its
+    reservation watcher) removes the socket and its lock again: nothing is left listening to
+    no one, nor a socket that clients would take for a stale daemon's."""
+    uid = next(u for u in range(47110, 60000) if not has_uid(u))
+    base = tempfile.mkdtemp(prefix="jobcg-ktest-nproc-")
+    try:
+        os.chmod(base, 0o755)
+        conf, run, state = (os.path.join(base, n) for n in ("conf", "run", "state"))
+        os.mkdir(conf, 0o755)
+        for d in (run, state):
+            os.mkdir(d, 0o700)
+            os.chown(d, uid, uid)
+        sock = os.path.join(run, "d.sock")
+
+        def as_user_without_processes():
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+
+        env = dict(e.env, JOBCG_CONF_DIR=conf, JOBCG_STATE_DIR=state,
+                   ASAN_OPTIONS=e.env.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+        r = subprocess.run([e.jobcg, "daemon", "--socket", sock, "--resv-period", "5"],
+                           env=env, capture_output=True, text=True, timeout=60,
+                           preexec_fn=as_user_without_processes)
+        ok(r.returncode == 1 and "reservation watcher: fork" in r.stderr and
+           not os.path.exists(sock) and not os.path.exists(sock + ".lock"),
+           f"a daemon that cannot start its watcher fails and leaves no socket "
+           f"({r.returncode}, {r.stderr.strip()!r}, left: {os.listdir(run)})")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def has_uid(uid):
+    try:
+        pwd.getpwuid(uid)
+        return True
+    except KeyError:
+        return False
 
 
 def fake_as_nobody(e):
@@ -705,6 +749,7 @@ def body(e):
        "a second daemon on the same socket is refused")
     ok(d.poll() is None and os.path.exists(e.sock), "and the first one keeps its socket")
     check_socket_dirs(e)
+    failed_start(e)
 
     r = e.run("alloc", "5")
     ok(r.returncode == 0, "jobcg alloc 5")
