@@ -204,6 +204,41 @@ static void test_adopt_vs_release(void)
 	clear_pause_dir();
 }
 
+/* The process ends while adopt, having made the job's extern step for it, is about to move it:
+ * the adopt fails and the step it made goes again, to be made for the next login. */
+static void test_adopt_process_ends(void)
+{
+	struct probe p = probe_start(), next;
+	char pid[16], *err = NULL;
+	int afd = -1, e;
+	pid_t adopt;
+
+	tap_diag("the process ends before it is moved");
+	is_int(kcli(NULL, "alloc", "12", "--user", "root", NULL), 0, "job 12");
+	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
+	adopt = kcli_start_paused(pause_dir, "adopt-before-move",
+				  (char *[]){"adopt", pid, "--job", "12", NULL}, &afd);
+	ok(kcli_wait_file(pause_dir, "adopt-before-move.reached", 30000) &&
+	       kcli_exists("%s/job_12/step_extern", tree),
+	   "adopt stops after making step_extern, before moving the pid");
+	probe_end(&p);
+	kcli_pause_go(pause_dir, "adopt-before-move");
+	e = kcli_finish(adopt, afd, &err);
+	ok(e == 1 && err && strstr(err, pid), "the adopt fails (%d), naming the process: %s", e,
+	   err ? err : "");
+	ok(!kcli_exists("%s/job_12/step_extern", tree),
+	   "the extern step it made for it is gone again");
+	free(err);
+	clear_pause_dir();
+	next = probe_start();
+	snprintf(pid, sizeof(pid), "%d", (int)next.pid);
+	is_int(kcli(NULL, "adopt", pid, "--job", "12", NULL), 0,
+	       "the next login makes the extern step anew");
+	ok(in_job(next.pid, 12), "...and is in job 12");
+	is_int(kcli(NULL, "release", "12", NULL), 0, "release job 12");
+	probe_end(&next);
+}
+
 /* A release killed after it revoked the grants and before its rmdir. */
 static void test_removing_job(void)
 {
@@ -803,6 +838,7 @@ static void test_pam(void)
 static void run_all(void)
 {
 	test_adopt_vs_release();
+	test_adopt_process_ends();
 	test_removing_job();
 	test_half_created();
 }

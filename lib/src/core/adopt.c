@@ -14,6 +14,7 @@
 #include "cgroupfs.h"
 #include "jobcg/adopt.h"
 #include "jobcg/job.h"
+#include "job_internal.h"
 #include "log.h"
 #include "resv_internal.h"
 #include "procs.h"
@@ -358,6 +359,7 @@ static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, int pidfd, uint32_t jo
 			uid_t check_uid)
 {
 	_cleanup_free_ char *sdir = NULL, *tdir = NULL, *now = NULL, *from = NULL;
+	bool made = false;
 	uid_t uid;
 	int r;
 
@@ -399,19 +401,30 @@ static int adopt_locked(struct jobcg_ctx *ctx, pid_t pid, int pidfd, uint32_t jo
 		r = jobcg_step_create(ctx, job_id, "extern", JOBCG_STEP_NO_RUNNER, NULL);
 		if (r < 0)
 			return r;
+		made = true;
 	}
 	test_pause("adopt-before-move");
 	/* Still the same hold of the lock: no release can have marked the job meanwhile, but
 	 * the process is checked where it is moved, whoever changes the code around this. */
 	r = job_accepts_procs_locked(ctx, job_id);
-	if (r < 0)
+	if (r >= 0)
+		r = pid_cgroup(ctx, pid, &from);
+	if (r >= 0)
+		r = task_add_pid_locked(ctx, job_id, "extern", JOBCG_TASK_SPECIAL, pid);
+	if (r < 0) {
+		/* Nothing was moved (the process ended meanwhile): the extern step made for it
+		 * goes again, unrecorded, as though this adopt had not run. */
+		if (made) {
+			struct jobcg_error saved = *jobcg_last_error();
+			int k = step_remove_unborn(ctx, job_id, "extern");
+
+			if (k < 0)
+				log_warning("job %u: the extern step made for pid %d is left: %s",
+					    job_id, (int)pid, jobcg_last_error()->message);
+			jobcg_error_restore(&saved);
+		}
 		return r;
-	r = pid_cgroup(ctx, pid, &from);
-	if (r < 0)
-		return r;
-	r = task_add_pid_locked(ctx, job_id, "extern", JOBCG_TASK_SPECIAL, pid);
-	if (r < 0)
-		return r;
+	}
 	/* The process still holds its pid after the move: the pid moved was its own. Else the
 	 * one moved (if any) is another that took the pid, and goes back. */
 	if (pidfd >= 0 && !pidfd_alive(pidfd)) {
