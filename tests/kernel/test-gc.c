@@ -206,6 +206,21 @@ int main(void)
 	snprintf(p, sizeof(p), "%s/other", root);
 	rmdir(p);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
+
+	/* A BpfPinDir where no pin can live is refused before anything is made there. */
+	{
+		char notbpf[PATH_MAX], pins[PATH_MAX + 8], *err = NULL;
+
+		snprintf(notbpf, sizeof(notbpf), "%s/notbpf", ktest_tmpdir());
+		snprintf(pins, sizeof(pins), "%s/pins", notbpf);
+		setenv("JOBCG_CONF_DIR", ktest_gpu_conf(1, NULL, pins, NULL), 1);
+		ok(kcli_run((char *[]){"gc", NULL}, NULL, &err) == 1 && err && strstr(err, pins) &&
+		       strstr(err, "not on a bpf filesystem"),
+		   "gc with a BpfPinDir outside bpffs fails naming it");
+		ok(!kcli_exists("%s", notbpf), "...and makes nothing there");
+		unsetenv("JOBCG_CONF_DIR");
+		free(err);
+	}
 	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);
 	return tap_done();

@@ -72,6 +72,25 @@ int bpfsys_ensure_pin_dir(const char *dir)
 			return error_set(-EIO, "mounted bpffs on %s but it does not show",
 					 BPFFS_DEFAULT);
 	}
+	/* Nothing is made where no pin can live: a directory made below the nearest one that
+	 * exists is on its file system. */
+	{
+		_cleanup_free_ char *up = strdup(dir);
+		struct stat st;
+		char *slash;
+
+		if (!up)
+			return -ENOMEM;
+		while (stat(up, &st) < 0 && errno == ENOENT && (slash = strrchr(up, '/')) &&
+		       slash != up)
+			*slash = '\0';
+		if (stat(up, &st) == 0 && S_ISDIR(st.st_mode) && !is_bpffs(up))
+			return error_set(
+			    -ENOTDIR,
+			    "BPF pin directory %s is not on a bpf filesystem (%s is not "
+			    "one)",
+			    dir, up);
+	}
 	/* Pins give access to the policy maps: nobody else may swap the directory. */
 	e = mkdir_p_safe(dir, 0700, "BPF pin directory");
 	if (e < 0)
