@@ -14,16 +14,15 @@
 
 static void help(void)
 {
-	printf(
-	    "Usage: jobcg devices PATH|JOB[.STEP] [--json]\n\n"
-	    "Show the device programs that apply to a cgroup (BPF_PROG_QUERY, effective), each\n"
-	    "with its name, id, the cgroup it is attached to and its attach flags, and the\n"
-	    "device rules they enforce together (every program must allow), naming device\n"
-	    "nodes from /dev. PATH is a cgroup directory; JOB[.STEP] is resolved under the\n"
-	    "jobcg root (<cgroup v2 mount>/system.slice/jobcg.scope, or $JOBCG_ROOT relative to\n"
-	    "the mount). Needs root.\n\n"
-	    "  --json     print JSON\n"
-	    "  -h, --help show this help\n");
+	printf("Usage: jobcg devices PATH|JOB[.STEP] [--json]\n\n"
+	       "Show the device programs that apply to a cgroup (BPF_PROG_QUERY, effective), each\n"
+	       "with its name, id, the cgroup it is attached to and its attach flags, and the\n"
+	       "device rules they enforce together (every program must allow), naming device\n"
+	       "nodes from /dev. PATH is a cgroup directory (absolute, or relative to the cgroup\n"
+	       "v2 mount); JOB[.STEP], a job id and a step id, is resolved under the jobcg root\n"
+	       "(JobcgRoot= of cgroup.conf, or $JOBCG_ROOT). Needs root.\n\n"
+	       "  --json     print JSON\n"
+	       "  -h, --help show this help\n");
 }
 
 static const char *flags_str(uint32_t f)
