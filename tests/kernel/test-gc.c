@@ -207,17 +207,31 @@ int main(void)
 	rmdir(p);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");
 
-	/* A BpfPinDir where no pin can live is refused before anything is made there. */
+	/* With a device managed, gc sets up the node program: a BpfPinDir where no pin can live,
+	 * or a root that is no cgroup directory, is refused before anything is made. */
 	{
-		char notbpf[PATH_MAX], pins[PATH_MAX + 8], *err = NULL;
+		char notbpf[PATH_MAX], pins[PATH_MAX + 8], notcg[PATH_MAX + 16], rel[PATH_MAX],
+		    *err = NULL;
 
+		snprintf(rel, sizeof(rel), "%s", getenv("JOBCG_ROOT") ? getenv("JOBCG_ROOT") : "");
 		snprintf(notbpf, sizeof(notbpf), "%s/notbpf", ktest_tmpdir());
 		snprintf(pins, sizeof(pins), "%s/pins", notbpf);
-		setenv("JOBCG_CONF_DIR", ktest_gpu_conf(1, NULL, pins, NULL), 1);
+		snprintf(notcg, sizeof(notcg), "%s/cgroup.procs", rel);
+		setenv("JOBCG_CONF_DIR", ktest_gpu_conf(1, NULL, ktest_pin_dir("gc"), NULL), 1);
+		setenv("JOBCG_BPF_PIN_DIR", pins, 1);
 		ok(kcli_run((char *[]){"gc", NULL}, NULL, &err) == 1 && err && strstr(err, pins) &&
 		       strstr(err, "not on a bpf filesystem"),
 		   "gc with a BpfPinDir outside bpffs fails naming it");
 		ok(!kcli_exists("%s", notbpf), "...and makes nothing there");
+		unsetenv("JOBCG_BPF_PIN_DIR");
+		free(err);
+		err = NULL;
+		setenv("JOBCG_ROOT", notcg, 1);
+		ok(kcli_run((char *[]){"gc", NULL}, NULL, &err) == 1 && err &&
+		       strstr(err, "cgroup.procs"),
+		   "gc with a root that is a cgroup's file fails naming it");
+		ok(!kcli_exists("%s", ktest_pin_dir("gc")), "...and makes no pin directory for it");
+		setenv("JOBCG_ROOT", rel, 1);
 		unsetenv("JOBCG_CONF_DIR");
 		free(err);
 	}

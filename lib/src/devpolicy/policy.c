@@ -90,6 +90,9 @@ int devpolicy_cg_resolve(const char *path, char **ret_path, unsigned *ret_level)
 		return error_set(-ENOTDIR, "%s is not a cgroup v2 directory", canon);
 	if (stat(canon, &st) < 0)
 		return error_set(negative_errno(), "cgroup %s: %s", canon, strerror(errno));
+	/* A file of the cgroup file system (cgroup.procs) has an inode too: no pins for it. */
+	if (!S_ISDIR(st.st_mode))
+		return error_set(-ENOTDIR, "%s is not a cgroup v2 directory", canon);
 	/* Walk up while still on the same cgroup2 mount; each step is one cgroup level. */
 	{
 		_cleanup_free_ char *cur = strdup(canon);
