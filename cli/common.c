@@ -94,6 +94,18 @@ int cli_parse_signal(const char *s)
 		return parse_uint(s, NSIG - 1, &v) < 0 || v == 0 ? -EINVAL : (int)v;
 	if (strncasecmp(s, "SIG", 3) == 0)
 		s += 3;
+	/* Real-time signals as kill(1) names them: RTMIN, RTMIN+N, RTMAX, RTMAX-N. */
+	if (strncasecmp(s, "RTMIN", 5) == 0 || strncasecmp(s, "RTMAX", 5) == 0) {
+		bool min = strncasecmp(s, "RTMIN", 5) == 0;
+		int base = min ? SIGRTMIN : SIGRTMAX;
+
+		if (!s[5])
+			return base;
+		if (s[5] != (min ? '+' : '-') || !isdigit((unsigned char)s[6]) ||
+		    parse_uint(s + 6, (unsigned)(SIGRTMAX - SIGRTMIN), &v) < 0)
+			return -EINVAL;
+		return min ? base + (int)v : base - (int)v;
+	}
 	for (int i = 1; i < 32; i++) {
 		const char *n = sigabbrev_np(i);
 

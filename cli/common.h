@@ -33,7 +33,8 @@ void cli_json_print(FILE *f, struct json_object *obj);
 struct json_object *cli_json_acct(const struct jobcg_acct *a);
 /* Text lines for one accounting reading ("  name: value" / "unavailable"). */
 void cli_print_acct(FILE *f, const struct jobcg_acct *a);
-/* Signal number from "TERM", "SIGTERM" or "15"; -EINVAL otherwise. */
+/* Signal number from "TERM", "SIGTERM", "15" or a real-time one ("RTMIN+2", "SIGRTMAX");
+ * -EINVAL otherwise. */
 int cli_parse_signal(const char *s);
 /*
  * A point in time as `jobcg acct --since/--until` take it, in microseconds since the epoch:

@@ -52,11 +52,21 @@ static void check_signal(const char *s)
 		if (!digits_are(s, (uint64_t)sig, "", NULL))
 			abort();
 	} else {
-		/* A name, "SIG" before it or not, in any case: the name of the number. */
+		/* A name, "SIG" before it or not, in any case: the name of the number, or a
+		 * real-time one counted from RTMIN up or RTMAX down. */
 		const char *name = sigabbrev_np(sig);
 		const char *n = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+		bool min = strncasecmp(n, "RTMIN", 5) == 0, max = strncasecmp(n, "RTMAX", 5) == 0;
 
-		if (!name || strcasecmp(n, name) != 0)
+		if (min || max) {
+			int k = min ? sig - SIGRTMIN : SIGRTMAX - sig;
+
+			if (sig < SIGRTMIN || sig > SIGRTMAX ||
+			    (n[5] ? n[5] != (min ? '+' : '-') ||
+					!digits_are(n + 6, (uint64_t)k, "", NULL)
+				  : k != 0))
+				abort();
+		} else if (!name || strcasecmp(n, name) != 0)
 			abort();
 	}
 }
@@ -71,6 +81,14 @@ static void signal_round_trip(unsigned sig)
 	snprintf(buf, sizeof(buf), "%u", sig);
 	if (cli_parse_signal(buf) != (int)sig)
 		abort();
+	if (sig >= (unsigned)SIGRTMIN && sig <= (unsigned)SIGRTMAX) {
+		snprintf(buf, sizeof(buf), "SIGRTMIN+%u", sig - (unsigned)SIGRTMIN);
+		if (cli_parse_signal(buf) != (int)sig || cli_parse_signal(buf + 3) != (int)sig)
+			abort();
+		snprintf(buf, sizeof(buf), "rtmax-%u", (unsigned)SIGRTMAX - sig);
+		if (cli_parse_signal(buf) != (int)sig)
+			abort();
+	}
 	if (!name || sig >= 32)
 		return;
 	snprintf(buf, sizeof(buf), "SIG%s", name);

@@ -138,6 +138,11 @@ static const struct row rows[] = {
      "jobcg freeze: --timeout given twice",
      ""},
     {{"signal", "-s", "TERM", "-s", "KILL", "1"}, 2, "jobcg signal: --signal given twice", ""},
+    /* real-time signals by name, as kill(1) takes them; past the range is no signal */
+    {{"signal", "-s", "RTMIN+2", "99"}, 1, "no job 99", ""},
+    {{"signal", "-s", "sigrtmax-1", "99"}, 1, "no job 99", ""},
+    {{"signal", "-s", "RTMAX+1", "99"}, 2, "--signal 'RTMAX+1': unknown signal", ""},
+    {{"signal", "-s", "RTMIN+99", "99"}, 2, "--signal 'RTMIN+99': unknown signal", ""},
     /* usage errors are 2, failures 1, and a failure prints no partial JSON */
     {{"resv", "create", "BAD", "--devices", "gpu:0"}, 2, "invalid reservation name 'BAD'", ""},
     {{"gpus", "--backend", "bogus"}, 2, "jobcg gpus: --backend: unknown GPU detection", ""},
