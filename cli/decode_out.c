@@ -262,8 +262,10 @@ int resolve_cgroup_arg(const struct cli_global *g, const char *arg, char *buf, s
 	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);
 	/* Not at the top: a job inside a reservation, resv_<name>/job_<id>. */
-	if (access(buf, F_OK) == 0 || !(d = opendir(top)))
+	if (access(buf, F_OK) == 0)
 		return 0;
+	if (!(d = opendir(top)))
+		goto none;
 	while ((de = readdir(d))) {
 		char alt[PATH_MAX];
 
@@ -276,11 +278,18 @@ int resolve_cgroup_arg(const struct cli_global *g, const char *arg, char *buf, s
 			snprintf(alt, sizeof(alt), "%s/%s/job_%s", top, de->d_name, job);
 		if (access(alt, F_OK) == 0) {
 			snprintf(buf, size, "%s", alt);
-			break;
+			closedir(d);
+			return 0;
 		}
 	}
 	closedir(d);
-	return 0;
+none:
+	/* As every other command says it, not as a path the user never wrote. */
+	if (step)
+		fprintf(stderr, "jobcg: no step %s.%s\n", job, step);
+	else
+		fprintf(stderr, "jobcg: no job %s\n", job);
+	return -ECANCELED;
 }
 
 void job_step_from_path(const char *path, char *job, size_t jsize, char *step, size_t ssize)

@@ -29,8 +29,8 @@ struct json_object *decode_out_json(const struct jobcg_decoded *d);
  * Resolve a `jobcg devices` or `jobcg decode --cgroup` argument: an absolute cgroup path, JOB
  * or JOB.STEP (a job id, a step id) under the jobcg root of @g's configuration (JobcgRoot=,
  * $JOBCG_ROOT), also inside a reservation, or a path relative to the v2 mount. -ECANCELED when
- * the configuration did not load (the error is printed). Kept in one place until the tree API
- * provides it.
+ * the configuration did not load or names no such job or step (the error is printed). Kept in one
+ * place until the tree API provides it.
  */
 struct cli_global;
 int resolve_cgroup_arg(const struct cli_global *g, const char *arg, char *buf, size_t size);

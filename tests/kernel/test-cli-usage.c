@@ -138,6 +138,9 @@ static const struct row rows[] = {
      "jobcg freeze: --timeout given twice",
      ""},
     {{"signal", "-s", "TERM", "-s", "KILL", "1"}, 2, "jobcg signal: --signal given twice", ""},
+    /* a job or step that is not there, said as every command says it, not as a path */
+    {{"devices", "99"}, 1, "jobcg: no job 99", ""},
+    {{"devices", "99.3"}, 1, "jobcg: no step 99.3", ""},
     /* real-time signals by name, as kill(1) takes them; past the range is no signal */
     {{"signal", "-s", "RTMIN+2", "99"}, 1, "no job 99", ""},
     {{"signal", "-s", "sigrtmax-1", "99"}, 1, "no job 99", ""},
