@@ -321,10 +321,13 @@ JOBCG_EXPORT int jobcg_target_events(struct jobcg_ctx *ctx, const struct jobcg_t
 JOBCG_EXPORT int jobcg_task_list(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 				 int **ret, size_t *ret_n);
 
-/** Pids in a target's cgroups (recursively), sorted. */
+/** Pids in a target's cgroups (recursively), sorted. -EREMOTE when one is a process of another
+ * pid namespace (listed as 0: it can be neither signalled nor moved from here). */
 JOBCG_EXPORT int jobcg_pids(struct jobcg_ctx *ctx, const struct jobcg_target *t, pid_t **ret,
 			    size_t *ret_n);
-/** Send @sig to every process of a target. Returns the number signalled, or -errno. */
+/** Send @sig to every process of a target, each through a pidfd checked to be still the
+ * target's (Linux 5.3; kill() before), so that a pid reused meanwhile is not hit. Returns the
+ * number signalled, or -errno (-EREMOTE as jobcg_pids()). */
 JOBCG_EXPORT int jobcg_signal(struct jobcg_ctx *ctx, const struct jobcg_target *t, int sig);
 /**
  * Note on a job or step (a task target notes nothing) that its owner's side is about to send
