@@ -449,6 +449,19 @@ static void test_env_and_dir(void)
 	ok(jobcg_config_load(tmp, "h", 0, &c) == -EINVAL && !c &&
 	       strstr(jobcg_last_error()->message, "JOBCG_ROOT"),
 	   "a bad JOBCG_ROOT is an error naming the variable");
+	/* Set but empty (JOBCG_ROOT=$UNSET): not the file's, nor the default tree. */
+	for (const char *const *v =
+		 (const char *const[]){"JOBCG_ROOT", "JOBCG_STATE_DIR", "JOBCG_BPF_PIN_DIR", NULL};
+	     *v; v++) {
+		setenv("JOBCG_ROOT", "from/env", 1);
+		setenv("JOBCG_STATE_DIR", "/from/env", 1);
+		setenv(*v, "", 1);
+		ok(jobcg_config_load(tmp, "h", 0, &c) == -EINVAL && !c &&
+		       strstr(jobcg_last_error()->message, *v) &&
+		       strstr(jobcg_last_error()->message, "set but empty"),
+		   "%s set but empty is an error naming it", *v);
+		unsetenv("JOBCG_BPF_PIN_DIR");
+	}
 	unsetenv("JOBCG_ROOT");
 	unsetenv("JOBCG_STATE_DIR");
 

@@ -723,8 +723,16 @@ int cgconf_finish(struct confload *l)
 			const char *why = NULL;
 			int r;
 
-			if (!e || !*e)
+			if (!e)
 				continue;
+			/* Set, but to nothing: most often a variable of a script that was never
+			 * set ("JOBCG_ROOT=$ROOT"). Taken as unset, it would point a teardown or
+			 * gc meant for a test tree at the node's own. */
+			if (!*e)
+				return error_set(-EINVAL,
+						 "environment %s is set but empty: unset it to use "
+						 "%s= of cgroup.conf (or its default)",
+						 envs[i].env, envs[i].key);
 			for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
 				if (!streq(keys[k].name, envs[i].key))
 					continue;
