@@ -669,10 +669,14 @@ static void kill_comets(const char *root, const char *self)
 	for (int frozen = 0; frozen < 2; frozen++) {
 		args[4] = frozen ? "1" : "0";
 		step[strlen(step) - 1] = frozen ? '1' : '0';
-		/* The runner kills what is left of its step when its task dies: slow too. */
+		/* The runner kills what is left of its step when its task dies: slow too. The
+		 * first kill signals through pidfds (Linux 5.3 to 5.13), the second by kill()
+		 * (before 5.3). */
 		if (lock_file)
 			setenv("JOBCG_TEST_FLAGS",
-			       "job-lock-file,no-cgroup-kill,no-pidfd,kill-slow", 1);
+			       frozen ? "job-lock-file,no-cgroup-kill,no-pidfd,kill-slow"
+				      : "job-lock-file,no-cgroup-kill,kill-slow",
+			       1);
 		runner = kcli_start(args, NULL, NULL);
 		for (i = 0; i < 500 && !events_has(step, "populated 1"); i++)
 			msleep(10);
