@@ -202,31 +202,13 @@ struct json_object *decode_out_json(const struct jobcg_decoded *d)
 #include "jobcg/inspect.h"
 #include "jobcg/job.h"
 
-/* "JOB" or "JOB.STEP" as jobcg names them (a job id and a step id); anything else is a path. */
-static bool job_step_arg(const char *arg, char *job, size_t jsize, const char **ret_step)
-{
-	const char *dot = strchr(arg, '.');
-	size_t l = dot ? (size_t)(dot - arg) : strlen(arg);
-	uint32_t id;
-
-	if (strchr(arg, '/') || l >= jsize)
-		return false;
-	memcpy(job, arg, l);
-	job[l] = 0;
-	if (jobcg_job_id_parse(job, &id) < 0 || (dot && !jobcg_step_id_valid(dot + 1)))
-		return false;
-	*ret_step = dot ? dot + 1 : NULL;
-	return true;
-}
-
 int resolve_cgroup_arg(const struct cli_global *g, const char *arg, char *buf, size_t size)
 {
 	struct jobcg_config *conf = NULL;
 	struct jobcg_ctx *ctx = NULL;
-	const char *mount, *root, *step = NULL;
-	char job[16], top[PATH_MAX];
-	DIR *d;
-	struct dirent *de;
+	struct jobcg_target t;
+	const char *mount;
+	char *path = NULL;
 	int r;
 
 	/* not the mount itself: that is what "" would name below */
@@ -236,7 +218,9 @@ int resolve_cgroup_arg(const struct cli_global *g, const char *arg, char *buf, s
 		snprintf(buf, size, "%s", arg);
 		return 0;
 	}
-	if (!job_step_arg(arg, job, sizeof(job), &step)) {
+	/* "JOB" or "JOB.STEP" as jobcg names them; anything else is a path below the mount. */
+	if (jobcg_target_parse(arg, &t) < 0 || t.task != JOBCG_TASK_ALL) {
+		jobcg_error_clear();
 		r = jobcg_cgroup2_mount(&mount);
 		if (r < 0)
 			return r;
@@ -244,52 +228,23 @@ int resolve_cgroup_arg(const struct cli_global *g, const char *arg, char *buf, s
 		return 0;
 	}
 	/* The root every other command uses: JobcgRoot= (or CgroupSlice/JobcgScope) of the
-	 * configuration, $JOBCG_ROOT over it. */
+	 * configuration, $JOBCG_ROOT over it; and the library's lookup of the job, inside a
+	 * reservation too, with its "no job N" when there is none. */
 	if (cli_load_config(g, JOBCG_CONFIG_NO_STAT | JOBCG_CONFIG_NO_ENTRIES | CLI_CONFIG_TOLERATE,
 			    &conf) != 0)
 		return -ECANCELED;
 	r = jobcg_ctx_open(conf, JOBCG_CTX_NO_CREATE_ROOT, &ctx);
-	if (r < 0) {
-		jobcg_config_free(conf);
-		return r;
-	}
-	root = jobcg_ctx_root(ctx);
-	if (step)
-		snprintf(buf, size, "%s/job_%s/step_%s", root, job, step);
-	else
-		snprintf(buf, size, "%s/job_%s", root, job);
-	snprintf(top, sizeof(top), "%s", root);
+	if (r >= 0 && (r = jobcg_target_events(ctx, &t, NULL, NULL)) >= 0 &&
+	    (r = jobcg_target_path(ctx, &t, &path)) >= 0)
+		snprintf(buf, size, "%s", path);
+	free(path);
 	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);
-	/* Not at the top: a job inside a reservation, resv_<name>/job_<id>. */
-	if (access(buf, F_OK) == 0)
-		return 0;
-	if (!(d = opendir(top)))
-		goto none;
-	while ((de = readdir(d))) {
-		char alt[PATH_MAX];
-
-		if (strncmp(de->d_name, "resv_", 5) != 0)
-			continue;
-		if (step)
-			snprintf(alt, sizeof(alt), "%s/%s/job_%s/step_%s", top, de->d_name, job,
-				 step);
-		else
-			snprintf(alt, sizeof(alt), "%s/%s/job_%s", top, de->d_name, job);
-		if (access(alt, F_OK) == 0) {
-			snprintf(buf, size, "%s", alt);
-			closedir(d);
-			return 0;
-		}
+	if (r == -ENOENT) {
+		cli_print_error(r, NULL);
+		return -ECANCELED;
 	}
-	closedir(d);
-none:
-	/* As every other command says it, not as a path the user never wrote. */
-	if (step)
-		fprintf(stderr, "jobcg: no step %s.%s\n", job, step);
-	else
-		fprintf(stderr, "jobcg: no job %s\n", job);
-	return -ECANCELED;
+	return r < 0 ? r : 0;
 }
 
 void job_step_from_path(const char *path, char *job, size_t jsize, char *step, size_t ssize)
