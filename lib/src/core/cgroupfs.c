@@ -427,12 +427,8 @@ static int pids_rec(const char *dir, bool recursive, unsigned depth, pid_t **pid
 	if (r < 0)
 		return r;
 	r = cgfs_parse_pids(s, pids, n);
-	if (r == -EINVAL || r == -EREMOTE) {
-		char msg[sizeof(jobcg_last_error()->message)];
-
-		snprintf(msg, sizeof(msg), "%s", jobcg_last_error()->message);
-		return error_set(r, "%s: %s", dir, msg);
-	}
+	if (r == -EINVAL || r == -EREMOTE)
+		jobcg_error_prefix("%s", dir);
 	if (r < 0 || !recursive)
 		return r;
 	r = cgfs_children(dir, &kids);
