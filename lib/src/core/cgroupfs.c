@@ -468,6 +468,11 @@ int cgfs_pids(const char *dir, bool recursive, pid_t **ret, size_t *ret_n)
 	return 0;
 }
 
+bool cgfs_pids_have(const pid_t *pids, size_t n, pid_t pid)
+{
+	return n && bsearch(&pid, pids, n, sizeof(pid_t), cmp_pid);
+}
+
 int cgfs_move_pid(const char *dir, pid_t pid)
 {
 	char buf[32];

@@ -52,6 +52,8 @@ int cgfs_wait_events(const char *dir, const char *key, uint64_t want, unsigned t
 
 /* Pids in @dir/cgroup.procs, and below it when @recursive; sorted, unique. */
 int cgfs_pids(const char *dir, bool recursive, pid_t **ret, size_t *ret_n);
+/* Whether @pid is in @pids, a list as cgfs_pids() gives it (sorted; NULL when empty). */
+bool cgfs_pids_have(const pid_t *pids, size_t n, pid_t pid);
 /* Parse cgroup.procs text (one pid a line) appending to *pids. */
 int cgfs_parse_pids(const char *text, pid_t **pids, size_t *n);
 /* Move @pid (0: the caller) into @dir. */

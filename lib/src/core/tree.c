@@ -417,13 +417,6 @@ int tree_make_step(const struct jobcg_ctx *ctx, const char *job_dir, const char 
 	return 0;
 }
 
-static int cmp_pid_key(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* A pidfd for @pid, -1 when the process is gone; -ENOSYS before Linux 5.3 (or where a seccomp
  * filter refuses the call), another negative errno when none can be opened now. */
 static int pidfd_of(pid_t pid)
@@ -524,8 +517,7 @@ static int signal_listed(const char *dir, const pid_t *pids, size_t n, int sig)
 		for (size_t i = 0; i < k; i++) {
 			if (fds[i] < 0)
 				continue;
-			if (r >= 0 && m &&
-			    bsearch(&pids[at + i], now, m, sizeof(pid_t), cmp_pid_key)) {
+			if (r >= 0 && cgfs_pids_have(now, m, pids[at + i])) {
 				int s = pidfd_signal(fds[i], sig);
 
 				if (s == 0)
