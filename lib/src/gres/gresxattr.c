@@ -68,20 +68,21 @@ JOBCG_EXPORT int jobcg_gres_set_format(const struct jobcg_gres_node *n,
 	return 0;
 }
 
-/* One index or a range of them ("2", "0-3"), each at most @max: *ret_lo..*ret_hi. */
-static int index_range(const char *s, unsigned max, unsigned *ret_lo, unsigned *ret_hi)
+int gres_index_range(const char *s, size_t len, unsigned *ret_lo, unsigned *ret_hi)
 {
-	const char *dash = strchr(s, '-');
-	_cleanup_free_ char *lo_s = dash ? strndup(s, (size_t)(dash - s)) : NULL;
-	unsigned lo, hi;
+	const char *end;
+	uint64_t lo, hi;
 
-	if (dash && !lo_s)
-		return -ENOMEM;
-	if (parse_uint(dash ? lo_s : s, max, &lo) < 0 ||
-	    (dash ? parse_uint(dash + 1, max, &hi) < 0 : (hi = lo, false)) || hi < lo)
+	if (parse_u64_prefix(s, JOBCG_GRES_MAX - 1, &lo, &end) < 0)
 		return -EINVAL;
-	*ret_lo = lo;
-	*ret_hi = hi;
+	hi = lo;
+	if (end < s + len && *end == '-' &&
+	    parse_u64_prefix(end + 1, JOBCG_GRES_MAX - 1, &hi, &end) < 0)
+		return -EINVAL;
+	if (end != s + len || hi < lo)
+		return -EINVAL;
+	*ret_lo = (unsigned)lo;
+	*ret_hi = (unsigned)hi;
 	return 0;
 }
 
@@ -110,11 +111,8 @@ static int set_parse(const struct jobcg_gres_node *n, const char *s, const char 
 			return -ENOMEM;
 		for (size_t i = 0; idx[i]; i++) {
 			unsigned lo, hi;
-			int r = index_range(idx[i], JOBCG_GRES_MAX - 1, &lo, &hi);
 
-			if (r == -ENOMEM)
-				return r;
-			if (r < 0)
+			if (gres_index_range(idx[i], strlen(idx[i]), &lo, &hi) < 0)
 				return error_set(-EINVAL, "%s '%s': bad index '%s' (N or N-M)",
 						 what, s, idx[i]);
 			for (unsigned v = lo; v <= hi; v++) {

@@ -17,6 +17,10 @@ int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const cha
 int jobcg_gres_xattr_read(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
 			  struct jobcg_gres_set *ret);
 
+/** One item of a device list, the @len bytes at @s: an index or a range of them ("2", "0-3"),
+ * digits only, below JOBCG_GRES_MAX, the range not backwards. 0, or -EINVAL. */
+int gres_index_range(const char *s, size_t len, unsigned *ret_lo, unsigned *ret_hi);
+
 /** jobcg_gres_set_parse() naming @s as @what ("--devices") in its errors. */
 int gres_set_parse_as(const struct jobcg_gres_node *n, const char *s, const char *what,
 		      struct jobcg_gres_set *ret);

@@ -1206,21 +1206,6 @@ static int spec_normalize(const struct jobcg_resv_spec *spec, struct jobcg_resv_
 	return 0;
 }
 
-/* An item of a --devices list as the indices it names: "2" or "0-3", digits only. */
-static bool item_range(const char *p, size_t len, unsigned long *lo, unsigned long *hi)
-{
-	const char *dash = memchr(p, '-', len);
-	size_t llen = dash ? (size_t)(dash - p) : len;
-	char *end;
-
-	if (llen == 0 || strspn(p, "0123456789") < llen ||
-	    (dash && (len - llen - 1 == 0 || strspn(dash + 1, "0123456789") < len - llen - 1)))
-		return false;
-	*lo = strtoul(p, &end, 10);
-	*hi = dash ? strtoul(dash + 1, &end, 10) : *lo;
-	return *lo <= *hi && *hi < JOBCG_GRES_MAX;
-}
-
 /* --devices as written: no empty group or item, no device named twice, in one group or across
  * groups (the set would hide both). */
 JOBCG_EXPORT int jobcg_resv_devices_syntax(const char *devices)
@@ -1244,13 +1229,13 @@ JOBCG_EXPORT int jobcg_resv_devices_syntax(const char *devices)
 					 devices, (int)glen, g);
 		nlen = (size_t)(colon - g);
 		for (p = colon + 1;; p += len + 1) {
-			unsigned long lo, hi, qlo, qhi;
+			unsigned lo, hi, qlo, qhi;
 
 			len = strcspn(p, ",;");
 			if (len == 0)
 				return error_set(-EINVAL, "--devices '%s': empty item in '%.*s'",
 						 devices, (int)glen, g);
-			if (!item_range(p, len, &lo, &hi))
+			if (gres_index_range(p, len, &lo, &hi) < 0)
 				return error_set(
 				    -EINVAL,
 				    "--devices '%s': '%.*s' is not an index or a range "
@@ -1264,14 +1249,16 @@ JOBCG_EXPORT int jobcg_resv_devices_syntax(const char *devices)
 
 				if (!hc || (size_t)(hc - h) != nlen || strncmp(h, g, nlen) != 0)
 					continue;
-				for (const char *q = hc + 1; q < stop; q += strcspn(q, ",;") + 1)
-					if (item_range(q, strcspn(q, ",;"), &qlo, &qhi) &&
-					    qlo <= hi && lo <= qhi)
+				for (const char *q = hc + 1; q < stop; q += strcspn(q, ",;") + 1) {
+					int bad = gres_index_range(q, strcspn(q, ",;"), &qlo, &qhi);
+
+					if (!bad && qlo <= hi && lo <= qhi)
 						return error_set(-EINVAL,
-								 "--devices '%s': %.*s %lu named "
+								 "--devices '%s': %.*s %u named "
 								 "twice",
 								 devices, (int)nlen, g,
 								 qlo > lo ? qlo : lo);
+				}
 			}
 			if (p[len] != ',')
 				break;
