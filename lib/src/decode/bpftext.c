@@ -710,7 +710,8 @@ static int load_kallsyms(struct ksym **ret, size_t *ret_n, uint64_t *ret_base)
 			cap = nc;
 		}
 		syms[n].addr = a;
-		memcpy(syms[n].name, name, sizeof(syms[n].name));
+		/* shorter than KSYM_NAME_MAX: bpftext_kallsyms_line() keeps no other */
+		strcpy(syms[n].name, name);
 		n++;
 	}
 	if (base == 0)
