@@ -31,31 +31,34 @@ static long read_long(const char *path)
 	return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
 }
 
-static bool events_has(const char *dir, const char *line)
+/* @dir/@name's text (at most @size - 1 bytes; "" when it cannot be read). */
+static void read_in(const char *dir, const char *name, char *buf, size_t size)
 {
-	char p[PATH_MAX], buf[512] = "";
+	char p[PATH_MAX + 64];
 	FILE *f;
 
-	snprintf(p, sizeof(p), "%s/cgroup.events", dir);
+	buf[0] = '\0';
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
 	f = fopen(p, "re");
 	if (!f)
-		return false;
-	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
+		return;
+	buf[fread(buf, 1, size - 1, f)] = '\0';
 	fclose(f);
+}
+
+static bool events_has(const char *dir, const char *line)
+{
+	char buf[512];
+
+	read_in(dir, "cgroup.events", buf, sizeof(buf));
 	return strstr(buf, line) != NULL;
 }
 
 static bool file_is(const char *dir, const char *name, const char *want)
 {
-	char p[PATH_MAX], buf[64] = "";
-	FILE *f;
+	char buf[64];
 
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	f = fopen(p, "re");
-	if (!f)
-		return false;
-	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
-	fclose(f);
+	read_in(dir, name, buf, sizeof(buf));
 	buf[strcspn(buf, "\n")] = '\0';
 	return strcmp(buf, want) == 0;
 }
@@ -709,17 +712,9 @@ static void kill_comets(const char *root, const char *self)
 /* The pid of the one process in @dir's cgroup.procs, as this process's pid namespace sees it. */
 static long only_pid(const char *dir)
 {
-	char p[PATH_MAX + 16], buf[64], *nl;
-	ssize_t n;
-	int fd;
+	char buf[64], *nl;
 
-	snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
+	read_in(dir, "cgroup.procs", buf, sizeof(buf));
 	nl = strchr(buf, '\n');
 	return nl && !nl[1] ? strtol(buf, NULL, 10) : -1; /* one line: one process */
 }
