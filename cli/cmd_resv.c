@@ -10,7 +10,7 @@
 #include "util.h"
 
 static const char usage[] =
-    "Usage: jobcg resv create NAME [--devices gpu:0,2 | --gres gpu:N] [--cpus LIST]\n"
+    "Usage: jobcg resv create NAME [--devices gpu:0-1,3 | --gres gpu:N] [--cpus LIST]\n"
     "                         [--mem SIZE] [--isolated] [--users U1,U2] [--json]\n"
     "       jobcg resv list [--json]\n"
     "       jobcg resv show NAME [--json]\n"

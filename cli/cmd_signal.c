@@ -8,11 +8,12 @@ static int cmd_signal(int argc, char **argv, const struct cli_global *g)
 	struct jobcg_ctx *ctx = NULL;
 	int r, n;
 
-	if (cli_target_args(argc, argv, CLI_TARGET_SIGNAL | CLI_TARGET_JSON,
-			    "Usage: jobcg signal [-s SIG] [--json] JOB[.STEP[.TASK]]\n\n"
-			    "Send SIG (name or number, default TERM) to every process of the "
-			    "target.\nPrints how many processes were signalled.\n",
-			    &a, &r))
+	if (cli_target_args(
+		argc, argv, CLI_TARGET_SIGNAL | CLI_TARGET_JSON,
+		"Usage: jobcg signal [-s SIG] [--json] JOB[.STEP[.TASK]]\n\n"
+		"Send SIG (a name such as TERM or RTMIN+2, or a number; default TERM) to\n"
+		"every process of the target.\nPrints how many processes were signalled.\n",
+		&a, &r))
 		return r;
 	r = cli_ctx_open_cleanup(g, 0, &conf, &ctx);
 	if (r)
