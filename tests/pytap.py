@@ -23,6 +23,36 @@ def ok(good, what):
     return good
 
 
+def skip(what):
+    """A skipped check, as tests/tap.h's tap_skip(): a failure where JOBCG_MUST_WORK=1."""
+    global _n, _failed
+    _n += 1
+    what = " ".join(str(what).split("\n"))
+    if os.environ.get("JOBCG_MUST_WORK") == "1":
+        _failed += 1
+        print(f"not ok {_n} - (JOBCG_MUST_WORK) skipped: {what}", flush=True)
+    else:
+        print(f"ok {_n} # SKIP {what}", flush=True)
+
+
+def test_hooks():
+    """Whether the jobcg under test has pause and crash points and test flags
+    (-Dtest_hooks=true: tests/meson.build says so in JOBCG_TEST_HOOKS)."""
+    return os.environ.get("JOBCG_TEST_HOOKS") == "1"
+
+
+def require_hooks(why):
+    """For a program that is all pause and crash points: without them it skips as a whole (a
+    failure where JOBCG_MUST_WORK=1), before it makes anything; exits."""
+    if test_hooks():
+        return
+    if os.environ.get("JOBCG_MUST_WORK") == "1":
+        print(f"not ok 1 - (JOBCG_MUST_WORK) skipped: {why}\n1..1", flush=True)
+        sys.exit(1)
+    print(f"1..0 # SKIP {why}", flush=True)
+    sys.exit(0)
+
+
 def diag(text):
     for line in str(text).splitlines():
         print("# " + line, flush=True)

@@ -25,6 +25,28 @@ static inline bool tap_must_work(void)
 	return e && *e == '1';
 }
 
+/* Whether the jobcg under test has pause and crash points and test flags (-Dtest_hooks=true:
+ * tests/meson.build says so in JOBCG_TEST_HOOKS). Without them a test that needs one skips. */
+static inline bool tap_test_hooks(void)
+{
+	const char *e = getenv("JOBCG_TEST_HOOKS");
+	return e && strcmp(e, "1") == 0;
+}
+
+/* A program that is all pause and crash points: without them it skips as a whole (a failure
+ * where JOBCG_MUST_WORK=1), before it makes anything. */
+static inline void tap_require_hooks(const char *why)
+{
+	if (tap_test_hooks())
+		return;
+	if (tap_must_work()) {
+		printf("not ok 1 - (JOBCG_MUST_WORK) skipped: %s\n1..1\n", why);
+		fflush(stdout);
+		exit(1);
+	}
+	tap_plan_skip_all(why);
+}
+
 /* A test's description is one TAP line: a line break in it (a message or a command's output
  * quoted there) is written as \n, else the harness reads the rest as unknown output. */
 static inline void tap_vprint_line(const char *fmt, va_list ap)

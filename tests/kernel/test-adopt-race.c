@@ -846,7 +846,7 @@ static void run_all(void)
 int main(void)
 {
 	const char *root = ktest_setup("adopt-race");
-	const char *mount = ktest_cgroup_mount(), *hooks;
+	const char *mount = ktest_cgroup_mount();
 	char path[PATH_MAX + 64], text[2 * PATH_MAX + 64];
 
 	/* A probe killed with its job: writing to it is an answer, not the test's end. */
@@ -855,9 +855,8 @@ int main(void)
 		tap_plan_skip_all("JOBCG_BUILD_ROOT not set");
 	/* Pause points exist only in a -Dtest_hooks=true build (scripts/test makes one): skip
 	 * before anything is made, pins included. */
-	hooks = getenv("JOBCG_TEST_HOOKS");
-	if (!hooks || strcmp(hooks, "1") != 0)
-		tap_plan_skip_all("jobcg was built without -Dtest_hooks=true");
+	tap_require_hooks("adopts and releases stopped at their pause points: a build without "
+			  "test hooks");
 	snprintf(tmp, sizeof(tmp), "%s", ktest_tmpdir());
 	snprintf(tree, sizeof(tree), "%s/jobcg", root);
 	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/jobcg-test-adopt-%d", (int)getpid());

@@ -311,16 +311,14 @@ static void freeze_waits_for_launch(pid_t fr, const char *what, const char *pdir
 	ok(strcmp(comm, "sleep") == 0, "  its task froze after its exec: '%s'", comm);
 }
 
-static void freeze_during_launch(const char *root, const char *tmp)
+/* Runs of job 9 (@job) stopped before their clone, and freezes of the job meanwhile. */
+static void freeze_races(const char *job, const char *tmp)
 {
-	char pdir[PATH_MAX], job[PATH_MAX], step[PATH_MAX], *err = NULL;
+	char pdir[PATH_MAX], step[PATH_MAX], *err = NULL;
 	char *freeze9[] = {"freeze", "9", NULL};
 	int st = 0, efd = -1;
 	pid_t runner, fr, w = 0;
 	unsigned i;
-
-	snprintf(job, sizeof(job), "%s/job_9", root);
-	is_int(kcli(NULL, "alloc", "9", NULL), 0, "alloc 9");
 
 	/* The freeze lands between the run's check and its clone. */
 	snprintf(pdir, sizeof(pdir), "%s/pause-clone", tmp);
@@ -395,6 +393,60 @@ static void freeze_during_launch(const char *root, const char *tmp)
 	ok(err && strstr(err, "is frozen (thaw its job first)"), "  saying so: %s", err ? err : "");
 	free(err);
 	ok(!kcli_exists("%s/step_3", job), "  and removes its step");
+}
+
+/* A kill that comes while a step's tasks are being started waits for them all, and the whole
+ * step dies: none started after the kill runs on alone. */
+static void kill_during_launch(const char *tmp)
+{
+	char pdir[PATH_MAX];
+	int st = 0;
+	pid_t runner, w = 0;
+	unsigned i;
+
+	snprintf(pdir, sizeof(pdir), "%s/pause-kill", tmp);
+	mkdir(pdir, 0700);
+	{
+		char *args[] = {"run", "--job", "9",	 "--step", "20", "--ntasks",
+				"2",   "--",	"sleep", "1000",   NULL};
+		runner = kcli_start_paused(pdir, "spawn-before-clone", args, NULL);
+	}
+	ok(kcli_wait_file(pdir, "spawn-before-clone.reached", 20000),
+	   "run 9.20 (2 tasks) stopped before its first clone");
+	{
+		char *kill94[] = {"kill", "9.20", NULL};
+		pid_t k = kcli_start(kill94, NULL, NULL);
+
+		msleep(300);
+		w = waitpid(k, &st, WNOHANG);
+		ok(w == 0, "kill 9.20 waits for the launch under way");
+		kcli_pause_go(pdir, "spawn-before-clone");
+		if (w == 0)
+			while (waitpid(k, &st, 0) < 0 && errno == EINTR)
+				;
+		is_int(exit_code(st), 0, "  then kills the step");
+	}
+	for (i = 0; i < 1000 && (w = waitpid(runner, &st, WNOHANG)) == 0; i++)
+		msleep(10);
+	ok(w == runner, "  run 9.20 ends: no task of it outlived the kill");
+	if (w != runner) {
+		(void)kcli(NULL, "kill", "9.20", NULL);
+		while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+}
+
+static void freeze_during_launch(const char *root, const char *tmp)
+{
+	char job[PATH_MAX];
+
+	snprintf(job, sizeof(job), "%s/job_9", root);
+	is_int(kcli(NULL, "alloc", "9", NULL), 0, "alloc 9");
+	if (tap_test_hooks())
+		freeze_races(job, tmp);
+	else
+		tap_skip("runs stopped before their clone, freezes meanwhile: a build without test "
+			 "hooks");
 
 	/* The lock is one only root can take: another user holding a lock on the job's
 	 * directory (world-readable, as cgroup directories are) stalls no launch and no freeze. */
@@ -483,38 +535,11 @@ static void freeze_during_launch(const char *root, const char *tmp)
 		chmod(tmp, 0700);
 	}
 
-	/* A kill that comes while a step's tasks are being started waits for them all, and the
-	 * whole step dies: none started after the kill runs on alone. */
-	snprintf(pdir, sizeof(pdir), "%s/pause-kill", tmp);
-	mkdir(pdir, 0700);
-	{
-		char *args[] = {"run", "--job", "9",	 "--step", "20", "--ntasks",
-				"2",   "--",	"sleep", "1000",   NULL};
-		runner = kcli_start_paused(pdir, "spawn-before-clone", args, NULL);
-	}
-	ok(kcli_wait_file(pdir, "spawn-before-clone.reached", 20000),
-	   "run 9.20 (2 tasks) stopped before its first clone");
-	{
-		char *kill94[] = {"kill", "9.20", NULL};
-		pid_t k = kcli_start(kill94, NULL, NULL);
-
-		msleep(300);
-		w = waitpid(k, &st, WNOHANG);
-		ok(w == 0, "kill 9.20 waits for the launch under way");
-		kcli_pause_go(pdir, "spawn-before-clone");
-		if (w == 0)
-			while (waitpid(k, &st, 0) < 0 && errno == EINTR)
-				;
-		is_int(exit_code(st), 0, "  then kills the step");
-	}
-	for (i = 0; i < 1000 && (w = waitpid(runner, &st, WNOHANG)) == 0; i++)
-		msleep(10);
-	ok(w == runner, "  run 9.20 ends: no task of it outlived the kill");
-	if (w != runner) {
-		(void)kcli(NULL, "kill", "9.20", NULL);
-		while (waitpid(runner, &st, 0) < 0 && errno == EINTR)
-			;
-	}
+	if (tap_test_hooks())
+		kill_during_launch(tmp);
+	else
+		tap_skip("a kill while a run is stopped before its clone: a build without test "
+			 "hooks");
 	is_int(kcli(NULL, "release", "9", NULL), 0, "release 9");
 	if (lock_file)
 		ok(!kcli_exists("%s/locks/job_9", tmp), "  its lock file goes with it");
@@ -800,12 +825,11 @@ out:
  * the job has when the signal is sent, is not signalled (a pidfd holds what was listed). */
 static void signal_pid_reused(const char *root, const char *tmp)
 {
-	const char *hooks = getenv("JOBCG_TEST_HOOKS");
 	int st = 0;
 	pid_t c;
 
-	if (!hooks || strcmp(hooks, "1") != 0) {
-		tap_skip("a reused pid: needs a -Dtest_hooks=true build");
+	if (!tap_test_hooks()) {
+		tap_skip("a reused pid: a build without test hooks");
 		return;
 	}
 	is_int(kcli(NULL, "alloc", "40", NULL), 0, "alloc 40");
@@ -1150,12 +1174,8 @@ int main(int argc, char **argv)
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[len > 0 ? len : 0] = '\0';
 	if (argc > 1 && strcmp(argv[1], "lock-file") == 0) {
-		const char *hooks = getenv("JOBCG_TEST_HOOKS");
-
-		if (!hooks || strcmp(hooks, "1") != 0) {
-			printf("1..0 # SKIP needs a -Dtest_hooks=true build\n");
-			return 0;
-		}
+		tap_require_hooks("the job's lock file stands in for cgroup.kill through a test "
+				  "flag: a build without test hooks");
 		lock_file = true;
 		setenv("JOBCG_TEST_FLAGS", "job-lock-file,no-cgroup-kill,no-pidfd", 1);
 	}
@@ -1239,8 +1259,13 @@ int main(int argc, char **argv)
 	freeze_during_launch(root, tmp);
 	thaw_below_frozen(root);
 	kill_comets(root, self);
-	freeze_turn(root, tmp);
-	release_during_launch(root, tmp);
+	if (tap_test_hooks()) {
+		freeze_turn(root, tmp);
+		release_during_launch(root, tmp);
+	} else {
+		tap_skip("freezes and a release while runs are stopped before their clone: a build "
+			 "without test hooks");
+	}
 	if (lock_file)
 		lock_files(root, tmp);
 	is_int(kcli_count_dirs(root), 1, "only system/ left");

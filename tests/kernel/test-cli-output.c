@@ -328,6 +328,10 @@ static void release_ephemeral(void)
 	int efd = -1, i;
 	pid_t runner, releaser;
 
+	if (!tap_test_hooks()) {
+		tap_skip("a release held after its grace: a build without test hooks");
+		return;
+	}
 	snprintf(flag, sizeof(flag), "%s/eph49", dir);
 	/* exits 0 on the release's SIGTERM; its sleep is killed when the task has ended */
 	snprintf(cmd, sizeof(cmd), "trap 'exit 0' TERM; touch %s; sleep 1000 & wait", flag);
@@ -336,8 +340,8 @@ static void release_ephemeral(void)
 		msleep(10);
 	ok(access(flag, F_OK) == 0, "the task of ephemeral job 49 started");
 	releaser = kcli_start_paused(dir, "release-after-grace", rel, NULL);
-	if (!kcli_wait_file(dir, "release-after-grace.reached", 20000))
-		tap_skip("no test hooks in this build: the release may end the run first");
+	ok(kcli_wait_file(dir, "release-after-grace.reached", 20000),
+	   "release 49 stops after its grace");
 	is_int(kcli_finish(runner, efd, &err), 0, "its run exits 0, as its task did");
 	ok(!err || !strstr(err, "cannot remove the job"), "and says nothing of the job: %s",
 	   err ? err : "");
@@ -521,7 +525,11 @@ int main(void)
 	release_ephemeral();
 	json_no_gres();
 	gpus_none();
-	top_user_width();
+	if (tap_test_hooks())
+		top_user_width();
+	else
+		tap_skip("top with a long user name: a build without test hooks has no stand-in "
+			 "getent");
 	is_int(kcli(NULL, "teardown", NULL), 0, "teardown: nothing left");
 	return tap_done();
 }

@@ -97,14 +97,20 @@ int main(void)
 		free(path);
 		is_int(kcli(NULL, "release", "55", NULL), 0, "release job 55");
 		/* A test build only: the getent it runs can be replaced by one that is missing. */
-		setenv("JOBCG_TEST_GETENT", "/nonexistent/getent", 1);
-		rc = kcli_run(args, NULL, &err);
-		unsetenv("JOBCG_TEST_GETENT");
-		is_int(rc, 1, "without getent a name cannot be resolved: an error, not a guess");
-		ok(err && strstr(err, "getent") && strstr(err, "libc-bin"),
-		   "...saying getent could not run");
-		free(err);
-		ok(!kcli_exists("%s/job_54", kcli_root_abs), "...and job 54 was not made");
+		if (tap_test_hooks()) {
+			setenv("JOBCG_TEST_GETENT", "/nonexistent/getent", 1);
+			rc = kcli_run(args, NULL, &err);
+			unsetenv("JOBCG_TEST_GETENT");
+			is_int(rc, 1,
+			       "without getent a name cannot be resolved: an error, not a guess");
+			ok(err && strstr(err, "getent") && strstr(err, "libc-bin"),
+			   "...saying getent could not run");
+			free(err);
+			ok(!kcli_exists("%s/job_54", kcli_root_abs), "...and job 54 was not made");
+		} else {
+			tap_skip(
+			    "a name without getent: a build without test hooks runs the real one");
+		}
 	}
 
 	{

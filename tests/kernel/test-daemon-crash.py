@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pytap import KernelEnv, diag, kernel_main, ok  # noqa: E402
+import pytap  # noqa: E402
 
 
 class Env(KernelEnv):
@@ -230,6 +231,8 @@ def freeze_during_launch(e):
 
 
 def main():
+    pytap.require_hooks("the daemon is killed and stopped at its pause and crash points: a "
+                        "build without test hooks")
     return kernel_main("daemon-crash", body, Env)
 
 

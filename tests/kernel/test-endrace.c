@@ -348,10 +348,15 @@ int main(void)
 	}
 	jobcg_config_free(conf);
 	test_release_vs_gc();
-	test_release_vs_step_end();
-	test_crash_at_step_end();
-	test_half_made_step();
-	test_half_made_job();
+	if (tap_test_hooks()) {
+		test_release_vs_step_end();
+		test_crash_at_step_end();
+		test_half_made_step();
+		test_half_made_job();
+	} else {
+		tap_skip("a release racing a step's end, runs and allocs killed half way: a build "
+			 "without test hooks");
+	}
 	test_gc_counts_resv();
 	test_ephemeral_ids();
 	(void)kcli(NULL, "gc", NULL);

@@ -305,9 +305,8 @@ def check_unconstrained(e, m):
 
 
 def body(e):
-    if os.environ.get("JOBCG_TEST_HOOKS") != "1":
-        ok(os.environ.get("JOBCG_MUST_WORK") != "1", "pause points compiled in "
-           "(meson -Dtest_hooks=true; scripts/test does it)")
+    if not pytap.test_hooks():
+        pytap.skip("every check here stops jobcg at a pause point: a build without test hooks")
         return
     envs = [e]
     try:

@@ -458,7 +458,7 @@ static void test_watch_windows(struct jobcg_ctx *ctx, const struct jobcg_config 
 	ok(!kcli_exists("%s/job_38", root),
 	   "a runner killed after making the job, before its step: the watcher removes the job");
 	/* A build with test hooks: killed in the middle of the step's creation. */
-	if (getenv("JOBCG_TEST_HOOKS") && strcmp(getenv("JOBCG_TEST_HOOKS"), "1") == 0) {
+	if (tap_test_hooks()) {
 		ok(killed_between(root, 41, false, true), "step-watch exits 0 after the kill");
 		ok(!kcli_exists("%s/job_41", root),
 		   "a runner killed while making its step: the watcher removes the half-made "

@@ -974,7 +974,7 @@ static void test_writer_lock(void)
 	 * record goes to the new log. The lock no longer spans a wait with the log open, but the
 	 * window between open and write remains.
 	 */
-	if (!getenv("JOBCG_TEST_HOOKS") || !streq(getenv("JOBCG_TEST_HOOKS"), "1")) {
+	if (!tap_test_hooks()) {
 		for (int i = 0; i < 5; i++)
 			tap_skip("no test hooks in this build");
 		goto out;

@@ -146,7 +146,7 @@ static void test_call_timeout(void)
 static void test_keeper_exec_error(void)
 {
 	char dir[] = "/tmp/jobcg-test-keeper-XXXXXX", exe[64], go[96], reached[96];
-	bool hooks = getenv("JOBCG_TEST_HOOKS") && streq(getenv("JOBCG_TEST_HOOKS"), "1");
+	bool hooks = tap_test_hooks();
 	pid_t pid = 0, helper = -1;
 	int fd, r;
 
