@@ -524,6 +524,63 @@ static void trusted_bad(const char *path, int err, const char *needle, const cha
 		close(fd);
 }
 
+/* open_trusted() as uid 65534 of @base/@dir/sub (its own): 0 or the error, from a child. */
+static int trusted_as_nobody(const char *base, const char *dir)
+{
+	char p[PATH_MAX];
+	int st = 0;
+	pid_t pid;
+
+	snprintf(p, sizeof(p), "%s/%s/sub", base, dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = -1;
+
+		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+			_exit(100);
+		_exit(-open_trusted(p, O_PATH | O_DIRECTORY, "test directory", &fd));
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -ECHILD;
+	return -WEXITSTATUS(st);
+}
+
+/* A world-writable sticky directory on the way (as /tmp) is safe when it is root's or the
+ * caller's: no one else can rename or replace what the caller has in it. */
+static void sticky_of_user(const char *base)
+{
+	static const struct {
+		const char *dir;
+		uid_t owner;
+		int want;
+		const char *what;
+	} rows[] = {
+	    {"st-root", 0, 0, "a sticky directory of root's on the way"},
+	    {"st-own", 65534, 0, "a sticky directory of its own on the way"},
+	    {"st-other", 4242, -EPERM, "a sticky directory of another user's on the way: refused"},
+	};
+	char p[PATH_MAX];
+
+	if (chmod(base, 0755) < 0)
+		abort();
+	for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+		snprintf(p, sizeof(p), "%s/%s", base, rows[i].dir);
+		if (mkdir(p, 0700) < 0 || chown(p, rows[i].owner, rows[i].owner) < 0 ||
+		    chmod(p, 01777) < 0)
+			abort();
+		snprintf(p, sizeof(p), "%s/%s/sub", base, rows[i].dir);
+		if (mkdir(p, 0755) < 0 || chown(p, 65534, 65534) < 0)
+			abort();
+		{
+			int r = trusted_as_nobody(base, rows[i].dir);
+
+			ok(r == rows[i].want, "as uid 65534, %s (%d)", rows[i].what, r);
+		}
+	}
+	if (chmod(base, 0700) < 0)
+		abort();
+}
+
 /* What root reads through open_trusted(): the directories on the way and the links followed
  * are root's (or ours) and writable by no one else. */
 static void test_open_trusted(void)
@@ -611,9 +668,12 @@ static void test_open_trusted(void)
 			    "a file in another user's directory");
 		if (chown(base, 0, 0) < 0)
 			abort();
+		sticky_of_user(base);
 	} else {
 		tap_skip("not root: no link of another user");
 		tap_skip("not root: no directory of another user");
+		for (int i = 0; i < 3; i++)
+			tap_skip("not root: no sticky directory of another user");
 	}
 
 	snprintf(p, sizeof(p), "rm -rf '%s'", base);

@@ -581,7 +581,7 @@ static void shown_pop(struct walk *w)
 }
 
 /* @fd, the directory w->shown: ours or root's, and writable by no one else (for DIR_ON_WAY, a
- * sticky root-owned one excepted: no one but root can rename or replace what is in it). */
+ * sticky one of root's or ours excepted: no one else can rename or replace what is ours in it). */
 static int dir_fd_safe(int fd, const struct walk *w, unsigned how)
 {
 	struct stat st;
@@ -597,8 +597,7 @@ static int dir_fd_safe(int fd, const struct walk *w, unsigned how)
 	if (st.st_uid != 0 && st.st_uid != w->euid)
 		return error_set(-EPERM, "%s %s%s is owned by uid %u, not by root%s", w->what,
 				 w->dir, where, (unsigned)st.st_uid, who);
-	if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
-	    ((how & DIR_STRICT) || st.st_uid != 0 || !(st.st_mode & S_ISVTX)))
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && ((how & DIR_STRICT) || !(st.st_mode & S_ISVTX)))
 		return error_set(-EPERM,
 				 "%s %s%s is writable by its group or by others (mode %04o): "
 				 "anyone could replace what jobcg keeps there",
