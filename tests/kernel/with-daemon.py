@@ -5,6 +5,7 @@ daemon, and check that the daemon really served steps and stopped cleanly. The t
 lines pass through; this adds its checks before the plan."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,14 +13,8 @@ import tempfile
 import time
 
 
-def main():
-    test = sys.argv[1:]
-    build = os.environ.get("JOBCG_BUILD_ROOT", ".")
-    jobcg = os.path.join(build, "cli", "jobcg")
-    if os.geteuid() != 0:
-        print("1..0 # SKIP kernel tests need root")
-        return 0
-    tmp = tempfile.mkdtemp(prefix="jobcg-ktest-daemon-")
+def run_with_daemon(test, jobcg, tmp):
+    """The daemon on a socket in @tmp, the test @test as its client, and the daemon's checks."""
     sock = os.path.join(tmp, "daemon.sock")
     log = open(os.path.join(tmp, "daemon.log"), "w+")
     env = dict(os.environ)
@@ -72,9 +67,22 @@ def main():
         for line in text.splitlines():
             print("# daemon: " + line)
     print(f"1..{n}")
-    os.unlink(log.name)
-    os.rmdir(tmp)
     return 0 if r.returncode == 0 else r.returncode
+
+
+def main():
+    test = sys.argv[1:]
+    build = os.environ.get("JOBCG_BUILD_ROOT", ".")
+    jobcg = os.path.join(build, "cli", "jobcg")
+    if os.geteuid() != 0:
+        print("1..0 # SKIP kernel tests need root")
+        return 0
+    tmp = tempfile.mkdtemp(prefix="jobcg-ktest-daemon-")
+    try:
+        return run_with_daemon(test, jobcg, tmp)
+    finally:
+        # Whatever happened (the test skipped itself, a crash): nothing of ours stays in /tmp.
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
