@@ -54,6 +54,58 @@ static int entries(const char *dir)
 	return n;
 }
 
+/* JOBCG_ROOT set to the test's own directory (the parent of @root) + @rel; one job made there
+ * and released, then the tree torn down. */
+static void tree_at(const char *top_rel, const char *rel, const char *what)
+{
+	char r[PATH_MAX];
+
+	snprintf(r, sizeof(r), "%s/%s", top_rel, rel);
+	setenv("JOBCG_ROOT", r, 1);
+	is_int(kcli(NULL, "alloc", "60", NULL), 0, what);
+	is_int(kcli(NULL, "release", "60", NULL), 0, "  release 60");
+}
+
+/* The directories the mkdir backend made above a tree root go with the tree once empty; one it
+ * found there stays, and so does one that still holds another tree. */
+static void made_ancestors(const char *root)
+{
+	char top[PATH_MAX], top_rel[PATH_MAX], p[PATH_MAX];
+	const char *env = getenv("JOBCG_ROOT");
+	char *saved = strdup(env);
+
+	snprintf(top, sizeof(top), "%s", root);
+	*strrchr(top, '/') = '\0';
+	snprintf(top_rel, sizeof(top_rel), "%.*s", (int)(strrchr(env, '/') - env), env);
+	tree_at(top_rel, "made/x/jobcg", "a tree below made/x/, which did not exist");
+	snprintf(p, sizeof(p), "%s/made/x", top);
+	ok(getxattr(p, "trusted.jobcg.made", NULL, 0) > 0, "made/x/ is marked as jobcg's");
+	tree_at(top_rel, "made/y/jobcg", "another below made/y/");
+	setenv("JOBCG_ROOT", saved, 1);
+	snprintf(p, sizeof(p), "%s/made/x/jobcg", top_rel);
+	setenv("JOBCG_ROOT", p, 1);
+	is_int(kcli(NULL, "teardown", NULL), 0, "teardown of the tree in made/x/");
+	ok(!kcli_exists("%s/made/x", top) && kcli_exists("%s/made/y/jobcg", top),
+	   "  made/x/ went with it, made/ holds the other tree and stays");
+	snprintf(p, sizeof(p), "%s/made/y/jobcg", top_rel);
+	setenv("JOBCG_ROOT", p, 1);
+	is_int(kcli(NULL, "teardown", NULL), 0, "teardown of the tree in made/y/");
+	ok(!kcli_exists("%s/made", top), "  made/y/ and made/ went with it");
+	ok(kcli_exists("%s", top), "  the test's own directory above them stays");
+	snprintf(p, sizeof(p), "%s/found", top);
+	mkdir(p, 0755);
+	tree_at(top_rel, "found/jobcg", "a tree below found/, made beforehand");
+	snprintf(p, sizeof(p), "%s/found/jobcg", top_rel);
+	setenv("JOBCG_ROOT", p, 1);
+	is_int(kcli(NULL, "teardown", NULL), 0, "teardown of that tree");
+	ok(kcli_exists("%s/found", top) && !kcli_exists("%s/found/jobcg", top),
+	   "  found/ stays: jobcg did not make it");
+	snprintf(p, sizeof(p), "%s/found", top);
+	rmdir(p);
+	setenv("JOBCG_ROOT", saved, 1);
+	free(saved);
+}
+
 int main(void)
 {
 	const char *root = kcli_setup("teardown", "jobcg");
@@ -294,6 +346,7 @@ int main(void)
 		for (int i = 0; i < 2; i++)
 			ok(waitpid(runners[i], &st, 0) == runners[i], "run %d ended", i);
 	}
+	made_ancestors(root);
 	rmdir(pins);
 	return tap_done();
 }

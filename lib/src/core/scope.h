@@ -17,6 +17,10 @@ struct scope_backend {
 		      char **ret_root);
 };
 
+/* On a directory the mkdir backend made above the tree root (system.slice on a host without
+ * systemd): a teardown removes such a directory once empty, never one jobcg found there. */
+#define SCOPE_MADE_XATTR "trusted.jobcg.made"
+
 extern const struct scope_backend scope_mkdir_backend;	 /* scope_mkdir.c */
 extern const struct scope_backend scope_systemd_backend; /* scope_systemd.c (sd-bus) */
 

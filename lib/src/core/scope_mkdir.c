@@ -40,6 +40,12 @@ static int mkdir_ensure(const struct jobcg_config *conf, const char *mount, cons
 		r = cgfs_mkdir(cur, true);
 		if (r < 0)
 			return r;
+		/* Without the mark (a kernel without xattrs on cgroups, or killed before it) the
+		 * directory is left at teardown, as one found. */
+		if (r == 0 && p[1] && cgfs_xattr_set(cur, SCOPE_MADE_XATTR, "1") < 0) {
+			log_debug("%s", jobcg_last_error()->message);
+			jobcg_error_clear();
+		}
 	}
 	*ret_root = TAKE_PTR(cur);
 	return 0;

@@ -12,6 +12,7 @@
 #include "job_internal.h"
 #include "joblock.h"
 #include "log.h"
+#include "scope.h"
 #include "tree.h"
 #include "util.h"
 #include "devices.h"
@@ -217,6 +218,38 @@ static unsigned release_all(struct jobcg_ctx *ctx, const uint32_t *ids, size_t n
 	return removed;
 }
 
+/*
+ * The directories above the root that the mkdir backend made for it (SCOPE_MADE_XATTR), each once
+ * empty, from the root's parent up: the hierarchy is left as jobcg found it. The first one it
+ * did not make, or cannot remove (another tree below it), ends the walk.
+ */
+static void remove_made_ancestors(struct jobcg_ctx *ctx)
+{
+	size_t mount_len = strlen(jobcg_ctx_mount(ctx));
+	_cleanup_free_ char *p = strdup(jobcg_ctx_root(ctx));
+
+	if (!p)
+		return;
+	for (;;) {
+		_cleanup_free_ char *mark = NULL;
+		char *slash = strrchr(p, '/');
+
+		if (!slash || (size_t)(slash - p) <= mount_len)
+			return;
+		*slash = '\0';
+		if (cgfs_xattr_get(p, SCOPE_MADE_XATTR, &mark) < 0) {
+			jobcg_error_clear();
+			return;
+		}
+		if (rmdir(p) < 0) {
+			log_debug("%s, which jobcg made for the tree, stays: %s", p,
+				  strerror(errno));
+			return;
+		}
+		log_info("removed %s, which jobcg made for the tree", p);
+	}
+}
+
 JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags, unsigned grace_ms,
 				     struct jobcg_teardown_stats *ret)
 {
@@ -312,6 +345,7 @@ JOBCG_EXPORT int jobcg_tree_teardown(struct jobcg_ctx *ctx, unsigned flags, unsi
 	}
 	st.root_removed = true;
 	st.resv_removed = (unsigned)strv_length(resv);
+	remove_made_ancestors(ctx);
 	/* The lock file goes while held, and so does the Slurm plugin's CPU topology cache
 	 * beside it. Whoever waits on the old file finds, once granted, that its name is gone
 	 * and opens the path again (jobcg_ctx_lock), so it queues behind any newcomer rather
