@@ -772,13 +772,16 @@ static void *collector_thread(void *arg)
  */
 static int collector_run(const struct cli_global *g, const int *fds, pid_t http)
 {
-	struct collector c = {.g = g, .http = http};
-	struct collector_chan ch[HTTP_THREADS];
+	/* Static, not on this stack: a thread still in a reading when this returns reads them
+	 * until the process exits (ASan saw the stack read after its scope, under load). */
+	static struct collector c;
+	static struct collector_chan ch[HTTP_THREADS];
 	struct pollfd p[HTTP_THREADS];
 	size_t left = HTTP_THREADS;
 	pthread_t t;
 	const char *mount;
 
+	c = (struct collector){.g = g, .http = http};
 	/* Computed once here: its static buffer is not filled concurrently by the threads. */
 	(void)jobcg_cgroup2_mount(&mount);
 	for (size_t i = 0; i < HTTP_THREADS; i++) {
