@@ -562,6 +562,17 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	if (!path || !*path)
 		return cli_usage_error("daemon", "no socket: JOBCG_DAEMON_SOCKET is empty and "
 						 "no --socket was given");
+	/* A stop from here on is taken in the loop, which removes the socket and stops the
+	 * children: one that came while the daemon starts (its metrics server may already answer)
+	 * killed it before, leaving its socket behind. Blocked until the loop waits, so that the
+	 * children forked meanwhile start with it pending and blocked, not handled by our
+	 * handler before they reset theirs (supervise_child_setup()). */
+	sigemptyset(&stopset);
+	sigaddset(&stopset, SIGTERM);
+	sigaddset(&stopset, SIGINT);
+	sigprocmask(SIG_BLOCK, &stopset, &waitmask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
 	/* A configuration that does not load is an administrator's mistake to hear about now,
 	 * not from every step. */
 	r = cli_ctx_open(g, 0, &conf, &ctx);
@@ -603,8 +614,6 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 		free(cs.p);
 		return r;
 	}
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGCHLD, &sa_child, NULL);
 	signal(SIGPIPE, SIG_IGN); /* a client gone mid-write is an error, not a death */
 	signal(SIGHUP, SIG_IGN);  /* nothing to reload: each step reads the configuration */
@@ -613,11 +622,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	/* SIGTERM and SIGINT are blocked from the check of stop_signal to the wait, which
 	 * unblocks them: none arriving in between is missed. SIGCHLD likewise from the check
 	 * of the children (the reservation watcher, the metrics server). */
-	sigemptyset(&stopset);
-	sigaddset(&stopset, SIGTERM);
-	sigaddset(&stopset, SIGINT);
 	sigaddset(&stopset, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &stopset, &waitmask);
+	sigprocmask(SIG_BLOCK, &stopset, NULL);
 	while (sigprocmask(SIG_BLOCK, &stopset, NULL), !stop_signal || cs.n > 0) {
 		/* A stop that came while we worked is acted on now, not at the next event. */
 		static const struct timespec at_once = {0, 0};
