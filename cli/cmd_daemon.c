@@ -566,7 +566,8 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	 * children: one that came while the daemon starts (its metrics server may already answer)
 	 * killed it before, leaving its socket behind. Blocked until the loop waits, so that the
 	 * children forked meanwhile start with it pending and blocked, not handled by our
-	 * handler before they reset theirs (supervise_child_setup()). */
+	 * handler before they reset theirs (supervise_child_setup()). A start that fails returns
+	 * with them still blocked: the process exits with its error, not killed by a stop. */
 	sigemptyset(&stopset);
 	sigaddset(&stopset, SIGTERM);
 	sigaddset(&stopset, SIGINT);
@@ -623,7 +624,6 @@ static int cmd_daemon(int argc, char **argv, const struct cli_global *g)
 	 * unblocks them: none arriving in between is missed. SIGCHLD likewise from the check
 	 * of the children (the reservation watcher, the metrics server). */
 	sigaddset(&stopset, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &stopset, NULL);
 	while (sigprocmask(SIG_BLOCK, &stopset, NULL), !stop_signal || cs.n > 0) {
 		/* A stop that came while we worked is acted on now, not at the next event. */
 		static const struct timespec at_once = {0, 0};
