@@ -66,6 +66,36 @@ static void tree_at(const char *top_rel, const char *rel, const char *what)
 	is_int(kcli(NULL, "release", "60", NULL), 0, "  release 60");
 }
 
+/* A directory jobcg made above a root, removed (by the teardown of the last tree below it) just
+ * after a new tree's alloc made it and before it made the rest: the alloc walks again. */
+static void made_vanishes(const char *top, const char *top_rel)
+{
+	char pdir[PATH_MAX], r[PATH_MAX], made[PATH_MAX];
+	char *args[] = {"alloc", "61", NULL};
+	int efd = -1;
+	pid_t pid;
+
+	if (!tap_test_hooks()) {
+		tap_skip("a parent removed while the root is made: needs -Dtest_hooks=true");
+		return;
+	}
+	snprintf(pdir, sizeof(pdir), "%s/pause-mkdir", getenv("JOBCG_STATE_DIR"));
+	mkdir(pdir, 0700);
+	snprintf(r, sizeof(r), "%s/made/z/jobcg", top_rel);
+	setenv("JOBCG_ROOT", r, 1);
+	snprintf(made, sizeof(made), "%s/made", top);
+	pid = kcli_start_paused(pdir, "root-mkdir-made", args, &efd);
+	ok(kcli_wait_file(pdir, "root-mkdir-made.reached", 30000),
+	   "an alloc below made/z/ stops once it has made made/");
+	ok(rmdir(made) == 0, "  made/ removed under it, as another tree's teardown would");
+	kcli_pause_go(pdir, "root-mkdir-made");
+	is_int(kcli_finish(pid, efd, NULL), 0, "  the alloc makes its tree all the same");
+	ok(kcli_exists("%s/made/z/jobcg/job_61", top), "  job 61 is in made/z/jobcg/");
+	is_int(kcli(NULL, "release", "61", NULL), 0, "  release 61");
+	is_int(kcli(NULL, "teardown", NULL), 0, "  teardown of that tree");
+	ok(!kcli_exists("%s/made", top), "  made/ went with it (made again, and marked)");
+}
+
 /* The directories the mkdir backend made above a tree root go with the tree once empty; one it
  * found there stays, and so does one that still holds another tree. */
 static void made_ancestors(const char *root)
@@ -102,6 +132,7 @@ static void made_ancestors(const char *root)
 	   "  found/ stays: jobcg did not make it");
 	snprintf(p, sizeof(p), "%s/found", top);
 	rmdir(p);
+	made_vanishes(top, top_rel);
 	setenv("JOBCG_ROOT", saved, 1);
 	free(saved);
 }
