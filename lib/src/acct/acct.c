@@ -369,21 +369,6 @@ static int log_commit(struct jobcg_ctx *ctx, struct acct_pending *p)
 				  same_dir(path, jobcg_ctx_lock_path(ctx)));
 }
 
-int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
-		    uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
-		    bool cancelled, const struct jobcg_acct *a)
-{
-	struct acct_pending p;
-	int r = acct_log_prepare(ctx, job_id, step_id, start_usec, exit_code, exit_signal, ntasks,
-				 cancelled, a, &p);
-
-	if (r < 0)
-		return r;
-	r = acct_log_commit(ctx, &p);
-	acct_pending_done(&p);
-	return r;
-}
-
 int acct_step_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
 		      uint64_t start_usec, const struct jobcg_run_result *res,
 		      const struct jobcg_acct *a, bool cancelled, struct acct_pending *ret)

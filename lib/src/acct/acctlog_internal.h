@@ -38,13 +38,9 @@ struct acctlog_rotated_name {
 /* Is @name (a file in the log's directory) a rotated copy of the log named @base? */
 bool acctlog_parse_rotated(const char *base, const char *name, struct acctlog_rotated_name *ret);
 
-/* One record; @step_id NULL for the job's. @exit_code -1 and no signal: end not seen. */
-int acct_log_append(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_id,
-		    uint64_t start_usec, int exit_code, int exit_signal, unsigned ntasks,
-		    bool cancelled, const struct jobcg_acct *a);
-
 /*
- * The same in two halves, for removals: prepare reads what the record takes from the job's and
+ * A record (@step_id NULL for the job's; @exit_code -1 and no signal: end not seen) in two
+ * halves, for removals: prepare reads what the record takes from the job's and
  * step's directories (owner, start, devices) while they exist; commit writes it once they are
  * gone, so that a removal that fails writes nothing and the one that finishes it writes the
  * only record.
