@@ -1,10 +1,13 @@
 /* Kernel test: the public API's contracts with a context: pid 1 is never put into a job (in a
  * private pid namespace, where this test's child is pid 1), messages name their own failure,
  * hand-filled targets and step ids are refused, unknown flags are refused, a step that cannot
- * run is not begun, and a child forked under the node lock does not hold it. */
+ * run is not begun, a child forked under the node lock does not hold it, a caller's own step
+ * record says what its result says, and the job a login would go to is the user's newest. */
 #include <sched.h>
 #include <sys/file.h>
 
+#include "jobcg/acct.h"
+#include "jobcg/acctlog.h"
 #include "jobcg/adopt.h"
 #include "jobcg/context.h"
 #include "jobcg/job.h"
@@ -201,6 +204,87 @@ static void fork_locked(void)
 	close(pipefd[0]);
 }
 
+/* The records of job 47 in the log, by step id: the step's state, exit code and signal. */
+struct seen47 {
+	char what[8][64];
+	int n;
+};
+
+static int note47(const struct jobcg_acct_record *r, void *u)
+{
+	struct seen47 *s = u;
+
+	if (r->kind == JOBCG_ACCT_STEP && s->n < 8)
+		snprintf(s->what[s->n++], sizeof(s->what[0]), "%s %s %d %d %u",
+			 r->step_id ? r->step_id : "-", jobcg_acct_state_name(r->state),
+			 r->exit_code, r->exit_signal, r->ntasks);
+	return 0;
+}
+
+/* A caller that runs its own steps (a scheduler's agent) writes their records with
+ * jobcg_acct_log_step(): the state follows the result it passes, none is NODE_FAIL, a
+ * cancelled step CANCELLED; a step id no step could have writes nothing. */
+static void acct_log_step(const struct jobcg_config *conf)
+{
+	int statuses[2] = {3 << 8, SIGKILL};
+	struct jobcg_run_result failed = {.exit_code = 3, .task_status = statuses, .ntasks = 1},
+				killed = {.exit_code = 137, .task_status = statuses, .ntasks = 2},
+				fine = {.exit_code = 0, .task_status = (int[]){0}, .ntasks = 1};
+	struct jobcg_acct a = {};
+	struct seen47 s = {};
+	char *path = NULL;
+	int r;
+
+	is_int(jobcg_job_create(ctx, 47, NULL, 0, NULL), 0, "job 47");
+	is_int(jobcg_acctlog_path(conf, &path), 0, "the log's path");
+	is_int(jobcg_acct_log_step(ctx, 47, "0", 1700000000000000ULL, &fine, &a, false), 0,
+	       "step 47.0's record: it exited 0");
+	is_int(jobcg_acct_log_step(ctx, 47, "1", 0, &failed, &a, false), 0,
+	       "step 47.1's: its task exited 3");
+	is_int(jobcg_acct_log_step(ctx, 47, "2", 0, &killed, &a, false), 0,
+	       "step 47.2's: its second task was killed");
+	is_int(jobcg_acct_log_step(ctx, 47, "batch", 0, NULL, &a, false), 0,
+	       "step 47.batch's: no result was seen");
+	is_int(jobcg_acct_log_step(ctx, 47, "3", 0, &fine, &a, true), 0,
+	       "step 47.3's: ended on request");
+	r = jobcg_acct_log_step(ctx, 47, "../x", 0, &fine, &a, false);
+	ok(r == -EINVAL && msg_has(r, "invalid step id"), "a step id no step can have is refused");
+	is_int(jobcg_acctlog_read(path, "47", note47, &s), 0, "the log reads back");
+	is_int(s.n, 5, "five records of job 47, none for the refused one");
+	is_str(s.what[0], "0 COMPLETED 0 0 1", "47.0: COMPLETED, exit 0, one task");
+	is_str(s.what[1], "1 FAILED 3 0 1", "47.1: FAILED, exit 3");
+	is_str(s.what[2], "2 FAILED 0 9 2", "47.2: FAILED by signal 9 (the first task killed)");
+	is_str(s.what[3], "batch NODE_FAIL -1 0 0", "47.batch: NODE_FAIL, nothing known");
+	is_str(s.what[4], "3 CANCELLED 0 0 1", "47.3: CANCELLED");
+	is_int(jobcg_job_remove(ctx, 47, 0), 0, "remove job 47");
+	free(path);
+}
+
+/* The job a login of a user would go to: the newest complete one the user owns, not another
+ * user's, and none (-ENOENT, saying so) for a user without one. */
+static void pick_job(void)
+{
+	struct jobcg_limits mine = {.uid = 4242, .gid = 4242, .have_owner = true};
+	struct jobcg_limits theirs = {.uid = 4343, .gid = 4343, .have_owner = true};
+	uint32_t job = 0;
+	int r;
+
+	is_int(jobcg_job_create(ctx, 48, &mine, 0, NULL), 0, "job 48 of uid 4242");
+	is_int(jobcg_job_create(ctx, 49, &theirs, 0, NULL), 0, "job 49 of uid 4343");
+	is_int(jobcg_job_create(ctx, 50, &mine, 0, NULL), 0, "job 50 of uid 4242");
+	r = jobcg_adopt_pick_job(ctx, 4242, &job);
+	ok(r == 0 && job == 50, "a login of uid 4242 would go to job 50, its newest (%u)", job);
+	r = jobcg_adopt_pick_job(ctx, 4343, &job);
+	ok(r == 0 && job == 49, "one of uid 4343 to job 49 (%u)", job);
+	job = 7;
+	r = jobcg_adopt_pick_job(ctx, 4444, &job);
+	ok(r == -ENOENT && msg_has(r, "user 4444 has no job") && job == 7,
+	   "uid 4444 has none: refused, saying so, the answer untouched");
+	is_int(jobcg_job_remove(ctx, 48, 0) | jobcg_job_remove(ctx, 49, 0) |
+		   jobcg_job_remove(ctx, 50, 0),
+	       0, "remove jobs 48, 49 and 50");
+}
+
 int main(void)
 {
 	struct jobcg_config *conf = NULL;
@@ -217,6 +301,8 @@ int main(void)
 	flags_and_counts();
 	last_step_number();
 	fork_locked();
+	acct_log_step(conf);
+	pick_job();
 	pid1();
 	is_int(jobcg_job_remove(ctx, 41, 0), 0, "remove job 41");
 	jobcg_ctx_free(ctx);
