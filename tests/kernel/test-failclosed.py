@@ -146,6 +146,26 @@ def check_markerless(e, m):
     ok(gone == [], f"{m}: and the entries of its cgroup, now gone ({gone})")
 
 
+def check_rollback(e, m):
+    """A job whose creation fails after its GPU was granted (its last write, the complete mark,
+    refused on request) is rolled back whole: no directory, no grant left in the policy, and
+    the GPU free for the next job."""
+    before, _ = policy_json(e)
+    env = dict(e.env, JOBCG_TEST_FLAGS="job-mark-fails")
+    r = e.run("alloc", "31", "--gres", "gpu:1", env=env)
+    ok(r.returncode == 1 and "cannot mark it complete" in r.stderr,
+       f"{m}: alloc 31 fails at its complete mark, saying so ({r.stderr.strip()})")
+    ok(not os.path.exists(os.path.join(e.root, "job_31")), f"{m}: job_31/ is removed")
+    after, _ = policy_json(e)
+    ok(len(after.get("grants", [])) == len(before.get("grants", [])) and
+       not [g for g in after.get("grants", []) if not g.get("path")],
+       f"{m}: no grant of it is left in the policy ({len(before.get('grants', []))} -> "
+       f"{len(after.get('grants', []))})")
+    r = e.run("alloc", "31", "--gres", f"gpu:{NGPU}")
+    ok(r.returncode == 0, f"{m}: every GPU is free for the next alloc 31 ({r.stderr.strip()})")
+    e.run("release", "31")
+
+
 def check_ungranted(e, m):
     r = e.run("alloc", "5", "--gres", "gpu:1")
     ok(r.returncode == 0, f"{m}: alloc 5 --gres gpu:1 ({r.stderr.strip()})")
@@ -316,6 +336,7 @@ def body(e):
                 envs.append(x)
             x.setup(mode)
             check_init_alone(x, mode)
+            check_rollback(x, mode)
             check_ungranted(x, mode)
             check_half_created(x, mode)
             check_failed_release(x, mode)

@@ -31,6 +31,8 @@ static inline void test_pause(const char *point)
  *   kill-slow      then waits 100 ms between listing the pids and signalling them
  *   no-pidfd       as without pidfd_open(): signals go by kill() (tree.c), the metrics
  *                  relay watches its HTTP process by polling (cli/metrics_http.c)
+ *   job-mark-fails a job's creation fails at its last write, the complete mark, after every
+ *                  hook attached (job.c): what the rollback undoes can be seen
  */
 #ifdef JOBCG_TEST_HOOKS
 bool test_flag(const char *flag);

@@ -636,6 +636,11 @@ static int job_create_locked(struct jobcg_ctx *ctx, uint32_t job_id,
 	/* Last: the mark that the job is complete (gc sweeps job dirs without it). */
 	test_pause("job-create-before-mark");
 	snprintf(buf, sizeof(buf), "%lld", (long long)time(NULL));
+	if (meta && test_flag("job-mark-fails")) {
+		r = error_set(-EIO, "job %u: cannot mark it complete (test flag job-mark-fails)",
+			      job_id);
+		goto undo;
+	}
 	if (meta && (r = set_meta(dir, "created", buf)) < 0)
 		goto undo;
 	log_info("created job %u at %s", job_id, dir);
