@@ -512,6 +512,57 @@ static void top_user_width(void)
 	is_int(kcli(NULL, "release", "52", NULL), 0, "release 52");
 }
 
+/* What getent answers is input too: an entry longer than the reader takes, one that is not an
+ * entry, a getent killed by a signal: each refused, saying which, with nothing made; a group
+ * whose member list is longer than a pipe holds is read to its end and taken. */
+static void getent_answers(void)
+{
+	char getent[PATH_MAX], *err = NULL, *out = NULL;
+	FILE *f;
+
+	snprintf(getent, sizeof(getent), "%s/getent-odd", ktest_tmpdir());
+	f = fopen(getent, "w");
+	ok(f != NULL, "a stand-in getent with odd answers");
+	if (!f)
+		return;
+	fputs("#!/bin/sh\n"
+	      "case \"$1 $2\" in\n"
+	      "'passwd huge') head -c 5000 /dev/zero | tr '\\0' u; echo ':x:1:1::/:/bin/sh' ;;\n"
+	      "'passwd junk') echo 'junk' ;;\n"
+	      "'passwd crash') kill -SEGV $$ ;;\n"
+	      "'group crowd') printf 'crowd:x:4343:'; head -c 100000 /dev/zero | tr '\\0' m;"
+	      " echo ;;\n"
+	      "*) exit 2 ;;\n"
+	      "esac\n",
+	      f);
+	fclose(f);
+	chmod(getent, 0755);
+	setenv("JOBCG_TEST_GETENT", getent, 1);
+	is_int(kcli_run((char *[]){"alloc", "53", "--uid", "huge", NULL}, NULL, &err), 1,
+	       "alloc --uid with a passwd entry longer than the reader takes");
+	ok(err && strstr(err, "getent passwd huge: entry longer than 4095 bytes"), "  refused: %s",
+	   err ? err : "");
+	free(err);
+	is_int(kcli_run((char *[]){"alloc", "53", "--uid", "junk", NULL}, NULL, &err), 1,
+	       "alloc --uid with an answer that is no passwd entry");
+	ok(err && strstr(err, "getent passwd junk: not an entry of 7 ':'-separated fields"),
+	   "  refused: %s", err ? err : "");
+	free(err);
+	is_int(kcli_run((char *[]){"alloc", "53", "--uid", "crash", NULL}, NULL, &err), 1,
+	       "alloc --uid with a getent killed by a signal");
+	ok(err && strstr(err, "getent passwd crash failed (signal 11)"), "  refused: %s",
+	   err ? err : "");
+	free(err);
+	ok(!kcli_exists("%s/job_53", kcli_root_abs), "  no job 53 made by any of them");
+	is_int(kcli(NULL, "alloc", "53", "--uid", "0", "--gid", "crowd", NULL), 0,
+	       "alloc --gid of a group with a 100 kB member list");
+	is_int(kcli(&out, "show", "53", NULL), 0, "show 53");
+	ok(out && strstr(out, "owner: 0:4343"), "  its group is the entry's gid, 4343");
+	free(out);
+	unsetenv("JOBCG_TEST_GETENT");
+	is_int(kcli(NULL, "release", "53", NULL), 0, "release 53");
+}
+
 int main(void)
 {
 	kcli_setup("cli-output", "jobcg");
@@ -525,11 +576,12 @@ int main(void)
 	release_ephemeral();
 	json_no_gres();
 	gpus_none();
-	if (tap_test_hooks())
+	if (tap_test_hooks()) {
 		top_user_width();
-	else
-		tap_skip("top with a long user name: a build without test hooks has no stand-in "
-			 "getent");
+		getent_answers();
+	} else
+		tap_skip("top with a long user name, odd getent answers: a build without test "
+			 "hooks has no stand-in getent");
 	is_int(kcli(NULL, "teardown", NULL), 0, "teardown: nothing left");
 	return tap_done();
 }
