@@ -807,9 +807,13 @@ def standalone(e):
        f"control characters replaced ({new[:300]!r})")
     ok(f"{tag}{'A' * 512} [cut]\n" in new, "a long line is cut at 512 bytes")
     copied = new.count(f"{tag}x\n")
-    ok(copied <= 60 and re.search(r"\((\d+) more lines left out\)", new)
-       and copied + int(re.search(r"\((\d+) more lines left out\)", new)[1]) == 2000,
-       f"2000 lines at once: {copied} copied, the rest counted as left out")
+    if os.environ.get("JOBCG_COVERAGE") == "1":
+        # Its own lines at exit (a coverage build's, as nobody) count among those left out.
+        pytap.skip("2000 lines at once: a coverage build's HTTP process writes more")
+    else:
+        ok(copied <= 60 and re.search(r"\((\d+) more lines left out\)", new)
+           and copied + int(re.search(r"\((\d+) more lines left out\)", new)[1]) == 2000,
+           f"2000 lines at once: {copied} copied, the rest counted as left out")
     ok(len(new) < 60 * 600, f"the log grew {len(new)} bytes for them")
     ok(relay is not None and wait_for(lambda: gone(relay), 5), "and the relay ends")
     p = e.spawn([e.jobcg, "metrics", "--listen", f"127.0.0.1:{port}", "--user", "root"], log,
