@@ -471,24 +471,33 @@ static void gpus_none(void)
 	unsetenv("JOBCG_SYSROOT");
 }
 
+/* A stand-in getent (test builds run it instead of NSS's): @script written to @path. */
+static bool stand_in_getent(char *path, size_t size, const char *name, const char *script,
+			    const char *what)
+{
+	FILE *f;
+
+	snprintf(path, size, "%s/%s", ktest_tmpdir(), name);
+	f = fopen(path, "w");
+	if (!ok(f != NULL, "%s", what))
+		return false;
+	fputs(script, f);
+	fclose(f);
+	return chmod(path, 0755) == 0;
+}
+
 /* top with an owner whose name is longer than ten characters: the name whole, under USER,
  * and the next column still under its header (a test build's getent stands in for NSS). */
 static void top_user_width(void)
 {
 	char getent[PATH_MAX], *out = NULL;
 	const char *hdr, *row;
-	FILE *f;
 
-	snprintf(getent, sizeof(getent), "%s/getent-long", ktest_tmpdir());
-	f = fopen(getent, "w");
-	ok(f != NULL, "a stand-in getent");
-	if (!f)
+	if (!stand_in_getent(getent, sizeof(getent), "getent-long",
+			     "#!/bin/sh\n[ \"$1\" = passwd ] && [ \"$2\" = 4242 ] || exit 2\n"
+			     "echo 'a-very-long-user-name:x:4242:4242::/:/bin/sh'\n",
+			     "a stand-in getent"))
 		return;
-	fputs("#!/bin/sh\n[ \"$1\" = passwd ] && [ \"$2\" = 4242 ] || exit 2\n"
-	      "echo 'a-very-long-user-name:x:4242:4242::/:/bin/sh'\n",
-	      f);
-	fclose(f);
-	chmod(getent, 0755);
 	is_int(kcli(NULL, "alloc", "52", "--uid", "4242", NULL), 0, "alloc 52 --uid 4242");
 	setenv("JOBCG_TEST_GETENT", getent, 1);
 	is_int(kcli(&out, "top", "-b", "-n", "1", NULL), 0, "top -b -n 1");
@@ -518,25 +527,20 @@ static void top_user_width(void)
 static void getent_answers(void)
 {
 	char getent[PATH_MAX], *err = NULL, *out = NULL;
-	FILE *f;
 
-	snprintf(getent, sizeof(getent), "%s/getent-odd", ktest_tmpdir());
-	f = fopen(getent, "w");
-	ok(f != NULL, "a stand-in getent with odd answers");
-	if (!f)
+	if (!stand_in_getent(
+		getent, sizeof(getent), "getent-odd",
+		"#!/bin/sh\n"
+		"case \"$1 $2\" in\n"
+		"'passwd huge') head -c 5000 /dev/zero | tr '\\0' u; echo ':x:1:1::/:/bin/sh' ;;\n"
+		"'passwd junk') echo 'junk' ;;\n"
+		"'passwd crash') kill -SEGV $$ ;;\n"
+		"'group crowd') printf 'crowd:x:4343:'; head -c 100000 /dev/zero | tr '\\0' m;"
+		" echo ;;\n"
+		"*) exit 2 ;;\n"
+		"esac\n",
+		"a stand-in getent with odd answers"))
 		return;
-	fputs("#!/bin/sh\n"
-	      "case \"$1 $2\" in\n"
-	      "'passwd huge') head -c 5000 /dev/zero | tr '\\0' u; echo ':x:1:1::/:/bin/sh' ;;\n"
-	      "'passwd junk') echo 'junk' ;;\n"
-	      "'passwd crash') kill -SEGV $$ ;;\n"
-	      "'group crowd') printf 'crowd:x:4343:'; head -c 100000 /dev/zero | tr '\\0' m;"
-	      " echo ;;\n"
-	      "*) exit 2 ;;\n"
-	      "esac\n",
-	      f);
-	fclose(f);
-	chmod(getent, 0755);
 	setenv("JOBCG_TEST_GETENT", getent, 1);
 	is_int(kcli_run((char *[]){"alloc", "53", "--uid", "huge", NULL}, NULL, &err), 1,
 	       "alloc --uid with a passwd entry longer than the reader takes");
