@@ -803,6 +803,11 @@ static void test_pam(void)
 	ok(strstr(out, "PAM_TYPE 'auth'") != NULL, "...naming PAM_TYPE");
 	is_int(pam_run("sshd", "close_session", "nobody", args, out, sizeof(out)), 0,
 	       "close_session: nothing to do");
+	is_int(pam_run("sshd", "account", NULL, args, out, sizeof(out)), 1, "no PAM_USER: refused");
+	ok(strstr(out, "PAM_USER is not set") != NULL, "...saying so");
+	is_int(pam_run("sshd", "account", "jobcg-no-such-user", args, out, sizeof(out)), 1,
+	       "a PAM_USER without a passwd entry: refused");
+	ok(strstr(out, "unknown user 'jobcg-no-such-user'") != NULL, "...naming it");
 	is_int(pam_run("sshd", "account", "root", args, out, sizeof(out)), 0,
 	       "root is let through without a job");
 	ok(strstr(out, "job_") == NULL, "...without adoption");

@@ -175,6 +175,9 @@ static const struct row rows[] = {
     {{"check", "--slurm-gres", ""}, 2, "jobcg check: --slurm-gres: empty", ""},
     {{"gpus", "--gres-conf", "--node", ""}, 2, "jobcg gpus: --node: empty", ""},
     {{"adopt", "--pam", "--service", ","}, 2, "jobcg adopt: --service ','", ""},
+    {{"adopt", "--service", "sshd", "123"}, 2, "--service and --pam-dir go with --pam", ""},
+    {{"adopt", "--pam", "--job", "5"}, 2, "jobcg adopt: --pam chooses the job: no --job", ""},
+    {{"adopt", "--pam", "123"}, 2, "--pam takes no PID (the process is our parent)", ""},
     /* a --pam-dir that is not there checks no stack: refused, not read past */
     {{"adopt", "--pam", "--pam-dir", "/nonexistent-jobcg-pam.d"},
      2,
