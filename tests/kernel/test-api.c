@@ -204,6 +204,27 @@ static void fork_locked(void)
 	close(pipefd[0]);
 }
 
+/* A step whose creation fails at its last write is rolled back: no directory left, and its
+ * name free again. */
+static void step_rollback(void)
+{
+	int r;
+
+	if (!tap_test_hooks()) {
+		tap_skip("a step's creation failing at its end: needs -Dtest_hooks=true");
+		return;
+	}
+	setenv("JOBCG_TEST_FLAGS", "step-mark-fails", 1);
+	r = jobcg_step_create(ctx, 41, "interactive", 0, NULL);
+	unsetenv("JOBCG_TEST_FLAGS");
+	ok(r == -EIO && msg_has(r, "cannot mark it complete"),
+	   "step 41.interactive failing at its complete mark: -EIO, saying so");
+	ok(!kcli_exists("%s/job_41/step_interactive", kcli_root_abs), "...its directory removed");
+	is_int(jobcg_step_create(ctx, 41, "interactive", 0, NULL), 0,
+	       "...and the name free: 41.interactive made again");
+	is_int(jobcg_step_remove(ctx, 41, "interactive", 0), 0, "remove it");
+}
+
 /* The records of job 47 in the log, by step id: the step's state, exit code and signal. */
 struct seen47 {
 	char what[8][64];
@@ -303,6 +324,7 @@ int main(void)
 	fork_locked();
 	acct_log_step(conf);
 	pick_job();
+	step_rollback();
 	pid1();
 	is_int(jobcg_job_remove(ctx, 41, 0), 0, "remove job 41");
 	jobcg_ctx_free(ctx);

@@ -33,6 +33,7 @@ static inline void test_pause(const char *point)
  *                  relay watches its HTTP process by polling (cli/metrics_http.c)
  *   job-mark-fails a job's creation fails at its last write, the complete mark, after every
  *                  hook attached (job.c): what the rollback undoes can be seen
+ *   step-mark-fails a step's creation likewise (job.c)
  *   no-map-batch   maps read back for decoding are read key by key, as on a kernel without
  *                  BPF_MAP_LOOKUP_BATCH (before 5.6; decode/inspect.c)
  */

@@ -1735,7 +1735,12 @@ JOBCG_EXPORT int jobcg_step_create_limited(struct jobcg_ctx *ctx, uint32_t job_i
 	/* Last: the mark that the step is complete. Under the lock a step with neither it nor a
 	 * runner is a creation that died half way, which gc removes. */
 	if (r >= 0 && ctx->info->xattr.supported)
-		r = set_meta(sdir, "created", "1");
+		r = test_flag("step-mark-fails")
+			? error_set(-EIO,
+				    "step %u.%s: cannot mark it complete (test flag "
+				    "step-mark-fails)",
+				    job_id, sid)
+			: set_meta(sdir, "created", "1");
 	if (r < 0) {
 		struct jobcg_error saved = *jobcg_last_error();
 
