@@ -38,14 +38,15 @@ static int mkdir_walk(const char *mount, char **parts, unsigned want, char **ret
 		r = cgfs_mkdir(cur, true);
 		if (r < 0)
 			return r;
-		/* Without the mark (a kernel without xattrs on cgroups, or killed before it) the
-		 * directory is left at teardown, as one found. */
-		if (r == 0 && p[1] && cgfs_xattr_set(cur, SCOPE_MADE_XATTR, "1") < 0) {
-			log_debug("%s", jobcg_last_error()->message);
-			jobcg_error_clear();
-		}
-		if (r == 0 && p[1])
+		if (r == 0 && p[1]) {
+			/* Without the mark (a kernel without xattrs on cgroups, or killed before
+			 * it) the directory is left at teardown, as one found. */
+			if (cgfs_xattr_set(cur, SCOPE_MADE_XATTR, "1") < 0) {
+				log_debug("%s", jobcg_last_error()->message);
+				jobcg_error_clear();
+			}
 			test_pause("root-mkdir-made");
+		}
 	}
 	*ret_root = TAKE_PTR(cur);
 	return 0;
