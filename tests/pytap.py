@@ -41,6 +41,12 @@ def test_hooks():
     return os.environ.get("JOBCG_TEST_HOOKS") == "1"
 
 
+def coverage():
+    """Whether the build counts coverage (-Db_coverage=true: JOBCG_COVERAGE), as
+    tests/tap.h's tap_coverage()."""
+    return os.environ.get("JOBCG_COVERAGE") == "1"
+
+
 def require_hooks(why):
     """For a program that is all pause and crash points: without them it skips as a whole (a
     failure where JOBCG_MUST_WORK=1), before it makes anything; exits."""

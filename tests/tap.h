@@ -33,6 +33,14 @@ static inline bool tap_test_hooks(void)
 	return e && strcmp(e, "1") == 0;
 }
 
+/* Whether the build counts coverage (-Db_coverage=true: JOBCG_COVERAGE), whose counters every
+ * exit writes: a row that caps a process's file size or reads its every line skips there. */
+static inline bool tap_coverage(void)
+{
+	const char *e = getenv("JOBCG_COVERAGE");
+	return e && strcmp(e, "1") == 0;
+}
+
 /* A program that is all pause and crash points: without them it skips as a whole (a failure
  * where JOBCG_MUST_WORK=1), before it makes anything. */
 static inline void tap_require_hooks(const char *why)

@@ -421,7 +421,7 @@ int main(void)
 	 * status is its command's, not 153 (SIGXFSZ after its cgroups are gone), and no
 	 * ephemeral job is left orphaned. Under a soft limit the records are written. (A coverage
 	 * build writes its counters at exit, past any such limit.) */
-	if (getenv("JOBCG_COVERAGE") && strcmp(getenv("JOBCG_COVERAGE"), "1") == 0)
+	if (tap_coverage())
 		tap_skip("a file-size limit: a coverage build's exit writes past it");
 	else {
 		struct rlimit old, lim;

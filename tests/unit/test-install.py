@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pytap import diag, finish, ok, run_checks, skip  # noqa: E402
+from pytap import coverage, diag, finish, ok, run_checks, skip  # noqa: E402
 
 
 def run(cmd, **kw):
@@ -167,7 +167,7 @@ def checks(cc, san, build, src, dest):
               f"pkg-config libjobcg: {r.stdout.strip()}"):
         diag(r.stderr)
         return
-    if os.environ.get("JOBCG_COVERAGE") == "1":
+    if coverage():
         skip("examples/step-agent.c against the archive: a coverage build's needs libgcov")
         return
     exe = os.path.join(dest, "step-agent")
