@@ -290,7 +290,7 @@ int acctlog_write_line(const char *path, const char *line, size_t len, unsigned 
 		else if (last != '\n' && (k = write_all(fd, "\n", 1)) < 0)
 			error_set(k, "cannot write %s: %s", path, strerror(-k));
 	}
-	if (k >= 0 && (k = write_all(fd, line, len)) < 0)
+	if (k >= 0 && (k = TEST_FAIL("append", path, write_all(fd, line, len))) < 0)
 		error_set(k, "cannot write %s: %s", path, strerror(-k));
 	if (raised)
 		fsize_restore(&saved);

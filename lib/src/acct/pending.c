@@ -11,6 +11,7 @@
 #include "cgroupfs.h"
 #include "context_internal.h"
 #include "log.h"
+#include "testhook.h"
 #include "tree.h"
 #include "util.h"
 
@@ -43,7 +44,10 @@ static char *log_path(struct jobcg_ctx *ctx)
 
 static int store_xattr(const char *jdir, const char *name, const char *value)
 {
-	return setxattr(jdir, name, value, strlen(value), XATTR_CREATE) < 0 ? negative_errno() : 0;
+	return TEST_FAIL("setxattr", jdir,
+			 setxattr(jdir, name, value, strlen(value), XATTR_CREATE)) < 0
+		   ? negative_errno()
+		   : 0;
 }
 
 /* A job's record (fsynced in the log) must survive what its log append would have: the entry
@@ -182,7 +186,7 @@ static int store_in_state_dir(struct jobcg_ctx *ctx, const char *name, const cha
 	if ((r = ctx_state_dir_ready(ctx)) < 0)
 		return r;
 	r = store_file(path, value);
-	if (r == -ENOENT && mkdir(pdir, 0700) == 0)
+	if (r == -ENOENT && TEST_FAIL("mkdir", pdir, mkdir(pdir, 0700)) == 0)
 		r = store_file(path, value);
 	/* The name is taken (a step whose earlier record of that id waited on the job too; a job's
 	 * own name is always free after acct_pending_job_begin()): a clash never costs a record.
@@ -237,7 +241,7 @@ static int bad_store(struct jobcg_ctx *ctx, uint32_t job_id, const char *step, c
 		return r;
 	r = pending_dir_open(ctx, &dfd);
 	if (r == -ENOENT) {
-		if (mkdir(pdir, 0700) < 0 && errno != EEXIST)
+		if (TEST_FAIL("mkdir", pdir, mkdir(pdir, 0700)) < 0 && errno != EEXIST)
 			return error_set(negative_errno(), "cannot make %s: %s", pdir,
 					 strerror(errno));
 		r = pending_dir_open(ctx, &dfd);

@@ -1,6 +1,9 @@
 /* jobcg internal: pause points for deterministic race tests (built with -Dtest_hooks=true). */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +30,35 @@ static bool listed(const char *list, const char *point)
 bool test_flag(const char *flag)
 {
 	return listed(getenv("JOBCG_TEST_FLAGS"), flag);
+}
+
+bool test_fail(const char *what, const char *detail)
+{
+	static bool read;
+	static unsigned long at, count;
+	int saved = errno;
+
+	if (!read) {
+		const char *v = getenv("JOBCG_TEST_FAIL_AT");
+
+		read = true;
+		if (v) {
+			at = strtoul(v, NULL, 10);
+			(void)unsetenv("JOBCG_TEST_FAIL_AT");
+		}
+	}
+	if (at == 0 || ++count != at) {
+		errno = saved;
+		return false;
+	}
+	const char *log = getenv("JOBCG_TEST_FAIL_LOG");
+	int fd = log ? open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
+
+	if (fd >= 0) {
+		dprintf(fd, "%lu %s %s\n", count, what, detail ? detail : "-");
+		close(fd);
+	}
+	return true;
 }
 
 void test_pause(const char *point)

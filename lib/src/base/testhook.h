@@ -2,6 +2,7 @@
  * or make it act as on another host. */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 
 /*
@@ -46,3 +47,29 @@ static inline bool test_flag(const char *flag)
 	return false;
 }
 #endif
+
+/*
+ * A change refused by the kernel at any point of an operation: each call that changes the
+ * kernel's or the state directory's state (a cgroup mkdir, rmdir or file write, an xattr set,
+ * a BPF map update or delete, program load, attach or pin, a state file written, a task
+ * cloned, a record appended) is counted, and with JOBCG_TEST_FAIL_AT=N the Nth fails with EIO,
+ * once, so that a test can walk N over an operation and see that every failure is rolled back. When
+ * it fires, "N WHAT DETAIL" (DETAIL: the path, when there is one) is appended to the file
+ * JOBCG_TEST_FAIL_LOG (if set). The variable is read once and removed from the environment:
+ * processes the operation starts (a keeper, a task) do not count. -Dtest_hooks=true builds
+ * only; never fires in others.
+ *
+ * TEST_FAIL(what, detail, call) is @call, or -EIO with errno EIO when this is the call to fail: it
+ * suits both system calls (-1 and errno) and libbpf's (a negative errno).
+ */
+#ifdef JOBCG_TEST_HOOKS
+bool test_fail(const char *what, const char *detail);
+#else
+static inline bool test_fail(const char *what, const char *detail)
+{
+	(void)what;
+	(void)detail;
+	return false;
+}
+#endif
+#define TEST_FAIL(what, detail, call) (test_fail(what, detail) ? (errno = EIO, -EIO) : (call))

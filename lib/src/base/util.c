@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "testhook.h"
 #include "util.h"
 
 void strv_free(char **v)
@@ -133,7 +134,7 @@ int write_string_at(int dirfd, const char *path, const char *s)
 	if (fd < 0)
 		return negative_errno();
 	do
-		n = write(fd, s, len);
+		n = TEST_FAIL("write", path, write(fd, s, len));
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return negative_errno();
@@ -208,6 +209,8 @@ int write_file_atomic_at(int dfd, const char *name, const void *s, size_t len, m
 		return -EINVAL;
 	if (!(tmp = strdup_printf(".%s.%d.tmp", name, (int)getpid())))
 		return -ENOMEM;
+	if (test_fail("write file", name))
+		return -EIO;
 	for (int tries = 0;; tries++) {
 		fd = openat(dfd, tmp,
 			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
@@ -660,7 +663,8 @@ static int walk_step(struct walk *w, int *fd, const char *comp, unsigned how)
 	} else {
 		nfd = openat(*fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (nfd < 0 && errno == ENOENT && w->create) {
-			if (mkdirat(*fd, comp, w->mode) < 0 && errno != EEXIST) {
+			if (TEST_FAIL("mkdir", comp, mkdirat(*fd, comp, w->mode)) < 0 &&
+			    errno != EEXIST) {
 				r = negative_errno();
 				(void)shown_push(w, comp);
 				return error_set(r, "cannot create the %s %s: %s", w->what,

@@ -121,7 +121,7 @@ int cgfs_write(const char *dir, const char *file, const char *value)
 
 int cgfs_mkdir(const char *dir, bool exist_ok)
 {
-	if (mkdir(dir, 0755) == 0) {
+	if (TEST_FAIL("mkdir", dir, mkdir(dir, 0755)) == 0) {
 		log_debug("created %s", dir);
 		return 0;
 	}
@@ -133,7 +133,7 @@ int cgfs_mkdir(const char *dir, bool exist_ok)
 int cgfs_rmdir(const char *dir)
 {
 	for (unsigned i = 0;; i++) {
-		if (rmdir(dir) == 0) {
+		if (TEST_FAIL("rmdir", dir, rmdir(dir)) == 0) {
 			log_debug("removed %s", dir);
 			return 0;
 		}
@@ -158,7 +158,7 @@ static int remove_tree_depth(const char *dir, unsigned depth)
 		return error_set(-ELOOP, "cgroup tree below %s is too deep", dir);
 	/* Leaves (task and helper cgroups, most of a step) go with one rmdir: only a cgroup that
 	 * is busy (children, or a task still detaching) is listed, then retried by cgfs_rmdir. */
-	if (rmdir(dir) == 0) {
+	if (TEST_FAIL("rmdir", dir, rmdir(dir)) == 0) {
 		log_debug("removed %s", dir);
 		return 0;
 	}
@@ -537,7 +537,7 @@ int cgfs_freeze_asked(const char *dir, bool above_only, char **ret_dir)
 
 int cgfs_xattr_set(const char *dir, const char *name, const char *value)
 {
-	if (setxattr(dir, name, value, strlen(value), 0) < 0)
+	if (TEST_FAIL("setxattr", dir, setxattr(dir, name, value, strlen(value), 0)) < 0)
 		return error_set(negative_errno(), "cannot set xattr %s on %s: %s", name, dir,
 				 strerror(errno));
 	return 0;

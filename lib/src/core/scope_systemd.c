@@ -426,7 +426,7 @@ static int park_in_system(const char *root, pid_t keeper)
 
 	if (!sys || !procs)
 		return -ENOMEM;
-	if (mkdir(sys, 0755) < 0 && errno != EEXIST)
+	if (TEST_FAIL("mkdir", sys, mkdir(sys, 0755)) < 0 && errno != EEXIST)
 		return error_set(negative_errno(), "cannot create %s: %s", sys, strerror(errno));
 	if (keeper > 0)
 		return write_pid(sys, keeper);

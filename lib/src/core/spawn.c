@@ -418,7 +418,10 @@ static int task_spawn_in(const char *dir, uint32_t job_id, const char *step_id, 
 			sh_argv[i + 1] = argv[i];
 		c.path = path;
 		c.sh_argv = sh_argv;
-		pid = vfork_into(cgfd, &c, &e);
+		if (test_fail("clone3", dir))
+			pid = -1, e = EIO;
+		else
+			pid = vfork_into(cgfd, &c, &e);
 		if (pid > 0 && c.err) {
 			int st;
 

@@ -15,6 +15,7 @@
 
 #include "bpfsys.h"
 #include "log.h"
+#include "testhook.h"
 #include "util.h"
 
 #define BPFFS_DEFAULT "/sys/fs/bpf"
@@ -106,6 +107,8 @@ int bpfsys_devprog_load(const char *name, const struct bpf_insn *insns, size_t n
 	LIBBPF_OPTS(bpf_prog_load_opts, opts);
 	int fd;
 
+	if (test_fail("prog load", name))
+		return error_set(-EIO, "cannot load device program %s: %s", name, strerror(EIO));
 	/* No log on the first try: the verifier is faster without one. */
 	fd = bpf_prog_load(BPF_PROG_TYPE_CGROUP_DEVICE, name, "Dual MIT/GPL", insns, n, &opts);
 	if (fd >= 0) {
@@ -149,7 +152,8 @@ int bpfsys_attach(int prog_fd, int cgroup_fd, int replace_fd)
 		opts.flags |= BPF_F_REPLACE;
 		opts.replace_prog_fd = replace_fd;
 	}
-	e = bpf_prog_attach_opts(prog_fd, cgroup_fd, BPF_CGROUP_DEVICE, &opts);
+	e = TEST_FAIL("attach", NULL,
+		      bpf_prog_attach_opts(prog_fd, cgroup_fd, BPF_CGROUP_DEVICE, &opts));
 	if (e < 0)
 		return error_set(e, "cannot attach device program: %s", strerror(-e));
 	return 0;
@@ -167,7 +171,8 @@ int bpfsys_detach(int prog_fd, int cgroup_fd)
 int bpfsys_attach_override(int prog_fd, int cgroup_fd)
 {
 	LIBBPF_OPTS(bpf_prog_attach_opts, opts, .flags = BPF_F_ALLOW_OVERRIDE);
-	int e = bpf_prog_attach_opts(prog_fd, cgroup_fd, BPF_CGROUP_DEVICE, &opts);
+	int e = TEST_FAIL("attach", NULL,
+			  bpf_prog_attach_opts(prog_fd, cgroup_fd, BPF_CGROUP_DEVICE, &opts));
 
 	if (e < 0)
 		return error_set(e, "cannot attach device program: %s", strerror(-e));
@@ -328,8 +333,9 @@ int bpfsys_map_create(const char *name, size_t key_size, size_t value_size, uint
 		opts.btf_key_type_id = key_type;
 		opts.btf_value_type_id = value_type;
 	}
-	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, name, (uint32_t)key_size, (uint32_t)value_size,
-				max_entries, &opts);
+	int fd = TEST_FAIL("map create", name,
+			   bpf_map_create(BPF_MAP_TYPE_HASH, name, (uint32_t)key_size,
+					  (uint32_t)value_size, max_entries, &opts));
 
 	if (fd < 0)
 		return error_set(fd, "cannot create BPF map %s: %s", name, strerror(-fd));
@@ -339,7 +345,7 @@ int bpfsys_map_create(const char *name, size_t key_size, size_t value_size, uint
 
 int bpfsys_pin(int fd, const char *path)
 {
-	int e = bpf_obj_pin(fd, path);
+	int e = TEST_FAIL("pin", path, bpf_obj_pin(fd, path));
 
 	if (e < 0)
 		return error_set(e, "cannot pin %s: %s", path, strerror(-e));

@@ -275,7 +275,9 @@ static void devkeys_set(const char *canon, uint64_t id, const struct devprog_pol
 				memmove(&k[n++], &k[i], sizeof(*k));
 		h.n = (uint32_t)n;
 		memcpy(buf, &h, sizeof(h));
-		if (setxattr(canon, DEVKEYS_XATTR, buf, sizeof(h) + n * sizeof(*k), 0) == 0)
+		if (TEST_FAIL("setxattr", canon,
+			      setxattr(canon, DEVKEYS_XATTR, buf, sizeof(h) + n * sizeof(*k), 0)) ==
+		    0)
 			return;
 	}
 	if (removexattr(canon, DEVKEYS_XATTR) < 0 && errno != ENODATA && errno != ENOTSUP)
@@ -326,13 +328,14 @@ static int node_grant(struct jobcg_devpolicy *p, const char *canon, uint64_t id,
 	}
 	for (size_t i = 0; i < nk; i++) {
 		v.access = acc[i];
-		e = bpf_map_update_elem(p->policy_fd, &keys[i], &v, BPF_ANY);
+		e = TEST_FAIL("map update", canon,
+			      bpf_map_update_elem(p->policy_fd, &keys[i], &v, BPF_ANY));
 		if (e < 0)
 			goto fail;
 	}
 	test_pause("grant-before-marker");
 	v.access = marker_value;
-	e = bpf_map_update_elem(p->policy_fd, &marker, &v, BPF_ANY);
+	e = TEST_FAIL("map update", canon, bpf_map_update_elem(p->policy_fd, &marker, &v, BPF_ANY));
 	if (e < 0)
 		goto fail;
 	if (shrank)
@@ -494,12 +497,13 @@ static int node_revoke(struct jobcg_devpolicy *p, const char *canon, uint64_t cg
 		return e;
 	for (size_t i = 0; i < n; i++)
 		if (keys[i].type != 0) {
-			e = bpf_map_delete_elem(p->policy_fd, &keys[i]);
+			e = TEST_FAIL("map delete", canon,
+				      bpf_map_delete_elem(p->policy_fd, &keys[i]));
 			if (e < 0 && e != -ENOENT)
 				return error_set(e, "cannot delete from %s: %s",
 						 DEVPROG_POLICY_NAME, strerror(-e));
 		}
-	e = bpf_map_delete_elem(p->policy_fd, &marker);
+	e = TEST_FAIL("map delete", canon, bpf_map_delete_elem(p->policy_fd, &marker));
 	if (e < 0 && e != -ENOENT)
 		return error_set(e, "cannot delete from %s: %s", DEVPROG_POLICY_NAME, strerror(-e));
 	if (canon)
@@ -546,14 +550,15 @@ int devpolicy_ticket_redeem(struct jobcg_devpolicy *p, struct devpolicy_ticket *
 		goto out;
 	for (size_t i = 0; i < t->n; i++)
 		if (t->keys[i].type != 0) {
-			int d = bpf_map_delete_elem(p->policy_fd, &t->keys[i]);
+			int d = TEST_FAIL("map delete", NULL,
+					  bpf_map_delete_elem(p->policy_fd, &t->keys[i]));
 			if (d < 0 && d != -ENOENT) {
 				e = error_set(d, "cannot delete from %s: %s", DEVPROG_POLICY_NAME,
 					      strerror(-d));
 				goto out;
 			}
 		}
-	e = bpf_map_delete_elem(p->policy_fd, &marker);
+	e = TEST_FAIL("map delete", NULL, bpf_map_delete_elem(p->policy_fd, &marker));
 	if (e == -ENOENT)
 		e = 0;
 	else if (e < 0)
@@ -660,10 +665,12 @@ int devpolicy_reserve(struct jobcg_devpolicy *p, const char *resv_path,
 	/* Owner entries first: once a device is flagged reserved, its reservation already has it.
 	 */
 	for (size_t i = 0; i < no; i++)
-		if (bpf_map_update_elem(p->policy_fd, &own[i], &v, BPF_ANY) < 0)
+		if (TEST_FAIL("map update", canon,
+			      bpf_map_update_elem(p->policy_fd, &own[i], &v, BPF_ANY)) < 0)
 			goto fail;
 	for (size_t i = 0; i < nf; i++)
-		if (bpf_map_update_elem(p->policy_fd, &flags[i], &v, BPF_ANY) < 0)
+		if (TEST_FAIL("map update", canon,
+			      bpf_map_update_elem(p->policy_fd, &flags[i], &v, BPF_ANY)) < 0)
 			goto fail;
 	return 0;
 fail:

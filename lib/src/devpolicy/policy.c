@@ -23,6 +23,7 @@
 #include "devprog.h"
 #include "devices.h"
 #include "log.h"
+#include "testhook.h"
 #include "tree.h"
 #include "util.h"
 
@@ -311,7 +312,7 @@ static int digest_set(int fd, const uint64_t *d)
 	}
 	vl = (uint32_t)*d;
 	vh = (uint32_t)(*d >> 32);
-	if (bpf_map_update_elem(fd, &lo, &vl, BPF_ANY) < 0 ||
+	if (TEST_FAIL("map update", "digest", bpf_map_update_elem(fd, &lo, &vl, BPF_ANY)) < 0 ||
 	    bpf_map_update_elem(fd, &hi, &vh, BPF_ANY) < 0)
 		return negative_errno();
 	return 0;
@@ -386,7 +387,8 @@ static int sync_managed(struct jobcg_devpolicy *p)
 		uint32_t v = JOBCG_DEV_ACC_ALL;
 		if (bsearch(&want[i], have, n_have, sizeof(*have), cmp_mkey))
 			continue;
-		e = bpf_map_update_elem(p->managed_fd, &want[i], &v, BPF_ANY);
+		e = TEST_FAIL("map update", DEVPROG_MANAGED_NAME,
+			      bpf_map_update_elem(p->managed_fd, &want[i], &v, BPF_ANY));
 		if (e < 0)
 			return error_set(e, "cannot update %s: %s", DEVPROG_MANAGED_NAME,
 					 strerror(-e));

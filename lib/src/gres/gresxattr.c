@@ -14,6 +14,7 @@
 #include "gres_internal.h"
 #include "jobcg/gres.h"
 #include "log.h"
+#include "testhook.h"
 #include "util.h"
 
 JOBCG_EXPORT int jobcg_gres_set_format_name(const struct jobcg_gres_node *n,
@@ -182,7 +183,8 @@ int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const cha
 
 	if (r < 0)
 		return r;
-	if (fsetxattr(dirfd, xattr ? xattr : JOBCG_GRES_XATTR, v, strlen(v), 0) < 0)
+	if (TEST_FAIL("setxattr", xattr ? xattr : JOBCG_GRES_XATTR,
+		      fsetxattr(dirfd, xattr ? xattr : JOBCG_GRES_XATTR, v, strlen(v), 0)) < 0)
 		return error_set(negative_errno(), "cannot set %s: %s",
 				 xattr ? xattr : JOBCG_GRES_XATTR, strerror(errno));
 	return 0;

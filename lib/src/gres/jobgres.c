@@ -696,7 +696,8 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 	r = jobcg_gres_xattr_write(n, sfd, NULL, &sset);
 	if (r < 0)
 		return r;
-	if (!(gres && *gres) && !exact && fsetxattr(sfd, GRES_SHARED_XATTR, "1", 1, 0) < 0)
+	if (!(gres && *gres) && !exact &&
+	    TEST_FAIL("setxattr", sdir, fsetxattr(sfd, GRES_SHARED_XATTR, "1", 1, 0)) < 0)
 		return error_set(negative_errno(), "cannot set %s on %s: %s", GRES_SHARED_XATTR,
 				 sdir, strerror(errno));
 
@@ -712,7 +713,7 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 			  memcmp(&sset, &jset, sizeof(sset)) != 0 || !devpolicy_indexed(jdir))) {
 		/* Marked first: its release revokes exactly when something may have been granted.
 		 */
-		if (fsetxattr(sfd, GRES_GRANTED_XATTR, "1", 1, 0) < 0)
+		if (TEST_FAIL("setxattr", sdir, fsetxattr(sfd, GRES_GRANTED_XATTR, "1", 1, 0)) < 0)
 			return error_set(negative_errno(), "cannot set %s on %s: %s",
 					 GRES_GRANTED_XATTR, sdir, strerror(errno));
 		r = ctx_policy(ctx, n, false, &p);
@@ -726,7 +727,7 @@ static int step_setup_locked(struct jobcg_ctx *ctx, uint32_t job, const char *st
 				break;
 			}
 			/* Made here so that it is constrained before its task is born in it. */
-			if (mkdir(tdir, 0755) < 0 && errno != EEXIST) {
+			if (TEST_FAIL("mkdir", tdir, mkdir(tdir, 0755)) < 0 && errno != EEXIST) {
 				r = error_set(negative_errno(), "cannot create %s: %s", tdir,
 					      strerror(errno));
 				break;

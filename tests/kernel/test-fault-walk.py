@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""jobcg kernel test: every change an operation makes can fail, and none leaves a half-made
+state. With JOBCG_TEST_FAIL_AT=N (lib/src/base/testhook.h) the Nth change a jobcg process makes
+(a cgroup mkdir or file write, an xattr, a BPF map update, load, attach or pin, a state file, the
+task's clone, a record's append) fails with EIO; N is walked from 1 until an operation runs
+through without reaching it. For each failure of `jobcg alloc --gres` (node and linear
+programs), of a `jobcg run --job J --gres` step and of `jobcg release`: a failed command says
+why and leaves the tree, its marks, the device policy and the pins as they were (a release is
+finished by the next one, with one record); one that succeeds anyway (the failed change was
+optional, or its record was set aside for gc) leaves a complete result. For `jobcg init`:
+after any failure, the next job is contained (its task opens its GPU and no other, a cgroup made
+by hand opens none)."""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pytap  # noqa: E402
+from pytap import ok, diag  # noqa: E402
+
+EPERM = 1
+NGPU = 4
+MAX_CHANGES = 200  # far above any operation's count: the walk ends before
+
+
+class Env(pytap.KernelEnv):
+    def setup(self, mode):
+        self.mode = mode
+        self.stand_in_gpus(NGPU, f"ConstrainDevices=yes\nDeviceProgram={mode}\n")
+        self.fail_log = os.path.join(self.tmp, "fail.log")
+
+    def failing(self, n, *args):
+        """`jobcg ARGS` with its Nth change failing: (the result, what failed or None when
+        the command made fewer than N changes)."""
+        try:
+            os.unlink(self.fail_log)
+        except FileNotFoundError:
+            pass
+        env = dict(self.env, JOBCG_TEST_FAIL_AT=str(n), JOBCG_TEST_FAIL_LOG=self.fail_log)
+        r = self.run(*args, env=env)
+        try:
+            with open(self.fail_log) as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            lines = []
+        what = lines[-1].split(" ", 1)[1] if lines else None
+        if what:
+            what = what.replace(self.root, "ROOT").replace(self.tmp, "TMP")
+        return r, what
+
+    def snapshot(self, records=True):
+        """What a failed operation must leave as it found it: the tree below the root with
+        every directory's trusted.* marks, the device policy's grants and managed devices,
+        the pinned objects, and the accounting records."""
+        tree = {}
+        for dirpath, _, _ in os.walk(self.root):
+            rel = os.path.relpath(dirpath, self.root)
+            marks = {}
+            for name in os.listxattr(dirpath):
+                # (a step id is used once, whether its step began or not)
+                if name.startswith("trusted.") and name != "trusted.jobcg.next_step":
+                    marks[name] = os.getxattr(dirpath, name).hex()
+            tree[rel] = marks
+        r = self.run("policy", "--json")
+        try:
+            pol = json.loads(r.stdout)
+        except ValueError:
+            pol = {"unreadable": r.stderr}
+        grants = sorted(json.dumps([g.get("path"), g.get("level"), g.get("allow")])
+                        for g in pol.get("grants", []))
+        pins = []
+        pin_dir = self.env["JOBCG_BPF_PIN_DIR"]
+        for dirpath, _, files in os.walk(pin_dir):
+            pins += [os.path.relpath(os.path.join(dirpath, f), pin_dir) for f in files]
+        out = {"tree": tree, "grants": grants, "managed": pol.get("managed"),
+               "attached": pol.get("attached"), "pins": sorted(pins)}
+        if records:
+            out["records"] = self.records()
+        return out
+
+    def gpu(self, i):
+        return os.path.join(self.gpus, f"nvidia{i}")
+
+    def opens(self, rel):
+        got = self.open_in(rel, *[self.gpu(i) for i in range(NGPU)])
+        return [i for i in range(NGPU) if got[i] == 0]
+
+    def wipe(self):
+        """The tree, its pins and state removed (nothing runs in them)."""
+        for dirpath, _, _ in os.walk(self.root, topdown=False):
+            os.rmdir(dirpath)
+        subprocess.run(["rm", "-rf", self.env["JOBCG_BPF_PIN_DIR"], self.state])
+
+
+def differences(a, b):
+    """The keys of two snapshot() results that differ, with both sides, for a diagnostic."""
+    out = []
+    for k in a:
+        if a[k] != b.get(k):
+            out.append(f"{k}: {json.dumps(a[k])[:400]} -> {json.dumps(b.get(k))[:400]}")
+    return out
+
+
+def said_why(r):
+    return "Input/output error" in r.stderr and r.stderr.startswith("jobcg:")
+
+
+def walk(e, label, args, on_failed, on_passed, before_each=None):
+    """Run ARGS failing at change 1, 2, ... until one run reaches no failure; @on_failed(n,
+    what, r) and @on_passed(n, what, r) judge each. Returns the number of changes seen."""
+    for n in range(1, MAX_CHANGES + 1):
+        if before_each:
+            before_each()
+        r, what = e.failing(n, *args)
+        if what is None:
+            ok(r.returncode == 0, f"{label}: with no change failing it works "
+               f"({n - 1} changes; {r.stderr.strip()})")
+            return n - 1
+        if r.returncode != 0:
+            on_failed(n, what, r)
+        else:
+            on_passed(n, what, r)
+    ok(False, f"{label}: the walk ended (more than {MAX_CHANGES} changes)")
+    return MAX_CHANGES
+
+
+def check_alloc(e, m):
+    """A job's creation: every failure rolls back to the state before it."""
+    r = e.run("init")
+    ok(r.returncode == 0, f"{m}: init ({r.stderr.strip()})")
+    before = e.snapshot()
+
+    def failed(n, what, r):
+        after = e.snapshot()
+        ok(said_why(r) and after == before,
+           f"{m}: alloc failing at change {n} ({what}) says why and leaves nothing "
+           f"({r.stderr.strip()}; {differences(before, after)})")
+
+    def passed(n, what, r):
+        # An optional change (the grant's key index): the job is whole and contained.
+        job_ok = e.opens("job_40") == [0] if e.mode == "node" else True
+        rel = e.run("release", "40")
+        after = e.snapshot()
+        recs = after["records"][len(before["records"]):]
+        ok(job_ok and rel.returncode == 0 and
+           {k: v for k, v in after.items() if k != "records"} ==
+           {k: v for k, v in before.items() if k != "records"} and
+           [x.get("type") for x in recs] == ["job"],
+           f"{m}: alloc with change {n} failing ({what}) still made a whole job, "
+           f"released cleanly with its record ({differences(before, after)})")
+        before["records"] = after["records"]
+
+    n = walk(e, f"{m}: alloc 40 --gres gpu:1", ["alloc", "40", "--gres", "gpu:1"], failed,
+             passed)
+    diag(f"{m}: alloc --gres gpu:1 makes {n} changes")
+    e.run("release", "40")
+
+
+def step_records(e, job):
+    return [r for r in e.records() if r.get("type") == "step" and str(r.get("job")) == job]
+
+
+def check_step(e, m):
+    """A step's creation and end: a failed step leaves its job as it was; a step whose
+    record could not be written gets it from gc, once."""
+    r = e.run("alloc", "41", "--gres", "gpu:2")
+    ok(r.returncode == 0, f"{m}: alloc 41 --gres gpu:2 ({r.stderr.strip()})")
+    before = e.snapshot(records=False)
+    nrec = [len(step_records(e, "41"))]
+
+    def failed(n, what, r):
+        # gc finds nothing to do, but a step whose directory could not be removed: it
+        # removes that one, as a step whose runner is gone.
+        g = e.run("gc")
+        after = e.snapshot(records=False)
+        recs = step_records(e, "41")
+        new = [x.get("state") for x in recs[nrec[0]:]]
+        nrec[0] = len(recs)
+        # A step that never began has no record; one whose task could not start is FAILED;
+        # one left behind is recorded by gc, which saw no end of it (NODE_FAIL).
+        want = (["FAILED"] if what.startswith(("clone3 ", "mkdir ROOT/job_41/step_")) and
+                what.endswith("/task_0") else ["NODE_FAIL"] if what.startswith("rmdir ")
+                else [])
+        ok(said_why(r) and g.returncode == 0 and after == before and new == want,
+           f"{m}: run --job 41 failing at change {n} ({what}) says why, leaves the job as "
+           f"it was ({r.stderr.strip()}; {g.stderr.strip()}; {differences(before, after)}; "
+           f"records {new}, {want} expected)")
+
+    def passed(n, what, r):
+        g = e.run("gc")
+        recs = step_records(e, "41")
+        new = recs[nrec[0]:]
+        nrec[0] = len(recs)
+        after = e.snapshot(records=False)
+        ok(g.returncode == 0 and after == before and len(new) == 1 and
+           new[0].get("state") == "COMPLETED",
+           f"{m}: run --job 41 with change {n} failing ({what}) ran, and its step has one "
+           f"COMPLETED record once gc ran ({[x.get('state') for x in new]}; "
+           f"{r.stderr.strip()}; {differences(before, after)})")
+
+    n = walk(e, f"{m}: run --job 41 --gres gpu:1", ["run", "--job", "41", "--gres", "gpu:1",
+                                                    "--", "true"], failed, passed)
+    diag(f"{m}: a step with --gres gpu:1 makes {n} changes")
+    r = e.run("run", "--job", "41", "--gres", "gpu:2", "--", "true")
+    ok(r.returncode == 0, f"{m}: then a step gets both of the job's GPUs ({r.stderr.strip()})")
+    e.run("release", "41")
+
+
+def check_release(e, m):
+    """A job's removal: a release that fails is finished by the next one; the job has one
+    record and its GPUs are free."""
+    base = e.snapshot(records=False)
+    count = [0]
+
+    def prepare():
+        r = e.run("alloc", "42", "--gres", "gpu:2")
+        s = e.run("run", "--job", "42", "--", "true")
+        if r.returncode != 0 or s.returncode != 0:
+            diag(f"alloc 42: {r.stderr.strip()}; run: {s.stderr.strip()}")
+        count[0] += 1
+
+    def records42():
+        return [r for r in e.records() if r.get("type") == "job" and str(r.get("job")) == "42"]
+
+    def failed(n, what, r):
+        again = e.run("release", "42")
+        if again.returncode != 0 and "no job" in again.stderr:
+            again = e.run("gc")
+        after = e.snapshot(records=False)
+        recs = records42()
+        ok(said_why(r) and again.returncode == 0 and after == base and len(recs) == count[0],
+           f"{m}: release 42 failing at change {n} ({what}) says why; the next release "
+           f"finishes it with one record ({r.stderr.strip()}; {again.stderr.strip()}; "
+           f"{len(recs)} records for {count[0]} jobs; {differences(base, after)})")
+
+    def passed(n, what, r):
+        g = e.run("gc")
+        after = e.snapshot(records=False)
+        recs = records42()
+        ok(g.returncode == 0 and after == base and len(recs) == count[0],
+           f"{m}: release 42 with change {n} failing ({what}) removed the job; one record "
+           f"once gc ran ({len(recs)} records for {count[0]} jobs; {r.stderr.strip()}; "
+           f"{differences(base, after)})")
+
+    n = walk(e, f"{m}: release 42", ["release", "42"], failed, passed, before_each=prepare)
+    diag(f"{m}: a release of a job with a GPU makes {n} changes")
+    r = e.run("alloc", "43", "--gres", f"gpu:{NGPU}")
+    ok(r.returncode == 0, f"{m}: then every GPU is free ({r.stderr.strip()})")
+    e.run("release", "43")
+
+
+def check_init(e, m):
+    """The tree's set-up: whatever change of `jobcg init` fails, the next job is contained."""
+    for n in range(1, MAX_CHANGES + 1):
+        e.wipe()
+        r, what = e.failing(n, "init")
+        if what is None:
+            ok(r.returncode == 0, f"{m}: init with no change failing works ({n - 1} changes)")
+            diag(f"{m}: init makes {n - 1} changes")
+            return
+        if r.returncode != 0:
+            ok(said_why(r), f"{m}: init failing at change {n} ({what}) says why "
+               f"({r.stderr.strip()})")
+        a = e.run("alloc", "44", "--gres", "gpu:1")
+        e.mkcg("handmade")
+        own = e.opens("job_44") if a.returncode == 0 else None
+        other = e.opens("handmade")
+        e.rmcg("handmade")
+        rel = e.run("release", "44")
+        ok(a.returncode == 0 and own is not None and len(own) == 1 and other == [] and
+           rel.returncode == 0,
+           f"{m}: after init failed at change {n} ({what}), the next job opens one GPU "
+           f"({own}) and a cgroup made by hand none ({other}) ({a.stderr.strip()})")
+    ok(False, f"{m}: init's walk ended (more than {MAX_CHANGES} changes)")
+
+
+def body(e):
+    if not pytap.test_hooks():
+        pytap.skip("failures are made by JOBCG_TEST_FAIL_AT: a build without test hooks")
+        return
+    envs = [e]
+    try:
+        for mode in ("node", "linear"):
+            x = e if mode == "node" else Env("faultwalk-linear")
+            if x is not e:
+                envs.append(x)
+            x.setup(mode)
+            check_alloc(x, mode)
+            check_step(x, mode)
+            check_release(x, mode)
+            check_init(x, mode)
+    finally:
+        for x in envs[1:]:
+            x.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(pytap.kernel_main("faultwalk", body, env_class=Env))
