@@ -105,7 +105,7 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 	uint32_t job = s->life.job;
 	const char *step = s->life.step;
 	bool ephemeral = s->ephemeral;
-	int exit_code = 1;
+	int exit_code = 1, task_exit;
 
 	if (runner_lost)
 		res = NULL;
@@ -121,6 +121,9 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 		res = &never_ran;
 	} else
 		exit_code = res->exit_code;
+	/* What the step's record and a throwaway job's say: how its command ended, whatever
+	 * happens to its directories (our own exit status says that too). */
+	task_exit = exit_code;
 	/* Accounting, the record, the devices, the directories; failures of the first three are
 	 * printed through the log callback as they happen. */
 	r = jobcg_step_end(ctx, &s->life, res, runner_lost ? JOBCG_STEP_END_LOST : 0, &end);
@@ -144,19 +147,19 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 			/* As the step's record says: CANCELLED before OUT_OF_MEMORY, as there. */
 			const char *state = end.cancelled		? "CANCELLED"
 					    : end.oom != JOBCG_OOM_NONE ? "OUT_OF_MEMORY"
-					    : exit_code == 0		? "COMPLETED"
+					    : task_exit == 0		? "COMPLETED"
 									: "FAILED";
 			/* An ephemeral job's record is its step's (removed below); OUT_OF_MEMORY
 			 * when the job had OOM kills, unless it was cancelled. */
 			const char *job_state = end.cancelled && ephemeral ? "CANCELLED"
 						: end.job_oom		   ? "OUT_OF_MEMORY"
-						: exit_code == 0	   ? "COMPLETED"
+						: task_exit == 0	   ? "COMPLETED"
 									   : "FAILED";
 
 			json_object_object_add(o, "job", json_object_new_uint64(job));
 			json_object_object_add(o, "step", json_object_new_string(step));
 			json_object_object_add(o, "ntasks", json_object_new_uint64(s->life.ntasks));
-			json_object_object_add(o, "exit_code", json_object_new_int(exit_code));
+			json_object_object_add(o, "exit_code", json_object_new_int(task_exit));
 			json_object_object_add(o, "state", json_object_new_string(state));
 			json_object_object_add(
 			    o, "oom", json_object_new_string(jobcg_oom_cause_name(end.oom)));
@@ -165,14 +168,14 @@ int run_finish(struct jobcg_ctx *ctx, struct run_state *s, int r, const char *er
 			cli_json_print(stderr, o);
 		} else {
 			fprintf(stderr, "step %u.%s: exit code %d, %u task(s)\n", job, step,
-				exit_code, s->life.ntasks);
+				task_exit, s->life.ntasks);
 			cli_print_acct(stderr, &end.acct);
 		}
 	}
 	/* A throwaway job's outcome is its one step's. */
 	if (ephemeral && (r = jobcg_job_remove(ctx, job,
 					       end.cancelled	? JOBCG_JOB_REMOVE_CANCELLED
-					       : exit_code != 0 ? JOBCG_JOB_REMOVE_FAILED
+					       : task_exit != 0 ? JOBCG_JOB_REMOVE_FAILED
 								: 0)) < 0) {
 		/* A live `jobcg release` of this job ended the step and removes the job itself,
 		 * with its record: nothing went wrong here. */

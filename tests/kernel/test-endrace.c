@@ -162,7 +162,8 @@ static void test_release_vs_step_end(void)
 	   "44.0 has one record, CANCELLED: its job was released under it (%u)", c.n);
 }
 
-/* Killed at its step's end, after the readings: gc records the step, once. */
+/* Killed at its step's end, after the readings: gc records the step, once: NODE_FAIL when killed
+ * before its record was set aside, else as its runner saw it end. */
 static void test_crash_at_step_end(void)
 {
 	char *args[] = {"run", "--job", "45", "--", "sh", "-c", "exit 3", NULL};
@@ -180,6 +181,7 @@ static void test_crash_at_step_end(void)
 	free(out);
 	c = records("45", "0");
 	is_int(c.n, 1, "45.0 has one record");
+	is_int((int)c.state, JOBCG_ACCT_NODE_FAIL, "... NODE_FAIL: nothing had kept how it ended");
 	{
 		struct jobcg_config *conf = NULL;
 		struct jobcg_ctx *ctx = NULL;
@@ -194,6 +196,23 @@ static void test_crash_at_step_end(void)
 	c = records("4000000000", "0");
 	is_int(c.n, 1, "the ephemeral job's step has one record");
 	free(ids);
+	/* Killed once its record was set aside, before the rmdir: that record is the step's. */
+	is_int(kcli_crash_at("step-end-set-aside", args), 128 + SIGKILL,
+	       "run --job 45 killed with its record set aside, before the rmdir");
+	is_int(kcli_crash_at("step-end-set-aside", eph), 128 + SIGKILL,
+	       "an ephemeral run killed there too");
+	is_int(kcli(&out, "gc", NULL), 0, "gc");
+	free(out);
+	c = records("45", "1");
+	ok(c.n == 1 && c.state == JOBCG_ACCT_FAILED && c.exit_code == 3,
+	   "45.1 has one record, FAILED with exit code 3, as its runner saw it end (%u, state %d, "
+	   "exit %d)",
+	   c.n, (int)c.state, c.exit_code);
+	c = records("4000000001", "0");
+	ok(c.n == 1 && c.state == JOBCG_ACCT_COMPLETED,
+	   "the ephemeral job's step has one record, COMPLETED (%u, state %d)", c.n, (int)c.state);
+	c = records("4000000001", NULL);
+	is_int(c.n, 1, "... and its job one");
 	is_int(kcli(NULL, "release", "45", NULL), 0, "release 45");
 }
 

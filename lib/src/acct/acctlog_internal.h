@@ -71,9 +71,10 @@ int acct_step_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_i
  * job's directory (trusted.jobcg.pending.<step>: one setxattr and one removexattr a launch); a
  * job's removal, which takes that directory too, keeps its own record and its steps' in files of
  * <StateDir>/pending/. An entry names the directory it waits for (path and inode): one whose
- * directory still exists is stale (whoever removes that directory records it), one whose
  * directory is gone is written, unless the log has its line already (the writer was killed after
- * its append). All of it under the node lock.
+ * its append); one whose directory still exists waits: a step's (on its job) is the record
+ * whoever removes that directory writes (acct_pending_step_take()), a file of a job's removal
+ * is stale (the next removal records the job itself). All of it under the node lock.
  */
 enum acct_pending_at {
 	ACCT_PENDING_ON_JOB,	  /* a step's record, on its job's directory */
@@ -93,6 +94,18 @@ int acct_pending_job_begin(struct jobcg_ctx *ctx, uint32_t job_id, unsigned *ret
  * net): it returns nothing. */
 void acct_pending_store(struct jobcg_ctx *ctx, struct acct_pending *p, const char *dir,
 			enum acct_pending_at at, unsigned incarnation);
+/*
+ * The record step @sid's ender set aside on job @job_id's directory for @sdir, a directory
+ * still there (its removal failed, or its ender was killed before it): the step's real end,
+ * which whoever removes @sdir writes instead of a record of its own. 1 with it in *ret (its
+ * line; to acct_pending_store() and acct_log_commit() as a prepared one); 0 when none waits;
+ * -ENOMEM. The entry itself stays on the job's directory (acct_pending_flush_job() keeps it
+ * while @sdir is there, writes it once @sdir is gone).
+ */
+int acct_pending_step_take(struct jobcg_ctx *ctx, uint32_t job_id, const char *sid,
+			   const char *sdir, struct acct_pending *ret);
+/* Its record written, the entry acct_pending_step_take() read goes. */
+void acct_pending_step_drop(struct jobcg_ctx *ctx, uint32_t job_id, const char *sid);
 /* @p's directory was not removed: whoever removes it records it; drop the entry. */
 void acct_pending_discard(struct acct_pending *p);
 /* An entry as it waits (xattr value or file), "<dir inode> <log inode> <log size> <dir>\n<line>"
@@ -104,7 +117,8 @@ struct acct_pending_entry {
 	const char *line;
 };
 int acct_pending_parse(const char *value, struct acct_pending_entry *ret);
-/* Write what killed writers left: the entries on job @job_id's directory (before it goes; with
+/* Write what killed writers left: the entries on job @job_id's directory (one whose step
+ * directory is still there stays, for that directory's remover; before it goes; with
  * @keep_in_state_dir, one that cannot be written moves to a file of <StateDir>/pending/, named
  * for @incarnation, rather than go with the directory; one that can be neither stays, and is the
  * error returned: the directory must not go; one that is no record goes to

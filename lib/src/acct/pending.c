@@ -76,6 +76,21 @@ int acct_pending_parse(const char *value, struct acct_pending_entry *ret)
 	return 0;
 }
 
+/* Whether the entry @value (@len bytes) is a record waiting for a directory that is still there
+ * (the same one: its inode): its step's record, which whoever removes that directory writes. */
+static bool entry_waits(const char *value, size_t len)
+{
+	struct acct_pending_entry e;
+	struct stat st;
+	bool waits;
+
+	if (strlen(value) != len || acct_pending_parse(value, &e) < 0)
+		return false;
+	waits = lstat(e.dir, &st) == 0 && st.st_ino == e.dir_ino;
+	free(e.dir);
+	return waits;
+}
+
 /* Write the record of one entry (@value, @len bytes) if it is owed; 0 when the entry can go,
  * -EBADMSG (error record set, not warned) when it is no pending record: kept for a human, never
  * appended. */
@@ -107,7 +122,8 @@ static int entry_flush(struct jobcg_ctx *ctx, const char *what, const char *valu
 	 * there at best, and raw control bytes would reach the terminal of whoever reads it. */
 	if (!acctlog_line_is_record(e.line, strlen(e.line)))
 		return error_set(-EBADMSG, "%s: its line is not an accounting record", what);
-	/* Killed before its rmdir: the directory's next remover records it. */
+	/* A file of a removal killed before its rmdir: the directory's next remover records it.
+	 * (An entry on a job whose step directory is there is kept before this is reached.) */
 	if (lstat(dir, &st) == 0 && st.st_ino == e.dir_ino)
 		return 0;
 	r = acctlog_has_line(log, e.log_ino, e.log_size, e.line, strlen(e.line), &have);
@@ -399,6 +415,61 @@ fail:
 	jobcg_error_restore(&saved);
 }
 
+static int xattr_read_quiet(const char *dir, const char *name, char **ret, size_t *ret_len)
+{
+	struct jobcg_error saved = *jobcg_last_error();
+	int r = cgfs_xattr_get_len(dir, name, ret, ret_len);
+
+	jobcg_error_restore(&saved);
+	return r;
+}
+
+int acct_pending_step_take(struct jobcg_ctx *ctx, uint32_t job_id, const char *sid,
+			   const char *sdir, struct acct_pending *ret)
+{
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id), *xattr = NULL, *value = NULL;
+	struct acct_pending_entry e;
+	struct acct_pending p = {};
+	size_t len = 0;
+	int r;
+
+	if (!jdir || !(xattr = strdup_printf(PENDING_XATTR "%s", sid)))
+		return -ENOMEM;
+	/* (one that cannot be read is none: the remover records the step itself) */
+	r = xattr_read_quiet(jdir, xattr, &value, &len);
+	if (r < 0)
+		return r == -ENOMEM ? r : 0;
+	if (!entry_waits(value, len) || acct_pending_parse(value, &e) < 0)
+		return 0;
+	r = streq(e.dir, sdir);
+	free(e.dir);
+	if (!r)
+		return 0;
+	p.rec.kind = JOBCG_ACCT_STEP;
+	p.jid = strdup_printf("%u", job_id);
+	p.sid = strdup(sid);
+	p.line = strdup(e.line);
+	if (!p.jid || !p.sid || !p.line) {
+		acct_pending_done(&p);
+		return -ENOMEM;
+	}
+	p.rec.job_id = p.jid;
+	p.rec.step_id = p.sid;
+	p.len = strlen(p.line);
+	*ret = p;
+	return 1;
+}
+
+void acct_pending_step_drop(struct jobcg_ctx *ctx, uint32_t job_id, const char *sid)
+{
+	_cleanup_free_ char *jdir = tree_job_dir(ctx, job_id),
+			    *xattr = strdup_printf(PENDING_XATTR "%s", sid);
+
+	/* (one left is written by nobody twice: the log has its line) */
+	if (jdir && xattr)
+		(void)removexattr(jdir, xattr);
+}
+
 void acct_pending_discard(struct acct_pending *p)
 {
 	if (!p->holder)
@@ -441,6 +512,11 @@ int acct_pending_flush_job(struct jobcg_ctx *ctx, uint32_t job_id, bool keep_in_
 		if (!(what = strdup_printf("step %u.%s", job_id, name + strlen(PENDING_XATTR))))
 			return -ENOMEM;
 		r = cgfs_xattr_get_len(jdir, name, &value, &len);
+		/* Its step's directory is still there (its removal failed, or its runner was
+		 * killed before it): the step's remover writes it, so the record says how the
+		 * step really ended. */
+		if (r == 0 && entry_waits(value, len))
+			continue;
 		if (r == 0)
 			r = entry_flush(ctx, what, value, len);
 		if (r > 0 && ret_written)

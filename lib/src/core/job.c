@@ -946,6 +946,17 @@ static int steps_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const struct re
 			steps_pending_free(v, n);
 			return -ENOMEM;
 		}
+		/* Its ender saw it end and set its record aside, but could not remove it. */
+		int k = acct_pending_step_take(ctx, job_id, *s, sdir, &v[n].rec);
+
+		if (k < 0) {
+			steps_pending_free(v, n);
+			return k;
+		}
+		if (k == 1) {
+			v[n++].sdir = TAKE_PTR(sdir);
+			continue;
+		}
 		if (get_meta(sdir, "runner", &runner) < 0 || jobcg_acct_read_dir(sdir, &a) < 0) {
 			jobcg_error_clear();
 			continue;
@@ -2016,7 +2027,7 @@ static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const cha
 {
 	struct jobcg_acct a = {};
 	struct acct_pending rec = {};
-	bool have_rec;
+	bool have_rec, taken = false;
 	int r;
 
 	r = kill_outside_lock(ctx, sdir);
@@ -2024,15 +2035,20 @@ static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const cha
 		return r;
 	if (access(sdir, F_OK) < 0)
 		return 0;
-	/* its runner died: how the step ended was not seen (NODE_FAIL) */
-	have_rec = record && jobcg_acct_read_dir(sdir, &a) == 0 &&
-		   acct_log_prepare(ctx, id, sid, 0, -1, 0, 0, false, &a, &rec) == 0;
+	/* Its ender saw it end and set its record aside, but could not remove it: that record. */
+	if (record && (r = acct_pending_step_take(ctx, id, sid, sdir, &rec)) < 0)
+		return r;
+	taken = r == 1;
+	/* Else its runner died: how the step ended was not seen (NODE_FAIL). */
+	have_rec = taken || (record && jobcg_acct_read_dir(sdir, &a) == 0 &&
+			     acct_log_prepare(ctx, id, sid, 0, -1, 0, 0, false, &a, &rec) == 0);
 	/* Before the directories go: the grants are found through them. A step's own GPUs
 	 * return to its job with its directory, whose xattrs held them. */
 	if (revoke && (r = jobcg_step_gres_release(ctx, id, sid)) < 0)
 		log_warning("step %u.%s: devices not revoked (jobcg gc revokes them): %s", id, sid,
 			    jobcg_last_error()->message);
-	if (have_rec)
+	/* (one taken waits on the job's directory already) */
+	if (have_rec && !taken)
 		acct_pending_store(ctx, &rec, sdir, ACCT_PENDING_ON_JOB, 0);
 	r = cgfs_remove_tree(sdir);
 	if (r < 0) {
@@ -2043,6 +2059,8 @@ static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const cha
 	if (record && (!have_rec || acct_log_commit(ctx, &rec) < 0))
 		log_warning("step %u.%s: accounting record not written: %s", id, sid,
 			    jobcg_last_error()->message);
+	else if (taken)
+		acct_pending_step_drop(ctx, id, sid);
 	acct_pending_done(&rec);
 	return 1;
 }

@@ -180,10 +180,12 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 		o.cancelled = cancelled;
 		acct_pending_store(ctx, &rec, sdir, ACCT_PENDING_ON_JOB, 0);
 	}
+	test_pause("step-end-set-aside");
 	r = step_remove_locked(ctx, life->job, life->step);
-	if (r < 0)
-		/* Still there (whoever removes it records it), or taken with its job by a
-		 * release (which recorded it). */
+	/* Taken with its job by a release, which recorded it. Still there otherwise (a task
+	 * stuck in the kernel, an rmdir refused): the entry set aside stays on the job, and
+	 * whoever removes the directory writes it, how the step really ended. */
+	if (r == -ENOENT)
 		acct_pending_discard(&rec);
 	if (r == -ENOENT) {
 		o.job_gone = job_gone_or_released(ctx, life->job);
