@@ -208,6 +208,52 @@ def check_step(e, m):
     e.run("release", "41")
 
 
+def check_throwaway(e, m):
+    """`jobcg run` without --job: a job made for the step and removed with it. Whatever
+    change fails, the command says why when it fails, and once gc has run nothing of the job
+    is left (its GPU free) and its records say what happened: none when the job was never
+    made; the job FAILED when its task did not run (and the step FAILED when it was started);
+    both COMPLETED when it ran, except a job whose removal could not even be marked, which gc
+    found without the outcome (NODE_FAIL)."""
+    base = e.snapshot(records=False)
+    seen = [len(e.records())]
+    trace = os.path.join(e.tmp, "ran")
+
+    def new_records():
+        recs = e.records()
+        new = recs[seen[0]:]
+        seen[0] = len(recs)
+        return sorted(f"{x.get('type')}:{x.get('state')}" for x in new)
+
+    def judge(n, what, r, failed):
+        ran = os.path.exists(trace)
+        if ran:
+            os.unlink(trace)
+        g = e.run("gc")
+        after = e.snapshot(records=False)
+        recs = new_records()
+        jobs = [x for x in recs if x.startswith("job:")]
+        steps = [x for x in recs if x.startswith("step:")]
+        if ran:
+            removal_unmarked = failed and what.startswith("setxattr ROOT/job_") and \
+                "/" not in what[len("setxattr ROOT/"):]
+            rec_ok = steps == ["step:COMPLETED"] and (
+                jobs == ["job:COMPLETED"] or (removal_unmarked and jobs == ["job:NODE_FAIL"]))
+        else:
+            rec_ok = failed and steps in ([], ["step:FAILED"]) and (
+                jobs == ["job:FAILED"] or (jobs == [] and steps == []))
+        ok((said_why(r) if failed else True) and g.returncode == 0 and after == base and rec_ok,
+           f"{m}: run without --job {'failing' if failed else 'with'} change {n} ({what}) "
+           f"{'says why; ' if failed else 'ran; '}after gc nothing of it is left, records "
+           f"{recs} ({r.stderr.strip()}; {g.stderr.strip()}; {differences(base, after)})")
+
+    n = walk(e, f"{m}: run --gres gpu:1 without --job",
+             ["run", "--gres", "gpu:1", "--", "sh", "-c", f"echo >> {trace}"],
+             lambda n, what, r: judge(n, what, r, True),
+             lambda n, what, r: judge(n, what, r, False))
+    diag(f"{m}: a throwaway job's step with a GPU makes {n} changes")
+
+
 def check_release(e, m):
     """A job's removal: a release that fails is finished by the next one; the job has one
     record and its GPUs are free."""
@@ -289,6 +335,7 @@ def body(e):
             x.setup(mode)
             check_alloc(x, mode)
             check_step(x, mode)
+            check_throwaway(x, mode)
             check_release(x, mode)
             check_init(x, mode)
     finally:
