@@ -4,12 +4,14 @@ state. With JOBCG_TEST_FAIL_AT=N (lib/src/base/testhook.h) the Nth change a jobc
 (a cgroup mkdir or file write, an xattr, a BPF map update, load, attach or pin, a state file, the
 task's clone, a record's append) fails with EIO; N is walked from 1 until an operation runs
 through without reaching it. For each failure of `jobcg alloc --gres` (node and linear
-programs), of a `jobcg run --job J --gres` step and of `jobcg release`: a failed command says
-why and leaves the tree, its marks, the device policy and the pins as they were (a release is
-finished by the next one, with one record); one that succeeds anyway (the failed change was
-optional, or its record was set aside for gc) leaves a complete result. For `jobcg init`:
-after any failure, the next job is contained (its task opens its GPU and no other, a cgroup made
-by hand opens none)."""
+programs), of a `jobcg run --job J --gres` step, of a `jobcg run` in a throwaway job, of
+`jobcg release` and of `jobcg resv create` and `delete`: a failed command says why and leaves
+the tree, its marks, the device policy and the pins as they were (a release or a deletion is
+finished by the next one, a step or throwaway job left behind by gc, each with the records
+that say what happened); one that succeeds anyway (the failed change was optional, or its
+record was set aside for gc) leaves a complete result. For `jobcg init`: after any failure,
+the next job is contained (its task opens its GPU and no other, a cgroup made by hand opens
+none). One change fails per run: the rollback's own changes are not made to fail."""
 import json
 import os
 import subprocess
@@ -31,8 +33,9 @@ class Env(pytap.KernelEnv):
         self.fail_log = os.path.join(self.tmp, "fail.log")
 
     def failing(self, n, *args):
-        """`jobcg ARGS` with its Nth change failing: (the result, what failed or None when
-        the command made fewer than N changes)."""
+        """`jobcg ARGS` with its Nth change failing (N: a number, or "K+" for every change
+        from the Kth on): (the result, what failed first or None when the command made fewer
+        than N changes)."""
         try:
             os.unlink(self.fail_log)
         except FileNotFoundError:
@@ -44,7 +47,7 @@ class Env(pytap.KernelEnv):
                 lines = f.read().splitlines()
         except FileNotFoundError:
             lines = []
-        what = lines[-1].split(" ", 1)[1] if lines else None
+        what = lines[0].split(" ", 1)[1] if lines else None
         if what:
             what = what.replace(self.root, "ROOT").replace(self.tmp, "TMP")
         return r, what
@@ -106,13 +109,14 @@ def said_why(r):
     return "Input/output error" in r.stderr and r.stderr.startswith("jobcg:")
 
 
-def walk(e, label, args, on_failed, on_passed, before_each=None):
-    """Run ARGS failing at change 1, 2, ... until one run reaches no failure; @on_failed(n,
-    what, r) and @on_passed(n, what, r) judge each. Returns the number of changes seen."""
+def walk(e, label, args, on_failed, on_passed, before_each=None, onward=False):
+    """Run ARGS failing at change 1, 2, ... (with @onward, at every change from it on) until
+    one run reaches no failure; @on_failed(n, what, r) and @on_passed(n, what, r) judge each.
+    Returns the number of changes seen."""
     for n in range(1, MAX_CHANGES + 1):
         if before_each:
             before_each()
-        r, what = e.failing(n, *args)
+        r, what = e.failing(f"{n}+" if onward else n, *args)
         if what is None:
             ok(r.returncode == 0, f"{label}: with no change failing it works "
                f"({n - 1} changes; {r.stderr.strip()})")
@@ -155,6 +159,34 @@ def check_alloc(e, m):
              passed)
     diag(f"{m}: alloc --gres gpu:1 makes {n} changes")
     e.run("release", "40")
+
+
+def check_alloc_onward(e, m):
+    """A job's creation where every change from one on fails, its rollback's too: the command
+    says why, and gc removes what it left (recorded FAILED at most: a creation that never
+    finished), after which the tree, the policy and the pins are as before."""
+    before = e.snapshot(records=False)
+    seen = [len(e.records())]
+
+    def judge(n, what, r, failed):
+        rel = e.run("release", "46") if not failed else None
+        g = e.run("gc")
+        after = e.snapshot(records=False)
+        recs = e.records()
+        new = sorted(f"{x.get('type')}:{x.get('state')}" for x in recs[seen[0]:])
+        seen[0] = len(recs)
+        ok((said_why(r) and new in ([], ["job:FAILED"]) if failed else
+            rel.returncode == 0 and new == ["job:COMPLETED"]) and g.returncode == 0 and
+           after == before,
+           f"{m}: alloc with every change from {n} on failing ({what}) "
+           f"{'says why' if failed else 'made a whole job'}; after gc nothing of it is "
+           f"left, records {new} ({r.stderr.strip()}; {g.stderr.strip()}; "
+           f"{differences(before, after)})")
+
+    walk(e, f"{m}: alloc 46 --gres gpu:1, every change from the Nth on failing",
+         ["alloc", "46", "--gres", "gpu:1"], lambda n, w, r: judge(n, w, r, True),
+         lambda n, w, r: judge(n, w, r, False), onward=True)
+    e.run("release", "46")
 
 
 def step_records(e, job):
@@ -297,6 +329,56 @@ def check_release(e, m):
     e.run("release", "43")
 
 
+def check_resv(e, m):
+    """A reservation of two GPUs: a creation that fails leaves nothing (no directory, no
+    device withheld from the pool); a deletion that fails is finished by the next one; at the
+    end every GPU is free for a job."""
+    base = e.snapshot(records=False)
+
+    def failed_create(n, what, r):
+        after = e.snapshot(records=False)
+        ok(said_why(r) and after == base,
+           f"{m}: resv create failing at change {n} ({what}) says why and leaves nothing "
+           f"({r.stderr.strip()}; {differences(base, after)})")
+
+    def passed_create(n, what, r):
+        d = e.run("resv", "delete", "r1")
+        after = e.snapshot(records=False)
+        ok(d.returncode == 0 and after == base,
+           f"{m}: resv create with change {n} failing ({what}) made a whole reservation, "
+           f"deleted cleanly ({d.stderr.strip()}; {differences(base, after)})")
+
+    n = walk(e, f"{m}: resv create r1 --devices gpu:0,1",
+             ["resv", "create", "r1", "--devices", "gpu:0,1"], failed_create, passed_create)
+    diag(f"{m}: a reservation of two GPUs takes {n} changes to make")
+    e.run("resv", "delete", "r1")
+
+    def prepare():
+        r = e.run("resv", "create", "r1", "--devices", "gpu:0,1")
+        if r.returncode != 0:
+            diag(f"resv create r1: {r.stderr.strip()}")
+
+    def failed_delete(n, what, r):
+        again = e.run("resv", "delete", "r1")
+        after = e.snapshot(records=False)
+        ok(said_why(r) and again.returncode == 0 and after == base,
+           f"{m}: resv delete failing at change {n} ({what}) says why; the next delete "
+           f"finishes it ({r.stderr.strip()}; {again.stderr.strip()}; "
+           f"{differences(base, after)})")
+
+    def passed_delete(n, what, r):
+        after = e.snapshot(records=False)
+        ok(after == base, f"{m}: resv delete with change {n} failing ({what}) deleted it "
+           f"({r.stderr.strip()}; {differences(base, after)})")
+
+    n = walk(e, f"{m}: resv delete r1", ["resv", "delete", "r1"], failed_delete, passed_delete,
+             before_each=prepare)
+    diag(f"{m}: deleting it takes {n} changes")
+    r = e.run("alloc", "45", "--gres", f"gpu:{NGPU}")
+    ok(r.returncode == 0, f"{m}: then every GPU is free for a job ({r.stderr.strip()})")
+    e.run("release", "45")
+
+
 def check_init(e, m):
     """The tree's set-up: whatever change of `jobcg init` fails, the next job is contained."""
     for n in range(1, MAX_CHANGES + 1):
@@ -334,9 +416,12 @@ def body(e):
                 envs.append(x)
             x.setup(mode)
             check_alloc(x, mode)
+            check_alloc_onward(x, mode)
             check_step(x, mode)
             check_throwaway(x, mode)
             check_release(x, mode)
+            if mode == "node":  # (a reservation's devices need the node program)
+                check_resv(x, mode)
             check_init(x, mode)
     finally:
         for x in envs[1:]:

@@ -53,9 +53,10 @@ static inline bool test_flag(const char *flag)
  * kernel's or the state directory's state (a cgroup mkdir, rmdir or file write, an xattr set,
  * a BPF map update or delete, program load, attach or pin, a state file written, a task
  * cloned, a record appended) is counted, and with JOBCG_TEST_FAIL_AT=N the Nth fails with EIO,
- * once, so that a test can walk N over an operation and see that every failure is rolled back. When
- * it fires, "N WHAT DETAIL" (DETAIL: the path, when there is one) is appended to the file
- * JOBCG_TEST_FAIL_LOG (if set). The variable is read once and removed from the environment:
+ * once, so that a test can walk N over an operation and see that every failure is rolled back;
+ * with N+ every change from the Nth on fails, the rollback's too, and what is left is gc's to
+ * finish. When it fires, "N WHAT DETAIL" (DETAIL: the path, when there is one) is appended to the
+ * file JOBCG_TEST_FAIL_LOG (if set). The variable is read once and removed from the environment:
  * processes the operation starts (a keeper, a task) do not count. -Dtest_hooks=true builds
  * only; never fires in others.
  *
