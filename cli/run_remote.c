@@ -222,6 +222,29 @@ static int stepdir_check(struct jobcg_ctx *ctx, int dfd, const struct run_state 
 	return 0;
 }
 
+/* An error about the lent directory names it as /proc/self/fd/N (@sdir): say which step
+ * directory that is, as the same error in-process would. */
+static void name_step_dir(struct jobcg_ctx *ctx, const struct run_state *s, const char *sdir,
+			  char *text, size_t size)
+{
+	struct jobcg_target t = {.job = s->life.job, .task = JOBCG_TASK_ALL};
+	_cleanup_free_ char *path = NULL, *out = NULL;
+	size_t n = strlen(sdir);
+	char *at = strstr(text, sdir);
+
+	/* (a longer fd number that merely starts with ours is another directory) */
+	if (!at || (at[n] >= '0' && at[n] <= '9'))
+		return;
+	memcpy(t.step, s->life.step, sizeof(t.step));
+	if (jobcg_target_path(ctx, &t, &path) < 0) {
+		jobcg_error_clear();
+		return;
+	}
+	out = strdup_printf("%.*s%s%s", (int)(at - text), text, path, at + n);
+	if (out)
+		snprintf(text, size, "%s", out);
+}
+
 /* What the daemon's work printed, in the order it came, where it would have gone. */
 static void print_output(const struct jobcg_msg *m)
 {
@@ -521,6 +544,7 @@ int run_via_daemon(const char *path, int argc, char **argv, const struct run_arg
 
 		if (r < 0) {
 			jobcg_error_format(r, err_text, sizeof(err_text));
+			name_step_dir(ctx, &s, sdir, err_text, sizeof(err_text));
 			mr = mr ?: jobcg_msg_add(&m, "error", "%d", -r);
 			mr = mr ?: jobcg_msg_add(&m, "message", "%s", err_text);
 		} else {

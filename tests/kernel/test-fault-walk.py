@@ -14,8 +14,10 @@ the next job is contained (its task opens its GPU and no other, a cgroup made by
 none). One change fails per run: the rollback's own changes are not made to fail."""
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pytap  # noqa: E402
@@ -286,6 +288,79 @@ def check_throwaway(e, m):
     diag(f"{m}: a throwaway job's step with a GPU makes {n} changes")
 
 
+def check_daemon(e, m, side):
+    """A step through `jobcg daemon`, the changes of one side failing (the daemon's: a daemon
+    started for each run with JOBCG_TEST_FAIL_AT; or its client's): the client says why when
+    it fails, the daemon goes on serving and stops cleanly, and once gc has run the job is as
+    it was, with one COMPLETED record for each step whose task ran."""
+    r = e.run("alloc", "47", "--gres", "gpu:2")
+    ok(r.returncode == 0, f"{m}: alloc 47 --gres gpu:2 ({r.stderr.strip()})")
+    before = e.snapshot(records=False)
+    sock = os.path.join(e.tmp, "daemon.sock")
+    trace = os.path.join(e.tmp, "ran")
+    seen = [len(step_records(e, "47"))]
+    for n in range(1, MAX_CHANGES + 1):
+        try:
+            os.unlink(e.fail_log)
+        except FileNotFoundError:
+            pass
+        inject = dict(JOBCG_TEST_FAIL_AT=str(n), JOBCG_TEST_FAIL_LOG=e.fail_log)
+        denv = dict(e.env, **(inject if side == "daemon" else {}))
+        denv.pop("JOBCG_DAEMON_SOCKET", None)
+        with open(os.path.join(e.tmp, "daemon.log"), "w+") as dlog:
+            d = subprocess.Popen([e.jobcg, "daemon", "--socket", sock], env=denv, stdout=dlog,
+                                 stderr=dlog, stdin=subprocess.DEVNULL, start_new_session=True)
+            for _ in range(500):
+                if os.path.exists(sock) or d.poll() is not None:
+                    break
+                time.sleep(0.01)
+            cenv = dict(e.env, JOBCG_DAEMON_SOCKET=sock, **(inject if side == "client" else {}))
+            r = e.run("run", "--job", "47", "--gres", "gpu:1", "--", "sh", "-c",
+                      f"echo >> {trace}", env=cenv)
+            served = d.poll() is None
+            d.send_signal(signal.SIGTERM)
+            try:
+                d.wait(60)
+            except subprocess.TimeoutExpired:
+                d.kill()
+                d.wait()
+            dlog.seek(0)
+            dtext = dlog.read()
+        try:
+            with open(e.fail_log) as f:
+                what = f.readline().split(" ", 1)[1].strip()
+        except (FileNotFoundError, IndexError):
+            what = None
+        what = what and what.replace(e.root, "ROOT").replace(e.tmp, "TMP")
+        ran = os.path.exists(trace)
+        if ran:
+            os.unlink(trace)
+        g = e.run("gc")
+        after = e.snapshot(records=False)
+        recs = step_records(e, "47")
+        new = [x.get("state") for x in recs[seen[0]:]]
+        seen[0] = len(recs)
+        if what is None:
+            ok(r.returncode == 0 and ran and new == ["COMPLETED"],
+               f"{m}: through the daemon, with none of the {side}'s {n - 1} changes failing, "
+               f"the step runs ({r.stderr.strip()})")
+            diag(f"{m}: the {side} makes {n - 1} changes for a step through the daemon")
+            break
+        # (the client names the step's directory, not the descriptor the daemon lent it)
+        ok((r.returncode == 0 or said_why(r)) and "/proc/self/fd" not in r.stderr and
+           served and d.returncode == 0 and
+           g.returncode == 0 and after == before and
+           new == (["COMPLETED"] if ran else ["FAILED"] if "task_0" in what else []),
+           f"{m}: through the daemon, the {side}'s change {n} failing ({what}): rc "
+           f"{r.returncode}, {'ran' if ran else 'did not run'}, daemon served and stopped "
+           f"({d.returncode}); after gc the job is as it was, records {new} "
+           f"({r.stderr.strip()}; {g.stderr.strip()}; {differences(before, after)}; "
+           f"{dtext.strip()[-300:] if d.returncode else ''})")
+    else:
+        ok(False, f"{m}: the daemon walk ended (more than {MAX_CHANGES} changes)")
+    e.run("release", "47")
+
+
 def check_release(e, m):
     """A job's removal: a release that fails is finished by the next one; the job has one
     record and its GPUs are free."""
@@ -419,6 +494,9 @@ def body(e):
             check_alloc_onward(x, mode)
             check_step(x, mode)
             check_throwaway(x, mode)
+            if mode == "node":
+                check_daemon(x, mode, "daemon")
+                check_daemon(x, mode, "client")
             check_release(x, mode)
             if mode == "node":  # (a reservation's devices need the node program)
                 check_resv(x, mode)

@@ -32,32 +32,38 @@ bool test_flag(const char *flag)
 	return listed(getenv("JOBCG_TEST_FLAGS"), flag);
 }
 
+static bool fail_onward;
+static unsigned long fail_at, fail_count;
+static char *fail_log;
+
+/* Read as the process starts, not at its first change: a daemon serves each request in its
+ * client's JOBCG_* environment, and what it was started with must count for the daemon. */
+__attribute__((constructor)) static void test_fail_init(void)
+{
+	const char *v = getenv("JOBCG_TEST_FAIL_AT");
+	char *end = NULL;
+
+	if (!v)
+		return;
+	fail_at = strtoul(v, &end, 10);
+	fail_onward = end && *end == '+';
+	(void)unsetenv("JOBCG_TEST_FAIL_AT");
+	if ((v = getenv("JOBCG_TEST_FAIL_LOG")))
+		fail_log = strdup(v);
+}
+
 bool test_fail(const char *what, const char *detail)
 {
-	static bool read, onward;
-	static unsigned long at, count;
 	int saved = errno;
 
-	if (!read) {
-		const char *v = getenv("JOBCG_TEST_FAIL_AT");
-		char *end = NULL;
-
-		read = true;
-		if (v) {
-			at = strtoul(v, &end, 10);
-			onward = end && *end == '+';
-			(void)unsetenv("JOBCG_TEST_FAIL_AT");
-		}
-	}
-	if (at == 0 || (++count != at && !(onward && count > at))) {
+	if (fail_at == 0 || (++fail_count != fail_at && !(fail_onward && fail_count > fail_at))) {
 		errno = saved;
 		return false;
 	}
-	const char *log = getenv("JOBCG_TEST_FAIL_LOG");
-	int fd = log ? open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
+	int fd = fail_log ? open(fail_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
 
 	if (fd >= 0) {
-		dprintf(fd, "%lu %s %s\n", count, what, detail ? detail : "-");
+		dprintf(fd, "%lu %s %s\n", fail_count, what, detail ? detail : "-");
 		close(fd);
 	}
 	return true;

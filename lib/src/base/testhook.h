@@ -56,9 +56,10 @@ static inline bool test_flag(const char *flag)
  * once, so that a test can walk N over an operation and see that every failure is rolled back;
  * with N+ every change from the Nth on fails, the rollback's too, and what is left is gc's to
  * finish. When it fires, "N WHAT DETAIL" (DETAIL: the path, when there is one) is appended to the
- * file JOBCG_TEST_FAIL_LOG (if set). The variable is read once and removed from the environment:
- * processes the operation starts (a keeper, a task) do not count. -Dtest_hooks=true builds
- * only; never fires in others.
+ * file JOBCG_TEST_FAIL_LOG names (if set). The variable is read as the process starts and removed
+ * from its environment: processes it starts (a keeper, a task) do not count, nor does a daemon
+ * serving its request (a daemon started with it counts its own changes, from its start).
+ * -Dtest_hooks=true builds only; never fires in others.
  *
  * TEST_FAIL(what, detail, call) is @call, or -EIO with errno EIO when this is the call to fail: it
  * suits both system calls (-1 and errno) and libbpf's (a negative errno).
