@@ -454,6 +454,46 @@ def check_resv(e, m):
     e.run("release", "45")
 
 
+def check_gc(e, m):
+    """gc finishing what a killed `jobcg run` left (its step, its record set aside; and a
+    throwaway job), every change of it failing in turn: a gc that fails says why, the next
+    one finishes (what the first could not write, kept, included), and each step gets one
+    record, as its runner saw it end; the throwaway job, whose runner died before saying how
+    it ended, NODE_FAIL."""
+    r = e.run("alloc", "48", "--gres", "gpu:2")
+    ok(r.returncode == 0, f"{m}: alloc 48 --gres gpu:2 ({r.stderr.strip()})")
+    base = e.snapshot(records=False)
+    crash = dict(e.env, JOBCG_TEST_CRASH="step-end-set-aside")
+    seen = [len(e.records())]
+
+    def prepare():
+        a = e.run("run", "--job", "48", "--gres", "gpu:1", "--", "true", env=crash)
+        b = e.run("run", "--gres", "gpu:1", "--", "true", env=crash)
+        if a.returncode != -9 or b.returncode != -9:
+            diag(f"runs to crash: {a.returncode} {a.stderr.strip()}; {b.returncode} "
+                 f"{b.stderr.strip()}")
+
+    def judge(n, what, r, failed):
+        again = e.run("gc")
+        after = e.snapshot(records=False)
+        recs = e.records()
+        new = sorted(f"{x.get('type')}:{x.get('state')}" for x in recs[seen[0]:])
+        seen[0] = len(recs)
+        want = ["job:NODE_FAIL", "step:COMPLETED", "step:COMPLETED"]
+        ok((said_why(r) if failed else True) and again.returncode == 0 and after == base and
+           new == want,
+           f"{m}: gc {'failing at' if failed else 'with'} change {n} ({what}) "
+           f"{'says why, the next one finishes' if failed else 'finishes'}: records {new} "
+           f"({r.stderr.strip()}; {again.stderr.strip()}; "
+           f"{differences(base, after)})")
+
+    n = walk(e, f"{m}: gc of a killed run's step and throwaway job", ["gc"],
+             lambda n, w, r: judge(n, w, r, True), lambda n, w, r: judge(n, w, r, False),
+             before_each=prepare)
+    diag(f"{m}: that gc makes {n} changes")
+    e.run("release", "48")
+
+
 def check_init(e, m):
     """The tree's set-up: whatever change of `jobcg init` fails, the next job is contained."""
     for n in range(1, MAX_CHANGES + 1):
@@ -479,6 +519,46 @@ def check_init(e, m):
     ok(False, f"{m}: init's walk ended (more than {MAX_CHANGES} changes)")
 
 
+def check_teardown(e, m):
+    """`jobcg teardown --force` of a tree with a job holding a GPU and a reservation, every
+    change failing in turn: a teardown that fails says why, the next one finishes (no tree,
+    no pins left), and the job has exactly one record (once gc ran, when the log refused it:
+    gc works without a tree, and makes none)."""
+    pin_dir = e.env["JOBCG_BPF_PIN_DIR"]
+    count = [0]
+
+    def prepare():
+        e.wipe()
+        a = e.run("alloc", "49", "--gres", "gpu:1")
+        b = e.run("resv", "create", "r2", "--devices", "gpu:2") if e.mode == "node" else a
+        if a.returncode != 0 or b.returncode != 0:
+            diag(f"alloc 49: {a.stderr.strip()}; resv create r2: {b.stderr.strip()}")
+        count[0] += 1
+
+    def judge(n, what, r, failed):
+        again = e.run("teardown", "--force") if failed else None
+        # A record the log refused waits in the state directory for gc, which writes it
+        # without a tree.
+        g = e.run("gc")
+        gone = not os.path.exists(e.root)
+        pins = [f for _, _, fs in os.walk(pin_dir) for f in fs]
+        recs = [x for x in e.records() if x.get("type") == "job" and str(x.get("job")) == "49"]
+        states = [x.get("state") for x in recs]
+        ok((said_why(r) and again.returncode == 0 if failed else True) and gone and
+           pins == [] and states == ["CANCELLED"] and g.returncode == 0,
+           f"{m}: teardown --force {'failing at' if failed else 'with'} change {n} ({what})"
+           f"{' says why; the next one' if failed else ''} removes the tree and its pins, "
+           f"job 49 recorded once ({r.stderr.strip()}; "
+           f"{again.stderr.strip() if again else ''}; gc: {g.returncode} {g.stderr.strip()}; "
+           f"tree gone: {gone}, pins {pins}, "
+           f"records {states})")
+
+    n = walk(e, f"{m}: teardown --force", ["teardown", "--force"],
+             lambda n, w, r: judge(n, w, r, True), lambda n, w, r: judge(n, w, r, False),
+             before_each=prepare)
+    diag(f"{m}: that teardown makes {n} changes")
+
+
 def body(e):
     if not pytap.test_hooks():
         pytap.skip("failures are made by JOBCG_TEST_FAIL_AT: a build without test hooks")
@@ -498,9 +578,11 @@ def body(e):
                 check_daemon(x, mode, "daemon")
                 check_daemon(x, mode, "client")
             check_release(x, mode)
+            check_gc(x, mode)
             if mode == "node":  # (a reservation's devices need the node program)
                 check_resv(x, mode)
             check_init(x, mode)
+            check_teardown(x, mode)
     finally:
         for x in envs[1:]:
             x.cleanup()

@@ -206,10 +206,22 @@ static unsigned release_all(struct jobcg_ctx *ctx, const uint32_t *ids, size_t n
 			job_grace_done(&g[i]);
 		if (r == -ENOENT)
 			continue;
+		/* Once more, as the gc that the tree's removal forestalls would: a failure that
+		 * passed (an rmdir the kernel refused once) must not cost the job its record. */
+		if (r < 0) {
+			struct jobcg_error first = *jobcg_last_error();
+
+			jobcg_error_clear();
+			r = jobcg_job_remove(ctx, ids[i], JOBCG_JOB_REMOVE_CANCELLED);
+			if (r == -ENOENT)
+				continue;
+			if (r < 0)
+				jobcg_error_restore(&first);
+		}
 		if (r < 0) {
 			/* Killed and removed with the tree below, without its record. */
-			log_warning("job %u: %s (removed with the tree)", ids[i],
-				    jobcg_last_error()->message);
+			log_warning("job %u: %s (removed with the tree, without its record)",
+				    ids[i], jobcg_last_error()->message);
 			jobcg_error_clear();
 			continue;
 		}
