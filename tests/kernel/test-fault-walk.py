@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """jobcg kernel test: every change an operation makes can fail, and none leaves a half-made
 state. With JOBCG_TEST_FAIL_AT=N (lib/src/base/testhook.h) the Nth change a jobcg process makes
-(a cgroup mkdir or file write, an xattr, a BPF map update, load, attach or pin, a state file, the
-task's clone, a record's append) fails with EIO; N is walked from 1 until an operation runs
-through without reaching it. For each failure of `jobcg alloc --gres` (node and linear
-programs), of a `jobcg run --job J --gres` step, of a `jobcg run` in a throwaway job, of
-`jobcg release` and of `jobcg resv create` and `delete`: a failed command says why and leaves
-the tree, its marks, the device policy and the pins as they were (a release or a deletion is
-finished by the next one, a step or throwaway job left behind by gc, each with the records
-that say what happened); one that succeeds anyway (the failed change was optional, or its
-record was set aside for gc) leaves a complete result. For `jobcg init`: after any failure,
-the next job is contained (its task opens its GPU and no other, a cgroup made by hand opens
-none). One change fails per run: the rollback's own changes are not made to fail."""
+(a cgroup mkdir, rmdir or file write, an xattr, a BPF map update or delete, load, attach or
+pin, a state file, the task's clone, a record's append) fails with EIO; N is walked from 1
+until an operation runs through without reaching it. Walked, in node and linear mode: `jobcg
+alloc --gres`, a step (`jobcg run --job J --gres`), a throwaway job's `jobcg run`, a step
+through `jobcg daemon` (the daemon's changes failing, then the client's), `jobcg adopt`,
+`jobcg release`, `jobcg gc` finishing a killed run, `jobcg resv create` and `delete`, `jobcg
+init` and `jobcg teardown --force`. A command that fails says why and leaves the tree, its
+marks, the device policy and the pins as they were, or what it left is finished by the next
+release, deletion, gc or teardown; one that succeeds anyway (the failed change was optional,
+or its record was set aside for gc) leaves a complete result; every job and step gets the
+records that say what happened, once; after any failed init the next job is contained. One
+change fails per run (the rollback's own are not made to fail), except in the walk of
+JOBCG_TEST_FAIL_AT=N+ over alloc, where every change from the Nth on fails and gc finishes."""
 import json
 import os
 import signal
@@ -111,14 +113,14 @@ def said_why(r):
     return "Input/output error" in r.stderr and r.stderr.startswith("jobcg:")
 
 
-def walk(e, label, args, on_failed, on_passed, before_each=None, onward=False):
+def walk(e, label, args, on_failed, on_passed, before_each=None, onward=False, args_of=None):
     """Run ARGS failing at change 1, 2, ... (with @onward, at every change from it on) until
     one run reaches no failure; @on_failed(n, what, r) and @on_passed(n, what, r) judge each.
     Returns the number of changes seen."""
     for n in range(1, MAX_CHANGES + 1):
         if before_each:
             before_each()
-        r, what = e.failing(f"{n}+" if onward else n, *args)
+        r, what = e.failing(f"{n}+" if onward else n, *(args_of(args) if args_of else args))
         if what is None:
             ok(r.returncode == 0, f"{label}: with no change failing it works "
                f"({n - 1} changes; {r.stderr.strip()})")
@@ -361,6 +363,59 @@ def check_daemon(e, m, side):
     e.run("release", "47")
 
 
+def check_adopt(e, m):
+    """`jobcg adopt PID --job J` (a login's process into the job's extern step): a failure
+    leaves the process where it was and the job as it was."""
+    r = e.run("alloc", "50", "--gres", "gpu:1")
+    ok(r.returncode == 0, f"{m}: alloc 50 --gres gpu:1 ({r.stderr.strip()})")
+    e.mkcg("parking")
+    procs = []
+
+    def prepare():
+        p = subprocess.Popen(["sleep", "300"])
+        procs.append(p)
+        with open(os.path.join(e.root, "parking", "cgroup.procs"), "w") as f:
+            f.write(str(p.pid))
+        state["before"] = e.snapshot(records=False)
+
+    def cgroup_of(p):
+        """@p's cgroup v2 directory, relative to the root."""
+        with open(f"/proc/{p.pid}/cgroup") as f:
+            v2 = [x[3:] for x in f.read().splitlines() if x.startswith("0::")]
+        rel = os.path.relpath(os.path.join(e.mount, v2[0].lstrip("/")), e.root) if v2 else None
+        return rel
+
+    def failed(n, what, r):
+        p = procs[-1]
+        where = cgroup_of(p)
+        after = e.snapshot(records=False)
+        ok(said_why(r) and where == "parking" and after == state["before"],
+           f"{m}: adopt failing at change {n} ({what}) says why, leaves the process where it "
+           f"was ({where}) and the job as it was ({r.stderr.strip()}; "
+           f"{differences(state['before'], after)})")
+        p.kill()
+        p.wait()
+
+    def passed(n, what, r):
+        p = procs[-1]
+        where = cgroup_of(p)
+        ok(where == "job_50/step_extern/user/task_special",
+           f"{m}: adopt with change {n} failing ({what}) moved the process ({where})")
+        p.kill()
+        p.wait()
+
+    state = {}
+    walk(e, f"{m}: adopt into job 50", ["adopt", "PID", "--job", "50"], failed, passed,
+         before_each=prepare, args_of=lambda a: [str(procs[-1].pid) if x == "PID" else x
+                                                  for x in a])
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    e.run("release", "50")
+    e.rmcg("parking")
+
+
 def check_release(e, m):
     """A job's removal: a release that fails is finished by the next one; the job has one
     record and its GPUs are free."""
@@ -578,6 +633,8 @@ def body(e):
                 check_daemon(x, mode, "daemon")
                 check_daemon(x, mode, "client")
             check_release(x, mode)
+            if mode == "node":
+                check_adopt(x, mode)
             check_gc(x, mode)
             if mode == "node":  # (a reservation's devices need the node program)
                 check_resv(x, mode)
