@@ -162,23 +162,29 @@ static void test_release_vs_step_end(void)
 	   "44.0 has one record, CANCELLED: its job was released under it (%u)", c.n);
 }
 
+/* run --job 45 (@args) and a throwaway run (@eph) each killed at @point, then a gc. */
+static void crash_both_then_gc(const char *point, char **args, char **eph, const char *when)
+{
+	char *out = NULL, what[128];
+
+	snprintf(what, sizeof(what), "run --job 45 killed %s", when);
+	is_int(kcli_crash_at(point, args), 128 + SIGKILL, what);
+	is_int(kcli_crash_at(point, eph), 128 + SIGKILL, "an ephemeral run killed there too");
+	is_int(kcli(&out, "gc", NULL), 0, "gc");
+	free(out);
+}
+
 /* Killed at its step's end, after the readings: gc records the step, once: NODE_FAIL when killed
  * before its record was set aside, else as its runner saw it end. */
 static void test_crash_at_step_end(void)
 {
 	char *args[] = {"run", "--job", "45", "--", "sh", "-c", "exit 3", NULL};
 	char *eph[] = {"run", "--", "true", NULL};
-	char *out = NULL;
 	uint32_t *ids = NULL;
 	struct count c;
 
 	is_int(kcli(NULL, "alloc", "45", NULL), 0, "alloc 45");
-	is_int(kcli_crash_at("step-end-before-rmdir", args), 128 + SIGKILL,
-	       "run --job 45 killed as it removes its step");
-	is_int(kcli_crash_at("step-end-before-rmdir", eph), 128 + SIGKILL,
-	       "an ephemeral run killed there too");
-	is_int(kcli(&out, "gc", NULL), 0, "gc");
-	free(out);
+	crash_both_then_gc("step-end-before-rmdir", args, eph, "as it removes its step");
 	c = records("45", "0");
 	is_int(c.n, 1, "45.0 has one record");
 	is_int((int)c.state, JOBCG_ACCT_NODE_FAIL, "... NODE_FAIL: nothing had kept how it ended");
@@ -197,12 +203,8 @@ static void test_crash_at_step_end(void)
 	is_int(c.n, 1, "the ephemeral job's step has one record");
 	free(ids);
 	/* Killed once its record was set aside, before the rmdir: that record is the step's. */
-	is_int(kcli_crash_at("step-end-set-aside", args), 128 + SIGKILL,
-	       "run --job 45 killed with its record set aside, before the rmdir");
-	is_int(kcli_crash_at("step-end-set-aside", eph), 128 + SIGKILL,
-	       "an ephemeral run killed there too");
-	is_int(kcli(&out, "gc", NULL), 0, "gc");
-	free(out);
+	crash_both_then_gc("step-end-set-aside", args, eph,
+			   "with its record set aside, before the rmdir");
 	c = records("45", "1");
 	ok(c.n == 1 && c.state == JOBCG_ACCT_FAILED && c.exit_code == 3,
 	   "45.1 has one record, FAILED with exit code 3, as its runner saw it end (%u, state %d, "
