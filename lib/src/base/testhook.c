@@ -1,4 +1,5 @@
-/* jobcg internal: pause points for deterministic race tests (built with -Dtest_hooks=true). */
+/* jobcg internal: pause points, test flags and failures made on request, for deterministic race
+ * and rollback tests (built with -Dtest_hooks=true). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -2027,8 +2027,8 @@ static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const cha
 {
 	struct jobcg_acct a = {};
 	struct acct_pending rec = {};
-	bool have_rec, taken = false;
-	int r;
+	bool have_rec, taken;
+	int r, k;
 
 	r = kill_outside_lock(ctx, sdir);
 	if (r < 0)
@@ -2036,9 +2036,9 @@ static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const cha
 	if (access(sdir, F_OK) < 0)
 		return 0;
 	/* Its ender saw it end and set its record aside, but could not remove it: that record. */
-	if (record && (r = acct_pending_step_take(ctx, id, sid, sdir, &rec)) < 0)
-		return r;
-	taken = r == 1;
+	if ((k = record ? acct_pending_step_take(ctx, id, sid, sdir, &rec) : 0) < 0)
+		return k;
+	taken = k == 1;
 	/* Else its runner died: how the step ended was not seen (NODE_FAIL). */
 	have_rec = taken || (record && jobcg_acct_read_dir(sdir, &a) == 0 &&
 			     acct_log_prepare(ctx, id, sid, 0, -1, 0, 0, false, &a, &rec) == 0);

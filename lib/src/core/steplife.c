@@ -185,9 +185,8 @@ JOBCG_EXPORT int jobcg_step_end(struct jobcg_ctx *ctx, struct jobcg_step_life *l
 	/* Taken with its job by a release, which recorded it. Still there otherwise (a task
 	 * stuck in the kernel, an rmdir refused): the entry set aside stays on the job, and
 	 * whoever removes the directory writes it, how the step really ended. */
-	if (r == -ENOENT)
-		acct_pending_discard(&rec);
 	if (r == -ENOENT) {
+		acct_pending_discard(&rec);
 		o.job_gone = job_gone_or_released(ctx, life->job);
 		r = 0;
 	} else if (r == 0 && have_rec) {
