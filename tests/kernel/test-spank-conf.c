@@ -5,8 +5,11 @@
  * with them broken: its task exits 1 before its exec and nothing is made. Such a step is
  * recorded FAILED with its reason in the log the broken files' StateDir still names; where
  * even that cannot be read (StateDir broken, a bad plugstack.conf argument) it has no record
- * and slurmd's log says so. A step refused with a sound configuration is recorded too.
+ * and slurmd's log says so. A step refused with a sound configuration is recorded too. Then
+ * (test builds) every change the plugin makes for a step fails in turn: its task never runs
+ * outside its task cgroup, and nothing of the job is left once its watcher and gc are done.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -179,8 +182,209 @@ static struct recs records(const struct jobcg_config *conf, const char *job)
 	return c;
 }
 
-int main(void)
+/*
+ * The walk's one step (--walk-step CONF_ARG JOBCG_ARG RESULT_FILE N LOG): step 60.0 as slurmstepd
+ * runs it, the plugin loaded in this fresh process with JOBCG_TEST_FAIL_AT=N (and the log), which
+ * it reads as it loads, so that its changes count from the start. slurmstepd forks the task, which
+ * waits until every task_post_fork is done; a post_fork that fails kills the step before the task
+ * runs anything. The task runs task_init, then "execs" (exits 0) reporting its cgroup, or exits 1
+ * when task_init refuses. RESULT_FILE gets "init R post_fork R task S CGROUP".
+ */
+static int walk_step(char *conf, char *jobcg, const char *result, const char *n, const char *log)
 {
+	char *av[] = {conf, jobcg, (char *)"slurm_gres=none"};
+	const int ac = 3;
+	char *where =
+	    mmap(NULL, PATH_MAX, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int go[2], ri, rp = -1, st = 0;
+	void *so;
+	FILE *f;
+
+	/* Set only now: this program's own copy of the library read its environment as it
+	 * started, and must not take what is meant for the plugin's. */
+	setenv("JOBCG_TEST_FAIL_AT", n, 1);
+	setenv("JOBCG_TEST_FAIL_LOG", log, 1);
+	so = dlopen(JOBCG_SPANK_SO, RTLD_NOW | RTLD_LOCAL);
+
+	task_log =
+	    mmap(NULL, TASK_LOG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (!so || where == MAP_FAILED || task_log == MAP_FAILED || pipe(go) < 0)
+		return 2;
+	where[0] = 0;
+	h_init = (hook_f *)dlsym(so, "slurm_spank_init");
+	h_post_fork = (hook_f *)dlsym(so, "slurm_spank_task_post_fork");
+	h_task_init = (hook_f *)dlsym(so, "slurm_spank_task_init");
+	h_task_exit = (hook_f *)dlsym(so, "slurm_spank_task_exit");
+	h_exit = (hook_f *)dlsym(so, "slurm_spank_exit");
+	job_id = 60;
+	step_id = 0;
+	ri = h_init(NULL, ac, av);
+	if (ri == 0) {
+		pid_t child = fork();
+
+		if (child == 0) {
+			char b;
+			FILE *cg;
+
+			close(go[1]);
+			if (read(go[0], &b, 1) != 1)
+				_exit(3); /* killed, or slurmstepd gone: never ran */
+			if (h_task_init(NULL, ac, av) != 0)
+				_exit(1);
+			if ((cg = fopen("/proc/self/cgroup", "re"))) {
+				char line[PATH_MAX];
+
+				while (fgets(line, sizeof(line), cg))
+					if (!strncmp(line, "0::", 3))
+						snprintf(where, PATH_MAX, "%s", line + 3);
+				fclose(cg);
+			}
+			_exit(0);
+		}
+		close(go[0]);
+		task_pid = child;
+		task_id = 0;
+		rp = h_post_fork(NULL, ac, av);
+		if (rp != 0)
+			kill(child, SIGKILL);
+		else if (write(go[1], "g", 1) != 1)
+			kill(child, SIGKILL);
+		close(go[1]);
+		waitpid(child, &st, 0);
+		task_status = st;
+		(void)h_task_exit(NULL, ac, av);
+	}
+	(void)h_exit(NULL, ac, av);
+	if (!(f = fopen(result, "we")))
+		return 2;
+	/* (task 99: never forked, its step's init having failed) */
+	fprintf(f, "init %d post_fork %d task %d %s", ri, rp,
+		ri != 0		? 99
+		: WIFEXITED(st) ? WEXITSTATUS(st)
+				: -WTERMSIG(st),
+		where[0] ? where : "-\n");
+	fclose(f);
+	return 0;
+}
+
+/* Whether some process's command line has @needle (a step's watcher still running). */
+static bool process_with(const char *needle)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	bool found = false;
+
+	while (d && !found && (de = readdir(d))) {
+		char p[300], buf[8192];
+		ssize_t n;
+		int fd;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
+		if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		for (ssize_t i = 0; i < n; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[n > 0 ? n : 0] = 0;
+		found = strstr(buf, needle) != NULL;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * Every change the plugin makes for a step failing in turn (JOBCG_TEST_FAIL_AT, test builds):
+ * the task never runs outside its task cgroup (it runs there, or is killed, or refused before
+ * its exec), and once the step's watcher and a gc are done nothing of job 60 is left and its
+ * step has at most one record, one when its task ran.
+ */
+static void walk(struct jobcg_ctx *ctx, const struct jobcg_config *conf, const char *root,
+		 char *conf_arg, char *jobcg_arg)
+{
+	char result[PATH_MAX], log[PATH_MAX], want[PATH_MAX + 64], watcher[PATH_MAX + 64];
+	unsigned seen = records(conf, "60").steps;
+
+	snprintf(result, sizeof(result), "%s/walk-result", ktest_tmpdir());
+	snprintf(log, sizeof(log), "%s/walk-fail.log", ktest_tmpdir());
+	snprintf(want, sizeof(want), "%s/job_60/step_0/user/task_0",
+		 root + strlen(ktest_cgroup_mount()));
+	snprintf(watcher, sizeof(watcher), "--step-dir %s/job_60/step_0 ", root);
+	for (unsigned n = 1; n <= 100; n++) {
+		char nbuf[16], text[PATH_MAX + 128] = "", what[PATH_MAX + 64] = "", cg[PATH_MAX];
+		int ri = 0, rp = 0, task = 0, st = 0;
+		struct jobcg_gc_stats gs = {};
+		struct recs c;
+		bool ran, contained, left;
+		pid_t pid;
+		FILE *f;
+
+		unlink(result);
+		unlink(log);
+		snprintf(nbuf, sizeof(nbuf), "%u", n);
+		pid = fork();
+		if (pid == 0) {
+			execl("/proc/self/exe", "test-spank-conf", "--walk-step", conf_arg,
+			      jobcg_arg, result, nbuf, log, (char *)NULL);
+			_exit(127);
+		}
+		waitpid(pid, &st, 0);
+		/* The watcher ends what the step's own end could not; let it finish first. */
+		for (int i = 0; i < 1000 && process_with(watcher); i++)
+			usleep(10000);
+		if ((f = fopen(result, "re"))) {
+			if (!fgets(text, sizeof(text), f))
+				text[0] = 0;
+			fclose(f);
+		}
+		if ((f = fopen(log, "re"))) {
+			if (!fgets(what, sizeof(what), f))
+				what[0] = 0;
+			what[strcspn(what, "\n")] = 0;
+			fclose(f);
+		}
+		cg[0] = 0;
+		if (sscanf(text, "init %d post_fork %d task %d %4095s", &ri, &rp, &task, cg) < 3) {
+			ok(false, "walk: the step with change %u failing ran to its end (%s)", n,
+			   text);
+			break;
+		}
+		ran = task == 0;
+		contained = !ran || !strcmp(cg, want);
+		(void)jobcg_gc(ctx, 0, &gs);
+		jobcg_error_clear();
+		left = kcli_exists("%s/job_60", root);
+		c = records(conf, "60");
+		ok(contained && !left && c.steps - seen <= 1 && (!ran || c.steps - seen == 1),
+		   "walk: change %u failing (%s): init %d, post_fork %d, the task %s; then nothing "
+		   "of "
+		   "job 60 is left (%s), %u record(s) of its step",
+		   n, what[0] ? what + strspn(what, "0123456789 ") : "none", ri, rp,
+		   ran ? (contained ? "ran in its task cgroup" : "ran OUTSIDE its task cgroup")
+		   : task == 1	? "was refused before its exec"
+		   : task == 99 ? "was never started (init failed)"
+				: "was killed before it ran",
+		   left ? "it is" : "gone", c.steps - seen);
+		if (!contained)
+			tap_diag("it ran in %s, not %s", cg, want);
+		seen = c.steps;
+		if (!what[0]) {
+			ok(ran, "walk: with no change failing the step runs (%u changes)", n - 1);
+			return;
+		}
+	}
+	ok(false, "walk: the step made more than 100 changes");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 7 && !strcmp(argv[1], "--walk-step"))
+		return walk_step(argv[2], argv[3], argv[4], argv[5], argv[6]);
+
 	const char *root = kcli_setup("spank-conf", "jobcg");
 	char *rel = getenv("JOBCG_ROOT"), jobcg_arg[PATH_MAX + 8], conf_arg[PATH_MAX + 8];
 	char text[3 * PATH_MAX], p[PATH_MAX + 64];
@@ -357,6 +561,10 @@ int main(void)
 	snprintf(text, sizeof(text), "JobcgRoot=%s\nStateDir=%s/state\nBpfPinDir=%s/pins\n", rel,
 		 ktest_tmpdir(), ktest_tmpdir());
 	write_file(confdir, "cgroup.conf", text);
+	if (tap_test_hooks())
+		walk(ctx, conf, root, conf_arg, jobcg_arg);
+	else
+		tap_skip("the failure walk: a build without test hooks");
 	(void)jobcg_tree_teardown(ctx, JOBCG_TEARDOWN_FORCE, 0, NULL);
 	jobcg_ctx_free(ctx);
 	jobcg_config_free(conf);
