@@ -193,6 +193,38 @@ def check_alloc_onward(e, m):
     e.run("release", "46")
 
 
+def check_run_onward(e, m):
+    """A step of job 51 and a throwaway job's run where every change from one on fails, the
+    rollback's and the removal's too: the command says why when it fails, and once gc has run
+    (twice: a record the first could not write waits for the second) the tree, the policy and
+    the pins are as before, with at most one record for each step and job made."""
+    r = e.run("alloc", "51", "--gres", "gpu:2")
+    ok(r.returncode == 0, f"{m}: alloc 51 --gres gpu:2 ({r.stderr.strip()})")
+    before = e.snapshot(records=False)
+    seen = [len(e.records())]
+
+    def judge(label, n, what, r):
+        g = [e.run("gc") for _ in range(2)]
+        after = e.snapshot(records=False)
+        recs = e.records()
+        new = [x for x in recs[seen[0]:]]
+        seen[0] = len(recs)
+        kinds = sorted(f"{x.get('type')}:{x.get('job')}.{x.get('step', '')}" for x in new)
+        ok((r.returncode == 0 or said_why(r)) and all(x.returncode == 0 for x in g) and
+           after == before and len(kinds) == len(set(kinds)) and len(kinds) <= 2,
+           f"{m}: {label} with every change from {n} on failing ({what}): rc "
+           f"{r.returncode}; after gc nothing of it is left, records "
+           f"{[x.get('state') for x in new]} ({r.stderr.strip()}; "
+           f"{[x.stderr.strip() for x in g]}; {differences(before, after)})")
+
+    for label, args in (("run --job 51", ["run", "--job", "51", "--gres", "gpu:1", "--", "true"]),
+                        ("run without --job", ["run", "--gres", "gpu:1", "--", "true"])):
+        walk(e, f"{m}: {label}, every change from the Nth on failing", args,
+             lambda n, w, r, label=label: judge(label, n, w, r),
+             lambda n, w, r, label=label: judge(label, n, w, r), onward=True)
+    e.run("release", "51")
+
+
 def step_records(e, job):
     return [r for r in e.records() if r.get("type") == "step" and str(r.get("job")) == job]
 
@@ -629,6 +661,7 @@ def body(e):
             check_alloc_onward(x, mode)
             check_step(x, mode)
             check_throwaway(x, mode)
+            check_run_onward(x, mode)
             if mode == "node":
                 check_daemon(x, mode, "daemon")
                 check_daemon(x, mode, "client")
