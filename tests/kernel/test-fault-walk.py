@@ -203,22 +203,33 @@ def check_run_onward(e, m):
     before = e.snapshot(records=False)
     seen = [len(e.records())]
 
+    trace = os.path.join(e.tmp, "ran")
+
     def judge(label, n, what, r):
+        ran = os.path.exists(trace)
+        if ran:
+            os.unlink(trace)
         g = [e.run("gc") for _ in range(2)]
         after = e.snapshot(records=False)
         recs = e.records()
         new = [x for x in recs[seen[0]:]]
         seen[0] = len(recs)
         kinds = sorted(f"{x.get('type')}:{x.get('job')}.{x.get('step', '')}" for x in new)
+        # A step whose task never started, but for failing to start it, ran nothing: no
+        # record of it, not NODE_FAIL.
+        unstarted = not ran and "/task_0" not in what
+        steps = [x for x in new if x.get("type") == "step"]
         ok((r.returncode == 0 or said_why(r)) and all(x.returncode == 0 for x in g) and
-           after == before and len(kinds) == len(set(kinds)) and len(kinds) <= 2,
+           after == before and len(kinds) == len(set(kinds)) and len(kinds) <= 2 and
+           not (unstarted and steps),
            f"{m}: {label} with every change from {n} on failing ({what}): rc "
            f"{r.returncode}; after gc nothing of it is left, records "
            f"{[x.get('state') for x in new]} ({r.stderr.strip()}; "
            f"{[x.stderr.strip() for x in g]}; {differences(before, after)})")
 
-    for label, args in (("run --job 51", ["run", "--job", "51", "--gres", "gpu:1", "--", "true"]),
-                        ("run without --job", ["run", "--gres", "gpu:1", "--", "true"])):
+    task = ["--", "sh", "-c", f"echo >> {trace}"]
+    for label, args in (("run --job 51", ["run", "--job", "51", "--gres", "gpu:1", *task]),
+                        ("run without --job", ["run", "--gres", "gpu:1", *task])):
         walk(e, f"{m}: {label}, every change from the Nth on failing", args,
              lambda n, w, r, label=label: judge(label, n, w, r),
              lambda n, w, r, label=label: judge(label, n, w, r), onward=True)

@@ -109,6 +109,18 @@ static int get_meta(const char *dir, const char *key, char **ret)
 	return cgfs_xattr_get(dir, name, ret);
 }
 
+/* Whether @dir is known to lack the mark @key (-ENODATA); a mark that cannot be read counts as
+ * there. Leaves the error record as it was. */
+static bool meta_absent(const char *dir, const char *key)
+{
+	struct jobcg_error saved = *jobcg_last_error();
+	_cleanup_free_ char *v = NULL;
+	bool absent = get_meta(dir, key, &v) == -ENODATA;
+
+	jobcg_error_restore(&saved);
+	return absent;
+}
+
 /* get_meta() for the public getters, which set the record on every failure: without it, a
  * caller's message would be an earlier failure's with the same code. @what names the job or
  * step ("job 4", "step 4.0"). */
@@ -957,7 +969,9 @@ static int steps_prepare(struct jobcg_ctx *ctx, uint32_t job_id, const struct re
 			v[n++].sdir = TAKE_PTR(sdir);
 			continue;
 		}
-		if (get_meta(sdir, "runner", &runner) < 0 || jobcg_acct_read_dir(sdir, &a) < 0) {
+		/* (one never completely made ran no task: no record) */
+		if (get_meta(sdir, "runner", &runner) < 0 || meta_absent(sdir, "created") ||
+		    jobcg_acct_read_dir(sdir, &a) < 0) {
 			jobcg_error_clear();
 			continue;
 		}
@@ -1812,6 +1826,10 @@ int step_remove_unborn(struct jobcg_ctx *ctx, uint32_t job_id, const char *step_
 	r = step_dir_locked(ctx, job_id, step_id, &sdir);
 	if (r < 0)
 		return r;
+	/* Unmade first: one whose removal fails is left to gc as a step that never ran a task,
+	 * which gets no record. */
+	if (ctx->info->xattr.supported)
+		(void)removexattr(sdir, XATTR_PREFIX "created");
 	r = step_remove_locked(ctx, job_id, step_id);
 	if (r >= 0 && step_named(step_id) && ctx->info->xattr.supported)
 		forget_step_name(jdir, step_id);
@@ -2035,6 +2053,10 @@ static int lost_step_remove_locked(struct jobcg_ctx *ctx, uint32_t id, const cha
 		return r;
 	if (access(sdir, F_OK) < 0)
 		return 0;
+	/* Never completely made (its creation failed, and so did the undo): no task ran in it,
+	 * nothing to record. */
+	if (record && ctx->info->xattr.supported && meta_absent(sdir, "created"))
+		record = false;
 	/* Its ender saw it end and set its record aside, but could not remove it: that record. */
 	if ((k = record ? acct_pending_step_take(ctx, id, sid, sdir, &rec) : 0) < 0)
 		return k;
