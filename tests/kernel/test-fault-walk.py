@@ -25,7 +25,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pytap  # noqa: E402
 from pytap import ok, diag  # noqa: E402
 
-EPERM = 1
 NGPU = 4
 MAX_CHANGES = 200  # far above any operation's count: the walk ends before
 
