@@ -526,6 +526,21 @@ def check_resv(e, m):
     diag(f"{m}: a reservation of two GPUs takes {n} changes to make")
     e.run("resv", "delete", "r1")
 
+    # Every change from the Nth on failing, the undo's too: gc removes what is left.
+    def onward(n, what, r):
+        g = e.run("gc")
+        d = e.run("resv", "delete", "r1") if r.returncode == 0 else None
+        after = e.snapshot(records=False)
+        ok((said_why(r) or r.returncode == 0) and g.returncode == 0 and
+           (d is None or d.returncode == 0) and after == base,
+           f"{m}: resv create with every change from {n} on failing ({what}): rc "
+           f"{r.returncode}; after gc nothing of it is left ({r.stderr.strip()}; "
+           f"{g.stderr.strip()}; {differences(base, after)})")
+
+    walk(e, f"{m}: resv create r1, every change from the Nth on failing",
+         ["resv", "create", "r1", "--devices", "gpu:0,1"], onward, onward, onward=True)
+    e.run("resv", "delete", "r1")
+
     def prepare():
         r = e.run("resv", "create", "r1", "--devices", "gpu:0,1")
         if r.returncode != 0:
