@@ -1,5 +1,5 @@
-/* jobcg internal: pause points and flags that let tests stop a jobcg process at a named place
- * or make it act as on another host. */
+/* jobcg internal: pause points, flags and failures on request that let tests stop a jobcg
+ * process at a named place, make it act as on another host, or make one of its changes fail. */
 #pragma once
 
 #include <errno.h>
