@@ -1,13 +1,16 @@
 # vmtest-timeout: 420
 # Every change of a job's creation and of a step's, with the limits only this guest enforces
 # (cpuset, memory, pids: controllers enabled in the job, limits written), made to fail in turn
-# (JOBCG_TEST_FAIL_AT, lib/src/base/testhook.h; the guest's jobcg is built with test hooks): a
-# failed alloc leaves no job and the tree's controllers as they were; a failed step leaves its
-# job as it was. The host's tests/kernel/test-fault-walk.py walks the rest without controllers.
+# (JOBCG_TEST_FAIL_AT, lib/src/base/testhook.h; through the share's bin-hooks/jobcg, the same
+# jobcg built with the test hooks, which the one on PATH, as installed, has not): a failed
+# alloc leaves no job and the tree's controllers as they were; a failed step leaves its job as
+# it was. The host's tests/kernel/test-fault-walk.py walks the rest without controllers.
 . "$VMT_GUEST/lib.sh"
 cg=/sys/fs/cgroup/system.slice/jobcg.scope
 log=$VMT_TMP/faultwalk.log
+hooked=$VMT_SHARE/bin-hooks/jobcg
 jobcg init > /dev/null 2>&1
+check "a jobcg with the test hooks is in the share ($hooked)" test -x "$hooked"
 
 state() {
 	echo "tree: $(cd "$cg" && find . -mindepth 1 -type d -path './job_8[01]*' | sort | tr '\n' ' ')"
@@ -23,7 +26,7 @@ failing() {
 	n=$1
 	shift
 	rm -f "$log"
-	out=$(JOBCG_TEST_FAIL_AT=$n JOBCG_TEST_FAIL_LOG=$log jobcg "$@" 2>&1)
+	out=$(JOBCG_TEST_FAIL_AT=$n JOBCG_TEST_FAIL_LOG=$log "$hooked" "$@" 2>&1)
 	rc=$?
 	what=$(head -n 1 "$log" 2>/dev/null | cut -d' ' -f2-)
 }
