@@ -178,15 +178,14 @@ int gres_set_parse_known(const struct jobcg_gres_node *n, const char *s, struct 
 int jobcg_gres_xattr_write(const struct jobcg_gres_node *n, int dirfd, const char *xattr,
 			   const struct jobcg_gres_set *s)
 {
+	const char *name = xattr ? xattr : JOBCG_GRES_XATTR;
 	_cleanup_free_ char *v = NULL;
 	int r = jobcg_gres_set_format(n, s, &v);
 
 	if (r < 0)
 		return r;
-	if (TEST_FAIL("setxattr", xattr ? xattr : JOBCG_GRES_XATTR,
-		      fsetxattr(dirfd, xattr ? xattr : JOBCG_GRES_XATTR, v, strlen(v), 0)) < 0)
-		return error_set(negative_errno(), "cannot set %s: %s",
-				 xattr ? xattr : JOBCG_GRES_XATTR, strerror(errno));
+	if (TEST_FAIL("setxattr", name, fsetxattr(dirfd, name, v, strlen(v), 0)) < 0)
+		return error_set(negative_errno(), "cannot set %s: %s", name, strerror(errno));
 	return 0;
 }
 
